@@ -1,0 +1,94 @@
+"""Demo courses (stages) the page can show, DESIGN.md §6.
+
+A course is a stage with scenes. The course picker lists ``COURSES``; the URL
+``?course=<stageId>`` opens any id at all: ids not in the list get a generic
+placeholder course that carries the id unchanged (``42``, ``__proto__``, long or
+non-ASCII ids included), so each still has its own thread.
+
+Titles are plain text in the course's own language; the page renders them as
+text, never as HTML.
+
+Example::
+
+    >>> find_course("intro-ml").title
+    'Introduction to Machine Learning'
+    >>> c = find_course("__proto__")
+    >>> (c.id, c.is_placeholder, len(c.scenes))
+    ('__proto__', True, 3)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["COURSES", "DEFAULT_COURSE_ID", "Course", "Scene", "find_course"]
+
+
+@dataclass(frozen=True)
+class Scene:
+    """One scene of a course: ``id`` (what ``/regenerate <sceneId>`` names), ``title``, one ``body`` line."""
+
+    id: str
+    title: str
+    body: str
+
+
+@dataclass(frozen=True)
+class Course:
+    """A stage: ``id`` (the thread key), ``title``, ``scenes``; ``is_placeholder`` for ids not in ``COURSES``."""
+
+    id: str
+    title: str
+    scenes: tuple[Scene, ...]
+    is_placeholder: bool = False
+
+
+COURSES: tuple[Course, ...] = (
+    Course(
+        "intro-ml",
+        "Introduction to Machine Learning",
+        (
+            Scene("scene-1", "What is learning?", "A program learns when its performance improves with experience."),
+            Scene("scene-2", "Supervised learning", "Labelled examples teach a model to map inputs to outputs."),
+            Scene("scene-3", "Overfitting", "A model that memorises its training data fails on new data."),
+        ),
+    ),
+    Course(
+        "linear-algebra",
+        "Linear Algebra Essentials",
+        (
+            Scene("scene-1", "Vectors", "A vector has a direction and a length."),
+            Scene("scene-2", "Matrices", "A matrix is a linear map written as a grid of numbers."),
+            Scene("scene-3", "Eigenvalues", "An eigenvector keeps its direction under the map."),
+        ),
+    ),
+    Course(
+        "poetry-tang",
+        "唐诗选读",
+        (
+            Scene("scene-1", "静夜思", "床前明月光，疑是地上霜。"),
+            Scene("scene-2", "春晓", "春眠不觉晓，处处闻啼鸟。"),
+            Scene("scene-3", "登鹳雀楼", "白日依山尽，黄河入海流。"),
+        ),
+    ),
+)
+
+DEFAULT_COURSE_ID = COURSES[0].id
+"""The course shown when the URL names none."""
+
+_BY_ID = {course.id: course for course in COURSES}
+
+_PLACEHOLDER_SCENES = (
+    Scene("scene-1", "Scene 1", "An empty scene, ready to be generated."),
+    Scene("scene-2", "Scene 2", "An empty scene, ready to be generated."),
+    Scene("scene-3", "Scene 3", "An empty scene, ready to be generated."),
+)
+
+
+def find_course(stage_id: str) -> Course:
+    """Return the demo course ``stage_id``, or a placeholder course with that id (never raises).
+
+    >>> find_course("42").title
+    'Course 42'
+    """
+    return _BY_ID.get(stage_id) or Course(stage_id, f"Course {stage_id}", _PLACEHOLDER_SCENES, is_placeholder=True)

@@ -1,0 +1,28 @@
+"""Demo courses (DESIGN.md §6): a few listed courses, and any URL id opens a course of its own."""
+
+import pytest
+
+from app.courses import COURSES, DEFAULT_COURSE_ID, find_course
+
+
+def test_demo_courses_have_distinct_ids_and_scenes():
+    ids = [course.id for course in COURSES]
+    assert 3 <= len(ids) <= 4 and len(set(ids)) == len(ids)
+    assert {"intro-ml", "linear-algebra", "poetry-tang"} <= set(ids)
+    for course in COURSES:
+        assert course.scenes and len({s.id for s in course.scenes}) == len(course.scenes)
+        assert all(s.title and s.body for s in course.scenes)
+        assert not course.is_placeholder
+
+
+def test_find_course_returns_the_listed_course():
+    for course in COURSES:
+        assert find_course(course.id) is course
+    assert find_course(DEFAULT_COURSE_ID) is COURSES[0]
+
+
+@pytest.mark.parametrize("stage_id", ["42", "__proto__", "constructor", "x" * 500, "课程-α", "a b/c?d=<e>"])
+def test_any_unknown_id_opens_a_placeholder_course_with_that_id(stage_id):
+    course = find_course(stage_id)
+    assert course.id == stage_id and course.is_placeholder
+    assert course.scenes and stage_id in course.title

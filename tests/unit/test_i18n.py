@@ -1,0 +1,168 @@
+"""Locales (DESIGN.md §7): same keys everywhere, real translations, resolution order, RTL, plurals."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.i18n import LOCALES, PLURAL_CATEGORIES, Translator, catalogue, is_rtl, plural_category, resolve_locale
+
+LOCALE_DIR = Path(__file__).resolve().parents[2] / "app" / "locales"
+
+NEW_CONVERSATION = {
+    "zh-CN": "新对话",
+    "zh-TW": "新對話",
+    "en-US": "New conversation",
+    "ja-JP": "新しい会話",
+    "ru-RU": "Новый диалог",
+    "ar-SA": "محادثة جديدة",
+    "pt-BR": "Nova conversa",
+    "ko-KR": "새 대화",
+}
+
+REQUIRED_KEYS = {
+    "app.title", "app.loading", "app.startupError",
+    "course.label", "course.placeholderTitle", "course.scene", "course.scenes",
+    "edit.agent.title", "edit.agent.collapse", "edit.agent.expand",
+    "edit.agent.inputLabel", "edit.agent.inputPlaceholder", "edit.agent.send", "edit.agent.stop",
+    "edit.agent.newConversation", "edit.agent.newConversationTooltip", "edit.agent.emptyHint",
+    "edit.agent.tool.regenerateScene", "edit.agent.tool.elements", "edit.agent.tool.actions",
+    "edit.agent.tool.failed", "edit.agent.tool.interrupted",
+    "notice.storage-corrupt", "notice.storage-newer-version", "notice.storage-unavailable",
+    "notice.storage-full", "notice.storage-pruned",
+}
+
+
+def is_plural(node):
+    return isinstance(node, dict) and "other" in node and set(node) <= PLURAL_CATEGORIES
+
+
+def leaves(tree, prefix=""):
+    """Dotted key → leaf (a string, or a plural object counted as one leaf)."""
+    out = {}
+    for key, node in tree.items():
+        path = f"{prefix}{key}"
+        if isinstance(node, dict) and not is_plural(node):
+            out.update(leaves(node, path + "."))
+        else:
+            out[path] = node
+    return out
+
+
+def test_there_is_one_catalogue_file_per_locale():
+    assert sorted(p.stem for p in LOCALE_DIR.glob("*.json")) == sorted(LOCALES)
+
+
+def test_locales_share_keys():
+    keys = {locale: set(leaves(catalogue(locale))) for locale in LOCALES}
+    for locale in LOCALES:
+        assert keys[locale] == keys["en-US"], locale
+    assert REQUIRED_KEYS <= keys["en-US"]
+
+
+def test_every_leaf_is_text_and_plurals_cover_their_language():
+    for locale in LOCALES:
+        needed = {plural_category(locale, n) for n in range(0, 201)} | {"other"}
+        for key, node in leaves(catalogue(locale)).items():
+            if isinstance(node, dict):
+                assert set(node) == needed, (locale, key)
+                assert all(isinstance(v, str) and v for v in node.values()), (locale, key)
+            else:
+                assert isinstance(node, str) and node, (locale, key)
+
+
+def test_placeholders_match_english_in_every_locale():
+    import re
+
+    def names(node):
+        texts = node.values() if isinstance(node, dict) else [node]
+        return set().union(*(re.findall(r"\{(\w+)\}", t) for t in texts)) - {"count"}
+
+    english = leaves(catalogue("en-US"))
+    for locale in LOCALES:
+        for key, node in leaves(catalogue(locale)).items():
+            assert names(node) == names(english[key]), (locale, key)
+
+
+def test_every_locale_translates_new_conversation():
+    for locale, text in NEW_CONVERSATION.items():
+        assert Translator(locale).t("edit.agent.newConversation") == text
+
+
+def test_translations_are_not_english_copies():
+    english = leaves(catalogue("en-US"))
+    for locale in set(LOCALES) - {"en-US"}:
+        own = leaves(catalogue(locale))
+        copied = [key for key, node in own.items() if node == english[key]]
+        assert not copied, (locale, copied)
+
+
+def test_catalogue_files_are_json_without_escapes():
+    for path in LOCALE_DIR.glob("*.json"):
+        text = path.read_text(encoding="utf-8")
+        json.loads(text)
+        assert "\\u" not in text, path.name
+
+
+@pytest.mark.parametrize(
+    ("query", "browser", "expected"),
+    [
+        ("ja-JP", ["ko-KR"], "ja-JP"),
+        ("ja", ["ko-KR"], "ja-JP"),
+        ("AR_sa", [], "ar-SA"),
+        ("xx", ["ko-KR", "ja-JP"], "ko-KR"),
+        (None, ["fr-FR", "pt", "en-US"], "pt-BR"),
+        (None, ["zh-Hant"], "zh-TW"),
+        (None, ["zh-TW"], "zh-TW"),
+        (None, ["zh-HK"], "zh-TW"),
+        (None, ["zh-Hant-HK"], "zh-TW"),
+        (None, ["zh"], "zh-CN"),
+        (None, ["zh-Hans"], "zh-CN"),
+        (None, ["zh-SG"], "zh-CN"),
+        (None, ["ru"], "ru-RU"),
+        (None, ["fr", "de"], "en-US"),
+        (None, [], "en-US"),
+        ("", [], "en-US"),
+    ],
+)
+def test_resolve_locale_order(query, browser, expected):
+    assert resolve_locale(query, browser) == expected
+
+
+def test_only_arabic_is_right_to_left():
+    assert [locale for locale in LOCALES if is_rtl(locale)] == ["ar-SA"]
+    assert Translator("ar-SA").rtl and not Translator("en-US").rtl
+
+
+def test_placeholders_are_filled():
+    assert Translator("en-US").t("edit.agent.tool.regenerateScene", sceneId="scene-2") == "Regenerate scene scene-2"
+    assert "“maic-agent-threads.bak”" in Translator("en-US").t("notice.storage-corrupt", backupKey="maic-agent-threads.bak")
+    assert "{backupKey}" in Translator("en-US").t("notice.storage-corrupt")
+
+
+@pytest.mark.parametrize(
+    ("locale", "count", "expected"),
+    [
+        ("en-US", 1, "1 element"),
+        ("en-US", 24, "24 elements"),
+        ("pt-BR", 0, "0 elemento"),
+        ("pt-BR", 2, "2 elementos"),
+        ("ru-RU", 1, "1 элемент"),
+        ("ru-RU", 3, "3 элемента"),
+        ("ru-RU", 11, "11 элементов"),
+        ("ru-RU", 21, "21 элемент"),
+        ("ru-RU", 25, "25 элементов"),
+        ("ar-SA", 2, "عنصران"),
+        ("ar-SA", 5, "5 عناصر"),
+        ("ar-SA", 30, "30 عنصرًا"),
+        ("ar-SA", 100, "100 عنصر"),
+        ("zh-CN", 30, "30 个元素"),
+    ],
+)
+def test_element_count_uses_plural_forms(locale, count, expected):
+    assert Translator(locale).t("edit.agent.tool.elements", count=count) == expected
+
+
+def test_unknown_key_and_unknown_locale_fall_back():
+    assert Translator("en-US").t("no.such.key") == "no.such.key"
+    assert Translator("fr-FR").locale == "en-US"
