@@ -1,0 +1,57 @@
+// Start-up shell: visible loading progress and start-up errors before Python runs.
+// DESIGN.md §2 and §6: a start-up failure becomes html[data-error] holding the message,
+// so tests fail fast with it instead of waiting for a timeout.
+const root = document.documentElement;
+const LOCALES = ["zh-CN", "zh-TW", "en-US", "ja-JP", "ru-RU", "ar-SA", "pt-BR", "ko-KR"];
+
+// Same order as app/i18n.py resolve_locale: ?lang=, then the browser's languages, then en-US.
+function pickLocale() {
+  const wanted = [new URLSearchParams(location.search).get("lang"), ...(navigator.languages || [])].filter(Boolean);
+  for (const tag of wanted) {
+    const exact = LOCALES.find((l) => l.toLowerCase() === tag.toLowerCase());
+    if (exact) return exact;
+    const lang = tag.toLowerCase().split("-")[0];
+    const prefix = LOCALES.find((l) => l.toLowerCase().startsWith(lang + "-"));
+    if (prefix) return prefix;
+  }
+  return "en-US";
+}
+
+const locale = pickLocale();
+root.lang = locale;
+root.dir = locale === "ar-SA" ? "rtl" : "ltr";
+
+fetch(`app/locales/${locale}.json`)
+  .then((r) => (r.ok ? r.json() : {}))
+  .then((strings) => {
+    const text = document.getElementById("boot-text");
+    if (text && !text.textContent) text.textContent = strings["app.loading"] || "…";
+  })
+  .catch(() => {});
+
+let steps = 0;
+addEventListener("py:progress", () => {
+  const bar = document.getElementById("boot-progress");
+  if (bar) bar.value = Math.min(++steps, bar.max);
+});
+
+function fail(message) {
+  if (root.dataset.ready === "true" || root.hasAttribute("data-error")) return;
+  const text = String(message || "Start-up failed");
+  root.setAttribute("data-error", text);
+  const box = document.getElementById("boot-error");
+  if (box) {
+    box.hidden = false;
+    box.textContent = text;
+  }
+}
+
+addEventListener("error", (event) => fail(event.message || (event.error && event.error.message)));
+addEventListener("unhandledrejection", (event) => fail(event.reason && (event.reason.message || event.reason)));
+// PyScript reports Python errors raised at start-up as .py-error elements.
+new MutationObserver((records) => {
+  for (const record of records)
+    for (const node of record.addedNodes)
+      if (node.nodeType === 1 && node.classList.contains("py-error")) fail(node.textContent.trim());
+}).observe(document.documentElement, { childList: true, subtree: true });
+

@@ -1,0 +1,232 @@
+"""Fetch, verify and lay out the offline runtime under ``static/vendor/``.
+
+Everything the page loads comes from the project's own origin (DESIGN.md §1,
+§2). This script, standard library only, is idempotent: a file already in
+place with the pinned sha256 is neither fetched nor copied again.
+
+- npm packages (``pyodide``, ``@pyscript/core``) come through ``npm pack`` by
+  name and version; the tarball and every file taken from it are checked
+  against ``vendor.lock.json``.
+- Browser wheels (pydantic's closure with the wasm ``pydantic-core`` build, and
+  micropip) come through ``pip download`` by name and version, checked the same
+  way.
+- The app itself is packed as a wheel (``agentbar``) so that Pyodide fetches it
+  in parallel with pydantic while it boots, instead of PyScript fetching each
+  file after the interpreter is ready (DESIGN.md §2).
+- ``static/vendor/pyodide/pyodide-lock.json`` is generated from the stock lock:
+  it lists exactly the wheels served, each with the sha256 of the served file
+  (a mismatch makes the page hang before ready, DESIGN.md §2).
+
+Usage::
+
+    python tools/vendor.py          # fetch what is missing, verify, build the app wheel
+    python tools/vendor.py --pin    # maintainers: rewrite vendor.lock.json from fresh downloads
+
+Raises ``SystemExit`` with a message naming the file on any checksum mismatch
+or failed download.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import csv
+import hashlib
+import io
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCK_PATH = ROOT / "vendor.lock.json"
+CACHE = ROOT / ".cache" / "vendor"
+VENDOR = ROOT / "static" / "vendor"
+PYODIDE_DIR = VENDOR / "pyodide"
+WASM_PLATFORM = ["--platform", "pyemscripten_2026_0_wasm32", "--python-version", "3.14",
+                 "--implementation", "cp", "--abi", "cp314"]
+APP_PACKAGE = "app"
+APP_DIST = "agentbar"
+
+
+def sha256_of(path: Path) -> str:
+    """Hex sha256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _check(path: Path, expected: str) -> None:
+    actual = sha256_of(path)
+    if actual != expected:
+        raise SystemExit(f"vendor: sha256 mismatch for {path.name}: expected {expected}, got {actual}")
+
+
+def _npm_tarball(name: str, version: str) -> Path:
+    CACHE.mkdir(parents=True, exist_ok=True)
+    tarball = CACHE / (name.lstrip("@").replace("/", "-") + f"-{version}.tgz")
+    if not tarball.exists():
+        print(f"vendor: npm pack {name}@{version}", flush=True)
+        subprocess.run(["npm", "pack", f"{name}@{version}", "--silent", "--pack-destination", str(CACHE)],
+                       check=True, stdout=subprocess.DEVNULL)
+    return tarball
+
+
+def _wheel(name: str, version: str, file_name: str) -> Path:
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path = CACHE / file_name
+    if not path.exists():
+        print(f"vendor: pip download {name}=={version}", flush=True)
+        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+                        *WASM_PLATFORM, "-d", str(CACHE), f"{name}=={version}"], check=True)
+    if not path.exists():
+        raise SystemExit(f"vendor: pip did not produce {file_name}")
+    return path
+
+
+def _place(source_bytes: bytes | Path, dest: Path, expected: str | None) -> None:
+    """Write ``dest`` unless it already holds the expected bytes; verify after."""
+    if dest.exists() and expected and sha256_of(dest) == expected:
+        return
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(source_bytes, Path):
+        shutil.copyfile(source_bytes, dest)
+    else:
+        dest.write_bytes(source_bytes)
+    if expected:
+        _check(dest, expected)
+
+
+def vendor_npm(entry: dict) -> None:
+    """Lay out the pinned files of one npm package under ``entry["dest"]``."""
+    dest_dir = ROOT / entry["dest"]
+    if all((dest_dir / rel).exists() and sha256_of(dest_dir / rel) == sha for rel, sha in entry["files"].items()):
+        return
+    tarball = _npm_tarball(entry["name"], entry["version"])
+    _check(tarball, entry["sha256"])
+    with tarfile.open(tarball) as archive:
+        for rel, sha in entry["files"].items():
+            member = archive.extractfile(f"package/{entry['strip']}{rel}")
+            if member is None:
+                raise SystemExit(f"vendor: {rel} missing from {tarball.name}")
+            _place(member.read(), dest_dir / rel, sha)
+
+
+def vendor_wheels(entries: list[dict]) -> None:
+    """Place the pinned browser wheels next to ``pyodide.mjs``."""
+    for entry in entries:
+        dest = PYODIDE_DIR / entry["file"]
+        if dest.exists() and sha256_of(dest) == entry["sha256"]:
+            continue
+        source = _wheel(entry["name"], entry["version"], entry["file"])
+        _check(source, entry["sha256"])
+        _place(source, dest, entry["sha256"])
+
+
+def build_app_wheel() -> Path:
+    """Pack ``app/`` (with its locale JSON) as a pure-Python wheel; reproducible bytes.
+
+    Returns the wheel's path in ``static/vendor/pyodide``. Rewritten only when
+    its content changes.
+    """
+    version = _project_version()
+    tag = f"{APP_DIST}-{version}"
+    files: list[tuple[str, bytes]] = []
+    for path in sorted((ROOT / APP_PACKAGE).rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix in {".py", ".json"}:
+            files.append((path.relative_to(ROOT).as_posix(), path.read_bytes()))
+    dist_info = f"{tag}.dist-info"
+    files.append((f"{dist_info}/METADATA", f"Metadata-Version: 2.1\nName: {APP_DIST}\nVersion: {version}\n".encode()))
+    files.append((f"{dist_info}/WHEEL", b"Wheel-Version: 1.0\nGenerator: agentbar-vendor\nRoot-Is-Purelib: true\nTag: py3-none-any\n"))
+    record = io.StringIO()
+    writer = csv.writer(record, lineterminator="\n")
+    for name, data in files:
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        writer.writerow([name, f"sha256={digest}", len(data)])
+    writer.writerow([f"{dist_info}/RECORD", "", ""])
+    files.append((f"{dist_info}/RECORD", record.getvalue().encode()))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files:
+            info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, data)
+    dest = PYODIDE_DIR / f"{tag}-py3-none-any.whl"
+    data = buffer.getvalue()
+    if not dest.exists() or dest.read_bytes() != data:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(data)
+    return dest
+
+
+def _project_version() -> str:
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+
+
+def write_pyodide_lock(lock: dict, app_wheel: Path) -> None:
+    """Generate ``pyodide-lock.json`` listing exactly the served wheels.
+
+    Starts from the stock lock's ``info`` and entries (for ``depends`` and
+    ``imports``), replaces file name, version and sha256 with the served file's,
+    and adds the app wheel. Only packages that are served are listed.
+    """
+    tarball = _npm_tarball("pyodide", lock["npm"][0]["version"])
+    with tarfile.open(tarball) as archive:
+        stock = json.load(archive.extractfile("package/pyodide-lock.json"))
+    packages = {}
+    for entry in lock["wheels"]:
+        key = entry["lock_name"]
+        base = dict(stock["packages"][key])
+        base.update(file_name=entry["file"], version=entry["version"], sha256=entry["sha256"])
+        packages[key] = base
+    packages[APP_DIST] = {
+        "name": APP_DIST, "version": _project_version(), "file_name": app_wheel.name,
+        "install_dir": "site", "sha256": sha256_of(app_wheel), "package_type": "package",
+        "imports": [APP_PACKAGE], "depends": ["pydantic"], "unvendored_tests": False,
+    }
+    text = json.dumps({"info": stock["info"], "packages": packages}, indent=1, sort_keys=True)
+    dest = PYODIDE_DIR / "pyodide-lock.json"
+    if not dest.exists() or dest.read_text() != text:
+        dest.write_text(text)
+
+
+def pin(lock: dict) -> None:
+    """Maintainers: recompute every sha256 in ``vendor.lock.json`` from fresh downloads."""
+    for entry in lock["npm"]:
+        tarball = _npm_tarball(entry["name"], entry["version"])
+        entry["sha256"] = sha256_of(tarball)
+        with tarfile.open(tarball) as archive:
+            prefix = f"package/{entry['strip']}"
+            names = [m.name[len(prefix):] for m in archive.getmembers()
+                     if m.isfile() and m.name.startswith(prefix)]
+            wanted = entry.get("include")
+            chosen = sorted(n for n in names if (n in wanted if wanted else not n.endswith(".map")))
+            entry["files"] = {n: hashlib.sha256(archive.extractfile(prefix + n).read()).hexdigest() for n in chosen}
+    for entry in lock["wheels"]:
+        entry["sha256"] = sha256_of(_wheel(entry["name"], entry["version"], entry["file"]))
+    LOCK_PATH.write_text(json.dumps(lock, indent=2) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pin", action="store_true", help="rewrite vendor.lock.json from fresh downloads")
+    args = parser.parse_args(argv)
+    lock = json.loads(LOCK_PATH.read_text())
+    if args.pin:
+        pin(lock)
+    for entry in lock["npm"]:
+        vendor_npm(entry)
+    vendor_wheels(lock["wheels"])
+    write_pyodide_lock(lock, build_app_wheel())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
