@@ -1,0 +1,136 @@
+"""The built-in demo agent (DESIGN.md §6): deterministic, streamed, heavy regenerate results."""
+
+import asyncio
+import json
+
+from app.agent import (
+    DemoAgent,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    action_count,
+    element_count,
+    regenerate_result,
+    tokenize,
+)
+from app.model import Message, TextPart
+
+
+async def collect(agent, text, history=()):
+    return [event async for event in agent.run(list(history), text)]
+
+
+class RecordingSleep:
+    def __init__(self):
+        self.calls = []
+
+    async def __call__(self, seconds):
+        self.calls.append(seconds)
+        await asyncio.sleep(0)
+
+
+async def test_plain_text_streams_at_least_ten_tokens_mentioning_the_input():
+    events = await collect(DemoAgent(), "What is overfitting?")
+    assert all(isinstance(e, TextDelta) for e in events)
+    assert len(events) >= 10
+    text = "".join(e.text for e in events)
+    assert "What is overfitting?" in text
+    assert [e.text for e in events] == tokenize(text)
+
+
+async def test_one_token_per_delay_and_yields_even_with_zero_delay():
+    sleep = RecordingSleep()
+    events = await collect(DemoAgent(delay_ms=0, sleep=sleep), "hi")
+    assert sleep.calls == [0.0] * len(events)
+    sleep = RecordingSleep()
+    events = await collect(DemoAgent(delay_ms=40, sleep=sleep), "hi")
+    assert sleep.calls == [0.04] * len(events)
+
+
+def test_tokens_are_words_or_punctuation_marks():
+    assert tokenize("Hello, world! 你好。") == ["Hello", ",", " world", "!", " 你好", "。"]
+
+
+async def test_reply_is_deterministic():
+    assert await collect(DemoAgent(), "same input") == await collect(DemoAgent(), "same input")
+    assert await collect(DemoAgent(), "one input") != await collect(DemoAgent(), "another input")
+
+
+async def test_regenerate_makes_a_heavy_tool_call_then_a_summary():
+    events = await collect(DemoAgent(), "/regenerate scene-2 make it blue")
+    started, finished, *summary = events
+    assert isinstance(started, ToolCallStarted) and isinstance(finished, ToolCallFinished)
+    assert started.tool_name == "regenerate_scene"
+    assert started.args == {"sceneId": "scene-2", "instruction": "make it blue"}
+    assert finished.tool_call_id == started.tool_call_id and finished.is_error is False
+    assert summary and all(isinstance(e, TextDelta) for e in summary)
+
+    result = finished.result
+    assert result["content"][0]["type"] == "text" and "scene-2" in result["content"][0]["text"]
+    assert result["content"][1]["type"] == "image" and len(result["content"][1]["data"]) > 1000
+    details = result["details"]
+    assert details["sceneId"] == "scene-2"
+    elements = details["content"]["elements"]
+    assert len(elements) == element_count("scene-2")
+    assert all({"id", "type", "x", "y", "text"} <= set(e) for e in elements)
+    images = [e for e in elements if "src" in e]
+    assert images and all(e["src"].startswith("data:image/png;base64,") and len(e["src"]) > 2000 for e in images)
+    assert details["content"]["background"]["src"].startswith("data:image/png;base64,")
+    assert len(details["actions"]) == action_count("scene-2") >= 3
+    assert all({"type", "elementId", "payload"} <= set(a) for a in details["actions"])
+    assert len(json.dumps(result)) > 20_000
+
+
+async def test_regenerate_without_instruction_sends_only_the_scene_id():
+    started, *_ = await collect(DemoAgent(), "/regenerate scene-1")
+    assert started.args == {"sceneId": "scene-1"}
+
+
+async def test_fail_makes_a_failing_call_with_null_content():
+    events = await collect(DemoAgent(), "/fail scene-3")
+    started, finished, *summary = events
+    assert isinstance(started, ToolCallStarted) and started.args == {"sceneId": "scene-3"}
+    assert finished.is_error is True
+    assert finished.result["details"] == {"sceneId": "scene-3", "content": None, "actions": []}
+    assert "failed" in finished.result["content"][0]["text"]
+    assert summary
+
+
+async def test_command_without_scene_is_answered_as_text():
+    events = await collect(DemoAgent(), "/regenerate")
+    assert events and all(isinstance(e, TextDelta) for e in events)
+
+
+def test_element_count_is_a_pure_function_of_the_scene_id():
+    counts = {sid: element_count(sid) for sid in ("scene-1", "scene-2", "scene-3", "s", "场景")}
+    assert all(24 <= n <= 48 for n in counts.values())
+    assert len(set(counts.values())) > 1
+    assert counts == {sid: element_count(sid) for sid in counts}
+    assert regenerate_result("scene-1", "x") == regenerate_result("scene-1", "x")
+
+
+async def test_tool_call_ids_differ_between_turns_of_a_thread():
+    first, *_ = await collect(DemoAgent(), "/regenerate scene-1")
+    history = [Message(role="user", content=[TextPart(text="/regenerate scene-1")]), Message(role="assistant")]
+    second, *_ = await collect(DemoAgent(), "/regenerate scene-1", history)
+    assert first.tool_call_id != second.tool_call_id
+
+
+async def test_cancelling_the_consumer_stops_the_stream():
+    gate = asyncio.Event()
+
+    async def blocking_sleep(_):
+        await gate.wait()
+
+    seen = []
+
+    async def consume():
+        async for event in DemoAgent(sleep=blocking_sleep).run([], "hello"):
+            seen.append(event)
+
+    task = asyncio.create_task(consume())
+    await asyncio.sleep(0)
+    task.cancel()
+    gate.set()
+    await asyncio.gather(task, return_exceptions=True)
+    assert task.cancelled() and seen == []
