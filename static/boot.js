@@ -25,7 +25,7 @@ fetch(`app/locales/${locale}.json`)
   .then((r) => (r.ok ? r.json() : {}))
   .then((strings) => {
     const text = document.getElementById("boot-text");
-    if (text && !text.textContent) text.textContent = strings["app.loading"] || "…";
+    if (text && !text.textContent) text.textContent = (strings.app && strings.app.loading) || "…";
   })
   .catch(() => {});
 

@@ -1,0 +1,75 @@
+"""``window.localStorage`` as an ``app.storage.StringStorage`` (DESIGN.md §2, §5).
+
+A thin face over the JavaScript bridge in ``static/storage-bridge.js``:
+
+- values go to JavaScript as UTF-8 bytes and are decoded there (a non-ASCII
+  Python ``str`` is slow to copy into a JS string, DESIGN.md §2);
+- ``unchanged(key)`` compares on the JavaScript side whether the stored value
+  is still the one this tab last read or wrote, so a save does not copy the
+  whole value into Python when no other tab has written;
+- a full quota surfaces as ``app.storage.QuotaExceeded``; storage that throws on
+  access as ``app.storage.StorageUnavailable``.
+"""
+
+from __future__ import annotations
+
+import js
+from pyodide.ffi import JsException, to_js
+
+from app.storage import QuotaExceeded, StorageUnavailable
+
+__all__ = ["LocalStorage", "open_local_storage"]
+
+
+class LocalStorage:
+    """``StringStorage`` over the page's ``localStorage`` through ``js.agentbarStorage``."""
+
+    def __init__(self, bridge) -> None:
+        self._bridge = bridge
+
+    def get_item(self, key: str) -> str | None:
+        """Return the stored string or ``None``. Raises ``StorageUnavailable``."""
+        try:
+            value = self._bridge.get(key)
+        except JsException as error:
+            raise StorageUnavailable(str(error)) from error
+        return value if isinstance(value, str) else None
+
+    def set_item(self, key: str, value: str) -> None:
+        """Store ``value`` whole or not at all. Raises ``QuotaExceeded`` or ``StorageUnavailable``."""
+        try:
+            payload = to_js(memoryview(value.encode("utf-8")))
+        except UnicodeEncodeError:  # lone surrogates: hand the str over as it is
+            payload = value
+        try:
+            status = self._bridge.set(key, payload)
+        except JsException as error:
+            raise StorageUnavailable(str(error)) from error
+        if status == "quota":
+            raise QuotaExceeded(key)
+
+    def remove_item(self, key: str) -> None:
+        """Remove ``key``. Raises ``StorageUnavailable``."""
+        try:
+            self._bridge.remove(key)
+        except JsException as error:
+            raise StorageUnavailable(str(error)) from error
+
+    def unchanged(self, key: str) -> bool:
+        """True only if ``key`` still holds what this tab last read or wrote."""
+        try:
+            return bool(self._bridge.unchanged(key))
+        except JsException:
+            return False
+
+
+def open_local_storage() -> LocalStorage | None:
+    """Return the page's storage, or ``None`` when access throws (blocked, private mode)."""
+    bridge = getattr(js, "agentbarStorage", None)
+    if bridge is None:
+        return None
+    try:
+        bridge.probe()
+    except JsException:
+        return None
+    return LocalStorage(bridge)

@@ -1,0 +1,44 @@
+// The JavaScript half of app/browser/local_storage.py (DESIGN.md §2, §5).
+// Python hands values over as UTF-8 bytes, decoded here with TextDecoder: copying a
+// non-ASCII Python str into a JS string is several times slower. `unchanged` compares
+// strings on the JS side, so a save need not copy the whole stored value into Python
+// to know that no other tab wrote it since.
+const decoder = new TextDecoder();
+const last = new Map(); // key -> the string this tab last read or wrote
+
+function area() {
+  return window.localStorage; // may throw (blocked storage, some private modes)
+}
+
+globalThis.agentbarStorage = {
+  probe() {
+    const ls = area();
+    ls.getItem("maic-agent-threads");
+    return true;
+  },
+  get(key) {
+    const value = area().getItem(key);
+    last.set(key, value);
+    return value;
+  },
+  // Returns "ok", or "quota" when the browser refused the write for lack of space.
+  set(key, value) {
+    const text = typeof value === "string" ? value : decoder.decode(value);
+    try {
+      area().setItem(key, text);
+    } catch (error) {
+      if (error && (error.name === "QuotaExceededError" || error.name === "NS_ERROR_DOM_QUOTA_REACHED" || error.code === 22))
+        return "quota";
+      throw error;
+    }
+    last.set(key, text);
+    return "ok";
+  },
+  remove(key) {
+    area().removeItem(key);
+    last.set(key, null);
+  },
+  unchanged(key) {
+    return last.has(key) && area().getItem(key) === last.get(key);
+  },
+};

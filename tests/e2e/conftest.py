@@ -1,0 +1,153 @@
+"""End-to-end fixtures: the served folder, Chromium, and page helpers.
+
+- ``app_server``: ``tools/serve.py`` on a free loopback port for the session.
+- Chromium: Debian's ``/usr/bin/chromium`` through pytest-playwright (its own
+  browser download cannot run here, DESIGN.md §2); ``AGENTBAR_CHROMIUM``
+  overrides the path. Every non-local host fails to resolve, and every request
+  of every page is recorded: a test fails if any left the local server.
+- ``AgentPage``: opens the app with URL parameters, waits for
+  ``html[data-ready]`` (failing at once with ``html[data-error]``'s message),
+  seeds ``localStorage`` before the app loads, and reads the stored value.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+
+from tools.serve import make_server
+
+ROOT = Path(__file__).resolve().parents[2]
+STORAGE_KEY = "maic-agent-threads"
+READY_TIMEOUT_MS = 60_000
+
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+]
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if Path(str(item.fspath)).is_relative_to(Path(__file__).parent):
+            item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    path = os.environ.get("AGENTBAR_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    return {**browser_type_launch_args, "executable_path": path, "args": CHROMIUM_FLAGS}
+
+
+@pytest.fixture(scope="session")
+def app_server():
+    """Base URL (with trailing slash) of the app served from the repo root."""
+    if not (ROOT / "static" / "vendor" / "pyodide" / "pyodide-lock.json").exists():
+        pytest.fail("static/vendor is missing: run the tests through `bash tools/dev.sh test`")
+    server = make_server("127.0.0.1", 0, quiet=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    host, port = server.server_address[:2]
+    yield f"http://{host}:{port}/"
+    server.shutdown()
+    server.server_close()
+
+
+class AgentPage:
+    """A Playwright page on the app, with helpers named for what a user does."""
+
+    def __init__(self, page, base_url: str) -> None:
+        self.page = page
+        self.base_url = base_url
+        self.requests: list[str] = []
+        self.dialogs: list[str] = []
+        page.on("request", lambda request: self.requests.append(request.url))
+        page.on("dialog", self._on_dialog)
+
+    def _on_dialog(self, dialog) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def url(self, **params) -> str:
+        params.setdefault("delay", 0)
+        return f"{self.base_url}index.html?{urlencode(params)}"
+
+    def open(self, **params) -> "AgentPage":
+        """Navigate to the app with URL ``params`` (``delay`` defaults to 0) and wait until ready."""
+        self.page.goto(self.url(**params))
+        self.wait_ready()
+        return self
+
+    def wait_ready(self) -> None:
+        handle = self.page.wait_for_function(
+            "() => document.documentElement.dataset.ready === 'true'"
+            " || document.documentElement.getAttribute('data-error')",
+            timeout=READY_TIMEOUT_MS,
+        )
+        result = handle.json_value()
+        if result is not True:
+            pytest.fail(f"app failed to start: {result}")
+
+    def reload(self) -> "AgentPage":
+        self.page.reload()
+        self.wait_ready()
+        return self
+
+    def seed(self, items: dict[str, str | None]) -> None:
+        """Set raw ``localStorage`` items for this origin before the app loads."""
+        self.page.goto(f"{self.base_url}static/icons/agentbar.svg")
+        self.page.evaluate(
+            "items => { for (const [k, v] of Object.entries(items)) v === null ? localStorage.removeItem(k) : localStorage.setItem(k, v); }",
+            items,
+        )
+
+    def stored_raw(self, key: str = STORAGE_KEY) -> str | None:
+        return self.page.evaluate("key => localStorage.getItem(key)", key)
+
+    def stored(self) -> dict | None:
+        raw = self.stored_raw()
+        return None if raw is None else json.loads(raw)
+
+    def testid(self, name: str):
+        return self.page.locator(f"[data-testid={name}]")
+
+    def send(self, text: str, wait: bool = True) -> None:
+        """Type ``text`` into the composer, press send, and by default wait for the turn to end."""
+        self.testid("agent-input").fill(text)
+        self.testid("agent-send").click()
+        if wait:
+            self.wait_idle()
+
+    def wait_idle(self) -> None:
+        self.page.wait_for_function(
+            "() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'false'"
+        )
+
+    def messages(self):
+        return self.testid("agent-message")
+
+    def off_origin_requests(self) -> list[str]:
+        return [u for u in self.requests if not (u.startswith(self.base_url) or u.startswith(("data:", "blob:")))]
+
+
+@pytest.fixture
+def agent(page, app_server):
+    """An ``AgentPage``; after the test, asserts that no request left the local server."""
+    helper = AgentPage(page, app_server)
+    yield helper
+    assert helper.off_origin_requests() == []
+
+
+@pytest.fixture
+def second_agent(context, app_server):
+    """A second tab in the same browser context (shares localStorage with ``agent``)."""
+    helper = AgentPage(context.new_page(), app_server)
+    yield helper
+    assert helper.off_origin_requests() == []

@@ -1,0 +1,129 @@
+"""The product's core in a real Chromium (issue: per-course conversations that survive a refresh).
+
+Every test here also proves, through the ``agent`` fixture, that no request
+left the local server.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.agent import element_count as regenerate_element_count
+
+NEW_CONVERSATION = {
+    "zh-CN": "新对话", "zh-TW": "新對話", "en-US": "New conversation", "ja-JP": "新しい会話",
+    "ru-RU": "Новый диалог", "ar-SA": "محادثة جديدة", "pt-BR": "Nova conversa", "ko-KR": "새 대화",
+}
+
+
+def texts(agent) -> list[str]:
+    return [t.strip() for t in agent.messages().all_inner_texts()]
+
+
+def test_thread_survives_reload(agent):
+    agent.open(course="intro-ml")
+    assert agent.messages().count() == 0
+    agent.send("What is overfitting?")
+    before = texts(agent)
+    assert len(before) == 2
+    assert agent.messages().nth(0).get_attribute("data-role") == "user"
+    assert agent.messages().nth(1).get_attribute("data-role") == "assistant"
+    agent.reload()
+    assert texts(agent) == before
+    stored = agent.stored()
+    assert stored["version"] == 1
+    assert [m["role"] for m in stored["state"]["threads"]["intro-ml"]["messages"]] == ["user", "assistant"]
+
+
+def test_two_courses_keep_separate_threads(agent):
+    agent.open(course="intro-ml")
+    agent.send("alpha question")
+    agent.page.select_option("[data-testid=course-select]", "linear-algebra")
+    agent.page.wait_for_function("() => new URL(location.href).searchParams.get('course') === 'linear-algebra'")
+    assert agent.messages().count() == 0
+    agent.send("beta question")
+    beta = texts(agent)
+    agent.page.select_option("[data-testid=course-select]", "intro-ml")
+    assert "alpha question" in texts(agent)[0]
+    agent.open(course="linear-algebra")
+    assert texts(agent) == beta
+    threads = agent.stored()["state"]["threads"]
+    assert set(threads) == {"intro-ml", "linear-algebra"}
+    assert threads["intro-ml"]["messages"][0]["content"][0]["text"] == "alpha question"
+    assert threads["linear-algebra"]["messages"][0]["content"][0]["text"] == "beta question"
+
+
+def test_new_conversation_hidden_on_empty_thread_and_clears_only_its_course(agent):
+    agent.open(course="intro-ml")
+    button = agent.testid("agent-new-conversation")
+    assert button.is_hidden()
+    agent.send("keep me")
+    agent.open(course="linear-algebra")
+    assert button.is_hidden()
+    agent.send("clear me")
+    assert button.is_visible()
+    kept = agent.stored()["state"]["threads"]["intro-ml"]
+    button.click()
+    assert agent.messages().count() == 0
+    assert button.is_hidden()
+    threads = agent.stored()["state"]["threads"]
+    assert "linear-algebra" not in threads
+    assert threads["intro-ml"] == kept
+    agent.reload()
+    assert agent.messages().count() == 0
+    agent.open(course="intro-ml")
+    assert "keep me" in texts(agent)[0]
+
+
+@pytest.mark.parametrize("locale", sorted(NEW_CONVERSATION))
+def test_new_conversation_button_is_labelled_in_each_locale(agent, locale):
+    agent.open(course="intro-ml", lang=locale)
+    agent.send("hello")
+    button = agent.testid("agent-new-conversation")
+    assert button.get_attribute("aria-label") == NEW_CONVERSATION[locale]
+    assert button.get_attribute("title")
+    assert agent.page.evaluate("document.documentElement.lang") == locale
+    assert agent.page.evaluate("document.documentElement.dir") == ("rtl" if locale == "ar-SA" else "ltr")
+
+
+def test_regenerate_card_keeps_element_count_and_status_after_reload_without_element_data(agent):
+    expected = regenerate_element_count("scene-2")
+    agent.open(course="intro-ml")
+    agent.send("/regenerate scene-2 make it brighter")
+    card = agent.testid("tool-card")
+    assert card.get_attribute("data-status") == "ok"
+    assert card.get_attribute("data-element-count") == str(expected)
+    agent.reload()
+    card = agent.testid("tool-card")
+    assert card.get_attribute("data-status") == "ok"
+    assert card.get_attribute("data-element-count") == str(expected)
+    raw = agent.stored_raw()
+    assert "base64" not in raw and "data:image" not in raw
+    part = next(p for m in json.loads(raw)["state"]["threads"]["intro-ml"]["messages"]
+                for p in m["content"] if p["type"] == "tool-call")
+    assert part["args"] == {"sceneId": "scene-2", "instruction": "make it brighter"}
+    assert part["result"]["details"]["content"] == {"elements": [{}] * expected}
+    assert "isError" not in part
+
+
+def test_fail_card_keeps_failure_badge_after_reload(agent):
+    agent.open(course="intro-ml")
+    agent.send("/fail scene-3")
+    assert agent.testid("tool-card").get_attribute("data-status") == "error"
+    agent.reload()
+    card = agent.testid("tool-card")
+    assert card.get_attribute("data-status") == "error"
+    assert card.get_attribute("data-element-count") is None
+    part = agent.stored()["state"]["threads"]["intro-ml"]["messages"][1]["content"][0]
+    assert part["isError"] is True
+    assert part["result"]["details"]["content"] is None
+
+
+def test_runtime_is_served_from_the_local_origin(agent):
+    agent.open()
+    served = [u for u in agent.requests if u.endswith(("pyodide.asm.wasm", "python_stdlib.zip", ".whl"))]
+    assert any(u.endswith("pyodide.asm.wasm") for u in served)
+    assert any("pydantic_core" in u for u in served)
+    assert all(u.startswith(agent.base_url) for u in served)

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# AgentBar's two commands; each does its own set-up, idempotently.
+#   bash tools/dev.sh serve [--port N]   serve the app, printing its local URL
+#   bash tools/dev.sh test [pytest args] run every test (unit + end-to-end in Chromium)
+#   bash tools/dev.sh bench [--quick]    run the benchmarks (see README)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python_bin=${PYTHON:-python3}
+
+need() { command -v "$1" >/dev/null 2>&1; }
+
+apt_install() { # apt_install PACKAGE... (root on these machines; sudo elsewhere)
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+setup_runtime() { # the vendored, pinned offline runtime under static/vendor/
+  need npm || apt_install npm
+  "$python_bin" tools/vendor.py
+}
+
+setup_venv() { # .venv with requirements-dev.txt, reinstalled only when that file changes
+  local stamp=.venv/.requirements.sha256 want
+  want=$(sha256sum requirements-dev.txt | cut -d' ' -f1)
+  if [ ! -x .venv/bin/python ]; then "$python_bin" -m venv .venv; fi
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+    echo "$want" > "$stamp"
+  fi
+}
+
+setup_browser() { # Debian's chromium: playwright cannot download its own browser here
+  if [ -z "${AGENTBAR_CHROMIUM:-}" ] && ! need chromium; then apt_install chromium; fi
+}
+
+cmd=${1:-}
+shift || true
+case "$cmd" in
+  serve)
+    setup_runtime
+    exec "$python_bin" tools/serve.py "$@"
+    ;;
+  test)
+    setup_runtime
+    setup_venv
+    setup_browser
+    exec .venv/bin/python -m pytest "$@"
+    ;;
+  bench)
+    setup_runtime
+    setup_venv
+    setup_browser
+    exec .venv/bin/python -m bench "$@"
+    ;;
+  *)
+    echo "usage: bash tools/dev.sh serve|test|bench [args]" >&2
+    exit 2
+    ;;
+esac
