@@ -13,7 +13,7 @@ Example::
     'zh-TW'
     >>> Translator("ru-RU").t("edit.agent.tool.elements", count=3)
     '3 элемента'
-    >>> Translator("en-US").t("notice.storage-corrupt", backupKey="k.bak")[-22:]
+    >>> Translator("en-US").t("notice.storage-corrupt", backup_key="k.bak")[-22:]
     'under the key “k.bak”.'
 """
 

@@ -29,7 +29,7 @@ REQUIRED_KEYS = {
     "edit.agent.tool.regenerateScene", "edit.agent.tool.elements", "edit.agent.tool.actions",
     "edit.agent.tool.failed", "edit.agent.tool.interrupted",
     "notice.storage-corrupt", "notice.storage-newer-version", "notice.storage-unavailable",
-    "notice.storage-full", "notice.storage-pruned",
+    "notice.storage-full", "notice.storage-pruned", "notice.storage-read-only",
 }
 
 
@@ -136,8 +136,8 @@ def test_only_arabic_is_right_to_left():
 
 def test_placeholders_are_filled():
     assert Translator("en-US").t("edit.agent.tool.regenerateScene", sceneId="scene-2") == "Regenerate scene scene-2"
-    assert "“maic-agent-threads.bak”" in Translator("en-US").t("notice.storage-corrupt", backupKey="maic-agent-threads.bak")
-    assert "{backupKey}" in Translator("en-US").t("notice.storage-corrupt")
+    assert "“maic-agent-threads.bak”" in Translator("en-US").t("notice.storage-corrupt", backup_key="maic-agent-threads.bak")
+    assert "{backup_key}" in Translator("en-US").t("notice.storage-corrupt")
 
 
 @pytest.mark.parametrize(
