@@ -1,0 +1,164 @@
+"""String storage: the ``localStorage``-shaped interface the thread store writes through.
+
+``StringStorage`` is the contract (like zustand's ``StateStorage``); the browser
+layer (``app.browser.local_storage``) implements it over ``window.localStorage``.
+``MemoryStorage`` is a real in-memory implementation: tests use it, and so does
+the app when the browser's storage is unavailable (DESIGN.md §5).
+
+Example::
+
+    >>> tab1 = MemoryStorage(quota=100)
+    >>> tab2 = MemoryStorage.shared_with(tab1)   # a second tab, same origin
+    >>> tab1.set_item("k", "v"); tab1.unchanged("k")
+    True
+    >>> tab2.set_item("k", "w"); tab1.unchanged("k")
+    False
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+__all__ = ["MemoryStorage", "QuotaExceeded", "StorageUnavailable", "StringStorage", "utf16_len"]
+
+
+class QuotaExceeded(Exception):
+    """A write did not fit in the storage quota; the stored value is unchanged."""
+
+
+class StorageUnavailable(Exception):
+    """Any access to the storage throws (blocked storage, some private modes)."""
+
+
+@runtime_checkable
+class StringStorage(Protocol):
+    """A string key-value storage shaped like ``localStorage``.
+
+    Every method may raise ``StorageUnavailable``.
+    """
+
+    def get_item(self, key: str) -> str | None:
+        """Return the value at ``key``, or ``None`` when there is none."""
+
+    def set_item(self, key: str, value: str) -> None:
+        """Store ``value`` whole or not at all; raise ``QuotaExceeded`` when it does not fit."""
+
+    def remove_item(self, key: str) -> None:
+        """Remove ``key`` (no error when absent)."""
+
+    def unchanged(self, key: str) -> bool:
+        """True only if the value at ``key`` is exactly what this object last read or
+        wrote through itself (False when it never touched ``key``)."""
+
+
+def utf16_len(s: str) -> int:
+    """Length of ``s`` in UTF-16 code units, the unit browsers count quota in.
+
+    >>> utf16_len("a中😀")
+    4
+    """
+    if s.isascii():
+        return len(s)
+    return len(s.encode("utf-16-le", "surrogatepass")) // 2
+
+
+class _Backing:
+    """What one origin's storage holds, shared by every tab's view of it."""
+
+    def __init__(self, quota: int | None, available: bool) -> None:
+        self.items: dict[str, str] = {}
+        self.versions: dict[str, int] = {}  # per-key write counter
+        self.used = 0  # UTF-16 units over all keys + values
+        self.quota = quota
+        self.available = available
+
+
+class MemoryStorage:
+    """In-memory ``StringStorage``.
+
+    ``quota``: maximum UTF-16 code units over all keys and values (``None``: no
+    limit), counted like browsers do. ``available=False`` makes every access raise
+    ``StorageUnavailable``. ``MemoryStorage.shared_with(other)`` is another view
+    (another tab) over the same items, quota and availability; ``unchanged`` of
+    one view turns False when another view writes the key. ``reads`` and
+    ``writes`` count this view's successful ``get_item`` / ``set_item`` calls.
+    """
+
+    def __init__(self, *, quota: int | None = None, available: bool = True) -> None:
+        self._backing = _Backing(quota, available)
+        self._seen: dict[str, int] = {}
+        self.reads = 0
+        self.writes = 0
+
+    @classmethod
+    def shared_with(cls, other: MemoryStorage) -> MemoryStorage:
+        """A new view over ``other``'s items: a second tab of the same origin."""
+        view = cls()
+        view._backing = other._backing
+        return view
+
+    @property
+    def quota(self) -> int | None:
+        return self._backing.quota
+
+    @quota.setter
+    def quota(self, value: int | None) -> None:
+        self._backing.quota = value
+
+    @property
+    def available(self) -> bool:
+        return self._backing.available
+
+    @available.setter
+    def available(self, value: bool) -> None:
+        self._backing.available = value
+
+    @property
+    def used(self) -> int:
+        """UTF-16 code units in use over all keys and values."""
+        return self._backing.used
+
+    def dump(self) -> dict[str, str]:
+        """A copy of every item, for tests (does not count as a read)."""
+        return dict(self._backing.items)
+
+    def get_item(self, key: str) -> str | None:
+        b = self._open()
+        self._seen[key] = b.versions.get(key, 0)
+        self.reads += 1
+        return b.items.get(key)
+
+    def set_item(self, key: str, value: str) -> None:
+        b = self._open()
+        used = b.used - _size(key, b.items.get(key)) + _size(key, value)
+        if b.quota is not None and used > b.quota:
+            raise QuotaExceeded(f"{key}: {used} > {b.quota} UTF-16 units")
+        b.items[key] = value
+        b.used = used
+        self._bump(b, key)
+        self.writes += 1
+
+    def remove_item(self, key: str) -> None:
+        b = self._open()
+        if key in b.items:
+            b.used -= _size(key, b.items.pop(key))
+            self._bump(b, key)
+        else:
+            self._seen[key] = b.versions.get(key, 0)
+
+    def unchanged(self, key: str) -> bool:
+        b = self._open()
+        return key in self._seen and self._seen[key] == b.versions.get(key, 0)
+
+    def _open(self) -> _Backing:
+        if not self._backing.available:
+            raise StorageUnavailable("storage is not available")
+        return self._backing
+
+    def _bump(self, b: _Backing, key: str) -> None:
+        b.versions[key] = b.versions.get(key, 0) + 1
+        self._seen[key] = b.versions[key]
+
+
+def _size(key: str, value: str | None) -> int:
+    return 0 if value is None else utf16_len(key) + utf16_len(value)

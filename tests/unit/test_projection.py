@@ -1,0 +1,259 @@
+"""The slim projection (DESIGN.md §3) and the interrupted-call rule (§4)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.model import COMPLETE, Message, TextPart, ToolCallPart
+from app.projection import deserialize_thread, serialize_thread
+
+BASE64 = "data:image/png;base64," + "iVBORw0KGgo" * 50
+
+
+def regenerate_result(n: int = 3) -> dict:
+    """A heavy live result as the regenerate tool returns it."""
+    return {
+        "content": [
+            {"type": "text", "text": "Regenerated scene s1"},
+            {"type": "image", "data": BASE64, "mimeType": "image/png"},
+        ],
+        "details": {
+            "sceneId": "s1",
+            "content": {
+                "elements": [{"id": f"e{i}", "type": "image", "src": BASE64} for i in range(n)],
+                "background": {"type": "image", "src": BASE64},
+            },
+            "actions": [
+                {"type": "spotlight", "elementId": "e0", "data": BASE64},
+                {"type": "speech", "text": "long narration"},
+                {"elementId": "no-type"},
+            ],
+            "previous": {"elements": [{"src": BASE64}]},
+        },
+    }
+
+
+def tool_call(**fields) -> dict:
+    return {"type": "tool-call", "toolCallId": "c1", "toolName": "regenerate_scene", "args": {}, **fields}
+
+
+def assistant(*parts, **fields) -> dict:
+    return {"role": "assistant", "content": list(parts), **fields}
+
+
+def one_part(part: dict) -> dict:
+    [message] = serialize_thread([assistant(part)])
+    [slim] = message["content"]
+    return slim
+
+
+def test_text_messages_keep_role_id_and_text():
+    live = [
+        {"id": "u1", "role": "user", "content": [{"type": "text", "text": "你好 “hi” 😀"}]},
+        {"id": "a1", "role": "assistant", "content": [{"type": "text", "text": "ok"}], "status": {"type": "running"}},
+    ]
+    assert serialize_thread(live) == [
+        {"role": "user", "id": "u1", "content": [{"type": "text", "text": "你好 “hi” 😀"}]},
+        {"role": "assistant", "id": "a1", "content": [{"type": "text", "text": "ok"}]},
+    ]
+
+
+def test_id_only_when_live_message_has_one():
+    [no_id, int_id] = serialize_thread(
+        [{"role": "user", "content": "a"}, {"role": "user", "id": 7, "content": "b"}]
+    )
+    assert "id" not in no_id and "id" not in int_id
+
+
+def test_regenerate_result_with_n_elements_stores_n_empty_elements_and_no_base64():
+    slim = one_part(tool_call(args={"sceneId": "s1", "instruction": "brighter"}, result=regenerate_result(7)))
+    assert slim["result"]["details"]["content"] == {"elements": [{}] * 7}
+    assert "base64" not in json.dumps(slim)
+    assert "background" not in json.dumps(slim) and "previous" not in json.dumps(slim)
+
+
+def test_slim_result_keeps_exactly_text_scene_null_marker_count_and_action_types():
+    slim = one_part(tool_call(result=regenerate_result(2)))
+    assert slim["result"] == {
+        "content": [{"type": "text", "text": "Regenerated scene s1"}],
+        "details": {
+            "sceneId": "s1",
+            "content": {"elements": [{}, {}]},
+            "actions": [{"type": "spotlight"}, {"type": "speech"}, {}],
+        },
+    }
+
+
+def test_details_content_null_stays_null():
+    slim = one_part(tool_call(isError=True, result={"content": [], "details": {"sceneId": "s1", "content": None}}))
+    assert slim["result"]["details"]["content"] is None
+
+
+@pytest.mark.parametrize(
+    "details",
+    [{}, {"content": {}}, {"content": {"elements": "many"}}, {"content": "x"}, {"content": []}],
+)
+def test_no_elements_list_stores_empty_elements(details):
+    slim = one_part(tool_call(result={"content": [], "details": details}))
+    assert slim["result"]["details"]["content"] == {"elements": []}
+
+
+def test_scene_id_only_when_string():
+    assert "sceneId" not in one_part(tool_call(result={"details": {"sceneId": 3}}))["result"]["details"]
+    assert one_part(tool_call(result={"details": {"sceneId": "s9"}}))["result"]["details"]["sceneId"] == "s9"
+
+
+def test_actions_become_types_and_typeless_or_non_object_actions_become_empty():
+    result = {"details": {"actions": [{"type": "a", "x": 1}, {"type": 5}, "str", None, {}]}}
+    assert one_part(tool_call(result=result))["result"]["details"]["actions"] == [{"type": "a"}, {}, {}, {}, {}]
+    assert one_part(tool_call(result={"details": {"actions": "nope"}}))["result"]["details"]["actions"] == []
+
+
+def test_result_content_keeps_only_text_items():
+    content = [{"type": "text", "text": "a"}, {"type": "image", "data": BASE64}, {"type": "text", "text": 3}, "x"]
+    assert one_part(tool_call(result={"content": content}))["result"] == {"content": [{"type": "text", "text": "a"}]}
+
+
+def test_details_only_when_live_details_is_an_object():
+    assert one_part(tool_call(result={"content": [], "details": "heavy"}))["result"] == {"content": []}
+
+
+@pytest.mark.parametrize("result", ["done", 42, ["x"], True, {}])
+def test_non_object_or_empty_result_is_still_a_result(result):
+    slim = one_part(tool_call(result=result))
+    assert slim["result"] == {"content": []} and "isError" not in slim
+
+
+def test_args_keep_only_string_scene_id_and_instruction():
+    args = {"sceneId": "s1", "instruction": "make it blue", "elements": [BASE64], "extra": 1}
+    assert one_part(tool_call(args=args, result={}))["args"] == {"sceneId": "s1", "instruction": "make it blue"}
+    assert one_part(tool_call(args={"sceneId": 1, "instruction": None}, result={}))["args"] == {}
+    assert one_part(tool_call(args="s1", result={}))["args"] == {}
+
+
+def test_is_error_only_written_when_true():
+    assert "isError" not in one_part(tool_call(isError=False, result={}))
+    assert "isError" not in one_part(tool_call(isError="yes", result={}))
+    assert one_part(tool_call(isError=True, result={}))["isError"] is True
+
+
+def test_tool_call_without_result_saved_as_interrupted_error():
+    slim = one_part(tool_call())
+    assert slim["isError"] is True and "result" not in slim
+    assert "result" not in one_part(tool_call(result=None))
+
+
+def test_missing_tool_name_becomes_tool():
+    part = tool_call(result={})
+    del part["toolName"]
+    assert one_part(part)["toolName"] == "tool"
+    assert one_part(tool_call(toolName=None, result={}))["toolName"] == "tool"
+
+
+@pytest.mark.parametrize("call_id", [None, 12, ["c1"]])
+def test_part_without_string_tool_call_id_dropped(call_id):
+    thread = serialize_thread([assistant(tool_call(toolCallId=call_id), {"type": "text", "text": "kept"})])
+    assert thread == [{"role": "assistant", "content": [{"type": "text", "text": "kept"}]}]
+
+
+def test_unknown_part_dropped_next_to_good_ones():
+    thread = serialize_thread([assistant({"type": "reasoning", "text": "hmm"}, {"type": "text", "text": "ok"})])
+    assert thread[0]["content"] == [{"type": "text", "text": "ok"}]
+
+
+def test_message_whose_parts_all_drop_out_is_dropped():
+    live = [assistant({"type": "image", "image": BASE64}, {"type": "text"}), {"role": "user", "content": []}]
+    assert serialize_thread(live) == []
+
+
+def test_roles_other_than_user_and_assistant_not_stored():
+    live = [{"role": r, "content": "x"} for r in ("system", "tool", None, "USER")]
+    assert serialize_thread(live) == []
+
+
+def test_keys_written_in_design_order():
+    part = tool_call(result=regenerate_result(1), isError=True, args={"instruction": "i", "sceneId": "s"})
+    live = [{"content": [part], "id": "a1", "role": "assistant"}]
+    assert json.dumps(serialize_thread(live), separators=(",", ":")) == (
+        '[{"role":"assistant","id":"a1","content":[{"type":"tool-call","toolCallId":"c1",'
+        '"toolName":"regenerate_scene","args":{"sceneId":"s","instruction":"i"},"isError":true,'
+        '"result":{"content":[{"type":"text","text":"Regenerated scene s1"}],'
+        '"details":{"sceneId":"s1","content":{"elements":[{}]},'
+        '"actions":[{"type":"spotlight"},{"type":"speech"},{}]}}}]}]'
+    )
+
+
+def test_message_models_and_wire_dicts_serialize_alike():
+    model = Message(
+        id="a1",
+        role="assistant",
+        content=[TextPart(text="t"), ToolCallPart(tool_call_id="c1", tool_name="x", result=regenerate_result(2))],
+        status=COMPLETE,
+    )
+    assert serialize_thread([model]) == serialize_thread([model.to_wire()])
+    assert serialize_thread([model])[0]["content"][1]["result"]["details"]["content"] == {"elements": [{}, {}]}
+
+
+@pytest.mark.parametrize(
+    "live",
+    [
+        None,
+        "text",
+        [None, 1, "x", [], {}],
+        [{"role": "user", "content": None}],
+        [{"role": "assistant", "content": [None, 1, {"type": None}, {"type": "tool-call", "toolCallId": "c"}]}],
+        [assistant(tool_call(result={"content": None, "details": {"content": {"elements": None}, "actions": None}}))],
+        [assistant(tool_call(result={"details": {"content": 5, "actions": [[], 1]}}))],
+    ],
+)
+def test_arbitrary_json_never_raises(live):
+    thread = serialize_thread(live)
+    assert isinstance(thread, list) and serialize_thread(thread) == thread
+
+
+def test_serialize_is_idempotent_on_slim_output():
+    slim = serialize_thread([assistant(tool_call(result=regenerate_result(4)), tool_call(toolCallId="c2"))])
+    assert serialize_thread(slim) == slim
+
+
+def test_status_only_on_restored_assistant_messages():
+    restored = deserialize_thread(
+        [{"role": "user", "content": [{"type": "text", "text": "q"}]}, assistant({"type": "text", "text": "a"})]
+    )
+    assert restored[0].status is None and "status" not in restored[0].to_wire()
+    assert restored[1].status == COMPLETE
+    assert restored[1].to_wire()["status"] == {"type": "complete", "reason": "stop"}
+
+
+def test_restored_assistant_messages_do_not_share_a_status_object():
+    a, b = deserialize_thread([assistant({"type": "text", "text": "1"}), assistant({"type": "text", "text": "2"})])
+    assert a.status is not b.status
+
+
+def test_interrupted_call_restores_without_result_and_with_error():
+    [message] = deserialize_thread(serialize_thread([assistant(tool_call(args={"sceneId": "s1"}))]))
+    part = message.content[0]
+    assert isinstance(part, ToolCallPart)
+    assert part.result is None and part.is_error is True and part.args == {"sceneId": "s1"}
+
+
+def test_round_trip_keeps_everything_the_cards_render():
+    live = [
+        {"role": "user", "id": "u1", "content": [{"type": "text", "text": "/regenerate s1"}]},
+        assistant(tool_call(result=regenerate_result(5)), {"type": "text", "text": "done"}, id="a1"),
+        assistant(tool_call(toolCallId="c2", isError=True, result={"details": {"content": None}})),
+    ]
+    slim = serialize_thread(live)
+    restored = deserialize_thread(slim)
+    assert [m.role for m in restored] == ["user", "assistant", "assistant"]
+    assert serialize_thread(restored) == slim
+    card = restored[1].content[0]
+    assert card.tool_call_id == "c1" and len(card.result["details"]["content"]["elements"]) == 5
+    assert restored[2].content[0].is_error is True and restored[2].content[0].result["details"]["content"] is None
+
+
+def test_deserialize_drops_invalid_items_instead_of_raising():
+    saved = [{"role": "user"}, {"role": "bot", "content": "x"}, {"role": "user", "content": [{"type": "text", "text": 1}]}]
+    assert deserialize_thread(saved) == []
