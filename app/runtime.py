@@ -1,0 +1,274 @@
+"""The AgentBar's reactive state: one conversation thread per course (DESIGN.md §4).
+
+``AgentRuntime`` holds the live messages (``app.model.Message``) of the course
+shown, runs agent turns, and writes each *completed* turn to the thread store
+as a slim projection. The view subscribes and renders from its properties; it
+never touches the store.
+
+Lifecycle rules (DESIGN.md §4), each in one place below:
+
+- stage id ``None`` (still loading): nothing loaded, nothing written
+  (``set_stage``); the load runs as soon as an id is set;
+- a run belongs to the course it started on: its events update that course's
+  session even when another course is shown, and it is saved under that course
+  (``_finish``);
+- one save per completed turn, after the final message state; nothing mid-stream
+  (``_finish`` is the only caller of ``store.save``);
+- a stopped turn is completed: saved with what it had, a tool call without a
+  result marked ``is_error`` (``stop`` → ``_finish``);
+- New conversation cancels the run and discards its late output, empties the
+  thread and clears only that course (``clear_thread``);
+- a ``storage`` event from another tab reloads the shown course when idle
+  (``on_storage_changed``).
+
+Store notices (DESIGN.md §5) are collected after every store call and shown
+once each (``notices``).
+
+Example::
+
+    >>> import asyncio
+    >>> from app.agent import DemoAgent
+    >>> from app.storage import MemoryStorage
+    >>> from app.store import ThreadStore
+    >>> async def demo():
+    ...     runtime = AgentRuntime(ThreadStore(MemoryStorage()), DemoAgent(), clock=lambda: 1_780_000_000_000)
+    ...     runtime.hydrate()
+    ...     runtime.set_stage("intro-ml")
+    ...     await runtime.send("hello")
+    ...     return [m.role for m in runtime.messages], runtime.is_running
+    >>> asyncio.run(demo())
+    (['user', 'assistant'], False)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.agent import Agent, AgentEvent, TextDelta, ToolCallFinished, ToolCallStarted
+from app.model import COMPLETE, Message, MessageStatus, TextPart, ToolCallPart
+from app.projection import deserialize_thread, serialize_thread
+
+__all__ = ["AgentRuntime", "CANCELLED", "FAILED", "RUNNING"]
+
+_log = logging.getLogger(__name__)
+
+RUNNING = MessageStatus(type="running")
+CANCELLED = MessageStatus(type="incomplete", reason="cancelled")
+"""Status of an assistant message whose turn was stopped."""
+FAILED = MessageStatus(type="incomplete", reason="error")
+"""Status of an assistant message whose agent raised."""
+
+
+@dataclass
+class _Session:
+    """One course's live thread; ``task`` is its turn in flight, if any."""
+
+    stage_id: str
+    messages: list[Message]
+    task: asyncio.Task[None] | None = field(default=None, repr=False)
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+class AgentRuntime:
+    """Reactive per-course thread state over a ``ThreadStore`` (DESIGN.md §4).
+
+    ``store``: an ``app.store.ThreadStore`` (``hydrate``, ``load``, ``save``,
+    ``clear``, ``reload``, ``take_notices``). ``agent``: an ``app.agent.Agent``.
+    ``clock``: epoch milliseconds, read to stamp ``updatedAt`` at save time and
+    for ``hydrate``.
+
+    Only the shown course and courses with a turn in flight are held in memory;
+    an idle course is read back from the store when it is shown again.
+    """
+
+    def __init__(self, store: Any, agent: Agent, *, clock: Callable[[], int]) -> None:
+        self._store = store
+        self._agent = agent
+        self._clock = clock
+        self._stage_id: str | None = None
+        self._sessions: dict[str, _Session] = {}
+        self._listeners: list[Callable[[], None]] = []
+        self._notices: list[Any] = []
+
+    # -- reading -------------------------------------------------------------
+
+    @property
+    def stage_id(self) -> str | None:
+        """The shown course's id; ``None`` while the stage is still loading."""
+        return self._stage_id
+
+    @property
+    def messages(self) -> list[Message]:
+        """The shown course's messages (a new list; the messages themselves are live, do not mutate)."""
+        session = self._shown
+        return list(session.messages) if session else []
+
+    @property
+    def has_messages(self) -> bool:
+        """True when the shown thread is not empty (the New conversation button shows)."""
+        session = self._shown
+        return bool(session and session.messages)
+
+    @property
+    def is_running(self) -> bool:
+        """True while the *shown* course has a turn in flight (``data-running``)."""
+        session = self._shown
+        return bool(session and session.task)
+
+    @property
+    def notices(self) -> tuple[Any, ...]:
+        """Store notices (``Notice(code, params)``) to show, oldest first, each distinct one once."""
+        return tuple(self._notices)
+
+    def subscribe(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener()`` after every change of what the view shows; returns the unsubscribe function."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    # -- commands ------------------------------------------------------------
+
+    def hydrate(self) -> None:
+        """Read (and, if needed, migrate or back up) the stored value once at start-up (DESIGN.md §5)."""
+        self._store.hydrate(self._clock())
+        self._after_store_call()
+
+    def set_stage(self, stage_id: str | None) -> None:
+        """Show course ``stage_id``; ``None`` means the stage is still loading (nothing is loaded).
+
+        The thread comes from memory when that course has a turn in flight,
+        otherwise from the store (``deserialize_thread(store.load(id) or [])``).
+        Switching never cancels a run and never writes anything.
+        """
+        if stage_id == self._stage_id:
+            return
+        previous, self._stage_id = self._shown, stage_id
+        self._forget_if_idle(previous)
+        if stage_id is not None and stage_id not in self._sessions:
+            self._sessions[stage_id] = _Session(stage_id, self._load(stage_id))
+        self._notify()
+
+    def send(self, text: str) -> asyncio.Task[None] | None:
+        """Start a turn on the shown course; returns its task, or ``None`` when ignored.
+
+        Ignored when no course is known yet, ``text`` is blank, or that course
+        already runs. Appends the user message and a running assistant message.
+        """
+        session = self._shown
+        if session is None or session.task is not None or not text.strip():
+            return None
+        history = list(session.messages)
+        reply = Message(id=_new_id(), role="assistant", content=[], status=RUNNING)
+        session.messages += [Message(id=_new_id(), role="user", content=[TextPart(text=text)]), reply]
+        task = asyncio.get_running_loop().create_task(self._run(session, history, text, reply))
+        session.task = task
+        task.add_done_callback(lambda done: self._finish(session, reply, done))
+        self._notify()
+        return task
+
+    def stop(self) -> None:
+        """Cancel the shown course's turn; it completes as stopped and is saved with what it had."""
+        session = self._shown
+        if session and session.task:
+            session.task.cancel()
+
+    def clear_thread(self) -> None:
+        """New conversation: cancel the shown course's turn (its output is discarded), empty the
+        thread and remove that course from the store; other courses are untouched."""
+        session = self._shown
+        if session is None:
+            return
+        if session.task:
+            session.task.cancel()  # _finish sees the session superseded and writes nothing
+        self._sessions[session.stage_id] = _Session(session.stage_id, [])
+        self._store.clear(session.stage_id)
+        self._after_store_call()
+        self._notify()
+
+    def on_storage_changed(self) -> None:
+        """Another tab wrote the key: re-read it; reload the shown course if it changed and is idle."""
+        changed = self._store.reload()
+        self._after_store_call()
+        session = self._shown
+        if session and session.task is None and session.stage_id in changed:
+            session.messages = self._load(session.stage_id)
+            self._notify()
+
+    # -- the turn ------------------------------------------------------------
+
+    async def _run(self, session: _Session, history: list[Message], text: str, reply: Message) -> None:
+        async for event in self._agent.run(history, text):
+            _apply(reply, event)
+            if session is self._shown:
+                self._notify()
+
+    def _finish(self, session: _Session, reply: Message, task: asyncio.Task[None]) -> None:
+        """Done callback of every turn (runs even if the task was cancelled before it started)."""
+        error = None if task.cancelled() else task.exception()
+        if self._sessions.get(session.stage_id) is not session:
+            return  # New conversation superseded this run: discard its output
+        session.task = None
+        if error is not None:
+            _log.error("agent turn on %r failed", session.stage_id, exc_info=error)
+        if task.cancelled() or error is not None:
+            reply.status = CANCELLED if error is None else FAILED
+            for part in reply.content:
+                if isinstance(part, ToolCallPart) and part.result is None:
+                    part.is_error = True  # interrupted: saved with isError and no result
+        else:
+            reply.status = COMPLETE
+        self._store.save(session.stage_id, serialize_thread(session.messages), self._clock())
+        self._after_store_call()
+        self._forget_if_idle(session)
+        self._notify()
+
+    # -- helpers -------------------------------------------------------------
+
+    @property
+    def _shown(self) -> _Session | None:
+        return self._sessions.get(self._stage_id) if self._stage_id is not None else None
+
+    def _forget_if_idle(self, session: _Session | None) -> None:
+        if session and session.task is None and session.stage_id != self._stage_id:
+            del self._sessions[session.stage_id]
+
+    def _load(self, stage_id: str) -> list[Message]:
+        messages = deserialize_thread(self._store.load(stage_id) or [])
+        self._after_store_call()
+        return messages
+
+    def _after_store_call(self) -> None:
+        fresh = False
+        for notice in self._store.take_notices():
+            if notice not in self._notices:
+                self._notices.append(notice)
+                fresh = True
+        if fresh:
+            self._notify()
+
+    def _notify(self) -> None:
+        for listener in list(self._listeners):
+            listener()
+
+
+def _apply(reply: Message, event: AgentEvent) -> None:
+    """Fold one agent event into the assistant message."""
+    if isinstance(event, TextDelta):
+        last = reply.content[-1] if reply.content else None
+        if isinstance(last, TextPart):
+            last.text += event.text
+        else:
+            reply.content.append(TextPart(text=event.text))
+    elif isinstance(event, ToolCallStarted):
+        reply.content.append(ToolCallPart(tool_call_id=event.tool_call_id, tool_name=event.tool_name, args=event.args))
+    elif isinstance(event, ToolCallFinished):
+        for part in reply.content:
+            if isinstance(part, ToolCallPart) and part.tool_call_id == event.tool_call_id:
+                part.result, part.is_error = event.result, (True if event.is_error else None)
