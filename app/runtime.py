@@ -167,7 +167,7 @@ class AgentRuntime:
         history = list(session.messages)
         reply = Message(id=_new_id(), role="assistant", content=[], status=RUNNING)
         session.messages += [Message(id=_new_id(), role="user", content=[TextPart(text=text)]), reply]
-        task = asyncio.get_running_loop().create_task(self._run(session, history, text, reply))
+        task = asyncio.create_task(self._run(session, history, text, reply))
         session.task = task
         task.add_done_callback(lambda done: self._finish(session, reply, done))
         self._notify()
