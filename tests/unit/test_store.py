@@ -1,0 +1,541 @@
+"""The persisted thread store: envelope, validation, migration, quota, tabs (DESIGN.md §3, §5)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import app.store as store_module
+from app.storage import MemoryStorage
+from app.store import MIGRATIONS, STORAGE_KEY, Notice, SaveResult, ThreadStore
+
+NOW = 1_780_000_000_000
+
+
+def thread(text: str) -> list[dict]:
+    return [{"role": "user", "content": [{"type": "text", "text": text}]}]
+
+
+def stored_value(threads: dict, version: int | None = 1) -> str:
+    envelope: dict = {"state": {"threads": threads}}
+    if version is not None:
+        envelope["version"] = version
+    return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+
+
+def open_store(storage: MemoryStorage, now: int = NOW) -> ThreadStore:
+    store = ThreadStore(storage)
+    store.hydrate(now)
+    return store
+
+
+def stored_threads(storage: MemoryStorage) -> dict:
+    return json.loads(storage.dump()[STORAGE_KEY])["state"]["threads"]
+
+
+def codes(store: ThreadStore) -> list[str]:
+    return [n.code for n in store.notices]
+
+
+# --- save / load / clear ---------------------------------------------------------
+
+
+def test_save_load_clear_isolated_per_stage():
+    storage = MemoryStorage()
+    store = open_store(storage)
+    assert store.save("a", thread("in a"), 1) == SaveResult(written=True)
+    store.save("b", thread("in b"), 2)
+    assert store.load("a") == thread("in a") and store.load("b") == thread("in b")
+    assert store.updated_at("a") == 1 and store.updated_at("b") == 2
+    store.clear("a")
+    assert store.load("a") is None and store.updated_at("a") is None and store.load("b") == thread("in b")
+    assert stored_threads(storage) == {"b": {"messages": thread("in b"), "updatedAt": 2}}
+    assert store.notices == [] and store.mode == "persistent"
+
+
+@pytest.mark.parametrize("stage_id", ["42", "__proto__", "课程-一", "x" * 5000, "0", "4294967295", "s\ud800"])
+def test_any_stage_id_survives_a_refresh(stage_id):
+    storage = MemoryStorage()
+    open_store(storage).save(stage_id, thread("hello"), 5)
+    again = open_store(MemoryStorage.shared_with(storage))
+    assert again.load(stage_id) == thread("hello") and again.updated_at(stage_id) == 5 and again.notices == []
+
+
+def test_save_normalizes_to_the_slim_projection():
+    store = open_store(MemoryStorage())
+    live = [{"role": "system", "content": "x"}, {"role": "user", "content": "hi", "status": {"type": "running"}}]
+    store.save("s", live, 1)
+    assert store.load("s") == thread("hi")
+
+
+def test_updated_at_must_be_int_milliseconds():
+    store = open_store(MemoryStorage())
+    for bad in (1.5, "1", True, None):
+        with pytest.raises(TypeError):
+            store.save("s", thread("x"), bad)
+
+
+def test_missing_value_hydrates_empty_without_writing():
+    storage = MemoryStorage()
+    store = open_store(storage)
+    assert store.load("s") is None and storage.dump() == {} and store.notices == []
+
+
+def test_clear_of_unknown_stage_writes_nothing():
+    storage = MemoryStorage()
+    open_store(storage).clear("nope")
+    assert storage.writes == 0
+
+
+# --- the encoded value (DESIGN.md §3) ----------------------------------------------
+
+
+def test_envelope_is_compact_json_with_literal_non_ascii():
+    storage = MemoryStorage()
+    open_store(storage).save("课", thread("你好 “quotes” 😀"), NOW)
+    assert storage.dump()[STORAGE_KEY] == (
+        '{"state":{"threads":{"课":{"messages":[{"role":"user","content":'
+        '[{"type":"text","text":"你好 “quotes” 😀"}]}],"updatedAt":1780000000000}}},"version":1}'
+    )
+
+
+# Produced by Node's JSON.stringify for the same object built in the same insertion
+# order (array-index keys first, ascending; "4294967295" and "01" are not indices).
+JS_OUTPUT = (
+    '{"state":{"threads":{'
+    '"7":{"messages":[{"role":"user","content":[{"type":"text","text":"y"}]}],"updatedAt":3},'
+    '"42":{"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"updatedAt":2},'
+    '"b":{"messages":[{"role":"user","content":[{"type":"text","text":'
+    '"q\\"\\\\\\n\\t\\u0001\x7f\u2028é中😀\\ud800"}]}],"updatedAt":1},'
+    '"__proto__":{"messages":[{"role":"user","content":[{"type":"text","text":"p"}]}],"updatedAt":5},'
+    '"4294967295":{"messages":[{"role":"user","content":[{"type":"text","text":"z"}]}],"updatedAt":4},'
+    '"01":{"messages":[{"role":"user","content":[{"type":"text","text":"w"}]}],"updatedAt":6}'
+    '}},"version":1}'
+)
+
+
+def test_envelope_matches_js_stringify_for_tricky_input():
+    storage = MemoryStorage()
+    store = open_store(storage)
+    store.save("b", thread('q"\\\n\t\x01\x7f\u2028é中😀\ud800'), 1)
+    store.save("42", thread("x"), 2)
+    store.save("__proto__", thread("p"), 5)
+    store.save("7", thread("y"), 3)
+    store.save("4294967295", thread("z"), 4)
+    store.save("01", thread("w"), 6)
+    assert storage.dump()[STORAGE_KEY] == JS_OUTPUT
+
+
+def test_stored_js_order_is_kept_when_rewritten():
+    storage = MemoryStorage()
+    storage.set_item(STORAGE_KEY, JS_OUTPUT)
+    store = open_store(storage)
+    store.save("b", store.load("b"), 1)  # same data: same bytes
+    assert storage.dump()[STORAGE_KEY] == JS_OUTPUT and store.notices == []
+
+
+def test_lone_surrogate_does_not_break_save():
+    storage = MemoryStorage()
+    store = open_store(storage)
+    assert store.save("s", thread("bad \udc00 end"), 1).written
+    value = storage.dump()[STORAGE_KEY]
+    assert "\\udc00" in value
+    value.encode("utf-8")  # well-formed: the browser layer can hand it over as UTF-8
+    assert open_store(MemoryStorage.shared_with(storage)).load("s") == thread("bad \udc00 end")
+
+
+def test_surrogate_pair_code_points_are_written_as_one_character():
+    storage = MemoryStorage()
+    open_store(storage).save("s", thread("\ud83d\ude00"), 1)
+    assert '"text":"😀"' in storage.dump()[STORAGE_KEY]
+
+
+def test_save_reencodes_only_the_changed_thread(monkeypatch):
+    store = open_store(MemoryStorage())
+    for i in range(5):
+        store.save(f"s{i}", thread(f"t{i}"), i)
+    encoded: list = []
+    real = store_module._js_json
+    monkeypatch.setattr(store_module, "_js_json", lambda v: encoded.append(v) or real(v))
+    store.save("s2", thread("changed"), 9)
+    assert [v for v in encoded if isinstance(v, dict)] == [{"messages": thread("changed"), "updatedAt": 9}]
+
+
+def test_save_does_not_reread_storage_no_other_tab_wrote():
+    storage = MemoryStorage()
+    store = open_store(storage)
+    store.save("a", thread("1"), 1)
+    reads = storage.reads
+    store.save("a", thread("2"), 2)
+    store.clear("a")
+    assert storage.reads == reads
+
+
+# --- several tabs (DESIGN.md §5) ----------------------------------------------------
+
+
+def test_save_merges_other_tabs_courses():
+    tab1 = MemoryStorage()
+    tab2 = MemoryStorage.shared_with(tab1)
+    store1, store2 = open_store(tab1), open_store(tab2)
+    store1.save("a", thread("from 1"), 1)
+    store2.save("b", thread("from 2"), 2)
+    store1.save("a", thread("from 1 again"), 3)
+    assert stored_threads(tab1) == {
+        "a": {"messages": thread("from 1 again"), "updatedAt": 3},
+        "b": {"messages": thread("from 2"), "updatedAt": 2},
+    }
+
+
+def test_clear_merges_other_tabs_courses():
+    tab1 = MemoryStorage()
+    tab2 = MemoryStorage.shared_with(tab1)
+    store1, store2 = open_store(tab1), open_store(tab2)
+    store1.save("a", thread("a"), 1)
+    store2.save("b", thread("b"), 2)
+    store1.clear("a")
+    assert set(stored_threads(tab1)) == {"b"}
+
+
+def test_reload_reports_changed_stage_ids():
+    tab1 = MemoryStorage()
+    tab2 = MemoryStorage.shared_with(tab1)
+    store1 = open_store(tab1)
+    store1.save("a", thread("a"), 1)
+    store1.save("b", thread("b"), 1)
+    store2 = open_store(tab2)
+    store2.save("a", thread("a2"), 2)
+    store2.clear("b")
+    store2.save("c", thread("c"), 3)
+    assert store1.reload() == {"a", "b", "c"}
+    assert store1.load("a") == thread("a2") and store1.load("b") is None and store1.load("c") == thread("c")
+    assert store1.reload() == set()
+
+
+def test_reload_after_own_write_reports_nothing():
+    store = open_store(MemoryStorage())
+    store.save("a", thread("a"), 1)
+    assert store.reload() == set()
+
+
+# --- damaged values (DESIGN.md §5) ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "{not json",
+        "",
+        "null",
+        "[]",
+        '{"version":1}',
+        '{"state":{"threads":[]},"version":1}',
+        '{"state":{"threads":{"a":{"messages":[],"updatedAt":NaN}}},"version":1}',
+        '{"state":{"threads":{}},"version":"1"}',
+    ],
+)
+def test_corrupt_value_backed_up_before_overwrite(raw):
+    storage = MemoryStorage()
+    storage.set_item(STORAGE_KEY, raw)
+    store = open_store(storage, now=123)
+    backup = f"{STORAGE_KEY}.backup.123"
+    assert storage.dump()[backup] == raw
+    assert store.notices == [Notice("storage-corrupt", {"backup_key": backup})]
+    store.save("s", thread("new"), 1)
+    assert storage.dump()[backup] == raw and stored_threads(storage) == {"s": {"messages": thread("new"), "updatedAt": 1}}
+
+
+def good(text: str, at: int = 1) -> dict:
+    return {"messages": thread(text), "updatedAt": at}
+
+
+def test_invalid_thread_dropped_valid_threads_kept():
+    raw = stored_value({"bad": {"messages": "oops", "updatedAt": 1}, "worse": 7, "ok": good("kept")})
+    storage = MemoryStorage()
+    storage.set_item(STORAGE_KEY, raw)
+    store = open_store(storage)
+    assert store.load("ok") == thread("kept") and store.load("bad") is None and store.load("worse") is None
+    assert codes(store) == ["storage-corrupt"]
+
+
+def test_message_without_content_dropped_other_messages_kept():
+    messages = [{"role": "user"}, *thread("kept"), {"role": "user", "content": 5}]
+    storage = MemoryStorage()
+    storage.set_item(STORAGE_KEY, stored_value({"s": {"messages": messages, "updatedAt": 1}}))
+    store = open_store(storage)
+    assert store.load("s") == thread("kept") and codes(store) == ["storage-corrupt"]
+
+
+def test_unknown_part_dropped_message_kept():
+    message = {"role": "assistant", "content": [{"type": "video", "url": "x"}, {"type": "text", "text": "kept"}]}
+    storage = MemoryStorage()
+    storage.set_item(STORAGE_KEY, stored_value({"s": {"messages": [message], "updatedAt": 1}}))
+    store = open_store(storage)
+    assert store.load("s") == [{"role": "assistant", "content": [{"type": "text", "text": "kept"}]}]
+    assert codes(store) == ["storage-corrupt"]
+
+
+@pytest.mark.parametrize("updated_at", ["1", 1.5, None, True])
+def test_non_int_updated_at_treated_as_zero(updated_at):
+    storage = MemoryStorage()
+    storage.set_item(STORAGE_KEY, stored_value({"s": {"messages": thread("x"), "updatedAt": updated_at}}))
+    store = open_store(storage)
+    assert store.updated_at("s") == 0 and store.load("s") == thread("x") and codes(store) == ["storage-corrupt"]
+
+
+def test_many_problems_give_one_notice_and_one_backup():
+    raw = stored_value({"a": 1, "b": {"messages": [{"role": "x"}], "updatedAt": "?"}, "c": {"messages": {}}})
+    storage = MemoryStorage()
+    storage.set_item(STORAGE_KEY, raw)
+    store = open_store(storage)
+    assert codes(store) == ["storage-corrupt"]
+    assert [k for k in storage.dump() if ".backup." in k] == [f"{STORAGE_KEY}.backup.{NOW}"]
+
+
+def test_repaired_value_written_back_during_hydrate():
+    storage = MemoryStorage()
+    storage.set_item(STORAGE_KEY, stored_value({"a": 1, "ok": good("kept")}))
+    open_store(storage)
+    assert stored_threads(storage) == {"ok": good("kept")}
+    again = open_store(MemoryStorage.shared_with(storage), now=NOW + 1)
+    assert again.notices == []  # no second backup on the next start
+
+
+def test_existing_backup_with_other_content_never_overwritten():
+    storage = MemoryStorage()
+    storage.set_item(f"{STORAGE_KEY}.backup.{NOW}", "older backup")
+    storage.set_item(STORAGE_KEY, "garbage")
+    store = open_store(storage)
+    assert storage.dump()[f"{STORAGE_KEY}.backup.{NOW}"] == "older backup"
+    assert storage.dump()[f"{STORAGE_KEY}.backup.{NOW}.1"] == "garbage"
+    assert store.notices == [Notice("storage-corrupt", {"backup_key": f"{STORAGE_KEY}.backup.{NOW}.1"})]
+
+
+def test_failed_backup_turns_read_only_and_never_overwrites():
+    raw = stored_value({"a": 1, "ok": good("kept")})
+    storage = MemoryStorage()
+    storage.set_item(STORAGE_KEY, raw)
+    storage.quota = storage.used + 10  # no room for a copy
+    store = open_store(storage)
+    assert store.mode == "read-only"
+    assert store.notices == [Notice("storage-read-only", {"reason": "backup-failed"})]
+    assert store.load("ok") == thread("kept")
+    result = store.save("s", thread("new"), 2)
+    assert result == SaveResult(written=False, kept_in_memory=True, read_only=True)
+    assert store.load("s") == thread("new") and storage.dump() == {STORAGE_KEY: raw}
+
+
+def test_damage_written_by_another_tab_is_backed_up_before_save_overwrites():
+    tab1 = MemoryStorage()
+    store1 = open_store(tab1, now=10)
+    store1.save("a", thread("a"), 1)
+    MemoryStorage.shared_with(tab1).set_item(STORAGE_KEY, "broken by another tab")
+    store1.save("a", thread("a2"), 50)
+    assert tab1.dump()[f"{STORAGE_KEY}.backup.50"] == "broken by another tab"
+    assert codes(store1) == ["storage-corrupt"] and stored_threads(tab1) == {"a": good("a2", 50)}
+
+
+# --- versions (DESIGN.md §3, §5) ------------------------------------------------------
+
+
+def test_value_without_version_counts_as_current():
+    storage = MemoryStorage()
+    storage.set_item(STORAGE_KEY, stored_value({"s": good("x")}, version=None))
+    writes = storage.writes
+    store = open_store(storage)
+    assert store.load("s") == thread("x") and store.notices == [] and storage.writes == writes
+
+
+def test_v0_value_migrated_and_written_back_once():
+    v0 = stored_value({"s": {"messages": [{"role": "user", "content": "old"}, {"role": "assistant", "content": "hi"}]}}, 0)
+    storage = MemoryStorage()
+    storage.set_item(STORAGE_KEY, v0)
+    writes = storage.writes
+    store = open_store(storage)
+    assert storage.writes == writes + 1 and store.notices == []
+    expected = [
+        {"role": "user", "content": [{"type": "text", "text": "old"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "hi"}]},
+    ]
+    assert store.load("s") == expected and store.updated_at("s") == 0
+    assert json.loads(storage.dump()[STORAGE_KEY]) == {
+        "state": {"threads": {"s": {"messages": expected, "updatedAt": 0}}},
+        "version": 1,
+    }
+    open_store(MemoryStorage.shared_with(storage))
+    assert storage.writes == writes + 1
+
+
+def test_migrations_run_step_by_step_in_order(monkeypatch):
+    steps: list[int] = []
+
+    def step(n):
+        def migrate(state):
+            steps.append(n)
+            return state
+
+        return migrate
+
+    monkeypatch.setattr(store_module, "STORE_VERSION", 3)
+    monkeypatch.setitem(MIGRATIONS, 1, step(1))
+    monkeypatch.setitem(MIGRATIONS, 2, step(2))
+    storage = MemoryStorage()
+    storage.set_item(STORAGE_KEY, stored_value({"s": good("x")}, version=1))
+    store = open_store(storage)
+    assert steps == [1, 2] and store.load("s") == thread("x")
+    assert json.loads(storage.dump()[STORAGE_KEY])["version"] == 3
+
+
+def test_newer_version_never_overwritten():
+    raw = stored_value({"s": good("readable"), "t": {"messages": "v2 shape"}}, version=2)
+    storage = MemoryStorage()
+    storage.set_item(STORAGE_KEY, raw)
+    store = open_store(storage)
+    assert store.mode == "read-only"
+    assert store.notices == [Notice("storage-newer-version", {"version": 2})]
+    assert store.load("s") == thread("readable")
+    assert store.save("s", thread("mine"), 2) == SaveResult(written=False, kept_in_memory=True, read_only=True)
+    store.clear("s")
+    assert storage.dump() == {STORAGE_KEY: raw}
+
+
+def test_newer_version_from_another_tab_stops_writes():
+    tab1 = MemoryStorage()
+    store = open_store(tab1)
+    store.save("a", thread("a"), 1)
+    newer = stored_value({"a": good("a")}, version=7)
+    MemoryStorage.shared_with(tab1).set_item(STORAGE_KEY, newer)
+    assert store.save("a", thread("a2"), 2).read_only
+    assert tab1.dump()[STORAGE_KEY] == newer and codes(store) == ["storage-newer-version"]
+
+
+# --- quota (DESIGN.md §5) --------------------------------------------------------------
+
+
+def fill(store: ThreadStore, ages: dict[str, int], size: int = 100) -> None:
+    for stage_id, at in ages.items():
+        store.save(stage_id, thread(stage_id * size), at)
+
+
+def test_quota_prunes_least_recently_updated_other_threads_first():
+    storage = MemoryStorage()
+    store = open_store(storage)
+    fill(store, {"c": 30, "a": 10, "b": 20})
+    storage.quota = storage.used + 150
+    result = store.save("new", thread("n" * 250), 40)
+    assert result == SaveResult(written=True, pruned=("a", "b"))
+    assert set(stored_threads(storage)) == {"c", "new"}
+    assert store.load("a") is None and store.load("c") is not None
+    assert store.notices == [Notice("storage-pruned", {"count": 2, "stage_ids": ["a", "b"]})]
+
+
+def test_prune_ties_broken_by_js_key_order():
+    storage = MemoryStorage()
+    store = open_store(storage)
+    fill(store, {"z": 5, "y": 5, "9": 5})
+    storage.quota = storage.used + 50
+    assert store.save("new", thread("n" * 100), 6).pruned == ("9",)
+
+
+def test_current_thread_is_never_pruned_even_when_oldest():
+    storage = MemoryStorage()
+    store = open_store(storage)
+    fill(store, {"old": 1, "other": 2})
+    storage.quota = storage.used + 50
+    assert store.save("old", thread("o" * 400), 0).pruned == ("other",)
+
+
+def test_failed_save_prunes_nothing():
+    storage = MemoryStorage()
+    store = open_store(storage)
+    fill(store, {"a": 1, "b": 2})
+    before = storage.dump()
+    storage.quota = storage.used + 10
+    result = store.save("huge", thread("h" * 10_000), 3)
+    assert result == SaveResult(written=False, kept_in_memory=True)
+    assert storage.dump() == before
+    assert store.load("a") is not None and store.load("b") is not None and store.load("huge") == thread("h" * 10_000)
+    assert store.notices == [Notice("storage-full", {"stage_id": "huge"})]
+
+
+def test_storage_full_said_once_and_save_resumes_when_space_frees():
+    storage = MemoryStorage()
+    store = open_store(storage)
+    storage.quota = 50
+    store.save("s", thread("x" * 100), 1)
+    store.save("s", thread("x" * 101), 2)
+    assert codes(store) == ["storage-full"]
+    storage.quota = None
+    assert store.save("t", thread("t"), 3).written
+    assert stored_threads(storage)["s"] == good("x" * 101, 2)  # the kept thread is written too
+    storage.quota = 50
+    store.save("s", thread("y" * 100), 4)
+    assert codes(store) == ["storage-full", "storage-full"]
+
+
+def test_thread_kept_in_memory_survives_reload():
+    tab1 = MemoryStorage()
+    store = open_store(tab1)
+    tab1.quota = 50
+    store.save("s", thread("x" * 100), 1)
+    tab1.quota = None
+    MemoryStorage.shared_with(tab1).set_item(STORAGE_KEY, stored_value({"o": good("o")}))
+    assert store.reload() == {"o"}
+    assert store.load("s") == thread("x" * 100)
+
+
+# --- storage unavailable (DESIGN.md §5) ---------------------------------------------------
+
+
+def test_no_storage_runs_in_memory_and_says_so_once():
+    store = ThreadStore(None)
+    store.hydrate(NOW)
+    assert store.save("s", thread("x"), 1) == SaveResult(written=False, kept_in_memory=True)
+    store.clear("s")
+    store.save("t", thread("y"), 2)
+    assert store.mode == "memory" and store.load("t") == thread("y") and codes(store) == ["storage-unavailable"]
+    assert store.reload() == set()
+
+
+def test_throwing_storage_runs_in_memory():
+    store = open_store(MemoryStorage(available=False))
+    store.save("s", thread("x"), 1)
+    assert store.mode == "memory" and store.load("s") == thread("x") and codes(store) == ["storage-unavailable"]
+
+
+def test_storage_lost_mid_session_keeps_every_thread():
+    storage = MemoryStorage()
+    store = open_store(storage)
+    store.save("a", thread("a"), 1)
+    storage.available = False
+    assert store.save("b", thread("b"), 2).kept_in_memory
+    store.save("b", thread("b2"), 3)
+    assert store.load("a") == thread("a") and store.load("b") == thread("b2")
+    assert codes(store) == ["storage-unavailable"]
+
+
+# --- notices and the clock ------------------------------------------------------------------
+
+
+def test_take_notices_returns_each_new_notice_once():
+    store = ThreadStore(None)
+    assert [n.code for n in store.take_notices()] == ["storage-unavailable"]
+    assert store.take_notices() == []
+    assert codes(store) == ["storage-unavailable"]
+
+
+def test_store_never_reads_the_clock(monkeypatch):
+    import time
+
+    def no_clock():
+        raise AssertionError("the store read the clock")
+
+    for name in ("time", "time_ns", "monotonic", "perf_counter"):
+        monkeypatch.setattr(time, name, no_clock)
+    storage = MemoryStorage()
+    storage.set_item(STORAGE_KEY, "garbage")
+    store = open_store(storage, now=77)
+    store.save("s", thread("x"), 78)
+    store.clear("s")
+    assert f"{STORAGE_KEY}.backup.77" in storage.dump()
