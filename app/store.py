@@ -255,9 +255,11 @@ class ThreadStore:
         self._clock = 0  # latest time a caller passed; names backup keys
         self._full = False
         self._mode: Mode = "persistent"
-        self._storage: StringStorage = storage if storage is not None else MemoryStorage()
+        self._storage: StringStorage
         if storage is None:
             self._to_memory()
+        else:
+            self._storage = storage
 
     @property
     def mode(self) -> Mode:

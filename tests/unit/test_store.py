@@ -204,6 +204,7 @@ def test_reload_reports_changed_stage_ids():
     store1 = open_store(tab1)
     store1.save("a", thread("a"), 1)
     store1.save("b", thread("b"), 1)
+    store1.save("untouched", thread("u"), 1)
     store2 = open_store(tab2)
     store2.save("a", thread("a2"), 2)
     store2.clear("b")
