@@ -49,9 +49,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.agent import Agent, AgentEvent, TextDelta, ToolCallFinished, ToolCallStarted
+from app.agent import REGENERATE_TOOL, Agent, AgentEvent, TextDelta, ToolCallFinished, ToolCallStarted
 from app.model import COMPLETE, Message, MessageStatus, TextPart, ToolCallPart
+from app.presentation import tool_card_view
 from app.projection import deserialize_thread, serialize_thread
+from app.stage import StageEdits
 
 __all__ = ["AgentRuntime", "CANCELLED", "FAILED", "RUNNING"]
 
@@ -97,6 +99,8 @@ class AgentRuntime:
         self._sessions: dict[str, _Session] = {}
         self._listeners: list[Callable[[], None]] = []
         self._notices: list[Any] = []
+        self.stage_edits = StageEdits()
+        """Scene versions from regenerate calls of this tab, with their restore snapshots (memory only)."""
 
     # -- reading -------------------------------------------------------------
 
@@ -192,6 +196,17 @@ class AgentRuntime:
         self._after_store_call()
         self._notify()
 
+    def restore_snapshot(self, tool_call_id: str) -> bool:
+        """Restore the scene version before regenerate call ``tool_call_id`` (its card's button).
+
+        Returns False when no in-memory snapshot exists (e.g. a card restored
+        from storage, DESIGN.md §4). Nothing is written to storage.
+        """
+        restored = self.stage_edits.restore(tool_call_id)
+        if restored:
+            self._notify()
+        return restored
+
     def on_storage_changed(self) -> None:
         """Another tab wrote the key: re-read it; reload the shown course if it changed and is idle."""
         changed = self._store.reload()
@@ -205,7 +220,9 @@ class AgentRuntime:
 
     async def _run(self, session: _Session, history: list[Message], text: str, reply: Message) -> None:
         async for event in self._agent.run(history, text):
-            _apply(reply, event)
+            part = _apply(reply, event)
+            if part is not None and part.tool_name == REGENERATE_TOOL and not part.is_error:
+                self._record_scene_version(session.stage_id, part)
             if session is self._shown:
                 self._notify()
 
@@ -230,6 +247,11 @@ class AgentRuntime:
         self._notify()
 
     # -- helpers -------------------------------------------------------------
+
+    def _record_scene_version(self, stage_id: str, part: ToolCallPart) -> None:
+        card = tool_card_view(part)
+        if card.scene_id is not None and card.element_count is not None:
+            self.stage_edits.record(stage_id, card.scene_id, part.tool_call_id, element_count=card.element_count)
 
     @property
     def _shown(self) -> _Session | None:
@@ -258,8 +280,8 @@ class AgentRuntime:
             listener()
 
 
-def _apply(reply: Message, event: AgentEvent) -> None:
-    """Fold one agent event into the assistant message."""
+def _apply(reply: Message, event: AgentEvent) -> ToolCallPart | None:
+    """Fold one agent event into the assistant message; returns the tool call a result finished."""
     if isinstance(event, TextDelta):
         last = reply.content[-1] if reply.content else None
         if isinstance(last, TextPart):
@@ -272,3 +294,5 @@ def _apply(reply: Message, event: AgentEvent) -> None:
         for part in reply.content:
             if isinstance(part, ToolCallPart) and part.tool_call_id == event.tool_call_id:
                 part.result, part.is_error = event.result, (True if event.is_error else None)
+                return part
+    return None

@@ -120,6 +120,12 @@ def _boot() -> None:
         runtime.clear_thread()
         document.getElementById("agent-input").focus()
 
+    @when("click", "#agent-messages")
+    def _on_message_click(event) -> None:
+        restore = event.target.closest("[data-testid=tool-card-restore]")
+        if not is_none(restore):
+            runtime.restore_snapshot(restore.dataset.toolCallId)
+
     collapsed = {"value": False}
 
     @when("click", "#agent-collapse")

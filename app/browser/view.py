@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from pyscript import document
+from pyscript.ffi import is_none
 from pyscript.web import a, button, div, h2, h3, li, option, p, span, ul
 
 from app.courses import COURSES, Course
@@ -38,11 +39,11 @@ def _el(factory: Callable[..., Any], *children: Any, text: str | None = None, te
     return element
 
 
-def _signature(message: Message) -> tuple:
+def _signature(message: Message, has_snapshot: Callable[[str], bool]) -> tuple:
     """What the rendered DOM of ``message`` depends on (cheap to compute per render)."""
     parts = tuple(
         ("t", len(part.text)) if isinstance(part, TextPart)
-        else ("c", part.tool_call_id, part.result is None, bool(part.is_error))
+        else ("c", part.tool_call_id, part.result is None, bool(part.is_error), has_snapshot(part.tool_call_id))
         for part in message.content
     )
     return (message.role, message.status.type if message.status else None, parts)
@@ -110,11 +111,31 @@ class PageView:
         self._by("agent-stop").hidden = not running
         self._by("agent-send").disabled = running or runtime.stage_id is None
         self._render_notices(runtime.notices)
+        self._render_scene_versions()
         if runtime.stage_id != self._shown_stage:
             self._shown_stage = runtime.stage_id
             self._rendered = []
             self._by("agent-messages").replaceChildren()
         self._render_messages(runtime.messages)
+
+    def _render_scene_versions(self) -> None:
+        """Mark scenes that a regenerate call of this tab changed (memory only)."""
+        stage_id = self.runtime.stage_id
+        for node in document.querySelectorAll("[data-testid=scene]"):
+            version = self.runtime.stage_edits.version(stage_id, node.dataset.sceneId) if stage_id else None
+            line = node.querySelector(".scene-version")
+            text = (f"{self.t('course.regenerated')} · {self.t('edit.agent.tool.elements', count=version.element_count)}"
+                    if version else None)
+            if text is None:
+                if not is_none(line):
+                    line.remove()
+                node.removeAttribute("data-version")
+                continue
+            if is_none(line):
+                line = _el(p, classes="scene-version", testid="scene-version")._dom_element
+                node.append(line)
+            line.textContent = text
+            node.setAttribute("data-version", version.tool_call_id)
 
     def _render_notices(self, notices) -> None:
         codes = tuple((n.code, tuple(sorted((n.params or {}).items()))) for n in notices)
@@ -132,7 +153,7 @@ class PageView:
     def _render_messages(self, messages: list[Message]) -> None:
         container = self._by("agent-messages")
         if not messages:
-            if not self._rendered and container.querySelector(".empty-hint"):
+            if not self._rendered and not is_none(container.querySelector(".empty-hint")):
                 return
             self._rendered = []
             container.replaceChildren(_el(p, text=self.t("edit.agent.emptyHint"), classes="empty-hint")._dom_element)
@@ -140,8 +161,9 @@ class PageView:
         if not self._rendered:
             container.replaceChildren()
         stick = container.scrollHeight - container.scrollTop - container.clientHeight < 40
+        has_snapshot = self.runtime.stage_edits.has_snapshot
         for index, message in enumerate(messages):
-            signature = _signature(message)
+            signature = _signature(message, has_snapshot)
             if index < len(self._rendered):
                 ident, old_signature, node = self._rendered[index]
                 if ident == id(message) and old_signature == signature:
@@ -212,6 +234,9 @@ class PageView:
                             classes="tool-card-line"))
         if card.summary:
             node.append(_el(p, text=card.summary, classes="tool-card-line", attrs={"dir": "auto"}))
+        if self.runtime.stage_edits.has_snapshot(part.tool_call_id):
+            node.append(_el(button, text=t("edit.agent.tool.restore"), classes="restore-button",
+                            testid="tool-card-restore", attrs={"type": "button", "data-tool-call-id": part.tool_call_id}))
         return node
 
     def set_collapsed(self, collapsed: bool) -> None:

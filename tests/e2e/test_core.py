@@ -127,3 +127,19 @@ def test_runtime_is_served_from_the_local_origin(agent):
     assert any(u.endswith("pyodide.asm.wasm") for u in served)
     assert any("pydantic_core" in u for u in served)
     assert all(u.startswith(agent.base_url) for u in served)
+
+
+def test_restore_button_exists_only_while_the_in_memory_snapshot_does(agent):
+    agent.open(course="intro-ml")
+    agent.send("/regenerate scene-1")
+    scene = agent.page.locator("[data-testid=scene][data-scene-id=scene-1]")
+    assert scene.get_attribute("data-version")
+    assert agent.testid("tool-card-restore").count() == 1
+    agent.testid("tool-card-restore").click()
+    assert agent.testid("tool-card-restore").count() == 0
+    assert scene.get_attribute("data-version") is None
+    agent.send("/regenerate scene-1 again")
+    assert agent.testid("tool-card-restore").count() == 1
+    agent.reload()
+    assert agent.testid("tool-card").count() == 2
+    assert agent.testid("tool-card-restore").count() == 0
