@@ -21,6 +21,7 @@ from urllib.parse import urlencode
 
 import pytest
 
+from tools import vendor
 from tools.serve import make_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,8 +50,7 @@ def browser_type_launch_args(browser_type_launch_args):
 @pytest.fixture(scope="session")
 def app_server():
     """Base URL (with trailing slash) of the app served from the repo root."""
-    if not (ROOT / "static" / "vendor" / "pyodide" / "pyodide-lock.json").exists():
-        pytest.fail("static/vendor is missing: run the tests through `bash tools/dev.sh test`")
+    vendor.main([])  # idempotent: re-packs app/ so the page runs the code under test
     server = make_server("127.0.0.1", 0, quiet=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
