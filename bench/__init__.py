@@ -1,0 +1,17 @@
+"""AgentBar benchmarks (issue 4): start-up, save cost, stored size and capacity.
+
+Run ``python -m bench`` (full, a few minutes) or ``python -m bench --quick``
+(fewer repetitions, for CI: it checks the benchmark still works, asserts no
+timings). Every figure is measured against a baseline in the same run:
+
+- start-up: the app page against a bare ``loadPyodide()`` + pydantic floor page
+  and a PyScript + pydantic floor page (``bench/pages/``), same server, same
+  Chromium, pages interleaved;
+- save cost: the app's own save (turn completion → value in ``localStorage``)
+  against ``JSON.stringify`` + ``setItem`` of the identical envelope in the same
+  page;
+- stored size: a heavy ``/regenerate`` turn as stored against its live JSON
+  size, and the measured ``localStorage`` quota in threads.
+
+Results: a printed table and ``bench-results/bench.json``.
+"""

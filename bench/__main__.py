@@ -1,0 +1,790 @@
+"""``python -m bench [--quick] [--out bench-results/bench.json]`` (see ``bench/__init__.py``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+from pathlib import Path
+from urllib.parse import urlencode
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench import data  # noqa: E402
+from tools.serve import make_server  # noqa: E402
+
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+]
+TIMEOUT_MS = 90_000
+KEY = data.STORAGE_KEY
+CURRENT = "intro-ml"
+
+GOALS = {
+    "startup_ratio_max": 1.10,
+    "save_ratio_max": 1.5,
+    "python_total_growth_max": 1.25,
+    "heavy_stored_fraction_max": 0.01,
+}
+
+# Records html[data-ready] / html[data-error] the moment they are set (performance.now()
+# counts from navigation start), PyScript's py:progress events, and its py:ready/py:done.
+INIT_SCRIPT = """
+(() => {
+  const t = { progress: [], ready: null, error: null };
+  window.__bench = t;
+  const check = () => {
+    const r = document.documentElement;
+    if (!r) return;
+    if (t.ready === null && r.dataset.ready === "true") t.ready = performance.now();
+    if (t.error === null && r.hasAttribute("data-error")) t.error = r.getAttribute("data-error");
+  };
+  new MutationObserver(check).observe(document, { subtree: true, attributes: true, attributeFilter: ["data-ready", "data-error"] });
+  addEventListener("py:progress", (e) => t.progress.push([performance.now(), String(e.detail)]));
+  addEventListener("py:ready", () => { t.pyReady = t.pyReady || performance.now(); }, true);
+  addEventListener("py:done", () => { t.pyDone = t.pyDone || performance.now(); }, true);
+})();
+"""
+
+# Times every call into the storage bridge (static/storage-bridge.js) on the JS side.
+BRIDGE_WRAP = """
+() => {
+  const b = window.agentbarStorage;
+  if (!b || b.__benchWrapped) return;
+  const log = (window.__bridgeLog = []);
+  for (const name of ["get", "set", "unchanged", "remove"]) {
+    const f = b[name];
+    b[name] = function (...args) {
+      const t0 = performance.now();
+      try { return f.apply(this, args); }
+      finally { log.push([name, t0, performance.now()]); }
+    };
+  }
+  b.__benchWrapped = true;
+}
+"""
+
+# The JS baseline: JSON.stringify + setItem of the identical envelope, same page.
+JS_BASELINE = """
+([key, stage, reps]) => {
+  const obj = JSON.parse(localStorage.getItem(key));
+  const times = [];
+  for (let i = 0; i < reps; i++) {
+    obj.state.threads[stage].updatedAt += 1; // a different value each time, like a real save
+    const t0 = performance.now();
+    const s = JSON.stringify(obj);
+    localStorage.setItem(key, s);
+    times.push(performance.now() - t0);
+  }
+  return times;
+}
+"""
+
+PROFILE_SCRIPT = """
+import js
+js.performance.mark("bench:script-start")
+from pydantic import BaseModel
+js.performance.mark("bench:pydantic")
+import app.model, app.projection, app.agent, app.i18n, app.courses
+js.performance.mark("bench:app-core")
+import app.store, app.runtime
+js.performance.mark("bench:store-runtime")
+import pyscript.web, app.browser.view, app.browser.local_storage
+js.performance.mark("bench:browser-layer")
+from bench_boot import time_boot
+time_boot()
+from app.browser import main
+main()
+js.performance.mark("bench:main-done")
+"""
+
+CPROFILE_SCRIPT = """
+import cProfile, io, pstats, js
+from app.browser import main
+profiler = cProfile.Profile()
+profiler.enable()
+main()
+profiler.disable()
+out = io.StringIO()
+pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(30)
+js.window.__benchCProfile = out.getvalue()
+"""
+
+# Defined in the page (no wheel needed): wraps the boot steps with performance.measure.
+TIME_BOOT_MODULE = '''
+import js, sys, types
+def time_boot():
+    from app.store import ThreadStore
+    from app.runtime import AgentRuntime
+    from app.browser.view import PageView
+    import app.browser.local_storage as ls
+    def wrap(owner, name, label):
+        original = getattr(owner, name)
+        def timed(*args, **kwargs):
+            t0 = js.performance.now()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                js.performance.measure("bench:" + label, {"start": t0, "end": js.performance.now()})
+        setattr(owner, name, timed)
+    wrap(ThreadStore, "hydrate", "hydrate")
+    wrap(AgentRuntime, "set_stage", "set_stage (load+deserialize)")
+    wrap(PageView, "render", "view.render")
+    wrap(PageView, "render_course", "view.render_course")
+    wrap(PageView, "translate_static", "view.translate_static")
+    wrap(PageView, "show_app", "view.show_app")
+    wrap(ls, "open_local_storage", "open_local_storage")
+module = types.ModuleType("bench_boot")
+module.time_boot = time_boot
+sys.modules["bench_boot"] = module
+'''
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def fmt(x, unit="", nd=1):
+    if x is None:
+        return "—"
+    if isinstance(x, float):
+        return f"{x:,.{nd}f}{unit}"
+    return f"{x:,}{unit}"
+
+
+# --- machine and runtime ------------------------------------------------------------
+
+
+def chromium_path() -> str:
+    return os.environ.get("AGENTBAR_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def machine_info(browser) -> dict:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "chromium": browser.version,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "loadavg_at_start": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def ensure_runtime() -> None:
+    """The vendored runtime must be laid out and the app wheel current (it carries bench_hooks)."""
+    lock = ROOT / "static" / "vendor" / "pyodide" / "pyodide-lock.json"
+    wheel = next(iter(sorted((ROOT / "static" / "vendor" / "pyodide").glob("agentbar-*.whl"))), ROOT / "missing.whl")
+    stale = not lock.exists() or not wheel.exists()
+    if not stale:
+        with zipfile.ZipFile(wheel) as archive:
+            for path in (ROOT / "app").rglob("*.py"):
+                name = path.relative_to(ROOT).as_posix()
+                try:
+                    if archive.read(name) != path.read_bytes():
+                        stale = True
+                        break
+                except KeyError:
+                    stale = True
+                    break
+    if stale:
+        print("bench: laying out the vendored runtime (python tools/vendor.py) …", flush=True)
+        subprocess.run([sys.executable, str(ROOT / "tools" / "vendor.py")], check=True, cwd=ROOT)
+
+
+def snapshot_site() -> Path:
+    """A private copy of what the page serves (other work may rebuild static/vendor mid-run)."""
+    import tempfile
+
+    dest = Path(tempfile.mkdtemp(prefix="agentbar-bench-"))
+    for name in ("index.html", "pyscript.toml"):
+        shutil.copy2(ROOT / name, dest / name)
+    for name in ("static", "bench/pages", "app/locales"):
+        shutil.copytree(ROOT / name, dest / name)
+    return dest
+
+
+# --- page helpers -----------------------------------------------------------------------
+
+
+class Run:
+    def __init__(self, browser, base: str) -> None:
+        self.browser = browser
+        self.base = base
+
+    def context(self):
+        context = self.browser.new_context()
+        context.add_init_script(INIT_SCRIPT)
+        context.set_default_timeout(TIMEOUT_MS)
+        return context
+
+    def seed(self, page, items: dict[str, str | None]) -> None:
+        page.goto(f"{self.base}bench/pages/blank.html")
+        page.evaluate(
+            "items => { localStorage.clear(); for (const [k, v] of Object.entries(items)) if (v !== null) localStorage.setItem(k, v); }",
+            items,
+        )
+
+    @staticmethod
+    def wait_ready(page) -> dict:
+        page.wait_for_function("() => window.__bench && (window.__bench.ready !== null || window.__bench.error !== null)",
+                               polling=50, timeout=TIMEOUT_MS)
+        state = page.evaluate("() => window.__bench")
+        if state.get("error"):
+            raise RuntimeError(f"page failed to start ({page.url}): {state['error']}")
+        return state
+
+
+class Bytes:
+    """Sum of response body bytes (decoded) and bytes on the wire, through CDP Network."""
+
+    def __init__(self, context, page) -> None:
+        self.cdp = context.new_cdp_session(page)
+        self.cdp.send("Network.enable")
+        self.reset()
+        self.cdp.on("Network.dataReceived", self._data)
+        self.cdp.on("Network.loadingFinished", self._finished)
+        self.cdp.on("Network.responseReceived", self._response)
+
+    def reset(self) -> None:
+        self.body = 0
+        self.wire = 0
+        self.responses = 0
+        self.status: dict[int, int] = {}
+
+    def _data(self, event) -> None:
+        self.body += int(event.get("dataLength", 0))
+
+    def _finished(self, event) -> None:
+        self.wire += int(event.get("encodedDataLength", 0))
+
+    def _response(self, event) -> None:
+        self.responses += 1
+        code = int(event["response"].get("status", 0))
+        self.status[code] = self.status.get(code, 0) + 1
+
+
+# --- start-up ---------------------------------------------------------------------------
+
+
+PAGES = {
+    "app": "index.html?" + urlencode({"course": CURRENT, "delay": 0}),
+    "floor_pyodide": "bench/pages/floor-pyodide.html",
+    "floor_pyscript": "bench/pages/floor-pyscript.html",
+}
+
+
+def bench_startup(run: Run, loads: int, seed_value: str) -> dict:
+    samples = {name: {"cold": [], "reload": [], "cold_bytes": [], "cold_wire": [], "reload_bytes": [],
+                      "reload_wire": [], "progress": [], "py_ready": [], "py_done": []} for name in PAGES}
+    for i in range(loads):
+        order = list(PAGES) if i % 2 == 0 else list(reversed(PAGES))
+        for name in order:
+            context = run.context()
+            page = context.new_page()
+            run.seed(page, {KEY: seed_value} if name == "app" else {})
+            meter = Bytes(context, page)
+            meter.reset()
+            page.goto(run.base + PAGES[name])
+            state = run.wait_ready(page)
+            s = samples[name]
+            s["cold"].append(state["ready"])
+            s["py_ready"].append(state.get("pyReady"))
+            s["py_done"].append(state.get("pyDone"))
+            s["progress"].append(state["progress"])
+            time.sleep(0.2)  # let trailing responses settle before reading the counters
+            s["cold_bytes"].append(meter.body)
+            s["cold_wire"].append(meter.wire)
+            meter.reset()
+            page.reload()
+            state = run.wait_ready(page)
+            s["reload"].append(state["ready"])
+            time.sleep(0.2)
+            s["reload_bytes"].append(meter.body)
+            s["reload_wire"].append(meter.wire)
+            context.close()
+        print(f"  start-up load {i + 1}/{loads}: " + ", ".join(f"{n} {samples[n]['cold'][-1]:.0f} ms" for n in PAGES),
+              flush=True)
+    out = {}
+    for name, s in samples.items():
+        out[name] = {
+            "cold_ms_median": median(s["cold"]),
+            "cold_ms": s["cold"],
+            "reload_ms_median": median(s["reload"]),
+            "reload_ms": s["reload"],
+            "cold_bytes_body": median(s["cold_bytes"]),
+            "cold_bytes_wire": median(s["cold_wire"]),
+            "reload_bytes_body": median(s["reload_bytes"]),
+            "reload_bytes_wire": median(s["reload_wire"]),
+            "py_ready_ms_median": median(s["py_ready"]),
+            "py_done_ms_median": median(s["py_done"]),
+            "progress_median": _progress_medians(s["progress"]),
+        }
+    floor = out["floor_pyodide"]["cold_ms_median"]
+    for name in out:
+        out[name]["cold_ratio_to_floor"] = out[name]["cold_ms_median"] / floor
+        out[name]["reload_ratio_to_floor"] = out[name]["reload_ms_median"] / out["floor_pyodide"]["reload_ms_median"]
+    return out
+
+
+def _progress_medians(runs: list[list]) -> list[list]:
+    """Median time of each py:progress label (first occurrence), in order."""
+    by_label: dict[str, list[float]] = {}
+    order: list[str] = []
+    for events in runs:
+        seen = set()
+        for t, label in events:
+            if label in seen:
+                continue
+            seen.add(label)
+            if label not in by_label:
+                by_label[label] = []
+                order.append(label)
+            by_label[label].append(t)
+    return [[label, median(by_label[label])] for label in order]
+
+
+# --- profile of the app's start-up ------------------------------------------------------
+
+
+def _routed_index(script: str) -> str:
+    html = (ROOT / "index.html").read_text(encoding="utf-8")
+    boot = "\n".join(["", "import sys, types", f"exec({TIME_BOOT_MODULE!r})", script])
+    return re.sub(r'(<script type="py" config="pyscript.toml">)(.*?)(</script>)',
+                  lambda m: m.group(1) + boot + "\n  " + m.group(3), html, flags=re.S)
+
+
+def _serve_html(page, html: str) -> None:
+    """Serve ``html`` instead of the app's index.html for this page (same URL, same relative paths)."""
+
+    def handler(route, _request=None):
+        route.fulfill(status=200, body=html, headers={"Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-cache"})
+
+    page.route("**/index.html?*", handler)
+
+
+def profile_startup(run: Run, seed_value: str, loads: int, with_cprofile: bool = True) -> dict:
+    marks_runs: list[dict] = []
+    cprofile = None
+    for i in range(loads + int(with_cprofile)):
+        use_cprofile = i == loads
+        body = _routed_index(CPROFILE_SCRIPT if use_cprofile else PROFILE_SCRIPT)
+        context = run.context()
+        page = context.new_page()
+        run.seed(page, {KEY: seed_value})
+        _serve_html(page, body)
+        page.goto(run.base + PAGES["app"])
+        state = run.wait_ready(page)
+        if use_cprofile:
+            cprofile = page.evaluate("() => window.__benchCProfile || null")
+        else:
+            entries = page.evaluate("""() => {
+                const out = {};
+                for (const e of performance.getEntriesByType('mark')) if (e.name.startsWith('bench:')) out[e.name] = [e.startTime, 0];
+                for (const e of performance.getEntriesByType('measure')) if (e.name.startsWith('bench:')) {
+                    const prev = out[e.name]; out[e.name] = [prev ? prev[0] : e.startTime, (prev ? prev[1] : 0) + e.duration];
+                    out[e.name + ' ×calls'] = [prev ? prev[0] : e.startTime, (out[e.name + ' ×calls'] ? out[e.name + ' ×calls'][1] : 0) + 1];
+                }
+                for (const e of performance.getEntriesByType('resource')) {
+                    const n = e.name.split('/').pop().split('?')[0];
+                    if (/\\.(wasm|zip|whl|mjs|json|toml)$/.test(n) || n === 'core.js') out['fetch:' + n] = [e.startTime, e.responseEnd - e.startTime];
+                }
+                return out;
+            }""")
+            entries["ready"] = [state["ready"], 0]
+            entries["py:ready"] = [state.get("pyReady"), 0]
+            marks_runs.append(entries)
+        context.close()
+    names = sorted({n for r in marks_runs for n in r}, key=lambda n: median([r[n][0] for r in marks_runs if n in r]) or 0)
+    timeline = [[n, median([r[n][0] for r in marks_runs if n in r]), median([r[n][1] for r in marks_runs if n in r])]
+                for n in names]
+    return {"timeline": timeline, "cprofile_main": cprofile}
+
+
+# --- save cost ----------------------------------------------------------------------------
+
+
+def _open_bench_page(run: Run, context, seed_value: str):
+    page = context.new_page()
+    run.seed(page, {KEY: seed_value})
+    url = run.base + "index.html?" + urlencode({"course": CURRENT, "delay": 0, "bench": 1})
+    page.goto(url)
+    run.wait_ready(page)
+    if not page.evaluate("() => !!window.agentbarBench"):
+        # main() does not call bench_hooks.install yet: attach through bench_hooks.capture().
+        script = "from app.browser import bench_hooks\nbench_hooks.capture()\nfrom app.browser import main\nmain()\nimport js\nbench_hooks.install_captured(js.window)\n"
+        html = (ROOT / "index.html").read_text(encoding="utf-8")
+        html = re.sub(r'(<script type="py" config="pyscript.toml">)(.*?)(</script>)',
+                      lambda m: m.group(1) + "\n" + script + "  " + m.group(3), html, flags=re.S)
+        _serve_html(page, html)
+        run.seed(page, {KEY: seed_value})
+        page.goto(url)
+        run.wait_ready(page)
+        if not page.evaluate("() => !!window.agentbarBench"):
+            raise RuntimeError("window.agentbarBench missing: is app/browser/bench_hooks.py in the app wheel?")
+        hooked = "captured"
+    else:
+        hooked = "main"
+    page.evaluate(BRIDGE_WRAP)
+    return page, hooked
+
+
+TURN_JS = """
+async ([key, seed, text]) => {
+  localStorage.setItem(key, seed);            // back to the seeded thread size (another "tab" wrote it)
+  const n = window.agentbarBench.resync();    // the storage-event path: runtime.on_storage_changed()
+  window.__bridgeLog.length = 0;
+  const rec = JSON.parse(await window.agentbarBench.turn(text));
+  rec.restored = n;
+  rec.bridge = window.__bridgeLog.slice();
+  rec.storedUtf16 = localStorage.getItem(key).length;
+  return rec;
+}
+"""
+
+
+def _save_sample(rec: dict) -> dict:
+    finish = rec["finish"]
+    sets = [b for b in rec["bridge"] if b[0] == "set" and b[1] >= finish]
+    if not sets:
+        raise RuntimeError(f"no setItem after the turn completed: {rec}")
+    set_end = sets[-1][2]
+    in_js = sum(b[2] - b[1] for b in rec["bridge"] if b[1] >= finish and b[2] <= set_end)
+    total = set_end - finish
+    return {
+        "total_ms": total,
+        "js_bridge_ms": in_js,
+        "python_ms": total - in_js,
+        "serialize_in_runtime_ms": rec["saveIn"] - finish,
+        "store_save_ms": rec["saveOut"] - rec["saveIn"],
+        "stall_ms": rec["end"] - finish,
+        "bridge_calls": [b[0] for b in rec["bridge"] if b[1] >= finish and b[2] <= set_end],
+        "stored_utf16": rec["storedUtf16"],
+        "messages_restored": rec["restored"],
+    }
+
+
+def bench_save(run: Run, configs: list[tuple[int, int]], reps: int, baseline_reps: int) -> tuple[list[dict], dict]:
+    results = []
+    extra: dict = {}
+    for n_others, n_current in configs:
+        threads = data.others(n_others)
+        threads[CURRENT] = n_current  # most recently updated (last), the course shown
+        seed_value = data.envelope(threads)
+        context = run.context()
+        page, hooked = _open_bench_page(run, context, seed_value)
+        samples, baselines = [], []
+        for i in range(reps + 1):  # the first turn warms up and is not counted
+            text = data.mixed_line(i)
+            rec = page.evaluate(TURN_JS, [KEY, seed_value, text])
+            if i == 0:
+                continue
+            samples.append(_save_sample(rec))
+            baselines.append(median(page.evaluate(JS_BASELINE, [KEY, CURRENT, baseline_reps])))
+        row = {
+            "others": n_others,
+            "current_messages": n_current,
+            "hooked_via": hooked,
+            "stored_utf16": samples[-1]["stored_utf16"],
+            "bridge_calls": samples[-1]["bridge_calls"],
+        }
+        for k in ("total_ms", "python_ms", "js_bridge_ms", "serialize_in_runtime_ms", "store_save_ms", "stall_ms"):
+            row[k] = median([s[k] for s in samples])
+        row["js_baseline_ms"] = median(baselines)
+        row["ratio_to_js"] = row["total_ms"] / row["js_baseline_ms"]
+        row["samples"] = samples
+        results.append(row)
+        print(f"  save: {n_others:3d} others, {n_current:4d} msgs: app {row['total_ms']:.1f} ms "
+              f"(python {row['python_ms']:.1f}) vs JS {row['js_baseline_ms']:.1f} ms", flush=True)
+        page.evaluate("([key, seed]) => { localStorage.setItem(key, seed); window.agentbarBench.resync(); }", [KEY, seed_value])
+        row["steps_ms"] = json.loads(page.evaluate("() => window.agentbarBench.saveSteps(3)"))
+        if (n_others, n_current) == configs[0]:
+            page.evaluate("([key, seed]) => { localStorage.setItem(key, seed); window.agentbarBench.resync(); }", [KEY, seed_value])
+            extra["profile_save"] = page.evaluate("() => window.agentbarBench.profileSave(5)")
+            extra.update(stored_size(page))
+        context.close()
+    return results, extra
+
+
+def stored_size(page) -> dict:
+    text = "/regenerate scene-2 把标题改成“过拟合 Overfitting”🤖"
+    page.evaluate("""async ([key, text]) => { await window.agentbarBench.turn(text); }""", [KEY, text])
+    live = json.loads(page.evaluate("() => window.agentbarBench.liveSizes()"))
+    stored = page.evaluate("""([key, stage]) => {
+        const v = JSON.parse(localStorage.getItem(key));
+        const msgs = v.state.threads[stage].messages;
+        const last = msgs[msgs.length - 1];
+        const tool = last.content.find((p) => p.type === 'tool-call');
+        return { messageUtf16: JSON.stringify(last).length, turnUtf16: JSON.stringify(msgs[msgs.length - 2]).length + 1 + JSON.stringify(last).length, resultUtf16: tool && tool.result ? JSON.stringify(tool.result).length : 0,
+                 elements: tool && tool.result && tool.result.details.content ? tool.result.details.content.elements.length : null };
+    }""", [KEY, CURRENT])
+    return {
+        "heavy_turn": {
+            "command": text,
+            "live_message_utf16": live.get("messageUtf16"),
+            "live_result_utf16": live.get("resultUtf16"),
+            "stored_message_utf16": stored["messageUtf16"],
+            "stored_turn_utf16": stored["turnUtf16"],
+            "stored_result_utf16": stored["resultUtf16"],
+            "elements": stored["elements"],
+            "stored_fraction": stored["turnUtf16"] / live["resultUtf16"],
+            "stored_message_fraction_of_live_message": stored["messageUtf16"] / live["messageUtf16"],
+            "stored_result_fraction_of_live_result": stored["resultUtf16"] / live["resultUtf16"],
+        }
+    }
+
+
+# --- quota and capacity ----------------------------------------------------------------------
+
+
+QUOTA_JS = """
+(unit) => {
+  localStorage.clear();
+  const fits = (n) => { try { localStorage.setItem('q', unit.repeat(n)); return true; } catch (e) { return false; } finally { localStorage.removeItem('q'); } };
+  let lo = 0, hi = 1;
+  while (fits(hi)) { lo = hi; hi *= 2; }
+  while (hi - lo > 1) { const mid = Math.floor((lo + hi) / 2); if (fits(mid)) lo = mid; else hi = mid; }
+  return lo;  // repetitions of unit that fit under the 1-unit key 'q'
+}
+"""
+
+CAPACITY_JS = """
+([key, msgs, count]) => {
+  localStorage.clear();
+  const parts = [];
+  for (let i = 0; i < count; i++) parts.push(JSON.stringify('course-' + String(i).padStart(4, '0')) + ':{"messages":' + msgs + ',"updatedAt":' + (1780000000000 + i) + '}');
+  const v = '{"state":{"threads":{' + parts.join(',') + '}},"version":1}';
+  try { localStorage.setItem(key, v); return [true, v.length]; } catch (e) { return [false, v.length]; } finally { localStorage.clear(); }
+}
+"""
+
+
+def bench_quota(run: Run) -> dict:
+    context = run.context()
+    page = context.new_page()
+    page.goto(f"{run.base}bench/pages/blank.html")
+    ascii_units = page.evaluate(QUOTA_JS, "x")
+    cjk = page.evaluate(QUOTA_JS, "过")
+    emoji = page.evaluate(QUOTA_JS, "🤖")  # two UTF-16 units each
+    quota_units = ascii_units + 1  # + the key
+    msgs = data.thread_json("course-0000", 100)
+    fragment = len('"course-0000":{"messages":') + data.utf16_len(msgs) + len(',"updatedAt":1780000000000}') + 1
+    overhead = len('{"state":{"threads":{}},"version":1}') + len(KEY)
+    estimate = (quota_units - overhead + 1) // fragment
+    fits = page.evaluate(CAPACITY_JS, [KEY, msgs, estimate])
+    over = page.evaluate(CAPACITY_JS, [KEY, msgs, estimate + 1])
+    count = estimate
+    if not fits[0]:  # walk down until it fits
+        while count > 0 and not page.evaluate(CAPACITY_JS, [KEY, msgs, count])[0]:
+            count -= 1
+    elif over[0]:
+        while page.evaluate(CAPACITY_JS, [KEY, msgs, count + 1])[0]:
+            count += 1
+    context.close()
+    return {
+        "quota_utf16_units": quota_units,
+        "quota_ascii_chars": ascii_units,
+        "quota_cjk_chars": cjk,
+        "quota_emoji_chars": emoji,
+        "typical_thread": "50 turns (100 messages), mixed Chinese/English/emoji, a /regenerate every 10th turn",
+        "typical_thread_utf16": fragment,
+        "threads_that_fit": count,
+        "threads_estimated_from_quota": estimate,
+    }
+
+
+# --- report -------------------------------------------------------------------------------
+
+
+def evaluate_goals(startup: dict, saves: list[dict], extra: dict) -> dict:
+    goals = {}
+    if startup:
+        ratio = startup["app"]["cold_ratio_to_floor"]
+        goals["startup_ratio_to_floor"] = {"value": ratio, "limit": GOALS["startup_ratio_max"], "pass": ratio <= GOALS["startup_ratio_max"]}
+    by = {(r["others"], r["current_messages"]): r for r in saves}
+    main = by.get((50, 100))
+    if main:
+        goals["save_ratio_to_js_100msgs_50others"] = {"value": main["ratio_to_js"], "limit": GOALS["save_ratio_max"],
+                                                      "pass": main["ratio_to_js"] <= GOALS["save_ratio_max"]}
+    lo, hi = by.get((0, 100)), by.get((200, 100)) or by.get((50, 100))
+    small, big = by.get((50, 10)), by.get((50, 1000))
+    if lo and hi and small and big:
+        growth_total = hi["python_ms"] / lo["python_ms"]
+        growth_thread = big["python_ms"] / small["python_ms"]
+        ok = growth_total <= GOALS["python_total_growth_max"] and growth_thread > growth_total
+        goals["python_time_tracks_thread_not_store"] = {
+            "python_ms_by_others_0_vs_max": [lo["python_ms"], hi["python_ms"]],
+            "growth_with_total_stored": growth_total,
+            "python_ms_by_thread_10_vs_1000": [small["python_ms"], big["python_ms"]],
+            "growth_with_thread": growth_thread,
+            "limit_growth_with_total": GOALS["python_total_growth_max"],
+            "pass": ok,
+        }
+    heavy = extra.get("heavy_turn")
+    if heavy:
+        goals["heavy_turn_stored_fraction"] = {"value": heavy["stored_fraction"], "limit": GOALS["heavy_stored_fraction_max"],
+                                               "pass": heavy["stored_fraction"] < GOALS["heavy_stored_fraction_max"]}
+    return goals
+
+
+def print_report(result: dict) -> None:
+    m = result["machine"]
+    print()
+    print(f"Machine: {m['cpu']}, {m['cores']} cores; Chromium {m['chromium']}; load average at start "
+          f"{m['loadavg_at_start']}; mode {result['mode']}")
+    st = result.get("startup")
+    if st:
+        print(f"\nStart-up to html[data-ready] (median of {result['params']['loads']} cold loads, fresh context each; "
+              f"seeded 20 courses × 50 turns = {result['params']['startup_seed_utf16']:,} UTF-16 units)")
+        print(f"{'page':<16}{'cold ms':>9}{'ratio':>7}{'reload ms':>11}{'ratio':>7}{'py:ready':>10}"
+              f"{'cold MB body':>14}{'cold MB wire':>14}{'reload KB wire':>16}")
+        for name, s in st.items():
+            print(f"{name:<16}{s['cold_ms_median']:>9.0f}{s['cold_ratio_to_floor']:>7.3f}{s['reload_ms_median']:>11.0f}"
+                  f"{s['reload_ratio_to_floor']:>7.3f}{fmt(s['py_ready_ms_median'], nd=0):>10}"
+                  f"{s['cold_bytes_body'] / 1e6:>14.2f}{s['cold_bytes_wire'] / 1e6:>14.2f}"
+                  f"{s['reload_bytes_wire'] / 1e3:>16.1f}")
+    if result.get("save"):
+        print(f"\nSave: turn completion → value in localStorage (median of {result['params']['save_reps']}), mixed text;"
+              " JS baseline = JSON.stringify + setItem of the identical envelope, same page")
+        print(f"{'others':>7}{'thread':>8}{'stored units':>14}{'app ms':>9}{'python':>9}{'serialize':>11}{'store.save':>11}"
+              f"{'JS bridge':>10}{'JS base':>9}{'ratio':>7}{'stall ms':>10}")
+        for r in result["save"]:
+            print(f"{r['others']:>7}{r['current_messages']:>8}{r['stored_utf16']:>14,}{r['total_ms']:>9.1f}{r['python_ms']:>9.1f}"
+                  f"{r['serialize_in_runtime_ms']:>11.1f}{r['store_save_ms']:>11.1f}{r['js_bridge_ms']:>10.1f}"
+                  f"{r['js_baseline_ms']:>9.1f}{r['ratio_to_js']:>7.2f}{r['stall_ms']:>10.1f}")
+        print("\n  Save steps (median ms, diagnostic re-run of the same steps):")
+        names = list(result["save"][0].get("steps_ms", {}))
+        print("  " + f"{'step':<52}" + "".join(f"{str(r['others']) + '/' + str(r['current_messages']):>11}" for r in result["save"]))
+        for n in names:
+            cells = "".join(f"{fmt(r.get('steps_ms', {}).get(n), nd=0 if n.startswith(('value', 'threads')) else 1):>11}" for r in result["save"])
+            print(f"  {n:<52}{cells}")
+        print("  (python = app ms − time inside the JS bridge; serialize = runtime's serialize_thread before store.save;"
+              " stall = the whole completion callback incl. render)")
+    h = (result.get("stored") or {}).get("heavy_turn")
+    if h:
+        print(f"\nHeavy turn ({h['command']}, {h['elements']} elements): stored turn (user + assistant) "
+              f"{h['stored_turn_utf16']:,} UTF-16 units vs live result JSON {h['live_result_utf16']:,} "
+              f"= {h['stored_fraction'] * 100:.2f}%; assistant message {h['stored_message_utf16']:,} vs live "
+              f"{h['live_message_utf16']:,} = {h['stored_message_fraction_of_live_message'] * 100:.2f}%; slim result "
+              f"{h['stored_result_utf16']:,} vs live {h['live_result_utf16']:,} = "
+              f"{h['stored_result_fraction_of_live_result'] * 100:.2f}%")
+    q = result.get("quota")
+    if q:
+        print(f"Quota: {q['quota_utf16_units']:,} UTF-16 units (fits ASCII {q['quota_ascii_chars']:,} chars, CJK "
+              f"{q['quota_cjk_chars']:,}, emoji {q['quota_emoji_chars']:,} under a 1-char key); typical 50-turn thread "
+              f"{q['typical_thread_utf16']:,} units → {q['threads_that_fit']} threads fit before pruning "
+              f"(computed {q['threads_estimated_from_quota']})")
+    if result.get("goals"):
+        print("\nGoals:")
+        for name, g in result["goals"].items():
+            value = g.get("value")
+            shown = f"{value:.3f}" if isinstance(value, float) else json.dumps({k: v for k, v in g.items() if k != "pass"})
+            limit = f" (limit {g['limit']})" if "limit" in g else ""
+            print(f"  {'PASS' if g['pass'] else 'FAIL'}  {name}: {shown}{limit}")
+    prof = (result.get("profile") or {}).get("timeline")
+    if prof:
+        print("\nApp start-up timeline (median ms from navigation; [duration] for fetches and measured steps):")
+        for name, t, d in prof:
+            if name.endswith("×calls"):
+                continue
+            calls = dict((n, dd) for n, _, dd in prof).get(name + " ×calls")
+            print(f"  {fmt(t, nd=0):>8}  {name}" + (f"  [{d:.1f} ms" + (f", {calls:.0f} calls" if calls else "") + "]" if d else ""))
+    if st and st["app"]["progress_median"]:
+        print("\npy:progress (median ms from navigation): app | PyScript floor")
+        floor = dict(st["floor_pyscript"]["progress_median"])
+        for label, t in st["app"]["progress_median"]:
+            print(f"  {label:<40}{t:8.0f}{fmt(floor.get(label), nd=0):>10}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions (CI: checks it works, no timing goals enforced)")
+    parser.add_argument("--out", default=str(ROOT / "bench-results" / "bench.json"))
+    parser.add_argument("--report", action="store_true", help="only print the table of an existing --out file")
+    parser.add_argument("--only", default="startup,quota,save,profile",
+                        help="comma-separated parts to run (default: all): startup, quota, save, profile")
+    args = parser.parse_args(argv)
+
+    if args.report:
+        print_report(json.loads(Path(args.out).read_text()))
+        return 0
+
+    from playwright.sync_api import sync_playwright
+
+    ensure_runtime()
+    loads = 2 if args.quick else 9
+    save_reps = 1 if args.quick else 9
+    baseline_reps = 5 if args.quick else 9
+    configs = [(50, 100), (50, 10), (50, 1000), (0, 100), (200, 100)]
+
+    snapshot = snapshot_site()
+    server = make_server("127.0.0.1", 0, root=snapshot, quiet=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    host, port = server.server_address[:2]
+    base = f"http://{host}:{port}/"
+    started = time.time()
+    startup_seed = data.envelope({**data.others(19), CURRENT: 100})
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS)
+            run = Run(browser, base)
+            result = {"machine": machine_info(browser), "mode": "quick" if args.quick else "full",
+                      "params": {"loads": loads, "save_reps": save_reps, "baseline_reps": baseline_reps,
+                                 "startup_seed_utf16": data.utf16_len(startup_seed)}}
+            print(f"bench ({result['mode']}): {result['machine']['cpu']}, {result['machine']['cores']} cores, "
+                  f"Chromium {result['machine']['chromium']}", flush=True)
+            parts = set(args.only.split(","))
+            if "startup" in parts:
+                print("start-up …", flush=True)
+                result["startup"] = bench_startup(run, loads, startup_seed)
+            if "quota" in parts:
+                print("quota …", flush=True)
+                result["quota"] = bench_quota(run)
+            if "save" in parts:
+                print("save …", flush=True)
+                saves, extra = bench_save(run, configs, save_reps, baseline_reps)
+                result["save"] = saves
+                result["stored"] = {"heavy_turn": extra.get("heavy_turn")}
+                result.setdefault("profile", {})["save_cprofile"] = extra.get("profile_save")
+            if "profile" in parts:
+                print("profile …", flush=True)
+                result.setdefault("profile", {})
+                result["profile"].update(profile_startup(run, startup_seed, 1 if args.quick else 3, with_cprofile=not args.quick))
+            browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+        shutil.rmtree(snapshot, ignore_errors=True)
+    result["goals"] = evaluate_goals(result.get("startup"), result.get("save", []), result.get("stored", {}))
+    result["elapsed_s"] = round(time.time() - started, 1)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
+    print_report(result)
+    print(f"\nWrote {out} in {result['elapsed_s']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
