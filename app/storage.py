@@ -50,6 +50,16 @@ class StringStorage(Protocol):
         """True only if the value at ``key`` is exactly what this object last read or
         wrote through itself (False when it never touched ``key``)."""
 
+    def splice_item(self, key: str, start: int, end: int, text: str) -> bool:
+        """Replace UTF-16 code units ``[start, end)`` of the value at ``key`` with ``text``, in
+        one write, only if that value is still what this object last read or wrote.
+
+        Returns False, writing nothing, when another writer changed the value
+        (the caller then reads and writes whole). Raises ``QuotaExceeded`` (the
+        value is unchanged) like ``set_item``. Lets a save hand over only the
+        changed thread instead of the whole envelope (DESIGN.md §2).
+        """
+
 
 def utf16_len(s: str) -> int:
     """Length of ``s`` in UTF-16 code units, the unit browsers count quota in.
@@ -149,6 +159,19 @@ class MemoryStorage:
     def unchanged(self, key: str) -> bool:
         b = self._open()
         return key in self._seen and self._seen[key] == b.versions.get(key, 0)
+
+    def splice_item(self, key: str, start: int, end: int, text: str) -> bool:
+        if not self.unchanged(key) or self._backing.items.get(key) is None:
+            return False
+        value = self._backing.items[key]
+        if value.isascii() and text.isascii():
+            spliced = value[:start] + text + value[end:]
+        else:
+            units = value.encode("utf-16-le", "surrogatepass")
+            spliced = (units[: 2 * start] + text.encode("utf-16-le", "surrogatepass") + units[2 * end :]).decode(
+                "utf-16-le", "surrogatepass")
+        self.set_item(key, spliced)
+        return True
 
     def _open(self) -> _Backing:
         if not self._backing.available:

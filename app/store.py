@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from app.projection import serialize_thread
-from app.storage import MemoryStorage, QuotaExceeded, StorageUnavailable, StringStorage
+from app.storage import MemoryStorage, QuotaExceeded, StorageUnavailable, StringStorage, utf16_len
 
 __all__ = [
     "MIGRATIONS",
@@ -160,12 +160,13 @@ def _js_key_order(keys: Iterable[str]) -> list[str]:
 class _Thread:
     """One stored thread with its encoded JSON fragment, computed once."""
 
-    __slots__ = ("messages", "updated_at", "_fragment")
+    __slots__ = ("messages", "updated_at", "_fragment", "_units")
 
     def __init__(self, messages: list[dict[str, Json]], updated_at: int) -> None:
         self.messages = messages
         self.updated_at = updated_at
         self._fragment: str | None = None
+        self._units: int | None = None
 
     def stored(self) -> dict[str, Json]:
         return {"messages": self.messages, "updatedAt": self.updated_at}
@@ -175,10 +176,54 @@ class _Thread:
             self._fragment = _js_json(self.stored())
         return self._fragment
 
+    def units(self) -> int:
+        """UTF-16 length of ``fragment()`` (what offsets into the stored value count)."""
+        if self._units is None:
+            self._units = utf16_len(self.fragment())
+        return self._units
+
+
+_PREFIX = '{"state":{"threads":{'
+
+
+def _entry(stage_id: str, thread: _Thread) -> str:
+    return f"{_js_json(stage_id)}:{thread.fragment()}"
+
+
+def _entry_units(stage_id: str, thread: _Thread) -> int:
+    return utf16_len(_js_json(stage_id)) + 1 + thread.units()
+
 
 def _envelope(threads: dict[str, _Thread]) -> str:
-    body = ",".join(f"{_js_json(k)}:{threads[k].fragment()}" for k in _js_key_order(threads))
-    return f'{{"state":{{"threads":{{{body}}}}},"version":{STORE_VERSION}}}'
+    body = ",".join(_entry(k, threads[k]) for k in _js_key_order(threads))
+    return f'{_PREFIX}{body}}}}},"version":{STORE_VERSION}}}'
+
+
+def _splice_for(written: dict[str, _Thread], threads: dict[str, _Thread], stage_id: str) -> tuple[int, int, str] | None:
+    """The edit turning ``_envelope(written)`` into ``_envelope(threads)`` when they differ
+    only in ``stage_id``'s entry: ``(start, end, text)`` in UTF-16 units, else ``None``.
+
+    Costs O(number of threads) plus the size of the new entry, never the size of
+    everything stored.
+    """
+    others = threads.keys() - {stage_id}
+    if others != written.keys() - {stage_id} or any(written[k] is not threads[k] for k in others):
+        return None
+    order = _js_key_order(threads)
+    offset = len(_PREFIX)
+    for key in order:
+        if key == stage_id:
+            break
+        offset += _entry_units(key, threads[key]) + 1  # the entry and its comma
+    entry = _entry(stage_id, threads[stage_id])
+    old = written.get(stage_id)
+    if old is not None:
+        return offset, offset + _entry_units(stage_id, old), entry
+    if len(order) == 1:
+        return offset, offset, entry
+    if order[-1] == stage_id:  # appended: after the last entry, which has no comma
+        return offset - 1, offset - 1, "," + entry
+    return offset, offset, entry + ","
 
 
 def _reject_constant(name: str) -> None:
@@ -250,6 +295,7 @@ class ThreadStore:
         self._key = key
         self._threads: dict[str, _Thread] = {}
         self._pending: dict[str, _Thread | None] = {}  # not yet written; None = removal
+        self._written: dict[str, _Thread] | None = None  # what the stored value holds, when this store wrote it
         self._notices: list[Notice] = []
         self._taken = 0
         self._clock = 0  # latest time a caller passed; names backup keys
@@ -299,17 +345,22 @@ class ThreadStore:
         return thread.updated_at if thread else None
 
     def save(self, stage_id: str, messages: list[dict[str, Json]], updated_at: int) -> SaveResult:
-        """Store ``stage_id``'s thread (slim messages; normalized again with
-        ``serialize_thread``) stamped ``updated_at`` ms, merging other tabs' courses
-        (DESIGN.md §5). On a full quota, other threads are pruned least recently
-        updated first (ties: JavaScript key order) in the same single write.
+        """Store ``stage_id``'s thread stamped ``updated_at`` ms, merging other tabs'
+        courses (DESIGN.md §5). ``messages`` must be ``serialize_thread`` output
+        (the slim projection, DESIGN.md §3); the store keeps the list as given.
+
+        When this store wrote the stored value and no other tab has written
+        since, only this course's entry is handed to storage
+        (``StringStorage.splice_item``); otherwise the whole envelope is written.
+        On a full quota, other threads are pruned least recently updated first
+        (ties: JavaScript key order) in the same single write.
         Raises ``TypeError`` when ``updated_at`` is not an int.
         """
         if type(updated_at) is not int:
             raise TypeError(f"updated_at must be int milliseconds, got {updated_at!r}")
         self._clock = max(self._clock, updated_at)
         self._sync()
-        thread = _Thread(serialize_thread(messages), updated_at)
+        thread = _Thread(messages, updated_at)
         self._threads[stage_id] = self._pending[stage_id] = thread
         return self._flush(protect=stage_id)
 
@@ -343,6 +394,7 @@ class ThreadStore:
         self._mode = "memory"
         self._storage = MemoryStorage()
         self._storage.set_item(self._key, _envelope(self._threads))
+        self._written = dict(self._threads)
         self._pending.clear()
         self._notify("storage-unavailable")
 
@@ -372,6 +424,7 @@ class ThreadStore:
         except StorageUnavailable:
             self._to_memory()
             return False
+        self._written = None
         fresh: dict[str, _Thread] = {}
         rewrite = False
         if raw is not None:
@@ -433,6 +486,8 @@ class ThreadStore:
         """
         if self._mode == "read-only":
             return SaveResult(written=False, kept_in_memory=True, read_only=True)
+        if protect is not None and self._splice(protect):
+            return self._written_ok(())
         rank = {k: i for i, k in enumerate(_js_key_order(self._threads))}
         victims = [] if protect is None else sorted(
             (k for k in rank if k != protect), key=lambda k: (self._threads[k].updated_at, rank[k])
@@ -452,12 +507,35 @@ class ThreadStore:
                 pruned.append(victims.pop(0))
                 del kept[pruned[-1]]
         self._threads = kept
-        self._pending.clear()
-        self._full = False
         if pruned:
             self._notify("storage-pruned", count=len(pruned), stage_ids=pruned)
+        return self._written_ok(tuple(pruned))
+
+    def _written_ok(self, pruned: tuple[str, ...]) -> SaveResult:
+        """Bookkeeping after a successful write of ``self._threads``."""
+        self._written = dict(self._threads)
+        self._pending.clear()
+        self._full = False
         memory = self._mode == "memory"
-        return SaveResult(written=not memory, pruned=tuple(pruned), kept_in_memory=memory)
+        return SaveResult(written=not memory, pruned=pruned, kept_in_memory=memory)
+
+    def _splice(self, stage_id: str) -> bool:
+        """Write only ``stage_id``'s entry into the value this store last wrote; False
+        when that is not possible (unknown layout, other changes, another tab
+        wrote, no room), and the caller writes whole."""
+        edit = None if self._written is None else _splice_for(self._written, self._threads, stage_id)
+        if edit is None:
+            return False
+        try:
+            if self._storage.splice_item(self._key, *edit):
+                return True
+        except QuotaExceeded:
+            return False
+        except StorageUnavailable:
+            self._to_memory()
+            return False
+        self._read()  # another tab wrote in between: merge its courses, then write whole
+        return False
 
     def _set(self, value: str) -> None:
         try:

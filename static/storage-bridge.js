@@ -23,16 +23,15 @@ globalThis.agentbarStorage = {
   },
   // Returns "ok", or "quota" when the browser refused the write for lack of space.
   set(key, value) {
+    return write(key, typeof value === "string" ? value : decoder.decode(value));
+  },
+  // Replaces UTF-16 units [start, end) of the value this tab last read or wrote, so a
+  // save hands over only the changed thread. "stale" when another tab wrote since.
+  splice(key, start, end, value) {
+    const base = last.get(key);
+    if (typeof base !== "string" || area().getItem(key) !== base) return "stale";
     const text = typeof value === "string" ? value : decoder.decode(value);
-    try {
-      area().setItem(key, text);
-    } catch (error) {
-      if (error && (error.name === "QuotaExceededError" || error.name === "NS_ERROR_DOM_QUOTA_REACHED" || error.code === 22))
-        return "quota";
-      throw error;
-    }
-    last.set(key, text);
-    return "ok";
+    return write(key, base.slice(0, start) + text + base.slice(end));
   },
   remove(key) {
     area().removeItem(key);
@@ -42,3 +41,15 @@ globalThis.agentbarStorage = {
     return last.has(key) && area().getItem(key) === last.get(key);
   },
 };
+
+function write(key, text) {
+  try {
+    area().setItem(key, text);
+  } catch (error) {
+    if (error && (error.name === "QuotaExceededError" || error.name === "NS_ERROR_DOM_QUOTA_REACHED" || error.code === 22))
+      return "quota";
+    throw error;
+  }
+  last.set(key, text);
+  return "ok";
+}

@@ -43,6 +43,7 @@ def _boot() -> None:
     from pyscript.ffi import is_none
 
     from app.agent import DemoAgent
+    from app.browser.bench_hooks import install as install_bench_hooks
     from app.browser.local_storage import open_local_storage
     from app.browser.view import PageView
     from app.courses import DEFAULT_COURSE_ID, find_course
@@ -70,15 +71,15 @@ def _boot() -> None:
     runtime = AgentRuntime(store, DemoAgent(delay_ms=delay_ms), clock=clock)
     view = PageView(runtime, translator)
     view.translate_static()
-    runtime.subscribe(view.render)
 
     def show_course(stage_id: str) -> None:
         view.render_course(find_course(stage_id))
         runtime.set_stage(stage_id)
 
-    # The stage is "loading" until its id is known: nothing is loaded or written (DESIGN.md §4).
-    runtime.set_stage(None)
+    # Until the stage id is known the runtime holds no thread and writes nothing
+    # (DESIGN.md §4); the first render happens once the course's thread is loaded.
     show_course(query.get("course") or DEFAULT_COURSE_ID)
+    runtime.subscribe(view.render)
     view.render()
 
     @when("change", "#course-select")
@@ -140,5 +141,6 @@ def _boot() -> None:
 
     window.addEventListener("storage", create_proxy(_on_storage))
 
+    install_bench_hooks(window, runtime, store)  # only with ?bench=1
     view.show_app()
     root.dataset.ready = "true"

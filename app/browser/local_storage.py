@@ -37,16 +37,24 @@ class LocalStorage:
 
     def set_item(self, key: str, value: str) -> None:
         """Store ``value`` whole or not at all. Raises ``QuotaExceeded`` or ``StorageUnavailable``."""
+        self._call("set", key, _payload(value))
+
+    def splice_item(self, key: str, start: int, end: int, text: str) -> bool:
+        """Replace UTF-16 units ``[start, end)`` of the value this tab last read or wrote.
+
+        False when another tab wrote since (nothing written). Raises
+        ``QuotaExceeded`` or ``StorageUnavailable``.
+        """
+        return self._call("splice", key, start, end, _payload(text)) != "stale"
+
+    def _call(self, method: str, key: str, *args) -> str:
         try:
-            payload = to_js(memoryview(value.encode("utf-8")))
-        except UnicodeEncodeError:  # lone surrogates: hand the str over as it is
-            payload = value
-        try:
-            status = self._bridge.set(key, payload)
+            status = getattr(self._bridge, method)(key, *args)
         except JsException as error:
             raise StorageUnavailable(str(error)) from error
         if status == "quota":
             raise QuotaExceeded(key)
+        return status
 
     def remove_item(self, key: str) -> None:
         """Remove ``key``. Raises ``StorageUnavailable``."""
@@ -61,6 +69,14 @@ class LocalStorage:
             return bool(self._bridge.unchanged(key))
         except JsException:
             return False
+
+
+def _payload(text: str):
+    """``text`` as UTF-8 bytes for the bridge to decode (a str with lone surrogates as it is)."""
+    try:
+        return to_js(memoryview(text.encode("utf-8")))
+    except UnicodeEncodeError:
+        return text
 
 
 def open_local_storage() -> LocalStorage | None:

@@ -62,13 +62,6 @@ def test_any_stage_id_survives_a_refresh(stage_id):
     assert again.load(stage_id) == thread("hello") and again.updated_at(stage_id) == 5 and again.notices == []
 
 
-def test_save_normalizes_to_the_slim_projection():
-    store = open_store(MemoryStorage())
-    live = [{"role": "system", "content": "x"}, {"role": "user", "content": "hi", "status": {"type": "running"}}]
-    store.save("s", live, 1)
-    assert store.load("s") == thread("hi")
-
-
 def test_updated_at_must_be_int_milliseconds():
     store = open_store(MemoryStorage())
     for bad in (1.5, "1", True, None):
@@ -540,3 +533,74 @@ def test_store_never_reads_the_clock(monkeypatch):
     store.save("s", thread("x"), 78)
     store.clear("s")
     assert f"{STORAGE_KEY}.backup.77" in storage.dump()
+
+
+# --- saves hand over only the changed thread (DESIGN.md §2 cost note) -----------------
+
+
+class SpliceRecorder(MemoryStorage):
+    """MemoryStorage that records what each write handed over."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.handed: list[tuple[str, int]] = []  # ("set" | "splice", UTF-16 units handed over)
+
+    def set_item(self, key, value):
+        super().set_item(key, value)
+        self.handed.append(("set", len(value)))
+
+    def splice_item(self, key, start, end, text):
+        done = super().splice_item(key, start, end, text)
+        if done:
+            self.handed[-1] = ("splice", len(text))
+        return done
+
+
+def assert_canonical(storage, store):
+    """The spliced value is byte for byte what a whole write of the same threads gives."""
+    assert storage.dump()[STORAGE_KEY] == store_module._envelope(store._threads)
+
+
+@pytest.mark.parametrize("order", [
+    ["b", "a", "b"],                 # replace an existing entry
+    ["a", "b", "c"],                 # append after the last entry
+    ["x", "42", "7", "100", "7"],    # array-index keys go first, in numeric order
+    ["only"],
+])
+def test_save_after_own_write_hands_over_only_the_changed_entry(order):
+    storage = SpliceRecorder()
+    store = open_store(storage)
+    store.save("filler", thread("填充🙂\ud800" * 500), 1)
+    for n, stage_id in enumerate(order, start=2):
+        storage.handed.clear()
+        store.save(stage_id, thread(f"turn {n} of {stage_id} “引号” 😀"), n)
+        kind, units = storage.handed[-1]
+        assert kind == "splice" and units < 200
+        assert_canonical(storage, store)
+    assert stored_threads(storage)[order[-1]]["updatedAt"] == len(order) + 1
+
+
+def test_save_after_another_tab_wrote_merges_and_writes_whole():
+    tab1_storage = SpliceRecorder()
+    tab1 = open_store(tab1_storage)
+    tab1.save("a", thread("a1"), 1)
+    tab2 = open_store(MemoryStorage.shared_with(tab1_storage))
+    tab2.save("b", thread("b1"), 2)
+    tab1_storage.handed.clear()
+    tab1.save("a", thread("a2"), 3)
+    assert tab1_storage.handed == [("set", len(tab1_storage.dump()[STORAGE_KEY]))]
+    assert stored_threads(tab1_storage) == {
+        "a": {"messages": thread("a2"), "updatedAt": 3}, "b": {"messages": thread("b1"), "updatedAt": 2}}
+
+
+def test_splice_that_does_not_fit_prunes_like_a_whole_write():
+    storage = SpliceRecorder()
+    store = open_store(storage)
+    store.save("old", thread("o" * 300), 1)
+    store.save("new", thread("n" * 300), 2)
+    store.save("me", thread("m"), 3)
+    storage.quota = storage.used + 100
+    result = store.save("me", thread("m" * 350), 4)
+    assert result.pruned == ("old",)
+    assert set(stored_threads(storage)) == {"new", "me"}
+    assert_canonical(storage, store)
