@@ -19,7 +19,15 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-__all__ = ["MemoryStorage", "QuotaExceeded", "StorageUnavailable", "StringStorage", "utf16_len"]
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "MemoryStorage",
+    "QuotaExceeded",
+    "StorageUnavailable",
+    "StringStorage",
+    "UnparseableValue",
+    "utf16_len",
+]
 
 
 class QuotaExceeded(Exception):
@@ -30,6 +38,24 @@ class StorageUnavailable(Exception):
     """Any access to the storage throws (blocked storage, some private modes)."""
 
 
+class UnparseableValue(Exception):
+    """``get_item`` found a value this runtime cannot safely parse; ``raw`` holds it.
+
+    Raised by the browser storage for JSON nested deeper than ``MAX_JSON_DEPTH``:
+    in Pyodide, ``json.loads`` of such a value exhausts the JavaScript stack and
+    kills the interpreter instead of raising. The store treats the value as
+    damaged (backup, notice, DESIGN.md §5).
+    """
+
+    def __init__(self, raw: str) -> None:
+        super().__init__(f"stored value nested deeper than {MAX_JSON_DEPTH} levels")
+        self.raw = raw
+
+
+MAX_JSON_DEPTH = 64
+"""Deepest array/object nesting a stored value may have; the slim envelope needs 13."""
+
+
 @runtime_checkable
 class StringStorage(Protocol):
     """A string key-value storage shaped like ``localStorage``.
@@ -38,7 +64,10 @@ class StringStorage(Protocol):
     """
 
     def get_item(self, key: str) -> str | None:
-        """Return the value at ``key``, or ``None`` when there is none."""
+        """Return the value at ``key``, or ``None`` when there is none.
+
+        May raise ``UnparseableValue`` for a value the runtime cannot parse safely.
+        """
 
     def set_item(self, key: str, value: str) -> None:
         """Store ``value`` whole or not at all; raise ``QuotaExceeded`` when it does not fit."""

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from app.projection import serialize_thread
-from app.storage import MemoryStorage, QuotaExceeded, StorageUnavailable, StringStorage, utf16_len
+from app.storage import MemoryStorage, QuotaExceeded, StorageUnavailable, StringStorage, UnparseableValue, utf16_len
 
 __all__ = [
     "MIGRATIONS",
@@ -419,16 +419,19 @@ class ThreadStore:
         """Replace the cache with the stored threads (reusing unchanged entries, then
         applying this tab's unwritten ones). Returns True when the stored value
         should be rewritten (migrated, or repaired after a successful backup)."""
+        unparseable = False
         try:
             raw = self._storage.get_item(self._key)
         except StorageUnavailable:
             self._to_memory()
             return False
+        except UnparseableValue as error:
+            raw, unparseable = error.raw, True
         self._written = None
         fresh: dict[str, _Thread] = {}
         rewrite = False
         if raw is not None:
-            version, stored, damaged = _decode(raw)
+            version, stored, damaged = (STORE_VERSION, {}, True) if unparseable else _decode(raw)
             if version > STORE_VERSION:  # never written, no backup: read what validates as v1
                 self._to_read_only("storage-newer-version", version=version)
             for stage_id, value in stored.items():

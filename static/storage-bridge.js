@@ -16,10 +16,12 @@ globalThis.agentbarStorage = {
     ls.getItem("maic-agent-threads");
     return true;
   },
-  get(key) {
+  // Returns [value, tooDeep]: json.loads of JSON nested deeper than maxDepth kills
+  // Pyodide (the JavaScript stack runs out), so Python is told not to parse it.
+  get(key, maxDepth) {
     const value = area().getItem(key);
     last.set(key, value);
-    return value;
+    return [value, typeof value === "string" && nestedDeeper(value, maxDepth)];
   },
   // Returns "ok", or "quota" when the browser refused the write for lack of space.
   set(key, value) {
@@ -52,4 +54,21 @@ function write(key, text) {
   }
   last.set(key, text);
   return "ok";
+}
+
+// True when `text` (JSON) nests arrays/objects more than `limit` levels deep.
+function nestedDeeper(text, limit) {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++; // backslash: skip the escaped character
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 91 || c === 123) {
+      if (++depth > limit) return true;
+    } else if (c === 93 || c === 125) depth--;
+  }
+  return false;
 }

@@ -16,7 +16,7 @@ from __future__ import annotations
 import js
 from pyodide.ffi import JsException, to_js
 
-from app.storage import QuotaExceeded, StorageUnavailable
+from app.storage import MAX_JSON_DEPTH, QuotaExceeded, StorageUnavailable, UnparseableValue
 
 __all__ = ["LocalStorage", "open_local_storage"]
 
@@ -28,12 +28,20 @@ class LocalStorage:
         self._bridge = bridge
 
     def get_item(self, key: str) -> str | None:
-        """Return the stored string or ``None``. Raises ``StorageUnavailable``."""
+        """Return the stored string or ``None``.
+
+        Raises ``StorageUnavailable``, or ``UnparseableValue`` for JSON nested
+        deeper than ``MAX_JSON_DEPTH`` (checked in JavaScript, where it is cheap).
+        """
         try:
-            value = self._bridge.get(key)
+            value, too_deep = self._bridge.get(key, MAX_JSON_DEPTH)
         except JsException as error:
             raise StorageUnavailable(str(error)) from error
-        return value if isinstance(value, str) else None
+        if not isinstance(value, str):
+            return None
+        if too_deep:
+            raise UnparseableValue(value)
+        return value
 
     def set_item(self, key: str, value: str) -> None:
         """Store ``value`` whole or not at all. Raises ``QuotaExceeded`` or ``StorageUnavailable``."""

@@ -56,6 +56,8 @@ CORRUPT_VALUES = {
     "messages-not-a-list": envelope({"intro-ml": GOOD, "linear-algebra": {"messages": "oops", "updatedAt": 1}}),
     "message-without-content": envelope({"intro-ml": thread(
         [{"role": "user"}] + turn("good question", "good answer"))}),
+    "nested-too-deep": '{"state":{"threads":{"intro-ml":{"messages":[{"role":"user","content":[],"z":'
+                       + "[" * 8000 + "]" * 8000 + '}],"updatedAt":1}}},"version":1}',
     "unknown-part-type": envelope({"intro-ml": thread([
         {"role": "user", "content": [{"type": "text", "text": "good question"}]},
         {"role": "assistant", "content": [{"type": "hologram", "data": 1}, {"type": "text", "text": "good answer"}]},

@@ -7,7 +7,7 @@ import json
 import pytest
 
 import app.store as store_module
-from app.storage import MemoryStorage
+from app.storage import MemoryStorage, UnparseableValue
 from app.store import MIGRATIONS, STORAGE_KEY, Notice, SaveResult, ThreadStore
 
 NOW = 1_780_000_000_000
@@ -604,3 +604,22 @@ def test_splice_that_does_not_fit_prunes_like_a_whole_write():
     assert result.pruned == ("old",)
     assert set(stored_threads(storage)) == {"new", "me"}
     assert_canonical(storage, store)
+
+
+def test_value_the_runtime_cannot_parse_is_backed_up_and_the_app_starts_empty():
+    class DeepStorage(MemoryStorage):
+        def get_item(self, key):
+            value = super().get_item(key)
+            if key == STORAGE_KEY and value is not None and value.startswith("{\"deep"):
+                raise UnparseableValue(value)
+            return value
+
+    raw = '{"deep":' + "[" * 100 + "]" * 100 + "}"
+    storage = DeepStorage()
+    storage.set_item(STORAGE_KEY, raw)
+    store = open_store(storage)
+    assert codes(store) == ["storage-corrupt"]
+    backup_key = store.notices[0].params["backup_key"]
+    assert storage.dump()[backup_key] == raw
+    assert store.save("s", thread("after"), 1).written
+    assert stored_threads(storage) == {"s": {"messages": thread("after"), "updatedAt": 1}}
