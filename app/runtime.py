@@ -68,10 +68,16 @@ FAILED = MessageStatus(type="incomplete", reason="error")
 
 @dataclass
 class _Session:
-    """One course's live thread; ``task`` is its turn in flight, if any."""
+    """One course's live thread; ``task`` is its turn in flight, if any.
+
+    ``base``: the stored slim messages the live thread was built on (what the
+    store held when it was loaded or last saved); a save hands it to the store
+    so that turns another tab saved on this course meanwhile are kept.
+    """
 
     stage_id: str
     messages: list[Message]
+    base: list[dict[str, Any]] = field(default_factory=list, repr=False)
     task: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
@@ -156,7 +162,7 @@ class AgentRuntime:
         previous, self._stage_id = self._shown, stage_id
         self._forget_if_idle(previous)
         if stage_id is not None and stage_id not in self._sessions:
-            self._sessions[stage_id] = _Session(stage_id, self._load(stage_id))
+            self._sessions[stage_id] = self._load(stage_id)
         self._notify()
 
     def send(self, text: str) -> asyncio.Task[None] | None:
@@ -213,7 +219,7 @@ class AgentRuntime:
         self._after_store_call()
         session = self._shown
         if session and session.task is None and session.stage_id in changed:
-            session.messages = self._load(session.stage_id)
+            self._sessions[session.stage_id] = self._load(session.stage_id)
             self._notify()
 
     # -- the turn ------------------------------------------------------------
@@ -241,7 +247,11 @@ class AgentRuntime:
                     part.is_error = True  # interrupted: saved with isError and no result
         else:
             reply.status = COMPLETE
-        self._store.save(session.stage_id, serialize_thread(session.messages), self._clock())
+        result = self._store.save(session.stage_id, serialize_thread(session.messages), self._clock(),
+                                  base=session.base)
+        session.base = self._store.load(session.stage_id) or []
+        if result.merged:  # another tab saved turns on this course meanwhile: show them too
+            session.messages = deserialize_thread(session.base)
         self._after_store_call()
         self._forget_if_idle(session)
         self._notify()
@@ -261,10 +271,11 @@ class AgentRuntime:
         if session and session.task is None and session.stage_id != self._stage_id:
             del self._sessions[session.stage_id]
 
-    def _load(self, stage_id: str) -> list[Message]:
-        messages = deserialize_thread(self._store.load(stage_id) or [])
+    def _load(self, stage_id: str) -> _Session:
+        """A session holding ``stage_id``'s stored thread."""
+        base = self._store.load(stage_id) or []
         self._after_store_call()
-        return messages
+        return _Session(stage_id, deserialize_thread(base), base)
 
     def _after_store_call(self) -> None:
         fresh = False

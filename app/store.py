@@ -48,7 +48,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from app.projection import serialize_thread
@@ -87,12 +87,15 @@ class SaveResult:
     removed to make room (least recently updated first). ``kept_in_memory``: the
     thread lives only in this tab for now (storage full, unavailable, or
     read-only). ``read_only``: the store never writes storage in this session.
+    ``merged``: another tab had changed this course since ``base``; this tab's
+    new messages were appended to what it stored (``load`` shows the result).
     """
 
     written: bool
     pruned: tuple[str, ...] = ()
     kept_in_memory: bool = False
     read_only: bool = False
+    merged: bool = False
 
 
 # --- migrations (DESIGN.md §5) -------------------------------------------------
@@ -344,10 +347,17 @@ class ThreadStore:
         thread = self._threads.get(stage_id)
         return thread.updated_at if thread else None
 
-    def save(self, stage_id: str, messages: list[dict[str, Json]], updated_at: int) -> SaveResult:
+    def save(self, stage_id: str, messages: list[dict[str, Json]], updated_at: int, *,
+             base: list[dict[str, Json]] | None = None) -> SaveResult:
         """Store ``stage_id``'s thread stamped ``updated_at`` ms, merging other tabs'
         courses (DESIGN.md §5). ``messages`` must be ``serialize_thread`` output
         (the slim projection, DESIGN.md §3); the store keeps the list as given.
+
+        ``base``: the stored messages ``messages`` was built on (what ``load``
+        returned). If another tab has saved or cleared this course since, the
+        messages after ``base`` are appended to what is stored now instead of
+        replacing it, so two tabs on one course never erase each other's turns
+        (``SaveResult.merged``).
 
         When this store wrote the stored value and no other tab has written
         since, only this course's entry is handed to storage
@@ -360,9 +370,16 @@ class ThreadStore:
             raise TypeError(f"updated_at must be int milliseconds, got {updated_at!r}")
         self._clock = max(self._clock, updated_at)
         self._sync()
+        merged = False
+        if base is not None:
+            current = self._threads.get(stage_id)
+            stored = current.messages if current is not None else []
+            if stored is not base and stored != base and messages[: len(base)] == base:
+                messages, merged = stored + messages[len(base):], True
         thread = _Thread(messages, updated_at)
         self._threads[stage_id] = self._pending[stage_id] = thread
-        return self._flush(protect=stage_id)
+        result = self._flush(protect=stage_id)
+        return replace(result, merged=True) if merged else result
 
     def clear(self, stage_id: str) -> None:
         """Remove ``stage_id``'s thread from ``threads``; other courses stay as stored (DESIGN.md §4)."""

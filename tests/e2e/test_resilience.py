@@ -308,3 +308,17 @@ def test_unusual_course_ids_work_and_stay_isolated(agent, course_id):
     threads = agent.stored()["state"]["threads"]
     assert set(threads) == {"intro-ml", course_id}
     assert threads["intro-ml"]["messages"][0]["content"][0]["text"] == "belongs to intro-ml"
+
+
+def test_two_tabs_sending_on_the_same_course_at_once_keep_both_turns(agent, second_agent):
+    agent.open(course="intro-ml", delay=120)
+    second_agent.open(course="intro-ml")
+    agent.send("slow turn from tab one", wait=False)
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'")
+    second_agent.send("quick turn from tab two")
+    agent.wait_idle()
+    users = [m["content"][0]["text"] for m in agent.stored()["state"]["threads"]["intro-ml"]["messages"]
+             if m["role"] == "user"]
+    assert users == ["quick turn from tab two", "slow turn from tab one"]
+    assert agent.messages().count() == 4
+    second_agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 4")

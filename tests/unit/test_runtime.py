@@ -15,7 +15,7 @@ from app.model import COMPLETE, Message, TextPart
 from app.projection import serialize_thread
 from app.runtime import CANCELLED, FAILED, AgentRuntime
 from app.storage import MemoryStorage
-from app.store import STORAGE_KEY, Notice, ThreadStore
+from app.store import SaveResult, STORAGE_KEY, Notice, ThreadStore
 
 NOW = 1_780_000_000_000
 REPLY_TOKENS = len(tokenize(reply_text("hello")))
@@ -64,9 +64,9 @@ class SpyStore:
         if not callable(target):
             return target
 
-        def call(*args):
+        def call(*args, **kwargs):
             self.calls.append((name, *args))
-            return target(*args)
+            return target(*args, **kwargs)
 
         return call
 
@@ -409,18 +409,48 @@ async def test_storage_event_for_another_course_leaves_the_shown_thread():
     assert texts(runtime.messages) == ["b"]
 
 
-async def test_storage_event_does_not_replace_a_running_thread():
+async def test_storage_event_does_not_replace_a_running_thread_and_its_save_keeps_the_other_tabs_turn():
     runtime, _, ticks, storage = make(seeded_storage(a=[user("v1")]))
     runtime.set_stage("a")
     task = runtime.send("hello")
     await ticks.advance(2)
     other_tab = ThreadStore(MemoryStorage.shared_with(storage))
     other_tab.hydrate(NOW)
-    other_tab.save("a", serialize_thread([user("other")]), NOW + 5)
+    other_tab.save("a", serialize_thread([user("v1"), user("other")]), NOW + 5)
     runtime.on_storage_changed()
     assert texts(runtime.messages)[:2] == ["v1", "hello"] and runtime.is_running
     await ticks.finish(task)
-    assert [m["content"][0]["text"] for m in stored(storage, "a")][:2] == ["v1", "hello"]
+    saved = [m["content"][0]["text"] for m in stored(storage, "a")]
+    assert saved[:3] == ["v1", "other", "hello"] and len(saved) == 4
+    assert texts(runtime.messages)[:3] == ["v1", "other", "hello"]
+
+
+async def test_two_tabs_finishing_turns_on_one_course_keep_both_turns():
+    tab_a, _, ticks_a, storage = make()
+    tab_a.set_stage("a")
+    store_b = ThreadStore(MemoryStorage.shared_with(storage))
+    store_b.hydrate(NOW)
+    tab_b = AgentRuntime(store_b, DemoAgent(), clock=lambda: NOW + 1)
+    tab_b.set_stage("a")
+    task = tab_a.send("from A")
+    await ticks_a.advance(2)
+    await tab_b.send("from B")
+    await ticks_a.finish(task)
+    users = [m["content"][0]["text"] for m in stored(storage, "a") if m["role"] == "user"]
+    assert users == ["from B", "from A"]
+    assert texts(tab_a.messages)[0] == "from B" and texts(tab_a.messages)[2] == "from A"
+
+
+async def test_a_turn_finishing_after_another_tab_cleared_the_course_is_kept_alone():
+    runtime, _, ticks, storage = make(seeded_storage(a=[user("old")]))
+    runtime.set_stage("a")
+    task = runtime.send("new")
+    await ticks.advance(1)
+    other_tab = ThreadStore(MemoryStorage.shared_with(storage))
+    other_tab.hydrate(NOW)
+    other_tab.clear("a")
+    await ticks.finish(task)
+    assert [m["content"][0]["text"] for m in stored(storage, "a") if m["role"] == "user"] == ["new"]
 
 
 # -- notices and listeners ------------------------------------------------------------------
@@ -446,8 +476,8 @@ async def test_repeated_notices_are_not_repeated_but_distinct_ones_are_added():
         def load(self, stage_id):
             return None
 
-        def save(self, *args):
-            return None
+        def save(self, *args, **kwargs):
+            return SaveResult(written=True)
 
         def take_notices(self):
             return self.queue.pop(0) if self.queue else []

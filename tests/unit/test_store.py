@@ -623,3 +623,26 @@ def test_value_the_runtime_cannot_parse_is_backed_up_and_the_app_starts_empty():
     assert storage.dump()[backup_key] == raw
     assert store.save("s", thread("after"), 1).written
     assert stored_threads(storage) == {"s": {"messages": thread("after"), "updatedAt": 1}}
+
+
+def test_save_on_a_base_another_tab_changed_appends_this_tabs_new_messages():
+    storage = MemoryStorage()
+    tab1 = open_store(storage)
+    tab1.save("s", thread("first"), 1)
+    base = tab1.load("s")
+    tab2 = open_store(MemoryStorage.shared_with(storage))
+    tab2.save("s", thread("first") + thread("tab two"), 2)
+    result = tab1.save("s", base + thread("tab one"), 3, base=base)
+    assert result.merged and result.written
+    assert stored_threads(storage)["s"]["messages"] == thread("first") + thread("tab two") + thread("tab one")
+    assert tab1.load("s") == stored_threads(storage)["s"]["messages"]
+
+
+def test_save_on_an_unchanged_base_replaces_without_merging():
+    storage = MemoryStorage()
+    store = open_store(storage)
+    store.save("s", thread("a"), 1)
+    base = store.load("s")
+    result = store.save("s", base + thread("b"), 2, base=base)
+    assert not result.merged
+    assert stored_threads(storage)["s"]["messages"] == thread("a") + thread("b")
