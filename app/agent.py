@@ -188,9 +188,15 @@ def failure_result(scene_id: str) -> dict[str, Any]:
     }
 
 
+QUOTE_LIMIT = 160
+"""Characters of the user's text the demo reply quotes at most."""
+
+
 def reply_text(text: str) -> str:
     """The demo agent's answer to plain ``text`` (at least ten tokens)."""
     quoted = " ".join(text.split())
+    if len(quoted) > QUOTE_LIMIT:  # quote long input in part: the reply stays short
+        quoted = quoted[:QUOTE_LIMIT].rstrip() + "…"
     return (
         f"You said: “{quoted}”. I am the built-in demo agent, so I answer offline, one token at a time. "
         "Try /regenerate scene-1 to rebuild a scene, or /fail scene-1 to see a failing tool call."

@@ -202,6 +202,13 @@ class AgentRuntime:
         self._after_store_call()
         self._notify()
 
+    def dismiss_notice(self, code: str) -> None:
+        """Hide the notices with ``code`` (the user closed them); a new occurrence shows again."""
+        kept = [n for n in self._notices if n.code != code]
+        if len(kept) != len(self._notices):
+            self._notices = kept
+            self._notify()
+
     def restore_snapshot(self, tool_call_id: str) -> bool:
         """Restore the scene version before regenerate call ``tool_call_id`` (its card's button).
 
@@ -252,6 +259,8 @@ class AgentRuntime:
         session.base = self._store.load(session.stage_id) or []
         if result.merged:  # another tab saved turns on this course meanwhile: show them too
             session.messages = deserialize_thread(session.base)
+        if result.written:  # saving works (again): a "kept in memory only" notice no longer holds
+            self._notices = [n for n in self._notices if n.code != "storage-full"]
         self._after_store_call()
         self._forget_if_idle(session)
         self._notify()

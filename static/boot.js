@@ -4,15 +4,22 @@
 const root = document.documentElement;
 const LOCALES = ["zh-CN", "zh-TW", "en-US", "ja-JP", "ru-RU", "ar-SA", "pt-BR", "ko-KR"];
 
-// Same order as app/i18n.py resolve_locale: ?lang=, then the browser's languages, then en-US.
+// The same rule as app/i18n.py (_match, resolve_locale): ?lang=, then the browser's
+// languages, then en-US; a tag matches exactly or by language, Traditional Chinese
+// markers (Hant, TW, HK, MO) choosing zh-TW. tests/e2e checks that both agree.
+function matchLocale(tag) {
+  const subtags = tag.trim().replace(/_/g, "-").toLowerCase().split("-");
+  const exact = LOCALES.find((l) => l.toLowerCase() === subtags.join("-"));
+  if (exact) return exact;
+  if (subtags[0] === "zh") return subtags.slice(1).some((s) => ["hant", "tw", "hk", "mo"].includes(s)) ? "zh-TW" : "zh-CN";
+  return LOCALES.find((l) => l !== "zh-TW" && l.toLowerCase().split("-")[0] === subtags[0]);
+}
+
 function pickLocale() {
   const wanted = [new URLSearchParams(location.search).get("lang"), ...(navigator.languages || [])].filter(Boolean);
   for (const tag of wanted) {
-    const exact = LOCALES.find((l) => l.toLowerCase() === tag.toLowerCase());
-    if (exact) return exact;
-    const lang = tag.toLowerCase().split("-")[0];
-    const prefix = LOCALES.find((l) => l.toLowerCase().startsWith(lang + "-"));
-    if (prefix) return prefix;
+    const locale = matchLocale(tag);
+    if (locale) return locale;
   }
   return "en-US";
 }

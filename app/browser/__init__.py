@@ -61,8 +61,8 @@ def _boot() -> None:
     root.dir = "rtl" if translator.rtl else "ltr"
 
     try:
-        delay_ms = max(0, int(query.get("delay", DEFAULT_DELAY_MS)))
-    except ValueError:
+        delay_ms = max(0, int(float(query.get("delay", DEFAULT_DELAY_MS))))
+    except (ValueError, OverflowError):
         delay_ms = DEFAULT_DELAY_MS
 
     clock = lambda: int(js.Date.now())  # noqa: E731 - epoch ms, stamped at save time
@@ -108,7 +108,10 @@ def _boot() -> None:
         if event.key == "Enter" and not (event.shiftKey or event.isComposing):
             event.preventDefault()
             _send()
-        elif event.key == "Escape" and runtime.is_running:
+
+    @when("keydown", "html")
+    def _on_escape(event) -> None:
+        if event.key == "Escape" and runtime.is_running:
             runtime.stop()
 
     @when("click", "#agent-stop")
@@ -120,6 +123,12 @@ def _boot() -> None:
     def _on_new(_event) -> None:
         runtime.clear_thread()
         document.getElementById("agent-input").focus()
+
+    @when("click", "#agent-notices")
+    def _on_notice_click(event) -> None:
+        dismiss = event.target.closest("[data-testid=agent-notice-dismiss]")
+        if not is_none(dismiss):
+            runtime.dismiss_notice(dismiss.dataset.code)
 
     @when("click", "#agent-messages")
     def _on_message_click(event) -> None:

@@ -1,9 +1,10 @@
 """Benchmark hooks: ``window.agentbarBench`` for ``python -m bench`` (issue 4).
 
-Installed only when the page URL has ``bench=1``; otherwise ``install`` returns
-at once and the page is unchanged. Every function returns JSON text (no proxies
-leak to JavaScript); times are ``performance.now()`` milliseconds, so they line
-up with what the benchmark measures in JavaScript.
+``main()`` calls ``install(window, runtime, store)``; it does something only
+when the page URL has ``bench=1``, otherwise it returns at once and the page is
+unchanged. Every function returns JSON text or a number (no proxies leak to
+JavaScript); times are ``performance.now()`` milliseconds, so they line up with
+what the benchmark measures in JavaScript.
 
 What it exposes (``window.agentbarBench``):
 
@@ -12,17 +13,24 @@ What it exposes (``window.agentbarBench``):
   timing record of that completion: ``finish`` (the callback starts: the turn
   is complete), ``saveIn`` / ``saveOut`` (``store.save``), ``end`` (the callback
   returns, the view rendered); the JavaScript side times the bridge itself.
+- ``trim(n)``: cuts the shown course's *live* thread back to its first ``n``
+  messages, in memory only (nothing is read or written, the store is not
+  told). The benchmark's "steady" save path uses it before each turn so every
+  repetition saves a thread of the same size while the store keeps the layout
+  of the value it last wrote itself (the next save replaces that course's
+  entry with one of the same size, through ``splice``). Returns the new
+  length; refuses (returns -1) while a turn is running.
 - ``resync()``: the path of a ``storage`` event from another tab
   (``runtime.on_storage_changed()``): after the benchmark rewrites the stored
   value, the shown thread is read back from it. Returns the thread's length.
-- ``live_sizes()``: sizes of the shown thread's last message as held live
+- ``liveSizes()``: sizes of the shown thread's last message as held live
   (compact JSON, UTF-16 units), for the stored-size figure.
-- ``profile_save(repeats)``: ``cProfile`` of what a completion does to save
-  (``serialize_thread`` + ``store.save``), top functions by cumulative time.
-
-``capture()`` / ``install_captured(window)`` let the benchmark attach to a page
-whose ``main()`` does not call ``install`` (it records the runtime and store as
-they are constructed).
+- ``profileSave(repeats)``: ``cProfile`` of what a completion does to save
+  (``serialize_thread`` + ``store.save``), top functions by cumulative time; it
+  profiles whichever path the store is on (the splice path when this tab wrote
+  the value last).
+- ``saveSteps(repeats)``: the steady (splice) save split into its steps; see
+  ``save_steps``.
 
 Example (in ``main()``, after the runtime and store exist)::
 
@@ -35,9 +43,7 @@ import asyncio
 import json
 from typing import Any
 
-__all__ = ["capture", "install", "install_captured"]
-
-_captured: dict[str, Any] = {}
+__all__ = ["install"]
 
 
 def _now() -> float:
@@ -102,6 +108,15 @@ def install(window, runtime, store) -> None:
     def turn(text: str):
         return asyncio.ensure_future(_turn(str(text)))
 
+    def trim(n: int) -> int:
+        session = runtime._shown  # the shown course's live session (messages held in memory)
+        if session is None:
+            return 0
+        if session.task is not None:
+            return -1
+        session.messages = session.messages[: max(0, int(n))]
+        return len(session.messages)
+
     def resync() -> int:
         runtime.on_storage_changed()
         return len(runtime.messages)
@@ -138,17 +153,35 @@ def install(window, runtime, store) -> None:
         return out.getvalue()
 
     def save_steps(repeats: int = 3) -> str:
-        """Diagnostic split of one save into its steps, timed with ``performance.now()``.
+        """Diagnostic split of one steady save (this tab wrote the stored value last).
 
-        Mirrors what a completion does (``serialize_thread`` in the runtime, then
-        ``store.save``: normalize, ``unchanged``, envelope join, UTF-8 encode, copy
-        to JS, bridge ``set``); reaches into the store's internals, so any step it
-        cannot find is reported as missing rather than guessed.
+        Mirrors what a completion does on that path: ``serialize_thread`` in the
+        runtime; in ``store.save``: ``unchanged()`` (the JS-side compare of
+        ``_sync``), the new thread's fragment (``_Thread.fragment``, ``_js_json``),
+        ``app.store._splice_for`` (key order and offsets over every stored thread,
+        the entry text), then ``LocalStorage.splice_item``: UTF-8 encode of the
+        entry only, copy to JS, ``bridge.splice`` (JS: compare with the last
+        written value, ``TextDecoder``, slice and ``setItem``); then the
+        store's bookkeeping (``_written_ok``). It writes through the bridge and
+        updates the store's bookkeeping the way ``store.save`` does, so the store
+        stays on the splice path afterwards. Also reported: what the *first*
+        splice after a full write does once (UTF-16 length of every entry
+        before this course's; cached afterwards). Reaches into the store's
+        internals: when they are not what it expects, or the store is not on the
+        splice path, it returns ``{"error": ...}`` rather than guess.
         """
         from app import store as store_module
         from app.projection import serialize_thread
+        from app.storage import utf16_len
 
+        needed = ("_Thread", "_splice_for", "_js_key_order", "_js_json", "STORAGE_KEY")
+        missing = [n for n in needed if not hasattr(store_module, n)]
         bridge = getattr(getattr(store, "_storage", None), "_bridge", None)
+        if missing or bridge is None or not hasattr(store, "_written_ok"):
+            return _compact({"error": f"store internals not found: {missing or 'bridge/_written_ok'}"})
+        if getattr(store, "_written", None) is None:
+            return _compact({"error": "store not on the splice path (no value written by this tab since its last read)"})
+        key = store_module.STORAGE_KEY
         stage_id = runtime.stage_id
         messages = runtime.messages
         runs = []
@@ -157,36 +190,47 @@ def install(window, runtime, store) -> None:
             t0 = _now()
             slim = serialize_thread(messages)
             t1 = _now(); t["serialize_thread (runtime)"] = t1 - t0
-            serialize_thread(slim)
-            t2 = _now(); t["serialize_thread again (store.save normalizes)"] = t2 - t1
-            if bridge is not None:
-                bridge.unchanged(store_module.STORAGE_KEY)
-            t3 = _now(); t["unchanged() (JS compare)"] = t3 - t2
-            threads = dict(getattr(store, "_threads", {}))
-            if hasattr(store_module, "_Thread") and hasattr(store_module, "_envelope"):
-                threads[stage_id] = store_module._Thread(slim, int(_now()) + i)
-                t4 = _now()
-                threads[stage_id].fragment()
-                t5 = _now(); t["encode own thread (_js_json)"] = t5 - t4
-                keys = [store_module._js_json(k) for k in store_module._js_key_order(threads)]
-                t6 = _now(); t["encode every stage-id key (_js_json each)"] = t6 - t5; t["threads stored"] = len(keys)
-                value = store_module._envelope(threads)
-                t7 = _now(); t["_envelope (keys + join, cached fragments)"] = t7 - t6
-                data = value.encode("utf-8")
-                t8 = _now(); t["str.encode utf-8"] = t8 - t7
-                payload = to_js(memoryview(data))
-                t9 = _now(); t["to_js(memoryview) copy to JS"] = t9 - t8
-                if bridge is not None:
-                    bridge.set(store_module.STORAGE_KEY, payload)
-                t10 = _now(); t["bridge.set (TextDecoder + setItem, JS)"] = t10 - t9
-                t["value utf16 units"] = _utf16(value)
+            same = bridge.unchanged(key)
+            t2 = _now(); t["unchanged() (JS compare, store._sync)"] = t2 - t1
+            if not same:
+                return _compact({"error": "unchanged() is false: another writer changed the value"})
+            thread = store_module._Thread(slim, int(_now()) + i)
+            t2 = _now()
+            thread.fragment()
+            t3 = _now(); t["encode own thread (_Thread.fragment, _js_json)"] = t3 - t2
+            store._threads[stage_id] = thread
+            edit = store_module._splice_for(store._written, store._threads, stage_id)
+            t4 = _now(); t["_splice_for (key order, offsets over all threads)"] = t4 - t3
+            if edit is None:
+                return _compact({"error": "_splice_for found no splice"})
+            start, end, text = edit
+            data = text.encode("utf-8")
+            t5 = _now(); t["str.encode utf-8 (entry only)"] = t5 - t4
+            payload = to_js(memoryview(data))
+            t6 = _now(); t["to_js(memoryview) copy to JS"] = t6 - t5
+            status = bridge.splice(key, start, end, payload)
+            t7 = _now(); t["bridge.splice (JS: compare, decode, slice, setItem)"] = t7 - t6
+            if status != "ok":
+                store._written = None  # the store writes whole next time, as after a failed splice
+                return _compact({"error": f"bridge.splice returned {status!r}"})
+            store._written_ok(())
+            t8 = _now(); t["bookkeeping (_written_ok)"] = t8 - t7
+            order = store_module._js_key_order(store._threads)
+            before = order[: order.index(stage_id)]
+            t9 = _now()
+            for k in before:
+                utf16_len(store_module._js_json(k)) + 1 + utf16_len(store._threads[k].fragment())
+            t10 = _now(); t["once after a full write: UTF-16 length of the entries before it"] = t10 - t9
+            t["threads stored"] = len(order)
+            t["entry utf16 units"] = utf16_len(text)
+            t["replaced span utf16 units"] = end - start
             runs.append(t)
-        runtime.on_storage_changed()  # the store re-reads what was written behind its back
         keys = list(runs[0]) if runs else []
         return _compact({k: sorted(r[k] for r in runs)[len(runs) // 2] for k in keys})
 
     api = {
         "turn": create_proxy(turn),
+        "trim": create_proxy(trim),
         "resync": create_proxy(resync),
         "liveSizes": create_proxy(live_sizes),
         "profileSave": create_proxy(profile_save),
@@ -194,26 +238,3 @@ def install(window, runtime, store) -> None:
     }
     window.agentbarBench = to_js(api, dict_converter=window.Object.fromEntries)
 
-
-def capture() -> None:
-    """Record the ``ThreadStore`` and ``AgentRuntime`` that ``main()`` is about to construct."""
-    from app.runtime import AgentRuntime
-    from app.store import ThreadStore
-
-    for cls, name in ((ThreadStore, "store"), (AgentRuntime, "runtime")):
-        if getattr(cls.__init__, "_bench_captured", False):
-            continue
-        original = cls.__init__
-
-        def init(self, *args, __original=original, __name=name, **kwargs):
-            __original(self, *args, **kwargs)
-            _captured[__name] = self
-
-        init._bench_captured = True
-        cls.__init__ = init
-
-
-def install_captured(window) -> None:
-    """``install`` with what ``capture`` recorded (for a ``main()`` that does not call ``install``)."""
-    if "runtime" in _captured and "store" in _captured and not hasattr(window, "agentbarBench"):
-        install(window, _captured["runtime"], _captured["store"])

@@ -49,6 +49,17 @@ def _signature(message: Message, has_snapshot: Callable[[str], bool]) -> tuple:
     return (message.role, message.status.type if message.status else None, parts)
 
 
+def _streamed_text_from(old: tuple, new: tuple) -> int | None:
+    """If ``new`` differs from ``old`` only by a longer last text part, the old length."""
+    (role, status, old_parts), (new_role, new_status, new_parts) = old, new
+    if (role, status) != (new_role, new_status) or status != "running" or len(old_parts) != len(new_parts):
+        return None
+    if not old_parts or old_parts[:-1] != new_parts[:-1]:
+        return None
+    (kind, old_len), (new_kind, new_len) = old_parts[-1][:2], new_parts[-1][:2]
+    return old_len if kind == new_kind == "t" and new_len > old_len else None
+
+
 class PageView:
     """Renders the course view and the AgentBar panel for one ``AgentRuntime``.
 
@@ -146,9 +157,12 @@ class PageView:
         box.replaceChildren()
         for notice in notices:
             params = dict(notice.params or {})
-            text = self.t(f"notice.{notice.code}", **params)
-            box.append(_el(p, text=text, classes="notice", testid="agent-notice",
-                           attrs={"data-code": notice.code})._dom_element)
+            dismiss = _el(button, text="×", classes="notice-dismiss", testid="agent-notice-dismiss",
+                          attrs={"type": "button", "aria-label": self.t("edit.agent.dismiss"),
+                                 "title": self.t("edit.agent.dismiss"), "data-code": notice.code})
+            box.append(_el(div, _el(span, text=self.t(f"notice.{notice.code}", **params)), dismiss,
+                           classes="notice", testid="agent-notice",
+                           attrs={"data-code": notice.code, "role": "status"})._dom_element)
 
     def _render_messages(self, messages: list[Message]) -> None:
         container = self._by("agent-messages")
@@ -160,13 +174,20 @@ class PageView:
             return
         if not self._rendered:
             container.replaceChildren()
-        stick = container.scrollHeight - container.scrollTop - container.clientHeight < 40
+        # Follow the conversation when it grows or when the reader is already at its end.
+        stick = (len(messages) > len(self._rendered)
+                 or container.scrollHeight - container.scrollTop - container.clientHeight < 40)
         has_snapshot = self.runtime.stage_edits.has_snapshot
         for index, message in enumerate(messages):
             signature = _signature(message, has_snapshot)
             if index < len(self._rendered):
                 ident, old_signature, node = self._rendered[index]
                 if ident == id(message) and old_signature == signature:
+                    continue
+                grown_from = _streamed_text_from(old_signature, signature) if ident == id(message) else None
+                if grown_from is not None:  # a streamed token: append it, don't rebuild the bubble
+                    node.lastElementChild.append(message.content[-1].text[grown_from:])
+                    self._rendered[index] = (ident, signature, node)
                     continue
                 new = self._message_node(message)
                 node.replaceWith(new)
@@ -196,8 +217,11 @@ class PageView:
                 box.append(self._bubble(part.text))
             elif isinstance(part, ToolCallPart):
                 box.append(self._tool_card(tool_card_view(part, turn_running=running), part))
-        if running and not message.content:
-            box.append(_el(div, text=self.t("edit.agent.thinking"), classes="bubble"))
+        if not message.content and message.role == "assistant":
+            placeholder = {"running": "edit.agent.thinking", "incomplete": "edit.agent.stopped"}.get(
+                message.status.type if message.status else "")
+            if placeholder:
+                box.append(_el(div, text=self.t(placeholder), classes="bubble muted"))
         return box._dom_element
 
     def _bubble(self, text: str):
@@ -251,9 +275,11 @@ class PageView:
         toggle.setAttribute("title", label)
 
     def show_app(self) -> None:
-        """Swap the loading screen for the page."""
+        """Swap the loading screen for the page, the thread scrolled to its newest message."""
         self._by("boot").hidden = True
         self._by("app").hidden = False
+        messages = self._by("agent-messages")
+        messages.scrollTop = messages.scrollHeight
 
 
 def _kebab(name: str) -> str:

@@ -143,3 +143,34 @@ def test_restore_button_exists_only_while_the_in_memory_snapshot_does(agent):
     agent.reload()
     assert agent.testid("tool-card").count() == 2
     assert agent.testid("tool-card-restore").count() == 0
+
+
+@pytest.mark.parametrize("tag", ["zh-HK", "zh-Hant", "zh", "pt", "AR", "xx", "ko_kr"])
+def test_loading_screen_and_app_pick_the_same_locale(agent, tag):
+    agent.page.goto(agent.url(lang=tag))
+    boot_lang = agent.page.evaluate("document.documentElement.lang")
+    agent.wait_ready()
+    assert agent.page.evaluate("document.documentElement.lang") == boot_lang
+
+
+def test_stopping_before_the_first_token_shows_a_stopped_reply(agent):
+    agent.open(course="intro-ml", delay=400)
+    agent.send("stop me", wait=False)
+    agent.page.keyboard.press("Escape")
+    agent.wait_idle()
+    reply = agent.messages().nth(1)
+    assert reply.get_attribute("data-status") == "incomplete"
+    assert reply.inner_text().strip()
+
+
+def test_newest_message_is_scrolled_into_view_on_load_and_after_sending(agent):
+    agent.open(course="intro-ml")
+    for n in range(8):
+        agent.send(f"question number {n} " + "with some more words " * 10)
+    agent.reload()
+    at_end = ("() => { const m = document.getElementById('agent-messages');"
+              " return m.scrollHeight > m.clientHeight && m.scrollHeight - m.scrollTop - m.clientHeight < 40; }")
+    assert agent.page.evaluate(at_end)
+    agent.page.evaluate("document.getElementById('agent-messages').scrollTop = 0")
+    agent.send("one more")
+    assert agent.page.evaluate(at_end)

@@ -150,6 +150,7 @@ def test_turn_that_cannot_fit_stays_in_memory_and_saving_resumes_when_space_free
     assert agent.testid("tool-card").get_attribute("data-status") == "ok"
     agent.page.evaluate("localStorage.removeItem('filler')")
     agent.send("space is back")
+    assert "storage-full" not in notice_codes(agent)
     threads = agent.stored()["state"]["threads"]
     assert threads["linear-algebra"] == GOOD
     assert [m["role"] for m in threads["intro-ml"]["messages"]] == ["user", "assistant", "user", "assistant"]
@@ -165,6 +166,8 @@ def test_unavailable_storage_runs_in_memory_and_says_so_once(agent):
     agent.send("second")
     assert agent.messages().count() == 4
     assert notice_codes(agent) == ["storage-unavailable"]
+    agent.testid("agent-notice-dismiss").click()
+    assert notice_codes(agent) == []
 
 
 def test_two_tabs_on_different_courses_keep_both_courses(agent, second_agent):

@@ -134,3 +134,10 @@ async def test_cancelling_the_consumer_stops_the_stream():
     gate.set()
     await asyncio.gather(task, return_exceptions=True)
     assert task.cancelled() and seen == []
+
+
+def test_reply_quotes_long_input_in_part():
+    from app.agent import QUOTE_LIMIT, reply_text
+
+    reply = reply_text("字" * 100_000)
+    assert "字" * QUOTE_LIMIT + "…" in reply and len(reply) < QUOTE_LIMIT + 300

@@ -477,7 +477,7 @@ async def test_repeated_notices_are_not_repeated_but_distinct_ones_are_added():
             return None
 
         def save(self, *args, **kwargs):
-            return SaveResult(written=True)
+            return SaveResult(written=False, kept_in_memory=True)
 
         def take_notices(self):
             return self.queue.pop(0) if self.queue else []
@@ -531,3 +531,29 @@ async def test_returning_to_an_idle_course_reads_what_another_tab_saved_meanwhil
     runtime.on_storage_changed()
     runtime.set_stage("b")
     assert texts(runtime.messages) == ["b v2"]
+
+
+async def test_storage_full_notice_goes_away_once_a_save_succeeds_again():
+    storage = MemoryStorage()
+    runtime, _, ticks, storage = make(storage)
+    runtime.set_stage("a")
+    storage.quota = storage.used + 10
+    task = runtime.send("does not fit")
+    await ticks.finish(task)
+    assert [n.code for n in runtime.notices] == ["storage-full"]
+    storage.quota = None
+    task = runtime.send("fits again")
+    await ticks.finish(task)
+    assert runtime.notices == ()
+    assert len(stored(storage, "a")) == 4
+
+
+async def test_dismissed_notice_is_hidden():
+    runtime = AgentRuntime(ThreadStore(MemoryStorage(available=False)), DemoAgent(), clock=lambda: NOW)
+    runtime.hydrate()
+    runtime.set_stage("a")
+    assert [n.code for n in runtime.notices] == ["storage-unavailable"]
+    seen = []
+    runtime.subscribe(lambda: seen.append(len(runtime.notices)))
+    runtime.dismiss_notice("storage-unavailable")
+    assert runtime.notices == () and seen == [0]
