@@ -37,6 +37,14 @@ class Handler(http.server.SimpleHTTPRequestHandler):
     }
     quiet = False
 
+    def send_head(self):  # noqa: D102 - standard hook
+        # Never serve dot folders (.git, .venv, .cache): only the app's own files.
+        path = self.path.split("?", 1)[0].split("#", 1)[0]
+        if any(part.startswith(".") for part in path.split("/") if part):
+            self.send_error(404, "File not found")
+            return None
+        return super().send_head()
+
     def end_headers(self) -> None:  # noqa: D102 - standard hook
         self.send_header("Cache-Control", "no-cache")
         super().end_headers()
