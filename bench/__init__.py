@@ -7,9 +7,14 @@ timings). Every figure is measured against a baseline in the same run:
 - start-up: the app page against a bare ``loadPyodide()`` + pydantic floor page
   and a PyScript + pydantic floor page (``bench/pages/``), same server, same
   Chromium, pages interleaved;
-- save cost: the app's own save (turn completion → value in ``localStorage``)
-  against ``JSON.stringify`` + ``setItem`` of the identical envelope in the same
-  page;
+- save cost: the app's own save (turn completion → value in ``localStorage``,
+  i.e. the bridge's ``splice`` or ``set``) against ``JSON.stringify`` +
+  ``setItem`` of the identical envelope in the same page, on two paths: *steady*
+  (this tab wrote the value last, the normal case: the live thread is trimmed
+  back to its seeded length in memory before each turn, so the store splices in
+  only this course's entry; the save goals apply here) and *cross-tab* (another
+  tab wrote since: the value is re-seeded and re-read, so the save writes the
+  whole envelope; reported for information);
 - stored size: a heavy ``/regenerate`` turn as stored against its live JSON
   size, and the measured ``localStorage`` quota in threads.
 

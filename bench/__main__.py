@@ -59,28 +59,33 @@ INIT_SCRIPT = """
 })();
 """
 
-# Times every call into the storage bridge (static/storage-bridge.js) on the JS side.
+# Times every call into the storage bridge (static/storage-bridge.js) on the JS side:
+# entries [name, t0, t1, status] (status: what set/splice returned, e.g. "ok", "stale").
 BRIDGE_WRAP = """
 () => {
   const b = window.agentbarStorage;
   if (!b || b.__benchWrapped) return;
   const log = (window.__bridgeLog = []);
-  for (const name of ["get", "set", "unchanged", "remove"]) {
+  for (const name of ["get", "set", "splice", "unchanged", "remove"]) {
     const f = b[name];
     b[name] = function (...args) {
       const t0 = performance.now();
-      try { return f.apply(this, args); }
-      finally { log.push([name, t0, performance.now()]); }
+      let r;
+      try { r = f.apply(this, args); return r; }
+      finally { log.push([name, t0, performance.now(), typeof r === "string" && name !== "get" ? r : null]); }
     };
   }
   b.__benchWrapped = true;
 }
 """
 
-# The JS baseline: JSON.stringify + setItem of the identical envelope, same page.
+# The JS baseline: JSON.stringify + setItem of the identical envelope, same page. The
+# value the app wrote is put back afterwards (same string), so for the app's bridge no
+# other writer changed it and the steady path stays on splice.
 JS_BASELINE = """
 ([key, stage, reps]) => {
-  const obj = JSON.parse(localStorage.getItem(key));
+  const original = localStorage.getItem(key);
+  const obj = JSON.parse(original);
   const times = [];
   for (let i = 0; i < reps; i++) {
     obj.state.threads[stage].updatedAt += 1; // a different value each time, like a real save
@@ -89,6 +94,7 @@ JS_BASELINE = """
     localStorage.setItem(key, s);
     times.push(performance.now() - t0);
   }
+  localStorage.setItem(key, original);
   return times;
 }
 """
@@ -426,31 +432,37 @@ def profile_startup(run: Run, seed_value: str, loads: int, with_cprofile: bool =
 
 
 def _open_bench_page(run: Run, context, seed_value: str):
+    """The app with ``?bench=1`` (``main()`` installs ``window.agentbarBench``), bridge wrapped."""
     page = context.new_page()
     run.seed(page, {KEY: seed_value})
-    url = run.base + "index.html?" + urlencode({"course": CURRENT, "delay": 0, "bench": 1})
-    page.goto(url)
+    page.goto(run.base + "index.html?" + urlencode({"course": CURRENT, "delay": 0, "bench": 1}))
     run.wait_ready(page)
     if not page.evaluate("() => !!window.agentbarBench"):
-        # main() does not call bench_hooks.install yet: attach through bench_hooks.capture().
-        script = "from app.browser import bench_hooks\nbench_hooks.capture()\nfrom app.browser import main\nmain()\nimport js\nbench_hooks.install_captured(js.window)\n"
-        html = (ROOT / "index.html").read_text(encoding="utf-8")
-        html = re.sub(r'(<script type="py" config="pyscript.toml">)(.*?)(</script>)',
-                      lambda m: m.group(1) + "\n" + script + "  " + m.group(3), html, flags=re.S)
-        _serve_html(page, html)
-        run.seed(page, {KEY: seed_value})
-        page.goto(url)
-        run.wait_ready(page)
-        if not page.evaluate("() => !!window.agentbarBench"):
-            raise RuntimeError("window.agentbarBench missing: is app/browser/bench_hooks.py in the app wheel?")
-        hooked = "captured"
-    else:
-        hooked = "main"
+        raise RuntimeError("window.agentbarBench missing: does main() call bench_hooks.install, and is the app wheel current?")
     page.evaluate(BRIDGE_WRAP)
-    return page, hooked
+    return page
 
 
-TURN_JS = """
+# Steady path (the normal case: this tab wrote the stored value last): the live thread is
+# cut back to its seeded length in memory (agentbarBench.trim), then one turn; nothing is
+# re-seeded, so the store hands storage only this course's entry (bridge.splice).
+STEADY_TURN_JS = """
+async ([key, keep, text]) => {
+  const n = window.agentbarBench.trim(keep);
+  if (n !== keep) throw new Error("trim(" + keep + ") left " + n + " messages");
+  window.__bridgeLog.length = 0;
+  const rec = JSON.parse(await window.agentbarBench.turn(text));
+  rec.restored = n;
+  rec.bridge = window.__bridgeLog.slice();
+  rec.storedUtf16 = localStorage.getItem(key).length;
+  return rec;
+}
+"""
+
+# After another tab wrote: the seeded value is written back behind the app's back (as
+# another tab would), the storage-event path re-reads it, then one turn: the store read
+# the value, so its save writes the whole envelope (bridge.set).
+CROSS_TAB_TURN_JS = """
 async ([key, seed, text]) => {
   localStorage.setItem(key, seed);            // back to the seeded thread size (another "tab" wrote it)
   const n = window.agentbarBench.resync();    // the storage-event path: runtime.on_storage_changed()
@@ -463,15 +475,25 @@ async ([key, seed, text]) => {
 }
 """
 
+SAVE_PATHS = ("steady", "cross_tab")
+PATH_LABEL = {"steady": "steady", "cross_tab": "cross-tab"}
+SAMPLE_KEYS = ("total_ms", "python_ms", "js_bridge_ms", "serialize_in_runtime_ms", "store_save_ms", "stall_ms")
+
 
 def _save_sample(rec: dict) -> dict:
+    """One save: from the completion callback's start to the end of the bridge call that put
+    the value in localStorage (the last ``splice`` or ``set`` after it); python = total − time
+    inside the bridge."""
+    if "error" in rec:
+        raise RuntimeError(f"turn failed: {rec}")
     finish = rec["finish"]
-    sets = [b for b in rec["bridge"] if b[0] == "set" and b[1] >= finish]
-    if not sets:
-        raise RuntimeError(f"no setItem after the turn completed: {rec}")
-    set_end = sets[-1][2]
-    in_js = sum(b[2] - b[1] for b in rec["bridge"] if b[1] >= finish and b[2] <= set_end)
-    total = set_end - finish
+    writes = [b for b in rec["bridge"] if b[0] in ("set", "splice") and b[1] >= finish]
+    if not writes:
+        raise RuntimeError(f"no set/splice into localStorage after the turn completed: {rec}")
+    write_end = writes[-1][2]
+    calls = [b for b in rec["bridge"] if b[1] >= finish and b[2] <= write_end]
+    in_js = sum(b[2] - b[1] for b in calls)
+    total = write_end - finish
     return {
         "total_ms": total,
         "js_bridge_ms": in_js,
@@ -479,13 +501,46 @@ def _save_sample(rec: dict) -> dict:
         "serialize_in_runtime_ms": rec["saveIn"] - finish,
         "store_save_ms": rec["saveOut"] - rec["saveIn"],
         "stall_ms": rec["end"] - finish,
-        "bridge_calls": [b[0] for b in rec["bridge"] if b[1] >= finish and b[2] <= set_end],
+        "write": writes[-1][0],
+        "bridge_calls": [b[0] + (f"={b[3]}" if len(b) > 3 and b[3] not in (None, "ok") else "") for b in calls],
         "stored_utf16": rec["storedUtf16"],
         "messages_restored": rec["restored"],
     }
 
 
+def _save_path(page, path: str, n_current: int, seed_value: str, reps: int, baseline_reps: int) -> dict:
+    """``reps`` saves on one path after one warm-up turn, each followed by the JS baseline."""
+    samples, baselines = [], []
+    for i in range(reps + 1):  # the first turn warms up and is not counted
+        text = data.mixed_line(i)
+        if path == "steady":
+            rec = page.evaluate(STEADY_TURN_JS, [KEY, n_current, text])
+        else:
+            rec = page.evaluate(CROSS_TAB_TURN_JS, [KEY, seed_value, text])
+        if i == 0:
+            continue
+        samples.append(_save_sample(rec))
+        baselines.append(median(page.evaluate(JS_BASELINE, [KEY, CURRENT, baseline_reps])))
+    expected = "splice" if path == "steady" else "set"
+    out = {
+        "write": expected if all(s["write"] == expected for s in samples) else "mixed: " + ",".join(s["write"] for s in samples),
+        "bridge_calls": samples[-1]["bridge_calls"],
+        "stored_utf16": samples[-1]["stored_utf16"],
+    }
+    for k in SAMPLE_KEYS:
+        out[k] = median([s[k] for s in samples])
+    out["first_python_ms"] = samples[0]["python_ms"]  # steady: the first splice after the warm-up's full write
+    out["js_baseline_ms"] = median(baselines)
+    out["ratio_to_js"] = out["total_ms"] / out["js_baseline_ms"]
+    out["samples"] = samples
+    out["baselines_ms"] = baselines
+    return out
+
+
 def bench_save(run: Run, configs: list[tuple[int, int]], reps: int, baseline_reps: int) -> tuple[list[dict], dict]:
+    """Per size row: the steady path (this tab wrote last: splice), its step split (and, for the
+    first row, a cProfile), then the after-another-tab-wrote path (full write), then (first row)
+    the stored size of a heavy turn."""
     results = []
     extra: dict = {}
     for n_others, n_current in configs:
@@ -493,35 +548,21 @@ def bench_save(run: Run, configs: list[tuple[int, int]], reps: int, baseline_rep
         threads[CURRENT] = n_current  # most recently updated (last), the course shown
         seed_value = data.envelope(threads)
         context = run.context()
-        page, hooked = _open_bench_page(run, context, seed_value)
-        samples, baselines = [], []
-        for i in range(reps + 1):  # the first turn warms up and is not counted
-            text = data.mixed_line(i)
-            rec = page.evaluate(TURN_JS, [KEY, seed_value, text])
-            if i == 0:
-                continue
-            samples.append(_save_sample(rec))
-            baselines.append(median(page.evaluate(JS_BASELINE, [KEY, CURRENT, baseline_reps])))
-        row = {
-            "others": n_others,
-            "current_messages": n_current,
-            "hooked_via": hooked,
-            "stored_utf16": samples[-1]["stored_utf16"],
-            "bridge_calls": samples[-1]["bridge_calls"],
-        }
-        for k in ("total_ms", "python_ms", "js_bridge_ms", "serialize_in_runtime_ms", "store_save_ms", "stall_ms"):
-            row[k] = median([s[k] for s in samples])
-        row["js_baseline_ms"] = median(baselines)
-        row["ratio_to_js"] = row["total_ms"] / row["js_baseline_ms"]
-        row["samples"] = samples
-        results.append(row)
-        print(f"  save: {n_others:3d} others, {n_current:4d} msgs: app {row['total_ms']:.1f} ms "
-              f"(python {row['python_ms']:.1f}) vs JS {row['js_baseline_ms']:.1f} ms", flush=True)
-        page.evaluate("([key, seed]) => { localStorage.setItem(key, seed); window.agentbarBench.resync(); }", [KEY, seed_value])
+        page = _open_bench_page(run, context, seed_value)
+        row = {"others": n_others, "current_messages": n_current, "seed_utf16": data.utf16_len(seed_value)}
+        row["steady"] = _save_path(page, "steady", n_current, seed_value, reps, baseline_reps)
         row["steps_ms"] = json.loads(page.evaluate("() => window.agentbarBench.saveSteps(3)"))
         if (n_others, n_current) == configs[0]:
-            page.evaluate("([key, seed]) => { localStorage.setItem(key, seed); window.agentbarBench.resync(); }", [KEY, seed_value])
             extra["profile_save"] = page.evaluate("() => window.agentbarBench.profileSave(5)")
+        row["cross_tab"] = _save_path(page, "cross_tab", n_current, seed_value, reps, baseline_reps)
+        row["stored_utf16"] = row["steady"]["stored_utf16"]
+        results.append(row)
+        st, ct = row["steady"], row["cross_tab"]
+        print(f"  save: {n_others:3d} others, {n_current:4d} msgs: steady ({st['write']}) {st['total_ms']:.1f} ms "
+              f"(python {st['python_ms']:.1f}) vs JS {st['js_baseline_ms']:.1f} ms; cross-tab ({ct['write']}) "
+              f"{ct['total_ms']:.1f} ms (python {ct['python_ms']:.1f}) vs JS {ct['js_baseline_ms']:.1f} ms; "
+              f"load {os.getloadavg()[0]:.2f}", flush=True)
+        if (n_others, n_current) == configs[0]:
             extra.update(stored_size(page))
         context.close()
     return results, extra
@@ -622,7 +663,9 @@ def evaluate_goals(startup: dict, saves: list[dict], extra: dict) -> dict:
     if startup:
         ratio = startup["app"]["cold_ratio_to_floor"]
         goals["startup_ratio_to_floor"] = {"value": ratio, "limit": GOALS["startup_ratio_max"], "pass": ratio <= GOALS["startup_ratio_max"]}
-    by = {(r["others"], r["current_messages"]): r for r in saves}
+    # Save goals apply to the steady path (this tab wrote the value last, the normal case);
+    # the after-another-tab-wrote path is reported for information (see save_info).
+    by = {(r["others"], r["current_messages"]): r["steady"] for r in saves if "steady" in r}
     main = by.get((50, 100))
     if main:
         goals["save_ratio_to_js_100msgs_50others"] = {"value": main["ratio_to_js"], "limit": GOALS["save_ratio_max"],
@@ -648,11 +691,24 @@ def evaluate_goals(startup: dict, saves: list[dict], extra: dict) -> dict:
     return goals
 
 
+def save_info(saves: list[dict]) -> dict:
+    """The after-another-tab-wrote (full write) path, for information: no goal applies."""
+    by = {(r["others"], r["current_messages"]): r.get("cross_tab") for r in saves}
+    info = {}
+    main = by.get((50, 100))
+    if main:
+        info["cross_tab_ratio_to_js_100msgs_50others"] = main["ratio_to_js"]
+    lo, hi = by.get((0, 100)), by.get((200, 100))
+    if lo and hi:
+        info["cross_tab_python_growth_0_to_200_others"] = hi["python_ms"] / lo["python_ms"]
+    return info
+
+
 def print_report(result: dict) -> None:
     m = result["machine"]
     print()
     print(f"Machine: {m['cpu']}, {m['cores']} cores; Chromium {m['chromium']}; load average at start "
-          f"{m['loadavg_at_start']}; mode {result['mode']}")
+          f"{m['loadavg_at_start']}, at end {m.get('loadavg_at_end', '—')}; mode {result['mode']}")
     st = result.get("startup")
     if st:
         print(f"\nStart-up to html[data-ready] (median of {result['params']['loads']} cold loads, fresh context each; "
@@ -664,23 +720,44 @@ def print_report(result: dict) -> None:
                   f"{s['reload_ratio_to_floor']:>7.3f}{fmt(s['py_ready_ms_median'], nd=0):>10}"
                   f"{s['cold_bytes_body'] / 1e6:>14.2f}{s['cold_bytes_wire'] / 1e6:>14.2f}"
                   f"{s['reload_bytes_wire'] / 1e3:>16.1f}")
-    if result.get("save"):
-        print(f"\nSave: turn completion → value in localStorage (median of {result['params']['save_reps']}), mixed text;"
-              " JS baseline = JSON.stringify + setItem of the identical envelope, same page")
-        print(f"{'others':>7}{'thread':>8}{'stored units':>14}{'app ms':>9}{'python':>9}{'serialize':>11}{'store.save':>11}"
-              f"{'JS bridge':>10}{'JS base':>9}{'ratio':>7}{'stall ms':>10}")
-        for r in result["save"]:
-            print(f"{r['others']:>7}{r['current_messages']:>8}{r['stored_utf16']:>14,}{r['total_ms']:>9.1f}{r['python_ms']:>9.1f}"
-                  f"{r['serialize_in_runtime_ms']:>11.1f}{r['store_save_ms']:>11.1f}{r['js_bridge_ms']:>10.1f}"
-                  f"{r['js_baseline_ms']:>9.1f}{r['ratio_to_js']:>7.2f}{r['stall_ms']:>10.1f}")
-        print("\n  Save steps (median ms, diagnostic re-run of the same steps):")
-        names = list(result["save"][0].get("steps_ms", {}))
-        print("  " + f"{'step':<52}" + "".join(f"{str(r['others']) + '/' + str(r['current_messages']):>11}" for r in result["save"]))
+    saves = [r for r in result.get("save") or [] if "steady" in r]
+    if saves:
+        print(f"\nSave: turn completion → value in localStorage (median of {result['params']['save_reps']} after a "
+              "warm-up turn), mixed text; JS baseline = JSON.stringify + setItem of the identical envelope, same page")
+        print("  steady    = this tab wrote the value last (normal case): live thread trimmed back to its seeded length in"
+              " memory before each turn, no re-seeding → the store splices in only this course's entry")
+        print("  cross-tab = another tab wrote since (re-seeded via setItem + storage-event resync) → full envelope write")
+        if result["params"]["save_reps"] < 3:
+            print("  (few repetitions: the steady figures are dominated by the first splice after the warm-up's full write,"
+                  " see 1st py; timing goals are not meaningful here)")
+        print(f"{'others':>7}{'thread':>8}{'stored units':>14}  {'path':<10}{'write':<7}{'app ms':>8}{'python':>8}"
+              f"{'1st py':>8}{'serialize':>10}{'store.save':>11}{'JS bridge':>10}{'JS base':>9}{'ratio':>7}{'stall ms':>10}")
+        for r in saves:
+            for i, path in enumerate(SAVE_PATHS):
+                x = r[path]
+                lead = f"{r['others']:>7}{r['current_messages']:>8}{x['stored_utf16']:>14,}" if i == 0 else " " * 29
+                first = fmt(x["first_python_ms"]) if path == "steady" else ""
+                print(f"{lead}  {PATH_LABEL[path]:<10}{x['write'][:6]:<7}{x['total_ms']:>8.1f}{x['python_ms']:>8.1f}"
+                      f"{first:>8}{x['serialize_in_runtime_ms']:>10.1f}{x['store_save_ms']:>11.1f}{x['js_bridge_ms']:>10.1f}"
+                      f"{x['js_baseline_ms']:>9.1f}{x['ratio_to_js']:>7.2f}{x['stall_ms']:>10.1f}")
+        print("  (python = app ms − time inside the JS bridge; 1st py = python ms of the first splice after the warm-up's"
+              " full write; serialize = runtime's serialize_thread before store.save; stall = the whole completion"
+              " callback incl. render; ratio = app ms / JS base)")
+        print("\n  Steady save steps (median ms of 3, diagnostic re-run of the same steps, app.browser.bench_hooks.save_steps):")
+        names = []
+        for r in saves:
+            names += [n for n in r.get("steps_ms", {}) if n not in names]
+        print("  " + f"{'step':<66}" + "".join(f"{str(r['others']) + '/' + str(r['current_messages']):>10}" for r in saves))
         for n in names:
-            cells = "".join(f"{fmt(r.get('steps_ms', {}).get(n), nd=0 if n.startswith(('value', 'threads')) else 1):>11}" for r in result["save"])
-            print(f"  {n:<52}{cells}")
-        print("  (python = app ms − time inside the JS bridge; serialize = runtime's serialize_thread before store.save;"
-              " stall = the whole completion callback incl. render)")
+            if n == "error":
+                cells = "".join(f"{'err' if 'error' in r.get('steps_ms', {}) else '':>10}" for r in saves)
+            else:
+                integer = "units" in n or n == "threads stored"
+                cells = "".join(f"{fmt(r.get('steps_ms', {}).get(n), nd=0 if integer else 2):>10}" for r in saves)
+            print(f"  {n:<66}{cells}")
+        for r in saves:
+            if "error" in r.get("steps_ms", {}):
+                print(f"  steps {r['others']}/{r['current_messages']}: {r['steps_ms']['error']}")
     h = (result.get("stored") or {}).get("heavy_turn")
     if h:
         print(f"\nHeavy turn ({h['command']}, {h['elements']} elements): stored turn (user + assistant) "
@@ -696,12 +773,14 @@ def print_report(result: dict) -> None:
               f"{q['typical_thread_utf16']:,} units → {q['threads_that_fit']} threads fit before pruning "
               f"(computed {q['threads_estimated_from_quota']})")
     if result.get("goals"):
-        print("\nGoals:")
+        print("\nGoals (save goals on the steady path):")
         for name, g in result["goals"].items():
             value = g.get("value")
             shown = f"{value:.3f}" if isinstance(value, float) else json.dumps({k: v for k, v in g.items() if k != "pass"})
             limit = f" (limit {g['limit']})" if "limit" in g else ""
             print(f"  {'PASS' if g['pass'] else 'FAIL'}  {name}: {shown}{limit}")
+    for name, value in (result.get("save_info") or {}).items():
+        print(f"  info  {name}: {value:.3f}")
     prof = (result.get("profile") or {}).get("timeline")
     if prof:
         print("\nApp start-up timeline (median ms from navigation; [duration] for fetches and measured steps):")
@@ -755,29 +834,45 @@ def main(argv: list[str] | None = None) -> int:
             print(f"bench ({result['mode']}): {result['machine']['cpu']}, {result['machine']['cores']} cores, "
                   f"Chromium {result['machine']['chromium']}", flush=True)
             parts = set(args.only.split(","))
+            part_s = result["part_s"] = {}
+
+            def part(name: str) -> None:
+                part_s[name] = time.time()
+                print(f"{name} … (load average {os.getloadavg()[0]:.2f})", flush=True)
+
+            def done(name: str) -> None:
+                part_s[name] = round(time.time() - part_s[name], 1)
+                print(f"  {name}: {part_s[name]} s", flush=True)
+
             if "startup" in parts:
-                print("start-up …", flush=True)
+                part("start-up")
                 result["startup"] = bench_startup(run, loads, startup_seed)
+                done("start-up")
             if "quota" in parts:
-                print("quota …", flush=True)
+                part("quota")
                 result["quota"] = bench_quota(run)
+                done("quota")
             if "save" in parts:
-                print("save …", flush=True)
+                part("save")
                 saves, extra = bench_save(run, configs, save_reps, baseline_reps)
                 result["save"] = saves
                 result["stored"] = {"heavy_turn": extra.get("heavy_turn")}
                 result.setdefault("profile", {})["save_cprofile"] = extra.get("profile_save")
+                done("save")
             if "profile" in parts:
-                print("profile …", flush=True)
+                part("profile")
                 result.setdefault("profile", {})
                 result["profile"].update(profile_startup(run, startup_seed, 1 if args.quick else 3, with_cprofile=not args.quick))
+                done("profile")
             browser.close()
     finally:
         server.shutdown()
         server.server_close()
         shutil.rmtree(snapshot, ignore_errors=True)
     result["goals"] = evaluate_goals(result.get("startup"), result.get("save", []), result.get("stored", {}))
+    result["save_info"] = save_info(result.get("save", []))
     result["elapsed_s"] = round(time.time() - started, 1)
+    result["machine"]["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1, ensure_ascii=False))

@@ -15,11 +15,14 @@ What it exposes (``window.agentbarBench``):
   returns, the view rendered); the JavaScript side times the bridge itself.
 - ``trim(n)``: cuts the shown course's *live* thread back to its first ``n``
   messages, in memory only (nothing is read or written, the store is not
-  told). The benchmark's "steady" save path uses it before each turn so every
-  repetition saves a thread of the same size while the store keeps the layout
-  of the value it last wrote itself (the next save replaces that course's
-  entry with one of the same size, through ``splice``). Returns the new
-  length; refuses (returns -1) while a turn is running.
+  told). The session's ``base`` (the stored thread it was built on, which
+  ``store.save`` checks for turns another tab saved) is left as it is: it
+  still is the store's own list, so the save merges nothing. The benchmark's
+  "steady" save path uses it before each turn so every repetition saves a
+  thread of the same size while the store keeps the layout of the value it
+  last wrote itself (the next save replaces that course's entry with one of
+  the same size, through ``splice``). Returns the new length; refuses
+  (returns -1) while a turn is running.
 - ``resync()``: the path of a ``storage`` event from another tab
   (``runtime.on_storage_changed()``): after the benchmark rewrites the stored
   value, the shown thread is read back from it. Returns the thread's length.
@@ -114,7 +117,7 @@ def install(window, runtime, store) -> None:
             return 0
         if session.task is not None:
             return -1
-        session.messages = session.messages[: max(0, int(n))]
+        session.messages = session.messages[: max(0, int(n))]  # session.base stays: see the module docstring
         return len(session.messages)
 
     def resync() -> int:
@@ -162,9 +165,11 @@ def install(window, runtime, store) -> None:
         the entry text), then ``LocalStorage.splice_item``: UTF-8 encode of the
         entry only, copy to JS, ``bridge.splice`` (JS: compare with the last
         written value, ``TextDecoder``, slice and ``setItem``); then the
-        store's bookkeeping (``_written_ok``). It writes through the bridge and
-        updates the store's bookkeeping the way ``store.save`` does, so the store
-        stays on the splice path afterwards. Also reported: what the *first*
+        bookkeeping (the store's ``_written_ok``, the runtime's new
+        ``session.base``). Not timed: ``store.save``'s merge check against
+        ``base``, an identity test on this path (no other tab wrote). It writes
+        through the bridge and updates the bookkeeping the way a completion does,
+        so the store stays on the splice path afterwards. Also reported: what the *first*
         splice after a full write does once (UTF-16 length of every entry
         before this course's; cached afterwards). Reaches into the store's
         internals: when they are not what it expects, or the store is not on the
@@ -214,7 +219,10 @@ def install(window, runtime, store) -> None:
                 store._written = None  # the store writes whole next time, as after a failed splice
                 return _compact({"error": f"bridge.splice returned {status!r}"})
             store._written_ok(())
-            t8 = _now(); t["bookkeeping (_written_ok)"] = t8 - t7
+            session = runtime._shown
+            if session is not None and hasattr(session, "base"):
+                session.base = store.load(stage_id) or []
+            t8 = _now(); t["bookkeeping (_written_ok, session.base)"] = t8 - t7
             order = store_module._js_key_order(store._threads)
             before = order[: order.index(stage_id)]
             t9 = _now()
