@@ -45,6 +45,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable
@@ -193,8 +194,14 @@ def _entry(stage_id: str, thread: _Thread) -> str:
     return f"{_js_json(stage_id)}:{thread.fragment()}"
 
 
+@functools.lru_cache(maxsize=4096)
+def _key_units(stage_id: str) -> int:
+    """UTF-16 length of ``stage_id`` as a JSON key with its colon."""
+    return utf16_len(_js_json(stage_id)) + 1
+
+
 def _entry_units(stage_id: str, thread: _Thread) -> int:
-    return utf16_len(_js_json(stage_id)) + 1 + thread.units()
+    return _key_units(stage_id) + thread.units()
 
 
 def _envelope(threads: dict[str, _Thread]) -> str:
