@@ -19,7 +19,11 @@ from typing import Any, Literal
 
 from app.model import ToolCallPart
 
-__all__ = ["CardStatus", "ToolCardView", "Segment", "tool_card_view", "link_segments"]
+__all__ = ["CardStatus", "RENDER_WINDOW", "ToolCardView", "Segment", "tool_card_view", "link_segments"]
+
+RENDER_WINDOW = 40
+"""Messages rendered when a thread is shown; older ones follow on request ("show
+earlier"), so a long thread costs start-up only what the screen can show."""
 
 CardStatus = Literal["ok", "error", "interrupted", "running"]
 

@@ -443,31 +443,25 @@ def _open_bench_page(run: Run, context, seed_value: str):
     return page
 
 
-# Steady path (the normal case: this tab wrote the stored value last): the live thread is
-# cut back to its seeded length in memory (agentbarBench.trim), then one turn; nothing is
-# re-seeded, so the store hands storage only this course's entry (bridge.splice).
-STEADY_TURN_JS = """
-async ([key, keep, text]) => {
-  const n = window.agentbarBench.trim(keep);
-  if (n !== keep) throw new Error("trim(" + keep + ") left " + n + " messages");
+# One measured turn on either save path:
+# - "steady" (the normal case: this tab wrote the stored value last): the live thread is cut
+#   back to its seeded length in memory (agentbarBench.trim), nothing is re-seeded, so the
+#   store hands storage only this course's entry (bridge.splice);
+# - "cross_tab": the seeded value is written back behind the app's back (as another tab
+#   would), the storage-event path re-reads it, so the save writes the whole envelope (set).
+TURN_JS = """
+async ([key, path, arg, text]) => {
+  const bench = window.agentbarBench;
+  let n;
+  if (path === "steady") {
+    n = bench.trim(arg);
+    if (n !== arg) throw new Error("trim(" + arg + ") left " + n + " messages");
+  } else {
+    localStorage.setItem(key, arg);
+    n = bench.resync();
+  }
   window.__bridgeLog.length = 0;
-  const rec = JSON.parse(await window.agentbarBench.turn(text));
-  rec.restored = n;
-  rec.bridge = window.__bridgeLog.slice();
-  rec.storedUtf16 = localStorage.getItem(key).length;
-  return rec;
-}
-"""
-
-# After another tab wrote: the seeded value is written back behind the app's back (as
-# another tab would), the storage-event path re-reads it, then one turn: the store read
-# the value, so its save writes the whole envelope (bridge.set).
-CROSS_TAB_TURN_JS = """
-async ([key, seed, text]) => {
-  localStorage.setItem(key, seed);            // back to the seeded thread size (another "tab" wrote it)
-  const n = window.agentbarBench.resync();    // the storage-event path: runtime.on_storage_changed()
-  window.__bridgeLog.length = 0;
-  const rec = JSON.parse(await window.agentbarBench.turn(text));
+  const rec = JSON.parse(await bench.turn(text));
   rec.restored = n;
   rec.bridge = window.__bridgeLog.slice();
   rec.storedUtf16 = localStorage.getItem(key).length;
@@ -513,10 +507,7 @@ def _save_path(page, path: str, n_current: int, seed_value: str, reps: int, base
     samples, baselines = [], []
     for i in range(reps + 1):  # the first turn warms up and is not counted
         text = data.mixed_line(i)
-        if path == "steady":
-            rec = page.evaluate(STEADY_TURN_JS, [KEY, n_current, text])
-        else:
-            rec = page.evaluate(CROSS_TAB_TURN_JS, [KEY, seed_value, text])
+        rec = page.evaluate(TURN_JS, [KEY, path, n_current if path == "steady" else seed_value, text])
         if i == 0:
             continue
         samples.append(_save_sample(rec))

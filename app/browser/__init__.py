@@ -135,6 +135,8 @@ def _boot() -> None:
         restore = event.target.closest("[data-testid=tool-card-restore]")
         if not is_none(restore):
             runtime.restore_snapshot(restore.dataset.toolCallId)
+        elif not is_none(event.target.closest("[data-testid=agent-load-earlier]")):
+            view.show_earlier()
 
     collapsed = {"value": False}
 

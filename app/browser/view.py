@@ -18,7 +18,7 @@ from pyscript.web import a, button, div, h2, h3, li, option, p, span, ul
 from app.courses import COURSES, Course
 from app.i18n import Translator
 from app.model import Message, TextPart, ToolCallPart
-from app.presentation import ToolCardView, link_segments, tool_card_view
+from app.presentation import RENDER_WINDOW, ToolCardView, link_segments, tool_card_view
 
 __all__ = ["PageView"]
 
@@ -73,6 +73,7 @@ class PageView:
         self.t = translator
         self._by = document.getElementById
         self._rendered: list[tuple[int, tuple, Any]] = []  # (id(message), signature, node)
+        self._offset = 0  # index of the first rendered message
         self._shown_stage: str | None = None
         self._notice_codes: tuple = ()
 
@@ -172,8 +173,11 @@ class PageView:
             self._rendered = []
             container.replaceChildren(_el(p, text=self.t("edit.agent.emptyHint"), classes="empty-hint")._dom_element)
             return
-        if not self._rendered:
+        if not self._rendered or self._offset > len(messages):
+            self._rendered = []
             container.replaceChildren()
+            self._offset = max(0, len(messages) - RENDER_WINDOW)
+        messages = messages[self._offset:]
         # Follow the conversation when it grows or when the reader is already at its end.
         stick = (len(messages) > len(self._rendered)
                  or container.scrollHeight - container.scrollTop - container.clientHeight < 40)
@@ -202,8 +206,41 @@ class PageView:
         for _, _, node in self._rendered[len(messages):]:
             node.remove()
         del self._rendered[len(messages):]
+        self._sync_earlier_button(container)
         if stick:
             container.scrollTop = container.scrollHeight
+
+    def show_earlier(self) -> None:
+        """Render up to ``RENDER_WINDOW`` more of the older messages above the shown ones,
+        keeping what the reader sees in place."""
+        if self._offset == 0:
+            return
+        messages = self.runtime.messages
+        start = max(0, self._offset - RENDER_WINDOW)
+        container = self._by("agent-messages")
+        height = container.scrollHeight
+        anchor = self._rendered[0][2] if self._rendered else None
+        has_snapshot = self.runtime.stage_edits.has_snapshot
+        entries = []
+        for message in messages[start:self._offset]:
+            node = self._message_node(message)
+            container.insertBefore(node, anchor)
+            entries.append((id(message), _signature(message, has_snapshot), node))
+        self._rendered[0:0] = entries
+        self._offset = start
+        self._sync_earlier_button(container)
+        container.scrollTop += container.scrollHeight - height
+
+    def _sync_earlier_button(self, container) -> None:
+        """A "show earlier messages" button heads the list while older messages are not rendered."""
+        existing = container.querySelector("[data-testid=agent-load-earlier]")
+        if self._offset == 0:
+            if not is_none(existing):
+                existing.remove()
+        elif is_none(existing):
+            earlier = _el(button, text=self.t("edit.agent.showEarlier"), classes="earlier-button",
+                          testid="agent-load-earlier", attrs={"type": "button"})
+            container.prepend(earlier._dom_element)
 
     def _message_node(self, message: Message):
         running = message.status is not None and message.status.type == "running"

@@ -174,3 +174,25 @@ def test_newest_message_is_scrolled_into_view_on_load_and_after_sending(agent):
     agent.page.evaluate("document.getElementById('agent-messages').scrollTop = 0")
     agent.send("one more")
     assert agent.page.evaluate(at_end)
+
+
+def test_long_thread_renders_its_newest_messages_first_and_earlier_ones_on_request(agent):
+    from app.presentation import RENDER_WINDOW
+
+    messages = []
+    for n in range(50):
+        messages += [{"role": "user", "content": [{"type": "text", "text": f"question {n}"}]},
+                     {"role": "assistant", "content": [{"type": "text", "text": f"answer {n}"}]}]
+    value = {"state": {"threads": {"intro-ml": {"messages": messages, "updatedAt": 1}}}, "version": 1}
+    agent.seed({"maic-agent-threads": json.dumps(value, separators=(",", ":"))})
+    agent.open(course="intro-ml")
+    assert agent.messages().count() == RENDER_WINDOW
+    assert agent.messages().last.inner_text().strip() == "answer 49"
+    agent.testid("agent-load-earlier").click()
+    assert agent.messages().count() == 2 * RENDER_WINDOW
+    agent.testid("agent-load-earlier").click()
+    assert agent.messages().count() == 100
+    assert agent.messages().first.inner_text().strip() == "question 0"
+    assert agent.testid("agent-load-earlier").count() == 0
+    agent.send("one more")
+    assert agent.messages().count() == 102
