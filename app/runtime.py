@@ -204,9 +204,7 @@ class AgentRuntime:
 
     def dismiss_notice(self, code: str) -> None:
         """Hide the notices with ``code`` (the user closed them); a new occurrence shows again."""
-        kept = [n for n in self._notices if n.code != code]
-        if len(kept) != len(self._notices):
-            self._notices = kept
+        if self._drop_notices(code):
             self._notify()
 
     def restore_snapshot(self, tool_call_id: str) -> bool:
@@ -260,7 +258,7 @@ class AgentRuntime:
         if result.merged:  # another tab saved turns on this course meanwhile: show them too
             session.messages = deserialize_thread(session.base)
         if result.written:  # saving works (again): a "kept in memory only" notice no longer holds
-            self._notices = [n for n in self._notices if n.code != "storage-full"]
+            self._drop_notices("storage-full")
         self._after_store_call()
         self._forget_if_idle(session)
         self._notify()
@@ -294,6 +292,13 @@ class AgentRuntime:
                 fresh = True
         if fresh:
             self._notify()
+
+    def _drop_notices(self, code: str) -> bool:
+        """Remove the notices with ``code``; True when there were any."""
+        kept = [n for n in self._notices if n.code != code]
+        dropped = len(kept) != len(self._notices)
+        self._notices = kept
+        return dropped
 
     def _notify(self) -> None:
         for listener in list(self._listeners):

@@ -97,10 +97,7 @@ def _boot() -> None:
 
     def _send() -> None:
         field = document.getElementById("agent-input")
-        text = field.value.strip()
-        if not text or runtime.is_running:
-            return
-        if runtime.send(text) is not None:
+        if runtime.send(field.value.strip()) is not None:  # None: blank text or a turn running
             field.value = ""
 
     @when("keydown", "#agent-input")
@@ -138,12 +135,9 @@ def _boot() -> None:
         elif not is_none(event.target.closest("[data-testid=agent-load-earlier]")):
             view.show_earlier()
 
-    collapsed = {"value": False}
-
     @when("click", "#agent-collapse")
     def _on_collapse(_event) -> None:
-        collapsed["value"] = not collapsed["value"]
-        view.set_collapsed(collapsed["value"])
+        view.toggle_collapsed()
 
     def _on_storage(event) -> None:
         # key is JS null when another tab cleared all of localStorage.

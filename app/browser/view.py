@@ -126,8 +126,7 @@ class PageView:
         self._render_scene_versions()
         if runtime.stage_id != self._shown_stage:
             self._shown_stage = runtime.stage_id
-            self._rendered = []
-            self._by("agent-messages").replaceChildren()
+            self._rendered = []  # _render_messages starts the list afresh
         self._render_messages(runtime.messages)
 
     def _render_scene_versions(self) -> None:
@@ -195,14 +194,11 @@ class PageView:
                     continue
                 new = self._message_node(message)
                 node.replaceWith(new)
+                self._rendered[index] = (id(message), signature, new)
             else:
                 new = self._message_node(message)
                 container.append(new)
-            entry = (id(message), signature, new)
-            if index < len(self._rendered):
-                self._rendered[index] = entry
-            else:
-                self._rendered.append(entry)
+                self._rendered.append((id(message), signature, new))
         for _, _, node in self._rendered[len(messages):]:
             node.remove()
         del self._rendered[len(messages):]
@@ -300,9 +296,10 @@ class PageView:
                             testid="tool-card-restore", attrs={"type": "button", "data-tool-call-id": part.tool_call_id}))
         return node
 
-    def set_collapsed(self, collapsed: bool) -> None:
-        """Collapse or expand the panel; the collapse button's label and state follow."""
+    def toggle_collapsed(self) -> None:
+        """Collapse the panel, or expand it when collapsed; the button's label and state follow."""
         panel = self._by("agent-panel")
+        collapsed = panel.dataset.collapsed != "true"
         panel.dataset.collapsed = "true" if collapsed else "false"
         self._by("agent-body").hidden = collapsed
         toggle = self._by("agent-collapse")

@@ -196,3 +196,17 @@ def test_long_thread_renders_its_newest_messages_first_and_earlier_ones_on_reque
     assert agent.testid("agent-load-earlier").count() == 0
     agent.send("one more")
     assert agent.messages().count() == 102
+
+
+def test_collapse_button_collapses_and_expands_the_panel(agent):
+    agent.open(course="intro-ml")
+    toggle = agent.testid("agent-collapse")
+    panel = agent.testid("agent-panel")
+    toggle.click()
+    assert panel.get_attribute("data-collapsed") == "true"
+    assert toggle.get_attribute("aria-expanded") == "false"
+    assert agent.testid("agent-input").is_hidden()
+    toggle.press("Enter")
+    assert panel.get_attribute("data-collapsed") == "false"
+    assert toggle.get_attribute("aria-expanded") == "true"
+    assert agent.testid("agent-input").is_visible()
