@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import platform
@@ -772,6 +773,9 @@ def print_report(result: dict) -> None:
               f"{q['quota_cjk_chars']:,}, emoji {q['quota_emoji_chars']:,} under a 1-char key); typical 50-turn thread "
               f"{q['typical_thread_utf16']:,} units → {q['threads_that_fit']} threads fit before pruning "
               f"(computed {q['threads_estimated_from_quota']})")
+    for name, figures in (result.get("parts") or {}).items():
+        print(f"\n[{name}]")
+        importlib.import_module(EXTRA_PARTS[name]).report(figures)
     if result.get("goals"):
         print("\nGoals (save goals on the steady path):")
         for name, g in result["goals"].items():
@@ -796,13 +800,21 @@ def print_report(result: dict) -> None:
             print(f"  {label:<40}{t:8.0f}{fmt(floor.get(label), nd=0):>10}")
 
 
+EXTRA_PARTS: dict[str, str] = {
+}
+"""Further benchmark parts: ``name -> module``; each module has ``run(run: Run, *, quick: bool) -> dict``
+(figures, ratios against a baseline measured in the same page and run, and a ``goals`` dict of
+``{name: {"value", "limit", "pass"}}``) and ``report(figures: dict) -> None`` (prints its table)."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (CI: checks it works, no timing goals enforced)")
     parser.add_argument("--out", default=str(ROOT / "bench-results" / "bench.json"))
     parser.add_argument("--report", action="store_true", help="only print the table of an existing --out file")
-    parser.add_argument("--only", default="startup,quota,save,profile",
-                        help="comma-separated parts to run (default: all): startup, quota, save, profile")
+    parser.add_argument("--only", default=",".join(["startup", "quota", "save", "profile", *EXTRA_PARTS]),
+                        help="comma-separated parts to run (default: all): startup, quota, save, profile, "
+                             + ", ".join(EXTRA_PARTS))
     args = parser.parse_args(argv)
 
     if args.report:
@@ -864,12 +876,21 @@ def main(argv: list[str] | None = None) -> int:
                 result.setdefault("profile", {})
                 result["profile"].update(profile_startup(run, startup_seed, 1 if args.quick else 3, with_cprofile=not args.quick))
                 done("profile")
+            for name, module_name in EXTRA_PARTS.items():
+                if name in parts:
+                    part(name)
+                    module = importlib.import_module(module_name)
+                    result.setdefault("parts", {})[name] = module.run(run, quick=args.quick)
+                    done(name)
             browser.close()
     finally:
         server.shutdown()
         server.server_close()
         shutil.rmtree(snapshot, ignore_errors=True)
     result["goals"] = evaluate_goals(result.get("startup"), result.get("save", []), result.get("stored", {}))
+    for name, figures in (result.get("parts") or {}).items():
+        for goal, g in (figures.get("goals") or {}).items():
+            result["goals"][f"{name}: {goal}"] = g
     result["save_info"] = save_info(result.get("save", []))
     result["elapsed_s"] = round(time.time() - started, 1)
     result["machine"]["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
