@@ -4,13 +4,17 @@ An agent turns (history, user text) into an async stream of events; the runtime
 (``app.runtime``) folds them into the assistant message. A real LLM back end
 implements the same ``Agent`` protocol.
 
-``DemoAgent`` needs no network and is deterministic (every choice is derived
-from the input through ``zlib.crc32`` and a seeded ``random.Random``):
+``DemoAgent`` needs no network and is deterministic in its content (every
+choice is derived from the input through ``zlib.crc32`` and a seeded
+``random.Random``); only tool call ids are fresh random values, unique per call
+across courses, conversations and tabs (DESIGN.md §5), since a scene's restore
+snapshot is keyed by its call's id:
 
 - plain text → a streamed reply that quotes the text, at least ten tokens, one
   token (a word or a punctuation mark, with its leading space) every
   ``delay_ms``;
-- ``/regenerate <sceneId> [instruction]`` → a ``regenerate_scene`` tool call
+- ``/regenerate <sceneId> [instruction]`` (any whitespace after the command:
+  spaces, U+3000, tabs, newlines) → a ``regenerate_scene`` tool call
   whose live result is heavy (``element_count(sceneId)`` elements, some with
   base64 images, a background image, several actions), then a short summary;
 - ``/fail <sceneId>`` → a failing ``regenerate_scene`` call (``is_error``,
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
 import random
 import re
 import zlib
@@ -51,6 +56,7 @@ __all__ = [
     "action_count",
     "element_count",
     "failure_result",
+    "parse_command",
     "regenerate_result",
     "reply_text",
     "tokenize",
@@ -203,17 +209,31 @@ def reply_text(text: str) -> str:
     )
 
 
+def parse_command(text: str) -> tuple[str, str, str]:
+    """``(command, scene_id, instruction)`` of a demo command; words split on any Unicode whitespace.
+
+    >>> parse_command("/regenerate\u3000scene-1\tmake it\n blue ")
+    ('/regenerate', 'scene-1', 'make it\n blue')
+    """
+    words = text.split(maxsplit=2)
+    words += [""] * (3 - len(words))
+    return words[0], words[1], words[2].strip()
+
+
 class DemoAgent:
     """The deterministic offline agent (see the module docstring).
 
     ``delay_ms``: pause before each streamed token (``?delay=`` in the URL);
     ``sleep``: the awaitable pause (``asyncio.sleep``; tests inject their own).
+    ``new_id``: makes each tool call's id (default: 64 random bits as hex).
     Even with ``delay_ms=0`` it yields to the event loop between tokens.
     """
 
-    def __init__(self, delay_ms: int = 0, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
+    def __init__(self, delay_ms: int = 0, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+                 new_id: Callable[[], str] = lambda: os.urandom(8).hex()) -> None:
         self.delay_ms = max(0, int(delay_ms))
         self._sleep = sleep
+        self._new_id = new_id
 
     async def _tick(self) -> None:
         await self._sleep(self.delay_ms / 1000)
@@ -224,14 +244,13 @@ class DemoAgent:
             yield TextDelta(token)
 
     async def run(self, history: list[Message], text: str) -> AsyncIterator[AgentEvent]:
-        """Answer ``text``; the tool call id is derived from the input and the history length."""
-        command, _, rest = text.strip().partition(" ")
-        scene_id, _, instruction = rest.strip().partition(" ")
+        """Answer ``text``; each tool call gets a fresh id from ``new_id``."""
+        command, scene_id, instruction = parse_command(text)
         if command not in ("/regenerate", "/fail") or not scene_id:
             async for event in self._stream(reply_text(text)):
                 yield event
             return
-        call_id = f"call-{_seed(text, str(len(history))):08x}-{len(history)}"
+        call_id = f"call-{self._new_id()}"
         failing = command == "/fail"
         args = {"sceneId": scene_id} | ({"instruction": instruction.strip()} if instruction.strip() else {})
         await self._tick()

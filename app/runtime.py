@@ -89,7 +89,7 @@ class AgentRuntime:
     """Reactive per-course thread state over a ``ThreadStore`` (DESIGN.md §4).
 
     ``store``: an ``app.store.ThreadStore`` (``hydrate``, ``load``, ``save``,
-    ``clear``, ``reload``, ``take_notices``). ``agent``: an ``app.agent.Agent``.
+    ``clear``, ``reload``, ``take_notices``, ``memory_only``). ``agent``: an ``app.agent.Agent``.
     ``clock``: epoch milliseconds, read to stamp ``updatedAt`` at save time and
     for ``hydrate``.
 
@@ -257,8 +257,6 @@ class AgentRuntime:
         session.base = self._store.load(session.stage_id) or []
         if result.merged:  # another tab saved turns on this course meanwhile: show them too
             session.messages = deserialize_thread(session.base)
-        if result.written:  # saving works (again): a "kept in memory only" notice no longer holds
-            self._drop_notices("storage-full")
         self._after_store_call()
         self._forget_if_idle(session)
         self._notify()
@@ -285,12 +283,17 @@ class AgentRuntime:
         return _Session(stage_id, deserialize_thread(base), base)
 
     def _after_store_call(self) -> None:
+        """Take the store's new notices; a ``storage-full`` notice stays only while its course
+        is still kept in memory (``store.memory_only()``, DESIGN.md §5)."""
         fresh = False
         for notice in self._store.take_notices():
             if notice not in self._notices:
                 self._notices.append(notice)
                 fresh = True
-        if fresh:
+        memory_only = self._store.memory_only()
+        kept = [n for n in self._notices if n.code != "storage-full" or n.params.get("stage_id") in memory_only]
+        if fresh or len(kept) != len(self._notices):
+            self._notices = kept
             self._notify()
 
     def _drop_notices(self, code: str) -> bool:

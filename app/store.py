@@ -10,6 +10,19 @@ the envelope is the join of the fragments, so a save re-encodes only the thread
 that changed. A save re-reads the stored value only when ``storage.unchanged``
 says another tab wrote it, and then replaces only its own course's entry.
 
+Reading a value laid out as ``JSON.stringify`` writes it (``_scan``) keeps each
+thread's stored text as its fragment, so the first save after start-up or after
+another tab wrote hands storage only its own entry, like every later save
+(issue 9 part 4), and a re-read parses only the threads whose text changed.
+
+Two sets of threads (DESIGN.md §5): ``_threads`` is what the stored value holds
+(or will hold after the next write); ``_memory`` holds this tab's versions that
+are not stored (did not fit, or storage is read-only). A thread kept in memory
+never costs anything stored: another course's save writes that course's stored
+version, and pruning ranks only stored threads. A re-read that finds another
+tab's damaged value keeps the threads this tab held where the value lost them;
+a removed key or a cleanly removed course is followed.
+
 Failure policy (DESIGN.md §5) lives here: validation and backup (``_read``,
 ``_backup``), migration (``MIGRATIONS``), quota pruning (``_flush``), and the
 three modes: ``"persistent"``; ``"memory"`` (storage unavailable: everything
@@ -27,8 +40,9 @@ Notices (``Notice.code``, ``params``):
 - ``storage-newer-version`` ``{"version": int}``: written by a newer app; never
   overwritten; saves stay in memory.
 - ``storage-full`` ``{"stage_id": str}``: even this thread alone does not fit;
-  it is kept in memory and a later save retries (said again only after a save
-  succeeded in between).
+  it is kept in memory (``memory_only``) and its next save retries. It holds
+  while ``stage_id`` is in ``memory_only()``: a later successful save of that
+  course or ``clear`` of it ends it (said again when it happens again).
 - ``storage-pruned`` ``{"count": int, "stage_ids": [str]}``: least recently
   updated other threads were removed so the save fits.
 
@@ -48,6 +62,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from json.decoder import scanstring
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -175,6 +190,12 @@ class _Thread:
     def stored(self) -> dict[str, Json]:
         return {"messages": self.messages, "updatedAt": self.updated_at}
 
+    def _adopt(self, text: str | None) -> _Thread:
+        """Take ``text`` (this thread as the stored value writes it) as the fragment; returns self."""
+        if text is not None and text != self._fragment:
+            self._fragment, self._units = text, None
+        return self
+
     def fragment(self) -> str:
         if self._fragment is None:
             self._fragment = _js_json(self.stored())
@@ -240,8 +261,10 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")  # NaN / Infinity: JSON.parse rejects them too
 
 
-def _decode(raw: str) -> tuple[int, dict[str, Json], bool]:
+def _decode(raw: str) -> tuple[int, dict[str, Json] | None, bool]:
     """``(version, threads, damaged)`` from a stored value; never raises.
+
+    ``threads`` is ``None`` when the value holds no readable ``threads`` object.
 
     No ``version`` counts as the current one (zustand compat, DESIGN.md §3).
     Older versions are migrated here. ``damaged``: something did not fit the
@@ -251,16 +274,16 @@ def _decode(raw: str) -> tuple[int, dict[str, Json], bool]:
     try:
         data = json.loads(raw, parse_constant=_reject_constant)
     except (ValueError, RecursionError):
-        return STORE_VERSION, {}, True
+        return STORE_VERSION, None, True
     if not isinstance(data, dict):
-        return STORE_VERSION, {}, True
+        return STORE_VERSION, None, True
     version = data.get("version", STORE_VERSION)
     damaged = not data.keys() <= {"state", "version"}
     if type(version) is not int:
         version, damaged = STORE_VERSION, True
     state = data.get("state")
     if not isinstance(state, dict):
-        return version, {}, True
+        return version, None, True
     for step in range(version, STORE_VERSION):
         if step not in MIGRATIONS:
             damaged = True
@@ -268,8 +291,54 @@ def _decode(raw: str) -> tuple[int, dict[str, Json], bool]:
         state = MIGRATIONS[step](state)
     threads = state.get("threads")
     if not isinstance(threads, dict):
-        return version, {}, True
+        return version, None, True
     return version, threads, damaged or not state.keys() <= {"threads"}
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _scan(raw: str, held: dict[str, _Thread]) -> tuple[dict[str, tuple[Json, str]], bool] | None:
+    """Read a value laid out exactly as ``_envelope`` (``JSON.stringify``) writes it, keeping
+    each thread's stored text: ``({stage_id: (value, text)}, canonical)``, or ``None``
+    when the value has another layout (the caller then uses ``_decode``).
+
+    ``value`` is the parsed thread, or the ``held`` ``_Thread`` itself when its
+    fragment is exactly the stored text (not parsed again). ``canonical``: keys
+    are encoded and ordered as JavaScript writes them, so the value equals
+    ``_envelope`` of the threads and a later save can splice into it.
+    Never raises.
+    """
+    suffix = f'}}}},"version":{STORE_VERSION}}}'
+    if not (raw.startswith(_PREFIX) and raw.endswith(suffix)) or len(raw) < len(_PREFIX) + len(suffix):
+        return None
+    pos, body_end = len(_PREFIX), len(raw) - len(suffix)
+    entries: dict[str, tuple[Json, str]] = {}
+    canonical = True
+    try:
+        while pos < body_end:
+            if raw[pos] != '"':
+                return None
+            key, key_end = scanstring(raw, pos + 1)
+            if raw[key_end] != ":" or key in entries:
+                return None
+            canonical = canonical and raw[pos:key_end] == _js_json(key)
+            start = key_end + 1
+            cached = held.get(key)
+            if cached is not None and raw.startswith(cached.fragment(), start):
+                value, end = cached, start + len(cached.fragment())  # a JSON object ends where its text ends
+            else:
+                value, end = _DECODER.raw_decode(raw, start)
+            entries[key] = (value, raw[start:end])
+            if end != body_end and raw[end] != ",":
+                return None
+            pos = end + 1 if end != body_end else end
+            if end != body_end and pos == body_end:
+                return None  # a trailing comma
+    except (ValueError, IndexError, RecursionError):
+        return None
+    canonical = canonical and list(entries) == _js_key_order(entries)
+    return entries, canonical
 
 
 def _validate_thread(raw: Json) -> tuple[_Thread | None, bool]:
@@ -303,13 +372,13 @@ class ThreadStore:
 
     def __init__(self, storage: StringStorage | None, *, key: str = STORAGE_KEY) -> None:
         self._key = key
-        self._threads: dict[str, _Thread] = {}
-        self._pending: dict[str, _Thread | None] = {}  # not yet written; None = removal
-        self._written: dict[str, _Thread] | None = None  # what the stored value holds, when this store wrote it
+        self._threads: dict[str, _Thread] = {}  # what the stored value holds (after the next write)
+        self._memory: dict[str, _Thread | None] = {}  # this tab's versions not stored; None = a removal
+        self._written: dict[str, _Thread] | None = None  # what the stored value holds, when its layout is known
         self._notices: list[Notice] = []
         self._taken = 0
         self._clock = 0  # latest time a caller passed; names backup keys
-        self._full = False
+        self._full: set[str] = set()  # stage ids said to be kept in memory for lack of room
         self._mode: Mode = "persistent"
         self._storage: StringStorage
         if storage is None:
@@ -342,17 +411,26 @@ class ThreadStore:
         """
         self._clock = max(self._clock, now_ms)
         if self._read() and self._mode == "persistent":
-            self._flush(protect=None)
+            self._flush()
 
     def load(self, stage_id: str) -> list[dict[str, Json]] | None:
-        """The stored slim messages of ``stage_id`` (do not mutate), or ``None``."""
-        thread = self._threads.get(stage_id)
+        """This tab's slim messages of ``stage_id`` (do not mutate), or ``None``: the version
+        kept in memory when there is one (``memory_only``), else the stored one."""
+        thread = self._view(stage_id)
         return thread.messages if thread else None
 
     def updated_at(self, stage_id: str) -> int | None:
-        """The ``updatedAt`` (ms) of ``stage_id``'s thread, or ``None``."""
-        thread = self._threads.get(stage_id)
+        """The ``updatedAt`` (ms) of ``stage_id``'s thread as ``load`` sees it, or ``None``."""
+        thread = self._view(stage_id)
         return thread.updated_at if thread else None
+
+    def memory_only(self) -> frozenset[str]:
+        """Stage ids whose latest version lives only in this tab (did not fit, or read-only).
+
+        A ``storage-full`` notice for a stage id holds exactly while it is in here
+        (DESIGN.md §5).
+        """
+        return frozenset(self._memory)
 
     def save(self, stage_id: str, messages: list[dict[str, Json]], updated_at: int, *,
              base: list[dict[str, Json]] | None = None) -> SaveResult:
@@ -376,24 +454,43 @@ class ThreadStore:
         if type(updated_at) is not int:
             raise TypeError(f"updated_at must be int milliseconds, got {updated_at!r}")
         self._clock = max(self._clock, updated_at)
-        self._sync()
-        merged = False
-        if base is not None:
-            current = self._threads.get(stage_id)
-            stored = current.messages if current is not None else []
-            if stored is not base and stored != base and messages[: len(base)] == base:
-                messages, merged = stored + messages[len(base):], True
-        thread = _Thread(messages, updated_at)
-        self._threads[stage_id] = self._pending[stage_id] = thread
-        result = self._flush(protect=stage_id)
-        return replace(result, merged=True) if merged else result
+        given = messages
+        for attempt in range(3):  # again from the top when another tab wrote during a splice
+            self._sync()
+            if attempt == 2:
+                self._written = None  # last try: write whole
+            messages, merged = given, False
+            if base is not None:
+                current = self._view(stage_id)
+                stored = current.messages if current is not None else []
+                if stored is not base and stored != base and given[: len(base)] == base:
+                    messages, merged = stored + given[len(base):], True
+            result = self._write(stage_id, _Thread(messages, updated_at))
+            if result is not None:
+                return replace(result, merged=True) if merged else result
+        raise AssertionError("unreachable: a whole write never asks to start over")  # pragma: no cover
 
     def clear(self, stage_id: str) -> None:
-        """Remove ``stage_id``'s thread from ``threads``; other courses stay as stored (DESIGN.md §4)."""
+        """Remove ``stage_id``'s thread from ``threads``; other courses stay as stored (DESIGN.md §4).
+
+        A version kept in memory goes too (its ``storage-full`` no longer holds).
+        """
         self._sync()
-        if self._threads.pop(stage_id, None) is not None:
-            self._pending[stage_id] = None
-            self._flush(protect=None)
+        self._memory.pop(stage_id, None)
+        self._full.discard(stage_id)
+        if stage_id not in self._threads:
+            return
+        if self._mode == "read-only":
+            self._memory[stage_id] = None
+            return
+        kept = {k: v for k, v in self._threads.items() if k != stage_id}
+        try:
+            self._set(_envelope(kept))
+        except QuotaExceeded:  # smaller than what is stored: only when another writer filled the rest
+            self._memory[stage_id] = None
+            return
+        self._threads = kept
+        self._written = dict(kept)
 
     def reload(self) -> set[str]:
         """Re-read storage after another tab wrote it; return the stage ids whose thread changed.
@@ -402,11 +499,18 @@ class ThreadStore:
         """
         if self._mode == "memory" or self._unchanged():
             return set()
-        before = dict(self._threads)
+        before = {k: self._view(k) for k in self._threads.keys() | self._memory.keys()}
         self._read()
-        return {k for k in before.keys() | self._threads.keys() if before.get(k) is not self._threads.get(k)}
+        after = self._threads.keys() | self._memory.keys()
+        return {k for k in before.keys() | after if before.get(k) is not self._view(k)}
 
     # --- internals ------------------------------------------------------------
+
+    def _view(self, stage_id: str) -> _Thread | None:
+        """This tab's version of ``stage_id``: kept in memory, else stored."""
+        if stage_id in self._memory:
+            return self._memory[stage_id]
+        return self._threads.get(stage_id)
 
     def _notify(self, code: str, **params: Json) -> None:
         self._notices.append(Notice(code, params))
@@ -416,10 +520,13 @@ class ThreadStore:
         if self._mode == "memory":
             return
         self._mode = "memory"
+        threads = {k: v for k, v in {**self._threads, **self._memory}.items() if v is not None}
         self._storage = MemoryStorage()
-        self._storage.set_item(self._key, _envelope(self._threads))
-        self._written = dict(self._threads)
-        self._pending.clear()
+        self._storage.set_item(self._key, _envelope(threads))
+        self._storage.get_item(self._key)  # seen: later saves splice
+        self._threads, self._written = threads, dict(threads)
+        self._memory.clear()
+        self._full.clear()
         self._notify("storage-unavailable")
 
     def _to_read_only(self, code: str, **params: Json) -> None:
@@ -440,9 +547,15 @@ class ThreadStore:
             self._read()
 
     def _read(self) -> bool:
-        """Replace the cache with the stored threads (reusing unchanged entries, then
-        applying this tab's unwritten ones). Returns True when the stored value
-        should be rewritten (migrated, or repaired after a successful backup)."""
+        """Replace ``_threads`` with the stored threads (reusing this tab's entries whose
+        stored text is unchanged). Returns True when the stored value should be
+        rewritten (migrated, or repaired after a successful backup).
+
+        When the value is damaged (another tab wrote it so, DESIGN.md §5), a thread
+        this tab held is kept wherever the value lost it: an unreadable value keeps
+        them all, a damaged thread keeps this tab's version. A missing key, or a
+        course cleanly absent from a readable value, is followed (a deliberate removal).
+        """
         unparseable = False
         try:
             raw = self._storage.get_item(self._key)
@@ -451,30 +564,42 @@ class ThreadStore:
             return False
         except UnparseableValue as error:
             raw, unparseable = error.raw, True
-        self._written = None
+        held, self._written = self._threads, None
         fresh: dict[str, _Thread] = {}
         rewrite = False
-        if raw is not None:
-            version, stored, damaged = (STORE_VERSION, {}, True) if unparseable else _decode(raw)
-            if version > STORE_VERSION:  # never written, no backup: read what validates as v1
-                self._to_read_only("storage-newer-version", version=version)
-            for stage_id, value in stored.items():
-                cached = self._threads.get(stage_id)
-                if cached is not None and value == cached.stored():
-                    fresh[stage_id] = cached
-                    continue
-                thread, bad = _validate_thread(value)
-                damaged |= bad
-                if thread is not None:
-                    fresh[stage_id] = thread
-            if version <= STORE_VERSION:
-                rewrite = self._backup(raw) if damaged else version < STORE_VERSION
-        for stage_id, thread in self._pending.items():
-            if thread is None:
-                fresh.pop(stage_id, None)
-            else:
-                fresh[stage_id] = thread
+        if raw is None:
+            self._threads = fresh
+            return False
+        scanned = None if unparseable else _scan(raw, held)
+        if scanned is not None:
+            version, stored, damaged, canonical = STORE_VERSION, scanned[0], False, scanned[1]
+        else:
+            version, decoded, damaged = (STORE_VERSION, None, True) if unparseable else _decode(raw)
+            stored, canonical = {k: (v, None) for k, v in (decoded or {}).items()}, False
+            if decoded is None:
+                fresh.update(held)  # nothing readable: keep every thread this tab held
+        if version > STORE_VERSION:  # never written, no backup: read what validates as v1
+            self._to_read_only("storage-newer-version", version=version)
+        kept_held = False
+        for stage_id, (value, text) in stored.items():
+            cached = held.get(stage_id)
+            if isinstance(value, _Thread):  # its stored text is this tab's fragment
+                fresh[stage_id] = value
+                continue
+            if cached is not None and value == cached.stored():
+                fresh[stage_id] = cached._adopt(text)
+                continue
+            thread, bad = _validate_thread(value)
+            damaged |= bad
+            if bad and cached is not None:
+                fresh[stage_id], kept_held = cached, True  # the damaged version would lose what this tab held
+            elif thread is not None:
+                fresh[stage_id] = thread._adopt(None if bad else text)
+        if version <= STORE_VERSION:
+            rewrite = self._backup(raw) if damaged else version < STORE_VERSION
         self._threads = fresh
+        if canonical and not damaged and not kept_held and version == STORE_VERSION:
+            self._written = dict(fresh)  # the stored value is exactly _envelope(fresh): the next save splices
         return rewrite
 
     def _backup(self, raw: str) -> bool:
@@ -503,54 +628,73 @@ class ThreadStore:
         self._notify("storage-corrupt", backup_key=key)
         return True
 
-    def _flush(self, protect: str | None) -> SaveResult:
-        """Write the envelope in one ``set_item`` (DESIGN.md §5 quota rule).
-
-        With ``protect`` (the thread being saved): on ``QuotaExceeded`` drop the
-        least recently updated other thread (ties: JavaScript key order) from the
-        candidate value and retry, until it fits. Cache and storage change only
-        when a write succeeds; otherwise the thread stays pending in memory.
-        """
+    def _flush(self) -> SaveResult:
+        """Write ``_threads`` whole (hydrate's write-back of a migrated or repaired value)."""
         if self._mode == "read-only":
             return SaveResult(written=False, kept_in_memory=True, read_only=True)
-        if protect is not None and self._splice(protect):
-            return self._written_ok(())
-        rank = {k: i for i, k in enumerate(_js_key_order(self._threads))}
-        victims = [] if protect is None else sorted(
-            (k for k in rank if k != protect), key=lambda k: (self._threads[k].updated_at, rank[k])
-        )
-        kept = dict(self._threads)
+        try:
+            self._set(_envelope(self._threads))
+        except QuotaExceeded:
+            return SaveResult(written=False)
+        self._written = dict(self._threads)
+        return SaveResult(written=self._mode != "memory", kept_in_memory=self._mode == "memory")
+
+    def _write(self, stage_id: str, thread: _Thread) -> SaveResult | None:
+        """Store ``thread`` as ``stage_id``'s in one write (DESIGN.md §5 quota rule).
+
+        Splices only this entry when the stored layout is known; otherwise writes
+        the envelope whole. On ``QuotaExceeded`` drops the least recently updated
+        other *stored* thread (ties: JavaScript key order) from the candidate value
+        and retries, until it fits. Nothing changes unless a write succeeds: when
+        even this thread alone does not fit, it is kept in memory (``_memory``)
+        and the stored value stays as it was. Returns ``None`` when another tab
+        wrote during the splice (the caller starts over).
+        """
+        if self._mode == "read-only":
+            self._memory[stage_id] = thread
+            return SaveResult(written=False, kept_in_memory=True, read_only=True)
+        candidate = {**self._threads, stage_id: thread}
+        spliced = self._splice(candidate, stage_id)
+        if spliced is None:
+            return None
+        if spliced:
+            return self._written_ok(stage_id, candidate, ())
+        rank = {k: i for i, k in enumerate(_js_key_order(candidate))}
+        victims = sorted((k for k in rank if k != stage_id), key=lambda k: (candidate[k].updated_at, rank[k]))
         pruned: list[str] = []
+        mode = self._mode
         while True:
             try:
-                self._set(_envelope(kept))
+                self._set(_envelope(candidate))
+                if self._mode != mode:  # storage was lost: write again what this tab holds now
+                    return self._write(stage_id, thread)
                 break
             except QuotaExceeded:
                 if not victims:
-                    if protect is not None and not self._full:
-                        self._notify("storage-full", stage_id=protect)
-                    self._full = protect is not None or self._full
+                    self._memory[stage_id] = thread
+                    if stage_id not in self._full:
+                        self._full.add(stage_id)
+                        self._notify("storage-full", stage_id=stage_id)
                     return SaveResult(written=False, kept_in_memory=True)
                 pruned.append(victims.pop(0))
-                del kept[pruned[-1]]
-        self._threads = kept
+                del candidate[pruned[-1]]
         if pruned:
             self._notify("storage-pruned", count=len(pruned), stage_ids=pruned)
-        return self._written_ok(tuple(pruned))
+        return self._written_ok(stage_id, candidate, tuple(pruned))
 
-    def _written_ok(self, pruned: tuple[str, ...]) -> SaveResult:
-        """Bookkeeping after a successful write of ``self._threads``."""
-        self._written = dict(self._threads)
-        self._pending.clear()
-        self._full = False
+    def _written_ok(self, stage_id: str, threads: dict[str, _Thread], pruned: tuple[str, ...]) -> SaveResult:
+        """Bookkeeping after ``threads`` (with ``stage_id``'s new thread) was written."""
+        self._threads, self._written = threads, dict(threads)
+        self._memory.pop(stage_id, None)
+        self._full.discard(stage_id)
         memory = self._mode == "memory"
         return SaveResult(written=not memory, pruned=pruned, kept_in_memory=memory)
 
-    def _splice(self, stage_id: str) -> bool:
-        """Write only ``stage_id``'s entry into the value this store last wrote; False
-        when that is not possible (unknown layout, other changes, another tab
-        wrote, no room), and the caller writes whole."""
-        edit = None if self._written is None else _splice_for(self._written, self._threads, stage_id)
+    def _splice(self, threads: dict[str, _Thread], stage_id: str) -> bool | None:
+        """Write only ``stage_id``'s entry of ``threads`` into the stored value. False when
+        that is not possible (layout unknown, other changes, no room) and the caller
+        writes whole; ``None`` when another tab wrote in between (nothing written)."""
+        edit = None if self._written is None else _splice_for(self._written, threads, stage_id)
         if edit is None:
             return False
         try:
@@ -560,9 +704,9 @@ class ThreadStore:
             return False
         except StorageUnavailable:
             self._to_memory()
-            return False
-        self._read()  # another tab wrote in between: merge its courses, then write whole
-        return False
+            return None
+        self._written = None
+        return None
 
     def _set(self, value: str) -> None:
         try:

@@ -3,6 +3,8 @@
 import asyncio
 import json
 
+import pytest
+
 from app.agent import (
     DemoAgent,
     TextDelta,
@@ -141,3 +143,28 @@ def test_reply_quotes_long_input_in_part():
 
     reply = reply_text("字" * 100_000)
     assert "字" * QUOTE_LIMIT + "…" in reply and len(reply) < QUOTE_LIMIT + 300
+
+
+async def test_tool_call_ids_are_unique_per_call_even_for_the_same_input_and_position():
+    """Issue 10 item 4: the same command at the same position (another course, a new conversation,
+    another tab) must not reuse an id; restore snapshots are keyed by it."""
+    ids = set()
+    for _ in range(20):
+        started, finished, *_ = await collect(DemoAgent(), "/regenerate scene-1")
+        assert finished.tool_call_id == started.tool_call_id
+        ids.add(started.tool_call_id)
+    assert len(ids) == 20
+
+
+async def test_the_demo_content_stays_deterministic_apart_from_the_call_id():
+    a = await collect(DemoAgent(new_id=lambda: "x"), "/regenerate scene-2 blue")
+    b = await collect(DemoAgent(new_id=lambda: "x"), "/regenerate scene-2 blue")
+    assert a == b and a[0].tool_call_id == "call-x"
+
+
+@pytest.mark.parametrize("gap", ["\u3000", "\t", "\n", " \u3000\t"])
+async def test_a_command_followed_by_any_whitespace_is_still_a_tool_call(gap):
+    for command, failing in (("/regenerate", False), ("/fail", True)):
+        started, finished, *_ = await collect(DemoAgent(), f"{command}{gap}scene-2{gap}make it blue")
+        assert isinstance(started, ToolCallStarted) and started.args["sceneId"] == "scene-2"
+        assert started.args["instruction"] == "make it blue" and finished.is_error is failing

@@ -482,6 +482,9 @@ async def test_repeated_notices_are_not_repeated_but_distinct_ones_are_added():
         def take_notices(self):
             return self.queue.pop(0) if self.queue else []
 
+        def memory_only(self):
+            return frozenset({"a"})
+
     runtime = AgentRuntime(NoisyStore(), DemoAgent(), clock=lambda: NOW)
     seen = []
     runtime.subscribe(lambda: seen.append(runtime.notices))
@@ -557,3 +560,59 @@ async def test_dismissed_notice_is_hidden():
     runtime.subscribe(lambda: seen.append(len(runtime.notices)))
     runtime.dismiss_notice("storage-unavailable")
     assert runtime.notices == () and seen == [0]
+
+
+# -- issue 10: a thread kept in memory, another tab's damaged write -------------------------
+
+
+async def test_storage_full_notice_names_its_course_and_stays_while_only_that_course_is_in_memory():
+    runtime, _, ticks, storage = make(seeded_storage(small=[user("q"), assistant("a")]))
+    runtime.set_stage("full")
+    await ticks.finish(runtime.send("fits"))
+    storage.quota = storage.used + 600
+    await ticks.finish(runtime.send("does not fit " * 100))
+    assert [(n.code, n.params) for n in runtime.notices] == [("storage-full", {"stage_id": "full"})]
+    runtime.set_stage("small")
+    await ticks.finish(runtime.send("hi"))  # room for this one: written, but 'full' is still in memory
+    assert len(stored(storage, "small")) == 4 and len(stored(storage, "full")) == 2
+    assert [n.params["stage_id"] for n in runtime.notices if n.code == "storage-full"] == ["full"]
+    runtime.set_stage("full")
+    runtime.clear_thread()
+    assert runtime.notices == ()
+
+
+async def test_another_tabs_damaged_write_keeps_this_tabs_turns_shown_and_saved_back():
+    runtime, _, ticks, storage = make()
+    runtime.set_stage("a")
+    await ticks.finish(runtime.send("one"))
+    await ticks.finish(runtime.send("two"))
+    MemoryStorage.shared_with(storage).set_item(STORAGE_KEY, "garbage{")
+    runtime.on_storage_changed()
+    assert texts(runtime.messages)[::2] == ["one", "two"]
+    assert [n.code for n in runtime.notices] == ["storage-corrupt"]
+    backup_key = runtime.notices[0].params["backup_key"]
+    assert storage.dump()[backup_key] == "garbage{"
+    await ticks.finish(runtime.send("three"))
+    assert [m["content"][0]["text"] for m in stored(storage, "a") if m["role"] == "user"] == ["one", "two", "three"]
+    assert [n.code for n in runtime.notices] == ["storage-corrupt"]
+
+
+async def test_another_tabs_damaged_write_during_a_stream_keeps_the_earlier_turns():
+    runtime, _, ticks, storage = make()
+    runtime.set_stage("a")
+    await ticks.finish(runtime.send("one"))
+    task = runtime.send("streaming")
+    await ticks.advance(2)
+    MemoryStorage.shared_with(storage).set_item(STORAGE_KEY, '{"state":{"threads":{"a":{"messages":"oops"}}}}')
+    runtime.on_storage_changed()
+    await ticks.finish(task)
+    assert [m["content"][0]["text"] for m in stored(storage, "a") if m["role"] == "user"] == ["one", "streaming"]
+
+
+async def test_another_tabs_removal_of_the_key_is_followed():
+    runtime, _, ticks, storage = make()
+    runtime.set_stage("a")
+    await ticks.finish(runtime.send("one"))
+    MemoryStorage.shared_with(storage).remove_item(STORAGE_KEY)
+    runtime.on_storage_changed()
+    assert runtime.messages == [] and runtime.notices == ()

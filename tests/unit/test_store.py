@@ -459,13 +459,63 @@ def test_storage_full_said_once_and_save_resumes_when_space_frees():
     storage.quota = 50
     store.save("s", thread("x" * 100), 1)
     store.save("s", thread("x" * 101), 2)
-    assert codes(store) == ["storage-full"]
+    assert codes(store) == ["storage-full"] and store.memory_only() == {"s"}
     storage.quota = None
     assert store.save("t", thread("t"), 3).written
-    assert stored_threads(storage)["s"] == good("x" * 101, 2)  # the kept thread is written too
+    assert "s" not in stored_threads(storage)  # another course's save writes only what is stored
+    assert store.memory_only() == {"s"} and store.load("s") == thread("x" * 101)
+    assert store.save("s", thread("x" * 102), 4).written
+    assert stored_threads(storage)["s"] == good("x" * 102, 4) and store.memory_only() == set()
     storage.quota = 50
-    store.save("s", thread("y" * 100), 4)
+    store.save("s", thread("y" * 100), 5)
     assert codes(store) == ["storage-full", "storage-full"]
+
+
+def test_thread_kept_in_memory_never_costs_another_courses_stored_thread():
+    """Issue 10 item 1: 'full' has 8 stored messages and a 5th turn that does not fit;
+    a small save on another course must neither drop 'full' nor prune anything."""
+    storage = MemoryStorage()
+    store = open_store(storage)
+    store.save("intro-ml", thread("q") + thread("a"), 1)
+    eight = [m for i in range(4) for m in thread(f"full q{i}") + thread(f"full a{i}")]
+    store.save("full", eight, 2)
+    stored_before = stored_threads(storage)
+    storage.quota = storage.used + 500
+    huge = eight + thread("x" * 5_000) + thread("y")
+    assert store.save("full", huge, 3) == SaveResult(written=False, kept_in_memory=True)
+    assert stored_threads(storage) == stored_before
+    result = store.save("intro-ml", store.load("intro-ml") + thread("hi"), 4)
+    assert result == SaveResult(written=True)
+    threads = stored_threads(storage)
+    assert threads["full"] == {"messages": eight, "updatedAt": 2}
+    assert threads["intro-ml"]["messages"][-1] == thread("hi")[0]
+    assert codes(store) == ["storage-full"] and store.notices[0].params == {"stage_id": "full"}
+    assert store.load("full") == huge and store.memory_only() == {"full"}
+
+
+def test_pruning_ranks_only_stored_threads_not_one_kept_in_memory():
+    storage = MemoryStorage()
+    store = open_store(storage)
+    fill(store, {"old": 1, "mid": 2})
+    storage.quota = storage.used + 20
+    store.save("mem", thread("m" * 5_000), 3)  # kept in memory: never written
+    assert store.memory_only() == {"mem"}
+    result = store.save("new", thread("n" * 150), 4)
+    assert result.pruned == ("old",)
+    assert set(stored_threads(storage)) == {"mid", "new"}
+    assert store.load("mem") == thread("m" * 5_000)
+
+
+def test_clear_of_a_course_kept_in_memory_ends_its_storage_full():
+    storage = MemoryStorage()
+    store = open_store(storage)
+    store.save("full", thread("stored"), 1)
+    storage.quota = storage.used
+    store.save("full", thread("x" * 1_000), 2)
+    assert store.memory_only() == {"full"}
+    store.clear("full")
+    assert store.memory_only() == set() and store.load("full") is None
+    assert "full" not in stored_threads(storage)
 
 
 def test_thread_kept_in_memory_survives_reload():
@@ -580,7 +630,7 @@ def test_save_after_own_write_hands_over_only_the_changed_entry(order):
     assert stored_threads(storage)[order[-1]]["updatedAt"] == len(order) + 1
 
 
-def test_save_after_another_tab_wrote_merges_and_writes_whole():
+def test_save_after_another_tab_wrote_merges_and_splices_only_its_entry():
     tab1_storage = SpliceRecorder()
     tab1 = open_store(tab1_storage)
     tab1.save("a", thread("a1"), 1)
@@ -588,9 +638,76 @@ def test_save_after_another_tab_wrote_merges_and_writes_whole():
     tab2.save("b", thread("b1"), 2)
     tab1_storage.handed.clear()
     tab1.save("a", thread("a2"), 3)
-    assert tab1_storage.handed == [("set", len(tab1_storage.dump()[STORAGE_KEY]))]
+    assert [kind for kind, _ in tab1_storage.handed] == ["splice"]
     assert stored_threads(tab1_storage) == {
         "a": {"messages": thread("a2"), "updatedAt": 3}, "b": {"messages": thread("b1"), "updatedAt": 2}}
+    assert_canonical(tab1_storage, tab1)
+
+
+def test_first_save_after_start_up_splices_and_keeps_other_courses_bytes():
+    """Issue 9 part 4: hydrate keeps each thread's stored text, so the first save is a splice."""
+    raw = stored_value({"b": good("“二”", 2), "a": good("一 😀", 1)})
+    storage = SpliceRecorder()
+    storage.set_item(STORAGE_KEY, raw)
+    store = open_store(storage)
+    storage.handed.clear()
+    store.save("a", thread("一 😀") + thread("new"), 3)
+    assert [kind for kind, _ in storage.handed] == ["splice"]
+    after = storage.dump()[STORAGE_KEY]
+    assert after.startswith(raw[: raw.index('"a":')])  # "b" untouched, byte for byte
+    assert json.loads(after)["state"]["threads"]["a"]["messages"][-1] == thread("new")[0]
+
+
+def test_value_in_another_layout_is_read_and_then_written_whole():
+    raw = json.dumps({"state": {"threads": {"a": good("x")}}, "version": 1}, indent=1)
+    storage = SpliceRecorder()
+    storage.set_item(STORAGE_KEY, raw)
+    store = open_store(storage)
+    assert store.load("a") == thread("x") and store.notices == []
+    storage.handed.clear()
+    store.save("a", thread("y"), 2)
+    assert [kind for kind, _ in storage.handed] == ["set"]
+    assert_canonical(storage, store)
+
+
+def test_stored_keys_out_of_js_order_are_read_but_not_spliced():
+    raw = '{"state":{"threads":{"b":' + json.dumps(good("b")) .replace(" ", "") + ',"7":' + json.dumps(good("7")).replace(" ", "") + '}},"version":1}'
+    storage = SpliceRecorder()
+    storage.set_item(STORAGE_KEY, raw)
+    store = open_store(storage)
+    assert store.load("7") == thread("7") and store.load("b") == thread("b") and store.notices == []
+    storage.handed.clear()
+    store.save("b", thread("b2"), 2)
+    assert [kind for kind, _ in storage.handed] == ["set"]
+    assert_canonical(storage, store)
+
+
+class RacingStorage(SpliceRecorder):
+    """Another tab saves a turn on the same course just before this tab's splice lands."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.race = None
+
+    def splice_item(self, key, start, end, text):
+        race, self.race = self.race, None
+        if race is not None:
+            race()
+        return super().splice_item(key, start, end, text)
+
+
+def test_another_tab_writing_during_the_splice_still_keeps_both_turns():
+    """The closing note's race: a stale splice starts the save over, so ``base`` is re-applied."""
+    storage = RacingStorage()
+    tab1 = open_store(storage)
+    tab1.save("s", thread("first"), 1)
+    base = tab1.load("s")
+    tab2 = open_store(MemoryStorage.shared_with(storage))
+    storage.race = lambda: tab2.save("s", thread("first") + thread("tab two"), 2)
+    result = tab1.save("s", base + thread("tab one"), 3, base=base)
+    assert result.merged and result.written
+    assert stored_threads(storage)["s"]["messages"] == thread("first") + thread("tab two") + thread("tab one")
+    assert_canonical(storage, tab1)
 
 
 def test_splice_that_does_not_fit_prunes_like_a_whole_write():
