@@ -7,10 +7,23 @@ idempotent: its output is also its own fixed point, so "what
 ``serialize_thread`` would write" is the definition of a valid stored thread
 that the thread store (``app.store``) validates against.
 
-Interrupted tool calls (DESIGN.md §4) are decided here, in ``_slim_tool_call``:
-the runtime saves only completed (or stopped) turns, so a tool call that has no
-result when serialized never got one; it is written with ``isError: true`` and
-no ``result`` and restores as an interrupted card.
+The projection adds nothing the live message lacks (DESIGN.md §3, last two
+rules), so what it writes for a live message is what the TS original writes and
+what the TS original wrote reads back unchanged: a result key (``content``,
+``details``, ``details.content``, ``details.actions``) is written only when the
+live result has it, a result that is not an object is dropped, and ``isError``
+comes only from the live part (the runtime marks interrupted calls, §4).
+
+Stopped replies (DESIGN.md §4: a stopped turn is saved with what it had) carry
+a marker that stays inside the v1 contract: an assistant message whose live
+status is ``{"type": "incomplete", "reason": "cancelled"}`` is stored with one
+empty text part ``{"type": "text", "text": ""}`` at its end (``STOPPED_MARKER``).
+It is an ordinary text part, so the TS original reads it and shows nothing for
+it; a reply stopped before any output is stored as that part alone, so it is not
+dropped and a reload never shows two user messages in a row. ``deserialize_thread``
+derives the status back from it: an assistant message ending with an empty text
+part is restored as stopped, the marker removed. Live replies never end with an
+empty text part otherwise (streamed text is appended to the last text part).
 
 Every output dict has its keys in the order DESIGN.md §3 writes them, so the
 encoded value is byte-stable.
@@ -28,9 +41,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from app.model import COMPLETE, Message
+from app.model import COMPLETE, Message, MessageStatus
 
-__all__ = ["KEPT_ARGS", "STORED_ROLES", "deserialize_thread", "serialize_thread"]
+__all__ = ["KEPT_ARGS", "STOPPED", "STOPPED_MARKER", "STORED_ROLES", "deserialize_thread", "serialize_thread"]
 
 STORED_ROLES = ("user", "assistant")
 """Roles that are stored; any other message is dropped."""
@@ -39,6 +52,12 @@ KEPT_ARGS = ("sceneId", "instruction")
 """The tool-call arguments kept (string values only)."""
 
 Json = Any
+
+STOPPED = MessageStatus(type="incomplete", reason="cancelled")
+"""Status of a stopped reply, live and as restored from ``STOPPED_MARKER``."""
+
+STOPPED_MARKER: dict[str, str] = {"type": "text", "text": ""}
+"""The last part of a stored stopped assistant message (module docstring)."""
 
 
 def serialize_thread(messages: Sequence[dict[str, Json] | Message]) -> list[dict[str, Json]]:
@@ -58,14 +77,19 @@ def serialize_thread(messages: Sequence[dict[str, Json] | Message]) -> list[dict
 def deserialize_thread(saved: Sequence[dict[str, Json]]) -> list[Message]:
     """Rebuild live messages from stored slim messages.
 
-    Assistant messages get status ``{"type": "complete", "reason": "stop"}``; user
-    messages get no status (assistant-ui rejects one). Invalid items are dropped
-    exactly as ``serialize_thread`` drops them.
+    Assistant messages get status ``{"type": "complete", "reason": "stop"}``, or
+    ``STOPPED`` when they end with ``STOPPED_MARKER`` (which is then left out of
+    the live content); user messages get no status (assistant-ui rejects one).
+    Invalid items are dropped exactly as ``serialize_thread`` drops them.
     """
-    return [
-        Message.model_validate({**m, "status": COMPLETE.to_wire()} if m["role"] == "assistant" else m)
-        for m in serialize_thread(saved)
-    ]
+    live = []
+    for m in serialize_thread(saved):
+        if m["role"] == "assistant":
+            stopped = m["content"][-1] == STOPPED_MARKER
+            content = m["content"][:-1] if stopped else m["content"]
+            m = {**m, "content": content, "status": (STOPPED if stopped else COMPLETE).to_wire()}
+        live.append(Message.model_validate(m))
+    return live
 
 
 def _slim_message(message: Json) -> dict[str, Json] | None:
@@ -73,12 +97,15 @@ def _slim_message(message: Json) -> dict[str, Json] | None:
         message = message.to_wire()
     if not isinstance(message, dict) or message.get("role") not in STORED_ROLES:
         return None
+    stopped = message["role"] == "assistant" and message.get("status") == STOPPED.to_wire()
     content = message.get("content")
     if isinstance(content, str):  # ThreadMessageLike allows plain-string content
         content = [{"type": "text", "text": content}]
     if not isinstance(content, list):
         return None
     parts = [p for p in map(_slim_part, content) if p is not None]
+    if stopped and (not parts or parts[-1] != STOPPED_MARKER):
+        parts.append(dict(STOPPED_MARKER))
     if not parts:
         return None
     slim: dict[str, Json] = {"role": message["role"]}
@@ -101,8 +128,8 @@ def _slim_part(part: Json) -> dict[str, Json] | None:
 def _slim_tool_call(part: dict[str, Json]) -> dict[str, Json] | None:
     """A tool-call part; ``None`` without a string ``toolCallId``.
 
-    ``isError: true`` is written when the live part says so or has no result
-    (an interrupted call, DESIGN.md §4); it is never written as ``false``.
+    ``isError: true`` only when the live part says so (never written as
+    ``false``); ``result`` only when the live result is an object.
     """
     if not isinstance(part.get("toolCallId"), str):
         return None
@@ -113,47 +140,51 @@ def _slim_tool_call(part: dict[str, Json]) -> dict[str, Json] | None:
         "toolName": name if isinstance(name, str) else "tool",
         "args": {k: args[k] for k in KEPT_ARGS if isinstance(args.get(k), str)} if isinstance(args, dict) else {},
     }
-    if part.get("isError") is True or result is None:
+    if part.get("isError") is True:
         slim["isError"] = True
-    if result is not None:
+    if isinstance(result, dict):
         slim["result"] = _slim_result(result)
     return slim
 
 
-def _slim_result(result: Json) -> dict[str, Json]:
-    """``{"content": [text items], "details"?: {...}}``; ``details`` only when the live one is an object."""
-    content = result.get("content") if isinstance(result, dict) else None
-    slim: dict[str, Json] = {
-        "content": [
+def _slim_result(result: dict[str, Json]) -> dict[str, Json]:
+    """``{"content"?: [text items], "details"?: {...}}``: each key only when the live one is a
+    list (``content``) or an object (``details``)."""
+    slim: dict[str, Json] = {}
+    content = result.get("content")
+    if isinstance(content, list):
+        slim["content"] = [
             {"type": "text", "text": c["text"]}
-            for c in (content if isinstance(content, list) else ())
+            for c in content
             if isinstance(c, dict) and c.get("type") == "text" and isinstance(c.get("text"), str)
         ]
-    }
-    details = result.get("details") if isinstance(result, dict) else None
+    details = result.get("details")
     if isinstance(details, dict):
         slim["details"] = _slim_details(details)
     return slim
 
 
 def _slim_details(details: dict[str, Json]) -> dict[str, Json]:
-    """``{"sceneId"?, "content": null | {"elements": [{}…]}, "actions": [{"type"?}…]}``.
+    """``{"sceneId"?, "content"?: null | {"elements"?: [{}…]}, "actions"?: [{"type"?}…]}``.
 
-    ``content`` stays ``null`` only when the live value is ``null`` (the failure
-    marker); otherwise one empty object per live element keeps the count.
+    ``content`` is ``null`` when the live value is ``null`` (the failure marker),
+    an object when the live one is (one empty object per live element keeps the
+    count; no ``elements`` key when the live object has no list), else absent.
+    ``actions`` only when the live value is a list.
     """
     slim: dict[str, Json] = {}
     if isinstance(details.get("sceneId"), str):
         slim["sceneId"] = details["sceneId"]
-    if "content" in details and details["content"] is None:
-        slim["content"] = None
-    else:
-        content = details.get("content")
-        elements = content.get("elements") if isinstance(content, dict) else None
-        slim["content"] = {"elements": [{} for _ in elements] if isinstance(elements, list) else []}
+    if "content" in details:
+        content = details["content"]
+        if content is None:
+            slim["content"] = None
+        elif isinstance(content, dict):
+            elements = content.get("elements")
+            slim["content"] = {"elements": [{} for _ in elements]} if isinstance(elements, list) else {}
     actions = details.get("actions")
-    slim["actions"] = [
-        {"type": a["type"]} if isinstance(a, dict) and isinstance(a.get("type"), str) else {}
-        for a in (actions if isinstance(actions, list) else ())
-    ]
+    if isinstance(actions, list):
+        slim["actions"] = [
+            {"type": a["type"]} if isinstance(a, dict) and isinstance(a.get("type"), str) else {} for a in actions
+        ]
     return slim

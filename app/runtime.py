@@ -52,7 +52,7 @@ from typing import Any
 from app.agent import REGENERATE_TOOL, Agent, AgentEvent, TextDelta, ToolCallFinished, ToolCallStarted
 from app.model import COMPLETE, Message, MessageStatus, TextPart, ToolCallPart
 from app.presentation import tool_card_view
-from app.projection import deserialize_thread, serialize_thread
+from app.projection import STOPPED, deserialize_thread, serialize_thread
 from app.stage import StageEdits
 
 __all__ = ["AgentRuntime", "CANCELLED", "FAILED", "RUNNING"]
@@ -60,8 +60,8 @@ __all__ = ["AgentRuntime", "CANCELLED", "FAILED", "RUNNING"]
 _log = logging.getLogger(__name__)
 
 RUNNING = MessageStatus(type="running")
-CANCELLED = MessageStatus(type="incomplete", reason="cancelled")
-"""Status of an assistant message whose turn was stopped."""
+CANCELLED = STOPPED
+"""Status of an assistant message whose turn was stopped (stored with a marker, ``app.projection``)."""
 FAILED = MessageStatus(type="incomplete", reason="error")
 """Status of an assistant message whose agent raised."""
 

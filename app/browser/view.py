@@ -254,7 +254,10 @@ class PageView:
             placeholder = {"running": "edit.agent.thinking", "incomplete": "edit.agent.stopped"}.get(
                 message.status.type if message.status else "")
             if placeholder:
-                box.append(_el(div, text=self.t(placeholder), classes="bubble muted"))
+                box.append(_el(div, text=self.t(placeholder), classes="bubble muted",
+                               testid="agent-stopped" if placeholder == "edit.agent.stopped" else None))
+        elif message.status is not None and message.status.type == "incomplete" and message.status.reason == "cancelled":
+            box.append(_el(div, text=self.t("edit.agent.stopped"), classes="bubble muted", testid="agent-stopped"))
         return box._dom_element
 
     def _bubble(self, text: str):

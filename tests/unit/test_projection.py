@@ -7,7 +7,7 @@ import json
 import pytest
 
 from app.model import COMPLETE, Message, TextPart, ToolCallPart
-from app.projection import deserialize_thread, serialize_thread
+from app.projection import STOPPED, STOPPED_MARKER, deserialize_thread, serialize_thread
 
 BASE64 = "data:image/png;base64," + "iVBORw0KGgo" * 50
 
@@ -92,12 +92,13 @@ def test_details_content_null_stays_null():
 
 
 @pytest.mark.parametrize(
-    "details",
-    [{}, {"content": {}}, {"content": {"elements": "many"}}, {"content": "x"}, {"content": []}],
+    ("details", "stored"),
+    [({}, {}), ({"content": {}}, {"content": {}}), ({"content": {"elements": "many"}}, {"content": {}}),
+     ({"content": "x"}, {}), ({"content": []}, {})],
 )
-def test_no_elements_list_stores_empty_elements(details):
+def test_no_elements_list_invents_no_elements_and_no_actions(details, stored):
     slim = one_part(tool_call(result={"content": [], "details": details}))
-    assert slim["result"]["details"]["content"] == {"elements": []}
+    assert slim["result"]["details"] == stored
 
 
 def test_scene_id_only_when_string():
@@ -108,7 +109,7 @@ def test_scene_id_only_when_string():
 def test_actions_become_types_and_typeless_or_non_object_actions_become_empty():
     result = {"details": {"actions": [{"type": "a", "x": 1}, {"type": 5}, "str", None, {}]}}
     assert one_part(tool_call(result=result))["result"]["details"]["actions"] == [{"type": "a"}, {}, {}, {}, {}]
-    assert one_part(tool_call(result={"details": {"actions": "nope"}}))["result"]["details"]["actions"] == []
+    assert one_part(tool_call(result={"details": {"actions": "nope"}}))["result"]["details"] == {}
 
 
 def test_result_content_keeps_only_text_items():
@@ -120,10 +121,14 @@ def test_details_only_when_live_details_is_an_object():
     assert one_part(tool_call(result={"content": [], "details": "heavy"}))["result"] == {"content": []}
 
 
-@pytest.mark.parametrize("result", ["done", 42, ["x"], True, {}])
-def test_non_object_or_empty_result_is_still_a_result(result):
+@pytest.mark.parametrize("result", ["done", 42, ["x"], True, 0.5])
+def test_non_object_result_is_dropped(result):
     slim = one_part(tool_call(result=result))
-    assert slim["result"] == {"content": []} and "isError" not in slim
+    assert "result" not in slim and "isError" not in slim
+
+
+def test_empty_result_stays_empty():
+    assert one_part(tool_call(result={}))["result"] == {}
 
 
 def test_args_keep_only_string_scene_id_and_instruction():
@@ -139,10 +144,10 @@ def test_is_error_only_written_when_true():
     assert one_part(tool_call(isError=True, result={}))["isError"] is True
 
 
-def test_tool_call_without_result_saved_as_interrupted_error():
+def test_tool_call_without_result_gets_is_error_only_from_the_live_part():
     slim = one_part(tool_call())
-    assert slim["isError"] is True and "result" not in slim
-    assert "result" not in one_part(tool_call(result=None))
+    assert "isError" not in slim and "result" not in slim
+    assert one_part(tool_call(isError=True)) == {**slim, "isError": True}
 
 
 def test_missing_tool_name_becomes_tool():
@@ -233,7 +238,7 @@ def test_restored_assistant_messages_do_not_share_a_status_object():
 
 
 def test_interrupted_call_restores_without_result_and_with_error():
-    [message] = deserialize_thread(serialize_thread([assistant(tool_call(args={"sceneId": "s1"}))]))
+    [message] = deserialize_thread(serialize_thread([assistant(tool_call(args={"sceneId": "s1"}, isError=True))]))
     part = message.content[0]
     assert isinstance(part, ToolCallPart)
     assert part.result is None and part.is_error is True and part.args == {"sceneId": "s1"}
@@ -257,3 +262,83 @@ def test_round_trip_keeps_everything_the_cards_render():
 def test_deserialize_drops_invalid_items_instead_of_raising():
     saved = [{"role": "user"}, {"role": "bot", "content": "x"}, {"role": "user", "content": [{"type": "text", "text": 1}]}]
     assert deserialize_thread(saved) == []
+
+
+# --- what the TS original writes is read as it is (DESIGN.md §3, last two rules; issue 9 part 1) ---
+
+FULL_RESULT = {
+    "content": [{"type": "text", "text": "Regenerated"}],
+    "details": {"sceneId": "s1", "content": {"elements": [{}, {}]}, "actions": [{"type": "spotlight"}]},
+}
+OPTIONAL_KEYS = [("content",), ("details",), ("details", "sceneId"), ("details", "content"),
+                 ("details", "content", "elements"), ("details", "actions")]
+
+
+def without(value: dict, path: tuple[str, ...]) -> dict:
+    value = json.loads(json.dumps(value))
+    node = value
+    for key in path[:-1]:
+        node = node[key]
+    del node[path[-1]]
+    return value
+
+
+def ts_thread(result: dict | None, **call_fields) -> list[dict]:
+    part = {"type": "tool-call", "toolCallId": "c1", "toolName": "regenerate_scene", "args": {"sceneId": "s1"},
+            **call_fields}
+    if result is not None:
+        part["result"] = result
+    return [{"role": "user", "content": [{"type": "text", "text": "/regenerate s1"}]},
+            {"role": "assistant", "content": [part, {"type": "text", "text": "done"}]}]
+
+
+@pytest.mark.parametrize("path", OPTIONAL_KEYS, ids=".".join)
+def test_each_optional_result_key_absent_is_kept_as_stored(path):
+    stored = ts_thread(without(FULL_RESULT, path))
+    assert serialize_thread(stored) == stored
+    assert serialize_thread(deserialize_thread(stored)) == stored
+
+
+def test_every_optional_result_key_absent_together_is_kept_as_stored():
+    bare = {"details": {"content": {}}}
+    for stored in (ts_thread({}), ts_thread(bare), ts_thread(None), ts_thread(None, isError=True)):
+        assert serialize_thread(stored) == stored
+        assert serialize_thread(deserialize_thread(stored)) == stored
+
+
+def test_live_result_without_optional_keys_gets_none_invented():
+    live = Message(role="assistant", content=[ToolCallPart(tool_call_id="c1", tool_name="x", result={"details": {}})],
+                   status=COMPLETE)
+    part = serialize_thread([live])[0]["content"][0]
+    assert part == {"type": "tool-call", "toolCallId": "c1", "toolName": "x", "args": {}, "result": {"details": {}}}
+
+
+# --- stopped replies (DESIGN.md §4; issue 10 item 8) ------------------------------------------
+
+
+def stopped(*parts) -> Message:
+    return Message(role="assistant", content=list(parts), status=STOPPED)
+
+
+def test_reply_stopped_before_any_output_is_stored_as_the_marker_and_restored_as_stopped():
+    live = [Message(role="user", content=[TextPart(text="q")]), stopped()]
+    slim = serialize_thread(live)
+    assert slim[1] == {"role": "assistant", "content": [STOPPED_MARKER]}
+    restored = deserialize_thread(slim)
+    assert [m.role for m in restored] == ["user", "assistant"]
+    assert restored[1].status == STOPPED and restored[1].content == []
+    assert serialize_thread(restored) == slim
+
+
+def test_partly_stopped_reply_restores_as_stopped_with_its_text():
+    slim = serialize_thread([stopped(TextPart(text="half an ans"))])
+    assert slim[0]["content"] == [{"type": "text", "text": "half an ans"}, STOPPED_MARKER]
+    [restored] = deserialize_thread(slim)
+    assert restored.status == STOPPED and [p.text for p in restored.content] == ["half an ans"]
+    assert serialize_thread([restored]) == slim
+
+
+def test_completed_reply_carries_no_marker():
+    [restored] = deserialize_thread(serialize_thread([Message(role="assistant", content=[TextPart(text="a")],
+                                                              status=COMPLETE)]))
+    assert restored.status == COMPLETE and [p.text for p in restored.content] == ["a"]

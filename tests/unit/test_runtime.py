@@ -12,7 +12,7 @@ import pytest
 
 from app.agent import DemoAgent, TextDelta, element_count, reply_text, tokenize
 from app.model import COMPLETE, Message, TextPart
-from app.projection import serialize_thread
+from app.projection import STOPPED_MARKER, serialize_thread
 from app.runtime import CANCELLED, FAILED, AgentRuntime
 from app.storage import MemoryStorage
 from app.store import SaveResult, STORAGE_KEY, Notice, ThreadStore
@@ -302,8 +302,11 @@ async def test_stopped_text_turn_is_saved_with_what_it_had():
     await ticks.advance(5)
     expected = "".join(tokenize(reply_text("hello"))[:4])
     assert task.cancelled() and texts(runtime.messages)[1] == expected
-    assert stored(storage, "a")[1]["content"] == [{"type": "text", "text": expected}]
+    assert stored(storage, "a")[1]["content"] == [{"type": "text", "text": expected}, STOPPED_MARKER]
     assert len(store.named("save")) == 1
+    reloaded, *_ = make(storage)
+    reloaded.set_stage("a")
+    assert reloaded.messages[1].status == CANCELLED and texts(reloaded.messages)[1] == expected
 
 
 async def test_stop_before_the_turn_starts_still_completes_it():
@@ -313,8 +316,12 @@ async def test_stop_before_the_turn_starts_still_completes_it():
     runtime.stop()
     await settle()
     assert not runtime.is_running and runtime.messages[1].status == CANCELLED
-    assert [m["role"] for m in stored(storage, "a")] == ["user"], "an empty assistant message is not stored"
+    assert stored(storage, "a")[1] == {"role": "assistant", "id": runtime.messages[1].id, "content": [STOPPED_MARKER]}
     assert runtime.send("next") is not None
+    reloaded, *_ = make(storage)
+    reloaded.set_stage("a")
+    assert [m.role for m in reloaded.messages] == ["user", "assistant"]
+    assert reloaded.messages[1].status == CANCELLED and reloaded.messages[1].content == []
 
 
 async def test_agent_error_ends_the_turn_as_failed_and_saves_it():

@@ -763,3 +763,24 @@ def test_save_on_an_unchanged_base_replaces_without_merging():
     result = store.save("s", base + thread("b"), 2, base=base)
     assert not result.merged
     assert stored_threads(storage)["s"]["messages"] == thread("a") + thread("b")
+
+
+# --- what the TS original writes (DESIGN.md §3, last two rules; issue 9 part 1) -------------
+
+
+def test_value_the_ts_original_writes_is_read_without_notice_backup_or_rewrite():
+    call = {"type": "tool-call", "toolCallId": "c1", "toolName": "regenerate_scene", "args": {}}
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": "/regenerate scene-1"}]},
+        {"role": "assistant", "content": [call]},                                   # no result
+        {"role": "assistant", "content": [{**call, "toolCallId": "c2", "result": {"content": []}}]},  # no details
+        {"role": "assistant", "content": [{**call, "toolCallId": "c3", "result": {"details": {"sceneId": "s"}}}]},
+    ]
+    raw = stored_value({"intro-ml": {"messages": messages, "updatedAt": 5}})
+    storage = MemoryStorage()
+    storage.set_item(STORAGE_KEY, raw)
+    writes = storage.writes
+    store = open_store(storage)
+    assert store.notices == [] and storage.writes == writes
+    assert storage.dump() == {STORAGE_KEY: raw}
+    assert store.load("intro-ml") == messages

@@ -1,0 +1,193 @@
+"""Second hardening round (issue 10 items 1, 2, 4, 8; issue 9 part 1), in Chromium.
+
+Data-loss paths first: a thread kept in memory must not cost another course's
+stored thread, and another tab's damaged write must not wipe this tab's turns.
+Notices are identified by ``data-code``, never by translated text.
+"""
+
+from __future__ import annotations
+
+import json
+
+from tests.e2e.test_resilience import (
+    BACKUP_PREFIX, FILL_JS, KEY, backups, envelope, message_texts, notice_codes, thread, turn)
+
+RUNNING = "() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'"
+
+
+def user_texts(agent, stage_id: str) -> list[str]:
+    threads = (agent.stored() or {"state": {"threads": {}}})["state"]["threads"]
+    return [m["content"][0]["text"] for m in threads.get(stage_id, {}).get("messages", []) if m["role"] == "user"]
+
+
+# --- item 1: a thread kept in memory never costs a stored one ------------------------------------
+
+
+FULL = "linear-algebra"  # the course whose fifth turn does not fit (a demo course, so the picker lists it)
+
+
+def test_a_turn_kept_in_memory_never_makes_another_courses_save_drop_its_stored_thread(agent):
+    eight = [m for i in range(4) for m in turn(f"full question {i}", f"full answer {i}")]
+    seeded = {"intro-ml": thread(turn("intro question"), 1_000), FULL: thread(eight, 2_000)}
+    agent.seed({KEY: envelope(seeded)})
+    agent.page.evaluate(FILL_JS, ["filler", 3_000])  # room for a small turn, not for a big one
+    agent.open(course=FULL)
+    agent.send("\n".join(["a long line of the fifth turn, far too big for what is left"] * 200))
+    assert notice_codes(agent) == ["storage-full"]
+    assert agent.stored()["state"]["threads"] == seeded
+    agent.page.select_option("[data-testid=course-select]", "intro-ml")
+    [kept_notice] = agent.testid("agent-notice").all()
+    assert FULL in kept_notice.inner_text()  # it names its course
+    agent.send("hi")
+    threads = agent.stored()["state"]["threads"]
+    assert threads[FULL] == seeded[FULL]
+    assert [m["content"][0]["text"] for m in threads["intro-ml"]["messages"] if m["role"] == "user"] == [
+        "intro question", "hi"]
+    assert notice_codes(agent) == ["storage-full"]  # still true for 'full', and nothing was pruned
+    agent.page.select_option("[data-testid=course-select]", FULL)
+    assert agent.messages().count() == 10
+    agent.testid("agent-new-conversation").click()
+    agent.page.wait_for_function("() => !document.querySelector('[data-testid=agent-notice]')")
+    assert notice_codes(agent) == []
+    assert FULL not in agent.stored()["state"]["threads"]
+
+
+# --- item 2: another tab's damaged write -------------------------------------------------------
+
+
+def test_another_tabs_damaged_write_keeps_this_tabs_turns_and_the_next_save_writes_them_back(agent, second_agent):
+    agent.open(course="intro-ml")
+    agent.send("first turn")
+    agent.send("second turn")
+    second_agent.open(course="linear-algebra")
+    second_agent.page.evaluate("key => localStorage.setItem(key, 'garbage{')", KEY)
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=agent-notice]')")
+    assert notice_codes(agent) == ["storage-corrupt"]
+    assert agent.messages().count() == 4
+    agent.send("third turn")
+    assert user_texts(agent, "intro-ml") == ["first turn", "second turn", "third turn"]
+    assert list(backups(agent).values()) == ["garbage{"]
+    assert notice_codes(agent) == ["storage-corrupt"]
+
+
+def test_another_tabs_damaged_write_while_this_tab_streams_keeps_its_earlier_turns(agent, second_agent):
+    agent.open(course="intro-ml", delay=120)
+    agent.send("/regenerate scene-1")
+    agent.send("streaming turn", wait=False)
+    agent.page.wait_for_function(RUNNING)
+    second_agent.open(course="linear-algebra")
+    second_agent.page.evaluate("key => localStorage.setItem(key, '{\"state\":{\"threads\":{\"intro-ml\":7}}}')", KEY)
+    agent.wait_idle()
+    assert user_texts(agent, "intro-ml") == ["/regenerate scene-1", "streaming turn"]
+    assert agent.messages().count() == 4
+    assert len(backups(agent)) == 1
+
+
+def test_another_tabs_clear_of_storage_is_followed(agent, second_agent):
+    agent.open(course="intro-ml")
+    agent.send("a turn")
+    second_agent.open(course="linear-algebra")
+    second_agent.page.evaluate("() => localStorage.clear()")
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 0")
+    assert notice_codes(agent) == []
+    assert agent.stored_raw() is None
+
+
+# --- item 4: ids unique across courses ------------------------------------------------------------
+
+
+def scene_version(agent, scene_id: str) -> str | None:
+    return agent.page.locator(f"[data-testid=scene][data-scene-id={scene_id}]").get_attribute("data-version")
+
+
+def test_restore_undoes_only_its_own_courses_scene(agent):
+    agent.open(course="intro-ml")
+    agent.send("/regenerate scene-1")
+    intro_call = agent.testid("tool-card").get_attribute("data-tool-call-id")
+    agent.page.select_option("[data-testid=course-select]", "linear-algebra")
+    agent.send("/regenerate scene-1")
+    algebra_call = agent.testid("tool-card").get_attribute("data-tool-call-id")
+    assert intro_call != algebra_call
+    agent.page.select_option("[data-testid=course-select]", "intro-ml")
+    assert scene_version(agent, "scene-1") == intro_call
+    agent.testid("tool-card-restore").click()
+    agent.page.wait_for_function(
+        "() => !document.querySelector('[data-testid=scene][data-scene-id=scene-1]').hasAttribute('data-version')")
+    agent.page.select_option("[data-testid=course-select]", "linear-algebra")
+    assert scene_version(agent, "scene-1") == algebra_call
+    assert agent.testid("tool-card-restore").count() == 1
+
+
+# --- item 8: stopped replies, indentation, commands after any whitespace ------------------------------
+
+
+def test_reply_stopped_before_any_output_survives_reload_as_stopped(agent):
+    agent.open(course="intro-ml", delay=2_000)
+    agent.send("stop me at once", wait=False)
+    agent.page.wait_for_function(RUNNING)
+    agent.testid("agent-stop").click()
+    agent.wait_idle()
+    agent.open(course="intro-ml")
+    roles = [m.get_attribute("data-role") for m in agent.messages().all()]
+    assert roles == ["user", "assistant"]
+    assert agent.messages().nth(1).locator("[data-testid=agent-stopped]").count() == 1
+    agent.send("next turn")
+    roles = [m.get_attribute("data-role") for m in agent.messages().all()]
+    assert roles == ["user", "assistant", "user", "assistant"]
+
+
+def test_partly_stopped_reply_says_it_was_stopped_after_reload(agent):
+    agent.open(course="intro-ml", delay=150)
+    agent.send("a reply to cut short", wait=False)
+    agent.page.wait_for_function(
+        "() => { const m = document.querySelectorAll('[data-testid=agent-message]');"
+        " return m.length === 2 && m[1].textContent.length > 12; }")
+    agent.testid("agent-stop").click()
+    agent.wait_idle()
+    partial = message_texts(agent)[1]
+    agent.open(course="intro-ml")
+    reply = agent.messages().nth(1)
+    assert reply.locator("[data-testid=agent-stopped]").count() == 1
+    assert reply.inner_text().startswith(partial.splitlines()[0])
+
+
+def test_composer_keeps_the_first_lines_indentation(agent):
+    agent.open(course="intro-ml")
+    agent.send("\n\n    def f():\n        return 1\n\n")
+    assert user_texts(agent, "intro-ml") == ["    def f():\n        return 1"]
+
+
+def test_commands_followed_by_ideographic_space_tab_or_newline_are_tool_calls(agent):
+    agent.open(course="intro-ml")
+    for gap in ("\u3000", "\t", "\n"):
+        agent.send(f"/regenerate{gap}scene-2")
+    agent.send("/fail\u3000scene-3")
+    statuses = [c.get_attribute("data-status") for c in agent.testid("tool-card").all()]
+    assert statuses == ["ok", "ok", "ok", "error"]
+
+
+# --- issue 9 part 1: what the TS original writes reads without a false alarm ---------------------------
+
+
+def test_value_the_ts_original_writes_starts_with_no_notice_no_backup_and_unchanged_bytes(agent):
+    call = {"type": "tool-call", "toolCallId": "ts-1", "toolName": "regenerate_scene", "args": {"sceneId": "scene-1"}}
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": "/regenerate scene-1"}]},
+        {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [{"type": "text", "text": "again"}]},
+        {"role": "assistant", "content": [{**call, "toolCallId": "ts-2", "result": {"content": [
+            {"type": "text", "text": "Regenerated"}]}}]},
+        {"role": "assistant", "content": [{**call, "toolCallId": "ts-3", "result": {"details": {
+            "sceneId": "scene-1", "content": {"elements": [{}, {}]}}}}]},
+    ]
+    raw = json.dumps({"state": {"threads": {"intro-ml": {"messages": messages, "updatedAt": 1_780_000_000_000}}},
+                      "version": 1}, ensure_ascii=False, separators=(",", ":"))
+    agent.seed({KEY: raw})
+    agent.open(course="intro-ml")
+    assert notice_codes(agent) == []
+    assert agent.page.evaluate(
+        "prefix => Object.keys(localStorage).filter(k => k.startsWith(prefix)).length", BACKUP_PREFIX) == 0
+    assert agent.stored_raw() == raw
+    statuses = [c.get_attribute("data-status") for c in agent.testid("tool-card").all()]
+    assert statuses == ["interrupted", "ok", "ok"]
+    assert agent.testid("tool-card").nth(2).get_attribute("data-element-count") == "2"
