@@ -89,6 +89,22 @@ class StringStorage(Protocol):
         changed thread instead of the whole envelope (DESIGN.md §2).
         """
 
+    def read_changes(self, key: str, starts: list[int], ends: list[int]) -> tuple[int, int, str] | None:
+        """What another writer changed in the value at ``key``, in terms of the entries of the
+        value this object last read or wrote (optional: the store reads whole without it).
+
+        ``starts[k]`` / ``ends[k]``: UTF-16 offsets of entry ``k`` in that last value
+        (entries joined by one comma each). Returns ``(first, last, text)``: entries
+        ``first`` to ``last - 1`` are now ``text`` (zero or more entries joined by
+        commas, as stored now), everything before and after is unchanged
+        (``(0, 0, "")`` when nothing changed). ``None``
+        when there is no last value or no value now, no entries, or the change
+        reaches outside the entries; also, in the browser, when ``text`` nests
+        deeper than ``MAX_JSON_DEPTH`` allows. Afterwards the value counts as read
+        by this object (``unchanged`` is True). Lets a tab take in another tab's
+        save without copying the whole value into Python (issue 9 part 4).
+        """
+
 
 def utf16_len(s: str) -> int:
     """Length of ``s`` in UTF-16 code units, the unit browsers count quota in.
@@ -126,6 +142,7 @@ class MemoryStorage:
     def __init__(self, *, quota: int | None = None, available: bool = True) -> None:
         self._backing = _Backing(quota, available)
         self._seen: dict[str, int] = {}
+        self._last: dict[str, str | None] = {}  # the value this view last read or wrote
         self.reads = 0
         self.writes = 0
 
@@ -164,6 +181,7 @@ class MemoryStorage:
     def get_item(self, key: str) -> str | None:
         b = self._open()
         self._seen[key] = b.versions.get(key, 0)
+        self._last[key] = b.items.get(key)
         self.reads += 1
         return b.items.get(key)
 
@@ -175,6 +193,7 @@ class MemoryStorage:
         b.items[key] = value
         b.used = used
         self._bump(b, key)
+        self._last[key] = value
         self.writes += 1
 
     def remove_item(self, key: str) -> None:
@@ -184,6 +203,7 @@ class MemoryStorage:
             self._bump(b, key)
         else:
             self._seen[key] = b.versions.get(key, 0)
+        self._last[key] = None
 
     def unchanged(self, key: str) -> bool:
         b = self._open()
@@ -201,6 +221,32 @@ class MemoryStorage:
                 "utf-16-le", "surrogatepass")
         self.set_item(key, spliced)
         return True
+
+    def read_changes(self, key: str, starts: list[int], ends: list[int]) -> tuple[int, int, str] | None:
+        b = self._open()
+        old, now = self._last.get(key), b.items.get(key)
+        self._seen[key], self._last[key] = b.versions.get(key, 0), now
+        self.reads += 1
+        if not isinstance(old, str) or not isinstance(now, str) or not starts:
+            return None
+        if old == now:
+            return 0, 0, ""
+        o, n = old.encode("utf-16-le", "surrogatepass"), now.encode("utf-16-le", "surrogatepass")
+        units = min(len(o), len(n)) // 2
+        p = 0
+        while p < units and o[2 * p: 2 * p + 2] == n[2 * p: 2 * p + 2]:
+            p += 1
+        s = 0
+        while s < units - p and o[len(o) - 2 * s - 2: len(o) - 2 * s] == n[len(n) - 2 * s - 2: len(n) - 2 * s]:
+            s += 1
+        old_end = len(o) // 2 - s
+        if p < starts[0] or old_end > ends[-1]:
+            return None
+        first = max(k for k in range(len(starts)) if starts[k] <= p)
+        last = next((k for k in range(first, len(ends)) if ends[k] >= old_end), len(ends) - 1)
+        delta = (len(n) - len(o)) // 2
+        text = n[2 * starts[first]: 2 * (ends[last] + delta)].decode("utf-16-le", "surrogatepass")
+        return first, last + 1, text
 
     def _open(self) -> _Backing:
         if not self._backing.available:

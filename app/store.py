@@ -298,22 +298,32 @@ def _decode(raw: str) -> tuple[int, dict[str, Json] | None, bool]:
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 
-def _scan(raw: str, held: dict[str, _Thread]) -> tuple[dict[str, tuple[Json, str]], bool] | None:
+def _scan(raw: str, held: dict[str, _Thread]) -> tuple[dict[str, tuple[Json, str | None]], bool] | None:
     """Read a value laid out exactly as ``_envelope`` (``JSON.stringify``) writes it, keeping
     each thread's stored text: ``({stage_id: (value, text)}, canonical)``, or ``None``
     when the value has another layout (the caller then uses ``_decode``).
 
     ``value`` is the parsed thread, or the ``held`` ``_Thread`` itself when its
-    fragment is exactly the stored text (not parsed again). ``canonical``: keys
-    are encoded and ordered as JavaScript writes them, so the value equals
-    ``_envelope`` of the threads and a later save can splice into it.
-    Never raises.
+    fragment is exactly the stored text (not parsed again; ``text`` is then
+    ``None``). ``canonical``: keys are encoded and ordered as JavaScript writes
+    them, so the value equals ``_envelope`` of the threads and a later save can
+    splice into it. Never raises.
     """
     suffix = f'}}}},"version":{STORE_VERSION}}}'
     if not (raw.startswith(_PREFIX) and raw.endswith(suffix)) or len(raw) < len(_PREFIX) + len(suffix):
         return None
-    pos, body_end = len(_PREFIX), len(raw) - len(suffix)
-    entries: dict[str, tuple[Json, str]] = {}
+    scanned = _scan_entries(raw, len(_PREFIX), len(raw) - len(suffix), held)
+    if scanned is None:
+        return None
+    entries, canonical = scanned
+    return entries, canonical and list(entries) == _js_key_order(entries)
+
+
+def _scan_entries(raw: str, pos: int, body_end: int, held: dict[str, _Thread]
+                  ) -> tuple[dict[str, tuple[Json, str | None]], bool] | None:
+    """The entries ``"<stageId>":{…}`` joined by commas in ``raw[pos:body_end]`` (see ``_scan``);
+    ``canonical`` here covers the keys' encoding only. ``None`` for anything else."""
+    entries: dict[str, tuple[Json, str | None]] = {}
     canonical = True
     try:
         while pos < body_end:
@@ -326,18 +336,18 @@ def _scan(raw: str, held: dict[str, _Thread]) -> tuple[dict[str, tuple[Json, str
             start = key_end + 1
             cached = held.get(key)
             if cached is not None and raw.startswith(cached.fragment(), start):
-                value, end = cached, start + len(cached.fragment())  # a JSON object ends where its text ends
+                end = start + len(cached.fragment())  # a JSON object ends where its text ends
+                entries[key] = (cached, None)
             else:
                 value, end = _DECODER.raw_decode(raw, start)
-            entries[key] = (value, raw[start:end])
-            if end != body_end and raw[end] != ",":
+                entries[key] = (value, raw[start:end])
+            if end > body_end or (end != body_end and raw[end] != ","):
                 return None
             pos = end + 1 if end != body_end else end
             if end != body_end and pos == body_end:
                 return None  # a trailing comma
     except (ValueError, IndexError, RecursionError):
         return None
-    canonical = canonical and list(entries) == _js_key_order(entries)
     return entries, canonical
 
 
@@ -555,7 +565,18 @@ class ThreadStore:
         this tab held is kept wherever the value lost it: an unreadable value keeps
         them all, a damaged thread keeps this tab's version. A missing key, or a
         course cleanly absent from a readable value, is followed (a deliberate removal).
+
+        When this store knows the layout of the value it last read or wrote, it first
+        asks storage for only the entries another tab changed (``_changed_entries``);
+        the whole value is read when that is not possible or finds damage.
         """
+        if self._written is not None and self._mode != "memory":
+            partial = self._changed_entries()
+            if partial is not None:
+                fresh, damaged, kept_held = self._fresh(partial[0], self._threads)
+                if not damaged:
+                    self._threads, self._written = fresh, (dict(fresh) if partial[1] else None)
+                    return False
         unparseable = False
         try:
             raw = self._storage.get_item(self._key)
@@ -565,22 +586,40 @@ class ThreadStore:
         except UnparseableValue as error:
             raw, unparseable = error.raw, True
         held, self._written = self._threads, None
-        fresh: dict[str, _Thread] = {}
-        rewrite = False
         if raw is None:
-            self._threads = fresh
+            self._threads = {}
             return False
         scanned = None if unparseable else _scan(raw, held)
+        keep_all = False
         if scanned is not None:
-            version, stored, damaged, canonical = STORE_VERSION, scanned[0], False, scanned[1]
+            version, stored, canonical = STORE_VERSION, scanned[0], scanned[1]
+            damaged = False
         else:
             version, decoded, damaged = (STORE_VERSION, None, True) if unparseable else _decode(raw)
             stored, canonical = {k: (v, None) for k, v in (decoded or {}).items()}, False
-            if decoded is None:
-                fresh.update(held)  # nothing readable: keep every thread this tab held
+            keep_all = decoded is None  # nothing readable: keep every thread this tab held
         if version > STORE_VERSION:  # never written, no backup: read what validates as v1
             self._to_read_only("storage-newer-version", version=version)
-        kept_held = False
+        fresh, bad, kept_held = self._fresh(stored, held)
+        damaged |= bad
+        if keep_all:
+            fresh = {**held, **fresh}
+        rewrite = False
+        if version <= STORE_VERSION:
+            rewrite = self._backup(raw) if damaged else version < STORE_VERSION
+        self._threads = fresh
+        if canonical and not damaged and not kept_held and version == STORE_VERSION:
+            self._written = dict(fresh)  # the stored value is exactly _envelope(fresh): the next save splices
+        return rewrite
+
+    @staticmethod
+    def _fresh(stored: dict[str, tuple[Json, str | None]], held: dict[str, _Thread]
+               ) -> tuple[dict[str, _Thread], bool, bool]:
+        """``(threads, damaged, kept_held)`` from read entries ``{stage_id: (value, text)}``:
+        validated per thread (DESIGN.md §5), this tab's ``held`` thread reused when
+        equal, and kept instead of a damaged version (``kept_held``)."""
+        fresh: dict[str, _Thread] = {}
+        damaged = kept_held = False
         for stage_id, (value, text) in stored.items():
             cached = held.get(stage_id)
             if isinstance(value, _Thread):  # its stored text is this tab's fragment
@@ -595,12 +634,41 @@ class ThreadStore:
                 fresh[stage_id], kept_held = cached, True  # the damaged version would lose what this tab held
             elif thread is not None:
                 fresh[stage_id] = thread._adopt(None if bad else text)
-        if version <= STORE_VERSION:
-            rewrite = self._backup(raw) if damaged else version < STORE_VERSION
-        self._threads = fresh
-        if canonical and not damaged and not kept_held and version == STORE_VERSION:
-            self._written = dict(fresh)  # the stored value is exactly _envelope(fresh): the next save splices
-        return rewrite
+        return fresh, damaged, kept_held
+
+    def _changed_entries(self) -> tuple[dict[str, tuple[Json, str | None]], bool] | None:
+        """The stored entries after another tab wrote, reading only what changed
+        (``StringStorage.read_changes``, issue 9 part 4): ``(entries, canonical)`` as
+        ``_scan`` gives them, or ``None`` (the caller reads the whole value)."""
+        read_changes = getattr(self._storage, "read_changes", None)
+        written = self._written
+        if read_changes is None or not written:
+            return None
+        starts, ends, pos = [], [], len(_PREFIX)
+        for stage_id, thread in written.items():  # written is in JavaScript key order
+            starts.append(pos)
+            pos += _entry_units(stage_id, thread)
+            ends.append(pos)
+            pos += 1
+        try:
+            change = read_changes(self._key, starts, ends)
+        except StorageUnavailable:
+            self._to_memory()
+            return None
+        if change is None:
+            return None
+        first, last, text = change
+        scanned = _scan_entries(text, 0, len(text), written)
+        if scanned is None:
+            return None
+        order = list(written)
+        keys = order[:first] + list(scanned[0]) + order[last:]
+        if len(set(keys)) != len(keys):
+            return None
+        entries = {k: (written[k], None) for k in order[:first]}
+        entries.update(scanned[0])
+        entries.update((k, (written[k], None)) for k in order[last:])
+        return entries, scanned[1] and keys == _js_key_order(keys)
 
     def _backup(self, raw: str) -> bool:
         """Copy a damaged raw value to ``<key>.backup.<ms>`` before anything overwrites it.

@@ -35,6 +35,32 @@ globalThis.agentbarStorage = {
     const text = typeof value === "string" ? value : decoder.decode(value);
     return write(key, base.slice(0, start) + text + base.slice(end));
   },
+  // What another tab changed since this tab last read or wrote `key`, in terms of the
+  // entries of that last value (UTF-16 offsets starts[k]..ends[k]): [first, last, text],
+  // entries first..last-1 being now `text`; [] when that cannot be said (the caller
+  // reads whole). Spares copying the whole value into Python after another tab's save.
+  readChanges(key, starts, ends, maxDepth) {
+    const old = last.get(key);
+    const now = area().getItem(key);
+    last.set(key, now);
+    const n = starts.length;
+    if (typeof old !== "string" || typeof now !== "string" || n === 0) return [];
+    if (old === now) return [0, 0, ""];
+    const m = Math.min(old.length, now.length);
+    let p = 0;
+    while (p < m && old.charCodeAt(p) === now.charCodeAt(p)) p++;
+    let s = 0;
+    while (s < m - p && old.charCodeAt(old.length - 1 - s) === now.charCodeAt(now.length - 1 - s)) s++;
+    const oldEnd = old.length - s;
+    if (p < starts[0] || oldEnd > ends[n - 1]) return [];
+    let first = 0;
+    while (first + 1 < n && starts[first + 1] <= p) first++;
+    let lastEntry = first;
+    while (lastEntry < n - 1 && ends[lastEntry] < oldEnd) lastEntry++;
+    const text = now.slice(starts[first], ends[lastEntry] + now.length - old.length);
+    if (nestedDeeper(text, maxDepth)) return [];
+    return [first, lastEntry + 1, text];
+  },
   remove(key) {
     area().removeItem(key);
     last.set(key, null);

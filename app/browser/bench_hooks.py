@@ -34,6 +34,12 @@ What it exposes (``window.agentbarBench``):
   the value last).
 - ``saveSteps(repeats)``: the steady (splice) save split into its steps; see
   ``save_steps``.
+- ``gcLog()``: ``[start, end, generation]`` of every Python garbage collection.
+- ``storageEvents()``: one record per ``storage`` event handled
+  (``runtime.on_storage_changed``): ``start``/``end``, ``getIn``/``getOut``
+  (the stored value read into Python), ``readOut`` (the store's re-read done),
+  ``changed`` (stage ids reported changed), ``gcBefore`` (objects tracked by
+  Python's garbage collector, generation counts).
 
 Example (in ``main()``, after the runtime and store exist)::
 
@@ -94,6 +100,58 @@ def install(window, runtime, store) -> None:
 
     runtime._finish = timed_finish  # the done callback looks it up on the instance
     store.save = timed_save
+
+    import gc
+
+    events: list[dict] = []
+    original_changed = runtime.on_storage_changed
+    original_reload = store.reload
+    storage = getattr(store, "_storage", None)
+    original_get = getattr(storage, "get_item", None)
+
+    def timed_get(key):
+        record = current.get("event")
+        if record is not None:
+            record["getIn"] = _now()
+        try:
+            return original_get(key)
+        finally:
+            if record is not None:
+                record["getOut"] = _now()
+
+    def timed_reload():
+        try:
+            changed = original_reload()
+        finally:
+            if "event" in current:
+                current["event"]["readOut"] = _now()
+        if "event" in current:
+            current["event"]["changed"] = sorted(changed)
+        return changed
+
+    def timed_changed():
+        record = current["event"] = {"start": _now(), "gcBefore": list(gc.get_count())}
+        try:
+            return original_changed()
+        finally:
+            record["end"] = _now()
+            events.append(record)
+            current.pop("event", None)
+
+    collections: list[list[float]] = []  # [start, end, generation] of each garbage collection
+
+    def on_gc(phase, info):
+        if phase == "start":
+            collections.append([_now(), 0.0, float(info.get("generation", -1))])
+        elif collections:
+            collections[-1][1] = _now()
+
+    gc.callbacks.append(on_gc)
+
+    if original_get is not None:
+        storage.get_item = timed_get
+    store.reload = timed_reload
+    runtime.on_storage_changed = timed_changed  # the storage listener calls it through the instance
 
     async def _turn(text: str) -> str:
         before = len(records)
@@ -237,6 +295,8 @@ def install(window, runtime, store) -> None:
         return _compact({k: sorted(r[k] for r in runs)[len(runs) // 2] for k in keys})
 
     api = {
+        "storageEvents": create_proxy(lambda: _compact(events)),
+        "gcLog": create_proxy(lambda: _compact(collections)),
         "turn": create_proxy(turn),
         "trim": create_proxy(trim),
         "resync": create_proxy(resync),

@@ -20,6 +20,9 @@ from app.storage import MAX_JSON_DEPTH, QuotaExceeded, StorageUnavailable, Unpar
 
 __all__ = ["LocalStorage", "open_local_storage"]
 
+_ENTRY_DEPTH = MAX_JSON_DEPTH - 3
+"""Nesting left for a thread entry: it sits inside the envelope, ``state`` and ``threads``."""
+
 
 class LocalStorage:
     """``StringStorage`` over the page's ``localStorage`` through ``js.agentbarStorage``."""
@@ -63,6 +66,21 @@ class LocalStorage:
         if status == "quota":
             raise QuotaExceeded(key)
         return status
+
+    def read_changes(self, key: str, starts: list[int], ends: list[int]) -> tuple[int, int, str] | None:
+        """What another tab changed in ``key``'s value since this tab last read or wrote it,
+        compared in JavaScript (``app.storage.StringStorage.read_changes``): only the
+        changed entries' text is copied into Python. ``None`` when that cannot be
+        said. Raises ``StorageUnavailable``.
+        """
+        try:
+            change = self._bridge.readChanges(key, to_js(starts), to_js(ends), _ENTRY_DEPTH)
+        except JsException as error:
+            raise StorageUnavailable(str(error)) from error
+        if len(change) != 3:
+            return None
+        first, last, text = change[0], change[1], change[2]
+        return int(first), int(last), str(text)
 
     def remove_item(self, key: str) -> None:
         """Remove ``key``. Raises ``StorageUnavailable``."""

@@ -784,3 +784,97 @@ def test_value_the_ts_original_writes_is_read_without_notice_backup_or_rewrite()
     assert store.notices == [] and storage.writes == writes
     assert storage.dump() == {STORAGE_KEY: raw}
     assert store.load("intro-ml") == messages
+
+
+# --- a re-read after another tab's save copies only what changed (issue 9 part 4) -------------
+
+
+class ReadRecorder(MemoryStorage):
+    """MemoryStorage counting whole reads of the value and change reads."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.whole = self.changes = 0
+
+    def get_item(self, key):
+        self.whole += key == STORAGE_KEY
+        return super().get_item(key)
+
+    def read_changes(self, key, starts, ends):
+        self.changes += 1
+        return super().read_changes(key, starts, ends)
+
+
+def two_tabs_with(stage_ids: str):
+    storage = ReadRecorder()
+    tab1 = open_store(storage)
+    for n, stage_id in enumerate(stage_ids):
+        tab1.save(stage_id, thread(f"{stage_id} “一” 😀"), n + 1)
+    tab2 = open_store(MemoryStorage.shared_with(storage))
+    storage.whole = storage.changes = 0
+    return storage, tab1, tab2
+
+
+@pytest.mark.parametrize("change", ["replace", "insert-first", "append", "remove-middle", "remove-last", "remove-all"])
+def test_reload_after_another_tabs_save_reads_only_the_changed_entries(change):
+    storage, tab1, tab2 = two_tabs_with("abc")
+    expected = {k: tab1.load(k) for k in "abc"}
+    if change == "replace":
+        tab2.save("b", thread("b2 🙂") + thread("more"), 9)
+        expected["b"] = thread("b2 🙂") + thread("more")
+    elif change == "insert-first":
+        tab2.save("7", thread("seven"), 9)  # an array-index key: JavaScript writes it first
+        expected["7"] = thread("seven")
+    elif change == "append":
+        tab2.save("d", thread("d"), 9)
+        expected["d"] = thread("d")
+    else:
+        gone = {"remove-middle": "b", "remove-last": "c", "remove-all": "abc"}[change]
+        for stage_id in gone:
+            tab2.clear(stage_id)
+            del expected[stage_id]
+    before = {k: tab1.load(k) for k in "abc"}
+    changed = tab1.reload()
+    assert storage.whole == 0 and storage.changes == 1
+    after = {k: tab1.load(k) for k in "abc7d" if tab1.load(k) is not None}
+    assert after == expected
+    assert changed == {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+    tab1.save("a", thread("a again"), 10)
+    assert_canonical(storage, tab1)
+    assert stored_threads(storage)["a"]["messages"] == thread("a again")
+
+
+def test_a_change_outside_the_entries_or_damage_reads_the_whole_value():
+    storage, tab1, tab2 = two_tabs_with("ab")
+    other = MemoryStorage.shared_with(storage)
+    raw = other.get_item(STORAGE_KEY)
+    other.set_item(STORAGE_KEY, raw.replace('"b":{"messages":[', '"b":{"messages":[7,'))  # a damaged message
+    tab1.reload()
+    assert storage.whole == 1 and codes(tab1) == ["storage-corrupt"]
+    assert tab1.load("b") == thread("b “一” 😀")  # this tab's version is kept
+    other.set_item(STORAGE_KEY, raw.replace('"version":1', '"version":2'))
+    tab1.reload()
+    assert storage.whole == 2 and tab1.mode == "read-only"
+
+
+def test_reloads_after_random_saves_of_another_tab_match_a_whole_read():
+    import random
+
+    rng = random.Random(7)
+    storage, tab1, tab2 = two_tabs_with("ab")
+    keys = ["a", "b", "c", "7", "42", "课", "z😀"]
+    for step in range(150):
+        stage_id = rng.choice(keys)
+        if rng.random() < 0.25:
+            tab2.clear(stage_id)
+        else:
+            text = rng.choice(["x", "“引号”", "😀🙂", "a\\b", "\ud800"]) * rng.randint(1, 30)
+            tab2.save(stage_id, thread(text), step)
+        if rng.random() < 0.7:
+            tab1.reload()
+            fresh = open_store(MemoryStorage.shared_with(storage))
+            assert {k: tab1.load(k) for k in keys} == {k: fresh.load(k) for k in keys}
+        if rng.random() < 0.3:
+            tab1.save(rng.choice(keys), thread(f"tab one {step}"), 1_000 + step)
+            assert_canonical(storage, tab1)
+    assert storage.changes > 50 and tab1.notices == []
