@@ -454,11 +454,16 @@ class ThreadStore:
         replacing it, so two tabs on one course never erase each other's turns
         (``SaveResult.merged``).
 
-        When this store wrote the stored value and no other tab has written
-        since, only this course's entry is handed to storage
-        (``StringStorage.splice_item``); otherwise the whole envelope is written.
-        On a full quota, other threads are pruned least recently updated first
-        (ties: JavaScript key order) in the same single write.
+        When this store knows the stored value's layout (it read or wrote it as
+        ``JSON.stringify`` writes it) and no other tab has written since, only
+        this course's entry is handed to storage (``StringStorage.splice_item``);
+        otherwise the whole envelope is written. When another tab writes between
+        that check and the splice, the save starts over (re-read, rebase on
+        ``base``). On a full quota, other *stored* threads are pruned least
+        recently updated first (ties: JavaScript key order) in the same single
+        write; if even this thread alone does not fit, it is kept in memory
+        (``memory_only``) and the stored value is left as it was, so a later save
+        of another course writes this course's stored version (DESIGN.md §5).
         Raises ``TypeError`` when ``updated_at`` is not an int.
         """
         if type(updated_at) is not int:
@@ -494,18 +499,24 @@ class ThreadStore:
             self._memory[stage_id] = None
             return
         kept = {k: v for k, v in self._threads.items() if k != stage_id}
+        mode = self._mode
         try:
             self._set(_envelope(kept))
         except QuotaExceeded:  # smaller than what is stored: only when another writer filled the rest
             self._memory[stage_id] = None
             return
+        if self._mode != mode:  # storage was lost: clear again what the in-memory storage now holds
+            self.clear(stage_id)
+            return
         self._threads = kept
         self._written = dict(kept)
 
     def reload(self) -> set[str]:
-        """Re-read storage after another tab wrote it; return the stage ids whose thread changed.
+        """Re-read storage after another tab wrote it; return the stage ids whose thread
+        (as ``load`` sees it) changed.
 
-        Threads this tab could not write yet (kept in memory) keep this tab's version.
+        Threads this tab could not write yet (kept in memory) keep this tab's
+        version; a damaged value keeps the threads this tab held (``_read``).
         """
         if self._mode == "memory" or self._unchanged():
             return set()

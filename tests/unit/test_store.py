@@ -878,3 +878,17 @@ def test_reloads_after_random_saves_of_another_tab_match_a_whole_read():
             tab1.save(rng.choice(keys), thread(f"tab one {step}"), 1_000 + step)
             assert_canonical(storage, tab1)
     assert storage.changes > 50 and tab1.notices == []
+
+
+def test_storage_lost_while_a_course_is_kept_in_memory_keeps_that_version():
+    storage = MemoryStorage()
+    store = open_store(storage)
+    store.save("a", thread("a"), 1)
+    storage.quota = storage.used
+    store.save("big", thread("b" * 1_000), 2)
+    storage.available = False
+    assert store.save("c", thread("c"), 3).kept_in_memory
+    assert store.mode == "memory"
+    assert [store.load(k) for k in ("a", "big", "c")] == [thread("a"), thread("b" * 1_000), thread("c")]
+    store.clear("big")
+    assert store.load("big") is None and store.load("a") == thread("a")
