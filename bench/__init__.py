@@ -13,8 +13,8 @@ timings). Every figure is measured against a baseline in the same run:
   (this tab wrote the value last, the normal case: the live thread is trimmed
   back to its seeded length in memory before each turn, so the store splices in
   only this course's entry; the save goals apply here) and *cross-tab* (another
-  tab wrote since: the value is re-seeded and re-read, so the save writes the
-  whole envelope; reported for information);
+  tab wrote since: the value is re-seeded and re-read, only the changed
+  entries, and the save splices again; reported for information);
 - stored size: a heavy ``/regenerate`` turn as stored against its live JSON
   size, and the measured ``localStorage`` quota in threads.
 

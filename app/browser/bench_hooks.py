@@ -276,7 +276,7 @@ def install(window, runtime, store) -> None:
             if status != "ok":
                 store._written = None  # the store writes whole next time, as after a failed splice
                 return _compact({"error": f"bridge.splice returned {status!r}"})
-            store._written_ok(())
+            store._written_ok(stage_id, dict(store._threads), ())
             session = runtime._shown
             if session is not None and hasattr(session, "base"):
                 session.base = store.load(stage_id) or []

@@ -191,3 +191,50 @@ def test_value_the_ts_original_writes_starts_with_no_notice_no_backup_and_unchan
     statuses = [c.get_attribute("data-status") for c in agent.testid("tool-card").all()]
     assert statuses == ["interrupted", "ok", "ok"]
     assert agent.testid("tool-card").nth(2).get_attribute("data-element-count") == "2"
+
+
+# --- issue 9 part 4: the first save splices, another tab's save is read as a change --------------
+
+COUNT_BRIDGE = """() => {
+  const b = window.agentbarStorage;
+  window.__calls = [];
+  for (const name of ["get", "set", "splice", "readChanges"]) {
+    const f = b[name];
+    b[name] = function (...args) { const r = f.apply(this, args); window.__calls.push([name, JSON.stringify(r).slice(0, 20)]); return r; };
+  }
+}"""
+
+
+def bridge_calls(agent) -> list[str]:
+    calls = agent.page.evaluate("() => window.__calls.splice(0)")
+    return [name for name, _ in calls]
+
+
+def test_first_save_splices_and_another_tabs_save_is_read_as_a_change(agent, second_agent):
+    emoji = "😀👩‍💻“引号”𝒳"
+    seeded = {"a-course": thread(turn(f"first {emoji}"), 1), "intro-ml": thread(turn(f"mine {emoji}"), 2),
+              "z-course": thread(turn(f"last {emoji}"), 3)}
+    raw = envelope(seeded)
+    agent.seed({KEY: raw})
+    agent.open(course="intro-ml")
+    agent.page.evaluate(COUNT_BRIDGE)
+    agent.send(f"a new turn {emoji}")
+    assert "splice" in bridge_calls(agent)
+    stored_raw = agent.stored_raw()
+    assert stored_raw.startswith(raw[: raw.index('"intro-ml"')])
+    assert stored_raw.endswith(raw[raw.index(',"z-course"'):])
+    second_agent.open(course="z-course")
+    second_agent.send(f"from the other tab {emoji}")
+    agent.page.wait_for_function("() => window.__calls.some(([name]) => name === 'readChanges')")
+    calls = bridge_calls(agent)
+    assert "get" not in calls and "set" not in calls
+    agent.send(f"after the other tab {emoji}")
+    assert bridge_calls(agent).count("splice") == 1
+    threads = agent.stored()["state"]["threads"]
+    assert [m["content"][0]["text"] for m in threads["z-course"]["messages"] if m["role"] == "user"] == [
+        f"last {emoji}", f"from the other tab {emoji}"]
+    assert [m["content"][0]["text"] for m in threads["intro-ml"]["messages"] if m["role"] == "user"] == [
+        f"mine {emoji}", f"a new turn {emoji}", f"after the other tab {emoji}"]
+    assert threads["a-course"] == seeded["a-course"]
+    agent.reload()
+    assert agent.messages().count() == 6 and notice_codes(agent) == []
