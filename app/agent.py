@@ -212,8 +212,8 @@ def reply_text(text: str) -> str:
 def parse_command(text: str) -> tuple[str, str, str]:
     """``(command, scene_id, instruction)`` of a demo command; words split on any Unicode whitespace.
 
-    >>> parse_command("/regenerate\u3000scene-1\tmake it\n blue ")
-    ('/regenerate', 'scene-1', 'make it\n blue')
+    >>> parse_command("/regenerate\\u3000scene-1\\tmake it\\n blue ")
+    ('/regenerate', 'scene-1', 'make it\\n blue')
     """
     words = text.split(maxsplit=2)
     words += [""] * (3 - len(words))

@@ -24,7 +24,7 @@ tab's damaged value keeps the threads this tab held where the value lost them;
 a removed key or a cleanly removed course is followed.
 
 Failure policy (DESIGN.md §5) lives here: validation and backup (``_read``,
-``_backup``), migration (``MIGRATIONS``), quota pruning (``_flush``), and the
+``_backup``), migration (``MIGRATIONS``), quota pruning (``_write``), and the
 three modes: ``"persistent"``; ``"memory"`` (storage unavailable: everything
 goes to a ``MemoryStorage``); ``"read-only"`` (a newer stored version, or the
 backup of a damaged value failed: storage is read, never written). The store
