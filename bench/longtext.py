@@ -1,0 +1,178 @@
+"""Bench part ``longtext`` (issue 10 item 3): one long single-paragraph message.
+
+For a 200 KB and a 2 MB paragraph of mixed Latin and Chinese without newlines
+(``("lorem ipsum dolor sit amet 中文 " * n)[:size]``), in the real page at
+``delay=0``:
+
+- *send*: the text is put into the composer (what a paste does; its own layout
+  is reported apart, as "composer"), then Send is clicked; measured until the
+  turn is saved and two frames are painted: the longest main-thread task
+  (``PerformanceObserver`` ``longtask``) and the wall time;
+- *restore by switching*: the course picker goes to another course and back
+  (store → thread → DOM), longest task;
+- *show all*: the collapsed message is expanded and collapsed again (for
+  information);
+- *start-up*: cold loads (fresh context, same stored value) of that course
+  against an ordinary course of the same store, interleaved; the ratio of the
+  medians, and the longest task after ``html[data-ready]`` (the first layout
+  of the restored thread).
+
+Goals: no task over 200 ms on send and on restore (switching, and after
+ready on a reload), 2 MB included; start-up of the long course ≤ 1.1× the
+ordinary course's.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from urllib.parse import urlencode
+
+KEY = "maic-agent-threads"
+SIZES = (200_000, 2_000_000)
+TASK_LIMIT_MS = 200.0
+STARTUP_RATIO_MAX = 1.10
+ORDINARY = "intro-ml"
+
+LONGTASKS = """
+(() => {
+  window.__longtasks = [];
+  try {
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) window.__longtasks.push([e.startTime, e.duration]);
+    }).observe({ type: "longtask", buffered: true });
+  } catch (e) { window.__longtasks = null; }
+})();
+"""
+
+# Resolves after two animation frames and a pause, so layout and paint of what changed are done.
+SETTLE = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 300))))"
+NOW = "() => performance.now()"
+LONGEST_SINCE = "t => Math.max(0, ...(window.__longtasks || []).filter(([s]) => s >= t).map(([, d]) => d))"
+
+
+def paragraph(size: int) -> str:
+    unit = "lorem ipsum dolor sit amet 中文 "
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+def _open(run, context, course: str, extra: dict | None = None):
+    page = context.new_page()
+    page.goto(run.base + "index.html?" + urlencode({"course": course, "delay": 0, **(extra or {})}))
+    run.wait_ready(page)
+    return page
+
+
+def _send_and_restore(run, size: int) -> tuple[dict, str]:
+    context = run.context()
+    context.add_init_script(LONGTASKS)
+    page = context.new_page()
+    run.seed(page, {})
+    course = f"long-{size}"
+    page.goto(run.base + "index.html?" + urlencode({"course": course, "delay": 0}))
+    run.wait_ready(page)
+    page.evaluate(SETTLE)
+    text = paragraph(size)
+    out: dict = {"chars": size}
+
+    t0 = page.evaluate(NOW)
+    page.evaluate("t => { document.querySelector('[data-testid=agent-input]').value = t; }", text)
+    page.evaluate(SETTLE)
+    out["composer_longest_task_ms"] = page.evaluate(LONGEST_SINCE, t0)
+
+    t0 = page.evaluate(NOW)
+    wall = time.perf_counter()
+    page.evaluate("() => document.querySelector('[data-testid=agent-send]').click()")
+    page.wait_for_function(
+        "([key, course]) => document.querySelector('[data-testid=agent-panel]').dataset.running === 'false'"
+        " && (JSON.parse(localStorage.getItem(key) || '{}').state || {threads: {}}).threads[course]",
+        arg=[KEY, course], polling=100, timeout=600_000)
+    page.evaluate(SETTLE)
+    out["send_wall_ms"] = (time.perf_counter() - wall) * 1000
+    out["send_longest_task_ms"] = page.evaluate(LONGEST_SINCE, t0)
+    out["rendered_chars"] = page.evaluate(
+        "() => document.querySelector('[data-testid=agent-message] .bubble').textContent.length")
+
+    page.select_option("[data-testid=course-select]", ORDINARY)
+    page.evaluate(SETTLE)
+    t0 = page.evaluate(NOW)
+    page.select_option("[data-testid=course-select]", course)
+    page.evaluate(SETTLE)
+    out["switch_longest_task_ms"] = page.evaluate(LONGEST_SINCE, t0)
+
+    t0 = page.evaluate(NOW)
+    page.locator("[data-testid=agent-message-expand]").first.click()
+    page.evaluate(SETTLE)
+    out["show_all_longest_task_ms"] = page.evaluate(LONGEST_SINCE, t0)
+    page.evaluate("() => { const m = document.querySelector('[data-testid=agent-messages], #agent-messages');"
+                  " m.scrollTop = m.scrollHeight / 2; }")
+    page.evaluate(SETTLE)
+    page.locator("[data-testid=agent-message-expand]").first.click()
+    page.evaluate(SETTLE)
+    out["show_all_and_back_longest_task_ms"] = page.evaluate(LONGEST_SINCE, t0)
+    stored = page.evaluate("key => localStorage.getItem(key)", KEY)
+    context.close()
+    return out, stored
+
+
+def _startup(run, stored: str, course: str, loads: int) -> dict:
+    samples: dict[str, dict[str, list]] = {name: {"ready": [], "after_ready": [], "longest": []}
+                                           for name in ("long", "ordinary")}
+    for i in range(loads):
+        order = ["long", "ordinary"] if i % 2 == 0 else ["ordinary", "long"]
+        for name in order:
+            context = run.context()
+            context.add_init_script(LONGTASKS)
+            page = context.new_page()
+            run.seed(page, {KEY: stored})
+            page.goto(run.base + "index.html?" + urlencode({"course": course if name == "long" else ORDINARY, "delay": 0}))
+            state = run.wait_ready(page)
+            page.evaluate(SETTLE)
+            s = samples[name]
+            s["ready"].append(state["ready"])
+            s["after_ready"].append(page.evaluate(LONGEST_SINCE, state["ready"] - 1))
+            s["longest"].append(page.evaluate(LONGEST_SINCE, 0))
+            context.close()
+    med = {name: {k: statistics.median(v) for k, v in s.items()} for name, s in samples.items()}
+    return {"loads": loads, "samples": samples, "median": med,
+            "ratio": med["long"]["ready"] / med["ordinary"]["ready"]}
+
+
+def run(run, *, quick: bool) -> dict:
+    """Figures per size (see the module docstring) and ``goals``."""
+    figures: dict = {"sizes": {}, "goals": {}}
+    # The ordinary course has a short thread of its own in the same stored value.
+    for size in SIZES:
+        print(f"  longtext {size:,} chars: send, switch, show all …", flush=True)
+        out, stored = _send_and_restore(run, size)
+        out["stored_utf16"] = len(stored.encode("utf-16-le")) // 2
+        print(f"  longtext {size:,} chars: start-up …", flush=True)
+        out["startup"] = _startup(run, stored, f"long-{size}", 1 if quick else 5)
+        figures["sizes"][str(size)] = out
+        label = f"{size // 1000} KB" if size < 1_000_000 else f"{size // 1_000_000} MB"
+        worst = float(max(out["send_longest_task_ms"], out["switch_longest_task_ms"],
+                          out["startup"]["median"]["long"]["after_ready"]))
+        figures["goals"][f"{label} longest task on send/restore (ms)"] = {
+            "value": worst, "limit": TASK_LIMIT_MS, "pass": worst <= TASK_LIMIT_MS}
+        ratio = out["startup"]["ratio"]
+        figures["goals"][f"{label} course start-up vs ordinary course"] = {
+            "value": ratio, "limit": STARTUP_RATIO_MAX, "pass": ratio <= STARTUP_RATIO_MAX}
+    return figures
+
+
+def report(figures: dict) -> None:
+    """Print one row per size."""
+    print("Longest main-thread task (PerformanceObserver longtask, ms; 0 = none over 50 ms) per step; "
+          "start-up = median ms to html[data-ready], long course vs an ordinary course of the same store")
+    print(f"{'chars':>10}{'stored':>11}{'composer':>10}{'send':>7}{'send ms':>9}{'switch':>8}{'show all':>10}"
+          f"{'+back':>7}{'rendered':>10}{'ready long':>12}{'ordinary':>10}{'ratio':>7}{'after ready':>13}{'boot max':>10}")
+    for size, x in figures.get("sizes", {}).items():
+        st = x["startup"]["median"]
+        print(f"{int(size):>10,}{x['stored_utf16']:>11,}{x['composer_longest_task_ms']:>10.0f}"
+              f"{x['send_longest_task_ms']:>7.0f}{x['send_wall_ms']:>9.0f}{x['switch_longest_task_ms']:>8.0f}"
+              f"{x['show_all_longest_task_ms']:>10.0f}{x['show_all_and_back_longest_task_ms']:>7.0f}"
+              f"{x['rendered_chars']:>10,}{st['long']['ready']:>12.0f}{st['ordinary']['ready']:>10.0f}"
+              f"{x['startup']['ratio']:>7.3f}{st['long']['after_ready']:>13.0f}"
+              f"{st['long']['longest']:>6.0f}/{st['ordinary']['longest']:.0f}")
+    print("  (composer = the textarea holding the pasted text, before Send; boot max = longest task of the whole"
+          " start-up, long/ordinary course: Pyodide's own start-up tasks dominate it)")
