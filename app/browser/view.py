@@ -19,8 +19,8 @@ from app.courses import Course, picker_courses, scene_text
 from app.i18n import Translator
 from app.model import Message, TextPart, ToolCallPart
 from app.presentation import (
-    LONG_TEXT_CHARS, RENDER_WINDOW, ToolCardView, collapsed_prefix, isolated_segments, link_segments, text_chunks, tool_card_view,
-    window_start,
+    LONG_TEXT_CHARS, RENDER_WINDOW, ToolCardView, collapsed_prefix, isolated_segments, link_segments, text_chunks,
+    tool_card_view, window_start,
 )
 
 __all__ = ["PageView"]
@@ -228,6 +228,8 @@ class PageView:
         for _, _, node in self._rendered[len(messages):]:
             node.remove()
         del self._rendered[len(messages):]
+        if expanded:  # only messages still rendered keep their expanded state (ids of gone ones may be reused)
+            expanded.intersection_update(ident for ident, _, _ in self._rendered)
         self._sync_earlier_button(container)
         if stick:
             container.scrollTop = container.scrollHeight
