@@ -114,7 +114,7 @@ def _send_and_restore(run, size: int) -> tuple[dict, str]:
         page.locator("[data-testid=agent-message-expand]").first.click()
         page.evaluate(SETTLE)
         out["show_all_longest_task_ms"] = page.evaluate(LONGEST_SINCE, t0)
-        page.evaluate("() => { const m = document.getElementById('agent-messages'); m.scrollTop = m.scrollHeight / 2; }")
+        page.evaluate("() => { const m = document.querySelector('[data-testid=agent-messages]'); m.scrollTop = m.scrollHeight / 2; }")
         page.evaluate(SETTLE)
         page.locator("[data-testid=agent-message-expand]").first.click()
         page.evaluate(SETTLE)

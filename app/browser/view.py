@@ -107,7 +107,7 @@ class PageView:
             scene_title, scene_body = scene_text(course, scene, self.t)
             scenes.append(_el(li,
                               _el(span, text=scene.id, classes="scene-id"),
-                              _el(h3, text=scene_title, attrs={"dir": "auto"}),
+                              _el(h3, text=scene_title, testid="scene-title", attrs={"dir": "auto"}),
                               _el(p, text=scene_body, attrs={"dir": "auto"}),
                               classes="scene", testid="scene", attrs={"data-scene-id": scene.id}))
         stage.append(heading._dom_element, scenes._dom_element)
@@ -313,16 +313,16 @@ class PageView:
         all" toggle; shown whole it is laid out in blocks of ``CHUNK_CHARS`` (one run of
         hundreds of KB takes the browser seconds to line-break, issue 10 item 3)."""
         prefix = collapsed_prefix(text)
-        bubble = _el(div, classes="bubble", attrs={"dir": "auto"})
+        bubble = _el(div, classes="bubble", testid="agent-message-text", attrs={"dir": "auto"})
         if prefix is None:
             self._fill_text(bubble, text)
             return bubble
         bubble._dom_element.setAttribute("data-long", "expanded" if expanded else "collapsed")
         if expanded:
             for chunk in text_chunks(text):
-                bubble.append(self._fill_text(_el(div, classes="text-chunk"), chunk))
+                bubble.append(self._fill_text(_el(div, classes="text-chunk", testid="agent-text-chunk"), chunk))
         else:
-            bubble.append(self._fill_text(_el(div, classes="text-chunk"), prefix + "…"))
+            bubble.append(self._fill_text(_el(div, classes="text-chunk", testid="agent-text-chunk"), prefix + "…"))
         bubble.append(_el(button, text=self.t("longText.showLess" if expanded else "longText.showAll"),
                           classes="expand-button", testid="agent-message-expand",
                           attrs={"type": "button", "aria-expanded": "true" if expanded else "false",

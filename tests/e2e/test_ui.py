@@ -52,9 +52,9 @@ def test_long_paragraph_renders_collapsed_and_expands_by_keyboard_in_chunks(agen
     agent.testid("agent-send").click()
     agent.wait_idle()
     user = agent.messages().nth(0)
-    bubble = user.locator(".bubble")
+    bubble = user.locator("[data-testid=agent-message-text]")
     assert bubble.get_attribute("data-long") == "collapsed"
-    shown = bubble.evaluate("b => b.querySelector('.text-chunk').textContent")
+    shown = bubble.evaluate("b => b.querySelector('[data-testid=agent-text-chunk]').textContent")
     assert len(shown) <= COLLAPSED_CHARS + 1 and text.startswith(shown.rstrip("…"))
     toggle = user.locator("[data-testid=agent-message-expand]")
     assert toggle.get_attribute("aria-expanded") == "false"
@@ -64,14 +64,14 @@ def test_long_paragraph_renders_collapsed_and_expands_by_keyboard_in_chunks(agen
     toggle = agent.messages().nth(0).locator("[data-testid=agent-message-expand]")
     assert toggle.get_attribute("aria-expanded") == "true"
     assert active_testid(agent) == "agent-message-expand"  # focus stays on the control
-    chunks = agent.messages().nth(0).locator(".text-chunk").all_text_contents()
+    chunks = agent.messages().nth(0).locator("[data-testid=agent-text-chunk]").all_text_contents()
     assert "".join(chunks) == text and len(chunks) > 1 and max(map(len, chunks)) <= CHUNK_CHARS
     agent.page.keyboard.press("Space")
-    assert agent.messages().nth(0).locator(".bubble").get_attribute("data-long") == "collapsed"
+    assert agent.messages().nth(0).locator("[data-testid=agent-message-text]").get_attribute("data-long") == "collapsed"
     assert agent.stored()["state"]["threads"]["intro-ml"]["messages"][0]["content"][0]["text"] == text
     agent.reload()
-    assert agent.messages().nth(0).locator(".bubble").get_attribute("data-long") == "collapsed"
-    short = agent.messages().nth(1).locator(".bubble")
+    assert agent.messages().nth(0).locator("[data-testid=agent-message-text]").get_attribute("data-long") == "collapsed"
+    short = agent.messages().nth(1).locator("[data-testid=agent-message-text]")
     assert short.get_attribute("data-long") is None and short.locator("[data-testid=agent-message-expand]").count() == 0
 
 
@@ -167,7 +167,7 @@ def test_panel_at_390px_keeps_the_viewport_height_and_the_composer_in_view(agent
     assert panel["height"] <= 844
     box = agent.testid("agent-input").bounding_box()
     assert 0 <= box["y"] and box["y"] + box["height"] <= 844
-    scroll = agent.testid("agent-panel").locator("#agent-messages").evaluate("m => [m.scrollHeight, m.clientHeight]")
+    scroll = agent.testid("agent-messages").evaluate("m => [m.scrollHeight, m.clientHeight]")
     assert scroll[0] > scroll[1]  # the messages scroll inside the panel
     assert agent.messages().last.is_visible()
 
@@ -193,11 +193,11 @@ def test_focus_moves_to_the_first_shown_message_when_the_focused_show_earlier_bu
 
 def test_placeholder_scenes_are_localised_and_demo_scenes_stay_as_written(agent):
     agent.open(course="my-course", lang="zh-CN")
-    titles = agent.testid("scene").locator("h3").all_text_contents()
+    titles = agent.testid("scene-title").all_text_contents()
     assert titles == ["场景 1", "场景 2", "场景 3"]
     assert "Scene" not in agent.testid("stage-view").inner_text()
     agent.open(course="intro-ml", lang="zh-CN")
-    assert agent.testid("scene").first.locator("h3").inner_text() == "What is learning?"
+    assert agent.testid("scene-title").first.inner_text() == "What is learning?"
 
 
 def test_backup_key_in_the_arabic_notice_is_isolated_as_ltr_text(agent):
