@@ -194,13 +194,21 @@ def failure_result(scene_id: str) -> dict[str, Any]:
     }
 
 
+_WORD = re.compile(r"\S+")
+
 QUOTE_LIMIT = 160
 """Characters of the user's text the demo reply quotes at most."""
 
 
 def reply_text(text: str) -> str:
     """The demo agent's answer to plain ``text`` (at least ten tokens)."""
-    quoted = " ".join(text.split())
+    words, size = [], 0
+    for word in _WORD.finditer(text):  # lazily: a 2 MB message is not split whole
+        words.append(word.group())
+        size += len(words[-1]) + 1
+        if size > QUOTE_LIMIT + 1:
+            break
+    quoted = " ".join(words)
     if len(quoted) > QUOTE_LIMIT:  # quote long input in part: the reply stays short
         quoted = quoted[:QUOTE_LIMIT].rstrip() + "…"
     return (

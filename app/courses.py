@@ -19,9 +19,10 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-__all__ = ["COURSES", "DEFAULT_COURSE_ID", "Course", "Scene", "find_course"]
+__all__ = ["COURSES", "DEFAULT_COURSE_ID", "Course", "Scene", "find_course", "scene_text", "picker_courses"]
 
 
 @dataclass(frozen=True)
@@ -92,3 +93,34 @@ def find_course(stage_id: str) -> Course:
     'Course 42'
     """
     return _BY_ID.get(stage_id) or Course(stage_id, f"Course {stage_id}", _PLACEHOLDER_SCENES, is_placeholder=True)
+
+
+def scene_text(course: Course, scene: Scene, translate: Callable[..., str]) -> tuple[str, str]:
+    """``(title, body)`` of ``scene`` as the page shows it in the reader's locale.
+
+    Demo course content stays as written (it is the course's own language); a
+    placeholder course's scenes are localised: ``course.scene`` with the
+    scene's 1-based ``index`` and ``placeholderScene.body`` (issue 10 item 8).
+    ``translate``: ``app.i18n.Translator`` or any ``(key, **params) -> str``.
+
+    >>> scene_text(find_course("42"), find_course("42").scenes[1], lambda key, **p: f"{key}{p}")
+    ("course.scene{'index': 2}", 'placeholderScene.body{}')
+    """
+    if not course.is_placeholder:
+        return scene.title, scene.body
+    index = next((i for i, s in enumerate(course.scenes) if s.id == scene.id), 0) + 1
+    return translate("course.scene", index=index), translate("placeholderScene.body")
+
+
+def picker_courses(stored_ids: Iterable[str], current: str | None = None) -> list[Course]:
+    """The courses the course picker lists (issue 10 item 5): every demo course, then a
+    placeholder course for each id in ``stored_ids`` (courses with a stored thread) or
+    ``current`` that is not a demo course, sorted by id, each once.
+
+    >>> [c.id for c in picker_courses(["zeta", "intro-ml", "42"], current="my-course")][3:]
+    ['42', 'my-course', 'zeta']
+    """
+    extra = {i for i in stored_ids if i not in _BY_ID}
+    if current is not None and current not in _BY_ID:
+        extra.add(current)
+    return list(COURSES) + [find_course(i) for i in sorted(extra)]

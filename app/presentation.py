@@ -19,11 +19,17 @@ from typing import Any, Literal
 
 from app.model import ToolCallPart
 
-__all__ = ["CardStatus", "RENDER_WINDOW", "ToolCardView", "Segment", "tool_card_view", "link_segments"]
+__all__ = ["CardStatus", "RENDER_WINDOW", "RENDER_SLACK", "LONG_TEXT_CHARS", "COLLAPSED_CHARS", "CHUNK_CHARS",
+           "ToolCardView", "Segment", "tool_card_view", "link_segments", "window_start", "collapsed_prefix",
+           "text_chunks", "isolated_segments"]
 
 RENDER_WINDOW = 40
 """Messages rendered when a thread is shown; older ones follow on request ("show
 earlier"), so a long thread costs start-up only what the screen can show."""
+
+RENDER_SLACK = 20
+"""Messages a session may add beyond ``RENDER_WINDOW`` before the oldest rendered ones are
+dropped from the DOM again (issue 10 item 7); dropping in batches keeps it off most turns."""
 
 CardStatus = Literal["ok", "error", "interrupted", "running"]
 
@@ -83,9 +89,10 @@ def tool_card_view(part: ToolCallPart, *, turn_running: bool = False) -> ToolCar
 
 @dataclass(frozen=True)
 class Segment:
-    """A run of message text: ``kind`` ``"text"`` or ``"link"`` (an ``http(s)`` URL)."""
+    """A run of message text: ``kind`` ``"text"``, ``"link"`` (an ``http(s)`` URL) or ``"isolate"``
+    (a value to keep in its own bidi run, ``isolated_segments``)."""
 
-    kind: Literal["text", "link"]
+    kind: Literal["text", "link", "isolate"]
     text: str
 
 
@@ -112,4 +119,116 @@ def link_segments(text: str) -> list[Segment]:
         position = end
     if position < len(text):
         segments.append(Segment("text", text[position:]))
+    return segments
+
+
+# ---- bounded render window (issue 10 item 7) -------------------------------------------
+
+
+def window_start(total: int, start: int, *, grew: bool, window: int = RENDER_WINDOW,
+                 slack: int = RENDER_SLACK) -> int:
+    """Index of the first message to render, given ``total`` messages and the current ``start``.
+
+    A thread is shown from its newest ``window`` messages (as after a reload);
+    while a session adds messages (``grew``) the rendered span may reach
+    ``window + slack``, then it is cut back to the newest ``window``, so the
+    DOM stays bounded however long the session runs. Messages shown on request
+    ("show earlier", a smaller ``start``) stay until the thread grows past the
+    bound. A ``start`` beyond ``total`` (the thread shrank) starts afresh.
+
+    >>> window_start(100, 60, grew=True), window_start(121, 60, grew=True), window_start(121, 60, grew=False)
+    (60, 81, 60)
+    """
+    if start > total or start < 0:
+        return max(0, total - window)
+    if grew and total - start > window + slack:
+        return total - window
+    return start
+
+
+# ---- long text (issue 10 item 3) ---------------------------------------------------------
+
+LONG_TEXT_CHARS = 4000
+"""A text part longer than this renders collapsed (its first ``COLLAPSED_CHARS``) with a
+"show all" control: Chromium's line breaking of one long run costs superlinear time
+(measured: 200,000 chars in one ``pre-wrap`` run took ~4 s of layout, 20,000 took 70 ms)."""
+
+COLLAPSED_CHARS = 1500
+"""Characters of a long text part shown while collapsed."""
+
+CHUNK_CHARS = 2000
+"""A text shown in full is laid out in runs of at most this many characters, each its own
+block, so layout time stays linear in the text's length."""
+
+_BREAK_LOOKBACK = 200
+
+
+def _cut(text: str, limit: int) -> int:
+    """An index ≤ ``limit`` to cut ``text`` at: after the last whitespace within the final
+    ``_BREAK_LOOKBACK`` characters, else ``limit`` (never between a surrogate-free code point
+    pair, since Python strings hold code points)."""
+    if len(text) <= limit:
+        return len(text)
+    floor = max(1, limit - _BREAK_LOOKBACK)
+    for index in range(limit, floor - 1, -1):
+        if text[index - 1].isspace():
+            return index
+    return limit
+
+
+def collapsed_prefix(text: str, *, long: int = LONG_TEXT_CHARS, shown: int = COLLAPSED_CHARS) -> str | None:
+    """The part of ``text`` to show collapsed, or ``None`` when ``text`` is short enough to show whole.
+
+    Cut at a whitespace near ``shown`` characters when there is one.
+
+    >>> collapsed_prefix("short") is None
+    True
+    >>> len(collapsed_prefix("x" * 5000))
+    1500
+    """
+    if len(text) <= long:
+        return None
+    return text[:_cut(text, shown)]
+
+
+def text_chunks(text: str, size: int = CHUNK_CHARS) -> list[str]:
+    """Split ``text`` into consecutive runs of at most ``size`` characters, each cut after a
+    whitespace when one lies near the limit (so words and URLs stay whole); ``"".join`` of
+    the result is ``text``.
+
+    >>> text_chunks("ab cd ef", 4)
+    ['ab ', 'cd ', 'ef']
+    """
+    chunks: list[str] = []
+    position = 0
+    while len(text) - position > size:
+        end = position + _cut(text[position:position + size + 1], size)
+        chunks.append(text[position:end])
+        position = end
+    if position < len(text) or not chunks:
+        chunks.append(text[position:])
+    return chunks
+
+
+_MARK = "\ue000"
+
+
+def isolated_segments(translate: Any, key: str, params: dict[str, Any], isolate: tuple[str, ...]) -> list[Segment]:
+    """``translate(key, **params)`` split into text runs and ``"isolate"`` runs holding the
+    values of the ``isolate`` params, so the view can wrap those in ``<bdi>`` (an LTR
+    storage key inside Arabic text is otherwise reordered by the bidi algorithm; issue 10
+    item 8). ``translate``: ``app.i18n.Translator`` or any ``(key, **params) -> str``.
+
+    >>> isolated_segments(lambda key, **p: f"kept under {p['name']}.", "x", {"name": "a.b"}, ("name",))
+    [Segment(kind='text', text='kept under '), Segment(kind='isolate', text='a.b'), Segment(kind='text', text='.')]
+    """
+    values = [str(params[name]) for name in isolate if name in params]
+    marked = {**params, **{name: f"{_MARK}{i}{_MARK}" for i, name in enumerate(n for n in isolate if n in params)}}
+    pieces = translate(key, **marked).split(_MARK)
+    segments: list[Segment] = []
+    for index, piece in enumerate(pieces):
+        if index % 2 == 1 and piece.isdigit() and int(piece) < len(values):
+            segments.append(Segment("isolate", values[int(piece)]))
+        elif piece:
+            segments.append(Segment("text", piece))
     return segments

@@ -429,6 +429,10 @@ class ThreadStore:
         thread = self._view(stage_id)
         return thread.messages if thread else None
 
+    def stage_ids(self) -> list[str]:
+        """Ids of the courses with a stored thread, in stored order (no thread is copied or decoded)."""
+        return list(self._threads)
+
     def updated_at(self, stage_id: str) -> int | None:
         """The ``updatedAt`` (ms) of ``stage_id``'s thread as ``load`` sees it, or ``None``."""
         thread = self._view(stage_id)

@@ -804,6 +804,8 @@ def print_report(result: dict) -> None:
 
 EXTRA_PARTS: dict[str, str] = {
     "firstsave": "bench.firstsave",
+    "longtext": "bench.longtext",
+    "longsession": "bench.longsession",
 }
 """Further benchmark parts: ``name -> module``; each module has ``run(run: Run, *, quick: bool) -> dict``
 (figures, ratios against a baseline measured in the same page and run, and a ``goals`` dict of

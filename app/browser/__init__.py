@@ -74,7 +74,7 @@ def _boot() -> None:
     view.translate_static()
 
     def show_course(stage_id: str) -> None:
-        view.render_course(find_course(stage_id))
+        view.render_course(find_course(stage_id), store.stage_ids())
         runtime.set_stage(stage_id)
 
     # Until the stage id is known the runtime holds no thread and writes nothing
@@ -88,8 +88,14 @@ def _boot() -> None:
         stage_id = event.target.value
         url = js.URL.new(window.location.href)
         url.searchParams.set("course", stage_id)
-        window.history.replaceState(None, "", url.href)
+        window.history.pushState(None, "", url.href)  # Back returns to the previous course
         show_course(stage_id)
+
+    def _on_popstate(_event) -> None:  # Back/Forward between courses: switch in the page, no reload
+        course = js.URLSearchParams.new(window.location.search).get("course")
+        show_course(course if isinstance(course, str) and course else DEFAULT_COURSE_ID)
+
+    window.addEventListener("popstate", create_proxy(_on_popstate))
 
     @when("submit", "#agent-composer")
     def _on_submit(event) -> None:
@@ -107,9 +113,24 @@ def _boot() -> None:
             event.preventDefault()
             _send()
 
+    composing = [False]  # an IME composition is open in the page (compositionstart … compositionend)
+
+    def _on_composition(event) -> None:
+        composing[0] = event.type != "compositionend"
+
+    for name in ("compositionstart", "compositionupdate", "compositionend"):
+        document.addEventListener(name, create_proxy(_on_composition), True)
+
     @when("keydown", "html")
     def _on_escape(event) -> None:
-        if event.key == "Escape" and runtime.is_running:
+        # Escape stops the run only when no IME composition is open (Escape then cancels the
+        # composition) and focus is in the panel or nowhere; not from the course picker.
+        if event.key != "Escape" or not runtime.is_running:
+            return
+        if composing[0] or event.isComposing or event.keyCode == 229:
+            return
+        focused = document.activeElement
+        if is_none(focused) or focused == document.body or document.getElementById("agent-panel").contains(focused):
             runtime.stop()
 
     @when("click", "#agent-stop")
@@ -135,6 +156,8 @@ def _boot() -> None:
             runtime.restore_snapshot(restore.dataset.toolCallId)
         elif not is_none(event.target.closest("[data-testid=agent-load-earlier]")):
             view.show_earlier()
+        elif not is_none(expand := event.target.closest("[data-testid=agent-message-expand]")):
+            view.toggle_long_text(expand)
 
     @when("click", "#agent-collapse")
     def _on_collapse(_event) -> None:

@@ -15,10 +15,13 @@ from pyscript import document
 from pyscript.ffi import is_none
 from pyscript.web import a, button, div, h2, h3, li, option, p, span, ul
 
-from app.courses import COURSES, Course
+from app.courses import Course, picker_courses, scene_text
 from app.i18n import Translator
 from app.model import Message, TextPart, ToolCallPart
-from app.presentation import RENDER_WINDOW, ToolCardView, link_segments, tool_card_view
+from app.presentation import (
+    LONG_TEXT_CHARS, RENDER_WINDOW, ToolCardView, collapsed_prefix, isolated_segments, link_segments, text_chunks,
+    tool_card_view, window_start,
+)
 
 __all__ = ["PageView"]
 
@@ -39,10 +42,10 @@ def _el(factory: Callable[..., Any], *children: Any, text: str | None = None, te
     return element
 
 
-def _signature(message: Message, has_snapshot: Callable[[str], bool]) -> tuple:
-    """What the rendered DOM of ``message`` depends on (cheap to compute per render)."""
+def _signature(message: Message, has_snapshot: Callable[[str], bool], expanded: bool = False) -> tuple:
+    """What the rendered DOM of ``message`` depends on (cheap to compute per render: lengths, not text)."""
     parts = tuple(
-        ("t", len(part.text)) if isinstance(part, TextPart)
+        ("t", len(part.text), expanded) if isinstance(part, TextPart)
         else ("c", part.tool_call_id, part.result is None, bool(part.is_error), has_snapshot(part.tool_call_id))
         for part in message.content
     )
@@ -57,7 +60,9 @@ def _streamed_text_from(old: tuple, new: tuple) -> int | None:
     if not old_parts or old_parts[:-1] != new_parts[:-1]:
         return None
     (kind, old_len), (new_kind, new_len) = old_parts[-1][:2], new_parts[-1][:2]
-    return old_len if kind == new_kind == "t" and new_len > old_len else None
+    if kind == new_kind == "t" and old_len < new_len <= LONG_TEXT_CHARS:
+        return old_len  # (a text grown past the collapse limit is rebuilt, collapsed)
+    return None
 
 
 class PageView:
@@ -76,6 +81,7 @@ class PageView:
         self._offset = 0  # index of the first rendered message
         self._shown_stage: str | None = None
         self._notice_codes: tuple = ()
+        self._expanded: set[int] = set()  # id(message) of long messages the reader expanded
 
     # ---- static chrome -------------------------------------------------
     def translate_static(self) -> None:
@@ -89,24 +95,25 @@ class PageView:
         document.title = t("app.title")
 
     # ---- course view ---------------------------------------------------
-    def render_course(self, course: Course) -> None:
-        """Show ``course`` (title and scenes) and select it in the course picker."""
+    def render_course(self, course: Course, stored_ids=()) -> None:
+        """Show ``course`` (title and scenes) and select it in the course picker, which lists
+        the demo courses and every course in ``stored_ids`` (ids with a stored thread)."""
         title = self.t("course.placeholderTitle", id=course.id) if course.is_placeholder else course.title
         stage = self._by("stage")
         stage.replaceChildren()
         heading = _el(h2, text=title, attrs={"dir": "auto"})
         scenes = _el(ul, classes="scenes", attrs={"aria-label": self.t("course.scenes")})
         for scene in course.scenes:
+            scene_title, scene_body = scene_text(course, scene, self.t)
             scenes.append(_el(li,
                               _el(span, text=scene.id, classes="scene-id"),
-                              _el(h3, text=scene.title, attrs={"dir": "auto"}),
-                              _el(p, text=scene.body, attrs={"dir": "auto"}),
+                              _el(h3, text=scene_title, testid="scene-title", attrs={"dir": "auto"}),
+                              _el(p, text=scene_body, attrs={"dir": "auto"}),
                               classes="scene", testid="scene", attrs={"data-scene-id": scene.id}))
         stage.append(heading._dom_element, scenes._dom_element)
         select = self._by("course-select")
         select.replaceChildren()
-        known = list(COURSES) + ([course] if course.is_placeholder else [])
-        for item in known:
+        for item in picker_courses(stored_ids, course.id):
             label = self.t("course.placeholderTitle", id=item.id) if item.is_placeholder else item.title
             opt = _el(option, text=label, attrs={"value": item.id})
             select.append(opt._dom_element)
@@ -120,8 +127,11 @@ class PageView:
         running = bool(runtime.is_running)
         panel.dataset.running = "true" if running else "false"
         self._by("agent-new-conversation").hidden = not runtime.has_messages
-        self._by("agent-stop").hidden = not running
-        self._by("agent-send").disabled = running or runtime.stage_id is None
+        stop, send = self._by("agent-stop"), self._by("agent-send")
+        if (not running and document.activeElement == stop) or (running and document.activeElement == send):
+            self._by("agent-input").focus()  # the focused button hides or turns disabled: focus stays in the panel
+        stop.hidden = not running
+        send.disabled = running or runtime.stage_id is None
         self._render_notices(runtime.notices)
         self._render_scene_versions()
         if runtime.stage_id != self._shown_stage:
@@ -160,7 +170,14 @@ class PageView:
             dismiss = _el(button, text="×", classes="notice-dismiss", testid="agent-notice-dismiss",
                           attrs={"type": "button", "aria-label": self.t("edit.agent.dismiss"),
                                  "title": self.t("edit.agent.dismiss"), "data-code": notice.code})
-            box.append(_el(div, _el(span, text=self.t(f"notice.{notice.code}", **params)), dismiss,
+            text = _el(span)
+            for segment in isolated_segments(self.t, f"notice.{notice.code}", params, ("backup_key",)):
+                if segment.kind == "isolate":  # a storage key: its own LTR run inside RTL text
+                    text.append(_el(span, text=segment.text, classes="notice-key", testid="agent-notice-key",
+                                    attrs={"dir": "ltr"}))
+                else:
+                    text._dom_element.append(segment.text)
+            box.append(_el(div, text, dismiss,
                            classes="notice", testid="agent-notice",
                            attrs={"data-code": notice.code, "role": "status"})._dom_element)
 
@@ -174,15 +191,24 @@ class PageView:
             return
         if not self._rendered or self._offset > len(messages):
             self._rendered = []
+            self._expanded.clear()
             container.replaceChildren()
             self._offset = max(0, len(messages) - RENDER_WINDOW)
+        grew = len(messages) - self._offset > len(self._rendered)
+        start = window_start(len(messages), self._offset, grew=grew)
+        if start > self._offset:  # a long session: drop the oldest rendered messages (as after a reload)
+            dropped = start - self._offset
+            for _, _, node in self._rendered[:dropped]:
+                node.remove()
+            del self._rendered[:dropped]
+            self._offset = start
         messages = messages[self._offset:]
         # Follow the conversation when it grows or when the reader is already at its end.
-        stick = (len(messages) > len(self._rendered)
-                 or container.scrollHeight - container.scrollTop - container.clientHeight < 40)
+        stick = grew or container.scrollHeight - container.scrollTop - container.clientHeight < 40
         has_snapshot = self.runtime.stage_edits.has_snapshot
+        expanded = self._expanded
         for index, message in enumerate(messages):
-            signature = _signature(message, has_snapshot)
+            signature = _signature(message, has_snapshot, id(message) in expanded)
             if index < len(self._rendered):
                 ident, old_signature, node = self._rendered[index]
                 if ident == id(message) and old_signature == signature:
@@ -202,6 +228,8 @@ class PageView:
         for _, _, node in self._rendered[len(messages):]:
             node.remove()
         del self._rendered[len(messages):]
+        if expanded:  # only messages still rendered keep their expanded state (ids of gone ones may be reused)
+            expanded.intersection_update(ident for ident, _, _ in self._rendered)
         self._sync_earlier_button(container)
         if stick:
             container.scrollTop = container.scrollHeight
@@ -221,11 +249,33 @@ class PageView:
         for message in messages[start:self._offset]:
             node = self._message_node(message)
             container.insertBefore(node, anchor)
-            entries.append((id(message), _signature(message, has_snapshot), node))
+            entries.append((id(message), _signature(message, has_snapshot, id(message) in self._expanded), node))
         self._rendered[0:0] = entries
         self._offset = start
+        button = container.querySelector("[data-testid=agent-load-earlier]")
+        had_focus = not is_none(button) and document.activeElement == button
         self._sync_earlier_button(container)
         container.scrollTop += container.scrollHeight - height
+        if had_focus and start == 0 and entries:  # the focused button is gone: focus the first message shown
+            entries[0][2].focus()
+
+    def toggle_long_text(self, node) -> None:
+        """Expand or collapse the long message whose control ``node`` is (its "show all" button)."""
+        box = node.closest("[data-testid=agent-message]")
+        for index, (ident, _, message_node) in enumerate(self._rendered):
+            if message_node == box:
+                message = self.runtime.messages[self._offset + index]
+                if id(message) != ident:
+                    return
+                self._expanded.symmetric_difference_update({ident})
+                new = self._message_node(message)
+                box.replaceWith(new)
+                self._rendered[index] = (ident, _signature(message, self.runtime.stage_edits.has_snapshot,
+                                                           ident in self._expanded), new)
+                control = new.querySelector("[data-testid=agent-message-expand]")
+                if not is_none(control):
+                    control.focus()
+                return
 
     def _sync_earlier_button(self, container) -> None:
         """A "show earlier messages" button heads the list while older messages are not rendered."""
@@ -243,11 +293,12 @@ class PageView:
         attrs = {"data-role": message.role}
         if message.status is not None:
             attrs["data-status"] = message.status.type
-        box = _el(div, classes="message", testid="agent-message", attrs=attrs)
+        box = _el(div, classes="message", testid="agent-message", attrs={**attrs, "tabindex": "-1"})
         box._dom_element.setAttribute("aria-label", self.t(f"edit.agent.{'you' if message.role == 'user' else 'assistant'}"))
+        expanded = id(message) in self._expanded
         for part in message.content:
             if isinstance(part, TextPart):
-                box.append(self._bubble(part.text))
+                box.append(self._bubble(part.text, expanded=expanded))
             elif isinstance(part, ToolCallPart):
                 box.append(self._tool_card(tool_card_view(part, turn_running=running), part))
         if not message.content and message.role == "assistant":
@@ -260,15 +311,36 @@ class PageView:
             box.append(_el(div, text=self.t("edit.agent.stopped"), classes="bubble muted", testid="agent-stopped"))
         return box._dom_element
 
-    def _bubble(self, text: str):
-        bubble = _el(div, classes="bubble", attrs={"dir": "auto"})
+    def _bubble(self, text: str, *, expanded: bool = False):
+        """A text part's bubble. Long text (``collapsed_prefix``) shows its start and a "show
+        all" toggle; shown whole it is laid out in blocks of ``CHUNK_CHARS`` (one run of
+        hundreds of KB takes the browser seconds to line-break, issue 10 item 3)."""
+        prefix = collapsed_prefix(text)
+        bubble = _el(div, classes="bubble", testid="agent-message-text", attrs={"dir": "auto"})
+        if prefix is None:
+            self._fill_text(bubble, text)
+            return bubble
+        bubble._dom_element.setAttribute("data-long", "expanded" if expanded else "collapsed")
+        if expanded:
+            for chunk in text_chunks(text):
+                bubble.append(self._fill_text(_el(div, classes="text-chunk", testid="agent-text-chunk"), chunk))
+        else:
+            bubble.append(self._fill_text(_el(div, classes="text-chunk", testid="agent-text-chunk"), prefix + "…"))
+        bubble.append(_el(button, text=self.t("longText.showLess" if expanded else "longText.showAll"),
+                          classes="expand-button", testid="agent-message-expand",
+                          attrs={"type": "button", "aria-expanded": "true" if expanded else "false",
+                                 "data-chars": str(len(text))}))
+        return bubble
+
+    @staticmethod
+    def _fill_text(element, text: str):
         for segment in link_segments(text):
             if segment.kind == "link":
-                bubble.append(_el(a, text=segment.text, attrs={
+                element.append(_el(a, text=segment.text, attrs={
                     "href": segment.text, "target": "_blank", "rel": "noopener noreferrer nofollow"}))
             else:
-                bubble._dom_element.append(segment.text)
-        return bubble
+                element._dom_element.append(segment.text)
+        return element
 
     def _tool_card(self, card: ToolCardView, part: ToolCallPart):
         t = self.t

@@ -1,0 +1,213 @@
+"""Panel behaviour only a browser shows (issue 10 items 3, 5, 6, 7, 8): long text, course
+history, Escape rules, the bounded render window, narrow screens, focus, bidi isolation.
+
+Every test also proves, through the ``agent`` fixture, that no request left the local server.
+"""
+
+from __future__ import annotations
+
+import json
+
+from app.presentation import CHUNK_CHARS, COLLAPSED_CHARS, RENDER_SLACK, RENDER_WINDOW
+
+KEY = "maic-agent-threads"
+
+
+def envelope(threads: dict) -> str:
+    return json.dumps({"state": {"threads": threads}, "version": 1}, ensure_ascii=False, separators=(",", ":"))
+
+
+def turns(n: int, prefix: str = "") -> list[dict]:
+    out = []
+    for i in range(n):
+        out += [{"role": "user", "content": [{"type": "text", "text": f"{prefix}question {i}"}]},
+                {"role": "assistant", "content": [{"type": "text", "text": f"{prefix}answer {i}"}]}]
+    return out
+
+
+def thread(messages: list[dict], updated_at: int = 1_780_000_000_000) -> dict:
+    return {"messages": messages, "updatedAt": updated_at}
+
+
+def running(agent) -> bool:
+    return agent.testid("agent-panel").get_attribute("data-running") == "true"
+
+
+def active_testid(agent) -> str | None:
+    return agent.page.evaluate("() => document.activeElement && document.activeElement.getAttribute('data-testid')")
+
+
+def set_input(agent, text: str) -> None:
+    """Put ``text`` into the composer in one step (``fill`` types long text slowly)."""
+    agent.page.evaluate("t => { const i = document.querySelector('[data-testid=agent-input]'); i.value = t; }", text)
+
+
+# ---- item 3: long text ---------------------------------------------------------------------
+
+
+def test_long_paragraph_renders_collapsed_and_expands_by_keyboard_in_chunks(agent):
+    text = ("lorem ipsum dolor sit amet 中文 " * 700)[:20_000]
+    agent.open(course="intro-ml")
+    set_input(agent, text)
+    agent.testid("agent-send").click()
+    agent.wait_idle()
+    user = agent.messages().nth(0)
+    bubble = user.locator("[data-testid=agent-message-text]")
+    assert bubble.get_attribute("data-long") == "collapsed"
+    shown = bubble.evaluate("b => b.querySelector('[data-testid=agent-text-chunk]').textContent")
+    assert len(shown) <= COLLAPSED_CHARS + 1 and text.startswith(shown.rstrip("…"))
+    toggle = user.locator("[data-testid=agent-message-expand]")
+    assert toggle.get_attribute("aria-expanded") == "false"
+    assert toggle.evaluate("b => b.tagName") == "BUTTON" and toggle.inner_text().strip()
+    toggle.focus()
+    agent.page.keyboard.press("Enter")
+    toggle = agent.messages().nth(0).locator("[data-testid=agent-message-expand]")
+    assert toggle.get_attribute("aria-expanded") == "true"
+    assert active_testid(agent) == "agent-message-expand"  # focus stays on the control
+    chunks = agent.messages().nth(0).locator("[data-testid=agent-text-chunk]").all_text_contents()
+    assert "".join(chunks) == text and len(chunks) > 1 and max(map(len, chunks)) <= CHUNK_CHARS
+    agent.page.keyboard.press("Space")
+    assert agent.messages().nth(0).locator("[data-testid=agent-message-text]").get_attribute("data-long") == "collapsed"
+    assert agent.stored()["state"]["threads"]["intro-ml"]["messages"][0]["content"][0]["text"] == text
+    agent.reload()
+    assert agent.messages().nth(0).locator("[data-testid=agent-message-text]").get_attribute("data-long") == "collapsed"
+    short = agent.messages().nth(1).locator("[data-testid=agent-message-text]")
+    assert short.get_attribute("data-long") is None and short.locator("[data-testid=agent-message-expand]").count() == 0
+
+
+# ---- item 5: courses by URL stay reachable; Back/Forward ------------------------------------
+
+
+def test_course_opened_by_url_stays_in_the_picker_and_back_forward_switch_in_the_page(agent):
+    agent.seed({KEY: envelope({"stored-elsewhere": thread(turns(1, "else "))})})
+    agent.open(course="my-course", lang="en-US")
+    agent.send("hello my course")
+    options = agent.page.eval_on_selector_all("[data-testid=course-select] option", "os => os.map(o => [o.value, o.textContent])")
+    values = [v for v, _ in options]
+    assert {"intro-ml", "my-course", "stored-elsewhere"} <= set(values)
+    assert dict(options)["stored-elsewhere"] == "Course stored-elsewhere"
+    agent.page.evaluate("() => { window.__samePage = true; }")
+    length = agent.page.evaluate("() => history.length")
+    agent.page.select_option("[data-testid=course-select]", "intro-ml")
+    assert agent.page.evaluate("() => history.length") == length + 1
+    assert "my-course" in [o for o in agent.page.eval_on_selector_all(
+        "[data-testid=course-select] option", "os => os.map(o => o.value)")]
+    agent.page.go_back()
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=course-select]').value === 'my-course'")
+    assert agent.page.evaluate("() => window.__samePage === true")  # no reload
+    assert "hello my course" in agent.messages().nth(0).inner_text()
+    agent.page.go_forward()
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=course-select]').value === 'intro-ml'")
+    assert agent.page.evaluate("() => window.__samePage === true")
+    assert agent.messages().count() == 0
+    agent.reload()  # after a reload the stored course is still offered
+    assert "my-course" in agent.page.eval_on_selector_all("[data-testid=course-select] option", "os => os.map(o => o.value)")
+
+
+# ---- item 6: Escape -----------------------------------------------------------------------
+
+
+def test_escape_during_ime_composition_or_on_the_course_picker_does_not_stop_the_reply(agent):
+    agent.open(course="intro-ml", delay=300)
+    agent.send("a slow reply please", wait=False)
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'")
+    cdp = agent.page.context.new_cdp_session(agent.page)
+    agent.testid("agent-input").focus()
+    cdp.send("Input.imeSetComposition", {"text": "zhong", "selectionStart": 5, "selectionEnd": 5})
+    agent.page.keyboard.press("Escape")
+    assert running(agent)
+    cdp.send("Input.insertText", {"text": "中"})  # commits: the composition ends
+    agent.testid("course-select").focus()
+    agent.page.keyboard.press("Escape")
+    assert running(agent)
+    agent.testid("agent-input").focus()
+    agent.page.keyboard.press("Escape")
+    agent.wait_idle()
+    assert agent.messages().nth(1).get_attribute("data-status") == "incomplete"
+
+
+def test_escape_with_focus_nowhere_stops_the_reply(agent):
+    agent.open(course="intro-ml", delay=300)
+    agent.send("a slow reply please", wait=False)
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'")
+    agent.page.evaluate("() => document.activeElement && document.activeElement.blur()")
+    agent.page.keyboard.press("Escape")
+    agent.wait_idle()
+    assert agent.messages().nth(1).get_attribute("data-status") == "incomplete"
+
+
+# ---- item 7: bounded window during a session ------------------------------------------------
+
+
+def test_rendered_window_stays_bounded_during_a_session_and_show_earlier_brings_messages_back(agent):
+    seeded = RENDER_WINDOW + RENDER_SLACK - 2  # a session adds two turns: past the bound
+    agent.seed({KEY: envelope({"intro-ml": thread(turns(seeded // 2))})})
+    agent.open(course="intro-ml")
+    assert agent.messages().count() == RENDER_WINDOW
+    for i in range(RENDER_SLACK // 2 + 1):
+        agent.send(f"session turn {i}")
+    total = seeded + 2 * (RENDER_SLACK // 2 + 1)
+    assert agent.messages().count() <= RENDER_WINDOW + RENDER_SLACK < total
+    assert f"session turn {RENDER_SLACK // 2}" in agent.messages().nth(agent.messages().count() - 2).inner_text()
+    shown = agent.messages().count()
+    agent.testid("agent-load-earlier").click()
+    assert agent.messages().count() == min(total, shown + RENDER_WINDOW)
+
+
+# ---- item 8: narrow screens, focus, localisation, bidi ---------------------------------------
+
+
+def test_panel_at_390px_keeps_the_viewport_height_and_the_composer_in_view(agent):
+    agent.page.set_viewport_size({"width": 390, "height": 844})
+    agent.seed({KEY: envelope({"intro-ml": thread(turns(16))})})
+    agent.open(course="intro-ml")
+    assert agent.messages().count() == 32
+    agent.testid("agent-input").scroll_into_view_if_needed()
+    panel = agent.testid("agent-panel").bounding_box()
+    assert panel["height"] <= 844
+    box = agent.testid("agent-input").bounding_box()
+    assert 0 <= box["y"] and box["y"] + box["height"] <= 844
+    scroll = agent.testid("agent-messages").evaluate("m => [m.scrollHeight, m.clientHeight]")
+    assert scroll[0] > scroll[1]  # the messages scroll inside the panel
+    assert agent.messages().last.is_visible()
+
+
+def test_focus_moves_to_the_composer_when_the_focused_stop_button_hides(agent):
+    agent.open(course="intro-ml", delay=40)
+    agent.send("hello", wait=False)
+    agent.testid("agent-stop").focus()
+    assert active_testid(agent) == "agent-stop"
+    agent.wait_idle()
+    assert active_testid(agent) == "agent-input"
+
+
+def test_focus_moves_to_the_first_shown_message_when_the_focused_show_earlier_button_goes(agent):
+    agent.seed({KEY: envelope({"intro-ml": thread(turns(RENDER_WINDOW // 2 + 3))})})
+    agent.open(course="intro-ml")
+    agent.testid("agent-load-earlier").focus()
+    agent.page.keyboard.press("Enter")
+    assert agent.testid("agent-load-earlier").count() == 0
+    assert active_testid(agent) == "agent-message"
+    assert agent.page.evaluate("() => document.activeElement === document.querySelector('[data-testid=agent-message]')")
+
+
+def test_placeholder_scenes_are_localised_and_demo_scenes_stay_as_written(agent):
+    agent.open(course="my-course", lang="zh-CN")
+    titles = agent.testid("scene-title").all_text_contents()
+    assert titles == ["场景 1", "场景 2", "场景 3"]
+    assert "Scene" not in agent.testid("stage-view").inner_text()
+    agent.open(course="intro-ml", lang="zh-CN")
+    assert agent.testid("scene-title").first.inner_text() == "What is learning?"
+
+
+def test_backup_key_in_the_arabic_notice_is_isolated_as_ltr_text(agent):
+    agent.seed({KEY: "garbage{"})
+    agent.open(course="intro-ml", lang="ar-SA")
+    key = agent.testid("agent-notice-key")
+    assert key.count() == 1
+    stored_keys = agent.page.evaluate("() => Object.keys(localStorage)")
+    backup = [k for k in stored_keys if k.startswith(KEY + ".backup.")]
+    assert key.text_content() == backup[0]
+    assert key.get_attribute("dir") == "ltr"
+    assert key.evaluate("k => getComputedStyle(k).unicodeBidi") == "isolate"
+    assert key.evaluate("k => k.children.length") == 0  # set as text
