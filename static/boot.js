@@ -1,6 +1,8 @@
 // Start-up shell: visible loading progress and start-up errors before Python runs.
 // DESIGN.md §2 and §6: a start-up failure becomes html[data-error] holding the message,
 // so tests fail fast with it instead of waiting for a timeout.
+import { guardIndexedDb } from "./indexeddb-guard.js";
+
 const root = document.documentElement;
 const LOCALES = ["zh-CN", "zh-TW", "en-US", "ja-JP", "ru-RU", "ar-SA", "pt-BR", "ko-KR"];
 
@@ -62,3 +64,9 @@ new MutationObserver((records) => {
       if (node.nodeType === 1 && node.classList.contains("py-error")) fail(node.textContent.trim());
 }).observe(document.documentElement, { childList: true, subtree: true });
 
+
+// PyScript's core is imported only once IndexedDB is known to work or has been replaced by
+// the in-memory substitute (static/indexeddb-guard.js); index.html preloads it meanwhile.
+guardIndexedDb()
+  .then(() => import("./vendor/pyscript/core.js"))
+  .catch((error) => fail(error && (error.message || error)));

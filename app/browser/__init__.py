@@ -44,12 +44,13 @@ def _boot() -> None:
 
     from app.agent import DemoAgent
     from app.browser.bench_hooks import install as install_bench_hooks
+    from app.browser.indexed_db import NOTICE_CODE as IDB_NOTICE, indexed_db_status
     from app.browser.local_storage import open_local_storage
     from app.browser.view import PageView
     from app.courses import DEFAULT_COURSE_ID, find_course
     from app.i18n import Translator, resolve_locale
     from app.runtime import AgentRuntime
-    from app.store import STORAGE_KEY, ThreadStore
+    from app.store import STORAGE_KEY, Notice, ThreadStore
 
     params = js.URLSearchParams.new(window.location.search)
     query = {name: params.get(name) for name in ("course", "lang", "delay")}
@@ -69,6 +70,8 @@ def _boot() -> None:
     store = ThreadStore(open_local_storage())
     store.hydrate(clock())
     runtime = AgentRuntime(store, DemoAgent(delay_ms=delay_ms), clock=clock)
+    if not indexed_db_status(window).available:  # PyScript runs on the in-memory substitute
+        runtime.add_notice(Notice(IDB_NOTICE))
     view = PageView(runtime, translator)
     view.translate_static()
 
