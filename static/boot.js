@@ -65,8 +65,41 @@ new MutationObserver((records) => {
 }).observe(document.documentElement, { childList: true, subtree: true });
 
 
+// A build (tools/build.py: <meta name="agentbar-build">) runs under the service worker
+// (sw.js beside index.html, DESIGN.md §11). A new version of the build waits until this check,
+// made before PyScript loads anything: when it is waiting and this page is the only one open,
+// it takes over and the page reloads, so a page never runs on a mix of two versions.
+const isBuild = !!document.querySelector('meta[name="agentbar-build"]');
+
+function takeUpdate() {
+  const sw = isBuild && navigator.serviceWorker;
+  if (!sw || !sw.controller) return Promise.resolve();
+  return sw.getRegistration().then((registration) => {
+    const waiting = registration && registration.waiting;
+    if (!waiting) return;
+    return new Promise((resolve) => {
+      sw.addEventListener("message", (event) => {
+        if (event.data && event.data.type === "agentbar:busy") resolve(); // other tabs: stay on this version
+      });
+      sw.addEventListener("controllerchange", () => location.reload());
+      waiting.postMessage({ type: "agentbar:activate" });
+      setTimeout(resolve, 3000); // the worker did not answer: go on with the version in control
+    });
+  }).catch(() => {});
+}
+
+function registerWorker() {
+  if (!isBuild || !navigator.serviceWorker) return;
+  const register = () => navigator.serviceWorker.register("sw.js").catch((e) => console.warn("AgentBar: service worker", e));
+  if (root.dataset.ready === "true") register();
+  else new MutationObserver((_, observer) => {
+    if (root.dataset.ready === "true") { observer.disconnect(); register(); }
+  }).observe(root, { attributes: true, attributeFilter: ["data-ready"] });
+}
+
 // PyScript's core is imported only once IndexedDB is known to work or has been replaced by
 // the in-memory substitute (static/indexeddb-guard.js); index.html preloads it meanwhile.
-guardIndexedDb()
+Promise.all([guardIndexedDb(), takeUpdate()])
   .then(() => import("./vendor/pyscript/core.js"))
+  .then(registerWorker)
   .catch((error) => fail(error && (error.message || error)));
