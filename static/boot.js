@@ -66,26 +66,39 @@ new MutationObserver((records) => {
 
 
 // A build (tools/build.py: <meta name="agentbar-build">) runs under the service worker
-// (sw.js beside index.html, DESIGN.md §11). A new version of the build waits until this check,
-// made before PyScript loads anything: when it is waiting and this page is the only one open,
-// it takes over and the page reloads, so a page never runs on a mix of two versions.
+// (sw.js beside index.html, DESIGN.md §11). Before PyScript loads anything, a page under the
+// worker asks the server for a newer sw.js (bounded wait; offline it fails at once). A newer
+// version installs (only changed files are fetched), then takes over if this page is the only
+// one open, and the page reloads on it: a change shows on the next load, and a page never runs
+// on a mix of two versions (with other tabs open it stays on its version until they close).
 const isBuild = !!document.querySelector('meta[name="agentbar-build"]');
+const UPDATE_CHECK_MS = 1500;
+const INSTALL_WAIT_MS = 20000;
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function takeUpdate() {
+async function takeUpdate() {
   const sw = isBuild && navigator.serviceWorker;
-  if (!sw || !sw.controller) return Promise.resolve();
-  return sw.getRegistration().then((registration) => {
-    const waiting = registration && registration.waiting;
-    if (!waiting) return;
-    return new Promise((resolve) => {
-      sw.addEventListener("message", (event) => {
-        if (event.data && event.data.type === "agentbar:busy") resolve(); // other tabs: stay on this version
-      });
-      sw.addEventListener("controllerchange", () => location.reload());
-      waiting.postMessage({ type: "agentbar:activate" });
-      setTimeout(resolve, 3000); // the worker did not answer: go on with the version in control
+  if (!sw || !sw.controller) return;
+  const registration = await sw.getRegistration();
+  if (!registration) return;
+  if (!registration.waiting && navigator.onLine !== false)
+    await Promise.race([registration.update().catch(() => {}), sleep(UPDATE_CHECK_MS)]);
+  const next = registration.installing || registration.waiting;
+  if (!next) return;
+  if (next.state === "installing")
+    await Promise.race([sleep(INSTALL_WAIT_MS), new Promise((resolve) => next.addEventListener("statechange", () => {
+      if (next.state !== "installing") resolve();
+    }))]);
+  if (registration.waiting !== next) return; // failed or too slow: run the version in control
+  await new Promise((resolve) => {
+    sw.addEventListener("message", (event) => {
+      if (event.data && event.data.type === "agentbar:busy") resolve(); // other tabs: stay on this version
     });
-  }).catch(() => {});
+    sw.addEventListener("controllerchange", () => location.reload());
+    sw.startMessages();
+    next.postMessage({ type: "agentbar:activate" });
+    setTimeout(resolve, 3000); // no answer: go on with the version in control
+  });
 }
 
 function registerWorker() {
@@ -99,7 +112,7 @@ function registerWorker() {
 
 // PyScript's core is imported only once IndexedDB is known to work or has been replaced by
 // the in-memory substitute (static/indexeddb-guard.js); index.html preloads it meanwhile.
-Promise.all([guardIndexedDb(), takeUpdate()])
+Promise.all([guardIndexedDb(), takeUpdate().catch(() => {})])
   .then(() => import("./vendor/pyscript/core.js"))
   .then(registerWorker)
   .catch((error) => fail(error && (error.message || error)));

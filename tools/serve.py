@@ -52,6 +52,12 @@ class Handler(http.server.SimpleHTTPRequestHandler):
     base = "/"
     extra_headers: dict[str, str] = {}
     bytes_sent = None  # a one-element list: body bytes sent, summed over requests (benchmarks)
+    request_log = None  # a list of (path, status) per request (tests)
+
+    def log_request(self, code="-", size="-") -> None:  # noqa: D102 - standard hook
+        if self.request_log is not None:
+            self.request_log.append((self.path, int(code) if isinstance(code, int) else code))
+        super().log_request(code, size)
 
     def translate_path(self, path: str) -> str:  # noqa: D102 - standard hook
         if self.base != "/":
@@ -141,17 +147,22 @@ class Handler(http.server.SimpleHTTPRequestHandler):
 
 
 def make_server(host: str = "127.0.0.1", port: int = 8000, root: Path = ROOT, quiet: bool = False,
-                base: str = "/", headers: dict[str, str] | None = None, count_bytes: bool = False):
+                base: str = "/", headers: dict[str, str] | None = None, count_bytes: bool = False,
+                log_requests: bool = False):
     """Return a ``ThreadingHTTPServer`` serving ``root`` under ``base`` (a path starting and ending
     with ``/``); ``server.server_address`` has the bound port. ``headers`` are added to every
-    response. With ``count_bytes``, ``server.bytes_sent[0]`` sums the body bytes sent."""
+    response. With ``count_bytes``, ``server.bytes_sent[0]`` sums the body bytes sent; with
+    ``log_requests``, ``server.request_log`` lists ``(path, status)`` of every request."""
     if not (base.startswith("/") and base.endswith("/")):
         raise ValueError(f"base must start and end with '/': {base!r}")
     counter = [0] if count_bytes else None
-    attrs = {"quiet": quiet, "base": base, "extra_headers": dict(headers or {}), "bytes_sent": counter}
+    log = [] if log_requests else None
+    attrs = {"quiet": quiet, "base": base, "extra_headers": dict(headers or {}), "bytes_sent": counter,
+             "request_log": log}
     handler = functools.partial(type("H", (Handler,), attrs), directory=str(root))
     server = http.server.ThreadingHTTPServer((host, port), handler)
     server.bytes_sent = counter
+    server.request_log = log
     return server
 
 
