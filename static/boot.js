@@ -112,7 +112,8 @@ function registerWorker() {
 
 // PyScript's core is imported only once IndexedDB is known to work or has been replaced by
 // the in-memory substitute (static/indexeddb-guard.js); index.html preloads it meanwhile.
-Promise.all([guardIndexedDb(), takeUpdate().catch(() => {})])
+const mark = (name) => (value) => (performance.mark(`agentbar:${name}`), value);
+Promise.all([guardIndexedDb().then(mark("indexeddb-checked")), takeUpdate().catch(() => {}).then(mark("update-checked"))])
   .then(() => import("./vendor/pyscript/core.js"))
   .then(registerWorker)
   .catch((error) => fail(error && (error.message || error)));

@@ -3,7 +3,8 @@
 // followed by this file. Registered by static/boot.js only in a build (meta agentbar-build).
 //
 // - install: precache every file of BUILD into the cache "agentbar-<version>". A file whose
-//   sha256 is already in an older AgentBar cache is copied from there; any other is fetched
+//   sha256 is already in an older AgentBar cache (each cache holds an index of path → sha256,
+//   written last, so a cache without it is incomplete) is copied from there; any other is fetched
 //   with cache "no-cache" (revalidated: on a first visit the page has just loaded it, so the
 //   body comes from the HTTP cache) and checked against its sha256, so a host caught
 //   mid-deploy can never produce a cache mixing versions (the install fails, the old one stays).
@@ -18,39 +19,47 @@
 const CACHE_PREFIX = "agentbar-";
 const CACHE = CACHE_PREFIX + BUILD.version;
 const SCOPE = new URL(self.registration.scope);
-const SHA_HEADER = "x-agentbar-sha256";
+const INDEX = new URL("agentbar-cache-index.json", SCOPE).href; // per cache: {path: sha256} of what it holds
 
 const hex = (buffer) => Array.from(new Uint8Array(buffer), (b) => b.toString(16).padStart(2, "0")).join("");
 
-async function fromOlderCache(url, sha) {
+async function indexOf(cache) {
+  const hit = await cache.match(INDEX);
+  return hit ? hit.json() : {};
+}
+
+async function fromOlderCache(path, sha) {
   for (const name of await caches.keys()) {
     if (!name.startsWith(CACHE_PREFIX) || name === CACHE) continue;
-    const hit = await (await caches.open(name)).match(url);
-    if (hit && hit.headers.get(SHA_HEADER) === sha) return hit;
+    const cache = await caches.open(name);
+    if ((await indexOf(cache))[path] !== sha) continue;
+    const hit = await cache.match(new URL(path, SCOPE).href);
+    if (hit) return hit;
   }
   return null;
 }
 
-async function fetchVerified(url, sha) {
+// The server's own response is stored (its URL and headers kept: Chromium then reuses the
+// compiled wasm), after its body was checked against the manifest's sha256.
+async function fetchVerified(path, sha) {
+  const url = new URL(path, SCOPE).href;
   const response = await fetch(url, { cache: "no-cache", credentials: "same-origin" });
   if (!response.ok) throw new Error(`precache ${url}: HTTP ${response.status}`);
-  const body = await response.arrayBuffer();
-  const actual = hex(await crypto.subtle.digest("SHA-256", body));
+  const stored = response.clone();
+  const actual = hex(await crypto.subtle.digest("SHA-256", await response.arrayBuffer()));
   if (actual !== sha) throw new Error(`precache ${url}: sha256 ${actual}, the manifest says ${sha}`);
-  const headers = new Headers({ "content-type": response.headers.get("content-type") || "application/octet-stream" });
-  headers.set(SHA_HEADER, sha);
-  return new Response(body, { status: 200, headers });
+  return stored;
 }
 
 self.addEventListener("install", (event) => {
   event.waitUntil((async () => {
     const cache = await caches.open(CACHE);
+    const held = await indexOf(cache);
     await Promise.all(Object.entries(BUILD.files).map(async ([path, sha]) => {
-      const url = new URL(path, SCOPE).href;
-      const have = await cache.match(url);
-      if (have && have.headers.get(SHA_HEADER) === sha) return;
-      await cache.put(url, (await fromOlderCache(url, sha)) || (await fetchVerified(url, sha)));
+      if (held[path] === sha) return;
+      await cache.put(new URL(path, SCOPE).href, (await fromOlderCache(path, sha)) || (await fetchVerified(path, sha)));
     }));
+    await cache.put(INDEX, new Response(JSON.stringify(BUILD.files), { headers: { "content-type": "application/json" } }));
   })());
 });
 
