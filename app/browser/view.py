@@ -119,6 +119,8 @@ class PageView:
         panel = self._by("agent-panel")
         running = bool(runtime.is_running)
         panel.dataset.running = "true" if running else "false"
+        # The log is announced once when the reply is complete, not token by token (issue 9 part 2).
+        self._by("agent-messages").setAttribute("aria-busy", "true" if running else "false")
         self._by("agent-new-conversation").hidden = not runtime.has_messages
         self._by("agent-stop").hidden = not running
         self._by("agent-send").disabled = running or runtime.stage_id is None
