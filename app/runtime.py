@@ -202,6 +202,14 @@ class AgentRuntime:
         self._after_store_call()
         self._notify()
 
+    def add_notice(self, notice: Any) -> None:
+        """Show ``notice`` (an ``app.store.Notice``) raised outside the store, e.g. by the browser
+        layer at start-up (``indexeddb-unavailable``, DESIGN.md §5); a notice already shown is
+        not repeated."""
+        if notice not in self._notices:
+            self._notices.append(notice)
+            self._notify()
+
     def dismiss_notice(self, code: str) -> None:
         """Hide the notices with ``code`` (the user closed them); a new occurrence shows again."""
         if self._drop_notices(code):

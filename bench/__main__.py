@@ -200,7 +200,7 @@ def machine_info(browser) -> dict:
 
 
 def ensure_runtime() -> None:
-    """The vendored runtime must be laid out and the app wheel current (it carries bench_hooks)."""
+    """The vendored runtime must be laid out and the app wheel current (bench/hooks.py is fetched by the page)."""
     lock = ROOT / "static" / "vendor" / "pyodide" / "pyodide-lock.json"
     wheel = next(iter(sorted((ROOT / "static" / "vendor" / "pyodide").glob("agentbar-*.whl"))), ROOT / "missing.whl")
     stale = not lock.exists() or not wheel.exists()
@@ -229,6 +229,7 @@ def snapshot_site() -> Path:
         shutil.copy2(ROOT / name, dest / name)
     for name in ("static", "bench/pages", "app/locales"):
         shutil.copytree(ROOT / name, dest / name)
+    shutil.copy2(ROOT / "bench" / "hooks.py", dest / "bench" / "hooks.py")  # fetched by the page with ?bench=1
     return dest
 
 
@@ -443,7 +444,7 @@ def _open_bench_page(run: Run, context, seed_value: str):
     page.goto(run.base + "index.html?" + urlencode({"course": CURRENT, "delay": 0, "bench": 1}))
     run.wait_ready(page)
     if not page.evaluate("() => !!window.agentbarBench"):
-        raise RuntimeError("window.agentbarBench missing: does main() call bench_hooks.install, and is the app wheel current?")
+        raise RuntimeError("window.agentbarBench missing: does the page load bench/hooks.py (main() with ?bench=1), and is the app wheel current?")
     page.evaluate(BRIDGE_WRAP)
     return page
 
@@ -746,7 +747,7 @@ def print_report(result: dict) -> None:
         print("  (python = app ms − time inside the JS bridge; 1st py = python ms of the first splice after the warm-up's"
               " full write; serialize = runtime's serialize_thread before store.save; stall = the whole completion"
               " callback incl. render; ratio = app ms / JS base)")
-        print("\n  Steady save steps (median ms of 3, diagnostic re-run of the same steps, app.browser.bench_hooks.save_steps):")
+        print("\n  Steady save steps (median ms of 3, diagnostic re-run of the same steps, bench/hooks.py save_steps):")
         names = []
         for r in saves:
             names += [n for n in r.get("steps_ms", {}) if n not in names]
@@ -806,6 +807,7 @@ EXTRA_PARTS: dict[str, str] = {
     "firstsave": "bench.firstsave",
     "longtext": "bench.longtext",
     "longsession": "bench.longsession",
+    "build": "bench.build",
 }
 """Further benchmark parts: ``name -> module``; each module has ``run(run: Run, *, quick: bool) -> dict``
 (figures, ratios against a baseline measured in the same page and run, and a ``goals`` dict of

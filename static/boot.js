@@ -1,6 +1,8 @@
 // Start-up shell: visible loading progress and start-up errors before Python runs.
 // DESIGN.md §2 and §6: a start-up failure becomes html[data-error] holding the message,
 // so tests fail fast with it instead of waiting for a timeout.
+import { guardIndexedDb } from "./indexeddb-guard.js";
+
 const root = document.documentElement;
 const LOCALES = ["zh-CN", "zh-TW", "en-US", "ja-JP", "ru-RU", "ar-SA", "pt-BR", "ko-KR"];
 
@@ -62,3 +64,56 @@ new MutationObserver((records) => {
       if (node.nodeType === 1 && node.classList.contains("py-error")) fail(node.textContent.trim());
 }).observe(document.documentElement, { childList: true, subtree: true });
 
+
+// A build (tools/build.py: <meta name="agentbar-build">) runs under the service worker
+// (sw.js beside index.html, DESIGN.md §11). Before PyScript loads anything, a page under the
+// worker asks the server for a newer sw.js (bounded wait; offline it fails at once). A newer
+// version installs (only changed files are fetched), then takes over if this page is the only
+// one open, and the page reloads on it: a change shows on the next load, and a page never runs
+// on a mix of two versions (with other tabs open it stays on its version until they close).
+const isBuild = !!document.querySelector('meta[name="agentbar-build"]');
+const UPDATE_CHECK_MS = 1500;
+const INSTALL_WAIT_MS = 20000;
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function takeUpdate() {
+  const sw = isBuild && navigator.serviceWorker;
+  if (!sw || !sw.controller) return;
+  const registration = await sw.getRegistration();
+  if (!registration) return;
+  if (!registration.waiting && navigator.onLine !== false)
+    await Promise.race([registration.update().catch(() => {}), sleep(UPDATE_CHECK_MS)]);
+  const next = registration.installing || registration.waiting;
+  if (!next) return;
+  if (next.state === "installing")
+    await Promise.race([sleep(INSTALL_WAIT_MS), new Promise((resolve) => next.addEventListener("statechange", () => {
+      if (next.state !== "installing") resolve();
+    }))]);
+  if (registration.waiting !== next) return; // failed or too slow: run the version in control
+  await new Promise((resolve) => {
+    sw.addEventListener("message", (event) => {
+      if (event.data && event.data.type === "agentbar:busy") resolve(); // other tabs: stay on this version
+    });
+    sw.addEventListener("controllerchange", () => location.reload());
+    sw.startMessages();
+    next.postMessage({ type: "agentbar:activate" });
+    setTimeout(resolve, 3000); // no answer: go on with the version in control
+  });
+}
+
+function registerWorker() {
+  if (!isBuild || !navigator.serviceWorker) return;
+  const register = () => navigator.serviceWorker.register("sw.js").catch((e) => console.warn("AgentBar: service worker", e));
+  if (root.dataset.ready === "true") register();
+  else new MutationObserver((_, observer) => {
+    if (root.dataset.ready === "true") { observer.disconnect(); register(); }
+  }).observe(root, { attributes: true, attributeFilter: ["data-ready"] });
+}
+
+// PyScript's core is imported only once IndexedDB is known to work or has been replaced by
+// the in-memory substitute (static/indexeddb-guard.js); index.html preloads it meanwhile.
+const mark = (name) => (value) => (performance.mark(`agentbar:${name}`), value);
+Promise.all([guardIndexedDb().then(mark("indexeddb-checked")), takeUpdate().catch(() => {}).then(mark("update-checked"))])
+  .then(() => import("./vendor/pyscript/core.js"))
+  .then(registerWorker)
+  .catch((error) => fail(error && (error.message || error)));

@@ -3,6 +3,8 @@
 #   bash tools/dev.sh serve [--port N]   serve the app, printing its local URL
 #   bash tools/dev.sh test [pytest args] run every test (unit + end-to-end in Chromium)
 #   bash tools/dev.sh bench [--quick]    run the benchmarks (see README)
+#   bash tools/dev.sh build              write dist/, the deployable offline build (see README)
+#   bash tools/dev.sh serve --dist [--base /some/where/]   serve dist/ (built first) like a host
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,7 +44,15 @@ shift || true
 case "$cmd" in
   serve)
     setup_runtime
+    case " $* " in
+      *" --dist "*) setup_venv; .venv/bin/python tools/build.py ;;
+    esac
     exec "$python_bin" tools/serve.py "$@"
+    ;;
+  build)
+    setup_runtime
+    setup_venv
+    exec .venv/bin/python tools/build.py "$@"
     ;;
   test)
     setup_runtime
@@ -57,7 +67,7 @@ case "$cmd" in
     exec .venv/bin/python -m bench "$@"
     ;;
   *)
-    echo "usage: bash tools/dev.sh serve|test|bench [args]" >&2
+    echo "usage: bash tools/dev.sh serve|test|bench|build [args]" >&2
     exit 2
     ;;
 esac

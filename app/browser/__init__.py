@@ -43,14 +43,14 @@ def _boot() -> None:
     from pyscript.ffi import is_none
 
     from app.agent import DemoAgent
-    from app.browser.bench_hooks import install as install_bench_hooks
+    from app.browser.indexed_db import NOTICE_CODE as IDB_NOTICE, indexed_db_status
     from app.browser.local_storage import open_local_storage
     from app.browser.view import PageView
     from app.composer import composer_text
     from app.courses import DEFAULT_COURSE_ID, find_course
     from app.i18n import Translator, resolve_locale
     from app.runtime import AgentRuntime
-    from app.store import STORAGE_KEY, ThreadStore
+    from app.store import STORAGE_KEY, Notice, ThreadStore
 
     params = js.URLSearchParams.new(window.location.search)
     query = {name: params.get(name) for name in ("course", "lang", "delay")}
@@ -70,6 +70,8 @@ def _boot() -> None:
     store = ThreadStore(open_local_storage())
     store.hydrate(clock())
     runtime = AgentRuntime(store, DemoAgent(delay_ms=delay_ms), clock=clock)
+    if not indexed_db_status(window).available:  # PyScript runs on the in-memory substitute
+        runtime.add_notice(Notice(IDB_NOTICE))
     view = PageView(runtime, translator)
     view.translate_static()
 
@@ -170,6 +172,33 @@ def _boot() -> None:
 
     window.addEventListener("storage", create_proxy(_on_storage))
 
-    install_bench_hooks(window, runtime, store)  # only with ?bench=1
+    if "bench=1" in str(window.location.search):  # python -m bench only; bench/ is never shipped
+        _install_bench_hooks(window, runtime, store)
     view.show_app()
     root.dataset.ready = "true"
+
+
+def _install_bench_hooks(window, runtime, store) -> None:
+    """Load ``bench/hooks.py`` from the dev server and run its ``install`` (``?bench=1`` only).
+
+    The hooks are not part of the app package (issue 9 part 3: nothing of the
+    benchmark ships in ``dist/``); the development server serves the repository,
+    so the benchmark's page fetches them from there. Missing hooks (a build)
+    leave the page as it is.
+    """
+    import types
+
+    import js
+
+    request = js.XMLHttpRequest.new()
+    request.open("GET", "bench/hooks.py", False)  # synchronous: the benchmark only, before ready
+    try:
+        request.send(None)
+    except Exception:  # noqa: BLE001 - no hooks served (dist/): the app runs unchanged
+        return
+    if request.status != 200:
+        return
+    source = request.responseText
+    module = types.ModuleType("bench_hooks")
+    exec(compile(source, "bench/hooks.py", "exec"), module.__dict__)  # noqa: S102 - our own file, dev server only
+    module.install(window, runtime, store)

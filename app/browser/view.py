@@ -126,6 +126,8 @@ class PageView:
         panel = self._by("agent-panel")
         running = bool(runtime.is_running)
         panel.dataset.running = "true" if running else "false"
+        # The log is announced once when the reply is complete, not token by token (issue 9 part 2).
+        self._by("agent-messages").setAttribute("aria-busy", "true" if running else "false")
         self._by("agent-new-conversation").hidden = not runtime.has_messages
         stop, send = self._by("agent-stop"), self._by("agent-send")
         if (not running and document.activeElement == stop) or (running and document.activeElement == send):

@@ -28,6 +28,14 @@ ROOT = Path(__file__).resolve().parents[2]
 STORAGE_KEY = "maic-agent-threads"
 READY_TIMEOUT_MS = 60_000
 
+AXE_PATH = ROOT / "static" / "vendor" / "test" / "axe-core" / "axe.min.js"
+AXE_RUN_JS = """async () => {
+  const result = await axe.run(document, { resultTypes: ["violations"] });
+  return result.violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 5).map((n) => n.target.join(" ")) }));
+}"""
+
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -132,6 +140,15 @@ class AgentPage:
 
     def messages(self):
         return self.testid("agent-message")
+
+    def assert_accessible(self, state: str = "") -> None:
+        """Run axe-core (vendored, test-only) on the page as it is now; fail on any serious or
+        critical violation, naming the rule and the first offending elements. ``state`` names
+        what is shown, for the failure message. Reusable by every view (issue 9 part 2)."""
+        if not self.page.evaluate("() => typeof window.axe === 'object'"):
+            self.page.add_script_tag(content=AXE_PATH.read_text())  # inline: no request leaves the page
+        found = self.page.evaluate(AXE_RUN_JS)
+        assert found == [], f"axe: serious/critical violations ({state or self.page.url}): {json.dumps(found, indent=1)}"
 
     def off_origin_requests(self) -> list[str]:
         return [u for u in self.requests if not (u.startswith(self.base_url) or u.startswith(("data:", "blob:")))]

@@ -31,3 +31,104 @@ def test_dot_folders_are_not_served(base_url, path):
     with pytest.raises(urllib.error.HTTPError) as error:
         urllib.request.urlopen(base_url + path)
     assert error.value.code == 404
+
+
+@pytest.fixture
+def dist_tree(tmp_path):
+    """A folder with a file and its precompressed variants, as tools/build.py writes them."""
+    import gzip
+
+    import brotli
+
+    body = b"console.log('agentbar');\n" * 100
+    (tmp_path / "static").mkdir()
+    (tmp_path / "static/app.js").write_bytes(body)
+    (tmp_path / "static/app.js.br").write_bytes(brotli.compress(body))
+    (tmp_path / "static/app.js.gz").write_bytes(gzip.compress(body))
+    (tmp_path / "static/plain.css").write_bytes(b"body{}")
+    (tmp_path / "index.html").write_bytes(b"<!doctype html><title>x</title>")
+    return tmp_path, body
+
+
+def _serve(root, **kwargs):
+    server = make_server("127.0.0.1", 0, root=root, quiet=True, **kwargs)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, "http://127.0.0.1:%d" % server.server_address[1]
+
+
+def _get(url, **headers):
+    return urllib.request.urlopen(urllib.request.Request(url, headers=headers))
+
+
+@pytest.mark.parametrize("accept, encoding", [("br, gzip", "br"), ("gzip", "gzip"), ("gzip;q=1, br;q=0", "gzip"),
+                                              ("identity", None), ("", None)])
+def test_precompressed_variant_is_served_when_accepted(dist_tree, accept, encoding):
+    import gzip
+
+    import brotli
+
+    root, body = dist_tree
+    server, url = _serve(root)
+    try:
+        with _get(url + "/static/app.js", **{"Accept-Encoding": accept}) as response:
+            data = response.read()
+            assert response.headers.get("Content-Encoding") == encoding
+            assert response.headers["Content-Type"].startswith("text/javascript")
+            decoded = {"br": brotli.decompress, "gzip": gzip.decompress, None: lambda d: d}[encoding](data)
+            assert decoded == body
+            assert int(response.headers["Content-Length"]) == len(data)
+            if encoding:
+                assert response.headers["Vary"] == "Accept-Encoding"
+        with _get(url + "/static/plain.css", **{"Accept-Encoding": accept}) as response:  # no variant: as is
+            assert response.headers.get("Content-Encoding") is None and response.read() == b"body{}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_precompressed_variant_answers_if_modified_since_with_304(dist_tree):
+    root, _ = dist_tree
+    server, url = _serve(root)
+    try:
+        with _get(url + "/static/app.js", **{"Accept-Encoding": "br"}) as response:
+            last_modified = response.headers["Last-Modified"]
+        with pytest.raises(urllib.error.HTTPError) as error:
+            _get(url + "/static/app.js", **{"Accept-Encoding": "br", "If-Modified-Since": last_modified})
+        assert error.value.code == 304
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_sub_path_serves_only_under_it_and_sends_the_given_headers(dist_tree):
+    root, body = dist_tree
+    server, url = _serve(root, base="/some/where/", headers={"Content-Security-Policy": "default-src 'none'"})
+    try:
+        with _get(url + "/some/where/") as response:
+            assert response.read().startswith(b"<!doctype html>")
+            assert response.headers["Content-Security-Policy"] == "default-src 'none'"
+        with _get(url + "/some/where/static/app.js") as response:
+            assert response.read() == body
+        with _get(url + "/some/where") as response:  # redirected to the folder
+            assert response.geturl().endswith("/some/where/")
+        for outside in ["/index.html", "/static/app.js", "/some/index.html"]:
+            with pytest.raises(urllib.error.HTTPError) as error:
+                _get(url + outside)
+            assert error.value.code == 404
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_byte_counter_sums_bodies_sent(dist_tree):
+    root, body = dist_tree
+    server, url = _serve(root, count_bytes=True)
+    try:
+        with _get(url + "/static/app.js") as response:
+            response.read()
+        with _get(url + "/static/app.js", **{"Accept-Encoding": "br"}) as response:
+            compressed = response.read()
+        assert server.bytes_sent[0] == len(body) + len(compressed)
+    finally:
+        server.shutdown()
+        server.server_close()

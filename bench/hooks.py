@@ -1,8 +1,9 @@
 """Benchmark hooks: ``window.agentbarBench`` for ``python -m bench`` (issue 4).
 
-``main()`` calls ``install(window, runtime, store)``; it does something only
-when the page URL has ``bench=1``, otherwise it returns at once and the page is
-unchanged. Every function returns JSON text or a number (no proxies leak to
+Not shipped with the app (``dist/`` never holds it): with ``?bench=1`` the
+app's ``main()`` fetches this file from the development server, executes it and
+calls ``install(window, runtime, store)`` (``app.browser._install_bench_hooks``);
+without ``bench=1`` nothing of it loads. Every function returns JSON text or a number (no proxies leak to
 JavaScript); times are ``performance.now()`` milliseconds, so they line up with
 what the benchmark measures in JavaScript.
 
@@ -43,7 +44,7 @@ What it exposes (``window.agentbarBench``):
 
 Example (in ``main()``, after the runtime and store exist)::
 
-    from app.browser.bench_hooks import install; install(window, runtime, store)
+    module.install(window, runtime, store)   # module: this file, executed by the app
 """
 
 from __future__ import annotations

@@ -1,0 +1,155 @@
+"""Bench part ``build``: the deployable build (DESIGN.md §11, issue 9 part 3).
+
+Same run, same browser, rounds interleaved:
+
+- **reload start-up**: navigation → ``html[data-ready]`` on the *third* load in
+  one browser context (cold, reload, reload: HTTP cache and compiled-wasm cache
+  warm as they get), for the app built into ``dist/`` (served under
+  ``/some/where/`` with the build's headers, running under its service worker
+  from the second load on) and for the floor page ``bench/pages/floor-pyodide.html``
+  (``loadPyodide()`` + pydantic + one model). Goal: app ≤ 0.8 × floor.
+- **cold bytes on the wire**: body bytes the server sent for a first visit
+  (fresh context) until the service worker has precached the build, against
+  the development page's first visit (the repository served as it is,
+  uncompressed) in the same run. Goal: ≤ 40 % of it.
+- for information: bytes the server sent for the reloads under the worker
+  (only ``sw.js``, the update check), and the development page's third load.
+
+The app's stored value is the start-up part's seed (20 courses, 100 messages
+on the shown one).
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from bench import data
+from tools import build as build_tool
+from tools.serve import make_server
+
+ROOT = Path(__file__).resolve().parent.parent
+BASE = "/some/where/"
+CURRENT = "intro-ml"
+RELOAD_GOAL = 0.8
+BYTES_GOAL = 0.40
+ACTIVE_JS = """async () => {
+  const worker = (await navigator.serviceWorker.ready).active;
+  if (worker.state !== "activated")
+    await new Promise((resolve) => worker.addEventListener("statechange", () => worker.state === "activated" && resolve()));
+  return true;
+}"""
+
+
+def _serve(root: Path, **kwargs):
+    server = make_server("127.0.0.1", 0, root=root, quiet=True, count_bytes=True, **kwargs)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def _three_loads(run, url: str, seed: str | None, server=None, worker: bool = False) -> dict:
+    """Cold load, reload, reload in one fresh context; ready times (ms) and server bytes."""
+    context = run.context()
+    page = context.new_page()
+    if seed is not None:
+        page.goto(url.split("index.html")[0] + "static/icons/agentbar.svg")
+        page.evaluate("v => { localStorage.clear(); localStorage.setItem('maic-agent-threads', v); }", seed)
+    start = server.bytes_sent[0] if server else 0
+    page.goto(url)
+    cold = run.wait_ready(page)["ready"]
+    if worker:
+        page.evaluate(ACTIVE_JS)  # the first visit is over once the build is precached
+    time.sleep(0.2)
+    cold_bytes = (server.bytes_sent[0] - start) if server else None
+    page.reload()
+    second = run.wait_ready(page)["ready"]
+    controlled = page.evaluate("() => !!(navigator.serviceWorker && navigator.serviceWorker.controller)")
+    mid = server.bytes_sent[0] if server else 0
+    page.reload()
+    third = run.wait_ready(page)["ready"]
+    time.sleep(0.2)
+    reload_bytes = (server.bytes_sent[0] - mid) if server else None
+    context.close()
+    return {"cold": cold, "second": second, "third": third, "cold_bytes": cold_bytes,
+            "reload_bytes": reload_bytes, "controlled": controlled}
+
+
+def run(run, *, quick: bool) -> dict:
+    """Figures and goals of the build part (see the module docstring)."""
+    rounds = 1 if quick else 5
+    work = Path(tempfile.mkdtemp(prefix="agentbar-bench-build-"))
+    started = time.time()
+    manifest = build_tool.build(work / "dist", quiet=True)
+    build_s = time.time() - started
+    dist_server, dist_origin = _serve(work / "dist", base=BASE, headers=build_tool.HEADERS)
+    dev_server, dev_origin = _serve(ROOT)
+    seed = data.envelope({**data.others(19), CURRENT: 100})
+    app_url = f"{dist_origin}{BASE}index.html?course={CURRENT}&delay=0"
+    dev_url = f"{dev_origin}/index.html?course={CURRENT}&delay=0"
+    floor_url = f"{run.base}bench/pages/floor-pyodide.html"
+    samples: dict[str, list[dict]] = {"app_dist": [], "app_dev": [], "floor": []}
+    try:
+        for i in range(rounds):
+            order = ["app_dist", "floor", "app_dev"] if i % 2 == 0 else ["app_dev", "floor", "app_dist"]
+            for name in order:
+                if name == "app_dist":
+                    samples[name].append(_three_loads(run, app_url, seed, dist_server, worker=True))
+                elif name == "app_dev":
+                    samples[name].append(_three_loads(run, dev_url, seed, dev_server))
+                else:
+                    samples[name].append(_three_loads(run, floor_url, None))
+            print(f"  build round {i + 1}/{rounds}: " + ", ".join(
+                f"{n} third load {samples[n][-1]['third']:.0f} ms" for n in samples), flush=True)
+    finally:
+        for server in (dist_server, dev_server):
+            server.shutdown()
+            server.server_close()
+        shutil.rmtree(work, ignore_errors=True)
+
+    med = statistics.median
+    figures: dict = {"rounds": rounds, "build_s": round(build_s, 1), "version": manifest["version"],
+                     "files": len(manifest["files"]),
+                     "raw_bytes": sum(f["size"] for f in manifest["files"].values())}
+    for name, rows in samples.items():
+        figures[name] = {
+            "cold_ms": med(r["cold"] for r in rows),
+            "reload_ms": med(r["third"] for r in rows),
+            "reload_ms_all": [r["third"] for r in rows],
+            "cold_bytes": med(r["cold_bytes"] for r in rows) if rows[0]["cold_bytes"] is not None else None,
+            "reload_bytes": med(r["reload_bytes"] for r in rows) if rows[0]["reload_bytes"] is not None else None,
+            "controlled": all(r["controlled"] for r in rows),
+        }
+    floor = figures["floor"]["reload_ms"]
+    figures["reload_ratio_to_floor"] = figures["app_dist"]["reload_ms"] / floor
+    figures["reload_paired_ratio_median"] = med(a["third"] / b["third"] for a, b in zip(samples["app_dist"], samples["floor"]))
+    figures["dev_reload_ratio_to_floor"] = figures["app_dev"]["reload_ms"] / floor
+    figures["cold_bytes_ratio_to_dev"] = figures["app_dist"]["cold_bytes"] / figures["app_dev"]["cold_bytes"]
+    figures["goals"] = {
+        "reload_ratio_to_floor": {"value": figures["reload_ratio_to_floor"], "limit": RELOAD_GOAL,
+                                  "pass": figures["reload_ratio_to_floor"] <= RELOAD_GOAL},
+        "cold_bytes_ratio_to_dev": {"value": figures["cold_bytes_ratio_to_dev"], "limit": BYTES_GOAL,
+                                    "pass": figures["cold_bytes_ratio_to_dev"] <= BYTES_GOAL},
+    }
+    return figures
+
+
+def report(figures: dict) -> None:
+    """Print the build part's table."""
+    print(f"  dist/: {figures['files']} files, {figures['raw_bytes'] / 1e6:.2f} MB raw, version {figures['version']},"
+          f" built in {figures['build_s']} s; {figures['rounds']} round(s)")
+    print("  | page | cold ms | third-load ms | ratio to floor | cold bytes sent | reload bytes sent |")
+    print("  | --- | --- | --- | --- | --- | --- |")
+    floor = figures["floor"]["reload_ms"]
+    for name, label in (("app_dist", "AgentBar dist/ (service worker)"), ("app_dev", "AgentBar dev server"),
+                        ("floor", "floor: loadPyodide() + pydantic")):
+        f = figures[name]
+        cold_b = "—" if f["cold_bytes"] is None else f"{f['cold_bytes'] / 1e6:.2f} MB"
+        rel_b = "—" if f["reload_bytes"] is None else f"{f['reload_bytes'] / 1e3:.1f} kB"
+        print(f"  | {label} | {f['cold_ms']:.0f} | {f['reload_ms']:.0f} | {f['reload_ms'] / floor:.2f} | {cold_b} | {rel_b} |")
+    print(f"  reload ratio (median of per-round ratios): {figures['reload_paired_ratio_median']:.2f};"
+          f" cold bytes dist/dev: {figures['cold_bytes_ratio_to_dev']:.3f}; all dist loads controlled after the first:"
+          f" {figures['app_dist']['controlled']}")

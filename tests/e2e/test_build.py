@@ -1,0 +1,139 @@
+"""The deployable build in Chromium (DESIGN.md §11, issue 9 part 3).
+
+``dist/`` is built into a temporary folder and served under a sub-path
+(``/some/where/``) with the headers README asks a host to send (the CSP
+included). Through the service worker a reload fetches nothing but ``sw.js``
+(the browser's update check), the app starts and saves turns with the network
+cut, and a changed file shows on the next load, with every file of one version.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import ROOT, AgentPage
+from tools import build, vendor
+from tools.serve import make_server
+
+BASE = "/some/where/"
+# Resolves once the page's service worker has precached the build and is activated.
+ACTIVE_JS = """async () => {
+  const worker = (await navigator.serviceWorker.ready).active;
+  if (worker.state !== "activated")
+    await new Promise((resolve) => worker.addEventListener("statechange", () => worker.state === "activated" && resolve()));
+  return true;
+}"""
+
+
+def _source_tree(dest: Path) -> Path:
+    """What tools/build.py reads, copied so a test can change a file without touching the repo."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("index.html", "pyscript.toml", "vendor.lock.json"):
+        shutil.copy2(ROOT / name, dest / name)
+    shutil.copytree(ROOT / "app" / "locales", dest / "app" / "locales")
+    shutil.copytree(ROOT / "static", dest / "static", ignore=shutil.ignore_patterns("test"))
+    return dest
+
+
+@pytest.fixture(scope="session")
+def source_tree(tmp_path_factory):
+    vendor.main([])  # idempotent: the page runs the code under test
+    return _source_tree(tmp_path_factory.mktemp("source"))
+
+
+@pytest.fixture
+def dist_site(source_tree, tmp_path):
+    """(base URL, server, served folder, manifest) of a fresh build served under BASE."""
+    out = tmp_path / "dist"
+    manifest = build.build(out, root=source_tree, quiet=True)
+    server = make_server("127.0.0.1", 0, root=out, quiet=True, base=BASE, headers=build.HEADERS,
+                         count_bytes=True, log_requests=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    host, port = server.server_address[:2]
+    yield f"http://{host}:{port}{BASE}", server, out, manifest
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def dist_agent(page, dist_site):
+    helper = AgentPage(page, dist_site[0])
+    violations: list[str] = []
+    page.on("console", lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None)
+    yield helper
+    assert helper.off_origin_requests() == []
+    assert violations == []
+
+
+def _served_paths(server, since: int) -> list[str]:
+    return [path.split("?", 1)[0][len(BASE):] for path, _ in server.request_log[since:]]
+
+
+def test_dist_holds_only_what_the_page_needs(dist_site):
+    _, _, out, manifest = dist_site
+    shipped = set(manifest["files"])
+    assert {"index.html", "pyscript.toml", "static/boot.js", "static/vendor/pyodide/pyodide.asm.wasm"} <= shipped
+    assert not [p for p in shipped if p.startswith(("bench/", "tests/", "static/vendor/test/")) or p.endswith(".map")]
+    assert not [p for p in shipped if p.startswith("app/") and not p.startswith("app/locales/")]
+    for rel in shipped:
+        assert (out / f"{rel}.br").is_file() and (out / f"{rel}.gz").is_file()
+
+
+def test_offline_from_a_sub_path_after_one_visit(dist_agent, dist_site, context):
+    _, server, _, _ = dist_site
+    agent = dist_agent
+    agent.open(course="intro-ml")
+    assert agent.page.evaluate("() => location.pathname") == BASE + "index.html"
+    agent.page.evaluate(ACTIVE_JS)
+    agent.reload()
+    assert agent.page.evaluate("() => !!navigator.serviceWorker.controller")
+
+    before = len(server.request_log)
+    agent.reload()
+    assert set(_served_paths(server, before)) == {"sw.js"}  # the update check, nothing else
+
+    context.set_offline(True)
+    agent.reload()
+    agent.send("hello without a network")
+    assert agent.messages().count() == 2
+    assert len(agent.stored()["state"]["threads"]["intro-ml"]["messages"]) == 2
+    agent.reload()
+    assert agent.messages().count() == 2
+    context.set_offline(False)
+
+
+def test_a_changed_file_shows_on_the_next_load_and_alone_is_fetched(dist_agent, dist_site, source_tree, tmp_path):
+    _, server, out, first = dist_site
+    agent = dist_agent
+    agent.open()
+    agent.page.evaluate(ACTIVE_JS)
+    agent.reload()
+    build_meta = "() => document.querySelector('meta[name=agentbar-build]').content"
+    old_version = agent.page.evaluate(build_meta)
+
+    changed = _source_tree(tmp_path / "changed")
+    css = changed / "static" / "app.css"
+    css.write_text(css.read_text() + "\n:root { --agentbar-build-test: 2; }\n")
+    second_dir = tmp_path / "second"
+    second = build.build(second_dir, root=changed, quiet=True)
+    assert second["version"] != first["version"]
+    shutil.rmtree(out)
+    shutil.copytree(second_dir, out)  # the deploy: the host's folder now holds the new build
+
+    before = len(server.request_log)
+    agent.reload()  # next load: the page picks the new version up before PyScript starts
+    new_version = agent.page.evaluate(build_meta)
+    assert new_version != old_version
+    served_index = (out / "index.html").read_text()
+    assert f'content="{new_version}"' in served_index
+    # Every file the page uses is of the new version: the style sheet it applied is the new one.
+    assert agent.page.evaluate(
+        "() => getComputedStyle(document.documentElement).getPropertyValue('--agentbar-build-test').trim()") == "2"
+    fetched = set(_served_paths(server, before)) - {"sw.js", ""}
+    changed_files = {r for r in second["files"] if first["files"].get(r) != second["files"][r]}
+    assert fetched <= changed_files | {"index.html"}  # unchanged files came from the old version's cache
+    assert "static/vendor/pyodide/pyodide.asm.wasm" not in fetched

@@ -1,0 +1,117 @@
+"""tools/build.py: what goes into dist/, the manifest, precompression, re-packed archives (DESIGN.md §11)."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import brotli
+import pytest
+
+from tools import build
+
+
+def _zip(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A miniature repository laid out like the real one after tools/vendor.py."""
+    root = tmp_path / "repo"
+    files = {
+        "index.html": b'<!doctype html>\n<html>\n<head>\n  <meta charset="utf-8">\n</head>\n<body></body>\n</html>\n',
+        "pyscript.toml": b'interpreter = "./static/vendor/pyodide/pyodide.mjs"\n',
+        "app/locales/en-US.json": b'{"app": {"loading": "Loading"}}',
+        "app/model.py": b"# shipped inside the wheel, not as a file\n",
+        "bench/hooks.py": b"# never shipped\n",
+        "tests/e2e/page.html": b"<p>test page</p>",
+        "static/boot.js": b"// boot\n",
+        "static/boot.js.map": b"{}",
+        "static/sw.js": b"self.addEventListener('fetch', () => {});\n",
+        "static/vendor/pyscript/core.js": b"export {};\n",
+        "static/vendor/pyscript/codemirror-AAAA.js": b"// editor only\n",
+        "static/vendor/pyscript/xterm-BBBB.js": b"// terminal only\n",
+        "static/vendor/pyscript/error-CCCC.js": b"// kept\n",
+        "static/vendor/test/zustand/vanilla.mjs": b"// test only\n",
+        "static/vendor/zustand-like/x.mjs": b"// test only, by its lock entry\n",
+        "static/vendor/pyodide/python_stdlib.zip": _zip({"os.py": b"# os\n" * 200}),
+        "static/vendor/pyodide/demo-1.0-py3-none-any.whl": _zip({"demo/__init__.py": b"x = 1\n" * 300}),
+    }
+    lock = {"packages": {"demo": {"name": "demo", "file_name": "demo-1.0-py3-none-any.whl", "sha256": "old"}}}
+    files["static/vendor/pyodide/pyodide-lock.json"] = json.dumps(lock).encode()
+    files["vendor.lock.json"] = json.dumps({"npm": [
+        {"name": "zustand-like", "dest": "static/vendor/zustand-like", "test_only": True},
+        {"name": "pyscript", "dest": "static/vendor/pyscript"},
+    ], "wheels": []}).encode()
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    return root
+
+
+def test_only_what_the_page_needs_is_selected(tree):
+    chosen = build.select_files(tree)
+    assert "index.html" in chosen and "pyscript.toml" in chosen and "app/locales/en-US.json" in chosen
+    assert "static/vendor/pyscript/core.js" in chosen and "static/vendor/pyscript/error-CCCC.js" in chosen
+    for absent in ["app/model.py", "bench/hooks.py", "tests/e2e/page.html", "static/boot.js.map", "static/sw.js",
+                   "static/vendor/pyscript/codemirror-AAAA.js", "static/vendor/pyscript/xterm-BBBB.js",
+                   "static/vendor/test/zustand/vanilla.mjs", "static/vendor/zustand-like/x.mjs"]:
+        assert absent not in chosen
+
+
+def test_build_writes_manifest_precompressed_files_and_worker(tree, tmp_path, monkeypatch):
+    monkeypatch.setattr(build, "COMPRESS_CACHE", tmp_path / "cache")
+    out = tmp_path / "dist"
+    manifest = build.build(out, root=tree, quiet=True)
+
+    files = manifest["files"]
+    assert set(files) == set(build.select_files(tree))
+    for rel, entry in files.items():
+        data = (out / rel).read_bytes()
+        assert entry == {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+        assert brotli.decompress((out / f"{rel}.br").read_bytes()) == data
+        assert gzip.decompress((out / f"{rel}.gz").read_bytes()) == data
+    assert json.loads((out / "manifest.json").read_text()) == manifest
+
+    worker = (out / "sw.js").read_text()
+    inlined = json.loads(worker.split("const BUILD = ", 1)[1].split(";\n", 1)[0])
+    assert inlined == {"version": manifest["version"], "files": {r: f["sha256"] for r, f in files.items()}}
+    assert worker.endswith((tree / "static/sw.js").read_text())
+
+    index = (out / "index.html").read_text()
+    assert f'http-equiv="Content-Security-Policy" content="{build.CSP}"' in index
+    assert 'name="agentbar-build"' in index
+
+
+def test_archives_are_repacked_stored_and_the_lock_follows(tree, tmp_path, monkeypatch):
+    monkeypatch.setattr(build, "COMPRESS_CACHE", tmp_path / "cache")
+    out = tmp_path / "dist"
+    build.build(out, root=tree, quiet=True)
+    wheel = out / "static/vendor/pyodide/demo-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel) as archive:
+        assert {i.compress_type for i in archive.infolist()} == {zipfile.ZIP_STORED}
+        assert archive.read("demo/__init__.py") == b"x = 1\n" * 300
+    lock = json.loads((out / "static/vendor/pyodide/pyodide-lock.json").read_text())
+    assert lock["packages"]["demo"]["sha256"] == hashlib.sha256(wheel.read_bytes()).hexdigest()
+    with zipfile.ZipFile(out / "static/vendor/pyodide/python_stdlib.zip") as archive:
+        assert archive.read("os.py") == b"# os\n" * 200
+
+
+def test_any_changed_file_changes_the_worker_and_only_its_manifest_entry(tree, tmp_path, monkeypatch):
+    monkeypatch.setattr(build, "COMPRESS_CACHE", tmp_path / "cache")
+    first = build.build(tmp_path / "a", root=tree, quiet=True)
+    (tree / "static/boot.js").write_bytes(b"// boot, changed\n")
+    second = build.build(tmp_path / "b", root=tree, quiet=True)
+    assert first["version"] != second["version"]
+    changed = {r for r in first["files"] if first["files"][r] != second["files"][r]}
+    assert changed == {"static/boot.js", "index.html"}  # index.html carries the files' hash
+    assert (tmp_path / "a/sw.js").read_bytes() != (tmp_path / "b/sw.js").read_bytes()

@@ -1,0 +1,217 @@
+"""Build ``dist/``: the deployable, offline folder (DESIGN.md §11, issue 9 part 3).
+
+What goes in (``select_files``): ``index.html``, ``pyscript.toml``,
+``app/locales/*.json`` (the loading screen reads them before Python runs) and
+everything under ``static/`` except
+
+- vendored test libraries (``vendor.lock.json`` entries with ``"test_only"``,
+  laid out under ``static/vendor/test/``), ``*.map`` files and the service
+  worker template ``static/sw.js`` (written to ``dist/sw.js`` instead);
+- PyScript chunks that only its editor, terminal, game and archive features
+  import (``PYSCRIPT_UNUSED``): the page has none of them.
+
+The app's Python source ships inside the app wheel; benchmark hooks live in
+``bench/`` and are never shipped.
+
+Transformations (the dev tree is left as it is):
+
+- zip files Pyodide opens (``python_stdlib.zip`` and the wheels) are re-packed
+  *stored* (same members, no deflate) so Brotli compresses the whole archive:
+  about 6.0 MB instead of 7.6 MB on the wire; ``pyodide-lock.json`` gets the
+  re-packed wheels' sha256 (DESIGN.md §2: every file in the lock carries the
+  sha256 of the file served).
+- ``index.html`` gets ``<meta name="agentbar-build">`` (boot.js registers the
+  service worker only then) and the Content-Security-Policy ``CSP`` as a meta
+  tag.
+
+Output: every file also as ``.br`` (quality 11) and ``.gz`` (level 9),
+``manifest.json`` (``{"version", "files": {path: {"sha256", "size"}}}``, the
+content-hashed manifest) and ``sw.js`` (the manifest inlined, so any change of
+any file changes the worker's bytes and the browser installs the new version).
+Compressed bytes are cached under ``.cache/build/`` by content sha256, so a
+rebuild recompresses only what changed.
+
+Usage::
+
+    python tools/build.py [--out dist] [--quiet]
+
+Raises ``SystemExit`` when the vendored runtime is missing (run tools/vendor.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import gzip
+import hashlib
+import io
+import json
+import shutil
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tools import vendor  # noqa: E402
+
+COMPRESS_CACHE = ROOT / ".cache" / "build"
+SW_TEMPLATE = "static/sw.js"
+BUILD_META = "agentbar-build"
+
+PYSCRIPT_UNUSED = [
+    "codemirror*", "index-*.js", "xterm*", "mpy-*.js", "py-[A-Z]*.js", "toml-Blg*.js", "zip-*.js",
+    "storage.js", "service-worker.js",
+]
+"""Globs under static/vendor/pyscript/ reached only from py-editor, py-terminal, py-game,
+archive ``[files]`` or PyScript's own worker mode (checked: the page requests none of them)."""
+
+REPACK = ["static/vendor/pyodide/python_stdlib.zip", "static/vendor/pyodide/*.whl"]
+
+CSP = "; ".join([
+    "default-src 'none'",
+    "script-src 'self' 'wasm-unsafe-eval' 'unsafe-eval'",
+    "style-src 'self'",
+    "img-src 'self'",
+    "connect-src 'self'",
+    "worker-src 'self'",
+    "manifest-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'none'",
+])
+"""The strictest policy the page runs under (README "Deploying"); header-only directives
+(``frame-ancestors``) are listed in ``HEADERS``."""
+
+HEADERS = {
+    "Content-Security-Policy": CSP + "; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+"""Response headers a host should send with every file of dist/ (tools/serve.py --dist does)."""
+
+
+def sha256_bytes(data: bytes) -> str:
+    """Hex sha256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def select_files(root: Path = ROOT) -> list[str]:
+    """Paths (POSIX, relative to ``root``) that go into dist/, sorted; see the module docstring."""
+    lock = json.loads((root / "vendor.lock.json").read_text())
+    test_only = [e["dest"].rstrip("/") + "/" for e in lock["npm"] if e.get("test_only")]
+    chosen = ["index.html", "pyscript.toml"]
+    chosen += sorted(p.relative_to(root).as_posix() for p in (root / "app" / "locales").glob("*.json"))
+    for path in sorted((root / "static").rglob("*")):
+        if not path.is_file():
+            continue
+        rel = path.relative_to(root).as_posix()
+        if rel == SW_TEMPLATE or rel.endswith(".map") or any(rel.startswith(t) for t in test_only):
+            continue
+        if rel.startswith("static/vendor/test/"):
+            continue
+        if rel.startswith("static/vendor/pyscript/") and any(fnmatch.fnmatch(path.name, g) for g in PYSCRIPT_UNUSED):
+            continue
+        chosen.append(rel)
+    return chosen
+
+
+def repack_stored(data: bytes) -> bytes:
+    """The same zip members, stored (no deflate), fixed order and dates: Brotli then sees the raw bytes."""
+    source = zipfile.ZipFile(io.BytesIO(data))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as out:
+        for info in source.infolist():
+            copy = zipfile.ZipInfo(info.filename, info.date_time)
+            copy.external_attr = info.external_attr
+            copy.compress_type = zipfile.ZIP_STORED
+            out.writestr(copy, source.read(info))
+    return buffer.getvalue()
+
+
+def _compressed(data: bytes, kind: str) -> bytes:
+    key = COMPRESS_CACHE / f"{sha256_bytes(data)}.{kind}"
+    if key.exists():
+        return key.read_bytes()
+    if kind == "br":
+        import brotli
+
+        out = brotli.compress(data, quality=11)
+    else:
+        out = gzip.compress(data, compresslevel=9, mtime=0)
+    key.parent.mkdir(parents=True, exist_ok=True)
+    tmp = key.with_suffix(key.suffix + ".tmp")
+    tmp.write_bytes(out)
+    tmp.replace(key)
+    return out
+
+
+def _rewrite_index(html: str, files_hash: str) -> str:
+    head = (f'<meta charset="utf-8">\n  <meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
+            f'  <meta name="{BUILD_META}" content="{files_hash}">')
+    if '<meta charset="utf-8">' not in html:
+        raise SystemExit("build: index.html has no <meta charset=\"utf-8\"> to anchor the build meta tags")
+    return html.replace('<meta charset="utf-8">', head, 1)
+
+
+def build(out: Path, root: Path = ROOT, quiet: bool = False) -> dict:
+    """Write ``out`` (replacing it) and return the manifest ``{"version", "files"}``."""
+    if not (root / "static/vendor/pyodide/pyodide-lock.json").exists():
+        raise SystemExit("build: static/vendor/ is not laid out; run tools/vendor.py first")
+    contents: dict[str, bytes] = {rel: (root / rel).read_bytes() for rel in select_files(root)}
+
+    repacked: dict[str, str] = {}
+    for rel in list(contents):
+        if any(fnmatch.fnmatch(rel, g) for g in REPACK):
+            contents[rel] = repack_stored(contents[rel])
+            repacked[Path(rel).name] = sha256_bytes(contents[rel])
+    lock_rel = "static/vendor/pyodide/pyodide-lock.json"
+    lock = json.loads(contents[lock_rel])
+    for package in lock["packages"].values():
+        if package["file_name"] in repacked:
+            package["sha256"] = repacked[package["file_name"]]
+    contents[lock_rel] = json.dumps(lock, indent=1, sort_keys=True).encode()
+
+    files_hash = sha256_bytes("".join(f"{r} {sha256_bytes(d)}\n" for r, d in sorted(contents.items())
+                                      if r != "index.html").encode())[:16]
+    contents["index.html"] = _rewrite_index(contents["index.html"].decode(), files_hash).encode()
+    files = {rel: {"sha256": sha256_bytes(data), "size": len(data)} for rel, data in sorted(contents.items())}
+    version = sha256_bytes(json.dumps(files, sort_keys=True).encode())[:16]
+    manifest = {"version": version, "files": files}
+
+    worker = ("// Generated by tools/build.py from static/sw.js: the build's content-hashed manifest.\n"
+              f"const BUILD = {json.dumps({'version': version, 'files': {r: f['sha256'] for r, f in files.items()}}, indent=1)};\n"
+              + (root / SW_TEMPLATE).read_text())
+    contents["sw.js"] = worker.encode()
+    contents["manifest.json"] = (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()
+
+    if out.exists():
+        shutil.rmtree(out)
+    for rel, data in sorted(contents.items()):
+        dest = out / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(data)
+        for kind in ("br", "gz"):
+            (out / f"{rel}.{kind}").write_bytes(_compressed(data, kind))
+    if not quiet:
+        raw = sum(len(d) for d in contents.values())
+        br = sum((out / f"{r}.br").stat().st_size for r in contents)
+        print(f"build: {len(contents)} files in {out} (version {version}), {raw / 1e6:.2f} MB raw, "
+              f"{br / 1e6:.2f} MB as Brotli", flush=True)
+    return manifest
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(ROOT / "dist"))
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    vendor.main([])  # idempotent: the pinned runtime and a current app wheel
+    build(Path(args.out), quiet=args.quiet)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
