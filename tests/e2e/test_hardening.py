@@ -71,12 +71,14 @@ def test_another_tabs_damaged_write_keeps_this_tabs_turns_and_the_next_save_writ
 
 
 def test_another_tabs_damaged_write_while_this_tab_streams_keeps_its_earlier_turns(agent, second_agent):
-    agent.open(course="intro-ml", delay=120)
+    second_agent.open(course="linear-algebra")  # booted first: the write below must land mid-stream
+    agent.open(course="intro-ml", delay=0)
     agent.send("/regenerate scene-1")
+    agent.open(course="intro-ml", delay=250)
     agent.send("streaming turn", wait=False)
     agent.page.wait_for_function(RUNNING)
-    second_agent.open(course="linear-algebra")
     second_agent.page.evaluate("key => localStorage.setItem(key, '{\"state\":{\"threads\":{\"intro-ml\":7}}}')", KEY)
+    assert agent.page.evaluate(RUNNING), "the damaged write must land while the reply streams"
     agent.wait_idle()
     assert user_texts(agent, "intro-ml") == ["/regenerate scene-1", "streaming turn"]
     assert agent.messages().count() == 4
