@@ -173,8 +173,9 @@ def test_panel_at_390px_keeps_the_viewport_height_and_the_composer_in_view(agent
 
 
 def test_focus_moves_to_the_composer_when_the_focused_stop_button_hides(agent):
-    agent.open(course="intro-ml", delay=40)
+    agent.open(course="intro-ml", delay=150)  # ~40 tokens: several seconds to focus Stop
     agent.send("hello", wait=False)
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'")
     agent.testid("agent-stop").focus()
     assert active_testid(agent) == "agent-stop"
     agent.wait_idle()
