@@ -132,3 +132,30 @@ def error_payload(error: BaseException) -> dict[str, Any]:
     if isinstance(error, ModelError):
         return {"code": error.code, "params": dict(error.params)}
     return {"code": "unknown", "params": {}}
+
+
+REFUSED_CODES = ("cors", "blocked")
+"""Codes where the browser refused the connection: the message points to README's CORS/CSP section."""
+
+
+def describe(t: Any, payload: Mapping[str, Any] | None) -> str:
+    """The localized text of a failure ``{"code", "params"}`` with translator ``t`` (``model.error.<code>``).
+
+    A 429 without ``Retry-After`` uses ``model.error.rate-limitedNoWait``; the
+    server's own words (``detail``) follow in ``model.error.detail``; a
+    browser refusal adds ``model.settings.refusedHint``; an unknown code reads
+    ``model.error.unknown``.
+    """
+    payload = payload or {}
+    code, params = str(payload.get("code") or "unknown"), dict(payload.get("params") or {})
+    key = f"model.error.{code}"
+    if code == "rate-limited" and "seconds" not in params:
+        key = "model.error.rate-limitedNoWait"
+    text = t(key, **params)
+    if text == key:
+        text = t("model.error.unknown")
+    if params.get("detail"):
+        text += " " + t("model.error.detail", detail=params["detail"])
+    if code in REFUSED_CODES:
+        text += " " + t("model.settings.refusedHint")
+    return text

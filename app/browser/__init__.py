@@ -68,7 +68,10 @@ def _boot() -> None:
     clock = lambda: int(js.Date.now())  # noqa: E731 - epoch ms, stamped at save time
     store = ThreadStore(open_local_storage())
     store.hydrate(clock())
-    runtime = AgentRuntime(store, DemoAgent(delay_ms=delay_ms), clock=clock)
+    from app.browser.model_setup import ModelSetup
+
+    model_setup = ModelSetup(DemoAgent(delay_ms=delay_ms), lambda: runtime.stage_id)  # DESIGN.md §12
+    runtime = AgentRuntime(store, model_setup.agent, clock=clock)
     view = PageView(runtime, translator)
     view.translate_static()
 
@@ -149,3 +152,4 @@ def _boot() -> None:
     install_bench_hooks(window, runtime, store)  # only with ?bench=1
     view.show_app()
     root.dataset.ready = "true"
+    model_setup.install_dialog(translator, view.redraw_messages)  # after ready: nothing added to start-up

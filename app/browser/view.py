@@ -15,6 +15,8 @@ from pyscript import document
 from pyscript.ffi import is_none
 from pyscript.web import a, button, div, h2, h3, li, option, p, span, ul
 
+from app.agents.errors import describe as describe_error
+from app.browser import markdown_view
 from app.courses import COURSES, Course
 from app.i18n import Translator
 from app.model import Message, TextPart, ToolCallPart
@@ -206,6 +208,11 @@ class PageView:
         if stick:
             container.scrollTop = container.scrollHeight
 
+    def redraw_messages(self) -> None:
+        """Rebuild every shown message (e.g. once Markdown rendering is available)."""
+        self._rendered = []
+        self.render()
+
     def show_earlier(self) -> None:
         """Render up to ``RENDER_WINDOW`` more of the older messages above the shown ones,
         keeping what the reader sees in place."""
@@ -245,16 +252,23 @@ class PageView:
             attrs["data-status"] = message.status.type
         box = _el(div, classes="message", testid="agent-message", attrs=attrs)
         box._dom_element.setAttribute("aria-label", self.t(f"edit.agent.{'you' if message.role == 'user' else 'assistant'}"))
+        failed = message.status is not None and message.status.reason == "error"
         for part in message.content:
             if isinstance(part, TextPart):
-                box.append(self._bubble(part.text))
+                # Assistant text as Markdown once markdown-it is there (not while it streams: tokens append).
+                rendered = markdown_view.render(part.text) if message.role == "assistant" and not running else None
+                box.append(self._bubble(part.text) if rendered is None else rendered)
             elif isinstance(part, ToolCallPart):
                 box.append(self._tool_card(tool_card_view(part, turn_running=running), part))
-        if not message.content and message.role == "assistant":
+        if not message.content and message.role == "assistant" and not failed:
             placeholder = {"running": "edit.agent.thinking", "incomplete": "edit.agent.stopped"}.get(
                 message.status.type if message.status else "")
             if placeholder:
                 box.append(_el(div, text=self.t(placeholder), classes="bubble muted"))
+        if failed:  # DESIGN.md §12: the failure, localized, inside the failed message
+            error = message.status.error or {}
+            box.append(_el(p, text=describe_error(self.t, error), classes="turn-error", testid="turn-error",
+                           attrs={"role": "alert", "data-code": str(error.get("code") or "unknown")}))
         return box._dom_element
 
     def _bubble(self, text: str):
