@@ -15,7 +15,8 @@ script is picked by the *last user message*, when it starts with a ``#word``:
 ``#slow``       400 tokens, one every 25 ms (for Stop)
 ``#bench N``    N tokens as fast as the server can write them
 ``#401`` …      that HTTP status (401, 403, 404, 429 with ``Retry-After: 7``,
-                500, 503) with an OpenAI-style error body
+                500, 503) with an OpenAI-style error body (401 repeats the
+                bearer key it got, as careless servers do)
 ``#cut``        some text, then the connection closes without ``[DONE]``
 ``#badjson``    some text, then an event whose data is not JSON
 anything else   a short text reply in several chunks, usage in the last chunk
@@ -167,7 +168,8 @@ class _Handler(BaseHTTPRequestHandler):
         if command in ERROR_STATUSES:
             status = ERROR_STATUSES[command]
             extra = {"Retry-After": "7"} if status == 429 else None
-            message = {401: "Incorrect API key provided.", 403: "Forbidden.", 404: "The model does not exist.",
+            bearer = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+            message = {401: f"Incorrect API key provided: {bearer}.", 403: "Forbidden.", 404: "The model does not exist.",
                        429: "Rate limit reached.", 500: "Internal error.", 503: "Overloaded."}[status]
             self._json(status, {"error": {"message": message}}, extra)
             return

@@ -35,9 +35,9 @@ class TokenUsage:
 
 @dataclass(frozen=True)
 class UsageReported:
-    """The turn's ``model`` (as the server named it; ``None`` if it did not) and ``usage`` (``None`` = not reported)."""
+    """The turn's ``model`` (as the server named it, else the configured one) and ``usage`` (``None`` = not reported)."""
 
-    model: str | None
+    model: str
     usage: TokenUsage | None
 
 

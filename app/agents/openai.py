@@ -15,8 +15,9 @@ One turn is one or more ``POST <base>/chat/completions`` requests with
    back as ``tool`` messages and the model is asked again to finish the turn
    (at most ``max_tool_rounds`` times);
 3. last, ``UsageReported(model, usage)``: usage summed over the turn's
-   requests, ``None`` when any of them reported none; the model name from the
-   last chunk that named one.
+   requests, ``None`` when any of them reported none ("not reported", never
+   invented); the model name from the last chunk that named one, else the
+   configured model (the one asked for).
 
 Every failure raises ``app.agents.errors.ModelError`` (the runtime then marks
 the turn failed and the view localizes the code). Cancelling the consuming task
@@ -201,7 +202,7 @@ class OpenAIAgent:
             model = result.model or model
             total = total + result.usage if (total is not None and result.usage is not None) else None
             if not result.calls:
-                yield UsageReported(model, total)
+                yield UsageReported(model or config.model, total)
                 return
             finished: list[tuple[str, str, dict[str, Any], dict[str, Any], bool]] = []
             for index in sorted(result.calls):

@@ -158,8 +158,10 @@ ERRORS = [("#401", "auth"), ("#403", "auth"), ("#404", "not-found"), ("#429", "r
 
 
 def test_every_server_error_fails_the_turn_with_a_localized_message(agent, fake_model):
+    console: list[str] = []
+    agent.page.on("console", lambda message: console.append(message.text))
     agent.open(course="intro-ml", lang="ja-JP")
-    configure(agent, fake_model)
+    configure(agent, fake_model, key=KEY)
     agent.send("a good turn first")
     for index, (command, code) in enumerate(ERRORS):
         agent.send(command)
@@ -175,6 +177,11 @@ def test_every_server_error_fails_the_turn_with_a_localized_message(agent, fake_
         if code == "rate-limited":
             assert "7" in text
     assert agent.page.locator("[data-testid=turn-error]").count() == len(ERRORS)
+    # The 401 body repeated the key: the message shows it masked; no log line holds it.
+    auth_text = agent.page.locator("[data-testid=turn-error][data-code=auth]").first.inner_text()
+    assert "•••" in auth_text and KEY not in auth_text
+    assert any("ModelError" in line for line in console) and not any(KEY in line for line in console)
+    assert all(KEY not in value for value in every_stored_value(agent)["local"].values())
     assert assistant_texts(agent)[0] == "".join(fake_openai.PLAIN_PIECES)
     # Completed turns are kept: the good turn, and what the cut and bad streams had delivered.
     stored = agent.stored()["state"]["threads"]["intro-ml"]["messages"]

@@ -342,3 +342,9 @@ async def test_history_goes_to_the_server(fake_server):
                Message(role="assistant", content=[TextPart(text="answer")])]
     await collect(OpenAIAgent(UrllibTransport(), live_config(fake_server)), history, "now")
     assert [m["content"] for m in fake_server.posts()[0]["body"]["messages"]] == ["earlier", "answer", "now"]
+
+
+async def test_model_name_falls_back_to_the_configured_one():
+    chunk = {"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": "stop"}]}
+    events = await collect(OpenAIAgent(ScriptedTransport(ScriptedResponse(chunks=[sse(chunk, "[DONE]")])), CONFIG))
+    assert events[-1] == UsageReported("m1", None)

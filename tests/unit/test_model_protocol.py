@@ -105,3 +105,27 @@ def test_blocked_storage_reads_as_defaults_and_reports_failed_writes():
 def test_base_url_must_be_http(url):
     with pytest.raises(ValueError):
         ModelSettings(base_url=url)
+
+
+# -- the failure text the view shows ------------------------------------------------------
+
+from app.agents.errors import describe  # noqa: E402
+from app.i18n import LOCALES, Translator  # noqa: E402
+
+CODES = ["auth", "not-found", "rate-limited", "server", "http", "network", "cors", "blocked", "stream-cut",
+         "bad-event", "stream-error", "tool-rounds", "settings"]
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_every_error_code_has_a_real_message_in_every_locale(locale):
+    t = Translator(locale)
+    params = {"status": 401, "model": "m", "seconds": 7, "url": "http://h/v1", "origin": "http://h",
+              "excerpt": "{x", "message": "boom", "count": 4, "field": "model"}
+    texts = [describe(t, {"code": code, "params": params}) for code in CODES]
+    assert all(not text.startswith("model.") and "{" not in text.replace("{x", "") for text in texts)
+    assert len(set(texts)) == len(CODES)
+    assert "7" in describe(t, {"code": "rate-limited", "params": {"seconds": 7}})
+    assert describe(t, {"code": "rate-limited", "params": {}}) == t("model.error.rate-limitedNoWait")
+    assert "README" in describe(t, {"code": "cors", "params": {"origin": "http://h"}})
+    assert describe(t, {"code": "nonsense"}) == t("model.error.unknown")
+    assert "boom!" in describe(t, {"code": "server", "params": {"status": 500, "detail": "boom!"}})
