@@ -26,7 +26,9 @@ from typing import Any
 from tools import fake_openai
 
 TOKENS = 2000
-GOALS = {"tokens_per_s_ratio_min": 0.5, "longest_task_ms_max": 200.0}
+GOALS = {"tokens_per_s_ratio_min": 0.5, "tokens_per_s_min": 2000.0, "longest_task_ms_max": 100.0}
+"""ratio: the app draws at least half as fast as bare JavaScript; tokens/s: it keeps up with the
+fastest hosted models (about 2,000 tokens/s) with room to spare; longest task: no visible stall."""
 
 LONGTASKS = """
 (() => {
@@ -46,7 +48,8 @@ async (text) => {
   const messages = document.getElementById("agent-messages");
   let first = null;
   const seen = new MutationObserver(() => {
-    if (first === null && messages.querySelector("[data-role=assistant] .bubble")) first = performance.now();
+    const reply = messages.querySelector("[data-role=assistant] .bubble");
+    if (first === null && reply && reply.textContent.includes("w0")) first = performance.now();
   });
   seen.observe(messages, { childList: true, subtree: true, characterData: true });
   const done = new Promise((resolve) => {
@@ -84,8 +87,8 @@ def _median(xs):
 
 
 def run(run: Any, *, quick: bool) -> dict:
-    """Measure (see the module docstring); ``quick``: 1 warm-up + 1 round, otherwise 1 + 5."""
-    rounds = 1 if quick else 5
+    """Measure (see the module docstring); ``quick``: 1 warm-up + 1 round, otherwise 1 + 9."""
+    rounds = 1 if quick else 9
     server = fake_openai.start()
     base_url = f"{server.origin}/v1"
     settings = json.dumps({"agent": "openai", "baseUrl": base_url, "model": fake_openai.MODEL_NAME,
@@ -108,6 +111,7 @@ def run(run: Any, *, quick: bool) -> dict:
         for i in range(rounds + 1):
             order = ("app", "baseline") if i % 2 == 0 else ("baseline", "app")
             for name in order:
+                (app if name == "app" else baseline).bring_to_front()  # a background tab's frames are throttled
                 if name == "app":
                     if app.locator("#agent-new-conversation").is_visible():
                         app.click("#agent-new-conversation")
@@ -138,10 +142,12 @@ def run(run: Any, *, quick: bool) -> dict:
     }
     out["tokens_per_s_ratio"] = out["app"]["tokens_per_s"] / out["baseline"]["tokens_per_s"]
     out["paired_ratio_median"] = _median([a["tokens_per_s"] / b["tokens_per_s"] for a, b in zip(app_s, base_s)])
-    longest = out["app"]["longest_task_ms"]
+    longest = float(out["app_max_longest_task_ms"])  # the worst round, not the median: a stall is felt once
     out["goals"] = {
         "tokens_per_s_ratio": {"value": out["tokens_per_s_ratio"], "limit": f">= {GOALS['tokens_per_s_ratio_min']}",
                                "pass": out["tokens_per_s_ratio"] >= GOALS["tokens_per_s_ratio_min"]},
+        "tokens_per_s": {"value": out["app"]["tokens_per_s"], "limit": f">= {GOALS['tokens_per_s_min']}",
+                         "pass": out["app"]["tokens_per_s"] >= GOALS["tokens_per_s_min"]},
         "longest_task_ms": {"value": longest, "limit": f"<= {GOALS['longest_task_ms_max']}",
                             "pass": longest is not None and longest <= GOALS["longest_task_ms_max"]},
     }
@@ -155,10 +161,13 @@ def report(figures: dict) -> None:
     def f(x, nd=0):
         return "—" if x is None else f"{x:,.{nd}f}"
 
+    def task(x):  # the longtask API reports only tasks of 50 ms or more
+        return "—" if x is None else ("none ≥ 50" if x == 0 else f"{x:,.0f}")
+
     print(f"Model stream: {figures['tokens']:,} tokens from the fake server, median of {figures['rounds']} rounds")
     print("| page | ms (send → drawn) | first token ms | tokens/s | longest main-thread task ms |")
     print("| --- | --- | --- | --- | --- |")
-    print(f"| AgentBar (openai agent) | {f(a['ms'])} | {f(a['first_ms'])} | {f(a['tokens_per_s'])} | {f(a['longest_task_ms'])} |")
-    print(f"| JS baseline (reader + text node) | {f(b['ms'])} | {f(b['first_ms'])} | {f(b['tokens_per_s'])} | {f(b['longest_task_ms'])} |")
+    print(f"| AgentBar (openai agent) | {f(a['ms'])} | {f(a['first_ms'])} | {f(a['tokens_per_s'])} | {task(a['longest_task_ms'])} |")
+    print(f"| JS baseline (reader + text node) | {f(b['ms'])} | {f(b['first_ms'])} | {f(b['tokens_per_s'])} | {task(b['longest_task_ms'])} |")
     print(f"ratio of tokens/s (app / JS): {figures['tokens_per_s_ratio']:.3f} (median of per-round ratios "
-          f"{figures['paired_ratio_median']:.3f}); app's worst longest task {f(figures['app_max_longest_task_ms'])} ms")
+          f"{figures['paired_ratio_median']:.3f}); app's worst longest task in any round: {task(figures['app_max_longest_task_ms'])} ms")

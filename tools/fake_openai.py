@@ -13,7 +13,7 @@ script is picked by the *last user message*, when it starts with a ``#word``:
 ``#markdown``   a Markdown reply (table, code block, HTML, a javascript: link)
 ``#nousage``    a text reply with no usage chunk
 ``#slow``       400 tokens, one every 25 ms (for Stop)
-``#bench N``    N tokens as fast as the server can write them
+``#bench N``    N tokens, the whole stream written at once (as fast as it can)
 ``#401`` …      that HTTP status (401, 403, 404, 429 with ``Retry-After: 7``,
                 500, 503) with an OpenAI-style error body (401 repeats the
                 bearer key it got, as careless servers do)
@@ -194,10 +194,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._text(PLAIN_PIECES, usage=None)
         elif command == "#slow":
             self._text([f" t{i}" for i in range(400)], usage=USAGE, delay=0.025)
-        elif command == "#bench":
+        elif command == "#bench":  # as fast as it can: the whole stream prepared, then written at once
             count = int(rest.strip() or 2000)
-            self._text([f" w{i}" for i in range(count)], usage={"prompt_tokens": 10, "completion_tokens": count,
-                                                                 "total_tokens": count + 10})
+            body = [_chunk({"role": "assistant", "content": ""})]
+            body += [_chunk({"content": f" w{i}"}) for i in range(count)]
+            body += [_chunk(finish="stop"), _chunk(choices=False, usage={
+                "prompt_tokens": 10, "completion_tokens": count, "total_tokens": count + 10}), DONE]
+            write(b"".join(body))
         elif command == "#cut":
             for piece in PLAIN_PIECES[:5]:
                 write(_chunk({"content": piece}))

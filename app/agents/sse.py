@@ -24,13 +24,12 @@ Example::
 from __future__ import annotations
 
 import codecs
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["SSEEvent", "SSEParser"]
 
 
-@dataclass(frozen=True)
-class SSEEvent:
+class SSEEvent(NamedTuple):
     """One dispatched event: ``data`` (data lines joined by ``\\n``), ``event`` type, last ``id``."""
 
     data: str
@@ -77,6 +76,22 @@ class SSEParser:
                 text = text[1:]
         events: list[SSEEvent] = []
         buffer = self._buffer + text
+        if "\r" not in buffer:  # the common case (LF only): split in C; "data: …" lines inline
+            lines = buffer.split("\n")
+            self._buffer = lines.pop()
+            data = self._data
+            for line in lines:
+                if line.startswith("data: "):
+                    data.append(line[6:])
+                elif line:
+                    self._line(line)  # appends to the same self._data list
+                elif data:
+                    events.append(SSEEvent("\n".join(data), self._event or "message", self._last_id))
+                    data = self._data = []
+                    self._event = ""
+                else:
+                    self._event = ""
+            return events
         start = 0
         length = len(buffer)
         while True:

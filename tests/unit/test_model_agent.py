@@ -348,3 +348,16 @@ async def test_model_name_falls_back_to_the_configured_one():
     chunk = {"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": "stop"}]}
     events = await collect(OpenAIAgent(ScriptedTransport(ScriptedResponse(chunks=[sse(chunk, "[DONE]")])), CONFIG))
     assert events[-1] == UsageReported("m1", None)
+
+
+async def test_an_event_holding_two_json_values_is_a_bad_event():
+    # One read's events are parsed in one json.loads: "1,2" must not slip through as two chunks.
+    response = ScriptedResponse(chunks=[sse(text_chunk("a"), "1,2", text_chunk("b"), "[DONE]")])
+    error = await failure(OpenAIAgent(ScriptedTransport(response), CONFIG))
+    assert (error.code, error.params) == ("bad-event", {"excerpt": "1,2"})
+
+
+async def test_events_after_done_are_ignored():
+    response = ScriptedResponse(chunks=[sse(text_chunk("a"), "[DONE]", "{not json")])
+    events = await collect(OpenAIAgent(ScriptedTransport(response), CONFIG))
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["a"]

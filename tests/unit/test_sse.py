@@ -78,3 +78,18 @@ def test_invalid_utf8_is_replaced_not_raised():
 
 def test_leading_bom_is_skipped():
     assert parse(["\ufeffdata: x\n\n".encode()]) == [SSEEvent("x")]
+
+
+LF_STREAM = STREAM.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+
+
+def test_lf_only_stream_every_two_way_split():
+    for cut in range(len(LF_STREAM) + 1):
+        assert parse([LF_STREAM[:cut], LF_STREAM[cut:]]) == EXPECTED, cut
+
+
+def test_cr_arriving_after_lf_only_chunks():
+    parser = SSEParser()
+    assert parser.feed(b"data: a\n") == []
+    assert parser.feed(b"\r\ndata: b\r") == [SSEEvent("a")]
+    assert parser.feed(b"\n\n") == [SSEEvent("b")]
