@@ -22,6 +22,7 @@ code               when                                    params
 ``bad-event``      an event's data is not JSON             ``excerpt``
 ``stream-error``   the server sent an error object         ``message``
 ``tool-rounds``    the model kept calling tools            ``count``
+``timeout``        no headers or no new data for too long  ``seconds``
 ``settings``       settings incomplete (no base URL/model) ``field``
 =================  ======================================  ===================
 

@@ -13,7 +13,8 @@ One turn is one or more ``POST <base>/chat/completions`` requests with
    (``run_tool``) → ``ToolCallFinished``; arguments that are not a JSON
    object give an ``is_error`` result (a card, not a crash); the results go
    back as ``tool`` messages and the model is asked again to finish the turn
-   (at most ``max_tool_rounds`` times);
+   (at most ``max_tool_rounds`` times); a server that refuses ``tools`` with
+   a 400 naming them (a model without tool support) is asked again without;
 3. last, ``UsageReported(model, usage)``: usage summed over the turn's
    requests, ``None`` when any of them reported none ("not reported", never
    invented); the model name from the last chunk that named one, else the
@@ -29,6 +30,7 @@ with ``fetch`` (``app.browser.model_transport``), tests with a fake.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import os
@@ -49,6 +51,10 @@ __all__ = ["AgentConfig", "OpenAIAgent", "StreamResponse", "Transport", "list_mo
 
 MAX_ERROR_BODY = 4096
 """Characters of an error response's body read for its message."""
+
+IDLE_TIMEOUT_S = 180.0
+"""Seconds without response headers or a new chunk before a turn fails with ``timeout`` (a local
+server may take a minute or more to load a model before its first byte)."""
 
 
 class StreamResponse(Protocol):
@@ -139,6 +145,10 @@ async def list_models(transport: Transport, config: AgentConfig, *, now: Callabl
     return sorted({item["id"] for item in items if isinstance(item, dict) and isinstance(item.get("id"), str)})
 
 
+class _ToolsRefused(Exception):
+    """The server answered 400 naming tools (e.g. Ollama's "does not support tools")."""
+
+
 @dataclass
 class _PendingCall:
     name: str = ""
@@ -172,7 +182,7 @@ class OpenAIAgent:
                  system: Callable[[], str | None] | None = None,
                  tool_runner: Callable[[str, dict[str, Any]], Any] = run_tool,
                  max_tool_rounds: int = 4, now: Callable[[], float] = time.time,
-                 new_id: Callable[[], str] = _new_call_id) -> None:
+                 new_id: Callable[[], str] = _new_call_id, idle_timeout_s: float | None = IDLE_TIMEOUT_S) -> None:
         self.transport = transport
         self.config = config
         self._system = system
@@ -180,6 +190,17 @@ class OpenAIAgent:
         self.max_tool_rounds = max_tool_rounds
         self._now = now
         self._new_id = new_id
+        self.idle_timeout_s = idle_timeout_s
+        self._offer_tools = True
+
+    async def _within(self, awaitable: Awaitable[Any]) -> Any:
+        """``await awaitable``, failing with ``timeout`` after ``idle_timeout_s`` without progress."""
+        if self.idle_timeout_s is None:
+            return await awaitable
+        try:
+            return await asyncio.wait_for(awaitable, self.idle_timeout_s)
+        except asyncio.TimeoutError:
+            raise ModelError("timeout", seconds=round(self.idle_timeout_s)) from None
 
     def __repr__(self) -> str:
         return f"OpenAIAgent({self.config!r})"
@@ -197,8 +218,14 @@ class OpenAIAgent:
         model: str | None = None
         for _ in range(self.max_tool_rounds + 1):
             result = _Round()
-            async for event in self._stream(messages, result):
-                yield event
+            try:
+                async for event in self._stream(messages, result, tools=self._offer_tools):
+                    yield event
+            except _ToolsRefused:  # a model without tool support: ask again without tools
+                self._offer_tools = False
+                result = _Round()
+                async for event in self._stream(messages, result, tools=False):
+                    yield event
             model = result.model or model
             total = total + result.usage if (total is not None and result.usage is not None) else None
             if not result.calls:
@@ -224,25 +251,37 @@ class OpenAIAgent:
                 messages.append({"role": "tool", "tool_call_id": call_id, "content": slim_result_text(part)})
         raise ModelError("tool-rounds", count=self.max_tool_rounds)
 
-    async def _stream(self, messages: list[dict[str, Any]], result: _Round) -> AsyncIterator[TextDelta]:
-        """One streamed request: yields text per chunk, fills ``result``; raises ``ModelError``."""
+    async def _stream(self, messages: list[dict[str, Any]], result: _Round, *, tools: bool) -> AsyncIterator[TextDelta]:
+        """One streamed request: yields text per chunk, fills ``result``; raises ``ModelError``
+        (``_ToolsRefused`` for a 400 that names tools, before anything was yielded)."""
         config = self.config
         url = f"{config.base_url}/chat/completions"
-        body = json.dumps({"model": config.model, "messages": messages, "stream": True,
-                           "stream_options": {"include_usage": True}, "tools": TOOLS}, ensure_ascii=False)
+        request: dict[str, Any] = {"model": config.model, "messages": messages, "stream": True,
+                                   "stream_options": {"include_usage": True}}
+        if tools:
+            request["tools"] = TOOLS
+        body = json.dumps(request, ensure_ascii=False)
         try:
-            response = await self.transport.post_stream(url, request_headers(config.api_key, stream=True), body)
+            response = await self._within(
+                self.transport.post_stream(url, request_headers(config.api_key, stream=True), body))
         except TransportError as error:
             raise _transport_error(error, url) from None
         try:
             if not 200 <= response.status <= 299:
                 text = (await response.text())[:MAX_ERROR_BODY]
+                if tools and response.status == 400 and "tool" in text.lower():
+                    raise _ToolsRefused()
                 raise http_error(response.status, response.headers, text, model=config.model,
                                  secret=config.api_key, now_s=self._now())
             parser = SSEParser()
             state = _StreamState(result, config.api_key)
+            chunks = response.__aiter__()
             try:
-                async for chunk in response:
+                while True:
+                    try:
+                        chunk = await self._within(chunks.__anext__())
+                    except StopAsyncIteration:
+                        break
                     pieces = state.take(parser.feed(chunk))
                     if pieces:
                         yield TextDelta(pieces)

@@ -69,6 +69,7 @@ class ModelSetup:
         self.transport: FetchTransport | None = None
         self.agent = SelectedAgent(self.choose)
         self.dialog = None
+        self._agent: OpenAIAgent | None = None
 
     def _transport(self) -> FetchTransport:
         if self.transport is None:
@@ -83,8 +84,10 @@ class ModelSetup:
         """The agent for a turn starting now."""
         if self.settings.agent != "openai":
             return self.demo
-        return OpenAIAgent(self._transport(), self._config(self.settings, self._key),
-                           system=lambda: system_prompt(self.stage()))
+        config = self._config(self.settings, self._key)
+        if self._agent is None or self._agent.config != config:  # kept while the settings stay (tool support learnt)
+            self._agent = OpenAIAgent(self._transport(), config, system=lambda: system_prompt(self.stage()))
+        return self._agent
 
     def save(self, settings: ModelSettings, key: str) -> bool:
         """Apply ``settings`` and ``key`` to this tab and store them; False when storage refused."""

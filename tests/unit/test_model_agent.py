@@ -361,3 +361,36 @@ async def test_events_after_done_are_ignored():
     response = ScriptedResponse(chunks=[sse(text_chunk("a"), "[DONE]", "{not json")])
     events = await collect(OpenAIAgent(ScriptedTransport(response), CONFIG))
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["a"]
+
+
+async def test_a_server_that_goes_silent_fails_the_turn_and_closes_the_response():
+    class Silent(ScriptedResponse):
+        async def _iterate(self):
+            yield sse(text_chunk("so far"))
+            await asyncio.Event().wait()  # never set
+            yield b""
+
+    response = Silent()
+    agent = OpenAIAgent(ScriptedTransport(response), CONFIG, idle_timeout_s=0.05)
+    error = await failure(agent)
+    assert (error.code, error.params) == ("timeout", {"seconds": 0}) and response.closed
+
+
+async def test_no_response_headers_in_time_is_a_timeout():
+    class Hanging(ScriptedTransport):
+        async def post_stream(self, url, headers, body):
+            await asyncio.Event().wait()
+
+    error = await failure(OpenAIAgent(Hanging(), CONFIG, idle_timeout_s=0.05))
+    assert error.code == "timeout"
+
+
+async def test_a_model_without_tool_support_is_asked_again_without_tools():
+    refused = ScriptedResponse(400, body=json.dumps({"error": {"message": "gemma does not support tools"}}))
+    ok = ScriptedResponse(chunks=[sse(text_chunk("plain answer"), FINISH, "[DONE]")])
+    transport = ScriptedTransport(refused, ok)
+    events = await collect(OpenAIAgent(transport, CONFIG))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "plain answer"
+    assert "tools" in transport.posts[0]["body"] and "tools" not in transport.posts[1]["body"]
+    other = ScriptedResponse(400, body=json.dumps({"error": {"message": "bad request"}}))
+    assert (await failure(OpenAIAgent(ScriptedTransport(other), CONFIG))).code == "http"

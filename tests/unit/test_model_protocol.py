@@ -112,7 +112,7 @@ def test_base_url_must_be_http(url):
 from app.agents.errors import describe  # noqa: E402
 from app.i18n import LOCALES, Translator  # noqa: E402
 
-CODES = ["auth", "not-found", "rate-limited", "server", "http", "network", "cors", "blocked", "stream-cut",
+CODES = ["auth", "not-found", "rate-limited", "server", "http", "network", "cors", "blocked", "stream-cut", "timeout",
          "bad-event", "stream-error", "tool-rounds", "settings"]
 
 
