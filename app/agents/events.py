@@ -40,6 +40,10 @@ class UsageReported:
     model: str
     usage: TokenUsage | None
 
+    def to_turn_meta(self) -> dict[str, object]:
+        """The §9 per-turn meta fields it fills: ``{"model", "usage"}``, ``usage`` ``None`` = not reported."""
+        return {"model": self.model, "usage": self.usage.to_meta() if self.usage else None}
+
 
 def usage_from_chunk(value: Any) -> TokenUsage | None:
     """A ``TokenUsage`` from a chunk's ``usage`` object, or ``None`` when it is absent or not numeric.

@@ -11,17 +11,19 @@ background install of Markdown rendering.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import js
 
 from app.agent import Agent
-from app.agents.openai import AgentConfig, OpenAIAgent, list_models
 from app.agents.settings import ModelSettings, load_settings, save_settings
 from app.agents.switch import SelectedAgent
-from app.browser import markdown_view
-from app.browser.model_transport import FetchTransport
 from app.courses import find_course
 from app.i18n import Translator
+
+if TYPE_CHECKING:  # imported when first used: nothing of the model back end is loaded at start-up
+    from app.agents.openai import AgentConfig, OpenAIAgent
+    from app.browser.model_transport import FetchTransport
 
 __all__ = ["ModelSetup", "WebStorage", "system_prompt"]
 
@@ -66,17 +68,21 @@ class ModelSetup:
         self.demo = demo
         self.stage = stage
         self.settings, self._key = load_settings(self.local, self.session)
-        self.transport: FetchTransport | None = None
+        self.transport: Any = None
         self.agent = SelectedAgent(self.choose)
         self.dialog = None
-        self._agent: OpenAIAgent | None = None
+        self._agent: Any = None
 
-    def _transport(self) -> FetchTransport:
+    def _transport(self) -> "FetchTransport":
         if self.transport is None:
+            from app.browser.model_transport import FetchTransport
+
             self.transport = FetchTransport()
         return self.transport
 
-    def _config(self, settings: ModelSettings, key: str) -> AgentConfig:
+    def _config(self, settings: ModelSettings, key: str) -> "AgentConfig":
+        from app.agents.openai import AgentConfig
+
         return AgentConfig(base_url=settings.base_url, model=settings.model, api_key=key.strip(),
                            max_turns=settings.max_turns)
 
@@ -84,6 +90,8 @@ class ModelSetup:
         """The agent for a turn starting now."""
         if self.settings.agent != "openai":
             return self.demo
+        from app.agents.openai import OpenAIAgent
+
         config = self._config(self.settings, self._key)
         if self._agent is None or self._agent.config != config:  # kept while the settings stay (tool support learnt)
             self._agent = OpenAIAgent(self._transport(), config, system=lambda: system_prompt(self.stage()))
@@ -101,10 +109,13 @@ class ModelSetup:
 
     async def list_models(self, settings: ModelSettings, key: str) -> list[str]:
         """The models of the server in ``settings`` (the dialog's test button)."""
+        from app.agents.openai import list_models
+
         return await list_models(self._transport(), self._config(settings, key))
 
     def install_dialog(self, translator: Translator, redraw: Callable[[], None]) -> None:
         """Build the settings dialog and start installing Markdown rendering in the background."""
+        from app.browser import markdown_view
         from app.browser.settings_view import SettingsDialog
 
         js.document.documentElement.dataset.agent = self.settings.agent

@@ -394,3 +394,9 @@ async def test_a_model_without_tool_support_is_asked_again_without_tools():
     assert "tools" in transport.posts[0]["body"] and "tools" not in transport.posts[1]["body"]
     other = ScriptedResponse(400, body=json.dumps({"error": {"message": "bad request"}}))
     assert (await failure(OpenAIAgent(ScriptedTransport(other), CONFIG))).code == "http"
+
+
+def test_usage_event_in_turn_meta_shape():
+    assert UsageReported("m", TokenUsage(3, 4, 7)).to_turn_meta() == {
+        "model": "m", "usage": {"inputTokens": 3, "outputTokens": 4, "totalTokens": 7}}
+    assert UsageReported("m", None).to_turn_meta() == {"model": "m", "usage": None}
