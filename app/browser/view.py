@@ -209,9 +209,21 @@ class PageView:
             container.scrollTop = container.scrollHeight
 
     def redraw_messages(self) -> None:
-        """Rebuild every shown message (e.g. once Markdown rendering is available)."""
-        self._rendered = []
-        self.render()
+        """Rebuild the shown assistant messages in place (once Markdown rendering is available);
+        which messages are shown (earlier ones included) stays as it is."""
+        messages = self.runtime.messages
+        container = self._by("agent-messages")
+        at_end = container.scrollHeight - container.scrollTop - container.clientHeight < 40
+        for index, (ident, signature, node) in enumerate(self._rendered):
+            position = self._offset + index
+            message = messages[position] if position < len(messages) else None
+            if message is None or id(message) != ident or message.role != "assistant":
+                continue
+            new = self._message_node(message)
+            node.replaceWith(new)
+            self._rendered[index] = (ident, signature, new)
+        if at_end:
+            container.scrollTop = container.scrollHeight
 
     def show_earlier(self) -> None:
         """Render up to ``RENDER_WINDOW`` more of the older messages above the shown ones,

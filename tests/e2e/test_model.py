@@ -281,3 +281,29 @@ def test_markdown_reply_is_rendered_safely_and_stored_raw(agent, fake_model):
     agent.reload()  # drawn as text first, then re-drawn as Markdown once markdown-it is installed
     agent.page.wait_for_function("() => document.documentElement.dataset.markdown === 'ready'")
     assert agent.page.locator("[data-role=assistant] [data-testid=markdown] table").count() == 1
+
+
+def test_markdown_redraw_keeps_earlier_messages_shown(agent):
+    from app.presentation import RENDER_WINDOW
+
+    messages = []
+    for n in range(30):
+        messages += [{"role": "user", "content": [{"type": "text", "text": f"question {n}"}]},
+                     {"role": "assistant", "content": [{"type": "text", "text": f"**answer** {n}"}]}]
+    value = {"state": {"threads": {"intro-ml": {"messages": messages, "updatedAt": 1}}}, "version": 1}
+    agent.seed({"maic-agent-threads": json.dumps(value, separators=(",", ":"))})
+    held = []  # hold markdown-it's wheel until the earlier messages are shown
+    agent.page.route("**/markdown_it_py-*.whl", lambda route: held.append(route))
+    agent.page.goto(agent.url(course="intro-ml"))
+    agent.wait_ready()
+    assert agent.page.locator("[data-testid=markdown]").count() == 0  # first drawn as plain text
+    agent.testid("agent-load-earlier").click()
+    assert agent.messages().count() == 60
+    agent.page.wait_for_function("() => document.documentElement.dataset.markdown === 'loading'")
+    agent.page.wait_for_timeout(200)
+    assert held and agent.page.evaluate("document.documentElement.dataset.markdown") == "loading"
+    held[0].continue_()
+    agent.page.wait_for_function("() => document.documentElement.dataset.markdown === 'ready'")
+    assert agent.messages().count() == 60 > RENDER_WINDOW
+    assert agent.page.locator("[data-role=assistant] [data-testid=markdown] strong").count() == 30
+    assert agent.page.locator("[data-role=user] strong").count() == 0
