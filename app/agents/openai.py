@@ -15,6 +15,8 @@ One turn is one or more ``POST <base>/chat/completions`` requests with
    back as ``tool`` messages and the model is asked again to finish the turn
    (at most ``max_tool_rounds`` times); a server that refuses ``tools`` with
    a 400 naming them (a model without tool support) is asked again without;
+   a server that ignores ``stream`` and answers one JSON completion is read
+   as one chunk;
 3. last, ``UsageReported(model, usage)``: usage summed over the turn's
    requests, ``None`` when any of them reported none ("not reported", never
    invented); the model name from the last chunk that named one, else the
@@ -273,8 +275,14 @@ class OpenAIAgent:
                     raise _ToolsRefused()
                 raise http_error(response.status, response.headers, text, model=config.model,
                                  secret=config.api_key, now_s=self._now())
-            parser = SSEParser()
             state = _StreamState(result, config.api_key)
+            if "application/json" in response.headers.get("content-type", ""):
+                # A server that ignored ``stream: true`` (some do when tools are offered): one whole completion.
+                text = state.take_completion(await self._within(response.text()))
+                if text:
+                    yield TextDelta(text)
+                return
+            parser = SSEParser()
             chunks = response.__aiter__()
             try:
                 while True:
@@ -365,6 +373,25 @@ class _StreamState:
         result.text += text
         return text
 
+    def take_completion(self, body: str) -> str:
+        """Fold a non-streamed ``chat.completion`` body in (``choices[].message``); returns its text."""
+        try:
+            completion = json.loads(body)
+        except ValueError:
+            raise ModelError("bad-event", excerpt=scrub(body, self.secret, 80)) from None
+        if not isinstance(completion, dict) or not isinstance(completion.get("choices"), list):
+            raise ModelError("bad-event", excerpt=scrub(body, self.secret, 80))
+        chunk = dict(completion)
+        chunk["choices"] = [{**c, "delta": c.get("message") or {}} for c in completion["choices"] if isinstance(c, dict)]
+        for choice in chunk["choices"]:
+            calls = choice["delta"].get("tool_calls") if isinstance(choice["delta"], dict) else None
+            for index, call in enumerate(calls or []):
+                if isinstance(call, dict) and "index" not in call:
+                    call["index"] = index
+        text = self.take([_Whole(json.dumps(chunk))])
+        self.done = True
+        return text
+
     def _tool_piece(self, piece: Any) -> None:
         if not isinstance(piece, dict):
             return
@@ -382,6 +409,15 @@ class _StreamState:
             pending.arguments += arguments
         elif isinstance(arguments, dict):  # some servers send the object itself
             pending.arguments += json.dumps(arguments)
+
+
+class _Whole:
+    """A stand-in event carrying one whole JSON chunk (``take_completion``)."""
+
+    event = "message"
+
+    def __init__(self, data: str) -> None:
+        self.data = data
 
 
 def _parse_arguments(text: str) -> tuple[dict[str, Any], bool]:

@@ -400,3 +400,21 @@ def test_usage_event_in_turn_meta_shape():
     assert UsageReported("m", TokenUsage(3, 4, 7)).to_turn_meta() == {
         "model": "m", "usage": {"inputTokens": 3, "outputTokens": 4, "totalTokens": 7}}
     assert UsageReported("m", None).to_turn_meta() == {"model": "m", "usage": None}
+
+
+async def test_a_server_that_ignores_stream_gets_its_whole_completion_used():
+    completion = {"model": "whole-model", "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+        "role": "assistant", "content": "Let me do that.", "tool_calls": [{"id": "x", "type": "function", "function": {
+            "name": "regenerate_scene", "arguments": json.dumps({"sceneId": "scene-1"})}}]}}],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 4, "total_tokens": 13}}
+    json_headers = {"content-type": "application/json; charset=utf-8"}
+    first = ScriptedResponse(headers=json_headers, body=json.dumps(completion))
+    second = ScriptedResponse(headers=json_headers, body=json.dumps({"model": "whole-model", "choices": [
+        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Done."}}],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 2, "total_tokens": 22}}))
+    events = await collect(OpenAIAgent(ScriptedTransport(first, second), CONFIG))
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["Let me do that.", "Done."]
+    assert next(e for e in events if isinstance(e, ToolCallStarted)).args == {"sceneId": "scene-1"}
+    assert events[-1] == UsageReported("whole-model", TokenUsage(29, 6, 35))
+    broken = ScriptedResponse(headers=json_headers, body="<html>")
+    assert (await failure(OpenAIAgent(ScriptedTransport(broken), CONFIG))).code == "bad-event"
