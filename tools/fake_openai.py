@@ -27,7 +27,8 @@ the page's origin, ``Retry-After`` exposed) except under the path prefix
 ``/nocors``, which behaves the same without them (a CORS refusal). With
 ``required_key`` set, a request without ``Authorization: Bearer <key>`` gets
 401. Each request is recorded in ``server.requests`` (method, path, headers,
-parsed JSON body) for tests to inspect.
+parsed JSON body) for tests to inspect; ``server.aborted`` counts streams the
+client broke off.
 
 Usage::
 
@@ -162,7 +163,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self._script(command, rest, has_tool_result)
         except (BrokenPipeError, ConnectionResetError):
-            pass  # the page aborted the request (Stop)
+            with self.server.lock:
+                self.server.aborted += 1  # the page aborted the request (Stop)
 
     def _script(self, command: str, rest: str, has_tool_result: bool) -> None:
         if command in ERROR_STATUSES:
@@ -237,6 +239,8 @@ class FakeOpenAIServer(ThreadingHTTPServer):
         super().__init__(address, _Handler)
         self.required_key = required_key
         self.requests: list[dict[str, Any]] = []
+        self.aborted = 0
+        """Streams the client broke off (the server's next write failed)."""
         self.lock = threading.Lock()
 
     @property

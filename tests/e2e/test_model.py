@@ -148,7 +148,12 @@ def test_stop_aborts_the_stream_and_saves_the_turn_as_stopped(agent, fake_model)
     stored = agent.stored()["state"]["threads"]["intro-ml"]["messages"]
     text = stored[1]["content"][0]["text"]
     assert " t5" in text and " t399" not in text
-    # The request was aborted: the page is idle long before the 10 s stream would end.
+    # The request was aborted (AbortController): the server's stream broke off long before its 10 s.
+    for _ in range(50):
+        if fake_model.aborted:
+            break
+        agent.page.wait_for_timeout(100)
+    assert fake_model.aborted == 1
     agent.send("after stop")
     assert assistant_texts(agent)[-1] == "".join(fake_openai.PLAIN_PIECES)
 
