@@ -75,10 +75,15 @@ Part = Annotated[Union[TextPart, ToolCallPart], Field(discriminator="type")]
 
 
 class MessageStatus(WireModel):
-    """Assistant message status: ``{"type": "running"|"complete"|"incomplete", "reason"?}``."""
+    """Assistant message status: ``{"type": "running"|"complete"|"incomplete", "reason"?, "error"?}``.
+
+    ``error`` (assistant-ui's field of a failed status): ``{"code", "params"}``
+    of the failure the view localizes (DESIGN.md §12); in memory only, never stored.
+    """
 
     type: Literal["running", "complete", "incomplete", "requires-action"]
     reason: str | None = None
+    error: dict[str, Any] | None = None
 
 
 COMPLETE = MessageStatus(type="complete", reason="stop")

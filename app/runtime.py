@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.agent import REGENERATE_TOOL, Agent, AgentEvent, TextDelta, ToolCallFinished, ToolCallStarted
+from app.agents.errors import error_payload
 from app.model import COMPLETE, Message, MessageStatus, TextPart, ToolCallPart
 from app.presentation import tool_card_view
 from app.projection import STOPPED, deserialize_thread, serialize_thread
@@ -254,7 +255,7 @@ class AgentRuntime:
         if error is not None:
             _log.error("agent turn on %r failed", session.stage_id, exc_info=error)
         if task.cancelled() or error is not None:
-            reply.status = CANCELLED if error is None else FAILED
+            reply.status = CANCELLED if error is None else _failed(error)
             for part in reply.content:
                 if isinstance(part, ToolCallPart) and part.result is None:
                     part.is_error = True  # interrupted: saved with isError and no result
@@ -314,6 +315,12 @@ class AgentRuntime:
     def _notify(self) -> None:
         for listener in list(self._listeners):
             listener()
+
+
+def _failed(error: BaseException) -> MessageStatus:
+    """``FAILED``, carrying ``{"code", "params"}`` when the agent said why (``app.agents.errors.ModelError``)."""
+    payload = error_payload(error)
+    return FAILED if payload["code"] == "unknown" else FAILED.model_copy(update={"error": payload})
 
 
 def _apply(reply: Message, event: AgentEvent) -> ToolCallPart | None:

@@ -7,9 +7,10 @@ place with the pinned sha256 is neither fetched nor copied again.
 - npm packages (``pyodide``, ``@pyscript/core``) come through ``npm pack`` by
   name and version; the tarball and every file taken from it are checked
   against ``vendor.lock.json``.
-- Browser wheels (pydantic's closure with the wasm ``pydantic-core`` build, and
-  micropip) come through ``pip download`` by name and version, checked the same
-  way.
+- Browser wheels (pydantic's closure with the wasm ``pydantic-core`` build,
+  micropip, and markdown-it-py with mdurl, which the app installs with micropip
+  after start-up) come through ``pip download`` by name and version, checked the
+  same way.
 - The app itself is packed as a wheel (``agentbar``) so that Pyodide fetches it
   in parallel with pydantic while it boots, instead of PyScript fetching each
   file after the interpreter is ready (DESIGN.md §2).
@@ -183,8 +184,14 @@ def write_pyodide_lock(lock: dict, app_wheel: Path) -> None:
     packages = {}
     for entry in lock["wheels"]:
         key = entry["lock_name"]
-        base = dict(stock["packages"][key])
+        # A wheel the stock lock does not know (e.g. markdown-it-py, installed with micropip after
+        # start-up) is described by its own vendor.lock.json entry: "imports" and "depends".
+        base = dict(stock["packages"].get(key) or {
+            "name": entry["name"], "install_dir": "site", "package_type": "package", "unvendored_tests": False})
         base.update(file_name=entry["file"], version=entry["version"], sha256=entry["sha256"])
+        for field in ("imports", "depends"):
+            if field in entry:
+                base[field] = entry[field]
         packages[key] = base
     packages[APP_DIST] = {
         "name": APP_DIST, "version": _project_version(), "file_name": app_wheel.name,

@@ -69,7 +69,10 @@ def _boot() -> None:
     clock = lambda: int(js.Date.now())  # noqa: E731 - epoch ms, stamped at save time
     store = ThreadStore(open_local_storage())
     store.hydrate(clock())
-    runtime = AgentRuntime(store, DemoAgent(delay_ms=delay_ms), clock=clock)
+    from app.browser.model_setup import ModelSetup
+
+    model_setup = ModelSetup(DemoAgent(delay_ms=delay_ms), lambda: runtime.stage_id)  # DESIGN.md §12
+    runtime = AgentRuntime(store, model_setup.agent, clock=clock)
     if not indexed_db_status(window).available:  # PyScript runs on the in-memory substitute
         runtime.add_notice(Notice(IDB_NOTICE))
     view = PageView(runtime, translator)
@@ -176,6 +179,7 @@ def _boot() -> None:
         _install_bench_hooks(window, runtime, store)
     view.show_app()
     root.dataset.ready = "true"
+    model_setup.install_dialog(translator, view.redraw_messages)  # after ready: nothing added to start-up
 
 
 def _install_bench_hooks(window, runtime, store) -> None:

@@ -15,6 +15,8 @@ from pyscript import document
 from pyscript.ffi import is_none
 from pyscript.web import a, button, div, h2, h3, li, option, p, span, ul
 
+from app.agents.errors import describe as describe_error
+from app.browser import markdown_view
 from app.courses import Course, picker_courses, scene_text
 from app.i18n import Translator
 from app.model import Message, TextPart, ToolCallPart
@@ -236,6 +238,23 @@ class PageView:
         if stick:
             container.scrollTop = container.scrollHeight
 
+    def redraw_messages(self) -> None:
+        """Rebuild the shown assistant messages in place (once Markdown rendering is available);
+        which messages are shown (earlier ones included) stays as it is."""
+        messages = self.runtime.messages
+        container = self._by("agent-messages")
+        at_end = container.scrollHeight - container.scrollTop - container.clientHeight < 40
+        for index, (ident, signature, node) in enumerate(self._rendered):
+            position = self._offset + index
+            message = messages[position] if position < len(messages) else None
+            if message is None or id(message) != ident or message.role != "assistant":
+                continue
+            new = self._message_node(message)
+            node.replaceWith(new)
+            self._rendered[index] = (ident, signature, new)
+        if at_end:
+            container.scrollTop = container.scrollHeight
+
     def show_earlier(self) -> None:
         """Render up to ``RENDER_WINDOW`` more of the older messages above the shown ones,
         keeping what the reader sees in place."""
@@ -298,12 +317,17 @@ class PageView:
         box = _el(div, classes="message", testid="agent-message", attrs={**attrs, "tabindex": "-1"})
         box._dom_element.setAttribute("aria-label", self.t(f"edit.agent.{'you' if message.role == 'user' else 'assistant'}"))
         expanded = id(message) in self._expanded
+        failed = message.status is not None and message.status.reason == "error"
         for part in message.content:
             if isinstance(part, TextPart):
-                box.append(self._bubble(part.text, expanded=expanded))
+                # Assistant text as Markdown once markdown-it is there (not while it streams: tokens append);
+                # long text keeps its collapsed plain bubble (issue 10 item 3).
+                markdown = message.role == "assistant" and not running and collapsed_prefix(part.text) is None
+                rendered = markdown_view.render(part.text) if markdown else None
+                box.append(self._bubble(part.text, expanded=expanded) if rendered is None else rendered)
             elif isinstance(part, ToolCallPart):
                 box.append(self._tool_card(tool_card_view(part, turn_running=running), part))
-        if not message.content and message.role == "assistant":
+        if not message.content and message.role == "assistant" and not failed:
             placeholder = {"running": "edit.agent.thinking", "incomplete": "edit.agent.stopped"}.get(
                 message.status.type if message.status else "")
             if placeholder:
@@ -311,6 +335,10 @@ class PageView:
                                testid="agent-stopped" if placeholder == "edit.agent.stopped" else None))
         elif message.status is not None and message.status.type == "incomplete" and message.status.reason == "cancelled":
             box.append(_el(div, text=self.t("edit.agent.stopped"), classes="bubble muted", testid="agent-stopped"))
+        if failed:  # DESIGN.md §12: the failure, localized, inside the failed message
+            error = message.status.error or {}
+            box.append(_el(p, text=describe_error(self.t, error), classes="turn-error", testid="turn-error",
+                           attrs={"role": "alert", "data-code": str(error.get("code") or "unknown")}))
         return box._dom_element
 
     def _bubble(self, text: str, *, expanded: bool = False):

@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tools import vendor
+from tools import fake_openai, vendor
 from tools.serve import make_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,6 +75,7 @@ class AgentPage:
         self.page = page
         self.base_url = base_url
         self.requests: list[str] = []
+        self.allowed_origins: list[str] = []  # besides base_url: only the fake model server's origin (fake_model)
         self.dialogs: list[str] = []
         page.on("request", lambda request: self.requests.append(request.url))
         page.on("dialog", self._on_dialog)
@@ -151,7 +152,8 @@ class AgentPage:
         assert found == [], f"axe: serious/critical violations ({state or self.page.url}): {json.dumps(found, indent=1)}"
 
     def off_origin_requests(self) -> list[str]:
-        return [u for u in self.requests if not (u.startswith(self.base_url) or u.startswith(("data:", "blob:")))]
+        allowed = (self.base_url, "data:", "blob:", *(origin + "/" for origin in self.allowed_origins))
+        return [u for u in self.requests if not u.startswith(allowed)]
 
 
 @pytest.fixture
@@ -168,3 +170,24 @@ def second_agent(context, app_server):
     helper = AgentPage(context.new_page(), app_server)
     yield helper
     assert helper.off_origin_requests() == []
+
+
+@pytest.fixture(scope="session")
+def fake_model_server():
+    """The fake OpenAI-compatible server (``tools/fake_openai.py``) on 127.0.0.1 for the session."""
+    server = fake_openai.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def fake_model(fake_model_server, agent):
+    """The fake model server, reset, with its origin (``http://127.0.0.1:<port>``, nothing else)
+    allowed in ``agent``'s no-request-leaves check."""
+    fake_model_server.required_key = None
+    fake_model_server.aborted = 0
+    with fake_model_server.lock:
+        fake_model_server.requests.clear()
+    agent.allowed_origins.append(fake_model_server.origin)
+    return fake_model_server

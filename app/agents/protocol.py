@@ -1,0 +1,125 @@
+"""The thread's messages in the Chat Completions protocol (DESIGN.md §12).
+
+``chat_messages(history, text, ...)`` maps the live thread (``app.model.Message``)
+to the ``messages`` list of ``POST /chat/completions``:
+
+- a user message → ``{"role": "user", "content": <its text parts joined>}``;
+- an assistant message → its parts in order: text before a tool call becomes
+  the ``content`` of an assistant message carrying ``tool_calls`` (consecutive
+  calls grouped), each call followed by a ``{"role": "tool", "tool_call_id",
+  "content"}`` message holding the *slim text* of its result (the result's
+  text items — what the slim projection of §3 keeps — marked when it failed or
+  never finished); text after the last call becomes a plain assistant message;
+- messages with nothing to send are left out; only the last ``max_turns``
+  turns (a turn = a user message and everything up to the next one) are sent;
+- an optional system prompt comes first, the new user ``text`` last.
+
+Tool-call ids are the thread's own (unique, §5), so a call and its ``tool``
+message always match, whatever ids the server used.
+
+Example::
+
+    >>> from app.model import Message, TextPart
+    >>> history = [Message(role="user", content=[TextPart(text="hi")]),
+    ...            Message(role="assistant", content=[TextPart(text="hello")])]
+    >>> chat_messages(history, "again", max_turns=5)
+    [{'role': 'user', 'content': 'hi'}, {'role': 'assistant', 'content': 'hello'}, {'role': 'user', 'content': 'again'}]
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from app.model import Message, TextPart, ToolCallPart
+
+__all__ = ["DEFAULT_MAX_TURNS", "chat_messages", "slim_result_text", "tool_call_message"]
+
+DEFAULT_MAX_TURNS = 20
+"""Recent turns sent with each request unless the settings say otherwise."""
+
+_KEPT_ARGS = ("sceneId", "instruction")
+
+
+def slim_result_text(part: ToolCallPart) -> str:
+    """The ``tool`` message content for a call: its result's text items (what the slim projection keeps).
+
+    >>> slim_result_text(ToolCallPart(tool_call_id="c", result={"content": [{"type": "text", "text": "ok"}]}))
+    'ok'
+    >>> slim_result_text(ToolCallPart(tool_call_id="c", is_error=True))
+    'Error: the call was interrupted before it returned a result.'
+    """
+    result = part.result
+    if result is None:
+        return "Error: the call was interrupted before it returned a result."
+    texts = []
+    content = result.get("content") if isinstance(result, dict) else None
+    for item in content if isinstance(content, list) else []:
+        if isinstance(item, dict) and item.get("type") == "text" and isinstance(item.get("text"), str):
+            texts.append(item["text"])
+    text = "\n".join(texts) or ("Done." if not part.is_error else "The call failed.")
+    return f"Error: {text}" if part.is_error else text
+
+
+def tool_call_message(calls: Sequence[tuple[str, str, dict[str, Any]]], content: str | None) -> dict[str, Any]:
+    """An assistant message carrying ``tool_calls`` from ``(id, name, args)`` triples."""
+    return {
+        "role": "assistant",
+        "content": content or None,
+        "tool_calls": [{"id": cid, "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}
+                       for cid, name, args in calls],
+    }
+
+
+def _assistant(message: Message) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    text: list[str] = []
+    calls: list[ToolCallPart] = []
+
+    def flush_calls() -> None:
+        if calls:
+            triples = [(c.tool_call_id, c.tool_name,
+                        {k: v for k, v in c.args.items() if k in _KEPT_ARGS and isinstance(v, str)}) for c in calls]
+            out.append(tool_call_message(triples, "".join(text)))
+            out.extend({"role": "tool", "tool_call_id": c.tool_call_id, "content": slim_result_text(c)} for c in calls)
+            calls.clear()
+            text.clear()
+
+    for part in message.content:
+        if isinstance(part, ToolCallPart):
+            calls.append(part)
+        elif isinstance(part, TextPart):
+            flush_calls()
+            text.append(part.text)
+    flush_calls()
+    if "".join(text).strip():
+        out.append({"role": "assistant", "content": "".join(text)})
+    return out
+
+
+def chat_messages(history: Sequence[Message], text: str, *, max_turns: int = DEFAULT_MAX_TURNS,
+                  system: str | None = None) -> list[dict[str, Any]]:
+    """The request's ``messages`` for the new user ``text`` after ``history`` (see the module docstring).
+
+    ``max_turns`` ≥ 0 past turns are kept (0: only the new text).
+    """
+    turns: list[list[dict[str, Any]]] = []
+    for message in history:
+        if message.role == "user":
+            content = "".join(p.text for p in message.content if isinstance(p, TextPart))
+            if content.strip():
+                turns.append([{"role": "user", "content": content}])
+        elif message.role == "assistant":
+            mapped = _assistant(message)
+            if mapped:
+                if not turns:
+                    turns.append([])
+                turns[-1].extend(mapped)
+    kept = turns[len(turns) - max_turns:] if max_turns > 0 else []
+    messages = [{"role": "system", "content": system}] if system else []
+    for turn in kept:
+        messages.extend(turn)
+    messages.append({"role": "user", "content": text})
+    return messages

@@ -1,0 +1,138 @@
+"""The model back end's network in the browser: ``fetch`` with a stream reader (DESIGN.md §12).
+
+``FetchTransport`` implements ``app.agents.openai.Transport``:
+
+- ``post_stream`` sends the request with an ``AbortController``; the body is
+  read with ``response.body.getReader()`` and handed over chunk by chunk as
+  bytes; ``aclose()`` (the agent calls it when the turn ends, fails or is
+  stopped) aborts the request, so Stop ends the HTTP exchange, not only the
+  reading;
+- a ``fetch`` that rejects is classified: a ``securitypolicyviolation`` for
+  that origin → ``blocked`` (the page's CSP ``connect-src``); otherwise a
+  ``no-cors`` probe of the same URL — it succeeds when the server is reachable
+  but did not allow this origin → ``cors``; it fails too → ``network``.
+  (Browsers report all three as the same ``TypeError``.)
+
+Response headers are readable only when CORS-safelisted or exposed by the
+server (``Access-Control-Expose-Headers: Retry-After``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import js
+from pyodide.ffi import JsException, create_proxy, to_js
+
+from app.agents.errors import TransportError
+
+__all__ = ["FetchTransport", "origin_of"]
+
+
+def origin_of(url: str) -> str:
+    """``scheme://host[:port]`` of an absolute URL (``""`` when it is not one)."""
+    try:
+        return str(js.URL.new(url).origin)
+    except JsException:
+        return ""
+
+
+def _options(**values: Any):
+    return to_js(values, dict_converter=js.Object.fromEntries)
+
+
+class _FetchResponse:
+    """``app.agents.openai.StreamResponse`` over a ``Response`` and its ``AbortController``."""
+
+    def __init__(self, response, controller) -> None:
+        self._response = response
+        self._controller = controller
+        self.status = int(response.status)
+        self.headers = {str(pair[0]).lower(): str(pair[1]) for pair in response.headers.entries()}
+        self._done = False
+
+    def __aiter__(self):
+        return self._read()
+
+    async def _read(self):
+        reader = self._response.body.getReader()
+        while True:
+            try:
+                result = await reader.read()
+            except JsException as error:
+                raise TransportError("network") from error
+            if result.done:
+                self._done = True
+                return
+            yield result.value.to_bytes()
+
+    async def text(self) -> str:
+        try:
+            return str(await self._response.text())
+        except JsException:
+            return ""
+
+    async def aclose(self) -> None:
+        if not self._done:
+            self._controller.abort()  # Stop, a failure or an early end: end the HTTP exchange too
+            self._done = True
+
+
+class FetchTransport:
+    """``Transport`` over the page's ``fetch``; remembers CSP violations to classify refusals."""
+
+    def __init__(self) -> None:
+        self._blocked: list[str] = []
+        self._listener = create_proxy(self._on_violation)
+        js.document.addEventListener("securitypolicyviolation", self._listener)
+
+    def _on_violation(self, event) -> None:
+        directive = str(getattr(event, "effectiveDirective", "") or getattr(event, "violatedDirective", ""))
+        if directive.startswith("connect-src"):
+            self._blocked.append(str(event.blockedURI))
+            del self._blocked[:-20]
+
+    def _was_blocked(self, origin: str) -> bool:
+        return any(uri.startswith(origin) for uri in self._blocked if origin)
+
+    async def _refusal(self, url: str) -> TransportError:
+        origin = origin_of(url)
+        await asyncio.sleep(0.05)  # the violation event is queued as a task after the rejection
+        if self._was_blocked(origin):
+            return TransportError("blocked", origin)
+        try:
+            await js.fetch(url, _options(mode="no-cors", cache="no-store", credentials="omit"))
+        except JsException:
+            await asyncio.sleep(0.05)
+            return TransportError("blocked" if self._was_blocked(origin) else "network", origin)
+        return TransportError("cors", origin)
+
+    async def post_stream(self, url: str, headers: dict[str, str], body: str) -> _FetchResponse:
+        """POST ``body`` to ``url``; returns once the response headers are in. Raises ``TransportError``."""
+        controller = js.AbortController.new()
+        options = _options(method="POST", headers=to_js(headers, dict_converter=js.Object.fromEntries), body=body,
+                           signal=controller.signal, cache="no-store", credentials="omit")
+        try:
+            response = await js.fetch(url, options)
+        except JsException:
+            raise await self._refusal(url) from None
+        except BaseException:  # Stop while waiting for the headers
+            controller.abort()
+            raise
+        return _FetchResponse(response, controller)
+
+    async def get_json(self, url: str, headers: dict[str, str]):
+        """GET ``url`` → ``(status, headers, data)``, ``data`` ``None`` when the body is not JSON."""
+        options = _options(method="GET", headers=to_js(headers, dict_converter=js.Object.fromEntries),
+                           cache="no-store", credentials="omit")
+        try:
+            response = await js.fetch(url, options)
+        except JsException:
+            raise await self._refusal(url) from None
+        headers_out = {str(pair[0]).lower(): str(pair[1]) for pair in response.headers.entries()}
+        try:
+            data = (await response.json()).to_py()
+        except (JsException, AttributeError):
+            data = None
+        return int(response.status), headers_out, data

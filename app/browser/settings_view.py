@@ -1,0 +1,223 @@
+"""The model settings dialog (DESIGN.md §12 hooks), its own view module.
+
+A native ``<dialog>`` opened modally from ``[data-testid=settings-open]`` in
+the panel header: Escape or Cancel closes it without saving (the Escape press
+does not reach the page's Stop shortcut), and focus returns to the button.
+Fields: ``settings-agent`` (``demo``/``openai``), ``settings-base-url``,
+``settings-model`` (suggestions from the last connection test),
+``settings-api-key`` (a password field), ``settings-remember``,
+``settings-max-turns``; ``settings-test`` lists the server's models into
+``settings-test-result`` (``data-state``: ``pending``, ``ok``, ``error``);
+``settings-save`` validates, stores (``app.agents.settings``) and closes.
+Every text is the locale's, set as ``textContent``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import js
+from pydantic import ValidationError
+from pyodide.ffi import create_proxy
+
+from app.agents.errors import ModelError, describe
+from app.agents.settings import ModelSettings, validate_base_url
+from app.i18n import Translator
+
+__all__ = ["SettingsDialog"]
+
+
+def _make(tag: str, *, text: str | None = None, testid: str | None = None, classes: str | None = None,
+          attrs: dict[str, str] | None = None, children=()):
+    node = js.document.createElement(tag)
+    if classes:
+        node.className = classes
+    if text is not None:
+        node.textContent = text
+    if testid:
+        node.setAttribute("data-testid", testid)
+    for name, value in (attrs or {}).items():
+        node.setAttribute(name, value)
+    for child in children:
+        node.append(child)
+    return node
+
+
+class SettingsDialog:
+    """The dialog; ``on_save(settings, api_key) -> bool`` stores and applies (False: not stored),
+    ``list_models(settings, api_key)`` awaits the server's model ids (raising ``ModelError``)."""
+
+    def __init__(self, t: Translator, *, load: Callable[[], tuple[ModelSettings, str]],
+                 on_save: Callable[[ModelSettings, str], bool],
+                 list_models: Callable[[ModelSettings, str], Awaitable[list[str]]]) -> None:
+        self.t = t
+        self._load = load
+        self._on_save = on_save
+        self._list_models = list_models
+        self._proxies: list = []
+        self._test_task: asyncio.Task | None = None
+        self.opener = js.document.getElementById("settings-open")
+        self.dialog = self._build()
+        js.document.body.append(self.dialog)
+        self._on(self.opener, "click", lambda _e: self.open())
+
+    # -- building --------------------------------------------------------
+    def _on(self, node, event: str, handler) -> None:
+        proxy = create_proxy(handler)
+        self._proxies.append(proxy)
+        node.addEventListener(event, proxy)
+
+    def _field(self, label_key: str, control, hint_key: str | None = None):
+        label = _make("label", classes="settings-field", children=[_make("span", text=self.t(label_key)), control])
+        if hint_key:
+            label.append(_make("small", text=self.t(hint_key), classes="settings-hint"))
+        return label
+
+    def _build(self):
+        t = self.t
+        self.agent = _make("select", testid="settings-agent", attrs={"id": "settings-agent"}, children=[
+            _make("option", text=t("model.settings.agentDemo"), attrs={"value": "demo"}),
+            _make("option", text=t("model.settings.agentOpenai"), attrs={"value": "openai"})])
+        self.base_url = _make("input", testid="settings-base-url", attrs={
+            "type": "url", "placeholder": "http://127.0.0.1:11434/v1", "spellcheck": "false", "dir": "ltr"})
+        self.model = _make("input", testid="settings-model", attrs={
+            "type": "text", "list": "settings-model-list", "spellcheck": "false", "dir": "ltr", "autocomplete": "off"})
+        self.models_list = _make("datalist", attrs={"id": "settings-model-list"})
+        self.api_key = _make("input", testid="settings-api-key", attrs={
+            "type": "password", "autocomplete": "off", "spellcheck": "false", "dir": "ltr"})
+        self.remember = _make("input", testid="settings-remember", attrs={"type": "checkbox"})
+        self.max_turns = _make("input", testid="settings-max-turns", attrs={"type": "number", "min": "0", "max": "200"})
+        self.test_button = _make("button", text=t("model.settings.test"), testid="settings-test",
+                                 attrs={"type": "button"})
+        self.test_result = _make("p", testid="settings-test-result", classes="settings-test-result",
+                                 attrs={"role": "status", "aria-live": "polite"})
+        self.error = _make("p", testid="settings-error", classes="settings-error", attrs={"role": "alert"})
+        self.error.hidden = True
+        cancel = _make("button", text=t("model.settings.cancel"), testid="settings-cancel", attrs={"type": "button"})
+        save = _make("button", text=t("model.settings.save"), testid="settings-save", classes="primary",
+                     attrs={"type": "submit"})
+        self.model_fields = _make("div", classes="settings-model-fields", children=[
+            self._field("model.settings.baseUrl", self.base_url, "model.settings.baseUrlHint"),
+            self._field("model.settings.model", self.model), self.models_list,
+            self._field("model.settings.apiKey", self.api_key),
+            _make("label", classes="settings-check", children=[self.remember, _make("span", text=t("model.settings.remember"))]),
+            _make("small", text=t("model.settings.keyHint"), classes="settings-hint"),
+            self._field("model.settings.maxTurns", self.max_turns),
+            _make("div", classes="settings-test", children=[self.test_button, self.test_result]),
+        ])
+        form = _make("form", classes="settings-form", attrs={"method": "dialog"}, children=[
+            _make("h2", text=t("model.settings.title"), attrs={"id": "settings-title"}),
+            self._field("model.settings.agent", self.agent), self.model_fields, self.error,
+            _make("div", classes="settings-actions", children=[cancel, save])])
+        dialog = _make("dialog", testid="settings-dialog", classes="settings-dialog",
+                       attrs={"id": "settings-dialog", "aria-labelledby": "settings-title"}, children=[form])
+        self._on(form, "submit", self._submit)
+        self._on(cancel, "click", lambda _e: dialog.close())
+        self._on(self.test_button, "click", lambda _e: self._start_test())
+        self._on(self.agent, "change", lambda _e: self._sync_agent())
+        self._on(dialog, "keydown", self._keydown)
+        self._on(dialog, "close", lambda _e: self.opener.focus())
+        return dialog
+
+    # -- behaviour -------------------------------------------------------
+    def _keydown(self, event) -> None:
+        if event.key == "Escape":
+            event.stopPropagation()  # Escape closes the dialog; it must not also stop a running turn
+
+    def _sync_agent(self) -> None:
+        self.model_fields.dataset.disabled = "true" if self.agent.value == "demo" else "false"
+
+    def open(self) -> None:
+        """Fill the fields from what is stored and show the dialog modally."""
+        settings, key = self._load()
+        self.agent.value = settings.agent
+        self.base_url.value = settings.base_url
+        self.model.value = settings.model
+        self.api_key.value = key
+        self.remember.checked = settings.remember
+        self.max_turns.value = str(settings.max_turns)
+        self.error.hidden = True
+        self.test_result.textContent = ""
+        self.test_result.removeAttribute("data-state")
+        self._sync_agent()
+        self.dialog.showModal()
+        (self.base_url if settings.agent == "openai" else self.agent).focus()
+
+    @property
+    def is_open(self) -> bool:
+        """True while the dialog is shown."""
+        return bool(self.dialog.open)
+
+    def _read(self) -> ModelSettings:
+        """The settings in the fields; raises ``ValueError`` with a locale key as its message."""
+        try:
+            base_url = validate_base_url(str(self.base_url.value))
+        except ValueError:
+            raise ValueError("model.settings.invalidUrl") from None
+        try:
+            turns = int(str(self.max_turns.value or "20"))
+        except ValueError:
+            turns = 20
+        try:
+            settings = ModelSettings(agent=str(self.agent.value), base_url=base_url, model=str(self.model.value),
+                                     max_turns=max(0, min(200, turns)), remember=bool(self.remember.checked))
+        except ValidationError:
+            raise ValueError("model.settings.invalidUrl") from None
+        if settings.agent == "openai" and not settings.base_url:
+            raise ValueError("model.settings.needBaseUrl")
+        if settings.agent == "openai" and not settings.model:
+            raise ValueError("model.settings.needModel")
+        return settings
+
+    def _show_error(self, key: str) -> None:
+        self.error.textContent = self.t(key)
+        self.error.hidden = False
+
+    def _submit(self, event) -> None:
+        event.preventDefault()
+        try:
+            settings = self._read()
+        except ValueError as error:
+            self._show_error(str(error))
+            return
+        if not self._on_save(settings, str(self.api_key.value)):
+            self._show_error("model.settings.notStored")  # applied to this tab; the dialog says so once
+            self.error.dataset.applied = "true"
+            return
+        self.dialog.close()
+
+    def _start_test(self) -> None:
+        if self._test_task is not None and not self._test_task.done():
+            return
+        self._test_task = asyncio.ensure_future(self._test())
+
+    async def _test(self) -> None:
+        result = self.test_result
+        try:
+            base_url = validate_base_url(str(self.base_url.value))
+        except ValueError:
+            base_url = ""
+        if not base_url:
+            result.dataset.state = "error"
+            result.textContent = self.t("model.settings.invalidUrl" if str(self.base_url.value).strip()
+                                        else "model.settings.needBaseUrl")
+            return
+        result.dataset.state = "pending"
+        result.textContent = self.t("model.settings.testing")
+        settings = ModelSettings(agent="openai", base_url=base_url, model=str(self.model.value))
+        try:
+            models = await self._list_models(settings, str(self.api_key.value))
+        except ModelError as error:
+            result.dataset.state = "error"
+            result.dataset.code = error.code
+            result.textContent = describe(self.t, {"code": error.code, "params": error.params})
+            return
+        result.dataset.state = "ok"
+        result.dataset.code = ""
+        result.dataset.count = str(len(models))
+        shown = ", ".join(models[:8]) + (" …" if len(models) > 8 else "")
+        result.textContent = self.t("model.settings.testOk", count=len(models), models=shown)
+        self.models_list.replaceChildren(*[_make("option", attrs={"value": m}) for m in models])
+        if not str(self.model.value).strip() and models:
+            self.model.value = models[0]

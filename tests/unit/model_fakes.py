@@ -1,0 +1,128 @@
+"""Transports for the model agent's CPython tests: scripted in memory, and urllib against tools/fake_openai.py."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+from app.agents.errors import TransportError
+
+
+class ScriptedResponse:
+    """A ``StreamResponse`` that yields ``chunks`` (an item that is an exception is raised)."""
+
+    def __init__(self, status: int = 200, chunks: list[Any] = (), headers: dict[str, str] | None = None,
+                 body: str = "") -> None:
+        self.status = status
+        self.headers = headers or {}
+        self._chunks = list(chunks)
+        self._body = body
+        self.closed = False
+        self.read = 0
+
+    def __aiter__(self):
+        return self._iterate()
+
+    async def _iterate(self):
+        for chunk in self._chunks:
+            await asyncio.sleep(0)
+            if isinstance(chunk, BaseException):
+                raise chunk
+            self.read += 1
+            yield chunk
+
+    async def text(self) -> str:
+        return self._body
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+class ScriptedTransport:
+    """Answers each ``post_stream`` with the next scripted response (or raises it when it is an exception)."""
+
+    def __init__(self, *responses: Any, models: Any = None) -> None:
+        self.responses = list(responses)
+        self.posts: list[dict[str, Any]] = []
+        self.opened: list[ScriptedResponse] = []
+        self.models = models
+
+    async def post_stream(self, url, headers, body):
+        self.posts.append({"url": url, "headers": dict(headers), "body": json.loads(body)})
+        response = self.responses.pop(0)
+        if isinstance(response, BaseException):
+            raise response
+        self.opened.append(response)
+        return response
+
+    async def get_json(self, url, headers):
+        self.posts.append({"url": url, "headers": dict(headers), "body": None})
+        if isinstance(self.models, BaseException):
+            raise self.models
+        return self.models
+
+
+def sse(*chunks: dict | str) -> bytes:
+    """Encode chunk dicts (or raw data strings) as one SSE byte string."""
+    out = b""
+    for chunk in chunks:
+        data = chunk if isinstance(chunk, str) else json.dumps(chunk, ensure_ascii=False)
+        out += b"data: " + data.encode() + b"\n\n"
+    return out
+
+
+class UrllibResponse:
+    def __init__(self, status: int, headers: dict[str, str], handle: Any) -> None:
+        self.status, self.headers, self._handle = status, headers, handle
+
+    def __aiter__(self):
+        return self._iterate()
+
+    async def _iterate(self):
+        while True:
+            try:
+                data = await asyncio.to_thread(self._handle.read1, 65536)
+            except OSError as error:
+                raise TransportError("network") from error
+            if not data:
+                return
+            yield data
+
+    async def text(self) -> str:
+        return (await asyncio.to_thread(self._handle.read)).decode("utf-8", "replace")
+
+    async def aclose(self) -> None:
+        self._handle.close()
+
+
+class UrllibTransport:
+    """A real HTTP transport over urllib (threads), for the fake server on 127.0.0.1."""
+
+    async def post_stream(self, url, headers, body):
+        request = urllib.request.Request(url, data=body.encode(), headers=headers, method="POST")
+        try:
+            handle = await asyncio.to_thread(urllib.request.urlopen, request, timeout=10)
+        except urllib.error.HTTPError as error:
+            return UrllibResponse(error.code, {k.lower(): v for k, v in error.headers.items()}, error)
+        except OSError as error:
+            raise TransportError("network") from error
+        return UrllibResponse(handle.status, {k.lower(): v for k, v in handle.headers.items()}, handle)
+
+    async def get_json(self, url, headers):
+        request = urllib.request.Request(url, headers=headers)
+        try:
+            handle = await asyncio.to_thread(urllib.request.urlopen, request, timeout=10)
+        except urllib.error.HTTPError as error:
+            handle = error
+        except OSError as error:
+            raise TransportError("network") from error
+        with handle:
+            raw = handle.read()
+            try:
+                data = json.loads(raw)
+            except ValueError:
+                data = None
+            return handle.status if hasattr(handle, "status") else handle.code, dict(handle.headers), data

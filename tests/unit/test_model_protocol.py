@@ -1,0 +1,131 @@
+"""Thread → Chat Completions messages (app/agents/protocol.py) and the model settings (app/agents/settings.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.agent import regenerate_result
+from app.agents.settings import KEY_STORAGE_KEY, SETTINGS_STORAGE_KEY, ModelSettings, load_settings, save_settings
+from app.agents.protocol import chat_messages, slim_result_text
+from app.model import Message, TextPart, ToolCallPart
+from app.storage import MemoryStorage
+
+
+def user(text: str) -> Message:
+    return Message(role="user", content=[TextPart(text=text)])
+
+
+def assistant(*parts) -> Message:
+    return Message(role="assistant", content=list(parts))
+
+
+def test_tool_calls_become_assistant_tool_calls_with_slim_tool_results():
+    ok = ToolCallPart(tool_call_id="c1", tool_name="regenerate_scene",
+                      args={"sceneId": "scene-1", "instruction": "x", "extra": {"big": 1}},
+                      result=regenerate_result("scene-1", "x"))
+    failed = ToolCallPart(tool_call_id="c2", tool_name="regenerate_scene", args={"sceneId": "s9"},
+                          result={"content": [{"type": "text", "text": "no such scene"}]}, is_error=True)
+    interrupted = ToolCallPart(tool_call_id="c3", tool_name="regenerate_scene", args={"sceneId": "s1"}, is_error=True)
+    history = [user("redo"), assistant(TextPart(text="On it."), ok, failed, TextPart(text="Half done."), interrupted)]
+    messages = chat_messages(history, "next")
+    assert messages[0] == {"role": "user", "content": "redo"}
+    first = messages[1]
+    assert first["role"] == "assistant" and first["content"] == "On it."
+    assert [c["id"] for c in first["tool_calls"]] == ["c1", "c2"]
+    assert json.loads(first["tool_calls"][0]["function"]["arguments"]) == {"sceneId": "scene-1", "instruction": "x"}
+    assert messages[2] == {"role": "tool", "tool_call_id": "c1", "content": ok.result["content"][0]["text"]}
+    assert messages[3] == {"role": "tool", "tool_call_id": "c2", "content": "Error: no such scene"}
+    assert messages[4]["content"] == "Half done." and messages[4]["tool_calls"][0]["id"] == "c3"
+    assert messages[5]["content"].startswith("Error: the call was interrupted")
+    assert messages[-1] == {"role": "user", "content": "next"}
+    # Slim: no element data or base64 reaches the model.
+    assert "base64" not in json.dumps(messages) and len(json.dumps(messages)) < 2000
+
+
+def test_cut_to_recent_turns_and_system_first():
+    history = []
+    for i in range(6):
+        history += [user(f"q{i}"), assistant(TextPart(text=f"a{i}"))]
+    messages = chat_messages(history, "now", max_turns=2, system="You help.")
+    assert [m["content"] for m in messages] == ["You help.", "q4", "a4", "q5", "a5", "now"]
+    assert [m["content"] for m in chat_messages(history, "now", max_turns=0)] == ["now"]
+
+
+def test_empty_messages_are_left_out():
+    history = [user("  "), assistant(), assistant(TextPart(text="")), user("real")]
+    assert chat_messages(history, "x") == [{"role": "user", "content": "real"}, {"role": "user", "content": "x"}]
+
+
+def test_slim_result_text_without_text_items():
+    assert slim_result_text(ToolCallPart(tool_call_id="c", result={"details": {}})) == "Done."
+
+
+# -- settings and where the key lives ------------------------------------------------------
+
+def test_key_in_session_storage_unless_remembered():
+    local, session = MemoryStorage(), MemoryStorage()
+    settings = ModelSettings(agent="openai", base_url="https://api.example.test/v1", model="m")
+    assert save_settings(local, session, settings, "sk-live-1")
+    assert session.get_item(KEY_STORAGE_KEY) == "sk-live-1" and local.get_item(KEY_STORAGE_KEY) is None
+    assert "sk-live-1" not in local.get_item(SETTINGS_STORAGE_KEY)
+    assert load_settings(local, session) == (settings, "sk-live-1")
+
+    remembered = settings.model_copy(update={"remember": True})
+    assert save_settings(local, session, remembered, "sk-live-1")
+    assert local.get_item(KEY_STORAGE_KEY) == "sk-live-1" and session.get_item(KEY_STORAGE_KEY) is None
+    assert load_settings(local, MemoryStorage()) == (remembered, "sk-live-1")
+
+    assert save_settings(local, session, remembered, "")
+    assert local.get_item(KEY_STORAGE_KEY) is None and session.get_item(KEY_STORAGE_KEY) is None
+
+
+def test_stored_settings_shape():
+    local = MemoryStorage()
+    save_settings(local, MemoryStorage(), ModelSettings(agent="openai", base_url="http://h:1/v1", model="m"), "k")
+    assert json.loads(local.get_item(SETTINGS_STORAGE_KEY)) == {
+        "agent": "openai", "baseUrl": "http://h:1/v1", "model": "m", "maxTurns": 20, "remember": False}
+
+
+@pytest.mark.parametrize("raw", ["not json", "[]", '{"agent": "gpt"}', '{"baseUrl": "ftp://x"}', '{"maxTurns": -1}'])
+def test_damaged_settings_fall_back_to_the_demo(raw):
+    local = MemoryStorage()
+    local.set_item(SETTINGS_STORAGE_KEY, raw)
+    assert load_settings(local, MemoryStorage())[0] == ModelSettings()
+
+
+def test_blocked_storage_reads_as_defaults_and_reports_failed_writes():
+    blocked = MemoryStorage(available=False)
+    assert load_settings(blocked, blocked) == (ModelSettings(), "")
+    assert not save_settings(blocked, blocked, ModelSettings(), "k")
+
+
+@pytest.mark.parametrize("url", ["javascript:alert(1)", "127.0.0.1:11434", "http:///v1", "file:///etc"])
+def test_base_url_must_be_http(url):
+    with pytest.raises(ValueError):
+        ModelSettings(base_url=url)
+
+
+# -- the failure text the view shows ------------------------------------------------------
+
+from app.agents.errors import describe  # noqa: E402
+from app.i18n import LOCALES, Translator  # noqa: E402
+
+CODES = ["auth", "not-found", "rate-limited", "server", "http", "network", "cors", "blocked", "stream-cut", "timeout",
+         "bad-event", "stream-error", "tool-rounds", "settings"]
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_every_error_code_has_a_real_message_in_every_locale(locale):
+    t = Translator(locale)
+    params = {"status": 401, "model": "m", "seconds": 7, "url": "http://h/v1", "origin": "http://h",
+              "excerpt": "{x", "message": "boom", "count": 4, "field": "model"}
+    texts = [describe(t, {"code": code, "params": params}) for code in CODES]
+    assert all(not text.startswith("model.") and "{" not in text.replace("{x", "") for text in texts)
+    assert len(set(texts)) == len(CODES)
+    assert "7" in describe(t, {"code": "rate-limited", "params": {"seconds": 7}})
+    assert describe(t, {"code": "rate-limited", "params": {}}) == t("model.error.rate-limitedNoWait")
+    assert "README" in describe(t, {"code": "cors", "params": {"origin": "http://h"}})
+    assert describe(t, {"code": "nonsense"}) == t("model.error.unknown")
+    assert "boom!" in describe(t, {"code": "server", "params": {"status": 500, "detail": "boom!"}})
