@@ -13,6 +13,7 @@ from app.agents.events import TokenUsage, UsageReported
 from app.agents.openai import AgentConfig, OpenAIAgent, list_models
 from app.agents.switch import SelectedAgent
 from app.model import Message, TextPart
+from app.projection import STOPPED_MARKER
 from app.runtime import AgentRuntime
 from app.storage import MemoryStorage
 from app.store import ThreadStore
@@ -270,7 +271,7 @@ async def test_stop_mid_stream_closes_the_response_and_saves_as_stopped():
     assert response.closed and not runtime.is_running
     assert runtime.messages[-1].status.reason == "cancelled"
     stored = json.loads(storage.get_item("maic-agent-threads"))["state"]["threads"]["intro-ml"]["messages"]
-    assert stored[-1]["content"] == [{"type": "text", "text": "partial"}]
+    assert stored[-1]["content"] == [{"type": "text", "text": "partial"}, STOPPED_MARKER]  # stopped, like the demo's
 
 
 async def test_selected_agent_follows_the_choice_per_turn():
