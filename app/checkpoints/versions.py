@@ -308,8 +308,8 @@ class VersionStore:
         try:
             return await call(self._backend)
         except BackendUnavailable:
-            if isinstance(self._backend, MemoryVersionBackend):
-                raise
+            if not self.kept:
+                raise  # the in-memory twin itself failed: nothing left to fall back on
             self._backend = MemoryVersionBackend()
             self._notice("checkpoint-unavailable")
             return await call(self._backend) if retry else fallback
