@@ -53,6 +53,10 @@ SCHEMA: dict[int, dict[str, str]] = {
         "turns": "taskId",  # {taskId, turns: [turn meta…]}
         "search": "taskId, [stageId+updatedAt]",  # {taskId, stageId, updatedAt, text, folded}
         "heads": "stageId",  # {stageId, taskId, syncedAt}: a course's active conversation
+        # scene checkpoints (DESIGN.md §10, app/checkpoints/record_backend.py)
+        "artifacts": "artifactId, stageId",  # a scene's current document and latest timeline item
+        "versions": "versionId, [artifactId+versionNo], [conversationId+updatedAt], checkpointId",  # light
+        "snapshots": "versionId",  # {versionId, document}: a version's whole document
     },
 }
 """Database versions → table → Dexie key spec. The one declaration of the database."""

@@ -6,13 +6,13 @@ Three record kinds, plain JSON-able dicts, over an async ``VersionBackend``
 
 - *artifact*: one per scene of a course, ``{schema, artifactId, stageId,
   sceneId, path, versionNo, versionId, updatedAt, current, latest}`` —
-  ``current`` the current document's JSON (UTF-8 bytes), ``latest`` its
-  timeline item. Only these are read at start-up (current documents only).
+  ``current`` the current document (a JSON object), ``latest`` its timeline
+  item. Only these are read at start-up (current documents only).
 - *version*: one per version, light, ``{schema, versionId, artifactId,
   stageId, sceneId, versionNo, conversationId, checkpointId, updatedAt, item}``
   (``item``: the ``FileArtifact`` timeline item). Lists read only these.
-- *document*: the version's whole document JSON (UTF-8 bytes, base64 images
-  and all), read one at a time (get, diff, restore).
+- *snapshot*: ``{versionId, document}``, the version's whole document (base64
+  images and all), read one at a time (get, diff, restore).
 
 Rules, each in one place:
 
@@ -38,7 +38,7 @@ from typing import Any, Awaitable, Callable, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from app.checkpoints.documents import SceneDocument, document_json, parse_document
+from app.checkpoints.documents import SceneDocument
 from app.checkpoints.events import ArtifactSnapshot
 from app.checkpoints.paths import version_id
 from app.checkpoints.timeline import FileArtifact, file_artifact
@@ -80,10 +80,10 @@ class VersionBackend(Protocol):
     async def version_by_checkpoint(self, checkpoint_id: str) -> dict[str, Any] | None:
         """The version record whose ``checkpointId`` is ``checkpoint_id``."""
 
-    async def document(self, version_id: str) -> bytes | None:
-        """The stored document JSON of version ``version_id``."""
+    async def document(self, version_id: str) -> dict[str, Any] | None:
+        """The stored document (a JSON object) of version ``version_id``."""
 
-    async def commit(self, artifact: dict[str, Any], version: dict[str, Any], document: bytes,
+    async def commit(self, artifact: dict[str, Any], version: dict[str, Any], document: dict[str, Any],
                      expected_version_no: int) -> int | None:
         """In one transaction: if the highest stored ``versionNo`` of the artifact's versions
         (0 when none) equals ``expected_version_no``, add the version and its document and put
@@ -99,7 +99,7 @@ class MemoryVersionBackend:
     def __init__(self) -> None:
         self.artifact_records: dict[str, dict[str, Any]] = {}
         self.version_records: dict[str, dict[str, Any]] = {}
-        self.documents: dict[str, bytes] = {}
+        self.documents: dict[str, dict[str, Any]] = {}
 
     async def artifacts(self, stage_id: str) -> list[dict[str, Any]]:
         return [r for r in self.artifact_records.values() if r.get("stageId") == stage_id]
@@ -113,14 +113,14 @@ class MemoryVersionBackend:
     async def version_by_checkpoint(self, checkpoint_id: str) -> dict[str, Any] | None:
         return next((r for r in self.version_records.values() if r.get("checkpointId") == checkpoint_id), None)
 
-    async def document(self, version_id: str) -> bytes | None:
+    async def document(self, version_id: str) -> dict[str, Any] | None:
         return self.documents.get(version_id)
 
     async def commit(self, artifact, version, document, expected_version_no):
         numbers = [r.get("versionNo") for r in self.version_records.values()
                    if r.get("artifactId") == artifact["artifactId"]]
         highest = max([n for n in numbers if isinstance(n, int)], default=0)
-        if highest != expected_version_no:
+        if highest != expected_version_no or version["versionId"] in self.version_records:
             return highest
         self.version_records[version["versionId"]] = version
         self.documents[version["versionId"]] = document
@@ -137,7 +137,7 @@ class _ArtifactRecord(BaseModel):
     version_no: int = Field(alias="versionNo", ge=1)
     version_id: str = Field(alias="versionId")
     updated_at: int = Field(alias="updatedAt")
-    current: bytes
+    current: dict[str, Any]
     latest: FileArtifact
 
 
@@ -196,7 +196,7 @@ class VersionStore:
             if record is None or record.stage_id != stage_id:
                 continue
             try:
-                document = parse_document(record.current)
+                document = SceneDocument.model_validate(record.current)
             except ValidationError:
                 self._notice("checkpoint-damaged")
                 continue
@@ -229,8 +229,8 @@ class VersionStore:
         if raw is None:
             return None
         try:
-            return parse_document(_as_bytes(raw))
-        except (ValidationError, TypeError, ValueError):
+            return SceneDocument.model_validate(raw)
+        except ValidationError:
             self._notice("checkpoint-damaged")
             return None
 
@@ -243,7 +243,7 @@ class VersionStore:
         backend transaction; when another tab took it meanwhile, the next free
         number is used (up to ``MAX_RETRIES`` times, then ``RuntimeError``).
         """
-        document = _document_bytes(event.document)
+        document = event.document.model_dump(mode="json", exclude_none=True)
         known = self._current.get(event.artifact_id)
         expected = known.version_no if known else await self._stored_version_no(event)
         checkpoint_id = self._new_id()
@@ -314,10 +314,3 @@ class VersionStore:
             self._notice("checkpoint-unavailable")
             return await call(self._backend) if retry else fallback
 
-
-def _document_bytes(document: SceneDocument) -> bytes:
-    return document_json(document).encode("utf-8")
-
-
-def _as_bytes(raw: Any) -> bytes:
-    return raw if isinstance(raw, (bytes, bytearray, memoryview)) else str(raw).encode("utf-8")

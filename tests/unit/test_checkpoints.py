@@ -19,6 +19,8 @@ from app.checkpoints.documents import (LONG_DATA, Background, Box, SceneDocument
 from app.checkpoints.exports import EVIDENCE_FILES, REPLAY_FILES, evidence_pack, replay_case
 from app.checkpoints.paths import MAX_SEGMENT, artifact_id, scene_path, segment, snapshot_path
 from app.courses import find_course
+from app.checkpoints.record_backend import RecordVersionBackend
+from app.records import MemoryBackend
 from app.runtime import AgentRuntime
 from app.storage import MemoryStorage
 from app.store import ThreadStore
@@ -26,6 +28,19 @@ from app.store import ThreadStore
 LIST_FIELDS = {"checkpoint_id", "turn_id", "path", "source", "updated_at", "validation_issue_count", "version_no",
                "version_id", "request_id", "title", "kind", "status", "preview_text", "snapshot_path"}
 ODD_IDS = ["../x", "__proto__", "s" * 300, "场景一", "a/b", "..", ".", "%2F", "a b?c#d"]
+
+
+@pytest.fixture(params=["memory-twin", "record-store"])
+def new_backend(request):
+    """Makes backends: the version store's in-memory twin, or the record-store adapter over the
+    app's ``MemoryBackend`` (the same queries and atomic writes as IndexedDB)."""
+    def make():
+        if request.param == "memory-twin":
+            return MemoryVersionBackend()
+        records = MemoryBackend()
+        records.is_open = True  # opened (MemoryBackend.open only sets this)
+        return RecordVersionBackend(records)
+    return make
 
 
 class Clock:
@@ -136,8 +151,8 @@ async def test_odd_scene_ids_go_through_the_whole_chain(raw):
 
 # -- events → timeline → versions → read model --------------------------------
 
-async def test_a_regenerate_becomes_one_timeline_item_version_and_list_item():
-    runtime, checkpoints = make_runtime()
+async def test_a_regenerate_becomes_one_timeline_item_version_and_list_item(new_backend):
+    runtime, checkpoints = make_runtime(new_backend())
     runtime.set_stage("intro-ml")
     await checkpoints.load_stage("intro-ml")
     part = await regenerate(runtime, "/regenerate scene-1 brighter")
@@ -174,8 +189,8 @@ async def test_failed_and_missing_scene_regenerates_write_no_version_and_offer_n
     assert checkpoints.current("intro-ml", "scene-99").document is None
 
 
-async def test_versions_are_numbered_per_scene_and_restore_is_a_new_version():
-    runtime, checkpoints = make_runtime()
+async def test_versions_are_numbered_per_scene_and_restore_is_a_new_version(new_backend):
+    runtime, checkpoints = make_runtime(new_backend())
     runtime.set_stage("linear-algebra")
     first = await regenerate(runtime, "/regenerate scene-2 one")
     await regenerate(runtime, "/regenerate scene-3")
@@ -235,8 +250,8 @@ async def test_card_restore_keeps_the_memory_rule_and_writes_a_restore_version()
     assert not runtime.restore_snapshot(part.tool_call_id)
 
 
-async def test_restore_works_after_a_reload():
-    backend = MemoryVersionBackend()
+async def test_restore_works_after_a_reload(new_backend):
+    backend = new_backend()
     runtime, _ = make_runtime(backend)
     runtime.set_stage("intro-ml")
     await regenerate(runtime, "/regenerate scene-3")
@@ -252,8 +267,8 @@ async def test_restore_works_after_a_reload():
     assert not any(reloaded.stage_edits.has_snapshot(m) for m in ("x",))
 
 
-async def test_two_tabs_never_lose_each_others_versions():
-    backend = MemoryVersionBackend()
+async def test_two_tabs_never_lose_each_others_versions(new_backend):
+    backend = new_backend()
     tab_a = SceneCheckpoints(backend)
     tab_b = SceneCheckpoints(backend)
     await tab_a.load_stage("intro-ml")
@@ -271,8 +286,8 @@ async def test_two_tabs_never_lose_each_others_versions():
     assert tab_a.current("intro-ml", "scene-1").version_no == 2
 
 
-async def test_concurrent_writes_of_one_tab_are_numbered_in_order():
-    checkpoints = SceneCheckpoints()
+async def test_concurrent_writes_of_one_tab_are_numbered_in_order(new_backend):
+    checkpoints = SceneCheckpoints(new_backend())
     tasks = [checkpoints.submit(snapshot("s", "scene-1", doc(f"t{i}"), at=i)) for i in range(5)]
     items = await asyncio.gather(*tasks)
     assert [i.metadata["artifactVersionNo"] for i in items] == [1, 2, 3, 4, 5]
@@ -281,8 +296,8 @@ async def test_concurrent_writes_of_one_tab_are_numbered_in_order():
 
 # -- diff ----------------------------------------------------------------------
 
-async def test_diff_against_the_version_before_names_added_removed_and_changed_elements():
-    checkpoints = SceneCheckpoints(base=lambda stage, scene: doc("T", el("keep"), el("edit", "old"), el("gone")))
+async def test_diff_against_the_version_before_names_added_removed_and_changed_elements(new_backend):
+    checkpoints = SceneCheckpoints(new_backend(), base=lambda stage, scene: doc("T", el("keep"), el("edit", "old"), el("gone")))
     image = "data:image/png;base64," + "iVBORw0K" * 300
     new = doc("T", el("keep"), el("edit", "new"),
               SceneElement(id="pic", kind="image", box=Box(x=1, y=1, w=5, h=5), src=image))
@@ -342,11 +357,11 @@ async def test_unavailable_backend_keeps_versions_in_memory_and_says_so_once():
     assert (await checkpoints.read_model.summary("intro-ml"))["count"] == 2
 
 
-async def test_a_large_document_is_stored_whole():
+async def test_a_large_document_is_stored_whole(new_backend):
     images = [SceneElement(id=f"i{n}", kind="image", box=Box(x=0, y=0, w=1, h=1),
                            src="data:image/png;base64," + "A" * 60_000) for n in range(100)]
     big = doc("big", *images)
-    checkpoints = SceneCheckpoints()
+    checkpoints = SceneCheckpoints(new_backend())
     item = await checkpoints.submit(snapshot("s", "scene-1", big))
     got = await checkpoints.read_model.get(item.id)
     assert len(json.dumps(got["checkpoint_document"])) > 5_000_000
@@ -362,8 +377,8 @@ async def _exports(checkpoints, conversation):
     return evidence, replay
 
 
-async def test_evidence_pack_and_replay_case_carry_the_read_models_checkpoints():
-    runtime, checkpoints = make_runtime()
+async def test_evidence_pack_and_replay_case_carry_the_read_models_checkpoints(new_backend):
+    runtime, checkpoints = make_runtime(new_backend())
     runtime.set_stage("intro-ml")
     await regenerate(runtime, "/regenerate scene-1")
     await regenerate(runtime, "/regenerate scene-2 兼容")
@@ -417,3 +432,35 @@ async def test_version_store_used_directly_allocates_from_the_stored_numbers():
     assert (a.id, b.id) == ("fc_0", "fc_1")
     assert sorted(backend.version_records) == ["s/x:v1", "s/x:v2"]
     assert backend.artifact_records["s/x"]["versionNo"] == 2
+
+
+async def test_a_damaged_record_in_the_record_store_is_skipped_with_one_notice():
+    records = MemoryBackend()
+    await records.open()
+    checkpoints = SceneCheckpoints(RecordVersionBackend(records))
+    good = await checkpoints.submit(snapshot("intro-ml", "scene-1", doc("good"), conversation="c"))
+    records.put_raw("versions", {"versionId": "intro-ml/scene-1:v7", "artifactId": "intro-ml/scene-1",
+                                 "versionNo": 7, "conversationId": "c", "updatedAt": 9, "item": "garbage"})
+    records.put_raw("versions", {"versionId": "intro-ml/scene-1:v8", "schema": 2, "artifactId": "intro-ml/scene-1",
+                                 "versionNo": 8, "conversationId": "c", "updatedAt": 9, "checkpointId": "x",
+                                 "item": good.wire()})
+    fresh = SceneCheckpoints(RecordVersionBackend(records))
+    listed = await fresh.read_model.list_conversation("c")
+    assert [c["checkpoint_id"] for c in listed["checkpoints"]] == [good.id]
+    assert fresh.notices == ("checkpoint-damaged",)
+    # writing goes on; the skipped records are never rewritten or removed
+    nxt = await fresh.submit(snapshot("intro-ml", "scene-1", doc("next"), conversation="c"))
+    assert nxt.metadata["artifactVersionNo"] == 2
+    stored = records.raw("versions")
+    assert stored["intro-ml/scene-1:v8"]["schema"] == 2 and stored["intro-ml/scene-1:v7"]["item"] == "garbage"
+
+
+async def test_record_store_failures_fall_back_to_memory():
+    records = MemoryBackend()
+    await records.open()
+    checkpoints = SceneCheckpoints(RecordVersionBackend(records))
+    records.fail_next = "quota"
+    item = await checkpoints.submit(snapshot("intro-ml", "scene-1", doc("kept in memory")))
+    assert item.metadata["artifactVersionNo"] == 1 and not checkpoints.kept
+    assert checkpoints.notices == ("checkpoint-unavailable",)
+    assert records.raw("versions") == {}
