@@ -61,10 +61,12 @@ class SceneCheckpoints:
     """Versions of scene documents over a ``VersionBackend`` (in memory when none is given).
 
     ``base(stage_id, scene_id)``: version 0 (the demo course's own scene by default).
+    ``kept=False``: the page has no lasting backend (IndexedDB unavailable): versions live in
+    memory and a ``checkpoint-unavailable`` notice says so once.
     """
 
     def __init__(self, backend: Any = None, *, new_id: Callable[[], str] = _random_id,
-                 base: Callable[[str, str], SceneDocument | None] | None = None) -> None:
+                 base: Callable[[str, str], SceneDocument | None] | None = None, kept: bool = True) -> None:
         self._base = base or base_document
         self.store = VersionStore(backend if backend is not None else MemoryVersionBackend(), new_id=new_id)
         self.read_model = CheckpointReadModel(self.store, self._base)
@@ -73,6 +75,9 @@ class SceneCheckpoints:
         self._writing = 0
         self._lock = asyncio.Lock()
         self._listeners: list[Callable[[], None]] = []
+        self._recorded: list[Callable[[FileArtifact], None]] = []
+        if not kept:
+            self.store.notices.append("checkpoint-unavailable")
 
     @property
     def kept(self) -> bool:
@@ -93,6 +98,10 @@ class SceneCheckpoints:
         """Call ``listener()`` after every change; returns the unsubscribe function."""
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def on_recorded(self, callback: Callable[[FileArtifact], None]) -> None:
+        """Call ``callback(item)`` after each version is written (e.g. to tell other tabs)."""
+        self._recorded.append(callback)
 
     async def load_stage(self, stage_id: str) -> None:
         """Read course ``stage_id``'s current documents (not its versions) and notify."""
@@ -130,7 +139,10 @@ class SceneCheckpoints:
         try:
             async with self._lock:
                 await asyncio.sleep(0)  # let the page draw the pending document first
-                return await self.store.record(event)
+                item = await self.store.record(event)
+            for callback in list(self._recorded):
+                callback(item)
+            return item
         except Exception:
             _log.exception("recording a version of %r failed", key)
             raise

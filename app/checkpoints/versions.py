@@ -32,6 +32,7 @@ Rules, each in one place:
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Protocol, TypeVar
@@ -59,6 +60,7 @@ MAX_RETRIES = 50
 """Times ``record`` re-numbers a version after another tab took its number."""
 
 T = TypeVar("T")
+_log = logging.getLogger(__name__)
 
 
 class BackendUnavailable(Exception):
@@ -307,9 +309,10 @@ class VersionStore:
         write (``retry``), run it again there."""
         try:
             return await call(self._backend)
-        except BackendUnavailable:
+        except BackendUnavailable as error:
             if not self.kept:
                 raise  # the in-memory twin itself failed: nothing left to fall back on
+            _log.info("scene versions are kept in memory from now on: %s", error)
             self._backend = MemoryVersionBackend()
             self._notice("checkpoint-unavailable")
             return await call(self._backend) if retry else fallback
