@@ -37,6 +37,9 @@ _log = logging.getLogger(__name__)
 CHANNEL = "agentbar-checkpoints"
 """The ``BroadcastChannel`` on which a tab announces each version it wrote."""
 
+CURRENT: "CheckpointView | None" = None
+"""The page's view once installed (the benchmark drives it from Python in the page)."""
+
 
 def _node(tag: str, *, text: str | None = None, cls: str | None = None, testid: str | None = None,
           attrs: dict[str, str] | None = None):
@@ -81,6 +84,8 @@ class CheckpointView:
     def install(self, on_remote_version) -> None:
         """Create the summary bar, listen for clicks, and join the cross-tab channel;
         ``on_remote_version(stage_id)`` runs when another tab wrote a version."""
+        global CURRENT
+        CURRENT = self
         bar = _node("section", cls="checkpoint-bar", testid="checkpoint-summary",
                     attrs={"data-count": "0", "data-latest": "", "aria-live": "polite"})
         bar.append(_node("span", cls="checkpoint-summary-text", text=self.t("checkpoints.summaryNone")))

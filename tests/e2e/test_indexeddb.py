@@ -34,6 +34,14 @@ IDX = "[stageId+updatedAt+taskId]"
 """
 
 
+def fresh_database(page) -> None:
+    """Close the app's own connection (it opens the database at boot) and delete the database,
+    so a test starts from a page with no connection and no database."""
+    page.evaluate("""() => { window.agentbarIndexedDbAdapter.close();
+      return new Promise((resolve, reject) => { const r = indexedDB.deleteDatabase('agentbar');
+        r.onsuccess = () => resolve(); r.onerror = () => reject(r.error); r.onblocked = () => resolve(); }); }""")
+
+
 def run_py(page, code: str):
     """Run ``code`` (its last line an expression giving JSON text) in the page; return the parsed value."""
     return json.loads(page.evaluate(RUN_PY, PRELUDE + textwrap.dedent(code)))
@@ -86,6 +94,7 @@ def test_open_throwing_and_an_open_request_failing_later_are_unavailable(agent):
 
 def test_open_request_failing_asynchronously(agent):
     agent.open()
+    fresh_database(agent.page)
     # The real open request, whose upgrade transaction aborts: the request fails in a later event.
     agent.page.evaluate("""() => {
       const original = IDBFactory.prototype.open;
@@ -124,6 +133,7 @@ def test_blocked_by_another_tab_holding_an_older_version(agent, second_agent):
 
 def test_versionchange_from_another_tab_closes_and_says_so_then_deletion_is_reported(agent, second_agent):
     agent.open()
+    fresh_database(agent.page)
     run_py(agent.page, """
         import builtins
         builtins.idb_events = []

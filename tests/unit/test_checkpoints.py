@@ -464,3 +464,22 @@ async def test_record_store_failures_fall_back_to_memory():
     assert item.metadata["artifactVersionNo"] == 1 and not checkpoints.kept
     assert checkpoints.notices == ("checkpoint-unavailable",)
     assert records.raw("versions") == {}
+
+
+# -- slides (what the stage view may put in a style or src) ----------------------
+
+@pytest.mark.parametrize("src", ["javascript:alert(1)", "data:text/html;base64,PHNjcmlwdD4=", "http://x/y.png",
+                                 'data:image/png;base64,AAA")', "data:image/svg+xml;base64,PHN2Zz4="])
+def test_only_raster_base64_data_urls_become_image_sources(src):
+    from app.checkpoints.slides import safe_image
+
+    assert safe_image(src) is None
+
+
+def test_element_styles_place_boxes_in_percent_and_drop_unsafe_colours():
+    from app.checkpoints.slides import element_style
+
+    shape = SceneElement(id="s", kind="shape", box=Box(x=480, y=270, w=96, h=54), color="red;background:url(x)")
+    assert element_style(shape) == "left:50%;top:50%;width:10%;height:10%"
+    text = SceneElement(id="t", kind="text", box=Box(x=0, y=0, w=960, h=40), text="hi", color="#123456")
+    assert element_style(text).endswith(";color:#123456") and "cqw" in element_style(text)
