@@ -39,19 +39,32 @@ class StageView:
             state = self.checkpoints.current(stage_id, node.dataset.sceneId)
             token = node.getAttribute("data-slide-token")
             drawn = None if is_none(token) else self._drawn.get(str(token))
-            if drawn is not None and drawn[0] is state.document and drawn[1:] == (state.version_no, state.pending):
-                kept[token] = drawn
+            if drawn is not None and drawn[0] is state.document:
+                kept[str(token)] = (state.document, state.version_no, state.pending)
+                if drawn[1:] != (state.version_no, state.pending):  # same document, now stored: no redraw
+                    self._mark(node, state)
                 continue
             self._tokens += 1
             token = str(self._tokens)
             kept[token] = (state.document, state.version_no, state.pending)
             node.setAttribute("data-slide-token", token)
-            node.setAttribute("data-version", str(state.version_no))
-            node.setAttribute("data-pending", "true" if state.pending else "false")
-            count = len(state.document.elements) if state.document is not None else 0
-            node.setAttribute("data-element-count", str(count))
+            self._mark(node, state)
             self._draw(node, state)
         self._drawn = kept  # slides of scenes no longer shown are forgotten
+
+    def _mark(self, node, state) -> None:
+        node.setAttribute("data-version", str(state.version_no))
+        node.setAttribute("data-pending", "true" if state.pending else "false")
+        count = len(state.document.elements) if state.document is not None else 0
+        node.setAttribute("data-element-count", str(count))
+        slide = node.querySelector(".slide")
+        if not is_none(slide) and state.document is not None:
+            slide.setAttribute("aria-label", self._label(state))
+
+    def _label(self, state) -> str:
+        doc = state.document
+        return (self.t("checkpoints.slideLabel", title=doc.title, version=state.version_no) if state.version_no
+                else f"{doc.title} — {self.t('checkpoints.original')}")
 
     def _draw(self, node, state) -> None:
         slide = node.querySelector(".slide")
@@ -66,9 +79,7 @@ class StageView:
         if doc is None:
             slide.replaceChildren()
             return
-        label = (self.t("checkpoints.slideLabel", title=doc.title, version=state.version_no) if state.version_no
-                 else f"{doc.title} — {self.t('checkpoints.original')}")
-        slide.setAttribute("aria-label", label)
+        slide.setAttribute("aria-label", self._label(state))
         background = doc.background
         style = ""
         if background.kind == "color" and safe_color(background.value):
