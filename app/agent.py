@@ -39,11 +39,15 @@ import base64
 import os
 import random
 import re
+import struct
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Union
 
+from app.checkpoints.documents import (CANVAS, Background, Box, SceneDocument, SceneElement, base_document,
+                                       document_json)
 from app.model import Message
 
 __all__ = [
@@ -53,6 +57,7 @@ __all__ = [
     "TextDelta",
     "ToolCallFinished",
     "ToolCallStarted",
+    "RUN_STAGE",
     "action_count",
     "element_count",
     "failure_result",
@@ -136,60 +141,89 @@ def action_count(scene_id: str) -> int:
     return 3 + _seed("actions", scene_id) % 3
 
 
-def _image(rng: random.Random, size: int) -> str:
-    return base64.b64encode(rng.randbytes(size)).decode("ascii")
+def _png(rng: random.Random, width: int, height: int, tint: tuple[int, int, int], spread: int) -> bytes:
+    """A valid RGB PNG of ``width`` × ``height`` noisy pixels around ``tint`` (stdlib only)."""
+    rows = b"".join(b"\x00" + bytes(min(255, max(0, c + rng.randrange(-spread, spread + 1)))
+                                    for _ in range(width) for c in tint) for _ in range(height))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows, 1)) + chunk(b"IEND", b"")
 
 
-def regenerate_result(scene_id: str, instruction: str = "") -> dict[str, Any]:
+def _image(rng: random.Random, width: int = 28, height: int = 24, spread: int = 90) -> str:
+    tint = (rng.randrange(60, 200), rng.randrange(60, 200), rng.randrange(60, 200))
+    return "data:image/png;base64," + base64.b64encode(_png(rng, width, height, tint, spread)).decode("ascii")
+
+
+RUN_STAGE: ContextVar[str | None] = ContextVar("RUN_STAGE", default=None)
+"""The course a turn runs on; the runtime sets it in the turn's task, so the tool reads
+that course's scenes even when another course is shown meanwhile (DESIGN.md §4)."""
+
+
+def regenerate_document(scene_id: str, instruction: str = "", current: SceneDocument | None = None) -> SceneDocument:
+    """The scene document ``regenerate_scene`` makes from ``current`` (DESIGN.md §10).
+
+    Deterministic: the same current document, scene id and instruction give
+    the same document. It keeps the current title, has ``element_count(scene_id)``
+    elements (the title, then images, texts and shapes in turn, every box on
+    the slide), every fourth an image (a ~2.7 KB base64 PNG), and a PNG background.
+    """
+    basis = document_json(current) if current is not None else ""
+    rng = random.Random(_seed("scene", scene_id, instruction, basis))
+    title = current.title if current is not None else scene_id
+    width, height = CANVAS
+    elements = [SceneElement(id=f"{scene_id}-title", kind="text", box=Box(x=40, y=24, w=880, h=64), text=title,
+                             color="#1d2433")]
+    for i in range(1, element_count(scene_id)):
+        kind = ("image", "text", "shape", "text")[i % 4]
+        w, h = (rng.randrange(80, 200), rng.randrange(60, 140)) if kind != "text" else (rng.randrange(160, 320), 40)
+        box = Box(x=rng.randrange(0, width - w), y=rng.randrange(100, height - h), w=w, h=h)
+        color = f"#{rng.randrange(0x1000000):06x}"
+        label = f"{instruction or 'Point'} {i}" if kind == "text" else None
+        elements.append(SceneElement(id=f"{scene_id}-el-{rng.randrange(16**6):06x}-{i}", kind=kind, box=box,
+                                     text=label, src=_image(rng) if kind == "image" else None,
+                                     color=color if kind != "image" else None))
+    background = Background(kind="image", value=_image(rng, 48, 27, 12))
+    return SceneDocument(title=title, background=background, elements=tuple(elements))
+
+
+def regenerate_result(scene_id: str, instruction: str = "", current: SceneDocument | None = None) -> dict[str, Any]:
     """The heavy live result of ``regenerate_scene`` (what the slim projection must trim).
 
     ``{"content": [text item, image item], "details": {"sceneId", "content":
-    {"elements": [...], "background": {...}}, "actions": [...]}}``; every fourth
-    element is an image with a ~3 KB base64 ``src``.
+    <the new SceneDocument as a dict: title, background, elements>, "actions": [...]}}``
+    (``regenerate_document``).
     """
-    rng = random.Random(_seed("scene", scene_id, instruction))
-    count = element_count(scene_id)
-    elements = []
-    for i in range(count):
-        kind = ("image", "text", "shape", "text")[i % 4]
-        element = {
-            "id": f"{scene_id}-el-{i}",
-            "type": kind,
-            "x": rng.randrange(0, 960),
-            "y": rng.randrange(0, 540),
-            "text": f"Element {i + 1} of {scene_id}",
-        }
-        if kind == "image":
-            element["src"] = "data:image/png;base64," + _image(rng, 2048)
-        elements.append(element)
+    document = regenerate_document(scene_id, instruction, current)
+    rng = random.Random(_seed("preview", scene_id, instruction))
+    elements = document.elements
+    count = len(elements)
     actions = [
         {
             "type": ACTION_TYPES[i % len(ACTION_TYPES)],
-            "elementId": elements[i]["id"],
-            "payload": {"text": f"{instruction or 'Refreshed'} ({i + 1})", "x": elements[i]["x"]},
+            "elementId": elements[i].id,
+            "payload": {"text": f"{instruction or 'Refreshed'} ({i + 1})", "x": elements[i].box.x},
         }
         for i in range(action_count(scene_id))
     ]
     return {
         "content": [
             {"type": "text", "text": f"Regenerated scene {scene_id} with {count} elements."},
-            {"type": "image", "data": _image(rng, 1536), "mimeType": "image/png"},
+            {"type": "image", "data": _image(rng).partition(",")[2], "mimeType": "image/png"},
         ],
-        "details": {
-            "sceneId": scene_id,
-            "content": {
-                "elements": elements,
-                "background": {"type": "image", "src": "data:image/png;base64," + _image(rng, 3072)},
-            },
-            "actions": actions,
-        },
+        "details": {"sceneId": scene_id, "content": document.model_dump(mode="json", exclude_none=True), "actions": actions},
     }
 
 
-def failure_result(scene_id: str) -> dict[str, Any]:
-    """The live result of a failed ``regenerate_scene`` call (``details.content`` is ``None``)."""
+def failure_result(scene_id: str, *, missing: bool = False) -> dict[str, Any]:
+    """The live result of a failed ``regenerate_scene`` call (``details.content`` is ``None``);
+    ``missing``: the course has no scene ``scene_id``."""
+    reason = "there is no such scene in this course" if missing else "the demo agent was told to fail"
     return {
-        "content": [{"type": "text", "text": f"Regenerating scene {scene_id} failed: the demo agent was told to fail."}],
+        "content": [{"type": "text", "text": f"Regenerating scene {scene_id} failed: {reason}."}],
         "details": {"sceneId": scene_id, "content": None, "actions": []},
     }
 
@@ -238,10 +272,13 @@ class DemoAgent:
     """
 
     def __init__(self, delay_ms: int = 0, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
-                 new_id: Callable[[], str] = lambda: os.urandom(8).hex()) -> None:
+                 new_id: Callable[[], str] = lambda: os.urandom(8).hex(),
+                 scenes: Callable[[str, str], SceneDocument | None] | None = None) -> None:
         self.delay_ms = max(0, int(delay_ms))
         self._sleep = sleep
         self._new_id = new_id
+        self._scenes = scenes or base_document
+        """``scenes(stage_id, scene_id)``: the scene's current document, ``None`` when there is none."""
 
     async def _tick(self) -> None:
         await self._sleep(self.delay_ms / 1000)
@@ -265,11 +302,12 @@ class DemoAgent:
         yield ToolCallStarted(call_id, REGENERATE_TOOL, args)
         for _ in range(_WORK_TICKS):
             await self._tick()
-        if failing:
-            yield ToolCallFinished(call_id, failure_result(scene_id), is_error=True)
+        current = None if failing else self._scenes(RUN_STAGE.get() or "", scene_id)
+        if failing or current is None:
+            yield ToolCallFinished(call_id, failure_result(scene_id, missing=not failing), is_error=True)
             summary = f"Sorry, scene {scene_id} could not be regenerated. Nothing was changed."
         else:
-            yield ToolCallFinished(call_id, regenerate_result(scene_id, instruction.strip()))
+            yield ToolCallFinished(call_id, regenerate_result(scene_id, instruction.strip(), current))
             summary = f"Done: scene {scene_id} now has {element_count(scene_id)} elements, after {action_count(scene_id)} actions."
         async for event in self._stream(summary):
             yield event

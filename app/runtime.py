@@ -49,7 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.agent import REGENERATE_TOOL, Agent, AgentEvent, TextDelta, ToolCallFinished, ToolCallStarted
+from app.agent import REGENERATE_TOOL, RUN_STAGE, Agent, AgentEvent, TextDelta, ToolCallFinished, ToolCallStarted
 from app.agents.errors import error_payload
 from app.model import COMPLETE, Message, MessageStatus, TextPart, ToolCallPart
 from app.presentation import tool_card_view
@@ -98,8 +98,11 @@ class AgentRuntime:
     an idle course is read back from the store when it is shown again.
     """
 
-    def __init__(self, store: Any, agent: Agent, *, clock: Callable[[], int]) -> None:
+    def __init__(self, store: Any, agent: Agent, *, clock: Callable[[], int], checkpoints: Any = None) -> None:
         self._store = store
+        self.checkpoints = checkpoints
+        """Optional ``app.checkpoints.SceneCheckpoints``: receives an ``ArtifactSnapshot`` for each
+        successful regenerate and each restore (DESIGN.md §10)."""
         self._agent = agent
         self._clock = clock
         self._stage_id: str | None = None
@@ -220,12 +223,33 @@ class AgentRuntime:
         """Restore the scene version before regenerate call ``tool_call_id`` (its card's button).
 
         Returns False when no in-memory snapshot exists (e.g. a card restored
-        from storage, DESIGN.md §4). Nothing is written to storage.
+        from storage, DESIGN.md §4). ``maic-agent-threads`` is not written; with
+        ``checkpoints``, the document before the call becomes a new version
+        (source ``restore``, DESIGN.md §10).
         """
+        snapshot = self.stage_edits.snapshot(tool_call_id)
         restored = self.stage_edits.restore(tool_call_id)
         if restored:
+            stage_id, scene_id, version = snapshot
+            if self.checkpoints is not None and version.before is not None:
+                self._emit_snapshot(stage_id, scene_id, version.before, "restore", None, None)
             self._notify()
         return restored
+
+    async def restore_checkpoint(self, checkpoint_id: str) -> Any:
+        """Make checkpoint ``checkpoint_id``'s document its scene's current one, as a new version
+        with source ``restore`` (DESIGN.md §10); returns its timeline item. Raises
+        ``app.checkpoints.CheckpointNotFound``."""
+        item, document = await self.checkpoints.read_model.document(checkpoint_id)
+        meta = item.metadata
+        task = self._emit_snapshot(str(meta["stageId"]), str(meta["sceneId"]), document, "restore", None, None,
+                                   restored_from=meta.get("artifactVersionId"))
+        return await task
+
+    def conversation_id(self, stage_id: str) -> str:
+        """The conversation a checkpoint made on course ``stage_id`` belongs to (for now the course's
+        one active thread, named by its stage id)."""
+        return stage_id
 
     def on_storage_changed(self) -> None:
         """Another tab wrote the key: re-read it; reload the shown course if it changed and is idle."""
@@ -239,10 +263,11 @@ class AgentRuntime:
     # -- the turn ------------------------------------------------------------
 
     async def _run(self, session: _Session, history: list[Message], text: str, reply: Message) -> None:
+        RUN_STAGE.set(session.stage_id)  # the tool reads this course's scenes (this task's context only)
         async for event in self._agent.run(history, text):
             part = _apply(reply, event)
             if part is not None and part.tool_name == REGENERATE_TOOL and not part.is_error:
-                self._record_scene_version(session.stage_id, part)
+                self._record_scene_version(session.stage_id, part, reply.id)
             if session is self._shown:
                 self._notify()
 
@@ -272,10 +297,33 @@ class AgentRuntime:
 
     # -- helpers -------------------------------------------------------------
 
-    def _record_scene_version(self, stage_id: str, part: ToolCallPart) -> None:
+    def _record_scene_version(self, stage_id: str, part: ToolCallPart, turn_id: str | None = None) -> None:
         card = tool_card_view(part)
-        if card.scene_id is not None and card.element_count is not None:
-            self.stage_edits.record(stage_id, card.scene_id, part.tool_call_id, element_count=card.element_count)
+        if card.scene_id is None or card.element_count is None:
+            return
+        before = document = None
+        if self.checkpoints is not None:
+            from app.checkpoints.documents import SceneDocument
+
+            before = self.checkpoints.document(stage_id, card.scene_id)
+            try:
+                document = SceneDocument.model_validate(part.result["details"]["content"])
+            except Exception:  # noqa: BLE001 - a result that is no scene document makes no version
+                _log.warning("regenerate result of %s is not a scene document", part.tool_call_id)
+        self.stage_edits.record(stage_id, card.scene_id, part.tool_call_id, element_count=card.element_count,
+                                before=before if document is not None else None)
+        if document is not None:
+            self._emit_snapshot(stage_id, card.scene_id, document, REGENERATE_TOOL, turn_id, part.tool_call_id)
+
+    def _emit_snapshot(self, stage_id: str, scene_id: str, document: Any, source: str, turn_id: str | None,
+                       tool_call_id: str | None, restored_from: str | None = None) -> asyncio.Task:
+        """Hand one ``ArtifactSnapshot`` to the checkpoints: the only way a version is written."""
+        from app.checkpoints.events import ArtifactSnapshot
+
+        event = ArtifactSnapshot(stage_id=stage_id, scene_id=scene_id, document=document, source=source,
+                                 conversation_id=self.conversation_id(stage_id), turn_id=turn_id,
+                                 tool_call_id=tool_call_id, at=self._clock(), restored_from=restored_from)
+        return self.checkpoints.submit(event)
 
     @property
     def _shown(self) -> _Session | None:

@@ -19,17 +19,20 @@ Example::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["SceneVersion", "StageEdits"]
 
 
 @dataclass(frozen=True)
 class SceneVersion:
-    """A scene as a regenerate call left it: the call's id and the number of elements it produced."""
+    """A scene as a regenerate call left it: the call's id and the number of elements it produced;
+    ``before``: the scene's document before the call (what restoring writes back), when known."""
 
     tool_call_id: str
     element_count: int
+    before: Any = field(default=None, compare=False, repr=False)
 
 
 class StageEdits:
@@ -43,11 +46,21 @@ class StageEdits:
         self._stacks: dict[tuple[str, str], list[SceneVersion]] = {}
         self._scene_of: dict[str, tuple[str, str]] = {}
 
-    def record(self, stage_id: str, scene_id: str, tool_call_id: str, *, element_count: int) -> None:
-        """A regenerate call ``tool_call_id`` succeeded: push its version on the scene's stack."""
+    def record(self, stage_id: str, scene_id: str, tool_call_id: str, *, element_count: int,
+               before: Any = None) -> None:
+        """A regenerate call ``tool_call_id`` succeeded: push its version on the scene's stack
+        (``before``: the scene's document before it, kept in memory for the restore)."""
         key = (stage_id, scene_id)
-        self._stacks.setdefault(key, []).append(SceneVersion(tool_call_id, element_count))
+        self._stacks.setdefault(key, []).append(SceneVersion(tool_call_id, element_count, before))
         self._scene_of[tool_call_id] = key
+
+    def snapshot(self, tool_call_id: str) -> tuple[str, str, SceneVersion] | None:
+        """``(stage_id, scene_id, version)`` of call ``tool_call_id`` while its snapshot exists."""
+        key = self._scene_of.get(tool_call_id)
+        if key is None:
+            return None
+        version = next(v for v in self._stacks[key] if v.tool_call_id == tool_call_id)
+        return key[0], key[1], version
 
     def version(self, stage_id: str, scene_id: str) -> SceneVersion | None:
         """The scene's current regenerated version, or ``None`` for the course's own scene."""

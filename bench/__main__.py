@@ -809,6 +809,7 @@ EXTRA_PARTS: dict[str, str] = {
     "longsession": "bench.longsession",
     "build": "bench.build",
     "model": "bench.model",
+    "checkpoints": "bench.checkpoints",
 }
 """Further benchmark parts: ``name -> module``; each module has ``run(run: Run, *, quick: bool) -> dict``
 (figures, ratios against a baseline measured in the same page and run, and a ``goals`` dict of

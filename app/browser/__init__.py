@@ -12,6 +12,7 @@ URL parameters (DESIGN.md §6): ``course=<stageId>``, ``lang=<locale>``,
 
 from __future__ import annotations
 
+import asyncio
 import traceback
 
 __all__ = ["main"]
@@ -21,29 +22,49 @@ DEFAULT_DELAY_MS = 35
 
 def main() -> None:
     """Boot the app in the page; never raises (failures become ``html[data-error]``)."""
+    try:
+        finish = _boot()
+    except Exception as error:  # noqa: BLE001 - any start-up failure must become visible
+        _show_error(error)
+        return
+
+    async def finishing() -> None:
+        try:
+            await finish
+        except Exception as error:  # noqa: BLE001
+            _show_error(error)
+
+    asyncio.ensure_future(finishing())
+
+
+def _show_error(error: BaseException) -> None:
     from pyscript import document
 
-    try:
-        _boot()
-    except Exception as error:  # noqa: BLE001 - any start-up failure must become visible
-        traceback.print_exc()
-        message = f"{type(error).__name__}: {error}"
-        root = document.documentElement
-        root.setAttribute("data-error", message)
-        box = document.getElementById("boot-error")
-        if box is not None:
-            box.hidden = False
-            box.textContent = message
+    traceback.print_exception(error)
+    message = f"{type(error).__name__}: {error}"
+    root = document.documentElement
+    root.setAttribute("data-error", message)
+    box = document.getElementById("boot-error")
+    if box is not None:
+        box.hidden = False
+        box.textContent = message
 
 
-def _boot() -> None:
+def _boot():
+    """Wire the page; returns the coroutine that finishes start-up (scene documents) and sets ready."""
     import js
     from pyodide.ffi import create_proxy
     from pyscript import document, when, window
     from pyscript.ffi import is_none
 
     from app.agent import DemoAgent
+    from app.browser.checkpoint_view import CheckpointView
     from app.browser.indexed_db import NOTICE_CODE as IDB_NOTICE, indexed_db_status
+    from app.browser.indexeddb import IndexedDbBackend
+    from app.browser.stage_view import StageView
+    from app.checkpoints import SceneCheckpoints
+    from app.checkpoints.record_backend import RecordVersionBackend
+    from app.records import RecordStoreError
     from app.browser.local_storage import open_local_storage
     from app.browser.view import PageView
     from app.composer import composer_text
@@ -69,23 +90,40 @@ def _boot() -> None:
     clock = lambda: int(js.Date.now())  # noqa: E731 - epoch ms, stamped at save time
     store = ThreadStore(open_local_storage())
     store.hydrate(clock())
+    records = IndexedDbBackend()  # opened below, before ready; scene versions live there (DESIGN.md §10)
+    checkpoints = SceneCheckpoints(RecordVersionBackend(records))
     from app.browser.model_setup import ModelSetup
 
-    model_setup = ModelSetup(DemoAgent(delay_ms=delay_ms), lambda: runtime.stage_id)  # DESIGN.md §12
-    runtime = AgentRuntime(store, model_setup.agent, clock=clock)
+    demo = DemoAgent(delay_ms=delay_ms, scenes=checkpoints.document)
+    model_setup = ModelSetup(demo, lambda: runtime.stage_id)  # DESIGN.md §12
+    runtime = AgentRuntime(store, model_setup.agent, clock=clock, checkpoints=checkpoints)
     if not indexed_db_status(window).available:  # PyScript runs on the in-memory substitute
         runtime.add_notice(Notice(IDB_NOTICE))
     view = PageView(runtime, translator)
     view.translate_static()
+    stage_view = StageView(runtime, checkpoints, translator)
+    checkpoint_view = CheckpointView(runtime, translator, clock)
+
+    def render_stage() -> None:
+        if ready_flag:  # the version store is read only once the database is open
+            stage_view.render()
+            checkpoint_view.render()
 
     def show_course(stage_id: str) -> None:
         view.render_course(find_course(stage_id), store.stage_ids())
         runtime.set_stage(stage_id)
+        render_stage()
+        if ready_flag:
+            asyncio.ensure_future(checkpoints.load_stage(stage_id))
+
+    ready_flag: list[bool] = []
 
     # Until the stage id is known the runtime holds no thread and writes nothing
     # (DESIGN.md §4); the first render happens once the course's thread is loaded.
     show_course(query.get("course") or DEFAULT_COURSE_ID)
     runtime.subscribe(view.render)
+    runtime.subscribe(render_stage)
+    checkpoints.subscribe(render_stage)
     view.render()
 
     @when("change", "#course-select")
@@ -175,11 +213,32 @@ def _boot() -> None:
 
     window.addEventListener("storage", create_proxy(_on_storage))
 
+    def on_remote_version(stage_id: str) -> None:
+        if stage_id == runtime.stage_id:
+            async def reload() -> None:
+                await checkpoints.load_stage(stage_id)
+                checkpoint_view.refresh()
+            asyncio.ensure_future(reload())
+
+    checkpoint_view.install(on_remote_version)
     if "bench=1" in str(window.location.search):  # python -m bench only; bench/ is never shipped
         _install_bench_hooks(window, runtime, store)
-    view.show_app()
-    root.dataset.ready = "true"
-    model_setup.install_dialog(translator, view.redraw_messages)  # after ready: nothing added to start-up
+    window.agentbarCheckpoints = create_proxy(checkpoint_view.settle)  # tests and bench: await drawn lists
+
+    async def finish() -> None:
+        try:
+            await records.open()
+        except RecordStoreError as error:  # the first call falls back to memory and says so
+            js.console.warn(f"IndexedDB: {error}")
+        if runtime.stage_id is not None:
+            await checkpoints.load_stage(runtime.stage_id)  # current documents only
+        ready_flag.append(True)
+        render_stage()
+        view.show_app()
+        root.dataset.ready = "true"
+        model_setup.install_dialog(translator, view.redraw_messages)  # after ready: nothing added to start-up
+
+    return finish()
 
 
 def _install_bench_hooks(window, runtime, store) -> None:

@@ -154,13 +154,13 @@ class PageView:
             if text is None:
                 if not is_none(line):
                     line.remove()
-                node.removeAttribute("data-version")
+                node.removeAttribute("data-regenerated-by")
                 continue
             if is_none(line):
                 line = _el(p, classes="scene-version", testid="scene-version")._dom_element
                 node.append(line)
             line.textContent = text
-            node.setAttribute("data-version", version.tool_call_id)
+            node.setAttribute("data-regenerated-by", version.tool_call_id)
 
     def _render_notices(self, notices) -> None:
         codes = tuple((n.code, tuple(sorted((n.params or {}).items()))) for n in notices)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from playwright.sync_api import expect
 
 from app.agent import element_count as regenerate_element_count
 
@@ -133,11 +134,12 @@ def test_restore_button_exists_only_while_the_in_memory_snapshot_does(agent):
     agent.open(course="intro-ml")
     agent.send("/regenerate scene-1")
     scene = agent.page.locator("[data-testid=scene][data-scene-id=scene-1]")
-    assert scene.get_attribute("data-version")
+    expect(scene).to_have_attribute("data-version", "1")
     assert agent.testid("tool-card-restore").count() == 1
     agent.testid("tool-card-restore").click()
     assert agent.testid("tool-card-restore").count() == 0
-    assert scene.get_attribute("data-version") is None
+    expect(scene).to_have_attribute("data-version", "2")  # the restore is a new version (DESIGN.md §10)
+    expect(scene).to_have_attribute("data-element-count", "2")  # the course's own scene again
     agent.send("/regenerate scene-1 again")
     assert agent.testid("tool-card-restore").count() == 1
     agent.reload()

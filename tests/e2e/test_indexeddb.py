@@ -1,80 +1,190 @@
-"""Blocked IndexedDB does not stop the app (issue 10 item 9, DESIGN.md §5).
+"""The IndexedDB layer in Chromium: ``app.browser.indexeddb`` over Dexie, and its failure modes
+(DESIGN.md §9, app/records.py).
 
-PyScript opens IndexedDB while it boots. Each case breaks the browser's
-IndexedDB with an init script that runs before any page script; the app must
-start, work (a turn is sent and saved to ``localStorage``), say so in exactly
-one notice, and expose the *real* status as ``window.agentbarIndexedDb`` while
-PyScript runs on the in-memory substitute.
+Each test runs Python in the booted page (PyScript's own interpreter) against the
+real IndexedDB, and breaks IndexedDB the way browsers do: missing, ``open``
+throwing, an open request failing asynchronously, another tab holding an older
+version (blocked), another tab upgrading (versionchange), the database deleted
+(eviction), a full quota, an aborted transaction.
 """
 
 from __future__ import annotations
 
-import pytest
+import json
+import textwrap
 
-NOTICE = "indexeddb-unavailable"
+RUN_PY = """async (code) => {
+  const core = await import('./static/vendor/pyscript/core.js');
+  const py = await (await core.whenDefined('py')).interpreter;
+  return await py.runPythonAsync(code);
+}"""
 
-BREAKAGES = {
-    # What Firefox does when site data is blocked.
-    "open-throws": """
-        IDBFactory.prototype.open = function () {
-          throw new DOMException("The operation is insecure.", "SecurityError");
-        };
-    """,
-    # Some private modes and embedded webviews.
-    "missing": """
-        delete window.indexedDB;
-        delete Window.prototype.indexedDB;
-        if (typeof indexedDB !== "undefined") Object.defineProperty(window, "indexedDB", {value: undefined, configurable: true});
-    """,
-    # The request is created, then fails asynchronously.
-    "fails-async": """
-        IDBFactory.prototype.open = function () {
-          const request = new EventTarget();
-          const error = new DOMException("Simulated open failure", "UnknownError");
-          Object.defineProperty(request, "error", {get: () => error});
-          setTimeout(() => {
-            const event = new Event("error");
-            request.dispatchEvent(event);
-            if (typeof request.onerror === "function") request.onerror(event);
-          }, 5);
-          return request;
-        };
-    """,
-}
+PRELUDE = """
+import json, math
+from app.browser.indexeddb import IndexedDbBackend
+from app.records import RecordStoreError
+events = []
+async def attempt(coro):
+    try:
+        return ["ok", await coro]
+    except RecordStoreError as error:
+        return [error.kind, error.message]
+ALL = (["s", -math.inf], ["s", math.inf])
+IDX = "[stageId+updatedAt+taskId]"
+"""
 
 
-def notice_codes(agent) -> list[str]:
-    return [n.get_attribute("data-code") for n in agent.testid("agent-notice").all()]
+def fresh_database(page) -> None:
+    """Close the app's own connection (it opens the database at boot) and delete the database,
+    so a test starts from a page with no connection and no database."""
+    page.evaluate("""() => { window.agentbarIndexedDbAdapter.close();
+      return new Promise((resolve, reject) => { const r = indexedDB.deleteDatabase('agentbar');
+        r.onsuccess = () => resolve(); r.onerror = () => reject(r.error); r.onblocked = () => resolve(); }); }""")
 
 
-@pytest.mark.parametrize("case", sorted(BREAKAGES))
-def test_app_starts_in_memory_when_indexeddb_is_unusable(agent, case):
-    agent.page.add_init_script(BREAKAGES[case])
-    agent.open(course="intro-ml")
-
-    status = agent.page.evaluate("() => ({...window.agentbarIndexedDb})")
-    assert status["available"] is False
-    assert status["substitute"] == "fake-indexeddb"
-    assert status["reason"]
-    if case == "open-throws":
-        assert "SecurityError" in status["reason"]
-    assert notice_codes(agent) == [NOTICE]
-
-    agent.send("hello while IndexedDB is blocked")
-    assert agent.messages().count() == 2
-    stored = agent.stored()
-    assert len(stored["state"]["threads"]["intro-ml"]["messages"]) == 2
-    assert notice_codes(agent) == [NOTICE]  # said once, not again per turn
-
-    agent.reload()
-    assert agent.messages().count() == 2  # localStorage still holds the thread
-    assert notice_codes(agent) == [NOTICE]
+def run_py(page, code: str):
+    """Run ``code`` (its last line an expression giving JSON text) in the page; return the parsed value."""
+    return json.loads(page.evaluate(RUN_PY, PRELUDE + textwrap.dedent(code)))
 
 
-def test_working_indexeddb_is_reported_available_without_notice(agent):
-    agent.open(course="intro-ml")
-    status = agent.page.evaluate("() => ({...window.agentbarIndexedDb})")
-    assert status == {"available": True, "reason": None, "substitute": None}
-    assert NOTICE not in notice_codes(agent)
-    # PyScript uses the browser's own IndexedDB, not the substitute.
-    assert agent.page.evaluate("() => indexedDB instanceof IDBFactory && Object.getPrototypeOf(indexedDB) === IDBFactory.prototype")
+def test_records_round_trip_in_order_and_an_aborted_transaction_writes_nothing(agent):
+    agent.open()
+    result = run_py(agent.page, """
+        b = IndexedDbBackend()
+        await b.open()
+        await b.write([("put", "conversations", {"taskId": f"t{i}", "stageId": "s", "updatedAt": i % 3,
+                                                 "taskName": "中文 “Infinity” 😀"}) for i in range(5)])
+        newest = await b.query("conversations", IDX, *ALL, reverse=True, limit=3)
+        aborted = await attempt(b.write([("put", "conversations", {"taskId": "new", "stageId": "s", "updatedAt": 9}),
+                                         ("add", "conversations", {"taskId": "t1", "stageId": "s", "updatedAt": 9})]))
+        json.dumps({"newest": [(r["taskId"], r["updatedAt"]) for r in newest], "name": newest[0]["taskName"],
+                    "aborted": aborted[0], "count": await b.count("conversations", IDX, *ALL),
+                    "new": await b.get("conversations", "new"), "types": type(newest[0]).__name__})
+    """)
+    # updatedAt = i % 3: t2 → 2, then t4 and t1 → 1, ties newest taskId first
+    assert result["newest"] == [["t2", 2], ["t4", 1], ["t1", 1]]
+    assert result["name"] == "中文 “Infinity” 😀"
+    assert result["types"] == "dict"
+    assert result["aborted"] == "aborted" and result["count"] == 5 and result["new"] is None
+
+
+def test_missing_indexeddb_and_the_boot_flag_make_open_unavailable(agent):
+    agent.open()
+    flagged = run_py(agent.page, """
+        import js
+        js.eval("window.agentbarIndexedDb = {available: false, reason: 'SecurityError at boot'}")
+        r = await attempt(IndexedDbBackend().open())
+        js.eval("delete window.agentbarIndexedDb")
+        json.dumps(r)
+    """)
+    assert flagged == ["unavailable", "SecurityError at boot"]
+    agent.page.evaluate("Object.defineProperty(window, 'indexedDB', {value: undefined, configurable: true})")
+    missing = run_py(agent.page, "json.dumps(await attempt(IndexedDbBackend().open()))")
+    assert missing[0] == "unavailable"
+
+
+def test_open_throwing_and_an_open_request_failing_later_are_unavailable(agent):
+    agent.open()
+    agent.page.evaluate("""() => {
+      IDBFactory.prototype.open = function () { throw new DOMException('The user denied permission', 'SecurityError'); };
+    }""")
+    thrown = run_py(agent.page, "json.dumps(await attempt(IndexedDbBackend().open()))")
+    assert thrown[0] != "ok" and "SecurityError" in thrown[1]
+
+
+def test_open_request_failing_asynchronously(agent):
+    agent.open()
+    fresh_database(agent.page)
+    # The real open request, whose upgrade transaction aborts: the request fails in a later event.
+    agent.page.evaluate("""() => {
+      const original = IDBFactory.prototype.open;
+      IDBFactory.prototype.open = function (...args) {
+        const request = original.apply(this, args);
+        request.addEventListener('upgradeneeded', (event) => event.target.transaction.abort());
+        return request;
+      };
+    }""")
+    failed = run_py(agent.page, """
+        r = await attempt(IndexedDbBackend().open())
+        after = await attempt(IndexedDbBackend().get("conversations", "x"))
+        json.dumps([r, after])
+    """)
+    assert failed[0][0] != "ok"
+    assert failed[1][0] == "closed"  # nothing is open: every call fails cleanly
+
+
+def test_blocked_by_another_tab_holding_an_older_version(agent, second_agent):
+    second_agent.page.goto(f"{second_agent.base_url}static/icons/agentbar.svg")
+    second_agent.page.evaluate("""() => new Promise((resolve, reject) => {
+      const request = indexedDB.open('agentbar', 5);  // older than Dexie's 10 for version 1, never closed
+      request.onsuccess = () => { window.held = request.result; resolve(); };
+      request.onerror = () => reject(request.error);
+    })""")
+    agent.open()
+    blocked = run_py(agent.page, "json.dumps(await attempt(IndexedDbBackend().open()))")
+    assert blocked[0] == "blocked"
+    second_agent.page.evaluate("() => window.held.close()")
+    reopened = run_py(agent.page, """
+        b = IndexedDbBackend()
+        json.dumps([await attempt(b.open()), await attempt(b.count("conversations", IDX, *ALL))])
+    """)
+    assert reopened == [["ok", None], ["ok", 0]]
+
+
+def test_versionchange_from_another_tab_closes_and_says_so_then_deletion_is_reported(agent, second_agent):
+    agent.open()
+    fresh_database(agent.page)
+    run_py(agent.page, """
+        import builtins
+        builtins.idb_events = []
+        builtins.idb = IndexedDbBackend(on_event=lambda kind, detail: builtins.idb_events.append([kind, detail]))
+        await idb.open()
+        await idb.write([("put", "heads", {"stageId": "__proto__", "taskId": "t"})])
+        json.dumps(1)
+    """)
+    second_agent.page.goto(f"{second_agent.base_url}static/icons/agentbar.svg")
+    second_agent.page.evaluate("""() => new Promise((resolve, reject) => {
+      const request = indexedDB.open('agentbar', 20);  // a newer app upgrading
+      request.onsuccess = () => { request.result.close(); resolve(); };
+      request.onerror = () => reject(request.error);
+    })""")
+    after = run_py(agent.page, """
+        import builtins
+        json.dumps([builtins.idb_events, await attempt(builtins.idb.get("heads", "__proto__")),
+                    await attempt(IndexedDbBackend().open())])
+    """)
+    assert after[0] == [["versionchange", "20"]]
+    assert after[1][0] == "closed"
+    # Dexie 4 opens a database that a newer version upgraded when the tables it declares are there
+    assert after[2] == ["ok", None]
+    second_agent.page.evaluate("() => new Promise((resolve) => { indexedDB.deleteDatabase('agentbar').onsuccess = resolve; })")
+    fresh = run_py(agent.page, """
+        import builtins
+        builtins.idb_events = []
+        b = IndexedDbBackend(on_event=lambda kind, detail: builtins.idb_events.append([kind, detail]))
+        await b.open()
+        await b.write([("put", "heads", {"stageId": "s", "taskId": "t"})])
+        json.dumps(1)
+    """)
+    assert fresh == 1
+    second_agent.page.evaluate("() => new Promise((resolve) => { indexedDB.deleteDatabase('agentbar').onsuccess = resolve; })")
+    evicted = run_py(agent.page, "import builtins\njson.dumps(builtins.idb_events)")
+    assert evicted == [["deleted", "null"]]
+
+
+def test_quota_exceeded_writes_nothing(agent):
+    agent.open()
+    cdp = agent.page.context.new_cdp_session(agent.page)
+    origin = agent.base_url.rstrip("/")
+    usage = agent.page.evaluate("async () => (await navigator.storage.estimate()).usage")
+    cdp.send("Storage.overrideQuotaForOrigin", {"origin": origin, "quotaSize": usage + 200_000})
+    result = run_py(agent.page, """
+        b = IndexedDbBackend()
+        await b.open()
+        small = await attempt(b.write([("put", "messages", {"taskId": "small", "messages": []})]))
+        big = await attempt(b.write([("put", "messages", {"taskId": "a", "messages": ["x" * 400_000]}),
+                                     ("put", "messages", {"taskId": "b", "messages": []})]))
+        json.dumps([small[0], big[0], await b.get("messages", "b")])
+    """)
+    cdp.send("Storage.overrideQuotaForOrigin", {"origin": origin})
+    assert result == ["ok", "quota", None]

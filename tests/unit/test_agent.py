@@ -1,6 +1,7 @@
 """The built-in demo agent (DESIGN.md §6): deterministic, streamed, heavy regenerate results."""
 
 import asyncio
+import base64
 import json
 
 import pytest
@@ -74,10 +75,12 @@ async def test_regenerate_makes_a_heavy_tool_call_then_a_summary():
     assert details["sceneId"] == "scene-2"
     elements = details["content"]["elements"]
     assert len(elements) == element_count("scene-2")
-    assert all({"id", "type", "x", "y", "text"} <= set(e) for e in elements)
+    assert all({"id", "kind", "box"} <= set(e) for e in elements)
+    assert len({e["id"] for e in elements}) == len(elements)
     images = [e for e in elements if "src" in e]
     assert images and all(e["src"].startswith("data:image/png;base64,") and len(e["src"]) > 2000 for e in images)
-    assert details["content"]["background"]["src"].startswith("data:image/png;base64,")
+    assert all(base64.b64decode(e["src"].partition(",")[2])[:8] == b"\x89PNG\r\n\x1a\n" for e in images)
+    assert details["content"]["background"]["value"].startswith("data:image/png;base64,")
     assert len(details["actions"]) == action_count("scene-2") >= 3
     assert all({"type", "elementId", "payload"} <= set(a) for a in details["actions"])
     assert len(json.dumps(result)) > 20_000

@@ -1,0 +1,382 @@
+"""The checkpoint list of each scene, the panel's checkpoint summary, and the exports
+(DESIGN.md §10 UI hooks). Everything shown comes from the one read model
+(``SceneCheckpoints.read_model``); restores go through the runtime
+(``AgentRuntime.restore_checkpoint``), which emits the ``ArtifactSnapshot``.
+
+Hooks: ``scene-versions-open`` (a button in each scene, ``aria-expanded``),
+``checkpoint-list``, ``checkpoint-item`` (``data-version``,
+``data-checkpoint-id``, ``data-source``, ``data-current``), ``checkpoint-diff``
+and ``checkpoint-diff-view`` (``<ins>``/``<del>`` lines), ``checkpoint-restore``,
+``checkpoint-summary`` (``data-count``, ``data-latest``), ``export-evidence``,
+``export-replay``; notices of the version store as ``agent-notice`` items in the
+summary bar. Other tabs learn of each new version through a
+``BroadcastChannel`` and redraw.
+
+All stored text is set as ``textContent``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+import js
+from pyodide.ffi import create_once_callable, create_proxy, to_js
+from pyscript import document
+from pyscript.ffi import is_none
+
+from app.checkpoints.diff import line_kind
+from app.checkpoints.paths import segment
+from app.checkpoints.read_model import CheckpointNotFound
+
+__all__ = ["CHANNEL", "CheckpointView"]
+
+_log = logging.getLogger(__name__)
+
+CHANNEL = "agentbar-checkpoints"
+"""The ``BroadcastChannel`` on which a tab announces each version it wrote."""
+
+CURRENT: "CheckpointView | None" = None
+"""The page's view once installed (the benchmark drives it from Python in the page)."""
+
+
+def _node(tag: str, *, text: str | None = None, cls: str | None = None, testid: str | None = None,
+          attrs: dict[str, str] | None = None):
+    node = document.createElement(tag)
+    if cls:
+        node.className = cls
+    if text is not None:
+        node.textContent = text
+    if testid:
+        node.setAttribute("data-testid", testid)
+    for name, value in (attrs or {}).items():
+        node.setAttribute(name, value)
+    return node
+
+
+def _attr(node, name: str) -> str | None:
+    value = node.getAttribute(name)
+    return None if is_none(value) else str(value)
+
+
+class CheckpointView:
+    """Scene checkpoint lists, the summary bar and the export buttons for one page.
+
+    ``runtime``: ``app.runtime.AgentRuntime`` (with ``checkpoints``); ``translator``:
+    ``app.i18n.Translator``; ``clock``: epoch ms (export time).
+    """
+
+    def __init__(self, runtime, translator, clock) -> None:
+        self.runtime = runtime
+        self.checkpoints = runtime.checkpoints
+        self.t = translator
+        self._clock = clock
+        self._open: set[str] = set()  # scene ids whose list is open
+        self._summary_generation = 0
+        self._summary_key: tuple | None = None
+        self._bar = None
+        self._channel = None
+        self._proxies: list = []
+        self.tasks: set[asyncio.Task] = set()
+
+    # ---- set-up ------------------------------------------------------------
+    def install(self, on_remote_version) -> None:
+        """Create the summary bar, listen for clicks, and join the cross-tab channel;
+        ``on_remote_version(stage_id)`` runs when another tab wrote a version."""
+        global CURRENT
+        CURRENT = self
+        bar = _node("section", cls="checkpoint-bar", testid="checkpoint-summary",
+                    attrs={"data-count": "0", "data-latest": "", "aria-live": "polite"})
+        bar.append(_node("span", cls="checkpoint-summary-text", text=self.t("checkpoints.summaryNone")))
+        group = _node("div", cls="checkpoint-exports", attrs={"role": "group", "aria-label": self.t("checkpoints.exports")})
+        for testid, key in (("export-evidence", "checkpoints.exportEvidence"), ("export-replay", "checkpoints.exportReplay")):
+            group.append(_node("button", text=self.t(key), cls="export-button", testid=testid, attrs={"type": "button"}))
+        bar.append(group)
+        notices = document.getElementById("agent-notices")  # the panel's own notices stay first
+        notices.parentNode.insertBefore(bar, notices.nextSibling)
+        self._bar = bar
+        self._listen(bar, self._on_bar_click)
+        self._listen(document.getElementById("stage"), self._on_stage_click)
+        if hasattr(js, "BroadcastChannel"):
+            self._channel = js.BroadcastChannel.new(CHANNEL)
+
+            def on_message(event) -> None:
+                try:
+                    stage_id = json.loads(str(event.data)).get("stageId")
+                except (ValueError, AttributeError):
+                    return
+                if isinstance(stage_id, str):
+                    on_remote_version(stage_id)
+
+            self._channel.onmessage = self._keep(on_message)
+            self.checkpoints.on_recorded(self._announce)
+
+    def _keep(self, function):
+        proxy = create_proxy(function)
+        self._proxies.append(proxy)
+        return proxy
+
+    def _listen(self, target, handler) -> None:
+        target.addEventListener("click", self._keep(handler))
+
+    def _announce(self, item) -> None:
+        if self._channel is not None:
+            self._channel.postMessage(json.dumps({"stageId": item.metadata.get("stageId"), "checkpointId": item.id}))
+
+    def _spawn(self, coroutine) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def settle(self) -> None:
+        """Wait until every list, diff and summary refresh started so far is drawn (tests, bench)."""
+        while self.tasks:
+            await asyncio.gather(*list(self.tasks), return_exceptions=True)
+
+    # ---- rendering ---------------------------------------------------------
+    def render(self) -> None:
+        """Give each scene its versions button and list; refresh what depends on the versions."""
+        stage_id = self.runtime.stage_id
+        if stage_id is None:
+            return
+        for node in document.querySelectorAll("#stage [data-testid=scene]"):
+            scene_id = node.dataset.sceneId
+            box = node.querySelector(".scene-versions")
+            if is_none(box):
+                box = self._scene_controls(node, scene_id)
+            version = _attr(node, "data-version") or "0"
+            if scene_id in self._open and _attr(box, "data-listed-version") != version:
+                box.setAttribute("data-listed-version", version)
+                self._spawn(self._fill_list(stage_id, scene_id, box))
+        self._render_notices()
+        key = (stage_id, self.runtime.conversation_id(stage_id), self.checkpoints.busy,
+               tuple(_attr(n, "data-version") for n in document.querySelectorAll("#stage [data-testid=scene]")))
+        if key != self._summary_key:
+            self._summary_key = key
+            self._spawn(self.refresh_summary())
+
+    def refresh(self) -> None:
+        """Re-read everything shown (another tab wrote a version)."""
+        self._summary_key = None
+        for box in document.querySelectorAll("#stage .scene-versions"):
+            box.removeAttribute("data-listed-version")
+        self.render()
+
+    def _scene_controls(self, node, scene_id: str):
+        box = _node("div", cls="scene-versions")
+        list_id = f"versions-{segment(scene_id)}"
+        label = self.t("checkpoints.versionsLabel", sceneId=scene_id)
+        box.append(_node("button", text=self.t("checkpoints.versions"), cls="versions-button",
+                         testid="scene-versions-open",
+                         attrs={"type": "button", "aria-expanded": "false", "aria-controls": list_id,
+                                "aria-label": label, "data-scene-id": scene_id}))
+        listing = _node("ol", cls="checkpoint-list", testid="checkpoint-list",
+                        attrs={"id": list_id, "aria-label": label})
+        listing.hidden = True
+        box.append(listing)
+        node.append(box)
+        return box
+
+    async def _fill_list(self, stage_id: str, scene_id: str, box) -> None:
+        listing = box.querySelector("[data-testid=checkpoint-list]")
+        try:
+            result = await self.checkpoints.read_model.list_scene(stage_id, scene_id)
+        except Exception:  # noqa: BLE001 - shown to the user, logged for the developer
+            _log.exception("listing versions of %r failed", scene_id)
+            listing.replaceChildren(_node("li", text=self.t("checkpoints.failed"), cls="checkpoint-empty"))
+            return
+        if self.runtime.stage_id != stage_id:
+            return
+        current = self.checkpoints.current(stage_id, scene_id).version_no
+        self.draw_list(listing, result["checkpoints"], current)
+        listing.setAttribute("data-count", str(result["checkpoint_count"]))
+
+    def draw_list(self, listing, checkpoints: list[dict], current: int) -> None:
+        """Draw checkpoint list items (newest first) into ``listing``; ``current``: the version shown."""
+        t = self.t
+        fragment = document.createDocumentFragment()
+        if not checkpoints:
+            fragment.append(_node("li", text=t("checkpoints.empty"), cls="checkpoint-empty"))
+        locale = t.locale
+        restore_text = t("checkpoints.restore")
+        diff_text = t("checkpoints.diff")
+        for checkpoint in checkpoints:
+            number = checkpoint["version_no"] or 0
+            is_current = number == current
+            item = _node("li", cls="checkpoint-item", testid="checkpoint-item",
+                         attrs={"data-version": str(number), "data-checkpoint-id": checkpoint["checkpoint_id"],
+                                "data-source": checkpoint["source"], "data-current": "true" if is_current else "false"})
+            head = _node("div", cls="checkpoint-head")
+            head.append(_node("strong", text=t("checkpoints.version", version=number)))
+            source_key = f"checkpoints.source.{checkpoint['source']}"
+            head.append(_node("span", text=t(source_key) if checkpoint["source"] in ("regenerate_scene", "restore")
+                              else checkpoint["source"], cls="badge"))
+            stamp = checkpoint["updated_at"]
+            head.append(_node("time", text=str(js.Date.new(stamp).toLocaleString(locale)), attrs={"datetime": stamp}))
+            if is_current:
+                head.append(_node("span", text=t("checkpoints.current"), cls="badge current"))
+            item.append(head)
+            if checkpoint["preview_text"]:
+                item.append(_node("p", text=checkpoint["preview_text"], cls="checkpoint-preview", attrs={"dir": "auto"}))
+            actions = _node("div", cls="checkpoint-actions")
+            actions.append(_node("button", text=diff_text, testid="checkpoint-diff",
+                                 attrs={"type": "button", "aria-expanded": "false"}))
+            if not is_current:
+                actions.append(_node("button", text=restore_text, testid="checkpoint-restore",
+                                     attrs={"type": "button", "aria-label": t("checkpoints.restoreLabel", version=number)}))
+            item.append(actions)
+            fragment.append(item)
+        listing.replaceChildren(fragment)
+
+    async def _toggle_diff(self, item, button) -> None:
+        view = item.querySelector("[data-testid=checkpoint-diff-view]")
+        if not is_none(view):
+            view.remove()
+            button.setAttribute("aria-expanded", "false")
+            button.textContent = self.t("checkpoints.diff")
+            return
+        try:
+            result = await self.checkpoints.read_model.diff(item.dataset.checkpointId)
+        except CheckpointNotFound:
+            item.append(_node("p", text=self.t("checkpoints.failed"), cls="checkpoint-error",
+                              testid="checkpoint-diff-view"))
+            return
+        item.append(self.draw_diff(result["diff"]))
+        button.setAttribute("aria-expanded", "true")
+        button.textContent = self.t("checkpoints.diffHide")
+
+    def draw_diff(self, diff: dict):
+        """The diff view of one ``document_diff`` result: the element summary and the unified diff,
+        each added line an ``<ins>``, each removed line a ``<del>``."""
+        t = self.t
+        view = _node("div", cls="checkpoint-diff-view", testid="checkpoint-diff-view")
+        elements = diff["elements"]
+        view.append(_node("p", cls="diff-summary", testid="checkpoint-diff-summary",
+                          text=t("checkpoints.diffSummary", added=len(elements["added"]),
+                                 removed=len(elements["removed"]), changed=len(elements["changed"])),
+                          attrs={"data-added": ",".join(elements["added"]), "data-removed": ",".join(elements["removed"]),
+                                 "data-changed": ",".join(elements["changed"])}))
+        pre = _node("pre", cls="diff", attrs={"dir": "ltr", "tabindex": "0"})
+        lines = diff["lines"]
+        if not lines:
+            pre.textContent = t("checkpoints.diffEmpty")
+        fragment = document.createDocumentFragment()
+        create = document.createElement
+        for line in lines:
+            kind = line_kind(line)
+            tag = {"ins": "ins", "del": "del"}.get(kind, "span")
+            node = create(tag)
+            node.className = f"diff-{kind}"
+            node.textContent = line + "\n"
+            fragment.append(node)
+        pre.append(fragment)
+        view.append(pre)
+        return view
+
+    async def refresh_summary(self) -> None:
+        """Redraw ``checkpoint-summary`` from the read model's summary of the shown conversation."""
+        stage_id = self.runtime.stage_id
+        if stage_id is None or self._bar is None:
+            return
+        self._summary_generation += 1
+        generation = self._summary_generation
+        summary = await self.checkpoints.read_model.summary(self.runtime.conversation_id(stage_id))
+        if generation != self._summary_generation:
+            return  # a newer refresh is on its way
+        latest = summary["latest_checkpoint"]
+        self._bar.setAttribute("data-count", str(summary["count"]))
+        self._bar.setAttribute("data-latest", latest["checkpoint_id"] if latest else "")
+        text = self._bar.querySelector(".checkpoint-summary-text")
+        if latest:
+            text.textContent = (self.t("checkpoints.summary", count=summary["count"]) + " · "
+                                + self.t("checkpoints.latest", title=latest["title"] or latest["path"],
+                                         version=latest["version_no"] or 0))
+        else:
+            text.textContent = self.t("checkpoints.summaryNone")
+        self._render_notices()
+
+    def _render_notices(self) -> None:
+        if self._bar is None:
+            return
+        codes = self.checkpoints.notices
+        shown = [n.dataset.code for n in self._bar.querySelectorAll("[data-testid=agent-notice]")]
+        if list(codes) == shown:
+            return
+        for node in self._bar.querySelectorAll("[data-testid=agent-notice]"):
+            node.remove()
+        for code in codes:
+            self._bar.prepend(_node("p", text=self.t(f"checkpoints.notice.{code}"), cls="notice",
+                                    testid="agent-notice", attrs={"data-code": code, "role": "status"}))
+
+    # ---- events --------------------------------------------------------------
+    def _on_stage_click(self, event) -> None:
+        target = event.target
+        opener = target.closest("[data-testid=scene-versions-open]")
+        if not is_none(opener):
+            self._toggle_list(opener)
+            return
+        item = target.closest("[data-testid=checkpoint-item]")
+        if is_none(item):
+            return
+        diff = target.closest("[data-testid=checkpoint-diff]")
+        if not is_none(diff):
+            self._spawn(self._toggle_diff(item, diff))
+        elif not is_none(target.closest("[data-testid=checkpoint-restore]")):
+            self._spawn(self._restore(item.dataset.checkpointId))
+
+    def _toggle_list(self, opener) -> None:
+        scene_id = opener.dataset.sceneId
+        box = opener.parentNode
+        listing = box.querySelector("[data-testid=checkpoint-list]")
+        opening = _attr(opener, "aria-expanded") != "true"
+        opener.setAttribute("aria-expanded", "true" if opening else "false")
+        listing.hidden = not opening
+        if opening:
+            self._open.add(scene_id)
+            listing.replaceChildren(_node("li", text=self.t("checkpoints.loading"), cls="checkpoint-empty"))
+            box.removeAttribute("data-listed-version")
+            self.render()
+        else:
+            self._open.discard(scene_id)
+
+    async def _restore(self, checkpoint_id: str) -> None:
+        try:
+            await self.runtime.restore_checkpoint(checkpoint_id)
+        except CheckpointNotFound:
+            _log.warning("checkpoint %r is gone", checkpoint_id)
+
+    def _on_bar_click(self, event) -> None:
+        button = event.target.closest("button")
+        if is_none(button):
+            return
+        kind = _attr(button, "data-testid")
+        if kind in ("export-evidence", "export-replay"):
+            self._spawn(self._export(kind))
+
+    async def _export(self, kind: str) -> None:
+        from app.checkpoints.exports import evidence_pack, replay_case
+
+        stage_id = self.runtime.stage_id
+        if stage_id is None:
+            return
+        build = evidence_pack if kind == "export-evidence" else replay_case
+        data = await build(self.checkpoints.read_model, stage_id=stage_id,
+                           conversation_id=self.runtime.conversation_id(stage_id), exported_at=self._clock())
+        name = f"agentbar-{segment(stage_id)}-{'evidence-pack' if kind == 'export-evidence' else 'replay-case'}.zip"
+        _download(data, name)
+
+
+def _download(data: bytes, name: str) -> None:
+    """Save ``data`` as file ``name`` through a temporary object URL."""
+    options = to_js({"type": "application/zip"}, dict_converter=js.Object.fromEntries)
+    blob = js.Blob.new(to_js([memoryview(data)]), options)
+    url = js.URL.createObjectURL(blob)
+    link = document.createElement("a")
+    link.href = url
+    link.download = name
+    link.hidden = True
+    document.body.append(link)
+    link.click()
+    link.remove()
+    js.setTimeout(create_once_callable(lambda: js.URL.revokeObjectURL(url)), 10_000)

@@ -1,0 +1,124 @@
+"""IndexedDB (through Dexie) as an ``app.records.RecordBackend`` (DESIGN.md §9).
+
+A thin face over ``static/indexeddb.js`` (``js.agentbarIndexedDbAdapter``),
+which opens the database ``app.records.DB_NAME`` with the versions of
+``app.records.SCHEMA``. Records and keys cross as JSON text (Python sends UTF-8
+bytes, decoded in JavaScript; JavaScript returns a string parsed here), so
+callers get plain Python records, never JavaScript proxies; the conversions
+are the private functions at the end.
+
+Availability: the boot script may set ``window.agentbarIndexedDb =
+{available, reason}``; ``available: false`` is taken as is (no open is tried),
+a missing flag or ``true`` means "check yourself": ``open`` tries and reports
+``RecordStoreError("unavailable" | "blocked" | "version" | …)``. Later events
+(another tab upgrading, the database deleted or evicted) reach ``on_event(kind,
+detail)`` after the connection was closed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import js
+from pyodide.ffi import JsException, create_proxy, to_js
+
+from app.records import DB_NAME, SCHEMA, RecordStoreError, WriteOp
+
+__all__ = ["IndexedDbBackend"]
+
+BLOCKED_AFTER_MS = 1500
+"""How long an open waits for another tab holding an older version before saying "blocked"."""
+
+
+class IndexedDbBackend:
+    """``RecordBackend`` over the page's IndexedDB (see the module docstring).
+
+    ``on_event(kind, detail)``: called when the browser closed the connection
+    (``versionchange``, ``deleted``, ``closed``).
+    """
+
+    def __init__(self, on_event: Callable[[str, str], None] | None = None) -> None:
+        self.on_event = on_event
+        self._adapter = getattr(js, "agentbarIndexedDbAdapter", None)
+        self._proxy = create_proxy(self._event)
+
+    def _event(self, kind, detail) -> None:
+        if self.on_event:
+            self.on_event(str(kind), str(detail))
+
+    async def open(self) -> None:
+        flag = getattr(js.window, "agentbarIndexedDb", None)
+        if flag is not None and getattr(flag, "available", True) is False:
+            raise RecordStoreError("unavailable", str(getattr(flag, "reason", "") or "reported at boot"))
+        if self._adapter is None:
+            raise RecordStoreError("unavailable", "the IndexedDB adapter did not load")
+        versions = json.dumps(sorted(SCHEMA.items()))
+        await self._call("open", DB_NAME, versions, self._proxy, BLOCKED_AFTER_MS)
+
+    async def get(self, table: str, key) -> dict | None:
+        return _parse(await self._call("get", table, _payload(key)))
+
+    async def bulk_get(self, table: str, keys: list) -> list[dict | None]:
+        return _parse(await self._call("bulkGet", table, _payload(keys)))
+
+    async def query(self, table: str, index: str, lower, upper, *, lower_open: bool = False,
+                    upper_open: bool = False, reverse: bool = False, limit: int = 0) -> list[dict]:
+        return _parse(await self._call("query", table, index, _payload(lower), _payload(upper),
+                                       lower_open, upper_open, reverse, limit))
+
+    async def count(self, table: str, index: str, lower, upper) -> int:
+        return int(await self._call("count", table, index, _payload(lower), _payload(upper)))
+
+    async def write(self, ops: list[WriteOp]) -> None:
+        await self._call("write", _payload([list(op) for op in ops], is_key=False))
+
+    async def scan(self, table: str, index: str, lower, upper, field: str, show: str, needle: str,
+                   before: int, after: int) -> list[tuple[Any, int, str]]:
+        hits = _parse(await self._call("scan", table, index, _payload(lower), _payload(upper), field, show,
+                                       needle, before, after))
+        return [(key, int(at), excerpt) for key, at, excerpt in hits]
+
+    async def persist(self) -> bool:
+        return bool(await self._call("persist"))
+
+    async def close(self) -> None:
+        """Close the connection (later calls raise ``closed``)."""
+        if self._adapter is not None:
+            self._adapter.close()
+
+    async def _call(self, method: str, *args):
+        if self._adapter is None:
+            raise RecordStoreError("unavailable", "the IndexedDB adapter did not load")
+        try:
+            result = await getattr(self._adapter, method)(*args)
+        except JsException as error:  # the adapter resolves, never rejects; this is a bug or a dead page
+            raise RecordStoreError("failed", str(error)) from error
+        status, value = result[0], result[1]
+        if status != "ok":
+            raise RecordStoreError(str(status), str(value))
+        return value
+
+
+def _key_json(key: Any) -> str:
+    """A key (or list of keys) as JSON; ``±math.inf`` (open range ends) as ``±1e999``, which JSON.parse reads as ±Infinity."""
+    if isinstance(key, float) and key in (float("inf"), float("-inf")):
+        return "1e999" if key > 0 else "-1e999"
+    if isinstance(key, (list, tuple)):
+        return "[" + ",".join(_key_json(k) for k in key) + "]"
+    return json.dumps(key, ensure_ascii=False)
+
+
+def _payload(value: Any, *, is_key: bool = True):
+    """A key or a list of write operations as UTF-8 JSON bytes for the adapter."""
+    text = _key_json(value) if is_key else json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        return to_js(memoryview(text.encode("utf-8")))
+    except UnicodeEncodeError:  # lone surrogates: hand the str over as it is
+        return text
+
+
+def _parse(text) -> Any:
+    """JSON text from the adapter → plain Python values."""
+    return json.loads(str(text))

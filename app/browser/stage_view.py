@@ -1,0 +1,108 @@
+"""The stage view's slides: each scene's current version drawn as a small slide (DESIGN.md §10).
+
+For every ``[data-testid=scene]`` the course view (``app.browser.view``) made,
+this draws the scene's current document from ``SceneCheckpoints.current``:
+the background, and each element in its box (text as text, images from safe
+``data:`` URLs only, shapes as filled boxes; ``app.checkpoints.slides``). It
+sets the hooks ``data-version`` (0 = the course's own) and
+``data-element-count`` on the scene. A slide is redrawn only when its scene's
+document or version changed.
+"""
+
+from __future__ import annotations
+
+from pyscript import document
+from pyscript.ffi import is_none
+
+from app.checkpoints.slides import element_style, safe_color, safe_image
+
+__all__ = ["StageView"]
+
+
+class StageView:
+    """Draws slides for ``runtime.stage_id`` from ``checkpoints`` (an ``app.checkpoints.SceneCheckpoints``)."""
+
+    def __init__(self, runtime, checkpoints, translator) -> None:
+        self.runtime = runtime
+        self.checkpoints = checkpoints
+        self.t = translator
+        self._drawn: dict[str, tuple] = {}  # slide token → (document, version_no, pending)
+        self._tokens = 0
+
+    def render(self) -> None:
+        """Bring every scene's slide and hooks in line with its current version."""
+        stage_id = self.runtime.stage_id
+        if stage_id is None:
+            return
+        kept: dict[str, tuple] = {}
+        for node in document.querySelectorAll("#stage [data-testid=scene]"):
+            state = self.checkpoints.current(stage_id, node.dataset.sceneId)
+            token = node.getAttribute("data-slide-token")
+            drawn = None if is_none(token) else self._drawn.get(str(token))
+            if drawn is not None and drawn[0] is state.document:
+                kept[str(token)] = (state.document, state.version_no, state.pending)
+                if drawn[1:] != (state.version_no, state.pending):  # same document, now stored: no redraw
+                    self._mark(node, state)
+                continue
+            self._tokens += 1
+            token = str(self._tokens)
+            kept[token] = (state.document, state.version_no, state.pending)
+            node.setAttribute("data-slide-token", token)
+            self._mark(node, state)
+            self._draw(node, state)
+        self._drawn = kept  # slides of scenes no longer shown are forgotten
+
+    def _mark(self, node, state) -> None:
+        node.setAttribute("data-version", str(state.version_no))
+        node.setAttribute("data-pending", "true" if state.pending else "false")
+        count = len(state.document.elements) if state.document is not None else 0
+        node.setAttribute("data-element-count", str(count))
+        slide = node.querySelector(".slide")
+        if not is_none(slide) and state.document is not None:
+            slide.setAttribute("aria-label", self._label(state))
+
+    def _label(self, state) -> str:
+        doc = state.document
+        return (self.t("checkpoints.slideLabel", title=doc.title, version=state.version_no) if state.version_no
+                else f"{doc.title} — {self.t('checkpoints.original')}")
+
+    def _draw(self, node, state) -> None:
+        slide = node.querySelector(".slide")
+        if is_none(slide):
+            slide = document.createElement("div")
+            slide.className = "slide"
+            slide.setAttribute("role", "img")
+            slide.setAttribute("data-testid", "scene-slide")
+            body = node.querySelector("p")
+            node.insertBefore(slide, None if is_none(body) else body.nextSibling)
+        doc = state.document
+        if doc is None:
+            slide.replaceChildren()
+            return
+        slide.setAttribute("aria-label", self._label(state))
+        background = doc.background
+        style = ""
+        if background.kind == "color" and safe_color(background.value):
+            style = f"background:{background.value}"
+        elif background.kind == "image" and safe_image(background.value):
+            style = f'background:#eef1f7 center/cover no-repeat url("{background.value}")'
+        slide.style.cssText = style
+        fragment = document.createDocumentFragment()
+        create = document.createElement
+        for element in doc.elements:
+            if element.kind == "image":
+                src = safe_image(element.src)
+                box = create("img") if src else create("div")
+                if src:
+                    box.src = src
+                    box.alt = ""
+                    box.decoding = "async"
+            else:
+                box = create("div")
+                if element.text:
+                    box.textContent = element.text
+                    box.dir = "auto"
+            box.className = f"slide-el slide-{element.kind}"
+            box.style.cssText = element_style(element)
+            fragment.append(box)
+        slide.replaceChildren(fragment)

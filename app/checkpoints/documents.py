@@ -1,0 +1,196 @@
+"""Scene documents: what a scene *is*, as JSON (DESIGN.md §10, first rule).
+
+A scene of a course is a ``SceneDocument``: a title, a background, and
+elements, each with an id, a kind, a box on the 960 × 540 slide and its text or
+image data. The course's own scenes (``app.courses``) are version 0 of each
+document (``course_document``); every later version comes from a
+``regenerate_scene`` call or a restore and lives in the version store
+(``app.checkpoints.versions``).
+
+Two serializations, both pure:
+
+- ``document_json``: compact JSON as stored (pydantic's own encoder, fast even
+  for a several-megabyte document with base64 images);
+- ``canonical_json``: sorted keys, one value per line, base64 data longer than
+  ``LONG_DATA`` characters replaced by its size and sha256 (what diffs and
+  previews show, DESIGN.md §10 "long base64 values shown by size and hash").
+
+Example::
+
+    >>> from app.courses import find_course
+    >>> doc = course_document(find_course("intro-ml"), "scene-1")
+    >>> doc.title, [e.kind for e in doc.elements]
+    ('What is learning?', ['text', 'text'])
+    >>> course_document(find_course("intro-ml"), "scene-99") is None
+    True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Background",
+    "base_document",
+    "Box",
+    "CANVAS",
+    "LONG_DATA",
+    "SceneDocument",
+    "SceneElement",
+    "canonical_json",
+    "course_document",
+    "document_json",
+    "parse_document",
+    "preview_text",
+    "validation_issues",
+]
+
+CANVAS = (960, 540)
+"""Width and height of a slide, in slide units (the stage view scales them)."""
+
+LONG_DATA = 120
+"""Strings longer than this that look like base64 data are shown by size and hash."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class Box(_Model):
+    """Where an element sits on the slide: left ``x``, top ``y``, width ``w``, height ``h`` (slide units)."""
+
+    x: float
+    y: float
+    w: float = Field(ge=0)
+    h: float = Field(ge=0)
+
+
+class SceneElement(_Model):
+    """One element: ``id`` (unique in its document), ``kind``, ``box``; ``text`` for text and
+    shapes, ``src`` (a ``data:`` URL) for images, ``color`` for shapes and text."""
+
+    id: str
+    kind: Literal["text", "image", "shape"]
+    box: Box
+    text: str | None = None
+    src: str | None = None
+    color: str | None = None
+
+
+class Background(_Model):
+    """The slide's background: ``kind`` ``color`` (``value`` a CSS hex colour) or ``image``
+    (``value`` a ``data:`` URL)."""
+
+    kind: Literal["color", "image"]
+    value: str
+
+
+class SceneDocument(_Model):
+    """A scene as JSON: ``title``, ``background``, ``elements`` (DESIGN.md §10)."""
+
+    title: str
+    background: Background
+    elements: tuple[SceneElement, ...] = ()
+
+
+def course_document(course: Any, scene_id: str) -> SceneDocument | None:
+    """Version 0 of scene ``scene_id`` of ``course`` (an ``app.courses.Course``); ``None`` when
+    the course has no such scene (a regenerate of it must fail, issue 10 item 8)."""
+    scene = next((s for s in course.scenes if s.id == scene_id), None)
+    if scene is None:
+        return None
+    return SceneDocument(
+        title=scene.title,
+        background=Background(kind="color", value="#f4f6fb"),
+        elements=(
+            SceneElement(id=f"{scene_id}-title", kind="text", box=Box(x=60, y=48, w=840, h=96),
+                         text=scene.title, color="#1d2433"),
+            SceneElement(id=f"{scene_id}-body", kind="text", box=Box(x=60, y=180, w=840, h=200),
+                         text=scene.body, color="#3b4256"),
+        ),
+    )
+
+
+def base_document(stage_id: str, scene_id: str) -> SceneDocument | None:
+    """Version 0 of scene ``scene_id`` of the demo course ``stage_id`` (``app.courses.find_course``:
+    an unknown id gets the placeholder course's scenes); ``None`` when there is no such scene."""
+    from app.courses import find_course
+
+    return course_document(find_course(stage_id), scene_id)
+
+
+def document_json(document: SceneDocument) -> str:
+    """Compact JSON of ``document`` as stored (no ``null`` fields)."""
+    return document.model_dump_json(exclude_none=True)
+
+
+def parse_document(text: str | bytes) -> SceneDocument:
+    """The document stored as ``text``. Raises ``pydantic.ValidationError`` when it is not one."""
+    return SceneDocument.model_validate_json(text)
+
+
+def _abbreviate(value: Any) -> Any:
+    if isinstance(value, str):
+        if len(value) > LONG_DATA and _looks_like_data(value):
+            digest = hashlib.sha256(value.encode("utf-8")).hexdigest()[:16]
+            return f"<data {len(value)} chars sha256:{digest}>"
+        return value
+    if isinstance(value, dict):
+        return {k: _abbreviate(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_abbreviate(v) for v in value]
+    return value
+
+
+def _looks_like_data(value: str) -> bool:
+    if value.startswith("data:"):
+        return True
+    head = value[:LONG_DATA]
+    return " " not in head and all(c.isalnum() or c in "+/=" for c in head)
+
+
+def canonical_json(document: SceneDocument) -> str:
+    """Sorted-key, indented JSON of ``document`` with long base64 shown by size and hash.
+
+    One line per scalar, so ``difflib`` compares element fields one by one.
+
+    >>> doc = SceneDocument(title="t", background=Background(kind="image", value="data:image/png;base64," + "A" * 500))
+    >>> "sha256:" in canonical_json(doc) and "AAAA" not in canonical_json(doc)
+    True
+    """
+    data = _abbreviate(document.model_dump(mode="json", exclude_none=True))
+    return json.dumps(data, ensure_ascii=False, sort_keys=True, indent=1)
+
+
+PREVIEW_LIMIT = 240
+"""Characters of a checkpoint's ``preview_text`` at most (DESIGN.md §10)."""
+
+
+def preview_text(document: SceneDocument) -> str:
+    """The document's title and text, whitespace collapsed, cut at ``PREVIEW_LIMIT`` characters
+    (an ellipsis marks a cut)."""
+    words = " · ".join([document.title] + [e.text for e in document.elements if e.kind == "text" and e.text])
+    text = " ".join(words.split())
+    return text if len(text) <= PREVIEW_LIMIT else text[:PREVIEW_LIMIT - 1] + "…"
+
+
+def validation_issues(document: SceneDocument) -> list[str]:
+    """What is wrong with ``document`` as a slide (the checkpoint's ``validation_issue_count``):
+    duplicate element ids, an image without ``src``, an element outside the slide."""
+    issues: list[str] = []
+    seen: set[str] = set()
+    width, height = CANVAS
+    for element in document.elements:
+        if element.id in seen:
+            issues.append(f"duplicate element id {element.id}")
+        seen.add(element.id)
+        if element.kind == "image" and not element.src:
+            issues.append(f"image {element.id} has no src")
+        box = element.box
+        if box.x < 0 or box.y < 0 or box.x + box.w > width or box.y + box.h > height:
+            issues.append(f"element {element.id} lies outside the slide")
+    return issues

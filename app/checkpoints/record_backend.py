@@ -1,0 +1,83 @@
+"""The version store's backend over the app's record store (``app.records.RecordBackend``:
+IndexedDB through Dexie in the page, ``app.records.MemoryBackend`` in tests), DESIGN.md §10.
+
+Tables (declared with the rest of the database in ``app.records.SCHEMA``):
+
+- ``artifacts``: ``artifactId``, index ``stageId`` (start-up reads one course's);
+- ``versions``: ``versionId``, indexes ``[artifactId+versionNo]`` (a scene's list,
+  its highest number), ``[conversationId+updatedAt]`` (a conversation's
+  checkpoints), ``checkpointId`` (get, diff);
+- ``snapshots``: ``versionId`` → ``{versionId, document}`` (whole documents,
+  read one at a time, so listing 200 versions never reads their images).
+
+``commit`` is one atomic ``write``: ``add`` the version and its snapshot (an
+``add`` of an existing key aborts the whole transaction, so a version number
+another tab took is never overwritten), ``put`` the artifact. When it aborts,
+the highest stored number is read and returned, and the version store numbers
+past it. Any other failure is ``BackendUnavailable``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from app.checkpoints.versions import BackendUnavailable
+
+__all__ = ["RecordVersionBackend"]
+
+
+class RecordVersionBackend:
+    """``VersionBackend`` over a ``RecordBackend`` (open it before use)."""
+
+    def __init__(self, records: Any) -> None:
+        self._records = records
+
+    async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        from app.records import RecordStoreError
+
+        try:
+            return await getattr(self._records, method)(*args, **kwargs)
+        except RecordStoreError as error:
+            raise BackendUnavailable(str(error)) from error
+
+    async def artifacts(self, stage_id: str) -> list[dict[str, Any]]:
+        return await self._call("query", "artifacts", "stageId", stage_id, stage_id)
+
+    async def versions(self, artifact_id: str) -> list[dict[str, Any]]:
+        return await self._call("query", "versions", "[artifactId+versionNo]", [artifact_id, -math.inf],
+                                [artifact_id, math.inf])
+
+    async def conversation_versions(self, conversation_id: str) -> list[dict[str, Any]]:
+        return await self._call("query", "versions", "[conversationId+updatedAt]", [conversation_id, -math.inf],
+                                [conversation_id, math.inf])
+
+    async def version_by_checkpoint(self, checkpoint_id: str) -> dict[str, Any] | None:
+        found = await self._call("query", "versions", "checkpointId", checkpoint_id, checkpoint_id, limit=1)
+        return found[0] if found else None
+
+    async def document(self, version_id: str) -> dict[str, Any] | None:
+        record = await self._call("get", "snapshots", version_id)
+        return record.get("document") if isinstance(record, dict) else None
+
+    async def highest(self, artifact_id: str) -> int:
+        """The highest stored version number of ``artifact_id`` (0 when none)."""
+        last = await self._call("query", "versions", "[artifactId+versionNo]", [artifact_id, -math.inf],
+                                [artifact_id, math.inf], reverse=True, limit=1)
+        number = last[0].get("versionNo") if last and isinstance(last[0], dict) else 0
+        return number if isinstance(number, int) else 0
+
+    async def commit(self, artifact: dict[str, Any], version: dict[str, Any], document: dict[str, Any],
+                     expected_version_no: int) -> int | None:
+        from app.records import RecordStoreError
+
+        ops = [("add", "versions", version),
+               ("add", "snapshots", {"versionId": version["versionId"], "document": document}),
+               ("put", "artifacts", artifact)]
+        try:
+            await self._records.write(ops)
+        except RecordStoreError as error:
+            if error.kind != "aborted":
+                raise BackendUnavailable(str(error)) from error
+            return max(await self.highest(artifact["artifactId"]), expected_version_no + 1)
+        return None

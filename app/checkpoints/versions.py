@@ -1,0 +1,319 @@
+"""The version store: each scene's current document and every version, never rewritten
+(DESIGN.md §10; seed ``runtime-persistence-map.md``, artifact_document_service's sidecar).
+
+Three record kinds, plain JSON-able dicts, over an async ``VersionBackend``
+(``MemoryVersionBackend`` here; the IndexedDB one in ``app.browser``):
+
+- *artifact*: one per scene of a course, ``{schema, artifactId, stageId,
+  sceneId, path, versionNo, versionId, updatedAt, current, latest}`` —
+  ``current`` the current document (a JSON object), ``latest`` its timeline
+  item. Only these are read at start-up (current documents only).
+- *version*: one per version, light, ``{schema, versionId, artifactId,
+  stageId, sceneId, versionNo, conversationId, checkpointId, updatedAt, item}``
+  (``item``: the ``FileArtifact`` timeline item). Lists read only these.
+- *snapshot*: ``{versionId, document}``, the version's whole document (base64
+  images and all), read one at a time (get, diff, restore).
+
+Rules, each in one place:
+
+- version ids are ``<artifactId>:v<n>``, ``n`` counting from 1 per artifact
+  (0 is the course's own document, never stored); a version is only ever
+  *added*: ``commit`` writes it only if the highest stored version number is
+  still the one this tab read (a compare-and-set done inside one backend
+  transaction), else ``record`` re-numbers past it and retries, so two tabs
+  never overwrite each other's versions (``record``);
+- a restore is a new version with source ``restore`` (``ArtifactSnapshot``);
+- a record that fails validation or carries an unknown ``schema`` is skipped,
+  with one ``checkpoint-damaged`` notice for the session (``_valid``);
+- a backend that fails (``BackendUnavailable``) is replaced by an in-memory one
+  for the rest of the session, with one ``checkpoint-unavailable`` notice:
+  regenerate and restore still work, versions are not kept (``_guard``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from app.checkpoints.documents import SceneDocument
+from app.checkpoints.events import ArtifactSnapshot
+from app.checkpoints.paths import version_id
+from app.checkpoints.timeline import FileArtifact, file_artifact
+
+__all__ = [
+    "BackendUnavailable",
+    "CurrentVersion",
+    "MemoryVersionBackend",
+    "SCHEMA",
+    "VersionBackend",
+    "VersionStore",
+]
+
+SCHEMA = 1
+"""The record schema this code writes and reads; a higher one is skipped, never rewritten."""
+
+MAX_RETRIES = 50
+"""Times ``record`` re-numbers a version after another tab took its number."""
+
+T = TypeVar("T")
+_log = logging.getLogger(__name__)
+
+
+class BackendUnavailable(Exception):
+    """The backend cannot be used (IndexedDB blocked, missing, or failing)."""
+
+
+class VersionBackend(Protocol):
+    """Where records live. All methods are coroutines and may raise ``BackendUnavailable``."""
+
+    async def artifacts(self, stage_id: str) -> list[dict[str, Any]]:
+        """Artifact records of course ``stage_id`` (any order)."""
+
+    async def versions(self, artifact_id: str) -> list[dict[str, Any]]:
+        """Version records of one artifact (any order)."""
+
+    async def conversation_versions(self, conversation_id: str) -> list[dict[str, Any]]:
+        """Version records made in one conversation (any order)."""
+
+    async def version_by_checkpoint(self, checkpoint_id: str) -> dict[str, Any] | None:
+        """The version record whose ``checkpointId`` is ``checkpoint_id``."""
+
+    async def document(self, version_id: str) -> dict[str, Any] | None:
+        """The stored document (a JSON object) of version ``version_id``."""
+
+    async def commit(self, artifact: dict[str, Any], version: dict[str, Any], document: dict[str, Any],
+                     expected_version_no: int) -> int | None:
+        """In one transaction: if the highest stored ``versionNo`` of the artifact's versions
+        (0 when none) equals ``expected_version_no``, add the version and its document and put
+        ``artifact``; return ``None``. Otherwise write nothing and return that highest number."""
+
+
+class MemoryVersionBackend:
+    """The in-memory twin of the IndexedDB backend (tests, and when IndexedDB is unavailable).
+
+    Two ``VersionStore``s over one instance behave like two tabs over one database.
+    """
+
+    def __init__(self) -> None:
+        self.artifact_records: dict[str, dict[str, Any]] = {}
+        self.version_records: dict[str, dict[str, Any]] = {}
+        self.documents: dict[str, dict[str, Any]] = {}
+
+    async def artifacts(self, stage_id: str) -> list[dict[str, Any]]:
+        return [r for r in self.artifact_records.values() if r.get("stageId") == stage_id]
+
+    async def versions(self, artifact_id: str) -> list[dict[str, Any]]:
+        return [r for r in self.version_records.values() if r.get("artifactId") == artifact_id]
+
+    async def conversation_versions(self, conversation_id: str) -> list[dict[str, Any]]:
+        return [r for r in self.version_records.values() if r.get("conversationId") == conversation_id]
+
+    async def version_by_checkpoint(self, checkpoint_id: str) -> dict[str, Any] | None:
+        return next((r for r in self.version_records.values() if r.get("checkpointId") == checkpoint_id), None)
+
+    async def document(self, version_id: str) -> dict[str, Any] | None:
+        return self.documents.get(version_id)
+
+    async def commit(self, artifact, version, document, expected_version_no):
+        numbers = [r.get("versionNo") for r in self.version_records.values()
+                   if r.get("artifactId") == artifact["artifactId"]]
+        highest = max([n for n in numbers if isinstance(n, int)], default=0)
+        if highest != expected_version_no or version["versionId"] in self.version_records:
+            return highest
+        self.version_records[version["versionId"]] = version
+        self.documents[version["versionId"]] = document
+        self.artifact_records[artifact["artifactId"]] = artifact
+        return None
+
+
+class _ArtifactRecord(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+    schema_: int = Field(alias="schema")
+    artifact_id: str = Field(alias="artifactId")
+    stage_id: str = Field(alias="stageId")
+    scene_id: str = Field(alias="sceneId")
+    version_no: int = Field(alias="versionNo", ge=1)
+    version_id: str = Field(alias="versionId")
+    updated_at: int = Field(alias="updatedAt")
+    current: dict[str, Any]
+    latest: FileArtifact
+
+
+class _VersionRecord(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+    schema_: int = Field(alias="schema")
+    version_id: str = Field(alias="versionId")
+    artifact_id: str = Field(alias="artifactId")
+    version_no: int = Field(alias="versionNo", ge=1)
+    checkpoint_id: str = Field(alias="checkpointId")
+    item: FileArtifact
+
+
+@dataclass(frozen=True)
+class CurrentVersion:
+    """A scene's current stored version: ``version_no`` (≥ 1), ``version_id``, its ``document``
+    and timeline ``item``."""
+
+    version_no: int
+    version_id: str
+    document: SceneDocument
+    item: FileArtifact
+
+
+def _random_id() -> str:
+    return "fc_" + os.urandom(8).hex()
+
+
+class VersionStore:
+    """Current documents and versions over a ``VersionBackend`` (see the module docstring).
+
+    ``new_id``: makes checkpoint ids (unique across tabs: random). The store
+    caches the current version of the artifacts it has read or written.
+    """
+
+    def __init__(self, backend: Any, *, new_id: Callable[[], str] = _random_id) -> None:
+        self._backend = backend
+        self._new_id = new_id
+        self._current: dict[str, CurrentVersion] = {}
+        self.notices: list[str] = []
+        """Codes of notices to show, each once: ``checkpoint-damaged``, ``checkpoint-unavailable``."""
+
+    @property
+    def kept(self) -> bool:
+        """False once versions live in memory only (the backend failed)."""
+        return "checkpoint-unavailable" not in self.notices
+
+    # -- reading ---------------------------------------------------------
+
+    async def load_stage(self, stage_id: str) -> dict[str, CurrentVersion]:
+        """Read course ``stage_id``'s artifact records (current documents only); returns them by
+        scene id, and caches them."""
+        found: dict[str, CurrentVersion] = {}
+        for raw in await self._guard(lambda b: b.artifacts(stage_id), []):
+            record = self._valid(_ArtifactRecord, raw)
+            if record is None or record.stage_id != stage_id:
+                continue
+            try:
+                document = SceneDocument.model_validate(record.current)
+            except ValidationError:
+                self._notice("checkpoint-damaged")
+                continue
+            current = CurrentVersion(record.version_no, record.version_id, document, record.latest)
+            self._keep(record.artifact_id, current)
+            found[record.scene_id] = self._current[record.artifact_id]
+        return found
+
+    def cached(self, artifact_id: str) -> CurrentVersion | None:
+        """The current version of ``artifact_id`` this store knows, without reading anything."""
+        return self._current.get(artifact_id)
+
+    async def items(self, artifact_id: str) -> list[FileArtifact]:
+        """Timeline items of every stored version of ``artifact_id``, any order (damaged ones skipped)."""
+        return self._items(await self._guard(lambda b: b.versions(artifact_id), []))
+
+    async def conversation_items(self, conversation_id: str) -> list[FileArtifact]:
+        """Timeline items of the versions made in ``conversation_id``, any order."""
+        return self._items(await self._guard(lambda b: b.conversation_versions(conversation_id), []))
+
+    async def item(self, checkpoint_id: str) -> FileArtifact | None:
+        """The timeline item ``checkpoint_id``, or ``None``."""
+        raw = await self._guard(lambda b: b.version_by_checkpoint(checkpoint_id), None)
+        found = self._items([raw] if raw is not None else [])
+        return found[0] if found else None
+
+    async def document(self, version: str) -> SceneDocument | None:
+        """The document of stored version ``version`` (``<artifactId>:v<n>``), or ``None``."""
+        raw = await self._guard(lambda b: b.document(version), None)
+        if raw is None:
+            return None
+        try:
+            return SceneDocument.model_validate(raw)
+        except ValidationError:
+            self._notice("checkpoint-damaged")
+            return None
+
+    # -- writing ---------------------------------------------------------
+
+    async def record(self, event: ArtifactSnapshot) -> FileArtifact:
+        """Write ``event``'s document as the next version of its artifact; returns its item.
+
+        The number is the stored ``versionNo`` + 1, checked and written in one
+        backend transaction; when another tab took it meanwhile, the next free
+        number is used (up to ``MAX_RETRIES`` times, then ``RuntimeError``).
+        """
+        document = event.document.model_dump(mode="json", exclude_none=True)
+        known = self._current.get(event.artifact_id)
+        expected = known.version_no if known else await self._stored_version_no(event)
+        checkpoint_id = self._new_id()
+        for _ in range(MAX_RETRIES):
+            number = expected + 1
+            item = file_artifact(event, number, checkpoint_id)
+            vid = version_id(event.artifact_id, number)
+            artifact = {"schema": SCHEMA, "artifactId": event.artifact_id, "stageId": event.stage_id,
+                        "sceneId": event.scene_id, "path": event.path, "versionNo": number, "versionId": vid,
+                        "updatedAt": event.at, "current": document, "latest": item.wire()}
+            version = {"schema": SCHEMA, "versionId": vid, "artifactId": event.artifact_id,
+                       "stageId": event.stage_id, "sceneId": event.scene_id, "versionNo": number,
+                       "conversationId": event.conversation_id, "checkpointId": checkpoint_id,
+                       "updatedAt": event.at, "item": item.wire()}
+            taken = await self._guard(lambda b: b.commit(artifact, version, document, expected), None,
+                                      retry=True)
+            if taken is None:
+                self._keep(event.artifact_id, CurrentVersion(number, vid, event.document, item))
+                return item
+            expected = int(taken)  # another tab wrote meanwhile: number past its version
+        raise RuntimeError(f"no free version number for {event.artifact_id!r}")
+
+    async def _stored_version_no(self, event: ArtifactSnapshot) -> int:
+        await self.load_stage(event.stage_id)
+        known = self._current.get(event.artifact_id)
+        return known.version_no if known else 0
+
+    # -- helpers ---------------------------------------------------------
+
+    def _keep(self, artifact_id: str, current: CurrentVersion) -> None:
+        known = self._current.get(artifact_id)
+        if known is None or current.version_no >= known.version_no:
+            self._current[artifact_id] = current
+
+    def _items(self, raws: list[Any]) -> list[FileArtifact]:
+        items = []
+        for raw in raws:
+            record = self._valid(_VersionRecord, raw)
+            if record is not None:
+                items.append(record.item)
+        return items
+
+    def _valid(self, model: type[BaseModel], raw: Any) -> Any:
+        """``raw`` validated as ``model``, or ``None`` (damaged or unknown schema: one notice)."""
+        try:
+            record = model.model_validate(raw)
+        except ValidationError:
+            self._notice("checkpoint-damaged")
+            return None
+        if record.schema_ != SCHEMA:
+            self._notice("checkpoint-damaged")
+            return None
+        return record
+
+    def _notice(self, code: str) -> None:
+        if code not in self.notices:
+            self.notices.append(code)
+
+    async def _guard(self, call: Callable[[Any], Awaitable[T]], fallback: T, *, retry: bool = False) -> T:
+        """Run ``call(backend)``; on ``BackendUnavailable`` switch to memory (one notice) and, for a
+        write (``retry``), run it again there."""
+        try:
+            return await call(self._backend)
+        except BackendUnavailable as error:
+            if not self.kept:
+                raise  # the in-memory twin itself failed: nothing left to fall back on
+            _log.info("scene versions are kept in memory from now on: %s", error)
+            self._backend = MemoryVersionBackend()
+            self._notice("checkpoint-unavailable")
+            return await call(self._backend) if retry else fallback
+

@@ -1,0 +1,261 @@
+"""The record store: the IndexedDB database ``agentbar``, its schema, and the async
+backend protocol that history (and scene checkpoints) use (DESIGN.md §9, §10).
+
+This module is pure Python. ``SCHEMA`` is the ONE place that declares the
+database: each version maps table names to Dexie key specs (primary key first,
+then indexes; ``[a+b]`` is a compound index). The browser adapter
+(``app.browser.indexeddb``) hands it to Dexie as ``db.version(n).stores(...)``;
+``MemoryBackend`` reads the same specs, so CPython tests run the same queries.
+Version 1 is the first release; a table added before release goes into
+version 1, a change after release gets a new version.
+
+Records are JSON-shaped ``dict``s (strings, ints, floats, bools, ``None``,
+lists, dicts). Keys are strings, numbers, or lists of those (compound keys).
+
+Failures are ``RecordStoreError`` with a ``kind``:
+
+- ``unavailable``: no IndexedDB, ``open`` threw, or requests fail (private modes);
+- ``blocked``: another tab keeps an older version open, so this one cannot open;
+- ``version``: the database was upgraded by a newer app (this one cannot open it);
+- ``versionchange``: another tab upgrades the database; this tab closed it;
+- ``deleted``: the database was deleted or evicted while open;
+- ``closed``: the connection is closed (after one of the two above);
+- ``quota``: the write did not fit (nothing of it was written);
+- ``aborted``: the transaction aborted (nothing of it was written);
+- ``failed``: anything else.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any, Protocol
+
+__all__ = [
+    "DB_NAME",
+    "SCHEMA",
+    "MemoryBackend",
+    "RecordBackend",
+    "RecordStoreError",
+    "WriteOp",
+    "key_of",
+    "parse_spec",
+]
+
+DB_NAME = "agentbar"
+
+SCHEMA: dict[int, dict[str, str]] = {
+    1: {
+        # history (DESIGN.md §9): one conversation meta per taskId; paging index newest first
+        "conversations": "taskId, [stageId+updatedAt+taskId]",
+        "messages": "taskId",  # {taskId, messages: [slim message…]} (DESIGN.md §3 projection)
+        "turns": "taskId",  # {taskId, turns: [turn meta…]}
+        "search": "taskId, [stageId+updatedAt]",  # {taskId, stageId, updatedAt, text, folded}
+        "heads": "stageId",  # {stageId, taskId, syncedAt}: a course's active conversation
+        # scene checkpoints (DESIGN.md §10, app/checkpoints/record_backend.py)
+        "artifacts": "artifactId, stageId",  # a scene's current document and latest timeline item
+        "versions": "versionId, [artifactId+versionNo], [conversationId+updatedAt], checkpointId",  # light
+        "snapshots": "versionId",  # {versionId, document}: a version's whole document
+    },
+}
+"""Database versions → table → Dexie key spec. The one declaration of the database."""
+
+LOWEST = -math.inf
+HIGHEST = math.inf
+
+Key = Any
+WriteOp = tuple[str, str, Any]
+"""``(kind, table, value)``: ``("put", t, record)``, ``("add", t, record)`` (fails if the key
+exists), ``("delete", t, key)``."""
+
+
+class RecordStoreError(Exception):
+    """A record store failure; ``kind`` is one of the module docstring's kinds."""
+
+    def __init__(self, kind: str, message: str = "") -> None:
+        super().__init__(f"{kind}: {message}" if message else kind)
+        self.kind = kind
+        self.message = message
+
+
+class RecordBackend(Protocol):
+    """The async record store (IndexedDB through Dexie in the page, ``MemoryBackend`` in tests).
+
+    Every method raises ``RecordStoreError``. ``write`` is atomic: all of its
+    operations are stored or none. Returned records are fresh Python values
+    (changing them changes nothing stored).
+    """
+
+    async def open(self) -> None: ...
+
+    async def get(self, table: str, key: Key) -> dict | None: ...
+
+    async def bulk_get(self, table: str, keys: list[Key]) -> list[dict | None]: ...
+
+    async def query(self, table: str, index: str, lower: Key, upper: Key, *, lower_open: bool = False,
+                    upper_open: bool = False, reverse: bool = False, limit: int = 0) -> list[dict]: ...
+
+    async def count(self, table: str, index: str, lower: Key, upper: Key) -> int: ...
+
+    async def write(self, ops: list[WriteOp]) -> None: ...
+
+    async def scan(self, table: str, index: str, lower: Key, upper: Key, field: str, show: str, needle: str,
+                   before: int, after: int) -> list[tuple[Key, int, str]]:
+        """Records of ``index`` in [lower, upper] whose string ``field`` contains ``needle``:
+        ``(primary key, position, record[show][position - before : position + len(needle) + after])``."""
+        ...
+
+    async def persist(self) -> bool: ...
+
+
+def parse_spec(spec: str) -> tuple[str, list[str]]:
+    """Dexie key spec → (primary key path, index paths). ``"a, [b+c]"`` → ``("a", ["[b+c]"])``."""
+    parts = [p.strip() for p in spec.split(",") if p.strip()]
+    return parts[0].lstrip("&++"), parts[1:]
+
+
+def key_of(record: dict, path: str) -> Key:
+    """The key of ``record`` at ``path`` (``"a"`` or compound ``"[a+b]"``); ``None`` if a part is missing."""
+    if path.startswith("["):
+        values = [record.get(name) for name in path[1:-1].split("+")]
+        return None if any(v is None for v in values) else tuple(values)
+    return record.get(path)
+
+
+def _norm(key: Key) -> Key:
+    return tuple(_norm(k) for k in key) if isinstance(key, (list, tuple)) else key
+
+
+class MemoryBackend:
+    """``RecordBackend`` in memory, over the same ``SCHEMA`` (CPython tests; structured-clone-like copies).
+
+    Failure injection for tests: ``fail_open`` (a kind ``open`` raises),
+    ``fail_next`` (a kind the next call raises), ``quota_chars`` (writes that
+    would make the stored JSON longer than this raise ``quota``).
+    ``on_event(kind, detail)`` is called by ``simulate_event`` (``versionchange``,
+    ``deleted``) which also closes the connection, as the browser adapter does.
+    """
+
+    def __init__(self, schema: dict[int, dict[str, str]] | None = None, *,
+                 on_event: Callable[[str, str], None] | None = None) -> None:
+        schema = schema or SCHEMA
+        self._specs = {name: parse_spec(spec) for name, spec in schema[max(schema)].items()}
+        self._tables: dict[str, dict[Key, str]] = {name: {} for name in self._specs}
+        self.on_event = on_event
+        self.is_open = False
+        self.fail_open: str | None = None
+        self.fail_next: str | None = None
+        self.quota_chars: int | None = None
+        self.persisted = False
+        self.calls = 0
+
+    # -- test helpers -----------------------------------------------------
+    def simulate_event(self, kind: str, detail: str = "") -> None:
+        """Another tab upgrades (``versionchange``) or the browser deletes (``deleted``) the database."""
+        self.is_open = False
+        if kind == "deleted":
+            self._tables = {name: {} for name in self._specs}
+        if self.on_event:
+            self.on_event(kind, detail)
+
+    def raw(self, table: str) -> dict[Key, dict]:
+        """Everything stored in ``table`` (copies), by primary key."""
+        return {k: json.loads(v) for k, v in self._tables[table].items()}
+
+    def put_raw(self, table: str, record: Any) -> None:
+        """Store ``record`` as is, unchecked (to plant damaged records in tests)."""
+        primary, _ = self._specs[table]
+        self._tables[table][_norm(key_of(record, primary) if isinstance(record, dict) else record)] = json.dumps(record)
+
+    # -- protocol ---------------------------------------------------------
+    def _enter(self) -> None:
+        self.calls += 1
+        if self.fail_next:
+            kind, self.fail_next = self.fail_next, None
+            raise RecordStoreError(kind, "injected")
+        if not self.is_open:
+            raise RecordStoreError("closed", "the database is not open")
+
+    async def open(self) -> None:
+        if self.fail_open:
+            raise RecordStoreError(self.fail_open, "injected")
+        self.is_open = True
+
+    async def get(self, table: str, key: Key) -> dict | None:
+        self._enter()
+        text = self._tables[table].get(_norm(key))
+        return None if text is None else json.loads(text)
+
+    async def bulk_get(self, table: str, keys: list[Key]) -> list[dict | None]:
+        self._enter()
+        return [None if (t := self._tables[table].get(_norm(k))) is None else json.loads(t) for k in keys]
+
+    def _range(self, table: str, index: str, lower: Key, upper: Key, lower_open: bool, upper_open: bool):
+        lower, upper = _norm(lower), _norm(upper)
+        rows = []
+        for primary, text in self._tables[table].items():
+            record = json.loads(text)
+            key = _norm(key_of(record, index)) if isinstance(record, dict) else None
+            if key is None:
+                continue
+            try:
+                inside = (lower < key if lower_open else lower <= key) and (key < upper if upper_open else key <= upper)
+            except TypeError:  # keys of another type sort apart in IndexedDB; not in this range
+                continue
+            if inside:
+                rows.append((key, primary, record))
+        rows.sort(key=lambda row: (row[0], row[1]))
+        return rows
+
+    async def query(self, table: str, index: str, lower: Key, upper: Key, *, lower_open: bool = False,
+                    upper_open: bool = False, reverse: bool = False, limit: int = 0) -> list[dict]:
+        self._enter()
+        rows = self._range(table, index, lower, upper, lower_open, upper_open)
+        if reverse:
+            rows.reverse()
+        if limit > 0:
+            rows = rows[:limit]
+        return [record for _, _, record in rows]
+
+    async def count(self, table: str, index: str, lower: Key, upper: Key) -> int:
+        self._enter()
+        return len(self._range(table, index, lower, upper, False, False))
+
+    async def write(self, ops: list[WriteOp]) -> None:
+        self._enter()
+        staged = {name: dict(rows) for name, rows in self._tables.items()}
+        for kind, table, value in ops:
+            primary, _ = self._specs[table]
+            if kind == "delete":
+                staged[table].pop(_norm(value), None)
+                continue
+            key = key_of(value, primary)
+            if key is None:
+                raise RecordStoreError("aborted", f"DataError: record without {primary}")
+            key = _norm(key)
+            if kind == "add" and key in staged[table]:
+                raise RecordStoreError("aborted", f"ConstraintError: key {key!r} exists in {table}")
+            staged[table][key] = json.dumps(value)
+        if self.quota_chars is not None:
+            size = sum(len(k if isinstance(k, str) else repr(k)) + len(v) for rows in staged.values()
+                       for k, v in rows.items())
+            if size > self.quota_chars:
+                raise RecordStoreError("quota", "QuotaExceededError: injected quota")
+        self._tables = staged
+
+    async def scan(self, table: str, index: str, lower: Key, upper: Key, field: str, show: str, needle: str,
+                   before: int, after: int) -> list[tuple[Key, int, str]]:
+        self._enter()
+        primary, _ = self._specs[table]
+        hits = []
+        for _, key, record in self._range(table, index, lower, upper, False, False):
+            text = record.get(field)
+            if isinstance(text, str) and (at := text.find(needle)) >= 0:
+                source = record.get(show) if isinstance(record.get(show), str) else text
+                hits.append((key_of(record, primary), at, source[max(0, at - before): at + len(needle) + after]))
+        return hits
+
+    async def persist(self) -> bool:
+        self.persisted = True
+        return True

@@ -1,0 +1,156 @@
+// The JavaScript half of app/browser/indexeddb.py: a thin face over Dexie (vendored,
+// pinned in vendor.lock.json). The database name and its schema are declared in Python
+// (app/records.py, the one place); this file only opens what it is given and moves
+// records. Records cross as JSON text (Python hands UTF-8 bytes, decoded here), so
+// Python gets plain records, never JavaScript proxies. Every call resolves to
+// [status, value]: "ok" with the result, or an error kind with the browser's message;
+// nothing here rejects (an unhandled rejection at start-up would read as a crash).
+const decoder = new TextDecoder();
+let dexieModule = null; // loaded on first open: nothing of Dexie is fetched at start-up
+let db = null;
+let listener = null; // Python callback(kind, detail) for versionchange / close events
+
+function kindOf(error) {
+  const names = [error && error.name, error && error.inner && error.inner.name];
+  if (names.includes("QuotaExceededError")) return "quota";
+  if (names.includes("MissingAPIError")) return "unavailable";
+  if (names.includes("DatabaseClosedError")) return "closed";
+  if (names.includes("VersionError")) return "version";
+  if (names.includes("AbortError") || names.includes("ConstraintError") || names.includes("DataCloneError")) return "aborted";
+  if (names.includes("InvalidStateError") || names.includes("UnknownError") || names.includes("OpenFailedError")) return "unavailable";
+  return "failed";
+}
+
+function failure(error) {
+  const message = (error && (error.message || (error.inner && error.inner.message))) || String(error);
+  return [kindOf(error), `${(error && error.name) || "Error"}: ${message}`];
+}
+
+function parse(payload) {
+  return JSON.parse(typeof payload === "string" ? payload : decoder.decode(payload));
+}
+
+async function guard(work) {
+  if (!db) return ["closed", "the database is not open"];
+  try {
+    return ["ok", await work(db)];
+  } catch (error) {
+    return failure(error);
+  }
+}
+
+function range(table, index, lower, upper, lowerOpen, upperOpen) {
+  const clause = db.table(table).where(index);
+  return clause.between(lower, upper, !lowerOpen, !upperOpen);
+}
+
+globalThis.agentbarIndexedDbAdapter = {
+  // open(name, versionsJson, onEvent, blockedAfterMs): versionsJson is [[version, {table: "keys"}], …].
+  // Resolves ["ok", native version] or [kind, message]; kind "blocked" when another tab keeps an
+  // older version open past blockedAfterMs.
+  async open(name, versions, onEvent, blockedAfterMs) {
+    listener = onEvent;
+    try {
+      if (typeof indexedDB === "undefined" || !indexedDB) return ["unavailable", "window.indexedDB is missing"];
+      dexieModule = dexieModule || (await import("./vendor/dexie/dexie.mjs"));
+      const Dexie = dexieModule.Dexie;
+      const next = new Dexie(name, { autoOpen: false });
+      for (const [version, stores] of parse(versions)) next.version(version).stores(stores);
+      let closing = false; // this tab closes on purpose: no "closed" event for that
+      next.on("versionchange", (event) => {
+        closing = true;
+        if (db === next) db = null;
+        next.close(); // let the other tab upgrade or delete; this tab says so
+        if (listener) listener(event.newVersion === null ? "deleted" : "versionchange", String(event.newVersion));
+        return false;
+      });
+      next.on("close", () => {
+        if (closing) return;
+        if (db === next) db = null;
+        if (listener) listener("closed", "the browser closed the database");
+      });
+      // A blocked open waits for the other tab: give up after blockedAfterMs and say so.
+      let onBlocked;
+      const blockedSignal = new Promise((resolve) => { onBlocked = resolve; });
+      next.on("blocked", () => setTimeout(() => onBlocked("blocked"), blockedAfterMs));
+      // An open queued behind another blocked open of this page gets no "blocked" event of its own.
+      const stuck = setTimeout(() => onBlocked("blocked"), blockedAfterMs * 4);
+      const opening = next.open();
+      opening.then(() => clearTimeout(stuck), () => clearTimeout(stuck));
+      const first = await Promise.race([opening.then(() => "open"), blockedSignal]);
+      if (first !== "open") {
+        opening.then(() => next.close(), () => {});
+        return ["blocked", "another tab keeps an older version of the database open"];
+      }
+      db = next;
+      return ["ok", next.verno];
+    } catch (error) {
+      return failure(error);
+    }
+  },
+  close() {
+    if (db) { const closingDb = db; db = null; closingDb.close(); }
+    db = null;
+    return ["ok", null];
+  },
+  bulkGet(table, keys) {
+    return guard(async (d) => JSON.stringify((await d.table(table).bulkGet(parse(keys))).map((r) => r ?? null)));
+  },
+  get(table, key) {
+    return guard(async (d) => JSON.stringify((await d.table(table).get(parse(key))) ?? null));
+  },
+  // Records of `index` between lower and upper (JSON keys), newest first when reverse.
+  query(table, index, lower, upper, lowerOpen, upperOpen, reverse, limit) {
+    return guard(async () => {
+      let collection = range(table, index, parse(lower), parse(upper), lowerOpen, upperOpen);
+      if (reverse) collection = collection.reverse();
+      if (limit > 0) collection = collection.limit(limit);
+      return JSON.stringify(await collection.toArray());
+    });
+  },
+  count(table, index, lower, upper) {
+    return guard(async () => range(table, index, parse(lower), parse(upper), false, false).count());
+  },
+  // ops: JSON [[kind, table, valueOrKey], …], kind "put" | "add" | "delete", in ONE read-write
+  // transaction: all are written or none (an "add" of an existing key aborts the whole).
+  write(ops) {
+    return guard(async (d) => {
+      const list = parse(ops);
+      const tables = [...new Set(list.map((op) => op[1]))];
+      await d.transaction("rw", tables, async () => {
+        for (const [kind, table, value] of list) {
+          if (kind === "put") await d.table(table).put(value);
+          else if (kind === "add") await d.table(table).add(value);
+          else if (kind === "delete") await d.table(table).delete(value);
+          else throw new Error(`unknown write kind ${kind}`);
+        }
+      });
+      return list.length;
+    });
+  },
+  // For each record of `index` in [lower, upper]: the first position of `needle` in its string
+  // field `field`. Returns JSON [[primaryKey, position, excerpt], …] for the records that hold it;
+  // excerpt = record[show].slice(position - before, position + needle.length + after). Python
+  // folds the case of both beforehand and makes snippets; this only scans.
+  scan(table, index, lower, upper, field, show, needle, before, after) {
+    return guard(async () => {
+      const hits = [];
+      await range(table, index, parse(lower), parse(upper), false, false).each((record, cursor) => {
+        const text = record[field];
+        if (typeof text !== "string") return;
+        const at = text.indexOf(needle);
+        const source = typeof record[show] === "string" ? record[show] : text;
+        if (at >= 0) hits.push([cursor.primaryKey, at, source.slice(Math.max(0, at - before), at + needle.length + after)]);
+      });
+      return JSON.stringify(hits);
+    });
+  },
+  // Asks the browser not to evict this origin's storage (DESIGN.md §9: at the first archive).
+  async persist() {
+    try {
+      return ["ok", Boolean(navigator.storage && navigator.storage.persist && (await navigator.storage.persist()))];
+    } catch (error) {
+      return failure(error);
+    }
+  },
+};

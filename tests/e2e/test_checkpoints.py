@@ -1,0 +1,220 @@
+"""Scene documents and file checkpoints in Chromium (DESIGN.md §10): slides drawn from the current
+version, versions kept in IndexedDB across reloads, the checkpoint list, diff and restore, the
+evidence pack and replay case downloads, two tabs, and IndexedDB unavailable.
+
+Every test also proves, through the ``agent`` fixture, that no request left the local server.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+from playwright.sync_api import expect
+
+from app.agent import element_count
+
+
+def scene(agent, scene_id: str):
+    return agent.page.locator(f"[data-testid=scene][data-scene-id='{scene_id}']")
+
+
+def open_versions(agent, scene_id: str):
+    node = scene(agent, scene_id)
+    button = node.locator("[data-testid=scene-versions-open]")
+    if button.get_attribute("aria-expanded") != "true":
+        button.click()
+    expect(node.locator("[data-testid=checkpoint-list]")).to_be_visible()
+    expect(node.locator(".checkpoint-empty", has_text="…")).to_have_count(0)
+    return node.locator("[data-testid=checkpoint-item]")
+
+
+def settle(agent) -> None:
+    agent.page.evaluate("() => window.agentbarCheckpoints()")
+
+
+def test_a_regenerated_scene_is_drawn_in_its_version_after_reload_and_can_be_diffed_and_restored(agent):
+    agent.open(course="intro-ml")
+    s1 = scene(agent, "scene-1")
+    expect(s1).to_have_attribute("data-version", "0")
+    expect(s1).to_have_attribute("data-element-count", "2")
+    expect(s1.locator(".slide .slide-text").first).to_have_text("What is learning?")
+
+    agent.send("/regenerate scene-1 brighter")
+    count = element_count("scene-1")
+    expect(s1).to_have_attribute("data-version", "1")
+    expect(s1).to_have_attribute("data-element-count", str(count))
+    expect(s1.locator(".slide .slide-el")).to_have_count(count)
+    images = s1.locator(".slide img.slide-image")
+    assert images.count() >= 1
+    assert images.first.evaluate("img => img.decode().then(() => img.naturalWidth)") > 0  # a real image
+
+    agent.reload()
+    expect(s1).to_have_attribute("data-version", "1")
+    expect(s1).to_have_attribute("data-element-count", str(count))
+    expect(s1.locator(".slide .slide-el")).to_have_count(count)
+
+    items = open_versions(agent, "scene-1")
+    expect(items).to_have_count(1)
+    first = items.nth(0)
+    assert (first.get_attribute("data-version"), first.get_attribute("data-source")) == ("1", "regenerate_scene")
+    first.locator("[data-testid=checkpoint-diff]").click()
+    view = first.locator("[data-testid=checkpoint-diff-view]")
+    expect(view).to_be_visible()
+    assert view.locator("ins").count() > 0 and view.locator("del").count() > 0
+    assert view.locator("del", has_text='"text": "A program learns').count() == 1  # v0's body line went
+    longest = max(len(line) for line in view.locator("pre").inner_text().splitlines())
+    assert longest < 200  # base64 shown by size and hash, never in full
+    assert "sha256:" in view.inner_text()
+
+    agent.send("/regenerate scene-1 again")
+    expect(s1).to_have_attribute("data-version", "2")
+    expect(items).to_have_count(2)  # the open list follows
+    assert [i.get_attribute("data-version") for i in items.all()] == ["2", "1"]
+    v1_count = s1.get_attribute("data-element-count")
+    items.nth(1).locator("[data-testid=checkpoint-restore]").click()
+    expect(s1).to_have_attribute("data-version", "3")
+    expect(items).to_have_count(3)
+    assert items.nth(0).get_attribute("data-source") == "restore"
+    assert items.nth(0).get_attribute("data-current") == "true"
+    assert items.nth(0).locator("[data-testid=checkpoint-restore]").count() == 0
+
+    agent.reload()
+    expect(s1).to_have_attribute("data-version", "3")
+    expect(s1).to_have_attribute("data-element-count", v1_count)
+    items = open_versions(agent, "scene-1")
+    expect(items).to_have_count(3)
+    assert [i.get_attribute("data-source") for i in items.all()] == ["restore", "regenerate_scene", "regenerate_scene"]
+
+
+def test_the_card_restore_button_writes_a_restore_version_that_survives_reload(agent):
+    agent.open(course="linear-algebra")
+    s2 = scene(agent, "scene-2")
+    agent.send("/regenerate scene-2")
+    expect(s2).to_have_attribute("data-version", "1")
+    agent.testid("tool-card-restore").click()
+    expect(s2).to_have_attribute("data-version", "2")
+    expect(s2).to_have_attribute("data-element-count", "2")
+    agent.reload()
+    expect(s2).to_have_attribute("data-version", "2")
+    expect(s2).to_have_attribute("data-element-count", "2")
+    assert agent.testid("tool-card-restore").count() == 0  # DESIGN §4: no snapshot after a reload
+    expect(s2.locator(".slide .slide-text").first).to_have_text("Matrices")
+
+
+def test_a_scene_that_does_not_exist_fails_and_offers_no_restore(agent):
+    agent.open(course="intro-ml")
+    agent.send("/regenerate scene-99")
+    card = agent.testid("tool-card")
+    expect(card).to_have_attribute("data-status", "error")
+    assert agent.testid("tool-card-restore").count() == 0
+    settle(agent)
+    expect(agent.testid("checkpoint-summary")).to_have_attribute("data-count", "0")
+
+
+def unzip(download) -> zipfile.ZipFile:
+    with open(download.path(), "rb") as handle:
+        return zipfile.ZipFile(io.BytesIO(handle.read()))
+
+
+def test_evidence_pack_and_replay_case_hold_what_the_panel_shows(agent):
+    agent.open(course="poetry-tang")
+    agent.send("/regenerate scene-1")
+    agent.send("/regenerate scene-2 更亮")
+    expect(scene(agent, "scene-2")).to_have_attribute("data-version", "1")
+    items = open_versions(agent, "scene-1")
+    agent.send("/regenerate scene-1 again")
+    expect(items).to_have_count(2)
+    items.nth(1).locator("[data-testid=checkpoint-restore]").click()
+    expect(items).to_have_count(3)
+    settle(agent)
+    summary = agent.testid("checkpoint-summary")
+    expect(summary).to_have_attribute("data-count", "4")
+    latest = summary.get_attribute("data-latest")
+    assert latest == items.nth(0).get_attribute("data-checkpoint-id")
+    listed = {i.get_attribute("data-checkpoint-id") for i in items.all()}
+    listed |= {i.get_attribute("data-checkpoint-id") for i in open_versions(agent, "scene-2").all()}
+
+    with agent.page.expect_download() as info:
+        agent.testid("export-evidence").click()
+    assert info.value.suggested_filename == "agentbar-poetry-tang-evidence-pack.zip"
+    pack = unzip(info.value)
+    assert sorted(pack.namelist()) == ["artifacts.json", "runtime.json", "summary.md", "timeline.json"]
+    runtime_json = json.loads(pack.read("runtime.json"))
+    artifacts_json = json.loads(pack.read("artifacts.json"))
+    for payload in (runtime_json, artifacts_json):
+        assert payload["fileCheckpointCount"] == 4
+        assert {c["checkpoint_id"] for c in payload["fileCheckpoints"]} == listed
+        assert payload["fileCheckpoints"][0]["checkpoint_id"] == latest
+    assert runtime_json["fileCheckpointSummary"]["latest_checkpoint"]["checkpoint_id"] == latest
+    timeline = json.loads(pack.read("timeline.json"))
+    assert {i["id"] for i in timeline["items"]} == listed
+    assert all(i["path"].startswith("scenes/") for i in timeline["items"])
+
+    with agent.page.expect_download() as info:
+        agent.testid("export-replay").click()
+    case = unzip(info.value)
+    assert sorted(case.namelist()) == ["evidence-links.json", "expected.json", "grader.md", "input.json"]
+    replay_input = json.loads(case.read("input.json"))
+    assert replay_input["runtimeContext"]["fileCheckpointCount"] == 4
+    assert [c["checkpoint_id"] for c in replay_input["runtimeContext"]["fileCheckpoints"]] == \
+        [c["checkpoint_id"] for c in runtime_json["fileCheckpoints"]]
+    criteria = {c["path"]: c for c in json.loads(case.read("expected.json"))["successCriteria"]}
+    assert (criteria["scenes/scene-1.json"]["version_no"], criteria["scenes/scene-1.json"]["source"]) == (3, "restore")
+
+
+def test_two_tabs_see_each_others_versions_and_a_restore_loses_none(agent, second_agent):
+    agent.open(course="intro-ml")
+    second_agent.open(course="intro-ml")
+    agent.send("/regenerate scene-3")
+    s3_b = scene(second_agent, "scene-3")
+    expect(s3_b).to_have_attribute("data-version", "1")  # drawn in the other tab without a reload
+    items_b = open_versions(second_agent, "scene-3")
+    expect(items_b).to_have_count(1)
+    made_in_a = items_b.nth(0).get_attribute("data-checkpoint-id")
+
+    items_a = open_versions(agent, "scene-3")
+    agent.send("/regenerate scene-3 again")  # v2 in tab A
+    expect(items_a).to_have_count(2)
+    expect(items_b).to_have_count(2)
+    items_b.nth(1).locator("[data-testid=checkpoint-restore]").click()  # tab B restores v1 → v3
+    expect(items_b).to_have_count(3)
+    expect(items_a).to_have_count(3)
+    for items in (items_a, items_b):
+        assert [i.get_attribute("data-version") for i in items.all()] == ["3", "2", "1"]
+        assert items.nth(2).get_attribute("data-checkpoint-id") == made_in_a
+    expect(scene(agent, "scene-3")).to_have_attribute("data-version", "3")
+
+
+def test_without_indexeddb_regenerate_works_in_memory_and_the_panel_says_so_once(agent):
+    agent.page.add_init_script("window.agentbarIndexedDb = {available: false, reason: 'blocked by the test'}")
+    agent.open(course="intro-ml")
+    agent.send("/regenerate scene-1")
+    s1 = scene(agent, "scene-1")
+    expect(s1).to_have_attribute("data-version", "1")
+    agent.send("/regenerate scene-2")
+    expect(scene(agent, "scene-2")).to_have_attribute("data-version", "1")
+    settle(agent)
+    notices = agent.page.locator("[data-testid=agent-notice][data-code=checkpoint-unavailable]")
+    expect(notices).to_have_count(1)
+    expect(open_versions(agent, "scene-1")).to_have_count(1)
+    agent.reload()
+    expect(s1).to_have_attribute("data-version", "0")
+
+
+def test_checkpoint_controls_have_accessible_names_and_work_from_the_keyboard(agent):
+    agent.open(course="intro-ml", lang="ja-JP")
+    agent.send("/regenerate scene-2")
+    button = scene(agent, "scene-2").locator("[data-testid=scene-versions-open]")
+    assert button.get_attribute("aria-label") == "シーン scene-2 のバージョン"
+    button.focus()
+    agent.page.keyboard.press("Enter")
+    expect(button).to_have_attribute("aria-expanded", "true")
+    items = scene(agent, "scene-2").locator("[data-testid=checkpoint-item]")
+    expect(items).to_have_count(1)
+    diff = items.nth(0).locator("[data-testid=checkpoint-diff]")
+    diff.focus()
+    agent.page.keyboard.press("Space")
+    expect(items.nth(0).locator("[data-testid=checkpoint-diff-view]")).to_be_visible()
+    expect(diff).to_have_attribute("aria-expanded", "true")
