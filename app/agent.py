@@ -280,6 +280,20 @@ class DemoAgent:
         self._scenes = scenes or base_document
         """``scenes(stage_id, scene_id)``: the scene's current document, ``None`` when there is none."""
 
+    def regenerate_scene(self, scene_id: str, instruction: str = "") -> tuple[dict[str, Any], bool]:
+        """Run the ``regenerate_scene`` tool on the running course's current document of ``scene_id``.
+
+        The course is the one whose turn runs (``RUN_STAGE``, set by the runtime); the
+        document comes from ``scenes``. Returns ``(live result, is_error)``: a scene the
+        course does not have fails like ``/fail`` (``failure_result(missing=True)``,
+        DESIGN.md §10; issue 10 item 8). Any agent's tool call runs through here, so the
+        demo and a model back end make the same documents.
+        """
+        current = self._scenes(RUN_STAGE.get() or "", scene_id)
+        if current is None:
+            return failure_result(scene_id, missing=True), True
+        return regenerate_result(scene_id, instruction, current), False
+
     async def _tick(self) -> None:
         await self._sleep(self.delay_ms / 1000)
 
@@ -302,12 +316,14 @@ class DemoAgent:
         yield ToolCallStarted(call_id, REGENERATE_TOOL, args)
         for _ in range(_WORK_TICKS):
             await self._tick()
-        current = None if failing else self._scenes(RUN_STAGE.get() or "", scene_id)
-        if failing or current is None:
-            yield ToolCallFinished(call_id, failure_result(scene_id, missing=not failing), is_error=True)
+        if failing:
+            result, is_error = failure_result(scene_id), True
+        else:
+            result, is_error = self.regenerate_scene(scene_id, instruction.strip())
+        yield ToolCallFinished(call_id, result, is_error=is_error)
+        if is_error:
             summary = f"Sorry, scene {scene_id} could not be regenerated. Nothing was changed."
         else:
-            yield ToolCallFinished(call_id, regenerate_result(scene_id, instruction.strip(), current))
             summary = f"Done: scene {scene_id} now has {element_count(scene_id)} elements, after {action_count(scene_id)} actions."
         async for event in self._stream(summary):
             yield event

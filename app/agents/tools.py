@@ -15,6 +15,7 @@ regenerate tool there (e.g. reading the scene's current document) is used.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["REGENERATE_TOOL", "TOOLS", "error_result", "regenerate", "run_tool"]
@@ -57,8 +58,15 @@ def error_result(text: str, scene_id: str | None = None) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "details": details}
 
 
-def run_tool(name: str, args: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-    """Run tool ``name`` with parsed ``args``; returns ``(live result, is_error)``."""
+def run_tool(name: str, args: dict[str, Any], *,
+             scene_tool: Callable[[str, str], tuple[dict[str, Any], bool]] | None = None) -> tuple[dict[str, Any], bool]:
+    """Run tool ``name`` with parsed ``args``; returns ``(live result, is_error)``.
+
+    ``scene_tool(scene_id, instruction) -> (live result, is_error)`` runs
+    ``regenerate_scene`` (in the page: ``DemoAgent.regenerate_scene``, which reads
+    the course's current scene document and fails for a scene it does not have);
+    without it, ``regenerate`` (no current document).
+    """
     if name != REGENERATE_TOOL:
         return error_result(f"Unknown tool {name!r}; the only tool is {REGENERATE_TOOL}."), True
     scene_id, instruction = args.get("sceneId"), args.get("instruction", "")
@@ -67,6 +75,8 @@ def run_tool(name: str, args: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     if not isinstance(instruction, str):
         instruction = ""
     try:
+        if scene_tool is not None:
+            return scene_tool(scene_id.strip(), instruction.strip())
         return regenerate(scene_id.strip(), instruction.strip()), False
     except Exception as error:  # noqa: BLE001 - a failing tool becomes an error card, not a failed turn
         _log.warning("regenerate_scene %r failed: %s", scene_id, error)
