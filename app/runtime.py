@@ -49,7 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.agent import REGENERATE_TOOL, Agent, AgentEvent, TextDelta, ToolCallFinished, ToolCallStarted
+from app.agent import REGENERATE_TOOL, Agent, AgentEvent, TextDelta, ToolCallFinished, ToolCallStarted, UsageReport
 from app.model import COMPLETE, Message, MessageStatus, TextPart, ToolCallPart
 from app.presentation import tool_card_view
 from app.projection import deserialize_thread, serialize_thread
@@ -79,6 +79,8 @@ class _Session:
     messages: list[Message]
     base: list[dict[str, Any]] = field(default_factory=list, repr=False)
     task: asyncio.Task[None] | None = field(default=None, repr=False)
+    started_at: int = 0  # clock() at send, for the turn's duration (DESIGN.md §9)
+    usage: UsageReport | None = None  # the agent's last usage report of the turn in flight
 
 
 def _new_id() -> str:
@@ -97,7 +99,11 @@ class AgentRuntime:
     an idle course is read back from the store when it is shown again.
     """
 
-    def __init__(self, store: Any, agent: Agent, *, clock: Callable[[], int]) -> None:
+    def __init__(self, store: Any, agent: Agent, *, clock: Callable[[], int], history: Any = None) -> None:
+        self._history = history
+        """Optional history collaborator (DESIGN.md §9): ``turn_completed(stage_id, messages, updated_at,
+        usage, duration_ms, message_id)`` after each saved turn, ``archived(stage_id, messages, updated_at)``
+        on New conversation. Its failures never reach the core."""
         self._store = store
         self._agent = agent
         self._clock = clock
@@ -178,7 +184,7 @@ class AgentRuntime:
         reply = Message(id=_new_id(), role="assistant", content=[], status=RUNNING)
         session.messages += [Message(id=_new_id(), role="user", content=[TextPart(text=text)]), reply]
         task = asyncio.create_task(self._run(session, history, text, reply))
-        session.task = task
+        session.task, session.started_at, session.usage = task, self._clock(), None
         task.add_done_callback(lambda done: self._finish(session, reply, done))
         self._notify()
         return task
@@ -197,10 +203,32 @@ class AgentRuntime:
             return
         if session.task:
             session.task.cancel()  # _finish sees the session superseded and writes nothing
+        if self._history is not None and session.base:  # the stored thread stays in history (§4, §9)
+            self._history.archived(session.stage_id, session.base, self._store.updated_at(session.stage_id))
         self._sessions[session.stage_id] = _Session(session.stage_id, [])
         self._store.clear(session.stage_id)
         self._after_store_call()
         self._notify()
+
+    def replace_thread(self, stage_id: str, messages: list[dict[str, Any]]) -> bool:
+        """Resume: ``messages`` (slim) become ``stage_id``'s active thread with ONE write of the store
+        (DESIGN.md §9); continuing it appends. Refused (False) while that course runs a turn."""
+        session = self._sessions.get(stage_id)
+        if session is not None and session.task is not None:
+            return False
+        self._store.save(stage_id, list(messages), self._clock())
+        base = self._store.load(stage_id) or []
+        self._after_store_call()
+        if stage_id == self._stage_id or session is not None:
+            self._sessions[stage_id] = _Session(stage_id, deserialize_thread(base), base)
+        self._notify()
+        return True
+
+    def add_notice(self, notice: Any) -> None:
+        """Show a collaborator's notice (e.g. history unavailable) once, like the store's."""
+        if notice not in self._notices:
+            self._notices.append(notice)
+            self._notify()
 
     def dismiss_notice(self, code: str) -> None:
         """Hide the notices with ``code`` (the user closed them); a new occurrence shows again."""
@@ -231,6 +259,9 @@ class AgentRuntime:
 
     async def _run(self, session: _Session, history: list[Message], text: str, reply: Message) -> None:
         async for event in self._agent.run(history, text):
+            if isinstance(event, UsageReport):
+                session.usage = event
+                continue
             part = _apply(reply, event)
             if part is not None and part.tool_name == REGENERATE_TOOL and not part.is_error:
                 self._record_scene_version(session.stage_id, part)
@@ -260,6 +291,14 @@ class AgentRuntime:
         if result.written:  # saving works (again): a "kept in memory only" notice no longer holds
             self._drop_notices("storage-full")
         self._after_store_call()
+        if self._history is not None:
+            usage = session.usage
+            self._history.turn_completed(
+                session.stage_id, session.base if result.written else serialize_thread(session.messages),
+                self._store.updated_at(session.stage_id),
+                {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens,
+                 "totalTokens": usage.input_tokens + usage.output_tokens} if usage else {},
+                usage.model if usage else "", self._clock() - session.started_at, reply.id)
         self._forget_if_idle(session)
         self._notify()
 

@@ -183,7 +183,11 @@ def write_pyodide_lock(lock: dict, app_wheel: Path) -> None:
     packages = {}
     for entry in lock["wheels"]:
         key = entry["lock_name"]
-        base = dict(stock["packages"][key])
+        # Wheels the stock lock does not know (installed on demand with micropip, e.g. pyuegc)
+        # get a pure-Python entry of their own.
+        base = dict(stock["packages"].get(key) or {
+            "name": key, "install_dir": "site", "package_type": "package", "unvendored_tests": False,
+            "imports": entry.get("imports", [key]), "depends": entry.get("depends", [])})
         base.update(file_name=entry["file"], version=entry["version"], sha256=entry["sha256"])
         packages[key] = base
     packages[APP_DIST] = {
