@@ -68,7 +68,10 @@ def _boot() -> None:
     clock = lambda: int(js.Date.now())  # noqa: E731 - epoch ms, stamped at save time
     store = ThreadStore(open_local_storage())
     store.hydrate(clock())
-    runtime = AgentRuntime(store, DemoAgent(delay_ms=delay_ms), clock=clock)
+    from app.browser.history_view import HistoryView, create_history
+
+    history, recorder = create_history(clock)  # nothing of IndexedDB is opened before ready (DESIGN.md §9)
+    runtime = AgentRuntime(store, DemoAgent(delay_ms=delay_ms), clock=clock, history=recorder)
     view = PageView(runtime, translator)
     view.translate_static()
 
@@ -147,5 +150,15 @@ def _boot() -> None:
     window.addEventListener("storage", create_proxy(_on_storage))
 
     install_bench_hooks(window, runtime, store)  # only with ?bench=1
+    history_view = HistoryView(runtime, store, history, recorder, translator, clock)
+    history_view.bind()
     view.show_app()
     root.dataset.ready = "true"
+
+    async def _start_history() -> None:
+        await history_view.start()
+        root.dataset.history = "ready" if history.available else f"unavailable:{history.failure}"
+
+    import asyncio
+
+    asyncio.ensure_future(_start_history())
