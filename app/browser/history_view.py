@@ -50,6 +50,14 @@ def create_history(clock) -> tuple[HistoryService, HistoryRecorder]:
     return service, HistoryRecorder(service)
 
 
+def _report(task: asyncio.Future) -> None:
+    """Log a failed UI task (with its traceback) instead of losing it."""
+    if not task.cancelled() and task.exception() is not None:
+        import traceback
+
+        js.console.error("".join(traceback.format_exception(task.exception())))
+
+
 def _stored_stage_ids() -> list[str]:
     """The course ids in ``maic-agent-threads`` (parsed in JavaScript: cheap, nothing copied but the ids)."""
     try:
@@ -140,7 +148,7 @@ class HistoryView:
 
     def _schedule(self, coro) -> None:
         task = asyncio.ensure_future(coro)
-        task.add_done_callback(lambda t: t.cancelled() or t.exception() and js.console.error(str(t.exception())))
+        task.add_done_callback(_report)
 
     def _on_runtime(self) -> None:
         if self.runtime.stage_id != self._meta_stage:
@@ -253,7 +261,7 @@ class HistoryView:
         status = self._by("history-status")
         if listing.childElementCount == 0:
             status.textContent = self.t("history.unavailable" if self.service.available is False else key)
-        elif status.dataset.kind != "import":
+        elif status.getAttribute("data-kind") != "import":
             status.textContent = ""
 
     def _append(self, page) -> None:
@@ -501,7 +509,7 @@ class HistoryView:
         text = str(await files.item(0).text())
         field.value = ""
         status = self._by("history-status")
-        status.dataset.kind = "import"
+        status.setAttribute("data-kind", "import")
         try:
             bundle = parse_export(text)
         except ImportRefused as refused:
