@@ -801,6 +801,7 @@ def print_report(result: dict) -> None:
 
 
 EXTRA_PARTS: dict[str, str] = {
+    "history": "bench.history",
 }
 """Further benchmark parts: ``name -> module``; each module has ``run(run: Run, *, quick: bool) -> dict``
 (figures, ratios against a baseline measured in the same page and run, and a ``goals`` dict of

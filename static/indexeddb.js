@@ -127,19 +127,22 @@ globalThis.agentbarIndexedDbAdapter = {
   },
   // For each record of `index` in [lower, upper]: the first position of `needle` in its string
   // field `field`. Returns JSON [[primaryKey, position, excerpt], …] for the records that hold it;
-  // excerpt = record[show].slice(position - before, position + needle.length + after). Python
-  // folds the case of both beforehand and makes snippets; this only scans.
-  scan(table, index, lower, upper, field, show, needle, before, after) {
-    return guard(async () => {
-      const hits = [];
+  // excerpt = showTable[key][showField].slice(position - before, position + needle.length + after)
+  // (read for the hits only). Python folds the case beforehand and makes snippets; this only scans.
+  scan(table, index, lower, upper, field, needle, before, after, showTable, showField) {
+    return guard(async (d) => {
+      const found = [];
       await range(table, index, parse(lower), parse(upper), false, false).each((record, cursor) => {
         const text = record[field];
         if (typeof text !== "string") return;
         const at = text.indexOf(needle);
-        const source = typeof record[show] === "string" ? record[show] : text;
-        if (at >= 0) hits.push([cursor.primaryKey, at, source.slice(Math.max(0, at - before), at + needle.length + after)]);
+        if (at >= 0) found.push([cursor.primaryKey, at, text]);
       });
-      return JSON.stringify(hits);
+      const shown = found.length ? await d.table(showTable).bulkGet(found.map((hit) => hit[0])) : [];
+      return JSON.stringify(found.map(([key, at, text], i) => {
+        const source = shown[i] && typeof shown[i][showField] === "string" ? shown[i][showField] : text;
+        return [key, at, source.slice(Math.max(0, at - before), at + needle.length + after)];
+      }));
     });
   },
   // Asks the browser not to evict this origin's storage (DESIGN.md §9: at the first archive).

@@ -24,6 +24,7 @@ from pyscript.ffi import is_none
 from app.browser.indexeddb import IndexedDbBackend
 from app.history.recorder import HistoryRecorder
 from app.history.service import UNDO_MS, ConversationStats, HistoryService
+from app.history.records import iso
 from app.history.text import relative_label
 
 __all__ = ["HistoryView", "create_history"]
@@ -95,13 +96,9 @@ class HistoryView:
         self._cursor = None
         self._has_more = False
         self._loading = False
-        self._shown: dict[str, Any] = {}  # taskId -> li, in list order
-        self._keys: dict[str, tuple[int, str]] = {}
+        self._keys: dict[str, tuple[int, str]] = {}  # drawn taskId -> its list key (updatedAt, taskId)
         self._undo_timer = None
         self._meta_stage: str | None = None
-        self._rtf = js.Intl.RelativeTimeFormat.new(translator.locale, to_js({"numeric": "always"}, dict_converter=js.Object.fromEntries))
-        self._dtf = js.Intl.DateTimeFormat.new(translator.locale, to_js(
-            {"year": "numeric", "month": "2-digit", "day": "2-digit"}, dict_converter=js.Object.fromEntries))
         service.on_notice = runtime.add_notice
         service.on_change = self._on_local_change
         recorder.on_recorded = lambda stage_id: self._schedule(self.render_meta())
@@ -236,26 +233,43 @@ class HistoryView:
         self._stage = stage_id
         listing = self._by("history-list")
         keyword = self._by("history-search").value
-        self._shown, self._keys, self._cursor, self._has_more = {}, {}, None, False
+        self._keys, self._cursor, self._has_more = {}, None, False
         if stage_id is None:
             return
         if keyword.strip():
             since = RANGES_MS.get(self._by("history-range").value)
             hits = await self.service.search(stage_id, keyword, sort=self._by("history-sort").value,
                                              since_ms=None if since is None else self.clock() - since)
-            listing.replaceChildren()
-            for hit in hits:
-                listing.append(self._item(hit.meta, hit.snippet))
+            if keyword != self._by("history-search").value:
+                return  # typed on meanwhile: a later search draws
+            self._draw([(hit.meta, hit.snippet) for hit in hits], "replace")
             listing.setAttribute("data-total", str(len(hits)))
             listing.setAttribute("data-has-more", "false")
+            listing.setAttribute("data-query", keyword)  # what the drawn results answer
             self._empty(listing, "history.noResults")
             return
-        page = await self.service.page(stage_id)
-        total = await self.service.total(stage_id)
-        listing.replaceChildren()
-        self._append(page)
+        page, total = await asyncio.gather(self.service.page(stage_id), self.service.total(stage_id))
+        self._draw([(m, None) for m in page.items], "replace")
+        self._paged(page)
         listing.setAttribute("data-total", str(total))
+        listing.setAttribute("data-query", "")
         self._empty(listing, "history.empty")
+
+    def _draw(self, entries, mode: str) -> None:
+        """Draw ``(meta, snippet)`` entries in one crossing (``static/history-view.js``)."""
+        now, active = self.clock(), getattr(self, "_active_task", None)
+        items = []
+        for meta, piece in entries:
+            title = meta.taskName or self.t("history.untitled")
+            unit, count = relative_label(meta.updatedAt, now)
+            stats = ConversationStats.of(meta)
+            items.append({"taskId": meta.taskId, "current": meta.taskId == active, "totalTokens": meta.stats.totalTokens,
+                          "title": title, "iso": iso(meta.updatedAt), "unit": unit, "count": count,
+                          "justNow": self.t("history.justNow"), "snippet": list(piece) if piece else None,
+                          "stats": self.t("history.itemStats", turns=stats.turns, tokens=stats.total_tokens),
+                          "deleteLabel": self.t("history.delete", title=title)})
+            self._keys[meta.taskId] = (meta.updatedAt, meta.taskId)
+        js.agentbarHistoryDom.draw(self._by("history-list"), self.t.locale, json.dumps(items), mode)
 
     def _empty(self, listing, key: str) -> None:
         status = self._by("history-status")
@@ -264,25 +278,19 @@ class HistoryView:
         elif status.getAttribute("data-kind") != "import":
             status.textContent = ""
 
-    def _append(self, page) -> None:
-        listing = self._by("history-list")
-        for meta in page.items:
-            if meta.taskId in self._shown:
-                continue
-            item = self._item(meta)
-            listing.append(item)
-            self._shown[meta.taskId] = item
-            self._keys[meta.taskId] = (meta.updatedAt, meta.taskId)
+    def _paged(self, page) -> None:
         self._cursor, self._has_more = page.cursor, page.has_more
-        listing.setAttribute("data-has-more", "true" if page.has_more else "false")
+        self._by("history-list").setAttribute("data-has-more", "true" if page.has_more else "false")
 
     async def more(self) -> None:
-        """The next page (scrolled to the end)."""
+        """The next page (scrolled to the end); an item already drawn (it moved up) is not drawn again."""
         if self._loading or not self._has_more or self._by("history-search").value.strip():
             return
         self._loading = True
         try:
-            self._append(await self.service.page(self._stage, self._cursor))
+            page = await self.service.page(self._stage, self._cursor)
+            self._draw([(m, None) for m in page.items if m.taskId not in self._keys], "append")
+            self._paged(page)
         finally:
             self._loading = False
 
@@ -293,63 +301,19 @@ class HistoryView:
         listing = self._by("history-list")
         top = max(self._keys.values()) if self._keys else None
         newer = await self.service.newer(self._stage, top)
-        anchor = listing.firstElementChild
-        for meta in newer:
-            old = self._shown.pop(meta.taskId, None)
-            if old is not None:
-                old.remove()
-            item = self._item(meta)
-            listing.insertBefore(item, anchor)
-            self._shown[meta.taskId] = item
-            self._keys[meta.taskId] = (meta.updatedAt, meta.taskId)
+        self._draw([(m, None) for m in newer], "prepend")
         listing.setAttribute("data-total", str(await self.service.total(self._stage)))
         self._mark_current()
         self._empty(listing, "history.empty")
 
     def _mark_current(self) -> None:
-        for task_id, item in self._shown.items():
-            current = task_id == getattr(self, "_active_task", None)
+        active = getattr(self, "_active_task", None)
+        for item in self._by("history-list").querySelectorAll("[data-testid=history-item]"):
+            current = item.dataset.taskId == active
             item.setAttribute("data-current", "true" if current else "false")
             button = item.querySelector("[data-testid=history-delete]")
             if not is_none(button):
                 button.hidden = current
-
-    def _item(self, meta, piece=None):
-        current = meta.taskId == getattr(self, "_active_task", None)
-        title = meta.taskName or self.t("history.untitled")
-        item = _node("li", testid="history-item", classes="history-item", attrs={
-            "data-task-id": meta.taskId, "data-current": "true" if current else "false",
-            "data-total-tokens": str(meta.stats.totalTokens), "tabindex": "0", "role": "option",
-            "aria-label": title})
-        head = _node("div", classes="history-item-head")
-        head.append(_node("span", text=title, testid="history-title", classes="history-title", attrs={"dir": "auto"}))
-        head.append(self._time(meta.updatedAt))
-        item.append(head)
-        stats = ConversationStats.of(meta)
-        item.append(_node("p", text=self.t("history.itemStats", turns=stats.turns, tokens=stats.total_tokens),
-                          classes="history-item-stats"))
-        if piece is not None:
-            line = _node("p", testid="history-snippet", classes="history-snippet", attrs={"dir": "auto"})
-            line.append(piece[0])
-            line.append(_node("mark", text=piece[1]))
-            line.append(piece[2])
-            item.append(line)
-        delete = _node("button", text="×", testid="history-delete", classes="history-delete", attrs={
-            "type": "button", "aria-label": self.t("history.delete", title=title), "title": self.t("history.delete", title=title),
-            "tabindex": "-1"})
-        delete.hidden = current
-        item.append(delete)
-        return item
-
-    def _time(self, ms: int):
-        unit, count = relative_label(ms, self.clock())
-        if unit == "now":
-            label = self.t("history.justNow")
-        elif unit == "date":
-            label = self._dtf.format(js.Date.new(ms))
-        else:
-            label = self._rtf.format(-count, unit)
-        return _node("time", text=label, testid="history-time", attrs={"datetime": js.Date.new(ms).toISOString()})
 
     # -- events --------------------------------------------------------------------
     def _item_of(self, target):
@@ -415,9 +379,9 @@ class HistoryView:
         if not self._open or stage_id != self._stage:
             return
         if kind == "delete":
-            item = self._shown.pop(task_id, None)
             self._keys.pop(task_id, None)
-            if item is not None:
+            item = self._by("history-list").querySelector(f'[data-task-id="{task_id}"]')
+            if not is_none(item):
                 item.remove()
             self._by("history-list").setAttribute("data-total", str(await self.service.total(stage_id)))
         elif kind == "undo":

@@ -74,10 +74,10 @@ class IndexedDbBackend:
     async def write(self, ops: list[WriteOp]) -> None:
         await self._call("write", _payload([list(op) for op in ops], is_key=False))
 
-    async def scan(self, table: str, index: str, lower, upper, field: str, show: str, needle: str,
-                   before: int, after: int) -> list[tuple[Any, int, str]]:
-        hits = _parse(await self._call("scan", table, index, _payload(lower), _payload(upper), field, show,
-                                       needle, before, after))
+    async def scan(self, table: str, index: str, lower, upper, field: str, needle: str,
+                   before: int, after: int, show_table: str, show_field: str) -> list[tuple[Any, int, str]]:
+        hits = _parse(await self._call("scan", table, index, _payload(lower), _payload(upper), field, needle,
+                                       before, after, show_table, show_field))
         return [(key, int(at), excerpt) for key, at, excerpt in hits]
 
     async def persist(self) -> bool:

@@ -5,8 +5,8 @@ IndexedDB in the page (``app.browser.indexeddb``) and ``MemoryBackend`` in tests
 
 Tables (``app.records.SCHEMA``): ``conversations`` (``TaskMeta`` records),
 ``messages`` (``{taskId, messages}``: the slim projection, §3), ``turns``
-(``{taskId, turns}``), ``search`` (``{taskId, stageId, updatedAt, text,
-folded}``) and ``heads`` (``{stageId, taskId, syncedAt}``: the conversation
+(``{taskId, turns}``), ``search`` (``{taskId, stageId, updatedAt,
+folded}``), ``texts`` (``{taskId, text}``, for snippets) and ``heads`` (``{stageId, taskId, syncedAt}``: the conversation
 that is a course's active thread in ``maic-agent-threads``; ``syncedAt`` is
 that thread's ``updatedAt`` when history last matched it).
 
@@ -40,7 +40,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.history.records import Stats, TaskMeta, TurnMeta, Usage, iso, new_task_id
-from app.history.text import fold, plain_text, snippet, title_of
+from app.history.text import fold, needs_segmenter, plain_text, snippet, title_of
 from app.records import HIGHEST, LOWEST, RecordStoreError
 from app.store import Notice
 
@@ -183,8 +183,9 @@ class HistoryService:
             self._fail(error)
             return default
 
-    async def _ensure_titles(self) -> None:
-        if not self._prepared:
+    async def _ensure_titles(self, messages: list[dict]) -> None:
+        """Load the grapheme segmenter (once) if the title of ``messages`` needs it."""
+        if not self._prepared and needs_segmenter(messages):
             if self._prepare is not None:
                 await self._prepare()
             self._prepared = True
@@ -216,7 +217,8 @@ class HistoryService:
                ("put", "messages", {"taskId": meta.taskId, "messages": messages}),
                ("put", "turns", {"taskId": meta.taskId, "turns": [t.model_dump(exclude_none=True) for t in turns]}),
                ("put", "search", {"taskId": meta.taskId, "stageId": meta.stageId, "updatedAt": meta.updatedAt,
-                                  "text": text, "folded": fold(text)})]
+                                  "folded": fold(text)}),
+               ("put", "texts", {"taskId": meta.taskId, "text": text})]
         if head:
             ops.append(("put", "heads", {"stageId": meta.stageId, "taskId": meta.taskId, "syncedAt": synced_at}))
         return ops
@@ -237,7 +239,7 @@ class HistoryService:
         """A completed turn on ``stage_id``'s active conversation (created at its first turn):
         ``messages`` the whole slim thread as saved, ``synced_at`` its ``updatedAt``. Returns the turn meta."""
         async def work():
-            await self._ensure_titles()
+            await self._ensure_titles(messages)
             async with self._lock:
                 now = self._clock()
                 meta = await self._head_meta(stage_id)
@@ -287,7 +289,7 @@ class HistoryService:
                 meta = await self._head_meta(stage_id)
                 ops: list = [("delete", "heads", stage_id)]
                 if messages:
-                    await self._ensure_titles()
+                    await self._ensure_titles(messages)
                     stored = await self._db.get("messages", meta.taskId) if meta else None
                     if meta is None or not isinstance(stored, dict) or stored.get("messages") != messages:
                         ops = self._adopt_ops(stage_id, messages, meta, synced_at, head=False) + ops
@@ -323,7 +325,7 @@ class HistoryService:
         of ``maic-agent-threads`` (stamped ``synced_at``), or None when it does not exist.
         ``current``: the active thread now; kept in history if it is not there yet."""
         async def work():
-            await self._ensure_titles()
+            await self._ensure_titles(current)
             async with self._lock:
                 meta = self._meta(await self._db.get("conversations", task_id))
                 stored = await self._db.get("messages", task_id)
@@ -357,7 +359,7 @@ class HistoryService:
                 head = await self._db.get("heads", stage_id)
                 if isinstance(head, dict) and head.get("syncedAt") == updated_at:
                     continue
-                await self._ensure_titles()
+                await self._ensure_titles(messages)
                 async with self._lock:
                     meta = await self._head_meta(stage_id)
                     stored = await self._db.get("messages", meta.taskId) if meta else None
@@ -380,7 +382,7 @@ class HistoryService:
         async def work():
             async with self._lock:
                 records = []
-                for table in ("conversations", "messages", "turns", "search"):
+                for table in ("conversations", "messages", "turns", "search", "texts"):
                     record = await self._db.get(table, task_id)
                     if record is not None:
                         records.append((table, record))
@@ -469,8 +471,8 @@ class HistoryService:
 
         async def work():
             lower = [stage_id, since_ms if since_ms is not None else LOWEST]
-            hits = await self._db.scan("search", SEARCH_INDEX, lower, [stage_id, HIGHEST], "folded", "text",
-                                       needle, SNIPPET_BEFORE, SNIPPET_AFTER)
+            hits = await self._db.scan("search", SEARCH_INDEX, lower, [stage_id, HIGHEST], "folded", needle,
+                                       SNIPPET_BEFORE, SNIPPET_AFTER, "texts", "text")
             metas = await self._db.bulk_get("conversations", [key for key, _, _ in hits])
             found = []
             for (key, at, excerpt), raw in zip(hits, metas):

@@ -22,6 +22,13 @@ __all__ = ["TITLE_GRAPHEMES", "fold", "plain_text", "relative_label", "snippet",
 TITLE_GRAPHEMES = 50
 _LONE = re.compile("[\ud800-\udfff]")
 _MINUTE, _HOUR, _DAY = 60_000, 3_600_000, 86_400_000
+# Characters that are a grapheme cluster on their own whatever surrounds them (UAX #29: none is
+# Extend, SpacingMark, Prepend, ZWJ, Regional_Indicator, a Hangul jamo or a control). Text made only
+# of these is cut by code point, without loading the segmenter (Latin, Greek, Cyrillic, Arabic
+# letters, CJK ideographs, kana, Hangul syllables, common punctuation).
+_SIMPLE = re.compile("[\x20-\x7e\u00a0-\u02ff\u0370-\u03ff\u0400-\u0482\u048a-\u052f\u0621-\u064a"
+                     "\u0660-\u0669\u2010-\u2027\u2030-\u205e\u3000-\u3029\u3030-\u303f\u3041-\u3096"
+                     "\u309b-\u30ff\u4e00-\u9fff\uac00-\ud7a3\uff01-\uff9d]*\\Z")
 
 
 def _graphemes(text: str) -> list[str]:
@@ -44,15 +51,30 @@ def user_texts(messages: Sequence[dict[str, Any]]):
                     yield part["text"]
 
 
+def first_user_text(messages: Sequence[dict[str, Any]]) -> str | None:
+    """The first non-blank user text, whitespace collapsed (what a title is made of)."""
+    for text in user_texts(messages):
+        collapsed = " ".join(clean(text).split())
+        if collapsed:
+            return collapsed
+    return None
+
+
+def needs_segmenter(messages: Sequence[dict[str, Any]]) -> bool:
+    """True when the title of ``messages`` needs the grapheme segmenter (not every character stands alone)."""
+    text = first_user_text(messages)
+    return text is not None and len(text) > TITLE_GRAPHEMES and not _SIMPLE.match(text[: TITLE_GRAPHEMES * 8])
+
+
 def title_of(messages: Sequence[dict[str, Any]], *, graphemes: Callable[[str], list[str]] = _graphemes) -> str | None:
     """The title of a conversation: first non-blank user text, whitespace collapsed, at most
     ``TITLE_GRAPHEMES`` grapheme clusters (then "…"); ``None`` when there is no user text."""
-    for text in user_texts(messages):
-        collapsed = " ".join(clean(text).split())
-        if not collapsed:
-            continue
+    collapsed = first_user_text(messages)
+    if collapsed is not None:
+        if len(collapsed) <= TITLE_GRAPHEMES:  # fewer code points than the limit: fewer clusters too
+            return collapsed
         head = collapsed[: TITLE_GRAPHEMES * 8]  # a cluster is rarely longer; bounds the work on 10,000-char texts
-        clusters = graphemes(head)
+        clusters = list(head) if _SIMPLE.match(head) else graphemes(head)
         if len(clusters) <= TITLE_GRAPHEMES and len(head) == len(collapsed):
             return collapsed
         return "".join(clusters[:TITLE_GRAPHEMES]) + "…"

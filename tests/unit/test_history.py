@@ -332,3 +332,19 @@ async def test_a_stopped_turn_records_what_it_had():
     await recorder.drain()
     _, turns = await svc.active("s")
     assert len(turns) == 1 and 0 < turns[0].usage.outputTokens < 10 and turns[0].model == "demo"
+
+
+async def test_the_segmenter_is_loaded_only_for_a_title_that_needs_it():
+    loads = []
+
+    async def prepare():
+        loads.append(1)
+    svc, _, _ = service(prepare=prepare)
+    await svc.record_turn("s", [user("plain ascii and 中文 " * 10)], 1, usage={}, model="demo", duration_ms=1, message_id=None)
+    await svc.record_turn("s", [user("plain ascii and 中文 " * 10), user("😀" * 60, "u2")], 2, usage={}, model="demo",
+                          duration_ms=1, message_id=None)
+    assert loads == []  # the title comes from the first user text, which needs no segmenter
+    await svc.archive("s", [user("plain ascii and 中文 " * 10)], 2)
+    await svc.record_turn("s", [user("👍🏽" * 60)], 3, usage={}, model="demo", duration_ms=1, message_id=None)
+    assert loads == [1]
+    assert (await svc.active("s"))[0].taskName == "👍🏽" * 50 + "…"
