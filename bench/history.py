@@ -225,19 +225,25 @@ def run(run, *, quick: bool) -> dict:
         longest.append(max((d for _, d in tasks), default=0.0))
     figures["longtask_max_ms"] = max(longest)
     figures["longtask_per_turn_ms"] = longest
+    stored = page.evaluate("() => localStorage.getItem('maic-agent-threads')")
     page.close()
 
-    # Start-up: reloads of a context with the N conversations vs one with none, interleaved.
+    # Start-up: reloads of a context with the N conversations vs one with none (the same
+    # maic-agent-threads value in both), interleaved.
     empty = run.context()
     empty_page = _open_app(run, empty)
+    empty_page.evaluate("v => localStorage.setItem('maic-agent-threads', v)", stored)
     full_page = _open_app(run, full)
     with_n, without = [], []
-    for _ in range(reps):
-        for target, sink in ((full_page, with_n), (empty_page, without)):
+    for round_ in range(reps):
+        order = ((full_page, with_n), (empty_page, without))
+        for target, sink in (order if round_ % 2 == 0 else order[::-1]):  # alternate who goes first
             target.reload()
             state = run.wait_ready(target)
             sink.append(state["ready"])
-    figures["startup_ms"] = {"with": _median(with_n), "none": _median(without)}
+            target.wait_for_function("() => document.documentElement.dataset.history", timeout=60_000)
+    figures["startup_ms"] = {"with": _median(with_n), "none": _median(without),
+                             "with_all": [round(x) for x in with_n], "none_all": [round(x) for x in without]}
     full.close()
     empty.close()
 
