@@ -7,8 +7,13 @@
 // nothing here rejects (an unhandled rejection at start-up would read as a crash).
 const decoder = new TextDecoder();
 let dexieModule = null; // loaded on first open: nothing of Dexie is fetched at start-up
-let db = null;
-let listener = null; // Python callback(kind, detail) for versionchange / close events
+let db = null; // ONE connection per page, shared by every Python backend that opens it
+let listeners = new Set(); // Python callbacks(kind, detail) of the open connection
+// A blocked open still waiting for the other tab: resolves to its Dexie once open (it then
+// becomes the page's connection), or null if it failed. The browser queues later open
+// requests behind it without a "blocked" event of their own, so they wait on this instead.
+let pending = null;
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function kindOf(error) {
   const names = [error && error.name, error && error.inner && error.inner.name];
@@ -49,7 +54,19 @@ globalThis.agentbarIndexedDbAdapter = {
   // Resolves ["ok", native version] or [kind, message]; kind "blocked" when another tab keeps an
   // older version open past blockedAfterMs.
   async open(name, versions, onEvent, blockedAfterMs) {
-    listener = onEvent;
+    if (!db && pending) {
+      const settled = await Promise.race([pending, sleep(blockedAfterMs).then(() => undefined)]);
+      if (settled === undefined) return ["blocked", "another tab keeps an older version of the database open"];
+    }
+    if (db && db.name === name && db.isOpen()) {
+      listeners.add(onEvent);
+      return ["ok", db.verno];
+    }
+    const mine = new Set([onEvent]);
+    const tell = (kind, detail) => {
+      for (const listener of mine) listener(kind, detail);
+      mine.clear(); // a closed connection tells each listener once
+    };
     try {
       if (typeof indexedDB === "undefined" || !indexedDB) return ["unavailable", "window.indexedDB is missing"];
       dexieModule = dexieModule || (await import("./vendor/dexie/dexie.mjs"));
@@ -61,13 +78,13 @@ globalThis.agentbarIndexedDbAdapter = {
         closing = true;
         if (db === next) db = null;
         next.close(); // let the other tab upgrade or delete; this tab says so
-        if (listener) listener(event.newVersion === null ? "deleted" : "versionchange", String(event.newVersion));
+        tell(event.newVersion === null ? "deleted" : "versionchange", String(event.newVersion));
         return false;
       });
       next.on("close", () => {
         if (closing) return;
         if (db === next) db = null;
-        if (listener) listener("closed", "the browser closed the database");
+        tell("closed", "the browser closed the database");
       });
       // A blocked open waits for the other tab: give up after blockedAfterMs and say so.
       let onBlocked;
@@ -76,10 +93,12 @@ globalThis.agentbarIndexedDbAdapter = {
       const opening = next.open();
       const first = await Promise.race([opening.then(() => "open"), blockedSignal]);
       if (first !== "open") {
-        opening.then(() => next.close(), () => {});
+        pending = opening.then(() => { db = next; listeners = mine; pending = null; return next; },
+          () => { pending = null; return null; });
         return ["blocked", "another tab keeps an older version of the database open"];
       }
       db = next;
+      listeners = mine;
       return ["ok", next.verno];
     } catch (error) {
       return failure(error);

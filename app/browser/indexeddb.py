@@ -13,6 +13,9 @@ a missing flag or ``true`` means "check yourself": ``open`` tries and reports
 ``RecordStoreError("unavailable" | "blocked" | "version" | …)``. Later events
 (another tab upgrading, the database deleted or evicted) reach ``on_event(kind,
 detail)`` after the connection was closed.
+
+The page holds ONE connection: every ``IndexedDbBackend`` opened in it (history,
+scene checkpoints) shares it, and each is told once when it closes.
 """
 
 from __future__ import annotations
@@ -84,7 +87,7 @@ class IndexedDbBackend:
         return bool(await self._call("persist"))
 
     async def close(self) -> None:
-        """Close the connection (later calls raise ``closed``)."""
+        """Close the page's shared connection (later calls of every backend raise ``closed``)."""
         if self._adapter is not None:
             self._adapter.close()
 
