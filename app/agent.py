@@ -55,6 +55,7 @@ __all__ = [
     "AgentEvent",
     "DemoAgent",
     "TextDelta",
+    "UsageReport",
     "ToolCallFinished",
     "ToolCallStarted",
     "RUN_STAGE",
@@ -98,7 +99,19 @@ class ToolCallFinished:
     is_error: bool = False
 
 
-AgentEvent = Union[TextDelta, ToolCallStarted, ToolCallFinished]
+@dataclass(frozen=True)
+class UsageReport:
+    """The agent's own token counts for this turn so far (cumulative) and its model (DESIGN.md §9).
+
+    The runtime keeps the last one of a turn, so a stopped turn records what it had.
+    """
+
+    input_tokens: int
+    output_tokens: int
+    model: str
+
+
+AgentEvent = Union[TextDelta, ToolCallStarted, ToolCallFinished, UsageReport]
 
 
 class Agent(Protocol):
@@ -297,16 +310,29 @@ class DemoAgent:
     async def _tick(self) -> None:
         await self._sleep(self.delay_ms / 1000)
 
-    async def _stream(self, text: str) -> AsyncIterator[AgentEvent]:
+    MODEL = "demo"
+
+    async def _stream(self, text: str, usage: list[int]) -> AsyncIterator[AgentEvent]:
         for token in tokenize(text):
             await self._tick()
             yield TextDelta(token)
+            usage[1] += 1
+            yield UsageReport(usage[0], usage[1], self.MODEL)
 
     async def run(self, history: list[Message], text: str) -> AsyncIterator[AgentEvent]:
-        """Answer ``text``; each tool call gets a fresh id from ``new_id``."""
+        """Answer ``text``; each tool call gets a fresh id from ``new_id``.
+
+        Usage: input tokens = tokens of every text in ``history`` and of ``text`` (what it reads);
+        output tokens = tokens streamed, plus one per tool call event; reported after each one.
+        """
+        async for event in self._answer(history, text, [_input_tokens(history, text), 0]):
+            yield event
+
+    async def _answer(self, history: list[Message], text: str, usage: list[int]) -> AsyncIterator[AgentEvent]:
+        yield UsageReport(usage[0], usage[1], self.MODEL)
         command, scene_id, instruction = parse_command(text)
         if command not in ("/regenerate", "/fail") or not scene_id:
-            async for event in self._stream(reply_text(text)):
+            async for event in self._stream(reply_text(text), usage):
                 yield event
             return
         call_id = f"call-{self._new_id()}"
@@ -314,6 +340,8 @@ class DemoAgent:
         args = {"sceneId": scene_id} | ({"instruction": instruction.strip()} if instruction.strip() else {})
         await self._tick()
         yield ToolCallStarted(call_id, REGENERATE_TOOL, args)
+        usage[1] += 1
+        yield UsageReport(usage[0], usage[1], self.MODEL)
         for _ in range(_WORK_TICKS):
             await self._tick()
         if failing:
@@ -325,5 +353,15 @@ class DemoAgent:
             summary = f"Sorry, scene {scene_id} could not be regenerated. Nothing was changed."
         else:
             summary = f"Done: scene {scene_id} now has {element_count(scene_id)} elements, after {action_count(scene_id)} actions."
-        async for event in self._stream(summary):
+        usage[1] += 1
+        yield UsageReport(usage[0], usage[1], self.MODEL)
+        async for event in self._stream(summary, usage):
             yield event
+
+
+def _input_tokens(history: list[Message], text: str) -> int:
+    """Tokens the demo agent reads: every text part of the thread so far, and the new text."""
+    from app.model import TextPart
+
+    seen = [p.text for m in history for p in m.content if isinstance(p, TextPart)]
+    return sum(len(tokenize(t)) for t in seen) + len(tokenize(text))

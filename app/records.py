@@ -51,7 +51,8 @@ SCHEMA: dict[int, dict[str, str]] = {
         "conversations": "taskId, [stageId+updatedAt+taskId]",
         "messages": "taskId",  # {taskId, messages: [slim message…]} (DESIGN.md §3 projection)
         "turns": "taskId",  # {taskId, turns: [turn meta…]}
-        "search": "taskId, [stageId+updatedAt]",  # {taskId, stageId, updatedAt, text, folded}
+        "search": "taskId, [stageId+updatedAt]",  # {taskId, stageId, updatedAt, folded}: what search scans
+        "texts": "taskId",  # {taskId, text}: the unfolded text, read only for the hits' snippets
         "heads": "stageId",  # {stageId, taskId, syncedAt}: a course's active conversation
         # scene checkpoints (DESIGN.md §10, app/checkpoints/record_backend.py)
         "artifacts": "artifactId, stageId",  # a scene's current document and latest timeline item
@@ -100,10 +101,12 @@ class RecordBackend(Protocol):
 
     async def write(self, ops: list[WriteOp]) -> None: ...
 
-    async def scan(self, table: str, index: str, lower: Key, upper: Key, field: str, show: str, needle: str,
-                   before: int, after: int) -> list[tuple[Key, int, str]]:
+    async def scan(self, table: str, index: str, lower: Key, upper: Key, field: str, needle: str,
+                   before: int, after: int, show_table: str, show_field: str) -> list[tuple[Key, int, str]]:
         """Records of ``index`` in [lower, upper] whose string ``field`` contains ``needle``:
-        ``(primary key, position, record[show][position - before : position + len(needle) + after])``."""
+        ``(primary key, position, excerpt)``, the excerpt being ``[position - before : position +
+        len(needle) + after]`` of ``show_field`` of the record with the same key in ``show_table``
+        (of ``field`` itself when that is missing)."""
         ...
 
     async def persist(self) -> bool: ...
@@ -244,16 +247,19 @@ class MemoryBackend:
                 raise RecordStoreError("quota", "QuotaExceededError: injected quota")
         self._tables = staged
 
-    async def scan(self, table: str, index: str, lower: Key, upper: Key, field: str, show: str, needle: str,
-                   before: int, after: int) -> list[tuple[Key, int, str]]:
+    async def scan(self, table: str, index: str, lower: Key, upper: Key, field: str, needle: str,
+                   before: int, after: int, show_table: str, show_field: str) -> list[tuple[Key, int, str]]:
         self._enter()
         primary, _ = self._specs[table]
         hits = []
-        for _, key, record in self._range(table, index, lower, upper, False, False):
+        for _, _, record in self._range(table, index, lower, upper, False, False):
             text = record.get(field)
             if isinstance(text, str) and (at := text.find(needle)) >= 0:
-                source = record.get(show) if isinstance(record.get(show), str) else text
-                hits.append((key_of(record, primary), at, source[max(0, at - before): at + len(needle) + after]))
+                key = key_of(record, primary)
+                shown = self._tables[show_table].get(_norm(key))
+                source = json.loads(shown).get(show_field) if shown else None
+                source = source if isinstance(source, str) else text
+                hits.append((key, at, source[max(0, at - before): at + len(needle) + after]))
         return hits
 
     async def persist(self) -> bool:

@@ -49,7 +49,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.agent import REGENERATE_TOOL, RUN_STAGE, Agent, AgentEvent, TextDelta, ToolCallFinished, ToolCallStarted
+from app.agent import (
+    REGENERATE_TOOL, RUN_STAGE, Agent, AgentEvent, TextDelta, ToolCallFinished, ToolCallStarted, UsageReport,
+)
 from app.agents.errors import error_payload
 from app.model import COMPLETE, Message, MessageStatus, TextPart, ToolCallPart
 from app.presentation import tool_card_view
@@ -80,6 +82,8 @@ class _Session:
     messages: list[Message]
     base: list[dict[str, Any]] = field(default_factory=list, repr=False)
     task: asyncio.Task[None] | None = field(default=None, repr=False)
+    started_at: int = 0  # clock() at send, for the turn's duration (DESIGN.md §9)
+    usage: UsageReport | None = None  # the agent's last usage report of the turn in flight
 
 
 def _new_id() -> str:
@@ -98,7 +102,12 @@ class AgentRuntime:
     an idle course is read back from the store when it is shown again.
     """
 
-    def __init__(self, store: Any, agent: Agent, *, clock: Callable[[], int], checkpoints: Any = None) -> None:
+    def __init__(self, store: Any, agent: Agent, *, clock: Callable[[], int], history: Any = None,
+                 checkpoints: Any = None) -> None:
+        self._history = history
+        """Optional history collaborator (DESIGN.md §9): ``turn_completed(stage_id, messages, updated_at,
+        usage, duration_ms, message_id)`` after each saved turn, ``archived(stage_id, messages, updated_at)``
+        on New conversation. Its failures never reach the core."""
         self._store = store
         self.checkpoints = checkpoints
         """Optional ``app.checkpoints.SceneCheckpoints``: receives an ``ArtifactSnapshot`` for each
@@ -182,7 +191,7 @@ class AgentRuntime:
         reply = Message(id=_new_id(), role="assistant", content=[], status=RUNNING)
         session.messages += [Message(id=_new_id(), role="user", content=[TextPart(text=text)]), reply]
         task = asyncio.create_task(self._run(session, history, text, reply))
-        session.task = task
+        session.task, session.started_at, session.usage = task, self._clock(), None
         task.add_done_callback(lambda done: self._finish(session, reply, done))
         self._notify()
         return task
@@ -201,15 +210,31 @@ class AgentRuntime:
             return
         if session.task:
             session.task.cancel()  # _finish sees the session superseded and writes nothing
+        if self._history is not None and session.base:  # the stored thread stays in history (§4, §9)
+            self._history.archived(session.stage_id, session.base, self._store.updated_at(session.stage_id))
         self._sessions[session.stage_id] = _Session(session.stage_id, [])
         self._store.clear(session.stage_id)
         self._after_store_call()
         self._notify()
 
+    def replace_thread(self, stage_id: str, messages: list[dict[str, Any]]) -> bool:
+        """Resume: ``messages`` (slim) become ``stage_id``'s active thread with ONE write of the store
+        (DESIGN.md §9); continuing it appends. Refused (False) while that course runs a turn."""
+        session = self._sessions.get(stage_id)
+        if session is not None and session.task is not None:
+            return False
+        self._store.save(stage_id, list(messages), self._clock())
+        base = self._store.load(stage_id) or []
+        self._after_store_call()
+        if stage_id == self._stage_id or session is not None:
+            self._sessions[stage_id] = _Session(stage_id, deserialize_thread(base), base)
+        self._notify()
+        return True
+
     def add_notice(self, notice: Any) -> None:
-        """Show ``notice`` (an ``app.store.Notice``) raised outside the store, e.g. by the browser
-        layer at start-up (``indexeddb-unavailable``, DESIGN.md §5); a notice already shown is
-        not repeated."""
+        """Show ``notice`` (an ``app.store.Notice``) raised outside the store once, like the store's:
+        a collaborator's (history unavailable) or the browser layer's at start-up
+        (``indexeddb-unavailable``, DESIGN.md §5)."""
         if notice not in self._notices:
             self._notices.append(notice)
             self._notify()
@@ -265,6 +290,9 @@ class AgentRuntime:
     async def _run(self, session: _Session, history: list[Message], text: str, reply: Message) -> None:
         RUN_STAGE.set(session.stage_id)  # the tool reads this course's scenes (this task's context only)
         async for event in self._agent.run(history, text):
+            if isinstance(event, UsageReport):
+                session.usage = event
+                continue
             part = _apply(reply, event)
             if part is not None and part.tool_name == REGENERATE_TOOL and not part.is_error:
                 self._record_scene_version(session.stage_id, part, reply.id)
@@ -292,6 +320,14 @@ class AgentRuntime:
         if result.merged:  # another tab saved turns on this course meanwhile: show them too
             session.messages = deserialize_thread(session.base)
         self._after_store_call()
+        if self._history is not None:
+            usage = session.usage
+            self._history.turn_completed(
+                session.stage_id, session.base if result.written else serialize_thread(session.messages),
+                self._store.updated_at(session.stage_id),
+                {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens,
+                 "totalTokens": usage.input_tokens + usage.output_tokens} if usage else {},
+                usage.model if usage else "", self._clock() - session.started_at, reply.id)
         self._forget_if_idle(session)
         self._notify()
 

@@ -7,8 +7,13 @@
 // nothing here rejects (an unhandled rejection at start-up would read as a crash).
 const decoder = new TextDecoder();
 let dexieModule = null; // loaded on first open: nothing of Dexie is fetched at start-up
-let db = null;
-let listener = null; // Python callback(kind, detail) for versionchange / close events
+let db = null; // ONE connection per page, shared by every Python backend that opens it
+let listeners = new Set(); // Python callbacks(kind, detail) of the open connection
+// A blocked open still waiting for the other tab: resolves to its Dexie once open (it then
+// becomes the page's connection), or null if it failed. The browser queues later open
+// requests behind it without a "blocked" event of their own, so they wait on this instead.
+let pending = null;
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function kindOf(error) {
   const names = [error && error.name, error && error.inner && error.inner.name];
@@ -49,7 +54,19 @@ globalThis.agentbarIndexedDbAdapter = {
   // Resolves ["ok", native version] or [kind, message]; kind "blocked" when another tab keeps an
   // older version open past blockedAfterMs.
   async open(name, versions, onEvent, blockedAfterMs) {
-    listener = onEvent;
+    if (!db && pending) {
+      const settled = await Promise.race([pending, sleep(blockedAfterMs).then(() => undefined)]);
+      if (settled === undefined) return ["blocked", "another tab keeps an older version of the database open"];
+    }
+    if (db && db.name === name && db.isOpen()) {
+      listeners.add(onEvent);
+      return ["ok", db.verno];
+    }
+    const mine = new Set([onEvent]);
+    const tell = (kind, detail) => {
+      for (const listener of mine) listener(kind, detail);
+      mine.clear(); // a closed connection tells each listener once
+    };
     try {
       if (typeof indexedDB === "undefined" || !indexedDB) return ["unavailable", "window.indexedDB is missing"];
       dexieModule = dexieModule || (await import("./vendor/dexie/dexie.mjs"));
@@ -61,13 +78,13 @@ globalThis.agentbarIndexedDbAdapter = {
         closing = true;
         if (db === next) db = null;
         next.close(); // let the other tab upgrade or delete; this tab says so
-        if (listener) listener(event.newVersion === null ? "deleted" : "versionchange", String(event.newVersion));
+        tell(event.newVersion === null ? "deleted" : "versionchange", String(event.newVersion));
         return false;
       });
       next.on("close", () => {
         if (closing) return;
         if (db === next) db = null;
-        if (listener) listener("closed", "the browser closed the database");
+        tell("closed", "the browser closed the database");
       });
       // A blocked open waits for the other tab: give up after blockedAfterMs and say so.
       let onBlocked;
@@ -79,10 +96,12 @@ globalThis.agentbarIndexedDbAdapter = {
       opening.then(() => clearTimeout(stuck), () => clearTimeout(stuck));
       const first = await Promise.race([opening.then(() => "open"), blockedSignal]);
       if (first !== "open") {
-        opening.then(() => next.close(), () => {});
+        pending = opening.then(() => { db = next; listeners = mine; pending = null; return next; },
+          () => { pending = null; return null; });
         return ["blocked", "another tab keeps an older version of the database open"];
       }
       db = next;
+      listeners = mine;
       return ["ok", next.verno];
     } catch (error) {
       return failure(error);
@@ -130,19 +149,22 @@ globalThis.agentbarIndexedDbAdapter = {
   },
   // For each record of `index` in [lower, upper]: the first position of `needle` in its string
   // field `field`. Returns JSON [[primaryKey, position, excerpt], …] for the records that hold it;
-  // excerpt = record[show].slice(position - before, position + needle.length + after). Python
-  // folds the case of both beforehand and makes snippets; this only scans.
-  scan(table, index, lower, upper, field, show, needle, before, after) {
-    return guard(async () => {
-      const hits = [];
+  // excerpt = showTable[key][showField].slice(position - before, position + needle.length + after)
+  // (read for the hits only). Python folds the case beforehand and makes snippets; this only scans.
+  scan(table, index, lower, upper, field, needle, before, after, showTable, showField) {
+    return guard(async (d) => {
+      const found = [];
       await range(table, index, parse(lower), parse(upper), false, false).each((record, cursor) => {
         const text = record[field];
         if (typeof text !== "string") return;
         const at = text.indexOf(needle);
-        const source = typeof record[show] === "string" ? record[show] : text;
-        if (at >= 0) hits.push([cursor.primaryKey, at, source.slice(Math.max(0, at - before), at + needle.length + after)]);
+        if (at >= 0) found.push([cursor.primaryKey, at, text]);
       });
-      return JSON.stringify(hits);
+      const shown = found.length ? await d.table(showTable).bulkGet(found.map((hit) => hit[0])) : [];
+      return JSON.stringify(found.map(([key, at, text], i) => {
+        const source = shown[i] && typeof shown[i][showField] === "string" ? shown[i][showField] : text;
+        return [key, at, source.slice(Math.max(0, at - before), at + needle.length + after)];
+      }));
     });
   },
   // Asks the browser not to evict this origin's storage (DESIGN.md §9: at the first archive).

@@ -184,10 +184,11 @@ def write_pyodide_lock(lock: dict, app_wheel: Path) -> None:
     packages = {}
     for entry in lock["wheels"]:
         key = entry["lock_name"]
-        # A wheel the stock lock does not know (e.g. markdown-it-py, installed with micropip after
-        # start-up) is described by its own vendor.lock.json entry: "imports" and "depends".
+        # A wheel the stock lock does not know (installed with micropip after start-up, e.g.
+        # markdown-it-py or pyuegc) is described by its own vendor.lock.json entry: "imports", "depends".
         base = dict(stock["packages"].get(key) or {
-            "name": entry["name"], "install_dir": "site", "package_type": "package", "unvendored_tests": False})
+            "name": entry["name"], "install_dir": "site", "package_type": "package", "unvendored_tests": False,
+            "imports": [key], "depends": []})
         base.update(file_name=entry["file"], version=entry["version"], sha256=entry["sha256"])
         for field in ("imports", "depends"):
             if field in entry:

@@ -92,11 +92,13 @@ def _boot():
     store.hydrate(clock())
     records = IndexedDbBackend()  # opened below, before ready; scene versions live there (DESIGN.md §10)
     checkpoints = SceneCheckpoints(RecordVersionBackend(records))
+    from app.browser.history_view import HistoryView, create_history
     from app.browser.model_setup import ModelSetup
 
+    history, recorder = create_history(clock)  # nothing of history is read before its list opens (DESIGN.md §9)
     demo = DemoAgent(delay_ms=delay_ms, scenes=checkpoints.document)
     model_setup = ModelSetup(demo, lambda: runtime.stage_id)  # DESIGN.md §12
-    runtime = AgentRuntime(store, model_setup.agent, clock=clock, checkpoints=checkpoints)
+    runtime = AgentRuntime(store, model_setup.agent, clock=clock, history=recorder, checkpoints=checkpoints)
     if not indexed_db_status(window).available:  # PyScript runs on the in-memory substitute
         runtime.add_notice(Notice(IDB_NOTICE))
     view = PageView(runtime, translator)
@@ -224,6 +226,8 @@ def _boot():
     if "bench=1" in str(window.location.search):  # python -m bench only; bench/ is never shipped
         _install_bench_hooks(window, runtime, store)
     window.agentbarCheckpoints = create_proxy(checkpoint_view.settle)  # tests and bench: await drawn lists
+    history_view = HistoryView(runtime, store, history, recorder, translator, clock)
+    history_view.bind()
 
     async def finish() -> None:
         try:
@@ -237,6 +241,8 @@ def _boot():
         view.show_app()
         root.dataset.ready = "true"
         model_setup.install_dialog(translator, view.redraw_messages)  # after ready: nothing added to start-up
+        await history_view.start()
+        root.dataset.history = "ready" if history.available else f"unavailable:{history.failure}"
 
     return finish()
 

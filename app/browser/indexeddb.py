@@ -13,6 +13,9 @@ a missing flag or ``true`` means "check yourself": ``open`` tries and reports
 ``RecordStoreError("unavailable" | "blocked" | "version" | …)``. Later events
 (another tab upgrading, the database deleted or evicted) reach ``on_event(kind,
 detail)`` after the connection was closed.
+
+The page holds ONE connection: every ``IndexedDbBackend`` opened in it (history,
+scene checkpoints) shares it, and each is told once when it closes.
 """
 
 from __future__ import annotations
@@ -74,17 +77,17 @@ class IndexedDbBackend:
     async def write(self, ops: list[WriteOp]) -> None:
         await self._call("write", _payload([list(op) for op in ops], is_key=False))
 
-    async def scan(self, table: str, index: str, lower, upper, field: str, show: str, needle: str,
-                   before: int, after: int) -> list[tuple[Any, int, str]]:
-        hits = _parse(await self._call("scan", table, index, _payload(lower), _payload(upper), field, show,
-                                       needle, before, after))
+    async def scan(self, table: str, index: str, lower, upper, field: str, needle: str,
+                   before: int, after: int, show_table: str, show_field: str) -> list[tuple[Any, int, str]]:
+        hits = _parse(await self._call("scan", table, index, _payload(lower), _payload(upper), field, needle,
+                                       before, after, show_table, show_field))
         return [(key, int(at), excerpt) for key, at, excerpt in hits]
 
     async def persist(self) -> bool:
         return bool(await self._call("persist"))
 
     async def close(self) -> None:
-        """Close the connection (later calls raise ``closed``)."""
+        """Close the page's shared connection (later calls of every backend raise ``closed``)."""
         if self._adapter is not None:
             self._adapter.close()
 

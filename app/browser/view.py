@@ -312,6 +312,8 @@ class PageView:
     def _message_node(self, message: Message):
         running = message.status is not None and message.status.type == "running"
         attrs = {"data-role": message.role}
+        if message.id:
+            attrs["data-message-id"] = message.id  # history's turn-meta finds its message by it (§9)
         if message.status is not None:
             attrs["data-status"] = message.status.type
         box = _el(div, classes="message", testid="agent-message", attrs={**attrs, "tabindex": "-1"})

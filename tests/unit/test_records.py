@@ -66,7 +66,8 @@ async def test_closed_after_versionchange_and_deleted_empties():
 async def test_scan_finds_the_first_position_and_excerpts_the_shown_field():
     db = MemoryBackend()
     await db.open()
-    await db.write([("put", "search", {"taskId": "a", "stageId": "s", "updatedAt": 1, "text": "Hello 世界和平", "folded": "hello 世界和平"}),
-                    ("put", "search", {"taskId": "b", "stageId": "s", "updatedAt": 2, "text": "nothing", "folded": "nothing"})])
-    hits = await db.scan("search", "[stageId+updatedAt]", *ALL, "folded", "text", "界和", 3, 1)
-    assert hits == [("a", 7, "o 世界和平")]
+    await db.write([("put", "search", {"taskId": "a", "stageId": "s", "updatedAt": 1, "folded": "hello 世界和平"}),
+                    ("put", "texts", {"taskId": "a", "text": "HELLO 世界和平"}),
+                    ("put", "search", {"taskId": "b", "stageId": "s", "updatedAt": 2, "folded": "nothing"})])
+    hits = await db.scan("search", "[stageId+updatedAt]", *ALL, "folded", "界和", 3, 1, "texts", "text")
+    assert hits == [("a", 7, "O 世界和平")]

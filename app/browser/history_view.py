@@ -1,0 +1,486 @@
+"""The history panel: list, search, stats, export/import (DESIGN.md §9 UI hooks).
+
+``create_history(clock)`` builds the IndexedDB backend, the ``HistoryService``
+and the runtime's ``HistoryRecorder`` (nothing is opened or read yet);
+``HistoryView.start()`` runs after ``html[data-ready]``: it reconciles
+``maic-agent-threads`` with history and reads the shown course's turn meta
+(the only history read before the list is opened, DESIGN.md §9).
+
+Text is set as ``textContent``; times use the browser's ``Intl``; tabs tell
+each other about archive/resume/delete through a ``BroadcastChannel``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import js
+from pyodide.ffi import create_proxy, to_js
+from pyscript import document
+from pyscript.ffi import is_none
+
+from app.browser.indexeddb import IndexedDbBackend
+from app.history.recorder import HistoryRecorder
+from app.history.service import UNDO_MS, ConversationStats, HistoryService
+from app.history.records import iso
+from app.history.text import relative_label
+
+__all__ = ["HistoryView", "create_history"]
+
+CHANNEL = "agentbar-history"
+RANGES_MS = {"all": None, "1d": 86_400_000, "7d": 7 * 86_400_000, "30d": 30 * 86_400_000}
+
+
+async def _install_graphemes() -> None:
+    """Install the grapheme wheel (vendored, in the generated lock) with micropip on first use."""
+    import pyodide_js
+
+    await pyodide_js.loadPackage("micropip")
+    import micropip
+
+    await micropip.install("pyuegc")
+
+
+def create_history(clock) -> tuple[HistoryService, HistoryRecorder]:
+    """The service over IndexedDB and the runtime's recorder; nothing is opened yet."""
+    backend = IndexedDbBackend()
+    service = HistoryService(backend, clock=clock, prepare=_install_graphemes)
+    backend.on_event = service.on_backend_event
+    return service, HistoryRecorder(service)
+
+
+def _report(task: asyncio.Future) -> None:
+    """Log a failed UI task (with its traceback) instead of losing it."""
+    if not task.cancelled() and task.exception() is not None:
+        import traceback
+
+        js.console.error("".join(traceback.format_exception(task.exception())))
+
+
+def _stored_stage_ids() -> list[str]:
+    """The course ids in ``maic-agent-threads`` (parsed in JavaScript: cheap, nothing copied but the ids)."""
+    try:
+        ids = js.eval("(() => { try { const v = JSON.parse(localStorage.getItem('maic-agent-threads'));"
+                      " return JSON.stringify(Object.keys((v && v.state && v.state.threads) || {})); }"
+                      " catch (e) { return '[]'; } })()")
+        return [i for i in json.loads(str(ids)) if isinstance(i, str)]
+    except Exception:  # noqa: BLE001 - storage blocked: nothing to reconcile
+        return []
+
+
+def _node(tag: str, *, text: str | None = None, testid: str | None = None, classes: str | None = None,
+          attrs: dict[str, str] | None = None):
+    element = document.createElement(tag)
+    if text is not None:
+        element.textContent = text
+    if testid:
+        element.setAttribute("data-testid", testid)
+    if classes:
+        element.className = classes
+    for name, value in (attrs or {}).items():
+        element.setAttribute(name, value)
+    return element
+
+
+class HistoryView:
+    """Binds the history drawer and the stats/turn-meta hooks to one runtime (module docstring)."""
+
+    def __init__(self, runtime, store, service: HistoryService, recorder: HistoryRecorder, translator, clock) -> None:
+        self.runtime, self.store, self.service, self.recorder, self.t, self.clock = (
+            runtime, store, service, recorder, translator, clock)
+        self._by = document.getElementById
+        self._open = False
+        self._stage: str | None = None
+        self._cursor = None
+        self._has_more = False
+        self._loading = False
+        self._keys: dict[str, tuple[int, str]] = {}  # drawn taskId -> its list key (updatedAt, taskId)
+        self._undo_timer = None
+        self._meta_stage: str | None = None
+        service.on_notice = runtime.add_notice
+        service.on_change = self._on_local_change
+        recorder.on_recorded = lambda stage_id: self._schedule(self.render_meta())
+        self._channel = js.BroadcastChannel.new(CHANNEL) if hasattr(js, "BroadcastChannel") else None
+        self._proxies = []
+
+    # -- wiring ----------------------------------------------------------------
+    def bind(self) -> None:
+        """Attach the drawer's event handlers."""
+        def on(element_id: str, event: str, handler) -> None:
+            proxy = create_proxy(handler)
+            self._proxies.append(proxy)
+            self._by(element_id).addEventListener(event, proxy)
+
+        on("history-open", "click", lambda e: self._schedule(self.toggle()))
+        on("history-close", "click", lambda e: self.close())
+        on("history-search", "input", lambda e: self._schedule(self.reload()))
+        on("history-sort", "change", lambda e: self._schedule(self.reload()))
+        on("history-range", "change", lambda e: self._schedule(self.reload()))
+        on("history-list", "click", self._on_list_click)
+        on("history-list", "keydown", self._on_list_key)
+        on("history-list", "scroll", self._on_scroll)
+        on("history-undo", "click", lambda e: self._schedule(self.undo()))
+        on("history-drawer", "keydown", self._on_drawer_key)
+        on("export-markdown", "click", lambda e: self._schedule(self.export("md")))
+        on("export-json", "click", lambda e: self._schedule(self.export("json")))
+        on("history-print", "click", lambda e: self._schedule(self.print_view()))
+        on("import-json", "change", lambda e: self._schedule(self.import_file(e.target)))
+        if self._channel is not None:
+            proxy = create_proxy(self._on_remote)
+            self._proxies.append(proxy)
+            self._channel.addEventListener("message", proxy)
+        self.runtime.subscribe(self._on_runtime)
+
+    async def start(self) -> None:
+        """After ready: reconcile the stored threads with history, then show the active turn meta."""
+        threads = {}
+        for stage_id in _stored_stage_ids():
+            messages, updated = self.store.load(stage_id), self.store.updated_at(stage_id)
+            if messages and updated is not None:
+                threads[stage_id] = (messages, updated)
+        await self.recorder.run(self.runtime.stage_id or "", lambda: self.service.reconcile(threads))
+        await self.render_meta()
+
+    def _schedule(self, coro) -> None:
+        task = asyncio.ensure_future(coro)
+        task.add_done_callback(_report)
+
+    def _on_runtime(self) -> None:
+        if self.runtime.stage_id != self._meta_stage:
+            self._schedule(self.render_meta())
+            if self._open:
+                self._schedule(self.reload())
+        else:
+            self._decorate_turns()
+
+    # -- active conversation: stats and turn meta ---------------------------------
+    async def render_meta(self) -> None:
+        """Fill ``conversation-stats`` and each assistant message's ``turn-meta`` for the shown course."""
+        stage_id = self.runtime.stage_id
+        self._meta_stage = stage_id
+        meta, turns = await self.service.active(stage_id) if stage_id is not None else (None, [])
+        if stage_id != self.runtime.stage_id:
+            return
+        if not self.runtime.has_messages:
+            meta, turns = None, []
+        stats = ConversationStats.of(meta)
+        box = self._by("conversation-stats")
+        for name, value in (("turns", stats.turns), ("input-tokens", stats.input_tokens),
+                            ("output-tokens", stats.output_tokens), ("total-tokens", stats.total_tokens),
+                            ("mean-duration-ms", stats.mean_duration_ms)):
+            box.setAttribute(f"data-{name}", str(value))
+        box.textContent = self.t("history.stats", turns=stats.turns, tokens=stats.total_tokens,
+                                 seconds=f"{stats.mean_duration_ms / 1000:.1f}")
+        box.hidden = meta is None
+        self._turns = {t.messageId: t for t in turns if t.messageId}
+        self._active_task = meta.taskId if meta else None
+        for button in ("export-markdown", "export-json", "history-print"):
+            self._by(button).disabled = meta is None
+        self._decorate_turns()
+
+    def _decorate_turns(self) -> None:
+        turns = getattr(self, "_turns", {})
+        for node in document.querySelectorAll("[data-testid=agent-message][data-role=assistant]"):
+            turn = turns.get(node.getAttribute("data-message-id"))
+            line = node.querySelector("[data-testid=turn-meta]")
+            if turn is None:
+                if not is_none(line):
+                    line.remove()
+                continue
+            if is_none(line):
+                line = _node("p", testid="turn-meta", classes="turn-meta")
+                node.append(line)
+            line.setAttribute("data-model", turn.model)
+            line.setAttribute("data-total-tokens", str(turn.usage.totalTokens))
+            line.setAttribute("data-duration-ms", str(turn.duration))
+            # shown through CSS (::after) so the message's own text stays what it was
+            label = self.t("history.turnMeta", model=turn.model, tokens=turn.usage.totalTokens,
+                           seconds=f"{turn.duration / 1000:.1f}")
+            line.setAttribute("data-label", label)
+            line.setAttribute("title", label)
+
+    # -- the list ------------------------------------------------------------------
+    async def toggle(self) -> None:
+        if self._open:
+            self.close()
+        else:
+            await self.open()
+
+    async def open(self) -> None:
+        """Open the shown course's list and draw its first page."""
+        self._open = True
+        drawer = self._by("history-drawer")
+        drawer.hidden = False
+        self._by("history-open").setAttribute("aria-expanded", "true")
+        await self.reload()
+        first = self._by("history-list").querySelector("[data-testid=history-item]")
+        (first if not is_none(first) else self._by("history-search")).focus()
+
+    def close(self) -> None:
+        self._open = False
+        self._by("history-drawer").hidden = True
+        opener = self._by("history-open")
+        opener.setAttribute("aria-expanded", "false")
+        opener.focus()
+
+    async def reload(self) -> None:
+        """Draw the list afresh: the first page, or the search results."""
+        if not self._open:
+            return
+        stage_id = self.runtime.stage_id
+        self._stage = stage_id
+        listing = self._by("history-list")
+        keyword = self._by("history-search").value
+        self._keys, self._cursor, self._has_more = {}, None, False
+        if stage_id is None:
+            return
+        if keyword.strip():
+            since = RANGES_MS.get(self._by("history-range").value)
+            hits = await self.service.search(stage_id, keyword, sort=self._by("history-sort").value,
+                                             since_ms=None if since is None else self.clock() - since)
+            if keyword != self._by("history-search").value:
+                return  # typed on meanwhile: a later search draws
+            self._draw([(hit.meta, hit.snippet) for hit in hits], "replace")
+            listing.setAttribute("data-total", str(len(hits)))
+            listing.setAttribute("data-has-more", "false")
+            listing.setAttribute("data-query", keyword)  # what the drawn results answer
+            self._empty(listing, "history.noResults")
+            return
+        page, total = await asyncio.gather(self.service.page(stage_id), self.service.total(stage_id))
+        self._draw([(m, None) for m in page.items], "replace")
+        self._paged(page)
+        listing.setAttribute("data-total", str(total))
+        listing.setAttribute("data-query", "")
+        self._empty(listing, "history.empty")
+
+    def _draw(self, entries, mode: str) -> None:
+        """Draw ``(meta, snippet)`` entries in one crossing (``static/history-view.js``)."""
+        now, active = self.clock(), getattr(self, "_active_task", None)
+        items = []
+        for meta, piece in entries:
+            title = meta.taskName or self.t("history.untitled")
+            unit, count = relative_label(meta.updatedAt, now)
+            stats = ConversationStats.of(meta)
+            items.append({"taskId": meta.taskId, "current": meta.taskId == active, "totalTokens": meta.stats.totalTokens,
+                          "title": title, "iso": iso(meta.updatedAt), "unit": unit, "count": count,
+                          "justNow": self.t("history.justNow"), "snippet": list(piece) if piece else None,
+                          "stats": self.t("history.itemStats", turns=stats.turns, tokens=stats.total_tokens),
+                          "deleteLabel": self.t("history.delete", title=title)})
+            self._keys[meta.taskId] = (meta.updatedAt, meta.taskId)
+        js.agentbarHistoryDom.draw(self._by("history-list"), self.t.locale, json.dumps(items), mode)
+
+    def _empty(self, listing, key: str) -> None:
+        status = self._by("history-status")
+        if listing.childElementCount == 0:
+            status.textContent = self.t("history.unavailable" if self.service.available is False else key)
+        elif status.getAttribute("data-kind") != "import":
+            status.textContent = ""
+
+    def _paged(self, page) -> None:
+        self._cursor, self._has_more = page.cursor, page.has_more
+        self._by("history-list").setAttribute("data-has-more", "true" if page.has_more else "false")
+
+    async def more(self) -> None:
+        """The next page (scrolled to the end); an item already drawn (it moved up) is not drawn again."""
+        if self._loading or not self._has_more or self._by("history-search").value.strip():
+            return
+        self._loading = True
+        try:
+            page = await self.service.page(self._stage, self._cursor)
+            self._draw([(m, None) for m in page.items if m.taskId not in self._keys], "append")
+            self._paged(page)
+        finally:
+            self._loading = False
+
+    async def refresh_top(self) -> None:
+        """Items that arrived or moved above the list's top while it was open: drawn first, once."""
+        if not self._open or self._by("history-search").value.strip():
+            return await self.reload()
+        listing = self._by("history-list")
+        top = max(self._keys.values()) if self._keys else None
+        newer = await self.service.newer(self._stage, top)
+        self._draw([(m, None) for m in newer], "prepend")
+        listing.setAttribute("data-total", str(await self.service.total(self._stage)))
+        self._mark_current()
+        self._empty(listing, "history.empty")
+
+    def _mark_current(self) -> None:
+        active = getattr(self, "_active_task", None)
+        for item in self._by("history-list").querySelectorAll("[data-testid=history-item]"):
+            current = item.dataset.taskId == active
+            item.setAttribute("data-current", "true" if current else "false")
+            button = item.querySelector("[data-testid=history-delete]")
+            if not is_none(button):
+                button.hidden = current
+
+    # -- events --------------------------------------------------------------------
+    def _item_of(self, target):
+        item = target.closest("[data-testid=history-item]")
+        return None if is_none(item) else item
+
+    def _on_list_click(self, event) -> None:
+        item = self._item_of(event.target)
+        if item is None:
+            return
+        if not is_none(event.target.closest("[data-testid=history-delete]")):
+            self._schedule(self.delete(item.dataset.taskId))
+        else:
+            self._schedule(self.resume(item.dataset.taskId))
+
+    def _on_list_key(self, event) -> None:
+        item = self._item_of(event.target)
+        if item is None:
+            return
+        if event.key == "Enter":
+            event.preventDefault()
+            self._schedule(self.resume(item.dataset.taskId))
+        elif event.key == "Delete" and item.dataset.current != "true":
+            event.preventDefault()
+            nxt = item.nextElementSibling if not is_none(item.nextElementSibling) else item.previousElementSibling
+            self._schedule(self.delete(item.dataset.taskId))
+            if not is_none(nxt):
+                nxt.focus()
+        elif event.key in ("ArrowDown", "ArrowUp"):
+            event.preventDefault()
+            target = item.nextElementSibling if event.key == "ArrowDown" else item.previousElementSibling
+            if not is_none(target):
+                target.focus()
+            elif event.key == "ArrowDown":
+                self._schedule(self.more())
+
+    def _on_drawer_key(self, event) -> None:
+        if event.key == "Escape":
+            event.stopPropagation()
+            self.close()
+
+    def _on_scroll(self, event) -> None:
+        listing = event.target
+        if listing.scrollHeight - listing.scrollTop - listing.clientHeight < 50:
+            self._schedule(self.more())
+
+    def _on_local_change(self, kind: str, task_id: str, stage_id: str) -> None:
+        if self._channel is not None:
+            self._channel.postMessage(json.dumps({"kind": kind, "taskId": task_id, "stageId": stage_id}))
+        self._schedule(self._apply_change(kind, task_id, stage_id))
+
+    def _on_remote(self, event) -> None:
+        try:
+            change = json.loads(str(event.data))
+        except ValueError:
+            return
+        self.service.forget_active(change.get("stageId", ""))
+        self._schedule(self._apply_change(change.get("kind"), change.get("taskId"), change.get("stageId")))
+        if change.get("stageId") == self.runtime.stage_id:
+            self._schedule(self.render_meta())
+
+    async def _apply_change(self, kind, task_id, stage_id) -> None:
+        if not self._open or stage_id != self._stage:
+            return
+        if kind == "delete":
+            self._keys.pop(task_id, None)
+            item = self._by("history-list").querySelector(f'[data-task-id="{task_id}"]')
+            if not is_none(item):
+                item.remove()
+            self._by("history-list").setAttribute("data-total", str(await self.service.total(stage_id)))
+        elif kind == "undo":
+            await self.reload()
+        else:
+            await self.refresh_top()
+
+    # -- commands ------------------------------------------------------------------
+    async def resume(self, task_id: str) -> None:
+        """Make ``task_id`` the shown course's active thread (one write of ``maic-agent-threads``)."""
+        stage_id = self.runtime.stage_id
+        if stage_id is None or self.runtime.is_running:
+            return
+        if task_id == getattr(self, "_active_task", None):
+            self.close()
+            return
+        current = self.store.load(stage_id) or []
+        messages = await self.recorder.run(stage_id, lambda: self.service.resume(
+            stage_id, task_id, current, self.store.updated_at(stage_id), self.clock()))
+        if messages is None:
+            return
+        self.runtime.replace_thread(stage_id, messages)
+        await self.render_meta()
+        self.close()
+
+    async def delete(self, task_id: str) -> None:
+        if task_id == getattr(self, "_active_task", None):
+            return  # the active conversation is ended with New conversation first
+        if await self.recorder.run(self._stage or "", lambda: self.service.delete(task_id)):
+            undo = self._by("history-undo")
+            undo.hidden = False
+            if self._undo_timer is not None:
+                js.clearTimeout(self._undo_timer)
+            self._undo_timer = js.setTimeout(create_proxy(lambda: setattr(undo, "hidden", True)), UNDO_MS)
+
+    async def undo(self) -> None:
+        self._by("history-undo").hidden = True
+        await self.recorder.run(self._stage or "", self.service.undo)
+
+    async def _bundle(self):
+        task_id = getattr(self, "_active_task", None)
+        return await self.service.bundle(task_id) if task_id else None
+
+    async def export(self, kind: str) -> None:
+        """Download the active conversation as ``<taskId>.md`` or ``<taskId>.json``."""
+        from app.history.export import export_json, export_markdown  # loaded on first export
+
+        bundle = await self._bundle()
+        if bundle is None:
+            return
+        if kind == "json":
+            text, mime = export_json(*bundle), "application/json"
+        else:
+            text, mime = export_markdown(*bundle, self._labels()), "text/markdown"
+        blob = js.Blob.new(to_js([text]), to_js({"type": f"{mime};charset=utf-8"}, dict_converter=js.Object.fromEntries))
+        url = js.URL.createObjectURL(blob)
+        link = _node("a", attrs={"href": url, "download": f"{bundle[0].taskId}.{kind}"})
+        document.body.append(link)
+        link.click()
+        link.remove()
+        js.setTimeout(create_proxy(lambda: js.URL.revokeObjectURL(url)), 10_000)
+
+    def _labels(self) -> dict[str, str]:
+        return {"you": self.t("edit.agent.you"), "assistant": self.t("edit.agent.assistant"),
+                "tool": self.t("history.tool"), "meta": self.t("history.markdownMeta")}
+
+    async def print_view(self) -> None:
+        """Fill the print view with the active conversation and open the browser's print (PDF)."""
+        bundle = await self._bundle()
+        if bundle is None:
+            return
+        meta, messages, _ = bundle
+        view = self._by("print-view")
+        view.replaceChildren(_node("h1", text=meta.taskName or self.t("history.untitled")))
+        for message in messages:
+            view.append(_node("h2", text=self._labels()["you" if message.get("role") == "user" else "assistant"]))
+            for part in message.get("content") or []:
+                text = part.get("text") if part.get("type") == "text" else json.dumps(part, ensure_ascii=False, indent=2)
+                view.append(_node("pre" if part.get("type") != "text" else "p", text=text, attrs={"dir": "auto"}))
+        js.window.print()
+
+    async def import_file(self, field) -> None:
+        """Import a JSON export into the shown course's history; a bad file changes nothing."""
+        from app.history.export import ImportRefused, parse_export
+
+        files = field.files
+        if is_none(files) or files.length == 0:
+            return
+        text = str(await files.item(0).text())
+        field.value = ""
+        status = self._by("history-status")
+        status.setAttribute("data-kind", "import")
+        try:
+            bundle = parse_export(text)
+        except ImportRefused as refused:
+            status.setAttribute("data-result", "error")
+            status.textContent = self.t(f"history.importError.{refused.reason}")
+            return
+        stage_id = self.runtime.stage_id or ""
+        result = await self.recorder.run(stage_id, lambda: self.service.import_bundle(stage_id, *bundle))
+        status.setAttribute("data-result", "ok" if result == "ok" else "error")
+        status.textContent = self.t("history.imported" if result == "ok" else f"history.importError.{result}")

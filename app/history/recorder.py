@@ -1,0 +1,58 @@
+"""``HistoryRecorder``: the runtime's history collaborator (DESIGN.md §9).
+
+``AgentRuntime(..., history=HistoryRecorder(service))`` calls ``turn_completed``
+and ``archived`` synchronously; the recorder runs the service's writes as
+tasks, one after another in call order, so the turn's own completion (the
+localStorage save, §4) never waits for IndexedDB, and a history failure never
+reaches the runtime (the service turns it into one notice).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+__all__ = ["HistoryRecorder"]
+
+
+class HistoryRecorder:
+    """Queues history writes of the runtime (module docstring); ``on_recorded(stage_id)`` after each."""
+
+    def __init__(self, service: Any, on_recorded: Callable[[str], None] | None = None) -> None:
+        self.service = service
+        self.on_recorded = on_recorded
+        self._tail: asyncio.Future | None = None
+
+    def _schedule(self, stage_id: str, make: Callable[[], Awaitable[Any]]) -> asyncio.Future:
+        previous = self._tail
+
+        async def step():
+            if previous is not None:
+                await asyncio.gather(previous, return_exceptions=True)
+            result = await make()
+            if self.on_recorded:
+                self.on_recorded(stage_id)
+            return result
+        self._tail = asyncio.ensure_future(step())
+        return self._tail
+
+    def turn_completed(self, stage_id: str, messages: list[dict], updated_at: int | None, usage: dict[str, int],
+                       model: str, duration_ms: int, message_id: str | None) -> asyncio.Future:
+        """A saved turn: record it with its meta (usage, model, duration in ms)."""
+        return self._schedule(stage_id, lambda: self.service.record_turn(
+            stage_id, list(messages), updated_at, usage=usage, model=model, duration_ms=duration_ms,
+            message_id=message_id))
+
+    def archived(self, stage_id: str, messages: list[dict], updated_at: int | None) -> asyncio.Future:
+        """New conversation: keep the thread in history and end it as the active one."""
+        return self._schedule(stage_id, lambda: self.service.archive(stage_id, list(messages), updated_at))
+
+    def run(self, stage_id: str, make: Callable[[], Awaitable[Any]]) -> asyncio.Future:
+        """Any other history operation, in the same queue (resume, delete, undo, import)."""
+        return self._schedule(stage_id, make)
+
+    async def drain(self) -> None:
+        """Wait until every queued write is done."""
+        while self._tail is not None and not self._tail.done():
+            await asyncio.gather(self._tail, return_exceptions=True)

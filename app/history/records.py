@@ -1,0 +1,89 @@
+"""History records with the seed's field names (DESIGN.md §9, seed session-storage.md §3).
+
+- ``TaskMeta``: a conversation's meta (the seed's task; its ``stageId`` is the
+  seed's project). Stored with ``createdAt``/``updatedAt`` as integer epoch
+  milliseconds (they index the list); exported as ISO 8601 UTC with milliseconds.
+- ``TurnMeta``: the seed's ConversationMeta, one per completed turn.
+- ``new_task_id``: ``task_<YYYYMMDD>_<6 lowercase letters or digits>`` (UTC date).
+- ``iso``/``parse_iso``: the export's time format, exactly reversible at ms precision.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+from collections.abc import Callable
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+
+__all__ = ["Stats", "TaskMeta", "TurnMeta", "Usage", "TASK_ID", "iso", "new_task_id", "parse_iso"]
+
+TASK_ID = re.compile(r"task_\d{8}_[a-z0-9]{6}\Z")
+_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+
+class Stats(_Record):
+    """``{credits, totalTokens, inputTokens, outputTokens}`` (seed §3.1); the demo costs no credits."""
+
+    credits: StrictInt = 0
+    totalTokens: StrictInt = 0
+    inputTokens: StrictInt = 0
+    outputTokens: StrictInt = 0
+
+
+class TaskMeta(_Record):
+    """A conversation's meta as stored: times in epoch ms; ``turnCount``/``durationMs`` feed the stats."""
+
+    taskId: StrictStr = Field(pattern=TASK_ID.pattern.removesuffix(r"\Z") + "$")
+    taskName: StrictStr
+    stageId: StrictStr
+    createdAt: StrictInt
+    updatedAt: StrictInt
+    stats: Stats = Field(default_factory=Stats)
+    turnCount: StrictInt = 0
+    durationMs: StrictInt = 0
+
+
+class Usage(_Record):
+    """Token counts of one turn (seed §3.3)."""
+
+    inputTokens: StrictInt = 0
+    outputTokens: StrictInt = 0
+    totalTokens: StrictInt = 0
+
+
+class TurnMeta(_Record):
+    """One completed turn (seed §3.3 ConversationMeta): ``timestamp`` ISO 8601, ``duration`` ms from
+    send to completion. ``messageId``: the assistant message it belongs to (for ``turn-meta``)."""
+
+    turnId: StrictInt
+    timestamp: StrictStr
+    usage: Usage = Field(default_factory=Usage)
+    model: StrictStr = ""
+    duration: StrictInt = 0
+    messageId: StrictStr | None = None
+
+
+def new_task_id(now_ms: int, random_bytes: Callable[[int], bytes] = os.urandom) -> str:
+    """``task_<YYYYMMDD>_<6 of [a-z0-9]>`` for the UTC date of ``now_ms`` (DESIGN.md §9)."""
+    day = _dt.datetime.fromtimestamp(now_ms / 1000, tz=_dt.timezone.utc).strftime("%Y%m%d")
+    return f"task_{day}_" + "".join(_ALPHABET[b % 36] for b in random_bytes(6))
+
+
+def iso(ms: int) -> str:
+    """Epoch ms → ``2026-12-01T08:30:00.123Z``."""
+    moment = _dt.datetime.fromtimestamp(ms // 1000, tz=_dt.timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{ms % 1000:03d}Z"
+
+
+def parse_iso(text: str) -> int:
+    """``iso`` reversed; raises ``ValueError`` for anything else."""
+    if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", text):
+        raise ValueError(f"not an ISO 8601 UTC time with milliseconds: {text!r}")
+    moment = _dt.datetime.strptime(text[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=_dt.timezone.utc)
+    return int(moment.timestamp()) * 1000 + int(text[20:23])

@@ -1,0 +1,520 @@
+"""``HistoryService``: every conversation of every course, over a ``RecordBackend`` (DESIGN.md §9).
+
+The seed's ChatHistoryManager in the browser. Pure Python: the backend is
+IndexedDB in the page (``app.browser.indexeddb``) and ``MemoryBackend`` in tests.
+
+Tables (``app.records.SCHEMA``): ``conversations`` (``TaskMeta`` records),
+``messages`` (``{taskId, messages}``: the slim projection, §3), ``turns``
+(``{taskId, turns}``), ``search`` (``{taskId, stageId, updatedAt,
+folded}``), ``texts`` (``{taskId, text}``, for snippets) and ``heads`` (``{stageId, taskId, syncedAt}``: the conversation
+that is a course's active thread in ``maic-agent-threads``; ``syncedAt`` is
+that thread's ``updatedAt`` when history last matched it).
+
+Rules, each in one method:
+
+- a completed turn is written with its meta in ONE transaction (``record_turn``);
+- New conversation archives: the head goes, the conversation stays (``archive``);
+  the first archive asks for persistent storage;
+- resume makes a past conversation the head; the caller writes the active
+  thread once (``resume``);
+- delete keeps what it removed for ``undo`` during ``UNDO_MS`` (``delete``, ``undo``);
+- reconciliation at start-up: localStorage wins for a course's active thread;
+  a thread only there is adopted (``reconcile``);
+- the list pages on the cursor (``updatedAt``, ``taskId``), newest first, 10 a page
+  (``page``), and ``newer`` returns what arrived or moved above the list's top;
+- search folds case, finds text inside unspaced CJK sentences, filters by time
+  and sorts (``search``);
+- any backend failure makes history unavailable with ONE notice; the core
+  (§3–§5) never sees it. A damaged record is skipped with one notice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from app.history.records import Stats, TaskMeta, TurnMeta, Usage, iso, new_task_id
+from app.history.text import fold, needs_segmenter, plain_text, snippet, title_of
+from app.records import HIGHEST, LOWEST, RecordStoreError
+from app.store import Notice
+
+__all__ = ["HistoryService", "Page", "SearchHit", "PAGE_SIZE", "UNDO_MS", "Stats"]
+
+_log = logging.getLogger(__name__)
+
+PAGE_SIZE = 10
+UNDO_MS = 10_000
+"""A delete can be undone for this long (DESIGN.md §9: at least 5 s)."""
+LIST_INDEX = "[stageId+updatedAt+taskId]"
+SEARCH_INDEX = "[stageId+updatedAt]"
+SNIPPET_BEFORE, SNIPPET_AFTER = 24, 60
+
+NOTICE_CODES = {
+    "unavailable": "history-unavailable", "blocked": "history-blocked", "version": "history-unavailable",
+    "versionchange": "history-version-change", "deleted": "history-evicted", "closed": "history-unavailable",
+    "quota": "history-full", "aborted": "history-unavailable", "failed": "history-unavailable",
+}
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of the list: ``items`` newest first; ``cursor`` for the next page; ``has_more``."""
+
+    items: list[TaskMeta]
+    cursor: tuple[int, str] | None
+    has_more: bool
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """A conversation that matches: its meta and the snippet ``(before, match, after)``."""
+
+    meta: TaskMeta
+    snippet: tuple[str, str, str]
+
+
+@dataclass
+class _Deleted:
+    at: int
+    records: list[tuple[str, dict]]
+    was_head: bool
+    stage_id: str
+
+
+@dataclass
+class ConversationStats:
+    """Stats of a conversation (seed §9.4): turns, tokens, mean response time in ms."""
+
+    turns: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    mean_duration_ms: int = 0
+
+    @classmethod
+    def of(cls, meta: TaskMeta | None) -> "ConversationStats":
+        if meta is None:
+            return cls()
+        return cls(meta.turnCount, meta.stats.inputTokens, meta.stats.outputTokens, meta.stats.totalTokens,
+                   round(meta.durationMs / meta.turnCount) if meta.turnCount else 0)
+
+
+class HistoryService:
+    """History of every course's conversations (module docstring).
+
+    ``backend``: an ``app.records.RecordBackend``; ``clock``: epoch ms;
+    ``random_bytes``: for task ids; ``prepare``: awaited once before the first
+    title is made (the browser installs the grapheme wheel there);
+    ``on_notice(Notice)``: history notices (``history-*`` codes);
+    ``on_change(kind, task_id, stage_id)``: after this tab changed history
+    (``record``, ``archive``, ``resume``, ``delete``, ``undo``, ``import``),
+    for the view and other tabs.
+    """
+
+    def __init__(self, backend: Any, *, clock: Callable[[], int], random_bytes: Callable[[int], bytes] = os.urandom,
+                 prepare: Callable[[], Awaitable[None]] | None = None,
+                 on_notice: Callable[[Notice], None] | None = None,
+                 on_change: Callable[[str, str, str], None] | None = None) -> None:
+        self._db = backend
+        self._clock = clock
+        self._random = random_bytes
+        self._prepare = prepare
+        self._prepared = False
+        self.on_notice = on_notice
+        self.on_change = on_change
+        self.available: bool | None = None  # None until opened
+        self.failure: str | None = None
+        self._notified: set[str] = set()
+        self._opening: asyncio.Future | None = None
+        self._lock = asyncio.Lock()
+        self._deleted: _Deleted | None = None
+        self._turns: dict[str, list[TurnMeta]] = {}  # active conversation's turns per course
+        self._metas: dict[str, TaskMeta | None] = {}  # active conversation's meta per course
+        self.persist_requested = False
+
+    # -- availability ------------------------------------------------------
+    async def open(self) -> bool:
+        """Open the backend once; False (and one notice) when history is unavailable."""
+        if self.available is not None:
+            return self.available
+        if self._opening is None:
+            self._opening = asyncio.ensure_future(self._open())
+        await asyncio.shield(self._opening)
+        return bool(self.available)
+
+    async def _open(self) -> None:
+        try:
+            await self._db.open()
+            self.available = True
+        except RecordStoreError as error:
+            self._fail(error)
+
+    def _fail(self, error: RecordStoreError) -> None:
+        """History stops (unavailable) with one notice of its kind; the core goes on."""
+        _log.warning("history unavailable: %s", error)
+        if error.kind != "quota":  # a full disk leaves reading possible; the next write tries again
+            self.available = False
+        self.failure = error.kind
+        self._notice(NOTICE_CODES.get(error.kind, "history-unavailable"))
+
+    def on_backend_event(self, kind: str, detail: str = "") -> None:
+        """The backend closed the connection (another tab upgrades, the database was deleted/evicted)."""
+        self._fail(RecordStoreError(kind, detail))
+
+    def _notice(self, code: str, **params: Any) -> None:
+        if code in self._notified:
+            return
+        self._notified.add(code)
+        if self.on_notice:
+            self.on_notice(Notice(code, params))
+
+    async def _guard(self, work: Callable[[], Awaitable[Any]], default: Any = None) -> Any:
+        if not await self.open():
+            return default
+        try:
+            return await work()
+        except RecordStoreError as error:
+            self._fail(error)
+            return default
+
+    async def _ensure_titles(self, messages: list[dict]) -> None:
+        """Load the grapheme segmenter (once) if the title of ``messages`` needs it."""
+        if not self._prepared and needs_segmenter(messages):
+            if self._prepare is not None:
+                await self._prepare()
+            self._prepared = True
+
+    # -- records -----------------------------------------------------------
+    def _meta(self, raw: Any) -> TaskMeta | None:
+        """A stored meta, or None (one ``history-damaged`` notice) when it is damaged."""
+        if raw is None:
+            return None
+        try:
+            return TaskMeta.model_validate(raw)
+        except ValidationError:
+            self._notice("history-damaged")
+            return None
+
+    def _turn_list(self, raw: Any) -> list[TurnMeta]:
+        turns = []
+        for item in (raw or {}).get("turns", []) if isinstance(raw, dict) else []:
+            try:
+                turns.append(TurnMeta.model_validate(item))
+            except ValidationError:
+                self._notice("history-damaged")
+        return turns
+
+    def _ops(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], head: bool,
+             synced_at: int | None) -> list[tuple[str, str, Any]]:
+        text = plain_text(messages)
+        ops = [("put", "conversations", meta.model_dump()),
+               ("put", "messages", {"taskId": meta.taskId, "messages": messages}),
+               ("put", "turns", {"taskId": meta.taskId, "turns": [t.model_dump(exclude_none=True) for t in turns]}),
+               ("put", "search", {"taskId": meta.taskId, "stageId": meta.stageId, "updatedAt": meta.updatedAt,
+                                  "folded": fold(text)}),
+               ("put", "texts", {"taskId": meta.taskId, "text": text})]
+        if head:
+            ops.append(("put", "heads", {"stageId": meta.stageId, "taskId": meta.taskId, "syncedAt": synced_at}))
+        return ops
+
+    def _new_meta(self, stage_id: str, messages: list[dict], now: int) -> TaskMeta:
+        return TaskMeta(taskId=new_task_id(now, self._random), taskName=title_of(messages) or "",
+                        stageId=stage_id, createdAt=now, updatedAt=now)
+
+    async def _head_meta(self, stage_id: str) -> TaskMeta | None:
+        head = await self._db.get("heads", stage_id)
+        if not isinstance(head, dict) or not isinstance(head.get("taskId"), str):
+            return None
+        return self._meta(await self._db.get("conversations", head["taskId"]))
+
+    # -- turns -------------------------------------------------------------
+    async def record_turn(self, stage_id: str, messages: list[dict], synced_at: int, *, usage: dict[str, int],
+                          model: str, duration_ms: int, message_id: str | None) -> TurnMeta | None:
+        """A completed turn on ``stage_id``'s active conversation (created at its first turn):
+        ``messages`` the whole slim thread as saved, ``synced_at`` its ``updatedAt``. Returns the turn meta."""
+        async def work():
+            await self._ensure_titles(messages)
+            async with self._lock:
+                now = self._clock()
+                meta = await self._head_meta(stage_id)
+                turns = self._turn_list(await self._db.get("turns", meta.taskId)) if meta else []
+                if meta is None:
+                    meta = self._new_meta(stage_id, messages, now)
+                counts = Usage.model_validate({k: int(usage.get(k, 0)) for k in ("inputTokens", "outputTokens", "totalTokens")})
+                turn = TurnMeta(turnId=len(turns) + 1, timestamp=iso(now), usage=counts, model=model,
+                                duration=max(0, int(duration_ms)), messageId=message_id)
+                turns.append(turn)
+                stats = Stats(credits=meta.stats.credits, inputTokens=meta.stats.inputTokens + counts.inputTokens,
+                              outputTokens=meta.stats.outputTokens + counts.outputTokens,
+                              totalTokens=meta.stats.totalTokens + counts.totalTokens)
+                meta = meta.model_copy(update={"taskName": meta.taskName or title_of(messages) or "",
+                                               "updatedAt": max(now, meta.updatedAt), "stats": stats,
+                                               "turnCount": len(turns), "durationMs": meta.durationMs + turn.duration})
+                await self._db.write(self._ops(meta, messages, turns, True, synced_at))
+                self._turns[stage_id], self._metas[stage_id] = turns, meta
+            self._changed("record", meta.taskId, stage_id)
+            return turn
+        return await self._guard(work)
+
+    async def active(self, stage_id: str) -> tuple[TaskMeta | None, list[TurnMeta]]:
+        """The active conversation's meta and turns (read once per course, then kept)."""
+        if stage_id in self._metas:
+            return self._metas[stage_id], self._turns.get(stage_id, [])
+
+        async def work():
+            meta = await self._head_meta(stage_id)
+            turns = self._turn_list(await self._db.get("turns", meta.taskId)) if meta else []
+            self._metas[stage_id], self._turns[stage_id] = meta, turns
+            return meta, turns
+        return await self._guard(work, (None, []))
+
+    def forget_active(self, stage_id: str) -> None:
+        """Drop the cached active meta of ``stage_id`` (another tab changed it)."""
+        self._metas.pop(stage_id, None)
+        self._turns.pop(stage_id, None)
+
+    # -- archive, resume ---------------------------------------------------
+    async def archive(self, stage_id: str, messages: list[dict], synced_at: int | None) -> str | None:
+        """New conversation: keep the active conversation (``messages`` as last shown; adopted if history
+        lacks it) and end it as the head. Returns its task id. Asks for persistent storage once."""
+        async def work():
+            task_id = None
+            async with self._lock:
+                meta = await self._head_meta(stage_id)
+                ops: list = [("delete", "heads", stage_id)]
+                if messages:
+                    await self._ensure_titles(messages)
+                    stored = await self._db.get("messages", meta.taskId) if meta else None
+                    if meta is None or not isinstance(stored, dict) or stored.get("messages") != messages:
+                        ops = self._adopt_ops(stage_id, messages, meta, synced_at, head=False) + ops
+                    task_id = (meta.taskId if meta else ops[0][2]["taskId"])
+                await self._db.write(ops)
+                self._metas[stage_id], self._turns[stage_id] = None, []
+            if not self.persist_requested:
+                self.persist_requested = True
+                try:
+                    await self._db.persist()
+                except RecordStoreError:
+                    pass
+            self._changed("archive", task_id or "", stage_id)
+            return task_id
+        return await self._guard(work)
+
+    def _adopt_ops(self, stage_id: str, messages: list[dict], meta: TaskMeta | None, synced_at: int | None,
+                   *, head: bool) -> list:
+        """Write ``messages`` as ``meta``'s conversation (a continuation of it), or as a new one."""
+        now = self._clock()
+        turns: list[TurnMeta] = []
+        if meta is None:
+            meta = self._new_meta(stage_id, messages, now)
+        else:
+            turns = self._turns.get(stage_id, [])
+            meta = meta.model_copy(update={"updatedAt": max(now, meta.updatedAt),
+                                           "taskName": meta.taskName or title_of(messages) or ""})
+        return self._ops(meta, messages, turns, head, synced_at)
+
+    async def resume(self, stage_id: str, task_id: str, current: list[dict], current_synced_at: int | None,
+                     synced_at: int) -> list[dict] | None:
+        """Make ``task_id`` the head of ``stage_id``; returns its messages for the caller's one write
+        of ``maic-agent-threads`` (stamped ``synced_at``), or None when it does not exist.
+        ``current``: the active thread now; kept in history if it is not there yet."""
+        async def work():
+            await self._ensure_titles(current)
+            async with self._lock:
+                meta = self._meta(await self._db.get("conversations", task_id))
+                stored = await self._db.get("messages", task_id)
+                if meta is None or not isinstance(stored, dict) or not isinstance(stored.get("messages"), list):
+                    return None
+                ops: list = []
+                head = await self._head_meta(stage_id)
+                if current and (head is None or head.taskId != task_id):
+                    kept = await self._db.get("messages", head.taskId) if head else None
+                    if head is None or not isinstance(kept, dict) or kept.get("messages") != current:
+                        ops += self._adopt_ops(stage_id, current, head, current_synced_at, head=False)
+                meta = meta.model_copy(update={"stageId": stage_id})
+                ops.append(("put", "heads", {"stageId": stage_id, "taskId": task_id, "syncedAt": synced_at}))
+                await self._db.write(ops)
+                self._metas[stage_id] = meta
+                self._turns[stage_id] = self._turn_list(await self._db.get("turns", task_id))
+            self._changed("resume", task_id, stage_id)
+            return stored["messages"]
+        return await self._guard(work)
+
+    async def reconcile(self, threads: dict[str, tuple[list[dict], int]]) -> list[str]:
+        """Start-up: for each course's active thread in ``maic-agent-threads`` (``{stageId: (messages,
+        updatedAt)}``), localStorage wins: history's head is brought in line, a thread history lacks is
+        adopted as a conversation. Reads only heads whose ``syncedAt`` differs. Returns the adopted/updated
+        stage ids."""
+        async def work():
+            changed = []
+            for stage_id, (messages, updated_at) in threads.items():
+                if not messages:
+                    continue
+                head = await self._db.get("heads", stage_id)
+                if isinstance(head, dict) and head.get("syncedAt") == updated_at:
+                    continue
+                await self._ensure_titles(messages)
+                async with self._lock:
+                    meta = await self._head_meta(stage_id)
+                    stored = await self._db.get("messages", meta.taskId) if meta else None
+                    old = stored.get("messages") if isinstance(stored, dict) else None
+                    continues = isinstance(old, list) and messages[: len(old)] == old
+                    if meta is not None and not continues:
+                        meta = None  # another conversation: the stored head stays archived
+                    if meta is not None:
+                        self._turns[stage_id] = self._turn_list(await self._db.get("turns", meta.taskId))
+                    await self._db.write(self._adopt_ops(stage_id, messages, meta, updated_at, head=True))
+                    self._metas.pop(stage_id, None)
+                    self._turns.pop(stage_id, None)
+                changed.append(stage_id)
+            return changed
+        return await self._guard(work, [])
+
+    # -- delete, undo ------------------------------------------------------
+    async def delete(self, task_id: str) -> bool:
+        """Delete one conversation; ``undo`` restores it within ``UNDO_MS``. True when it existed."""
+        async def work():
+            async with self._lock:
+                records = []
+                for table in ("conversations", "messages", "turns", "search", "texts"):
+                    record = await self._db.get(table, task_id)
+                    if record is not None:
+                        records.append((table, record))
+                meta = next((r for t, r in records if t == "conversations"), None)
+                if meta is None:
+                    return False
+                stage_id = meta.get("stageId", "")
+                head = await self._db.get("heads", stage_id) if isinstance(stage_id, str) else None
+                was_head = isinstance(head, dict) and head.get("taskId") == task_id
+                ops = [("delete", t, task_id) for t, _ in records]
+                if was_head:
+                    ops.append(("delete", "heads", stage_id))
+                    self._metas[stage_id], self._turns[stage_id] = None, []
+                await self._db.write(ops)
+                self._deleted = _Deleted(self._clock(), records, was_head, stage_id)
+            self._changed("delete", task_id, stage_id)
+            return True
+        return bool(await self._guard(work, False))
+
+    def can_undo(self) -> bool:
+        """True while the last delete can still be undone."""
+        return self._deleted is not None and self._clock() - self._deleted.at <= UNDO_MS
+
+    async def undo(self) -> str | None:
+        """Restore the last deleted conversation (within ``UNDO_MS``); returns its task id."""
+        if not self.can_undo():
+            return None
+        deleted, self._deleted = self._deleted, None
+
+        async def work():
+            async with self._lock:
+                await self._db.write([("put", t, r) for t, r in deleted.records])
+            task_id = deleted.records[0][1]["taskId"]
+            self._changed("undo", task_id, deleted.stage_id)
+            return task_id
+        return await self._guard(work)
+
+    @property
+    def undo_was_head(self) -> bool:
+        return bool(self._deleted and self._deleted.was_head)
+
+    # -- list, search ------------------------------------------------------
+    async def total(self, stage_id: str) -> int:
+        """How many conversations ``stage_id`` has."""
+        return await self._guard(lambda: self._db.count("conversations", LIST_INDEX, [stage_id, LOWEST],
+                                                        [stage_id, HIGHEST]), 0)
+
+    async def page(self, stage_id: str, cursor: tuple[int, str] | None = None) -> Page:
+        """The ``PAGE_SIZE`` newest conversations below ``cursor`` (all when None), newest first."""
+        async def work():
+            upper = [stage_id, cursor[0], cursor[1]] if cursor else [stage_id, HIGHEST]
+            rows = await self._db.query("conversations", LIST_INDEX, [stage_id, LOWEST], upper,
+                                        upper_open=cursor is not None, reverse=True, limit=PAGE_SIZE + 1)
+            has_more = len(rows) > PAGE_SIZE
+            rows = rows[:PAGE_SIZE]
+            items = [m for m in map(self._meta, rows) if m is not None]
+            last = rows[-1] if rows else None
+            next_cursor = (last["updatedAt"], last["taskId"]) if isinstance(last, dict) and "updatedAt" in last else cursor
+            return Page(items, next_cursor, has_more)
+        return await self._guard(work, Page([], None, False))
+
+    async def newer(self, stage_id: str, top: tuple[int, str] | None) -> list[TaskMeta]:
+        """Every conversation above ``top`` (what arrived or moved up while the list was open), newest first."""
+        async def work():
+            lower = [stage_id, top[0], top[1]] if top else [stage_id, LOWEST]
+            rows = await self._db.query("conversations", LIST_INDEX, lower, [stage_id, HIGHEST],
+                                        lower_open=top is not None, reverse=True)
+            return [m for m in map(self._meta, rows) if m is not None]
+        return await self._guard(work, [])
+
+    async def get(self, task_id: str) -> TaskMeta | None:
+        """One conversation's meta."""
+        return await self._guard(lambda: self._read_meta(task_id))
+
+    async def _read_meta(self, task_id: str) -> TaskMeta | None:
+        return self._meta(await self._db.get("conversations", task_id))
+
+    async def search(self, stage_id: str, keyword: str, *, since_ms: int | None = None,
+                     sort: str = "newest") -> list[SearchHit]:
+        """Conversations of ``stage_id`` whose text holds ``keyword`` (case-insensitive; a keyword inside
+        an unspaced CJK sentence matches), updated at or after ``since_ms``; ``sort``: ``newest`` |
+        ``oldest`` | ``tokens`` (most total tokens first)."""
+        needle = fold(" ".join(keyword.split()))
+        if not needle:
+            return []
+
+        async def work():
+            lower = [stage_id, since_ms if since_ms is not None else LOWEST]
+            hits = await self._db.scan("search", SEARCH_INDEX, lower, [stage_id, HIGHEST], "folded", needle,
+                                       SNIPPET_BEFORE, SNIPPET_AFTER, "texts", "text")
+            metas = await self._db.bulk_get("conversations", [key for key, _, _ in hits])
+            found = []
+            for (key, at, excerpt), raw in zip(hits, metas):
+                meta = self._meta(raw)
+                piece = snippet(excerpt, needle, cut_before=at > SNIPPET_BEFORE, cut_after=True) if meta else None
+                if meta is not None and piece is not None:
+                    found.append(SearchHit(meta, piece))
+            if sort == "tokens":
+                found.sort(key=lambda h: (-h.meta.stats.totalTokens, -h.meta.updatedAt, h.meta.taskId))
+            elif sort == "oldest":
+                found.sort(key=lambda h: (h.meta.updatedAt, h.meta.taskId))
+            else:
+                found.sort(key=lambda h: (-h.meta.updatedAt, h.meta.taskId), reverse=False)
+            return found
+        return await self._guard(work, [])
+
+    # -- export, import ----------------------------------------------------
+    async def bundle(self, task_id: str) -> tuple[TaskMeta, list[dict], list[TurnMeta]] | None:
+        """(meta, messages, turns) of one conversation, for export."""
+        async def work():
+            meta = self._meta(await self._db.get("conversations", task_id))
+            stored = await self._db.get("messages", task_id)
+            if meta is None or not isinstance(stored, dict):
+                return None
+            return meta, stored.get("messages") or [], self._turn_list(await self._db.get("turns", task_id))
+        return await self._guard(work)
+
+    async def import_bundle(self, stage_id: str, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta]) -> str:
+        """Add an imported conversation to ``stage_id``'s history (archived). Returns ``"ok"``,
+        ``"exists"`` (that task id is already kept: nothing changed) or ``"unavailable"``."""
+        async def work():
+            async with self._lock:
+                if await self._db.get("conversations", meta.taskId) is not None:
+                    return "exists"
+                record = meta.model_copy(update={"stageId": stage_id})
+                ops = self._ops(record, messages, turns, False, None)
+                ops[0] = ("add", "conversations", record.model_dump())
+                await self._db.write(ops)
+            self._changed("import", meta.taskId, stage_id)
+            return "ok"
+        return await self._guard(work, "unavailable")
+
+    def _changed(self, kind: str, task_id: str, stage_id: str) -> None:
+        if self.on_change:
+            self.on_change(kind, task_id, stage_id)

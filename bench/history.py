@@ -1,0 +1,279 @@
+"""Bench part ``history`` (issue 7, DESIGN.md §9): ``bash tools/dev.sh bench --only history [--quick]``.
+
+In one browser context the app's IndexedDB is filled with N conversations of
+one course (T turns each, mixed Chinese/English text with curly quotes and
+emoji; written by the JavaScript below in the app's record format), then:
+
+- **list open**: click ``history-open`` → the first 10 items drawn, against a JS
+  baseline reading the same 10 records from IndexedDB (Dexie, the paging index)
+  and writing them into the DOM, in the same page, interleaved;
+- **search**: a keyword typed → the results drawn, against a JS baseline that
+  reads every stored message and scans each text part with ``includes`` (as
+  NextChat does) and draws the hits; the absolute median is reported too;
+- **start-up**: reloads to ``html[data-ready]`` of a context holding the N
+  conversations against one holding none (same ``localStorage``), interleaved;
+- **long tasks**: ``PerformanceObserver('longtask')`` during turns, from send
+  until the turn's meta is recorded in history.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+GOALS = {"list_open_ratio_max": 1.5, "search_ratio_max": 1.0, "startup_ratio_max": 1.03, "longtask_ms_max": 50}
+COURSE = "intro-ml"
+
+SEED_JS = """
+async ([n, turns, course]) => {
+  const { Dexie } = await import('./static/vendor/dexie/dexie.mjs');
+  const db = new Dexie('agentbar');
+  await db.open();  // dynamic mode: the app created the tables
+  const zh = ['我们今天讨论机器学习的基本概念', '梯度下降如何收敛', '请解释“注意力机制”', '这个场景需要重新生成', '数据集的划分方法'];
+  const en = ['How does backpropagation work?', 'Explain the “bias–variance” trade-off 😀', 'Regenerate scene two, please', 'What is overfitting?', 'Summarise the lecture'];
+  const base = 1780000000000;
+  for (let c = 0; c < n; c += 50) {
+    const metas = [], msgs = [], turnRows = [], search = [], texts = [];
+    for (let i = c; i < Math.min(n, c + 50); i++) {
+      const taskId = 'task_20260528_' + i.toString(36).padStart(6, '0');
+      const messages = [], turnList = [];
+      for (let t = 0; t < turns; t++) {
+        const rare = i % 50 === 7 && t === 1 ? ' 关于量子纠缠 (Quantum entanglement) 的问题' : '';
+        const q = `${zh[(i + t) % 5]} ${en[(i * 3 + t) % 5]} #${i}-${t}${rare}`;
+        const a = `${en[(i + t + 1) % 5]} —— ${zh[(i * 7 + t) % 5]}。回答 ${t} of conversation ${i}.`;
+        messages.push({ role: 'user', id: `u${i}-${t}`, content: [{ type: 'text', text: q }] });
+        messages.push({ role: 'assistant', id: `a${i}-${t}`, content: [{ type: 'text', text: a }] });
+        turnList.push({ turnId: t + 1, timestamp: new Date(base + i * 60000 + t).toISOString(),
+                        usage: { inputTokens: 10, outputTokens: 20, totalTokens: 30 }, model: 'demo', duration: 400, messageId: `a${i}-${t}` });
+      }
+      const text = messages.map((m) => m.content[0].text).join('\\n');
+      const updatedAt = base + i * 60000;
+      metas.push({ taskId, taskName: messages[0].content[0].text.slice(0, 50), stageId: course, createdAt: updatedAt, updatedAt,
+                   stats: { credits: 0, totalTokens: 30 * turns, inputTokens: 10 * turns, outputTokens: 20 * turns },
+                   turnCount: turns, durationMs: 400 * turns });
+      msgs.push({ taskId, messages });
+      turnRows.push({ taskId, turns: turnList });
+      search.push({ taskId, stageId: course, updatedAt, folded: text.toLowerCase() });
+      texts.push({ taskId, text });
+    }
+    await db.transaction('rw', ['conversations', 'messages', 'turns', 'search', 'texts'], async () => {
+      await db.table('conversations').bulkPut(metas);
+      await db.table('messages').bulkPut(msgs);
+      await db.table('turns').bulkPut(turnRows);
+      await db.table('search').bulkPut(search);
+      await db.table('texts').bulkPut(texts);
+    });
+  }
+  db.close();
+  return n;
+}
+"""
+
+# Click → until the list holds 10 items (a MutationObserver on the list), then close it.
+LIST_OPEN_JS = """
+async () => {
+  const list = document.querySelector('[data-testid=history-list]');
+  const drawer = document.querySelector('[data-testid=history-drawer]');
+  if (!drawer.hidden) document.querySelector('[data-testid=history-close]').click();
+  list.replaceChildren();
+  await new Promise((r) => setTimeout(r, 30));
+  const done = new Promise((resolve) => {
+    const check = () => list.querySelectorAll('[data-testid=history-item]').length >= 10 && (obs.disconnect(), resolve(performance.now()));
+    const obs = new MutationObserver(check);
+    obs.observe(list, { childList: true });
+  });
+  const t0 = performance.now();
+  document.querySelector('[data-testid=history-open]').click();
+  const t1 = await done;
+  document.querySelector('[data-testid=history-close]').click();
+  return t1 - t0;
+}
+"""
+
+LIST_BASELINE_JS = """
+async (course) => {
+  const { Dexie } = await import('./static/vendor/dexie/dexie.mjs');
+  window.__benchDb = window.__benchDb || await new Dexie('agentbar').open();
+  const box = document.getElementById('bench-scratch') || document.body.appendChild(Object.assign(document.createElement('ul'), { id: 'bench-scratch' }));
+  box.replaceChildren();
+  const rtf = new Intl.RelativeTimeFormat(document.documentElement.lang);
+  const t0 = performance.now();
+  const rows = await window.__benchDb.table('conversations').where('[stageId+updatedAt+taskId]')
+    .between([course, -Infinity], [course, Infinity]).reverse().limit(10).toArray();
+  for (const r of rows) {
+    const li = document.createElement('li');
+    const title = document.createElement('span'); title.textContent = r.taskName; li.append(title);
+    const time = document.createElement('time'); time.textContent = rtf.format(-1, 'day'); time.setAttribute('datetime', new Date(r.updatedAt).toISOString()); li.append(time);
+    const stats = document.createElement('p'); stats.textContent = `${r.turnCount} · ${r.stats.totalTokens}`; li.append(stats);
+    box.append(li);
+  }
+  box.getBoundingClientRect();
+  return performance.now() - t0;
+}
+"""
+
+SEARCH_JS = """
+async (keyword) => {
+  const list = document.querySelector('[data-testid=history-list]');
+  const field = document.querySelector('[data-testid=history-search]');
+  field.value = '';
+  field.dispatchEvent(new Event('input'));
+  await new Promise((r) => setTimeout(r, 50));
+  const done = new Promise((resolve) => {
+    const check = () => list.getAttribute('data-query') === keyword && (obs.disconnect(), resolve(performance.now()));
+    const obs = new MutationObserver(check);
+    obs.observe(list, { attributes: true, attributeFilter: ['data-query'] });
+  });
+  const t0 = performance.now();
+  field.value = keyword;
+  field.dispatchEvent(new Event('input'));
+  const t1 = await done;
+  return [t1 - t0, Number(list.dataset.total)];
+}
+"""
+
+SEARCH_BASELINE_JS = """
+async ([keyword, course]) => {
+  const { Dexie } = await import('./static/vendor/dexie/dexie.mjs');
+  window.__benchDb = window.__benchDb || await new Dexie('agentbar').open();
+  const box = document.getElementById('bench-scratch') || document.body.appendChild(Object.assign(document.createElement('ul'), { id: 'bench-scratch' }));
+  box.replaceChildren();
+  const t0 = performance.now();
+  const needle = keyword.toLowerCase();
+  const metas = await window.__benchDb.table('conversations').where('[stageId+updatedAt+taskId]')
+    .between([course, -Infinity], [course, Infinity]).reverse().toArray();
+  const threads = await window.__benchDb.table('messages').bulkGet(metas.map((m) => m.taskId));
+  let hits = 0;
+  threads.forEach((thread, i) => {
+    for (const m of thread.messages) for (const p of m.content)
+      if (p.type === 'text' && p.text.toLowerCase().includes(needle)) {
+        const li = document.createElement('li'); li.textContent = metas[i].taskName; box.append(li); hits++; return;
+      }
+  });
+  box.getBoundingClientRect();
+  return [performance.now() - t0, hits];
+}
+"""
+
+LONGTASK_JS = """
+() => {
+  window.__longtasks = [];
+  new PerformanceObserver((list) => { for (const e of list.getEntries()) window.__longtasks.push([e.startTime, e.duration]); })
+    .observe({ type: 'longtask', buffered: false });
+}
+"""
+
+
+def _median(values):
+    return statistics.median(values) if values else None
+
+
+def _open_app(run, context):
+    page = context.new_page()
+    page.goto(f"{run.base}index.html?delay=0&course={COURSE}")
+    run.wait_ready(page)
+    page.wait_for_function("() => document.documentElement.dataset.history", timeout=60_000)
+    return page
+
+
+def run(run, *, quick: bool) -> dict:
+    n, turns = (200, 10) if quick else (1000, 50)
+    reps = 3 if quick else 9
+    figures: dict = {"conversations": n, "turns_each": turns, "repetitions": reps}
+    full = run.context()
+    page = _open_app(run, full)
+    t0 = time.time()
+    page.evaluate(SEED_JS, [n, turns, COURSE])
+    figures["seed_s"] = round(time.time() - t0, 1)
+    page.reload()
+    run.wait_ready(page)
+    page.wait_for_function("() => document.documentElement.dataset.history === 'ready'", timeout=60_000)
+
+    app_open, js_open = [], []
+    page.evaluate(LIST_OPEN_JS)  # warm: first open loads nothing new but primes caches
+    page.evaluate(LIST_BASELINE_JS, COURSE)
+    for _ in range(reps):
+        app_open.append(page.evaluate(LIST_OPEN_JS))
+        js_open.append(page.evaluate(LIST_BASELINE_JS, COURSE))
+    figures["list_open_ms"] = {"app": _median(app_open), "js": _median(js_open)}
+
+    page.click("[data-testid=history-open]")
+    page.wait_for_selector("[data-testid=history-drawer]:not([hidden])")
+    app_search, js_search, counts = [], [], set()
+    keywords = ["量子纠缠", "QUANTUM", "#137-3"]  # n/50, n/50 and 1 conversations match
+    for i in range(reps):
+        keyword = keywords[i % len(keywords)]
+        ms, total = page.evaluate(SEARCH_JS, keyword)
+        base_ms, base_hits = page.evaluate(SEARCH_BASELINE_JS, [keyword, COURSE])
+        app_search.append(ms)
+        js_search.append(base_ms)
+        counts.add((keyword, total, base_hits))
+    figures["search_ms"] = {"app": _median(app_search), "js": _median(js_search)}
+    figures["search_hits"] = sorted(counts)
+
+    # Long tasks during turns (send → the turn's meta recorded: conversation-stats updated).
+    page.click("[data-testid=history-close]")
+    page.evaluate(LONGTASK_JS)
+    longest = []
+    for i in range(3 if quick else 6):
+        before = page.evaluate("() => Number(document.querySelector('[data-testid=conversation-stats]').dataset.turns)")
+        page.evaluate("() => window.__longtasks = []")
+        page.fill("[data-testid=agent-input]", f"turn {i} 关于机器学习的问题 “quoted” 😀")
+        page.click("[data-testid=agent-send]")
+        page.wait_for_function("n => Number(document.querySelector('[data-testid=conversation-stats]').dataset.turns) > n", arg=before)
+        tasks = page.evaluate("() => window.__longtasks")
+        longest.append(max((d for _, d in tasks), default=0.0))
+    figures["longtask_max_ms"] = max(longest)
+    figures["longtask_per_turn_ms"] = longest
+    stored = page.evaluate("() => localStorage.getItem('maic-agent-threads')")
+    page.close()
+
+    # Start-up: reloads of a context with the N conversations vs one with none (the same
+    # maic-agent-threads value in both), interleaved.
+    empty = run.context()
+    empty_page = _open_app(run, empty)
+    empty_page.evaluate("v => localStorage.setItem('maic-agent-threads', v)", stored)
+    full_page = _open_app(run, full)
+    with_n, without = [], []
+    for round_ in range(reps):
+        order = ((full_page, with_n), (empty_page, without))
+        for target, sink in (order if round_ % 2 == 0 else order[::-1]):  # alternate who goes first
+            target.reload()
+            state = run.wait_ready(target)
+            sink.append(state["ready"])
+            target.wait_for_function("() => document.documentElement.dataset.history", timeout=60_000)
+    figures["startup_ms"] = {"with": _median(with_n), "none": _median(without),
+                             "with_all": [round(x) for x in with_n], "none_all": [round(x) for x in without]}
+    full.close()
+    empty.close()
+
+    ratio = lambda a, b: (a / b) if a is not None and b else None  # noqa: E731
+    figures["ratios"] = {"list_open": ratio(app_open and _median(app_open), _median(js_open)),
+                         "search": ratio(_median(app_search), _median(js_search)),
+                         "startup": ratio(_median(with_n), _median(without))}
+    r = figures["ratios"]
+    figures["goals"] = {
+        "list open ≤ 1.5× JS": {"value": r["list_open"], "limit": GOALS["list_open_ratio_max"],
+                                "pass": r["list_open"] is not None and r["list_open"] <= GOALS["list_open_ratio_max"]},
+        "search faster than JS includes-scan": {"value": r["search"], "limit": GOALS["search_ratio_max"],
+                                                "pass": r["search"] is not None and r["search"] < GOALS["search_ratio_max"]},
+        "start-up with history ≤ 1.03× none": {"value": r["startup"], "limit": GOALS["startup_ratio_max"],
+                                               "pass": r["startup"] is not None and r["startup"] <= GOALS["startup_ratio_max"]},
+        "no long task > 50 ms during a turn": {"value": figures["longtask_max_ms"], "limit": GOALS["longtask_ms_max"],
+                                               "pass": figures["longtask_max_ms"] <= GOALS["longtask_ms_max"]},
+    }
+    return figures
+
+
+def report(figures: dict) -> None:
+    """Print the history table."""
+    print(f"\nHistory ({figures['conversations']} conversations × {figures['turns_each']} turns, "
+          f"median of {figures['repetitions']}):")
+    lo, se, st = figures["list_open_ms"], figures["search_ms"], figures["startup_ms"]
+    r = figures["ratios"]
+    print(f"  list open → 10 items: app {lo['app']:.1f} ms, JS baseline {lo['js']:.1f} ms, ratio {r['list_open']:.2f}")
+    print(f"  search → results:     app {se['app']:.1f} ms, JS includes-scan {se['js']:.1f} ms, ratio {r['search']:.2f}")
+    print(f"    hits (keyword, app, JS): {figures['search_hits']}")
+    print(f"  start-up (reload → ready): with {st['with']:.0f} ms, none {st['none']:.0f} ms, ratio {r['startup']:.3f}")
+    print(f"  longest main-thread task during a turn: {figures['longtask_max_ms']:.0f} ms "
+          f"(per turn: {', '.join(f'{x:.0f}' for x in figures.get('longtask_per_turn_ms', []))})")

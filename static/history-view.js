@@ -1,0 +1,58 @@
+// The DOM half of app/browser/history_view.py: draws list items that Python has fully decided
+// (titles, labels, attributes) in one call, so a page of items costs one crossing instead of
+// dozens. Every string goes in as textContent or an attribute, never as HTML (DESIGN.md §5).
+// items: JSON [{taskId, current, totalTokens, title, iso, unit, count, justNow, stats, snippet, deleteLabel}];
+// unit "now" | "minute" | "hour" | "day" | "date" (app/history/text.py relative_label decides).
+const formats = new Map();
+
+function format(locale, kind) {
+  const key = `${locale}|${kind}`;
+  if (!formats.has(key))
+    formats.set(key, kind === "rel" ? new Intl.RelativeTimeFormat(locale, { numeric: "always" })
+      : new Intl.DateTimeFormat(locale, { year: "numeric", month: "2-digit", day: "2-digit" }));
+  return formats.get(key);
+}
+
+function el(tag, attrs, text) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs || {})) node.setAttribute(name, value);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function item(locale, it) {
+  const li = el("li", { "data-testid": "history-item", class: "history-item", "data-task-id": it.taskId,
+    "data-current": it.current ? "true" : "false", "data-total-tokens": String(it.totalTokens), tabindex: "0",
+    role: "option", "aria-label": it.title });
+  const head = el("div", { class: "history-item-head" });
+  head.append(el("span", { "data-testid": "history-title", class: "history-title", dir: "auto" }, it.title));
+  const label = it.unit === "now" ? it.justNow
+    : it.unit === "date" ? format(locale, "date").format(new Date(it.iso))
+      : format(locale, "rel").format(-it.count, it.unit);
+  head.append(el("time", { "data-testid": "history-time", datetime: it.iso }, label));
+  li.append(head, el("p", { class: "history-item-stats" }, it.stats));
+  if (it.snippet) {
+    const line = el("p", { "data-testid": "history-snippet", class: "history-snippet", dir: "auto" });
+    line.append(it.snippet[0], el("mark", {}, it.snippet[1]), it.snippet[2]);
+    li.append(line);
+  }
+  const del = el("button", { type: "button", "data-testid": "history-delete", class: "history-delete",
+    "aria-label": it.deleteLabel, title: it.deleteLabel, tabindex: "-1" }, "×");
+  del.hidden = Boolean(it.current);
+  li.append(del);
+  return li;
+}
+
+globalThis.agentbarHistoryDom = {
+  // mode: "replace" (the list becomes these), "append", "prepend" (each replacing its old node).
+  draw(list, locale, json, mode) {
+    const nodes = JSON.parse(json).map((it) => item(locale, it));
+    if (mode === "replace") list.replaceChildren(...nodes);
+    else if (mode === "append") list.append(...nodes);
+    else {
+      for (const node of nodes) list.querySelector(`[data-task-id="${node.dataset.taskId}"]`)?.remove();
+      list.prepend(...nodes);
+    }
+    return list.childElementCount;
+  },
+};

@@ -1,0 +1,234 @@
+"""Conversation history in Chromium (DESIGN.md §9): archive, resume, paging, delete/undo, search,
+stats, export/import, two tabs, IndexedDB blocked."""
+
+from __future__ import annotations
+
+import json
+
+from tests.e2e.test_indexeddb import run_py
+
+HISTORY_READY = "() => document.documentElement.dataset.history"
+
+
+def wait_history(agent) -> str:
+    """Wait until history has started (reconciled); returns ``ready`` or ``unavailable:<kind>``."""
+    return agent.page.wait_for_function(HISTORY_READY).json_value()
+
+
+def open_list(agent):
+    agent.testid("history-open").click()
+    agent.page.wait_for_selector("[data-testid=history-drawer]:not([hidden])")
+    return agent.testid("history-list")
+
+
+def seed_conversations(agent, stage: str, texts: list[str], *, start_ms: int = 1_780_000_000_000) -> list[str]:
+    """Write archived conversations straight into IndexedDB (another connection of the page); their
+    updatedAt increases with the index. Returns their task ids, oldest first."""
+    return run_py(agent.page, f"""
+        from app.browser.history_view import _install_graphemes
+        from app.history import HistoryService
+        clock_ms = [{start_ms}]
+        def clock():
+            clock_ms[0] += 1000
+            return clock_ms[0]
+        svc = HistoryService(IndexedDbBackend(), clock=clock, prepare=_install_graphemes)
+        ids = []
+        for i, text in enumerate({json.dumps(texts, ensure_ascii=False)}):
+            msgs = [{{"role": "user", "id": f"u{{i}}", "content": [{{"type": "text", "text": text}}]}},
+                    {{"role": "assistant", "id": f"a{{i}}", "content": [{{"type": "text", "text": "ok " + text}}]}}]
+            await svc.record_turn({stage!r}, msgs, i, usage={{"inputTokens": i, "outputTokens": 1, "totalTokens": i + 1}},
+                                  model="demo", duration_ms=10, message_id=f"a{{i}}")
+            ids.append(await svc.archive({stage!r}, msgs, i))
+        json.dumps(ids)
+    """)
+
+
+def item_ids(agent) -> list[str]:
+    return agent.page.eval_on_selector_all("[data-testid=history-item]", "els => els.map(e => e.dataset.taskId)")
+
+
+def test_archive_reload_resume_and_continue(agent):
+    agent.open(course="intro-ml")
+    assert wait_history(agent) == "ready"
+    agent.send("first question about <b>gradients</b>")
+    agent.send("a follow-up")
+    stats = agent.testid("conversation-stats")
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=conversation-stats]').dataset.turns === '2'")
+    assert int(stats.get_attribute("data-total-tokens")) > 20 and int(stats.get_attribute("data-mean-duration-ms")) >= 0
+    meta = agent.testid("turn-meta")
+    assert meta.count() == 2 and meta.first.get_attribute("data-model") == "demo"
+    assert int(meta.first.get_attribute("data-total-tokens")) > 10
+    agent.testid("agent-new-conversation").click()
+    assert agent.messages().count() == 0
+    agent.reload()
+    wait_history(agent)
+    listing = open_list(agent)
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '1'")
+    item = agent.testid("history-item")
+    assert agent.testid("history-title").first.inner_text() == "first question about <b>gradients</b>"
+    assert agent.page.locator("[data-testid=history-title] b").count() == 0  # inert text
+    assert agent.testid("history-time").first.get_attribute("datetime").endswith("Z")
+    assert listing.get_attribute("data-has-more") == "false"
+    item.first.click()
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 4")
+    stored = agent.stored()["state"]["threads"]["intro-ml"]["messages"]
+    assert [m["role"] for m in stored] == ["user", "assistant", "user", "assistant"]
+    agent.send("third turn")
+    assert len(agent.stored()["state"]["threads"]["intro-ml"]["messages"]) == 6
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=conversation-stats]').dataset.turns === '3'")
+    open_list(agent)
+    agent.page.wait_for_selector("[data-testid=history-item][data-current=true]")
+    assert agent.page.evaluate("() => document.querySelector('[data-testid=history-list]').dataset.total") == "1"
+
+
+def test_paging_past_ten_with_items_arriving_from_another_tab_while_open(agent, second_agent):
+    agent.open(course="intro-ml")
+    wait_history(agent)
+    seed_conversations(agent, "intro-ml", [f"conversation {i:02d}" for i in range(23)])
+    listing = open_list(agent)
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 10")
+    assert listing.get_attribute("data-total") == "23" and listing.get_attribute("data-has-more") == "true"
+    assert agent.testid("history-title").first.inner_text() == "conversation 22"
+    # Another tab archives a conversation of the same course while this list is open.
+    second_agent.open(course="intro-ml")
+    wait_history(second_agent)
+    second_agent.send("arrived meanwhile")
+    second_agent.testid("agent-new-conversation").click()
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '24'")
+    assert agent.testid("history-title").first.inner_text() == "arrived meanwhile"
+    for _ in range(4):
+        agent.page.eval_on_selector("[data-testid=history-list]", "el => { el.scrollTop = el.scrollHeight; el.dispatchEvent(new Event('scroll')); }")
+        agent.page.wait_for_timeout(300)
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.hasMore === 'false'")
+    ids = item_ids(agent)
+    assert len(ids) == 24 and len(set(ids)) == 24
+    titles = agent.testid("history-title").all_inner_texts()
+    assert titles[1:] == [f"conversation {i:02d}" for i in range(22, -1, -1)]
+
+
+def test_delete_and_undo_and_keyboard(agent, second_agent):
+    agent.open(course="intro-ml")
+    wait_history(agent)
+    ids = seed_conversations(agent, "intro-ml", ["alpha", "beta", "gamma"])
+    second_agent.open(course="intro-ml")
+    wait_history(second_agent)
+    open_list(second_agent)
+    second_agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 3")
+    open_list(agent)
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 3")
+    agent.page.locator(f"[data-testid=history-item][data-task-id={ids[1]}] [data-testid=history-delete]").click()
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '2'")
+    assert ids[1] not in item_ids(agent)
+    second_agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 2")
+    undo = agent.testid("history-undo")
+    assert undo.is_visible()
+    undo.click()
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '3'")
+    assert item_ids(agent) == ids[::-1]
+    second_agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 3")
+    # Keyboard: focus is on the first item; ArrowDown moves, Delete deletes, Escape closes.
+    first = agent.testid("history-item").first
+    first.focus()
+    agent.page.keyboard.press("ArrowDown")
+    assert agent.page.evaluate("() => document.activeElement.dataset.taskId") == ids[1]
+    agent.page.keyboard.press("Delete")
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '2'")
+    agent.page.keyboard.press("Escape")
+    assert agent.testid("history-drawer").is_hidden()
+    assert agent.page.evaluate("() => document.activeElement.dataset.testid") == "history-open"
+    agent.page.keyboard.press("Enter")
+    agent.page.wait_for_selector("[data-testid=history-drawer]:not([hidden])")
+    agent.page.wait_for_function("() => document.activeElement.dataset.testid === 'history-item'")
+    agent.page.keyboard.press("Enter")  # resumes the newest (gamma)
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 2")
+    assert agent.messages().first.inner_text() == "gamma"
+
+
+def test_search_english_and_chinese_with_marked_snippets_sort_and_range(agent):
+    agent.open(course="intro-ml", lang="zh-CN")
+    wait_history(agent)
+    seed_conversations(agent, "intro-ml", ["我们今天讨论机器学习的基本概念", "Deep LEARNING for 学习 fans", "nothing here"])
+    open_list(agent)
+    agent.testid("history-search").fill("学习")
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-snippet] mark').length === 2")
+    marks = agent.page.eval_on_selector_all("[data-testid=history-snippet] mark", "els => els.map(e => e.textContent)")
+    assert marks == ["学习", "学习"]
+    assert agent.testid("history-title").all_inner_texts() == ["Deep LEARNING for 学习 fans", "我们今天讨论机器学习的基本概念"]
+    agent.testid("history-sort").select_option("oldest")
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-title]').textContent.startsWith('我们')")
+    agent.testid("history-search").fill("learning")
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 1")
+    assert agent.page.locator("[data-testid=history-snippet] mark").inner_text() == "LEARNING"
+    agent.testid("history-range").select_option("1d")  # seeded in 2026-05: older than a day
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 0")
+
+
+def test_export_and_import_round_trip_and_a_bad_file_changes_nothing(agent, tmp_path):
+    agent.open(course="intro-ml")
+    wait_history(agent)
+    agent.send("export me “please” ```")
+    agent.send("/regenerate scene-2 keep ```` ticks")
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=conversation-stats]').dataset.turns === '2'")
+    open_list(agent)
+    with agent.page.expect_download() as info:
+        agent.testid("export-json").click()
+    download = info.value
+    task_id = download.suggested_filename.removesuffix(".json")
+    exported = (tmp_path / "a.json")
+    download.save_as(exported)
+    document = json.loads(exported.read_text())
+    assert document["format"] == "agentbar-conversation" and document["meta"]["taskId"] == task_id
+    assert document["messages"] == agent.stored()["state"]["threads"]["intro-ml"]["messages"]
+    assert [t["turnId"] for t in document["turns"]] == [1, 2]
+    with agent.page.expect_download() as info:
+        agent.testid("export-markdown").click()
+    md_path = tmp_path / "a.md"
+    info.value.save_as(md_path)
+    assert info.value.suggested_filename == f"{task_id}.md"
+    markdown = md_path.read_text()
+    assert "export me “please” ```" in markdown
+    assert "`````json\n" in markdown and "keep ```` ticks" in markdown  # the fence is longer than the run inside
+    # Archive, delete, then import the file back: the same export comes out.
+    agent.testid("history-close").click()
+    agent.testid("agent-new-conversation").click()
+    open_list(agent)
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '1'")
+    agent.testid("history-delete").first.click()
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '0'")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format":"agentbar-conversation","version":2}')
+    agent.testid("import-json").set_input_files(str(bad))
+    agent.page.wait_for_selector("[data-testid=history-status][data-result=error]")
+    assert agent.page.evaluate("() => document.querySelector('[data-testid=history-list]').dataset.total") == "0"
+    agent.testid("import-json").set_input_files(str(exported))
+    agent.page.wait_for_selector("[data-testid=history-status][data-result=ok]")
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '1'")
+    agent.testid("history-item").first.click()
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 4")
+    open_list(agent)
+    with agent.page.expect_download() as info:
+        agent.testid("export-json").click()
+    again = tmp_path / "b.json"
+    info.value.save_as(again)
+    assert again.read_text() == exported.read_text()
+
+
+def test_indexeddb_blocked_leaves_the_core_working_with_one_notice(agent, second_agent):
+    second_agent.page.goto(f"{second_agent.base_url}static/icons/agentbar.svg")
+    second_agent.page.evaluate("""() => new Promise((resolve, reject) => {
+      const request = indexedDB.open('agentbar', 5);
+      request.onsuccess = () => { window.held = request.result; resolve(); };
+      request.onerror = () => reject(request.error);
+    })""")
+    agent.open(course="intro-ml")
+    assert wait_history(agent) == "unavailable:blocked"
+    agent.send("still works")
+    agent.send("and again")
+    codes = agent.page.eval_on_selector_all("[data-testid=agent-notice]", "els => els.map(e => e.dataset.code)")
+    assert codes == ["history-blocked"]
+    assert len(agent.stored()["state"]["threads"]["intro-ml"]["messages"]) == 4
+    agent.testid("agent-new-conversation").click()
+    assert agent.messages().count() == 0 and agent.stored()["state"]["threads"].get("intro-ml") is None
+    open_list(agent)
+    assert agent.testid("history-item").count() == 0
+    assert agent.testid("history-status").inner_text() != ""

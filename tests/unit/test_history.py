@@ -1,0 +1,350 @@
+"""History rules of DESIGN.md §9 on the in-memory backend (app/history)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+from app.agent import DemoAgent
+from app.history import HistoryService
+from app.history.export import ImportRefused, export_json, export_markdown, fence_for, parse_export
+from app.history.records import TASK_ID, iso, new_task_id, parse_iso
+from app.history.recorder import HistoryRecorder
+from app.history.service import PAGE_SIZE, UNDO_MS, ConversationStats
+from app.history.text import fold, relative_label, snippet, title_of
+from app.records import MemoryBackend
+from app.runtime import AgentRuntime
+from app.storage import MemoryStorage
+from app.store import ThreadStore
+
+T0 = 1_780_000_000_000
+
+
+class Clock:
+    def __init__(self, now=T0):
+        self.now = now
+
+    def __call__(self):
+        self.now += 1
+        return self.now
+
+
+def user(text, id="u"):
+    return {"role": "user", "id": id, "content": [{"type": "text", "text": text}]}
+
+
+def reply(text, id="a"):
+    return {"role": "assistant", "id": id, "content": [{"type": "text", "text": text}]}
+
+
+def service(**kw):
+    notices = []
+    clock = kw.pop("clock", Clock())
+    counter = itertools.count()
+    svc = HistoryService(kw.pop("backend", MemoryBackend()), clock=clock,
+                         random_bytes=lambda n: bytes([next(counter) % 256] * n), on_notice=notices.append, **kw)
+    return svc, notices, clock
+
+
+async def add(svc, stage, text, *, tokens=(1, 2)):
+    msgs = [user(text, f"u-{text}"), reply("ok", f"a-{text}")]
+    await svc.record_turn(stage, msgs, 1, usage={"inputTokens": tokens[0], "outputTokens": tokens[1],
+                                                 "totalTokens": sum(tokens)}, model="demo", duration_ms=100, message_id=f"a-{text}")
+    return await svc.archive(stage, msgs, 1)
+
+
+# -- records -------------------------------------------------------------------
+
+def test_task_id_shape_and_iso_times_round_trip():
+    task_id = new_task_id(T0)
+    assert TASK_ID.fullmatch(task_id) and task_id.startswith("task_20260528_")
+    assert parse_iso(iso(T0 + 7)) == T0 + 7 and iso(T0).endswith(".000Z")
+    with pytest.raises(ValueError):
+        parse_iso("2026-05-28T20:26:40Z")
+
+
+def test_titles_cut_at_50_grapheme_clusters_whitespace_collapsed_none_without_user_text():
+    family = "👨‍👩‍👧‍👦"
+    title = title_of([user(" \n " + family * 60)])
+    assert title == family * 50 + "…"
+    accented = "e\u0301" * 55
+    assert title_of([user(accented)]) == "e\u0301" * 50 + "…"
+    assert title_of([user("a \t\n b")]) == "a b"
+    assert title_of([reply("only the assistant")]) is None and title_of([user("   ")]) is None
+    long = title_of([user("字" * 10_000)])
+    assert long == "字" * 50 + "…"
+    assert title_of([user("bad \ud800 half")]) == "bad \ufffd half"
+
+
+def test_fold_keeps_indexes_and_snippets_mark_the_match():
+    assert fold("İSTANBUL Ärger") == "İstanbul ärger" and len(fold("İ")) == 1
+    assert snippet("…the QUICK fox", "quick", cut_before=True, cut_after=True) == ("……the ", "QUICK", " fox…")
+    assert snippet("nothing", "x", cut_before=False, cut_after=False) is None
+
+
+@pytest.mark.parametrize("age,label", [(-5_000_000, ("now", 0)), (59_999, ("now", 0)), (60_000, ("minute", 1)),
+                                       (3_600_000 * 5, ("hour", 5)), (86_400_000 * 6, ("day", 6)),
+                                       (86_400_000 * 7, ("date", 0))])
+def test_relative_labels_future_is_just_now(age, label):
+    assert relative_label(T0 - age, T0) == label
+
+
+# -- service -------------------------------------------------------------------
+
+async def test_turns_are_recorded_with_meta_and_stats():
+    svc, _, _ = service()
+    msgs = [user("Hello 世界"), reply("hi")]
+    turn = await svc.record_turn("s", msgs, 5, usage={"inputTokens": 3, "outputTokens": 7, "totalTokens": 10},
+                                 model="demo", duration_ms=250, message_id="a")
+    await svc.record_turn("s", msgs + [user("again", "u2"), reply("yes", "a2")], 6,
+                          usage={"inputTokens": 5, "outputTokens": 1, "totalTokens": 6}, model="demo", duration_ms=50,
+                          message_id="a2")
+    meta, turns = await svc.active("s")
+    assert turn.turnId == 1 and [t.turnId for t in turns] == [1, 2] and turns[1].messageId == "a2"
+    assert meta.taskName == "Hello 世界" and meta.stats.totalTokens == 16 and meta.stats.inputTokens == 8
+    stats = ConversationStats.of(meta)
+    assert (stats.turns, stats.output_tokens, stats.mean_duration_ms) == (2, 8, 150)
+
+
+async def test_archive_keeps_the_conversation_and_resume_makes_it_active_again():
+    backend = MemoryBackend()
+    svc, _, _ = service(backend=backend)
+    first = await add(svc, "s", "first")
+    assert backend.raw("heads") == {} and first in backend.raw("conversations")
+    assert backend.persisted  # persistent storage asked at the first archive
+    await svc.record_turn("s", [user("second")], 9, usage={}, model="demo", duration_ms=1, message_id=None)
+    messages = await svc.resume("s", first, [user("second")], 9, 10)
+    assert messages == [user("first", "u-first"), reply("ok", "a-first")]
+    assert backend.raw("heads")["s"]["taskId"] == first
+    assert await svc.total("s") == 2  # "second" stays in history
+
+
+async def test_archive_adopts_a_thread_history_lacks():
+    svc, _, _ = service()
+    task_id = await svc.archive("s", [user("never recorded")], 3)
+    assert (await svc.get(task_id)).taskName == "never recorded"
+
+
+async def test_reconcile_local_storage_wins_and_threads_only_there_are_adopted():
+    backend = MemoryBackend()
+    svc, _, _ = service(backend=backend)
+    await svc.record_turn("s", [user("a")], 1, usage={}, model="demo", duration_ms=1, message_id=None)
+    longer = [user("a"), reply("b"), user("c", "u3")]
+    changed = await svc.reconcile({"s": (longer, 2), "__proto__": ([user("old app")], 7), "same": ([], 1)})
+    assert changed == ["s", "__proto__"]
+    heads = backend.raw("heads")
+    assert backend.raw("messages")[heads["s"]["taskId"]]["messages"] == longer  # continued, not a new one
+    assert await svc.total("s") == 1 and await svc.total("__proto__") == 1
+    assert await svc.reconcile({"s": (longer, 2)}) == []  # in sync: nothing read beyond the head
+    other = [user("something else")]
+    await svc.reconcile({"s": (other, 3)})
+    assert await svc.total("s") == 2  # a different thread: the old one stays archived
+
+
+async def test_delete_and_undo_within_the_window():
+    clock = Clock()
+    svc, _, _ = service(clock=clock)
+    task_id = await add(svc, "s", "x")
+    assert await svc.delete(task_id) and await svc.total("s") == 0
+    assert await svc.undo() == task_id and await svc.total("s") == 1
+    await svc.delete(task_id)
+    clock.now += UNDO_MS + 5
+    assert not svc.can_undo() and await svc.undo() is None and await svc.total("s") == 0
+    assert UNDO_MS >= 5000
+
+
+async def test_cursor_pages_newest_first_never_duplicate_or_skip_when_items_arrive_or_move():
+    svc, _, clock = service()
+    ids = [await add(svc, "s", f"c{i}") for i in range(25)]
+    first = await svc.page("s")
+    assert len(first.items) == PAGE_SIZE and first.has_more
+    assert [m.taskId for m in first.items] == ids[::-1][:10]
+    top = (first.items[0].updatedAt, first.items[0].taskId)
+    arrived = await add(svc, "s", "new")  # arrives while the list is open
+    moved = ids[3]  # not shown yet; it moves to the top
+    await svc.record_turn("s", [user("c3", "u-c3")], 1, usage={}, model="demo", duration_ms=1, message_id=None)
+    await svc.resume("s", moved, [], None, 99)
+    meta = await svc.get(moved)
+    await svc.record_turn("s", [user("c3", "u-c3"), reply("more")], 100, usage={}, model="demo", duration_ms=1,
+                          message_id=None)
+    shown = [m.taskId for m in first.items]
+    second = await svc.page("s", first.cursor)
+    third = await svc.page("s", second.cursor)
+    shown += [m.taskId for m in second.items + third.items]
+    newer = [m.taskId for m in await svc.newer("s", top)]
+    assert arrived in newer and moved in newer
+    assert len(shown) == len(set(shown))
+    everything = set(newer) | set(shown)
+    assert set(ids) | {arrived} <= everything
+    assert not third.has_more and meta is not None
+
+
+async def test_search_is_case_insensitive_finds_cjk_inside_sentences_filters_and_sorts():
+    clock = Clock()
+    svc, _, _ = service(clock=clock)
+    a = await add(svc, "s", "我们今天讨论机器学习的基本概念", tokens=(1, 1))
+    clock.now += 10 * 86_400_000
+    b = await add(svc, "s", "Machine LEARNING basics and 学习", tokens=(50, 50))
+    await add(svc, "other", "学习 elsewhere")
+    hits = await svc.search("s", "学习")
+    assert [h.meta.taskId for h in hits] == [b, a]
+    assert hits[1].snippet[1] == "学习" and "机器" in hits[1].snippet[0]
+    assert [h.meta.taskId for h in await svc.search("s", "learning")] == [b]
+    assert [h.meta.taskId for h in await svc.search("s", "学习", sort="oldest")] == [a, b]
+    assert [h.meta.taskId for h in await svc.search("s", "学习", sort="tokens")] == [b, a]
+    assert [h.meta.taskId for h in await svc.search("s", "学习", since_ms=clock.now - 86_400_000)] == [b]
+    assert await svc.search("s", "   ") == []
+
+
+async def test_damaged_records_are_skipped_with_one_notice():
+    backend = MemoryBackend()
+    svc, notices, _ = service(backend=backend)
+    await add(svc, "s", "good")
+    backend.put_raw("conversations", {"taskId": "task_20260101_zzzzzz", "stageId": "s", "updatedAt": T0 + 999,
+                                      "taskName": 5})
+    backend.put_raw("conversations", {"taskId": "task_20260101_yyyyyy", "stageId": "s", "updatedAt": T0 + 998})
+    page = await svc.page("s")
+    assert [m.taskName for m in page.items] == ["good"]
+    assert [n.code for n in notices] == ["history-damaged"]
+
+
+@pytest.mark.parametrize("kind,code", [("unavailable", "history-unavailable"), ("blocked", "history-blocked")])
+async def test_unavailable_history_says_so_once_and_returns_empty(kind, code):
+    backend = MemoryBackend()
+    backend.fail_open = kind
+    svc, notices, _ = service(backend=backend)
+    assert await svc.page("s") == type(await svc.page("s"))([], None, False)
+    assert await svc.archive("s", [user("x")], 1) is None
+    assert [n.code for n in notices] == [code]
+
+
+async def test_quota_and_versionchange_notices():
+    backend = MemoryBackend()
+    svc, notices, _ = service(backend=backend)
+    await add(svc, "s", "x")
+    backend.quota_chars = 10
+    assert await svc.record_turn("s", [user("big" * 100)], 1, usage={}, model="demo", duration_ms=1, message_id=None) is None
+    backend.quota_chars = None
+    backend.on_event = svc.on_backend_event
+    backend.simulate_event("versionchange", "20")
+    assert await svc.total("s") == 0
+    assert [n.code for n in notices] == ["history-full", "history-version-change"]
+
+
+# -- export / import -------------------------------------------------------------
+
+async def test_json_export_round_trips_exactly_and_imports_back():
+    svc, _, _ = service()
+    msgs = [user("导出 `code` ```"), {"role": "assistant", "id": "a", "content": [
+        {"type": "tool-call", "toolCallId": "c1", "toolName": "regenerate_scene", "args": {"sceneId": "s1"}, "isError": True}]}]
+    await svc.record_turn("s", msgs, 1, usage={"inputTokens": 1, "outputTokens": 2, "totalTokens": 3}, model="demo",
+                          duration_ms=42, message_id="a")
+    task_id = await svc.archive("s", msgs, 1)
+    text = export_json(*await svc.bundle(task_id))
+    document = json.loads(text)
+    assert document["format"] == "agentbar-conversation" and document["version"] == 1
+    assert document["meta"]["createdAt"].endswith("Z") and document["messages"] == msgs
+    assert set(document["meta"]) == {"taskId", "taskName", "stageId", "createdAt", "updatedAt", "stats"}
+    await svc.delete(task_id)
+    assert await svc.import_bundle("s", *parse_export(text)) == "ok"
+    assert export_json(*await svc.bundle(task_id)) == text
+    assert await svc.import_bundle("s", *parse_export(text)) == "exists"
+
+
+@pytest.mark.parametrize("text,reason", [
+    ("not json", "not-json"), ("[]", "format"), ('{"format":"other"}', "format"),
+    ('{"format":"agentbar-conversation","version":2}', "version"),
+    ('{"format":"agentbar-conversation","version":1,"meta":{"taskId":"x"},"messages":[],"turns":[]}', "meta"),
+])
+def test_import_refuses_bad_files_clearly(text, reason):
+    with pytest.raises(ImportRefused) as refused:
+        parse_export(text)
+    assert refused.value.reason == reason
+
+
+def test_import_refuses_messages_that_are_not_the_slim_projection():
+    good = {"format": "agentbar-conversation", "version": 1, "meta": {
+        "taskId": "task_20260101_abcdef", "taskName": "t", "stageId": "s", "createdAt": "2026-01-01T00:00:00.000Z",
+        "updatedAt": "2026-01-01T00:00:00.000Z", "stats": {"credits": 0, "totalTokens": 0, "inputTokens": 0,
+                                                            "outputTokens": 0}}, "messages": [user("x")], "turns": []}
+    assert parse_export(json.dumps(good))[1] == [user("x")]
+    for bad in ([{"role": "system", "content": []}], [{"role": "user", "content": [{"type": "image"}]}], "x"):
+        with pytest.raises(ImportRefused) as refused:
+            parse_export(json.dumps({**good, "messages": bad}))
+        assert refused.value.reason == "messages"
+
+
+def test_markdown_keeps_text_verbatim_and_fences_tool_calls_longer_than_any_backtick_run():
+    assert fence_for("a ```` b") == "`````" and fence_for("plain") == "```"
+    from app.history.records import TaskMeta
+    meta = TaskMeta(taskId="task_20260101_abcdef", taskName="T", stageId="s", createdAt=T0, updatedAt=T0)
+    text = "line *one*\n```python\nx\n```"
+    part = {"type": "tool-call", "toolCallId": "c", "toolName": "regenerate_scene", "args": {"instruction": "use ````"}}
+    md = export_markdown(meta, [user(text), {"role": "assistant", "content": [part]}], [],
+                         {"you": "You", "assistant": "Assistant", "tool": "Tool", "meta": "{created} {turns} {tokens}"})
+    assert text in md and "`````json\n" in md and md.count("`````") == 2
+
+
+# -- runtime wiring ----------------------------------------------------------------
+
+async def test_runtime_records_turns_with_demo_usage_and_duration_and_new_conversation_archives():
+    clock = Clock()
+    svc, _, _ = service(clock=clock)
+    recorder = HistoryRecorder(svc)
+    store = ThreadStore(MemoryStorage())
+    runtime = AgentRuntime(store, DemoAgent(), clock=clock, history=recorder)
+    runtime.hydrate()
+    runtime.set_stage("s")
+    await runtime.send("hello there")
+    await recorder.drain()
+    meta, turns = await svc.active("s")
+    assert turns[0].model == "demo" and turns[0].usage.outputTokens > 10
+    assert turns[0].usage.totalTokens == turns[0].usage.inputTokens + turns[0].usage.outputTokens
+    assert turns[0].duration > 0 and turns[0].messageId == runtime.messages[-1].id
+    stored = store.load("s")
+    runtime.clear_thread()
+    await recorder.drain()
+    assert store.load("s") is None and await svc.total("s") == 1
+    page = await svc.page("s")
+    assert (await svc.bundle(page.items[0].taskId))[1] == stored
+    resumed = await svc.resume("s", page.items[0].taskId, [], None, clock())
+    assert runtime.replace_thread("s", resumed) and store.load("s") == stored
+    await runtime.send("more")
+    await recorder.drain()
+    assert len((await svc.active("s"))[1]) == 2 and await svc.total("s") == 1  # continuing appends
+
+
+async def test_a_stopped_turn_records_what_it_had():
+    import asyncio
+    clock = Clock()
+    svc, _, _ = service(clock=clock)
+    recorder = HistoryRecorder(svc)
+    runtime = AgentRuntime(ThreadStore(MemoryStorage()), DemoAgent(), clock=clock, history=recorder)
+    runtime.hydrate()
+    runtime.set_stage("s")
+    task = runtime.send("stop me soon please")
+    for _ in range(5):
+        await asyncio.sleep(0)
+    runtime.stop()
+    await asyncio.gather(task, return_exceptions=True)
+    await recorder.drain()
+    _, turns = await svc.active("s")
+    assert len(turns) == 1 and 0 < turns[0].usage.outputTokens < 10 and turns[0].model == "demo"
+
+
+async def test_the_segmenter_is_loaded_only_for_a_title_that_needs_it():
+    loads = []
+
+    async def prepare():
+        loads.append(1)
+    svc, _, _ = service(prepare=prepare)
+    await svc.record_turn("s", [user("plain ascii and 中文 " * 10)], 1, usage={}, model="demo", duration_ms=1, message_id=None)
+    await svc.record_turn("s", [user("plain ascii and 中文 " * 10), user("😀" * 60, "u2")], 2, usage={}, model="demo",
+                          duration_ms=1, message_id=None)
+    assert loads == []  # the title comes from the first user text, which needs no segmenter
+    await svc.archive("s", [user("plain ascii and 中文 " * 10)], 2)
+    await svc.record_turn("s", [user("👍🏽" * 60)], 3, usage={}, model="demo", duration_ms=1, message_id=None)
+    assert loads == [1]
+    assert (await svc.active("s"))[0].taskName == "👍🏽" * 50 + "…"
