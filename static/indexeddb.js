@@ -90,10 +90,7 @@ globalThis.agentbarIndexedDbAdapter = {
       let onBlocked;
       const blockedSignal = new Promise((resolve) => { onBlocked = resolve; });
       next.on("blocked", () => setTimeout(() => onBlocked("blocked"), blockedAfterMs));
-      // An open queued behind another blocked open of this page gets no "blocked" event of its own.
-      const stuck = setTimeout(() => onBlocked("blocked"), blockedAfterMs * 4);
       const opening = next.open();
-      opening.then(() => clearTimeout(stuck), () => clearTimeout(stuck));
       const first = await Promise.race([opening.then(() => "open"), blockedSignal]);
       if (first !== "open") {
         pending = opening.then(() => { db = next; listeners = mine; pending = null; return next; },
