@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-from app.agent import RUN_STAGE, DemoAgent, element_count, regenerate_document
+from app.agent import RUN_STAGE, DemoAgent, ToolCallFinished, element_count, regenerate_document
 from app.checkpoints import (ArtifactSnapshot, BackendUnavailable, CheckpointNotFound, MemoryVersionBackend,
                              SceneCheckpoints, VersionStore)
 from app.checkpoints.documents import (LONG_DATA, Background, Box, SceneDocument, SceneElement, base_document,
@@ -234,7 +234,8 @@ async def test_a_run_reads_the_scenes_of_the_course_it_started_on():
         return [e async for e in agent.run([], "/regenerate scene-1")]
 
     events = await asyncio.create_task(run("linear-algebra"))
-    assert seen == ["linear-algebra"] and events[1].result["details"]["content"]["title"] == "Vectors"
+    finished = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert seen == ["linear-algebra"] and finished[0].result["details"]["content"]["title"] == "Vectors"
 
 
 async def test_card_restore_keeps_the_memory_rule_and_writes_a_restore_version():
