@@ -110,6 +110,11 @@ class UsageReport:
     output_tokens: int
     model: str
 
+    def to_turn_meta(self) -> dict[str, Any]:
+        """The §9 per-turn meta fields it fills: ``{"model", "usage": {inputTokens, outputTokens, totalTokens}}``."""
+        return {"model": self.model, "usage": {"inputTokens": self.input_tokens, "outputTokens": self.output_tokens,
+                                               "totalTokens": self.input_tokens + self.output_tokens}}
+
 
 AgentEvent = Union[TextDelta, ToolCallStarted, ToolCallFinished, UsageReport]
 

@@ -53,6 +53,7 @@ from app.agent import (
     REGENERATE_TOOL, RUN_STAGE, Agent, AgentEvent, TextDelta, ToolCallFinished, ToolCallStarted, UsageReport,
 )
 from app.agents.errors import error_payload
+from app.agents.events import UsageReported
 from app.model import COMPLETE, Message, MessageStatus, TextPart, ToolCallPart
 from app.presentation import tool_card_view
 from app.projection import STOPPED, deserialize_thread, serialize_thread
@@ -83,7 +84,7 @@ class _Session:
     base: list[dict[str, Any]] = field(default_factory=list, repr=False)
     task: asyncio.Task[None] | None = field(default=None, repr=False)
     started_at: int = 0  # clock() at send, for the turn's duration (DESIGN.md §9)
-    usage: UsageReport | None = None  # the agent's last usage report of the turn in flight
+    usage: UsageReport | UsageReported | None = None  # the agent's last usage report of the turn in flight
 
 
 def _new_id() -> str:
@@ -290,7 +291,7 @@ class AgentRuntime:
     async def _run(self, session: _Session, history: list[Message], text: str, reply: Message) -> None:
         RUN_STAGE.set(session.stage_id)  # the tool reads this course's scenes (this task's context only)
         async for event in self._agent.run(history, text):
-            if isinstance(event, UsageReport):
+            if isinstance(event, (UsageReport, UsageReported)):  # the demo's and the model back end's
                 session.usage = event
                 continue
             part = _apply(reply, event)
@@ -321,13 +322,12 @@ class AgentRuntime:
             session.messages = deserialize_thread(session.base)
         self._after_store_call()
         if self._history is not None:
-            usage = session.usage
+            # usage None = not reported (DESIGN.md §12: a server without usage, or a turn that failed first)
+            meta = session.usage.to_turn_meta() if session.usage is not None else {"model": "", "usage": None}
             self._history.turn_completed(
                 session.stage_id, session.base if result.written else serialize_thread(session.messages),
-                self._store.updated_at(session.stage_id),
-                {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens,
-                 "totalTokens": usage.input_tokens + usage.output_tokens} if usage else {},
-                usage.model if usage else "", self._clock() - session.started_at, reply.id)
+                self._store.updated_at(session.stage_id), meta["usage"], meta["model"],
+                self._clock() - session.started_at, reply.id)
         self._forget_if_idle(session)
         self._notify()
 

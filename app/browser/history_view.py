@@ -193,11 +193,17 @@ class HistoryView:
                 line = _node("p", testid="turn-meta", classes="turn-meta")
                 node.append(line)
             line.setAttribute("data-model", turn.model)
-            line.setAttribute("data-total-tokens", str(turn.usage.totalTokens))
             line.setAttribute("data-duration-ms", str(turn.duration))
+            seconds = f"{turn.duration / 1000:.1f}"
+            if turn.usage is None:  # the agent reported no usage: say so, never a made-up 0 (DESIGN.md §12)
+                line.removeAttribute("data-total-tokens")
+                line.setAttribute("data-usage", "not-reported")
+                label = self.t("history.turnMetaNoUsage", model=turn.model, seconds=seconds)
+            else:
+                line.setAttribute("data-total-tokens", str(turn.usage.totalTokens))
+                line.removeAttribute("data-usage")
+                label = self.t("history.turnMeta", model=turn.model, tokens=turn.usage.totalTokens, seconds=seconds)
             # shown through CSS (::after) so the message's own text stays what it was
-            label = self.t("history.turnMeta", model=turn.model, tokens=turn.usage.totalTokens,
-                           seconds=f"{turn.duration / 1000:.1f}")
             line.setAttribute("data-label", label)
             line.setAttribute("title", label)
 

@@ -37,9 +37,9 @@ class HistoryRecorder:
         self._tail = asyncio.ensure_future(step())
         return self._tail
 
-    def turn_completed(self, stage_id: str, messages: list[dict], updated_at: int | None, usage: dict[str, int],
+    def turn_completed(self, stage_id: str, messages: list[dict], updated_at: int | None, usage: dict[str, int] | None,
                        model: str, duration_ms: int, message_id: str | None) -> asyncio.Future:
-        """A saved turn: record it with its meta (usage, model, duration in ms)."""
+        """A saved turn: record it with its meta (usage — ``None`` when not reported —, model, duration in ms)."""
         return self._schedule(stage_id, lambda: self.service.record_turn(
             stage_id, list(messages), updated_at, usage=usage, model=model, duration_ms=duration_ms,
             message_id=message_id))

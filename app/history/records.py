@@ -63,7 +63,8 @@ class TurnMeta(_Record):
 
     turnId: StrictInt
     timestamp: StrictStr
-    usage: Usage = Field(default_factory=Usage)
+    usage: Usage | None = Field(default_factory=Usage)
+    """``None``: the agent reported no usage for this turn ("not reported", DESIGN.md §12), never zeros."""
     model: StrictStr = ""
     duration: StrictInt = 0
     messageId: StrictStr | None = None

@@ -234,7 +234,7 @@ class HistoryService:
         return self._meta(await self._db.get("conversations", head["taskId"]))
 
     # -- turns -------------------------------------------------------------
-    async def record_turn(self, stage_id: str, messages: list[dict], synced_at: int, *, usage: dict[str, int],
+    async def record_turn(self, stage_id: str, messages: list[dict], synced_at: int, *, usage: dict[str, int] | None,
                           model: str, duration_ms: int, message_id: str | None) -> TurnMeta | None:
         """A completed turn on ``stage_id``'s active conversation (created at its first turn):
         ``messages`` the whole slim thread as saved, ``synced_at`` its ``updatedAt``. Returns the turn meta."""
@@ -246,13 +246,15 @@ class HistoryService:
                 turns = self._turn_list(await self._db.get("turns", meta.taskId)) if meta else []
                 if meta is None:
                     meta = self._new_meta(stage_id, messages, now)
-                counts = Usage.model_validate({k: int(usage.get(k, 0)) for k in ("inputTokens", "outputTokens", "totalTokens")})
+                counts = None if usage is None else Usage.model_validate(
+                    {k: int(usage.get(k, 0)) for k in ("inputTokens", "outputTokens", "totalTokens")})
                 turn = TurnMeta(turnId=len(turns) + 1, timestamp=iso(now), usage=counts, model=model,
                                 duration=max(0, int(duration_ms)), messageId=message_id)
                 turns.append(turn)
-                stats = Stats(credits=meta.stats.credits, inputTokens=meta.stats.inputTokens + counts.inputTokens,
-                              outputTokens=meta.stats.outputTokens + counts.outputTokens,
-                              totalTokens=meta.stats.totalTokens + counts.totalTokens)
+                added = counts or Usage()  # a turn without reported usage adds nothing to the stats
+                stats = Stats(credits=meta.stats.credits, inputTokens=meta.stats.inputTokens + added.inputTokens,
+                              outputTokens=meta.stats.outputTokens + added.outputTokens,
+                              totalTokens=meta.stats.totalTokens + added.totalTokens)
                 meta = meta.model_copy(update={"taskName": meta.taskName or title_of(messages) or "",
                                                "updatedAt": max(now, meta.updatedAt), "stats": stats,
                                                "turnCount": len(turns), "durationMs": meta.durationMs + turn.duration})

@@ -419,3 +419,30 @@ async def test_a_server_that_ignores_stream_gets_its_whole_completion_used():
     assert events[-1] == UsageReported("whole-model", TokenUsage(29, 6, 35))
     broken = ScriptedResponse(headers=json_headers, body="<html>")
     assert (await failure(OpenAIAgent(ScriptedTransport(broken), CONFIG))).code == "bad-event"
+
+
+@pytest.mark.parametrize("reported", [True, False])
+async def test_history_records_the_servers_usage_or_says_it_was_not_reported(reported):
+    """DESIGN.md §12: usage and model of a turn come from the server's last chunk; without usage
+    the turn meta says "not reported" (None), never invented numbers — and the stats add nothing."""
+    from app.history.recorder import HistoryRecorder
+    from app.history.service import HistoryService
+    from app.records import MemoryBackend
+
+    body = sse(text_chunk("ok"), FINISH, *([USAGE] if reported else []), "[DONE]")
+    service = HistoryService(MemoryBackend(), clock=lambda: 1_780_000_000_000)
+    recorder = HistoryRecorder(service)
+    storage = MemoryStorage()
+    runtime = AgentRuntime(ThreadStore(storage), OpenAIAgent(ScriptedTransport(ScriptedResponse(chunks=[body])), CONFIG),
+                           clock=lambda: 1_780_000_000_000, history=recorder)
+    runtime.hydrate()
+    runtime.set_stage("intro-ml")
+    await runtime.send("question")
+    await recorder.drain()
+    meta, turns = await service.active("intro-ml")
+    assert [t.model for t in turns] == ["served-model"]
+    if reported:
+        assert turns[0].usage.model_dump() == {"inputTokens": 11, "outputTokens": 3, "totalTokens": 14}
+        assert meta.stats.totalTokens == 14
+    else:
+        assert turns[0].usage is None and meta.stats.totalTokens == 0
