@@ -23,6 +23,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import data  # noqa: E402
+from bench.scripts import BRIDGE_WRAP  # noqa: E402
 from tools.serve import make_server  # noqa: E402
 
 CHROMIUM_FLAGS = [
@@ -60,25 +61,6 @@ INIT_SCRIPT = """
 })();
 """
 
-# Times every call into the storage bridge (static/storage-bridge.js) on the JS side:
-# entries [name, t0, t1, status] (status: what set/splice returned, e.g. "ok", "stale").
-BRIDGE_WRAP = """
-() => {
-  const b = window.agentbarStorage;
-  if (!b || b.__benchWrapped) return;
-  const log = (window.__bridgeLog = []);
-  for (const name of ["get", "set", "splice", "unchanged", "remove"]) {
-    const f = b[name];
-    b[name] = function (...args) {
-      const t0 = performance.now();
-      let r;
-      try { r = f.apply(this, args); return r; }
-      finally { log.push([name, t0, performance.now(), typeof r === "string" && name !== "get" ? r : null]); }
-    };
-  }
-  b.__benchWrapped = true;
-}
-"""
 
 # The JS baseline: JSON.stringify + setItem of the identical envelope, same page. The
 # value the app wrote is put back afterwards (same string), so for the app's bridge no

@@ -27,40 +27,12 @@ import json
 from urllib.parse import urlencode
 
 from bench import data
+from bench.scripts import BRIDGE_WRAP, LONGTASKS
 
 KEY = data.STORAGE_KEY
 CURRENT = "intro-ml"
 LIMIT_MS = 50.0
 
-LONGTASKS = """
-(() => {
-  window.__longtasks = [];
-  try {
-    new PerformanceObserver((list) => {
-      for (const e of list.getEntries()) window.__longtasks.push([e.startTime, e.duration]);
-    }).observe({ type: "longtask", buffered: true });
-  } catch (e) { window.__longtasks = null; }
-})();
-"""
-
-# Bridge timing, as bench/__main__.py's BRIDGE_WRAP (entries [name, t0, t1, status]).
-BRIDGE_WRAP = """
-() => {
-  const b = window.agentbarStorage;
-  if (!b || b.__benchWrapped) return;
-  const log = (window.__bridgeLog = []);
-  for (const name of ["get", "set", "splice", "unchanged", "remove"]) {
-    const f = b[name];
-    b[name] = function (...args) {
-      const t0 = performance.now();
-      let r;
-      try { r = f.apply(this, args); return r; }
-      finally { log.push([name, t0, performance.now(), typeof r === "string" && name !== "get" ? r : null]); }
-    };
-  }
-  b.__benchWrapped = true;
-}
-"""
 
 TURN = """
 async (text) => {

@@ -31,22 +31,14 @@ import statistics
 import time
 from urllib.parse import urlencode
 
+from bench.scripts import LONGTASKS
+
 KEY = "maic-agent-threads"
 SIZES = (200_000, 2_000_000)
 TASK_LIMIT_MS = 200.0
 STARTUP_RATIO_MAX = 1.10
 ORDINARY = "intro-ml"
 
-LONGTASKS = """
-(() => {
-  window.__longtasks = [];
-  try {
-    new PerformanceObserver((list) => {
-      for (const e of list.getEntries()) window.__longtasks.push([e.startTime, e.duration]);
-    }).observe({ type: "longtask", buffered: true });
-  } catch (e) { window.__longtasks = null; }
-})();
-"""
 
 # Resolves after two animation frames and a pause, so layout and paint of what changed are done.
 SETTLE = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 300))))"

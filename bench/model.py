@@ -23,6 +23,7 @@ import statistics
 import time
 from typing import Any
 
+from bench.scripts import LONGTASKS
 from tools import fake_openai
 
 TOKENS = 2000
@@ -30,16 +31,6 @@ GOALS = {"tokens_per_s_ratio_min": 0.5, "tokens_per_s_min": 2000.0, "longest_tas
 """ratio: the app draws at least half as fast as bare JavaScript; tokens/s: it keeps up with the
 fastest hosted models (about 2,000 tokens/s) with room to spare; longest task: no visible stall."""
 
-LONGTASKS = """
-(() => {
-  window.__longtasks = [];
-  try {
-    new PerformanceObserver((list) => {
-      for (const e of list.getEntries()) window.__longtasks.push([e.startTime, e.duration]);
-    }).observe({ type: "longtask", buffered: true });
-  } catch (e) { window.__longtasks = null; }
-})();
-"""
 
 APP_TURN = """
 async (text) => {

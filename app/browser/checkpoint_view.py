@@ -26,6 +26,7 @@ from pyodide.ffi import create_once_callable, create_proxy, to_js
 from pyscript import document
 from pyscript.ffi import is_none
 
+from app.browser.dom import element as _node
 from app.checkpoints.diff import line_kind
 from app.checkpoints.paths import segment
 from app.checkpoints.read_model import CheckpointNotFound
@@ -41,18 +42,6 @@ CURRENT: "CheckpointView | None" = None
 """The page's view once installed (the benchmark drives it from Python in the page)."""
 
 
-def _node(tag: str, *, text: str | None = None, cls: str | None = None, testid: str | None = None,
-          attrs: dict[str, str] | None = None):
-    node = document.createElement(tag)
-    if cls:
-        node.className = cls
-    if text is not None:
-        node.textContent = text
-    if testid:
-        node.setAttribute("data-testid", testid)
-    for name, value in (attrs or {}).items():
-        node.setAttribute(name, value)
-    return node
 
 
 def _attr(node, name: str) -> str | None:
@@ -86,12 +75,12 @@ class CheckpointView:
         ``on_remote_version(stage_id)`` runs when another tab wrote a version."""
         global CURRENT
         CURRENT = self
-        bar = _node("section", cls="checkpoint-bar", testid="checkpoint-summary",
+        bar = _node("section", classes="checkpoint-bar", testid="checkpoint-summary",
                     attrs={"data-count": "0", "data-latest": "", "aria-live": "polite"})
-        bar.append(_node("span", cls="checkpoint-summary-text", text=self.t("checkpoints.summaryNone")))
-        group = _node("div", cls="checkpoint-exports", attrs={"role": "group", "aria-label": self.t("checkpoints.exports")})
+        bar.append(_node("span", classes="checkpoint-summary-text", text=self.t("checkpoints.summaryNone")))
+        group = _node("div", classes="checkpoint-exports", attrs={"role": "group", "aria-label": self.t("checkpoints.exports")})
         for testid, key in (("export-evidence", "checkpoints.exportEvidence"), ("export-replay", "checkpoints.exportReplay")):
-            group.append(_node("button", text=self.t(key), cls="export-button", testid=testid, attrs={"type": "button"}))
+            group.append(_node("button", text=self.t(key), classes="export-button", testid=testid, attrs={"type": "button"}))
         bar.append(group)
         notices = document.getElementById("agent-notices")  # the panel's own notices stay first
         notices.parentNode.insertBefore(bar, notices.nextSibling)
@@ -164,14 +153,14 @@ class CheckpointView:
         self.render()
 
     def _scene_controls(self, node, scene_id: str):
-        box = _node("div", cls="scene-versions")
+        box = _node("div", classes="scene-versions")
         list_id = f"versions-{segment(scene_id)}"
         label = self.t("checkpoints.versionsLabel", sceneId=scene_id)
-        box.append(_node("button", text=self.t("checkpoints.versions"), cls="versions-button",
+        box.append(_node("button", text=self.t("checkpoints.versions"), classes="versions-button",
                          testid="scene-versions-open",
                          attrs={"type": "button", "aria-expanded": "false", "aria-controls": list_id,
                                 "aria-label": label, "data-scene-id": scene_id}))
-        listing = _node("ol", cls="checkpoint-list", testid="checkpoint-list",
+        listing = _node("ol", classes="checkpoint-list", testid="checkpoint-list",
                         attrs={"id": list_id, "aria-label": label})
         listing.hidden = True
         box.append(listing)
@@ -184,7 +173,7 @@ class CheckpointView:
             result = await self.checkpoints.read_model.list_scene(stage_id, scene_id)
         except Exception:  # noqa: BLE001 - shown to the user, logged for the developer
             _log.exception("listing versions of %r failed", scene_id)
-            listing.replaceChildren(_node("li", text=self.t("checkpoints.failed"), cls="checkpoint-empty"))
+            listing.replaceChildren(_node("li", text=self.t("checkpoints.failed"), classes="checkpoint-empty"))
             return
         if self.runtime.stage_id != stage_id:
             return
@@ -197,29 +186,29 @@ class CheckpointView:
         t = self.t
         fragment = document.createDocumentFragment()
         if not checkpoints:
-            fragment.append(_node("li", text=t("checkpoints.empty"), cls="checkpoint-empty"))
+            fragment.append(_node("li", text=t("checkpoints.empty"), classes="checkpoint-empty"))
         locale = t.locale
         restore_text = t("checkpoints.restore")
         diff_text = t("checkpoints.diff")
         for checkpoint in checkpoints:
             number = checkpoint["version_no"] or 0
             is_current = number == current
-            item = _node("li", cls="checkpoint-item", testid="checkpoint-item",
+            item = _node("li", classes="checkpoint-item", testid="checkpoint-item",
                          attrs={"data-version": str(number), "data-checkpoint-id": checkpoint["checkpoint_id"],
                                 "data-source": checkpoint["source"], "data-current": "true" if is_current else "false"})
-            head = _node("div", cls="checkpoint-head")
+            head = _node("div", classes="checkpoint-head")
             head.append(_node("strong", text=t("checkpoints.version", version=number)))
             source_key = f"checkpoints.source.{checkpoint['source']}"
             head.append(_node("span", text=t(source_key) if checkpoint["source"] in ("regenerate_scene", "restore")
-                              else checkpoint["source"], cls="badge"))
+                              else checkpoint["source"], classes="badge"))
             stamp = checkpoint["updated_at"]
             head.append(_node("time", text=str(js.Date.new(stamp).toLocaleString(locale)), attrs={"datetime": stamp}))
             if is_current:
-                head.append(_node("span", text=t("checkpoints.current"), cls="badge current"))
+                head.append(_node("span", text=t("checkpoints.current"), classes="badge current"))
             item.append(head)
             if checkpoint["preview_text"]:
-                item.append(_node("p", text=checkpoint["preview_text"], cls="checkpoint-preview", attrs={"dir": "auto"}))
-            actions = _node("div", cls="checkpoint-actions")
+                item.append(_node("p", text=checkpoint["preview_text"], classes="checkpoint-preview", attrs={"dir": "auto"}))
+            actions = _node("div", classes="checkpoint-actions")
             actions.append(_node("button", text=diff_text, testid="checkpoint-diff",
                                  attrs={"type": "button", "aria-expanded": "false"}))
             if not is_current:
@@ -239,7 +228,7 @@ class CheckpointView:
         try:
             result = await self.checkpoints.read_model.diff(item.dataset.checkpointId)
         except CheckpointNotFound:
-            item.append(_node("p", text=self.t("checkpoints.failed"), cls="checkpoint-error",
+            item.append(_node("p", text=self.t("checkpoints.failed"), classes="checkpoint-error",
                               testid="checkpoint-diff-view"))
             return
         item.append(self.draw_diff(result["diff"]))
@@ -250,14 +239,14 @@ class CheckpointView:
         """The diff view of one ``document_diff`` result: the element summary and the unified diff,
         each added line an ``<ins>``, each removed line a ``<del>``."""
         t = self.t
-        view = _node("div", cls="checkpoint-diff-view", testid="checkpoint-diff-view")
+        view = _node("div", classes="checkpoint-diff-view", testid="checkpoint-diff-view")
         elements = diff["elements"]
-        view.append(_node("p", cls="diff-summary", testid="checkpoint-diff-summary",
+        view.append(_node("p", classes="diff-summary", testid="checkpoint-diff-summary",
                           text=t("checkpoints.diffSummary", added=len(elements["added"]),
                                  removed=len(elements["removed"]), changed=len(elements["changed"])),
                           attrs={"data-added": ",".join(elements["added"]), "data-removed": ",".join(elements["removed"]),
                                  "data-changed": ",".join(elements["changed"])}))
-        pre = _node("pre", cls="diff", attrs={"dir": "ltr", "tabindex": "0"})
+        pre = _node("pre", classes="diff", attrs={"dir": "ltr", "tabindex": "0"})
         lines = diff["lines"]
         if not lines:
             pre.textContent = t("checkpoints.diffEmpty")
@@ -306,7 +295,7 @@ class CheckpointView:
         for node in self._bar.querySelectorAll("[data-testid=agent-notice]"):
             node.remove()
         for code in codes:
-            self._bar.prepend(_node("p", text=self.t(f"checkpoints.notice.{code}"), cls="notice",
+            self._bar.prepend(_node("p", text=self.t(f"checkpoints.notice.{code}"), classes="notice",
                                     testid="agent-notice", attrs={"data-code": code, "role": "status"}))
 
     # ---- events --------------------------------------------------------------
@@ -334,7 +323,7 @@ class CheckpointView:
         listing.hidden = not opening
         if opening:
             self._open.add(scene_id)
-            listing.replaceChildren(_node("li", text=self.t("checkpoints.loading"), cls="checkpoint-empty"))
+            listing.replaceChildren(_node("li", text=self.t("checkpoints.loading"), classes="checkpoint-empty"))
             box.removeAttribute("data-listed-version")
             self.render()
         else:

@@ -21,6 +21,7 @@ from pyodide.ffi import create_proxy, to_js
 from pyscript import document
 from pyscript.ffi import is_none
 
+from app.browser.dom import element as _node
 from app.browser.indexeddb import IndexedDbBackend
 from app.history.recorder import HistoryRecorder
 from app.history.service import UNDO_MS, ConversationStats, HistoryService
@@ -70,18 +71,6 @@ def _stored_stage_ids() -> list[str]:
         return []
 
 
-def _node(tag: str, *, text: str | None = None, testid: str | None = None, classes: str | None = None,
-          attrs: dict[str, str] | None = None):
-    element = document.createElement(tag)
-    if text is not None:
-        element.textContent = text
-    if testid:
-        element.setAttribute("data-testid", testid)
-    if classes:
-        element.className = classes
-    for name, value in (attrs or {}).items():
-        element.setAttribute(name, value)
-    return element
 
 
 class HistoryView:

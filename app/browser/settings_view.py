@@ -22,26 +22,13 @@ from pydantic import ValidationError
 from pyodide.ffi import create_proxy
 
 from app.agents.errors import ModelError, describe
+from app.browser.dom import element as _make
 from app.agents.settings import ModelSettings, validate_base_url
 from app.i18n import Translator
 
 __all__ = ["SettingsDialog"]
 
 
-def _make(tag: str, *, text: str | None = None, testid: str | None = None, classes: str | None = None,
-          attrs: dict[str, str] | None = None, children=()):
-    node = js.document.createElement(tag)
-    if classes:
-        node.className = classes
-    if text is not None:
-        node.textContent = text
-    if testid:
-        node.setAttribute("data-testid", testid)
-    for name, value in (attrs or {}).items():
-        node.setAttribute(name, value)
-    for child in children:
-        node.append(child)
-    return node
 
 
 class SettingsDialog:

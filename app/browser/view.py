@@ -17,6 +17,7 @@ from pyscript.web import a, button, div, h2, h3, li, option, p, span, ul
 
 from app.agents.errors import describe as describe_error
 from app.browser import markdown_view
+from app.browser.dom import decorate
 from app.courses import Course, picker_courses, scene_text
 from app.i18n import Translator
 from app.model import Message, TextPart, ToolCallPart
@@ -32,15 +33,7 @@ def _el(factory: Callable[..., Any], *children: Any, text: str | None = None, te
         classes: str | None = None, attrs: dict[str, str] | None = None):
     """Build a ``pyscript.web`` element; ``text`` goes in as textContent (never HTML)."""
     element = factory(*[c for c in children if c is not None])
-    node = element._dom_element
-    if classes:
-        node.className = classes
-    if text is not None:
-        node.textContent = text
-    if testid:
-        node.setAttribute("data-testid", testid)
-    for name, value in (attrs or {}).items():
-        node.setAttribute(name, value)
+    decorate(element._dom_element, text=text, testid=testid, classes=classes, attrs=attrs)
     return element
 
 

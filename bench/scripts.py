@@ -1,0 +1,34 @@
+"""Page scripts that several benchmark parts inject (one copy each)."""
+
+# Collects main-thread tasks over 50 ms as window.__longtasks = [[startTime, duration], ...]
+# (null where the browser has no longtask observer). An init script: runs before the page's own.
+LONGTASKS = """
+(() => {
+  window.__longtasks = [];
+  try {
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) window.__longtasks.push([e.startTime, e.duration]);
+    }).observe({ type: "longtask", buffered: true });
+  } catch (e) { window.__longtasks = null; }
+})();
+"""
+
+# Times every call into the storage bridge (static/storage-bridge.js) on the JS side:
+# entries [name, t0, t1, status] (status: what set/splice returned, e.g. "ok", "stale").
+BRIDGE_WRAP = """
+() => {
+  const b = window.agentbarStorage;
+  if (!b || b.__benchWrapped) return;
+  const log = (window.__bridgeLog = []);
+  for (const name of ["get", "set", "splice", "unchanged", "remove"]) {
+    const f = b[name];
+    b[name] = function (...args) {
+      const t0 = performance.now();
+      let r;
+      try { r = f.apply(this, args); return r; }
+      finally { log.push([name, t0, performance.now(), typeof r === "string" && name !== "get" ? r : null]); }
+    };
+  }
+  b.__benchWrapped = true;
+}
+"""
