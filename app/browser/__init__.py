@@ -99,7 +99,8 @@ def _boot():
     demo = DemoAgent(delay_ms=delay_ms, scenes=checkpoints.document)
     model_setup = ModelSetup(demo, lambda: runtime.stage_id)  # DESIGN.md §12
     runtime = AgentRuntime(store, model_setup.agent, clock=clock, history=recorder, checkpoints=checkpoints)
-    if not indexed_db_status(window).available:  # PyScript runs on the in-memory substitute
+    idb_available = indexed_db_status(window).available
+    if not idb_available:  # PyScript runs on the in-memory substitute; this one notice covers history and versions
         runtime.add_notice(Notice(IDB_NOTICE))
     view = PageView(runtime, translator)
     view.translate_static()
@@ -228,6 +229,10 @@ def _boot():
     window.agentbarCheckpoints = create_proxy(checkpoint_view.settle)  # tests and bench: await drawn lists
     history_view = HistoryView(runtime, store, history, recorder, translator, clock)
     history_view.bind()
+    if not idb_available:  # IndexedDB unusable from the start: said once, by IDB_NOTICE (DESIGN.md §5, §9)
+        say = history.on_notice
+        history.on_notice = lambda notice: None if notice.code == "history-unavailable" else say(notice)
+        checkpoint_view.covered = frozenset({"checkpoint-unavailable"})
 
     async def finish() -> None:
         try:

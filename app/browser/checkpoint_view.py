@@ -56,6 +56,9 @@ class CheckpointView:
     ``app.i18n.Translator``; ``clock``: epoch ms (export time).
     """
 
+    covered: frozenset[str] = frozenset()
+    """Notice codes another notice already says (IndexedDB unusable from the start: one notice)."""
+
     def __init__(self, runtime, translator, clock) -> None:
         self.runtime = runtime
         self.checkpoints = runtime.checkpoints
@@ -288,7 +291,7 @@ class CheckpointView:
     def _render_notices(self) -> None:
         if self._bar is None:
             return
-        codes = self.checkpoints.notices
+        codes = [code for code in self.checkpoints.notices if code not in self.covered]
         shown = [n.dataset.code for n in self._bar.querySelectorAll("[data-testid=agent-notice]")]
         if list(codes) == shown:
             return

@@ -14,7 +14,9 @@ from __future__ import annotations
 from pyscript import document
 from pyscript.ffi import is_none
 
+from app.checkpoints.documents import course_document
 from app.checkpoints.slides import element_style, safe_color, safe_image
+from app.courses import find_course
 
 __all__ = ["StageView"]
 
@@ -79,6 +81,8 @@ class StageView:
         if doc is None:
             slide.replaceChildren()
             return
+        if state.version_no == 0:  # the course's own version: drawn as the course view shows it (localised)
+            doc = course_document(find_course(self.runtime.stage_id), node.dataset.sceneId, self.t) or doc
         slide.setAttribute("aria-label", self._label(state))
         background = doc.background
         style = ""

@@ -97,20 +97,31 @@ class SceneDocument(_Model):
     elements: tuple[SceneElement, ...] = ()
 
 
-def course_document(course: Any, scene_id: str) -> SceneDocument | None:
+def course_document(course: Any, scene_id: str, translate: Any = None) -> SceneDocument | None:
     """Version 0 of scene ``scene_id`` of ``course`` (an ``app.courses.Course``); ``None`` when
-    the course has no such scene (a regenerate of it must fail, issue 10 item 8)."""
+    the course has no such scene (a regenerate of it must fail, issue 10 item 8).
+
+    ``translate`` (an ``app.i18n.Translator``): title and body as the page shows them
+    (``app.courses.scene_text``: a placeholder course's scenes in the reader's locale);
+    without it, as written in the course.
+    """
     scene = next((s for s in course.scenes if s.id == scene_id), None)
     if scene is None:
         return None
+    if translate is not None:
+        from app.courses import scene_text
+
+        title, body = scene_text(course, scene, translate)
+    else:
+        title, body = scene.title, scene.body
     return SceneDocument(
-        title=scene.title,
+        title=title,
         background=Background(kind="color", value="#f4f6fb"),
         elements=(
             SceneElement(id=f"{scene_id}-title", kind="text", box=Box(x=60, y=48, w=840, h=96),
-                         text=scene.title, color="#1d2433"),
+                         text=title, color="#1d2433"),
             SceneElement(id=f"{scene_id}-body", kind="text", box=Box(x=60, y=180, w=840, h=200),
-                         text=scene.body, color="#3b4256"),
+                         text=body, color="#3b4256"),
         ),
     )
 

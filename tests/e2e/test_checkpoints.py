@@ -196,8 +196,9 @@ def test_without_indexeddb_regenerate_works_in_memory_and_the_panel_says_so_once
     agent.send("/regenerate scene-2")
     expect(scene(agent, "scene-2")).to_have_attribute("data-version", "1")
     settle(agent)
-    notices = agent.page.locator("[data-testid=agent-notice][data-code=checkpoint-unavailable]")
-    expect(notices).to_have_count(1)
+    # IndexedDB unusable from the start: one notice says it for history and scene versions alike
+    expect(agent.page.locator("[data-testid=agent-notice][data-code=indexeddb-unavailable]")).to_have_count(1)
+    expect(agent.page.locator("[data-testid=agent-notice]")).to_have_count(1)
     expect(open_versions(agent, "scene-1")).to_have_count(1)
     agent.reload()
     expect(s1).to_have_attribute("data-version", "0")

@@ -99,7 +99,8 @@ def test_another_tabs_clear_of_storage_is_followed(agent, second_agent):
 
 
 def scene_version(agent, scene_id: str) -> str | None:
-    return agent.page.locator(f"[data-testid=scene][data-scene-id={scene_id}]").get_attribute("data-version")
+    """The regenerate call whose in-memory snapshot marks the scene (``data-regenerated-by``)."""
+    return agent.page.locator(f"[data-testid=scene][data-scene-id={scene_id}]").get_attribute("data-regenerated-by")
 
 
 def test_restore_undoes_only_its_own_courses_scene(agent):
@@ -114,7 +115,7 @@ def test_restore_undoes_only_its_own_courses_scene(agent):
     assert scene_version(agent, "scene-1") == intro_call
     agent.testid("tool-card-restore").click()
     agent.page.wait_for_function(
-        "() => !document.querySelector('[data-testid=scene][data-scene-id=scene-1]').hasAttribute('data-version')")
+        "() => !document.querySelector('[data-testid=scene][data-scene-id=scene-1]').hasAttribute('data-regenerated-by')")
     agent.page.select_option("[data-testid=course-select]", "linear-algebra")
     assert scene_version(agent, "scene-1") == algebra_call
     assert agent.testid("tool-card-restore").count() == 1

@@ -70,6 +70,7 @@ def test_records_round_trip_in_order_and_an_aborted_transaction_writes_nothing(a
 
 def test_missing_indexeddb_and_the_boot_flag_make_open_unavailable(agent):
     agent.open()
+    fresh_database(agent.page)
     flagged = run_py(agent.page, """
         import js
         js.eval("window.agentbarIndexedDb = {available: false, reason: 'SecurityError at boot'}")
@@ -85,6 +86,7 @@ def test_missing_indexeddb_and_the_boot_flag_make_open_unavailable(agent):
 
 def test_open_throwing_and_an_open_request_failing_later_are_unavailable(agent):
     agent.open()
+    fresh_database(agent.page)
     agent.page.evaluate("""() => {
       IDBFactory.prototype.open = function () { throw new DOMException('The user denied permission', 'SecurityError'); };
     }""")
