@@ -188,7 +188,8 @@ def test_two_tabs_see_each_others_versions_and_a_restore_loses_none(agent, secon
 
 
 def test_without_indexeddb_regenerate_works_in_memory_and_the_panel_says_so_once(agent):
-    agent.page.add_init_script("window.agentbarIndexedDb = {available: false, reason: 'blocked by the test'}")
+    agent.page.add_init_script("""IDBFactory.prototype.open = function () {
+      throw new DOMException('The operation is insecure.', 'SecurityError'); };""")  # site data blocked
     agent.open(course="intro-ml")
     agent.send("/regenerate scene-1")
     s1 = scene(agent, "scene-1")
