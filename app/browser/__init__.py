@@ -245,7 +245,11 @@ def _boot():
         render_stage()
         view.show_app()
         root.dataset.ready = "true"
-        model_setup.install_dialog(translator, view.redraw_messages)  # after ready: nothing added to start-up
+        def redraw() -> None:  # Markdown is there: messages rebuilt, their turn meta put back
+            view.redraw_messages()
+            history_view.refresh_turn_meta()
+
+        model_setup.install_dialog(translator, redraw)  # after ready: nothing added to start-up
         await history_view.start()
         root.dataset.history = "ready" if history.available else f"unavailable:{history.failure}"
 

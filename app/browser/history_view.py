@@ -145,6 +145,11 @@ class HistoryView:
             self._decorate_turns()
 
     # -- active conversation: stats and turn meta ---------------------------------
+    def refresh_turn_meta(self) -> None:
+        """Put each assistant message's ``turn-meta`` back after the panel rebuilt its messages
+        (e.g. re-drawn as Markdown once markdown-it is there)."""
+        self._decorate_turns()
+
     async def render_meta(self) -> None:
         """Fill ``conversation-stats`` and each assistant message's ``turn-meta`` for the shown course."""
         stage_id = self.runtime.stage_id

@@ -47,14 +47,33 @@ def _meta_out(meta: TaskMeta) -> dict[str, Any]:
 def export_json(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[TurnMeta]) -> str:
     """The JSON export (compact, non-ASCII written as is)."""
     document = {"format": FORMAT, "version": VERSION, "meta": _meta_out(meta), "messages": messages,
-                "turns": [t.model_dump(exclude_none=True) for t in turns]}
+                "turns": [t.record() for t in turns]}
     return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+
+
+MAX_DEPTH = 64
+"""Deepest nesting an import may have (an export needs under 15; the store's limit too, DESIGN.md §5)."""
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def _deeper_than(text: str, limit: int) -> bool:
+    """True when the JSON ``text`` nests arrays/objects deeper than ``limit`` (strings skipped)."""
+    depth = 0
+    for match in _BRACKET.finditer(_JSON_STRING.sub("", text)):
+        depth += 1 if match.group() in "[{" else -1
+        if depth > limit:
+            return True
+    return False
 
 
 def parse_export(text: str) -> tuple[TaskMeta, list[dict[str, Any]], list[TurnMeta]]:
     """Validate an export; returns (meta, messages, turns). Raises ``ImportRefused``."""
     from app.projection import deserialize_thread, serialize_thread
 
+    if _deeper_than(text, MAX_DEPTH):  # json.loads would exhaust the browser's stack and kill Pyodide
+        raise ImportRefused("not-json", f"nested deeper than {MAX_DEPTH} levels")
     try:
         document = json.loads(text)
     except (ValueError, RecursionError) as error:

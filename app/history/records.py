@@ -69,6 +69,12 @@ class TurnMeta(_Record):
     duration: StrictInt = 0
     messageId: StrictStr | None = None
 
+    def record(self) -> dict:
+        """As stored and exported: absent optional keys left out, but ``usage: null`` kept
+        (it says "not reported", which a missing key would turn into zero counts on reading)."""
+        data = self.model_dump(exclude_none=True)
+        return data if self.usage is not None else {**data, "usage": None}
+
 
 def new_task_id(now_ms: int, random_bytes: Callable[[int], bytes] = os.urandom) -> str:
     """``task_<YYYYMMDD>_<6 of [a-z0-9]>`` for the UTC date of ``now_ms`` (DESIGN.md §9)."""

@@ -215,7 +215,7 @@ class HistoryService:
         text = plain_text(messages)
         ops = [("put", "conversations", meta.model_dump()),
                ("put", "messages", {"taskId": meta.taskId, "messages": messages}),
-               ("put", "turns", {"taskId": meta.taskId, "turns": [t.model_dump(exclude_none=True) for t in turns]}),
+               ("put", "turns", {"taskId": meta.taskId, "turns": [t.record() for t in turns]}),
                ("put", "search", {"taskId": meta.taskId, "stageId": meta.stageId, "updatedAt": meta.updatedAt,
                                   "folded": fold(text)}),
                ("put", "texts", {"taskId": meta.taskId, "text": text})]

@@ -312,3 +312,30 @@ def test_markdown_redraw_keeps_earlier_messages_shown(agent):
     assert agent.messages().count() == 60 > RENDER_WINDOW
     assert agent.page.locator("[data-role=assistant] [data-testid=markdown] strong").count() == 30
     assert agent.page.locator("[data-role=user] strong").count() == 0
+
+
+def test_history_shows_the_servers_token_counts_after_a_reload_or_says_not_reported(agent, fake_model):
+    """DESIGN.md §9, §12: a model turn's usage comes from the server's last chunk and is what
+    history shows, after a reload too; a server that sends no usage gives "not reported"."""
+    from tests.e2e.test_history import open_list, wait_history
+
+    agent.open(course="intro-ml")
+    configure(agent, fake_model)
+    agent.send("Hello there")
+    agent.send("#nousage and again")
+    # history is written just after the turn ends: let it land before reloading
+    agent.page.wait_for_selector("[data-testid=conversation-stats][data-turns='2']", state="attached")
+    agent.reload()
+    assert wait_history(agent) == "ready"
+    metas = agent.page.locator("[data-testid=agent-message][data-role=assistant] [data-testid=turn-meta]")
+    metas.nth(1).wait_for(state="attached")
+    first, second = metas.nth(0), metas.nth(1)
+    assert first.get_attribute("data-total-tokens") == str(fake_openai.USAGE["total_tokens"])
+    assert first.get_attribute("data-model") == fake_openai.MODEL_NAME
+    assert second.get_attribute("data-usage") == "not-reported" and second.get_attribute("data-total-tokens") is None
+    stats = agent.testid("conversation-stats")
+    assert stats.get_attribute("data-total-tokens") == str(fake_openai.USAGE["total_tokens"])
+    assert stats.get_attribute("data-turns") == "2"
+    open_list(agent)
+    item = agent.testid("history-item").first
+    assert item.get_attribute("data-total-tokens") == str(fake_openai.USAGE["total_tokens"])

@@ -348,3 +348,31 @@ async def test_the_segmenter_is_loaded_only_for_a_title_that_needs_it():
     await svc.record_turn("s", [user("👍🏽" * 60)], 3, usage={}, model="demo", duration_ms=1, message_id=None)
     assert loads == [1]
     assert (await svc.active("s"))[0].taskName == "👍🏽" * 50 + "…"
+
+
+async def test_a_turn_without_reported_usage_stays_not_reported_when_read_back_and_exported():
+    """DESIGN.md §12: "not reported" survives storage and the JSON export (never zero counts)."""
+    from app.history.export import export_json, parse_export
+
+    svc, _, _ = service()
+    msgs = [{"role": "user", "content": [{"type": "text", "text": "q"}]},
+            {"role": "assistant", "id": "a1", "content": [{"type": "text", "text": "r"}]}]
+    await svc.record_turn("intro-ml", msgs, 1, usage=None, model="m", duration_ms=5, message_id="a1")
+    svc._metas.clear(), svc._turns.clear()  # read back from the backend, as after a reload
+    meta, turns = await svc.active("intro-ml")
+    assert turns[0].usage is None and meta.stats.totalTokens == 0
+    _, _, imported = parse_export(export_json(meta, msgs, turns))
+    assert imported[0].usage is None
+
+
+def test_an_import_nested_deeper_than_the_limit_is_refused_before_parsing():
+    """A crafted file of 100,000 nested arrays would exhaust the browser's stack inside
+    ``json.loads`` and kill Pyodide: it is refused like any file that is not an export."""
+    from app.history.export import ImportRefused, parse_export
+
+    for text in ("[" * 100_000 + "]" * 100_000, '{"a":' * 70 + "1" + "}" * 70):
+        with pytest.raises(ImportRefused) as info:
+            parse_export(text)
+        assert info.value.reason == "not-json"
+    with pytest.raises(ImportRefused):  # brackets inside strings do not count as nesting
+        parse_export('{"format":"x","s":"' + "[" * 500 + '"}')
