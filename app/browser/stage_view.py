@@ -81,7 +81,7 @@ class StageView:
         if doc is None:
             slide.replaceChildren()
             return
-        if state.version_no == 0:  # the course's own version: drawn as the course view shows it (localised)
+        if state.version_no == 0 and not state.pending:  # the course's own version: drawn localised, as the course view shows it
             doc = course_document(find_course(self.runtime.stage_id), node.dataset.sceneId, self.t) or doc
         slide.setAttribute("aria-label", self._label(state))
         background = doc.background
