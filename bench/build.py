@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from bench import data
+from bench.scripts import ACTIVE_JS
 from tools import build as build_tool
 from tools.serve import make_server
 
@@ -37,12 +38,6 @@ BASE = "/some/where/"
 CURRENT = "intro-ml"
 RELOAD_GOAL = 0.8
 BYTES_GOAL = 0.40
-ACTIVE_JS = """async () => {
-  const worker = (await navigator.serviceWorker.ready).active;
-  if (worker.state !== "activated")
-    await new Promise((resolve) => worker.addEventListener("statechange", () => worker.state === "activated" && resolve()));
-  return true;
-}"""
 
 
 def _serve(root: Path, **kwargs):

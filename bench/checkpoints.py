@@ -26,11 +26,8 @@ import textwrap
 import time
 from urllib.parse import urlencode
 
-RUN_PY = """async (code) => {
-  const core = await import('./static/vendor/pyscript/core.js');
-  const py = await (await core.whenDefined('py')).interpreter;
-  return await py.runPythonAsync(code);
-}"""
+from bench.scripts import RUN_PY
+
 
 PRELUDE = """
 import asyncio, json, difflib, js, random

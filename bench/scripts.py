@@ -1,4 +1,4 @@
-"""Page scripts that several benchmark parts inject (one copy each)."""
+"""Page scripts that several benchmark parts and end-to-end tests inject (one copy each)."""
 
 # Collects main-thread tasks over 50 ms as window.__longtasks = [[startTime, duration], ...]
 # (null where the browser has no longtask observer). An init script: runs before the page's own.
@@ -32,3 +32,18 @@ BRIDGE_WRAP = """
   b.__benchWrapped = true;
 }
 """
+
+# Resolves once the page's service worker has precached the build and is activated.
+ACTIVE_JS = """async () => {
+  const worker = (await navigator.serviceWorker.ready).active;
+  if (worker.state !== "activated")
+    await new Promise((resolve) => worker.addEventListener("statechange", () => worker.state === "activated" && resolve()));
+  return true;
+}"""
+
+# Runs Python ``code`` (its last expression is the result) in the page's own PyScript interpreter.
+RUN_PY = """async (code) => {
+  const core = await import('./static/vendor/pyscript/core.js');
+  const py = await (await core.whenDefined('py')).interpreter;
+  return await py.runPythonAsync(code);
+}"""

@@ -15,18 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from bench.scripts import ACTIVE_JS
 from tests.e2e.conftest import ROOT, AgentPage
 from tools import build, vendor
 from tools.serve import make_server
 
 BASE = "/some/where/"
-# Resolves once the page's service worker has precached the build and is activated.
-ACTIVE_JS = """async () => {
-  const worker = (await navigator.serviceWorker.ready).active;
-  if (worker.state !== "activated")
-    await new Promise((resolve) => worker.addEventListener("statechange", () => worker.state === "activated" && resolve()));
-  return true;
-}"""
 
 
 def _source_tree(dest: Path) -> Path:

@@ -13,11 +13,8 @@ from __future__ import annotations
 import json
 import textwrap
 
-RUN_PY = """async (code) => {
-  const core = await import('./static/vendor/pyscript/core.js');
-  const py = await (await core.whenDefined('py')).interpreter;
-  return await py.runPythonAsync(code);
-}"""
+from bench.scripts import RUN_PY
+
 
 PRELUDE = """
 import json, math
