@@ -77,6 +77,8 @@ class AgentPage:
         self.requests: list[str] = []
         self.allowed_origins: list[str] = []  # besides base_url: only the fake model server's origin (fake_model)
         self.dialogs: list[str] = []
+        self.crashed = False  # the renderer died (Playwright's "crash" event): said by wait_ready
+        page.on("crash", lambda _page: setattr(self, "crashed", True))
         page.on("request", lambda request: self.requests.append(request.url))
         page.on("dialog", self._on_dialog)
 
@@ -95,11 +97,16 @@ class AgentPage:
         return self
 
     def wait_ready(self) -> None:
-        handle = self.page.wait_for_function(
-            "() => document.documentElement.dataset.ready === 'true'"
-            " || document.documentElement.getAttribute('data-error')",
-            timeout=READY_TIMEOUT_MS,
-        )
+        try:
+            handle = self.page.wait_for_function(
+                "() => document.documentElement.dataset.ready === 'true'"
+                " || document.documentElement.getAttribute('data-error')",
+                timeout=READY_TIMEOUT_MS,
+            )
+        except Exception:
+            if self.crashed:
+                pytest.fail(f"the renderer crashed while {self.page.url} was starting")
+            raise
         result = handle.json_value()
         if result is not True:
             pytest.fail(f"app failed to start: {result}")

@@ -114,13 +114,24 @@ def test_version_0_value_is_migrated_and_written_back_once(agent):
 
 
 FILL_JS = """([key, slack]) => {
-  let lo = 0, hi = 12_000_000;
+  // Fill the origin's quota with pieces of 256 Ki units (key:1, key:2, ..., then key holds the
+  // rest), so no attempt allocates more than a piece or two (a binary search over one value
+  // allocated up to 12 M units a try, about 0.8 GB of strings in all, before the app started).
+  const PIECE = 1 << 18;
+  let n = 1;
+  try { for (;;) { localStorage.setItem(key + ':' + n, 'x'.repeat(PIECE)); n++; } } catch (e) { /* full */ }
+  let lo = 0, hi = PIECE;
   while (lo < hi) {
     const mid = Math.ceil((lo + hi) / 2);
     try { localStorage.setItem(key, 'x'.repeat(mid)); lo = mid; } catch (e) { hi = mid - 1; }
   }
+  while (lo < slack && n > 1) { localStorage.removeItem(key + ':' + (--n)); lo += PIECE; }  // give back slack units
   localStorage.setItem(key, 'x'.repeat(Math.max(0, lo - slack)));
-  return lo;
+  return (n - 1) * PIECE + lo;
+}"""
+
+UNFILL_JS = """(key) => {
+  for (const k of Object.keys(localStorage)) if (k === key || k.startsWith(key + ':')) localStorage.removeItem(k);
 }"""
 
 
@@ -148,7 +159,7 @@ def test_turn_that_cannot_fit_stays_in_memory_and_saving_resumes_when_space_free
     assert agent.stored_raw() == before
     assert "storage-full" in notice_codes(agent)
     assert agent.testid("tool-card").get_attribute("data-status") == "ok"
-    agent.page.evaluate("localStorage.removeItem('filler')")
+    agent.page.evaluate(UNFILL_JS, "filler")
     agent.send("space is back")
     assert "storage-full" not in notice_codes(agent)
     threads = agent.stored()["state"]["threads"]
