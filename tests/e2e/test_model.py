@@ -274,6 +274,37 @@ def test_bad_settings_are_refused_in_the_dialog(agent, fake_model):
     assert agent.page.evaluate("localStorage.getItem('agentbar-model-settings')") is None
 
 
+def test_settings_error_goes_once_it_no_longer_holds(agent):
+    agent.open(course="intro-ml")
+    agent.testid("settings-open").click()
+    agent.testid("settings-agent").select_option("openai")
+    error = agent.testid("settings-error")
+    agent.testid("settings-base-url").fill("javascript:alert(1)")
+    agent.testid("settings-model").fill("m")
+    agent.testid("settings-save").click()
+    assert error.is_visible()
+    refused = error.inner_text()
+    agent.testid("settings-model").fill("m2")  # an edit that does not correct the URL: the error holds
+    assert error.is_visible() and error.inner_text() == refused
+    agent.testid("settings-base-url").fill("http://127.0.0.1:9/v1")  # corrected: the error goes at once
+    assert error.is_hidden() and agent.testid("settings-dialog").is_visible()
+    agent.testid("settings-model").fill("")
+    agent.testid("settings-save").click()  # another field's error (no model)
+    assert error.is_visible() and error.inner_text() != refused
+    agent.testid("settings-model").fill("m")
+    assert error.is_hidden()
+    agent.testid("settings-base-url").fill("ftp://nowhere")
+    agent.testid("settings-save").click()
+    assert error.is_visible()
+    agent.testid("settings-base-url").fill("http://127.0.0.1:9/v1")
+    agent.testid("settings-base-url").press("Enter")  # a valid save (Enter submits): stored, closed, error gone
+    assert agent.testid("settings-dialog").is_hidden()
+    assert error.evaluate("node => node.hidden && node.textContent === ''")
+    assert agent.page.evaluate("JSON.parse(localStorage.getItem('agentbar-model-settings')).model") == "m"
+    agent.testid("settings-open").click()
+    assert agent.testid("settings-dialog").is_visible() and error.is_hidden()
+
+
 def test_dialog_is_keyboard_usable(agent, fake_model):
     agent.open(course="intro-ml", delay=40)
     agent.send("a long demo reply", wait=False)  # a demo turn is running while the dialog opens
