@@ -195,3 +195,17 @@ def test_count_tokens_is_the_length_of_tokenize(text):
     from app.agent import count_tokens
 
     assert count_tokens(text) == len(tokenize(text))
+
+
+@pytest.mark.parametrize("text", ["", "short text", ("lorem ipsum dolor sit amet 中文 " * 2000)[:50_001],
+                                  "字" * 3000, " " * 3000, "a, b. " * 900 + "z" * 700, "x " * 1500 + "\u3000\u3000y!"])
+async def test_counting_in_steps_adds_up_to_the_whole_count(text):
+    from app.agent import count_tokens_in_steps
+
+    pauses = []
+
+    async def pause():
+        pauses.append(1)
+
+    assert await count_tokens_in_steps(text, step=100, pause=pause) == len(tokenize(text))
+    assert bool(pauses) == (len(text) > 100 and any(c.isspace() for c in text[100:]) and not text.isspace())
