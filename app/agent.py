@@ -330,7 +330,7 @@ class DemoAgent:
         Usage: input tokens = tokens of every text in ``history`` and of ``text`` (what it reads);
         output tokens = tokens streamed, plus one per tool call event; reported after each one.
         """
-        async for event in self._answer(history, text, [_input_tokens(history, text), 0]):
+        async for event in self._answer(history, text, [await _input_tokens(history, text), 0]):
             yield event
 
     async def _answer(self, history: list[Message], text: str, usage: list[int]) -> AsyncIterator[AgentEvent]:
@@ -364,9 +364,46 @@ class DemoAgent:
             yield event
 
 
-def _input_tokens(history: list[Message], text: str) -> int:
-    """Tokens the demo agent reads: every text part of the thread so far, and the new text."""
+async def _input_tokens(history: list[Message], text: str) -> int:
+    """Tokens the demo agent reads: every text part of the thread so far, and the new text
+    (counted in steps: a 2 MB message is not one long main-thread task, ``count_tokens_in_steps``)."""
     from app.model import TextPart
 
     seen = [p.text for m in history for p in m.content if isinstance(p, TextPart)]
-    return sum(len(tokenize(t)) for t in seen) + len(tokenize(text))
+    total = 0
+    for t in [*seen, text]:
+        total += await count_tokens_in_steps(t)
+    return total
+
+
+def count_tokens(text: str) -> int:
+    """``len(tokenize(text))`` without building the list (half the time on a 2 MB message).
+
+    >>> count_tokens('Hi, "you".') == len(tokenize('Hi, "you".'))
+    True
+    """
+    return _TOKEN.subn("", text)[1]
+
+
+COUNT_STEP_CHARS = 256 * 1024
+"""Characters counted between two pauses of ``count_tokens_in_steps``."""
+_TOKEN_END = re.compile(r"\S(?=\s)")
+
+
+async def count_tokens_in_steps(text: str, step: int = COUNT_STEP_CHARS,
+                                pause: Callable[[], Awaitable[Any]] = lambda: asyncio.sleep(0)) -> int:
+    """``count_tokens(text)``, counted in slices of about ``step`` characters with ``pause()``
+    between them (none for a text of at most ``step``).
+
+    A slice ends where a non-space is followed by a space: no token spans that point (every
+    non-space belongs to a token, a token's leading spaces follow it), so the counts add up.
+    """
+    total, start = 0, 0
+    while len(text) - start > step:
+        end = _TOKEN_END.search(text, start + step)
+        if end is None:
+            break
+        total += count_tokens(text[start:end.end()])
+        start = end.end()
+        await pause()
+    return total + count_tokens(text[start:] if start else text)

@@ -78,7 +78,8 @@ class MessageStatus(WireModel):
     """Assistant message status: ``{"type": "running"|"complete"|"incomplete", "reason"?, "error"?}``.
 
     ``error`` (assistant-ui's field of a failed status): ``{"code", "params"}``
-    of the failure the view localizes (DESIGN.md §12); in memory only, never stored.
+    of the failure the view localizes (DESIGN.md §12); stored only as the failed
+    reply's marker text part (``app.projection.failed_marker``, inside the v1 shape).
     """
 
     type: Literal["running", "complete", "incomplete", "requires-action"]

@@ -25,6 +25,20 @@ derives the status back from it: an assistant message ending with an empty text
 part is restored as stopped, the marker removed. Live replies never end with an
 empty text part otherwise (streamed text is appended to the last text part).
 
+Failed replies (DESIGN.md §5 nothing is lost silently, §12 a failed turn ends
+"with a localized message in the thread") are stored the same way: what they
+had, then one text part ``failed_marker(error)`` holding why the turn failed,
+``FAILED_PREFIX`` followed by the compact JSON ``{"code", "params"}`` of the
+live status's ``error`` (``app.agents.errors``; ``{"code": "unknown",
+"params": {}}`` when the agent did not say why). It is the live status written
+down, so the projection still adds nothing the live message lacks; the TS
+original shows it as a line of text. ``deserialize_thread`` restores an
+assistant message ending with such a part (its JSON canonical, so the round
+trip is exact) as failed with that ``error``, the marker removed, so a reload
+shows the same ``turn-error`` and the model is never sent the marker. A reply
+that failed before any output is stored as the marker alone, so the user's
+message is never left without its answer.
+
 Every output dict has its keys in the order DESIGN.md §3 writes them, so the
 encoded value is byte-stable.
 
@@ -38,12 +52,16 @@ Example::
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
 from app.model import COMPLETE, Message, MessageStatus
 
-__all__ = ["KEPT_ARGS", "STOPPED", "STOPPED_MARKER", "STORED_ROLES", "deserialize_thread", "serialize_thread"]
+__all__ = [
+    "FAILED", "FAILED_PREFIX", "KEPT_ARGS", "STOPPED", "STOPPED_MARKER", "STORED_ROLES", "deserialize_thread",
+    "failed_marker", "serialize_thread",
+]
 
 STORED_ROLES = ("user", "assistant")
 """Roles that are stored; any other message is dropped."""
@@ -58,6 +76,53 @@ STOPPED = MessageStatus(type="incomplete", reason="cancelled")
 
 STOPPED_MARKER: dict[str, str] = {"type": "text", "text": ""}
 """The last part of a stored stopped assistant message (module docstring)."""
+
+FAILED = MessageStatus(type="incomplete", reason="error")
+"""Status of a failed reply (its agent raised); ``error`` carries ``{"code", "params"}`` when known."""
+
+FAILED_PREFIX = "\u2063turn-error "
+"""Start of the text of a failed reply's marker part: U+2063 (invisible separator), which no
+typed or streamed reply starts a separate last part with, then a readable tag (module docstring)."""
+
+_UNKNOWN_ERROR: dict[str, Json] = {"code": "unknown", "params": {}}
+
+
+def failed_marker(error: dict[str, Json] | None) -> dict[str, str]:
+    """The marker part stored at the end of a failed reply: ``{"type": "text", "text": FAILED_PREFIX + json}``.
+
+    ``error``: the live status's ``{"code": str, "params": {…}}`` (``None``: not said, stored as
+    code ``unknown``); params that are not JSON are left out.
+
+    >>> failed_marker({"code": "server", "params": {"status": 500}})["text"][1:]
+    'turn-error {"code":"server","params":{"status":500}}'
+    """
+    payload = _error_payload(error) or _UNKNOWN_ERROR
+    try:
+        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        text = json.dumps({"code": payload["code"], "params": {}}, ensure_ascii=False, separators=(",", ":"))
+    return {"type": "text", "text": FAILED_PREFIX + text}
+
+
+def _error_payload(error: Json) -> dict[str, Json] | None:
+    """``{"code", "params"}`` when ``error`` has that shape (a string code, object params), else ``None``."""
+    if not isinstance(error, dict) or not isinstance(error.get("code"), str):
+        return None
+    params = error.get("params", {})
+    return {"code": error["code"], "params": params} if isinstance(params, dict) else None
+
+
+def _marked_failure(part: dict[str, Json]) -> dict[str, Json] | None:
+    """The error payload a stored failed marker holds; ``None`` when ``part`` is not one (also when
+    its JSON is not the canonical form ``failed_marker`` writes: then it stays ordinary text)."""
+    text = part.get("text") if part.get("type") == "text" else None
+    if not isinstance(text, str) or not text.startswith(FAILED_PREFIX):
+        return None
+    try:
+        payload = _error_payload(json.loads(text[len(FAILED_PREFIX):]))
+    except ValueError:
+        return None
+    return payload if payload is not None and failed_marker(payload) == part else None
 
 
 def serialize_thread(messages: Sequence[dict[str, Json] | Message]) -> list[dict[str, Json]]:
@@ -78,16 +143,24 @@ def deserialize_thread(saved: Sequence[dict[str, Json]]) -> list[Message]:
     """Rebuild live messages from stored slim messages.
 
     Assistant messages get status ``{"type": "complete", "reason": "stop"}``, or
-    ``STOPPED`` when they end with ``STOPPED_MARKER`` (which is then left out of
-    the live content); user messages get no status (assistant-ui rejects one).
+    ``STOPPED`` when they end with ``STOPPED_MARKER``, or ``FAILED`` with its
+    ``error`` when they end with a ``failed_marker`` (the marker is then left out
+    of the live content); user messages get no status (assistant-ui rejects one).
     Invalid items are dropped exactly as ``serialize_thread`` drops them.
     """
     live = []
     for m in serialize_thread(saved):
         if m["role"] == "assistant":
-            stopped = m["content"][-1] == STOPPED_MARKER
-            content = m["content"][:-1] if stopped else m["content"]
-            m = {**m, "content": content, "status": (STOPPED if stopped else COMPLETE).to_wire()}
+            last = m["content"][-1]
+            failure = _marked_failure(last)
+            if last == STOPPED_MARKER:
+                status = STOPPED
+            elif failure is not None:
+                status = FAILED if failure == _UNKNOWN_ERROR else FAILED.model_copy(update={"error": failure})
+            else:
+                status = COMPLETE
+            content = m["content"][:-1] if status is not COMPLETE else m["content"]
+            m = {**m, "content": content, "status": status.to_wire()}
         live.append(Message.model_validate(m))
     return live
 
@@ -97,7 +170,9 @@ def _slim_message(message: Json) -> dict[str, Json] | None:
         message = message.to_wire()
     if not isinstance(message, dict) or message.get("role") not in STORED_ROLES:
         return None
-    stopped = message["role"] == "assistant" and message.get("status") == STOPPED.to_wire()
+    status = message.get("status") if message["role"] == "assistant" else None
+    stopped = status == STOPPED.to_wire()
+    failed = isinstance(status, dict) and (status.get("type"), status.get("reason")) == ("incomplete", "error")
     content = message.get("content")
     if isinstance(content, str):  # ThreadMessageLike allows plain-string content
         content = [{"type": "text", "text": content}]
@@ -106,6 +181,10 @@ def _slim_message(message: Json) -> dict[str, Json] | None:
     parts = [p for p in map(_slim_part, content) if p is not None]
     if stopped and (not parts or parts[-1] != STOPPED_MARKER):
         parts.append(dict(STOPPED_MARKER))
+    if failed:
+        marker = failed_marker(status.get("error"))
+        if not parts or parts[-1] != marker:
+            parts.append(marker)
     if not parts:
         return None
     slim: dict[str, Json] = {"role": message["role"]}

@@ -56,7 +56,7 @@ from app.agents.errors import error_payload
 from app.agents.events import UsageReported
 from app.model import COMPLETE, Message, MessageStatus, TextPart, ToolCallPart
 from app.presentation import tool_card_view
-from app.projection import STOPPED, deserialize_thread, serialize_thread
+from app.projection import FAILED, STOPPED, deserialize_thread, serialize_thread
 from app.stage import StageEdits
 
 __all__ = ["AgentRuntime", "CANCELLED", "FAILED", "RUNNING"]
@@ -66,8 +66,8 @@ _log = logging.getLogger(__name__)
 RUNNING = MessageStatus(type="running")
 CANCELLED = STOPPED
 """Status of an assistant message whose turn was stopped (stored with a marker, ``app.projection``)."""
-FAILED = MessageStatus(type="incomplete", reason="error")
-"""Status of an assistant message whose agent raised."""
+# FAILED (from app.projection): status of an assistant message whose agent raised; stored with what
+# it had and a marker holding the error, so a reload shows the failure (DESIGN.md §5, §12).
 
 
 @dataclass

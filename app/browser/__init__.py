@@ -68,6 +68,7 @@ def _boot():
     from app.browser.local_storage import open_local_storage
     from app.browser.view import PageView
     from app.composer import composer_text
+    from app.browser.dom import field_text
     from app.courses import DEFAULT_COURSE_ID, find_course
     from app.i18n import Translator, resolve_locale
     from app.runtime import AgentRuntime
@@ -150,7 +151,7 @@ def _boot():
 
     def _send() -> None:
         field = document.getElementById("agent-input")
-        if runtime.send(composer_text(field.value)) is not None:  # None: blank text or a turn running
+        if runtime.send(composer_text(field_text(field))) is not None:  # None: blank text or a turn running
             field.value = ""
 
     @when("keydown", "#agent-input")

@@ -27,6 +27,7 @@ from typing import Any
 import js
 from pyodide.ffi import JsException, create_proxy, to_js
 
+from app.json_steps import dumps_in_steps
 from app.records import DB_NAME, SCHEMA, RecordStoreError, WriteOp
 
 __all__ = ["IndexedDbBackend"]
@@ -75,7 +76,8 @@ class IndexedDbBackend:
         return int(await self._call("count", table, index, _payload(lower), _payload(upper)))
 
     async def write(self, ops: list[WriteOp]) -> None:
-        await self._call("write", _payload([list(op) for op in ops], is_key=False))
+        # Encoded op by op, pausing after big ones (a 2 MB message is ~6 MB of ops): no long task.
+        await self._call("write", _bytes(await dumps_in_steps([list(op) for op in ops])))
 
     async def scan(self, table: str, index: str, lower, upper, field: str, needle: str,
                    before: int, after: int, show_table: str, show_field: str) -> list[tuple[Any, int, str]]:
@@ -113,9 +115,13 @@ def _key_json(key: Any) -> str:
     return json.dumps(key, ensure_ascii=False)
 
 
-def _payload(value: Any, *, is_key: bool = True):
-    """A key or a list of write operations as UTF-8 JSON bytes for the adapter."""
-    text = _key_json(value) if is_key else json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+def _payload(value: Any):
+    """A key (or list of keys) as UTF-8 JSON bytes for the adapter (write operations: ``write``)."""
+    return _bytes(_key_json(value))
+
+
+def _bytes(text: str):
+    """JSON ``text`` as UTF-8 bytes for the adapter (a str with lone surrogates as it is)."""
     try:
         return to_js(memoryview(text.encode("utf-8")))
     except UnicodeEncodeError:  # lone surrogates: hand the str over as it is

@@ -9,6 +9,9 @@ Fields: ``settings-agent`` (``demo``/``openai``), ``settings-base-url``,
 ``settings-max-turns``; ``settings-test`` lists the server's models into
 ``settings-test-result`` (``data-state``: ``pending``, ``ok``, ``error``);
 ``settings-save`` validates, stores (``app.agents.settings``) and closes.
+``settings-error`` says why a save was refused, and only while that still holds:
+a field error goes as soon as an edit corrects it (each ``input``/``change``
+re-reads the fields), any error goes on a save that stores.
 Every text is the locale's, set as ``textContent``.
 """
 
@@ -28,7 +31,8 @@ from app.i18n import Translator
 
 __all__ = ["SettingsDialog"]
 
-
+NOT_STORED = "model.settings.notStored"
+"""The one error that is no field's: the settings apply to this tab but could not be stored."""
 
 
 class SettingsDialog:
@@ -81,6 +85,7 @@ class SettingsDialog:
                                  attrs={"role": "status", "aria-live": "polite"})
         self.error = _make("p", testid="settings-error", classes="settings-error", attrs={"role": "alert"})
         self.error.hidden = True
+        self._error_key: str | None = None  # the locale key shown in ``error``, None when hidden
         cancel = _make("button", text=t("model.settings.cancel"), testid="settings-cancel", attrs={"type": "button"})
         save = _make("button", text=t("model.settings.save"), testid="settings-save", classes="primary",
                      attrs={"type": "submit"})
@@ -103,6 +108,8 @@ class SettingsDialog:
         self._on(cancel, "click", lambda _e: dialog.close())
         self._on(self.test_button, "click", lambda _e: self._start_test())
         self._on(self.agent, "change", lambda _e: self._sync_agent())
+        self._on(form, "input", lambda _e: self._recheck_error())
+        self._on(form, "change", lambda _e: self._recheck_error())
         self._on(dialog, "keydown", self._keydown)
         self._on(dialog, "close", lambda _e: self.opener.focus())
         return dialog
@@ -124,7 +131,7 @@ class SettingsDialog:
         self.api_key.value = key
         self.remember.checked = settings.remember
         self.max_turns.value = str(settings.max_turns)
-        self.error.hidden = True
+        self._hide_error()
         self.test_result.textContent = ""
         self.test_result.removeAttribute("data-state")
         self._sync_agent()
@@ -158,8 +165,26 @@ class SettingsDialog:
         return settings
 
     def _show_error(self, key: str) -> None:
+        self._error_key = key
         self.error.textContent = self.t(key)
         self.error.hidden = False
+
+    def _hide_error(self) -> None:
+        self._error_key = None
+        self.error.hidden = True
+        self.error.textContent = ""
+        self.error.removeAttribute("data-applied")
+
+    def _recheck_error(self) -> None:
+        """After an edit: a field error the fields no longer have goes (another one waits for Save)."""
+        if self._error_key is None or self._error_key == NOT_STORED:
+            return
+        try:
+            self._read()
+        except ValueError as error:
+            if str(error) == self._error_key:
+                return
+        self._hide_error()
 
     def _submit(self, event) -> None:
         event.preventDefault()
@@ -169,9 +194,10 @@ class SettingsDialog:
             self._show_error(str(error))
             return
         if not self._on_save(settings, str(self.api_key.value)):
-            self._show_error("model.settings.notStored")  # applied to this tab; the dialog says so once
+            self._show_error(NOT_STORED)  # applied to this tab; the dialog says so once
             self.error.dataset.applied = "true"
             return
+        self._hide_error()
         self.dialog.close()
 
     def _start_test(self) -> None:

@@ -51,10 +51,26 @@ def user_texts(messages: Sequence[dict[str, Any]]):
                     yield part["text"]
 
 
-def first_user_text(messages: Sequence[dict[str, Any]]) -> str | None:
-    """The first non-blank user text, whitespace collapsed (what a title is made of)."""
+_WORD = re.compile(r"\S+")  # \s is str.isspace, as str.split() splits
+
+
+def first_user_text(messages: Sequence[dict[str, Any]], limit: int | None = None) -> str | None:
+    """The first non-blank user text, whitespace collapsed (what a title is made of).
+
+    ``limit``: only the first ``limit + 1`` characters of the collapsed text are made (enough to
+    tell it is longer than ``limit``), so a 2 MB message costs what its first words cost.
+    """
     for text in user_texts(messages):
-        collapsed = " ".join(clean(text).split())
+        if limit is None:
+            collapsed = " ".join(clean(text).split())
+        else:
+            words, size = [], 0
+            for word in _WORD.finditer(text):
+                words.append(word.group())
+                size += len(words[-1]) + 1
+                if size > limit + 1:
+                    break
+            collapsed = clean(" ".join(words)[: limit + 1])
         if collapsed:
             return collapsed
     return None
@@ -62,14 +78,14 @@ def first_user_text(messages: Sequence[dict[str, Any]]) -> str | None:
 
 def needs_segmenter(messages: Sequence[dict[str, Any]]) -> bool:
     """True when the title of ``messages`` needs the grapheme segmenter (not every character stands alone)."""
-    text = first_user_text(messages)
+    text = first_user_text(messages, TITLE_GRAPHEMES * 8)
     return text is not None and len(text) > TITLE_GRAPHEMES and not _SIMPLE.match(text[: TITLE_GRAPHEMES * 8])
 
 
 def title_of(messages: Sequence[dict[str, Any]], *, graphemes: Callable[[str], list[str]] = _graphemes) -> str | None:
     """The title of a conversation: first non-blank user text, whitespace collapsed, at most
     ``TITLE_GRAPHEMES`` grapheme clusters (then "…"); ``None`` when there is no user text."""
-    collapsed = first_user_text(messages)
+    collapsed = first_user_text(messages, TITLE_GRAPHEMES * 8)  # (one more than ``head`` below holds)
     if collapsed is not None:
         if len(collapsed) <= TITLE_GRAPHEMES:  # fewer code points than the limit: fewer clusters too
             return collapsed

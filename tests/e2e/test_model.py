@@ -195,6 +195,35 @@ def test_every_server_error_fails_the_turn_with_a_localized_message(agent, fake_
     assert assistant_texts(agent)[0] == "".join(fake_openai.PLAIN_PIECES)
 
 
+def test_failed_turn_is_stored_and_shown_after_a_reload_then_retried(agent, fake_model):
+    agent.open(course="intro-ml", lang="ar-SA")
+    configure(agent, fake_model)
+    agent.send("#500")
+    live_text = agent.testid("turn-error").inner_text()
+    assert agent.testid("turn-error").get_attribute("data-code") == "server"
+    stored = agent.stored()["state"]["threads"]["intro-ml"]["messages"]
+    assert [m["role"] for m in stored] == ["user", "assistant"]
+    # Within the v1 shape: the failed reply is one ordinary text part holding the error.
+    assert [p["type"] for p in stored[1]["content"]] == ["text"]
+    assert json.loads(stored[1]["content"][0]["text"].split(" ", 1)[1])["code"] == "server"
+    agent.reload()
+    roles = [m.get_attribute("data-role") for m in agent.messages().all()]
+    assert roles == ["user", "assistant"]
+    reply = agent.page.locator("[data-testid=agent-message][data-role=assistant]")
+    assert reply.get_attribute("data-status") == "incomplete"
+    error = reply.locator("[data-testid=turn-error]")
+    assert error.get_attribute("data-code") == "server" and error.inner_text() == live_text
+    assert reply.locator("[data-testid=agent-message-text]").count() == 0  # the marker is not drawn as text
+    # Retry: the user sends again; the model is sent the question, never the marker.
+    agent.send("please answer")
+    assert assistant_texts(agent)[-1] == "".join(fake_openai.PLAIN_PIECES)
+    sent = fake_model.posts()[-1]["body"]["messages"]
+    assert [m["content"] for m in sent if m["role"] == "user"] == ["#500", "please answer"]
+    assert "turn-error" not in json.dumps(sent)
+    agent.reload()
+    assert agent.testid("turn-error").count() == 1 and assistant_texts(agent)[-1] == "".join(fake_openai.PLAIN_PIECES)
+
+
 def test_cors_refusal_is_named_in_the_turn_and_the_dialog(agent, fake_model):
     agent.open(course="intro-ml")
     configure(agent, fake_model, base_url=f"{fake_model.origin}/nocors/v1")
@@ -243,6 +272,37 @@ def test_bad_settings_are_refused_in_the_dialog(agent, fake_model):
     assert agent.testid("settings-dialog").is_visible()
     assert agent.testid("settings-error").is_visible()
     assert agent.page.evaluate("localStorage.getItem('agentbar-model-settings')") is None
+
+
+def test_settings_error_goes_once_it_no_longer_holds(agent):
+    agent.open(course="intro-ml")
+    agent.testid("settings-open").click()
+    agent.testid("settings-agent").select_option("openai")
+    error = agent.testid("settings-error")
+    agent.testid("settings-base-url").fill("javascript:alert(1)")
+    agent.testid("settings-model").fill("m")
+    agent.testid("settings-save").click()
+    assert error.is_visible()
+    refused = error.inner_text()
+    agent.testid("settings-model").fill("m2")  # an edit that does not correct the URL: the error holds
+    assert error.is_visible() and error.inner_text() == refused
+    agent.testid("settings-base-url").fill("http://127.0.0.1:9/v1")  # corrected: the error goes at once
+    assert error.is_hidden() and agent.testid("settings-dialog").is_visible()
+    agent.testid("settings-model").fill("")
+    agent.testid("settings-save").click()  # another field's error (no model)
+    assert error.is_visible() and error.inner_text() != refused
+    agent.testid("settings-model").fill("m")
+    assert error.is_hidden()
+    agent.testid("settings-base-url").fill("ftp://nowhere")
+    agent.testid("settings-save").click()
+    assert error.is_visible()
+    agent.testid("settings-base-url").fill("http://127.0.0.1:9/v1")
+    agent.testid("settings-base-url").press("Enter")  # a valid save (Enter submits): stored, closed, error gone
+    assert agent.testid("settings-dialog").is_hidden()
+    assert error.evaluate("node => node.hidden && node.textContent === ''")
+    assert agent.page.evaluate("JSON.parse(localStorage.getItem('agentbar-model-settings')).model") == "m"
+    agent.testid("settings-open").click()
+    assert agent.testid("settings-dialog").is_visible() and error.is_hidden()
 
 
 def test_dialog_is_keyboard_usable(agent, fake_model):

@@ -185,3 +185,27 @@ async def test_usage_is_reported_cumulatively_with_model_demo_so_a_stopped_turn_
     assert reports[0].input_tokens == 4 and reports[0].output_tokens == 0  # 2 history + 2 new tokens read
     assert [r.output_tokens for r in reports] == list(range(len(deltas) + 1))  # after every token
     assert reports[-1].output_tokens == len(deltas)
+
+
+# -- counting tokens without the list (a 2 MB message, issue 10 item 3) ---------------------
+
+@pytest.mark.parametrize("text", ["", "   ", "Hi, \"you\".", "a\u3000b\tc\n", "中文，标点。 and ascii!!", "x" * 3 + " " * 5,
+                                  ("lorem ipsum dolor sit amet 中文 " * 50)[:1234], "🎨 émoji  e\u0301 ?!"])
+def test_count_tokens_is_the_length_of_tokenize(text):
+    from app.agent import count_tokens
+
+    assert count_tokens(text) == len(tokenize(text))
+
+
+@pytest.mark.parametrize("text", ["", "short text", ("lorem ipsum dolor sit amet 中文 " * 2000)[:50_001],
+                                  "字" * 3000, " " * 3000, "a, b. " * 900 + "z" * 700, "x " * 1500 + "\u3000\u3000y!"])
+async def test_counting_in_steps_adds_up_to_the_whole_count(text):
+    from app.agent import count_tokens_in_steps
+
+    pauses = []
+
+    async def pause():
+        pauses.append(1)
+
+    assert await count_tokens_in_steps(text, step=100, pause=pause) == len(tokenize(text))
+    assert bool(pauses) == (len(text) > 100 and any(c.isspace() for c in text[100:]) and not text.isspace())

@@ -250,6 +250,31 @@ async def test_failed_turn_keeps_earlier_turns_and_carries_the_error_code():
     assert "sk-secret-123" not in storage.get_item("maic-agent-threads")
 
 
+async def test_failed_turn_survives_a_reload_and_a_retry_sends_the_model_no_marker():
+    down = ScriptedResponse(503, body='{"error":{"message":"overloaded"}}')
+    runtime, storage = runtime_with(OpenAIAgent(ScriptedTransport(down), CONFIG))
+    with pytest.raises(ModelError):
+        await runtime.send("question")
+    stored = json.loads(storage.get_item("maic-agent-threads"))["state"]["threads"]["intro-ml"]["messages"]
+    assert [m["role"] for m in stored] == ["user", "assistant"]  # the user's message has its (failed) answer
+    # After a reload: the same failure, localizable from its code and params.
+    retry = ScriptedResponse(chunks=[sse(text_chunk("the answer"), FINISH, "[DONE]")])
+    transport = ScriptedTransport(retry)
+    reloaded = AgentRuntime(ThreadStore(storage), OpenAIAgent(transport, CONFIG), clock=lambda: 1_780_000_000_001)
+    reloaded.hydrate()
+    reloaded.set_stage("intro-ml")
+    failed = reloaded.messages[-1]
+    assert (failed.status.type, failed.status.reason) == ("incomplete", "error")
+    assert failed.status.error == {"code": "server", "params": {"status": 503, "detail": "overloaded"}}
+    assert failed.content == []
+    # The user retries: the request holds both user messages and nothing of the marker.
+    await reloaded.send("question")
+    sent = transport.posts[-1]["body"]["messages"]
+    assert [m["role"] for m in sent if m["role"] != "system"] == ["user", "user"]
+    assert "turn-error" not in json.dumps(sent)
+    assert reloaded.messages[-1].content[0].text == "the answer"
+
+
 async def test_stop_mid_stream_closes_the_response_and_saves_as_stopped():
     gate = asyncio.Event()
 

@@ -7,7 +7,9 @@ import json
 import pytest
 
 from app.model import COMPLETE, Message, TextPart, ToolCallPart
-from app.projection import STOPPED, STOPPED_MARKER, deserialize_thread, serialize_thread
+from app.projection import (
+    FAILED, FAILED_PREFIX, STOPPED, STOPPED_MARKER, deserialize_thread, failed_marker, serialize_thread,
+)
 
 BASE64 = "data:image/png;base64," + "iVBORw0KGgo" * 50
 
@@ -342,3 +344,66 @@ def test_completed_reply_carries_no_marker():
     [restored] = deserialize_thread(serialize_thread([Message(role="assistant", content=[TextPart(text="a")],
                                                               status=COMPLETE)]))
     assert restored.status == COMPLETE and [p.text for p in restored.content] == ["a"]
+
+
+# --- failed replies (DESIGN.md §5, §12) -------------------------------------------------------
+
+SERVER_ERROR = {"code": "server", "params": {"status": 500, "detail": "upstream “down” 服务"}}
+
+
+def failed(*parts, error=SERVER_ERROR) -> Message:
+    status = FAILED if error is None else FAILED.model_copy(update={"error": error})
+    return Message(role="assistant", id="r1", content=list(parts), status=status)
+
+
+def test_reply_failed_before_any_output_is_stored_with_its_error_and_restored_failed():
+    live = [Message(role="user", content=[TextPart(text="q")]), failed()]
+    slim = serialize_thread(live)
+    marker = failed_marker(SERVER_ERROR)
+    assert slim[1] == {"role": "assistant", "id": "r1", "content": [marker]}
+    assert marker["text"].startswith(FAILED_PREFIX)
+    assert json.loads(marker["text"][len(FAILED_PREFIX):]) == SERVER_ERROR  # the error, written down
+    restored = deserialize_thread(json.loads(json.dumps(slim)))
+    assert [m.role for m in restored] == ["user", "assistant"]
+    assert restored[1].status == FAILED.model_copy(update={"error": SERVER_ERROR}) and restored[1].content == []
+    assert serialize_thread(restored) == slim
+
+
+def test_partly_failed_reply_keeps_its_text_and_tool_calls_before_the_marker():
+    call = ToolCallPart(tool_call_id="c1", tool_name="regenerate_scene", args={"sceneId": "s1"}, is_error=True)
+    slim = serialize_thread([failed(TextPart(text="half"), call)])
+    assert slim[0]["content"][0] == {"type": "text", "text": "half"}
+    assert slim[0]["content"][1]["isError"] is True and "result" not in slim[0]["content"][1]
+    assert slim[0]["content"][2] == failed_marker(SERVER_ERROR)
+    [restored] = deserialize_thread(slim)
+    assert restored.status.error == SERVER_ERROR and len(restored.content) == 2
+    assert serialize_thread([restored]) == slim
+
+
+def test_failure_without_a_reason_is_stored_as_unknown_and_restored_as_plain_failed():
+    slim = serialize_thread([failed(error=None)])
+    assert slim[0]["content"] == [failed_marker(None)]
+    assert json.loads(slim[0]["content"][0]["text"][len(FAILED_PREFIX):]) == {"code": "unknown", "params": {}}
+    [restored] = deserialize_thread(slim)
+    assert restored.status == FAILED and restored.content == []
+
+
+@pytest.mark.parametrize("text", [
+    FAILED_PREFIX + "not json",
+    FAILED_PREFIX + '{"code": "server", "params": {}}',  # not the canonical form written
+    FAILED_PREFIX + '{"code":5,"params":{}}',
+    FAILED_PREFIX + '{"code":"server","params":[]}',
+    "turn-error {\"code\":\"server\",\"params\":{}}",  # without the invisible separator
+])
+def test_text_that_only_resembles_the_marker_stays_text(text):
+    stored = [{"role": "assistant", "content": [{"type": "text", "text": text}]}]
+    [restored] = deserialize_thread(stored)
+    assert restored.status == COMPLETE and [p.text for p in restored.content] == [text]
+    assert serialize_thread([restored]) == stored
+
+
+def test_the_marker_is_an_ordinary_v1_text_part():
+    marker = failed_marker(SERVER_ERROR)
+    assert set(marker) == {"type", "text"} and marker["type"] == "text"
+    assert serialize_thread([{"role": "assistant", "content": [marker]}]) == [
+        {"role": "assistant", "content": [marker]}]

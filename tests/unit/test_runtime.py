@@ -12,7 +12,7 @@ import pytest
 
 from app.agent import DemoAgent, TextDelta, element_count, reply_text, tokenize
 from app.model import COMPLETE, Message, TextPart
-from app.projection import STOPPED_MARKER, serialize_thread
+from app.projection import STOPPED_MARKER, failed_marker, serialize_thread
 from app.runtime import CANCELLED, FAILED, AgentRuntime
 from app.storage import MemoryStorage
 from app.store import SaveResult, STORAGE_KEY, Notice, ThreadStore
@@ -339,7 +339,12 @@ async def test_agent_error_ends_the_turn_as_failed_and_saves_it():
     await asyncio.gather(task, return_exceptions=True)
     await settle()
     assert not runtime.is_running and runtime.messages[1].status == FAILED
-    assert stored(storage, "a")[1]["content"] == [{"type": "text", "text": "partial"}]
+    # What it had, then the failure (DESIGN.md §5: nothing lost silently); a reload shows it failed.
+    assert stored(storage, "a")[1]["content"] == [{"type": "text", "text": "partial"}, failed_marker(None)]
+    reloaded = AgentRuntime(ThreadStore(storage), Failing(), clock=lambda: NOW)
+    reloaded.hydrate()
+    reloaded.set_stage("a")
+    assert reloaded.messages[1].status == FAILED and [p.text for p in reloaded.messages[1].content] == ["partial"]
 
 
 # -- new conversation ------------------------------------------------------------------

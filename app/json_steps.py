@@ -1,0 +1,45 @@
+"""Compact JSON of a list, encoded item by item with a pause after each big one (issue 10 item 3).
+
+A turn holding a 2 MB message hands IndexedDB about 6 MB of JSON (the messages,
+their plain text and its folded form, DESIGN.md §9); encoded in one go that is
+one main-thread task of 100–300 ms in Pyodide. ``dumps_in_steps`` writes the
+same text, ``json.dumps(items, ensure_ascii=False, separators=(",", ":"),
+allow_nan=False)``, but awaits ``pause()`` after every item whose JSON is longer
+than ``step_chars``, so the browser can run other tasks (input, paint) between
+them. Small payloads never pause: their write reaches the database exactly as
+before.
+
+Example::
+
+    >>> import asyncio
+    >>> asyncio.run(dumps_in_steps([["put", "t", {"a": "ü"}], 1]))
+    '[["put","t",{"a":"ü"}],1]'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+__all__ = ["STEP_CHARS", "dumps_in_steps"]
+
+STEP_CHARS = 256 * 1024
+"""Items whose JSON is longer than this (characters) are followed by a pause."""
+
+
+async def dumps_in_steps(items: Sequence[Any], *, step_chars: int = STEP_CHARS,
+                         pause: Callable[[], Awaitable[Any]] = lambda: asyncio.sleep(0)) -> str:
+    """The compact JSON text of the list ``items`` (non-ASCII literal), pausing after big items.
+
+    Raises what ``json.dumps`` raises (``TypeError`` for a value JSON has not,
+    ``ValueError`` for NaN or infinity).
+    """
+    pieces = []
+    for item in items:
+        piece = json.dumps(item, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        pieces.append(piece)
+        if len(piece) > step_chars:
+            await pause()
+    return "[" + ",".join(pieces) + "]"

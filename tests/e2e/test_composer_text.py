@@ -1,0 +1,42 @@
+"""What the composer sends is exactly what was typed (it crosses into Python as UTF-8 bytes,
+``app.browser.dom.field_text``; issue 10 item 3)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.composer import composer_text
+
+
+
+def type_and_send(agent, value: str) -> None:
+    agent.page.evaluate("v => { document.querySelector('[data-testid=agent-input]').value = v; }", value)
+    agent.testid("agent-send").click()
+    agent.wait_idle()
+
+
+def sent_texts(agent) -> list[str]:
+    messages = json.loads(agent.stored_raw())["state"]["threads"]["intro-ml"]["messages"]
+    return [m["content"][0]["text"] for m in messages if m["role"] == "user"]
+
+
+@pytest.mark.parametrize("value", [
+    "\n\n    indented 代码\tand 🎨 e\u0301 “quotes” \u3000 عربى\n  next\n\n",
+    ("lorem ipsum dolor sit amet 中文 " * 10_000)[:300_000],
+])
+def test_typed_text_arrives_unchanged(agent, value):
+    agent.open(course="intro-ml")
+    type_and_send(agent, value)
+    assert sent_texts(agent) == [composer_text(value)]
+    assert agent.testid("agent-input").input_value() == ""
+
+
+def test_text_with_a_lone_surrogate_arrives_as_typed(agent):
+    agent.open(course="intro-ml")
+    agent.page.evaluate("() => { document.querySelector('[data-testid=agent-input]').value = 'half \\ud800 of a pair'; }")
+    agent.testid("agent-send").click()
+    agent.wait_idle()
+    assert "\\ud800" in agent.stored_raw()
+    assert sent_texts(agent) == ["half \ud800 of a pair"]

@@ -1,0 +1,85 @@
+"""What a 2 MB message costs on its way through a turn (issue 10 item 3): the shortcuts taken
+for it give exactly what the plain computation gives."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+import app.store as store_module
+from app.history.text import _SIMPLE, TITLE_GRAPHEMES, first_user_text, needs_segmenter, title_of
+from app.json_steps import dumps_in_steps
+
+
+def user(text: str) -> dict:
+    return {"role": "user", "content": [{"type": "text", "text": text}]}
+
+
+TEXTS = [
+    "", "   ", "short title", "a \t\n b", " \u3000 lead\x1ctrail \x1f", "bad \ud800 half " * 40,
+    "word " * 200, " " * 5000 + "after a long run of spaces " * 30, "字" * 10_000,
+    ("lorem ipsum dolor sit amet 中文 " * 20_000)[:300_000], "e\u0301" * 300, "👨‍👩‍👧 " * 120,
+    "x" * (TITLE_GRAPHEMES * 8) + " y", "x" * (TITLE_GRAPHEMES * 8 + 1),
+]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_bounded_first_user_text_is_the_start_of_the_whole_one(text):
+    whole = first_user_text([user("  "), user(text)])
+    bounded = first_user_text([user("  "), user(text)], TITLE_GRAPHEMES * 8)
+    if whole is None:
+        assert bounded is None
+    else:
+        assert bounded == whole[: TITLE_GRAPHEMES * 8 + 1]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_title_and_segmenter_need_are_those_of_the_whole_text(text):
+    messages = [user(text)]
+    whole = first_user_text(messages)  # the whole text collapsed: what both were made of before
+    if whole is None:
+        assert title_of(messages) is None and not needs_segmenter(messages)
+        return
+    head = whole[: TITLE_GRAPHEMES * 8]
+    expected = whole if len(whole) <= TITLE_GRAPHEMES else head[:TITLE_GRAPHEMES] + "…"
+    assert title_of(messages, graphemes=list) == expected
+    assert needs_segmenter(messages) == (len(whole) > TITLE_GRAPHEMES and not _SIMPLE.match(head))
+
+
+ITEMS = [
+    ["put", "messages", {"taskId": "t", "messages": [user("ü" * 300_000)]}],
+    ["put", "texts", {"taskId": "t", "text": "中" * 10}],
+    ["delete", "heads", "course-1"],
+    ["put", "search", {"folded": "a" * 262_145, "n": 1, "x": None, "ok": True, "f": 1.5}],
+]
+
+
+def test_dumps_in_steps_writes_what_json_dumps_writes_and_pauses_only_after_big_items():
+    paused: list[int] = []
+
+    async def pause():
+        paused.append(1)
+
+    text = asyncio.run(dumps_in_steps(ITEMS, pause=pause))
+    assert text == json.dumps(ITEMS, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    assert json.loads(text) == ITEMS
+    assert len(paused) == 2  # after the 300,000- and the 262,145-character items, not after the small ones
+    assert asyncio.run(dumps_in_steps([], pause=pause)) == "[]" and len(paused) == 2
+
+
+def test_dumps_in_steps_refuses_what_json_dumps_refuses():
+    with pytest.raises(ValueError):
+        asyncio.run(dumps_in_steps([float("nan")]))
+    with pytest.raises(TypeError):
+        asyncio.run(dumps_in_steps([object()]))
+
+
+@pytest.mark.parametrize("text", ["中文 " * 1000, "plain", "lone \ud800 and \udfff", "pair \ud83d\ude00 held as two",
+                                  "\ud83d" + "x" * 5000, "x" * 5000 + "\udc00"])
+def test_js_json_fast_path_writes_what_the_surrogate_rules_write(text):
+    value = {"text": text, "n": [1, None]}
+    reference = store_module._SURROGATES.sub(
+        store_module._fix_surrogates, json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    assert store_module._js_json(value) == reference
