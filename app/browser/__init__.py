@@ -126,7 +126,19 @@ def _boot():
     # (DESIGN.md §4); the first render happens once the course's thread is loaded.
     show_course(query.get("course") or DEFAULT_COURSE_ID)
     runtime.subscribe(view.render)
-    runtime.subscribe(render_stage)
+    stage_key: list[tuple] = []
+
+    def on_runtime_change() -> None:
+        # The runtime notifies on every streamed token; the stage and its versions depend only on
+        # the course, its conversation and the version store (which notifies on its own), so a
+        # token redraws nothing there (DESIGN.md §10).
+        key = (runtime.stage_id, runtime.conversation_id(runtime.stage_id) if runtime.stage_id else None,
+               runtime.is_running, bool(ready_flag))
+        if stage_key != [key]:
+            stage_key[:] = [key]
+            render_stage()
+
+    runtime.subscribe(on_runtime_change)
     checkpoints.subscribe(render_stage)
     view.render()
 
