@@ -232,3 +232,22 @@ def test_indexeddb_blocked_leaves_the_core_working_with_one_notice(agent, second
     open_list(agent)
     assert agent.testid("history-item").count() == 0
     assert agent.testid("history-status").inner_text() != ""
+
+
+def test_a_reload_right_after_a_turn_ends_keeps_its_meta_even_with_slow_indexeddb_commits(agent):
+    """Idle (data-running=false) comes only once the turn's history record is written: a reload at
+    once finds the turn's usage, model and duration (DESIGN.md §9)."""
+    agent.open(course="intro-ml")
+    assert wait_history(agent) == "ready"
+    agent.page.evaluate("""() => {
+      const adapter = window.agentbarIndexedDbAdapter, write = adapter.write.bind(adapter);
+      adapter.write = async (ops) => { await new Promise((r) => setTimeout(r, 700)); return write(ops); };
+    }""")
+    agent.send("count my tokens")  # waits for data-running=false
+    agent.reload()
+    assert wait_history(agent) == "ready"
+    stats = agent.testid("conversation-stats")
+    assert stats.get_attribute("data-turns") == "1" and int(stats.get_attribute("data-total-tokens")) > 10
+    meta = agent.testid("turn-meta")
+    assert meta.count() == 1 and meta.get_attribute("data-model") == "demo"
+    assert int(meta.get_attribute("data-duration-ms")) > 0

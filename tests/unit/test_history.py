@@ -376,3 +376,57 @@ def test_an_import_nested_deeper_than_the_limit_is_refused_before_parsing():
         assert info.value.reason == "not-json"
     with pytest.raises(ImportRefused):  # brackets inside strings do not count as nesting
         parse_export('{"format":"x","s":"' + "[" * 500 + '"}')
+
+
+class SlowWrites(MemoryBackend):
+    """A backend whose writes wait for ``gate`` (an IndexedDB commit that takes its time)."""
+
+    def __init__(self):
+        super().__init__()
+        import asyncio
+        self.gate = asyncio.Event()
+
+    async def write(self, ops):
+        await self.gate.wait()
+        return await super().write(ops)
+
+
+async def test_a_turn_reads_as_running_until_its_history_record_is_written():
+    """A reload once the panel says idle must find the turn's meta (DESIGN.md §9): the runtime
+    reports idle only after the history write of the turn is done."""
+    clock = Clock()
+    backend = SlowWrites()
+    svc, _, _ = service(clock=clock, backend=backend)
+    recorder = HistoryRecorder(svc)
+    runtime = AgentRuntime(ThreadStore(MemoryStorage()), DemoAgent(), clock=clock, history=recorder)
+    runtime.hydrate()
+    runtime.set_stage("s")
+    seen = []
+    runtime.subscribe(lambda: seen.append(runtime.is_running))
+    await runtime.send("hello there")
+    for _ in range(5):
+        await __import__("asyncio").sleep(0)
+    assert runtime.is_running and seen[-1] is True  # saved to localStorage, history not written yet
+    assert runtime.send("too early") is None
+    assert backend.raw("turns") == {}
+    backend.gate.set()
+    await recorder.drain()
+    await __import__("asyncio").sleep(0)
+    assert not runtime.is_running and seen[-1] is False
+    assert list(backend.raw("turns").values())[0]["turns"][0]["model"] == "demo"
+
+
+async def test_a_history_write_that_hangs_holds_the_panel_only_for_a_bounded_time(monkeypatch):
+    import asyncio
+
+    import app.runtime as runtime_module
+    monkeypatch.setattr(runtime_module, "RECORD_WAIT_S", 0.01)
+    clock = Clock()
+    svc, _, _ = service(clock=clock, backend=SlowWrites())
+    runtime = AgentRuntime(ThreadStore(MemoryStorage()), DemoAgent(), clock=clock, history=HistoryRecorder(svc))
+    runtime.hydrate()
+    runtime.set_stage("s")
+    await runtime.send("hello there")
+    assert runtime.is_running
+    await asyncio.sleep(0.05)
+    assert not runtime.is_running and runtime.send("next") is not None
