@@ -25,6 +25,7 @@ from app.browser.dom import element as _node
 from app.browser.indexeddb import IndexedDbBackend
 from app.history.recorder import HistoryRecorder
 from app.history.service import UNDO_MS, ConversationStats, HistoryService
+from app.history.labels import item_stats_text, markdown_meta, stats_text, turn_meta_text
 from app.history.records import iso
 from app.history.text import relative_label
 
@@ -165,8 +166,7 @@ class HistoryView:
                             ("output-tokens", stats.output_tokens), ("total-tokens", stats.total_tokens),
                             ("mean-duration-ms", stats.mean_duration_ms)):
             box.setAttribute(f"data-{name}", str(value))
-        box.textContent = self.t("history.stats", turns=stats.turns, tokens=stats.total_tokens,
-                                 seconds=f"{stats.mean_duration_ms / 1000:.1f}")
+        box.textContent = stats_text(self.t, stats)
         box.hidden = meta is None
         self._turns = {t.messageId: t for t in turns if t.messageId}
         self._active_task = meta.taskId if meta else None
@@ -188,15 +188,13 @@ class HistoryView:
                 node.append(line)
             line.setAttribute("data-model", turn.model)
             line.setAttribute("data-duration-ms", str(turn.duration))
-            seconds = f"{turn.duration / 1000:.1f}"
             if turn.usage is None:  # the agent reported no usage: say so, never a made-up 0 (DESIGN.md §12)
                 line.removeAttribute("data-total-tokens")
                 line.setAttribute("data-usage", "not-reported")
-                label = self.t("history.turnMetaNoUsage", model=turn.model, seconds=seconds)
             else:
                 line.setAttribute("data-total-tokens", str(turn.usage.totalTokens))
                 line.removeAttribute("data-usage")
-                label = self.t("history.turnMeta", model=turn.model, tokens=turn.usage.totalTokens, seconds=seconds)
+            label = turn_meta_text(self.t, turn)
             # shown through CSS (::after) so the message's own text stays what it was
             line.setAttribute("data-label", label)
             line.setAttribute("title", label)
@@ -266,7 +264,7 @@ class HistoryView:
             items.append({"taskId": meta.taskId, "current": meta.taskId == active, "totalTokens": meta.stats.totalTokens,
                           "title": title, "iso": iso(meta.updatedAt), "unit": unit, "count": count,
                           "justNow": self.t("history.justNow"), "snippet": list(piece) if piece else None,
-                          "stats": self.t("history.itemStats", turns=stats.turns, tokens=stats.total_tokens),
+                          "stats": item_stats_text(self.t, stats),
                           "deleteLabel": self.t("history.delete", title=title)})
             self._keys[meta.taskId] = (meta.updatedAt, meta.taskId)
         js.agentbarHistoryDom.draw(self._by("history-list"), self.t.locale, json.dumps(items), mode)
@@ -435,7 +433,7 @@ class HistoryView:
         if kind == "json":
             text, mime = export_json(*bundle), "application/json"
         else:
-            text, mime = export_markdown(*bundle, self._labels()), "text/markdown"
+            text, mime = export_markdown(*bundle, self._labels(bundle[0])), "text/markdown"
         blob = js.Blob.new(to_js([text]), to_js({"type": f"{mime};charset=utf-8"}, dict_converter=js.Object.fromEntries))
         url = js.URL.createObjectURL(blob)
         link = _node("a", attrs={"href": url, "download": f"{bundle[0].taskId}.{kind}"})
@@ -444,9 +442,9 @@ class HistoryView:
         link.remove()
         js.setTimeout(create_proxy(lambda: js.URL.revokeObjectURL(url)), 10_000)
 
-    def _labels(self) -> dict[str, str]:
+    def _labels(self, meta=None) -> dict[str, str]:
         return {"you": self.t("edit.agent.you"), "assistant": self.t("edit.agent.assistant"),
-                "tool": self.t("history.tool"), "meta": self.t("history.markdownMeta")}
+                "tool": self.t("history.tool"), "meta": markdown_meta(self.t, meta) if meta else ""}
 
     async def print_view(self) -> None:
         """Fill the print view with the active conversation and open the browser's print (PDF)."""

@@ -116,7 +116,8 @@ def fence_for(text: str) -> str:
 
 def export_markdown(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[TurnMeta], labels: dict[str, str]) -> str:
     """Markdown of one conversation; ``labels``: ``you``, ``assistant``, ``tool``, ``meta`` (a line
-    with ``{created}``, ``{updated}``, ``{turns}``, ``{tokens}`` placeholders)."""
+    with ``{created}``, ``{updated}`` and, if still there, ``{turns}``, ``{tokens}`` placeholders: the
+    page phrases the counts with their plural forms beforehand, ``app.history.labels.markdown_meta``)."""
     lines = [f"# {meta.taskName}", "",
              labels["meta"].format(created=iso(meta.createdAt), updated=iso(meta.updatedAt),
                                    turns=meta.turnCount, tokens=meta.stats.totalTokens), ""]

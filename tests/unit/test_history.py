@@ -430,3 +430,45 @@ async def test_a_history_write_that_hangs_holds_the_panel_only_for_a_bounded_tim
     assert runtime.is_running
     await asyncio.sleep(0.05)
     assert not runtime.is_running and runtime.send("next") is not None
+
+
+# -- stats text with plural forms (DESIGN.md §7) -----------------------------------------
+
+@pytest.mark.parametrize(("locale", "turns", "tokens", "expected"), [
+    ("en-US", 1, 1, "1 turn · 1 token · 0.5 s mean response"),
+    ("en-US", 2, 42, "2 turns · 42 tokens · 0.5 s mean response"),
+    ("ru-RU", 21, 3, "21 ход · 3 токена · средний ответ 0.5 с"),
+    ("ru-RU", 25, 11, "25 ходов · 11 токенов · средний ответ 0.5 с"),
+    ("ar-SA", 1, 2, "دور واحد · رمزان · متوسط الاستجابة 0.5 ث"),
+    ("pt-BR", 1, 5, "1 turno · 5 tokens usados · resposta média de 0.5 s"),
+    ("ja-JP", 1, 1, "1 ターン · 1 トークン · 平均応答 0.5 秒"),
+])
+def test_stats_lines_use_the_plural_form_of_each_count(locale, turns, tokens, expected):
+    from app.history.labels import stats_text
+    from app.i18n import Translator
+
+    stats = ConversationStats(turns=turns, total_tokens=tokens, mean_duration_ms=500)
+    assert stats_text(Translator(locale), stats) == expected
+
+
+def test_item_turn_and_markdown_lines_use_plural_forms_in_every_locale():
+    from app.history.labels import item_stats_text, markdown_meta, turn_meta_text
+    from app.history.records import TaskMeta, TurnMeta
+    from app.i18n import LOCALES, Translator
+
+    en = Translator("en-US")
+    assert item_stats_text(en, ConversationStats(turns=1, total_tokens=1)) == "1 turn · 1 token"
+    turn = TurnMeta(turnId=1, timestamp=iso(T0), usage={"inputTokens": 0, "outputTokens": 1, "totalTokens": 1},
+                    model="demo", duration=1200)
+    assert turn_meta_text(en, turn) == "demo · 1 token · 1.2 s"
+    meta = TaskMeta(taskId=new_task_id(T0), taskName="t", stageId="s", createdAt=T0, updatedAt=T0, turnCount=1,
+                    stats={"totalTokens": 1})
+    line = markdown_meta(en, meta).format(created="C", updated="U")
+    assert line == "Created C · updated U · 1 turn · 1 token"
+    for locale in LOCALES:  # every locale phrases both counts (no placeholder left, no "{count}")
+        t = Translator(locale)
+        for text in (item_stats_text(t, ConversationStats(turns=1, total_tokens=5)), turn_meta_text(t, turn),
+                     markdown_meta(t, meta).format(created="C", updated="U")):
+            assert "{" not in text and "}" not in text, (locale, text)
+        assert item_stats_text(t, ConversationStats(turns=1, total_tokens=5)) != item_stats_text(
+            t, ConversationStats(turns=2, total_tokens=5)), locale
