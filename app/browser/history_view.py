@@ -117,6 +117,9 @@ class HistoryView:
         on("export-json", "click", lambda e: self._schedule(self.export("json")))
         on("history-print", "click", lambda e: self._schedule(self.print_view()))
         on("import-json", "change", lambda e: self._schedule(self.import_file(e.target)))
+        on("discard-confirm-yes", "click", lambda e: self._discard(True))
+        on("discard-confirm-keep", "click", lambda e: self._discard(False))
+        on("discard-confirm", "keydown", lambda e: self._discard(False) if e.key == "Escape" else None)
         if self._channel is not None:
             proxy = create_proxy(self._on_remote)
             self._proxies.append(proxy)
@@ -138,6 +141,8 @@ class HistoryView:
         task.add_done_callback(_report)
 
     def _on_runtime(self) -> None:
+        if self.runtime.stage_id != self._meta_stage or not self.runtime.has_messages:
+            self._by("discard-confirm").hidden = True  # asked about another thread
         if self.runtime.stage_id != self._meta_stage:
             self._schedule(self.render_meta())
             if self._open:
@@ -388,6 +393,25 @@ class HistoryView:
             await self.refresh_top()
 
     # -- commands ------------------------------------------------------------------
+    def new_conversation(self) -> None:
+        """New conversation (the pen button). History keeps the thread (``archive``); when it cannot
+        (IndexedDB unusable or failed: ``HistoryService.keeps_conversations`` is False) the thread would
+        be gone for good, so the panel asks first and says so (DESIGN.md §5: nothing is lost silently)."""
+        if self.runtime.has_messages and not self.service.keeps_conversations:
+            box = self._by("discard-confirm")
+            box.hidden = False
+            self._by("discard-confirm-keep").focus()
+            return
+        self._discard(True)
+
+    def _discard(self, confirmed: bool) -> None:
+        self._by("discard-confirm").hidden = True
+        if confirmed:
+            self.runtime.clear_thread()
+            self._by("agent-input").focus()
+        else:
+            self._by("agent-new-conversation").focus()
+
     async def resume(self, task_id: str) -> None:
         """Make ``task_id`` the shown course's active thread (one write of ``maic-agent-threads``)."""
         stage_id = self.runtime.stage_id

@@ -148,6 +148,12 @@ class HistoryService:
         await asyncio.shield(self._opening)
         return bool(self.available)
 
+    @property
+    def keeps_conversations(self) -> bool:
+        """False once history is known to be unavailable: New conversation would then lose the
+        thread for good, which the page must say before doing it (DESIGN.md §5, §9)."""
+        return self.available is not False
+
     async def _open(self) -> None:
         try:
             await self._db.open()

@@ -227,7 +227,8 @@ def test_indexeddb_blocked_leaves_the_core_working_with_one_notice(agent, second
     codes = agent.page.eval_on_selector_all("[data-testid=agent-notice]", "els => els.map(e => e.dataset.code)")
     assert sorted(codes) == ["checkpoint-unavailable", "history-blocked"]  # each feature says so once
     assert len(agent.stored()["state"]["threads"]["intro-ml"]["messages"]) == 4
-    agent.testid("agent-new-conversation").click()
+    agent.testid("agent-new-conversation").click()  # history cannot keep it: asked first (DESIGN.md §5)
+    agent.testid("discard-confirm-yes").click()
     assert agent.messages().count() == 0 and agent.stored()["state"]["threads"].get("intro-ml") is None
     open_list(agent)
     assert agent.testid("history-item").count() == 0
@@ -251,3 +252,40 @@ def test_a_reload_right_after_a_turn_ends_keeps_its_meta_even_with_slow_indexedd
     meta = agent.testid("turn-meta")
     assert meta.count() == 1 and meta.get_attribute("data-model") == "demo"
     assert int(meta.get_attribute("data-duration-ms")) > 0
+
+
+def test_new_conversation_without_usable_indexeddb_asks_before_the_thread_is_lost(agent):
+    """IndexedDB unusable from the start (static/indexeddb-guard.js): history cannot keep the thread,
+    so New conversation says so and waits for a choice; keeping it changes nothing (DESIGN.md §5)."""
+    from tests.e2e.test_indexeddb_boot import BREAKAGES
+
+    agent.page.add_init_script(BREAKAGES["open-throws"])
+    agent.open(course="intro-ml")
+    assert wait_history(agent) == "unavailable:unavailable"
+    agent.send("do not lose me")
+    confirm = agent.testid("discard-confirm")
+    assert confirm.is_hidden()
+    agent.testid("agent-new-conversation").click()
+    assert confirm.is_visible() and agent.testid("discard-confirm-text").inner_text().strip() != ""
+    assert agent.page.evaluate("() => document.activeElement.dataset.testid") == "discard-confirm-keep"
+    assert agent.messages().count() == 2 and agent.stored()["state"]["threads"]["intro-ml"]
+    agent.testid("discard-confirm-keep").click()
+    assert confirm.is_hidden() and agent.messages().count() == 2
+    assert len(agent.stored()["state"]["threads"]["intro-ml"]["messages"]) == 2
+    agent.testid("agent-new-conversation").click()
+    agent.page.keyboard.press("Escape")  # Escape keeps it too
+    assert confirm.is_hidden() and agent.messages().count() == 2
+    agent.testid("agent-new-conversation").click()
+    agent.testid("discard-confirm-yes").click()
+    assert confirm.is_hidden() and agent.messages().count() == 0
+    assert agent.stored()["state"]["threads"].get("intro-ml") is None
+
+
+def test_new_conversation_with_working_history_archives_without_asking(agent):
+    agent.open(course="intro-ml")
+    assert wait_history(agent) == "ready"
+    agent.send("keep me in history")
+    agent.testid("agent-new-conversation").click()
+    assert agent.messages().count() == 0 and agent.testid("discard-confirm").is_hidden()
+    open_list(agent)
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '1'")
