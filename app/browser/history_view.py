@@ -23,6 +23,7 @@ from pyscript.ffi import is_none
 
 from app.browser.dom import element as _node
 from app.browser.indexeddb import IndexedDbBackend
+from app.history.reconcile import stored_threads
 from app.history.recorder import HistoryRecorder
 from app.history.service import UNDO_MS, ConversationStats, HistoryService
 from app.history.labels import item_stats_text, markdown_meta, stats_text, turn_meta_text
@@ -59,19 +60,6 @@ def _report(task: asyncio.Future) -> None:
         import traceback
 
         js.console.error("".join(traceback.format_exception(task.exception())))
-
-
-def _stored_stage_ids() -> list[str]:
-    """The course ids in ``maic-agent-threads`` (parsed in JavaScript: cheap, nothing copied but the ids)."""
-    try:
-        ids = js.eval("(() => { try { const v = JSON.parse(localStorage.getItem('maic-agent-threads'));"
-                      " return JSON.stringify(Object.keys((v && v.state && v.state.threads) || {})); }"
-                      " catch (e) { return '[]'; } })()")
-        return [i for i in json.loads(str(ids)) if isinstance(i, str)]
-    except Exception:  # noqa: BLE001 - storage blocked: nothing to reconcile
-        return []
-
-
 
 
 class HistoryView:
@@ -128,11 +116,7 @@ class HistoryView:
 
     async def start(self) -> None:
         """After ready: reconcile the stored threads with history, then show the active turn meta."""
-        threads = {}
-        for stage_id in _stored_stage_ids():
-            messages, updated = self.store.load(stage_id), self.store.updated_at(stage_id)
-            if messages and updated is not None:
-                threads[stage_id] = (messages, updated)
+        threads = stored_threads(self.store)
         await self.recorder.run(self.runtime.stage_id or "", lambda: self.service.reconcile(threads))
         await self.render_meta()
 

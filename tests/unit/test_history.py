@@ -422,14 +422,22 @@ async def test_a_history_write_that_hangs_holds_the_panel_only_for_a_bounded_tim
     import app.runtime as runtime_module
     monkeypatch.setattr(runtime_module, "RECORD_WAIT_S", 0.01)
     clock = Clock()
-    svc, _, _ = service(clock=clock, backend=SlowWrites())
-    runtime = AgentRuntime(ThreadStore(MemoryStorage()), DemoAgent(), clock=clock, history=HistoryRecorder(svc))
+    backend = SlowWrites()
+    svc, _, _ = service(clock=clock, backend=backend)
+    recorder = HistoryRecorder(svc)
+    runtime = AgentRuntime(ThreadStore(MemoryStorage()), DemoAgent(), clock=clock, history=recorder)
     runtime.hydrate()
     runtime.set_stage("s")
     await runtime.send("hello there")
     assert runtime.is_running
     await asyncio.sleep(0.05)
-    assert not runtime.is_running and runtime.send("next") is not None
+    assert not runtime.is_running
+    task = runtime.send("next")
+    assert task is not None
+    await task
+    backend.gate.set()
+    await recorder.drain()
+    assert len((await svc.active("s"))[1]) == 2  # both turns written, in order, once the store answered
 
 
 # -- stats text with plural forms (DESIGN.md §7) -----------------------------------------
@@ -472,3 +480,24 @@ def test_item_turn_and_markdown_lines_use_plural_forms_in_every_locale():
             assert "{" not in text and "}" not in text, (locale, text)
         assert item_stats_text(t, ConversationStats(turns=1, total_tokens=5)) != item_stats_text(
             t, ConversationStats(turns=2, total_tokens=5)), locale
+
+
+async def test_start_up_reconciles_every_stored_thread_read_through_the_store():
+    """The threads reconcile adopts come from ``ThreadStore.stage_ids()`` (no second parse of the
+    stored value in the page, no ``eval``): each course with messages and its ``updatedAt``."""
+    from pathlib import Path
+
+    from app.history.reconcile import stored_threads
+
+    store = ThreadStore(MemoryStorage())
+    store.hydrate(T0)
+    store.save("a", [user("in a")], T0 + 1)
+    store.save("__proto__", [user("odd id")], T0 + 2)
+    store.save("empty", [], T0 + 3)
+    threads = stored_threads(store)
+    assert threads == {"a": ([user("in a")], T0 + 1), "__proto__": ([user("odd id")], T0 + 2)}
+    svc, _, _ = service()
+    assert sorted(await svc.reconcile(threads)) == ["__proto__", "a"]
+    assert (await svc.active("a"))[0].taskName == "in a"
+    view = (Path(__file__).parents[2] / "app" / "browser" / "history_view.py").read_text(encoding="utf-8")
+    assert "js.eval" not in view and "stored_threads(self.store)" in view
