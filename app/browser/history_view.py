@@ -74,6 +74,7 @@ class HistoryView:
         self._cursor = None
         self._has_more = False
         self._loading = False
+        self._sort, self._since = "newest", None  # the drawn list's order and range (DESIGN.md §9)
         self._keys: dict[str, tuple[int, str]] = {}  # drawn taskId -> its list key (updatedAt, taskId)
         self._undo_timer = None
         self._meta_stage: str | None = None
@@ -223,19 +224,25 @@ class HistoryView:
         self._keys, self._cursor, self._has_more = {}, None, False
         if stage_id is None:
             return
+        since = RANGES_MS.get(self._by("history-range").value)
+        # sort and range hold for the plain list too; its pages keep the ones it was drawn with
+        self._sort, self._since = self._by("history-sort").value, None if since is None else self.clock() - since
+        self._generation = generation = getattr(self, "_generation", 0) + 1
         if keyword.strip():
-            since = RANGES_MS.get(self._by("history-range").value)
-            hits = await self.service.search(stage_id, keyword, sort=self._by("history-sort").value,
-                                             since_ms=None if since is None else self.clock() - since)
-            if keyword != self._by("history-search").value:
-                return  # typed on meanwhile: a later search draws
+            hits = await self.service.search(stage_id, keyword, sort=self._sort, since_ms=self._since)
+            if keyword != self._by("history-search").value or generation != self._generation:
+                return  # typed on (or sort/range changed) meanwhile: a later search draws
             self._draw([(hit.meta, hit.snippet) for hit in hits], "replace")
             listing.setAttribute("data-total", str(len(hits)))
             listing.setAttribute("data-has-more", "false")
             listing.setAttribute("data-query", keyword)  # what the drawn results answer
             self._empty(listing, "history.noResults")
             return
-        page, total = await asyncio.gather(self.service.page(stage_id), self.service.total(stage_id))
+        sort, since_ms = self._sort, self._since
+        page, total = await asyncio.gather(self.service.page(stage_id, sort=sort, since_ms=since_ms),
+                                           self.service.total(stage_id, since_ms))
+        if generation != self._generation:
+            return  # sort, range or course changed meanwhile: a later reload draws
         self._draw([(m, None) for m in page.items], "replace")
         self._paged(page)
         listing.setAttribute("data-total", str(total))
@@ -274,8 +281,11 @@ class HistoryView:
         if self._loading or not self._has_more or self._by("history-search").value.strip():
             return
         self._loading = True
+        generation = getattr(self, "_generation", 0)
         try:
-            page = await self.service.page(self._stage, self._cursor)
+            page = await self.service.page(self._stage, self._cursor, sort=self._sort, since_ms=self._since)
+            if generation != getattr(self, "_generation", 0):
+                return  # redrawn meanwhile (sort, range, course): this page belongs to the old list
             self._draw([(m, None) for m in page.items if m.taskId not in self._keys], "append")
             self._paged(page)
         finally:
@@ -283,13 +293,13 @@ class HistoryView:
 
     async def refresh_top(self) -> None:
         """Items that arrived or moved above the list's top while it was open: drawn first, once."""
-        if not self._open or self._by("history-search").value.strip():
-            return await self.reload()
+        if not self._open or self._by("history-search").value.strip() or self._sort != "newest":
+            return await self.reload()  # only newest-first has its changes at the top
         listing = self._by("history-list")
         top = max(self._keys.values()) if self._keys else None
         newer = await self.service.newer(self._stage, top)
         self._draw([(m, None) for m in newer], "prepend")
-        listing.setAttribute("data-total", str(await self.service.total(self._stage)))
+        listing.setAttribute("data-total", str(await self.service.total(self._stage, self._since)))
         self._mark_current()
         self._empty(listing, "history.empty")
 
@@ -370,7 +380,7 @@ class HistoryView:
             item = self._by("history-list").querySelector(f'[data-task-id="{task_id}"]')
             if not is_none(item):
                 item.remove()
-            self._by("history-list").setAttribute("data-total", str(await self.service.total(stage_id)))
+            self._by("history-list").setAttribute("data-total", str(await self.service.total(stage_id, self._since)))
         elif kind == "undo":
             await self.reload()
         else:

@@ -433,23 +433,59 @@ class HistoryService:
         return bool(self._deleted and self._deleted.was_head)
 
     # -- list, search ------------------------------------------------------
-    async def total(self, stage_id: str) -> int:
-        """How many conversations ``stage_id`` has."""
-        return await self._guard(lambda: self._db.count("conversations", LIST_INDEX, [stage_id, LOWEST],
-                                                        [stage_id, HIGHEST]), 0)
+    async def total(self, stage_id: str, since_ms: int | None = None) -> int:
+        """How many conversations ``stage_id`` has (updated at or after ``since_ms`` when given)."""
+        lower = [stage_id, since_ms] if since_ms is not None else [stage_id, LOWEST]
+        return await self._guard(lambda: self._db.count("conversations", LIST_INDEX, lower, [stage_id, HIGHEST]), 0)
 
-    async def page(self, stage_id: str, cursor: tuple[int, str] | None = None) -> Page:
-        """The ``PAGE_SIZE`` newest conversations below ``cursor`` (all when None), newest first."""
+    async def page(self, stage_id: str, cursor: tuple | None = None, *, sort: str = "newest",
+                   since_ms: int | None = None) -> Page:
+        """The next ``PAGE_SIZE`` conversations after ``cursor`` (from the start when None) in ``sort``
+        order: ``newest`` / ``oldest`` (``updatedAt``, then ``taskId``) or ``tokens`` (most total tokens
+        first, then newest); only those updated at or after ``since_ms`` when given (DESIGN.md §9).
+        ``cursor`` is the previous page's ``Page.cursor`` with the same ``sort`` and ``since_ms``: the key
+        of its last item, never an offset, so nothing is shown twice or skipped."""
+        if sort == "tokens":
+            return await self._tokens_page(stage_id, cursor, since_ms)
+        oldest = sort == "oldest"
+
         async def work():
-            upper = [stage_id, cursor[0], cursor[1]] if cursor else [stage_id, HIGHEST]
-            rows = await self._db.query("conversations", LIST_INDEX, [stage_id, LOWEST], upper,
-                                        upper_open=cursor is not None, reverse=True, limit=PAGE_SIZE + 1)
+            low = [stage_id, since_ms] if since_ms is not None else [stage_id, LOWEST]
+            lower, upper = low, [stage_id, HIGHEST]
+            if cursor is not None:
+                lower, upper = ([stage_id, cursor[0], cursor[1]], upper) if oldest else (low, [stage_id, cursor[0], cursor[1]])
+            rows = await self._db.query("conversations", LIST_INDEX, lower, upper, lower_open=oldest and cursor is not None,
+                                        upper_open=not oldest and cursor is not None, reverse=not oldest,
+                                        limit=PAGE_SIZE + 1)
             has_more = len(rows) > PAGE_SIZE
             rows = rows[:PAGE_SIZE]
             items = [m for m in map(self._meta, rows) if m is not None]
             last = rows[-1] if rows else None
             next_cursor = (last["updatedAt"], last["taskId"]) if isinstance(last, dict) and "updatedAt" in last else cursor
             return Page(items, next_cursor, has_more)
+        return await self._guard(work, Page([], None, False))
+
+    async def _tokens_page(self, stage_id: str, cursor: tuple | None, since_ms: int | None) -> Page:
+        """``page`` sorted by most tokens: the course's metas in range are read and ordered here (no
+        index holds tokens); only the page's own records are validated. Cursor: the last item's
+        ``(-totalTokens, -updatedAt, taskId)``."""
+        def key(raw: Any) -> tuple:
+            stats = raw.get("stats") if isinstance(raw, dict) else None
+            tokens = stats.get("totalTokens") if isinstance(stats, dict) else 0
+            tokens = tokens if isinstance(tokens, int) else 0
+            updated = raw.get("updatedAt") if isinstance(raw, dict) else 0
+            return (-tokens, -(updated if isinstance(updated, int) else 0), str(raw.get("taskId", "")) if isinstance(raw, dict) else "")
+
+        async def work():
+            lower = [stage_id, since_ms] if since_ms is not None else [stage_id, LOWEST]
+            rows = sorted(((key(r), r) for r in await self._db.query("conversations", LIST_INDEX, lower,
+                                                                    [stage_id, HIGHEST])), key=lambda kr: kr[0])
+            if cursor is not None:
+                after = tuple(cursor)
+                rows = [kr for kr in rows if kr[0] > after]
+            shown = rows[:PAGE_SIZE]
+            items = [m for m in (self._meta(r) for _, r in shown) if m is not None]
+            return Page(items, shown[-1][0] if shown else cursor, len(rows) > PAGE_SIZE)
         return await self._guard(work, Page([], None, False))
 
     async def newer(self, stage_id: str, top: tuple[int, str] | None) -> list[TaskMeta]:

@@ -21,9 +21,12 @@ def open_list(agent):
     return agent.testid("history-list")
 
 
-def seed_conversations(agent, stage: str, texts: list[str], *, start_ms: int = 1_780_000_000_000) -> list[str]:
+def seed_conversations(agent, stage: str, texts: list[str], *, start_ms: int = 1_780_000_000_000,
+                       tokens: list[int] | None = None) -> list[str]:
     """Write archived conversations straight into IndexedDB (another connection of the page); their
-    updatedAt increases with the index. Returns their task ids, oldest first."""
+    updatedAt increases with the index; ``tokens``: each one's output tokens (default 1). Returns their
+    task ids, oldest first."""
+    outputs = tokens or [1] * len(texts)
     return run_py(agent.page, f"""
         from app.browser.history_view import _install_graphemes
         from app.history import HistoryService
@@ -36,7 +39,8 @@ def seed_conversations(agent, stage: str, texts: list[str], *, start_ms: int = 1
         for i, text in enumerate({json.dumps(texts, ensure_ascii=False)}):
             msgs = [{{"role": "user", "id": f"u{{i}}", "content": [{{"type": "text", "text": text}}]}},
                     {{"role": "assistant", "id": f"a{{i}}", "content": [{{"type": "text", "text": "ok " + text}}]}}]
-            await svc.record_turn({stage!r}, msgs, i, usage={{"inputTokens": i, "outputTokens": 1, "totalTokens": i + 1}},
+            out = {json.dumps(outputs)}[i]
+            await svc.record_turn({stage!r}, msgs, i, usage={{"inputTokens": i, "outputTokens": out, "totalTokens": i + out}},
                                   model="demo", duration_ms=10, message_id=f"a{{i}}")
             ids.append(await svc.archive({stage!r}, msgs, i))
         json.dumps(ids)
@@ -289,3 +293,43 @@ def test_new_conversation_with_working_history_archives_without_asking(agent):
     assert agent.messages().count() == 0 and agent.testid("discard-confirm").is_hidden()
     open_list(agent)
     agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '1'")
+
+
+def test_sort_and_range_apply_to_the_plain_list_and_page_on_the_cursor(agent):
+    agent.open(course="intro-ml")
+    wait_history(agent)
+    outputs = [100 + (i * 7) % 12 for i in range(12)]  # no order of time: most tokens differs from newest
+    old = seed_conversations(agent, "intro-ml", [f"old {i:02d}" for i in range(12)], tokens=outputs)
+    now = agent.page.evaluate("() => Date.now()")
+    recent = seed_conversations(agent, "intro-ml", ["recent a", "recent b"], start_ms=now - 3 * 86_400_000)
+    listing = open_list(agent)
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 10")
+
+    def scrolled_ids() -> list[str]:
+        for _ in range(3):
+            agent.page.eval_on_selector("[data-testid=history-list]", "el => { el.scrollTop = el.scrollHeight; el.dispatchEvent(new Event('scroll')); }")
+            agent.page.wait_for_timeout(250)
+        agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.hasMore === 'false'")
+        return item_ids(agent)
+
+    assert scrolled_ids() == (old + recent)[::-1]
+    agent.testid("history-sort").select_option("oldest")
+    agent.page.wait_for_function(f"() => document.querySelector('[data-testid=history-item]').dataset.taskId === {old[0]!r}")
+    assert listing.get_attribute("data-has-more") == "true"
+    assert scrolled_ids() == old + recent
+    agent.testid("history-sort").select_option("tokens")
+    by_tokens = [old[i] for i in sorted(range(12), key=lambda i: (-(i + outputs[i]), -i))]  # ties: newest first
+    agent.page.wait_for_function(f"() => document.querySelector('[data-testid=history-item]').dataset.taskId === {by_tokens[0]!r}")
+    ids = scrolled_ids()
+    assert ids[:12] == by_tokens and len(ids) == len(set(ids)) == 14
+    tokens = agent.page.eval_on_selector_all("[data-testid=history-item]", "els => els.map(e => +e.dataset.totalTokens)")
+    assert tokens == sorted(tokens, reverse=True)
+    agent.testid("history-range").select_option("7d")
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 2")
+    assert set(item_ids(agent)) == set(recent) and listing.get_attribute("data-total") == "2"
+    agent.testid("history-sort").select_option("newest")
+    agent.page.wait_for_function(f"() => document.querySelector('[data-testid=history-item]').dataset.taskId === {recent[1]!r}")
+    assert item_ids(agent) == recent[::-1] and listing.get_attribute("data-has-more") == "false"
+    agent.testid("history-range").select_option("1d")
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 0")
+    assert listing.get_attribute("data-total") == "0"

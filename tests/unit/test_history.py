@@ -501,3 +501,57 @@ async def test_start_up_reconciles_every_stored_thread_read_through_the_store():
     assert (await svc.active("a"))[0].taskName == "in a"
     view = (Path(__file__).parents[2] / "app" / "browser" / "history_view.py").read_text(encoding="utf-8")
     assert "js.eval" not in view and "stored_threads(self.store)" in view
+
+
+async def _all_pages(svc, stage, **kw):
+    shown, cursor, pages = [], None, 0
+    while True:
+        page = await svc.page(stage, cursor, **kw)
+        shown += [m.taskId for m in page.items]
+        cursor, pages = page.cursor, pages + 1
+        assert len(page.items) <= PAGE_SIZE
+        if not page.has_more:
+            return shown, pages
+
+
+async def test_sort_and_range_apply_to_the_plain_list_with_cursor_pages():
+    """DESIGN.md §9: sort newest / oldest / most tokens and the time range hold for the list itself,
+    not only for search results; pages come from a cursor: no duplicate, no skip."""
+    clock = Clock()
+    svc, _, _ = service(clock=clock)
+    ids, tokens = [], [(i * 7) % 5 for i in range(23)]  # ties in tokens: newest first among equals
+    for i in range(23):
+        clock.now += 86_400_000  # one a day
+        ids.append(await add(svc, "s", f"c{i}", tokens=(tokens[i], 0)))
+    await add(svc, "other", "elsewhere")
+    newest, pages = await _all_pages(svc, "s")
+    assert newest == ids[::-1] and pages == 3
+    oldest, _ = await _all_pages(svc, "s", sort="oldest")
+    assert oldest == ids
+    by_tokens, _ = await _all_pages(svc, "s", sort="tokens")
+    assert by_tokens == [ids[i] for i in sorted(range(23), key=lambda i: (-tokens[i], -i))]
+    assert len(set(by_tokens)) == 23
+    since = clock.now - 12 * 86_400_000  # the last 12 days hold the 12 newest (plus the boundary one)
+    recent = [i for i in ids if (await svc.get(i)).updatedAt >= since]
+    assert len(recent) in (12, 13)
+    for sort, expected in (("newest", recent[::-1]), ("oldest", recent),
+                           ("tokens", sorted(recent, key=lambda t: (-tokens[ids.index(t)], -ids.index(t))))):
+        shown, _ = await _all_pages(svc, "s", sort=sort, since_ms=since)
+        assert shown == expected, sort
+    assert await svc.total("s", since) == len(recent) and await svc.total("s") == 23
+
+
+async def test_oldest_first_pages_reach_what_arrives_or_moves_while_the_list_is_open():
+    clock = Clock()
+    svc, _, _ = service(clock=clock)
+    ids = [await add(svc, "s", f"c{i}") for i in range(15)]
+    first = await svc.page("s", sort="oldest")
+    assert [m.taskId for m in first.items] == ids[:10]
+    arrived = await add(svc, "s", "new")
+    await svc.resume("s", ids[12], [], None, clock())  # not shown yet; moves to the end
+    await svc.record_turn("s", [user("c12", "u-c12"), reply("more")], clock(), usage=None, model="demo",
+                          duration_ms=1, message_id=None)
+    rest = await svc.page("s", first.cursor, sort="oldest")
+    shown = [m.taskId for m in first.items + rest.items]
+    assert not rest.has_more and len(shown) == len(set(shown)) == 16
+    assert shown[-2:] == [arrived, ids[12]]
