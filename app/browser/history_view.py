@@ -360,7 +360,8 @@ class HistoryView:
     def _on_local_change(self, kind: str, task_id: str, stage_id: str) -> None:
         if self._channel is not None:
             self._channel.postMessage(json.dumps({"kind": kind, "taskId": task_id, "stageId": stage_id}))
-        self._schedule(self._apply_change(kind, task_id, stage_id))
+        if kind != "import":  # this tab's import draws itself (``reveal``)
+            self._schedule(self._apply_change(kind, task_id, stage_id))
 
     def _on_remote(self, event) -> None:
         try:
@@ -381,7 +382,7 @@ class HistoryView:
             if not is_none(item):
                 item.remove()
             self._by("history-list").setAttribute("data-total", str(await self.service.total(stage_id, self._since)))
-        elif kind == "undo":
+        elif kind in ("undo", "import"):  # back or in at its own place in the order, maybe far down
             await self.reload()
         else:
             await self.refresh_top()
@@ -500,3 +501,23 @@ class HistoryView:
         result = await self.recorder.run(stage_id, lambda: self.service.import_bundle(stage_id, *bundle))
         status.setAttribute("data-result", "ok" if result == "ok" else "error")
         status.textContent = self.t("history.imported" if result == "ok" else f"history.importError.{result}")
+        if result == "ok" and stage_id == self._stage:
+            await self.reveal(bundle[0].taskId)
+
+    async def reveal(self, task_id: str) -> None:
+        """Redraw the open list and page on (cursor pages, as scrolling does) until ``task_id`` is drawn,
+        then scroll it into view: an imported conversation shows at once, wherever its time puts it."""
+        if not self._open:
+            return
+        await self.reload()
+        while task_id not in self._keys and self._has_more:
+            if self._loading:
+                await asyncio.sleep(0.01)
+                continue
+            drawn = len(self._keys)
+            await self.more()
+            if len(self._keys) == drawn and not self._has_more:
+                break
+        item = self._by("history-list").querySelector(f'[data-task-id="{task_id}"]')
+        if not is_none(item):
+            item.scrollIntoView(to_js({"block": "nearest"}, dict_converter=js.Object.fromEntries))

@@ -40,7 +40,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.history.records import Stats, TaskMeta, TurnMeta, Usage, iso, new_task_id
-from app.history.text import fold, needs_segmenter, plain_text, snippet, title_of
+from app.history.text import cut_title, fold, needs_segmenter, plain_text, snippet, text_needs_segmenter, title_of
 from app.records import HIGHEST, LOWEST, RecordStoreError
 from app.store import Notice
 
@@ -548,10 +548,13 @@ class HistoryService:
         """Add an imported conversation to ``stage_id``'s history (archived). Returns ``"ok"``,
         ``"exists"`` (that task id is already kept: nothing changed) or ``"unavailable"``."""
         async def work():
+            if text_needs_segmenter(" ".join(meta.taskName.split())):
+                await self._ensure_titles([{"role": "user", "content": [{"type": "text", "text": meta.taskName}]}])
             async with self._lock:
                 if await self._db.get("conversations", meta.taskId) is not None:
                     return "exists"
-                record = meta.model_copy(update={"stageId": stage_id})
+                # the file's title obeys the rule of every title: 50 grapheme clusters (DESIGN.md §9)
+                record = meta.model_copy(update={"stageId": stage_id, "taskName": cut_title(meta.taskName)})
                 ops = self._ops(record, messages, turns, False, None)
                 ops[0] = ("add", "conversations", record.model_dump())
                 await self._db.write(ops)

@@ -333,3 +333,33 @@ def test_sort_and_range_apply_to_the_plain_list_and_page_on_the_cursor(agent):
     agent.testid("history-range").select_option("1d")
     agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 0")
     assert listing.get_attribute("data-total") == "0"
+
+
+def test_an_import_shows_in_the_open_list_at_once_with_its_title_cut_at_50_clusters(agent, tmp_path):
+    agent.open(course="intro-ml")
+    wait_history(agent)
+    seed_conversations(agent, "intro-ml", [f"conversation {i:02d}" for i in range(14)])
+    listing = open_list(agent)
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 10")
+    family = "👨‍👩‍👧‍👦"
+    export = {"format": "agentbar-conversation", "version": 1,
+              "meta": {"taskId": "task_20260101_abc123", "taskName": family * 70, "stageId": "another-course",
+                       "createdAt": "2026-01-01T00:00:00.000Z", "updatedAt": "2026-01-01T00:00:00.000Z",
+                       "stats": {"credits": 0, "totalTokens": 7, "inputTokens": 3, "outputTokens": 4}},
+              "messages": [{"role": "user", "id": "u1", "content": [{"type": "text", "text": "imported question"}]},
+                           {"role": "assistant", "id": "a1", "content": [{"type": "text", "text": "imported answer"}]}],
+              "turns": []}
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(export, ensure_ascii=False), encoding="utf-8")
+    agent.testid("import-json").set_input_files(str(path))
+    agent.page.wait_for_selector("[data-testid=history-status][data-result=ok]")
+    # older than every other conversation: the last of the list, drawn without closing it
+    item = agent.page.locator("[data-testid=history-item][data-task-id=task_20260101_abc123]")
+    item.wait_for()
+    assert listing.get_attribute("data-total") == "15"
+    ids = item_ids(agent)
+    assert ids[-1] == "task_20260101_abc123" and len(ids) == len(set(ids)) == 15
+    assert item.locator("[data-testid=history-title]").inner_text() == family * 50 + "…"
+    assert agent.page.evaluate("""() => { const el = document.querySelector('[data-task-id=task_20260101_abc123]');
+      const box = el.getBoundingClientRect(), list = el.parentElement.getBoundingClientRect();
+      return box.top >= list.top - 1 && box.bottom <= list.bottom + 1; }""")  # scrolled into view

@@ -10,7 +10,7 @@ import pytest
 from app.agent import DemoAgent
 from app.history import HistoryService
 from app.history.export import ImportRefused, export_json, export_markdown, fence_for, parse_export
-from app.history.records import TASK_ID, iso, new_task_id, parse_iso
+from app.history.records import TASK_ID, TaskMeta, iso, new_task_id, parse_iso
 from app.history.recorder import HistoryRecorder
 from app.history.service import PAGE_SIZE, UNDO_MS, ConversationStats
 from app.history.text import fold, relative_label, snippet, title_of
@@ -555,3 +555,32 @@ async def test_oldest_first_pages_reach_what_arrives_or_moves_while_the_list_is_
     shown = [m.taskId for m in first.items + rest.items]
     assert not rest.has_more and len(shown) == len(set(shown)) == 16
     assert shown[-2:] == [arrived, ids[12]]
+
+
+@pytest.mark.parametrize(("name", "kept"), [
+    ("x" * 80, "x" * 50 + "…"),
+    ("👨‍👩‍👧‍👦" * 60, "👨‍👩‍👧‍👦" * 50 + "…"),
+    ("e\u0301" * 51, "e\u0301" * 50 + "…"),
+    ("  many \n\t spaces  ", "many spaces"),
+    ("y" * 50 + "…", "y" * 50 + "…"),  # already cut by the rule: an export imports back unchanged
+    ("👍🏽" * 50 + "…", "👍🏽" * 50 + "…"),
+    ("bad \ud800", "bad \ufffd"),
+    ("   ", ""),
+])
+async def test_an_imported_title_obeys_the_50_grapheme_rule(name, kept):
+    loads = []
+
+    async def prepare():
+        loads.append(1)
+    svc, _, _ = service(prepare=prepare)
+    msgs = [user("q"), reply("r")]
+    meta = TaskMeta(taskId=new_task_id(T0), taskName=name, stageId="elsewhere", createdAt=T0, updatedAt=T0)
+    text = export_json(meta, msgs, [])
+    assert await svc.import_bundle("s", *parse_export(text)) == "ok"
+    stored = await svc.get(meta.taskId)
+    assert stored.taskName == kept and stored.stageId == "s"
+    assert loads == ([1] if name[0] in "👨e👍" else [])  # the segmenter is installed only when a cut needs it
+    again = export_json(*await svc.bundle(meta.taskId))
+    await svc.delete(meta.taskId)
+    assert await svc.import_bundle("s", *parse_export(again)) == "ok"
+    assert export_json(*await svc.bundle(meta.taskId)) == again  # cutting twice changes nothing
