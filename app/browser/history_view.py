@@ -199,10 +199,14 @@ class HistoryView:
     async def open(self) -> None:
         """Open the shown course's list and draw its first page."""
         self._open = True
-        drawer = self._by("history-drawer")
-        drawer.hidden = False
         self._by("history-open").setAttribute("aria-expanded", "true")
-        await self.reload()
+        try:  # drawn while hidden: the drawer shows with its first page, no empty frame before it
+            await self.reload()
+        finally:
+            if self._open:
+                self._by("history-drawer").hidden = False
+        if not self._open:
+            return
         first = self._by("history-list").querySelector("[data-testid=history-item]")
         (first if not is_none(first) else self._by("history-search")).focus()
 
@@ -239,8 +243,8 @@ class HistoryView:
             self._empty(listing, "history.noResults")
             return
         sort, since_ms = self._sort, self._since
-        page, total = await asyncio.gather(self.service.page(stage_id, sort=sort, since_ms=since_ms),
-                                           self.service.total(stage_id, since_ms))
+        page = await self.service.page(stage_id, sort=sort, since_ms=since_ms)  # with its total: one read
+        total = page.total
         if generation != self._generation:
             return  # sort, range or course changed meanwhile: a later reload draws
         self._draw([(m, None) for m in page.items], "replace")

@@ -64,11 +64,13 @@ NOTICE_CODES = {
 
 @dataclass(frozen=True)
 class Page:
-    """One page of the list: ``items`` newest first; ``cursor`` for the next page; ``has_more``."""
+    """One page of the list: ``items`` in the list's order; ``cursor`` for the next page; ``has_more``;
+    ``total``: how many the list holds (its course, in its time range), read with the page."""
 
     items: list[TaskMeta]
-    cursor: tuple[int, str] | None
+    cursor: tuple | None
     has_more: bool
+    total: int = 0
 
 
 @dataclass(frozen=True)
@@ -454,15 +456,16 @@ class HistoryService:
             lower, upper = low, [stage_id, HIGHEST]
             if cursor is not None:
                 lower, upper = ([stage_id, cursor[0], cursor[1]], upper) if oldest else (low, [stage_id, cursor[0], cursor[1]])
-            rows = await self._db.query("conversations", LIST_INDEX, lower, upper, lower_open=oldest and cursor is not None,
-                                        upper_open=not oldest and cursor is not None, reverse=not oldest,
-                                        limit=PAGE_SIZE + 1)
+            rows, total = await self._db.query_count(  # one read for the page and the list's total
+                "conversations", LIST_INDEX, lower, upper, low, [stage_id, HIGHEST],
+                lower_open=oldest and cursor is not None, upper_open=not oldest and cursor is not None,
+                reverse=not oldest, limit=PAGE_SIZE + 1)
             has_more = len(rows) > PAGE_SIZE
             rows = rows[:PAGE_SIZE]
             items = [m for m in map(self._meta, rows) if m is not None]
             last = rows[-1] if rows else None
             next_cursor = (last["updatedAt"], last["taskId"]) if isinstance(last, dict) and "updatedAt" in last else cursor
-            return Page(items, next_cursor, has_more)
+            return Page(items, next_cursor, has_more, total)
         return await self._guard(work, Page([], None, False))
 
     async def _tokens_page(self, stage_id: str, cursor: tuple | None, since_ms: int | None) -> Page:
@@ -480,12 +483,13 @@ class HistoryService:
             lower = [stage_id, since_ms] if since_ms is not None else [stage_id, LOWEST]
             rows = sorted(((key(r), r) for r in await self._db.query("conversations", LIST_INDEX, lower,
                                                                     [stage_id, HIGHEST])), key=lambda kr: kr[0])
+            total = len(rows)
             if cursor is not None:
                 after = tuple(cursor)
                 rows = [kr for kr in rows if kr[0] > after]
             shown = rows[:PAGE_SIZE]
             items = [m for m in (self._meta(r) for _, r in shown) if m is not None]
-            return Page(items, shown[-1][0] if shown else cursor, len(rows) > PAGE_SIZE)
+            return Page(items, shown[-1][0] if shown else cursor, len(rows) > PAGE_SIZE, total)
         return await self._guard(work, Page([], None, False))
 
     async def newer(self, stage_id: str, top: tuple[int, str] | None) -> list[TaskMeta]:

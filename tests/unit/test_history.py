@@ -539,6 +539,9 @@ async def test_sort_and_range_apply_to_the_plain_list_with_cursor_pages():
         shown, _ = await _all_pages(svc, "s", sort=sort, since_ms=since)
         assert shown == expected, sort
     assert await svc.total("s", since) == len(recent) and await svc.total("s") == 23
+    for sort in ("newest", "oldest", "tokens"):  # each page carries the list's total, range included
+        assert (await svc.page("s", sort=sort)).total == 23
+        assert (await svc.page("s", sort=sort, since_ms=since)).total == len(recent)
 
 
 async def test_oldest_first_pages_reach_what_arrives_or_moves_while_the_list_is_open():
