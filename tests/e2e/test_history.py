@@ -272,6 +272,7 @@ def test_new_conversation_without_usable_indexeddb_asks_before_the_thread_is_los
     agent.testid("agent-new-conversation").click()
     assert confirm.is_visible() and agent.testid("discard-confirm-text").inner_text().strip() != ""
     assert agent.page.evaluate("() => document.activeElement.dataset.testid") == "discard-confirm-keep"
+    agent.assert_accessible("new conversation asks before discarding")
     assert agent.messages().count() == 2 and agent.stored()["state"]["threads"]["intro-ml"]
     agent.testid("discard-confirm-keep").click()
     assert confirm.is_hidden() and agent.messages().count() == 2
