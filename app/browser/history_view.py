@@ -107,6 +107,7 @@ class HistoryView:
         on("history-print", "click", lambda e: self._schedule(self.print_view()))
         on("import-json", "change", lambda e: self._schedule(self.import_file(e.target)))
         on("discard-confirm-yes", "click", lambda e: self._discard(True))
+        on("discard-confirm-export", "click", lambda e: self._schedule(self.export_unkept()))
         on("discard-confirm-keep", "click", lambda e: self._discard(False))
         on("discard-confirm", "keydown", lambda e: self._discard(False) if e.key == "Escape" else None)
         if self._channel is not None:
@@ -457,9 +458,27 @@ class HistoryView:
             text, mime = export_json(*bundle), "application/json"
         else:
             text, mime = export_markdown(*bundle, self._labels(bundle[0])), "text/markdown"
+        self._download(text, mime, f"{bundle[0].taskId}.{kind}")
+
+    async def export_unkept(self) -> None:
+        """Download the shown thread as a JSON export when history cannot keep it (asked before New
+        conversation, DESIGN.md §5); it imports back once history works. The thread stays."""
+        from app.history.export import export_unkept
+        from app.history.text import needs_segmenter
+
+        stage_id = self.runtime.stage_id
+        messages = self.store.load(stage_id) if stage_id is not None else None
+        if not messages:
+            return
+        if needs_segmenter(messages):
+            await _install_graphemes()
+        task_id, text = export_unkept(stage_id, messages, self.clock())
+        self._download(text, "application/json", f"{task_id}.json")
+
+    def _download(self, text: str, mime: str, filename: str) -> None:
         blob = js.Blob.new(to_js([text]), to_js({"type": f"{mime};charset=utf-8"}, dict_converter=js.Object.fromEntries))
         url = js.URL.createObjectURL(blob)
-        link = _node("a", attrs={"href": url, "download": f"{bundle[0].taskId}.{kind}"})
+        link = _node("a", attrs={"href": url, "download": filename})
         document.body.append(link)
         link.click()
         link.remove()

@@ -258,7 +258,7 @@ def test_a_reload_right_after_a_turn_ends_keeps_its_meta_even_with_slow_indexedd
     assert int(meta.get_attribute("data-duration-ms")) > 0
 
 
-def test_new_conversation_without_usable_indexeddb_asks_before_the_thread_is_lost(agent):
+def test_new_conversation_without_usable_indexeddb_asks_before_the_thread_is_lost(agent, tmp_path):
     """IndexedDB unusable from the start (static/indexeddb-guard.js): history cannot keep the thread,
     so New conversation says so and waits for a choice; keeping it changes nothing (DESIGN.md §5)."""
     from tests.e2e.test_indexeddb_boot import BREAKAGES
@@ -274,6 +274,15 @@ def test_new_conversation_without_usable_indexeddb_asks_before_the_thread_is_los
     assert agent.page.evaluate("() => document.activeElement.dataset.testid") == "discard-confirm-keep"
     agent.assert_accessible("new conversation asks before discarding")
     assert agent.messages().count() == 2 and agent.stored()["state"]["threads"]["intro-ml"]
+    with agent.page.expect_download() as info:  # a careful way out: keep a copy first
+        agent.testid("discard-confirm-export").click()
+    saved = tmp_path / info.value.suggested_filename
+    info.value.save_as(saved)
+    document = json.loads(saved.read_text(encoding="utf-8"))
+    assert document["format"] == "agentbar-conversation" and saved.name == document["meta"]["taskId"] + ".json"
+    assert document["messages"] == agent.stored()["state"]["threads"]["intro-ml"]["messages"]
+    assert document["meta"]["taskName"] == "do not lose me"
+    assert confirm.is_visible() and agent.messages().count() == 2  # downloading discards nothing
     agent.testid("discard-confirm-keep").click()
     assert confirm.is_hidden() and agent.messages().count() == 2
     assert len(agent.stored()["state"]["threads"]["intro-ml"]["messages"]) == 2

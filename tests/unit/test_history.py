@@ -587,3 +587,19 @@ async def test_an_imported_title_obeys_the_50_grapheme_rule(name, kept):
     await svc.delete(meta.taskId)
     assert await svc.import_bundle("s", *parse_export(again)) == "ok"
     assert export_json(*await svc.bundle(meta.taskId)) == again  # cutting twice changes nothing
+
+
+async def test_a_thread_history_cannot_keep_exports_and_imports_back_unchanged():
+    """Asked before New conversation without history (DESIGN.md §5): the download is a JSON export
+    that imports back once history works, messages unchanged, title by the rule of every title."""
+    from app.history.export import export_unkept
+
+    msgs = [user("  keep   me " + "😀" * 60, "u1"), reply("answer", "a1")]
+    task_id, text = export_unkept("intro-ml", msgs, T0, lambda n: b"\x01" * n)
+    assert TASK_ID.fullmatch(task_id) and task_id.startswith("task_20260528_")
+    meta, messages, turns = parse_export(text)
+    assert meta.taskId == task_id and messages == msgs and turns == [] and meta.stageId == "intro-ml"
+    assert meta.taskName == title_of(msgs) and meta.taskName.endswith("…")
+    svc, _, _ = service()
+    assert await svc.import_bundle("other", meta, messages, turns) == "ok"
+    assert (await svc.bundle(task_id))[1] == msgs
