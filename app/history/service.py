@@ -139,6 +139,7 @@ class HistoryService:
         self._turns: dict[str, list[TurnMeta]] = {}  # active conversation's turns per course
         self._metas: dict[str, TaskMeta | None] = {}  # active conversation's meta per course
         self.persist_requested = False
+        self._full = False  # the last write failed with "quota"
 
     # -- availability ------------------------------------------------------
     async def open(self) -> bool:
@@ -152,9 +153,10 @@ class HistoryService:
 
     @property
     def keeps_conversations(self) -> bool:
-        """False once history is known to be unavailable: New conversation would then lose the
-        thread for good, which the page must say before doing it (DESIGN.md §5, §9)."""
-        return self.available is not False
+        """False once history is known to be unavailable, or while its last write failed for lack of
+        space: New conversation could then lose the thread for good, which the page must say before
+        doing it (DESIGN.md §5, §9)."""
+        return self.available is not False and not self._full
 
     async def _open(self) -> None:
         try:
@@ -182,14 +184,18 @@ class HistoryService:
         if self.on_notice:
             self.on_notice(Notice(code, params))
 
-    async def _guard(self, work: Callable[[], Awaitable[Any]], default: Any = None) -> Any:
+    async def _guard(self, work: Callable[[], Awaitable[Any]], default: Any = None, *, writes: bool = False) -> Any:
         if not await self.open():
             return default
         try:
-            return await work()
+            result = await work()
         except RecordStoreError as error:
+            self._full = error.kind == "quota"
             self._fail(error)
             return default
+        if writes:
+            self._full = False  # a write worked (again): the lack of space is over
+        return result
 
     async def _ensure_titles(self, messages: list[dict]) -> None:
         """Load the grapheme segmenter (once) if the title of ``messages`` needs it."""
@@ -270,7 +276,7 @@ class HistoryService:
                 self._turns[stage_id], self._metas[stage_id] = turns, meta
             self._changed("record", meta.taskId, stage_id)
             return turn
-        return await self._guard(work)
+        return await self._guard(work, writes=True)
 
     async def active(self, stage_id: str) -> tuple[TaskMeta | None, list[TurnMeta]]:
         """The active conversation's meta and turns (read once per course, then kept)."""
@@ -314,7 +320,7 @@ class HistoryService:
                     pass
             self._changed("archive", task_id or "", stage_id)
             return task_id
-        return await self._guard(work)
+        return await self._guard(work, writes=True)
 
     def _adopt_ops(self, stage_id: str, messages: list[dict], meta: TaskMeta | None, synced_at: int | None,
                    *, head: bool) -> list:

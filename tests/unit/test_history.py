@@ -603,3 +603,24 @@ async def test_a_thread_history_cannot_keep_exports_and_imports_back_unchanged()
     svc, _, _ = service()
     assert await svc.import_bundle("other", meta, messages, turns) == "ok"
     assert (await svc.bundle(task_id))[1] == msgs
+
+
+async def test_new_conversation_must_ask_while_history_cannot_keep_the_thread():
+    """``keeps_conversations``: False when history is unavailable, and while the last write failed
+    for lack of space (DESIGN.md §5: nothing is lost silently); a write that works again clears it."""
+    backend = MemoryBackend()
+    svc, _, _ = service(backend=backend)
+    assert svc.keeps_conversations
+    await add(svc, "s", "x")
+    backend.quota_chars = 10
+    assert await svc.record_turn("s", [user("big" * 100)], 1, usage={}, model="demo", duration_ms=1,
+                                 message_id=None) is None
+    assert not svc.keeps_conversations
+    await svc.page("s")  # reading works on a full disk: it proves nothing about space
+    assert not svc.keeps_conversations
+    backend.quota_chars = None
+    assert await svc.record_turn("s", [user("small")], 2, usage={}, model="demo", duration_ms=1, message_id=None)
+    assert svc.keeps_conversations
+    gone, _, _ = service(backend=MemoryBackend())
+    gone._db.fail_next = "unavailable"
+    assert await gone.total("s") == 0 and not gone.keeps_conversations
