@@ -257,14 +257,15 @@ class HistoryView:
     def _draw(self, entries, mode: str) -> None:
         """Draw ``(meta, snippet)`` entries in one crossing (``static/history-view.js``)."""
         now, active = self.clock(), getattr(self, "_active_task", None)
+        just_now, untitled = self.t("history.justNow"), self.t("history.untitled")  # once per draw, not per item
         items = []
         for meta, piece in entries:
-            title = meta.taskName or self.t("history.untitled")
+            title = meta.taskName or untitled
             unit, count = relative_label(meta.updatedAt, now)
             stats = ConversationStats.of(meta)
             items.append({"taskId": meta.taskId, "current": meta.taskId == active, "totalTokens": meta.stats.totalTokens,
                           "title": title, "iso": iso(meta.updatedAt), "unit": unit, "count": count,
-                          "justNow": self.t("history.justNow"), "snippet": list(piece) if piece else None,
+                          "justNow": just_now, "snippet": list(piece) if piece else None,
                           "stats": item_stats_text(self.t, stats),
                           "deleteLabel": self.t("history.delete", title=title)})
             self._keys[meta.taskId] = (meta.updatedAt, meta.taskId)
