@@ -99,6 +99,12 @@ class RecordBackend(Protocol):
 
     async def count(self, table: str, index: str, lower: Key, upper: Key) -> int: ...
 
+    async def query_count(self, table: str, index: str, lower: Key, upper: Key, count_lower: Key, count_upper: Key, *,
+                          lower_open: bool = False, upper_open: bool = False, reverse: bool = False,
+                          limit: int = 0) -> tuple[list[dict], int]:
+        """``query`` and ``count`` of ``[count_lower, count_upper]`` read together (one crossing in the page)."""
+        ...
+
     async def write(self, ops: list[WriteOp]) -> None: ...
 
     async def scan(self, table: str, index: str, lower: Key, upper: Key, field: str, needle: str,
@@ -224,6 +230,13 @@ class MemoryBackend:
     async def count(self, table: str, index: str, lower: Key, upper: Key) -> int:
         self._enter()
         return len(self._range(table, index, lower, upper, False, False))
+
+    async def query_count(self, table: str, index: str, lower: Key, upper: Key, count_lower: Key, count_upper: Key, *,
+                          lower_open: bool = False, upper_open: bool = False, reverse: bool = False,
+                          limit: int = 0) -> tuple[list[dict], int]:
+        rows = await self.query(table, index, lower, upper, lower_open=lower_open, upper_open=upper_open,
+                                reverse=reverse, limit=limit)
+        return rows, await self.count(table, index, count_lower, count_upper)
 
     async def write(self, ops: list[WriteOp]) -> None:
         self._enter()

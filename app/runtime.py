@@ -64,6 +64,8 @@ __all__ = ["AgentRuntime", "CANCELLED", "FAILED", "RUNNING"]
 _log = logging.getLogger(__name__)
 
 RUNNING = MessageStatus(type="running")
+RECORD_WAIT_S = 5.0
+"""Longest a finished turn waits for its history write before the panel reads idle (DESIGN.md §9)."""
 CANCELLED = STOPPED
 """Status of an assistant message whose turn was stopped (stored with a marker, ``app.projection``)."""
 # FAILED (from app.projection): status of an assistant message whose agent raised; stored with what
@@ -85,6 +87,7 @@ class _Session:
     task: asyncio.Task[None] | None = field(default=None, repr=False)
     started_at: int = 0  # clock() at send, for the turn's duration (DESIGN.md §9)
     usage: UsageReport | UsageReported | None = None  # the agent's last usage report of the turn in flight
+    recording: asyncio.Future | None = field(default=None, repr=False)  # the ended turn's history write (§9)
 
 
 def _new_id() -> str:
@@ -145,7 +148,7 @@ class AgentRuntime:
     def is_running(self) -> bool:
         """True while the *shown* course has a turn in flight (``data-running``)."""
         session = self._shown
-        return bool(session and session.task)
+        return bool(session and (session.task or session.recording))
 
     @property
     def notices(self) -> tuple[Any, ...]:
@@ -186,7 +189,7 @@ class AgentRuntime:
         already runs. Appends the user message and a running assistant message.
         """
         session = self._shown
-        if session is None or session.task is not None or not text.strip():
+        if session is None or session.task is not None or session.recording is not None or not text.strip():
             return None
         history = list(session.messages)
         reply = Message(id=_new_id(), role="assistant", content=[], status=RUNNING)
@@ -324,14 +327,31 @@ class AgentRuntime:
         if self._history is not None:
             # usage None = not reported (DESIGN.md §12: a server without usage, or a turn that failed first)
             meta = session.usage.to_turn_meta() if session.usage is not None else {"model": "", "usage": None}
-            self._history.turn_completed(
+            self._hold_until_recorded(session, self._history.turn_completed(
                 session.stage_id, session.base if result.written else serialize_thread(session.messages),
                 self._store.updated_at(session.stage_id), meta["usage"], meta["model"],
-                self._clock() - session.started_at, reply.id)
+                self._clock() - session.started_at, reply.id))
         self._forget_if_idle(session)
         self._notify()
 
     # -- helpers -------------------------------------------------------------
+
+    def _hold_until_recorded(self, session: _Session, pending: Any) -> None:
+        """The turn reads as running until its history record (turn meta) is written, so a reload
+        once the panel says idle never loses it (DESIGN.md §9); at most ``RECORD_WAIT_S`` seconds
+        (a history that hangs, e.g. blocked by another tab, must not hold the panel)."""
+        if not isinstance(pending, asyncio.Future) or pending.done():
+            return
+        session.recording = pending
+
+        def release(*_: Any) -> None:
+            if session.recording is pending:
+                session.recording = None
+                self._forget_if_idle(session)
+                self._notify()
+        pending.add_done_callback(release)
+        asyncio.get_running_loop().call_later(RECORD_WAIT_S, release)
+
 
     def _record_scene_version(self, stage_id: str, part: ToolCallPart, turn_id: str | None = None) -> None:
         card = tool_card_view(part)
@@ -366,7 +386,8 @@ class AgentRuntime:
         return self._sessions.get(self._stage_id) if self._stage_id is not None else None
 
     def _forget_if_idle(self, session: _Session | None) -> None:
-        if session and session.task is None and session.stage_id != self._stage_id:
+        if (session and session.task is None and session.recording is None and session.stage_id != self._stage_id
+                and self._sessions.get(session.stage_id) is session):
             del self._sessions[session.stage_id]
 
     def _load(self, stage_id: str) -> _Session:

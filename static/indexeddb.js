@@ -124,6 +124,18 @@ globalThis.agentbarIndexedDbAdapter = {
       return JSON.stringify(await collection.toArray());
     });
   },
+  // query and count in one crossing (a list page and its total, read side by side):
+  // resolves JSON [records, count of index in [countLower, countUpper]].
+  queryCount(table, index, lower, upper, lowerOpen, upperOpen, reverse, limit, countLower, countUpper) {
+    return guard(async () => {
+      let collection = range(table, index, parse(lower), parse(upper), lowerOpen, upperOpen);
+      if (reverse) collection = collection.reverse();
+      if (limit > 0) collection = collection.limit(limit);
+      const [rows, total] = await Promise.all([collection.toArray(),
+        range(table, index, parse(countLower), parse(countUpper), false, false).count()]);
+      return JSON.stringify([rows, total]);
+    });
+  },
   count(table, index, lower, upper) {
     return guard(async () => range(table, index, parse(lower), parse(upper), false, false).count());
   },

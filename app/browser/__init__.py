@@ -199,8 +199,7 @@ def _boot():
 
     @when("click", "#agent-new-conversation")
     def _on_new(_event) -> None:
-        runtime.clear_thread()
-        document.getElementById("agent-input").focus()
+        history_view.new_conversation()  # asks first when history cannot keep the thread (DESIGN.md §5, §9)
 
     @when("click", "#agent-notices")
     def _on_notice_click(event) -> None:

@@ -23,8 +23,10 @@ from pyscript.ffi import is_none
 
 from app.browser.dom import element as _node
 from app.browser.indexeddb import IndexedDbBackend
+from app.history.reconcile import stored_threads
 from app.history.recorder import HistoryRecorder
 from app.history.service import UNDO_MS, ConversationStats, HistoryService
+from app.history.labels import item_stats_text, markdown_meta, stats_text, turn_meta_text
 from app.history.records import iso
 from app.history.text import relative_label
 
@@ -60,19 +62,6 @@ def _report(task: asyncio.Future) -> None:
         js.console.error("".join(traceback.format_exception(task.exception())))
 
 
-def _stored_stage_ids() -> list[str]:
-    """The course ids in ``maic-agent-threads`` (parsed in JavaScript: cheap, nothing copied but the ids)."""
-    try:
-        ids = js.eval("(() => { try { const v = JSON.parse(localStorage.getItem('maic-agent-threads'));"
-                      " return JSON.stringify(Object.keys((v && v.state && v.state.threads) || {})); }"
-                      " catch (e) { return '[]'; } })()")
-        return [i for i in json.loads(str(ids)) if isinstance(i, str)]
-    except Exception:  # noqa: BLE001 - storage blocked: nothing to reconcile
-        return []
-
-
-
-
 class HistoryView:
     """Binds the history drawer and the stats/turn-meta hooks to one runtime (module docstring)."""
 
@@ -85,6 +74,7 @@ class HistoryView:
         self._cursor = None
         self._has_more = False
         self._loading = False
+        self._sort, self._since = "newest", None  # the drawn list's order and range (DESIGN.md §9)
         self._keys: dict[str, tuple[int, str]] = {}  # drawn taskId -> its list key (updatedAt, taskId)
         self._undo_timer = None
         self._meta_stage: str | None = None
@@ -116,6 +106,10 @@ class HistoryView:
         on("export-json", "click", lambda e: self._schedule(self.export("json")))
         on("history-print", "click", lambda e: self._schedule(self.print_view()))
         on("import-json", "change", lambda e: self._schedule(self.import_file(e.target)))
+        on("discard-confirm-yes", "click", lambda e: self._discard(True))
+        on("discard-confirm-export", "click", lambda e: self._schedule(self.export_unkept()))
+        on("discard-confirm-keep", "click", lambda e: self._discard(False))
+        on("discard-confirm", "keydown", lambda e: self._discard(False) if e.key == "Escape" else None)
         if self._channel is not None:
             proxy = create_proxy(self._on_remote)
             self._proxies.append(proxy)
@@ -124,11 +118,7 @@ class HistoryView:
 
     async def start(self) -> None:
         """After ready: reconcile the stored threads with history, then show the active turn meta."""
-        threads = {}
-        for stage_id in _stored_stage_ids():
-            messages, updated = self.store.load(stage_id), self.store.updated_at(stage_id)
-            if messages and updated is not None:
-                threads[stage_id] = (messages, updated)
+        threads = stored_threads(self.store)
         await self.recorder.run(self.runtime.stage_id or "", lambda: self.service.reconcile(threads))
         await self.render_meta()
 
@@ -137,6 +127,8 @@ class HistoryView:
         task.add_done_callback(_report)
 
     def _on_runtime(self) -> None:
+        if self.runtime.stage_id != self._meta_stage or not self.runtime.has_messages:
+            self._by("discard-confirm").hidden = True  # asked about another thread
         if self.runtime.stage_id != self._meta_stage:
             self._schedule(self.render_meta())
             if self._open:
@@ -165,8 +157,7 @@ class HistoryView:
                             ("output-tokens", stats.output_tokens), ("total-tokens", stats.total_tokens),
                             ("mean-duration-ms", stats.mean_duration_ms)):
             box.setAttribute(f"data-{name}", str(value))
-        box.textContent = self.t("history.stats", turns=stats.turns, tokens=stats.total_tokens,
-                                 seconds=f"{stats.mean_duration_ms / 1000:.1f}")
+        box.textContent = stats_text(self.t, stats)
         box.hidden = meta is None
         self._turns = {t.messageId: t for t in turns if t.messageId}
         self._active_task = meta.taskId if meta else None
@@ -188,15 +179,13 @@ class HistoryView:
                 node.append(line)
             line.setAttribute("data-model", turn.model)
             line.setAttribute("data-duration-ms", str(turn.duration))
-            seconds = f"{turn.duration / 1000:.1f}"
             if turn.usage is None:  # the agent reported no usage: say so, never a made-up 0 (DESIGN.md §12)
                 line.removeAttribute("data-total-tokens")
                 line.setAttribute("data-usage", "not-reported")
-                label = self.t("history.turnMetaNoUsage", model=turn.model, seconds=seconds)
             else:
                 line.setAttribute("data-total-tokens", str(turn.usage.totalTokens))
                 line.removeAttribute("data-usage")
-                label = self.t("history.turnMeta", model=turn.model, tokens=turn.usage.totalTokens, seconds=seconds)
+            label = turn_meta_text(self.t, turn)
             # shown through CSS (::after) so the message's own text stays what it was
             line.setAttribute("data-label", label)
             line.setAttribute("title", label)
@@ -211,10 +200,14 @@ class HistoryView:
     async def open(self) -> None:
         """Open the shown course's list and draw its first page."""
         self._open = True
-        drawer = self._by("history-drawer")
-        drawer.hidden = False
         self._by("history-open").setAttribute("aria-expanded", "true")
-        await self.reload()
+        try:  # drawn while hidden: the drawer shows with its first page, no empty frame before it
+            await self.reload()
+        finally:
+            if self._open:
+                self._by("history-drawer").hidden = False
+        if not self._open:
+            return
         first = self._by("history-list").querySelector("[data-testid=history-item]")
         (first if not is_none(first) else self._by("history-search")).focus()
 
@@ -236,19 +229,25 @@ class HistoryView:
         self._keys, self._cursor, self._has_more = {}, None, False
         if stage_id is None:
             return
+        since = RANGES_MS.get(self._by("history-range").value)
+        # sort and range hold for the plain list too; its pages keep the ones it was drawn with
+        self._sort, self._since = self._by("history-sort").value, None if since is None else self.clock() - since
+        self._generation = generation = getattr(self, "_generation", 0) + 1
         if keyword.strip():
-            since = RANGES_MS.get(self._by("history-range").value)
-            hits = await self.service.search(stage_id, keyword, sort=self._by("history-sort").value,
-                                             since_ms=None if since is None else self.clock() - since)
-            if keyword != self._by("history-search").value:
-                return  # typed on meanwhile: a later search draws
+            hits = await self.service.search(stage_id, keyword, sort=self._sort, since_ms=self._since)
+            if keyword != self._by("history-search").value or generation != self._generation:
+                return  # typed on (or sort/range changed) meanwhile: a later search draws
             self._draw([(hit.meta, hit.snippet) for hit in hits], "replace")
             listing.setAttribute("data-total", str(len(hits)))
             listing.setAttribute("data-has-more", "false")
             listing.setAttribute("data-query", keyword)  # what the drawn results answer
             self._empty(listing, "history.noResults")
             return
-        page, total = await asyncio.gather(self.service.page(stage_id), self.service.total(stage_id))
+        sort, since_ms = self._sort, self._since
+        page = await self.service.page(stage_id, sort=sort, since_ms=since_ms)  # with its total: one read
+        total = page.total
+        if generation != self._generation:
+            return  # sort, range or course changed meanwhile: a later reload draws
         self._draw([(m, None) for m in page.items], "replace")
         self._paged(page)
         listing.setAttribute("data-total", str(total))
@@ -258,15 +257,16 @@ class HistoryView:
     def _draw(self, entries, mode: str) -> None:
         """Draw ``(meta, snippet)`` entries in one crossing (``static/history-view.js``)."""
         now, active = self.clock(), getattr(self, "_active_task", None)
+        just_now, untitled = self.t("history.justNow"), self.t("history.untitled")  # once per draw, not per item
         items = []
         for meta, piece in entries:
-            title = meta.taskName or self.t("history.untitled")
+            title = meta.taskName or untitled
             unit, count = relative_label(meta.updatedAt, now)
             stats = ConversationStats.of(meta)
             items.append({"taskId": meta.taskId, "current": meta.taskId == active, "totalTokens": meta.stats.totalTokens,
                           "title": title, "iso": iso(meta.updatedAt), "unit": unit, "count": count,
-                          "justNow": self.t("history.justNow"), "snippet": list(piece) if piece else None,
-                          "stats": self.t("history.itemStats", turns=stats.turns, tokens=stats.total_tokens),
+                          "justNow": just_now, "snippet": list(piece) if piece else None,
+                          "stats": item_stats_text(self.t, stats),
                           "deleteLabel": self.t("history.delete", title=title)})
             self._keys[meta.taskId] = (meta.updatedAt, meta.taskId)
         js.agentbarHistoryDom.draw(self._by("history-list"), self.t.locale, json.dumps(items), mode)
@@ -287,8 +287,11 @@ class HistoryView:
         if self._loading or not self._has_more or self._by("history-search").value.strip():
             return
         self._loading = True
+        generation = getattr(self, "_generation", 0)
         try:
-            page = await self.service.page(self._stage, self._cursor)
+            page = await self.service.page(self._stage, self._cursor, sort=self._sort, since_ms=self._since)
+            if generation != getattr(self, "_generation", 0):
+                return  # redrawn meanwhile (sort, range, course): this page belongs to the old list
             self._draw([(m, None) for m in page.items if m.taskId not in self._keys], "append")
             self._paged(page)
         finally:
@@ -296,13 +299,13 @@ class HistoryView:
 
     async def refresh_top(self) -> None:
         """Items that arrived or moved above the list's top while it was open: drawn first, once."""
-        if not self._open or self._by("history-search").value.strip():
-            return await self.reload()
+        if not self._open or self._by("history-search").value.strip() or self._sort != "newest":
+            return await self.reload()  # only newest-first has its changes at the top
         listing = self._by("history-list")
         top = max(self._keys.values()) if self._keys else None
         newer = await self.service.newer(self._stage, top)
         self._draw([(m, None) for m in newer], "prepend")
-        listing.setAttribute("data-total", str(await self.service.total(self._stage)))
+        listing.setAttribute("data-total", str(await self.service.total(self._stage, self._since)))
         self._mark_current()
         self._empty(listing, "history.empty")
 
@@ -363,7 +366,8 @@ class HistoryView:
     def _on_local_change(self, kind: str, task_id: str, stage_id: str) -> None:
         if self._channel is not None:
             self._channel.postMessage(json.dumps({"kind": kind, "taskId": task_id, "stageId": stage_id}))
-        self._schedule(self._apply_change(kind, task_id, stage_id))
+        if kind != "import":  # this tab's import draws itself (``reveal``)
+            self._schedule(self._apply_change(kind, task_id, stage_id))
 
     def _on_remote(self, event) -> None:
         try:
@@ -383,13 +387,32 @@ class HistoryView:
             item = self._by("history-list").querySelector(f'[data-task-id="{task_id}"]')
             if not is_none(item):
                 item.remove()
-            self._by("history-list").setAttribute("data-total", str(await self.service.total(stage_id)))
-        elif kind == "undo":
+            self._by("history-list").setAttribute("data-total", str(await self.service.total(stage_id, self._since)))
+        elif kind in ("undo", "import"):  # back or in at its own place in the order, maybe far down
             await self.reload()
         else:
             await self.refresh_top()
 
     # -- commands ------------------------------------------------------------------
+    def new_conversation(self) -> None:
+        """New conversation (the pen button). History keeps the thread (``archive``); when it cannot
+        (IndexedDB unusable or failed: ``HistoryService.keeps_conversations`` is False) the thread would
+        be gone for good, so the panel asks first and says so (DESIGN.md §5: nothing is lost silently)."""
+        if self.runtime.has_messages and not self.service.keeps_conversations:
+            box = self._by("discard-confirm")
+            box.hidden = False
+            self._by("discard-confirm-keep").focus()
+            return
+        self._discard(True)
+
+    def _discard(self, confirmed: bool) -> None:
+        self._by("discard-confirm").hidden = True
+        if confirmed:
+            self.runtime.clear_thread()
+            self._by("agent-input").focus()
+        else:
+            self._by("agent-new-conversation").focus()
+
     async def resume(self, task_id: str) -> None:
         """Make ``task_id`` the shown course's active thread (one write of ``maic-agent-threads``)."""
         stage_id = self.runtime.stage_id
@@ -435,18 +458,36 @@ class HistoryView:
         if kind == "json":
             text, mime = export_json(*bundle), "application/json"
         else:
-            text, mime = export_markdown(*bundle, self._labels()), "text/markdown"
+            text, mime = export_markdown(*bundle, self._labels(bundle[0])), "text/markdown"
+        self._download(text, mime, f"{bundle[0].taskId}.{kind}")
+
+    async def export_unkept(self) -> None:
+        """Download the shown thread as a JSON export when history cannot keep it (asked before New
+        conversation, DESIGN.md §5); it imports back once history works. The thread stays."""
+        from app.history.export import export_unkept
+        from app.history.text import needs_segmenter
+
+        stage_id = self.runtime.stage_id
+        messages = self.store.load(stage_id) if stage_id is not None else None
+        if not messages:
+            return
+        if needs_segmenter(messages):
+            await _install_graphemes()
+        task_id, text = export_unkept(stage_id, messages, self.clock())
+        self._download(text, "application/json", f"{task_id}.json")
+
+    def _download(self, text: str, mime: str, filename: str) -> None:
         blob = js.Blob.new(to_js([text]), to_js({"type": f"{mime};charset=utf-8"}, dict_converter=js.Object.fromEntries))
         url = js.URL.createObjectURL(blob)
-        link = _node("a", attrs={"href": url, "download": f"{bundle[0].taskId}.{kind}"})
+        link = _node("a", attrs={"href": url, "download": filename})
         document.body.append(link)
         link.click()
         link.remove()
         js.setTimeout(create_proxy(lambda: js.URL.revokeObjectURL(url)), 10_000)
 
-    def _labels(self) -> dict[str, str]:
+    def _labels(self, meta=None) -> dict[str, str]:
         return {"you": self.t("edit.agent.you"), "assistant": self.t("edit.agent.assistant"),
-                "tool": self.t("history.tool"), "meta": self.t("history.markdownMeta")}
+                "tool": self.t("history.tool"), "meta": markdown_meta(self.t, meta) if meta else ""}
 
     async def print_view(self) -> None:
         """Fill the print view with the active conversation and open the browser's print (PDF)."""
@@ -484,3 +525,23 @@ class HistoryView:
         result = await self.recorder.run(stage_id, lambda: self.service.import_bundle(stage_id, *bundle))
         status.setAttribute("data-result", "ok" if result == "ok" else "error")
         status.textContent = self.t("history.imported" if result == "ok" else f"history.importError.{result}")
+        if result == "ok" and stage_id == self._stage:
+            await self.reveal(bundle[0].taskId)
+
+    async def reveal(self, task_id: str) -> None:
+        """Redraw the open list and page on (cursor pages, as scrolling does) until ``task_id`` is drawn,
+        then scroll it into view: an imported conversation shows at once, wherever its time puts it."""
+        if not self._open:
+            return
+        await self.reload()
+        while task_id not in self._keys and self._has_more:
+            if self._loading:
+                await asyncio.sleep(0.01)
+                continue
+            drawn = len(self._keys)
+            await self.more()
+            if len(self._keys) == drawn and not self._has_more:
+                break
+        item = self._by("history-list").querySelector(f'[data-task-id="{task_id}"]')
+        if not is_none(item):
+            item.scrollIntoView(to_js({"block": "nearest"}, dict_converter=js.Object.fromEntries))

@@ -72,6 +72,13 @@ class IndexedDbBackend:
         return _parse(await self._call("query", table, index, _payload(lower), _payload(upper),
                                        lower_open, upper_open, reverse, limit))
 
+    async def query_count(self, table: str, index: str, lower, upper, count_lower, count_upper, *,
+                          lower_open: bool = False, upper_open: bool = False, reverse: bool = False,
+                          limit: int = 0) -> tuple[list[dict], int]:
+        rows, total = _parse(await self._call("queryCount", table, index, _payload(lower), _payload(upper), lower_open,
+                                              upper_open, reverse, limit, _payload(count_lower), _payload(count_upper)))
+        return rows, int(total)
+
     async def count(self, table: str, index: str, lower, upper) -> int:
         return int(await self._call("count", table, index, _payload(lower), _payload(upper)))
 

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from app.history.records import Stats, TaskMeta, TurnMeta, iso, parse_iso
 
-__all__ = ["FORMAT", "VERSION", "ImportRefused", "export_json", "export_markdown", "fence_for", "parse_export"]
+__all__ = ["FORMAT", "VERSION", "ImportRefused", "export_json", "export_unkept", "export_markdown", "fence_for", "parse_export"]
 
 FORMAT = "agentbar-conversation"
 VERSION = 1
@@ -49,6 +49,22 @@ def export_json(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[Turn
     document = {"format": FORMAT, "version": VERSION, "meta": _meta_out(meta), "messages": messages,
                 "turns": [t.record() for t in turns]}
     return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+
+
+def export_unkept(stage_id: str, messages: list[dict[str, Any]], now_ms: int, random_bytes=None) -> tuple[str, str]:
+    """The JSON export of a thread that history cannot keep (IndexedDB unusable, DESIGN.md §5): the
+    user downloads it before New conversation discards it, and can import it later. Its meta is made
+    here: a new task id, the thread's title (``title_of``: the grapheme segmenter must be importable
+    when the title needs it), ``createdAt`` = ``updatedAt`` = ``now_ms``, no turn meta (none is kept).
+    Returns ``(taskId, json text)``; ``parse_export`` reads it back with ``messages`` unchanged."""
+    import os
+
+    from app.history.records import new_task_id
+    from app.history.text import title_of
+
+    meta = TaskMeta(taskId=new_task_id(now_ms, random_bytes or os.urandom), taskName=title_of(messages) or "",
+                    stageId=stage_id, createdAt=now_ms, updatedAt=now_ms)
+    return meta.taskId, export_json(meta, messages, [])
 
 
 MAX_DEPTH = 64
@@ -116,7 +132,8 @@ def fence_for(text: str) -> str:
 
 def export_markdown(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[TurnMeta], labels: dict[str, str]) -> str:
     """Markdown of one conversation; ``labels``: ``you``, ``assistant``, ``tool``, ``meta`` (a line
-    with ``{created}``, ``{updated}``, ``{turns}``, ``{tokens}`` placeholders)."""
+    with ``{created}``, ``{updated}`` and, if still there, ``{turns}``, ``{tokens}`` placeholders: the
+    page phrases the counts with their plural forms beforehand, ``app.history.labels.markdown_meta``)."""
     lines = [f"# {meta.taskName}", "",
              labels["meta"].format(created=iso(meta.createdAt), updated=iso(meta.updatedAt),
                                    turns=meta.turnCount, tokens=meta.stats.totalTokens), ""]

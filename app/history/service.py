@@ -40,7 +40,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.history.records import Stats, TaskMeta, TurnMeta, Usage, iso, new_task_id
-from app.history.text import fold, needs_segmenter, plain_text, snippet, title_of
+from app.history.text import cut_title, fold, needs_segmenter, plain_text, snippet, text_needs_segmenter, title_of
 from app.records import HIGHEST, LOWEST, RecordStoreError
 from app.store import Notice
 
@@ -64,11 +64,13 @@ NOTICE_CODES = {
 
 @dataclass(frozen=True)
 class Page:
-    """One page of the list: ``items`` newest first; ``cursor`` for the next page; ``has_more``."""
+    """One page of the list: ``items`` in the list's order; ``cursor`` for the next page; ``has_more``;
+    ``total``: how many the list holds (its course, in its time range), read with the page."""
 
     items: list[TaskMeta]
-    cursor: tuple[int, str] | None
+    cursor: tuple | None
     has_more: bool
+    total: int = 0
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,7 @@ class HistoryService:
         self._turns: dict[str, list[TurnMeta]] = {}  # active conversation's turns per course
         self._metas: dict[str, TaskMeta | None] = {}  # active conversation's meta per course
         self.persist_requested = False
+        self._full = False  # the last write failed with "quota"
 
     # -- availability ------------------------------------------------------
     async def open(self) -> bool:
@@ -147,6 +150,13 @@ class HistoryService:
             self._opening = asyncio.ensure_future(self._open())
         await asyncio.shield(self._opening)
         return bool(self.available)
+
+    @property
+    def keeps_conversations(self) -> bool:
+        """False once history is known to be unavailable, or while its last write failed for lack of
+        space: New conversation could then lose the thread for good, which the page must say before
+        doing it (DESIGN.md §5, §9)."""
+        return self.available is not False and not self._full
 
     async def _open(self) -> None:
         try:
@@ -174,14 +184,18 @@ class HistoryService:
         if self.on_notice:
             self.on_notice(Notice(code, params))
 
-    async def _guard(self, work: Callable[[], Awaitable[Any]], default: Any = None) -> Any:
+    async def _guard(self, work: Callable[[], Awaitable[Any]], default: Any = None, *, writes: bool = False) -> Any:
         if not await self.open():
             return default
         try:
-            return await work()
+            result = await work()
         except RecordStoreError as error:
+            self._full = error.kind == "quota"
             self._fail(error)
             return default
+        if writes:
+            self._full = False  # a write worked (again): the lack of space is over
+        return result
 
     async def _ensure_titles(self, messages: list[dict]) -> None:
         """Load the grapheme segmenter (once) if the title of ``messages`` needs it."""
@@ -262,7 +276,7 @@ class HistoryService:
                 self._turns[stage_id], self._metas[stage_id] = turns, meta
             self._changed("record", meta.taskId, stage_id)
             return turn
-        return await self._guard(work)
+        return await self._guard(work, writes=True)
 
     async def active(self, stage_id: str) -> tuple[TaskMeta | None, list[TurnMeta]]:
         """The active conversation's meta and turns (read once per course, then kept)."""
@@ -306,7 +320,7 @@ class HistoryService:
                     pass
             self._changed("archive", task_id or "", stage_id)
             return task_id
-        return await self._guard(work)
+        return await self._guard(work, writes=True)
 
     def _adopt_ops(self, stage_id: str, messages: list[dict], meta: TaskMeta | None, synced_at: int | None,
                    *, head: bool) -> list:
@@ -427,23 +441,61 @@ class HistoryService:
         return bool(self._deleted and self._deleted.was_head)
 
     # -- list, search ------------------------------------------------------
-    async def total(self, stage_id: str) -> int:
-        """How many conversations ``stage_id`` has."""
-        return await self._guard(lambda: self._db.count("conversations", LIST_INDEX, [stage_id, LOWEST],
-                                                        [stage_id, HIGHEST]), 0)
+    async def total(self, stage_id: str, since_ms: int | None = None) -> int:
+        """How many conversations ``stage_id`` has (updated at or after ``since_ms`` when given)."""
+        lower = [stage_id, since_ms] if since_ms is not None else [stage_id, LOWEST]
+        return await self._guard(lambda: self._db.count("conversations", LIST_INDEX, lower, [stage_id, HIGHEST]), 0)
 
-    async def page(self, stage_id: str, cursor: tuple[int, str] | None = None) -> Page:
-        """The ``PAGE_SIZE`` newest conversations below ``cursor`` (all when None), newest first."""
+    async def page(self, stage_id: str, cursor: tuple | None = None, *, sort: str = "newest",
+                   since_ms: int | None = None) -> Page:
+        """The next ``PAGE_SIZE`` conversations after ``cursor`` (from the start when None) in ``sort``
+        order: ``newest`` / ``oldest`` (``updatedAt``, then ``taskId``) or ``tokens`` (most total tokens
+        first, then newest); only those updated at or after ``since_ms`` when given (DESIGN.md §9).
+        ``cursor`` is the previous page's ``Page.cursor`` with the same ``sort`` and ``since_ms``: the key
+        of its last item, never an offset, so nothing is shown twice or skipped."""
+        if sort == "tokens":
+            return await self._tokens_page(stage_id, cursor, since_ms)
+        oldest = sort == "oldest"
+
         async def work():
-            upper = [stage_id, cursor[0], cursor[1]] if cursor else [stage_id, HIGHEST]
-            rows = await self._db.query("conversations", LIST_INDEX, [stage_id, LOWEST], upper,
-                                        upper_open=cursor is not None, reverse=True, limit=PAGE_SIZE + 1)
+            low = [stage_id, since_ms] if since_ms is not None else [stage_id, LOWEST]
+            lower, upper = low, [stage_id, HIGHEST]
+            if cursor is not None:
+                lower, upper = ([stage_id, cursor[0], cursor[1]], upper) if oldest else (low, [stage_id, cursor[0], cursor[1]])
+            rows, total = await self._db.query_count(  # one read for the page and the list's total
+                "conversations", LIST_INDEX, lower, upper, low, [stage_id, HIGHEST],
+                lower_open=oldest and cursor is not None, upper_open=not oldest and cursor is not None,
+                reverse=not oldest, limit=PAGE_SIZE + 1)
             has_more = len(rows) > PAGE_SIZE
             rows = rows[:PAGE_SIZE]
             items = [m for m in map(self._meta, rows) if m is not None]
             last = rows[-1] if rows else None
             next_cursor = (last["updatedAt"], last["taskId"]) if isinstance(last, dict) and "updatedAt" in last else cursor
-            return Page(items, next_cursor, has_more)
+            return Page(items, next_cursor, has_more, total)
+        return await self._guard(work, Page([], None, False))
+
+    async def _tokens_page(self, stage_id: str, cursor: tuple | None, since_ms: int | None) -> Page:
+        """``page`` sorted by most tokens: the course's metas in range are read and ordered here (no
+        index holds tokens); only the page's own records are validated. Cursor: the last item's
+        ``(-totalTokens, -updatedAt, taskId)``."""
+        def key(raw: Any) -> tuple:
+            stats = raw.get("stats") if isinstance(raw, dict) else None
+            tokens = stats.get("totalTokens") if isinstance(stats, dict) else 0
+            tokens = tokens if isinstance(tokens, int) else 0
+            updated = raw.get("updatedAt") if isinstance(raw, dict) else 0
+            return (-tokens, -(updated if isinstance(updated, int) else 0), str(raw.get("taskId", "")) if isinstance(raw, dict) else "")
+
+        async def work():
+            lower = [stage_id, since_ms] if since_ms is not None else [stage_id, LOWEST]
+            rows = sorted(((key(r), r) for r in await self._db.query("conversations", LIST_INDEX, lower,
+                                                                    [stage_id, HIGHEST])), key=lambda kr: kr[0])
+            total = len(rows)
+            if cursor is not None:
+                after = tuple(cursor)
+                rows = [kr for kr in rows if kr[0] > after]
+            shown = rows[:PAGE_SIZE]
+            items = [m for m in (self._meta(r) for _, r in shown) if m is not None]
+            return Page(items, shown[-1][0] if shown else cursor, len(rows) > PAGE_SIZE, total)
         return await self._guard(work, Page([], None, False))
 
     async def newer(self, stage_id: str, top: tuple[int, str] | None) -> list[TaskMeta]:
@@ -506,10 +558,13 @@ class HistoryService:
         """Add an imported conversation to ``stage_id``'s history (archived). Returns ``"ok"``,
         ``"exists"`` (that task id is already kept: nothing changed) or ``"unavailable"``."""
         async def work():
+            if text_needs_segmenter(" ".join(meta.taskName.split())):
+                await self._ensure_titles([{"role": "user", "content": [{"type": "text", "text": meta.taskName}]}])
             async with self._lock:
                 if await self._db.get("conversations", meta.taskId) is not None:
                     return "exists"
-                record = meta.model_copy(update={"stageId": stage_id})
+                # the file's title obeys the rule of every title: 50 grapheme clusters (DESIGN.md §9)
+                record = meta.model_copy(update={"stageId": stage_id, "taskName": cut_title(meta.taskName)})
                 ops = self._ops(record, messages, turns, False, None)
                 ops[0] = ("add", "conversations", record.model_dump())
                 await self._db.write(ops)

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["TITLE_GRAPHEMES", "fold", "plain_text", "relative_label", "snippet", "title_of"]
+__all__ = ["TITLE_GRAPHEMES", "cut_title", "fold", "plain_text", "relative_label", "snippet", "title_of"]
 
 TITLE_GRAPHEMES = 50
 _LONE = re.compile("[\ud800-\udfff]")
@@ -78,8 +78,30 @@ def first_user_text(messages: Sequence[dict[str, Any]], limit: int | None = None
 
 def needs_segmenter(messages: Sequence[dict[str, Any]]) -> bool:
     """True when the title of ``messages`` needs the grapheme segmenter (not every character stands alone)."""
-    text = first_user_text(messages, TITLE_GRAPHEMES * 8)
+    return text_needs_segmenter(first_user_text(messages, TITLE_GRAPHEMES * 8))
+
+
+def text_needs_segmenter(text: str | None) -> bool:
+    """True when cutting ``text`` (whitespace already collapsed) at ``TITLE_GRAPHEMES`` clusters needs
+    the grapheme segmenter."""
     return text is not None and len(text) > TITLE_GRAPHEMES and not _SIMPLE.match(text[: TITLE_GRAPHEMES * 8])
+
+
+def cut_title(text: str, *, graphemes: Callable[[str], list[str]] = _graphemes) -> str:
+    """A title given as text (an imported ``taskName``) under the rule of every title (DESIGN.md §9):
+    lone surrogates replaced, whitespace collapsed, at most ``TITLE_GRAPHEMES`` grapheme clusters (then
+    "…"). A title this rule already cut (``TITLE_GRAPHEMES`` clusters and "…") is kept as it is, so an
+    export imports back unchanged. ``""`` for a blank text (the view shows "Untitled conversation")."""
+    collapsed = " ".join(clean(text).split())
+    if len(collapsed) <= TITLE_GRAPHEMES + 1:  # at most 50 clusters, or 50 and the cut mark
+        if len(collapsed) <= TITLE_GRAPHEMES or collapsed.endswith("…"):
+            return collapsed
+    head = collapsed[: (TITLE_GRAPHEMES + 1) * 8]
+    clusters = list(head) if _SIMPLE.match(head) else graphemes(head)
+    if len(head) == len(collapsed) and (len(clusters) <= TITLE_GRAPHEMES or (
+            len(clusters) == TITLE_GRAPHEMES + 1 and clusters[-1] == "…")):
+        return collapsed
+    return "".join(clusters[:TITLE_GRAPHEMES]) + "…"
 
 
 def title_of(messages: Sequence[dict[str, Any]], *, graphemes: Callable[[str], list[str]] = _graphemes) -> str | None:

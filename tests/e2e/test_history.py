@@ -21,9 +21,12 @@ def open_list(agent):
     return agent.testid("history-list")
 
 
-def seed_conversations(agent, stage: str, texts: list[str], *, start_ms: int = 1_780_000_000_000) -> list[str]:
+def seed_conversations(agent, stage: str, texts: list[str], *, start_ms: int = 1_780_000_000_000,
+                       tokens: list[int] | None = None) -> list[str]:
     """Write archived conversations straight into IndexedDB (another connection of the page); their
-    updatedAt increases with the index. Returns their task ids, oldest first."""
+    updatedAt increases with the index; ``tokens``: each one's output tokens (default 1). Returns their
+    task ids, oldest first."""
+    outputs = tokens or [1] * len(texts)
     return run_py(agent.page, f"""
         from app.browser.history_view import _install_graphemes
         from app.history import HistoryService
@@ -36,7 +39,8 @@ def seed_conversations(agent, stage: str, texts: list[str], *, start_ms: int = 1
         for i, text in enumerate({json.dumps(texts, ensure_ascii=False)}):
             msgs = [{{"role": "user", "id": f"u{{i}}", "content": [{{"type": "text", "text": text}}]}},
                     {{"role": "assistant", "id": f"a{{i}}", "content": [{{"type": "text", "text": "ok " + text}}]}}]
-            await svc.record_turn({stage!r}, msgs, i, usage={{"inputTokens": i, "outputTokens": 1, "totalTokens": i + 1}},
+            out = {json.dumps(outputs)}[i]
+            await svc.record_turn({stage!r}, msgs, i, usage={{"inputTokens": i, "outputTokens": out, "totalTokens": i + out}},
                                   model="demo", duration_ms=10, message_id=f"a{{i}}")
             ids.append(await svc.archive({stage!r}, msgs, i))
         json.dumps(ids)
@@ -227,8 +231,144 @@ def test_indexeddb_blocked_leaves_the_core_working_with_one_notice(agent, second
     codes = agent.page.eval_on_selector_all("[data-testid=agent-notice]", "els => els.map(e => e.dataset.code)")
     assert sorted(codes) == ["checkpoint-unavailable", "history-blocked"]  # each feature says so once
     assert len(agent.stored()["state"]["threads"]["intro-ml"]["messages"]) == 4
-    agent.testid("agent-new-conversation").click()
+    agent.testid("agent-new-conversation").click()  # history cannot keep it: asked first (DESIGN.md §5)
+    agent.testid("discard-confirm-yes").click()
     assert agent.messages().count() == 0 and agent.stored()["state"]["threads"].get("intro-ml") is None
     open_list(agent)
     assert agent.testid("history-item").count() == 0
     assert agent.testid("history-status").inner_text() != ""
+
+
+def test_a_reload_right_after_a_turn_ends_keeps_its_meta_even_with_slow_indexeddb_commits(agent):
+    """Idle (data-running=false) comes only once the turn's history record is written: a reload at
+    once finds the turn's usage, model and duration (DESIGN.md §9)."""
+    agent.open(course="intro-ml")
+    assert wait_history(agent) == "ready"
+    agent.page.evaluate("""() => {
+      const adapter = window.agentbarIndexedDbAdapter, write = adapter.write.bind(adapter);
+      adapter.write = async (ops) => { await new Promise((r) => setTimeout(r, 700)); return write(ops); };
+    }""")
+    agent.send("count my tokens")  # waits for data-running=false
+    agent.reload()
+    assert wait_history(agent) == "ready"
+    stats = agent.testid("conversation-stats")
+    assert stats.get_attribute("data-turns") == "1" and int(stats.get_attribute("data-total-tokens")) > 10
+    meta = agent.testid("turn-meta")
+    assert meta.count() == 1 and meta.get_attribute("data-model") == "demo"
+    assert int(meta.get_attribute("data-duration-ms")) > 0
+
+
+def test_new_conversation_without_usable_indexeddb_asks_before_the_thread_is_lost(agent, tmp_path):
+    """IndexedDB unusable from the start (static/indexeddb-guard.js): history cannot keep the thread,
+    so New conversation says so and waits for a choice; keeping it changes nothing (DESIGN.md §5)."""
+    from tests.e2e.test_indexeddb_boot import BREAKAGES
+
+    agent.page.add_init_script(BREAKAGES["open-throws"])
+    agent.open(course="intro-ml")
+    assert wait_history(agent) == "unavailable:unavailable"
+    agent.send("do not lose me")
+    confirm = agent.testid("discard-confirm")
+    assert confirm.is_hidden()
+    agent.testid("agent-new-conversation").click()
+    assert confirm.is_visible() and agent.testid("discard-confirm-text").inner_text().strip() != ""
+    assert agent.page.evaluate("() => document.activeElement.dataset.testid") == "discard-confirm-keep"
+    agent.assert_accessible("new conversation asks before discarding")
+    assert agent.messages().count() == 2 and agent.stored()["state"]["threads"]["intro-ml"]
+    with agent.page.expect_download() as info:  # a careful way out: keep a copy first
+        agent.testid("discard-confirm-export").click()
+    saved = tmp_path / info.value.suggested_filename
+    info.value.save_as(saved)
+    document = json.loads(saved.read_text(encoding="utf-8"))
+    assert document["format"] == "agentbar-conversation" and saved.name == document["meta"]["taskId"] + ".json"
+    assert document["messages"] == agent.stored()["state"]["threads"]["intro-ml"]["messages"]
+    assert document["meta"]["taskName"] == "do not lose me"
+    assert confirm.is_visible() and agent.messages().count() == 2  # downloading discards nothing
+    agent.testid("discard-confirm-keep").click()
+    assert confirm.is_hidden() and agent.messages().count() == 2
+    assert len(agent.stored()["state"]["threads"]["intro-ml"]["messages"]) == 2
+    agent.testid("agent-new-conversation").click()
+    agent.page.keyboard.press("Escape")  # Escape keeps it too
+    assert confirm.is_hidden() and agent.messages().count() == 2
+    agent.testid("agent-new-conversation").click()
+    agent.testid("discard-confirm-yes").click()
+    assert confirm.is_hidden() and agent.messages().count() == 0
+    assert agent.stored()["state"]["threads"].get("intro-ml") is None
+
+
+def test_new_conversation_with_working_history_archives_without_asking(agent):
+    agent.open(course="intro-ml")
+    assert wait_history(agent) == "ready"
+    agent.send("keep me in history")
+    agent.testid("agent-new-conversation").click()
+    assert agent.messages().count() == 0 and agent.testid("discard-confirm").is_hidden()
+    open_list(agent)
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '1'")
+
+
+def test_sort_and_range_apply_to_the_plain_list_and_page_on_the_cursor(agent):
+    agent.open(course="intro-ml")
+    wait_history(agent)
+    outputs = [100 + (i * 7) % 12 for i in range(12)]  # no order of time: most tokens differs from newest
+    old = seed_conversations(agent, "intro-ml", [f"old {i:02d}" for i in range(12)], tokens=outputs)
+    now = agent.page.evaluate("() => Date.now()")
+    recent = seed_conversations(agent, "intro-ml", ["recent a", "recent b"], start_ms=now - 3 * 86_400_000)
+    listing = open_list(agent)
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 10")
+
+    def scrolled_ids() -> list[str]:
+        for _ in range(3):
+            agent.page.eval_on_selector("[data-testid=history-list]", "el => { el.scrollTop = el.scrollHeight; el.dispatchEvent(new Event('scroll')); }")
+            agent.page.wait_for_timeout(250)
+        agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.hasMore === 'false'")
+        return item_ids(agent)
+
+    assert scrolled_ids() == (old + recent)[::-1]
+    agent.testid("history-sort").select_option("oldest")
+    agent.page.wait_for_function(f"() => document.querySelector('[data-testid=history-item]').dataset.taskId === {old[0]!r}")
+    assert scrolled_ids() == old + recent
+    agent.testid("history-sort").select_option("tokens")
+    by_tokens = [old[i] for i in sorted(range(12), key=lambda i: (-(i + outputs[i]), -i))]  # ties: newest first
+    agent.page.wait_for_function(f"() => document.querySelector('[data-testid=history-item]').dataset.taskId === {by_tokens[0]!r}")
+    ids = scrolled_ids()
+    assert ids[:12] == by_tokens and len(ids) == len(set(ids)) == 14
+    tokens = agent.page.eval_on_selector_all("[data-testid=history-item]", "els => els.map(e => +e.dataset.totalTokens)")
+    assert tokens == sorted(tokens, reverse=True)
+    agent.testid("history-range").select_option("7d")
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 2")
+    assert set(item_ids(agent)) == set(recent) and listing.get_attribute("data-total") == "2"
+    agent.testid("history-sort").select_option("newest")
+    agent.page.wait_for_function(f"() => document.querySelector('[data-testid=history-item]').dataset.taskId === {recent[1]!r}")
+    assert item_ids(agent) == recent[::-1] and listing.get_attribute("data-has-more") == "false"
+    agent.testid("history-range").select_option("1d")
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 0")
+    assert listing.get_attribute("data-total") == "0"
+
+
+def test_an_import_shows_in_the_open_list_at_once_with_its_title_cut_at_50_clusters(agent, tmp_path):
+    agent.open(course="intro-ml")
+    wait_history(agent)
+    seed_conversations(agent, "intro-ml", [f"conversation {i:02d}" for i in range(14)])
+    listing = open_list(agent)
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 10")
+    family = "👨‍👩‍👧‍👦"
+    export = {"format": "agentbar-conversation", "version": 1,
+              "meta": {"taskId": "task_20260101_abc123", "taskName": family * 70, "stageId": "another-course",
+                       "createdAt": "2026-01-01T00:00:00.000Z", "updatedAt": "2026-01-01T00:00:00.000Z",
+                       "stats": {"credits": 0, "totalTokens": 7, "inputTokens": 3, "outputTokens": 4}},
+              "messages": [{"role": "user", "id": "u1", "content": [{"type": "text", "text": "imported question"}]},
+                           {"role": "assistant", "id": "a1", "content": [{"type": "text", "text": "imported answer"}]}],
+              "turns": []}
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(export, ensure_ascii=False), encoding="utf-8")
+    agent.testid("import-json").set_input_files(str(path))
+    agent.page.wait_for_selector("[data-testid=history-status][data-result=ok]")
+    # older than every other conversation: the last of the list, drawn without closing it
+    item = agent.page.locator("[data-testid=history-item][data-task-id=task_20260101_abc123]")
+    item.wait_for()
+    assert listing.get_attribute("data-total") == "15"
+    ids = item_ids(agent)
+    assert ids[-1] == "task_20260101_abc123" and len(ids) == len(set(ids)) == 15
+    assert item.locator("[data-testid=history-title]").inner_text() == family * 50 + "…"
+    assert agent.page.evaluate("""() => { const el = document.querySelector('[data-task-id=task_20260101_abc123]');
+      const box = el.getBoundingClientRect(), list = el.parentElement.getBoundingClientRect();
+      return box.top >= list.top - 1 && box.bottom <= list.bottom + 1; }""")  # scrolled into view

@@ -10,7 +10,7 @@ import pytest
 from app.agent import DemoAgent
 from app.history import HistoryService
 from app.history.export import ImportRefused, export_json, export_markdown, fence_for, parse_export
-from app.history.records import TASK_ID, iso, new_task_id, parse_iso
+from app.history.records import TASK_ID, TaskMeta, iso, new_task_id, parse_iso
 from app.history.recorder import HistoryRecorder
 from app.history.service import PAGE_SIZE, UNDO_MS, ConversationStats
 from app.history.text import fold, relative_label, snippet, title_of
@@ -376,3 +376,251 @@ def test_an_import_nested_deeper_than_the_limit_is_refused_before_parsing():
         assert info.value.reason == "not-json"
     with pytest.raises(ImportRefused):  # brackets inside strings do not count as nesting
         parse_export('{"format":"x","s":"' + "[" * 500 + '"}')
+
+
+class SlowWrites(MemoryBackend):
+    """A backend whose writes wait for ``gate`` (an IndexedDB commit that takes its time)."""
+
+    def __init__(self):
+        super().__init__()
+        import asyncio
+        self.gate = asyncio.Event()
+
+    async def write(self, ops):
+        await self.gate.wait()
+        return await super().write(ops)
+
+
+async def test_a_turn_reads_as_running_until_its_history_record_is_written():
+    """A reload once the panel says idle must find the turn's meta (DESIGN.md §9): the runtime
+    reports idle only after the history write of the turn is done."""
+    clock = Clock()
+    backend = SlowWrites()
+    svc, _, _ = service(clock=clock, backend=backend)
+    recorder = HistoryRecorder(svc)
+    runtime = AgentRuntime(ThreadStore(MemoryStorage()), DemoAgent(), clock=clock, history=recorder)
+    runtime.hydrate()
+    runtime.set_stage("s")
+    seen = []
+    runtime.subscribe(lambda: seen.append(runtime.is_running))
+    await runtime.send("hello there")
+    for _ in range(5):
+        await __import__("asyncio").sleep(0)
+    assert runtime.is_running and seen[-1] is True  # saved to localStorage, history not written yet
+    assert runtime.send("too early") is None
+    assert backend.raw("turns") == {}
+    backend.gate.set()
+    await recorder.drain()
+    await __import__("asyncio").sleep(0)
+    assert not runtime.is_running and seen[-1] is False
+    assert list(backend.raw("turns").values())[0]["turns"][0]["model"] == "demo"
+
+
+async def test_a_history_write_that_hangs_holds_the_panel_only_for_a_bounded_time(monkeypatch):
+    import asyncio
+
+    import app.runtime as runtime_module
+    monkeypatch.setattr(runtime_module, "RECORD_WAIT_S", 0.01)
+    clock = Clock()
+    backend = SlowWrites()
+    svc, _, _ = service(clock=clock, backend=backend)
+    recorder = HistoryRecorder(svc)
+    runtime = AgentRuntime(ThreadStore(MemoryStorage()), DemoAgent(), clock=clock, history=recorder)
+    runtime.hydrate()
+    runtime.set_stage("s")
+    await runtime.send("hello there")
+    assert runtime.is_running
+    await asyncio.sleep(0.05)
+    assert not runtime.is_running
+    task = runtime.send("next")
+    assert task is not None
+    await task
+    backend.gate.set()
+    await recorder.drain()
+    assert len((await svc.active("s"))[1]) == 2  # both turns written, in order, once the store answered
+
+
+# -- stats text with plural forms (DESIGN.md §7) -----------------------------------------
+
+@pytest.mark.parametrize(("locale", "turns", "tokens", "expected"), [
+    ("en-US", 1, 1, "1 turn · 1 token · 0.5 s mean response"),
+    ("en-US", 2, 42, "2 turns · 42 tokens · 0.5 s mean response"),
+    ("ru-RU", 21, 3, "21 ход · 3 токена · средний ответ 0.5 с"),
+    ("ru-RU", 25, 11, "25 ходов · 11 токенов · средний ответ 0.5 с"),
+    ("ar-SA", 1, 2, "دور واحد · رمزان · متوسط الاستجابة 0.5 ث"),
+    ("pt-BR", 1, 5, "1 turno · 5 tokens usados · resposta média de 0.5 s"),
+    ("ja-JP", 1, 1, "1 ターン · 1 トークン · 平均応答 0.5 秒"),
+])
+def test_stats_lines_use_the_plural_form_of_each_count(locale, turns, tokens, expected):
+    from app.history.labels import stats_text
+    from app.i18n import Translator
+
+    stats = ConversationStats(turns=turns, total_tokens=tokens, mean_duration_ms=500)
+    assert stats_text(Translator(locale), stats) == expected
+
+
+def test_item_turn_and_markdown_lines_use_plural_forms_in_every_locale():
+    from app.history.labels import item_stats_text, markdown_meta, turn_meta_text
+    from app.history.records import TaskMeta, TurnMeta
+    from app.i18n import LOCALES, Translator
+
+    en = Translator("en-US")
+    assert item_stats_text(en, ConversationStats(turns=1, total_tokens=1)) == "1 turn · 1 token"
+    turn = TurnMeta(turnId=1, timestamp=iso(T0), usage={"inputTokens": 0, "outputTokens": 1, "totalTokens": 1},
+                    model="demo", duration=1200)
+    assert turn_meta_text(en, turn) == "demo · 1 token · 1.2 s"
+    meta = TaskMeta(taskId=new_task_id(T0), taskName="t", stageId="s", createdAt=T0, updatedAt=T0, turnCount=1,
+                    stats={"totalTokens": 1})
+    line = markdown_meta(en, meta).format(created="C", updated="U")
+    assert line == "Created C · updated U · 1 turn · 1 token"
+    for locale in LOCALES:  # every locale phrases both counts (no placeholder left, no "{count}")
+        t = Translator(locale)
+        for text in (item_stats_text(t, ConversationStats(turns=1, total_tokens=5)), turn_meta_text(t, turn),
+                     markdown_meta(t, meta).format(created="C", updated="U")):
+            assert "{" not in text and "}" not in text, (locale, text)
+        assert item_stats_text(t, ConversationStats(turns=1, total_tokens=5)) != item_stats_text(
+            t, ConversationStats(turns=2, total_tokens=5)), locale
+
+
+async def test_start_up_reconciles_every_stored_thread_read_through_the_store():
+    """The threads reconcile adopts come from ``ThreadStore.stage_ids()`` (no second parse of the
+    stored value in the page, no ``eval``): each course with messages and its ``updatedAt``."""
+    from pathlib import Path
+
+    from app.history.reconcile import stored_threads
+
+    store = ThreadStore(MemoryStorage())
+    store.hydrate(T0)
+    store.save("a", [user("in a")], T0 + 1)
+    store.save("__proto__", [user("odd id")], T0 + 2)
+    store.save("empty", [], T0 + 3)
+    threads = stored_threads(store)
+    assert threads == {"a": ([user("in a")], T0 + 1), "__proto__": ([user("odd id")], T0 + 2)}
+    svc, _, _ = service()
+    assert sorted(await svc.reconcile(threads)) == ["__proto__", "a"]
+    assert (await svc.active("a"))[0].taskName == "in a"
+    view = (Path(__file__).parents[2] / "app" / "browser" / "history_view.py").read_text(encoding="utf-8")
+    assert "js.eval" not in view and "stored_threads(self.store)" in view
+
+
+async def _all_pages(svc, stage, **kw):
+    shown, cursor, pages = [], None, 0
+    while True:
+        page = await svc.page(stage, cursor, **kw)
+        shown += [m.taskId for m in page.items]
+        cursor, pages = page.cursor, pages + 1
+        assert len(page.items) <= PAGE_SIZE
+        if not page.has_more:
+            return shown, pages
+
+
+async def test_sort_and_range_apply_to_the_plain_list_with_cursor_pages():
+    """DESIGN.md §9: sort newest / oldest / most tokens and the time range hold for the list itself,
+    not only for search results; pages come from a cursor: no duplicate, no skip."""
+    clock = Clock()
+    svc, _, _ = service(clock=clock)
+    ids, tokens = [], [(i * 7) % 5 for i in range(23)]  # ties in tokens: newest first among equals
+    for i in range(23):
+        clock.now += 86_400_000  # one a day
+        ids.append(await add(svc, "s", f"c{i}", tokens=(tokens[i], 0)))
+    await add(svc, "other", "elsewhere")
+    newest, pages = await _all_pages(svc, "s")
+    assert newest == ids[::-1] and pages == 3
+    oldest, _ = await _all_pages(svc, "s", sort="oldest")
+    assert oldest == ids
+    by_tokens, _ = await _all_pages(svc, "s", sort="tokens")
+    assert by_tokens == [ids[i] for i in sorted(range(23), key=lambda i: (-tokens[i], -i))]
+    assert len(set(by_tokens)) == 23
+    since = clock.now - 12 * 86_400_000  # the last 12 days hold the 12 newest (plus the boundary one)
+    recent = [i for i in ids if (await svc.get(i)).updatedAt >= since]
+    assert len(recent) in (12, 13)
+    for sort, expected in (("newest", recent[::-1]), ("oldest", recent),
+                           ("tokens", sorted(recent, key=lambda t: (-tokens[ids.index(t)], -ids.index(t))))):
+        shown, _ = await _all_pages(svc, "s", sort=sort, since_ms=since)
+        assert shown == expected, sort
+    assert await svc.total("s", since) == len(recent) and await svc.total("s") == 23
+    for sort in ("newest", "oldest", "tokens"):  # each page carries the list's total, range included
+        assert (await svc.page("s", sort=sort)).total == 23
+        assert (await svc.page("s", sort=sort, since_ms=since)).total == len(recent)
+
+
+async def test_oldest_first_pages_reach_what_arrives_or_moves_while_the_list_is_open():
+    clock = Clock()
+    svc, _, _ = service(clock=clock)
+    ids = [await add(svc, "s", f"c{i}") for i in range(15)]
+    first = await svc.page("s", sort="oldest")
+    assert [m.taskId for m in first.items] == ids[:10]
+    arrived = await add(svc, "s", "new")
+    await svc.resume("s", ids[12], [], None, clock())  # not shown yet; moves to the end
+    await svc.record_turn("s", [user("c12", "u-c12"), reply("more")], clock(), usage=None, model="demo",
+                          duration_ms=1, message_id=None)
+    rest = await svc.page("s", first.cursor, sort="oldest")
+    shown = [m.taskId for m in first.items + rest.items]
+    assert not rest.has_more and len(shown) == len(set(shown)) == 16
+    assert shown[-2:] == [arrived, ids[12]]
+
+
+@pytest.mark.parametrize(("name", "kept"), [
+    ("x" * 80, "x" * 50 + "…"),
+    ("👨‍👩‍👧‍👦" * 60, "👨‍👩‍👧‍👦" * 50 + "…"),
+    ("e\u0301" * 51, "e\u0301" * 50 + "…"),
+    ("  many \n\t spaces  ", "many spaces"),
+    ("y" * 50 + "…", "y" * 50 + "…"),  # already cut by the rule: an export imports back unchanged
+    ("👍🏽" * 50 + "…", "👍🏽" * 50 + "…"),
+    ("bad \ud800", "bad \ufffd"),
+    ("   ", ""),
+])
+async def test_an_imported_title_obeys_the_50_grapheme_rule(name, kept):
+    loads = []
+
+    async def prepare():
+        loads.append(1)
+    svc, _, _ = service(prepare=prepare)
+    msgs = [user("q"), reply("r")]
+    meta = TaskMeta(taskId=new_task_id(T0), taskName=name, stageId="elsewhere", createdAt=T0, updatedAt=T0)
+    text = export_json(meta, msgs, [])
+    assert await svc.import_bundle("s", *parse_export(text)) == "ok"
+    stored = await svc.get(meta.taskId)
+    assert stored.taskName == kept and stored.stageId == "s"
+    assert loads == ([1] if name[0] in "👨e👍" else [])  # the segmenter is installed only when a cut needs it
+    again = export_json(*await svc.bundle(meta.taskId))
+    await svc.delete(meta.taskId)
+    assert await svc.import_bundle("s", *parse_export(again)) == "ok"
+    assert export_json(*await svc.bundle(meta.taskId)) == again  # cutting twice changes nothing
+
+
+async def test_a_thread_history_cannot_keep_exports_and_imports_back_unchanged():
+    """Asked before New conversation without history (DESIGN.md §5): the download is a JSON export
+    that imports back once history works, messages unchanged, title by the rule of every title."""
+    from app.history.export import export_unkept
+
+    msgs = [user("  keep   me " + "😀" * 60, "u1"), reply("answer", "a1")]
+    task_id, text = export_unkept("intro-ml", msgs, T0, lambda n: b"\x01" * n)
+    assert TASK_ID.fullmatch(task_id) and task_id.startswith("task_20260528_")
+    meta, messages, turns = parse_export(text)
+    assert meta.taskId == task_id and messages == msgs and turns == [] and meta.stageId == "intro-ml"
+    assert meta.taskName == title_of(msgs) and meta.taskName.endswith("…")
+    svc, _, _ = service()
+    assert await svc.import_bundle("other", meta, messages, turns) == "ok"
+    assert (await svc.bundle(task_id))[1] == msgs
+
+
+async def test_new_conversation_must_ask_while_history_cannot_keep_the_thread():
+    """``keeps_conversations``: False when history is unavailable, and while the last write failed
+    for lack of space (DESIGN.md §5: nothing is lost silently); a write that works again clears it."""
+    backend = MemoryBackend()
+    svc, _, _ = service(backend=backend)
+    assert svc.keeps_conversations
+    await add(svc, "s", "x")
+    backend.quota_chars = 10
+    assert await svc.record_turn("s", [user("big" * 100)], 1, usage={}, model="demo", duration_ms=1,
+                                 message_id=None) is None
+    assert not svc.keeps_conversations
+    await svc.page("s")  # reading works on a full disk: it proves nothing about space
+    assert not svc.keeps_conversations
+    backend.quota_chars = None
+    assert await svc.record_turn("s", [user("small")], 2, usage={}, model="demo", duration_ms=1, message_id=None)
+    assert svc.keeps_conversations
+    gone, _, _ = service(backend=MemoryBackend())
+    gone._db.fail_next = "unavailable"
+    assert await gone.total("s") == 0 and not gone.keeps_conversations

@@ -1,0 +1,58 @@
+"""Stats and turn-meta text of the history panel, with plural forms (DESIGN.md §7, §9).
+
+Pure: each function takes the page's translator ``t`` (``app.i18n.Translator``:
+``t(key, **params) -> str``, plural keys picked by ``count``). The counts are
+phrased by the plural keys ``history.turns`` and ``history.tokens`` (CLDR
+categories of each locale: "1 turn", "2 turns"; ru "21 ход", "22 хода", "25 ходов"),
+then placed in the line's template (``history.stats``, ``history.itemStats``,
+``history.turnMeta``, ``history.markdownMeta``), so no line reads "1 turns".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["turns_phrase", "tokens_phrase", "stats_text", "item_stats_text", "turn_meta_text", "markdown_meta"]
+
+Translate = Callable[..., str]
+
+
+def turns_phrase(t: Translate, turns: int) -> str:
+    """``turns`` completed turns in the locale's plural form ("1 turn", "3 turns")."""
+    return t("history.turns", count=int(turns))
+
+
+def tokens_phrase(t: Translate, tokens: int) -> str:
+    """``tokens`` tokens in the locale's plural form ("1 token", "42 tokens")."""
+    return t("history.tokens", count=int(tokens))
+
+
+def stats_text(t: Translate, stats: Any) -> str:
+    """The active conversation's line; ``stats``: ``ConversationStats`` (turns, total_tokens,
+    mean_duration_ms in ms, shown in seconds with one decimal)."""
+    return t("history.stats", turns=turns_phrase(t, stats.turns), tokens=tokens_phrase(t, stats.total_tokens),
+             seconds=f"{stats.mean_duration_ms / 1000:.1f}")
+
+
+def item_stats_text(t: Translate, stats: Any) -> str:
+    """A history item's line: its turns and total tokens (``ConversationStats``)."""
+    return t("history.itemStats", turns=turns_phrase(t, stats.turns), tokens=tokens_phrase(t, stats.total_tokens))
+
+
+def turn_meta_text(t: Translate, turn: Any) -> str:
+    """One assistant message's turn meta (``TurnMeta``): model, tokens (or "usage not reported"
+    when ``turn.usage`` is None, DESIGN.md §12) and duration in seconds."""
+    seconds = f"{turn.duration / 1000:.1f}"
+    if turn.usage is None:
+        return t("history.turnMetaNoUsage", model=turn.model, seconds=seconds)
+    return t("history.turnMeta", model=turn.model, tokens=tokens_phrase(t, turn.usage.totalTokens), seconds=seconds)
+
+
+def markdown_meta(t: Translate, meta: Any) -> str:
+    """The Markdown export's meta line for ``meta`` (``TaskMeta``) with its counts phrased and
+    ``{created}``/``{updated}`` left for ``app.history.export.export_markdown`` to fill."""
+    line = t("history.markdownMeta", turns=turns_phrase(t, meta.turnCount),
+             tokens=tokens_phrase(t, meta.stats.totalTokens), created="\0created\0", updated="\0updated\0")
+    line = line.replace("{", "{{").replace("}", "}}")  # a brace in a phrase stays text for str.format
+    return line.replace("\0created\0", "{created}").replace("\0updated\0", "{updated}")
