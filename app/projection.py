@@ -60,7 +60,7 @@ from app.model import COMPLETE, Message, MessageStatus
 
 __all__ = [
     "FAILED", "FAILED_PREFIX", "KEPT_ARGS", "STOPPED", "STOPPED_MARKER", "STORED_ROLES", "deserialize_thread",
-    "failed_marker", "serialize_thread",
+    "failed_marker", "failure_of", "serialize_thread",
 ]
 
 STORED_ROLES = ("user", "assistant")
@@ -112,9 +112,12 @@ def _error_payload(error: Json) -> dict[str, Json] | None:
     return {"code": error["code"], "params": params} if isinstance(params, dict) else None
 
 
-def _marked_failure(part: dict[str, Json]) -> dict[str, Json] | None:
-    """The error payload a stored failed marker holds; ``None`` when ``part`` is not one (also when
-    its JSON is not the canonical form ``failed_marker`` writes: then it stays ordinary text)."""
+def failure_of(part: Json) -> dict[str, Json] | None:
+    """The ``{"code", "params"}`` a stored failed marker part holds; ``None`` when ``part`` is not one
+    (also when its JSON is not the canonical form ``failed_marker`` writes: then it stays ordinary
+    text). Readers of stored messages (history search, exports) use it to tell the marker from text."""
+    if not isinstance(part, dict):
+        return None
     text = part.get("text") if part.get("type") == "text" else None
     if not isinstance(text, str) or not text.startswith(FAILED_PREFIX):
         return None
@@ -152,7 +155,7 @@ def deserialize_thread(saved: Sequence[dict[str, Json]]) -> list[Message]:
     for m in serialize_thread(saved):
         if m["role"] == "assistant":
             last = m["content"][-1]
-            failure = _marked_failure(last)
+            failure = failure_of(last)
             if last == STOPPED_MARKER:
                 status = STOPPED
             elif failure is not None:

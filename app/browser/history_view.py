@@ -21,6 +21,7 @@ from pyodide.ffi import create_proxy, to_js
 from pyscript import document
 from pyscript.ffi import is_none
 
+from app.agents.errors import describe as describe_error
 from app.browser.dom import element as _node
 from app.browser.indexeddb import IndexedDbBackend
 from app.history.reconcile import stored_threads
@@ -29,6 +30,7 @@ from app.history.service import UNDO_MS, ConversationStats, HistoryService
 from app.history.labels import item_stats_text, markdown_meta, stats_text, turn_meta_text
 from app.history.records import iso
 from app.history.text import relative_label
+from app.projection import failure_of
 
 __all__ = ["HistoryView", "create_history"]
 
@@ -458,7 +460,8 @@ class HistoryView:
         if kind == "json":
             text, mime = export_json(*bundle), "application/json"
         else:
-            text, mime = export_markdown(*bundle, self._labels(bundle[0])), "text/markdown"
+            text, mime = export_markdown(*bundle, self._labels(bundle[0]),
+                                         lambda error: describe_error(self.t, error)), "text/markdown"
         self._download(text, mime, f"{bundle[0].taskId}.{kind}")
 
     async def export_unkept(self) -> None:
@@ -500,6 +503,9 @@ class HistoryView:
         for message in messages:
             view.append(_node("h2", text=self._labels()["you" if message.get("role") == "user" else "assistant"]))
             for part in message.get("content") or []:
+                if (failure := failure_of(part)) is not None:  # a failed reply: its status, as the panel says it
+                    view.append(_node("p", text=describe_error(self.t, failure), attrs={"dir": "auto"}))
+                    continue
                 text = part.get("text") if part.get("type") == "text" else json.dumps(part, ensure_ascii=False, indent=2)
                 view.append(_node("pre" if part.get("type") != "text" else "p", text=text, attrs={"dir": "auto"}))
         js.window.print()

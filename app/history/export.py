@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
 
 from app.history.records import Stats, TaskMeta, TurnMeta, iso, parse_iso
+from app.projection import failure_of
 
 __all__ = ["FORMAT", "VERSION", "ImportRefused", "export_json", "export_unkept", "export_markdown", "fence_for", "parse_export"]
 
@@ -130,17 +132,22 @@ def fence_for(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-def export_markdown(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[TurnMeta], labels: dict[str, str]) -> str:
+def export_markdown(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[TurnMeta], labels: dict[str, str],
+                    describe_failure: Callable[[dict[str, Any]], str] = lambda error: str(error["code"])) -> str:
     """Markdown of one conversation; ``labels``: ``you``, ``assistant``, ``tool``, ``meta`` (a line
     with ``{created}``, ``{updated}`` and, if still there, ``{turns}``, ``{tokens}`` placeholders: the
-    page phrases the counts with their plural forms beforehand, ``app.history.labels.markdown_meta``)."""
+    page phrases the counts with their plural forms beforehand, ``app.history.labels.markdown_meta``).
+    A failed reply's marker part (``app.projection.failure_of``) is written as a quoted line of
+    ``describe_failure(error)`` (the page passes the panel's localized ``turn-error`` text)."""
     lines = [f"# {meta.taskName}", "",
              labels["meta"].format(created=iso(meta.createdAt), updated=iso(meta.updatedAt),
                                    turns=meta.turnCount, tokens=meta.stats.totalTokens), ""]
     for message in messages:
         lines += [f"## {labels['you'] if message.get('role') == 'user' else labels['assistant']}", ""]
         for part in message.get("content") or []:
-            if part.get("type") == "text":
+            if (failure := failure_of(part)) is not None:
+                lines += [f"> ⚠ {describe_failure(failure)}", ""]
+            elif part.get("type") == "text":
                 lines += [part.get("text", ""), ""]
             else:
                 body = json.dumps(part, ensure_ascii=False, indent=2)

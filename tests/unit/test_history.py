@@ -287,6 +287,22 @@ def test_markdown_keeps_text_verbatim_and_fences_tool_calls_longer_than_any_back
     assert text in md and "`````json\n" in md and md.count("`````") == 2
 
 
+def test_a_failed_replys_marker_is_its_status_in_exports_and_never_search_text():
+    from app.history.text import plain_text
+    from app.projection import failed_marker
+    meta = TaskMeta(taskId="task_20260101_abcdef", taskName="T", stageId="s", createdAt=T0, updatedAt=T0)
+    error = {"code": "server", "params": {"status": 503}}
+    reply = {"role": "assistant", "content": [{"type": "text", "text": "partial answer"}, failed_marker(error)]}
+    assert plain_text([user("question"), reply]) == "question\npartial answer"
+    said = []
+    md = export_markdown(meta, [user("question"), reply], [],
+                         {"you": "You", "assistant": "Assistant", "tool": "Tool", "meta": "{created}"},
+                         lambda e: said.append(e) or f"failed with {e['params']['status']}")
+    assert said == [error] and "> ⚠ failed with 503" in md and "turn-error" not in md
+    lookalike = {"type": "text", "text": failed_marker(error)["text"] + " "}  # not the canonical form: plain text
+    assert lookalike["text"] in plain_text([{"role": "assistant", "content": [lookalike]}])
+
+
 # -- runtime wiring ----------------------------------------------------------------
 
 async def test_runtime_records_turns_with_demo_usage_and_duration_and_new_conversation_archives():
