@@ -117,7 +117,7 @@ def chat_messages(history: Sequence[Message], text: str, *, max_turns: int = DEF
                 if not turns:
                     turns.append([])
                 turns[-1].extend(mapped)
-    kept = turns[len(turns) - max_turns:] if max_turns > 0 else []
+    kept = turns[max(0, len(turns) - max_turns):] if max_turns > 0 else []  # fewer turns than the cap: all
     messages = [{"role": "system", "content": system}] if system else []
     for turn in kept:
         messages.extend(turn)

@@ -53,6 +53,13 @@ def test_cut_to_recent_turns_and_system_first():
     assert [m["content"] for m in chat_messages(history, "now", max_turns=0)] == ["now"]
 
 
+@pytest.mark.parametrize("past", [1, 9, 14, 19, 20, 24])
+def test_a_thread_shorter_than_the_cap_is_sent_whole_and_a_longer_one_cut_to_the_cap(past):
+    history = [m for i in range(past) for m in (user(f"q{i}"), assistant(TextPart(text=f"a{i}")))]
+    sent = [m["content"] for m in chat_messages(history, "now", max_turns=20) if m["role"] == "user"]
+    assert sent == [f"q{i}" for i in range(max(0, past - 20), past)] + ["now"]
+
+
 def test_empty_messages_are_left_out():
     history = [user("  "), assistant(), assistant(TextPart(text="")), user("real")]
     assert chat_messages(history, "x") == [{"role": "user", "content": "real"}, {"role": "user", "content": "x"}]
