@@ -74,7 +74,7 @@ CSP = "; ".join([
     "default-src 'none'",
     "script-src 'self' 'wasm-unsafe-eval' 'unsafe-eval'",
     "style-src 'self'",
-    "img-src 'self'",
+    "img-src 'self' data:",  # a scene's images are data: URLs (app.checkpoints.slides.safe_image)
     "connect-src 'self'",
     "worker-src 'self'",
     "manifest-src 'self'",

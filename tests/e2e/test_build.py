@@ -97,6 +97,13 @@ def test_offline_from_a_sub_path_after_one_visit(dist_agent, dist_site, context)
     assert len(agent.stored()["state"]["threads"]["intro-ml"]["messages"]) == 2
     agent.reload()
     assert agent.messages().count() == 2
+    agent.send("/regenerate scene-1 pictures")  # the slide's images are data: URLs, allowed by the CSP
+    images = agent.page.locator("[data-testid=scene-slide] img")
+    assert images.count() > 0
+    agent.page.wait_for_function(
+        "() => [...document.querySelectorAll('[data-testid=scene-slide] img')].every(i => i.complete)")
+    assert agent.page.evaluate(
+        "() => [...document.querySelectorAll('[data-testid=scene-slide] img')].every(i => i.naturalWidth > 0)")
     context.set_offline(False)
 
 
