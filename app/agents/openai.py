@@ -293,12 +293,18 @@ class OpenAIAgent:
                     pieces = state.take(parser.feed(chunk))
                     if pieces:
                         yield TextDelta(pieces)
+                    if state.error is not None:
+                        raise state.error
                     if state.done:
                         break
             except TransportError:
                 raise ModelError("stream-cut") from None
             if not state.done:
-                state.take(parser.close())
+                pieces = state.take(parser.close())  # what the decoder still held (an unterminated event is dropped)
+                if pieces:
+                    yield TextDelta(pieces)
+                if state.error is not None:
+                    raise state.error
             if not (state.done or state.finished):
                 raise ModelError("stream-cut")
         finally:
@@ -306,13 +312,19 @@ class OpenAIAgent:
 
 
 class _StreamState:
-    """Folds parsed events into a ``_Round``; ``done`` after ``[DONE]``, ``finished`` after a finish_reason."""
+    """Folds parsed events into a ``_Round``; ``done`` after ``[DONE]``, ``finished`` after a finish_reason.
+
+    ``error``: the ``ModelError`` an event said (an error event, an unparseable one). ``take``
+    returns the text that came before it in the same read, and the caller raises it after
+    showing that text, so nothing the server sent before the failure is dropped.
+    """
 
     def __init__(self, result: _Round, secret: str) -> None:
         self.result = result
         self.secret = secret
         self.done = False
         self.finished = False
+        self.error: ModelError | None = None
 
     def _decode(self, events) -> list[tuple[Any, Any]]:
         """``(event, parsed JSON)`` up to ``[DONE]``; the events of one read are parsed in one
@@ -338,21 +350,25 @@ class _StreamState:
                 try:
                     parsed.append(json.loads(data))
                 except ValueError:
-                    raise ModelError("bad-event", excerpt=scrub(data, self.secret, 80)) from None
+                    self.error = ModelError("bad-event", excerpt=scrub(data, self.secret, 80))
+                    break
         return list(zip(kept, parsed))
 
     def take(self, events) -> str:
-        if self.done:
+        """The text of ``events`` up to ``[DONE]`` or the first failing event (then ``error`` is set)."""
+        if self.done or self.error is not None:
             return ""
         pieces: list[str] = []
         result = self.result
         for event, chunk in self._decode(events):
             if not isinstance(chunk, dict):
-                raise ModelError("bad-event", excerpt=scrub(event.data.strip(), self.secret, 80))
+                self.error = ModelError("bad-event", excerpt=scrub(event.data.strip(), self.secret, 80))
+                break
             if chunk.get("error") is not None or event.event == "error":
                 error = chunk.get("error")
                 message = error.get("message") if isinstance(error, dict) else error
-                raise ModelError("stream-error", message=scrub(str(message or event.data), self.secret))
+                self.error = ModelError("stream-error", message=scrub(str(message or event.data), self.secret))
+                break
             if isinstance(chunk.get("model"), str) and chunk["model"]:
                 result.model = chunk["model"]
             usage = usage_from_chunk(chunk.get("usage"))
@@ -389,6 +405,8 @@ class _StreamState:
                 if isinstance(call, dict) and "index" not in call:
                     call["index"] = index
         text = self.take([_Whole(json.dumps(chunk))])
+        if self.error is not None:
+            raise self.error
         self.done = True
         return text
 

@@ -204,6 +204,23 @@ async def test_error_object_in_stream():
     assert (error.code, error.params) == ("stream-error", {"message": "context too long"})
 
 
+async def texts_then_failure(agent) -> tuple[list[str], ModelError]:
+    texts = []
+    with pytest.raises(ModelError) as info:
+        async for event in agent.run([], "hi"):
+            if isinstance(event, TextDelta):
+                texts.append(event.text)
+    return texts, info.value
+
+
+@pytest.mark.parametrize("bad", [{"error": {"message": "overloaded"}}, "{not json", "[1]"])
+async def test_text_before_a_failing_event_in_the_same_read_is_kept(bad):
+    events = [text_chunk("some "), text_chunk("text"), bad if isinstance(bad, str) else bad]
+    response = ScriptedResponse(chunks=[sse(*events)])  # one read: the text and the failure together
+    texts, error = await texts_then_failure(OpenAIAgent(ScriptedTransport(response), CONFIG))
+    assert "".join(texts) == "some text" and error.code in ("stream-error", "bad-event") and response.closed
+
+
 async def test_missing_settings_fail_before_any_request():
     transport = ScriptedTransport()
     error = await failure(OpenAIAgent(transport, AgentConfig(base_url="http://h/v1", model="")))
