@@ -282,6 +282,10 @@ class OpenAIAgent:
                 if text:
                     yield TextDelta(text)
                 return
+            if "text/html" in response.headers.get("content-type", ""):
+                # A web page (a proxy's login page, a wrong base URL) answered 200: say what came, not "cut off".
+                text = (await self._within(response.text()))[:MAX_ERROR_BODY]
+                raise ModelError("bad-event", excerpt=scrub(" ".join(text.split()), config.api_key, 80))
             parser = SSEParser()
             chunks = response.__aiter__()
             try:

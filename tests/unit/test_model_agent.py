@@ -221,6 +221,13 @@ async def test_text_before_a_failing_event_in_the_same_read_is_kept(bad):
     assert "".join(texts) == "some text" and error.code in ("stream-error", "bad-event") and response.closed
 
 
+async def test_a_web_page_answering_200_is_a_bad_event_showing_its_start():
+    page = "<!doctype html>\n<html><title>Sign in</title></html>"
+    response = ScriptedResponse(headers={"content-type": "text/html; charset=utf-8"}, chunks=[page.encode()], body=page)
+    error = await failure(OpenAIAgent(ScriptedTransport(response), CONFIG))
+    assert error.code == "bad-event" and error.params["excerpt"].startswith("<!doctype html> <html>")
+
+
 async def test_missing_settings_fail_before_any_request():
     transport = ScriptedTransport()
     error = await failure(OpenAIAgent(transport, AgentConfig(base_url="http://h/v1", model="")))
