@@ -119,6 +119,9 @@ def _lookup(tree: Mapping[str, Any], key: str) -> Any:
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
+DECIMAL_MARKS: Mapping[str, str] = {"ru-RU": ",", "pt-BR": ","}
+"""Each locale's decimal mark where it is not "." (CLDR, Latin digits, as the page writes numbers)."""
+
 
 class Translator:
     """Translates dotted keys into one locale; missing keys fall back to en-US, then to the key itself.
@@ -131,6 +134,7 @@ class Translator:
     def __init__(self, locale: str) -> None:
         self.locale = locale if locale in LOCALES else DEFAULT_LOCALE
         self.rtl = is_rtl(self.locale)
+        self.decimal_mark = DECIMAL_MARKS.get(self.locale, ".")
         self._chain = (catalogue(self.locale), catalogue(DEFAULT_LOCALE))
 
     def t(self, key: str, **params: Any) -> str:

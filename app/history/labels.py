@@ -13,9 +13,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["turns_phrase", "tokens_phrase", "stats_text", "item_stats_text", "turn_meta_text", "markdown_meta"]
+__all__ = ["seconds_text", "turns_phrase", "tokens_phrase", "stats_text", "item_stats_text", "turn_meta_text", "markdown_meta"]
 
 Translate = Callable[..., str]
+
+
+def seconds_text(t: Translate, ms: float) -> str:
+    """``ms`` milliseconds as seconds with one decimal, in the locale's decimal mark
+    (``app.i18n.DECIMAL_MARKS``: "0.4" in en-US, "0,4" in ru-RU and pt-BR)."""
+    return f"{ms / 1000:.1f}".replace(".", getattr(t, "decimal_mark", "."))
 
 
 def turns_phrase(t: Translate, turns: int) -> str:
@@ -32,7 +38,7 @@ def stats_text(t: Translate, stats: Any) -> str:
     """The active conversation's line; ``stats``: ``ConversationStats`` (turns, total_tokens,
     mean_duration_ms in ms, shown in seconds with one decimal)."""
     return t("history.stats", turns=turns_phrase(t, stats.turns), tokens=tokens_phrase(t, stats.total_tokens),
-             seconds=f"{stats.mean_duration_ms / 1000:.1f}")
+             seconds=seconds_text(t, stats.mean_duration_ms))
 
 
 def item_stats_text(t: Translate, stats: Any) -> str:
@@ -43,7 +49,7 @@ def item_stats_text(t: Translate, stats: Any) -> str:
 def turn_meta_text(t: Translate, turn: Any) -> str:
     """One assistant message's turn meta (``TurnMeta``): model, tokens (or "usage not reported"
     when ``turn.usage`` is None, DESIGN.md §12) and duration in seconds."""
-    seconds = f"{turn.duration / 1000:.1f}"
+    seconds = seconds_text(t, turn.duration)
     if turn.usage is None:
         return t("history.turnMetaNoUsage", model=turn.model, seconds=seconds)
     return t("history.turnMeta", model=turn.model, tokens=tokens_phrase(t, turn.usage.totalTokens), seconds=seconds)

@@ -461,10 +461,10 @@ async def test_a_history_write_that_hangs_holds_the_panel_only_for_a_bounded_tim
 @pytest.mark.parametrize(("locale", "turns", "tokens", "expected"), [
     ("en-US", 1, 1, "1 turn · 1 token · 0.5 s mean response"),
     ("en-US", 2, 42, "2 turns · 42 tokens · 0.5 s mean response"),
-    ("ru-RU", 21, 3, "21 ход · 3 токена · средний ответ 0.5 с"),
-    ("ru-RU", 25, 11, "25 ходов · 11 токенов · средний ответ 0.5 с"),
+    ("ru-RU", 21, 3, "21 ход · 3 токена · средний ответ 0,5 с"),
+    ("ru-RU", 25, 11, "25 ходов · 11 токенов · средний ответ 0,5 с"),
     ("ar-SA", 1, 2, "دور واحد · رمزان · متوسط الاستجابة 0.5 ث"),
-    ("pt-BR", 1, 5, "1 turno · 5 tokens usados · resposta média de 0.5 s"),
+    ("pt-BR", 1, 5, "1 turno · 5 tokens usados · resposta média de 0,5 s"),
     ("ja-JP", 1, 1, "1 ターン · 1 トークン · 平均応答 0.5 秒"),
 ])
 def test_stats_lines_use_the_plural_form_of_each_count(locale, turns, tokens, expected):
@@ -496,6 +496,17 @@ def test_item_turn_and_markdown_lines_use_plural_forms_in_every_locale():
             assert "{" not in text and "}" not in text, (locale, text)
         assert item_stats_text(t, ConversationStats(turns=1, total_tokens=5)) != item_stats_text(
             t, ConversationStats(turns=2, total_tokens=5)), locale
+
+
+def test_seconds_use_the_locales_decimal_mark():
+    from app.history.labels import turn_meta_text
+    from app.history.records import TurnMeta
+    from app.i18n import Translator
+
+    turn = TurnMeta(turnId=1, timestamp=iso(T0), usage=None, model="demo", duration=400)
+    assert "0,4" in turn_meta_text(Translator("ru-RU"), turn) and "0.4" not in turn_meta_text(Translator("ru-RU"), turn)
+    assert "0,4" in turn_meta_text(Translator("pt-BR"), turn)
+    assert "0.4" in turn_meta_text(Translator("en-US"), turn) and "0.4" in turn_meta_text(Translator("ja-JP"), turn)
 
 
 async def test_start_up_reconciles_every_stored_thread_read_through_the_store():
