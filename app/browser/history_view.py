@@ -418,7 +418,12 @@ class HistoryView:
     async def resume(self, task_id: str) -> None:
         """Make ``task_id`` the shown course's active thread (one write of ``maic-agent-threads``)."""
         stage_id = self.runtime.stage_id
-        if stage_id is None or self.runtime.is_running:
+        if stage_id is None:
+            return
+        if self.runtime.is_running:  # the turn in flight belongs to the active thread: say why nothing happens
+            status = self._by("history-status")
+            status.setAttribute("data-kind", "resume")
+            status.textContent = self.t("history.resumeBusy")
             return
         if task_id == getattr(self, "_active_task", None):
             self.close()

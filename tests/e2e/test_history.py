@@ -372,3 +372,22 @@ def test_an_import_shows_in_the_open_list_at_once_with_its_title_cut_at_50_clust
     assert agent.page.evaluate("""() => { const el = document.querySelector('[data-task-id=task_20260101_abc123]');
       const box = el.getBoundingClientRect(), list = el.parentElement.getBoundingClientRect();
       return box.top >= list.top - 1 && box.bottom <= list.bottom + 1; }""")  # scrolled into view
+
+
+def test_resume_while_a_reply_streams_says_why_nothing_changed(agent):
+    agent.open(course="intro-ml", delay=150)
+    assert wait_history(agent) == "ready"
+    agent.send("an earlier conversation")
+    agent.testid("agent-new-conversation").click()
+    agent.send("a question whose reply is still coming", wait=False)
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'")
+    open_list(agent)
+    agent.page.wait_for_selector("[data-testid=history-item]:not([data-current=true])")
+    agent.page.locator("[data-testid=history-item]:not([data-current=true])").first.click()
+    status = agent.testid("history-status")
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-status]').dataset.kind === 'resume'")
+    assert status.inner_text().strip()
+    assert agent.testid("agent-panel").get_attribute("data-running") == "true"
+    assert "still coming" in agent.messages().first.inner_text()  # the active thread was not replaced
+    agent.testid("agent-stop").click()
+    agent.wait_idle()
