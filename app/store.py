@@ -28,7 +28,10 @@ Failure policy (DESIGN.md §5) lives here: validation and backup (``_read``,
 three modes: ``"persistent"``; ``"memory"`` (storage unavailable: everything
 goes to a ``MemoryStorage``); ``"read-only"`` (a newer stored version, or the
 backup of a damaged value failed: storage is read, never written). The store
-never reads the clock: callers pass ``now_ms`` / ``updated_at``.
+never reads the clock: callers pass ``now_ms`` / ``updated_at``. A value equal
+to an existing backup is never copied again (compared in storage, no backup is
+read into Python); exact duplicate backups are removed only when a new backup
+does not fit, and distinct backups never.
 
 Notices (``Notice.code``, ``params``):
 
@@ -36,7 +39,13 @@ Notices (``Notice.code``, ``params``):
 - ``storage-corrupt`` ``{"backup_key": str}``: something stored was dropped or
   unparseable; the raw value was copied to ``backup_key`` first.
 - ``storage-read-only`` ``{"reason": "backup-failed"}``: a damaged value could
-  not be backed up, so it is never overwritten; saves stay in memory.
+  not be backed up, so it is never overwritten; saves stay in memory. Holds while
+  the store is read-only; its way out is ``download_damaged`` (the user's choice).
+- ``storage-exported`` ``{"file_name": str}``: the user downloaded the damaged
+  value as that file, its backup; the value was repaired and saving resumed.
+- ``storage-pruned-elsewhere`` ``{"stage_id": str}``: another tab's save pruned
+  this course for quota; this tab keeps its thread in memory (``memory_only``)
+  and its next save writes it back under the usual rules. Holds while so kept.
 - ``storage-newer-version`` ``{"version": int}``: written by a newer app; never
   overwritten; saves stay in memory.
 - ``storage-full`` ``{"stage_id": str}``: even this thread alone does not fit;
