@@ -474,15 +474,20 @@ class ThreadStore:
         if self._read() and self._mode == "persistent":
             self._flush()
         self._exported = None
+        self._write_memory()
+        return name if exported else None
+
+    def _write_memory(self) -> None:
+        """After read-only ends: write each thread this tab kept in memory meanwhile, one by one
+        under the usual rules (quota pruning, ``storage-full``)."""
         for stage_id, thread in list(self._memory.items()):
             if self._mode != "persistent":
                 break
             if thread is None:
                 self.clear(stage_id)
-            else:
+            elif stage_id not in self._elsewhere:
                 self._written = None  # a whole write: the value may be the damaged one still
                 self._write(stage_id, thread)
-        return name if exported else None
 
     def notice_holds(self, notice: Notice) -> bool:
         """Whether ``notice`` still says something true: ``storage-read-only`` while the store is
@@ -705,6 +710,10 @@ class ThreadStore:
         self._threads = fresh
         if canonical and not damaged and not kept_held and version == STORE_VERSION:
             self._written = dict(fresh)  # the stored value is exactly _envelope(fresh): the next save splices
+        if not damaged and version == STORE_VERSION and self._reason == "storage-read-only" and self._hydrated:
+            # another tab replaced the damaged value with a sound one: nothing is left to protect
+            self._mode, self._reason = "persistent", None
+            self._write_memory()
         return rewrite
 
     def _keep_pruned(self, held: dict[str, _Thread], fresh: dict[str, _Thread]) -> bool:

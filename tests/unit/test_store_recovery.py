@@ -279,3 +279,14 @@ async def test_runtime_keeps_showing_the_pruned_course_and_its_next_turn_continu
     stored = json.loads(storage.dump()[STORAGE_KEY])["state"]["threads"]["c00"]["messages"]
     assert [m["content"][0]["text"] for m in stored if m["role"] == "user"] == ["first turn on c00", "second turn"]
     assert runtime.notices == ()
+
+
+def test_read_only_ends_when_another_tab_replaces_the_damaged_value_with_a_sound_one():
+    storage, store = read_only_store(value({"a": good("kept"), "b": 7, "c": good("padding " * 20)}))
+    store.save("mine", thread("made while read-only"), NOW + 1)
+    sound = value({"other": good("from the tab that downloaded it", at=NOW)})
+    MemoryStorage.shared_with(storage).set_item(STORAGE_KEY, sound)
+    store.reload()
+    assert store.mode == "persistent" and not store.notice_holds(store.notices[0])
+    assert json.loads(storage.dump()[STORAGE_KEY])["state"]["threads"] == {
+        "other": good("from the tab that downloaded it", at=NOW), "mine": good("made while read-only", at=NOW + 1)}
