@@ -243,6 +243,15 @@ class AgentRuntime:
             self._notices.append(notice)
             self._notify()
 
+    def download_damaged(self) -> str | None:
+        """The ``storage-read-only`` notice's action: download the damaged stored value as a file, which
+        becomes its backup, and let the store write again (``ThreadStore.download_damaged``,
+        DESIGN.md §5). Returns the file name, or ``None``."""
+        name = self._store.download_damaged(self._clock())
+        self._after_store_call()
+        self._notify()
+        return name
+
     def dismiss_notice(self, code: str) -> None:
         """Hide the notices with ``code`` (the user closed them); a new occurrence shows again."""
         if self._drop_notices(code):
@@ -405,7 +414,9 @@ class AgentRuntime:
                 self._notices.append(notice)
                 fresh = True
         memory_only = self._store.memory_only()
-        kept = [n for n in self._notices if n.code != "storage-full" or n.params.get("stage_id") in memory_only]
+        holds = getattr(self._store, "notice_holds", lambda _notice: True)  # read-only, pruned elsewhere (§5)
+        kept = [n for n in self._notices
+                if (n.code != "storage-full" or n.params.get("stage_id") in memory_only) and holds(n)]
         if fresh or len(kept) != len(self._notices):
             self._notices = kept
             self._notify()

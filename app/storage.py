@@ -105,6 +105,24 @@ class StringStorage(Protocol):
         save without copying the whole value into Python (issue 9 part 4).
         """
 
+    def keys(self, prefix: str) -> list[str]:
+        """The stored keys that start with ``prefix`` (any order; no value is read)."""
+
+    def same_value(self, key: str, other: str) -> bool:
+        """True when ``key`` and ``other`` both hold a value and the two values are equal,
+        compared where the values live (in JavaScript in the browser: nothing is copied
+        into Python). Used to never back up a value twice (DESIGN.md §5)."""
+
+    def copy_item(self, key: str, dest: str) -> None:
+        """Store the value now at ``key`` under ``dest`` too, copied where it lives; nothing
+        happens when ``key`` holds nothing. Raises ``QuotaExceeded`` (``dest`` unchanged)."""
+
+    def export_item(self, key: str, file_name: str) -> bool:
+        """Hand the value now at ``key`` to the user as a file named ``file_name`` (the browser
+        downloads it). Afterwards that value counts as read by this object (``unchanged``
+        is True while nobody writes it). False, doing nothing, when ``key`` holds nothing.
+        The file is the backup the user chose when no backup key fits (DESIGN.md §5)."""
+
 
 def utf16_len(s: str) -> int:
     """Length of ``s`` in UTF-16 code units, the unit browsers count quota in.
@@ -136,7 +154,9 @@ class MemoryStorage:
     ``StorageUnavailable``. ``MemoryStorage.shared_with(other)`` is another view
     (another tab) over the same items, quota and availability; ``unchanged`` of
     one view turns False when another view writes the key. ``reads`` and
-    ``writes`` count this view's successful ``get_item`` / ``set_item`` calls.
+    ``writes`` count this view's successful ``get_item`` / ``set_item`` calls,
+    ``copies`` its ``copy_item`` calls; ``exported`` lists the files
+    ``export_item`` handed to the user, as ``(file_name, value)``.
     """
 
     def __init__(self, *, quota: int | None = None, available: bool = True) -> None:
@@ -145,6 +165,8 @@ class MemoryStorage:
         self._last: dict[str, str | None] = {}  # the value this view last read or wrote
         self.reads = 0
         self.writes = 0
+        self.copies = 0
+        self.exported: list[tuple[str, str]] = []  # (file name, value) handed to the user by export_item
 
     @classmethod
     def shared_with(cls, other: MemoryStorage) -> MemoryStorage:
@@ -247,6 +269,29 @@ class MemoryStorage:
         delta = (len(n) - len(o)) // 2
         text = n[2 * starts[first]: 2 * (ends[last] + delta)].decode("utf-16-le", "surrogatepass")
         return first, last + 1, text
+
+    def keys(self, prefix: str) -> list[str]:
+        return [k for k in self._open().items if k.startswith(prefix)]
+
+    def same_value(self, key: str, other: str) -> bool:
+        items = self._open().items
+        return key in items and other in items and items[key] == items[other]
+
+    def copy_item(self, key: str, dest: str) -> None:
+        value = self._open().items.get(key)
+        if value is not None:
+            self.set_item(dest, value)
+            self.writes -= 1  # counted apart: ``copies``
+            self.copies += 1
+
+    def export_item(self, key: str, file_name: str) -> bool:
+        b = self._open()
+        value = b.items.get(key)
+        if value is None:
+            return False
+        self.exported.append((file_name, value))
+        self._seen[key], self._last[key] = b.versions.get(key, 0), value
+        return True
 
     def _open(self) -> _Backing:
         if not self._backing.available:

@@ -28,7 +28,10 @@ Failure policy (DESIGN.md §5) lives here: validation and backup (``_read``,
 three modes: ``"persistent"``; ``"memory"`` (storage unavailable: everything
 goes to a ``MemoryStorage``); ``"read-only"`` (a newer stored version, or the
 backup of a damaged value failed: storage is read, never written). The store
-never reads the clock: callers pass ``now_ms`` / ``updated_at``.
+never reads the clock: callers pass ``now_ms`` / ``updated_at``. A value equal
+to an existing backup is never copied again (compared in storage, no backup is
+read into Python); exact duplicate backups are removed only when a new backup
+does not fit, and distinct backups never.
 
 Notices (``Notice.code``, ``params``):
 
@@ -36,7 +39,13 @@ Notices (``Notice.code``, ``params``):
 - ``storage-corrupt`` ``{"backup_key": str}``: something stored was dropped or
   unparseable; the raw value was copied to ``backup_key`` first.
 - ``storage-read-only`` ``{"reason": "backup-failed"}``: a damaged value could
-  not be backed up, so it is never overwritten; saves stay in memory.
+  not be backed up, so it is never overwritten; saves stay in memory. Holds while
+  the store is read-only; its way out is ``download_damaged`` (the user's choice).
+- ``storage-exported`` ``{"file_name": str}``: the user downloaded the damaged
+  value as that file, its backup; the value was repaired and saving resumed.
+- ``storage-pruned-elsewhere`` ``{"stage_id": str}``: another tab's save pruned
+  this course for quota; this tab keeps its thread in memory (``memory_only``)
+  and its next save writes it back under the usual rules. Holds while so kept.
 - ``storage-newer-version`` ``{"version": int}``: written by a newer app; never
   overwritten; saves stay in memory.
 - ``storage-full`` ``{"stage_id": str}``: even this thread alone does not fit;
@@ -354,6 +363,11 @@ def _scan_entries(raw: str, pos: int, body_end: int, held: dict[str, _Thread]
     return entries, canonical
 
 
+def _backup_order(key: str) -> tuple:
+    """Sort key of ``<key>.backup.<ms>[.<n>]`` names: oldest first, numbers compared as numbers."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in key.rsplit(".backup.", 1)[-1].split("."))
+
+
 def _validate_thread(raw: Json) -> tuple[_Thread | None, bool]:
     """``(thread, damaged)`` for one stored thread (DESIGN.md §5, per thread and per message).
 
@@ -392,7 +406,11 @@ class ThreadStore:
         self._taken = 0
         self._clock = 0  # latest time a caller passed; names backup keys
         self._full: set[str] = set()  # stage ids said to be kept in memory for lack of room
+        self._elsewhere: set[str] = set()  # stage ids kept in memory because another tab pruned them
         self._mode: Mode = "persistent"
+        self._reason: str | None = None  # why read-only: the notice code that said so
+        self._hydrated = False  # hydrate ran: later reads are another tab's writes
+        self._exported: str | None = None  # file the user downloaded the stored value to (download_damaged)
         self._storage: StringStorage
         if storage is None:
             self._to_memory()
@@ -425,6 +443,61 @@ class ThreadStore:
         self._clock = max(self._clock, now_ms)
         if self._read() and self._mode == "persistent":
             self._flush()
+        self._hydrated = True
+
+    def download_damaged(self, now_ms: int) -> str | None:
+        """The way out of ``storage-read-only`` (a damaged value no backup key can hold, DESIGN.md §5):
+        hand the stored value to the user as the file ``<key>.backup.<now_ms>.txt``
+        (``StringStorage.export_item``, the value never crosses into Python), then treat
+        that file as its backup: the value is repaired and written back with this tab's
+        threads kept in memory meanwhile (each saved under the usual quota rules), and
+        ``storage-exported {"file_name"}`` replaces the read-only notice.
+
+        Only after the user chose it, and only in that read-only state: returns ``None``
+        and does nothing otherwise (a newer version stays untouched). Returns the file
+        name, or ``None`` when the key held nothing any more (saving then resumes: there
+        is nothing left to protect).
+        """
+        if self._mode != "read-only" or self._reason != "storage-read-only":
+            return None
+        self._clock = max(self._clock, now_ms)
+        name = f"{self._key}.backup.{self._clock}.txt"
+        try:
+            exported = self._storage.export_item(self._key, name)
+        except StorageUnavailable:
+            self._to_memory()
+            return None
+        self._mode, self._reason = "persistent", None
+        # The file is the backup only of the value downloaded; a later write of another tab is read as usual.
+        self._exported = name if exported and self._unchanged() else None
+        self._written = None
+        if self._read() and self._mode == "persistent":
+            self._flush()
+        self._exported = None
+        self._write_memory()
+        return name if exported else None
+
+    def _write_memory(self) -> None:
+        """After read-only ends: write each thread this tab kept in memory meanwhile, one by one
+        under the usual rules (quota pruning, ``storage-full``)."""
+        for stage_id, thread in list(self._memory.items()):
+            if self._mode != "persistent":
+                break
+            if thread is None:
+                self.clear(stage_id)
+            elif stage_id not in self._elsewhere:
+                self._written = None  # a whole write: the value may be the damaged one still
+                self._write(stage_id, thread)
+
+    def notice_holds(self, notice: Notice) -> bool:
+        """Whether ``notice`` still says something true: ``storage-read-only`` while the store is
+        read-only, ``storage-pruned-elsewhere`` while its course is kept in memory; any
+        other notice: True (the runtime drops those that no longer hold)."""
+        if notice.code == "storage-read-only":
+            return self._mode == "read-only"
+        if notice.code == "storage-pruned-elsewhere":
+            return notice.params.get("stage_id") in self._elsewhere
+        return True
 
     def load(self, stage_id: str) -> list[dict[str, Json]] | None:
         """This tab's slim messages of ``stage_id`` (do not mutate), or ``None``: the version
@@ -500,6 +573,7 @@ class ThreadStore:
         self._sync()
         self._memory.pop(stage_id, None)
         self._full.discard(stage_id)
+        self._elsewhere.discard(stage_id)
         if stage_id not in self._threads:
             return
         if self._mode == "read-only":
@@ -555,11 +629,12 @@ class ThreadStore:
         self._threads, self._written = threads, dict(threads)
         self._memory.clear()
         self._full.clear()
+        self._elsewhere.clear()
         self._notify("storage-unavailable")
 
     def _to_read_only(self, code: str, **params: Json) -> None:
         if self._mode == "persistent":
-            self._mode = "read-only"
+            self._mode, self._reason = "read-only", code
             self._notify(code, **params)
 
     def _unchanged(self) -> bool:
@@ -593,7 +668,8 @@ class ThreadStore:
             if partial is not None:
                 fresh, damaged, kept_held = self._fresh(partial[0], self._threads)
                 if not damaged:
-                    self._threads, self._written = fresh, (dict(fresh) if partial[1] else None)
+                    pruned = self._keep_pruned(self._threads, fresh)
+                    self._threads, self._written = fresh, (dict(fresh) if partial[1] and not pruned else None)
                     return False
         unparseable = False
         try:
@@ -616,19 +692,58 @@ class ThreadStore:
             version, decoded, damaged = (STORE_VERSION, None, True) if unparseable else _decode(raw)
             stored, canonical = {k: (v, None) for k, v in (decoded or {}).items()}, False
             keep_all = decoded is None  # nothing readable: keep every thread this tab held
-        if version > STORE_VERSION:  # never written, no backup: read what validates as v1
+        if version > STORE_VERSION:  # never written, no backup
             self._to_read_only("storage-newer-version", version=version)
+            if self._hydrated:  # another tab's newer app wrote it: keep what this tab holds, never show
+                self._threads = held  # data of a format this app does not know (DESIGN.md §5)
+                return False
+            # at start-up there is nothing held: read what validates as v1
         fresh, bad, kept_held = self._fresh(stored, held)
         damaged |= bad
         if keep_all:
             fresh = {**held, **fresh}
+        elif not damaged:
+            kept_held |= self._keep_pruned(held, fresh)
         rewrite = False
         if version <= STORE_VERSION:
             rewrite = self._backup(raw) if damaged else version < STORE_VERSION
         self._threads = fresh
         if canonical and not damaged and not kept_held and version == STORE_VERSION:
             self._written = dict(fresh)  # the stored value is exactly _envelope(fresh): the next save splices
+        if not damaged and version == STORE_VERSION and self._reason == "storage-read-only" and self._hydrated:
+            # another tab replaced the damaged value with a sound one: nothing is left to protect
+            self._mode, self._reason = "persistent", None
+            self._write_memory()
         return rewrite
+
+    def _keep_pruned(self, held: dict[str, _Thread], fresh: dict[str, _Thread]) -> bool:
+        """Keep in memory the threads another tab's save pruned for quota (DESIGN.md §5: a tab never
+        drops completed turns it holds); returns True when it kept any.
+
+        A course this tab held that is gone from a readable value was *pruned* when, in the
+        same change, exactly one other course's entry was added or changed (the saving
+        course: a save writes only its own entry, a New conversation elsewhere only removes
+        one) and it was no more recently updated than any course left unchanged (pruning
+        takes the least recently updated). Otherwise the removal is followed. (A New
+        conversation and one save of another course, both made between two reads of this
+        tab, look the same: that course is then kept too, with the notice, never lost.) A kept course is ``memory_only`` with ``storage-pruned-elsewhere
+        {"stage_id"}``; its next save writes it back under the usual rules. When another tab
+        writes that course again, its stored version is followed (the copy is dropped).
+        """
+        for stage_id in [k for k in self._elsewhere if k in fresh]:  # written again by another tab: followed
+            self._elsewhere.discard(stage_id)
+            self._memory.pop(stage_id, None)
+        gone = [k for k in held if k not in fresh and k not in self._memory]
+        if not gone or sum(held.get(k) is not v for k, v in fresh.items()) != 1:
+            return False  # only removals, or several writes seen at once: followed
+        unchanged = [v.updated_at for k, v in fresh.items() if held.get(k) is v]
+        if unchanged and max(held[k].updated_at for k in gone) > min(unchanged):
+            return False
+        for stage_id in gone:
+            self._memory[stage_id] = held[stage_id]
+            self._elsewhere.add(stage_id)
+            self._notify("storage-pruned-elsewhere", stage_id=stage_id)
+        return True
 
     @staticmethod
     def _fresh(stored: dict[str, tuple[Json, str | None]], held: dict[str, _Thread]
@@ -689,22 +804,40 @@ class ThreadStore:
         return entries, scanned[1] and keys == _js_key_order(keys)
 
     def _backup(self, raw: str) -> bool:
-        """Copy a damaged raw value to ``<key>.backup.<ms>`` before anything overwrites it.
+        """Copy the damaged stored value (``raw``, as read) to ``<key>.backup.<ms>`` before anything
+        overwrites it (DESIGN.md §5).
 
-        An existing backup with other content is never overwritten (``.1``, ``.2``…
-        suffixes). When the copy fails the store turns read-only. Returns True
-        when the raw value is safely backed up.
+        A value equal to an existing backup is not copied again: that backup is named
+        (compared in storage, ``StringStorage.same_value``: no backup is read into
+        Python). An existing backup is never overwritten (``.1``, ``.2``… suffixes).
+        When the copy does not fit, exact duplicates among the backups are removed
+        (nothing is lost: one copy of each stays) and the copy tried once more; when
+        it still fails the store turns read-only (``storage-read-only``, its way out
+        is ``download_damaged``). A value the user just downloaded
+        (``download_damaged``) has that file as its backup (``storage-exported``).
+        Returns True when the value is safely kept somewhere.
         """
         if self._mode != "persistent":
             return False
-        base = key = f"{self._key}.backup.{self._clock}"
+        if self._exported is not None:
+            self._notify("storage-exported", file_name=self._exported)
+            return True
+        prefix = f"{self._key}.backup."
         try:
-            n = 0
-            while (existing := self._storage.get_item(key)) not in (None, raw):
-                n += 1
-                key = f"{base}.{n}"
-            if existing is None:
-                self._storage.set_item(key, raw)
+            backups = sorted(self._storage.keys(prefix), key=_backup_order)
+            key = next((k for k in backups if self._storage.same_value(self._key, k)), None)
+            if key is None:
+                key = base = f"{prefix}{self._clock}"
+                n = 0
+                while key in backups:
+                    n += 1
+                    key = f"{base}.{n}"
+                try:
+                    self._storage.copy_item(self._key, key)
+                except QuotaExceeded:
+                    if not self._drop_duplicate_backups(backups):
+                        raise
+                    self._storage.copy_item(self._key, key)
         except QuotaExceeded:
             self._to_read_only("storage-read-only", reason="backup-failed")
             return False
@@ -713,6 +846,19 @@ class ThreadStore:
             return False
         self._notify("storage-corrupt", backup_key=key)
         return True
+
+    def _drop_duplicate_backups(self, backups: list[str]) -> bool:
+        """Remove each backup equal to an earlier one (``backups`` oldest first); True when any went.
+        Lossless: one copy of every distinct value stays."""
+        kept: list[str] = []
+        dropped = False
+        for key in backups:
+            if any(self._storage.same_value(key, other) for other in kept):
+                self._storage.remove_item(key)
+                dropped = True
+            else:
+                kept.append(key)
+        return dropped
 
     def _flush(self) -> SaveResult:
         """Write ``_threads`` whole (hydrate's write-back of a migrated or repaired value)."""
@@ -773,6 +919,7 @@ class ThreadStore:
         self._threads, self._written = threads, dict(threads)
         self._memory.pop(stage_id, None)
         self._full.discard(stage_id)
+        self._elsewhere.discard(stage_id)
         memory = self._mode == "memory"
         return SaveResult(written=not memory, pruned=pruned, kept_in_memory=memory)
 

@@ -68,6 +68,38 @@ globalThis.agentbarStorage = {
   unchanged(key) {
     return last.has(key) && area().getItem(key) === last.get(key);
   },
+  // Keys starting with `prefix`; no value crosses into Python.
+  keys(prefix) {
+    return Object.keys(area()).filter((k) => k.startsWith(prefix));
+  },
+  // Whether two keys hold equal values, compared here (backups are never made twice).
+  same(key, other) {
+    const ls = area();
+    const a = ls.getItem(key);
+    return a !== null && a === ls.getItem(other);
+  },
+  // Copies the value at `key` to `dest` without it crossing into Python: "ok", "quota".
+  copy(key, dest) {
+    const value = area().getItem(key);
+    return value === null ? "ok" : write(dest, value);
+  },
+  // Downloads the value at `key` as a file named `fileName` (the user's own backup of a
+  // damaged value that no backup key can hold); the value then counts as read here.
+  exportFile(key, fileName) {
+    const value = area().getItem(key);
+    if (value === null) return false;
+    const url = URL.createObjectURL(new Blob([value], { type: "text/plain;charset=utf-8" }));
+    const link = document.createElement("a");
+    link.href = url;
+    link.download = fileName;
+    link.hidden = true;
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+    last.set(key, value);
+    return true;
+  },
 };
 
 function write(key, text) {

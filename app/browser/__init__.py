@@ -206,6 +206,9 @@ def _boot():
         dismiss = event.target.closest("[data-testid=agent-notice-dismiss]")
         if not is_none(dismiss):
             runtime.dismiss_notice(dismiss.dataset.code)
+        elif not is_none(event.target.closest("[data-action=download-damaged]")):
+            runtime.download_damaged()  # the user chose it: the file is the backup (DESIGN.md §5)
+            document.getElementById("agent-input").focus()  # the notice and its button are gone
 
     @when("click", "#agent-messages")
     def _on_message_click(event) -> None:

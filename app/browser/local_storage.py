@@ -89,6 +89,33 @@ class LocalStorage:
         except JsException as error:
             raise StorageUnavailable(str(error)) from error
 
+    def keys(self, prefix: str) -> list[str]:
+        """The stored keys starting with ``prefix`` (no value is copied). Raises ``StorageUnavailable``."""
+        try:
+            return [str(k) for k in self._bridge.keys(prefix)]
+        except JsException as error:
+            raise StorageUnavailable(str(error)) from error
+
+    def same_value(self, key: str, other: str) -> bool:
+        """Whether ``key`` and ``other`` hold equal values, compared in JavaScript (nothing is
+        copied into Python). Raises ``StorageUnavailable``."""
+        try:
+            return bool(self._bridge.same(key, other))
+        except JsException as error:
+            raise StorageUnavailable(str(error)) from error
+
+    def copy_item(self, key: str, dest: str) -> None:
+        """Copy ``key``'s value to ``dest`` in JavaScript. Raises ``QuotaExceeded`` or ``StorageUnavailable``."""
+        self._call("copy", key, dest)
+
+    def export_item(self, key: str, file_name: str) -> bool:
+        """Download ``key``'s value as the file ``file_name`` (built in JavaScript, never copied into
+        Python); it then counts as read. False when there is no value. Raises ``StorageUnavailable``."""
+        try:
+            return bool(self._bridge.exportFile(key, file_name))
+        except JsException as error:
+            raise StorageUnavailable(str(error)) from error
+
     def unchanged(self, key: str) -> bool:
         """True only if ``key`` still holds what this tab last read or wrote."""
         try:

@@ -168,13 +168,20 @@ class PageView:
                           attrs={"type": "button", "aria-label": self.t("edit.agent.dismiss"),
                                  "title": self.t("edit.agent.dismiss"), "data-code": notice.code})
             text = _el(span)
-            for segment in isolated_segments(self.t, f"notice.{notice.code}", params, ("backup_key",)):
+            for segment in isolated_segments(self.t, f"notice.{notice.code}", params, ("backup_key", "file_name")):
                 if segment.kind == "isolate":  # a storage key: its own LTR run inside RTL text
                     text.append(_el(span, text=segment.text, classes="notice-key", testid="agent-notice-key",
                                     attrs={"dir": "ltr"}))
                 else:
                     text._dom_element.append(segment.text)
-            box.append(_el(div, text, dismiss,
+            action = None
+            if notice.code == "storage-read-only" and params.get("reason") == "backup-failed":
+                # the way out (DESIGN.md §5): download the damaged value as a file, then saving resumes
+                action = _el(button, text=self.t("storageRecovery.download"), classes="notice-action",
+                             testid="agent-notice-action",
+                             attrs={"type": "button", "data-code": notice.code, "data-action": "download-damaged",
+                                    "title": self.t("storageRecovery.downloadTitle")})
+            box.append(_el(div, text, action, dismiss,
                            classes="notice", testid="agent-notice",
                            attrs={"data-code": notice.code, "role": "status"})._dom_element)
 
