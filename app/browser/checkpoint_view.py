@@ -273,7 +273,9 @@ class CheckpointView:
             return
         self._summary_generation += 1
         generation = self._summary_generation
-        summary = await self.checkpoints.read_model.summary(self.runtime.conversation_id(stage_id))
+        conversation = await self.runtime.conversation(stage_id, allocate=False)  # none yet: nothing made in it
+        summary = (await self.checkpoints.read_model.summary(conversation) if conversation is not None
+                   else {"count": 0, "latest_checkpoint": None})
         if generation != self._summary_generation:
             return  # a newer refresh is on its way
         latest = summary["latest_checkpoint"]
@@ -354,7 +356,7 @@ class CheckpointView:
             return
         build = evidence_pack if kind == "export-evidence" else replay_case
         data = await build(self.checkpoints.read_model, stage_id=stage_id,
-                           conversation_id=self.runtime.conversation_id(stage_id), exported_at=self._clock())
+                           conversation_id=await self.runtime.conversation(stage_id), exported_at=self._clock())
         name = f"agentbar-{segment(stage_id)}-{'evidence-pack' if kind == 'export-evidence' else 'replay-case'}.zip"
         _download(data, name)
 

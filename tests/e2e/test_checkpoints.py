@@ -220,3 +220,44 @@ def test_checkpoint_controls_have_accessible_names_and_work_from_the_keyboard(ag
     agent.page.keyboard.press("Space")
     expect(items.nth(0).locator("[data-testid=checkpoint-diff-view]")).to_be_visible()
     expect(diff).to_have_attribute("aria-expanded", "true")
+
+
+def download(agent, testid: str):
+    with agent.page.expect_download() as info:
+        agent.testid(testid).click()
+    return info.value
+
+
+def test_the_evidence_pack_of_the_active_conversation_holds_only_its_own_versions(agent):
+    agent.open(course="intro-ml")
+    agent.send("/regenerate scene-1")
+    s1 = scene(agent, "scene-1")
+    expect(s1).to_have_attribute("data-version", "1")
+    agent.testid("agent-new-conversation").click()
+    agent.send("/regenerate scene-1 again")
+    expect(s1).to_have_attribute("data-version", "2")
+    settle(agent)
+    summary = agent.testid("checkpoint-summary")
+    expect(summary).to_have_attribute("data-count", "1")
+    items = open_versions(agent, "scene-1")
+    expect(items).to_have_count(2)  # the scene keeps both versions
+    second = items.nth(0).get_attribute("data-checkpoint-id")
+    assert summary.get_attribute("data-latest") == second
+
+    def exported() -> dict:
+        runtime_json = json.loads(unzip(download(agent, "export-evidence")).read("runtime.json"))
+        assert [c["checkpoint_id"] for c in runtime_json["fileCheckpoints"]] == [second]
+        assert runtime_json["fileCheckpointCount"] == 1
+        return runtime_json
+
+    conversation = exported()["conversationId"]
+    agent.testid("history-open").click()
+    expect(agent.testid("export-json")).to_be_enabled()
+    assert download(agent, "export-json").suggested_filename == f"{conversation}.json"  # history's taskId
+    agent.testid("history-close").click()
+
+    agent.reload()  # the id is history's head: the same after a reload
+    settle(agent)
+    expect(summary).to_have_attribute("data-count", "1")
+    assert exported()["conversationId"] == conversation
+    expect(open_versions(agent, "scene-1")).to_have_count(2)

@@ -174,7 +174,7 @@ async def test_a_regenerate_becomes_one_timeline_item_version_and_list_item(new_
     got = await checkpoints.read_model.get(item["checkpoint_id"])
     assert got["checkpoint_document"] == part.result["details"]["content"]
     assert got["live_document"] == part.result["details"]["content"]
-    summary = await checkpoints.read_model.summary("intro-ml")
+    summary = await checkpoints.read_model.summary(runtime.conversation_id("intro-ml"))
     assert summary == {"count": 1, "latest_checkpoint": item}
 
 
@@ -355,7 +355,7 @@ async def test_unavailable_backend_keeps_versions_in_memory_and_says_so_once():
     await regenerate(runtime, "/regenerate scene-2")
     assert checkpoints.current("intro-ml", "scene-1").version_no == 1
     assert not checkpoints.kept and checkpoints.notices == ("checkpoint-unavailable",)
-    assert (await checkpoints.read_model.summary("intro-ml"))["count"] == 2
+    assert (await checkpoints.read_model.summary(runtime.conversation_id("intro-ml")))["count"] == 2
 
 
 async def test_a_large_document_is_stored_whole(new_backend):
