@@ -68,6 +68,8 @@ CANCELLED = STOPPED
 """Status of an assistant message whose turn was stopped (stored with a marker, ``app.projection``)."""
 FAILED = MessageStatus(type="incomplete", reason="error")
 """Status of an assistant message whose agent raised."""
+VERSION_WAIT_S = 5.0
+"""A turn waits at most this long (seconds) for the versions it made to be stored before it ends."""
 
 
 @dataclass
@@ -332,6 +334,7 @@ class AgentRuntime:
 
     async def _run(self, session: _Session, history: list[Message], text: str, reply: Message) -> None:
         RUN_STAGE.set(session.stage_id)  # the tool reads this course's scenes (this task's context only)
+        writes: list[asyncio.Future] = []
         async for event in self._agent.run(history, text):
             if isinstance(event, (UsageReport, UsageReported)):  # the demo's and the model back end's
                 session.usage = event
@@ -339,9 +342,13 @@ class AgentRuntime:
             part = _apply(reply, event)
             if part is not None and part.tool_name == REGENERATE_TOOL and not part.is_error:
                 conversation = await self.conversation(session.stage_id) if self.checkpoints is not None else None
-                self._record_scene_version(session.stage_id, part, reply.id, conversation)
+                write = self._record_scene_version(session.stage_id, part, reply.id, conversation)
+                if write is not None:
+                    writes.append(write)
             if session is self._shown:
                 self._notify()
+        if writes:  # the turn ends once its versions are stored: at idle the stage shows them (DESIGN.md §10)
+            await asyncio.wait(writes, timeout=VERSION_WAIT_S)  # not gather: a Stop leaves the writes running
 
     def _finish(self, session: _Session, reply: Message, task: asyncio.Task[None]) -> None:
         """Done callback of every turn (runs even if the task was cancelled before it started)."""
@@ -377,10 +384,11 @@ class AgentRuntime:
     # -- helpers -------------------------------------------------------------
 
     def _record_scene_version(self, stage_id: str, part: ToolCallPart, turn_id: str | None = None,
-                              conversation_id: str | None = None) -> None:
+                              conversation_id: str | None = None) -> asyncio.Future | None:
+        """Note the regenerate in ``stage_edits`` and emit its snapshot; returns the version's write."""
         card = tool_card_view(part)
         if card.scene_id is None or card.element_count is None:
-            return
+            return None
         before = document = None
         if self.checkpoints is not None:
             from app.checkpoints.documents import SceneDocument
@@ -392,9 +400,10 @@ class AgentRuntime:
                 _log.warning("regenerate result of %s is not a scene document", part.tool_call_id)
         self.stage_edits.record(stage_id, card.scene_id, part.tool_call_id, element_count=card.element_count,
                                 before=before if document is not None else None)
-        if document is not None:
-            self._emit_snapshot(stage_id, card.scene_id, document, REGENERATE_TOOL, turn_id, part.tool_call_id,
-                                conversation_id=conversation_id)
+        if document is None:
+            return None
+        return self._emit_snapshot(stage_id, card.scene_id, document, REGENERATE_TOOL, turn_id, part.tool_call_id,
+                                   conversation_id=conversation_id)
 
     def _emit_snapshot(self, stage_id: str, scene_id: str, document: Any, source: str, turn_id: str | None,
                        tool_call_id: str | None, restored_from: str | None = None, *,

@@ -63,7 +63,7 @@ def big_document(seed, n=500, base=None):
 
 def snap(stage, scene, doc, at):
     return ArtifactSnapshot(stage_id=stage, scene_id=scene, document=doc, source="regenerate_scene",
-                            conversation_id=RT.conversation_id(stage), turn_id=None, tool_call_id=None, at=at)
+                            conversation_id=RT.conversation_id(stage) or "bench", turn_id=None, tool_call_id=None, at=at)
 """
 
 LONGTASKS = """() => {

@@ -261,3 +261,21 @@ def test_the_evidence_pack_of_the_active_conversation_holds_only_its_own_version
     expect(summary).to_have_attribute("data-count", "1")
     assert exported()["conversationId"] == conversation
     expect(open_versions(agent, "scene-1")).to_have_count(2)
+
+
+SCENE_STATE = """(sceneId) => {
+  const node = document.querySelector(`[data-testid=scene][data-scene-id="${sceneId}"]`);
+  return { version: node.dataset.version, pending: node.dataset.pending, count: node.dataset.elementCount,
+           drawn: node.querySelectorAll(".slide .slide-el").length,
+           title: (node.querySelector(".slide .slide-text") || {}).textContent };
+}"""
+
+
+def test_the_slide_shows_the_new_version_as_soon_as_the_turn_ends(agent):
+    agent.open(course="intro-ml")
+    count = element_count("scene-2")
+    for number, text in ((1, "/regenerate scene-2"), (2, "/regenerate scene-2 again")):
+        agent.send(text)  # waits for data-running=false, then reads the DOM at once: no waiting for the slide
+        state = agent.page.evaluate(SCENE_STATE, "scene-2")
+        assert state == {"version": str(number), "pending": "false", "count": str(count), "drawn": count,
+                         "title": "Supervised learning"}

@@ -484,3 +484,40 @@ def test_element_styles_place_boxes_in_percent_and_drop_unsafe_colours():
     assert element_style(shape) == "left:50%;top:50%;width:10%;height:10%"
     text = SceneElement(id="t", kind="text", box=Box(x=0, y=0, w=960, h=40), text="hi", color="#123456")
     assert element_style(text).endswith(";color:#123456") and "cqw" in element_style(text)
+
+
+class SlowBackend(MemoryVersionBackend):
+    """Commits take a few turns of the event loop, as an IndexedDB write does."""
+
+    async def commit(self, *args):
+        for _ in range(20):
+            await asyncio.sleep(0)
+        return await super().commit(*args)
+
+
+async def test_a_turn_ends_once_its_version_is_stored_so_the_stage_shows_it_at_idle():
+    runtime, checkpoints = make_runtime(SlowBackend())
+    runtime.set_stage("intro-ml")
+    seen = []
+    runtime.subscribe(lambda: seen.append((runtime.is_running, checkpoints.current("intro-ml", "scene-1"))))
+    await runtime.send("/regenerate scene-1")  # the turn's task, no settle
+    state = checkpoints.current("intro-ml", "scene-1")
+    assert not runtime.is_running and (state.version_no, state.pending) == (1, False)
+    assert not checkpoints.busy
+    assert any(running and s.pending for running, s in seen)  # drawn at once, while the turn still ran
+    idle = [s for running, s in seen if not running]
+    assert idle and all((s.version_no, s.pending) == (1, False) for s in idle)
+
+
+async def test_stop_while_the_version_is_written_still_stores_it():
+    runtime, checkpoints = make_runtime(SlowBackend())
+    runtime.set_stage("intro-ml")
+    task = runtime.send("/regenerate scene-1")
+    while not checkpoints.busy:
+        await asyncio.sleep(0)
+    runtime.stop()
+    await asyncio.gather(task, return_exceptions=True)
+    await settle(checkpoints)
+    assert checkpoints.current("intro-ml", "scene-1").version_no == 1
+    listed = await checkpoints.read_model.list_scene("intro-ml", "scene-1")
+    assert listed["checkpoint_count"] == 1
