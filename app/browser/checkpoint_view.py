@@ -9,7 +9,7 @@ Hooks: ``scene-versions-open`` (a button in each scene, ``aria-expanded``),
 and ``checkpoint-diff-view`` (``<ins>``/``<del>`` lines), ``checkpoint-restore``,
 ``checkpoint-summary`` (``data-count``, ``data-latest``), ``export-evidence``,
 ``export-replay``; notices of the version store as ``agent-notice`` items in the
-summary bar. Other tabs learn of each new version through a
+summary bar, each with its ``agent-notice-dismiss`` button. Other tabs learn of each new version through a
 ``BroadcastChannel`` and redraw.
 
 All stored text is set as ``textContent``.
@@ -65,6 +65,7 @@ class CheckpointView:
         self.t = translator
         self._clock = clock
         self._open: set[str] = set()  # scene ids whose list is open
+        self._dismissed: set[str] = set()  # notice codes the user closed (each is said once per page anyway)
         self._summary_generation = 0
         self._summary_key: tuple | None = None
         self._bar = None
@@ -293,15 +294,27 @@ class CheckpointView:
     def _render_notices(self) -> None:
         if self._bar is None:
             return
-        codes = [code for code in self.checkpoints.notices if code not in self.covered]
+        codes = [code for code in self.checkpoints.notices if code not in self.covered and code not in self._dismissed]
         shown = [n.dataset.code for n in self._bar.querySelectorAll("[data-testid=agent-notice]")]
         if list(codes) == shown:
             return
         for node in self._bar.querySelectorAll("[data-testid=agent-notice]"):
             node.remove()
-        for code in codes:
-            self._bar.prepend(_node("p", text=self.t(f"checkpoints.notice.{code}"), classes="notice",
-                                    testid="agent-notice", attrs={"data-code": code, "role": "status"}))
+        label = self.t("checkpoints.dismiss")
+        for code in reversed(codes):  # prepended: the first code ends up first
+            notice = _node("div", classes="notice", testid="agent-notice", attrs={"data-code": code, "role": "status"})
+            notice.append(_node("span", text=self.t(f"checkpoints.notice.{code}")))
+            notice.append(_node("button", text="×", classes="notice-dismiss", testid="agent-notice-dismiss",
+                                attrs={"type": "button", "aria-label": label, "title": label, "data-code": code}))
+            self._bar.prepend(notice)
+
+    def dismiss_notice(self, code: str) -> None:
+        """Close the version store's notice ``code`` (its × button); focus goes to the bar's first
+        export button so a keyboard user stays in the bar."""
+        self._dismissed.add(code)
+        self._render_notices()
+        if self._bar is not None:
+            self._bar.querySelector("[data-testid=export-evidence]").focus()
 
     # ---- events --------------------------------------------------------------
     def _on_stage_click(self, event) -> None:
@@ -345,7 +358,9 @@ class CheckpointView:
         if is_none(button):
             return
         kind = _attr(button, "data-testid")
-        if kind in ("export-evidence", "export-replay"):
+        if kind == "agent-notice-dismiss":
+            self.dismiss_notice(_attr(button, "data-code") or "")
+        elif kind in ("export-evidence", "export-replay"):
             self._spawn(self._export(kind))
 
     async def _export(self, kind: str) -> None:

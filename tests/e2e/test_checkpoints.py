@@ -279,3 +279,38 @@ def test_the_slide_shows_the_new_version_as_soon_as_the_turn_ends(agent):
         state = agent.page.evaluate(SCENE_STATE, "scene-2")
         assert state == {"version": str(number), "pending": "false", "count": str(count), "drawn": count,
                          "title": "Supervised learning"}
+
+
+PLANT_DAMAGED = """async (record) => {
+  const db = await new Promise((resolve, reject) => { const r = indexedDB.open("agentbar"); r.onsuccess = () => resolve(r.result); r.onerror = () => reject(r.error); });
+  await new Promise((resolve, reject) => {
+    const tx = db.transaction("artifacts", "readwrite");
+    tx.objectStore("artifacts").put(record);
+    tx.oncomplete = resolve; tx.onerror = () => reject(tx.error);
+  });
+  db.close();
+}"""
+
+
+def test_the_checkpoint_bar_notice_is_dismissed_from_the_keyboard_and_stays_closed(agent):
+    from pathlib import Path
+
+    agent.open(course="intro-ml", lang="ar-SA")
+    agent.page.evaluate(PLANT_DAMAGED, {"artifactId": "intro-ml/scene-1", "stageId": "intro-ml", "schema": 99})
+    agent.reload()
+    bar = agent.testid("checkpoint-summary")
+    notice = bar.locator("[data-testid=agent-notice][data-code=checkpoint-damaged]")
+    expect(notice).to_have_count(1)
+    dismiss = notice.locator("[data-testid=agent-notice-dismiss]")
+    locale = json.loads((Path(__file__).parents[2] / "app/locales/ar-SA.json").read_text(encoding="utf-8"))
+    expect(dismiss).to_have_accessible_name(locale["checkpoints"]["dismiss"])
+    agent.assert_accessible("checkpoint bar with a notice")
+    dismiss.focus()
+    agent.page.keyboard.press("Enter")
+    expect(bar.locator("[data-testid=agent-notice]")).to_have_count(0)
+    expect(agent.testid("export-evidence")).to_be_focused()  # focus stays in the bar
+    agent.send("/regenerate scene-2")  # the bar is drawn again: the closed notice stays closed
+    expect(scene(agent, "scene-2")).to_have_attribute("data-version", "1")
+    settle(agent)
+    expect(bar).to_have_attribute("data-count", "1")
+    expect(bar.locator("[data-testid=agent-notice]")).to_have_count(0)
