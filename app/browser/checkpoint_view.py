@@ -124,8 +124,8 @@ class CheckpointView:
 
     async def settle(self) -> None:
         """Wait until every list, diff and summary refresh started so far is drawn (tests, bench)."""
-        while self.tasks:
-            await asyncio.gather(*list(self.tasks), return_exceptions=True)
+        while pending := [task for task in self.tasks if not task.done()]:  # a done task may not be discarded
+            await asyncio.gather(*pending, return_exceptions=True)  # yet: awaiting it again would spin
 
     # ---- rendering ---------------------------------------------------------
     def render(self) -> None:
