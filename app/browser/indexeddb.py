@@ -27,7 +27,7 @@ from typing import Any
 import js
 from pyodide.ffi import JsException, create_proxy, to_js
 
-from app.records import DB_NAME, SCHEMA, RecordStoreError, WriteOp
+from app.records import DB_NAME, SCHEMA, BulkValue, RecordStoreError, WriteOp
 
 __all__ = ["IndexedDbBackend"]
 
@@ -75,7 +75,24 @@ class IndexedDbBackend:
         return int(await self._call("count", table, index, _payload(lower), _payload(upper)))
 
     async def write(self, ops: list[WriteOp]) -> None:
-        await self._call("write", _payload([list(op) for op in ops], is_key=False))
+        slots, bulk, plain = [], [], []
+        for index, (kind, table, value) in enumerate(ops):
+            if isinstance(value, dict) and any(isinstance(v, BulkValue) for v in value.values()):
+                for key, field in value.items():
+                    if isinstance(field, BulkValue):
+                        slots.append([index, key])
+                        bulk.append(field)
+                value = {k: None if isinstance(v, BulkValue) else v for k, v in value.items()}
+            plain.append([kind, table, value])
+        payload = _bytes(json.dumps(plain, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
+        if not bulk:
+            await self._call("write", payload)
+            return
+        objects = to_js(bulk, dict_converter=js.Object.fromEntries)  # strings copied to JavaScript once
+        from app.browser.tasks import next_task
+
+        await next_task()  # converting was this task's work; storing (a structured clone) is the next one's
+        await self._call("write", payload, json.dumps(slots), objects)
 
     async def scan(self, table: str, index: str, lower, upper, field: str, needle: str,
                    before: int, after: int, show_table: str, show_field: str) -> list[tuple[Any, int, str]]:
@@ -113,9 +130,13 @@ def _key_json(key: Any) -> str:
     return json.dumps(key, ensure_ascii=False)
 
 
-def _payload(value: Any, *, is_key: bool = True):
-    """A key or a list of write operations as UTF-8 JSON bytes for the adapter."""
-    text = _key_json(value) if is_key else json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+def _payload(value: Any):
+    """A key (or list of keys) as UTF-8 JSON bytes for the adapter."""
+    return _bytes(_key_json(value))
+
+
+def _bytes(text: str):
+    """``text`` as UTF-8 bytes for the adapter (a str when it holds lone surrogates)."""
     try:
         return to_js(memoryview(text.encode("utf-8")))
     except UnicodeEncodeError:  # lone surrogates: hand the str over as it is

@@ -521,3 +521,39 @@ async def test_stop_while_the_version_is_written_still_stores_it():
     assert checkpoints.current("intro-ml", "scene-1").version_no == 1
     listed = await checkpoints.read_model.list_scene("intro-ml", "scene-1")
     assert listed["checkpoint_count"] == 1
+
+
+def _record_store():
+    records = MemoryBackend()
+    records.is_open = True
+    return records
+
+
+async def test_a_version_is_written_once_and_start_up_reads_it_from_its_snapshot():
+    records = _record_store()
+    checkpoints = SceneCheckpoints(RecordVersionBackend(records))
+    big = doc("Big", *[el(f"e{i}", "x" * 2000) for i in range(30)])
+    item = await checkpoints.submit(snapshot("intro-ml", "scene-1", big))
+    artifact = records.raw("artifacts")["intro-ml/scene-1"]
+    assert "current" not in artifact and artifact["versionId"] == "intro-ml/scene-1:v1"  # the document once, not twice
+    assert records.raw("snapshots")["intro-ml/scene-1:v1"]["document"] == big.model_dump(mode="json", exclude_none=True)
+    fresh = SceneCheckpoints(RecordVersionBackend(records))
+    await fresh.load_stage("intro-ml")
+    state = fresh.current("intro-ml", "scene-1")
+    assert (state.version_no, state.document) == (1, big) and fresh.notices == ()
+    assert (await fresh.read_model.get(item.id))["checkpoint_document"]["title"] == "Big"
+
+
+async def test_artifact_records_written_before_with_their_current_document_still_load_and_a_lost_snapshot_is_damage():
+    records = _record_store()
+    writer = SceneCheckpoints(RecordVersionBackend(records))
+    await writer.submit(snapshot("intro-ml", "scene-1", doc("one")))
+    await writer.submit(snapshot("intro-ml", "scene-2", doc("two")))
+    old = records.raw("artifacts")["intro-ml/scene-1"]
+    records.put_raw("artifacts", {**old, "current": doc("as stored before").model_dump(mode="json")})
+    await records.write([("delete", "snapshots", "intro-ml/scene-2:v1")])
+    fresh = SceneCheckpoints(RecordVersionBackend(records))
+    await fresh.load_stage("intro-ml")
+    assert fresh.current("intro-ml", "scene-1").document.title == "as stored before"
+    assert fresh.current("intro-ml", "scene-2").version_no == 0  # its document is gone: skipped
+    assert fresh.notices == ("checkpoint-damaged",)
