@@ -191,7 +191,8 @@ class CheckpointView:
         fragment = document.createDocumentFragment()
         if not checkpoints:
             fragment.append(_node("li", text=t("checkpoints.empty"), classes="checkpoint-empty"))
-        locale = t.locale
+        when = js.Intl.DateTimeFormat.new(t.locale, to_js({"dateStyle": "short", "timeStyle": "medium"},
+                                                             dict_converter=js.Object.fromEntries)).format
         restore_text = t("checkpoints.restore")
         diff_text = t("checkpoints.diff")
         for checkpoint in checkpoints:
@@ -206,7 +207,7 @@ class CheckpointView:
             head.append(_node("span", text=t(source_key) if checkpoint["source"] in ("regenerate_scene", "restore")
                               else checkpoint["source"], classes="badge"))
             stamp = checkpoint["updated_at"]
-            head.append(_node("time", text=str(js.Date.new(stamp).toLocaleString(locale)), attrs={"datetime": stamp}))
+            head.append(_node("time", text=str(when(js.Date.new(stamp))), attrs={"datetime": stamp}))
             if is_current:
                 head.append(_node("span", text=t("checkpoints.current"), classes="badge current"))
             item.append(head)
