@@ -11,6 +11,10 @@ version 1, a change after release gets a new version.
 
 Records are JSON-shaped ``dict``s (strings, ints, floats, bools, ``None``,
 lists, dicts). Keys are strings, numbers, or lists of those (compound keys).
+A field of a written record may be a ``BulkValue``: a large JSON object (a
+scene document with megabytes of base64 images), stored like any other value;
+the page's backend hands it to IndexedDB as a JavaScript object made directly
+from it rather than as JSON text.
 
 Failures are ``RecordStoreError`` with a ``kind``:
 
@@ -37,6 +41,7 @@ __all__ = [
     "SCHEMA",
     "MemoryBackend",
     "RecordBackend",
+    "BulkValue",
     "RecordStoreError",
     "WriteOp",
     "key_of",
@@ -116,6 +121,17 @@ class RecordBackend(Protocol):
         ...
 
     async def persist(self) -> bool: ...
+
+
+class BulkValue(dict):
+    """A large JSON object given as a field of a written record (module docstring), e.g. a scene
+    document of megabytes of base64 images. Stored and read back as the plain object it is. In the
+    page it crosses to JavaScript as an object (``pyodide.ffi.to_js``), not as JSON text: encoding
+    megabytes as text, and decoding and parsing them again, held the page for tens of milliseconds
+    and grew the Python heap (issue 8: a document over 5 MB is stored without freezing the page).
+    It must hold no ``None``: a null field may come back missing."""
+
+    __slots__ = ()
 
 
 def parse_spec(spec: str) -> tuple[str, list[str]]:

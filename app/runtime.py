@@ -70,6 +70,8 @@ CANCELLED = STOPPED
 """Status of an assistant message whose turn was stopped (stored with a marker, ``app.projection``)."""
 # FAILED (from app.projection): status of an assistant message whose agent raised; stored with what
 # it had and a marker holding the error, so a reload shows the failure (DESIGN.md §5, §12).
+VERSION_WAIT_S = 5.0
+"""A turn waits at most this long (seconds) for the versions it made to be stored before it ends."""
 
 
 @dataclass
@@ -124,6 +126,7 @@ class AgentRuntime:
         self._notices: list[Any] = []
         self.stage_edits = StageEdits()
         """Scene versions from regenerate calls of this tab, with their restore snapshots (memory only)."""
+        self._conversations: dict[str, asyncio.Future] = {}  # stage id → its active conversation's id (or None)
 
     # -- reading -------------------------------------------------------------
 
@@ -194,6 +197,8 @@ class AgentRuntime:
         history = list(session.messages)
         reply = Message(id=_new_id(), role="assistant", content=[], status=RUNNING)
         session.messages += [Message(id=_new_id(), role="user", content=[TextPart(text=text)]), reply]
+        if self.checkpoints is not None:  # a conversation starts (or goes on): its id is at hand for its versions
+            asyncio.ensure_future(self.conversation(session.stage_id))
         task = asyncio.create_task(self._run(session, history, text, reply))
         session.task, session.started_at, session.usage = task, self._clock(), None
         task.add_done_callback(lambda done: self._finish(session, reply, done))
@@ -217,6 +222,7 @@ class AgentRuntime:
         if self._history is not None and session.base:  # the stored thread stays in history (§4, §9)
             self._history.archived(session.stage_id, session.base, self._store.updated_at(session.stage_id))
         self._sessions[session.stage_id] = _Session(session.stage_id, [])
+        self._conversations.pop(session.stage_id, None)  # the next conversation gets its own id
         self._store.clear(session.stage_id)
         self._after_store_call()
         self._notify()
@@ -228,6 +234,7 @@ class AgentRuntime:
         if session is not None and session.task is not None:
             return False
         self._store.save(stage_id, list(messages), self._clock())
+        self._conversations.pop(stage_id, None)  # the resumed conversation (history's new head)
         base = self._store.load(stage_id) or []
         self._after_store_call()
         if stage_id == self._stage_id or session is not None:
@@ -280,19 +287,56 @@ class AgentRuntime:
         ``app.checkpoints.CheckpointNotFound``."""
         item, document = await self.checkpoints.read_model.document(checkpoint_id)
         meta = item.metadata
-        task = self._emit_snapshot(str(meta["stageId"]), str(meta["sceneId"]), document, "restore", None, None,
-                                   restored_from=meta.get("artifactVersionId"))
+        stage_id = str(meta["stageId"])
+        task = self._emit_snapshot(stage_id, str(meta["sceneId"]), document, "restore", None, None,
+                                   restored_from=meta.get("artifactVersionId"),
+                                   conversation_id=await self.conversation(stage_id))
         return await task
 
-    def conversation_id(self, stage_id: str) -> str:
-        """The conversation a checkpoint made on course ``stage_id`` belongs to (for now the course's
-        one active thread, named by its stage id)."""
-        return stage_id
+    def conversation_id(self, stage_id: str) -> str | None:
+        """The id of course ``stage_id``'s active conversation once known (history's ``taskId`` of it,
+        DESIGN.md §9, §10), without waiting; ``None`` until ``conversation`` has found or allocated it."""
+        known = self._conversations.get(stage_id)
+        return known.result() if known is not None and known.done() else None
+
+    async def conversation(self, stage_id: str, *, allocate: bool = True) -> str | None:
+        """The id of course ``stage_id``'s active conversation, the conversation a checkpoint belongs to
+        (DESIGN.md §10): history's head ``taskId`` for that course, allocated (and written as the head,
+        ``HistoryService.head_task_id``) when the conversation starts, so its turns get the same id.
+        New conversation and resume make it follow the head. Without history (or with history
+        unavailable) an in-memory id per conversation. ``allocate=False`` only looks: ``None`` when the
+        course has no conversation yet. Never raises."""
+        known = self._conversations.get(stage_id)
+        if known is not None:
+            found = await asyncio.shield(known)
+            if found is not None or not allocate:
+                return found
+            if self._conversations.get(stage_id) is not known:
+                return await self.conversation(stage_id, allocate=allocate)
+        future = asyncio.ensure_future(self._head_task_id(stage_id, allocate))
+        self._conversations[stage_id] = future
+        return await asyncio.shield(future)
+
+    async def _head_task_id(self, stage_id: str, allocate: bool) -> str | None:
+        task_id = None
+        if self._history is not None and hasattr(self._history, "head_task_id"):
+            try:
+                task_id = await self._history.head_task_id(stage_id, allocate=allocate)
+            except Exception:  # noqa: BLE001 - history never reaches the core (DESIGN.md §9)
+                _log.exception("history could not name the conversation of %r", stage_id)
+        if task_id is None and allocate:
+            from app.history.records import new_task_id
+
+            task_id = new_task_id(self._clock())  # history unavailable: this conversation's id in memory
+        return task_id
 
     def on_storage_changed(self) -> None:
         """Another tab wrote the key: re-read it; reload the shown course if it changed and is idle."""
         changed = self._store.reload()
         self._after_store_call()
+        for stage_id in changed:  # another tab may have started or resumed a conversation there
+            if stage_id in self._conversations and not (stage_id in self._sessions and self._sessions[stage_id].task):
+                self._conversations.pop(stage_id)
         session = self._shown
         if session and session.task is None and session.stage_id in changed:
             self._sessions[session.stage_id] = self._load(session.stage_id)
@@ -302,15 +346,21 @@ class AgentRuntime:
 
     async def _run(self, session: _Session, history: list[Message], text: str, reply: Message) -> None:
         RUN_STAGE.set(session.stage_id)  # the tool reads this course's scenes (this task's context only)
+        writes: list[asyncio.Future] = []
         async for event in self._agent.run(history, text):
             if isinstance(event, (UsageReport, UsageReported)):  # the demo's and the model back end's
                 session.usage = event
                 continue
             part = _apply(reply, event)
             if part is not None and part.tool_name == REGENERATE_TOOL and not part.is_error:
-                self._record_scene_version(session.stage_id, part, reply.id)
+                conversation = await self.conversation(session.stage_id) if self.checkpoints is not None else None
+                write = self._record_scene_version(session.stage_id, part, reply.id, conversation)
+                if write is not None:
+                    writes.append(write)
             if session is self._shown:
                 self._notify()
+        if writes:  # the turn ends once its versions are stored: at idle the stage shows them (DESIGN.md §10)
+            await asyncio.wait(writes, timeout=VERSION_WAIT_S)  # not gather: a Stop leaves the writes running
 
     def _finish(self, session: _Session, reply: Message, task: asyncio.Task[None]) -> None:
         """Done callback of every turn (runs even if the task was cancelled before it started)."""
@@ -361,11 +411,12 @@ class AgentRuntime:
         pending.add_done_callback(release)
         asyncio.get_running_loop().call_later(RECORD_WAIT_S, release)
 
-
-    def _record_scene_version(self, stage_id: str, part: ToolCallPart, turn_id: str | None = None) -> None:
+    def _record_scene_version(self, stage_id: str, part: ToolCallPart, turn_id: str | None = None,
+                              conversation_id: str | None = None) -> asyncio.Future | None:
+        """Note the regenerate in ``stage_edits`` and emit its snapshot; returns the version's write."""
         card = tool_card_view(part)
         if card.scene_id is None or card.element_count is None:
-            return
+            return None
         before = document = None
         if self.checkpoints is not None:
             from app.checkpoints.documents import SceneDocument
@@ -377,16 +428,27 @@ class AgentRuntime:
                 _log.warning("regenerate result of %s is not a scene document", part.tool_call_id)
         self.stage_edits.record(stage_id, card.scene_id, part.tool_call_id, element_count=card.element_count,
                                 before=before if document is not None else None)
-        if document is not None:
-            self._emit_snapshot(stage_id, card.scene_id, document, REGENERATE_TOOL, turn_id, part.tool_call_id)
+        if document is None:
+            return None
+        return self._emit_snapshot(stage_id, card.scene_id, document, REGENERATE_TOOL, turn_id, part.tool_call_id,
+                                   conversation_id=conversation_id)
 
     def _emit_snapshot(self, stage_id: str, scene_id: str, document: Any, source: str, turn_id: str | None,
-                       tool_call_id: str | None, restored_from: str | None = None) -> asyncio.Task:
-        """Hand one ``ArtifactSnapshot`` to the checkpoints: the only way a version is written."""
+                       tool_call_id: str | None, restored_from: str | None = None, *,
+                       conversation_id: str | None = None) -> asyncio.Future:
+        """Hand one ``ArtifactSnapshot`` to the checkpoints: the only way a version is written.
+        ``conversation_id``: the active conversation's (looked up first when not given)."""
         from app.checkpoints.events import ArtifactSnapshot
 
+        conversation_id = conversation_id or self.conversation_id(stage_id)
+        if conversation_id is None:  # not known yet: the version follows once it is
+            async def later() -> Any:
+                found = await self.conversation(stage_id)
+                return await self._emit_snapshot(stage_id, scene_id, document, source, turn_id, tool_call_id,
+                                                 restored_from, conversation_id=found)
+            return asyncio.ensure_future(later())
         event = ArtifactSnapshot(stage_id=stage_id, scene_id=scene_id, document=document, source=source,
-                                 conversation_id=self.conversation_id(stage_id), turn_id=turn_id,
+                                 conversation_id=conversation_id, turn_id=turn_id,
                                  tool_call_id=tool_call_id, at=self._clock(), restored_from=restored_from)
         return self.checkpoints.submit(event)
 

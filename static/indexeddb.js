@@ -141,9 +141,12 @@ globalThis.agentbarIndexedDbAdapter = {
   },
   // ops: JSON [[kind, table, valueOrKey], …], kind "put" | "add" | "delete", in ONE read-write
   // transaction: all are written or none (an "add" of an existing key aborts the whole).
-  write(ops) {
+  write(ops, slots, objects) {
     return guard(async (d) => {
       const list = parse(ops);
+      // Large values (app.records.BulkValue) come as objects made in Python, each put in its slot
+      // [op index, field] instead of travelling as JSON text.
+      if (objects) JSON.parse(slots).forEach(([index, field], k) => { list[index][2][field] = objects[k]; });
       const tables = [...new Set(list.map((op) => op[1]))];
       await d.transaction("rw", tables, async () => {
         for (const [kind, table, value] of list) {

@@ -92,7 +92,9 @@ def _boot():
     store = ThreadStore(open_local_storage())
     store.hydrate(clock())
     records = IndexedDbBackend()  # opened below, before ready; scene versions live there (DESIGN.md §10)
-    checkpoints = SceneCheckpoints(RecordVersionBackend(records))
+    from app.browser.tasks import next_task
+
+    checkpoints = SceneCheckpoints(RecordVersionBackend(records), pause=next_task)
     from app.browser.history_view import HistoryView, create_history
     from app.browser.model_setup import ModelSetup
 

@@ -9,7 +9,7 @@ Hooks: ``scene-versions-open`` (a button in each scene, ``aria-expanded``),
 and ``checkpoint-diff-view`` (``<ins>``/``<del>`` lines), ``checkpoint-restore``,
 ``checkpoint-summary`` (``data-count``, ``data-latest``), ``export-evidence``,
 ``export-replay``; notices of the version store as ``agent-notice`` items in the
-summary bar. Other tabs learn of each new version through a
+summary bar, each with its ``agent-notice-dismiss`` button. Other tabs learn of each new version through a
 ``BroadcastChannel`` and redraw.
 
 All stored text is set as ``textContent``.
@@ -65,6 +65,7 @@ class CheckpointView:
         self.t = translator
         self._clock = clock
         self._open: set[str] = set()  # scene ids whose list is open
+        self._dismissed: set[str] = set()  # notice codes the user closed (each is said once per page anyway)
         self._summary_generation = 0
         self._summary_key: tuple | None = None
         self._bar = None
@@ -123,8 +124,8 @@ class CheckpointView:
 
     async def settle(self) -> None:
         """Wait until every list, diff and summary refresh started so far is drawn (tests, bench)."""
-        while self.tasks:
-            await asyncio.gather(*list(self.tasks), return_exceptions=True)
+        while pending := [task for task in self.tasks if not task.done()]:  # a done task may not be discarded
+            await asyncio.gather(*pending, return_exceptions=True)  # yet: awaiting it again would spin
 
     # ---- rendering ---------------------------------------------------------
     def render(self) -> None:
@@ -190,7 +191,8 @@ class CheckpointView:
         fragment = document.createDocumentFragment()
         if not checkpoints:
             fragment.append(_node("li", text=t("checkpoints.empty"), classes="checkpoint-empty"))
-        locale = t.locale
+        when = js.Intl.DateTimeFormat.new(t.locale, to_js({"dateStyle": "short", "timeStyle": "medium"},
+                                                             dict_converter=js.Object.fromEntries)).format
         restore_text = t("checkpoints.restore")
         diff_text = t("checkpoints.diff")
         for checkpoint in checkpoints:
@@ -205,7 +207,7 @@ class CheckpointView:
             head.append(_node("span", text=t(source_key) if checkpoint["source"] in ("regenerate_scene", "restore")
                               else checkpoint["source"], classes="badge"))
             stamp = checkpoint["updated_at"]
-            head.append(_node("time", text=str(js.Date.new(stamp).toLocaleString(locale)), attrs={"datetime": stamp}))
+            head.append(_node("time", text=str(when(js.Date.new(stamp))), attrs={"datetime": stamp}))
             if is_current:
                 head.append(_node("span", text=t("checkpoints.current"), classes="badge current"))
             item.append(head)
@@ -273,7 +275,9 @@ class CheckpointView:
             return
         self._summary_generation += 1
         generation = self._summary_generation
-        summary = await self.checkpoints.read_model.summary(self.runtime.conversation_id(stage_id))
+        conversation = await self.runtime.conversation(stage_id, allocate=False)  # none yet: nothing made in it
+        summary = (await self.checkpoints.read_model.summary(conversation) if conversation is not None
+                   else {"count": 0, "latest_checkpoint": None})
         if generation != self._summary_generation:
             return  # a newer refresh is on its way
         latest = summary["latest_checkpoint"]
@@ -291,15 +295,27 @@ class CheckpointView:
     def _render_notices(self) -> None:
         if self._bar is None:
             return
-        codes = [code for code in self.checkpoints.notices if code not in self.covered]
+        codes = [code for code in self.checkpoints.notices if code not in self.covered and code not in self._dismissed]
         shown = [n.dataset.code for n in self._bar.querySelectorAll("[data-testid=agent-notice]")]
         if list(codes) == shown:
             return
         for node in self._bar.querySelectorAll("[data-testid=agent-notice]"):
             node.remove()
-        for code in codes:
-            self._bar.prepend(_node("p", text=self.t(f"checkpoints.notice.{code}"), classes="notice",
-                                    testid="agent-notice", attrs={"data-code": code, "role": "status"}))
+        label = self.t("checkpoints.dismiss")
+        for code in reversed(codes):  # prepended: the first code ends up first
+            notice = _node("div", classes="notice", testid="agent-notice", attrs={"data-code": code, "role": "status"})
+            notice.append(_node("span", text=self.t(f"checkpoints.notice.{code}")))
+            notice.append(_node("button", text="×", classes="notice-dismiss", testid="agent-notice-dismiss",
+                                attrs={"type": "button", "aria-label": label, "title": label, "data-code": code}))
+            self._bar.prepend(notice)
+
+    def dismiss_notice(self, code: str) -> None:
+        """Close the version store's notice ``code`` (its × button); focus goes to the bar's first
+        export button so a keyboard user stays in the bar."""
+        self._dismissed.add(code)
+        self._render_notices()
+        if self._bar is not None:
+            self._bar.querySelector("[data-testid=export-evidence]").focus()
 
     # ---- events --------------------------------------------------------------
     def _on_stage_click(self, event) -> None:
@@ -343,7 +359,9 @@ class CheckpointView:
         if is_none(button):
             return
         kind = _attr(button, "data-testid")
-        if kind in ("export-evidence", "export-replay"):
+        if kind == "agent-notice-dismiss":
+            self.dismiss_notice(_attr(button, "data-code") or "")
+        elif kind in ("export-evidence", "export-replay"):
             self._spawn(self._export(kind))
 
     async def _export(self, kind: str) -> None:
@@ -354,7 +372,7 @@ class CheckpointView:
             return
         build = evidence_pack if kind == "export-evidence" else replay_case
         data = await build(self.checkpoints.read_model, stage_id=stage_id,
-                           conversation_id=self.runtime.conversation_id(stage_id), exported_at=self._clock())
+                           conversation_id=await self.runtime.conversation(stage_id), exported_at=self._clock())
         name = f"agentbar-{segment(stage_id)}-{'evidence-pack' if kind == 'export-evidence' else 'replay-case'}.zip"
         _download(data, name)
 

@@ -27,8 +27,9 @@ from typing import Any
 import js
 from pyodide.ffi import JsException, create_proxy, to_js
 
+from app.browser.tasks import next_task
 from app.json_steps import dumps_in_steps
-from app.records import DB_NAME, SCHEMA, RecordStoreError, WriteOp
+from app.records import DB_NAME, SCHEMA, BulkValue, RecordStoreError, WriteOp
 
 __all__ = ["IndexedDbBackend"]
 
@@ -83,8 +84,23 @@ class IndexedDbBackend:
         return int(await self._call("count", table, index, _payload(lower), _payload(upper)))
 
     async def write(self, ops: list[WriteOp]) -> None:
-        # Encoded op by op, pausing after big ones (a 2 MB message is ~6 MB of ops): no long task.
-        await self._call("write", _bytes(await dumps_in_steps([list(op) for op in ops])))
+        slots, bulk, plain = [], [], []
+        for index, (kind, table, value) in enumerate(ops):
+            if isinstance(value, dict) and any(isinstance(v, BulkValue) for v in value.values()):
+                for key, field in value.items():
+                    if isinstance(field, BulkValue):
+                        slots.append([index, key])
+                        bulk.append(field)
+                value = {k: None if isinstance(v, BulkValue) else v for k, v in value.items()}
+            plain.append([kind, table, value])
+        # Encoded op by op, ending the task after big ones (a 2 MB message is ~6 MB of ops): no long task.
+        payload = _bytes(await dumps_in_steps(plain, pause=next_task))
+        if not bulk:
+            await self._call("write", payload)
+            return
+        objects = to_js(bulk, dict_converter=js.Object.fromEntries)  # strings copied to JavaScript once
+        await next_task()  # converting was this task's work; storing (a structured clone) is the next one's
+        await self._call("write", payload, json.dumps(slots), objects)
 
     async def scan(self, table: str, index: str, lower, upper, field: str, needle: str,
                    before: int, after: int, show_table: str, show_field: str) -> list[tuple[Any, int, str]]:
@@ -123,12 +139,12 @@ def _key_json(key: Any) -> str:
 
 
 def _payload(value: Any):
-    """A key (or list of keys) as UTF-8 JSON bytes for the adapter (write operations: ``write``)."""
+    """A key (or list of keys) as UTF-8 JSON bytes for the adapter."""
     return _bytes(_key_json(value))
 
 
 def _bytes(text: str):
-    """JSON ``text`` as UTF-8 bytes for the adapter (a str with lone surrogates as it is)."""
+    """``text`` as UTF-8 bytes for the adapter (a str when it holds lone surrogates)."""
     try:
         return to_js(memoryview(text.encode("utf-8")))
     except UnicodeEncodeError:  # lone surrogates: hand the str over as it is

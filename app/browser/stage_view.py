@@ -7,18 +7,31 @@ the background, and each element in its box (text as text, images from safe
 sets the hooks ``data-version`` (0 = the course's own) and
 ``data-element-count`` on the scene. A slide is redrawn only when its scene's
 document or version changed.
+
+A slide of many elements (a 500-element scene, or a document of megabytes of
+images) is drawn in slices of at most ``SLICE_MS`` of work, each in its own
+task, so the page keeps drawing frames and answering input meanwhile (issue 8:
+no main-thread task over 50 ms); ``data-drawn="false"`` marks a slide still
+being drawn. A newer document stops the drawing of an older one.
 """
 
 from __future__ import annotations
 
+import js
 from pyscript import document
 from pyscript.ffi import is_none
 
+from app.browser.tasks import later
 from app.checkpoints.documents import course_document
 from app.checkpoints.slides import element_style, safe_color, safe_image
 from app.courses import find_course
 
-__all__ = ["StageView"]
+__all__ = ["SLICE_MS", "StageView"]
+
+SLICE_MS = 8.0
+"""Milliseconds of element drawing per task at most (then the rest follows in the next task)."""
+CHECK_EVERY = 4
+"""Elements drawn between two looks at the clock."""
 
 
 class StageView:
@@ -91,9 +104,22 @@ class StageView:
         elif background.kind == "image" and safe_image(background.value):
             style = f'background:#eef1f7 center/cover no-repeat url("{background.value}")'
         slide.style.cssText = style
+        slide.replaceChildren()
+        self._draw_slice(slide, node.getAttribute("data-slide-token"), doc.elements, 0)
+
+    def _draw_slice(self, slide, token, elements, start: int) -> None:
+        """Append ``elements[start:]`` to ``slide`` for at most ``SLICE_MS``; the rest in a later task,
+        unless the slide was given another document meanwhile (its token changed)."""
+        scene = slide.parentNode
+        if is_none(scene) or str(scene.getAttribute("data-slide-token")) != str(token):
+            return
         fragment = document.createDocumentFragment()
         create = document.createElement
-        for element in doc.elements:
+        clock = js.performance.now
+        deadline = clock() + SLICE_MS
+        end = start
+        for element in elements[start:]:
+            end += 1
             if element.kind == "image":
                 src = safe_image(element.src)
                 box = create("img") if src else create("div")
@@ -109,4 +135,10 @@ class StageView:
             box.className = f"slide-el slide-{element.kind}"
             box.style.cssText = element_style(element)
             fragment.append(box)
-        slide.replaceChildren(fragment)
+            if (end - start) % CHECK_EVERY == 0 and clock() >= deadline:
+                break
+        slide.append(fragment)
+        drawn = end >= len(elements)
+        slide.setAttribute("data-drawn", "true" if drawn else "false")
+        if not drawn:
+            later(lambda: self._draw_slice(slide, token, elements, end))

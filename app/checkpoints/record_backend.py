@@ -3,7 +3,8 @@ IndexedDB through Dexie in the page, ``app.records.MemoryBackend`` in tests), DE
 
 Tables (declared with the rest of the database in ``app.records.SCHEMA``):
 
-- ``artifacts``: ``artifactId``, index ``stageId`` (start-up reads one course's);
+- ``artifacts``: ``artifactId``, index ``stageId`` (start-up reads one course's, then the
+  snapshots they name in one ``bulk_get``);
 - ``versions``: ``versionId``, indexes ``[artifactId+versionNo]`` (a scene's list,
   its highest number), ``[conversationId+updatedAt]`` (a conversation's
   checkpoints), ``checkpointId`` (get, diff);
@@ -59,6 +60,10 @@ class RecordVersionBackend:
     async def document(self, version_id: str) -> dict[str, Any] | None:
         record = await self._call("get", "snapshots", version_id)
         return record.get("document") if isinstance(record, dict) else None
+
+    async def documents_of(self, version_ids: list[str]) -> list[dict[str, Any] | None]:
+        records = await self._call("bulk_get", "snapshots", list(version_ids))
+        return [r.get("document") if isinstance(r, dict) else None for r in records]
 
     async def highest(self, artifact_id: str) -> int:
         """The highest stored version number of ``artifact_id`` (0 when none)."""

@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from app.checkpoints.documents import SceneDocument, base_document
 from app.checkpoints.events import ArtifactSnapshot
@@ -62,12 +62,16 @@ class SceneCheckpoints:
 
     ``base(stage_id, scene_id)``: version 0 (the demo course's own scene by default).
     ``kept=False``: the page has no lasting backend (IndexedDB unavailable): versions live in
-    memory and a ``checkpoint-unavailable`` notice says so once.
+    memory and a ``checkpoint-unavailable`` notice says so once. ``pause()``: awaited before each
+    write, so that drawing the pending document and writing it are separate browser tasks (the page
+    passes ``app.browser.tasks.next_task``; ``asyncio.sleep(0)`` by default).
     """
 
     def __init__(self, backend: Any = None, *, new_id: Callable[[], str] = _random_id,
-                 base: Callable[[str, str], SceneDocument | None] | None = None, kept: bool = True) -> None:
+                 base: Callable[[str, str], SceneDocument | None] | None = None, kept: bool = True,
+                 pause: Callable[[], Awaitable[None]] | None = None) -> None:
         self._base = base or base_document
+        self._pause = pause or (lambda: asyncio.sleep(0))
         self.store = VersionStore(backend if backend is not None else MemoryVersionBackend(), new_id=new_id)
         self.read_model = CheckpointReadModel(self.store, self._base)
         """The one read model (summary, list, get, diff)."""
@@ -138,7 +142,7 @@ class SceneCheckpoints:
     async def _write(self, key: str, event: ArtifactSnapshot) -> FileArtifact:
         try:
             async with self._lock:
-                await asyncio.sleep(0)  # let the page draw the pending document first
+                await self._pause()  # let the page draw the pending document first
                 item = await self.store.record(event)
             for callback in list(self._recorded):
                 callback(item)

@@ -5,14 +5,17 @@ Three record kinds, plain JSON-able dicts, over an async ``VersionBackend``
 (``MemoryVersionBackend`` here; the IndexedDB one in ``app.browser``):
 
 - *artifact*: one per scene of a course, ``{schema, artifactId, stageId,
-  sceneId, path, versionNo, versionId, updatedAt, current, latest}`` —
-  ``current`` the current document (a JSON object), ``latest`` its timeline
-  item. Only these are read at start-up (current documents only).
+  sceneId, path, versionNo, versionId, updatedAt, latest}`` — ``versionId``
+  names the current version, ``latest`` its timeline item. Only these, and the
+  snapshots they name, are read at start-up (current documents only). Records
+  written before also carry the current document itself (``current``), read as
+  it is; new ones do not, so a document is written once, not twice.
 - *version*: one per version, light, ``{schema, versionId, artifactId,
   stageId, sceneId, versionNo, conversationId, checkpointId, updatedAt, item}``
   (``item``: the ``FileArtifact`` timeline item). Lists read only these.
 - *snapshot*: ``{versionId, document}``, the version's whole document (base64
-  images and all), read one at a time (get, diff, restore).
+  images and all; handed to the backend as an ``app.records.BulkValue``), read one at a time (get, diff, restore) or, for
+  start-up, the current ones of a course together.
 
 Rules, each in one place:
 
@@ -39,7 +42,7 @@ from typing import Any, Awaitable, Callable, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from app.checkpoints.documents import SceneDocument
+from app.checkpoints.documents import SceneDocument, parse_document
 from app.checkpoints.events import ArtifactSnapshot
 from app.checkpoints.paths import version_id
 from app.checkpoints.timeline import FileArtifact, file_artifact
@@ -82,12 +85,16 @@ class VersionBackend(Protocol):
     async def version_by_checkpoint(self, checkpoint_id: str) -> dict[str, Any] | None:
         """The version record whose ``checkpointId`` is ``checkpoint_id``."""
 
-    async def document(self, version_id: str) -> dict[str, Any] | None:
-        """The stored document (a JSON object) of version ``version_id``."""
+    async def document(self, version_id: str) -> dict[str, Any] | str | None:
+        """The stored document of version ``version_id``: a JSON object, or its JSON text."""
+
+    async def documents_of(self, version_ids: list[str]) -> list[dict[str, Any] | str | None]:
+        """``document`` of each of ``version_ids``, in order (one read)."""
 
     async def commit(self, artifact: dict[str, Any], version: dict[str, Any], document: dict[str, Any],
                      expected_version_no: int) -> int | None:
-        """In one transaction: if the highest stored ``versionNo`` of the artifact's versions
+        """``document``: the version's document (an ``app.records.BulkValue``).
+        In one transaction: if the highest stored ``versionNo`` of the artifact's versions
         (0 when none) equals ``expected_version_no``, add the version and its document and put
         ``artifact``; return ``None``. Otherwise write nothing and return that highest number."""
 
@@ -101,7 +108,7 @@ class MemoryVersionBackend:
     def __init__(self) -> None:
         self.artifact_records: dict[str, dict[str, Any]] = {}
         self.version_records: dict[str, dict[str, Any]] = {}
-        self.documents: dict[str, dict[str, Any]] = {}
+        self.documents: dict[str, dict[str, Any] | str] = {}  # version id → its document's JSON text
 
     async def artifacts(self, stage_id: str) -> list[dict[str, Any]]:
         return [r for r in self.artifact_records.values() if r.get("stageId") == stage_id]
@@ -115,8 +122,11 @@ class MemoryVersionBackend:
     async def version_by_checkpoint(self, checkpoint_id: str) -> dict[str, Any] | None:
         return next((r for r in self.version_records.values() if r.get("checkpointId") == checkpoint_id), None)
 
-    async def document(self, version_id: str) -> dict[str, Any] | None:
+    async def document(self, version_id: str) -> dict[str, Any] | str | None:
         return self.documents.get(version_id)
+
+    async def documents_of(self, version_ids: list[str]) -> list[dict[str, Any] | str | None]:
+        return [self.documents.get(v) for v in version_ids]
 
     async def commit(self, artifact, version, document, expected_version_no):
         numbers = [r.get("versionNo") for r in self.version_records.values()
@@ -139,7 +149,7 @@ class _ArtifactRecord(BaseModel):
     version_no: int = Field(alias="versionNo", ge=1)
     version_id: str = Field(alias="versionId")
     updated_at: int = Field(alias="updatedAt")
-    current: dict[str, Any]
+    current: dict[str, Any] | None = None  # records written before carry their current document
     latest: FileArtifact
 
 
@@ -162,6 +172,11 @@ class CurrentVersion:
     version_id: str
     document: SceneDocument
     item: FileArtifact
+
+
+def _document(raw: Any) -> SceneDocument:
+    """A stored document (a JSON object, or its JSON text). Raises ``pydantic.ValidationError``."""
+    return parse_document(raw) if isinstance(raw, str) else SceneDocument.model_validate(raw)
 
 
 def _random_id() -> str:
@@ -193,13 +208,18 @@ class VersionStore:
         """Read course ``stage_id``'s artifact records (current documents only); returns them by
         scene id, and caches them."""
         found: dict[str, CurrentVersion] = {}
-        for raw in await self._guard(lambda b: b.artifacts(stage_id), []):
-            record = self._valid(_ArtifactRecord, raw)
-            if record is None or record.stage_id != stage_id:
-                continue
+        records = [r for r in map(lambda raw: self._valid(_ArtifactRecord, raw),
+                                  await self._guard(lambda b: b.artifacts(stage_id), []))
+                   if r is not None and r.stage_id == stage_id]
+        named = [r.version_id for r in records if r.current is None]  # their current document: its snapshot
+        stored = dict(zip(named, await self._guard(lambda b: b.documents_of(named), []) if named else []))
+        for record in records:
             try:
-                document = SceneDocument.model_validate(record.current)
-            except ValidationError:
+                raw = record.current if record.current is not None else stored.get(record.version_id)
+                if raw is None:
+                    raise ValueError(f"no snapshot {record.version_id}")
+                document = _document(raw)
+            except (ValidationError, ValueError):
                 self._notice("checkpoint-damaged")
                 continue
             current = CurrentVersion(record.version_no, record.version_id, document, record.latest)
@@ -231,7 +251,7 @@ class VersionStore:
         if raw is None:
             return None
         try:
-            return SceneDocument.model_validate(raw)
+            return _document(raw)
         except ValidationError:
             self._notice("checkpoint-damaged")
             return None
@@ -245,7 +265,11 @@ class VersionStore:
         backend transaction; when another tab took it meanwhile, the next free
         number is used (up to ``MAX_RETRIES`` times, then ``RuntimeError``).
         """
-        document = event.document.model_dump(mode="json", exclude_none=True)
+        from app.records import BulkValue
+
+        # handed over as an object, never encoded as text: a document may be megabytes of base64
+        # (DESIGN.md §10: a document larger than 5 MB is stored without freezing the page)
+        document = BulkValue(event.document.model_dump(mode="json", exclude_none=True))
         known = self._current.get(event.artifact_id)
         expected = known.version_no if known else await self._stored_version_no(event)
         checkpoint_id = self._new_id()
@@ -255,7 +279,7 @@ class VersionStore:
             vid = version_id(event.artifact_id, number)
             artifact = {"schema": SCHEMA, "artifactId": event.artifact_id, "stageId": event.stage_id,
                         "sceneId": event.scene_id, "path": event.path, "versionNo": number, "versionId": vid,
-                        "updatedAt": event.at, "current": document, "latest": item.wire()}
+                        "updatedAt": event.at, "latest": item.wire()}
             version = {"schema": SCHEMA, "versionId": vid, "artifactId": event.artifact_id,
                        "stageId": event.stage_id, "sceneId": event.scene_id, "versionNo": number,
                        "conversationId": event.conversation_id, "checkpointId": checkpoint_id,

@@ -24,14 +24,14 @@ class HistoryRecorder:
         self.on_recorded = on_recorded
         self._tail: asyncio.Future | None = None
 
-    def _schedule(self, stage_id: str, make: Callable[[], Awaitable[Any]]) -> asyncio.Future:
+    def _schedule(self, stage_id: str, make: Callable[[], Awaitable[Any]], *, told: bool = True) -> asyncio.Future:
         previous = self._tail
 
         async def step():
             if previous is not None:
                 await asyncio.gather(previous, return_exceptions=True)
             result = await make()
-            if self.on_recorded:
+            if told and self.on_recorded:
                 self.on_recorded(stage_id)
             return result
         self._tail = asyncio.ensure_future(step())
@@ -47,6 +47,12 @@ class HistoryRecorder:
     def archived(self, stage_id: str, messages: list[dict], updated_at: int | None) -> asyncio.Future:
         """New conversation: keep the thread in history and end it as the active one."""
         return self._schedule(stage_id, lambda: self.service.archive(stage_id, list(messages), updated_at))
+
+    def head_task_id(self, stage_id: str, *, allocate: bool = True) -> asyncio.Future:
+        """The task id of ``stage_id``'s active conversation, allocated when ``allocate`` and there is
+        none (``HistoryService.head_task_id``), after the writes queued before (an archive ends the head
+        first). ``on_recorded`` is not called: nothing was recorded."""
+        return self._schedule(stage_id, lambda: self.service.head_task_id(stage_id, allocate=allocate), told=False)
 
     def run(self, stage_id: str, make: Callable[[], Awaitable[Any]]) -> asyncio.Future:
         """Any other history operation, in the same queue (resume, delete, undo, import)."""

@@ -39,7 +39,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.history.records import Stats, TaskMeta, TurnMeta, Usage, iso, new_task_id
+from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta, Usage, iso, new_task_id
 from app.history.text import cut_title, fold, needs_segmenter, plain_text, snippet, text_needs_segmenter, title_of
 from app.records import HIGHEST, LOWEST, RecordStoreError
 from app.store import Notice
@@ -237,15 +237,36 @@ class HistoryService:
             ops.append(("put", "heads", {"stageId": meta.stageId, "taskId": meta.taskId, "syncedAt": synced_at}))
         return ops
 
-    def _new_meta(self, stage_id: str, messages: list[dict], now: int) -> TaskMeta:
-        return TaskMeta(taskId=new_task_id(now, self._random), taskName=title_of(messages) or "",
+    def _new_meta(self, stage_id: str, messages: list[dict], now: int, task_id: str | None = None) -> TaskMeta:
+        return TaskMeta(taskId=task_id or new_task_id(now, self._random), taskName=title_of(messages) or "",
                         stageId=stage_id, createdAt=now, updatedAt=now)
+
+    async def _head_id(self, stage_id: str) -> str | None:
+        """The task id ``heads`` names for ``stage_id`` (it may have no conversation record yet)."""
+        head = await self._db.get("heads", stage_id)
+        task_id = head.get("taskId") if isinstance(head, dict) else None
+        return task_id if isinstance(task_id, str) and TASK_ID.match(task_id) else None
 
     async def _head_meta(self, stage_id: str) -> TaskMeta | None:
         head = await self._db.get("heads", stage_id)
         if not isinstance(head, dict) or not isinstance(head.get("taskId"), str):
             return None
         return self._meta(await self._db.get("conversations", head["taskId"]))
+
+    async def head_task_id(self, stage_id: str, *, allocate: bool = True) -> str | None:
+        """The task id of ``stage_id``'s active conversation (its head). With ``allocate``, a head that
+        does not exist yet is allocated and written (``{stageId, taskId, syncedAt: None}``, no
+        conversation record until its first turn, which then takes that id), so the conversation's
+        scene checkpoints name the ``taskId`` its turns get (DESIGN.md §9, §10). ``None``: no head
+        (without ``allocate``) or history unavailable."""
+        async def work():
+            async with self._lock:
+                task_id = await self._head_id(stage_id)
+                if task_id is None and allocate:
+                    task_id = new_task_id(self._clock(), self._random)
+                    await self._db.write([("put", "heads", {"stageId": stage_id, "taskId": task_id, "syncedAt": None})])
+                return task_id
+        return await self._guard(work)
 
     # -- turns -------------------------------------------------------------
     async def record_turn(self, stage_id: str, messages: list[dict], synced_at: int, *, usage: dict[str, int] | None,
@@ -258,8 +279,8 @@ class HistoryService:
                 now = self._clock()
                 meta = await self._head_meta(stage_id)
                 turns = self._turn_list(await self._db.get("turns", meta.taskId)) if meta else []
-                if meta is None:
-                    meta = self._new_meta(stage_id, messages, now)
+                if meta is None:  # the first turn: the conversation takes the id allocated for its head
+                    meta = self._new_meta(stage_id, messages, now, await self._head_id(stage_id))
                 counts = None if usage is None else Usage.model_validate(
                     {k: int(usage.get(k, 0)) for k in ("inputTokens", "outputTokens", "totalTokens")})
                 turn = TurnMeta(turnId=len(turns) + 1, timestamp=iso(now), usage=counts, model=model,
@@ -308,7 +329,8 @@ class HistoryService:
                     await self._ensure_titles(messages)
                     stored = await self._db.get("messages", meta.taskId) if meta else None
                     if meta is None or not isinstance(stored, dict) or stored.get("messages") != messages:
-                        ops = self._adopt_ops(stage_id, messages, meta, synced_at, head=False) + ops
+                        ops = self._adopt_ops(stage_id, messages, meta, synced_at, head=False,
+                                              task_id=None if meta else await self._head_id(stage_id)) + ops
                     task_id = (meta.taskId if meta else ops[0][2]["taskId"])
                 await self._db.write(ops)
                 self._metas[stage_id], self._turns[stage_id] = None, []
@@ -323,12 +345,13 @@ class HistoryService:
         return await self._guard(work, writes=True)
 
     def _adopt_ops(self, stage_id: str, messages: list[dict], meta: TaskMeta | None, synced_at: int | None,
-                   *, head: bool) -> list:
-        """Write ``messages`` as ``meta``'s conversation (a continuation of it), or as a new one."""
+                   *, head: bool, task_id: str | None = None) -> list:
+        """Write ``messages`` as ``meta``'s conversation (a continuation of it), or as a new one
+        (``task_id``: the id its head was allocated, if any)."""
         now = self._clock()
         turns: list[TurnMeta] = []
         if meta is None:
-            meta = self._new_meta(stage_id, messages, now)
+            meta = self._new_meta(stage_id, messages, now, task_id)
         else:
             turns = self._turns.get(stage_id, [])
             meta = meta.model_copy(update={"updatedAt": max(now, meta.updatedAt),
@@ -352,7 +375,8 @@ class HistoryService:
                 if current and (head is None or head.taskId != task_id):
                     kept = await self._db.get("messages", head.taskId) if head else None
                     if head is None or not isinstance(kept, dict) or kept.get("messages") != current:
-                        ops += self._adopt_ops(stage_id, current, head, current_synced_at, head=False)
+                        ops += self._adopt_ops(stage_id, current, head, current_synced_at, head=False,
+                                               task_id=None if head else await self._head_id(stage_id))
                 meta = meta.model_copy(update={"stageId": stage_id})
                 ops.append(("put", "heads", {"stageId": stage_id, "taskId": task_id, "syncedAt": synced_at}))
                 await self._db.write(ops)
@@ -378,6 +402,7 @@ class HistoryService:
                 await self._ensure_titles(messages)
                 async with self._lock:
                     meta = await self._head_meta(stage_id)
+                    allocated = None if meta else await self._head_id(stage_id)  # a head without turns yet
                     stored = await self._db.get("messages", meta.taskId) if meta else None
                     old = stored.get("messages") if isinstance(stored, dict) else None
                     continues = isinstance(old, list) and messages[: len(old)] == old
@@ -385,7 +410,8 @@ class HistoryService:
                         meta = None  # another conversation: the stored head stays archived
                     if meta is not None:
                         self._turns[stage_id] = self._turn_list(await self._db.get("turns", meta.taskId))
-                    await self._db.write(self._adopt_ops(stage_id, messages, meta, updated_at, head=True))
+                    await self._db.write(self._adopt_ops(stage_id, messages, meta, updated_at, head=True,
+                                                         task_id=allocated))
                     self._metas.pop(stage_id, None)
                     self._turns.pop(stage_id, None)
                 changed.append(stage_id)

@@ -220,3 +220,97 @@ def test_checkpoint_controls_have_accessible_names_and_work_from_the_keyboard(ag
     agent.page.keyboard.press("Space")
     expect(items.nth(0).locator("[data-testid=checkpoint-diff-view]")).to_be_visible()
     expect(diff).to_have_attribute("aria-expanded", "true")
+
+
+def download(agent, testid: str):
+    with agent.page.expect_download() as info:
+        agent.testid(testid).click()
+    return info.value
+
+
+def test_the_evidence_pack_of_the_active_conversation_holds_only_its_own_versions(agent):
+    agent.open(course="intro-ml")
+    agent.send("/regenerate scene-1")
+    s1 = scene(agent, "scene-1")
+    expect(s1).to_have_attribute("data-version", "1")
+    agent.testid("agent-new-conversation").click()
+    agent.send("/regenerate scene-1 again")
+    expect(s1).to_have_attribute("data-version", "2")
+    settle(agent)
+    summary = agent.testid("checkpoint-summary")
+    expect(summary).to_have_attribute("data-count", "1")
+    items = open_versions(agent, "scene-1")
+    expect(items).to_have_count(2)  # the scene keeps both versions
+    second = items.nth(0).get_attribute("data-checkpoint-id")
+    assert summary.get_attribute("data-latest") == second
+
+    def exported() -> dict:
+        runtime_json = json.loads(unzip(download(agent, "export-evidence")).read("runtime.json"))
+        assert [c["checkpoint_id"] for c in runtime_json["fileCheckpoints"]] == [second]
+        assert runtime_json["fileCheckpointCount"] == 1
+        return runtime_json
+
+    conversation = exported()["conversationId"]
+    agent.testid("history-open").click()
+    expect(agent.testid("export-json")).to_be_enabled()
+    assert download(agent, "export-json").suggested_filename == f"{conversation}.json"  # history's taskId
+    agent.testid("history-close").click()
+
+    agent.reload()  # the id is history's head: the same after a reload
+    settle(agent)
+    expect(summary).to_have_attribute("data-count", "1")
+    assert exported()["conversationId"] == conversation
+    expect(open_versions(agent, "scene-1")).to_have_count(2)
+
+
+SCENE_STATE = """(sceneId) => {
+  const node = document.querySelector(`[data-testid=scene][data-scene-id="${sceneId}"]`);
+  return { version: node.dataset.version, pending: node.dataset.pending, count: node.dataset.elementCount,
+           drawn: node.querySelectorAll(".slide .slide-el").length,
+           title: (node.querySelector(".slide .slide-text") || {}).textContent };
+}"""
+
+
+def test_the_slide_shows_the_new_version_as_soon_as_the_turn_ends(agent):
+    agent.open(course="intro-ml")
+    count = element_count("scene-2")
+    for number, text in ((1, "/regenerate scene-2"), (2, "/regenerate scene-2 again")):
+        agent.send(text)  # waits for data-running=false, then reads the DOM at once: no waiting for the slide
+        state = agent.page.evaluate(SCENE_STATE, "scene-2")
+        assert state == {"version": str(number), "pending": "false", "count": str(count), "drawn": count,
+                         "title": "Supervised learning"}
+
+
+PLANT_DAMAGED = """async (record) => {
+  const db = await new Promise((resolve, reject) => { const r = indexedDB.open("agentbar"); r.onsuccess = () => resolve(r.result); r.onerror = () => reject(r.error); });
+  await new Promise((resolve, reject) => {
+    const tx = db.transaction("artifacts", "readwrite");
+    tx.objectStore("artifacts").put(record);
+    tx.oncomplete = resolve; tx.onerror = () => reject(tx.error);
+  });
+  db.close();
+}"""
+
+
+def test_the_checkpoint_bar_notice_is_dismissed_from_the_keyboard_and_stays_closed(agent):
+    from pathlib import Path
+
+    agent.open(course="intro-ml", lang="ar-SA")
+    agent.page.evaluate(PLANT_DAMAGED, {"artifactId": "intro-ml/scene-1", "stageId": "intro-ml", "schema": 99})
+    agent.reload()
+    bar = agent.testid("checkpoint-summary")
+    notice = bar.locator("[data-testid=agent-notice][data-code=checkpoint-damaged]")
+    expect(notice).to_have_count(1)
+    dismiss = notice.locator("[data-testid=agent-notice-dismiss]")
+    locale = json.loads((Path(__file__).parents[2] / "app/locales/ar-SA.json").read_text(encoding="utf-8"))
+    expect(dismiss).to_have_accessible_name(locale["checkpoints"]["dismiss"])
+    agent.assert_accessible("checkpoint bar with a notice")
+    dismiss.focus()
+    agent.page.keyboard.press("Enter")
+    expect(bar.locator("[data-testid=agent-notice]")).to_have_count(0)
+    expect(agent.testid("export-evidence")).to_be_focused()  # focus stays in the bar
+    agent.send("/regenerate scene-2")  # the bar is drawn again: the closed notice stays closed
+    expect(scene(agent, "scene-2")).to_have_attribute("data-version", "1")
+    settle(agent)
+    expect(bar).to_have_attribute("data-count", "1")
+    expect(bar.locator("[data-testid=agent-notice]")).to_have_count(0)

@@ -174,7 +174,7 @@ async def test_a_regenerate_becomes_one_timeline_item_version_and_list_item(new_
     got = await checkpoints.read_model.get(item["checkpoint_id"])
     assert got["checkpoint_document"] == part.result["details"]["content"]
     assert got["live_document"] == part.result["details"]["content"]
-    summary = await checkpoints.read_model.summary("intro-ml")
+    summary = await checkpoints.read_model.summary(runtime.conversation_id("intro-ml"))
     assert summary == {"count": 1, "latest_checkpoint": item}
 
 
@@ -355,7 +355,7 @@ async def test_unavailable_backend_keeps_versions_in_memory_and_says_so_once():
     await regenerate(runtime, "/regenerate scene-2")
     assert checkpoints.current("intro-ml", "scene-1").version_no == 1
     assert not checkpoints.kept and checkpoints.notices == ("checkpoint-unavailable",)
-    assert (await checkpoints.read_model.summary("intro-ml"))["count"] == 2
+    assert (await checkpoints.read_model.summary(runtime.conversation_id("intro-ml")))["count"] == 2
 
 
 async def test_a_large_document_is_stored_whole(new_backend):
@@ -484,3 +484,76 @@ def test_element_styles_place_boxes_in_percent_and_drop_unsafe_colours():
     assert element_style(shape) == "left:50%;top:50%;width:10%;height:10%"
     text = SceneElement(id="t", kind="text", box=Box(x=0, y=0, w=960, h=40), text="hi", color="#123456")
     assert element_style(text).endswith(";color:#123456") and "cqw" in element_style(text)
+
+
+class SlowBackend(MemoryVersionBackend):
+    """Commits take a few turns of the event loop, as an IndexedDB write does."""
+
+    async def commit(self, *args):
+        for _ in range(20):
+            await asyncio.sleep(0)
+        return await super().commit(*args)
+
+
+async def test_a_turn_ends_once_its_version_is_stored_so_the_stage_shows_it_at_idle():
+    runtime, checkpoints = make_runtime(SlowBackend())
+    runtime.set_stage("intro-ml")
+    seen = []
+    runtime.subscribe(lambda: seen.append((runtime.is_running, checkpoints.current("intro-ml", "scene-1"))))
+    await runtime.send("/regenerate scene-1")  # the turn's task, no settle
+    state = checkpoints.current("intro-ml", "scene-1")
+    assert not runtime.is_running and (state.version_no, state.pending) == (1, False)
+    assert not checkpoints.busy
+    assert any(running and s.pending for running, s in seen)  # drawn at once, while the turn still ran
+    idle = [s for running, s in seen if not running]
+    assert idle and all((s.version_no, s.pending) == (1, False) for s in idle)
+
+
+async def test_stop_while_the_version_is_written_still_stores_it():
+    runtime, checkpoints = make_runtime(SlowBackend())
+    runtime.set_stage("intro-ml")
+    task = runtime.send("/regenerate scene-1")
+    while not checkpoints.busy:
+        await asyncio.sleep(0)
+    runtime.stop()
+    await asyncio.gather(task, return_exceptions=True)
+    await settle(checkpoints)
+    assert checkpoints.current("intro-ml", "scene-1").version_no == 1
+    listed = await checkpoints.read_model.list_scene("intro-ml", "scene-1")
+    assert listed["checkpoint_count"] == 1
+
+
+def _record_store():
+    records = MemoryBackend()
+    records.is_open = True
+    return records
+
+
+async def test_a_version_is_written_once_and_start_up_reads_it_from_its_snapshot():
+    records = _record_store()
+    checkpoints = SceneCheckpoints(RecordVersionBackend(records))
+    big = doc("Big", *[el(f"e{i}", "x" * 2000) for i in range(30)])
+    item = await checkpoints.submit(snapshot("intro-ml", "scene-1", big))
+    artifact = records.raw("artifacts")["intro-ml/scene-1"]
+    assert "current" not in artifact and artifact["versionId"] == "intro-ml/scene-1:v1"  # the document once, not twice
+    assert records.raw("snapshots")["intro-ml/scene-1:v1"]["document"] == big.model_dump(mode="json", exclude_none=True)
+    fresh = SceneCheckpoints(RecordVersionBackend(records))
+    await fresh.load_stage("intro-ml")
+    state = fresh.current("intro-ml", "scene-1")
+    assert (state.version_no, state.document) == (1, big) and fresh.notices == ()
+    assert (await fresh.read_model.get(item.id))["checkpoint_document"]["title"] == "Big"
+
+
+async def test_artifact_records_written_before_with_their_current_document_still_load_and_a_lost_snapshot_is_damage():
+    records = _record_store()
+    writer = SceneCheckpoints(RecordVersionBackend(records))
+    await writer.submit(snapshot("intro-ml", "scene-1", doc("one")))
+    await writer.submit(snapshot("intro-ml", "scene-2", doc("two")))
+    old = records.raw("artifacts")["intro-ml/scene-1"]
+    records.put_raw("artifacts", {**old, "current": doc("as stored before").model_dump(mode="json")})
+    await records.write([("delete", "snapshots", "intro-ml/scene-2:v1")])
+    fresh = SceneCheckpoints(RecordVersionBackend(records))
+    await fresh.load_stage("intro-ml")
+    assert fresh.current("intro-ml", "scene-1").document.title == "as stored before"
+    assert fresh.current("intro-ml", "scene-2").version_no == 0  # its document is gone: skipped
+    assert fresh.notices == ("checkpoint-damaged",)

@@ -1,0 +1,42 @@
+"""Giving the page back to the browser between slices of work (issue 8: no main-thread task over 50 ms).
+
+In Pyodide, ``asyncio.sleep(0)`` and ``loop.call_soon`` go on in a microtask of the
+same browser task, so the page can neither draw a frame nor answer input in
+between. These two helpers cross a real task boundary:
+
+- ``next_task()``: an awaitable that resolves in a later task;
+- ``later(callback)``: ``callback()`` in a later task (``scheduler.postTask``, else
+  ``setTimeout``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import js
+from pyodide.ffi import create_once_callable
+
+__all__ = ["later", "next_task"]
+
+
+def _scheduler():
+    return getattr(js.globalThis, "scheduler", None)
+
+
+def later(callback: Callable[[], None]) -> None:
+    """Run ``callback()`` in a later browser task (after the page may have drawn a frame)."""
+    scheduler = _scheduler()
+    if scheduler is not None and hasattr(scheduler, "postTask"):
+        scheduler.postTask(create_once_callable(callback))
+    else:
+        js.setTimeout(create_once_callable(callback), 0)
+
+
+async def next_task() -> None:
+    """Resolve in a later browser task: awaiting it ends the task the caller runs in. The rest goes
+    to the back of the queue (not ``scheduler.yield()``, whose continuation would go before the
+    page's other waiting tasks, so a chain of them would hold those back just the same)."""
+    future = asyncio.get_running_loop().create_future()
+    later(lambda: future.done() or future.set_result(None))
+    await future

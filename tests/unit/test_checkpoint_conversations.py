@@ -1,0 +1,179 @@
+"""The conversation a scene checkpoint belongs to (DESIGN.md §9, §10): history's ``taskId`` of the
+course's active conversation, allocated when the conversation starts, kept across a reload, new after
+New conversation, the resumed one after resume; an in-memory id per conversation without history.
+
+The page is modelled as in the browser: history and the version store over ONE record store
+(``MemoryBackend``, the same queries and atomic writes as IndexedDB), and ``maic-agent-threads`` in a
+``MemoryStorage`` that a "reload" (a new runtime over the same stores) reads again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+
+from app.agent import DemoAgent
+from app.checkpoints import MemoryVersionBackend, SceneCheckpoints
+from app.checkpoints.record_backend import RecordVersionBackend
+from app.history import HistoryService
+from app.history.records import TASK_ID
+from app.history.recorder import HistoryRecorder
+from app.records import MemoryBackend
+from app.runtime import AgentRuntime
+from app.storage import MemoryStorage
+from app.store import ThreadStore
+
+STAGE = "intro-ml"
+
+
+class Clock:
+    def __init__(self, now=1_780_000_000_000):
+        self.now = now
+
+    def __call__(self):
+        self.now += 1000
+        return self.now
+
+
+class Page:
+    """One tab: runtime, checkpoints and history over shared stores."""
+
+    def __init__(self, records, storage, *, history_records=None, versions=None, clock=None):
+        self.clock = clock or Clock()
+        self.store = ThreadStore(storage)
+        self.store.hydrate(self.clock())
+        self.checkpoints = SceneCheckpoints(versions if versions is not None else RecordVersionBackend(records))
+        counter = itertools.count(1)
+        self.history = HistoryService(history_records if history_records is not None else records, clock=self.clock,
+                                      random_bytes=lambda n: bytes([next(counter) % 256] * n))
+        self.recorder = HistoryRecorder(self.history)
+        self.runtime = AgentRuntime(self.store, DemoAgent(scenes=self.checkpoints.document), clock=self.clock,
+                                    history=self.recorder, checkpoints=self.checkpoints)
+        self.runtime.set_stage(STAGE)
+
+    async def send(self, text):
+        await self.runtime.send(text)
+        await self.settle()
+
+    async def settle(self):
+        await self.recorder.drain()
+        while self.checkpoints.busy:
+            await asyncio.sleep(0)
+
+    async def summary(self, conversation):
+        return await self.checkpoints.read_model.summary(conversation)
+
+
+async def opened():
+    records = MemoryBackend()
+    await records.open()
+    return records
+
+
+async def test_checkpoints_carry_the_history_task_id_and_new_conversation_starts_another_id():
+    records, storage = await opened(), MemoryStorage()
+    tab = Page(records, storage)
+    await tab.send("/regenerate scene-1")
+    first = tab.runtime.conversation_id(STAGE)
+    meta, turns = await tab.history.active(STAGE)
+    assert TASK_ID.match(first) and meta.taskId == first and len(turns) == 1
+    assert [i.conversation_id for i in await tab.checkpoints.read_model.timeline(first)] == [first]
+
+    tab.runtime.clear_thread()  # New conversation
+    assert tab.runtime.conversation_id(STAGE) is None  # the next conversation is not named yet
+    await tab.send("/regenerate scene-1 again")
+    second = tab.runtime.conversation_id(STAGE)
+    meta, _ = await tab.history.active(STAGE)
+    assert second != first and meta.taskId == second
+    assert (await tab.history.get(first)).turnCount == 1  # the archived conversation keeps its id
+
+    now, before = await tab.summary(second), await tab.summary(first)
+    assert (now["count"], now["latest_checkpoint"]["version_no"]) == (1, 2)
+    assert (before["count"], before["latest_checkpoint"]["version_no"]) == (1, 1)
+    scene = await tab.checkpoints.read_model.list_scene(STAGE, "scene-1")
+    assert [c["version_no"] for c in scene["checkpoints"]] == [2, 1]  # the scene keeps both
+
+
+async def test_the_conversation_id_survives_a_reload_and_follows_a_resume():
+    records, storage = await opened(), MemoryStorage()
+    tab = Page(records, storage)
+    await tab.send("/regenerate scene-1")
+    first = tab.runtime.conversation_id(STAGE)
+    tab.runtime.clear_thread()
+    await tab.send("/regenerate scene-2")
+    second = tab.runtime.conversation_id(STAGE)
+
+    reloaded = Page(records, storage)
+    await reloaded.checkpoints.load_stage(STAGE)
+    assert reloaded.runtime.conversation_id(STAGE) is None  # nothing read before it is asked for
+    assert await reloaded.runtime.conversation(STAGE, allocate=False) == second
+    await reloaded.send("/regenerate scene-2 again")  # the same conversation goes on
+    assert reloaded.runtime.conversation_id(STAGE) == second
+    assert (await reloaded.summary(second))["count"] == 2
+
+    current = reloaded.store.load(STAGE)
+    messages = await reloaded.recorder.run(STAGE, lambda: reloaded.history.resume(
+        STAGE, first, current, reloaded.store.updated_at(STAGE), reloaded.clock()))
+    assert reloaded.runtime.replace_thread(STAGE, messages)
+    assert await reloaded.runtime.conversation(STAGE) == first
+    await reloaded.send("/regenerate scene-3")
+    assert (await reloaded.summary(first))["count"] == 2
+    assert (await reloaded.summary(second))["count"] == 2
+    meta, turns = await reloaded.history.active(STAGE)
+    assert meta.taskId == first and len(turns) == 2
+
+
+async def test_a_restore_before_the_first_turn_names_the_id_that_turn_then_takes():
+    records, storage = await opened(), MemoryStorage()
+    tab = Page(records, storage)
+    await tab.send("/regenerate scene-1")
+    listed = await tab.checkpoints.read_model.list_scene(STAGE, "scene-1")
+    tab.runtime.clear_thread()
+    await tab.recorder.drain()
+    item = await tab.runtime.restore_checkpoint(listed["checkpoints"][0]["checkpoint_id"])  # empty thread
+    await tab.recorder.drain()
+    assert await tab.history.head_task_id(STAGE, allocate=False) == item.conversation_id
+    assert await tab.history.active(STAGE) == (None, [])  # a head, no conversation record yet
+    await tab.send("hello")
+    meta, _ = await tab.history.active(STAGE)
+    assert meta.taskId == item.conversation_id == tab.runtime.conversation_id(STAGE)
+
+
+async def test_without_history_each_conversation_gets_its_own_in_memory_id():
+    failing = MemoryBackend()
+    failing.fail_open = "unavailable"  # IndexedDB unusable: history unavailable, versions in memory
+    tab = Page(None, MemoryStorage(), history_records=failing, versions=MemoryVersionBackend())
+    await tab.send("/regenerate scene-1")
+    await tab.send("/regenerate scene-2")
+    first = tab.runtime.conversation_id(STAGE)
+    assert TASK_ID.match(first) and tab.history.available is False
+    assert (await tab.summary(first))["count"] == 2
+    tab.runtime.clear_thread()
+    assert await tab.runtime.conversation(STAGE, allocate=False) is None
+    await tab.send("/regenerate scene-1")
+    second = tab.runtime.conversation_id(STAGE)
+    assert second != first and (await tab.summary(second))["count"] == 1
+
+    bare = AgentRuntime(tab.store, DemoAgent(), clock=Clock(), checkpoints=SceneCheckpoints())  # no history at all
+    bare.set_stage("linear-algebra")
+    one = await bare.conversation("linear-algebra")
+    assert TASK_ID.match(one) and await bare.conversation("linear-algebra") == one
+
+
+async def test_head_task_id_is_allocated_once_taken_by_the_first_turn_and_by_reconcile():
+    records = await opened()
+    history = HistoryService(records, clock=Clock())
+    assert await history.head_task_id("s", allocate=False) is None
+    allocated = await history.head_task_id("s")
+    assert await history.head_task_id("s") == allocated and records.raw("heads")["s"]["taskId"] == allocated
+    msgs = [{"role": "user", "id": "u", "content": [{"type": "text", "text": "hi"}]}]
+    await history.record_turn("s", msgs, 5, usage=None, model="demo", duration_ms=1, message_id=None)
+    assert (await history.active("s"))[0].taskId == allocated
+    await history.archive("s", msgs, 5)
+    assert await history.head_task_id("s", allocate=False) is None
+    fresh = await history.head_task_id("s")
+    assert fresh != allocated
+    # the page closed after saving a turn but before history recorded it: start-up adopts it under the head's id
+    adopted = await history.reconcile({"s": (msgs + msgs, 9)})
+    history.forget_active("s")
+    assert adopted == ["s"] and (await history.active("s"))[0].taskId == fresh
