@@ -188,6 +188,8 @@ def regenerate_document(scene_id: str, instruction: str = "", current: SceneDocu
     the same document. It keeps the current title, has ``element_count(scene_id)``
     elements (the title, then images, texts and shapes in turn, every box on
     the slide), every fourth an image (a ~2.7 KB base64 PNG), and a PNG background.
+    Element ids name their slot (``<sceneId>-title``, ``<sceneId>-el-<i>``), so the diff of two
+    regenerates lists what was redone as changed, not as removed and added.
     """
     basis = document_json(current) if current is not None else ""
     rng = random.Random(_seed("scene", scene_id, instruction, basis))
@@ -201,7 +203,8 @@ def regenerate_document(scene_id: str, instruction: str = "", current: SceneDocu
         box = Box(x=rng.randrange(0, width - w), y=rng.randrange(100, height - h), w=w, h=h)
         color = f"#{rng.randrange(0x1000000):06x}"
         label = f"{instruction or 'Point'} {i}" if kind == "text" else None
-        elements.append(SceneElement(id=f"{scene_id}-el-{rng.randrange(16**6):06x}-{i}", kind=kind, box=box,
+        # The element in slot i keeps its id from one regenerate to the next, so a diff reads it as changed.
+        elements.append(SceneElement(id=f"{scene_id}-el-{i}", kind=kind, box=box,
                                      text=label, src=_image(rng) if kind == "image" else None,
                                      color=color if kind != "image" else None))
     background = Background(kind="image", value=_image(rng, 48, 27, 12))

@@ -293,6 +293,21 @@ class AgentRuntime:
                                    conversation_id=await self.conversation(stage_id))
         return await task
 
+    async def restore_original(self, stage_id: str, scene_id: str) -> Any:
+        """Make the course's own document of ``scene_id`` (version 0) current again, as a new
+        version with source ``restore`` (DESIGN.md §10; after a reload the card's in-memory
+        button is gone, §4, and this is how the original comes back). Returns its timeline item;
+        ``None`` when the course has no such scene."""
+        document = self.checkpoints.original(stage_id, scene_id)
+        if document is None:
+            return None
+        from app.checkpoints.paths import artifact_id
+
+        task = self._emit_snapshot(stage_id, scene_id, document, "restore", None, None,
+                                   restored_from=f"{artifact_id(stage_id, scene_id)}:v0",
+                                   conversation_id=await self.conversation(stage_id))
+        return await task
+
     def conversation_id(self, stage_id: str) -> str | None:
         """The id of course ``stage_id``'s active conversation once known (history's ``taskId`` of it,
         DESIGN.md §9, §10), without waiting; ``None`` until ``conversation`` has found or allocated it."""

@@ -221,6 +221,21 @@ class CheckpointView:
                                      attrs={"type": "button", "aria-label": t("checkpoints.restoreLabel", version=number)}))
             item.append(actions)
             fragment.append(item)
+        if checkpoints:  # the course's own version (0), last: restorable after a reload too (§10)
+            item = _node("li", classes="checkpoint-item checkpoint-original", testid="checkpoint-original",
+                         attrs={"data-version": "0", "data-current": "true" if current == 0 else "false"})
+            head = _node("div", classes="checkpoint-head")
+            head.append(_node("strong", text=t("checkpoints.version", version=0)))
+            head.append(_node("span", text=t("checkpoints.original"), classes="badge"))
+            if current == 0:
+                head.append(_node("span", text=t("checkpoints.current"), classes="badge current"))
+            item.append(head)
+            if current != 0:
+                actions = _node("div", classes="checkpoint-actions")
+                actions.append(_node("button", text=restore_text, testid="checkpoint-restore-original",
+                                     attrs={"type": "button", "aria-label": t("checkpoints.restoreOriginalLabel")}))
+                item.append(actions)
+            fragment.append(item)
         listing.replaceChildren(fragment)
 
     async def _toggle_diff(self, item, button) -> None:
@@ -323,6 +338,12 @@ class CheckpointView:
         opener = target.closest("[data-testid=scene-versions-open]")
         if not is_none(opener):
             self._toggle_list(opener)
+            return
+        original = target.closest("[data-testid=checkpoint-restore-original]")
+        if not is_none(original):
+            box = original.closest("[data-testid=scene]")
+            if not is_none(box) and self.runtime.stage_id is not None:
+                self._spawn(self.runtime.restore_original(self.runtime.stage_id, box.dataset.sceneId))
             return
         item = target.closest("[data-testid=checkpoint-item]")
         if is_none(item):

@@ -123,6 +123,11 @@ class SceneCheckpoints:
             return SceneState(stored.document, stored.version_no)
         return SceneState(self._base(stage_id, scene_id), 0)
 
+    def original(self, stage_id: str, scene_id: str) -> SceneDocument | None:
+        """Version 0 of the scene: the course's own document (never stored; ``None`` when the
+        course has no such scene)."""
+        return self._base(stage_id, scene_id)
+
     def document(self, stage_id: str, scene_id: str) -> SceneDocument | None:
         """The scene's current document (what ``regenerate_scene`` reads), or ``None``."""
         return self.current(stage_id, scene_id).document

@@ -314,3 +314,25 @@ def test_the_checkpoint_bar_notice_is_dismissed_from_the_keyboard_and_stays_clos
     settle(agent)
     expect(bar).to_have_attribute("data-count", "1")
     expect(bar.locator("[data-testid=agent-notice]")).to_have_count(0)
+
+
+def test_the_course_version_can_be_restored_after_a_reload_from_the_list(agent):
+    agent.open(course="intro-ml")
+    s1 = scene(agent, "scene-1")
+    agent.send("/regenerate scene-1 brighter")
+    expect(s1).to_have_attribute("data-version", "1")
+    agent.reload()  # the card's in-memory restore is gone (DESIGN §4); the list still offers version 0
+    assert agent.testid("tool-card-restore").count() == 0
+    open_versions(agent, "scene-1")
+    original = s1.locator("[data-testid=checkpoint-original]")
+    expect(original).to_have_attribute("data-current", "false")
+    original.locator("[data-testid=checkpoint-restore-original]").click()
+    expect(s1).to_have_attribute("data-version", "2")
+    expect(s1).to_have_attribute("data-element-count", "2")
+    expect(s1.locator(".slide .slide-text").first).to_have_text("What is learning?")
+    items = s1.locator("[data-testid=checkpoint-item]")
+    expect(items).to_have_count(2)
+    assert items.nth(0).get_attribute("data-source") == "restore"
+    agent.reload()
+    expect(s1).to_have_attribute("data-version", "2")
+    expect(s1).to_have_attribute("data-element-count", "2")

@@ -212,6 +212,19 @@ async def test_versions_are_numbered_per_scene_and_restore_is_a_new_version(new_
     assert (await model.list_scene("linear-algebra", "scene-3"))["checkpoint_count"] == 1
 
 
+async def test_the_course_version_is_restored_as_a_new_version_and_an_unknown_scene_makes_none(new_backend):
+    runtime, checkpoints = make_runtime(new_backend())
+    runtime.set_stage("linear-algebra")
+    await regenerate(runtime, "/regenerate scene-2 one")
+    restored = await runtime.restore_original("linear-algebra", "scene-2")
+    assert restored.metadata["artifactRestoredFrom"] == "linear-algebra/scene-2:v0"
+    listed = (await checkpoints.read_model.list_scene("linear-algebra", "scene-2"))["checkpoints"]
+    assert [(c["version_no"], c["source"]) for c in listed] == [(2, "restore"), (1, "regenerate_scene")]
+    assert checkpoints.current("linear-algebra", "scene-2").document == base_document("linear-algebra", "scene-2")
+    assert await runtime.restore_original("linear-algebra", "scene-99") is None
+    assert (await checkpoints.read_model.list_scene("linear-algebra", "scene-99"))["checkpoint_count"] == 0
+
+
 async def test_regenerate_reads_the_current_document_and_is_deterministic():
     runtime, checkpoints = make_runtime()
     runtime.set_stage("poetry-tang")
@@ -557,3 +570,15 @@ async def test_artifact_records_written_before_with_their_current_document_still
     assert fresh.current("intro-ml", "scene-1").document.title == "as stored before"
     assert fresh.current("intro-ml", "scene-2").version_no == 0  # its document is gone: skipped
     assert fresh.notices == ("checkpoint-damaged",)
+
+
+def test_two_regenerates_of_a_scene_diff_as_changed_elements_not_as_removed_and_added():
+    from app.agent import regenerate_document
+    from app.checkpoints.diff import document_diff
+
+    first = regenerate_document("scene-1", "pictures")
+    second = regenerate_document("scene-1", "a calmer layout", first)
+    summary = document_diff(first, second, before_label="v1", after_label="v2")["elements"]
+    assert summary["added"] == [] and summary["removed"] == []
+    assert len(summary["changed"]) == len(second.elements) - 1  # every element but the kept title was redone
+    assert regenerate_document("scene-1", "a calmer layout", first) == second  # still deterministic
