@@ -9,7 +9,8 @@ what the benchmark measures in JavaScript.
 
 What it exposes (``window.agentbarBench``):
 
-- ``turn(text)``: a thenable; runs one real turn through ``runtime.send`` and
+- ``turn(text)``: a thenable; once the last turn's history write has landed (until then the
+  panel reads as running, DESIGN.md §9), runs one real turn through ``runtime.send`` and
   resolves, after the runtime's own completion callback has saved it, to the
   timing record of that completion: ``finish`` (the callback starts: the turn
   is complete), ``saveIn`` / ``saveOut`` (``store.save``), ``end`` (the callback
@@ -156,6 +157,12 @@ def install(window, runtime, store) -> None:
 
     async def _turn(text: str) -> str:
         before = len(records)
+        for _ in range(1000):  # the last turn may still read as running until its history write lands (§9)
+            session = runtime._shown
+            if session is None or session.recording is None:
+                break
+            await asyncio.wait([session.recording], timeout=10)
+            await asyncio.sleep(0)  # its release callback runs before the next send
         task = runtime.send(text)
         if task is None:
             return _compact({"error": "turn not started"})
