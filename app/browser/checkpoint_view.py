@@ -28,6 +28,7 @@ from pyscript.ffi import is_none
 
 from app.browser.dom import element as _node
 from app.checkpoints.diff import line_kind
+from app.checkpoints.listing import list_rows
 from app.checkpoints.paths import segment
 from app.checkpoints.read_model import CheckpointNotFound
 
@@ -186,57 +187,11 @@ class CheckpointView:
         listing.setAttribute("data-count", str(result["checkpoint_count"]))
 
     def draw_list(self, listing, checkpoints: list[dict], current: int) -> None:
-        """Draw checkpoint list items (newest first) into ``listing``; ``current``: the version shown."""
-        t = self.t
-        fragment = document.createDocumentFragment()
-        if not checkpoints:
-            fragment.append(_node("li", text=t("checkpoints.empty"), classes="checkpoint-empty"))
-        when = js.Intl.DateTimeFormat.new(t.locale, to_js({"dateStyle": "short", "timeStyle": "medium"},
-                                                             dict_converter=js.Object.fromEntries)).format
-        restore_text = t("checkpoints.restore")
-        diff_text = t("checkpoints.diff")
-        for checkpoint in checkpoints:
-            number = checkpoint["version_no"] or 0
-            is_current = number == current
-            item = _node("li", classes="checkpoint-item", testid="checkpoint-item",
-                         attrs={"data-version": str(number), "data-checkpoint-id": checkpoint["checkpoint_id"],
-                                "data-source": checkpoint["source"], "data-current": "true" if is_current else "false"})
-            head = _node("div", classes="checkpoint-head")
-            head.append(_node("strong", text=t("checkpoints.version", version=number)))
-            source_key = f"checkpoints.source.{checkpoint['source']}"
-            head.append(_node("span", text=t(source_key) if checkpoint["source"] in ("regenerate_scene", "restore")
-                              else checkpoint["source"], classes="badge"))
-            stamp = checkpoint["updated_at"]
-            head.append(_node("time", text=str(when(js.Date.new(stamp))), attrs={"datetime": stamp}))
-            if is_current:
-                head.append(_node("span", text=t("checkpoints.current"), classes="badge current"))
-            item.append(head)
-            if checkpoint["preview_text"]:
-                item.append(_node("p", text=checkpoint["preview_text"], classes="checkpoint-preview", attrs={"dir": "auto"}))
-            actions = _node("div", classes="checkpoint-actions")
-            actions.append(_node("button", text=diff_text, testid="checkpoint-diff",
-                                 attrs={"type": "button", "aria-expanded": "false"}))
-            if not is_current:
-                actions.append(_node("button", text=restore_text, testid="checkpoint-restore",
-                                     attrs={"type": "button", "aria-label": t("checkpoints.restoreLabel", version=number)}))
-            item.append(actions)
-            fragment.append(item)
-        if checkpoints:  # the course's own version (0), last: restorable after a reload too (§10)
-            item = _node("li", classes="checkpoint-item checkpoint-original", testid="checkpoint-original",
-                         attrs={"data-version": "0", "data-current": "true" if current == 0 else "false"})
-            head = _node("div", classes="checkpoint-head")
-            head.append(_node("strong", text=t("checkpoints.version", version=0)))
-            head.append(_node("span", text=t("checkpoints.original"), classes="badge"))
-            if current == 0:
-                head.append(_node("span", text=t("checkpoints.current"), classes="badge current"))
-            item.append(head)
-            if current != 0:
-                actions = _node("div", classes="checkpoint-actions")
-                actions.append(_node("button", text=restore_text, testid="checkpoint-restore-original",
-                                     attrs={"type": "button", "aria-label": t("checkpoints.restoreOriginalLabel")}))
-                item.append(actions)
-            fragment.append(item)
-        listing.replaceChildren(fragment)
+        """Draw checkpoint list items (newest first) into ``listing``; ``current``: the version shown.
+
+        ``app.checkpoints.listing.list_rows`` decides every text and attribute; one call to
+        ``static/checkpoint-view.js`` draws them (textContent and attributes only)."""
+        js.agentbarCheckpointDom.draw(listing, self.t.locale, json.dumps(list_rows(self.t, checkpoints, current)))
 
     async def _toggle_diff(self, item, button) -> None:
         view = item.querySelector("[data-testid=checkpoint-diff-view]")

@@ -138,3 +138,25 @@ def test_a_changed_file_shows_on_the_next_load_and_alone_is_fetched(dist_agent, 
     changed_files = {r for r in second["files"] if first["files"].get(r) != second["files"][r]}
     assert fetched <= changed_files | {"index.html"}  # unchanged files came from the old version's cache
     assert "static/vendor/pyodide/pyodide.asm.wasm" not in fetched
+
+
+def test_the_built_checkpoint_list_is_drawn_by_its_module_under_the_csp(dist_agent, dist_site):
+    from playwright.sync_api import expect
+
+    _, _, _, manifest = dist_site
+    assert "static/checkpoint-view.js" in manifest["files"]
+    agent = dist_agent
+    agent.open(course="intro-ml")
+    agent.send("/regenerate scene-1 pictures")
+    node = agent.page.locator("[data-testid=scene][data-scene-id='scene-1']")
+    expect(node).to_have_attribute("data-version", "1")
+    node.locator("[data-testid=scene-versions-open]").click()
+    item = node.locator("[data-testid=checkpoint-item]")
+    expect(item).to_have_count(1)
+    expect(item).to_have_attribute("data-version", "1")
+    stamp = item.locator("time")
+    expected = agent.page.evaluate(  # the page locale's format of the stored time
+        "([iso, locale]) => new Intl.DateTimeFormat(locale, {dateStyle: 'short', timeStyle: 'medium'})"
+        ".format(new Date(iso))", [stamp.get_attribute("datetime"), agent.page.evaluate("() => document.documentElement.lang")])
+    expect(stamp).to_have_text(expected)
+    expect(node.locator("[data-testid=checkpoint-original] [data-testid=checkpoint-restore-original]")).to_have_count(1)
