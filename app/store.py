@@ -486,8 +486,16 @@ class ThreadStore:
             if thread is None:
                 self.clear(stage_id)
             elif stage_id not in self._elsewhere:
-                self._written = None  # a whole write: the value may be the damaged one still
-                self._write(stage_id, thread)
+                # Onto what is stored now: another tab may have written since (it, too, may just have
+                # left read-only); a whole value of this tab's own would drop its turns (§5).
+                for attempt in range(3):
+                    self._sync()
+                    if self._mode != "persistent" or self._memory.get(stage_id) is not thread:
+                        break
+                    if attempt == 2:
+                        self._written = None  # last try: write whole
+                    if self._write(stage_id, thread) is not None:
+                        break
 
     def notice_holds(self, notice: Notice) -> bool:
         """Whether ``notice`` still says something true: ``storage-read-only`` while the store is

@@ -122,6 +122,33 @@ def test_download_makes_the_file_the_backup_and_writes_back_the_repaired_value_w
     assert open_store(MemoryStorage.shared_with(storage)).notices == []  # fixed for good: the next load is clean
 
 
+def test_a_second_read_only_tab_that_sees_the_repair_midway_keeps_the_first_tabs_turns():
+    """Tab B reads the value between tab A's repair and A's own turn (another process can): when B
+    leaves read-only it writes its turn onto what is stored then, not a whole value of its own."""
+    raw = "garbage{" + "Z" * 500
+    storage = MemoryStorage()
+    storage.set_item(STORAGE_KEY, raw)
+    storage.quota = storage.used + len(raw)
+    tab_a, tab_b = open_store(storage), open_store(MemoryStorage.shared_with(storage))
+    assert tab_a.save("intro-ml", thread("A turn in memory"), NOW + 1).read_only
+    assert tab_b.save("linear-algebra", thread("B turn in memory"), NOW + 2).read_only
+    write, seen = storage.set_item, []
+
+    def set_item(key, text):  # B's storage event runs right after A's first write (the repaired value)
+        write(key, text)
+        if not seen:
+            seen.append(text)
+            tab_b.reload()
+    storage.set_item = set_item
+    tab_a.download_damaged(NOW + 3)
+    storage.set_item = write
+    tab_a.reload()
+    stored = json.loads(storage.dump()[STORAGE_KEY])["state"]["threads"]
+    assert set(stored) == {"intro-ml", "linear-algebra"}
+    assert tab_a.memory_only() == frozenset() and tab_b.memory_only() == frozenset()
+    assert all(n.code != "storage-pruned-elsewhere" for n in tab_a.notices)
+
+
 def test_download_of_unparseable_value_keeps_the_threads_of_this_tab():
     storage, store = read_only_store("{" * 3 + "truncated " * 50)
     store.save("a", thread("one"), NOW + 1)
