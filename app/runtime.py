@@ -127,6 +127,7 @@ class AgentRuntime:
         self.stage_edits = StageEdits()
         """Scene versions from regenerate calls of this tab, with their restore snapshots (memory only)."""
         self._conversations: dict[str, asyncio.Future] = {}  # stage id → its active conversation's id (or None)
+        self._conversation_changes: dict[str, int] = {}  # stage id → times its conversation was let go
 
     # -- reading -------------------------------------------------------------
 
@@ -222,7 +223,7 @@ class AgentRuntime:
         if self._history is not None and session.base:  # the stored thread stays in history (§4, §9)
             self._history.archived(session.stage_id, session.base, self._store.updated_at(session.stage_id))
         self._sessions[session.stage_id] = _Session(session.stage_id, [])
-        self._conversations.pop(session.stage_id, None)  # the next conversation gets its own id
+        self._forget_conversation(session.stage_id)  # the next conversation gets its own id
         self._store.clear(session.stage_id)
         self._after_store_call()
         self._notify()
@@ -234,7 +235,7 @@ class AgentRuntime:
         if session is not None and session.task is not None:
             return False
         self._store.save(stage_id, list(messages), self._clock())
-        self._conversations.pop(stage_id, None)  # the resumed conversation (history's new head)
+        self._forget_conversation(stage_id)  # the resumed conversation (history's new head)
         base = self._store.load(stage_id) or []
         self._after_store_call()
         if stage_id == self._stage_id or session is not None:
@@ -308,6 +309,16 @@ class AgentRuntime:
                                    conversation_id=await self.conversation(stage_id))
         return await task
 
+    def conversation_key(self, stage_id: str) -> tuple[str | None, int]:
+        """What a view keyed on the active conversation compares: ``(conversation_id, n)`` where ``n``
+        counts the times the course's conversation was let go (New conversation, resume, another
+        tab), so a change shows even while the id is not known yet."""
+        return self.conversation_id(stage_id), self._conversation_changes.get(stage_id, 0)
+
+    def _forget_conversation(self, stage_id: str) -> None:
+        self._conversations.pop(stage_id, None)
+        self._conversation_changes[stage_id] = self._conversation_changes.get(stage_id, 0) + 1
+
     def conversation_id(self, stage_id: str) -> str | None:
         """The id of course ``stage_id``'s active conversation once known (history's ``taskId`` of it,
         DESIGN.md §9, §10), without waiting; ``None`` until ``conversation`` has found or allocated it."""
@@ -351,7 +362,7 @@ class AgentRuntime:
         self._after_store_call()
         for stage_id in changed:  # another tab may have started or resumed a conversation there
             if stage_id in self._conversations and not (stage_id in self._sessions and self._sessions[stage_id].task):
-                self._conversations.pop(stage_id)
+                self._forget_conversation(stage_id)
         session = self._shown
         if session and session.task is None and session.stage_id in changed:
             self._sessions[session.stage_id] = self._load(session.stage_id)

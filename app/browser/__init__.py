@@ -134,7 +134,7 @@ def _boot():
         # The runtime notifies on every streamed token; the stage and its versions depend only on
         # the course, its conversation and the version store (which notifies on its own), so a
         # token redraws nothing there (DESIGN.md §10).
-        key = (runtime.stage_id, runtime.conversation_id(runtime.stage_id) if runtime.stage_id else None,
+        key = (runtime.stage_id, runtime.conversation_key(runtime.stage_id) if runtime.stage_id else None,
                runtime.is_running, bool(ready_flag))
         if stage_key != [key]:
             stage_key[:] = [key]

@@ -144,7 +144,7 @@ class CheckpointView:
                 box.setAttribute("data-listed-version", version)
                 self._spawn(self._fill_list(stage_id, scene_id, box))
         self._render_notices()
-        key = (stage_id, self.runtime.conversation_id(stage_id), self.checkpoints.busy,
+        key = (stage_id, self.runtime.conversation_key(stage_id), self.checkpoints.busy,
                tuple(_attr(n, "data-version") for n in document.querySelectorAll("#stage [data-testid=scene]")))
         if key != self._summary_key:
             self._summary_key = key

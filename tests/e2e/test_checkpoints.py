@@ -336,3 +336,19 @@ def test_the_course_version_can_be_restored_after_a_reload_from_the_list(agent):
     agent.reload()
     expect(s1).to_have_attribute("data-version", "2")
     expect(s1).to_have_attribute("data-element-count", "2")
+
+
+def test_the_bar_follows_new_conversation_after_a_reload_and_a_resumed_conversation(agent):
+    agent.open(course="intro-ml")
+    agent.send("/regenerate scene-1 one")
+    bar = agent.testid("checkpoint-summary")
+    expect(bar).to_have_attribute("data-count", "1")
+    agent.reload()  # the conversation id is not known again until asked for
+    expect(bar).to_have_attribute("data-count", "1")
+    agent.testid("agent-new-conversation").click()
+    expect(bar).to_have_attribute("data-count", "0")
+    agent.testid("history-open").click()
+    agent.page.wait_for_selector("[data-testid=history-item]:not([data-current=true])")
+    agent.page.locator("[data-testid=history-item]:not([data-current=true])").first.click()
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 2")
+    expect(bar).to_have_attribute("data-count", "1")

@@ -177,3 +177,24 @@ async def test_head_task_id_is_allocated_once_taken_by_the_first_turn_and_by_rec
     adopted = await history.reconcile({"s": (msgs + msgs, 9)})
     history.forget_active("s")
     assert adopted == ["s"] and (await history.active("s"))[0].taskId == fresh
+
+
+async def test_the_conversation_key_changes_on_new_conversation_and_resume_even_before_the_id_is_known():
+    """Views keyed on the active conversation (the checkpoint bar) must see New conversation and
+    resume although ``conversation_id`` reads ``None`` on both sides of the change."""
+    records, storage = await opened(), MemoryStorage()
+    tab = Page(records, storage)
+    await tab.send("/regenerate scene-1 one")
+    first = await tab.runtime.conversation(STAGE)
+    seen = [tab.runtime.conversation_key(STAGE)]
+    tab.runtime.clear_thread()
+    await tab.settle()
+    seen.append(tab.runtime.conversation_key(STAGE))
+    assert seen[1][0] is None and seen[1] != seen[0]
+    messages = await tab.recorder.run(STAGE, lambda: tab.history.resume(
+        STAGE, first, [], tab.store.updated_at(STAGE), tab.clock()))
+    tab.runtime.replace_thread(STAGE, messages)
+    seen.append(tab.runtime.conversation_key(STAGE))
+    assert seen[2][0] is None and seen[2] != seen[1]  # both None, still told apart
+    assert await tab.runtime.conversation(STAGE, allocate=False) == first
+    assert (await tab.summary(first))["count"] == 1
