@@ -169,6 +169,15 @@ class HistoryView:
 
     def _decorate_turns(self) -> None:
         turns = getattr(self, "_turns", {})
+        log = document.getElementById("agent-messages")
+        at_end = not is_none(log) and log.scrollHeight - log.scrollTop - log.clientHeight < 40
+        try:
+            self._decorate(turns)
+        finally:
+            if at_end:  # the lines arrive after the thread was drawn: a reader at the newest message stays there
+                log.scrollTop = log.scrollHeight
+
+    def _decorate(self, turns: dict) -> None:
         for node in document.querySelectorAll("[data-testid=agent-message][data-role=assistant]"):
             turn = turns.get(node.getAttribute("data-message-id"))
             line = node.querySelector("[data-testid=turn-meta]")
