@@ -71,8 +71,10 @@ def test_long_paragraph_renders_collapsed_and_expands_by_keyboard_in_chunks(agen
     assert agent.stored()["state"]["threads"]["intro-ml"]["messages"][0]["content"][0]["text"] == text
     agent.reload()
     assert agent.messages().nth(0).locator("[data-testid=agent-message-text]").get_attribute("data-long") == "collapsed"
-    short = agent.messages().nth(1).locator("[data-testid=agent-message-text]")
-    assert short.get_attribute("data-long") is None and short.locator("[data-testid=agent-message-expand]").count() == 0
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 2")
+    short = agent.messages().nth(1)  # the short reply: plain bubble, or Markdown once markdown-it is there
+    assert short.locator("[data-long]").count() == 0 and short.locator("[data-testid=agent-message-expand]").count() == 0
+    assert short.locator("[data-testid=agent-message-text], [data-testid=markdown]").count() == 1
 
 
 # ---- item 5: courses by URL stay reachable; Back/Forward ------------------------------------
