@@ -407,9 +407,8 @@ class SlowWrites(MemoryBackend):
         return await super().write(ops)
 
 
-async def test_a_turn_reads_as_running_until_its_history_record_is_written():
-    """A reload once the panel says idle must find the turn's meta (DESIGN.md §9): the runtime
-    reports idle only after the history write of the turn is done."""
+def slow_history_runtime() -> tuple[AgentRuntime, SlowWrites, HistoryRecorder]:
+    """A runtime on course ``s`` whose history writes wait for ``backend.gate``."""
     clock = Clock()
     backend = SlowWrites()
     svc, _, _ = service(clock=clock, backend=backend)
@@ -417,6 +416,13 @@ async def test_a_turn_reads_as_running_until_its_history_record_is_written():
     runtime = AgentRuntime(ThreadStore(MemoryStorage()), DemoAgent(), clock=clock, history=recorder)
     runtime.hydrate()
     runtime.set_stage("s")
+    return runtime, backend, recorder
+
+
+async def test_a_turn_reads_as_running_until_its_history_record_is_written():
+    """A reload once the panel says idle must find the turn's meta (DESIGN.md §9): the runtime
+    reports idle only after the history write of the turn is done."""
+    runtime, backend, recorder = slow_history_runtime()
     seen = []
     runtime.subscribe(lambda: seen.append(runtime.is_running))
     await runtime.send("hello there")
@@ -437,13 +443,7 @@ async def test_a_history_write_that_hangs_holds_the_panel_only_for_a_bounded_tim
 
     import app.runtime as runtime_module
     monkeypatch.setattr(runtime_module, "RECORD_WAIT_S", 0.01)
-    clock = Clock()
-    backend = SlowWrites()
-    svc, _, _ = service(clock=clock, backend=backend)
-    recorder = HistoryRecorder(svc)
-    runtime = AgentRuntime(ThreadStore(MemoryStorage()), DemoAgent(), clock=clock, history=recorder)
-    runtime.hydrate()
-    runtime.set_stage("s")
+    runtime, backend, recorder = slow_history_runtime()
     await runtime.send("hello there")
     assert runtime.is_running
     await asyncio.sleep(0.05)
@@ -453,7 +453,7 @@ async def test_a_history_write_that_hangs_holds_the_panel_only_for_a_bounded_tim
     await task
     backend.gate.set()
     await recorder.drain()
-    assert len((await svc.active("s"))[1]) == 2  # both turns written, in order, once the store answered
+    assert len((await recorder.service.active("s"))[1]) == 2  # both turns written, in order, once the store answered
 
 
 # -- stats text with plural forms (DESIGN.md §7) -----------------------------------------
