@@ -21,6 +21,7 @@ from urllib.parse import urlencode
 
 import pytest
 
+from tests.e2e import renderer_crashes
 from tools import fake_openai, vendor
 from tools.serve import make_server
 
@@ -52,7 +53,44 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):
     path = os.environ.get("AGENTBAR_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-    return {**browser_type_launch_args, "executable_path": path, "args": CHROMIUM_FLAGS}
+    executable = renderer_crashes.logged_executable(path)  # its standard error, for crash reports
+    return {**browser_type_launch_args, "executable_path": executable, "args": CHROMIUM_FLAGS}
+
+
+@pytest.fixture(scope="session")
+def _browser_holder(launch_browser):
+    holder = renderer_crashes.BrowserHolder(launch_browser)
+    yield holder
+    holder.close()
+    shutil.rmtree(renderer_crashes.LOG_DIR, ignore_errors=True)
+
+
+@pytest.fixture
+def browser(_browser_holder):
+    """pytest-playwright's shared browser, launched anew after a renderer crash (renderer_crashes)."""
+    return _browser_holder.get()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    renderer_crashes.mark_test_start()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and renderer_crashes.is_crash(str(report.longrepr)):
+        attempt = getattr(item, "execution_count", 1)
+        report.sections.append(("renderer crash", renderer_crashes.note(item.nodeid, attempt)))
+
+
+def pytest_terminal_summary(terminalreporter):
+    lines = renderer_crashes.summary_lines()
+    if lines:
+        terminalreporter.write_sep("-", "Chromium renderer crashes")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")
@@ -78,9 +116,13 @@ class AgentPage:
         self.allowed_origins: list[str] = []  # besides base_url: only the fake model server's origin (fake_model)
         self.dialogs: list[str] = []
         self.crashed = False  # the renderer died (Playwright's "crash" event): said by wait_ready
-        page.on("crash", lambda _page: setattr(self, "crashed", True))
+        page.on("crash", self._on_crash)
         page.on("request", lambda request: self.requests.append(request.url))
         page.on("dialog", self._on_dialog)
+
+    def _on_crash(self, _page) -> None:
+        self.crashed = True
+        renderer_crashes.ask_relaunch()
 
     def _on_dialog(self, dialog) -> None:
         self.dialogs.append(dialog.message)
