@@ -16,6 +16,7 @@ launched anew, and every crash is written down so that a run that still fails sa
 from __future__ import annotations
 
 import os
+import platform
 import resource
 import shlex
 import shutil
@@ -147,6 +148,7 @@ class BrowserHolder:
         if self.browser is None:
             self.browser = self._launch()
             self.launches += 1
+            set_browser_version(self.browser.version)
         return self.browser
 
     def close(self) -> None:
@@ -158,12 +160,44 @@ class BrowserHolder:
             self.browser = None
 
 
+def machine() -> str:
+    """One line on the machine as a whole: architecture, kernel, CPU model and address sizes,
+    memory in all, and the Chromium build the tests drive (machines of one kind have differed in
+    how often a renderer dies)."""
+    cpu, sizes, total = "unknown CPU", "", "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and cpu == "unknown CPU":
+                cpu = value.strip()
+            elif key.strip() == "address sizes" and not sizes:
+                sizes = f" ({value.strip()})"
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                total = _mib(int(line.split()[1]) * 1024)
+    except OSError:
+        pass
+    return f"{platform.machine()}, Linux {platform.release()}, {cpu}{sizes}, memory {total}, {_browser_version}"
+
+
+_browser_version = "Chromium version unknown"
+
+
+def set_browser_version(version: str) -> None:
+    """The version Playwright reports for the launched browser (said once in the summary)."""
+    global _browser_version
+    _browser_version = f"Chromium {version}"
+
+
 def summary_lines() -> list[str]:
     """The terminal summary's lines on renderer crashes: a count, then each crash's test and facts
     (the first ten)."""
     if not crashes:
         return []
-    lines = [f"{len(crashes)} Chromium renderer crash(es); each test that crashed ran again in a new browser"]
+    lines = [
+        f"{len(crashes)} Chromium renderer crash(es); each test that crashed ran again in a new browser",
+        f"machine: {machine()}",
+    ]
     for test_id, attempt, found in crashes[:10]:
         lines.append(f"- {test_id} (attempt {attempt})")
         lines += [f"    {line}" for line in found.splitlines()]
