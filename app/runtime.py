@@ -58,6 +58,7 @@ from app.model import COMPLETE, Message, MessageStatus, TextPart, ToolCallPart
 from app.presentation import tool_card_view
 from app.projection import FAILED, STOPPED, deserialize_thread, serialize_thread
 from app.stage import StageEdits
+from app.store import Notice
 
 __all__ = ["AgentRuntime", "CANCELLED", "FAILED", "RUNNING"]
 
@@ -90,6 +91,7 @@ class _Session:
     started_at: int = 0  # clock() at send, for the turn's duration (DESIGN.md §9)
     usage: UsageReport | UsageReported | None = None  # the agent's last usage report of the turn in flight
     recording: asyncio.Future | None = field(default=None, repr=False)  # the ended turn's history write (§9)
+    conversation: asyncio.Future | None = field(default=None, repr=False)  # id of the conversation the turn continues
 
 
 def _new_id() -> str:
@@ -198,8 +200,10 @@ class AgentRuntime:
         history = list(session.messages)
         reply = Message(id=_new_id(), role="assistant", content=[], status=RUNNING)
         session.messages += [Message(id=_new_id(), role="user", content=[TextPart(text=text)]), reply]
-        if self.checkpoints is not None:  # a conversation starts (or goes on): its id is at hand for its versions
-            asyncio.ensure_future(self.conversation(session.stage_id))
+        if self.checkpoints is not None or self._history is not None:
+            # a conversation starts (or goes on): its id is at hand for its versions, and for its turn
+            # should another tab make another conversation the course's active one meanwhile (_finish)
+            session.conversation = asyncio.ensure_future(self.conversation(session.stage_id))
         task = asyncio.create_task(self._run(session, history, text, reply))
         session.task, session.started_at, session.usage = task, self._clock(), None
         task.add_done_callback(lambda done: self._finish(session, reply, done))
@@ -403,6 +407,10 @@ class AgentRuntime:
                     part.is_error = True  # interrupted: saved with isError and no result
         else:
             reply.status = COMPLETE
+        task_id = self._replaced_elsewhere(session)
+        if task_id is not None:
+            self._keep_in_its_conversation(session, reply, task_id)
+            return
         result = self._store.save(session.stage_id, serialize_thread(session.messages), self._clock(),
                                   base=session.base)
         session.base = self._store.load(session.stage_id) or []
@@ -410,13 +418,61 @@ class AgentRuntime:
             session.messages = deserialize_thread(session.base)
         self._after_store_call()
         if self._history is not None:
-            # usage None = not reported (DESIGN.md §12: a server without usage, or a turn that failed first)
-            meta = session.usage.to_turn_meta() if session.usage is not None else {"model": "", "usage": None}
+            meta = self._turn_meta(session)
             self._hold_until_recorded(session, self._history.turn_completed(
                 session.stage_id, session.base if result.written else serialize_thread(session.messages),
                 self._store.updated_at(session.stage_id), meta["usage"], meta["model"],
                 self._clock() - session.started_at, reply.id))
         self._forget_if_idle(session)
+        self._notify()
+
+    def _turn_meta(self, session: _Session) -> dict[str, Any]:
+        # usage None = not reported (DESIGN.md §12: a server without usage, or a turn that failed first)
+        return session.usage.to_turn_meta() if session.usage is not None else {"model": "", "usage": None}
+
+    def _replaced_elsewhere(self, session: _Session) -> str | None:
+        """The id of the conversation an ending turn continues, when another tab made another
+        conversation ``session``'s course's active one while it ran (resumed one, or started a new
+        one: the stored thread no longer goes on from ``session.base``, ``ThreadStore.replaced_elsewhere``)
+        and history can keep the turn with its own conversation; else ``None`` (the turn is saved and
+        merged as usual, DESIGN.md §5)."""
+        pending = session.conversation
+        if (self._history is None or not session.base or pending is None or not pending.done()
+                or pending.cancelled() or pending.exception() is not None or not isinstance(pending.result(), str)
+                or not getattr(self._history, "keeps_conversations", False)):
+            return None
+        replaced = getattr(self._store, "replaced_elsewhere", None)
+        return pending.result() if replaced is not None and replaced(session.stage_id, session.base) else None
+
+    def _keep_in_its_conversation(self, session: _Session, reply: Message, task_id: str) -> None:
+        """The turn ended on a conversation another tab replaced as the course's active one: history
+        records it in conversation ``task_id`` (DESIGN.md §9), the course's stored thread stays the
+        other tab's choice, and this tab follows it with the ``history-turn-kept`` notice. Should
+        history fail to write it, the turn is saved and merged into the stored thread instead, as
+        without history (DESIGN.md §5): never lost."""
+        stage_id, messages = session.stage_id, serialize_thread(session.messages)
+        meta = self._turn_meta(session)
+        pending = self._history.turn_completed_in(task_id, stage_id, messages, meta["usage"], meta["model"],
+                                                  self._clock() - session.started_at, reply.id)
+        follow = self._load(stage_id)  # what the other tab made the course's thread
+        self._sessions[stage_id] = follow
+        self._forget_conversation(stage_id)
+        base = session.base
+
+        def recorded(done: asyncio.Future) -> None:
+            if not done.cancelled() and done.exception() is None and done.result() is not None:
+                self.add_notice(Notice("history-turn-kept", {"stage_id": stage_id}))
+                return
+            _log.error("history could not keep a turn of %r in its conversation: saved to the thread", stage_id)
+            self._store.save(stage_id, messages, self._clock(), base=base)  # merged after the other tab's turns
+            self._after_store_call()
+            shown = self._sessions.get(stage_id)
+            if shown is not None and shown.task is None:
+                self._sessions[stage_id] = self._load(stage_id)
+            self._notify()
+        pending.add_done_callback(recorded)
+        self._hold_until_recorded(follow, pending)
+        self._forget_if_idle(follow)
         self._notify()
 
     # -- helpers -------------------------------------------------------------

@@ -573,6 +573,20 @@ class ThreadStore:
                 return replace(result, merged=True) if merged else result
         raise AssertionError("unreachable: a whole write never asks to start over")  # pragma: no cover
 
+    def replaced_elsewhere(self, stage_id: str, base: list[dict[str, Json]]) -> bool:
+        """True when another tab replaced ``stage_id``'s thread since ``base`` (what this tab built on,
+        as ``load`` returned it) with one that does not go on from it: it resumed another conversation
+        or started a new one (the course cleared, or its thread begun anew). False when ``base`` is
+        empty, when the stored thread is ``base`` or extends it (turns another tab saved on the same
+        conversation, which ``save`` merges, DESIGN.md §5), and when this tab holds the course's
+        latest version in memory (``memory_only``: storage is not this tab's record of it)."""
+        if not base or stage_id in self._memory:
+            return False
+        self._sync()
+        current = self._threads.get(stage_id)
+        stored = current.messages if current is not None else []
+        return stored is not base and stored[: len(base)] != base
+
     def clear(self, stage_id: str) -> None:
         """Remove ``stage_id``'s thread from ``threads``; other courses stay as stored (DESIGN.md §4).
 

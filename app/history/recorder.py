@@ -44,6 +44,21 @@ class HistoryRecorder:
             stage_id, list(messages), updated_at, usage=usage, model=model, duration_ms=duration_ms,
             message_id=message_id))
 
+    def turn_completed_in(self, task_id: str, stage_id: str, messages: list[dict], usage: dict[str, int] | None,
+                          model: str, duration_ms: int, message_id: str | None) -> asyncio.Future:
+        """A turn of conversation ``task_id``, which another tab replaced as ``stage_id``'s active one while
+        the turn ran: record it there (``HistoryService.record_turn_in``; the future's result is ``None``
+        when history could not)."""
+        return self._schedule(stage_id, lambda: self.service.record_turn_in(
+            task_id, stage_id, list(messages), usage=usage, model=model, duration_ms=duration_ms,
+            message_id=message_id))
+
+    @property
+    def keeps_conversations(self) -> bool:
+        """True while history is open and can record conversations (``HistoryService.available`` and
+        ``keeps_conversations``)."""
+        return self.service.available is True and bool(self.service.keeps_conversations)
+
     def archived(self, stage_id: str, messages: list[dict], updated_at: int | None) -> asyncio.Future:
         """New conversation: keep the thread in history and end it as the active one."""
         return self._schedule(stage_id, lambda: self.service.archive(stage_id, list(messages), updated_at))

@@ -276,28 +276,63 @@ class HistoryService:
         async def work():
             await self._ensure_titles(messages)
             async with self._lock:
-                now = self._clock()
                 meta = await self._head_meta(stage_id)
                 turns = self._turn_list(await self._db.get("turns", meta.taskId)) if meta else []
                 if meta is None:  # the first turn: the conversation takes the id allocated for its head
-                    meta = self._new_meta(stage_id, messages, now, await self._head_id(stage_id))
-                counts = None if usage is None else Usage.model_validate(
-                    {k: int(usage.get(k, 0)) for k in ("inputTokens", "outputTokens", "totalTokens")})
-                turn = TurnMeta(turnId=len(turns) + 1, timestamp=iso(now), usage=counts, model=model,
-                                duration=max(0, int(duration_ms)), messageId=message_id)
-                turns.append(turn)
-                added = counts or Usage()  # a turn without reported usage adds nothing to the stats
-                stats = Stats(credits=meta.stats.credits, inputTokens=meta.stats.inputTokens + added.inputTokens,
-                              outputTokens=meta.stats.outputTokens + added.outputTokens,
-                              totalTokens=meta.stats.totalTokens + added.totalTokens)
-                meta = meta.model_copy(update={"taskName": meta.taskName or title_of(messages) or "",
-                                               "updatedAt": max(now, meta.updatedAt), "stats": stats,
-                                               "turnCount": len(turns), "durationMs": meta.durationMs + turn.duration})
+                    meta = self._new_meta(stage_id, messages, self._clock(), await self._head_id(stage_id))
+                meta, turn = self._add_turn(meta, turns, messages, usage, model, duration_ms, message_id)
                 await self._db.write(self._ops(meta, messages, turns, True, synced_at))
                 self._turns[stage_id], self._metas[stage_id] = turns, meta
             self._changed("record", meta.taskId, stage_id)
             return turn
         return await self._guard(work, writes=True)
+
+    async def record_turn_in(self, task_id: str, stage_id: str, messages: list[dict], *,
+                             usage: dict[str, int] | None, model: str, duration_ms: int,
+                             message_id: str | None) -> TurnMeta | None:
+        """A completed turn of conversation ``task_id`` of ``stage_id`` that is no longer the course's
+        active one: another tab resumed another conversation or started a new one while the turn ran
+        (DESIGN.md §9: its turns stay with the conversation they continue). ``messages``: that
+        conversation's whole slim thread with the turn. The head is left as it is; the conversation
+        is created under ``task_id`` if history has no record of it yet. Returns the turn meta, or
+        ``None`` when history could not write it (``ValueError`` for a malformed ``task_id``)."""
+        if not TASK_ID.match(task_id):
+            raise ValueError(f"not a task id: {task_id!r}")
+
+        async def work():
+            await self._ensure_titles(messages)
+            async with self._lock:
+                meta = self._meta(await self._db.get("conversations", task_id))
+                turns = self._turn_list(await self._db.get("turns", task_id)) if meta else []
+                if meta is None:
+                    meta = self._new_meta(stage_id, messages, self._clock(), task_id)
+                meta, turn = self._add_turn(meta, turns, messages, usage, model, duration_ms, message_id)
+                await self._db.write(self._ops(meta, messages, turns, False, None))
+                cached = self._metas.get(stage_id)
+                if cached is not None and cached.taskId == task_id:  # this tab still took it for the active one
+                    self.forget_active(stage_id)
+            self._changed("record", task_id, stage_id)
+            return turn
+        return await self._guard(work, writes=True)
+
+    def _add_turn(self, meta: TaskMeta, turns: list[TurnMeta], messages: list[dict], usage: dict[str, int] | None,
+                  model: str, duration_ms: int, message_id: str | None) -> tuple[TaskMeta, TurnMeta]:
+        """Append the turn's meta to ``turns`` (in place) and return ``meta`` with its stats, turn count,
+        duration and title brought up to date, and the new turn (DESIGN.md §9 per-turn meta)."""
+        now = self._clock()
+        counts = None if usage is None else Usage.model_validate(
+            {k: int(usage.get(k, 0)) for k in ("inputTokens", "outputTokens", "totalTokens")})
+        turn = TurnMeta(turnId=len(turns) + 1, timestamp=iso(now), usage=counts, model=model,
+                        duration=max(0, int(duration_ms)), messageId=message_id)
+        turns.append(turn)
+        added = counts or Usage()  # a turn without reported usage adds nothing to the stats
+        stats = Stats(credits=meta.stats.credits, inputTokens=meta.stats.inputTokens + added.inputTokens,
+                      outputTokens=meta.stats.outputTokens + added.outputTokens,
+                      totalTokens=meta.stats.totalTokens + added.totalTokens)
+        meta = meta.model_copy(update={"taskName": meta.taskName or title_of(messages) or "",
+                                       "updatedAt": max(now, meta.updatedAt), "stats": stats,
+                                       "turnCount": len(turns), "durationMs": meta.durationMs + turn.duration})
+        return meta, turn
 
     async def active(self, stage_id: str) -> tuple[TaskMeta | None, list[TurnMeta]]:
         """The active conversation's meta and turns (read once per course, then kept)."""

@@ -391,3 +391,30 @@ def test_resume_while_a_reply_streams_says_why_nothing_changed(agent):
     assert "still coming" in agent.messages().first.inner_text()  # the active thread was not replaced
     agent.testid("agent-stop").click()
     agent.wait_idle()
+
+
+def test_a_reply_streaming_while_another_tab_starts_a_new_conversation_stays_with_its_own(agent, second_agent):
+    """Tab A's turn runs while tab B starts a new conversation on the same course: the reply is kept
+    in history with the conversation it continues (DESIGN.md §9), not made the start of B's new one."""
+    agent.open(course="intro-ml", delay=60)
+    wait_history(agent)
+    agent.send("alpha question")
+    second_agent.open(course="intro-ml")
+    wait_history(second_agent)
+    assert second_agent.messages().count() == 2
+    agent.send("beta question", wait=False)
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'")
+    second_agent.testid("agent-new-conversation").click()
+    assert second_agent.messages().count() == 0
+    agent.wait_idle()
+    agent.page.wait_for_selector("[data-testid=agent-notice][data-code=history-turn-kept]")
+    assert agent.messages().count() == 0  # tab A follows the course's new (empty) conversation
+    assert "intro-ml" not in ((agent.stored() or {}).get("state", {}).get("threads", {}))
+    open_list(agent)
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '1'")
+    assert agent.testid("history-title").first.inner_text() == "alpha question"
+    agent.testid("history-item").first.click()
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 4")
+    stored = agent.stored()["state"]["threads"]["intro-ml"]["messages"]
+    assert [m["content"][0]["text"] for m in stored if m["role"] == "user"] == ["alpha question", "beta question"]
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=conversation-stats]').dataset.turns === '2'")

@@ -896,3 +896,22 @@ def test_storage_lost_while_a_course_is_kept_in_memory_keeps_that_version():
     assert [store.load(k) for k in ("a", "big", "c")] == [thread("a"), thread("b" * 1_000), thread("c")]
     store.clear("big")
     assert store.load("big") is None and store.load("a") == thread("a")
+
+
+def test_replaced_elsewhere_tells_another_conversation_from_more_turns_on_the_same_one():
+    tab1 = MemoryStorage()
+    tab2 = MemoryStorage.shared_with(tab1)
+    store1, store2 = open_store(tab1), open_store(tab2)
+    store1.save("a", thread("one"), 1)
+    base = store1.load("a")
+    store2.reload()
+    assert not store1.replaced_elsewhere("a", base) and not store1.replaced_elsewhere("a", [])
+    store2.save("a", base + thread("two"), 2)  # the same conversation goes on in the other tab
+    assert not store1.replaced_elsewhere("a", base)
+    store2.save("a", thread("another conversation"), 3)  # resumed another one there
+    assert store1.replaced_elsewhere("a", base)
+    store2.clear("a")  # New conversation there
+    assert store1.replaced_elsewhere("a", base)
+    store2.save("a", thread("begun anew"), 4)
+    assert store1.replaced_elsewhere("a", base)
+    assert not store1.replaced_elsewhere("b", [])

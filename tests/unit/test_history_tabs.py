@@ -1,0 +1,193 @@
+"""Two tabs on one course: a turn that ends after the other tab made another conversation the
+course's active one is kept with the conversation it continues (DESIGN.md §9), never filed into
+the other tab's choice; without a history write it is merged into the stored thread (§5)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+
+from app.agent import DemoAgent
+from app.history import HistoryService
+from app.history.recorder import HistoryRecorder
+from app.projection import serialize_thread
+from app.records import MemoryBackend
+from app.runtime import AgentRuntime
+from app.storage import MemoryStorage
+from app.store import ThreadStore
+
+T0 = 1_780_000_000_000
+
+
+class Clock:
+    def __init__(self):
+        self.now = T0
+
+    def __call__(self):
+        self.now += 1
+        return self.now
+
+
+class Gate:
+    """The demo agent's pause between tokens: passes at once until ``close``, then waits for ``open``."""
+
+    def __init__(self):
+        self.event = asyncio.Event()
+        self.event.set()
+
+    def close(self):
+        self.event.clear()
+
+    def open(self):
+        self.event.set()
+
+    async def sleep(self, _seconds):
+        await self.event.wait()
+
+
+class Tab:
+    """One tab: its own store, history service (own caches), recorder and runtime, over the shared
+    localStorage and IndexedDB of the origin."""
+
+    def __init__(self, storage, backend, clock, counter):
+        self.gate = Gate()
+        self.service = HistoryService(backend, clock=clock,
+                                      random_bytes=lambda n: bytes([next(counter) % 256] * n))
+        self.recorder = HistoryRecorder(self.service)
+        self.store = ThreadStore(storage)
+        self.runtime = AgentRuntime(self.store, DemoAgent(delay_ms=1, sleep=self.gate.sleep), clock=clock,
+                                    history=self.recorder)
+        self.clock = clock
+
+    async def start(self):
+        await self.service.open()
+        self.runtime.hydrate()
+        self.runtime.set_stage("s")
+
+    async def turn(self, text):
+        await self.runtime.send(text)
+        await self.recorder.drain()
+        await asyncio.sleep(0)
+
+    def streaming(self, text):
+        """Send ``text`` with the agent held after its first token; returns the turn's task."""
+        self.gate.close()
+        return self.runtime.send(text)
+
+    async def resume(self, task_id):
+        current = self.store.load("s") or []
+        messages = await self.service.resume("s", task_id, current, self.store.updated_at("s"), self.clock())
+        assert self.runtime.replace_thread("s", messages)
+        await self.recorder.drain()
+
+
+async def two_tabs():
+    storage, backend, clock, counter = MemoryStorage(), MemoryBackend(), Clock(), itertools.count()
+    a = Tab(storage, backend, clock, counter)
+    b = Tab(MemoryStorage.shared_with(storage), backend, clock, counter)
+    await a.start()
+    await b.start()
+    return a, b
+
+
+async def finish(tab, task):
+    for _ in range(3):
+        await asyncio.sleep(0)
+    tab.gate.open()
+    await task
+    await tab.recorder.drain()
+    await asyncio.sleep(0)
+
+
+def texts(messages):
+    return [part["text"] for m in messages for part in m["content"] if part["type"] == "text" and m["role"] == "user"]
+
+
+async def test_a_turn_ending_after_another_tab_resumed_another_conversation_stays_with_its_own():
+    a, b = await two_tabs()
+    await a.turn("old topic")
+    a.runtime.clear_thread()  # "old topic" is archived: the conversation B will resume
+    await a.recorder.drain()
+    old = (await a.service.page("s")).items[0].taskId
+    await a.turn("alpha")
+    current = await a.service.head_task_id("s", allocate=False)
+    assert current != old
+    b.runtime.on_storage_changed()
+
+    task = a.streaming("beta")
+    await asyncio.sleep(0)
+    await b.resume(old)  # tab B makes the old conversation the course's active one meanwhile
+    a.runtime.on_storage_changed()  # the storage event reaches tab A while its turn runs
+    await finish(a, task)
+
+    stored = a.store.load("s")
+    assert texts(stored) == ["old topic"]  # B's choice stands in localStorage
+    assert [m.id for m in a.runtime.messages] == [m["id"] for m in stored]  # tab A follows it
+    kept, messages, _ = await b.service.bundle(current)
+    assert texts(messages) == ["alpha", "beta"] and kept.turnCount == 2  # the turn is in its own conversation
+    resumed, messages, _ = await b.service.bundle(old)
+    assert texts(messages) == ["old topic"] and resumed.turnCount == 1
+    assert await b.service.head_task_id("s", allocate=False) == old
+    assert await b.service.total("s") == 2
+    assert [n.code for n in a.runtime.notices] == ["history-turn-kept"]
+    assert not a.runtime.is_running
+
+
+async def test_a_turn_ending_after_another_tab_started_a_new_conversation_goes_to_the_archived_one():
+    a, b = await two_tabs()
+    await a.turn("alpha")
+    current = await a.service.head_task_id("s", allocate=False)
+    b.runtime.on_storage_changed()
+
+    task = a.streaming("beta")
+    await asyncio.sleep(0)
+    b.runtime.clear_thread()  # New conversation in tab B: "alpha" is archived, the course is empty
+    await b.recorder.drain()
+    a.runtime.on_storage_changed()
+    await finish(a, task)
+
+    assert a.store.load("s") is None and a.runtime.messages == []
+    kept, messages, _ = await b.service.bundle(current)
+    assert texts(messages) == ["alpha", "beta"] and kept.turnCount == 2
+    assert await b.service.total("s") == 1  # no stray conversation made of the lone "beta" turn
+    assert await b.service.head_task_id("s", allocate=False) is None
+    assert [n.code for n in a.runtime.notices] == ["history-turn-kept"]
+
+
+async def test_when_history_cannot_keep_it_the_turn_is_merged_into_the_stored_thread():
+    a, b = await two_tabs()
+    await a.turn("old topic")
+    a.runtime.clear_thread()
+    await a.recorder.drain()
+    old = (await a.service.page("s")).items[0].taskId
+    await a.turn("alpha")
+    b.runtime.on_storage_changed()
+
+    async def refused(*_args, **_kw):
+        return None  # what HistoryService's guard returns when IndexedDB fails the write
+
+    a.service.record_turn_in = refused
+    task = a.streaming("beta")
+    await asyncio.sleep(0)
+    await b.resume(old)
+    await finish(a, task)
+
+    assert texts(a.store.load("s")) == ["old topic", "beta"]  # appended after the other tab's thread: not lost
+    assert texts(serialize_thread(a.runtime.messages)) == ["old topic", "beta"]
+    assert "history-turn-kept" not in [n.code for n in a.runtime.notices]
+
+
+async def test_a_turn_of_the_same_conversation_in_the_other_tab_is_still_merged_before_this_ones():
+    a, b = await two_tabs()
+    await a.turn("alpha")
+    b.runtime.on_storage_changed()
+    current = await a.service.head_task_id("s", allocate=False)
+
+    task = a.streaming("beta")
+    await asyncio.sleep(0)
+    await b.turn("gamma")  # the same conversation goes on in tab B
+    await finish(a, task)
+
+    assert texts(a.store.load("s")) == ["alpha", "gamma", "beta"]
+    assert await b.service.head_task_id("s", allocate=False) == current
+    assert list(a.runtime.notices) == []
