@@ -448,8 +448,8 @@ class AgentRuntime:
         """The turn ended on a conversation another tab replaced as the course's active one: history
         records it in conversation ``task_id`` (DESIGN.md §9), the course's stored thread stays the
         other tab's choice, and this tab follows it with the ``history-turn-kept`` notice. Should
-        history fail to write it, the turn is saved and merged into the stored thread instead, as
-        without history (DESIGN.md §5): never lost."""
+        history fail to write it, or not finish within ``RECORD_WAIT_S``, the turn is saved and merged
+        into the stored thread instead, as without history (DESIGN.md §5): never lost."""
         stage_id, messages = session.stage_id, serialize_thread(session.messages)
         meta = self._turn_meta(session)
         pending = self._history.turn_completed_in(task_id, stage_id, messages, meta["usage"], meta["model"],
@@ -457,19 +457,28 @@ class AgentRuntime:
         follow = self._load(stage_id)  # what the other tab made the course's thread
         self._sessions[stage_id] = follow
         self._forget_conversation(stage_id)
-        base = session.base
+        base, saved = session.base, []
 
-        def recorded(done: asyncio.Future) -> None:
-            if not done.cancelled() and done.exception() is None and done.result() is not None:
-                self.add_notice(Notice("history-turn-kept", {"stage_id": stage_id}))
+        def save_to_thread() -> None:
+            if saved:
                 return
-            _log.error("history could not keep a turn of %r in its conversation: saved to the thread", stage_id)
+            saved.append(True)
+            _log.error("history did not keep a turn of %r in its conversation: saved to the thread", stage_id)
             self._store.save(stage_id, messages, self._clock(), base=base)  # merged after the other tab's turns
             self._after_store_call()
             shown = self._sessions.get(stage_id)
             if shown is not None and shown.task is None:
                 self._sessions[stage_id] = self._load(stage_id)
             self._notify()
+
+        def recorded(done: asyncio.Future) -> None:
+            if done.cancelled() or done.exception() is not None or done.result() is None:
+                save_to_thread()
+            elif not saved:
+                self.add_notice(Notice("history-turn-kept", {"stage_id": stage_id}))
+        # A history write that hangs past RECORD_WAIT_S (the panel is released then) must not leave the
+        # turn only in memory: it is saved to the thread too (kept twice rather than lost).
+        asyncio.get_running_loop().call_later(RECORD_WAIT_S, lambda: None if pending.done() else save_to_thread())
         pending.add_done_callback(recorded)
         self._hold_until_recorded(follow, pending)
         self._forget_if_idle(follow)

@@ -191,3 +191,33 @@ async def test_a_turn_of_the_same_conversation_in_the_other_tab_is_still_merged_
     assert texts(a.store.load("s")) == ["alpha", "gamma", "beta"]
     assert await b.service.head_task_id("s", allocate=False) == current
     assert list(a.runtime.notices) == []
+
+
+async def test_a_history_write_that_hangs_leaves_the_turn_in_the_stored_thread_too(monkeypatch):
+    import app.runtime
+    monkeypatch.setattr(app.runtime, "RECORD_WAIT_S", 0.05)
+    a, b = await two_tabs()
+    await a.turn("old topic")
+    a.runtime.clear_thread()
+    await a.recorder.drain()
+    old = (await a.service.page("s")).items[0].taskId
+    await a.turn("alpha")
+    b.runtime.on_storage_changed()
+    never = asyncio.Event()
+
+    async def hangs(*_args, **_kw):
+        await never.wait()
+
+    a.service.record_turn_in = hangs
+    task = a.streaming("beta")
+    await asyncio.sleep(0)
+    await b.resume(old)
+    for _ in range(3):
+        await asyncio.sleep(0)
+    a.gate.open()
+    await task
+    await asyncio.sleep(0)
+    assert texts(a.store.load("s")) == ["old topic"] and a.runtime.is_running  # held while history writes
+    await asyncio.sleep(0.1)
+    assert texts(a.store.load("s")) == ["old topic", "beta"] and not a.runtime.is_running
+    never.set()
