@@ -32,6 +32,10 @@ CHROMIUM_FLAGS = [
     "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
 ]
 TIMEOUT_MS = 90_000
+# A part during which Chromium's renderer process died ("Target crashed", which some CI machines show
+# often and this kind of machine rarely) runs again in a browser launched anew, at most this many times;
+# the crash is counted in the result (``renderer_crashes``), never silently.
+CRASH_TRIES = 3
 KEY = data.STORAGE_KEY
 CURRENT = "intro-ml"
 
@@ -695,6 +699,9 @@ def print_report(result: dict) -> None:
     print()
     print(f"Machine: {m['cpu']}, {m['cores']} cores; Chromium {m['chromium']}; load average at start "
           f"{m['loadavg_at_start']}, at end {m.get('loadavg_at_end', '—')}; mode {result['mode']}")
+    if result.get("renderer_crashes"):
+        print(f"Chromium's renderer crashed during: {', '.join(result['renderer_crashes'])} (each part ran again "
+              "in a new browser; its figures are from the run that finished)")
     st = result.get("startup")
     if st:
         print(f"\nStart-up to html[data-ready] (median of {result['params']['loads']} cold loads, fresh context each; "
@@ -845,21 +852,36 @@ def main(argv: list[str] | None = None) -> int:
                 part_s[name] = time.time()
                 print(f"{name} … (load average {os.getloadavg()[0]:.2f})", flush=True)
 
+            def measured(name: str, work):
+                for tries in range(CRASH_TRIES + 1):
+                    try:
+                        return work()
+                    except Exception as error:  # Playwright's Error: a renderer crash is the only one retried
+                        if tries == CRASH_TRIES or not any(m in str(error) for m in ("Target crashed", "Page crashed")):
+                            raise
+                        print(f"  {name}: Chromium's renderer crashed; the part runs again in a new browser", flush=True)
+                        result.setdefault("renderer_crashes", []).append(name)
+                        try:
+                            run.browser.close()
+                        except Exception:  # a browser whose process is gone
+                            pass
+                        run.browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS)
+
             def done(name: str) -> None:
                 part_s[name] = round(time.time() - part_s[name], 1)
                 print(f"  {name}: {part_s[name]} s", flush=True)
 
             if "startup" in parts:
                 part("start-up")
-                result["startup"] = bench_startup(run, loads, startup_seed)
+                result["startup"] = measured("start-up", lambda: bench_startup(run, loads, startup_seed))
                 done("start-up")
             if "quota" in parts:
                 part("quota")
-                result["quota"] = bench_quota(run)
+                result["quota"] = measured("quota", lambda: bench_quota(run))
                 done("quota")
             if "save" in parts:
                 part("save")
-                saves, extra = bench_save(run, configs, save_reps, baseline_reps)
+                saves, extra = measured("save", lambda: bench_save(run, configs, save_reps, baseline_reps))
                 result["save"] = saves
                 result["stored"] = {"heavy_turn": extra.get("heavy_turn")}
                 result.setdefault("profile", {})["save_cprofile"] = extra.get("profile_save")
@@ -867,15 +889,16 @@ def main(argv: list[str] | None = None) -> int:
             if "profile" in parts:
                 part("profile")
                 result.setdefault("profile", {})
-                result["profile"].update(profile_startup(run, startup_seed, 1 if args.quick else 3, with_cprofile=not args.quick))
+                result["profile"].update(measured("profile", lambda: profile_startup(
+                    run, startup_seed, 1 if args.quick else 3, with_cprofile=not args.quick)))
                 done("profile")
             for name, module_name in EXTRA_PARTS.items():
                 if name in parts:
                     part(name)
                     module = importlib.import_module(module_name)
-                    result.setdefault("parts", {})[name] = module.run(run, quick=args.quick)
+                    result.setdefault("parts", {})[name] = measured(name, lambda: module.run(run, quick=args.quick))
                     done(name)
-            browser.close()
+            run.browser.close()
     finally:
         server.shutdown()
         server.server_close()
