@@ -90,6 +90,18 @@ async def two_tabs():
     return a, b
 
 
+async def archived_then_active(a, b) -> str:
+    """Tab A archives "old topic" (the conversation tab B will resume) and starts "alpha", which B
+    then shows; returns the archived conversation's task id."""
+    await a.turn("old topic")
+    a.runtime.clear_thread()
+    await a.recorder.drain()
+    old = (await a.service.page("s")).items[0].taskId
+    await a.turn("alpha")
+    b.runtime.on_storage_changed()
+    return old
+
+
 async def finish(tab, task):
     for _ in range(3):
         await asyncio.sleep(0)
@@ -105,14 +117,9 @@ def texts(messages):
 
 async def test_a_turn_ending_after_another_tab_resumed_another_conversation_stays_with_its_own():
     a, b = await two_tabs()
-    await a.turn("old topic")
-    a.runtime.clear_thread()  # "old topic" is archived: the conversation B will resume
-    await a.recorder.drain()
-    old = (await a.service.page("s")).items[0].taskId
-    await a.turn("alpha")
+    old = await archived_then_active(a, b)
     current = await a.service.head_task_id("s", allocate=False)
     assert current != old
-    b.runtime.on_storage_changed()
 
     task = a.streaming("beta")
     await asyncio.sleep(0)
@@ -156,12 +163,7 @@ async def test_a_turn_ending_after_another_tab_started_a_new_conversation_goes_t
 
 async def test_when_history_cannot_keep_it_the_turn_is_merged_into_the_stored_thread():
     a, b = await two_tabs()
-    await a.turn("old topic")
-    a.runtime.clear_thread()
-    await a.recorder.drain()
-    old = (await a.service.page("s")).items[0].taskId
-    await a.turn("alpha")
-    b.runtime.on_storage_changed()
+    old = await archived_then_active(a, b)
 
     async def refused(*_args, **_kw):
         return None  # what HistoryService's guard returns when IndexedDB fails the write
@@ -197,12 +199,7 @@ async def test_a_history_write_that_hangs_leaves_the_turn_in_the_stored_thread_t
     import app.runtime
     monkeypatch.setattr(app.runtime, "RECORD_WAIT_S", 0.05)
     a, b = await two_tabs()
-    await a.turn("old topic")
-    a.runtime.clear_thread()
-    await a.recorder.drain()
-    old = (await a.service.page("s")).items[0].taskId
-    await a.turn("alpha")
-    b.runtime.on_storage_changed()
+    old = await archived_then_active(a, b)
     never = asyncio.Event()
 
     async def hangs(*_args, **_kw):
