@@ -92,6 +92,7 @@ class _Session:
     usage: UsageReport | UsageReported | None = None  # the agent's last usage report of the turn in flight
     recording: asyncio.Future | None = field(default=None, repr=False)  # the ended turn's history write (§9)
     conversation: asyncio.Future | None = field(default=None, repr=False)  # id of the conversation the turn continues
+    switched: bool = False  # another tab made another conversation the course's active one during the turn
 
 
 def _new_id() -> str:
@@ -205,7 +206,7 @@ class AgentRuntime:
             # should another tab make another conversation the course's active one meanwhile (_finish)
             session.conversation = asyncio.ensure_future(self.conversation(session.stage_id))
         task = asyncio.create_task(self._run(session, history, text, reply))
-        session.task, session.started_at, session.usage = task, self._clock(), None
+        session.task, session.started_at, session.usage, session.switched = task, self._clock(), None, False
         task.add_done_callback(lambda done: self._finish(session, reply, done))
         self._notify()
         return task
@@ -411,8 +412,8 @@ class AgentRuntime:
         if task_id is not None:
             self._keep_in_its_conversation(session, reply, task_id)
             return
-        result = self._store.save(session.stage_id, serialize_thread(session.messages), self._clock(),
-                                  base=session.base)
+        own = serialize_thread(session.messages)
+        result = self._store.save(session.stage_id, own, self._clock(), base=session.base)
         session.base = self._store.load(session.stage_id) or []
         if result.merged:  # another tab saved turns on this course meanwhile: show them too
             session.messages = deserialize_thread(session.base)
@@ -422,7 +423,7 @@ class AgentRuntime:
             self._hold_until_recorded(session, self._history.turn_completed(
                 session.stage_id, session.base if result.written else serialize_thread(session.messages),
                 self._store.updated_at(session.stage_id), meta["usage"], meta["model"],
-                self._clock() - session.started_at, reply.id))
+                self._clock() - session.started_at, reply.id, self._conversation_of(session), own))
         self._forget_if_idle(session)
         self._notify()
 
@@ -436,13 +437,32 @@ class AgentRuntime:
         one: the stored thread no longer goes on from ``session.base``, ``ThreadStore.replaced_elsewhere``)
         and history can keep the turn with its own conversation; else ``None`` (the turn is saved and
         merged as usual, DESIGN.md §5)."""
-        pending = session.conversation
-        if (self._history is None or not session.base or pending is None or not pending.done()
-                or pending.cancelled() or pending.exception() is not None or not isinstance(pending.result(), str)
-                or not getattr(self._history, "keeps_conversations", False)):
+        task_id = self._conversation_of(session)
+        if self._history is None or task_id is None or not getattr(self._history, "keeps_conversations", False):
             return None
+        if session.switched:  # another tab's history said so (conversation_changed_elsewhere)
+            return task_id
         replaced = getattr(self._store, "replaced_elsewhere", None)
-        return pending.result() if replaced is not None and replaced(session.stage_id, session.base) else None
+        return task_id if session.base and replaced is not None and replaced(session.stage_id, session.base) else None
+
+    @staticmethod
+    def _conversation_of(session: _Session) -> str | None:
+        """The id of the conversation ``session``'s turn continues, once known (taken at send)."""
+        pending = session.conversation
+        if pending is None or not pending.done() or pending.cancelled() or pending.exception() is not None:
+            return None
+        return pending.result() if isinstance(pending.result(), str) else None
+
+    def conversation_changed_elsewhere(self, stage_id: str, kind: str, task_id: str) -> None:
+        """Another tab's history change (``kind`` ``resume`` of ``task_id``, or ``archive``: New
+        conversation) on ``stage_id``: a turn running there no longer continues the course's active
+        conversation, even when nothing was stored to build on (a first turn), so it ends in its own
+        (``_keep_in_its_conversation``, DESIGN.md §9)."""
+        session = self._sessions.get(stage_id)
+        if session is None or session.task is None or kind not in ("resume", "archive"):
+            return
+        if kind == "archive" or task_id != self._conversation_of(session):
+            session.switched = True
 
     def _keep_in_its_conversation(self, session: _Session, reply: Message, task_id: str) -> None:
         """The turn ended on a conversation another tab replaced as the course's active one: history

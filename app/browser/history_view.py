@@ -386,6 +386,8 @@ class HistoryView:
         except ValueError:
             return
         self.service.forget_active(change.get("stageId", ""))
+        self.runtime.conversation_changed_elsewhere(str(change.get("stageId", "")), str(change.get("kind", "")),
+                                                    str(change.get("taskId", "")))
         self._schedule(self._apply_change(change.get("kind"), change.get("taskId"), change.get("stageId")))
         if change.get("stageId") == self.runtime.stage_id:
             self._schedule(self.render_meta())

@@ -38,11 +38,14 @@ class HistoryRecorder:
         return self._tail
 
     def turn_completed(self, stage_id: str, messages: list[dict], updated_at: int | None, usage: dict[str, int] | None,
-                       model: str, duration_ms: int, message_id: str | None) -> asyncio.Future:
-        """A saved turn: record it with its meta (usage — ``None`` when not reported —, model, duration in ms)."""
+                       model: str, duration_ms: int, message_id: str | None, task_id: str | None = None,
+                       own: list[dict] | None = None) -> asyncio.Future:
+        """A saved turn: record it with its meta (usage — ``None`` when not reported —, model, duration in ms);
+        ``task_id`` / ``own``: the conversation it continues and this tab's thread before any merge
+        (``HistoryService.record_turn``)."""
         return self._schedule(stage_id, lambda: self.service.record_turn(
             stage_id, list(messages), updated_at, usage=usage, model=model, duration_ms=duration_ms,
-            message_id=message_id))
+            message_id=message_id, task_id=task_id, own=None if own is None else list(own)))
 
     def turn_completed_in(self, task_id: str, stage_id: str, messages: list[dict], usage: dict[str, int] | None,
                           model: str, duration_ms: int, message_id: str | None) -> asyncio.Future:

@@ -270,9 +270,23 @@ class HistoryService:
 
     # -- turns -------------------------------------------------------------
     async def record_turn(self, stage_id: str, messages: list[dict], synced_at: int, *, usage: dict[str, int] | None,
-                          model: str, duration_ms: int, message_id: str | None) -> TurnMeta | None:
+                          model: str, duration_ms: int, message_id: str | None, task_id: str | None = None,
+                          own: list[dict] | None = None) -> TurnMeta | None:
         """A completed turn on ``stage_id``'s active conversation (created at its first turn):
-        ``messages`` the whole slim thread as saved, ``synced_at`` its ``updatedAt``. Returns the turn meta."""
+        ``messages`` the whole slim thread as saved, ``synced_at`` its ``updatedAt``. Returns the turn meta.
+
+        ``task_id``: the conversation the turn continues (taken when it started). When another tab
+        made another conversation the head meanwhile, in a moment this tab's save could not see
+        (DESIGN.md §9: a turn stays with the conversation it continues), the turn goes to ``task_id``
+        with ``own`` (this tab's thread, before any merge), as ``record_turn_in``: never onto the
+        other conversation's messages."""
+        if task_id is not None and TASK_ID.match(task_id) and own is not None:
+            head = await self._guard(lambda: self._head_id(stage_id))
+            if head is not None and head != task_id or head is None and await self._guard(
+                    lambda: self._db.get("conversations", task_id)) is not None:
+                return await self.record_turn_in(task_id, stage_id, own, usage=usage, model=model,
+                                                 duration_ms=duration_ms, message_id=message_id)
+
         async def work():
             await self._ensure_titles(messages)
             async with self._lock:
@@ -294,7 +308,9 @@ class HistoryService:
         active one: another tab resumed another conversation or started a new one while the turn ran
         (DESIGN.md §9: its turns stay with the conversation they continue). ``messages``: that
         conversation's whole slim thread with the turn. The head is left as it is; the conversation
-        is created under ``task_id`` if history has no record of it yet. Returns the turn meta, or
+        is created under ``task_id`` if history has no record of it yet; should ``messages`` not go on
+        from what ``task_id`` holds, they become a conversation of their own (nothing is written over
+        a conversation's messages). Returns the turn meta, or
         ``None`` when history could not write it (``ValueError`` for a malformed ``task_id``)."""
         if not TASK_ID.match(task_id):
             raise ValueError(f"not a task id: {task_id!r}")
@@ -303,15 +319,21 @@ class HistoryService:
             await self._ensure_titles(messages)
             async with self._lock:
                 meta = self._meta(await self._db.get("conversations", task_id))
+                stored = await self._db.get("messages", task_id) if meta else None
+                held = stored.get("messages") if isinstance(stored, dict) else None
+                if meta is not None and isinstance(held, list) and messages[: len(held)] != held:
+                    meta, task_id_kept = None, None  # the thread does not go on from it: its own, never over it
+                else:
+                    task_id_kept = task_id
                 turns = self._turn_list(await self._db.get("turns", task_id)) if meta else []
                 if meta is None:
-                    meta = self._new_meta(stage_id, messages, self._clock(), task_id)
+                    meta = self._new_meta(stage_id, messages, self._clock(), task_id_kept)
                 meta, turn = self._add_turn(meta, turns, messages, usage, model, duration_ms, message_id)
                 await self._db.write(self._ops(meta, messages, turns, False, None))
                 cached = self._metas.get(stage_id)
                 if cached is not None and cached.taskId == task_id:  # this tab still took it for the active one
                     self.forget_active(stage_id)
-            self._changed("record", task_id, stage_id)
+            self._changed("record", meta.taskId, stage_id)
             return turn
         return await self._guard(work, writes=True)
 
@@ -363,7 +385,7 @@ class HistoryService:
                 if messages:
                     await self._ensure_titles(messages)
                     stored = await self._db.get("messages", meta.taskId) if meta else None
-                    if meta is None or not isinstance(stored, dict) or stored.get("messages") != messages:
+                    if meta is None or not isinstance(stored, dict) or not _holds(stored.get("messages"), messages):
                         ops = self._adopt_ops(stage_id, messages, meta, synced_at, head=False,
                                               task_id=None if meta else await self._head_id(stage_id)) + ops
                     task_id = (meta.taskId if meta else ops[0][2]["taskId"])
@@ -409,7 +431,7 @@ class HistoryService:
                 head = await self._head_meta(stage_id)
                 if current and (head is None or head.taskId != task_id):
                     kept = await self._db.get("messages", head.taskId) if head else None
-                    if head is None or not isinstance(kept, dict) or kept.get("messages") != current:
+                    if head is None or not isinstance(kept, dict) or not _holds(kept.get("messages"), current):
                         ops += self._adopt_ops(stage_id, current, head, current_synced_at, head=False,
                                                task_id=None if head else await self._head_id(stage_id))
                 meta = meta.model_copy(update={"stageId": stage_id})
@@ -636,3 +658,10 @@ class HistoryService:
     def _changed(self, kind: str, task_id: str, stage_id: str) -> None:
         if self.on_change:
             self.on_change(kind, task_id, stage_id)
+
+
+def _holds(stored: Any, shown: list[dict]) -> bool:
+    """True when a conversation's ``stored`` messages already hold what a tab shows (``shown`` is
+    them, or the start of them: the tab has not seen a turn another tab recorded since). Archive and
+    resume then keep what is stored instead of writing a stale view over it (DESIGN.md §9)."""
+    return isinstance(stored, list) and stored[: len(shown)] == shown

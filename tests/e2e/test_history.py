@@ -418,3 +418,27 @@ def test_a_reply_streaming_while_another_tab_starts_a_new_conversation_stays_wit
     stored = agent.stored()["state"]["threads"]["intro-ml"]["messages"]
     assert [m["content"][0]["text"] for m in stored if m["role"] == "user"] == ["alpha question", "beta question"]
     agent.page.wait_for_function("() => document.querySelector('[data-testid=conversation-stats]').dataset.turns === '2'")
+
+
+def test_a_first_reply_streaming_while_another_tab_resumes_an_old_conversation_becomes_its_own(agent, second_agent):
+    """Nothing was stored to build on (a first turn): the other tab's history message tells this tab
+    that the course's conversation changed, so the reply is not appended to the resumed one."""
+    agent.open(course="intro-ml", delay=60)
+    wait_history(agent)
+    agent.send("old one")
+    agent.testid("agent-new-conversation").click()
+    second_agent.open(course="intro-ml")
+    wait_history(second_agent)
+    agent.send("fresh question", wait=False)
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'")
+    open_list(second_agent)
+    second_agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '1'")
+    second_agent.testid("history-item").first.click()
+    second_agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 2")
+    agent.wait_idle()
+    agent.page.wait_for_selector("[data-testid=agent-notice][data-code=history-turn-kept]")
+    stored = agent.stored()["state"]["threads"]["intro-ml"]["messages"]
+    assert [m["content"][0]["text"] for m in stored if m["role"] == "user"] == ["old one"]
+    open_list(agent)
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '2'")
+    assert sorted(agent.testid("history-title").all_inner_texts()) == ["fresh question", "old one"]

@@ -69,10 +69,13 @@ class Tab:
         await self.recorder.drain()
         await asyncio.sleep(0)
 
-    def streaming(self, text):
-        """Send ``text`` with the agent held after its first token; returns the turn's task."""
+    async def streaming(self, text):
+        """Send ``text`` with the agent held after its first token; returns the turn's task once the
+        turn knows its conversation (in the browser that takes milliseconds)."""
         self.gate.close()
-        return self.runtime.send(text)
+        task = self.runtime.send(text)
+        await self.runtime._sessions["s"].conversation
+        return task
 
     async def resume(self, task_id):
         current = self.store.load("s") or []
@@ -121,7 +124,7 @@ async def test_a_turn_ending_after_another_tab_resumed_another_conversation_stay
     current = await a.service.head_task_id("s", allocate=False)
     assert current != old
 
-    task = a.streaming("beta")
+    task = await a.streaming("beta")
     await asyncio.sleep(0)
     await b.resume(old)  # tab B makes the old conversation the course's active one meanwhile
     a.runtime.on_storage_changed()  # the storage event reaches tab A while its turn runs
@@ -146,7 +149,7 @@ async def test_a_turn_ending_after_another_tab_started_a_new_conversation_goes_t
     current = await a.service.head_task_id("s", allocate=False)
     b.runtime.on_storage_changed()
 
-    task = a.streaming("beta")
+    task = await a.streaming("beta")
     await asyncio.sleep(0)
     b.runtime.clear_thread()  # New conversation in tab B: "alpha" is archived, the course is empty
     await b.recorder.drain()
@@ -169,7 +172,7 @@ async def test_when_history_cannot_keep_it_the_turn_is_merged_into_the_stored_th
         return None  # what HistoryService's guard returns when IndexedDB fails the write
 
     a.service.record_turn_in = refused
-    task = a.streaming("beta")
+    task = await a.streaming("beta")
     await asyncio.sleep(0)
     await b.resume(old)
     await finish(a, task)
@@ -185,7 +188,7 @@ async def test_a_turn_of_the_same_conversation_in_the_other_tab_is_still_merged_
     b.runtime.on_storage_changed()
     current = await a.service.head_task_id("s", allocate=False)
 
-    task = a.streaming("beta")
+    task = await a.streaming("beta")
     await asyncio.sleep(0)
     await b.turn("gamma")  # the same conversation goes on in tab B
     await finish(a, task)
@@ -206,7 +209,7 @@ async def test_a_history_write_that_hangs_leaves_the_turn_in_the_stored_thread_t
         await never.wait()
 
     a.service.record_turn_in = hangs
-    task = a.streaming("beta")
+    task = await a.streaming("beta")
     await asyncio.sleep(0)
     await b.resume(old)
     for _ in range(3):
@@ -218,3 +221,75 @@ async def test_a_history_write_that_hangs_leaves_the_turn_in_the_stored_thread_t
     await asyncio.sleep(0.1)
     assert texts(a.store.load("s")) == ["old topic", "beta"] and not a.runtime.is_running
     never.set()
+
+
+async def test_a_first_turn_while_another_tab_resumes_a_conversation_becomes_its_own():
+    """Nothing was stored to build on, so only the other tab's history message tells the switch."""
+    a, b = await two_tabs()
+    await a.turn("old topic")
+    a.runtime.clear_thread()
+    await a.recorder.drain()
+    old = (await a.service.page("s")).items[0].taskId
+    b.runtime.on_storage_changed()
+
+    task = await a.streaming("fresh question")
+    await asyncio.sleep(0)
+    await b.resume(old)
+    a.runtime.conversation_changed_elsewhere("s", "resume", old)  # B's BroadcastChannel message
+    a.runtime.on_storage_changed()
+    await finish(a, task)
+
+    assert texts(a.store.load("s")) == ["old topic"]
+    _, messages, turns = await b.service.bundle(old)
+    assert texts(messages) == ["old topic"] and len(turns) == 1
+    assert await b.service.total("s") == 2
+    fresh = [item for item in (await b.service.page("s")).items if item.taskId != old]
+    _, messages, turns = await b.service.bundle(fresh[0].taskId)
+    assert texts(messages) == ["fresh question"] and len(turns) == 1
+    assert [n.code for n in a.runtime.notices] == ["history-turn-kept"]
+
+
+async def test_a_turn_recorded_after_the_head_moved_goes_to_its_own_conversation_not_onto_the_new_head():
+    """The save saw nothing (another tab's write had not arrived), but history's head moved before the
+    turn's record: the record names its conversation and never writes over the other one's messages."""
+    a, b = await two_tabs()
+    old = await archived_then_active(a, b)
+    current = await a.service.head_task_id("s", allocate=False)
+    alpha = a.store.load("s")
+    await b.resume(old)
+    own = alpha + [{"role": "user", "id": "u-beta", "content": [{"type": "text", "text": "beta"}]}]
+    await a.service.record_turn("s", own, 5, usage=None, model="demo", duration_ms=1, message_id="x",
+                                task_id=current, own=own)
+    _, messages, turns = await b.service.bundle(old)
+    assert texts(messages) == ["old topic"] and len(turns) == 1
+    _, messages, turns = await b.service.bundle(current)
+    assert texts(messages) == ["alpha", "beta"] and len(turns) == 2
+    assert await b.service.head_task_id("s", allocate=False) == old
+
+
+async def test_resume_and_archive_never_write_a_stale_view_over_newer_turns():
+    a, b = await two_tabs()
+    old = await archived_then_active(a, b)
+    current = await a.service.head_task_id("s", allocate=False)
+    stale = b.store.load("s")  # B shows "alpha" only
+    await a.turn("beta")  # recorded on the same conversation before B acts
+    messages = await b.service.resume("s", old, stale, 1, a.clock())
+    assert texts(messages) == ["old topic"]
+    _, kept, turns = await b.service.bundle(current)
+    assert texts(kept) == ["alpha", "beta"] and len(turns) == 2
+    await b.service.resume("s", current, [], None, a.clock())
+    await b.service.archive("s", stale, 1)
+    _, kept, _ = await b.service.bundle(current)
+    assert texts(kept) == ["alpha", "beta"]
+
+
+async def test_a_turn_that_does_not_go_on_from_its_conversation_is_never_written_over_it():
+    a, _ = await two_tabs()
+    old = await archived_then_active(a, _)
+    fresh = [{"role": "user", "id": "u-f", "content": [{"type": "text", "text": "fresh"}]}]
+    turn = await a.service.record_turn_in(old, "s", fresh, usage=None, model="demo", duration_ms=1, message_id=None)
+    assert turn is not None
+    _, messages, _ = await a.service.bundle(old)
+    assert texts(messages) == ["old topic"]
+    others = [i.taskId for i in (await a.service.page("s")).items if i.taskId != old]
+    assert sorted([texts((await a.service.bundle(t))[1]) for t in others]) == [["alpha"], ["fresh"]]
