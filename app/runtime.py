@@ -92,7 +92,7 @@ class _Session:
     usage: UsageReport | UsageReported | None = None  # the agent's last usage report of the turn in flight
     recording: asyncio.Future | None = field(default=None, repr=False)  # the ended turn's history write (§9)
     conversation: asyncio.Future | None = field(default=None, repr=False)  # id of the conversation the turn continues
-    switched: bool = False  # another tab made another conversation the course's active one during the turn
+    switched_to: str | None = None  # during the turn another tab resumed this id ("" for New conversation)
 
 
 def _new_id() -> str:
@@ -206,7 +206,7 @@ class AgentRuntime:
             # should another tab make another conversation the course's active one meanwhile (_finish)
             session.conversation = asyncio.ensure_future(self.conversation(session.stage_id))
         task = asyncio.create_task(self._run(session, history, text, reply))
-        session.task, session.started_at, session.usage, session.switched = task, self._clock(), None, False
+        session.task, session.started_at, session.usage, session.switched_to = task, self._clock(), None, None
         task.add_done_callback(lambda done: self._finish(session, reply, done))
         self._notify()
         return task
@@ -440,7 +440,7 @@ class AgentRuntime:
         task_id = self._conversation_of(session)
         if self._history is None or task_id is None or not getattr(self._history, "keeps_conversations", False):
             return None
-        if session.switched:  # another tab's history said so (conversation_changed_elsewhere)
+        if session.switched_to is not None and session.switched_to != task_id:  # another tab's history said so
             return task_id
         replaced = getattr(self._store, "replaced_elsewhere", None)
         return task_id if session.base and replaced is not None and replaced(session.stage_id, session.base) else None
@@ -461,8 +461,7 @@ class AgentRuntime:
         session = self._sessions.get(stage_id)
         if session is None or session.task is None or kind not in ("resume", "archive"):
             return
-        if kind == "archive" or task_id != self._conversation_of(session):
-            session.switched = True
+        session.switched_to = "" if kind == "archive" else task_id  # compared with the turn's own id at its end
 
     def _keep_in_its_conversation(self, session: _Session, reply: Message, task_id: str) -> None:
         """The turn ended on a conversation another tab replaced as the course's active one: history

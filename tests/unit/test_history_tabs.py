@@ -293,3 +293,16 @@ async def test_a_turn_that_does_not_go_on_from_its_conversation_is_never_written
     assert texts(messages) == ["old topic"]
     others = [i.taskId for i in (await a.service.page("s")).items if i.taskId != old]
     assert sorted([texts((await a.service.bundle(t))[1]) for t in others]) == [["alpha"], ["fresh"]]
+
+
+async def test_another_tab_resuming_the_conversation_this_turn_continues_changes_nothing():
+    a, b = await two_tabs()
+    await a.turn("alpha")
+    current = await a.service.head_task_id("s", allocate=False)
+    b.runtime.on_storage_changed()
+    task = await a.streaming("beta")
+    a.runtime.conversation_changed_elsewhere("s", "resume", current)
+    await finish(a, task)
+    assert texts(a.store.load("s")) == ["alpha", "beta"] and list(a.runtime.notices) == []
+    _, messages, turns = await b.service.bundle(current)
+    assert texts(messages) == ["alpha", "beta"] and len(turns) == 2
