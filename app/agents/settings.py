@@ -37,8 +37,10 @@ from pydantic.alias_generators import to_camel
 
 from app.agents.protocol import DEFAULT_MAX_TURNS
 
-__all__ = ["KEY_STORAGE_KEY", "SETTINGS_STORAGE_KEY", "ModelSettings", "load_settings", "save_settings",
-           "validate_base_url"]
+__all__ = ["KEY_STORAGE_KEY", "MAX_TURNS_LIMIT", "SETTINGS_STORAGE_KEY", "ModelSettings", "load_settings",
+           "parse_max_turns", "save_settings", "validate_base_url"]
+
+MAX_TURNS_LIMIT = 200  # the largest "Max turns" the settings accept
 
 SETTINGS_STORAGE_KEY = "agentbar-model-settings"
 KEY_STORAGE_KEY = "agentbar-model-key"
@@ -61,6 +63,23 @@ def validate_base_url(value: str) -> str:
     return value
 
 
+def parse_max_turns(text: str) -> int:
+    """The "Max turns" field's whole number of earlier turns sent to the model (DESIGN.md §12):
+    empty means the default (``DEFAULT_MAX_TURNS``). Raises ``ValueError`` for anything else that
+    is not a whole number from 0 to ``MAX_TURNS_LIMIT`` written in digits (``1e2``, ``2.5``, ``-1``,
+    ``300``): the dialog says so instead of storing another number than the one typed.
+
+    >>> parse_max_turns(" 12 "), parse_max_turns("")
+    (12, 20)
+    """
+    text = text.strip()
+    if not text:
+        return DEFAULT_MAX_TURNS
+    if not text.isascii() or not text.isdigit() or int(text) > MAX_TURNS_LIMIT:
+        raise ValueError(f"max turns must be a whole number from 0 to {MAX_TURNS_LIMIT}, got {text!r}")
+    return int(text)
+
+
 class ModelSettings(BaseModel):
     """The model settings (camelCase JSON: ``agent``, ``baseUrl``, ``model``, ``maxTurns``, ``remember``)."""
 
@@ -69,7 +88,7 @@ class ModelSettings(BaseModel):
     agent: Literal["demo", "openai"] = "demo"
     base_url: str = ""
     model: str = ""
-    max_turns: int = Field(default=DEFAULT_MAX_TURNS, ge=0, le=200)
+    max_turns: int = Field(default=DEFAULT_MAX_TURNS, ge=0, le=MAX_TURNS_LIMIT)
     remember: bool = False
 
     @field_validator("base_url")

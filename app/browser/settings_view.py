@@ -26,7 +26,7 @@ from pyodide.ffi import create_proxy
 
 from app.agents.errors import ModelError, describe
 from app.browser.dom import element as _make
-from app.agents.settings import ModelSettings, validate_base_url
+from app.agents.settings import MAX_TURNS_LIMIT, ModelSettings, parse_max_turns, validate_base_url
 from app.i18n import Translator
 
 __all__ = ["SettingsDialog"]
@@ -78,7 +78,7 @@ class SettingsDialog:
         self.api_key = _make("input", testid="settings-api-key", attrs={
             "type": "password", "autocomplete": "off", "spellcheck": "false", "dir": "ltr"})
         self.remember = _make("input", testid="settings-remember", attrs={"type": "checkbox"})
-        self.max_turns = _make("input", testid="settings-max-turns", attrs={"type": "number", "min": "0", "max": "200"})
+        self.max_turns = _make("input", testid="settings-max-turns", attrs={"type": "number", "min": "0", "max": str(MAX_TURNS_LIMIT), "step": "1"})
         self.test_button = _make("button", text=t("model.settings.test"), testid="settings-test",
                                  attrs={"type": "button"})
         self.test_result = _make("p", testid="settings-test-result", classes="settings-test-result",
@@ -150,12 +150,14 @@ class SettingsDialog:
         except ValueError:
             raise ValueError("model.settings.invalidUrl") from None
         try:
-            turns = int(str(self.max_turns.value or "20"))
+            if self.max_turns.validity.badInput:  # a number field reads "" for text it cannot parse
+                raise ValueError("not a number")
+            turns = parse_max_turns(str(self.max_turns.value))
         except ValueError:
-            turns = 20
+            raise ValueError("model.settings.invalidMaxTurns") from None
         try:
             settings = ModelSettings(agent=str(self.agent.value), base_url=base_url, model=str(self.model.value),
-                                     max_turns=max(0, min(200, turns)), remember=bool(self.remember.checked))
+                                     max_turns=turns, remember=bool(self.remember.checked))
         except ValidationError:
             raise ValueError("model.settings.invalidUrl") from None
         if settings.agent == "openai" and not settings.base_url:

@@ -399,3 +399,20 @@ def test_history_shows_the_servers_token_counts_after_a_reload_or_says_not_repor
     open_list(agent)
     item = agent.testid("history-item").first
     assert item.get_attribute("data-total-tokens") == str(fake_openai.USAGE["total_tokens"])
+
+
+def test_max_turns_that_is_not_a_whole_number_in_range_is_refused_not_replaced(agent):
+    agent.open(course="intro-ml")
+    agent.testid("settings-open").click()
+    agent.testid("settings-agent").select_option("openai")
+    agent.testid("settings-base-url").fill("http://127.0.0.1:9/v1")
+    agent.testid("settings-model").fill("m")
+    for typed in ("1e2", "2.5", "300"):
+        agent.testid("settings-max-turns").fill(typed)
+        agent.testid("settings-save").click()
+        assert agent.testid("settings-dialog").is_visible() and agent.testid("settings-error").is_visible(), typed
+        assert agent.page.evaluate("localStorage.getItem('agentbar-model-settings')") is None
+    agent.testid("settings-max-turns").fill("12")
+    agent.testid("settings-save").click()
+    assert agent.testid("settings-dialog").is_hidden()
+    assert json.loads(agent.page.evaluate("localStorage.getItem('agentbar-model-settings')"))["maxTurns"] == 12

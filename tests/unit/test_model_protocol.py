@@ -7,7 +7,8 @@ import json
 import pytest
 
 from app.agent import regenerate_result
-from app.agents.settings import KEY_STORAGE_KEY, SETTINGS_STORAGE_KEY, ModelSettings, load_settings, save_settings
+from app.agents.settings import (KEY_STORAGE_KEY, SETTINGS_STORAGE_KEY, ModelSettings, load_settings, parse_max_turns,
+                                 save_settings)
 from app.agents.protocol import chat_messages, slim_result_text
 from app.model import Message, TextPart, ToolCallPart
 from app.storage import MemoryStorage
@@ -136,3 +137,14 @@ def test_every_error_code_has_a_real_message_in_every_locale(locale):
     assert "README" in describe(t, {"code": "cors", "params": {"origin": "http://h"}})
     assert describe(t, {"code": "nonsense"}) == t("model.error.unknown")
     assert "boom!" in describe(t, {"code": "server", "params": {"status": 500, "detail": "boom!"}})
+
+
+@pytest.mark.parametrize("text, turns", [("", 20), (" 7 ", 7), ("0", 0), ("200", 200), ("007", 7)])
+def test_max_turns_field_takes_whole_numbers_in_range(text, turns):
+    assert parse_max_turns(text) == turns
+
+
+@pytest.mark.parametrize("text", ["1e2", "2.5", "-1", "201", "abc", "٣", "+5"])
+def test_max_turns_field_refuses_what_is_not_a_whole_number_in_range(text):
+    with pytest.raises(ValueError):
+        parse_max_turns(text)
