@@ -4,6 +4,8 @@ One turn is one or more ``POST <base>/chat/completions`` requests with
 ``stream: true``, ``stream_options: {include_usage: true}`` and the
 ``regenerate_scene`` tool (``app.agents.tools.TOOLS``):
 
+0. first, ``UsageReported(configured model, None)``: a turn that fails later
+   still names its model (usage not reported);
 1. the thread (``app.agents.protocol.chat_messages``) goes out; the reply
    streams back as server-sent events (``app.agents.sse.SSEParser``); text
    pieces become ``TextDelta`` events, one per network chunk (the pieces a read
@@ -214,6 +216,9 @@ class OpenAIAgent:
             raise ModelError("settings", field="baseUrl")
         if not config.model:
             raise ModelError("settings", field="model")
+        # The model is named before anything streams, so a turn that fails still records it (DESIGN.md §9
+        # per-turn meta; usage not reported); the last report of the turn replaces this one.
+        yield UsageReported(config.model, None)
         system = self._system() if self._system else None
         messages = chat_messages(history, text, max_turns=config.max_turns, system=system)
         total: TokenUsage | None = TokenUsage(0, 0, 0)

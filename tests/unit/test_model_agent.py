@@ -495,3 +495,22 @@ async def test_history_records_the_servers_usage_or_says_it_was_not_reported(rep
         assert meta.stats.totalTokens == 14
     else:
         assert turns[0].usage is None and meta.stats.totalTokens == 0
+
+
+async def test_a_failed_model_turn_records_the_model_it_asked_for():
+    from app.history.recorder import HistoryRecorder
+    from app.history.service import HistoryService
+    from app.records import MemoryBackend
+
+    service = HistoryService(MemoryBackend(), clock=lambda: 1_780_000_000_000)
+    recorder = HistoryRecorder(service)
+    down = ScriptedResponse(503, body='{"error":{"message":"overloaded"}}')
+    runtime = AgentRuntime(ThreadStore(MemoryStorage()), OpenAIAgent(ScriptedTransport(down), CONFIG),
+                           clock=lambda: 1_780_000_000_000, history=recorder)
+    runtime.hydrate()
+    runtime.set_stage("intro-ml")
+    with pytest.raises(ModelError):
+        await runtime.send("question")
+    await recorder.drain()
+    _, turns = await service.active("intro-ml")
+    assert [(t.model, t.usage) for t in turns] == [(CONFIG.model, None)]
