@@ -31,6 +31,7 @@ from app.checkpoints.diff import line_kind
 from app.checkpoints.listing import list_rows
 from app.checkpoints.paths import segment
 from app.checkpoints.read_model import CheckpointNotFound
+from app.presentation import isolated_segments
 
 __all__ = ["CHANNEL", "CheckpointView"]
 
@@ -255,9 +256,16 @@ class CheckpointView:
         self._bar.setAttribute("data-latest", latest["checkpoint_id"] if latest else "")
         text = self._bar.querySelector(".checkpoint-summary-text")
         if latest:
-            text.textContent = (self.t("checkpoints.summary", count=summary["count"]) + " · "
-                                + self.t("checkpoints.latest", title=latest["title"] or latest["path"],
-                                         version=latest["version_no"] or 0))
+            text.textContent = self.t("checkpoints.summary", count=summary["count"]) + " · "
+            params = {"title": latest["title"] or latest["path"], "version": latest["version_no"] or 0}
+            for piece in isolated_segments(self.t, "checkpoints.latest", params, ("title",)):
+                if piece.kind == "isolate":  # a scene title in any script: its own run inside RTL text
+                    title = document.createElement("bdi")
+                    title.setAttribute("data-testid", "checkpoint-summary-title")
+                    title.textContent = piece.text
+                    text.append(title)
+                else:
+                    text.append(piece.text)
         else:
             text.textContent = self.t("checkpoints.summaryNone")
         self._render_notices()

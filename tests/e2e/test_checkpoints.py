@@ -352,3 +352,13 @@ def test_the_bar_follows_new_conversation_after_a_reload_and_a_resumed_conversat
     agent.page.locator("[data-testid=history-item]:not([data-current=true])").first.click()
     agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 2")
     expect(bar).to_have_attribute("data-count", "1")
+
+
+def test_the_bar_isolates_the_scene_title_inside_arabic_text(agent):
+    agent.open(course="intro-ml", lang="ar-SA")
+    agent.send("/regenerate scene-1 brighter")
+    settle(agent)
+    title = agent.testid("checkpoint-summary-title")
+    expect(title).to_have_count(1)
+    assert title.evaluate("el => el.tagName") == "BDI" and title.inner_text().strip()
+    assert agent.testid("checkpoint-summary").inner_text().count(title.inner_text()) == 1
