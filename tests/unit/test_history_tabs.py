@@ -93,6 +93,13 @@ async def two_tabs():
     return a, b
 
 
+async def alpha_in_both(a, b) -> str:
+    """Tab A's first turn "alpha", which tab B then shows; returns its conversation's task id."""
+    await a.turn("alpha")
+    b.runtime.on_storage_changed()
+    return await a.service.head_task_id("s", allocate=False)
+
+
 async def archived_then_active(a, b) -> str:
     """Tab A archives "old topic" (the conversation tab B will resume) and starts "alpha", which B
     then shows; returns the archived conversation's task id."""
@@ -145,9 +152,7 @@ async def test_a_turn_ending_after_another_tab_resumed_another_conversation_stay
 
 async def test_a_turn_ending_after_another_tab_started_a_new_conversation_goes_to_the_archived_one():
     a, b = await two_tabs()
-    await a.turn("alpha")
-    current = await a.service.head_task_id("s", allocate=False)
-    b.runtime.on_storage_changed()
+    current = await alpha_in_both(a, b)
 
     task = await a.streaming("beta")
     await asyncio.sleep(0)
@@ -184,9 +189,7 @@ async def test_when_history_cannot_keep_it_the_turn_is_merged_into_the_stored_th
 
 async def test_a_turn_of_the_same_conversation_in_the_other_tab_is_still_merged_before_this_ones():
     a, b = await two_tabs()
-    await a.turn("alpha")
-    b.runtime.on_storage_changed()
-    current = await a.service.head_task_id("s", allocate=False)
+    current = await alpha_in_both(a, b)
 
     task = await a.streaming("beta")
     await asyncio.sleep(0)
@@ -297,9 +300,7 @@ async def test_a_turn_that_does_not_go_on_from_its_conversation_is_never_written
 
 async def test_another_tab_resuming_the_conversation_this_turn_continues_changes_nothing():
     a, b = await two_tabs()
-    await a.turn("alpha")
-    current = await a.service.head_task_id("s", allocate=False)
-    b.runtime.on_storage_changed()
+    current = await alpha_in_both(a, b)
     task = await a.streaming("beta")
     a.runtime.conversation_changed_elsewhere("s", "resume", current)
     await finish(a, task)
