@@ -488,14 +488,8 @@ class ThreadStore:
             elif stage_id not in self._elsewhere:
                 # Onto what is stored now: another tab may have written since (it, too, may just have
                 # left read-only); a whole value of this tab's own would drop its turns (§5).
-                for attempt in range(3):
-                    self._sync()
-                    if self._mode != "persistent" or self._memory.get(stage_id) is not thread:
-                        break
-                    if attempt == 2:
-                        self._written = None  # last try: write whole
-                    if self._write(stage_id, thread) is not None:
-                        break
+                self._write_on_fresh(stage_id, lambda: thread if (
+                    self._mode == "persistent" and self._memory.get(stage_id) is thread) else None)
 
     def notice_holds(self, notice: Notice) -> bool:
         """Whether ``notice`` still says something true: ``storage-read-only`` while the store is
@@ -557,20 +551,35 @@ class ThreadStore:
         if type(updated_at) is not int:
             raise TypeError(f"updated_at must be int milliseconds, got {updated_at!r}")
         self._clock = max(self._clock, updated_at)
-        given = messages
-        for attempt in range(3):  # again from the top when another tab wrote during a splice
-            self._sync()
-            if attempt == 2:
-                self._written = None  # last try: write whole
-            messages, merged = given, False
+        merged = False
+
+        def rebased() -> _Thread:
+            nonlocal merged
+            thread, merged = messages, False
             if base is not None:
                 current = self._view(stage_id)
                 stored = current.messages if current is not None else []
-                if stored is not base and stored != base and given[: len(base)] == base:
-                    messages, merged = stored + given[len(base):], True
-            result = self._write(stage_id, _Thread(messages, updated_at))
+                if stored is not base and stored != base and messages[: len(base)] == base:
+                    thread, merged = stored + messages[len(base):], True
+            return _Thread(thread, updated_at)
+        result = self._write_on_fresh(stage_id, rebased)
+        return replace(result, merged=True) if merged else result
+
+    def _write_on_fresh(self, stage_id: str, build: Callable[[], _Thread | None]) -> SaveResult | None:
+        """Write ``build()``'s thread as ``stage_id``'s onto what is stored now: re-read first when
+        another tab wrote, and again from the top when another tab wrote during the splice (the
+        third try writes whole, which never starts over). ``build`` runs after each re-read and
+        returns ``None`` to write nothing (then ``None`` is returned)."""
+        for attempt in range(3):
+            self._sync()
+            thread = build()
+            if thread is None:
+                return None
+            if attempt == 2:
+                self._written = None  # last try: write whole
+            result = self._write(stage_id, thread)
             if result is not None:
-                return replace(result, merged=True) if merged else result
+                return result
         raise AssertionError("unreachable: a whole write never asks to start over")  # pragma: no cover
 
     def replaced_elsewhere(self, stage_id: str, base: list[dict[str, Json]]) -> bool:
