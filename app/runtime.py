@@ -293,11 +293,8 @@ class AgentRuntime:
         ``app.checkpoints.CheckpointNotFound``."""
         item, document = await self.checkpoints.read_model.document(checkpoint_id)
         meta = item.metadata
-        stage_id = str(meta["stageId"])
-        task = self._emit_snapshot(stage_id, str(meta["sceneId"]), document, "restore", None, None,
-                                   restored_from=meta.get("artifactVersionId"),
-                                   conversation_id=await self.conversation(stage_id))
-        return await task
+        return await self._restore_as_version(str(meta["stageId"]), str(meta["sceneId"]), document,
+                                              meta.get("artifactVersionId"))
 
     async def restore_original(self, stage_id: str, scene_id: str) -> Any:
         """Make the course's own document of ``scene_id`` (version 0) current again, as a new
@@ -309,10 +306,13 @@ class AgentRuntime:
             return None
         from app.checkpoints.paths import artifact_id
 
-        task = self._emit_snapshot(stage_id, scene_id, document, "restore", None, None,
-                                   restored_from=f"{artifact_id(stage_id, scene_id)}:v0",
-                                   conversation_id=await self.conversation(stage_id))
-        return await task
+        return await self._restore_as_version(stage_id, scene_id, document, f"{artifact_id(stage_id, scene_id)}:v0")
+
+    async def _restore_as_version(self, stage_id: str, scene_id: str, document: Any, restored_from: str | None) -> Any:
+        """Emit ``document`` as ``scene_id``'s new version with source ``restore`` in the course's active
+        conversation, naming the version it came from; returns its timeline item (DESIGN.md §10)."""
+        return await self._emit_snapshot(stage_id, scene_id, document, "restore", None, None,
+                                         restored_from=restored_from, conversation_id=await self.conversation(stage_id))
 
     def conversation_key(self, stage_id: str) -> tuple[str | None, int]:
         """What a view keyed on the active conversation compares: ``(conversation_id, n)`` where ``n``
@@ -421,7 +421,8 @@ class AgentRuntime:
         if self._history is not None:
             meta = self._turn_meta(session)
             self._hold_until_recorded(session, self._history.turn_completed(
-                session.stage_id, session.base if result.written else serialize_thread(session.messages),
+                session.stage_id, session.base if result.written else (
+                    serialize_thread(session.messages) if result.merged else own),
                 self._store.updated_at(session.stage_id), meta["usage"], meta["model"],
                 self._clock() - session.started_at, reply.id, self._conversation_of(session), own))
         self._forget_if_idle(session)
