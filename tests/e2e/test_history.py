@@ -21,6 +21,13 @@ def open_list(agent):
     return agent.testid("history-list")
 
 
+def open_first_page(agent):
+    """Open the list and wait for its first page of 10 items; returns the list."""
+    listing = open_list(agent)
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 10")
+    return listing
+
+
 def seed_conversations(agent, stage: str, texts: list[str], *, start_ms: int = 1_780_000_000_000,
                        tokens: list[int] | None = None) -> list[str]:
     """Write archived conversations straight into IndexedDB (another connection of the page); their
@@ -89,8 +96,7 @@ def test_paging_past_ten_with_items_arriving_from_another_tab_while_open(agent, 
     agent.open(course="intro-ml")
     wait_history(agent)
     seed_conversations(agent, "intro-ml", [f"conversation {i:02d}" for i in range(23)])
-    listing = open_list(agent)
-    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 10")
+    listing = open_first_page(agent)
     assert listing.get_attribute("data-total") == "23" and listing.get_attribute("data-has-more") == "true"
     assert agent.testid("history-title").first.inner_text() == "conversation 22"
     # Another tab archives a conversation of the same course while this list is open.
@@ -312,8 +318,7 @@ def test_sort_and_range_apply_to_the_plain_list_and_page_on_the_cursor(agent):
     old = seed_conversations(agent, "intro-ml", [f"old {i:02d}" for i in range(12)], tokens=outputs)
     now = agent.page.evaluate("() => Date.now()")
     recent = seed_conversations(agent, "intro-ml", ["recent a", "recent b"], start_ms=now - 3 * 86_400_000)
-    listing = open_list(agent)
-    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 10")
+    listing = open_first_page(agent)
 
     def scrolled_ids() -> list[str]:
         for _ in range(3):
@@ -348,8 +353,7 @@ def test_an_import_shows_in_the_open_list_at_once_with_its_title_cut_at_50_clust
     agent.open(course="intro-ml")
     wait_history(agent)
     seed_conversations(agent, "intro-ml", [f"conversation {i:02d}" for i in range(14)])
-    listing = open_list(agent)
-    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 10")
+    listing = open_first_page(agent)
     family = "👨‍👩‍👧‍👦"
     export = {"format": "agentbar-conversation", "version": 1,
               "meta": {"taskId": "task_20260101_abc123", "taskName": family * 70, "stageId": "another-course",

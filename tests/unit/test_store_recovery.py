@@ -32,6 +32,16 @@ def open_store(storage: MemoryStorage, now: int = NOW) -> ThreadStore:
     return store
 
 
+async def runtime_after_a_turn(stage_id: str, text: str) -> tuple[MemoryStorage, AgentRuntime]:
+    """A runtime on a fresh storage, showing ``stage_id``, after one demo turn ``text``."""
+    storage = MemoryStorage()
+    runtime = AgentRuntime(ThreadStore(storage), DemoAgent(), clock=lambda: NOW)
+    runtime.hydrate()
+    runtime.set_stage(stage_id)
+    await runtime.send(text)
+    return storage, runtime
+
+
 def backups(storage: MemoryStorage) -> dict[str, str]:
     return {k: v for k, v in storage.dump().items() if k.startswith(BACKUP)}
 
@@ -209,11 +219,7 @@ def test_newer_version_written_by_another_tab_keeps_this_tabs_threads_and_shows_
 
 
 async def test_runtime_keeps_showing_its_turns_when_another_tab_writes_a_newer_version():
-    storage = MemoryStorage()
-    runtime = AgentRuntime(ThreadStore(storage), DemoAgent(), clock=lambda: NOW)
-    runtime.hydrate()
-    runtime.set_stage("a")
-    await runtime.send("my turn")
+    storage, runtime = await runtime_after_a_turn("a", "my turn")
     MemoryStorage.shared_with(storage).set_item(STORAGE_KEY, value({"a": good("future data")}, version=2))
     runtime.on_storage_changed()
     shown = [p.text for m in runtime.messages for p in m.content]
@@ -289,11 +295,7 @@ def test_a_pruned_thread_written_again_by_another_tab_follows_the_stored_version
 
 
 async def test_runtime_keeps_showing_the_pruned_course_and_its_next_turn_continues_it():
-    storage = MemoryStorage()
-    runtime = AgentRuntime(ThreadStore(storage), DemoAgent(), clock=lambda: NOW)
-    runtime.hydrate()
-    runtime.set_stage("c00")
-    await runtime.send("first turn on c00")
+    storage, runtime = await runtime_after_a_turn("c00", "first turn on c00")
     tab_a = open_store(MemoryStorage.shared_with(storage))
     tab_a.save("x", thread("x"), NOW + 1)  # a newer course than c00
     storage.quota = storage.used + 100
