@@ -250,8 +250,9 @@ def _slim_details(details: dict[str, Json]) -> dict[str, Json]:
     """``{"sceneId"?, "content"?: null | {"elements"?: [{}…]}, "actions"?: [{"type"?}…]}``.
 
     ``content`` is ``null`` when the live value is ``null`` (the failure marker),
-    an object when the live one is (one empty object per live element keeps the
-    count; no ``elements`` key when the live object has no list), else absent.
+    ``{"elements": [{}…]}`` when the live one is an object (one empty object per
+    live element keeps the count; ``[]`` when it has no elements list, or a value
+    that is not a list, as the TS original writes it), else absent.
     ``actions`` only when the live value is a list.
     """
     slim: dict[str, Json] = {}
@@ -263,7 +264,7 @@ def _slim_details(details: dict[str, Json]) -> dict[str, Json]:
             slim["content"] = None
         elif isinstance(content, dict):
             elements = content.get("elements")
-            slim["content"] = {"elements": [{} for _ in elements]} if isinstance(elements, list) else {}
+            slim["content"] = {"elements": [{} for _ in elements] if isinstance(elements, list) else []}
     actions = details.get("actions")
     if isinstance(actions, list):
         slim["actions"] = [

@@ -95,10 +95,14 @@ def test_details_content_null_stays_null():
 
 @pytest.mark.parametrize(
     ("details", "stored"),
-    [({}, {}), ({"content": {}}, {"content": {}}), ({"content": {"elements": "many"}}, {"content": {}}),
-     ({"content": "x"}, {}), ({"content": []}, {})],
+    [({}, {}), ({"content": "x"}, {}), ({"content": []}, {}),
+     # the TS original's output for a content object without an elements list, or with a non-list
+     ({"content": {}}, {"content": {"elements": []}}),
+     ({"content": {"elements": "many"}}, {"content": {"elements": []}}),
+     ({"content": {"elements": None, "background": {"src": BASE64}}}, {"content": {"elements": []}}),
+     ({"content": {"elements": {"0": {}}}}, {"content": {"elements": []}})],
 )
-def test_no_elements_list_invents_no_elements_and_no_actions(details, stored):
+def test_a_content_object_without_an_elements_list_gets_an_empty_one_as_the_ts_original_writes(details, stored):
     slim = one_part(tool_call(result={"content": [], "details": details}))
     assert slim["result"]["details"] == stored
 
@@ -273,7 +277,9 @@ FULL_RESULT = {
     "details": {"sceneId": "s1", "content": {"elements": [{}, {}]}, "actions": [{"type": "spotlight"}]},
 }
 OPTIONAL_KEYS = [("content",), ("details",), ("details", "sceneId"), ("details", "content"),
-                 ("details", "content", "elements"), ("details", "actions")]
+                 ("details", "actions")]
+"""Result keys the TS original leaves out when the live result lacks them (a content object always
+gets its ``elements`` list, ``[]`` when the live one has none)."""
 
 
 def without(value: dict, path: tuple[str, ...]) -> dict:
@@ -302,7 +308,7 @@ def test_each_optional_result_key_absent_is_kept_as_stored(path):
 
 
 def test_every_optional_result_key_absent_together_is_kept_as_stored():
-    bare = {"details": {"content": {}}}
+    bare = {"details": {"content": {"elements": []}}}
     for stored in (ts_thread({}), ts_thread(bare), ts_thread(None), ts_thread(None, isError=True)):
         assert serialize_thread(stored) == stored
         assert serialize_thread(deserialize_thread(stored)) == stored
