@@ -30,6 +30,13 @@ def open_versions(agent, scene_id: str):
     return node.locator("[data-testid=checkpoint-item]")
 
 
+DEAF_CHANNEL = """window.BroadcastChannel = class {
+  constructor(name) { this.name = name; this.onmessage = null; }
+  postMessage() {} close() {} addEventListener() {} removeEventListener() {}
+};"""
+"""An init script: the page's BroadcastChannels neither send nor receive (a tab that hears no other)."""
+
+
 def settle(agent) -> None:
     agent.page.evaluate("() => window.agentbarCheckpoints()")
 
@@ -184,6 +191,30 @@ def test_two_tabs_see_each_others_versions_and_a_restore_loses_none(agent, secon
     for items in (items_a, items_b):
         assert [i.get_attribute("data-version") for i in items.all()] == ["3", "2", "1"]
         assert items.nth(2).get_attribute("data-checkpoint-id") == made_in_a
+    expect(scene(agent, "scene-3")).to_have_attribute("data-version", "3")
+
+
+def test_a_tab_that_never_heard_of_another_tabs_version_numbers_past_it_and_loses_none(agent, second_agent):
+    # Tab B hears nothing from other tabs (a BroadcastChannel that delivers nothing): its write of a
+    # number tab A took is refused by IndexedDB itself (the add of an existing key aborts the transaction).
+    second_agent.page.add_init_script(DEAF_CHANNEL)
+    second_agent.open(course="intro-ml")
+    second_agent.send("/regenerate scene-3 from tab B")
+    expect(scene(second_agent, "scene-3")).to_have_attribute("data-version", "1")
+    agent.open(course="intro-ml")  # opened after B's v1: starts from it
+    expect(scene(agent, "scene-3")).to_have_attribute("data-version", "1")
+    agent.send("/regenerate scene-3 from tab A")
+    expect(scene(agent, "scene-3")).to_have_attribute("data-version", "2")
+    expect(scene(second_agent, "scene-3")).to_have_attribute("data-version", "1")  # B still believes v1
+
+    second_agent.send("/regenerate scene-3 from tab B again")  # v2 is taken: refused, written as v3
+    expect(scene(second_agent, "scene-3")).to_have_attribute("data-version", "3")
+    agent.reload()
+    for tab in (second_agent, agent):
+        items = open_versions(tab, "scene-3")
+        expect(items).to_have_count(3)
+        assert [i.get_attribute("data-version") for i in items.all()] == ["3", "2", "1"]
+        assert len({i.get_attribute("data-checkpoint-id") for i in items.all()}) == 3
     expect(scene(agent, "scene-3")).to_have_attribute("data-version", "3")
 
 

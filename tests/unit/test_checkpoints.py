@@ -12,7 +12,8 @@ import zipfile
 import pytest
 
 from app.agent import RUN_STAGE, DemoAgent, ToolCallFinished, element_count, regenerate_document
-from app.checkpoints import (ArtifactSnapshot, BackendUnavailable, CheckpointNotFound, MemoryVersionBackend,
+from app.checkpoints import (ArtifactSnapshot, BackendUnavailable, CheckpointNotFound, CheckpointReadModel,
+                             MemoryVersionBackend,
                              SceneCheckpoints, VersionStore)
 from app.checkpoints.documents import (LONG_DATA, Background, Box, SceneDocument, SceneElement, base_document,
                                        canonical_json, course_document, preview_text)
@@ -298,6 +299,44 @@ async def test_two_tabs_never_lose_each_others_versions(new_backend):
     assert (await tab_a.read_model.get(made_in_a.id))["checkpoint_document"]["title"] == "from A"
     await tab_a.load_stage("intro-ml")
     assert tab_a.current("intro-ml", "scene-1").version_no == 2
+
+
+class CommitLog:
+    """A backend that notes each commit's version id and answer (``None``: written; a number: refused)."""
+
+    def __init__(self, backend):
+        self._backend = backend
+        self.commits = []
+
+    def __getattr__(self, name):
+        return getattr(self._backend, name)
+
+    async def commit(self, artifact, version, document, expected_version_no):
+        answer = await self._backend.commit(artifact, version, document, expected_version_no)
+        self.commits.append((version["versionId"], answer))
+        return answer
+
+
+async def test_a_commit_refused_because_another_tab_took_the_number_is_renumbered_never_treated_as_written(
+        new_backend):
+    backend = CommitLog(new_backend())
+    tab_a = VersionStore(backend, new_id=iter(["a-1", "a-2"]).__next__)
+    tab_b = VersionStore(backend, new_id=iter(["b-1", "b-2"]).__next__)
+    b1 = await tab_b.record(snapshot("intro-ml", "scene-1", doc("b1"), at=1))
+    a2 = await tab_a.record(snapshot("intro-ml", "scene-1", doc("a2"), at=2))  # A reads the stored v1: v2
+    # B never heard of a2: it still believes the scene is at its own v1, so its v2 is refused
+    b3 = await tab_b.record(snapshot("intro-ml", "scene-1", doc("b3"), at=3))
+    assert backend.commits == [("intro-ml/scene-1:v1", None), ("intro-ml/scene-1:v2", None),
+                               ("intro-ml/scene-1:v2", 2), ("intro-ml/scene-1:v3", None)]
+    assert [i.metadata["artifactVersionNo"] for i in (b1, a2, b3)] == [1, 2, 3]
+    for tab in (tab_a, tab_b):
+        listed = (await CheckpointReadModel(tab).list_scene("intro-ml", "scene-1"))["checkpoints"]
+        assert [c["checkpoint_id"] for c in listed] == [b3.id, a2.id, b1.id]
+        titles = [(await tab.document(c["version_id"])).title for c in listed]
+        assert titles == ["b3", "a2", "b1"]  # no version lost, none overwritten
+    assert (tab_b.cached("intro-ml/scene-1").version_no, tab_b.cached("intro-ml/scene-1").document.title) == (3, "b3")
+    reloaded = VersionStore(backend)
+    assert (await reloaded.load_stage("intro-ml"))["scene-1"].version_no == 3
 
 
 async def test_concurrent_writes_of_one_tab_are_numbered_in_order(new_backend):
