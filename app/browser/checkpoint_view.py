@@ -349,6 +349,7 @@ class CheckpointView:
             self._spawn(self._export(kind))
 
     async def _export(self, kind: str) -> None:
+        from app.browser.tasks import next_task
         from app.checkpoints.exports import evidence_pack, replay_case
 
         stage_id = self.runtime.stage_id
@@ -356,7 +357,8 @@ class CheckpointView:
             return
         build = evidence_pack if kind == "export-evidence" else replay_case
         data = await build(self.checkpoints.read_model, stage_id=stage_id,
-                           conversation_id=await self.runtime.conversation(stage_id), exported_at=self._clock())
+                           conversation_id=await self.runtime.conversation(stage_id), exported_at=self._clock(),
+                           pause=next_task)
         name = f"agentbar-{segment(stage_id)}-{'evidence-pack' if kind == 'export-evidence' else 'replay-case'}.zip"
         _download(data, name)
 

@@ -34,6 +34,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "abbreviated",
     "Background",
     "base_document",
     "Box",
@@ -164,6 +165,18 @@ def _looks_like_data(value: str) -> bool:
     return " " not in head and all(c.isalnum() or c in "+/=" for c in head)
 
 
+def abbreviated(document: SceneDocument) -> dict[str, Any]:
+    """``document`` as JSON data (no ``null`` fields) with each base64 value longer than
+    ``LONG_DATA`` characters replaced by ``"<data N chars sha256:…>"`` (its size and the first 16
+    hex digits of its sha256): what diffs, previews and exported snapshots show (DESIGN.md §10).
+
+    >>> doc = SceneDocument(title="t", background=Background(kind="image", value="data:image/png;base64," + "A" * 500))
+    >>> abbreviated(doc)["background"]["value"][:15]
+    '<data 522 chars'
+    """
+    return _abbreviate(document.model_dump(mode="json", exclude_none=True))
+
+
 def canonical_json(document: SceneDocument) -> str:
     """Sorted-key, indented JSON of ``document`` with long base64 shown by size and hash.
 
@@ -173,8 +186,7 @@ def canonical_json(document: SceneDocument) -> str:
     >>> "sha256:" in canonical_json(doc) and "AAAA" not in canonical_json(doc)
     True
     """
-    data = _abbreviate(document.model_dump(mode="json", exclude_none=True))
-    return json.dumps(data, ensure_ascii=False, sort_keys=True, indent=1)
+    return json.dumps(abbreviated(document), ensure_ascii=False, sort_keys=True, indent=1)
 
 
 PREVIEW_LIMIT = 240

@@ -26,18 +26,32 @@ Replay case (``replay_case``), files:
 - ``evidence-links.json`` — ``{replayCaseVersion, links}``: for each
   checkpoint its id, path, snapshot path and version id.
 
+Both zips also hold every document their JSON names (every ``path`` and
+``snapshot_path``, so each path a zip's JSON names is a file in it), from the read
+model's ``files``:
+
+- ``versions/<sceneId>/v0003.artifact.json`` — ``{versionId, document}``: the
+  version's document (``document`` ``null`` when its snapshot cannot be read);
+- ``scenes/<sceneId>.json`` — ``{versionId, document}``: the scene's current
+  document at export time (``…:v0``: the course's own).
+
+Documents show each base64 image by its size and sha256
+(``app.checkpoints.documents.abbreviated``), as the diff does.
+
 JSON files are UTF-8, non-ASCII written as is, two-space indented.
 """
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import zipfile
-from typing import Any
+from typing import Any, Awaitable, Callable
 
+from app.checkpoints.documents import abbreviated
 from app.checkpoints.read_model import CheckpointReadModel, iso_time
-from app.checkpoints.timeline import timeline_turns
+from app.checkpoints.timeline import FileArtifact, timeline_turns
 
 __all__ = ["EVIDENCE_FILES", "REPLAY_FILES", "SCHEMA_VERSION", "evidence_pack", "replay_case"]
 
@@ -45,6 +59,10 @@ SCHEMA_VERSION = 1
 REPLAY_CASE_VERSION = 1
 EVIDENCE_FILES = ("summary.md", "runtime.json", "timeline.json", "artifacts.json")
 REPLAY_FILES = ("input.json", "expected.json", "grader.md", "evidence-links.json")
+DOCUMENTS_PER_STEP = 20
+"""Documents encoded between two ``pause()`` calls (an export of 250 versions is not one long task)."""
+
+Pause = Callable[[], Awaitable[Any]]
 
 
 def _json(value: Any) -> str:
@@ -59,14 +77,25 @@ def _zip(files: dict[str, str]) -> bytes:
     return buffer.getvalue()
 
 
+async def _documents(model: CheckpointReadModel, items: list[FileArtifact], pause: Pause) -> dict[str, str]:
+    """The zip files of the documents ``items`` name (module docstring), ``pause()`` between steps."""
+    files: dict[str, str] = {}
+    for n, (path, (version, document)) in enumerate(sorted((await model.files(items)).items()), start=1):
+        files[path] = _json({"versionId": version, "document": abbreviated(document) if document else None})
+        if n % DOCUMENTS_PER_STEP == 0:
+            await pause()
+    return files
+
+
 def _cell(value: Any) -> str:
     text = "" if value is None else " ".join(str(value).split())
     return text.replace("|", "\\|")
 
 
 async def evidence_pack(model: CheckpointReadModel, *, stage_id: str, conversation_id: str,
-                        exported_at: int) -> bytes:
-    """The evidence pack zip of ``conversation_id`` (see the module docstring); ``exported_at`` in epoch ms."""
+                        exported_at: int, pause: Pause | None = None) -> bytes:
+    """The evidence pack zip of ``conversation_id`` (see the module docstring); ``exported_at`` in epoch ms;
+    ``pause()``: awaited between steps of documents (the page passes ``app.browser.tasks.next_task``)."""
     listed = await model.list_conversation(conversation_id)
     summary = await model.summary(conversation_id)
     items = await model.timeline(conversation_id)
@@ -94,12 +123,14 @@ async def evidence_pack(model: CheckpointReadModel, *, stage_id: str, conversati
         "artifacts.json": _json({**envelope, "fileCheckpoints": checkpoints, "fileCheckpointCount": count,
                                  "recentArtifacts": list(recent.values())}),
     }
-    return _zip(files)
+    return _zip(files | await _documents(model, items, pause or _no_pause))
 
 
 async def replay_case(model: CheckpointReadModel, *, stage_id: str, conversation_id: str,
-                      exported_at: int) -> bytes:
-    """The replay case zip of ``conversation_id`` (see the module docstring)."""
+                      exported_at: int, pause: Pause | None = None) -> bytes:
+    """The replay case zip of ``conversation_id`` (see the module docstring; ``pause`` as for
+    ``evidence_pack``)."""
+    items = await model.timeline(conversation_id)
     listed = await model.list_conversation(conversation_id)
     checkpoints, count = listed["checkpoints"], listed["checkpoint_count"]
     when = iso_time(exported_at)
@@ -127,4 +158,8 @@ async def replay_case(model: CheckpointReadModel, *, stage_id: str, conversation
             {"checkpoint_id": c["checkpoint_id"], "path": c["path"], "snapshot_path": c["snapshot_path"],
              "version_id": c["version_id"]} for c in checkpoints]}),
     }
-    return _zip(files)
+    return _zip(files | await _documents(model, items, pause or _no_pause))
+
+
+async def _no_pause() -> None:
+    await asyncio.sleep(0)

@@ -20,6 +20,8 @@ Shapes (Lime's snake_case names inside camelCase envelopes):
   ``updated_at``, then path, then highest version).
 - ``get`` → ``{checkpoint, live_path, snapshot_path, checkpoint_document,
   live_document, validation_issues, metadata, content}`` (documents as dicts).
+- ``files`` → ``{path: (version_id, document)}``: the snapshots and current scene
+  documents a set of timeline items names (what exports carry).
 - ``diff`` → ``{checkpoint, current_version_id, previous_version_id, diff}``
   where ``diff`` is ``app.checkpoints.diff.document_diff`` of the version
   before (version 0: the course's own document) against this one.
@@ -167,6 +169,27 @@ class CheckpointReadModel:
             "previous_version_id": previous_id,
             "diff": document_diff(before, after, before_label=previous_id, after_label=listed["version_id"] or ""),
         }
+
+    async def files(self, items: list[FileArtifact]) -> dict[str, tuple[str, SceneDocument | None]]:
+        """The documents timeline ``items`` name, by path (what an export puts beside its JSON):
+        each item's ``snapshot_path`` (``versions/<sceneId>/v0003.artifact.json``) → its version id
+        and document, read in one go (``None`` when it cannot be read), and each ``path``
+        (``scenes/<sceneId>.json``) → the scene's current version id (``…:v0``: the course's own)
+        and document."""
+        files: dict[str, tuple[str, SceneDocument | None]] = {}
+        snapshots = [(listed["snapshot_path"], listed["version_id"]) for listed in map(checkpoint_item, items)
+                     if listed["version_id"]]
+        for (path, version), document in zip(snapshots, await self._store.documents([v for _, v in snapshots])):
+            files[path] = (version, document)
+        for item in items:
+            meta = item.metadata
+            if item.path in files or not isinstance(meta.get("stageId"), str) or not isinstance(meta.get("sceneId"), str):
+                continue
+            known = self._store.cached(artifact_id(meta["stageId"], meta["sceneId"]))
+            current = (known.version_id, known.document) if known else (
+                version_id(artifact_id(meta["stageId"], meta["sceneId"]), 0), self._base(meta["stageId"], meta["sceneId"]))
+            files[item.path] = current
+        return files
 
     async def current_document(self, stage_id: str, scene_id: str) -> SceneDocument | None:
         """The scene's current document: its newest stored version, else version 0."""

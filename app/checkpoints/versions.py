@@ -256,6 +256,19 @@ class VersionStore:
             self._notice("checkpoint-damaged")
             return None
 
+    async def documents(self, versions: list[str]) -> list[SceneDocument | None]:
+        """``document`` of each of ``versions``, in order, in one read (``None`` for one that is
+        missing or damaged; a damaged one gives the ``checkpoint-damaged`` notice)."""
+        raws = await self._guard(lambda b: b.documents_of(list(versions)), [None] * len(versions)) if versions else []
+        found: list[SceneDocument | None] = []
+        for raw in raws:
+            try:
+                found.append(None if raw is None else _document(raw))
+            except ValidationError:
+                self._notice("checkpoint-damaged")
+                found.append(None)
+        return found
+
     # -- writing ---------------------------------------------------------
 
     async def record(self, event: ArtifactSnapshot) -> FileArtifact:

@@ -120,6 +120,20 @@ def test_a_scene_that_does_not_exist_fails_and_offers_no_restore(agent):
     expect(agent.testid("checkpoint-summary")).to_have_attribute("data-count", "0")
 
 
+def assert_named_paths_are_files(archive: zipfile.ZipFile) -> None:
+    """Every value under a key ending in ``path`` in the zip's JSON files is a file of the zip."""
+    def named(value, key=""):
+        if isinstance(value, dict):
+            return {p for k, v in value.items() for p in named(v, k)}
+        if isinstance(value, list):
+            return {p for v in value for p in named(v, key)}
+        return {value} if isinstance(value, str) and key.lower().endswith("path") else set()
+
+    names = set(archive.namelist())
+    paths = set().union(*(named(json.loads(archive.read(n))) for n in names if n.endswith(".json")))
+    assert any(p.startswith("versions/") for p in paths) and paths <= names, paths - names
+
+
 def unzip(download) -> zipfile.ZipFile:
     with open(download.path(), "rb") as handle:
         return zipfile.ZipFile(io.BytesIO(handle.read()))
@@ -147,7 +161,17 @@ def test_evidence_pack_and_replay_case_hold_what_the_panel_shows(agent):
         agent.testid("export-evidence").click()
     assert info.value.suggested_filename == "agentbar-poetry-tang-evidence-pack.zip"
     pack = unzip(info.value)
-    assert sorted(pack.namelist()) == ["artifacts.json", "runtime.json", "summary.md", "timeline.json"]
+    documents = ["scenes/scene-1.json", "scenes/scene-2.json", "versions/scene-1/v0001.artifact.json",
+                 "versions/scene-1/v0002.artifact.json", "versions/scene-1/v0003.artifact.json",
+                 "versions/scene-2/v0001.artifact.json"]
+    assert sorted(pack.namelist()) == sorted(["artifacts.json", "runtime.json", "summary.md", "timeline.json",
+                                              *documents])
+    assert_named_paths_are_files(pack)
+    restored = json.loads(pack.read("versions/scene-1/v0003.artifact.json"))
+    assert restored["versionId"] == "poetry-tang/scene-1:v3"
+    assert restored["document"] == json.loads(pack.read("versions/scene-1/v0001.artifact.json"))["document"]
+    assert json.loads(pack.read("scenes/scene-1.json"))["document"] == restored["document"]
+    assert "sha256:" in pack.read("versions/scene-2/v0001.artifact.json").decode()  # images by size and hash
     runtime_json = json.loads(pack.read("runtime.json"))
     artifacts_json = json.loads(pack.read("artifacts.json"))
     for payload in (runtime_json, artifacts_json):
@@ -162,7 +186,9 @@ def test_evidence_pack_and_replay_case_hold_what_the_panel_shows(agent):
     with agent.page.expect_download() as info:
         agent.testid("export-replay").click()
     case = unzip(info.value)
-    assert sorted(case.namelist()) == ["evidence-links.json", "expected.json", "grader.md", "input.json"]
+    assert sorted(case.namelist()) == sorted(["evidence-links.json", "expected.json", "grader.md", "input.json",
+                                              *documents])
+    assert_named_paths_are_files(case)
     replay_input = json.loads(case.read("input.json"))
     assert replay_input["runtimeContext"]["fileCheckpointCount"] == 4
     assert [c["checkpoint_id"] for c in replay_input["runtimeContext"]["fileCheckpoints"]] == \

@@ -440,8 +440,10 @@ async def test_evidence_pack_and_replay_case_carry_the_read_models_checkpoints(n
     conversation = runtime.conversation_id("intro-ml")
     expected = await checkpoints.read_model.list_conversation(conversation)
     evidence, replay = await _exports(checkpoints, conversation)
-    assert sorted(evidence.namelist()) == sorted(EVIDENCE_FILES)
-    assert sorted(replay.namelist()) == sorted(REPLAY_FILES)
+    documents = {"scenes/scene-1.json", "scenes/scene-2.json", "versions/scene-1/v0001.artifact.json",
+                 "versions/scene-1/v0002.artifact.json", "versions/scene-2/v0001.artifact.json"}
+    assert sorted(evidence.namelist()) == sorted({*EVIDENCE_FILES, *documents})
+    assert sorted(replay.namelist()) == sorted({*REPLAY_FILES, *documents})
 
     runtime_json = json.loads(evidence.read("runtime.json"))
     artifacts_json = json.loads(evidence.read("artifacts.json"))
@@ -469,6 +471,56 @@ async def test_evidence_pack_and_replay_case_carry_the_read_models_checkpoints(n
     links = json.loads(replay.read("evidence-links.json"))["links"]
     assert [l["snapshot_path"] for l in links] == [c["snapshot_path"] for c in expected["checkpoints"]]
     assert "expected.json" in replay.read("grader.md").decode()
+
+
+def named_paths(value, key=""):
+    """Every string a JSON value holds under a key ending in ``path`` (``path``, ``snapshot_path``,
+    ``snapshotPath``…), at any depth."""
+    if isinstance(value, dict):
+        return {p for k, v in value.items() for p in named_paths(v, k)}
+    if isinstance(value, list):
+        return {p for v in value for p in named_paths(v, key)}
+    return {value} if isinstance(value, str) and key.lower().endswith("path") else set()
+
+
+async def test_every_path_the_zips_json_names_is_a_file_in_it_with_images_by_size_and_hash(new_backend):
+    runtime, checkpoints = make_runtime(new_backend())
+    runtime.set_stage("intro-ml")
+    await checkpoints.load_stage("intro-ml")
+    for text in ("/regenerate scene-1", "/regenerate scene-1 again", "/regenerate scene-3 图表"):
+        await regenerate(runtime, text)
+    conversation = runtime.conversation_id("intro-ml")
+    listed = (await checkpoints.read_model.list_conversation(conversation))["checkpoints"]
+    for archive in await _exports(checkpoints, conversation):
+        names = set(archive.namelist())
+        json_files = [n for n in names if n.endswith(".json")]
+        named = set().union(*(named_paths(json.loads(archive.read(n))) for n in json_files))
+        assert {c["snapshot_path"] for c in listed} <= named
+        assert named and named <= names, named - names
+        for checkpoint in listed:  # each snapshot is that version's document, its images by size and hash
+            text = archive.read(checkpoint["snapshot_path"]).decode()
+            assert "base64," not in text and "sha256:" in text
+            stored = json.loads(text)
+            whole = (await checkpoints.read_model.get(checkpoint["checkpoint_id"]))["checkpoint_document"]
+            assert stored["versionId"] == checkpoint["version_id"]
+            assert stored["document"]["title"] == whole["title"]
+            assert [e["id"] for e in stored["document"]["elements"]] == [e["id"] for e in whole["elements"]]
+        live = json.loads(archive.read("scenes/scene-1.json"))
+        assert live["versionId"] == "intro-ml/scene-1:v2"
+        assert live["document"] == json.loads(archive.read("versions/scene-1/v0002.artifact.json"))["document"]
+
+
+async def test_an_export_names_a_snapshot_it_cannot_read_as_a_file_without_a_document():
+    records = MemoryBackend()
+    await records.open()
+    checkpoints = SceneCheckpoints(RecordVersionBackend(records))
+    item = await checkpoints.submit(snapshot("intro-ml", "scene-1", doc("lost"), conversation="c"))
+    records.put_raw("snapshots", {"versionId": "intro-ml/scene-1:v1", "document": {"title": 3}})
+    evidence, replay = await _exports(checkpoints, "c")
+    for archive in (evidence, replay):
+        assert json.loads(archive.read("versions/scene-1/v0001.artifact.json")) == {
+            "versionId": item.metadata["artifactVersionId"], "document": None}
+    assert checkpoints.notices == ("checkpoint-damaged",)
 
 
 async def test_exports_of_a_conversation_without_checkpoints_are_empty_but_complete():
