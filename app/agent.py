@@ -36,6 +36,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import colorsys
+import math
 import os
 import random
 import re
@@ -46,7 +48,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Union
 
-from app.checkpoints.documents import (CANVAS, Background, Box, SceneDocument, SceneElement, base_document,
+from app.checkpoints.documents import (Background, Box, SceneDocument, SceneElement, base_document,
                                        document_json)
 from app.model import Message
 
@@ -159,21 +161,63 @@ def action_count(scene_id: str) -> int:
     return 3 + _seed("actions", scene_id) % 3
 
 
-def _png(rng: random.Random, width: int, height: int, tint: tuple[int, int, int], spread: int) -> bytes:
-    """A valid RGB PNG of ``width`` × ``height`` noisy pixels around ``tint`` (stdlib only)."""
-    rows = b"".join(b"\x00" + bytes(min(255, max(0, c + rng.randrange(-spread, spread + 1)))
-                                    for _ in range(width) for c in tint) for _ in range(height))
-
+def _png(width: int, height: int, rows: list[bytes]) -> bytes:
+    """A valid RGB PNG of ``width`` × ``height`` pixels from its ``rows`` of RGB bytes (stdlib only)."""
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows, 1)) + chunk(b"IEND", b"")
+    raw = b"".join(b"\x00" + row for row in rows)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 1)) + chunk(b"IEND", b"")
 
 
-def _image(rng: random.Random, width: int = 28, height: int = 24, spread: int = 90) -> str:
-    tint = (rng.randrange(60, 200), rng.randrange(60, 200), rng.randrange(60, 200))
-    return "data:image/png;base64," + base64.b64encode(_png(rng, width, height, tint, spread)).decode("ascii")
+def _rgb(hue: float, lightness: float, saturation: float) -> tuple[int, int, int]:
+    red, green, blue = colorsys.hls_to_rgb(hue % 1.0, lightness, saturation)
+    return round(red * 255), round(green * 255), round(blue * 255)
+
+
+def _hex(hue: float, lightness: float, saturation: float) -> str:
+    return "#%02x%02x%02x" % _rgb(hue, lightness, saturation)
+
+
+_GRAIN = 3
+"""Film grain of a picture: 0 to ``_GRAIN`` added to each channel (pictures stay a few KB of base64)."""
+_GRAIN_TABLE = bytes(b % (_GRAIN + 1) for b in range(256))
+
+
+def _picture(rng: random.Random, hue: float, width: int = 72, height: int = 48) -> str:
+    """A small landscape picture as a ``data:image/png;base64`` URL: a sky shading into a hill,
+    a sun, and a light film grain (so each is a few kilobytes: the heavy live result stays heavy)."""
+    sun_x, sun_y, sun_r = rng.uniform(0.2, 0.8) * width, rng.uniform(0.15, 0.4) * height, height * 0.14
+    phase, ground = rng.uniform(0, 6.3), rng.uniform(0.55, 0.7) * height
+    def pixel(rgb: tuple[int, ...]) -> bytes:
+        return bytes(min(c, 255 - _GRAIN) for c in rgb)
+
+    sky_top, sky_low = _rgb(hue, 0.55, 0.55), _rgb(hue + 0.05, 0.82, 0.5)
+    hill, sun = pixel(_rgb(hue + 0.3, 0.38, 0.45)), pixel(_rgb(0.12, 0.75, 0.9))
+    horizon = [ground + height * 0.08 * math.sin(x / width * 6.3 + phase) for x in range(width)]
+    rows = []
+    for y in range(height):
+        t = y / (height - 1)
+        sky = pixel(tuple(round(a + (b - a) * t) for a, b in zip(sky_top, sky_low)))
+        reach = sun_r ** 2 - (y - sun_y) ** 2  # the sun's half-width on this row, squared
+        row = b"".join(hill if y >= horizon[x] else sun if (x - sun_x) ** 2 <= reach else sky for x in range(width))
+        # grain added as one big integer: every byte is at most 255 - _GRAIN, so no byte carries
+        grain = rng.randbytes(len(row)).translate(_GRAIN_TABLE)
+        rows.append((int.from_bytes(row, "big") + int.from_bytes(grain, "big")).to_bytes(len(row), "big"))
+    return "data:image/png;base64," + base64.b64encode(_png(width, height, rows)).decode("ascii")
+
+
+def _backdrop(hue: float, width: int = 48, height: int = 27) -> str:
+    """The slide's background: a very light vertical shade of ``hue`` (a PNG data URL)."""
+    top, low = _rgb(hue, 0.985, 0.4), _rgb(hue, 0.93, 0.45)
+    rows = [bytes(round(a + (b - a) * y / (height - 1)) for a, b in zip(top, low)) * width for y in range(height)]
+    return "data:image/png;base64," + base64.b64encode(_png(width, height, rows)).decode("ascii")
+
+
+def _image(rng: random.Random) -> str:
+    """A picture of a random hue (the tool result's preview image)."""
+    return _picture(rng, rng.random())
 
 
 RUN_STAGE: ContextVar[str | None] = ContextVar("RUN_STAGE", default=None)
@@ -181,34 +225,89 @@ RUN_STAGE: ContextVar[str | None] = ContextVar("RUN_STAGE", default=None)
 that course's scenes even when another course is shown meanwhile (DESIGN.md §4)."""
 
 
+BULLETS = 4
+"""Bullet points a regenerated slide has at most."""
+BULLET_CHARS = 90
+"""Characters of one bullet point at most (a longer phrase is cut with an ellipsis)."""
+BULLET = "• "
+PICTURES = 4
+_PHRASE_END = re.compile(r"[,;.!?\n，；、。！？]+")
+
+
+def _bullets(instruction: str, current: SceneDocument | None, title: str) -> list[str]:
+    """The phrases a regenerated slide lists: the instruction's (split at punctuation), else the
+    current slide's own bullet points, else its body text's; at least the title."""
+    texts = [e.text for e in (current.elements if current is not None else ()) if e.kind == "text" and e.text]
+    own = [t[len(BULLET):] for t in texts if t.startswith(BULLET)]
+    body = [t for t in texts[1:] if not t.startswith(BULLET)] if not own else []
+    source = [instruction] if instruction else own or body or [title]
+    phrases = [" ".join(p.split()) for text in source for p in _PHRASE_END.split(text) if p.strip()]
+    return [p if len(p) <= BULLET_CHARS else p[:BULLET_CHARS - 1].rstrip() + "…" for p in phrases[:BULLETS]] or [title]
+
+
 def regenerate_document(scene_id: str, instruction: str = "", current: SceneDocument | None = None) -> SceneDocument:
     """The scene document ``regenerate_scene`` makes from ``current`` (DESIGN.md §10).
 
-    Deterministic: the same current document, scene id and instruction give
-    the same document. It keeps the current title, has ``element_count(scene_id)``
-    elements (the title, then images, texts and shapes in turn, every box on
-    the slide), every fourth an image (a ~2.7 KB base64 PNG), and a PNG background.
+    Deterministic: the same current document, scene id and instruction give the same
+    document. A slide of ``element_count(scene_id)`` elements, every box on the 960 × 540
+    slide, in one colour theme drawn from the input:
+
+    - the current title (kept) over an accent bar;
+    - up to ``BULLETS`` bullet points: the instruction's phrases (without one, the current
+      slide's bullet points or body text, ``_bullets``);
+    - a bar chart on a panel (baseline, three grid lines, bars each with its value above it,
+      and a marker over the highest bar when the count is odd): it takes what is left of the count;
+    - ``PICTURES`` pictures (base64 PNGs of a few KB each) under the bullets, and a PNG
+      background, so the live result stays heavy (the slim projection drops it, §3).
+
     Element ids name their slot (``<sceneId>-title``, ``<sceneId>-el-<i>``), so the diff of two
     regenerates lists what was redone as changed, not as removed and added.
     """
     basis = document_json(current) if current is not None else ""
     rng = random.Random(_seed("scene", scene_id, instruction, basis))
+    hue = rng.random()
     title = current.title if current is not None else scene_id
-    width, height = CANVAS
-    elements = [SceneElement(id=f"{scene_id}-title", kind="text", box=Box(x=40, y=24, w=880, h=64), text=title,
-                             color="#1d2433")]
-    for i in range(1, element_count(scene_id)):
-        kind = ("image", "text", "shape", "text")[i % 4]
-        w, h = (rng.randrange(80, 200), rng.randrange(60, 140)) if kind != "text" else (rng.randrange(160, 320), 40)
-        box = Box(x=rng.randrange(0, width - w), y=rng.randrange(100, height - h), w=w, h=h)
-        color = f"#{rng.randrange(0x1000000):06x}"
-        label = f"{instruction or 'Point'} {i}" if kind == "text" else None
-        # The element in slot i keeps its id from one regenerate to the next, so a diff reads it as changed.
-        elements.append(SceneElement(id=f"{scene_id}-el-{i}", kind=kind, box=box,
-                                     text=label, src=_image(rng) if kind == "image" else None,
-                                     color=color if kind != "image" else None))
-    background = Background(kind="image", value=_image(rng, 48, 27, 12))
-    return SceneDocument(title=title, background=background, elements=tuple(elements))
+    bullets = _bullets(instruction, current, title)
+    count = element_count(scene_id)
+    ink, accent = _hex(hue, 0.2, 0.35), _hex(hue, 0.45, 0.65)
+    parts: list[dict[str, Any]] = [
+        {"kind": "text", "box": Box(x=48, y=28, w=864, h=72), "text": title, "color": "#1d2433", "size": 48},
+        {"kind": "shape", "box": Box(x=48, y=106, w=120, h=6), "color": accent},
+    ]
+    room = 264 / len(bullets)  # the bullets share the column above the pictures
+    for n, bullet in enumerate(bullets):
+        parts.append({"kind": "text", "box": Box(x=48, y=round(132 + n * room, 2), w=412, h=round(room - 8, 2)),
+                      "text": BULLET + bullet, "color": ink, "size": 30})
+    left, right, base, top = 516.0, 892.0, 476.0, 196.0
+    parts.append({"kind": "shape", "box": Box(x=492, y=124, w=420, h=384), "color": _hex(hue, 0.95, 0.5)})
+    parts.append({"kind": "shape", "box": Box(x=left, y=base, w=right - left, h=3), "color": _hex(hue, 0.3, 0.2)})
+    for step in (1, 2, 3):
+        parts.append({"kind": "shape", "box": Box(x=left, y=base - step * (base - top) / 4, w=right - left, h=1.5),
+                      "color": _hex(hue, 0.82, 0.25)})
+    rest = count - len(parts) - PICTURES
+    bars, marker = rest // 2, rest % 2
+    slot = (right - left) / max(bars, 1)
+    values = [rng.randrange(12, 97) for _ in range(bars)]
+    for n, value in enumerate(values):
+        height = (base - top) * value / 100
+        x = left + n * slot
+        parts.append({"kind": "shape", "box": Box(x=round(x + slot * 0.18, 2), y=round(base - height, 2),
+                                                  w=round(slot * 0.64, 2), h=round(height, 2)),
+                      "color": _hex(hue + n * 0.04, 0.5 + 0.2 * (n % 2), 0.55)})
+        parts.append({"kind": "text", "box": Box(x=round(x, 2), y=round(base - height - 26, 2), w=round(slot, 2), h=22),
+                      "text": str(value), "color": ink, "size": 16})
+    if marker:
+        highest = max(range(bars), key=values.__getitem__) if bars else 0
+        x = left + highest * slot + slot / 2 - 6
+        y = base - (base - top) * (values[highest] if values else 50) / 100 - 42
+        parts.append({"kind": "shape", "box": Box(x=round(x, 2), y=round(y, 2), w=12, h=12), "color": accent})
+    for n in range(PICTURES):
+        parts.append({"kind": "image", "box": Box(x=48 + n * 104, y=412, w=92, h=64),
+                      "src": _picture(rng, hue + 0.15 * n)})
+    elements = [SceneElement(id=f"{scene_id}-title" if n == 0 else f"{scene_id}-el-{n}", **part)
+                for n, part in enumerate(parts)]
+    return SceneDocument(title=title, background=Background(kind="image", value=_backdrop(hue)),
+                         elements=tuple(elements))
 
 
 def regenerate_result(scene_id: str, instruction: str = "", current: SceneDocument | None = None) -> dict[str, Any]:

@@ -72,7 +72,9 @@ class Box(_Model):
 
 class SceneElement(_Model):
     """One element: ``id`` (unique in its document), ``kind``, ``box``; ``text`` for text and
-    shapes, ``src`` (a ``data:`` URL) for images, ``color`` for shapes and text."""
+    shapes, ``src`` (a ``data:`` URL) for images, ``color`` for shapes and text, ``size`` for
+    text: its font size in slide units (the stage view makes it smaller when the text would not
+    fit its box, ``app.checkpoints.slides.text_size``; absent: sized from the box's height)."""
 
     id: str
     kind: Literal["text", "image", "shape"]
@@ -80,6 +82,7 @@ class SceneElement(_Model):
     text: str | None = None
     src: str | None = None
     color: str | None = None
+    size: float | None = Field(default=None, gt=0)
 
 
 class Background(_Model):
@@ -119,10 +122,10 @@ def course_document(course: Any, scene_id: str, translate: Any = None) -> SceneD
         title=title,
         background=Background(kind="color", value="#f4f6fb"),
         elements=(
-            SceneElement(id=f"{scene_id}-title", kind="text", box=Box(x=60, y=48, w=840, h=96),
-                         text=title, color="#1d2433"),
-            SceneElement(id=f"{scene_id}-body", kind="text", box=Box(x=60, y=180, w=840, h=200),
-                         text=body, color="#3b4256"),
+            SceneElement(id=f"{scene_id}-title", kind="text", box=Box(x=60, y=48, w=840, h=112),
+                         text=title, color="#1d2433", size=64),
+            SceneElement(id=f"{scene_id}-body", kind="text", box=Box(x=60, y=184, w=840, h=308),
+                         text=body, color="#3b4256", size=52),
         ),
     )
 

@@ -244,6 +244,30 @@ def test_a_tab_that_never_heard_of_another_tabs_version_numbers_past_it_and_lose
     expect(scene(agent, "scene-3")).to_have_attribute("data-version", "3")
 
 
+OVERFLOWING_TEXT = """() => [...document.querySelectorAll('[data-testid=scene-slide] .slide-text')]
+  .filter((e) => e.scrollHeight > e.clientHeight || e.scrollWidth > e.clientWidth)
+  .map((e) => ({ text: e.textContent, scroll: [e.scrollWidth, e.scrollHeight], client: [e.clientWidth, e.clientHeight] }))"""
+ALL_DRAWN = """() => { const slides = [...document.querySelectorAll('[data-testid=scene-slide]')];
+  return slides.length > 0 && slides.every((s) => s.dataset.drawn === 'true'); }"""
+
+
+def test_no_slide_text_overflows_its_box_in_the_courses_own_and_regenerated_slides(agent):
+    agent.page.set_viewport_size({"width": 1366, "height": 900})
+    runs = [("intro-ml", "en-US", ["/regenerate scene-1 make it clearer, add a chart; compare the learning curves "
+                                   "of three models over many epochs and explain why the validation loss rises",
+                                   "/regenerate scene-2"]),
+            ("poetry-tang", "zh-CN", ["/regenerate scene-1 更亮，加一张图表，突出月光"]),
+            ("my-own-course", "ru-RU", ["/regenerate scene-3 сделай ярче"]), ("linear-algebra", "ar-SA", [])]
+    for course, lang, commands in runs:
+        agent.open(course=course, lang=lang)
+        for command in commands:
+            agent.send(command)
+        agent.page.wait_for_function(ALL_DRAWN)
+        texts = agent.page.locator("[data-testid=scene-slide] .slide-text")
+        assert texts.count() >= 6
+        assert agent.page.evaluate(OVERFLOWING_TEXT) == [], (course, lang)
+
+
 def test_without_indexeddb_regenerate_works_in_memory_and_the_panel_says_so_once(agent):
     agent.page.add_init_script("""IDBFactory.prototype.open = function () {
       throw new DOMException('The operation is insecure.', 'SecurityError'); };""")  # site data blocked

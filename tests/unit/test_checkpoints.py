@@ -16,7 +16,7 @@ from app.checkpoints import (ArtifactSnapshot, BackendUnavailable, CheckpointNot
                              MemoryVersionBackend,
                              SceneCheckpoints, VersionStore)
 from app.checkpoints.documents import (LONG_DATA, Background, Box, SceneDocument, SceneElement, base_document,
-                                       canonical_json, course_document, preview_text)
+                                       canonical_json, course_document, preview_text, validation_issues)
 from app.checkpoints.exports import EVIDENCE_FILES, REPLAY_FILES, evidence_pack, replay_case
 from app.checkpoints.paths import MAX_SEGMENT, artifact_id, scene_path, segment, snapshot_path
 from app.courses import find_course
@@ -588,6 +588,81 @@ def test_element_styles_place_boxes_in_percent_and_drop_unsafe_colours():
     assert element_style(shape) == "left:50%;top:50%;width:10%;height:10%"
     text = SceneElement(id="t", kind="text", box=Box(x=0, y=0, w=960, h=40), text="hi", color="#123456")
     assert element_style(text).endswith(";color:#123456") and "cqw" in element_style(text)
+
+
+def test_text_keeps_its_size_when_it_fits_and_is_made_smaller_until_it_does():
+    from app.checkpoints.slides import LINE_HEIGHT, text_size
+
+    box = {"x": 0, "y": 0, "w": 840, "h": 200}
+    short = SceneElement(id="t", kind="text", box=Box(**box), text="Short", size=40)
+    assert text_size(short) == 40
+    body = "A program learns when its performance improves with experience."
+    unsized = SceneElement(id="b", kind="text", box=Box(**box), text=body)  # was drawn at 72: three lines cut at two
+    assert text_size(unsized) < 72 and 3 * LINE_HEIGHT * 72 > 200
+    long = SceneElement(id="l", kind="text", box=Box(x=0, y=0, w=300, h=60), text="word " * 200, size=30)
+    chinese = SceneElement(id="c", kind="text", box=Box(x=0, y=0, w=300, h=60), text="床前明月光" * 20, size=30)
+    unbroken = SceneElement(id="u", kind="text", box=Box(x=0, y=0, w=300, h=60), text="x" * 400, size=30)
+    for element in (long, chinese, unbroken):
+        assert 0 < text_size(element) < 15  # many lines: smaller, never cut
+    assert text_size(SceneElement(id="e", kind="text", box=Box(**box), text="  ", size=40)) == 40
+
+
+@pytest.mark.parametrize("locale", ["en-US", "zh-CN", "ru-RU", "ar-SA", "ja-JP"])
+def test_the_courses_own_slides_title_is_larger_than_its_body_and_both_keep_their_size(locale):
+    from app.checkpoints.slides import text_size
+    from app.courses import COURSES
+    from app.i18n import Translator
+
+    translate = Translator(locale)
+    for course in [*COURSES, find_course("a-course-of-my-own")]:
+        for scene in course.scenes:
+            title, body = course_document(course, scene.id, translate).elements
+            assert text_size(title) > text_size(body) >= 40, (course.id, scene.id)
+
+
+def test_a_regenerated_scene_is_a_slide_title_bullets_chart_and_pictures():
+    import base64
+    import struct
+
+    current = base_document("intro-ml", "scene-1")
+    document = regenerate_document("scene-1", "make it clearer, add a chart; compare curves", current)
+    texts = [e for e in document.elements if e.kind == "text"]
+    assert document.elements[0].id == "scene-1-title" and document.elements[0].text == "What is learning?"
+    bullets = [e.text for e in texts if e.text.startswith("• ")]
+    assert bullets == ["• make it clearer", "• add a chart", "• compare curves"]  # the instruction's phrases
+    values = [e for e in texts[1 + len(bullets):]]
+    assert values and all(e.text.isdigit() for e in values)  # the chart's bars, each with its value
+    shapes = [e for e in document.elements if e.kind == "shape"]
+    assert len(shapes) >= len(values) + 5  # accent, panel, baseline, three grid lines and a bar per value
+    pictures = [e for e in document.elements if e.kind == "image"]
+    assert len(pictures) == 4
+    for picture in pictures:
+        png = base64.b64decode(picture.src.partition(",")[2])
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", png[16:24]) == (72, 48)
+        assert len(picture.src) > 2000  # still a heavy result
+    assert validation_issues(document) == []  # every box on the slide, ids unique
+
+    def overlap(a, b):
+        return a.x < b.x + b.w and b.x < a.x + a.w and a.y < b.y + b.h and b.y < a.y + a.h
+
+    placed = [e for e in document.elements if e.kind != "shape"]
+    assert not [(a.id, b.id) for i, a in enumerate(placed) for b in placed[i + 1:] if overlap(a.box, b.box)]
+    # without an instruction: the current slide's own bullet points, else its body text
+    assert [e.text for e in regenerate_document("scene-1", "", document).elements if e.text and e.text.startswith("• ")] \
+        == bullets
+    plain = regenerate_document("scene-1", "", current)
+    assert [e.text for e in plain.elements if e.text and e.text.startswith("• ")] == \
+        ["• A program learns when its performance improves with experience"]
+
+
+@pytest.mark.parametrize("scene_id", ["scene-1", "scene-2", "scene-3", "s", "场景"])
+@pytest.mark.parametrize("instruction", ["", "x", "一，二，三，四，五", "word " * 60])
+def test_every_regenerated_slide_has_its_element_count_within_the_slide(scene_id, instruction):
+    document = regenerate_document(scene_id, instruction, base_document("intro-ml", "scene-2"))
+    assert len(document.elements) == element_count(scene_id)
+    assert validation_issues(document) == []
+    bullets = [e.text for e in document.elements if e.text and e.text.startswith("• ")]
+    assert 1 <= len(bullets) <= 4 and all(len(b) <= 92 for b in bullets)
 
 
 class SlowBackend(MemoryVersionBackend):
