@@ -215,9 +215,13 @@ def _backdrop(hue: float, width: int = 48, height: int = 27) -> str:
     return "data:image/png;base64," + base64.b64encode(_png(width, height, rows)).decode("ascii")
 
 
-def _image(rng: random.Random) -> str:
-    """A picture of a random hue (the tool result's preview image)."""
-    return _picture(rng, rng.random())
+def _image(rng: random.Random, width: int = 28, height: int = 24, spread: int = 90) -> str:
+    """A PNG data URL of ``width`` × ``height`` noisy pixels around a random tint: a heavy image that
+    does not compress (the benchmark's large documents are made of these)."""
+    tint = (rng.randrange(60, 200), rng.randrange(60, 200), rng.randrange(60, 200))
+    rows = [bytes(min(255, max(0, c + rng.randrange(-spread, spread + 1))) for _ in range(width) for c in tint)
+            for _ in range(height)]
+    return "data:image/png;base64," + base64.b64encode(_png(width, height, rows)).decode("ascii")
 
 
 RUN_STAGE: ContextVar[str | None] = ContextVar("RUN_STAGE", default=None)
@@ -294,12 +298,12 @@ def regenerate_document(scene_id: str, instruction: str = "", current: SceneDocu
         parts.append({"kind": "shape", "box": Box(x=round(x + slot * 0.18, 2), y=round(base - height, 2),
                                                   w=round(slot * 0.64, 2), h=round(height, 2)),
                       "color": _hex(hue + n * 0.04, 0.5 + 0.2 * (n % 2), 0.55)})
-        parts.append({"kind": "text", "box": Box(x=round(x, 2), y=round(base - height - 26, 2), w=round(slot, 2), h=22),
-                      "text": str(value), "color": ink, "size": 16})
+        parts.append({"kind": "text", "box": Box(x=round(x, 2), y=round(base - height - 30, 2), w=round(slot, 2), h=26),
+                      "text": str(value), "color": ink, "size": 20})
     if marker:
         highest = max(range(bars), key=values.__getitem__) if bars else 0
         x = left + highest * slot + slot / 2 - 6
-        y = base - (base - top) * (values[highest] if values else 50) / 100 - 42
+        y = base - (base - top) * (values[highest] if values else 50) / 100 - 46
         parts.append({"kind": "shape", "box": Box(x=round(x, 2), y=round(y, 2), w=12, h=12), "color": accent})
     for n in range(PICTURES):
         parts.append({"kind": "image", "box": Box(x=48 + n * 104, y=412, w=92, h=64),
@@ -332,7 +336,7 @@ def regenerate_result(scene_id: str, instruction: str = "", current: SceneDocume
     return {
         "content": [
             {"type": "text", "text": f"Regenerated scene {scene_id} with {count} elements."},
-            {"type": "image", "data": _image(rng).partition(",")[2], "mimeType": "image/png"},
+            {"type": "image", "data": _picture(rng, rng.random()).partition(",")[2], "mimeType": "image/png"},
         ],
         "details": {"sceneId": scene_id, "content": document.model_dump(mode="json", exclude_none=True), "actions": actions},
     }
