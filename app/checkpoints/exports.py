@@ -69,11 +69,14 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2) + "\n"
 
 
-def _zip(files: dict[str, str]) -> bytes:
+async def _zip(files: dict[str, str], pause: Pause) -> bytes:
+    """The zip of ``files`` (name → text), compressed ``DOCUMENTS_PER_STEP`` files per step."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for name, text in files.items():
+        for n, (name, text) in enumerate(files.items(), start=1):
             archive.writestr(name, text.encode("utf-8"))
+            if n % DOCUMENTS_PER_STEP == 0:
+                await pause()
     return buffer.getvalue()
 
 
@@ -123,7 +126,8 @@ async def evidence_pack(model: CheckpointReadModel, *, stage_id: str, conversati
         "artifacts.json": _json({**envelope, "fileCheckpoints": checkpoints, "fileCheckpointCount": count,
                                  "recentArtifacts": list(recent.values())}),
     }
-    return _zip(files | await _documents(model, items, pause or _no_pause))
+    pause = pause or _no_pause
+    return await _zip(files | await _documents(model, items, pause), pause)
 
 
 async def replay_case(model: CheckpointReadModel, *, stage_id: str, conversation_id: str,
@@ -158,7 +162,8 @@ async def replay_case(model: CheckpointReadModel, *, stage_id: str, conversation
             {"checkpoint_id": c["checkpoint_id"], "path": c["path"], "snapshot_path": c["snapshot_path"],
              "version_id": c["version_id"]} for c in checkpoints]}),
     }
-    return _zip(files | await _documents(model, items, pause or _no_pause))
+    pause = pause or _no_pause
+    return await _zip(files | await _documents(model, items, pause), pause)
 
 
 async def _no_pause() -> None:
