@@ -190,6 +190,7 @@ def _picture(rng: random.Random, hue: float, width: int = 72, height: int = 48) 
     a sun, and a light film grain (so each is a few kilobytes: the heavy live result stays heavy)."""
     sun_x, sun_y, sun_r = rng.uniform(0.2, 0.8) * width, rng.uniform(0.15, 0.4) * height, height * 0.14
     phase, ground = rng.uniform(0, 6.3), rng.uniform(0.55, 0.7) * height
+
     def pixel(rgb: tuple[int, ...]) -> bytes:
         return bytes(min(c, 255 - _GRAIN) for c in rgb)
 
