@@ -59,8 +59,8 @@ SCHEMA_VERSION = 1
 REPLAY_CASE_VERSION = 1
 EVIDENCE_FILES = ("summary.md", "runtime.json", "timeline.json", "artifacts.json")
 REPLAY_FILES = ("input.json", "expected.json", "grader.md", "evidence-links.json")
-DOCUMENTS_PER_STEP = 20
-"""Documents encoded between two ``pause()`` calls (an export of 250 versions is not one long task)."""
+DOCUMENTS_PER_STEP = 8
+"""Documents read and encoded (or files compressed) between two ``pause()`` calls (an export of 250 versions is not one long task)."""
 
 Pause = Callable[[], Awaitable[Any]]
 
@@ -81,13 +81,15 @@ async def _zip(files: dict[str, str], pause: Pause) -> bytes:
 
 
 async def _documents(model: CheckpointReadModel, items: list[FileArtifact], pause: Pause) -> dict[str, str]:
-    """The zip files of the documents ``items`` name (module docstring), ``pause()`` between steps."""
+    """The zip files of the documents ``items`` name (module docstring): read and encoded
+    ``DOCUMENTS_PER_STEP`` items at a time, ``pause()`` after each step."""
     files: dict[str, str] = {}
-    for n, (path, (version, document)) in enumerate(sorted((await model.files(items)).items()), start=1):
-        files[path] = _json({"versionId": version, "document": abbreviated(document) if document else None})
-        if n % DOCUMENTS_PER_STEP == 0:
-            await pause()
-    return files
+    for start in range(0, len(items), DOCUMENTS_PER_STEP):
+        for path, (version, document) in (await model.files(items[start:start + DOCUMENTS_PER_STEP])).items():
+            if path not in files:
+                files[path] = _json({"versionId": version, "document": abbreviated(document) if document else None})
+        await pause()
+    return dict(sorted(files.items()))
 
 
 def _cell(value: Any) -> str:
