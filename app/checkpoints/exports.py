@@ -1,8 +1,8 @@
 """Evidence pack and replay case of one conversation, as zip files (DESIGN.md §10; seed
 ``runtime-persistence-map.md`` "Export / Replay 消费口径").
 
-Both are built only from ``CheckpointReadModel`` (its list, summary and
-timeline); neither reads version records or documents itself.
+Both are built only from ``CheckpointReadModel`` (its list, summary,
+timeline and files); neither reads version records or documents itself.
 
 Evidence pack (``evidence_pack``), files:
 
