@@ -164,6 +164,8 @@ def _boot():
         _send()
 
     def _send() -> None:
+        if not ready_flag:  # until ready static/paint.js holds the message (DESIGN.md §13)
+            return
         field = document.getElementById("agent-input")
         if runtime.send(composer_text(field_text(field))) is not None:  # None: blank text or a turn running
             field.value = ""
@@ -262,6 +264,11 @@ def _boot():
         render_stage()
         view.show_app()
         root.dataset.ready = "true"
+        from app.browser.paint import PaintKeeper, take_over
+
+        take_over(runtime)  # a message sent before ready goes now, once (DESIGN.md §13)
+        PaintKeeper(runtime, store, translator).start()
+
         def redraw() -> None:  # Markdown is there: messages rebuilt, their turn meta put back
             view.redraw_messages()
             history_view.refresh_turn_meta()
