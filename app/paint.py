@@ -17,7 +17,7 @@ fails; ``tests/unit/test_paint.py`` checks that both lists agree.
 Record (JSON, compact)::
 
     {"v": 1, "stageId": str, "updatedAt": int ms, "locale": "en-US", "dir": "ltr"|"rtl",
-     "title": str, "labels": {i18n key: text}, "rows": [node, ...]}
+     "title": str, "labels": {i18n key: text}, "rows": [node, ...], "bar": [node]?}
     node = {"t": tag, "a": {attr: str}?, "x": text?, "c": [node, ...]?}
 
 Also here: the composer's message sent before ready (``PendingSend``), kept in
@@ -39,7 +39,7 @@ from app.presentation import RENDER_WINDOW, collapsed_prefix, tool_card_view
 
 __all__ = [
     "PAINT_VERSION", "PAINT_TAGS", "PAINT_ATTRS", "MAX_NODES", "MAX_DEPTH", "MAX_TEXT", "PENDING_KEY",
-    "PaintNode", "PaintRecord", "PendingSend", "build_record", "encode_record", "validate_record",
+    "PaintNode", "PaintRecord", "PendingSend", "build_record", "checkpoint_bar", "encode_record", "validate_record",
     "matches", "parse_pending", "pending_to_send", "paint_cache_key",
 ]
 
@@ -114,6 +114,7 @@ class PaintRecord(BaseModel):
     title: str
     labels: dict[str, str] = Field(default_factory=dict)
     rows: list[PaintNode]
+    bar: list[PaintNode] = Field(default_factory=list)
 
 
 def _walk(nodes: Iterable[PaintNode], depth: int = 1) -> Iterable[tuple[PaintNode, int]]:
@@ -131,7 +132,7 @@ def validate_record(text: str) -> PaintRecord | None:
     except (ValidationError, ValueError):
         return None
     count = chars = 0
-    for node, depth in _walk(record.rows):
+    for node, depth in _walk([*record.rows, *record.bar]):
         count += 1
         chars += len(node.x or "") + sum(len(v) for v in node.a.values())
         if count > MAX_NODES or depth > MAX_DEPTH or chars > MAX_TEXT:
@@ -221,21 +222,35 @@ def _row(message: Message, t: Callable[..., str]) -> PaintNode:
                  data_painted="true")
 
 
+def checkpoint_bar(summary: str, t: Callable[..., str]) -> PaintNode:
+    """The panel's scene-version bar as ``app.browser.checkpoint_view`` draws it, holding the
+    ``summary`` text it showed, its export buttons disabled until Python is ready (DESIGN.md §10):
+    painted so that the log keeps its height when Python's own bar takes its place."""
+    return _node("div", None, [
+        _node("span", summary, class_="checkpoint-summary-text"),
+        _node("div", None, [_node("button", t(key), class_="export-button", type="button", disabled="")
+                            for key in ("checkpoints.exportEvidence", "checkpoints.exportReplay")],
+              class_="checkpoint-exports", role="group", aria_label=t("checkpoints.exports")),
+    ], class_="checkpoint-bar", data_painted="true")
+
+
 def build_record(stage_id: str, updated_at: int, messages: list[Message], t: Callable[..., str], *,
                  locale: str, rtl: bool, title: str, label_keys: Iterable[str] = (),
-                 window: int = RENDER_WINDOW) -> PaintRecord:
+                 bar_summary: str | None = None, window: int = RENDER_WINDOW) -> PaintRecord:
     """The record of course ``stage_id`` whose stored thread has ``updated_at`` (ms) and the live
     ``messages``: the newest ``window`` rows as a fresh render shows them (a "show earlier"
     button first when older ones exist), ``labels`` of ``label_keys`` translated by ``t``
-    (``app.i18n.Translator`` or any ``(key, **params) -> str``), ``title`` the course heading."""
+    (``app.i18n.Translator`` or any ``(key, **params) -> str``), ``title`` the course heading,
+    and the scene-version bar (``checkpoint_bar``) when ``bar_summary`` is given."""
     start = max(0, len(messages) - window)
     rows = [_row(message, t) for message in messages[start:]]
     if start:
         rows.insert(0, _node("button", t("edit.agent.showEarlier"), class_="earlier-button",
                              data_testid="agent-load-earlier", type="button", disabled="", data_painted="true"))
     labels = {key: t(key) for key in dict.fromkeys(label_keys)}
+    bar = [checkpoint_bar(bar_summary, t)] if bar_summary is not None else []
     return PaintRecord(v=PAINT_VERSION, stageId=stage_id, updatedAt=updated_at, locale=locale,
-                       dir="rtl" if rtl else "ltr", title=title, labels=labels, rows=rows)
+                       dir="rtl" if rtl else "ltr", title=title, labels=labels, rows=rows, bar=bar)
 
 
 def encode_record(record: PaintRecord) -> str:

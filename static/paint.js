@@ -71,7 +71,8 @@ function validRecord(r) {
   return isObject(r) && r.v === VERSION && isText(r.stageId) && Number.isInteger(r.updatedAt) && isText(r.locale)
     && (r.dir === "ltr" || r.dir === "rtl") && isText(r.title)
     && (r.labels === undefined || (isObject(r.labels) && Object.values(r.labels).every(isText)))
-    && validNodes(r.rows, 1, { nodes: 0, chars: 0 });
+    && validNodes(r.bar === undefined ? r.rows : [...(Array.isArray(r.rows) ? r.rows : [null]), ...(Array.isArray(r.bar) ? r.bar : [null])],
+      1, { nodes: 0, chars: 0 });
 }
 
 function build(node) {
@@ -98,6 +99,7 @@ function applyLabels(labels) {
 
 function draw(record) {
   const rows = record.rows.map(build); // everything built before anything is shown
+  const bar = (record.bar || []).map(build); // the scene-version bar: Python's own replaces it
   applyLabels(record.labels || {});
   root.dir = record.dir;
   const heading = document.createElement("h2");
@@ -117,6 +119,7 @@ function draw(record) {
       control.dataset.paintHeld = "true";
     }
   }
+  byId("agent-notices").after(...bar);
   const messages = byId("agent-messages");
   messages.replaceChildren(...rows);
   byId("boot").hidden = true;

@@ -243,6 +243,9 @@ def _boot():
             asyncio.ensure_future(reload())
 
     checkpoint_view.install(on_remote_version)
+    from app.browser.paint import drop_painted_bar
+
+    drop_painted_bar()  # Python's bar is in: the painted one goes in the same task (DESIGN.md §13)
     if "bench=1" in str(window.location.search):  # python -m bench only; bench/ is never shipped
         _install_bench_hooks(window, runtime, store)
     window.agentbarCheckpoints = create_proxy(checkpoint_view.settle)  # tests and bench: await drawn lists

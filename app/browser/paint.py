@@ -20,7 +20,7 @@ from app.composer import composer_text
 from app.courses import find_course
 from app.paint import build_record, encode_record, parse_pending, pending_to_send
 
-__all__ = ["PaintKeeper", "take_over"]
+__all__ = ["PaintKeeper", "take_over", "drop_painted_bar"]
 
 _LABEL_SELECTORS = (("data-i18n", "i18n"), ("data-i18n-label", "i18nLabel"), ("data-i18n-title", "i18nTitle"),
                     ("data-i18n-placeholder", "i18nPlaceholder"))
@@ -99,9 +99,17 @@ class PaintKeeper:
             self._keys = shell_label_keys()
         course = find_course(stage_id)
         title = self.t("course.placeholderTitle", id=course.id) if course.is_placeholder else course.title
+        summary = document.querySelector("[data-testid=checkpoint-summary] .checkpoint-summary-text")
         record = build_record(stage_id, updated, messages, self.t, locale=self.t.locale, rtl=self.t.rtl,
-                              title=title, label_keys=self._keys)
+                              title=title, label_keys=self._keys,
+                              bar_summary=None if is_none(summary) else str(summary.textContent))
         adapter.save(stage_id, encode_record(record))  # a promise; a failure is only logged there
+
+
+def drop_painted_bar() -> None:
+    """Remove the painted scene-version bar (call in the task that inserts Python's own)."""
+    for node in document.querySelectorAll(".checkpoint-bar[data-painted]"):
+        node.remove()
 
 
 def take_over(runtime) -> str | None:
