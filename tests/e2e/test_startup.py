@@ -171,7 +171,12 @@ def test_a_stale_or_damaged_record_draws_nothing_and_a_hostile_text_stays_text(a
     assert agent.page.evaluate("() => window.__pwned") is None
 
 
-def test_a_message_sent_before_ready_survives_a_reload_as_a_draft_and_is_sent_once(agent):
+def user_texts(agent) -> list[str]:
+    return agent.page.evaluate(
+        "() => [...document.querySelectorAll('[data-testid=agent-message][data-role=user]')].map((m) => m.textContent)")
+
+
+def test_a_message_sent_before_ready_is_sent_once_and_a_reload_before_ready_keeps_it_as_a_draft(agent):
     messages = stored_thread(2)
     agent.seed({KEY: envelope({COURSE: {"messages": messages, "updatedAt": UPDATED}})})
     put_record(agent, COURSE, record_text(messages))
@@ -179,29 +184,35 @@ def test_a_message_sent_before_ready_survives_a_reload_as_a_draft_and_is_sent_on
     agent.page.goto(agent.url(course=COURSE))
     agent.page.wait_for_function("() => document.documentElement.dataset.painted === 'true'")
     field = agent.testid("agent-input")
-    field.fill("sent before ready")
+    field.fill("kept as a draft")
     field.press("Enter")
     assert agent.testid("composer-status").is_visible() and not field.is_editable()
 
-    agent.page.reload()  # before ready: the message comes back as a draft, not sent
+    agent.page.reload()  # before ready: the message comes back as a draft
     agent.page.wait_for_function("() => document.documentElement.dataset.painted === 'true'")
-    assert field.input_value() == "sent before ready" and field.is_editable()
+    assert field.input_value() == "kept as a draft" and field.is_editable()
     assert agent.testid("composer-status").is_hidden()
+    held.release()
+    agent.wait_ready()
+    agent.page.wait_for_timeout(300)
+    assert "kept as a draft" not in user_texts(agent) and field.input_value() == "kept as a draft"
 
+    held = Held(agent.page)
+    agent.page.reload()
+    agent.page.wait_for_function("() => document.documentElement.dataset.painted === 'true'")
+    assert field.input_value() == ""  # the draft was the composer's until Python was ready
+    field.fill("sent before ready")
     field.press("Enter")
-    agent.testid("agent-send").click()  # pressed twice: still one message
+    agent.testid("agent-send").click()  # pressed again while it waits: still one message
     field.press("Enter")
     held.release()
     agent.wait_ready()
     agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length >= 6")
     agent.wait_idle()
     assert field.input_value() == "" and field.is_editable()
-    users = agent.page.evaluate(
-        "() => [...document.querySelectorAll('[data-testid=agent-message][data-role=user]')].map((m) => m.textContent)")
-    assert users.count("sent before ready") == 1, users
+    assert user_texts(agent).count("sent before ready") == 1
     stored = [m for m in agent.stored()["state"]["threads"][COURSE]["messages"] if m["role"] == "user"]
     assert [m["content"][0]["text"] for m in stored].count("sent before ready") == 1
 
     agent.reload()  # sent once: a reload after ready sends nothing again
-    assert field.input_value() == ""
-    assert agent.page.evaluate("() => sessionStorage.getItem('agentbar-pending-send')") is None
+    assert field.input_value() == "" and user_texts(agent).count("sent before ready") == 1
