@@ -245,6 +245,32 @@ def _archive_longest(run, seed: str, record: str, reloads: int) -> dict:
     return {"conversations": conversations, "versions": len(versions["versions"]), "longest_task_ms": out}
 
 
+COMPILE_PY = """
+import json, time, pathlib, app
+root = pathlib.Path(app.__file__).parent
+sources = sorted(root.rglob("*.py"))
+t0 = time.perf_counter()
+for path in sources:
+    compile(path.read_text(), str(path), "exec")
+json.dumps({"modules": len(sources), "ms": (time.perf_counter() - t0) * 1000,
+            "cached": len(list(root.rglob("*.pyc")))})
+"""
+
+
+def compile_cost(run) -> dict:
+    """What precompiled ``.pyc`` files could save at most: compiling every app module in Pyodide."""
+    from bench.scripts import RUN_PY
+    import json
+
+    context = _context(run)
+    page = context.new_page()
+    page.goto(run.base + APP)
+    _wait(page, "ready")
+    out = [json.loads(page.evaluate(RUN_PY, COMPILE_PY)) for _ in range(3)]
+    context.close()
+    return {"modules": out[0]["modules"], "pyc_in_wheel": out[0]["cached"], "ms": [o["ms"] for o in out]}
+
+
 def run(run, *, quick: bool) -> dict:
     rounds = 2 if quick else 5
     threads = {**data.others(19), COURSE: 100}  # 20 courses × 50 turns
@@ -274,7 +300,7 @@ def run(run, *, quick: bool) -> dict:
         "reload_ratio": pair("reload", "reload"), "reload_paint_ratio": pair("reload_painted", "reload"),
         "phases": _phase_table([a["phases"] for a in app]),
         "reload_phases": _phase_table([a["reload_phases"] for a in app]),
-        "longest_task_ms": longest, "archive": archive,
+        "longest_task_ms": longest, "archive": archive, "compile": compile_cost(run),
     }
     result["goals"] = {
         "first paint / floor ready": {"value": result["paint_ratio"], "limit": GOALS["paint_ratio_max"],
@@ -310,6 +336,9 @@ def report(f: dict) -> None:
     if tasks:
         print("  tasks over 50 ms after ready (longest first): " + "; ".join(
             f"{t['ms']:.0f} ms during {' + '.join(t['during'])}" for t in tasks[:6]))
+    c = f["compile"]
+    print(f"  compiling all {c['modules']} app modules in Pyodide (the most precompiled .pyc could save): "
+          + ", ".join(f"{x:.0f}" for x in c["ms"]) + f" ms ({c['pyc_in_wheel']} .pyc files present)")
     a = f["archive"]
     print(f"  longest main-thread task, ready → idle ({IDLE_S:.0f} s): {f['longest_task_ms']:.0f} ms; with "
           f"{a['conversations']} conversations and {a['versions']} versions stored: "

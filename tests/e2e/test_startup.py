@@ -124,6 +124,7 @@ def test_the_painted_thread_matches_the_live_one_in_arabic_and_python_takes_over
     assert painted[-2]["long"] == ["collapsed"] and painted[-1]["cards"] == [["ok", "2"]]
     assert agent.testid("agent-load-earlier").is_disabled()
     assert agent.testid("history-open").is_disabled() and agent.testid("agent-input").is_editable()
+    agent.assert_accessible("painted before Python")
     agent.page.evaluate(WATCH_FRAMES)
     held.release()
     agent.wait_ready()
