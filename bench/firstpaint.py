@@ -208,10 +208,11 @@ def _phase_table(phases: list[dict]) -> list[dict]:
         ("first paint (navigation → html[data-painted])", lambda p: p["painted"]),
         ("fetch: pyodide.asm.wasm (request → last byte)", lambda p: span(p, "wasmFetchStart", "wasmFetchEnd")),
         ("wasm compile + instantiate", lambda p: span(p, "wasmCompileStart", "wasmCompileEnd")),
-        ("interpreter start (wasm instantiated → first wheel requested)", lambda p: span(p, "wasmCompileEnd", "wheelStart")),
-        ("packages (first wheel requested → Loaded Pyodide: fetch, unpack)",
-         lambda p: None if prog(p, "Loaded Pyodide") is None or p.get("wheelStart") is None
-         else prog(p, "Loaded Pyodide") - p["wheelStart"]),
+        ("fetch: the wheels (first request → last byte; overlaps the two above)",
+         lambda p: span(p, "wheelStart", "wheelEnd")),
+        ("interpreter and packages (wasm instantiated → Loaded Pyodide: stdlib, unpacking the wheels)",
+         lambda p: None if prog(p, "Loaded Pyodide") is None or p.get("wasmCompileEnd") is None
+         else prog(p, "Loaded Pyodide") - p["wasmCompileEnd"]),
         ("PyScript set-up (Loaded Pyodide → our main())",
          lambda p: None if prog(p, "Loaded Pyodide") is None or p["main"] is None else p["main"] - prog(p, "Loaded Pyodide")),
         ("our imports", lambda p: span(p, "main", "imported")),
