@@ -527,28 +527,43 @@ class HistoryView:
         js.window.print()
 
     async def import_file(self, field) -> None:
-        """Import a JSON export into the shown course's history; a bad file changes nothing."""
-        from app.history.export import ImportRefused, parse_export
+        """Import a JSON export into the shown course's history (DESIGN.md §14): a file over 50 MB is
+        refused before it is read, the text is parsed in slices that leave the page its turn, and every
+        refusal (an unexpected failure too) is said in ``history-status``; a refused file changes nothing."""
+        from app.history.export import ImportRefused, check_size, parse_export_sliced
 
         files = field.files
         if is_none(files) or files.length == 0:
             return
-        text = str(await files.item(0).text())
+        file = files.item(0)
         field.value = ""
         status = self._by("history-status")
         status.setAttribute("data-kind", "import")
+        status.setAttribute("data-result", "pending")
+        status.removeAttribute("data-reason")
+        status.textContent = ""
         try:
-            bundle = parse_export(text)
+            check_size(int(file.size))
+            text = str(await file.text())
+            bundle = await parse_export_sliced(text, self.clock())
         except ImportRefused as refused:
-            status.setAttribute("data-result", "error")
-            status.textContent = self.t(f"history.importError.{refused.reason}")
-            return
+            return self._import_refused(refused.reason)
+        except Exception as error:  # noqa: BLE001 - never a silent failure: the page says it (§14)
+            js.console.error(f"import failed: {type(error).__name__}: {error}")
+            return self._import_refused("failed")
+        del text
         stage_id = self.runtime.stage_id or ""
         result = await self.recorder.run(stage_id, lambda: self.service.import_bundle(stage_id, *bundle))
         status.setAttribute("data-result", "ok" if result == "ok" else "error")
         status.textContent = self.t("history.imported" if result == "ok" else f"history.importError.{result}")
         if result == "ok" and stage_id == self._stage:
             await self.reveal(bundle[0].taskId)
+
+    def _import_refused(self, reason: str) -> None:
+        status = self._by("history-status")
+        status.setAttribute("data-result", "error")
+        status.setAttribute("data-reason", reason)
+        status.textContent = self.t(f"history.importError.{reason}")
 
     async def reveal(self, task_id: str) -> None:
         """Redraw the open list and page on (cursor pages, as scrolling does) until ``task_id`` is drawn,

@@ -44,7 +44,7 @@ from app.history.text import cut_title, fold, needs_segmenter, plain_text, snipp
 from app.records import HIGHEST, LOWEST, RecordStoreError
 from app.store import Notice
 
-__all__ = ["HistoryService", "Page", "SearchHit", "PAGE_SIZE", "UNDO_MS", "Stats"]
+__all__ = ["Damaged", "HistoryService", "Page", "SearchHit", "PAGE_SIZE", "UNDO_MS", "Stats"]
 
 _log = logging.getLogger(__name__)
 
@@ -67,10 +67,28 @@ class Page:
     """One page of the list: ``items`` in the list's order; ``cursor`` for the next page; ``has_more``;
     ``total``: how many the list holds (its course, in its time range), read with the page."""
 
-    items: list[TaskMeta]
+    items: list[TaskMeta | Damaged]
     cursor: tuple | None
     has_more: bool
     total: int = 0
+
+
+@dataclass(frozen=True)
+class Damaged:
+    """A stored conversation whose meta cannot be read (a record an older version wrote with a value
+    IndexedDB could not keep exactly, or changed by hand): listed so that it can be deleted or a
+    corrected file imported over it, never hidden (DESIGN.md §5, §14). Reads like a ``TaskMeta`` with
+    nothing known: no title, no counts; ``updatedAt`` as stored when it is a number, else 0."""
+
+    taskId: str
+    stageId: str
+    updatedAt: int
+    createdAt: int = 0
+    taskName: str = ""
+    stats: Stats = field(default_factory=Stats)
+    turnCount: int = 0
+    durationMs: int = 0
+    damaged: bool = True
 
 
 @dataclass(frozen=True)
@@ -214,6 +232,18 @@ class HistoryService:
         except ValidationError:
             self._notice("history-damaged")
             return None
+
+    def _listed(self, raw: Any) -> TaskMeta | Damaged | None:
+        """A list row: its meta, or ``Damaged`` (one ``history-damaged`` notice) when the record cannot
+        be read but names a conversation (a task id) that can still be deleted; None otherwise."""
+        meta = self._meta(raw)
+        if meta is not None or not isinstance(raw, dict):
+            return meta
+        task_id, stage_id, updated = raw.get("taskId"), raw.get("stageId"), raw.get("updatedAt")
+        if not isinstance(task_id, str) or not TASK_ID.match(task_id):
+            return None
+        number = isinstance(updated, (int, float)) and not isinstance(updated, bool) and abs(updated) < 2**53
+        return Damaged(task_id, stage_id if isinstance(stage_id, str) else "", int(updated) if number else 0)
 
     def _turn_list(self, raw: Any) -> list[TurnMeta]:
         turns = []
@@ -551,7 +581,7 @@ class HistoryService:
                 reverse=not oldest, limit=PAGE_SIZE + 1)
             has_more = len(rows) > PAGE_SIZE
             rows = rows[:PAGE_SIZE]
-            items = [m for m in map(self._meta, rows) if m is not None]
+            items = [m for m in map(self._listed, rows) if m is not None]
             last = rows[-1] if rows else None
             next_cursor = (last["updatedAt"], last["taskId"]) if isinstance(last, dict) and "updatedAt" in last else cursor
             return Page(items, next_cursor, has_more, total)
@@ -577,17 +607,17 @@ class HistoryService:
                 after = tuple(cursor)
                 rows = [kr for kr in rows if kr[0] > after]
             shown = rows[:PAGE_SIZE]
-            items = [m for m in (self._meta(r) for _, r in shown) if m is not None]
+            items = [m for m in (self._listed(r) for _, r in shown) if m is not None]
             return Page(items, shown[-1][0] if shown else cursor, len(rows) > PAGE_SIZE, total)
         return await self._guard(work, Page([], None, False))
 
-    async def newer(self, stage_id: str, top: tuple[int, str] | None) -> list[TaskMeta]:
+    async def newer(self, stage_id: str, top: tuple[int, str] | None) -> list[TaskMeta | Damaged]:
         """Every conversation above ``top`` (what arrived or moved up while the list was open), newest first."""
         async def work():
             lower = [stage_id, top[0], top[1]] if top else [stage_id, LOWEST]
             rows = await self._db.query("conversations", LIST_INDEX, lower, [stage_id, HIGHEST],
                                         lower_open=top is not None, reverse=True)
-            return [m for m in map(self._meta, rows) if m is not None]
+            return [m for m in map(self._listed, rows) if m is not None]
         return await self._guard(work, [])
 
     async def get(self, task_id: str) -> TaskMeta | None:
@@ -639,17 +669,21 @@ class HistoryService:
 
     async def import_bundle(self, stage_id: str, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta]) -> str:
         """Add an imported conversation to ``stage_id``'s history (archived). Returns ``"ok"``,
-        ``"exists"`` (that task id is already kept: nothing changed) or ``"unavailable"``."""
+        ``"exists"`` (that task id is already kept: nothing changed) or ``"unavailable"``. A kept
+        record of that task id that cannot be read (``Damaged``) is replaced: a corrected file
+        repairs it (DESIGN.md §14)."""
         async def work():
             if text_needs_segmenter(" ".join(meta.taskName.split())):
                 await self._ensure_titles([{"role": "user", "content": [{"type": "text", "text": meta.taskName}]}])
             async with self._lock:
-                if await self._db.get("conversations", meta.taskId) is not None:
+                kept = await self._db.get("conversations", meta.taskId)
+                if kept is not None and self._meta(kept) is not None:
                     return "exists"
                 # the file's title obeys the rule of every title: 50 grapheme clusters (DESIGN.md §9)
                 record = meta.model_copy(update={"stageId": stage_id, "taskName": cut_title(meta.taskName)})
                 ops = self._ops(record, messages, turns, False, None)
-                ops[0] = ("add", "conversations", record.model_dump())
+                if kept is None:  # "add": should another tab import it meanwhile, nothing is written twice
+                    ops[0] = ("add", "conversations", record.model_dump())
                 await self._db.write(ops)
             self._changed("import", meta.taskId, stage_id)
             return "ok"

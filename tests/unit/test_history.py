@@ -198,7 +198,7 @@ async def test_search_is_case_insensitive_finds_cjk_inside_sentences_filters_and
     assert await svc.search("s", "   ") == []
 
 
-async def test_damaged_records_are_skipped_with_one_notice():
+async def test_damaged_records_are_listed_as_damaged_with_one_notice():
     backend = MemoryBackend()
     svc, notices, _ = service(backend=backend)
     await add(svc, "s", "good")
@@ -206,7 +206,7 @@ async def test_damaged_records_are_skipped_with_one_notice():
                                       "taskName": 5})
     backend.put_raw("conversations", {"taskId": "task_20260101_yyyyyy", "stageId": "s", "updatedAt": T0 + 998})
     page = await svc.page("s")
-    assert [m.taskName for m in page.items] == ["good"]
+    assert [(m.taskName, m.damaged) for m in page.items] == [("", True), ("", True), ("good", False)]
     assert [n.code for n in notices] == ["history-damaged"]
 
 
