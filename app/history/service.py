@@ -416,8 +416,8 @@ class HistoryService:
                     await self._ensure_titles(messages)
                     stored = await self._db.get("messages", meta.taskId) if meta else None
                     if meta is None or not isinstance(stored, dict) or not _holds(stored.get("messages"), messages):
-                        ops = self._adopt_ops(stage_id, messages, meta, synced_at, head=False,
-                                              task_id=None if meta else await self._head_id(stage_id)) + ops
+                        ops = await self._adopt_ops(stage_id, messages, meta, synced_at, head=False,
+                                                    task_id=None if meta else await self._head_id(stage_id)) + ops
                     task_id = (meta.taskId if meta else ops[0][2]["taskId"])
                 await self._db.write(ops)
                 self._metas[stage_id], self._turns[stage_id] = None, []
@@ -431,16 +431,17 @@ class HistoryService:
             return task_id
         return await self._guard(work, writes=True)
 
-    def _adopt_ops(self, stage_id: str, messages: list[dict], meta: TaskMeta | None, synced_at: int | None,
-                   *, head: bool, task_id: str | None = None) -> list:
-        """Write ``messages`` as ``meta``'s conversation (a continuation of it), or as a new one
+    async def _adopt_ops(self, stage_id: str, messages: list[dict], meta: TaskMeta | None, synced_at: int | None,
+                         *, head: bool, task_id: str | None = None) -> list:
+        """Write ``messages`` as ``meta``'s conversation (a continuation of it: its stored turn meta is
+        kept, read from the store, not from this tab's cache, which a reload empties), or as a new one
         (``task_id``: the id its head was allocated, if any)."""
         now = self._clock()
         turns: list[TurnMeta] = []
         if meta is None:
             meta = self._new_meta(stage_id, messages, now, task_id)
         else:
-            turns = self._turns.get(stage_id, [])
+            turns = self._turn_list(await self._db.get("turns", meta.taskId))
             meta = meta.model_copy(update={"updatedAt": max(now, meta.updatedAt),
                                            "taskName": meta.taskName or title_of(messages) or ""})
         return self._ops(meta, messages, turns, head, synced_at)
@@ -462,8 +463,8 @@ class HistoryService:
                 if current and (head is None or head.taskId != task_id):
                     kept = await self._db.get("messages", head.taskId) if head else None
                     if head is None or not isinstance(kept, dict) or not _holds(kept.get("messages"), current):
-                        ops += self._adopt_ops(stage_id, current, head, current_synced_at, head=False,
-                                               task_id=None if head else await self._head_id(stage_id))
+                        ops += await self._adopt_ops(stage_id, current, head, current_synced_at, head=False,
+                                                     task_id=None if head else await self._head_id(stage_id))
                 meta = meta.model_copy(update={"stageId": stage_id})
                 ops.append(("put", "heads", {"stageId": stage_id, "taskId": task_id, "syncedAt": synced_at}))
                 await self._db.write(ops)
@@ -476,8 +477,9 @@ class HistoryService:
     async def reconcile(self, threads: dict[str, tuple[list[dict], int]]) -> list[str]:
         """Start-up: for each course's active thread in ``maic-agent-threads`` (``{stageId: (messages,
         updatedAt)}``), localStorage wins: history's head is brought in line, a thread history lacks is
-        adopted as a conversation. Reads only heads whose ``syncedAt`` differs. Returns the adopted/updated
-        stage ids."""
+        adopted as a conversation. A thread that is the start of what the head holds (the later turns
+        did not fit in localStorage) is that conversation: the head stays whole, nothing is copied.
+        Reads only heads whose ``syncedAt`` differs. Returns the adopted/updated stage ids."""
         async def work():
             changed = []
             for stage_id, (messages, updated_at) in threads.items():
@@ -493,12 +495,20 @@ class HistoryService:
                     stored = await self._db.get("messages", meta.taskId) if meta else None
                     old = stored.get("messages") if isinstance(stored, dict) else None
                     continues = isinstance(old, list) and messages[: len(old)] == old
+                    if meta is not None and not continues and _holds(old, messages):
+                        # history holds this thread and turns localStorage could not keep (too big for
+                        # its quota): the same conversation, kept whole, never copied (DESIGN.md §5, §9)
+                        await self._db.write([("put", "heads", {"stageId": stage_id, "taskId": meta.taskId,
+                                                                "syncedAt": updated_at})])
+                        self._metas.pop(stage_id, None)
+                        self._turns.pop(stage_id, None)
+                        continue
                     if meta is not None and not continues:
                         meta = None  # another conversation: the stored head stays archived
                     if meta is not None:
                         self._turns[stage_id] = self._turn_list(await self._db.get("turns", meta.taskId))
-                    await self._db.write(self._adopt_ops(stage_id, messages, meta, updated_at, head=True,
-                                                         task_id=allocated))
+                    await self._db.write(await self._adopt_ops(stage_id, messages, meta, updated_at, head=True,
+                                                               task_id=allocated))
                     self._metas.pop(stage_id, None)
                     self._turns.pop(stage_id, None)
                 changed.append(stage_id)

@@ -152,3 +152,50 @@ async def test_a_damaged_record_is_deletable():
     assert [i.taskId for i in (await svc.page("s")).items] == ["task_20260101_zzzzzz"]
     assert await svc.delete("task_20260101_zzzzzz") is True
     assert (await svc.page("s")).items == [] and await svc.total("s") == 0
+
+
+# -- archive and reload keep one copy of each conversation (DESIGN.md §5, §9) -----------------------
+
+def two_turns():
+    first = [user("one", "u1"), reply("r1", "a1")]
+    return first, first + [user("two", "u2"), reply("r2 " + "x" * 1000, "a2")]
+
+
+async def test_an_archive_over_an_older_copy_keeps_the_later_turns_and_the_stored_turn_meta():
+    """History holds an older copy of the thread (its later turn was never recorded) and this tab's
+    cache is empty (a reload): New conversation keeps the thread as shown, with the turn meta that
+    history had, in the same conversation."""
+    from app.records import MemoryBackend
+
+    backend = MemoryBackend()
+    svc, _, clock = service(backend=backend)
+    first, both = two_turns()
+    await svc.record_turn("s", first, 1, usage={"inputTokens": 1, "outputTokens": 2, "totalTokens": 3},
+                          model="demo", duration_ms=10, message_id="a1")
+    reloaded, _, _ = service(backend=backend, clock=clock)
+    task_id = await reloaded.archive("s", both, 2)
+    assert backend.raw("messages")[task_id]["messages"] == both
+    assert [t["messageId"] for t in backend.raw("turns")[task_id]["turns"]] == ["a1"]
+    assert await reloaded.total("s") == 1 and backend.raw("heads") == {}
+
+
+async def test_a_reload_after_a_turn_too_big_for_local_storage_keeps_one_conversation():
+    """localStorage kept the first turn only (the second did not fit); history recorded both. The
+    reload's reconcile finds localStorage's thread at the start of the head: the same conversation,
+    nothing copied (it used to be adopted again as "0 turns · 0 tokens" with the same message ids)."""
+    from app.records import MemoryBackend
+
+    backend = MemoryBackend()
+    svc, _, clock = service(backend=backend)
+    first, both = two_turns()
+    for messages, synced, message_id in ((first, 1, "a1"), (both, 2, "a2")):
+        await svc.record_turn("s", messages, synced, usage={"inputTokens": 1, "outputTokens": 1, "totalTokens": 2},
+                              model="demo", duration_ms=5, message_id=message_id)
+    reloaded, _, _ = service(backend=backend, clock=clock)
+    await reloaded.reconcile({"s": (first, 1)})
+    assert await reloaded.total("s") == 1
+    (task_id,) = backend.raw("conversations")
+    assert backend.raw("messages")[task_id]["messages"] == both and backend.raw("heads")["s"]["taskId"] == task_id
+    meta, turns = await reloaded.active("s")
+    assert meta.turnCount == 2 and [t.messageId for t in turns] == ["a1", "a2"]
+    assert await reloaded.reconcile({"s": (first, 1)}) == []  # in line now: not read again
