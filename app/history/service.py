@@ -40,7 +40,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta, Usage, iso, new_task_id
-from app.history.text import cut_title, fold, needs_segmenter, plain_text, snippet, text_needs_segmenter, title_of
+from app.history.text import (cut_title, fold, fold_map, needs_clusters, needs_segmenter, plain_text, snippet,
+                               text_needs_segmenter, title_of)
 from app.records import HIGHEST, LOWEST, RecordStoreError
 from app.store import Notice
 
@@ -218,6 +219,11 @@ class HistoryService:
     async def _ensure_titles(self, messages: list[dict]) -> None:
         """Load the grapheme segmenter (once) if the title of ``messages`` needs it."""
         if not self._prepared and needs_segmenter(messages):
+            await self._ensure_segmenter()
+
+    async def _ensure_segmenter(self) -> None:
+        """Load the grapheme segmenter (once): titles and snippets cut on grapheme clusters."""
+        if not self._prepared:
             if self._prepare is not None:
                 await self._prepare()
             self._prepared = True
@@ -257,11 +263,14 @@ class HistoryService:
     def _ops(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], head: bool,
              synced_at: int | None) -> list[tuple[str, str, Any]]:
         text = plain_text(messages)
+        folded, anchors = fold_map(text)
+        search = {"taskId": meta.taskId, "stageId": meta.stageId, "updatedAt": meta.updatedAt, "folded": folded}
+        if anchors:  # where folded positions and text positions part (DESIGN.md §14 folding)
+            search["anchors"] = anchors
         ops = [("put", "conversations", meta.model_dump()),
                ("put", "messages", {"taskId": meta.taskId, "messages": messages}),
                ("put", "turns", {"taskId": meta.taskId, "turns": [t.record() for t in turns]}),
-               ("put", "search", {"taskId": meta.taskId, "stageId": meta.stageId, "updatedAt": meta.updatedAt,
-                                  "folded": fold(text)}),
+               ("put", "search", search),
                ("put", "texts", {"taskId": meta.taskId, "text": text})]
         if head:
             ops.append(("put", "heads", {"stageId": meta.stageId, "taskId": meta.taskId, "syncedAt": synced_at}))
@@ -639,8 +648,8 @@ class HistoryService:
 
     async def search(self, stage_id: str, keyword: str, *, since_ms: int | None = None,
                      sort: str = "newest") -> list[SearchHit]:
-        """Conversations of ``stage_id`` whose text holds ``keyword`` (case-insensitive; a keyword inside
-        an unspaced CJK sentence matches), updated at or after ``since_ms``; ``sort``: ``newest`` |
+        """Conversations of ``stage_id`` whose text holds ``keyword`` (folded as DESIGN.md §14 says:
+        ``app.history.text.fold``; a keyword inside an unspaced CJK sentence matches), updated at or after ``since_ms``; ``sort``: ``newest`` |
         ``oldest`` | ``tokens`` (most total tokens first)."""
         needle = fold(" ".join(keyword.split()))
         if not needle:
@@ -651,6 +660,8 @@ class HistoryService:
             hits = await self._db.scan("search", SEARCH_INDEX, lower, [stage_id, HIGHEST], "folded", needle,
                                        SNIPPET_BEFORE, SNIPPET_AFTER, "texts", "text")
             metas = await self._db.bulk_get("conversations", [key for key, _, _ in hits])
+            if any(needs_clusters(excerpt) for _, _, excerpt in hits):
+                await self._ensure_segmenter()  # a snippet marks whole grapheme clusters (§14)
             found = []
             for (key, at, excerpt), raw in zip(hits, metas):
                 meta = self._meta(raw)

@@ -78,8 +78,8 @@ def test_titles_cut_at_50_grapheme_clusters_whitespace_collapsed_none_without_us
     assert title_of([user("bad \ud800 half")]) == "bad \ufffd half"
 
 
-def test_fold_keeps_indexes_and_snippets_mark_the_match():
-    assert fold("İSTANBUL Ärger") == "İstanbul ärger" and len(fold("İ")) == 1
+def test_fold_and_snippets_mark_the_match():
+    assert fold("İSTANBUL Ärger") == "istanbul arger"  # DESIGN.md §14 (tests/unit/test_history_search.py)
     assert snippet("…the QUICK fox", "quick", cut_before=True, cut_after=True) == ("……the ", "QUICK", " fox…")
     assert snippet("nothing", "x", cut_before=False, cut_after=False) is None
 
