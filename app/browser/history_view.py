@@ -35,6 +35,7 @@ from app.projection import failure_of
 __all__ = ["HistoryView", "create_history"]
 
 CHANNEL = "agentbar-history"
+_FOCUSABLE = "button, input, select, textarea, [tabindex]"
 RANGES_MS = {"all": None, "1d": 86_400_000, "7d": 7 * 86_400_000, "30d": 30 * 86_400_000}
 
 
@@ -165,6 +166,8 @@ class HistoryView:
         self._active_task = meta.taskId if meta else None
         for button in ("export-markdown", "export-json", "history-print"):
             self._by(button).disabled = meta is None
+        if self._open:  # the list marks the active one as it is now (another tab may have resumed one)
+            self._mark_current()
         self._decorate_turns()
 
     def _decorate_turns(self) -> None:
@@ -269,12 +272,15 @@ class HistoryView:
         """Draw ``(meta, snippet)`` entries in one crossing (``static/history-view.js``)."""
         now, active = self.clock(), getattr(self, "_active_task", None)
         just_now, untitled = self.t("history.justNow"), self.t("history.untitled")  # once per draw, not per item
+        damaged_title = self.t("history.damaged")
         items = []
         for meta, piece in entries:
-            title = meta.taskName or untitled
+            damaged = bool(getattr(meta, "damaged", False))  # listed so that it can be deleted (§14)
+            title = damaged_title if damaged else meta.taskName or untitled
             unit, count = relative_label(meta.updatedAt, now)
             stats = ConversationStats.of(meta)
-            items.append({"taskId": meta.taskId, "current": meta.taskId == active, "totalTokens": meta.stats.totalTokens,
+            items.append({"taskId": meta.taskId, "current": meta.taskId == active, "damaged": damaged,
+                          "totalTokens": meta.stats.totalTokens,
                           "title": title, "iso": iso(meta.updatedAt), "unit": unit, "count": count,
                           "justNow": just_now, "snippet": list(piece) if piece else None,
                           "stats": item_stats_text(self.t, stats),
@@ -325,6 +331,10 @@ class HistoryView:
         for item in self._by("history-list").querySelectorAll("[data-testid=history-item]"):
             current = item.dataset.taskId == active
             item.setAttribute("data-current", "true" if current else "false")
+            if current:
+                item.setAttribute("aria-current", "true")
+            else:
+                item.removeAttribute("aria-current")
             button = item.querySelector("[data-testid=history-delete]")
             if not is_none(button):
                 button.hidden = current
@@ -350,7 +360,10 @@ class HistoryView:
         if event.key == "Enter":
             event.preventDefault()
             self._schedule(self.resume(item.dataset.taskId))
-        elif event.key == "Delete" and item.dataset.current != "true":
+        elif event.key == "Delete" and item.dataset.current == "true":
+            event.preventDefault()
+            self._say("delete", "history.deleteCurrent")
+        elif event.key == "Delete":
             event.preventDefault()
             nxt = item.nextElementSibling if not is_none(item.nextElementSibling) else item.previousElementSibling
             self._schedule(self.delete(item.dataset.taskId))
@@ -365,9 +378,24 @@ class HistoryView:
                 self._schedule(self.more())
 
     def _on_drawer_key(self, event) -> None:
+        """Escape closes the drawer wherever focus is in it; Tab and Shift+Tab go round its controls
+        and never leave it while it is open (a dialog keeps focus, DESIGN.md §6)."""
         if event.key == "Escape":
             event.stopPropagation()
             self.close()
+        elif event.key == "Tab":
+            stops = [node for node in self._by("history-drawer").querySelectorAll(_FOCUSABLE)
+                     if node.tabIndex >= 0 and not node.matches(":disabled") and node.getClientRects().length > 0]
+            if not stops:
+                return
+            first, last = stops[0], stops[-1]
+            here = document.activeElement
+            if event.shiftKey and first.isSameNode(here):
+                event.preventDefault()
+                last.focus()
+            elif not event.shiftKey and last.isSameNode(here):
+                event.preventDefault()
+                first.focus()
 
     def _on_scroll(self, event) -> None:
         listing = event.target
@@ -439,6 +467,10 @@ class HistoryView:
         if task_id == getattr(self, "_active_task", None):
             self.close()
             return
+        item = self._by("history-list").querySelector(f'[data-task-id="{task_id}"]')
+        if not is_none(item) and item.getAttribute("data-damaged") == "true":
+            self._say("resume", "history.damagedOpen")  # it cannot be read: it can be deleted
+            return
         current = self.store.load(stage_id) or []
         messages = await self.recorder.run(stage_id, lambda: self.service.resume(
             stage_id, task_id, current, self.store.updated_at(stage_id), self.clock()))
@@ -449,14 +481,25 @@ class HistoryView:
         self.close()
 
     async def delete(self, task_id: str) -> None:
+        """Delete ``task_id`` (undo for ``UNDO_MS``); the active conversation cannot be, and
+        ``history-status`` says so (it is ended with New conversation first)."""
         if task_id == getattr(self, "_active_task", None):
-            return  # the active conversation is ended with New conversation first
+            self._say("delete", "history.deleteCurrent")
+            return
         if await self.recorder.run(self._stage or "", lambda: self.service.delete(task_id)):
             undo = self._by("history-undo")
             undo.hidden = False
             if self._undo_timer is not None:
                 js.clearTimeout(self._undo_timer)
             self._undo_timer = js.setTimeout(create_proxy(lambda: setattr(undo, "hidden", True)), UNDO_MS)
+
+    def _say(self, kind: str, key: str) -> None:
+        """Why an action did not happen, in ``history-status`` (``data-kind`` = ``kind``)."""
+        status = self._by("history-status")
+        status.setAttribute("data-kind", kind)
+        status.setAttribute("data-result", "error")
+        status.removeAttribute("data-reason")
+        status.textContent = self.t(key)
 
     async def undo(self) -> None:
         self._by("history-undo").hidden = True
