@@ -596,7 +596,11 @@ class HistoryView:
             return self._import_refused("failed")
         del text
         stage_id = self.runtime.stage_id or ""
-        result = await self.recorder.run(stage_id, lambda: self.service.import_bundle(stage_id, *bundle))
+        try:
+            result = await self.recorder.run(stage_id, lambda: self.service.import_bundle(stage_id, *bundle))
+        except Exception as error:  # noqa: BLE001 - as above
+            js.console.error(f"import failed: {type(error).__name__}: {error}")
+            return self._import_refused("failed")
         status.setAttribute("data-result", "ok" if result == "ok" else "error")
         status.textContent = self.t("history.imported" if result == "ok" else f"history.importError.{result}")
         if result == "ok" and stage_id == self._stage:
