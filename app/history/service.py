@@ -55,6 +55,10 @@ UNDO_MS = 10_000
 LIST_INDEX = "[stageId+updatedAt+taskId]"
 SEARCH_INDEX = "[stageId+updatedAt]"
 SNIPPET_BEFORE, SNIPPET_AFTER = 24, 60
+FOLD_VERSION = 2
+"""The folding a ``search`` record's ``folded`` text was made with (2: DESIGN.md §14's; records
+without it were lower-cased only and are folded again the first time their course is searched)."""
+REFOLD_BATCH = 50
 
 NOTICE_CODES = {
     "unavailable": "history-unavailable", "blocked": "history-blocked", "version": "history-unavailable",
@@ -159,6 +163,7 @@ class HistoryService:
         self._metas: dict[str, TaskMeta | None] = {}  # active conversation's meta per course
         self.persist_requested = False
         self._full = False  # the last write failed with "quota"
+        self._refolded: set[str] = set()  # courses whose search records all carry FOLD_VERSION
 
     # -- availability ------------------------------------------------------
     async def open(self) -> bool:
@@ -264,7 +269,8 @@ class HistoryService:
              synced_at: int | None) -> list[tuple[str, str, Any]]:
         text = plain_text(messages)
         folded, anchors = fold_map(text)
-        search = {"taskId": meta.taskId, "stageId": meta.stageId, "updatedAt": meta.updatedAt, "folded": folded}
+        search = {"taskId": meta.taskId, "stageId": meta.stageId, "updatedAt": meta.updatedAt, "folded": folded,
+                  "fold": FOLD_VERSION}
         if anchors:  # where folded positions and text positions part (DESIGN.md §14 folding)
             search["anchors"] = anchors
         ops = [("put", "conversations", meta.model_dump()),
@@ -656,6 +662,7 @@ class HistoryService:
             return []
 
         async def work():
+            await self._refold(stage_id)
             lower = [stage_id, since_ms if since_ms is not None else LOWEST]
             hits = await self._db.scan("search", SEARCH_INDEX, lower, [stage_id, HIGHEST], "folded", needle,
                                        SNIPPET_BEFORE, SNIPPET_AFTER, "texts", "text")
@@ -676,6 +683,33 @@ class HistoryService:
                 found.sort(key=lambda h: (-h.meta.updatedAt, h.meta.taskId), reverse=False)
             return found
         return await self._guard(work, [])
+
+    async def _refold(self, stage_id: str) -> None:
+        """Fold again (``fold_map`` of the kept text) the search records of ``stage_id`` written before
+        ``FOLD_VERSION``, once per course and session, ``REFOLD_BATCH`` per transaction with a pause
+        between: a search finds in old conversations what it finds in new ones (DESIGN.md §14)."""
+        if stage_id in self._refolded:
+            return
+        rows = await self._db.query("search", SEARCH_INDEX, [stage_id, LOWEST], [stage_id, HIGHEST])
+        stale = [r for r in rows if isinstance(r, dict) and r.get("fold") != FOLD_VERSION and "taskId" in r]
+        for start in range(0, len(stale), REFOLD_BATCH):
+            batch = stale[start:start + REFOLD_BATCH]
+            texts = await self._db.bulk_get("texts", [r["taskId"] for r in batch])
+            ops = []
+            for record, kept in zip(batch, texts):
+                text = kept.get("text") if isinstance(kept, dict) else None
+                if not isinstance(text, str):
+                    continue
+                folded, anchors = fold_map(text)
+                fresh = {**record, "folded": folded, "fold": FOLD_VERSION}
+                fresh.pop("anchors", None)
+                if anchors:
+                    fresh["anchors"] = anchors
+                ops.append(("put", "search", fresh))
+            if ops:
+                await self._db.write(ops)
+            await asyncio.sleep(0)
+        self._refolded.add(stage_id)
 
     # -- export, import ----------------------------------------------------
     async def bundle(self, task_id: str) -> tuple[TaskMeta, list[dict], list[TurnMeta]] | None:

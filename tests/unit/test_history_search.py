@@ -64,3 +64,22 @@ def test_a_snippet_marks_whole_grapheme_clusters():
     text = "voilà: e\u0301te\u0301 👍🏽 ok"
     assert snippet(text, fold("ete"), cut_before=False, cut_after=False, graphemes=pyuegc.EGC) == (
         "voilà: ", "e\u0301te\u0301", " 👍🏽 ok")
+
+
+async def test_search_records_of_the_earlier_folding_are_folded_again_once():
+    """A record written before the §14 folding holds only lower-cased text ("straße"): the first
+    search of its course folds it again from the kept text, so "STRASSE" finds it as in a new one."""
+    from app.records import MemoryBackend
+
+    backend = MemoryBackend()
+    svc, _, _ = service(backend=backend)
+    task_id = await add(svc, "s", "Die Straße von İstanbul")
+    old = {**backend.raw("search")[task_id], "folded": "die straße von i̇stanbul"}
+    old.pop("fold")
+    backend.put_raw("search", old)
+    reloaded, _, _ = service(backend=backend)
+    assert [h.snippet[1] for h in await reloaded.search("s", "STRASSE")] == ["Straße"]
+    assert backend.raw("search")[task_id]["fold"] == 2
+    calls = backend.calls
+    await reloaded.search("s", "istanbul")
+    assert backend.calls - calls == 2  # scan and metas only: the course is not read again for refolding
