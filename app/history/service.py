@@ -655,8 +655,9 @@ class HistoryService:
     async def search(self, stage_id: str, keyword: str, *, since_ms: int | None = None,
                      sort: str = "newest") -> list[SearchHit]:
         """Conversations of ``stage_id`` whose text holds ``keyword`` (folded as DESIGN.md §14 says:
-        ``app.history.text.fold``; a keyword inside an unspaced CJK sentence matches), updated at or after ``since_ms``; ``sort``: ``newest`` |
-        ``oldest`` | ``tokens`` (most total tokens first)."""
+        ``app.history.text.fold``; a keyword inside an unspaced CJK sentence matches), updated at or
+        after ``since_ms``; ``sort``: ``newest`` | ``oldest`` | ``tokens`` (most total tokens first).
+        A course's records of an earlier folding are folded again at its first search (``_refold``)."""
         needle = fold(" ".join(keyword.split()))
         if not needle:
             return []
