@@ -43,11 +43,19 @@ def test_an_import_over_50_mb_is_refused_unread_and_a_big_one_under_it_imports(a
     agent.testid("import-json").set_input_files(str(huge))
     refused_with(agent, "size")
     assert total(agent) == "0"
-    big = tmp_path / "big.json"  # 8 M characters of escape-dense text: parsed in slices, no MemoryError
-    big.write_text(json.dumps(export_document(text='a"b\\c\n' * 1_400_000)))
+    big = tmp_path / "big.json"  # escape-dense text with 2-, 3- and 4-byte characters across 1 MB slices
+    text = 'a"b\\c\n中文é😀' * 900_000
+    big.write_text(json.dumps(export_document(text=text), ensure_ascii=False), encoding="utf-8")
     agent.testid("import-json").set_input_files(str(big))
     agent.page.wait_for_selector(f"{STATUS}[data-result=ok]", timeout=120_000)
     agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '1'")
+    stored = run_py(agent.page, """
+        b = IndexedDbBackend()
+        await b.open()
+        record = await b.get("messages", "task_20260101_abc123")
+        json.dumps(record["messages"][0]["content"][0]["text"])
+    """)
+    assert stored == text
     agent.assert_accessible("history drawer after a big import")
 
 
