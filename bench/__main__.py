@@ -801,6 +801,7 @@ EXTRA_PARTS: dict[str, str] = {
     "model": "bench.model",
     "checkpoints": "bench.checkpoints",
     "history": "bench.history",
+    "firstpaint": "bench.firstpaint",
 }
 """Further benchmark parts: ``name -> module``; each module has ``run(run: Run, *, quick: bool) -> dict``
 (figures, ratios against a baseline measured in the same page and run, and a ``goals`` dict of
