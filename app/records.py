@@ -56,7 +56,7 @@ SCHEMA: dict[int, dict[str, str]] = {
         "conversations": "taskId, [stageId+updatedAt+taskId]",
         "messages": "taskId",  # {taskId, messages: [slim message…]} (DESIGN.md §3 projection)
         "turns": "taskId",  # {taskId, turns: [turn meta…]}
-        "search": "taskId, [stageId+updatedAt]",  # {taskId, stageId, updatedAt, folded}: what search scans
+        "search": "taskId, [stageId+updatedAt]",  # {taskId, stageId, updatedAt, folded, anchors?}: what search scans
         "texts": "taskId",  # {taskId, text}: the unfolded text, read only for the hits' snippets
         "heads": "stageId",  # {stageId, taskId, syncedAt}: a course's active conversation
         # scene checkpoints (DESIGN.md §10, app/checkpoints/record_backend.py)
@@ -146,6 +146,17 @@ def key_of(record: dict, path: str) -> Key:
         values = [record.get(name) for name in path[1:-1].split("+")]
         return None if any(v is None for v in values) else tuple(values)
     return record.get(path)
+
+
+def _source_index(anchors: Any, position: int) -> int:
+    """Where folded ``position`` lies in the unfolded text, by the record's ``anchors`` (``[[folded
+    index, text index], …]``, sorted; ``app.history.text.fold_map``), as the page's adapter does."""
+    source = position
+    for pair in anchors if isinstance(anchors, list) else []:
+        if pair[0] > position:
+            break
+        source = pair[1] + (position - pair[0])
+    return source
 
 
 def _norm(key: Key) -> Key:
@@ -288,7 +299,8 @@ class MemoryBackend:
                 shown = self._tables[show_table].get(_norm(key))
                 source = json.loads(shown).get(show_field) if shown else None
                 source = source if isinstance(source, str) else text
-                hits.append((key, at, source[max(0, at - before): at + len(needle) + after]))
+                start = _source_index(record.get("anchors"), at) if source is not text else at
+                hits.append((key, at, source[max(0, start - before): start + len(needle) + after]))
         return hits
 
     async def persist(self) -> bool:

@@ -1,7 +1,9 @@
 // The DOM half of app/browser/history_view.py: draws list items that Python has fully decided
 // (titles, labels, attributes) in one call, so a page of items costs one crossing instead of
 // dozens. Every string goes in as textContent or an attribute, never as HTML (DESIGN.md §5).
-// items: JSON [{taskId, current, totalTokens, title, iso, unit, count, justNow, stats, snippet, deleteLabel}];
+// items: JSON [{taskId, current, damaged, totalTokens, title, iso, unit, count, justNow, stats, snippet, deleteLabel}];
+// An item is a focusable list item (not an option: it holds its delete button, and its name is its
+// whole visible text), so no interactive element nests in another.
 // unit "now" | "minute" | "hour" | "day" | "date" (app/history/text.py relative_label decides).
 const formats = new Map();
 
@@ -22,8 +24,9 @@ function el(tag, attrs, text) {
 
 function item(locale, it) {
   const li = el("li", { "data-testid": "history-item", class: "history-item", "data-task-id": it.taskId,
-    "data-current": it.current ? "true" : "false", "data-total-tokens": String(it.totalTokens), tabindex: "0",
-    role: "option", "aria-label": it.title });
+    "data-current": it.current ? "true" : "false", "data-damaged": it.damaged ? "true" : "false",
+    "data-total-tokens": String(it.totalTokens), tabindex: "0" });
+  if (it.current) li.setAttribute("aria-current", "true");
   const head = el("div", { class: "history-item-head" });
   head.append(el("span", { "data-testid": "history-title", class: "history-title", dir: "auto" }, it.title));
   const label = it.unit === "now" ? it.justNow

@@ -161,8 +161,10 @@ globalThis.agentbarIndexedDbAdapter = {
   },
   // For each record of `index` in [lower, upper]: the first position of `needle` in its string
   // field `field`. Returns JSON [[primaryKey, position, excerpt], …] for the records that hold it;
-  // excerpt = showTable[key][showField].slice(position - before, position + needle.length + after)
-  // (read for the hits only). Python folds the case beforehand and makes snippets; this only scans.
+  // excerpt = showTable[key][showField].slice(start - before, start + needle.length + after)
+  // (read for the hits only), start = position carried over by the record's optional `anchors`
+  // ([[folded index, text index], …], sorted: app/history/text.py fold_map). Python folds beforehand
+  // and makes snippets; this only scans.
   scan(table, index, lower, upper, field, needle, before, after, showTable, showField) {
     return guard(async (d) => {
       const found = [];
@@ -170,12 +172,20 @@ globalThis.agentbarIndexedDbAdapter = {
         const text = record[field];
         if (typeof text !== "string") return;
         const at = text.indexOf(needle);
-        if (at >= 0) found.push([cursor.primaryKey, at, text]);
+        if (at >= 0) found.push([cursor.primaryKey, at, text, record.anchors]);
       });
       const shown = found.length ? await d.table(showTable).bulkGet(found.map((hit) => hit[0])) : [];
-      return JSON.stringify(found.map(([key, at, text], i) => {
-        const source = shown[i] && typeof shown[i][showField] === "string" ? shown[i][showField] : text;
-        return [key, at, source.slice(Math.max(0, at - before), at + needle.length + after)];
+      return JSON.stringify(found.map(([key, at, text, anchors], i) => {
+        const own = shown[i] && typeof shown[i][showField] === "string";
+        const source = own ? shown[i][showField] : text;
+        let start = at;
+        if (own && Array.isArray(anchors)) {
+          for (const [foldedAt, textAt] of anchors) {
+            if (foldedAt > at) break;
+            start = textAt + (at - foldedAt);
+          }
+        }
+        return [key, at, source.slice(Math.max(0, start - before), start + needle.length + after)];
       }));
     });
   },

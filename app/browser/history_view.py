@@ -35,6 +35,7 @@ from app.projection import failure_of
 __all__ = ["HistoryView", "create_history"]
 
 CHANNEL = "agentbar-history"
+_FOCUSABLE = "button, input, select, textarea, [tabindex]"
 RANGES_MS = {"all": None, "1d": 86_400_000, "7d": 7 * 86_400_000, "30d": 30 * 86_400_000}
 
 
@@ -46,6 +47,21 @@ async def _install_graphemes() -> None:
     import micropip
 
     await micropip.install("pyuegc")
+
+
+async def _read_text(file, slice_bytes: int = 1 << 20) -> str:
+    """A ``File``'s UTF-8 text, read ``slice_bytes`` at a time, each slice crossing into Python and
+    decoded in its own task (DESIGN.md §14: no long task while a big file is read). Decoded as
+    ``Blob.text()`` does: a leading BOM dropped, invalid bytes as U+FFFD."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
+    parts, size = [], int(file.size)
+    for start in range(0, size, slice_bytes):
+        buffer = await file.slice(start, min(size, start + slice_bytes)).arrayBuffer()
+        parts.append(decoder.decode(buffer.to_bytes()))
+    parts.append(decoder.decode(b"", final=True))
+    return "".join(parts)
 
 
 def create_history(clock) -> tuple[HistoryService, HistoryRecorder]:
@@ -165,6 +181,8 @@ class HistoryView:
         self._active_task = meta.taskId if meta else None
         for button in ("export-markdown", "export-json", "history-print"):
             self._by(button).disabled = meta is None
+        if self._open:  # the list marks the active one as it is now (another tab may have resumed one)
+            self._mark_current()
         self._decorate_turns()
 
     def _decorate_turns(self) -> None:
@@ -269,12 +287,15 @@ class HistoryView:
         """Draw ``(meta, snippet)`` entries in one crossing (``static/history-view.js``)."""
         now, active = self.clock(), getattr(self, "_active_task", None)
         just_now, untitled = self.t("history.justNow"), self.t("history.untitled")  # once per draw, not per item
+        damaged_title = self.t("history.damaged")
         items = []
         for meta, piece in entries:
-            title = meta.taskName or untitled
+            damaged = bool(getattr(meta, "damaged", False))  # listed so that it can be deleted (§14)
+            title = damaged_title if damaged else meta.taskName or untitled
             unit, count = relative_label(meta.updatedAt, now)
             stats = ConversationStats.of(meta)
-            items.append({"taskId": meta.taskId, "current": meta.taskId == active, "totalTokens": meta.stats.totalTokens,
+            items.append({"taskId": meta.taskId, "current": meta.taskId == active, "damaged": damaged,
+                          "totalTokens": meta.stats.totalTokens,
                           "title": title, "iso": iso(meta.updatedAt), "unit": unit, "count": count,
                           "justNow": just_now, "snippet": list(piece) if piece else None,
                           "stats": item_stats_text(self.t, stats),
@@ -325,6 +346,10 @@ class HistoryView:
         for item in self._by("history-list").querySelectorAll("[data-testid=history-item]"):
             current = item.dataset.taskId == active
             item.setAttribute("data-current", "true" if current else "false")
+            if current:
+                item.setAttribute("aria-current", "true")
+            else:
+                item.removeAttribute("aria-current")
             button = item.querySelector("[data-testid=history-delete]")
             if not is_none(button):
                 button.hidden = current
@@ -350,7 +375,10 @@ class HistoryView:
         if event.key == "Enter":
             event.preventDefault()
             self._schedule(self.resume(item.dataset.taskId))
-        elif event.key == "Delete" and item.dataset.current != "true":
+        elif event.key == "Delete" and item.dataset.current == "true":
+            event.preventDefault()
+            self._say("delete", "history.deleteCurrent")
+        elif event.key == "Delete":
             event.preventDefault()
             nxt = item.nextElementSibling if not is_none(item.nextElementSibling) else item.previousElementSibling
             self._schedule(self.delete(item.dataset.taskId))
@@ -365,9 +393,24 @@ class HistoryView:
                 self._schedule(self.more())
 
     def _on_drawer_key(self, event) -> None:
+        """Escape closes the drawer wherever focus is in it; Tab and Shift+Tab go round its controls
+        and never leave it while it is open (a dialog keeps focus, DESIGN.md §6)."""
         if event.key == "Escape":
             event.stopPropagation()
             self.close()
+        elif event.key == "Tab":
+            stops = [node for node in self._by("history-drawer").querySelectorAll(_FOCUSABLE)
+                     if node.tabIndex >= 0 and not node.matches(":disabled") and node.getClientRects().length > 0]
+            if not stops:
+                return
+            first, last = stops[0], stops[-1]
+            here = document.activeElement
+            if event.shiftKey and first.isSameNode(here):
+                event.preventDefault()
+                last.focus()
+            elif not event.shiftKey and last.isSameNode(here):
+                event.preventDefault()
+                first.focus()
 
     def _on_scroll(self, event) -> None:
         listing = event.target
@@ -439,6 +482,10 @@ class HistoryView:
         if task_id == getattr(self, "_active_task", None):
             self.close()
             return
+        item = self._by("history-list").querySelector(f'[data-task-id="{task_id}"]')
+        if not is_none(item) and item.getAttribute("data-damaged") == "true":
+            self._say("resume", "history.damagedOpen")  # it cannot be read: it can be deleted
+            return
         current = self.store.load(stage_id) or []
         messages = await self.recorder.run(stage_id, lambda: self.service.resume(
             stage_id, task_id, current, self.store.updated_at(stage_id), self.clock()))
@@ -449,14 +496,25 @@ class HistoryView:
         self.close()
 
     async def delete(self, task_id: str) -> None:
+        """Delete ``task_id`` (undo for ``UNDO_MS``); the active conversation cannot be, and
+        ``history-status`` says so (it is ended with New conversation first)."""
         if task_id == getattr(self, "_active_task", None):
-            return  # the active conversation is ended with New conversation first
+            self._say("delete", "history.deleteCurrent")
+            return
         if await self.recorder.run(self._stage or "", lambda: self.service.delete(task_id)):
             undo = self._by("history-undo")
             undo.hidden = False
             if self._undo_timer is not None:
                 js.clearTimeout(self._undo_timer)
             self._undo_timer = js.setTimeout(create_proxy(lambda: setattr(undo, "hidden", True)), UNDO_MS)
+
+    def _say(self, kind: str, key: str) -> None:
+        """Why an action did not happen, in ``history-status`` (``data-kind`` = ``kind``)."""
+        status = self._by("history-status")
+        status.setAttribute("data-kind", kind)
+        status.setAttribute("data-result", "error")
+        status.removeAttribute("data-reason")
+        status.textContent = self.t(key)
 
     async def undo(self) -> None:
         self._by("history-undo").hidden = True
@@ -527,28 +585,47 @@ class HistoryView:
         js.window.print()
 
     async def import_file(self, field) -> None:
-        """Import a JSON export into the shown course's history; a bad file changes nothing."""
-        from app.history.export import ImportRefused, parse_export
+        """Import a JSON export into the shown course's history (DESIGN.md §14): a file over 50 MB is
+        refused before it is read, the text is parsed in slices that leave the page its turn, and every
+        refusal (an unexpected failure too) is said in ``history-status``; a refused file changes nothing."""
+        from app.history.export import ImportRefused, check_size, parse_export_sliced
 
         files = field.files
         if is_none(files) or files.length == 0:
             return
-        text = str(await files.item(0).text())
+        file = files.item(0)
         field.value = ""
         status = self._by("history-status")
         status.setAttribute("data-kind", "import")
+        status.setAttribute("data-result", "pending")
+        status.removeAttribute("data-reason")
+        status.textContent = ""
         try:
-            bundle = parse_export(text)
+            check_size(int(file.size))
+            text = await _read_text(file)
+            bundle = await parse_export_sliced(text, self.clock())
         except ImportRefused as refused:
-            status.setAttribute("data-result", "error")
-            status.textContent = self.t(f"history.importError.{refused.reason}")
-            return
+            return self._import_refused(refused.reason)
+        except Exception as error:  # noqa: BLE001 - never a silent failure: the page says it (§14)
+            js.console.error(f"import failed: {type(error).__name__}: {error}")
+            return self._import_refused("failed")
+        del text
         stage_id = self.runtime.stage_id or ""
-        result = await self.recorder.run(stage_id, lambda: self.service.import_bundle(stage_id, *bundle))
+        try:
+            result = await self.recorder.run(stage_id, lambda: self.service.import_bundle(stage_id, *bundle))
+        except Exception as error:  # noqa: BLE001 - as above
+            js.console.error(f"import failed: {type(error).__name__}: {error}")
+            return self._import_refused("failed")
         status.setAttribute("data-result", "ok" if result == "ok" else "error")
         status.textContent = self.t("history.imported" if result == "ok" else f"history.importError.{result}")
         if result == "ok" and stage_id == self._stage:
             await self.reveal(bundle[0].taskId)
+
+    def _import_refused(self, reason: str) -> None:
+        status = self._by("history-status")
+        status.setAttribute("data-result", "error")
+        status.setAttribute("data-reason", reason)
+        status.textContent = self.t(f"history.importError.{reason}")
 
     async def reveal(self, task_id: str) -> None:
         """Redraw the open list and page on (cursor pages, as scrolling does) until ``task_id`` is drawn,

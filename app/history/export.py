@@ -6,7 +6,11 @@ with ``meta`` = ``{taskId, taskName, stageId, createdAt, updatedAt, stats}``
 unchanged, ``turns`` the per-turn meta. ``import_json(export_json(x))`` gives
 back ``x`` exactly. ``parse_export`` refuses (``ImportRefused`` with a
 ``reason`` code) anything else: not JSON, another format, another version,
-a bad meta or turn, messages that are not the slim projection.
+a bad meta or turn, messages that are not the slim projection, and what the
+exact record shapes forbid (DESIGN.md §14: integers within ±2^53, counts ≥ 0,
+``createdAt`` ≤ ``updatedAt``, nothing more than a day in the future). A file
+over 50 MB is refused before it is read (``check_size``); ``parse_export_sliced``
+parses in slices that leave the page its turn.
 
 Markdown: a heading, the meta, then each message under "You"/"Assistant";
 text verbatim; each tool call as JSON in a fenced block whose backtick fence is
@@ -22,10 +26,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.history.records import Stats, TaskMeta, TurnMeta, iso, parse_iso
+from app.history.records import MAX_SAFE_INTEGER, Stats, TaskMeta, TurnMeta, iso, parse_iso
 from app.projection import failure_of
 
-__all__ = ["FORMAT", "VERSION", "ImportRefused", "export_json", "export_unkept", "export_markdown", "fence_for", "parse_export"]
+__all__ = ["FORMAT", "MAX_IMPORT_BYTES", "VERSION", "ImportRefused", "check_size", "export_json", "export_unkept",
+           "export_markdown", "fence_for", "parse_export", "parse_export_sliced", "parse_steps"]
 
 FORMAT = "agentbar-conversation"
 VERSION = 1
@@ -33,8 +38,9 @@ _BACKTICKS = re.compile("`+")
 
 
 class ImportRefused(ValueError):
-    """A file that is not an AgentBar conversation export; ``reason``: ``not-json`` | ``format`` |
-    ``version`` | ``meta`` | ``messages`` | ``turns``."""
+    """A file that is not an AgentBar conversation export; ``reason``: ``size`` | ``not-json`` |
+    ``format`` | ``version`` | ``meta`` | ``messages`` | ``turns`` | ``numbers`` | ``dates``
+    (each has its message, ``history.importError.<reason>``)."""
 
     def __init__(self, reason: str, detail: str = "") -> None:
         super().__init__(f"{reason}: {detail}" if detail else reason)
@@ -71,59 +77,233 @@ def export_unkept(stage_id: str, messages: list[dict[str, Any]], now_ms: int, ra
 
 MAX_DEPTH = 64
 """Deepest nesting an import may have (an export needs under 15; the store's limit too, DESIGN.md §5)."""
+MAX_IMPORT_BYTES = 50_000_000
+"""Largest file an import reads (50 MB, DESIGN.md §14); a larger one is refused before it is read."""
+FUTURE_SLACK_MS = 86_400_000
+"""How far past the importing machine's clock an imported time may lie (another device's clock; §14)."""
 
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_STRING = re.compile(r'"[^"]*"')  # a JSON string once its escaped backslashes and quotes are gone
 _BRACKET = re.compile(r"[\[\]{}]")
+_SPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+_BRACKETS_PER_SLICE = 20_000
 
 
-def _deeper_than(text: str, limit: int) -> bool:
-    """True when the JSON ``text`` nests arrays/objects deeper than ``limit`` (strings skipped)."""
+def check_size(size_bytes: int) -> None:
+    """Refuse a file of more than ``MAX_IMPORT_BYTES`` before reading it: ``ImportRefused("size")``
+    (DESIGN.md §14)."""
+    if size_bytes > MAX_IMPORT_BYTES:
+        raise ImportRefused("size", f"{size_bytes} bytes")
+
+
+def _depth_steps(text: str):
+    """Refuse (``ImportRefused("not-json")``) a JSON ``text`` that nests arrays/objects deeper than
+    ``MAX_DEPTH`` before ``json`` sees it (it would exhaust the browser's stack and kill Pyodide).
+    Strings are removed first with linear, C-speed passes (escaped backslashes, then escaped quotes,
+    then every ``"…"``), so only brackets are walked, yielding every ``_BRACKETS_PER_SLICE``."""
+    bare = _STRING.sub("", text.replace("\\\\", "").replace('\\"', ""))
+    yield
     depth = 0
-    for match in _BRACKET.finditer(_JSON_STRING.sub("", text)):
+    for count, match in enumerate(_BRACKET.finditer(bare), 1):
         depth += 1 if match.group() in "[{" else -1
-        if depth > limit:
-            return True
-    return False
+        if depth > MAX_DEPTH:
+            raise ImportRefused("not-json", f"nested deeper than {MAX_DEPTH} levels")
+        if count % _BRACKETS_PER_SLICE == 0:
+            yield
 
 
-def parse_export(text: str) -> tuple[TaskMeta, list[dict[str, Any]], list[TurnMeta]]:
-    """Validate an export; returns (meta, messages, turns). Raises ``ImportRefused``."""
-    from app.projection import deserialize_thread, serialize_thread
-
-    if _deeper_than(text, MAX_DEPTH):  # json.loads would exhaust the browser's stack and kill Pyodide
-        raise ImportRefused("not-json", f"nested deeper than {MAX_DEPTH} levels")
+def _decode_at(text: str, at: int) -> tuple[Any, int]:
+    """One JSON value at ``text[at]``; returns ``(value, end)``."""
     try:
-        document = json.loads(text)
+        return _DECODER.raw_decode(text, at)
     except (ValueError, RecursionError) as error:
         raise ImportRefused("not-json", str(error)) from None
+
+
+def _space(text: str, at: int) -> int:
+    return _SPACE.match(text, at).end()
+
+
+def _document_steps(text: str):
+    """The top-level object of an export, decoded value by value and the items of its arrays one by
+    one (each through ``json``'s own decoder), yielding between them: a generator whose return value
+    is the document. Anything else than an object is decoded whole (refused as not an export)."""
+    yield from _depth_steps(text)
+    at = _space(text, 0)
+    if not text.startswith("{", at):
+        value, end = _decode_at(text, at)
+        if _space(text, end) != len(text):
+            raise ImportRefused("not-json", "extra data after the document")
+        return value
+    document: dict[str, Any] = {}
+    at = _space(text, at + 1)
+    if text.startswith("}", at):
+        at += 1
+    else:
+        while True:
+            if not text.startswith('"', at):
+                raise ImportRefused("not-json", f"a key was expected at {at}")
+            key, at = _decode_at(text, at)
+            at = _space(text, at)
+            if not text.startswith(":", at):
+                raise ImportRefused("not-json", f"':' was expected at {at}")
+            at = _space(text, at + 1)
+            if text.startswith("[", at):  # an array: item by item
+                items: list[Any] = []
+                at = _space(text, at + 1)
+                if text.startswith("]", at):
+                    at += 1
+                else:
+                    while True:
+                        item, at = _decode_at(text, at)
+                        items.append(item)
+                        yield
+                        at = _space(text, at)
+                        if text.startswith("]", at):
+                            at += 1
+                            break
+                        if not text.startswith(",", at):
+                            raise ImportRefused("not-json", f"',' or ']' was expected at {at}")
+                        at = _space(text, at + 1)
+                value = items
+            else:
+                value, at = _decode_at(text, at)
+                yield
+            document[key] = value
+            at = _space(text, at)
+            if text.startswith("}", at):
+                at += 1
+                break
+            if not text.startswith(",", at):
+                raise ImportRefused("not-json", f"',' or '}}' was expected at {at}")
+            at = _space(text, at + 1)
+    if _space(text, at) != len(text):
+        raise ImportRefused("not-json", "extra data after the document")
+    return document
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
+
+
+def _meta_of(raw_meta: Any, now_ms: int) -> TaskMeta:
+    """The file's meta to the exact record shape (``ImportRefused``: ``meta``, ``numbers`` or ``dates``)."""
+    if not isinstance(raw_meta, dict):
+        raise ImportRefused("meta", "meta is not an object")
+    try:
+        created, updated = parse_iso(raw_meta.get("createdAt", "")), parse_iso(raw_meta.get("updatedAt", ""))
+        stats = raw_meta.get("stats", {})
+        if not isinstance(stats, dict):
+            raise ValueError("stats is not an object")
+    except (ValueError, TypeError) as error:
+        raise ImportRefused("meta", _first_line(error)) from None
+    for name, value in stats.items():  # a count that cannot be stored exactly, or a negative one
+        if name in Stats.model_fields and isinstance(value, (int, float)) and not isinstance(value, bool) and not (
+                0 <= value <= MAX_SAFE_INTEGER):
+            raise ImportRefused("numbers", f"stats.{name} = {value}")
+    if created > updated:
+        raise ImportRefused("dates", "createdAt is after updatedAt")
+    if updated > now_ms + FUTURE_SLACK_MS:
+        raise ImportRefused("dates", "updatedAt is more than a day in the future")
+    try:
+        return TaskMeta.model_validate({**raw_meta, "createdAt": created, "updatedAt": updated,
+                                        "stats": Stats.model_validate(stats).model_dump()})
+    except ValidationError as error:
+        raise ImportRefused("meta", _first_line(error)) from None
+
+
+def _turn_of(raw: Any, now_ms: int) -> TurnMeta:
+    """One turn meta to the exact record shape (``ImportRefused``: ``turns``, ``numbers`` or ``dates``)."""
+    if not isinstance(raw, dict):
+        raise ImportRefused("turns", "a turn is not an object")
+    usage = raw.get("usage")
+    numbers = [("turnId", raw.get("turnId")), ("duration", raw.get("duration"))] + (
+        [(f"usage.{k}", v) for k, v in usage.items()] if isinstance(usage, dict) else [])
+    for name, value in numbers:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and not 0 <= value <= MAX_SAFE_INTEGER:
+            raise ImportRefused("numbers", f"{name} = {value}")
+    try:
+        turn = TurnMeta.model_validate(raw)
+        moment = parse_iso(turn.timestamp)
+    except (ValidationError, ValueError) as error:
+        raise ImportRefused("turns", _first_line(error)) from None
+    if moment > now_ms + FUTURE_SLACK_MS:
+        raise ImportRefused("dates", "a turn's timestamp is more than a day in the future")
+    return turn
+
+
+def parse_steps(text: str, now_ms: int):
+    """``parse_export`` as a generator that yields between slices of work (each top-level value, each
+    message and turn decoded, then each message checked), so a caller can give the page its turn
+    (``parse_export_sliced``); its return value is ``(meta, messages, turns)``. Raises
+    ``ImportRefused`` (DESIGN.md §14)."""
+    from app.projection import deserialize_thread, serialize_thread
+
+    document = yield from _document_steps(text)
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise ImportRefused("format")
     if document.get("version") != VERSION or type(document.get("version")) is not int:
         raise ImportRefused("version", repr(document.get("version")))
-    raw_meta, messages, raw_turns = document.get("meta"), document.get("messages"), document.get("turns")
-    try:
-        if not isinstance(raw_meta, dict):
-            raise ValueError("meta is not an object")
-        meta = TaskMeta.model_validate({**raw_meta, "createdAt": parse_iso(raw_meta.get("createdAt", "")),
-                                        "updatedAt": parse_iso(raw_meta.get("updatedAt", "")),
-                                        "stats": Stats.model_validate(raw_meta.get("stats", {})).model_dump()})
-    except (ValueError, ValidationError, TypeError) as error:
-        raise ImportRefused("meta", str(error).splitlines()[0]) from None
+    messages, raw_turns = document.get("messages"), document.get("turns")
+    meta = _meta_of(document.get("meta"), now_ms)
     if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
         raise ImportRefused("messages", "not a list of messages")
-    try:
-        if serialize_thread(deserialize_thread(messages)) != messages:
-            raise ValueError("not the slim projection")
-    except Exception as error:  # noqa: BLE001 - any shape problem refuses the file
-        raise ImportRefused("messages", str(error).splitlines()[0] if str(error) else type(error).__name__) from None
+    for message in messages:  # the projection is per message: each is checked on its own
+        try:
+            if serialize_thread(deserialize_thread([message])) != [message]:
+                raise ValueError("not the slim projection")
+        except Exception as error:  # noqa: BLE001 - any shape problem refuses the file
+            raise ImportRefused("messages", _first_line(error)) from None
+        yield
     if not isinstance(raw_turns, list):
         raise ImportRefused("turns", "not a list")
-    try:
-        turns = [TurnMeta.model_validate(t) for t in raw_turns]
-    except ValidationError as error:
-        raise ImportRefused("turns", str(error).splitlines()[0]) from None
-    meta = meta.model_copy(update={"turnCount": len(turns), "durationMs": sum(t.duration for t in turns)})
+    turns = [_turn_of(t, now_ms) for t in raw_turns]
+    duration = sum(t.duration for t in turns)
+    if duration > MAX_SAFE_INTEGER:
+        raise ImportRefused("numbers", "the turns' durations add up past 2^53")
+    meta = meta.model_copy(update={"turnCount": len(turns), "durationMs": duration})
     return meta, messages, turns
+
+
+def parse_export(text: str, now_ms: int | None = None) -> tuple[TaskMeta, list[dict[str, Any]], list[TurnMeta]]:
+    """Validate an export to the exact record shapes (DESIGN.md §14); returns ``(meta, messages,
+    turns)``. ``now_ms``: the importing machine's clock (epoch ms; the wall clock when None), which no
+    time may pass by more than a day. Raises ``ImportRefused`` with ``reason`` ``not-json`` |
+    ``format`` | ``version`` | ``meta`` | ``messages`` | ``turns`` | ``numbers`` (an integer
+    negative or past 2^53 − 1) | ``dates`` (``createdAt`` after ``updatedAt``, or in the future)."""
+    steps = parse_steps(text, _now(now_ms))
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+async def parse_export_sliced(text: str, now_ms: int | None = None, *, budget_s: float = 0.008,
+                              clock: Callable[[], float] | None = None):
+    """``parse_export`` that gives the event loop its turn (``asyncio.sleep(0)``) whenever a slice of
+    work has taken ``budget_s`` seconds, so the page has no long task while a big file is checked
+    (DESIGN.md §14). Same result and errors as ``parse_export``."""
+    import asyncio
+    import time
+
+    clock = clock or time.perf_counter
+    steps = parse_steps(text, _now(now_ms))
+    began = clock()
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+        if clock() - began >= budget_s:
+            await asyncio.sleep(0)
+            began = clock()
+
+
+def _now(now_ms: int | None) -> int:
+    import time
+
+    return int(time.time() * 1000) if now_ms is None else now_ms
 
 
 def fence_for(text: str) -> str:

@@ -6,6 +6,10 @@
 - ``TurnMeta``: the seed's ConversationMeta, one per completed turn.
 - ``new_task_id``: ``task_<YYYYMMDD>_<6 lowercase letters or digits>`` (UTC date).
 - ``iso``/``parse_iso``: the export's time format, exactly reversible at ms precision.
+
+Every integer is within ±(2^53 − 1) (what IndexedDB's numbers hold exactly: a larger one comes back
+as a float and its record could no longer be read), counts and durations are ≥ 0, and a
+conversation's ``createdAt`` ≤ ``updatedAt`` (DESIGN.md §14: the exact record shapes).
 """
 
 from __future__ import annotations
@@ -15,9 +19,19 @@ import os
 import re
 from collections.abc import Callable
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from typing import Annotated, ClassVar
 
-__all__ = ["Stats", "TaskMeta", "TurnMeta", "Usage", "TASK_ID", "iso", "new_task_id", "parse_iso"]
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
+
+__all__ = ["Count", "MAX_SAFE_INTEGER", "Stats", "TaskMeta", "TurnMeta", "Usage", "TASK_ID", "Time", "iso", "new_task_id",
+           "parse_iso"]
+
+MAX_SAFE_INTEGER = 2**53 - 1
+"""The largest integer a JavaScript number (and so IndexedDB) holds exactly (DESIGN.md §14)."""
+Count = Annotated[StrictInt, Field(ge=0, le=MAX_SAFE_INTEGER)]
+"""A count, a token number or a duration in ms: an integer in [0, 2^53 − 1]."""
+Time = Annotated[StrictInt, Field(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
+"""Epoch milliseconds: an integer within ±(2^53 − 1)."""
 
 TASK_ID = re.compile(r"task_\d{8}_[a-z0-9]{6}\Z")
 _ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
@@ -30,43 +44,54 @@ class _Record(BaseModel):
 class Stats(_Record):
     """``{credits, totalTokens, inputTokens, outputTokens}`` (seed §3.1); the demo costs no credits."""
 
-    credits: StrictInt = 0
-    totalTokens: StrictInt = 0
-    inputTokens: StrictInt = 0
-    outputTokens: StrictInt = 0
+    credits: Count = 0
+    totalTokens: Count = 0
+    inputTokens: Count = 0
+    outputTokens: Count = 0
 
 
 class TaskMeta(_Record):
-    """A conversation's meta as stored: times in epoch ms; ``turnCount``/``durationMs`` feed the stats."""
+    """A conversation's meta as stored: times in epoch ms; ``turnCount``/``durationMs`` feed the stats.
+
+    Raises ``pydantic.ValidationError`` for a count out of [0, 2^53 − 1], a time out of ±(2^53 − 1)
+    or ``createdAt`` after ``updatedAt`` (DESIGN.md §14)."""
 
     taskId: StrictStr = Field(pattern=TASK_ID.pattern.removesuffix(r"\Z") + "$")
     taskName: StrictStr
     stageId: StrictStr
-    createdAt: StrictInt
-    updatedAt: StrictInt
+    createdAt: Time
+    updatedAt: Time
     stats: Stats = Field(default_factory=Stats)
-    turnCount: StrictInt = 0
-    durationMs: StrictInt = 0
+    turnCount: Count = 0
+    durationMs: Count = 0
+    damaged: ClassVar[bool] = False
+    """Always False (a record that cannot be read is listed as ``app.history.service.Damaged``)."""
+
+    @model_validator(mode="after")
+    def _created_before_updated(self) -> "TaskMeta":
+        if self.createdAt > self.updatedAt:
+            raise ValueError("createdAt is after updatedAt")
+        return self
 
 
 class Usage(_Record):
     """Token counts of one turn (seed §3.3)."""
 
-    inputTokens: StrictInt = 0
-    outputTokens: StrictInt = 0
-    totalTokens: StrictInt = 0
+    inputTokens: Count = 0
+    outputTokens: Count = 0
+    totalTokens: Count = 0
 
 
 class TurnMeta(_Record):
     """One completed turn (seed §3.3 ConversationMeta): ``timestamp`` ISO 8601, ``duration`` ms from
     send to completion. ``messageId``: the assistant message it belongs to (for ``turn-meta``)."""
 
-    turnId: StrictInt
+    turnId: Count
     timestamp: StrictStr
     usage: Usage | None = Field(default_factory=Usage)
     """``None``: the agent reported no usage for this turn ("not reported", DESIGN.md §12), never zeros."""
     model: StrictStr = ""
-    duration: StrictInt = 0
+    duration: Count = 0
     messageId: StrictStr | None = None
 
     def record(self) -> dict:

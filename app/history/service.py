@@ -40,11 +40,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta, Usage, iso, new_task_id
-from app.history.text import cut_title, fold, needs_segmenter, plain_text, snippet, text_needs_segmenter, title_of
+from app.history.text import (cut_title, fold, fold_map, needs_clusters, needs_segmenter, plain_text, snippet,
+                               text_needs_segmenter, title_of)
 from app.records import HIGHEST, LOWEST, RecordStoreError
 from app.store import Notice
 
-__all__ = ["HistoryService", "Page", "SearchHit", "PAGE_SIZE", "UNDO_MS", "Stats"]
+__all__ = ["Damaged", "HistoryService", "Page", "SearchHit", "PAGE_SIZE", "UNDO_MS", "Stats"]
 
 _log = logging.getLogger(__name__)
 
@@ -54,6 +55,10 @@ UNDO_MS = 10_000
 LIST_INDEX = "[stageId+updatedAt+taskId]"
 SEARCH_INDEX = "[stageId+updatedAt]"
 SNIPPET_BEFORE, SNIPPET_AFTER = 24, 60
+FOLD_VERSION = 2
+"""The folding a ``search`` record's ``folded`` text was made with (2: DESIGN.md §14's; records
+without it were lower-cased only and are folded again the first time their course is searched)."""
+REFOLD_BATCH = 50
 
 NOTICE_CODES = {
     "unavailable": "history-unavailable", "blocked": "history-blocked", "version": "history-unavailable",
@@ -67,10 +72,28 @@ class Page:
     """One page of the list: ``items`` in the list's order; ``cursor`` for the next page; ``has_more``;
     ``total``: how many the list holds (its course, in its time range), read with the page."""
 
-    items: list[TaskMeta]
+    items: list[TaskMeta | Damaged]
     cursor: tuple | None
     has_more: bool
     total: int = 0
+
+
+@dataclass(frozen=True)
+class Damaged:
+    """A stored conversation whose meta cannot be read (a record an older version wrote with a value
+    IndexedDB could not keep exactly, or changed by hand): listed so that it can be deleted or a
+    corrected file imported over it, never hidden (DESIGN.md §5, §14). Reads like a ``TaskMeta`` with
+    nothing known: no title, no counts; ``updatedAt`` as stored when it is a number, else 0."""
+
+    taskId: str
+    stageId: str
+    updatedAt: int
+    createdAt: int = 0
+    taskName: str = ""
+    stats: Stats = field(default_factory=Stats)
+    turnCount: int = 0
+    durationMs: int = 0
+    damaged: bool = True
 
 
 @dataclass(frozen=True)
@@ -140,6 +163,7 @@ class HistoryService:
         self._metas: dict[str, TaskMeta | None] = {}  # active conversation's meta per course
         self.persist_requested = False
         self._full = False  # the last write failed with "quota"
+        self._refolded: set[str] = set()  # courses whose search records all carry FOLD_VERSION
 
     # -- availability ------------------------------------------------------
     async def open(self) -> bool:
@@ -200,6 +224,11 @@ class HistoryService:
     async def _ensure_titles(self, messages: list[dict]) -> None:
         """Load the grapheme segmenter (once) if the title of ``messages`` needs it."""
         if not self._prepared and needs_segmenter(messages):
+            await self._ensure_segmenter()
+
+    async def _ensure_segmenter(self) -> None:
+        """Load the grapheme segmenter (once): titles and snippets cut on grapheme clusters."""
+        if not self._prepared:
             if self._prepare is not None:
                 await self._prepare()
             self._prepared = True
@@ -215,6 +244,18 @@ class HistoryService:
             self._notice("history-damaged")
             return None
 
+    def _listed(self, raw: Any) -> TaskMeta | Damaged | None:
+        """A list row: its meta, or ``Damaged`` (one ``history-damaged`` notice) when the record cannot
+        be read but names a conversation (a task id) that can still be deleted; None otherwise."""
+        meta = self._meta(raw)
+        if meta is not None or not isinstance(raw, dict):
+            return meta
+        task_id, stage_id, updated = raw.get("taskId"), raw.get("stageId"), raw.get("updatedAt")
+        if not isinstance(task_id, str) or not TASK_ID.match(task_id):
+            return None
+        number = isinstance(updated, (int, float)) and not isinstance(updated, bool) and abs(updated) < 2**53
+        return Damaged(task_id, stage_id if isinstance(stage_id, str) else "", int(updated) if number else 0)
+
     def _turn_list(self, raw: Any) -> list[TurnMeta]:
         turns = []
         for item in (raw or {}).get("turns", []) if isinstance(raw, dict) else []:
@@ -227,11 +268,15 @@ class HistoryService:
     def _ops(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], head: bool,
              synced_at: int | None) -> list[tuple[str, str, Any]]:
         text = plain_text(messages)
+        folded, anchors = fold_map(text)
+        search = {"taskId": meta.taskId, "stageId": meta.stageId, "updatedAt": meta.updatedAt, "folded": folded,
+                  "fold": FOLD_VERSION}
+        if anchors:  # where folded positions and text positions part (DESIGN.md §14 folding)
+            search["anchors"] = anchors
         ops = [("put", "conversations", meta.model_dump()),
                ("put", "messages", {"taskId": meta.taskId, "messages": messages}),
                ("put", "turns", {"taskId": meta.taskId, "turns": [t.record() for t in turns]}),
-               ("put", "search", {"taskId": meta.taskId, "stageId": meta.stageId, "updatedAt": meta.updatedAt,
-                                  "folded": fold(text)}),
+               ("put", "search", search),
                ("put", "texts", {"taskId": meta.taskId, "text": text})]
         if head:
             ops.append(("put", "heads", {"stageId": meta.stageId, "taskId": meta.taskId, "syncedAt": synced_at}))
@@ -386,8 +431,8 @@ class HistoryService:
                     await self._ensure_titles(messages)
                     stored = await self._db.get("messages", meta.taskId) if meta else None
                     if meta is None or not isinstance(stored, dict) or not _holds(stored.get("messages"), messages):
-                        ops = self._adopt_ops(stage_id, messages, meta, synced_at, head=False,
-                                              task_id=None if meta else await self._head_id(stage_id)) + ops
+                        ops = await self._adopt_ops(stage_id, messages, meta, synced_at, head=False,
+                                                    task_id=None if meta else await self._head_id(stage_id)) + ops
                     task_id = (meta.taskId if meta else ops[0][2]["taskId"])
                 await self._db.write(ops)
                 self._metas[stage_id], self._turns[stage_id] = None, []
@@ -401,16 +446,17 @@ class HistoryService:
             return task_id
         return await self._guard(work, writes=True)
 
-    def _adopt_ops(self, stage_id: str, messages: list[dict], meta: TaskMeta | None, synced_at: int | None,
-                   *, head: bool, task_id: str | None = None) -> list:
-        """Write ``messages`` as ``meta``'s conversation (a continuation of it), or as a new one
+    async def _adopt_ops(self, stage_id: str, messages: list[dict], meta: TaskMeta | None, synced_at: int | None,
+                         *, head: bool, task_id: str | None = None) -> list:
+        """Write ``messages`` as ``meta``'s conversation (a continuation of it: its stored turn meta is
+        kept, read from the store, not from this tab's cache, which a reload empties), or as a new one
         (``task_id``: the id its head was allocated, if any)."""
         now = self._clock()
         turns: list[TurnMeta] = []
         if meta is None:
             meta = self._new_meta(stage_id, messages, now, task_id)
         else:
-            turns = self._turns.get(stage_id, [])
+            turns = self._turn_list(await self._db.get("turns", meta.taskId))
             meta = meta.model_copy(update={"updatedAt": max(now, meta.updatedAt),
                                            "taskName": meta.taskName or title_of(messages) or ""})
         return self._ops(meta, messages, turns, head, synced_at)
@@ -432,8 +478,8 @@ class HistoryService:
                 if current and (head is None or head.taskId != task_id):
                     kept = await self._db.get("messages", head.taskId) if head else None
                     if head is None or not isinstance(kept, dict) or not _holds(kept.get("messages"), current):
-                        ops += self._adopt_ops(stage_id, current, head, current_synced_at, head=False,
-                                               task_id=None if head else await self._head_id(stage_id))
+                        ops += await self._adopt_ops(stage_id, current, head, current_synced_at, head=False,
+                                                     task_id=None if head else await self._head_id(stage_id))
                 meta = meta.model_copy(update={"stageId": stage_id})
                 ops.append(("put", "heads", {"stageId": stage_id, "taskId": task_id, "syncedAt": synced_at}))
                 await self._db.write(ops)
@@ -446,8 +492,9 @@ class HistoryService:
     async def reconcile(self, threads: dict[str, tuple[list[dict], int]]) -> list[str]:
         """Start-up: for each course's active thread in ``maic-agent-threads`` (``{stageId: (messages,
         updatedAt)}``), localStorage wins: history's head is brought in line, a thread history lacks is
-        adopted as a conversation. Reads only heads whose ``syncedAt`` differs. Returns the adopted/updated
-        stage ids."""
+        adopted as a conversation. A thread that is the start of what the head holds (the later turns
+        did not fit in localStorage) is that conversation: the head stays whole, nothing is copied.
+        Reads only heads whose ``syncedAt`` differs. Returns the adopted/updated stage ids."""
         async def work():
             changed = []
             for stage_id, (messages, updated_at) in threads.items():
@@ -463,12 +510,20 @@ class HistoryService:
                     stored = await self._db.get("messages", meta.taskId) if meta else None
                     old = stored.get("messages") if isinstance(stored, dict) else None
                     continues = isinstance(old, list) and messages[: len(old)] == old
+                    if meta is not None and not continues and _holds(old, messages):
+                        # history holds this thread and turns localStorage could not keep (too big for
+                        # its quota): the same conversation, kept whole, never copied (DESIGN.md §5, §9)
+                        await self._db.write([("put", "heads", {"stageId": stage_id, "taskId": meta.taskId,
+                                                                "syncedAt": updated_at})])
+                        self._metas.pop(stage_id, None)
+                        self._turns.pop(stage_id, None)
+                        continue
                     if meta is not None and not continues:
                         meta = None  # another conversation: the stored head stays archived
                     if meta is not None:
                         self._turns[stage_id] = self._turn_list(await self._db.get("turns", meta.taskId))
-                    await self._db.write(self._adopt_ops(stage_id, messages, meta, updated_at, head=True,
-                                                         task_id=allocated))
+                    await self._db.write(await self._adopt_ops(stage_id, messages, meta, updated_at, head=True,
+                                                               task_id=allocated))
                     self._metas.pop(stage_id, None)
                     self._turns.pop(stage_id, None)
                 changed.append(stage_id)
@@ -551,7 +606,7 @@ class HistoryService:
                 reverse=not oldest, limit=PAGE_SIZE + 1)
             has_more = len(rows) > PAGE_SIZE
             rows = rows[:PAGE_SIZE]
-            items = [m for m in map(self._meta, rows) if m is not None]
+            items = [m for m in map(self._listed, rows) if m is not None]
             last = rows[-1] if rows else None
             next_cursor = (last["updatedAt"], last["taskId"]) if isinstance(last, dict) and "updatedAt" in last else cursor
             return Page(items, next_cursor, has_more, total)
@@ -577,17 +632,17 @@ class HistoryService:
                 after = tuple(cursor)
                 rows = [kr for kr in rows if kr[0] > after]
             shown = rows[:PAGE_SIZE]
-            items = [m for m in (self._meta(r) for _, r in shown) if m is not None]
+            items = [m for m in (self._listed(r) for _, r in shown) if m is not None]
             return Page(items, shown[-1][0] if shown else cursor, len(rows) > PAGE_SIZE, total)
         return await self._guard(work, Page([], None, False))
 
-    async def newer(self, stage_id: str, top: tuple[int, str] | None) -> list[TaskMeta]:
+    async def newer(self, stage_id: str, top: tuple[int, str] | None) -> list[TaskMeta | Damaged]:
         """Every conversation above ``top`` (what arrived or moved up while the list was open), newest first."""
         async def work():
             lower = [stage_id, top[0], top[1]] if top else [stage_id, LOWEST]
             rows = await self._db.query("conversations", LIST_INDEX, lower, [stage_id, HIGHEST],
                                         lower_open=top is not None, reverse=True)
-            return [m for m in map(self._meta, rows) if m is not None]
+            return [m for m in map(self._listed, rows) if m is not None]
         return await self._guard(work, [])
 
     async def get(self, task_id: str) -> TaskMeta | None:
@@ -599,18 +654,22 @@ class HistoryService:
 
     async def search(self, stage_id: str, keyword: str, *, since_ms: int | None = None,
                      sort: str = "newest") -> list[SearchHit]:
-        """Conversations of ``stage_id`` whose text holds ``keyword`` (case-insensitive; a keyword inside
-        an unspaced CJK sentence matches), updated at or after ``since_ms``; ``sort``: ``newest`` |
-        ``oldest`` | ``tokens`` (most total tokens first)."""
+        """Conversations of ``stage_id`` whose text holds ``keyword`` (folded as DESIGN.md §14 says:
+        ``app.history.text.fold``; a keyword inside an unspaced CJK sentence matches), updated at or
+        after ``since_ms``; ``sort``: ``newest`` | ``oldest`` | ``tokens`` (most total tokens first).
+        A course's records of an earlier folding are folded again at its first search (``_refold``)."""
         needle = fold(" ".join(keyword.split()))
         if not needle:
             return []
 
         async def work():
+            await self._refold(stage_id)
             lower = [stage_id, since_ms if since_ms is not None else LOWEST]
             hits = await self._db.scan("search", SEARCH_INDEX, lower, [stage_id, HIGHEST], "folded", needle,
                                        SNIPPET_BEFORE, SNIPPET_AFTER, "texts", "text")
             metas = await self._db.bulk_get("conversations", [key for key, _, _ in hits])
+            if any(needs_clusters(excerpt) for _, _, excerpt in hits):
+                await self._ensure_segmenter()  # a snippet marks whole grapheme clusters (§14)
             found = []
             for (key, at, excerpt), raw in zip(hits, metas):
                 meta = self._meta(raw)
@@ -626,6 +685,33 @@ class HistoryService:
             return found
         return await self._guard(work, [])
 
+    async def _refold(self, stage_id: str) -> None:
+        """Fold again (``fold_map`` of the kept text) the search records of ``stage_id`` written before
+        ``FOLD_VERSION``, once per course and session, ``REFOLD_BATCH`` per transaction with a pause
+        between: a search finds in old conversations what it finds in new ones (DESIGN.md §14)."""
+        if stage_id in self._refolded:
+            return
+        rows = await self._db.query("search", SEARCH_INDEX, [stage_id, LOWEST], [stage_id, HIGHEST])
+        stale = [r for r in rows if isinstance(r, dict) and r.get("fold") != FOLD_VERSION and "taskId" in r]
+        for start in range(0, len(stale), REFOLD_BATCH):
+            batch = stale[start:start + REFOLD_BATCH]
+            texts = await self._db.bulk_get("texts", [r["taskId"] for r in batch])
+            ops = []
+            for record, kept in zip(batch, texts):
+                text = kept.get("text") if isinstance(kept, dict) else None
+                if not isinstance(text, str):
+                    continue
+                folded, anchors = fold_map(text)
+                fresh = {**record, "folded": folded, "fold": FOLD_VERSION}
+                fresh.pop("anchors", None)
+                if anchors:
+                    fresh["anchors"] = anchors
+                ops.append(("put", "search", fresh))
+            if ops:
+                await self._db.write(ops)
+            await asyncio.sleep(0)
+        self._refolded.add(stage_id)
+
     # -- export, import ----------------------------------------------------
     async def bundle(self, task_id: str) -> tuple[TaskMeta, list[dict], list[TurnMeta]] | None:
         """(meta, messages, turns) of one conversation, for export."""
@@ -639,17 +725,21 @@ class HistoryService:
 
     async def import_bundle(self, stage_id: str, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta]) -> str:
         """Add an imported conversation to ``stage_id``'s history (archived). Returns ``"ok"``,
-        ``"exists"`` (that task id is already kept: nothing changed) or ``"unavailable"``."""
+        ``"exists"`` (that task id is already kept: nothing changed) or ``"unavailable"``. A kept
+        record of that task id that cannot be read (``Damaged``) is replaced: a corrected file
+        repairs it (DESIGN.md §14)."""
         async def work():
             if text_needs_segmenter(" ".join(meta.taskName.split())):
                 await self._ensure_titles([{"role": "user", "content": [{"type": "text", "text": meta.taskName}]}])
             async with self._lock:
-                if await self._db.get("conversations", meta.taskId) is not None:
+                kept = await self._db.get("conversations", meta.taskId)
+                if kept is not None and self._meta(kept) is not None:
                     return "exists"
                 # the file's title obeys the rule of every title: 50 grapheme clusters (DESIGN.md §9)
                 record = meta.model_copy(update={"stageId": stage_id, "taskName": cut_title(meta.taskName)})
                 ops = self._ops(record, messages, turns, False, None)
-                ops[0] = ("add", "conversations", record.model_dump())
+                if kept is None:  # "add": should another tab import it meanwhile, nothing is written twice
+                    ops[0] = ("add", "conversations", record.model_dump())
                 await self._db.write(ops)
             self._changed("import", meta.taskId, stage_id)
             return "ok"

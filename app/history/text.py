@@ -4,9 +4,11 @@
   clusters (extended grapheme clusters of UAX #29 through ``pyuegc``, a
   pure-Python wheel installed on first use, never at start-up); ``None``
   without user text (the view shows the localized "Untitled conversation").
-- ``fold``: case folding that keeps every index (one character → one
-  character), so positions found in the folded text are positions in the text.
-- ``snippet``: a window around the first match, split as (before, match, after).
+- ``fold``: the search folding of DESIGN.md §14 (full case folding, Turkish
+  dotted/dotless I, NFKC, accents ignored); ``fold_map`` is the same folding
+  with the anchors that take a position in the folded text back to the text.
+- ``snippet``: a window around the first match, split as (before, match, after)
+  on grapheme-cluster boundaries of the original text.
 - ``relative_label``: which ``Intl`` label a time gets (just now / minutes /
   hours / days / a date after 7 days; a future time is "just now").
 """
@@ -14,12 +16,14 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from app.projection import failure_of
 
-__all__ = ["TITLE_GRAPHEMES", "cut_title", "fold", "plain_text", "relative_label", "snippet", "title_of"]
+__all__ = ["TITLE_GRAPHEMES", "cut_title", "fold", "fold_map", "plain_text", "relative_label", "snippet", "source_index",
+           "title_of"]
 
 TITLE_GRAPHEMES = 50
 _LONE = re.compile("[\ud800-\udfff]")
@@ -133,26 +137,174 @@ def plain_text(messages: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+_DOTLESS_I = str.maketrans({"ı": "i"})
+_PIECES: dict[str, str] = {}  # folded form of each piece met (a character with its marks, mostly)
+
+
+def _joins(char: str) -> bool:
+    """True for a character that normalization binds to the one before it: a combining mark (any
+    category M, any non-zero combining class) or a Hangul medial/final jamo."""
+    return unicodedata.category(char)[0] == "M" or unicodedata.combining(char) > 0 or "\u1160" <= char <= "\u11ff"
+
+
+def _fold_piece(piece: str) -> str:
+    """The folding of one piece of text (§14): NFKC (full-width forms, ligatures), full case folding
+    (``casefold``: "ß" and "ẞ" → "ss"), dotless ı → i (so I, ı, İ and i all meet at "i", as
+    "İ".casefold() is "i" + U+0307), then NFD without combining marks (accents ignored), recomposed."""
+    folded = unicodedata.normalize("NFKC", piece).casefold().translate(_DOTLESS_I)
+    bare = "".join(c for c in unicodedata.normalize("NFD", folded) if not unicodedata.combining(c))
+    return unicodedata.normalize("NFC", bare)
+
+
+def _pieces(text: str):
+    """``text`` as ``(piece, folded piece)`` pairs whose foldings concatenate to ``fold(text)``: ASCII
+    runs lower-cased at once, text that folds to itself as it is, and every other character with the
+    marks it carries folded on its own (normalization never reaches across those boundaries)."""
+    at = 0
+    for run in _NON_ASCII.finditer(text):
+        start = run.start()
+        if start > at and _joins(text[start]):
+            start -= 1  # the ASCII letter a leading mark belongs to goes with it
+        if start > at:
+            yield text[at:start], text[at:start].lower()
+        yield from _split(text[start:run.end()])
+        at = run.end()
+    if at < len(text):
+        yield text[at:], text[at:].lower()
+
+
+def _split(chunk: str):
+    """``_pieces`` of a non-ASCII chunk: as it is when it folds to itself, else halved (never before a
+    character that joins the one before it) until each changed piece is one character with its marks."""
+    folded = _PIECES.get(chunk) if len(chunk) <= 4 else None
+    if folded is None:
+        folded = _fold_piece(chunk)
+        if len(chunk) <= 4 and len(_PIECES) < 65_536:  # bounded: the short pieces of real text are few
+            _PIECES[chunk] = folded
+    if folded == chunk:
+        yield chunk, chunk
+        return
+    middle = len(chunk) // 2
+    while middle < len(chunk) and _joins(chunk[middle]):
+        middle += 1
+    if middle == len(chunk):
+        middle = len(chunk) // 2
+        while middle > 0 and _joins(chunk[middle]):
+            middle -= 1
+    if middle == 0:  # one character with its marks
+        yield chunk, folded
+        return
+    yield from _split(chunk[:middle])
+    yield from _split(chunk[middle:])
+
+
+def _changes(text: str) -> dict[str, str] | None:
+    """Each distinct non-ASCII character of ``text`` whose folding is not itself, with its folding
+    (each folded once, then remembered), or None when ``text`` holds a character that joins the one
+    before it (then only ``_pieces`` folds it right)."""
+    changes = {}
+    for char in set(text):
+        if char.isascii():
+            continue
+        done = _PIECES.get(char)
+        if done is None:
+            if _joins(char):
+                return None
+            done = _fold_piece(char)
+            if len(_PIECES) < 65_536:
+                _PIECES[char] = done
+        if done != char:
+            changes[char] = done
+    return changes
+
+
+def _by_character(text: str, changes: dict[str, str]) -> tuple[str, list[list[int]]]:
+    """``fold_map`` of text whose characters fold one by one: the changed ones replaced (a C-speed
+    scan, Python only at each of them), then ASCII lower-cased (every other character is its own
+    lower case once ``changes`` are out: ``casefold`` covers ``lower``)."""
+    if not changes:
+        return text.lower(), []
+    out, anchors, last, drift = [], [], 0, 0
+    for match in re.finditer("[" + "".join(map(re.escape, changes)) + "]", text):
+        folded = changes[match.group()]
+        out += (text[last:match.start()], folded)
+        last = match.end()
+        if len(folded) != 1:
+            drift += len(folded) - 1
+            anchors.append([last + drift, last])
+    out.append(text[last:])
+    return "".join(out).lower(), anchors
+
+
 def fold(text: str) -> str:
-    """Lower-case ``text`` character by character, keeping a character whose lower case is longer
-    (``İ``), so that ``len(fold(t)) == len(t)`` and indexes agree."""
-    lowered = text.lower()
-    if len(lowered) == len(text):
-        return lowered
-    return "".join(c if len(low := c.lower()) != 1 else low for c in text)
+    """The search folding of DESIGN.md §14, one function for the index and the keyword: full Unicode
+    case folding ("STRASSE" and "Straße" → "strasse"), Turkish dotted/dotless I both ways ("İstanbul",
+    "ISTANBUL", "ıstanbul" → "istanbul"), compatibility forms (NFKC: full-width letters, ligatures),
+    accents ignored (NFD without combining marks). Lengths change: ``fold_map`` maps positions back."""
+    return fold_map(text)[0]
 
 
-def snippet(excerpt: str, needle: str, *, cut_before: bool, cut_after: bool) -> tuple[str, str, str] | None:
-    """``(before, match, after)`` of the first folded match of ``needle`` in ``excerpt``, "…" where cut.
+def fold_map(text: str) -> tuple[str, list[list[int]]]:
+    """``(fold(text), anchors)``: ``anchors`` are ``[folded index, text index]`` pairs, sorted, one
+    wherever the two offsets start to differ by another amount; a folded position ``p`` comes from
+    ``text`` near ``source_index(anchors, p)`` (exact at piece starts). ``[]`` when every index agrees."""
+    if text.isascii():
+        return text.lower(), []
+    changes = _changes(text)
+    if changes is not None:
+        return _by_character(text, changes)
+    out, anchors, source, target = [], [], 0, 0
+    for piece, folded in _pieces(text):
+        out.append(folded)
+        source, target = source + len(piece), target + len(folded)
+        if len(piece) != len(folded):
+            anchors.append([target, source])
+    return "".join(out), anchors
 
-    Lone surrogates at the cut edges (a window may split a surrogate pair) are dropped.
+
+def source_index(anchors: Sequence[Sequence[int]], position: int) -> int:
+    """The index in the text of folded ``position`` (``fold_map``'s anchors; the page's adapter
+    applies the same rule when it cuts an excerpt)."""
+    source = position
+    for folded_at, text_at in anchors:
+        if folded_at > position:
+            break
+        source = text_at + (position - folded_at)
+    return source
+
+
+def snippet(excerpt: str, needle: str, *, cut_before: bool, cut_after: bool,
+            graphemes: Callable[[str], list[str]] | None = None) -> tuple[str, str, str] | None:
+    """``(before, match, after)`` of the first match of the folded ``needle`` in ``excerpt`` (original
+    text), "…" where cut. The match is whole grapheme clusters of the original text (an accent folded
+    away stays marked with its letter): each cluster is folded on its own, and the clusters the match
+    touches are marked. ``graphemes``: the segmenter (``pyuegc``), needed only when ``excerpt`` is not
+    made of characters that stand alone. Lone surrogates at the cut edges are dropped.
     """
-    at = fold(excerpt).find(needle)
+    if not needle:
+        return None
+    if graphemes is None:
+        graphemes = _graphemes
+    clusters = list(excerpt) if _SIMPLE.match(excerpt) else graphemes(excerpt)
+    owner: list[int] = []
+    folded = []
+    for index, cluster in enumerate(clusters):
+        piece = fold(cluster)
+        folded.append(piece)
+        owner.extend([index] * len(piece))
+    at = "".join(folded).find(needle)
     if at < 0:
         return None
-    before, match, after = excerpt[:at], excerpt[at: at + len(needle)], excerpt[at + len(needle):]
+    first, last = owner[at], owner[at + len(needle) - 1]
+    before, match, after = "".join(clusters[:first]), "".join(clusters[first:last + 1]), "".join(clusters[last + 1:])
     before, after = clean(_trim_lone(before)), clean(_trim_lone(after))
     return ("…" if cut_before else "") + before, match, after + ("…" if cut_after else "")
+
+
+def needs_clusters(excerpt: str) -> bool:
+    """True when ``snippet`` of ``excerpt`` needs the grapheme segmenter."""
+    return not _SIMPLE.match(excerpt)
 
 
 def _trim_lone(text: str) -> str:

@@ -78,8 +78,8 @@ def test_titles_cut_at_50_grapheme_clusters_whitespace_collapsed_none_without_us
     assert title_of([user("bad \ud800 half")]) == "bad \ufffd half"
 
 
-def test_fold_keeps_indexes_and_snippets_mark_the_match():
-    assert fold("İSTANBUL Ärger") == "İstanbul ärger" and len(fold("İ")) == 1
+def test_fold_and_snippets_mark_the_match():
+    assert fold("İSTANBUL Ärger") == "istanbul arger"  # DESIGN.md §14 (tests/unit/test_history_search.py)
     assert snippet("…the QUICK fox", "quick", cut_before=True, cut_after=True) == ("……the ", "QUICK", " fox…")
     assert snippet("nothing", "x", cut_before=False, cut_after=False) is None
 
@@ -198,7 +198,7 @@ async def test_search_is_case_insensitive_finds_cjk_inside_sentences_filters_and
     assert await svc.search("s", "   ") == []
 
 
-async def test_damaged_records_are_skipped_with_one_notice():
+async def test_damaged_records_are_listed_as_damaged_with_one_notice():
     backend = MemoryBackend()
     svc, notices, _ = service(backend=backend)
     await add(svc, "s", "good")
@@ -206,7 +206,7 @@ async def test_damaged_records_are_skipped_with_one_notice():
                                       "taskName": 5})
     backend.put_raw("conversations", {"taskId": "task_20260101_yyyyyy", "stageId": "s", "updatedAt": T0 + 998})
     page = await svc.page("s")
-    assert [m.taskName for m in page.items] == ["good"]
+    assert [(m.taskName, m.damaged) for m in page.items] == [("", True), ("", True), ("good", False)]
     assert [n.code for n in notices] == ["history-damaged"]
 
 

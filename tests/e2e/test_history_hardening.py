@@ -1,0 +1,186 @@
+"""History at scale in Chromium (DESIGN.md §14): big and impossible imports refused with a message,
+damaged records listed and deletable, search folding through the page's adapter, two tabs' current
+mark, the drawer's keyboard trap and axe-core on its states."""
+
+from __future__ import annotations
+
+import json
+
+from tests.e2e.test_history import item_ids, open_list, seed_conversations, wait_history
+from tests.e2e.test_indexeddb import run_py
+
+STATUS = "[data-testid=history-status]"
+
+
+def export_document(task_id="task_20260101_abc123", text="hello", total_tokens=3):
+    return {"format": "agentbar-conversation", "version": 1,
+            "meta": {"taskId": task_id, "taskName": text, "stageId": "x", "createdAt": "2026-01-01T00:00:00.000Z",
+                     "updatedAt": "2026-01-02T00:00:00.000Z",
+                     "stats": {"credits": 0, "totalTokens": total_tokens, "inputTokens": 1, "outputTokens": 2}},
+            "messages": [{"role": "user", "id": "u1", "content": [{"type": "text", "text": text}]},
+                         {"role": "assistant", "id": "a1", "content": [{"type": "text", "text": "ok"}]}],
+            "turns": []}
+
+
+def total(agent) -> str:
+    return agent.page.evaluate("() => document.querySelector('[data-testid=history-list]').dataset.total")
+
+
+def refused_with(agent, reason: str) -> str:
+    agent.page.wait_for_selector(f"{STATUS}[data-result=error][data-reason={reason}]")
+    text = agent.testid("history-status").inner_text()
+    assert text.strip()
+    return text
+
+
+def test_an_import_over_50_mb_is_refused_unread_and_a_big_one_under_it_imports(agent, tmp_path):
+    agent.open(course="intro-ml")
+    wait_history(agent)
+    open_list(agent)
+    huge = tmp_path / "huge.json"
+    with huge.open("wb") as out:  # 50 MB + 1 byte: never read, whatever it holds
+        out.truncate(50_000_001)
+    agent.testid("import-json").set_input_files(str(huge))
+    refused_with(agent, "size")
+    assert total(agent) == "0"
+    big = tmp_path / "big.json"  # escape-dense text with 2-, 3- and 4-byte characters across 1 MB slices
+    text = 'a"b\\c\n中文é😀' * 900_000
+    big.write_text(json.dumps(export_document(text=text), ensure_ascii=False), encoding="utf-8")
+    agent.testid("import-json").set_input_files(str(big))
+    agent.page.wait_for_selector(f"{STATUS}[data-result=ok]", timeout=120_000)
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '1'")
+    stored = run_py(agent.page, """
+        b = IndexedDbBackend()
+        await b.open()
+        record = await b.get("messages", "task_20260101_abc123")
+        json.dumps(record["messages"][0]["content"][0]["text"])
+    """)
+    assert stored == text
+    agent.assert_accessible("history drawer after a big import")
+
+
+def test_impossible_numbers_and_dates_are_refused_with_a_message(agent, tmp_path):
+    agent.open(course="intro-ml")
+    wait_history(agent)
+    open_list(agent)
+    for name, document, reason in (
+            ("tokens", export_document(total_tokens=10**22), "numbers"),
+            ("negative", export_document(total_tokens=-1_000_000), "numbers"),
+            ("future", {**export_document(), "meta": {**export_document()["meta"],
+                                                       "updatedAt": "9999-01-01T00:00:00.000Z"}}, "dates")):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(document))
+        agent.testid("import-json").set_input_files(str(path))
+        refused_with(agent, reason)
+        assert total(agent) == "0"
+    agent.assert_accessible("history drawer, import refused")
+
+
+def test_a_damaged_record_is_listed_deletable_and_a_corrected_import_replaces_it(agent, tmp_path):
+    """What an older version stored from a 10^22-token import: IndexedDB gives back a float, the record
+    no longer reads as a conversation. It is listed as damaged (never hidden while counted), opening it
+    says why it cannot be, a corrected import replaces it, and a damaged one can be deleted."""
+    agent.open(course="intro-ml")
+    wait_history(agent)
+    document = export_document()
+    run_py(agent.page, f"""
+        b = IndexedDbBackend()
+        await b.open()
+        for task_id, at in (("task_20260101_abc123", 1767312000000), ("task_20260101_zzz999", 1767312000001)):
+            await b.write([("put", "conversations", {{"taskId": task_id, "taskName": "t", "stageId": "intro-ml",
+                           "createdAt": 1767225600000, "updatedAt": at,
+                           "stats": {{"credits": 0, "totalTokens": 1e22, "inputTokens": 1, "outputTokens": 2}}}}),
+                           ("put", "messages", {{"taskId": task_id, "messages": {json.dumps(document["messages"])}}})])
+        json.dumps(True)
+    """)
+    open_list(agent)
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item][data-damaged=true]').length === 2")
+    assert total(agent) == "2"
+    damaged = agent.page.locator("[data-testid=history-item][data-task-id=task_20260101_abc123]")
+    damaged.click()
+    agent.page.wait_for_selector(f"{STATUS}[data-kind=resume][data-result=error]")
+    assert agent.messages().count() == 0
+    path = tmp_path / "fixed.json"
+    path.write_text(json.dumps(document))
+    agent.testid("import-json").set_input_files(str(path))
+    agent.page.wait_for_selector(f"{STATUS}[data-result=ok]")
+    agent.page.wait_for_selector("[data-testid=history-item][data-task-id=task_20260101_abc123][data-damaged=false]")
+    agent.page.locator("[data-testid=history-item][data-task-id=task_20260101_zzz999] [data-testid=history-delete]").click()
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '1'")
+    assert item_ids(agent) == ["task_20260101_abc123"]
+
+
+def test_search_folds_case_turkish_i_width_and_accents_and_marks_the_original(agent):
+    agent.open(course="intro-ml")
+    wait_history(agent)
+    seed_conversations(agent, "intro-ml", ["ẞ" * 300 + " Wir wohnen in der Straße", "A trip to İstanbul",
+                                           "Un cafe\u0301 noir", "ＦＵＬＬ width"])
+    open_list(agent)
+    for keyword, marked in (("STRASSE", "Straße"), ("istanbul", "İstanbul"), ("ISTANBUL", "İstanbul"),
+                            ("café", "cafe\u0301"), ("full", "ＦＵＬＬ")):
+        agent.testid("history-search").fill(keyword)
+        agent.page.wait_for_function("k => document.querySelector('[data-testid=history-list]').dataset.query === k",
+                                     arg=keyword)
+        marks = agent.page.eval_on_selector_all("[data-testid=history-snippet] mark", "els => els.map(e => e.textContent)")
+        assert marks == [marked], keyword
+    agent.assert_accessible("history drawer with search results")
+
+
+def test_another_tabs_resume_moves_the_current_mark_and_deleting_the_current_one_says_why(agent, second_agent):
+    agent.open(course="intro-ml")
+    wait_history(agent)
+    agent.send("first conversation")
+    agent.testid("agent-new-conversation").click()
+    agent.send("second conversation")
+    second_agent.open(course="intro-ml")
+    wait_history(second_agent)
+    open_list(second_agent)
+    second_agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 2")
+    current = "[data-testid=history-item][data-current=true] [data-testid=history-title]"
+    second_agent.page.wait_for_function(f"() => document.querySelector('{current}')?.textContent === 'second conversation'")
+    open_list(agent)
+    agent.page.locator("[data-testid=history-item]:not([data-current=true])").click()
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 2")
+    # the other tab's open list follows: the resumed one is current there too, and only it
+    second_agent.page.wait_for_function(f"() => document.querySelector('{current}')?.textContent === 'first conversation'")
+    assert second_agent.page.locator("[data-testid=history-item][data-current=true]").count() == 1
+    item = second_agent.page.locator("[data-testid=history-item][data-current=true]")
+    item.focus()
+    second_agent.page.keyboard.press("Delete")
+    second_agent.page.wait_for_selector(f"{STATUS}[data-kind=delete][data-result=error]")
+    assert second_agent.testid("history-status").inner_text().strip()
+    assert second_agent.page.locator("[data-testid=history-item]").count() == 2
+
+
+def test_tab_stays_in_the_open_drawer_and_escape_closes_it_from_anywhere_in_it(agent):
+    agent.open(course="intro-ml")
+    wait_history(agent)
+    seed_conversations(agent, "intro-ml", ["one", "two", "three"])
+    open_list(agent)
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 3")
+    inside = "() => document.querySelector('[data-testid=history-drawer]').contains(document.activeElement)"
+    seen = set()
+    for key in ["Tab"] * 14 + ["Shift+Tab"] * 14:
+        agent.page.keyboard.press(key)
+        assert agent.page.evaluate(inside), f"{key} left the drawer"
+        seen.add(agent.page.evaluate("() => document.activeElement.dataset.testid || document.activeElement.id"))
+    assert {"history-search", "history-close", "history-item", "import-json"} <= seen
+    agent.testid("history-sort").focus()
+    agent.page.keyboard.press("Escape")
+    agent.page.wait_for_selector("[data-testid=history-drawer][hidden]", state="attached")
+    assert agent.page.evaluate("() => document.activeElement.dataset.testid") == "history-open"
+
+
+def test_axe_finds_nothing_serious_in_the_drawer_with_items_and_the_settings_dialog(agent):
+    agent.open(course="intro-ml")
+    wait_history(agent)
+    agent.send("a question")
+    agent.testid("agent-new-conversation").click()
+    agent.send("another question")
+    open_list(agent)
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 2")
+    agent.assert_accessible("history drawer open with items")
+    agent.testid("history-close").click()
+    agent.testid("settings-open").click()
+    agent.page.wait_for_selector("[data-testid=settings-dialog][open]")
+    agent.assert_accessible("settings dialog open")

@@ -1,0 +1,201 @@
+"""Imports checked to the exact record shapes, before anything is written (DESIGN.md §14)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.history.export import (MAX_IMPORT_BYTES, ImportRefused, check_size, export_json, parse_export,
+                                parse_export_sliced)
+from app.history.records import MAX_SAFE_INTEGER, TaskMeta, parse_iso
+from tests.unit.test_history import T0, reply, service, user
+
+NOW = T0 + 86_400_000 * 30
+DAY = 86_400_000
+
+
+def document(meta=None, turns=None, text="hello"):
+    base = {"taskId": "task_20260101_abcdef", "taskName": "t", "stageId": "s",
+            "createdAt": "2026-05-01T00:00:00.000Z", "updatedAt": "2026-05-02T00:00:00.000Z",
+            "stats": {"credits": 0, "totalTokens": 3, "inputTokens": 1, "outputTokens": 2}}
+    return {"format": "agentbar-conversation", "version": 1, "meta": {**base, **(meta or {})},
+            "messages": [user(text), reply("ok")],
+            "turns": turns if turns is not None else [
+                {"turnId": 1, "timestamp": "2026-05-02T00:00:00.000Z", "model": "demo", "duration": 5,
+                 "usage": {"inputTokens": 1, "outputTokens": 2, "totalTokens": 3}, "messageId": "a"}]}
+
+
+def refused(doc, now=NOW) -> str:
+    with pytest.raises(ImportRefused) as info:
+        parse_export(json.dumps(doc), now)
+    return info.value.reason
+
+
+def test_a_file_over_50_mb_is_refused_before_it_is_read():
+    check_size(MAX_IMPORT_BYTES)
+    with pytest.raises(ImportRefused) as info:
+        check_size(MAX_IMPORT_BYTES + 1)
+    assert info.value.reason == "size"
+
+
+@pytest.mark.parametrize("field,value", [("totalTokens", 10**22), ("inputTokens", -1_000_000),
+                                         ("outputTokens", MAX_SAFE_INTEGER + 1), ("credits", 1e30)])
+def test_counts_negative_or_past_2_53_are_refused(field, value):
+    assert refused(document({"stats": {"credits": 0, "totalTokens": 3, "inputTokens": 1, "outputTokens": 2,
+                                       field: value}})) == "numbers"
+
+
+@pytest.mark.parametrize("turn", [{"usage": {"inputTokens": 0, "outputTokens": 0, "totalTokens": 10**22}},
+                                  {"duration": -5}, {"turnId": 2**60}])
+def test_a_turns_numbers_are_checked_too(turn):
+    good = document()["turns"][0]
+    assert refused(document(turns=[{**good, **turn}])) == "numbers"
+
+
+def test_the_largest_exact_integer_is_kept():
+    meta, _, _ = parse_export(json.dumps(document({"stats": {"totalTokens": MAX_SAFE_INTEGER}})), NOW)
+    assert meta.stats.totalTokens == MAX_SAFE_INTEGER
+
+
+def test_impossible_dates_are_refused():
+    assert refused(document({"createdAt": "2026-05-03T00:00:00.000Z"})) == "dates"  # created after updated
+    assert refused(document({"updatedAt": "9999-12-31T23:59:59.999Z"})) == "dates"
+    late = {**document()["turns"][0], "timestamp": "9999-01-01T00:00:00.000Z"}
+    assert refused(document(turns=[late])) == "dates"
+    updated = parse_iso("2026-05-02T00:00:00.000Z")
+    later = parse_export(json.dumps(document()), updated - DAY // 2)  # another device's clock, hours ahead
+    assert later[0].updatedAt == updated
+    assert refused(document(), now=updated - DAY - 1) == "dates"
+
+
+def test_stored_records_cannot_hold_impossible_values_either():
+    base = dict(taskId="task_20260101_abcdef", taskName="t", stageId="s", createdAt=5, updatedAt=9)
+    TaskMeta.model_validate(base)
+    for bad in ({"createdAt": 10}, {"turnCount": -1}, {"stats": {"totalTokens": 10**22}},
+                {"updatedAt": MAX_SAFE_INTEGER + 1}):
+        with pytest.raises(ValueError):
+            TaskMeta.model_validate({**base, **bad})
+
+
+def test_a_big_message_parses_within_a_bounded_heap():
+    """The nesting check used to run a regex over the whole text whose backtracking stack grew with
+    every character (``MemoryError`` in the browser's bounded wasm heap); it now removes strings with
+    linear passes and walks only the brackets. Modelled here by a 1.5 GB address-space limit on a
+    child interpreter, about what Pyodide's heap holds."""
+    import subprocess
+    import sys
+
+    script = f"""
+import json, resource
+resource.setrlimit(resource.RLIMIT_AS, (1_500_000_000, 1_500_000_000))
+from app.history.export import parse_export
+from tests.unit.test_history_import import document
+text = 'a"b\\\\c\\n' * 6_000_000  # escapes everywhere: the worst case for skipping strings
+meta, messages, _ = parse_export(json.dumps(document(text=text)), {NOW})
+assert messages[0]["content"][0]["text"] == text
+print("ok", len(text))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.stdout.startswith("ok 36000000"), done.stderr[-2000:]
+
+
+async def test_sliced_parsing_gives_the_event_loop_its_turn_and_matches_the_plain_parse(monkeypatch):
+    import asyncio
+
+    doc = document()
+    doc["messages"] = [m for i in range(200) for m in (user(f"q{i}", f"u{i}"), reply(f"r{i}", f"a{i}"))]
+    text = json.dumps(doc)
+    pauses = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay):
+        pauses.append(delay)
+        await real_sleep(delay)
+
+    monkeypatch.setattr(asyncio, "sleep", sleep)
+    ticks = iter(range(10**6))
+    result = await parse_export_sliced(text, NOW, budget_s=5, clock=lambda: next(ticks))
+    assert result == parse_export(text, NOW)
+    assert len(pauses) >= 400 // 5  # one pause per 5 slices of this clock: one slice per message at least
+
+
+async def test_a_corrected_reimport_replaces_a_record_that_can_no_longer_be_read():
+    """A record an older version wrote with a count IndexedDB could not keep exactly (read back as a
+    float) is damaged: it is still listed (as damaged) and deletable, and importing the corrected
+    file over it works."""
+    from app.records import MemoryBackend
+
+    backend = MemoryBackend()
+    svc, notices, _ = service(backend=backend)
+    text = json.dumps(document())
+    meta, messages, turns = parse_export(text, NOW)
+    backend.put_raw("conversations", {**meta.model_dump(), "stats": {**meta.stats.model_dump(), "totalTokens": 1e22}})
+    backend.put_raw("messages", {"taskId": meta.taskId, "messages": messages})
+    page = await svc.page("s")
+    assert [(i.taskId, i.damaged) for i in page.items] == [(meta.taskId, True)] and page.total == 1
+    assert await svc.import_bundle("s", meta, messages, turns) == "ok"
+    page = await svc.page("s")
+    assert [(i.taskId, i.damaged) for i in page.items] == [(meta.taskId, False)]
+    assert export_json(*await svc.bundle(meta.taskId)) == export_json(meta.model_copy(update={"stageId": "s"}),
+                                                                      messages, turns)
+    assert await svc.import_bundle("s", meta, messages, turns) == "exists"  # a readable one is kept
+
+
+async def test_a_damaged_record_is_deletable():
+    from app.records import MemoryBackend
+
+    backend = MemoryBackend()
+    svc, _, _ = service(backend=backend)
+    backend.put_raw("conversations", {"taskId": "task_20260101_zzzzzz", "stageId": "s", "updatedAt": T0,
+                                      "createdAt": T0, "taskName": "x", "stats": {"totalTokens": 1e22}})
+    assert [i.taskId for i in (await svc.page("s")).items] == ["task_20260101_zzzzzz"]
+    assert await svc.delete("task_20260101_zzzzzz") is True
+    assert (await svc.page("s")).items == [] and await svc.total("s") == 0
+
+
+# -- archive and reload keep one copy of each conversation (DESIGN.md §5, §9) -----------------------
+
+def two_turns():
+    first = [user("one", "u1"), reply("r1", "a1")]
+    return first, first + [user("two", "u2"), reply("r2 " + "x" * 1000, "a2")]
+
+
+async def test_an_archive_over_an_older_copy_keeps_the_later_turns_and_the_stored_turn_meta():
+    """History holds an older copy of the thread (its later turn was never recorded) and this tab's
+    cache is empty (a reload): New conversation keeps the thread as shown, with the turn meta that
+    history had, in the same conversation."""
+    from app.records import MemoryBackend
+
+    backend = MemoryBackend()
+    svc, _, clock = service(backend=backend)
+    first, both = two_turns()
+    await svc.record_turn("s", first, 1, usage={"inputTokens": 1, "outputTokens": 2, "totalTokens": 3},
+                          model="demo", duration_ms=10, message_id="a1")
+    reloaded, _, _ = service(backend=backend, clock=clock)
+    task_id = await reloaded.archive("s", both, 2)
+    assert backend.raw("messages")[task_id]["messages"] == both
+    assert [t["messageId"] for t in backend.raw("turns")[task_id]["turns"]] == ["a1"]
+    assert await reloaded.total("s") == 1 and backend.raw("heads") == {}
+
+
+async def test_a_reload_after_a_turn_too_big_for_local_storage_keeps_one_conversation():
+    """localStorage kept the first turn only (the second did not fit); history recorded both. The
+    reload's reconcile finds localStorage's thread at the start of the head: the same conversation,
+    nothing copied (it used to be adopted again as "0 turns · 0 tokens" with the same message ids)."""
+    from app.records import MemoryBackend
+
+    backend = MemoryBackend()
+    svc, _, clock = service(backend=backend)
+    first, both = two_turns()
+    for messages, synced, message_id in ((first, 1, "a1"), (both, 2, "a2")):
+        await svc.record_turn("s", messages, synced, usage={"inputTokens": 1, "outputTokens": 1, "totalTokens": 2},
+                              model="demo", duration_ms=5, message_id=message_id)
+    reloaded, _, _ = service(backend=backend, clock=clock)
+    await reloaded.reconcile({"s": (first, 1)})
+    assert await reloaded.total("s") == 1
+    (task_id,) = backend.raw("conversations")
+    assert backend.raw("messages")[task_id]["messages"] == both and backend.raw("heads")["s"]["taskId"] == task_id
+    meta, turns = await reloaded.active("s")
+    assert meta.turnCount == 2 and [t.messageId for t in turns] == ["a1", "a2"]
+    assert await reloaded.reconcile({"s": (first, 1)}) == []  # in line now: not read again

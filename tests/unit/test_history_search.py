@@ -1,0 +1,85 @@
+"""Search folding of DESIGN.md §14: full case folding, Turkish I, NFKC, accents ignored; snippets mark
+the original text by grapheme cluster."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.history.text import fold, fold_map, snippet, source_index
+from tests.unit.test_history import add, service
+
+
+@pytest.mark.parametrize("keyword,text", [
+    ("STRASSE", "Die Straße"), ("strasse", "DIE STRAẞE"), ("straße", "strasse"),
+    ("istanbul", "İstanbul"), ("ISTANBUL", "İstanbul"), ("İSTANBUL", "istanbul"), ("ıstanbul", "ISTANBUL"),
+    ("ＡＢＣ", "abc"), ("abc", "ＡＢＣ"), ("file", "ﬁle"), ("cafe", "café"), ("café", "cafe\u0301"), ("Ärger", "ärger"),
+    ("ΣΟΦΙΑ", "σοφία"), ("ПРИВЕТ", "привет"), ("学习", "机器学习"), ("한국", "한국어"), ("ｶﾞ", "ガ"),
+])
+def test_folding_finds_what_section_14_says(keyword, text):
+    assert fold(keyword) in fold(text)
+
+
+def test_hangul_syllables_are_not_split_into_letters():
+    assert fold("하") not in fold("한")  # NFD decomposes 한 into 하 + ᆫ: the folding composes it back
+
+
+@pytest.mark.parametrize("text", ["plain ascii words", "Straße İstanbul café ﬁn ＡＢＣ 中文，测试 e\u0301t\u00e9 ok",
+                                  "ß" * 300 + " x ẞẞ y"])
+def test_fold_map_carries_folded_positions_back_to_the_text(text):
+    folded, anchors = fold_map(text)
+    assert folded == fold(text)
+    at = 0
+    for word in text.split(" "):  # each word starts a piece: its place is exact
+        start = text.index(word, at)
+        assert source_index(anchors, fold(text[:start]).__len__()) == start
+        assert folded.startswith(fold(word), len(fold(text[:start])))
+        at = start + len(word)
+
+
+async def test_search_folds_and_marks_the_original_text():
+    svc, _, _ = service()
+    await add(svc, "s", "Wir wohnen in der Straße")
+    await add(svc, "s", "A trip to İstanbul")
+    await add(svc, "s", "Un cafe\u0301 noir")
+    await add(svc, "s", "ＦＵＬＬ width")
+    cases = {"STRASSE": "Straße", "istanbul": "İstanbul", "ISTANBUL": "İstanbul", "café": "cafe\u0301",
+             "full": "ＦＵＬＬ"}
+    for keyword, marked in cases.items():
+        hits = await svc.search("s", keyword)
+        assert [h.snippet[1] for h in hits] == [marked], keyword
+
+
+async def test_a_match_far_behind_expanding_letters_is_still_found_and_marked():
+    """300 "ẞ" fold to 600 letters: the folded position of the match is 300 past its place in the
+    text; the search record's anchors carry it back, so the snippet is cut around the match."""
+    svc, _, _ = service()
+    await add(svc, "s", "ẞ" * 300 + " the Needle here")
+    (hit,) = await svc.search("s", "NEEDLE")
+    assert hit.snippet[1] == "Needle" and hit.snippet[0].endswith("the ") and hit.snippet[0].startswith("…")
+
+
+def test_a_snippet_marks_whole_grapheme_clusters():
+    import pyuegc
+
+    text = "voilà: e\u0301te\u0301 👍🏽 ok"
+    assert snippet(text, fold("ete"), cut_before=False, cut_after=False, graphemes=pyuegc.EGC) == (
+        "voilà: ", "e\u0301te\u0301", " 👍🏽 ok")
+
+
+async def test_search_records_of_the_earlier_folding_are_folded_again_once():
+    """A record written before the §14 folding holds only lower-cased text ("straße"): the first
+    search of its course folds it again from the kept text, so "STRASSE" finds it as in a new one."""
+    from app.records import MemoryBackend
+
+    backend = MemoryBackend()
+    svc, _, _ = service(backend=backend)
+    task_id = await add(svc, "s", "Die Straße von İstanbul")
+    old = {**backend.raw("search")[task_id], "folded": "die straße von i̇stanbul"}
+    old.pop("fold")
+    backend.put_raw("search", old)
+    reloaded, _, _ = service(backend=backend)
+    assert [h.snippet[1] for h in await reloaded.search("s", "STRASSE")] == ["Straße"]
+    assert backend.raw("search")[task_id]["fold"] == 2
+    calls = backend.calls
+    await reloaded.search("s", "istanbul")
+    assert backend.calls - calls == 2  # scan and metas only: the course is not read again for refolding
