@@ -53,7 +53,7 @@ import json
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from app.agent import AgentEvent, TextDelta, ToolCallFinished, ToolCallStarted
@@ -66,7 +66,8 @@ from app.agents.sse import SSEParser
 from app.agents.tools import TOOLS, error_result, run_tool
 from app.model import Message, ToolCallPart
 
-__all__ = ["AgentConfig", "OpenAIAgent", "StreamResponse", "Transport", "list_models", "probe_tools",
+__all__ = ["AgentConfig", "ConnectionCheck", "OpenAIAgent", "StreamResponse", "Transport", "check_connection",
+           "list_models", "probe_tools",
            "refuses_tools", "request_headers"]
 
 MAX_ERROR_BODY = 4096
@@ -201,6 +202,41 @@ async def probe_tools(transport: Transport, config: AgentConfig) -> bool | None:
         await response.aclose()
 
 
+@dataclass(frozen=True)
+class ConnectionCheck:
+    """What "Test connection" found (DESIGN.md §12): the server's ``models`` (sorted ids), the ``model``
+    configured (``""``: none) and ``tools``: ``probe_tools``'s answer for it (or the first listed)."""
+
+    models: list[str]
+    model: str
+    tools: bool | None = None
+
+    @property
+    def model_listed(self) -> bool:
+        """False when a configured model is not among the listed ones (llama.cpp answers anyway, with its own)."""
+        return not self.model or self.model in self.models
+
+    def warnings(self) -> list[tuple[str, str, dict[str, Any]]]:
+        """``(code, locale key, params)`` of each thing a turn would trip on: ``model-not-listed``
+        (params ``model``, ``models``: the listed ids, at most 8 then "…"), ``tools-refused``."""
+        found: list[tuple[str, str, dict[str, Any]]] = []
+        if not self.model_listed:
+            shown = ", ".join(self.models[:8]) + (" …" if len(self.models) > 8 else "") if self.models else "—"
+            found.append(("model-not-listed", "model.settings.testModelMissing", {"model": self.model, "models": shown}))
+        if self.tools is False:
+            found.append(("tools-refused", "model.settings.testToolsRefused", {}))
+        return found
+
+
+async def check_connection(transport: Transport, config: AgentConfig) -> ConnectionCheck:
+    """Test connection: ``list_models`` (raising ``ModelError`` like it), then one tiny tools request
+    (``probe_tools``) for the configured model, or the first listed when none is configured."""
+    models = await list_models(transport, config)
+    model = config.model or (models[0] if models else "")
+    tools = await probe_tools(transport, replace(config, model=model)) if model else None
+    return ConnectionCheck(models, config.model, tools)
+
+
 class _ToolsRefused(Exception):
     """The server refused the request's tools (``refuses_tools``)."""
 
@@ -241,14 +277,16 @@ class OpenAIAgent:
     ``system``: a callable giving the system prompt for each turn (or ``None``);
     ``tool_runner``: ``(name, args) -> (live result, is_error)``, plain or async
     (default ``app.agents.tools.run_tool``); ``now``: epoch seconds (for an
-    HTTP-date ``Retry-After``); ``new_id``: tool-call ids (unique, §5).
+    HTTP-date ``Retry-After``); ``new_id``: tool-call ids (unique, §5); ``offer_tools``: False when
+    the server is known to refuse tools (Test connection found it, ``check_connection``).
     """
 
     def __init__(self, transport: Transport, config: AgentConfig, *,
                  system: Callable[[], str | None] | None = None,
                  tool_runner: Callable[[str, dict[str, Any]], Any] = run_tool,
                  max_tool_rounds: int = 4, now: Callable[[], float] = time.time,
-                 new_id: Callable[[], str] = _new_call_id, idle_timeout_s: float | None = IDLE_TIMEOUT_S) -> None:
+                 new_id: Callable[[], str] = _new_call_id, idle_timeout_s: float | None = IDLE_TIMEOUT_S,
+                 offer_tools: bool = True) -> None:
         self.transport = transport
         self.config = config
         self._system = system
@@ -257,7 +295,7 @@ class OpenAIAgent:
         self._now = now
         self._new_id = new_id
         self.idle_timeout_s = idle_timeout_s
-        self._offer_tools = True
+        self._offer_tools = offer_tools
 
     async def _within(self, awaitable: Awaitable[Any]) -> Any:
         """``await awaitable``, failing with ``timeout`` after ``idle_timeout_s`` without progress."""

@@ -327,3 +327,46 @@ def fake_server():
     yield server
     server.shutdown()
     server.server_close()
+
+
+# -- the smaller gaps ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("args", "says"), [
+    ({"sceneId": ""}, "sceneId is empty"), ({"sceneId": "   "}, "sceneId is empty"),
+    ({}, "gave none"), ({"sceneId": 3}, "must be a string"),
+])
+def test_a_tool_call_with_an_empty_or_missing_scene_id_is_told_what_was_wrong(args, says):
+    from app.agents.tools import run_tool
+
+    result, is_error = run_tool("regenerate_scene", args)
+    assert is_error and result["details"]["content"] is None
+    assert says in result["content"][0]["text"] and "scene-1" in result["content"][0]["text"]
+
+
+@pytest.mark.parametrize("locale", ["en-US", "zh-CN", "zh-TW", "ja-JP", "ru-RU", "ar-SA", "pt-BR", "ko-KR"])
+def test_the_cors_hint_names_each_servers_switch_in_every_locale(locale):
+    hint = Translator(locale)("model.settings.refusedHint")
+    assert "--cors-origins" in hint and "OLLAMA_ORIGINS" in hint and "LM Studio" in hint and "Enable CORS" in hint
+
+
+async def test_test_connection_warns_when_the_configured_model_is_not_listed(fake_server):
+    from app.agents.openai import check_connection
+
+    base = f"{fake_server.origin}/v1"
+    listed = await check_connection(UrllibTransport(), AgentConfig(base_url=base, model="fake-model-2"))
+    assert listed.warnings() == [] and listed.tools is True
+    missing = await check_connection(UrllibTransport(), AgentConfig(base_url=base, model="llama3"))
+    assert missing.warnings() == [("model-not-listed", "model.settings.testModelMissing",
+                                   {"model": "llama3", "models": "fake-model-1, fake-model-2"})]
+    text = Translator("en-US")("model.settings.testModelMissing", **missing.warnings()[0][2])
+    assert "llama3" in text and "fake-model-1, fake-model-2" in text
+    fake_server.no_jinja = True
+    refused = await check_connection(UrllibTransport(), AgentConfig(base_url=base, model=""))
+    assert [code for code, _, _ in refused.warnings()] == ["tools-refused"]
+    assert fake_server.posts()[-1]["body"]["model"] == "fake-model-1"  # the first listed, when none is set
+
+
+async def test_an_agent_told_the_server_refuses_tools_does_not_offer_them():
+    transport = ScriptedTransport(ScriptedResponse(chunks=[sse(OK, "[DONE]")]))
+    await collect(OpenAIAgent(transport, CONFIG, offer_tools=False))
+    assert "tools" not in transport.posts[0]["body"]
