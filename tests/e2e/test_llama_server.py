@@ -19,10 +19,18 @@ import pytest
 from tests.e2e.test_model import assistant_texts, configure
 from tools import llama_server, tiny_gguf
 
+SMALL_CONTEXT = 4096
+"""Tokens of context of the ``small-context`` server (the tiny model reads about one token per character)."""
+OTHER_ORIGIN = "http://127.0.0.1:9"
+"""An origin that is not the page's: the ``cors`` server admits only it."""
+
 SERVERS: dict[str, tuple[str, ...]] = {
     "plain": ("plain",),
     "tool": ("tool",),
     "endless": ("endless", "-c", "65536"),  # about a minute of tokens at full speed: time enough to press Stop
+    "small-context": ("plain", "-c", str(SMALL_CONTEXT)),
+    "no-jinja": ("plain", "--no-jinja"),
+    "cors": ("plain", "--cors-origins", OTHER_ORIGIN),
 }
 """Kind of server → ``(tiny model, extra llama-server options…)``."""
 
@@ -65,6 +73,14 @@ def chat_posts(agent) -> list[dict]:
             bodies.append(json.loads(request.post_data))
     agent.page.on("request", record)
     return bodies
+
+
+def chat_statuses(agent) -> list[int]:
+    """The HTTP status of every ``…/chat/completions`` answer the page gets from now on, in order."""
+    statuses: list[int] = []
+    agent.page.on("response", lambda r: statuses.append(r.status) if r.url.endswith("/chat/completions")
+                  and r.request.method == "POST" else None)
+    return statuses
 
 
 def replayed_usage(server: llama_server.Server, body: dict) -> dict:
@@ -155,3 +171,58 @@ def test_tool_call_from_the_server_regenerates_the_scene_and_the_model_finishes(
     assert json.loads(call["function"]["arguments"]) == {"sceneId": "scene-2", "instruction": "llama chart"}
     assert second["messages"][-1]["role"] == "tool" and second["messages"][-1]["tool_call_id"] == call["id"]
 
+
+
+def test_a_conversation_that_outgrows_the_context_is_still_answered_with_fewer_turns(agent, llama):
+    server = llama("small-context")
+    agent.open(course="intro-ml")
+    configure(agent, server, base_url=server.base_url, model=server.alias)
+    posts = chat_posts(agent)
+    agent.send("Hello")
+    base = replayed_usage(server, posts[-1])["prompt_tokens"]  # system prompt, tools, one short turn
+    long_text = "abc " * int((SMALL_CONTEXT - base) * 0.4 / 4)  # a token per character: 40 % of what is left
+    for turn in range(2, 5):  # turn 4 no longer fits whole
+        agent.send(f"{turn} {long_text}")
+    assert assistant_texts(agent) == [tiny_gguf.PLAIN_TEXT] * 4
+    assert agent.testid("turn-error").count() == 0
+    refused, retried = posts[-2], posts[-1]
+    users = [[m for m in body["messages"] if m["role"] == "user"] for body in (refused, retried)]
+    assert len(users[0]) == 4 and 1 <= len(users[1]) < 4 and users[1][-1]["content"].startswith("4 ")
+    assert "exceeds the available context size" in server.log()
+    meta = turn_meta(agent, 3)
+    dropped = int(meta.get_attribute("data-dropped-turns"))
+    assert dropped == 4 - len(users[1])
+    assert all(turn_meta(agent, n).get_attribute("data-dropped-turns") is None for n in range(3))
+
+
+def test_a_server_without_templates_is_asked_again_without_tools_and_test_connection_says_so(agent, llama):
+    server = llama("no-jinja")
+    agent.open(course="intro-ml")
+    configure(agent, server, base_url=server.base_url, model=server.alias)
+    agent.testid("settings-open").click()
+    agent.testid("settings-test").click()
+    result = agent.testid("settings-test-result")
+    agent.page.wait_for_function("() => ['ok', 'warning', 'error'].includes("
+                                 "document.querySelector('[data-testid=settings-test-result]').dataset.state)")
+    assert result.get_attribute("data-state") == "warning"
+    assert "tools-refused" in result.get_attribute("data-warnings").split()
+    agent.page.keyboard.press("Escape")
+    agent.reload()  # a new page: nothing remembered from the test, the first turn finds out itself
+    posts, statuses = chat_posts(agent), chat_statuses(agent)
+    agent.send("Hello there")
+    agent.send("And again")
+    assert assistant_texts(agent) == [tiny_gguf.PLAIN_TEXT] * 2
+    assert agent.testid("turn-error").count() == 0
+    # HTTP 500 "tools param requires --jinja flag", then the same request without tools; remembered after
+    assert ["tools" in body for body in posts] == [True, False, False]
+    assert statuses == [500, 200, 200]
+
+
+def test_cors_refusal_names_the_servers_switch(agent, llama):
+    server = llama("cors")
+    agent.open(course="intro-ml")
+    configure(agent, server, base_url=server.base_url, model=server.alias)
+    agent.send("hello")
+    error = agent.testid("turn-error")
+    assert error.get_attribute("data-code") == "cors"
+    assert "--cors-origins" in error.inner_text()
