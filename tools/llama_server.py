@@ -156,7 +156,7 @@ def build_server(lock: dict | None = None) -> Path:
     if binary.exists():
         return binary
     folder = server_dir(lock)
-    with _exclusive(folder.with_suffix(".lock")):
+    with _exclusive(folder.parent / f"{folder.name}.lock"):
         if binary.exists():
             return binary
         sdist = fetch_sdist(lock)
@@ -208,7 +208,7 @@ def gguf_python(lock: dict | None = None) -> Path:
     done = env / ".complete"
     if done.exists():
         return python
-    with _exclusive(env.with_suffix(".lock")):
+    with _exclusive(env.parent / f"{env.name}.lock"):
         if done.exists():
             return python
         _log(f"making a virtual environment with gguf=={pin['version']} ({env})")
@@ -316,8 +316,9 @@ def start(model: str = "plain", *args: str, alias: str | None = None, log_dir: P
 
     ``args`` are extra server options (``-c 512``, ``--no-jinja``,
     ``--cors-origins …``); the server always runs with ``-t 1`` (one thread: two
-    busy cores make more threads slower) and ``-a alias`` (default
-    ``tiny-<model>``). Waits until ``GET /health`` answers 200. Raises
+    busy cores make more threads slower), one slot (``-np 1``: ``-c`` is the
+    context of each request), no web UI and ``-a alias`` (default
+    ``tiny-<model>``, the model name it reports). Waits until ``GET /health`` answers 200. Raises
     ``RuntimeError`` (with the server's log) when it exits or is not ready
     within ``timeout_s`` seconds, ``SystemExit`` when nothing is built.
     """

@@ -117,3 +117,35 @@ def test_vocabulary_holds_every_piece_once_and_the_rules_fit_the_embedding():
     assert sum(kind == tiny_gguf.BYTE for kind in types) == 256  # byte fallback: any text can be tokenized
     with pytest.raises(SystemExit):
         tiny_gguf.successors("chatty")
+
+
+def test_start_runs_one_thread_on_loopback_and_waits_for_health(cache, monkeypatch, tmp_path):
+    for path in (llama_server.server_binary(), llama_server.model_path("plain")):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"x")
+    started, asked = [], []
+
+    class Process:
+        def __init__(self, command, **kwargs):
+            started.append(command)
+
+        def poll(self):
+            return None
+
+    class Health:
+        status = 200
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(subprocess, "Popen", Process)
+    monkeypatch.setattr(llama_server.urllib.request, "urlopen", lambda url, timeout: asked.append(url) or Health())
+    server = llama_server.start("plain", "--no-jinja", log_dir=tmp_path)
+    (command,) = started
+    assert command[command.index("-t") + 1] == "1" and command[command.index("--host") + 1] == "127.0.0.1"
+    assert command[command.index("--port") + 1] == str(server.port) and command[-1] == "--no-jinja"
+    assert command[command.index("-a") + 1] == server.alias == "tiny-plain"
+    assert asked == [f"http://127.0.0.1:{server.port}/health"] and server.base_url.endswith("/v1")
