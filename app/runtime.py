@@ -194,14 +194,17 @@ class AgentRuntime:
         """Start a turn on the shown course; returns its task, or ``None`` when ignored.
 
         Ignored when no course is known yet, ``text`` is blank, or that course
-        already runs. Appends the user message and a running assistant message.
+        already runs. Appends the user message (the agent's secret masked, when it has a
+        ``mask_secret``) and a running assistant message.
         """
         session = self._shown
         if session is None or session.task is not None or session.recording is not None or not text.strip():
             return None
         history = list(session.messages)
         reply = Message(id=_new_id(), role="assistant", content=[], status=RUNNING)
-        session.messages += [Message(id=_new_id(), role="user", content=[TextPart(text=text)]), reply]
+        mask = getattr(self._agent, "mask_secret", None)  # an API key typed into a message is not stored (§12)
+        shown = mask(text) if mask is not None else text
+        session.messages += [Message(id=_new_id(), role="user", content=[TextPart(text=shown)]), reply]
         if self.checkpoints is not None or self._history is not None:
             # a conversation starts (or goes on): its id is at hand for its versions, and for its turn
             # should another tab make another conversation the course's active one meanwhile (_finish)

@@ -309,6 +309,12 @@ class OpenAIAgent:
     def __repr__(self) -> str:
         return f"OpenAIAgent({self.config!r})"
 
+    def mask_secret(self, text: str) -> str:
+        """``text`` with the configured API key masked (``app.agents.errors.mask_key``): the runtime stores
+        the user's message so, should the key have been pasted into it (DESIGN.md §12: the key is never in
+        ``maic-agent-threads``, history or exports)."""
+        return mask_key(text, self.config.api_key)
+
     async def run(self, history: list[Message], text: str) -> AsyncIterator[AgentEvent | UsageReported]:
         """Answer ``text`` after ``history`` (see the module docstring); raises ``ModelError``."""
         config = self.config

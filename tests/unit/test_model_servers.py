@@ -370,3 +370,17 @@ async def test_an_agent_told_the_server_refuses_tools_does_not_offer_them():
     transport = ScriptedTransport(ScriptedResponse(chunks=[sse(OK, "[DONE]")]))
     await collect(OpenAIAgent(transport, CONFIG, offer_tools=False))
     assert "tools" not in transport.posts[0]["body"]
+
+
+async def test_a_key_pasted_into_the_users_message_is_stored_masked():
+    transport = ScriptedTransport(ScriptedResponse(chunks=[sse(OK, "[DONE]")]))
+    storage = MemoryStorage()
+    from app.agents.switch import SelectedAgent
+
+    agent = OpenAIAgent(transport, CONFIG)
+    runtime = AgentRuntime(ThreadStore(storage), SelectedAgent(lambda: agent), clock=lambda: 1_780_000_000_000)
+    runtime.hydrate()
+    runtime.set_stage("intro-ml")
+    await runtime.send(f"my key is {KEY}")
+    assert runtime.messages[0].content[0].text == "my key is •••"
+    assert KEY not in storage.get_item("maic-agent-threads")
