@@ -49,7 +49,12 @@ setup_llama_server() { # llama.cpp's server and tiny models for the model tests 
     esac
   done
   if [ "$paths" -gt 0 ] && [ "$paths" -eq "$unit" ]; then return; fi
-  "$python_bin" tools/llama_server.py >/dev/null
+  if ! "$python_bin" tools/llama_server.py --check; then  # the first time only: a C++ build (see README)
+    need cmake || apt_install cmake
+    need g++ || apt_install g++
+    need make || need ninja || apt_install make
+    "$python_bin" tools/llama_server.py >/dev/null
+  fi
 }
 
 cmd=${1:-}

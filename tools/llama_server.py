@@ -163,7 +163,7 @@ def build_server(lock: dict | None = None) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         log_path = folder / "build.log"
         started = time.monotonic()
-        _log(f"building {lock['target']} from {sdist.name} (first time only; log: {log_path})")
+        _log(f"building {lock['target']} from {sdist.name} (first time only, 7 to 30 min on two cores; log: {log_path})")
         with tempfile.TemporaryDirectory(dir=cache_root()) as tmp:
             scratch = Path(tmp)
             prefix = f"{sdist.name.removesuffix('.tar.gz')}/{lock['sdist']['tree']}/"
