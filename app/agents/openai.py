@@ -78,6 +78,10 @@ IDLE_TIMEOUT_S = 180.0
 server may take a minute or more to load a model before its first byte)."""
 
 
+PROBE_TIMEOUT_S = 60.0
+"""Seconds Test connection waits for the answer to its tools request (``probe_tools``)."""
+
+
 class StreamResponse(Protocol):
     """A response whose body is read as it arrives.
 
@@ -186,13 +190,15 @@ def refuses_tools(status: int, text: str) -> bool:
 async def probe_tools(transport: Transport, config: AgentConfig) -> bool | None:
     """One tiny request offering the tool (``max_tokens: 1``, not streamed), for Test connection:
     ``False`` when the server refuses tools (``refuses_tools``), ``True`` when it answers 2xx, ``None``
-    when it answers anything else or cannot be reached (the model list already said what there is)."""
+    when it answers anything else, cannot be reached or sends no headers within ``PROBE_TIMEOUT_S``
+    (the model list already said what there is)."""
     body = json.dumps({"model": config.model, "messages": [{"role": "user", "content": "Hi"}], "tools": TOOLS,
                        "max_tokens": 1, "stream": False})
     headers = {**request_headers(config.api_key, stream=False), "Content-Type": "application/json"}
     try:
-        response = await transport.post_stream(f"{config.base_url}/chat/completions", headers, body)
-    except TransportError:
+        response = await asyncio.wait_for(
+            transport.post_stream(f"{config.base_url}/chat/completions", headers, body), PROBE_TIMEOUT_S)
+    except (TransportError, asyncio.TimeoutError):
         return None
     try:
         if 200 <= response.status <= 299:
