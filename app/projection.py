@@ -39,6 +39,15 @@ shows the same ``turn-error`` and the model is never sent the marker. A reply
 that failed before any output is stored as the marker alone, so the user's
 message is never left without its answer.
 
+Replies the server cut at its length limit (DESIGN.md §12 ``turn-cut``:
+``finish_reason: "length"``; live status ``{"type": "incomplete", "reason":
+"length"}``, assistant-ui's own) are stored the same way too: what they had,
+then one text part ``CUT_MARKER`` (``FAILED_PREFIX``'s invisible separator, then
+``turn-cut``). ``deserialize_thread`` restores an assistant message ending with
+exactly that part as cut, the marker removed, so a reload shows the same
+``turn-cut`` and the model is never sent the marker. Readers of stored messages
+tell the three markers from text with ``is_status_marker``.
+
 Every output dict has its keys in the order DESIGN.md §3 writes them, so the
 encoded value is byte-stable.
 
@@ -59,8 +68,8 @@ from typing import Any
 from app.model import COMPLETE, Message, MessageStatus
 
 __all__ = [
-    "FAILED", "FAILED_PREFIX", "KEPT_ARGS", "STOPPED", "STOPPED_MARKER", "STORED_ROLES", "deserialize_thread",
-    "failed_marker", "failure_of", "serialize_thread",
+    "CUT", "CUT_MARKER", "FAILED", "FAILED_PREFIX", "KEPT_ARGS", "STOPPED", "STOPPED_MARKER", "STORED_ROLES",
+    "deserialize_thread", "failed_marker", "failure_of", "is_status_marker", "serialize_thread",
 ]
 
 STORED_ROLES = ("user", "assistant")
@@ -85,6 +94,12 @@ FAILED_PREFIX = "\u2063turn-error "
 typed or streamed reply starts a separate last part with, then a readable tag (module docstring)."""
 
 _UNKNOWN_ERROR: dict[str, Json] = {"code": "unknown", "params": {}}
+
+CUT = MessageStatus(type="incomplete", reason="length")
+"""Status of a reply the server cut at its length limit (``finish_reason: "length"``, DESIGN.md §12)."""
+
+CUT_MARKER: dict[str, str] = {"type": "text", "text": "\u2063turn-cut"}
+"""The last part of a stored cut assistant message (module docstring)."""
 
 
 def failed_marker(error: dict[str, Json] | None) -> dict[str, str]:
@@ -128,6 +143,12 @@ def failure_of(part: Json) -> dict[str, Json] | None:
     return payload if payload is not None and failed_marker(payload) == part else None
 
 
+def is_status_marker(part: Json) -> bool:
+    """True when a stored part is a reply's status marker (stopped, failed or cut: module docstring),
+    not text the reply had; readers of stored messages (history search, exports) skip or describe it."""
+    return part == STOPPED_MARKER or part == CUT_MARKER or failure_of(part) is not None
+
+
 def serialize_thread(messages: Sequence[dict[str, Json] | Message]) -> list[dict[str, Json]]:
     """Project live messages (``Message`` models or their ``to_wire()`` dicts) to slim stored form.
 
@@ -146,7 +167,8 @@ def deserialize_thread(saved: Sequence[dict[str, Json]]) -> list[Message]:
     """Rebuild live messages from stored slim messages.
 
     Assistant messages get status ``{"type": "complete", "reason": "stop"}``, or
-    ``STOPPED`` when they end with ``STOPPED_MARKER``, or ``FAILED`` with its
+    ``STOPPED`` when they end with ``STOPPED_MARKER``, ``CUT`` when they end with
+    ``CUT_MARKER``, or ``FAILED`` with its
     ``error`` when they end with a ``failed_marker`` (the marker is then left out
     of the live content); user messages get no status (assistant-ui rejects one).
     Invalid items are dropped exactly as ``serialize_thread`` drops them.
@@ -158,6 +180,8 @@ def deserialize_thread(saved: Sequence[dict[str, Json]]) -> list[Message]:
             failure = failure_of(last)
             if last == STOPPED_MARKER:
                 status = STOPPED
+            elif last == CUT_MARKER:
+                status = CUT
             elif failure is not None:
                 status = FAILED if failure == _UNKNOWN_ERROR else FAILED.model_copy(update={"error": failure})
             else:
@@ -175,6 +199,7 @@ def _slim_message(message: Json) -> dict[str, Json] | None:
         return None
     status = message.get("status") if message["role"] == "assistant" else None
     stopped = status == STOPPED.to_wire()
+    cut = status == CUT.to_wire()
     failed = isinstance(status, dict) and (status.get("type"), status.get("reason")) == ("incomplete", "error")
     content = message.get("content")
     if isinstance(content, str):  # ThreadMessageLike allows plain-string content
@@ -184,6 +209,8 @@ def _slim_message(message: Json) -> dict[str, Json] | None:
     parts = [p for p in map(_slim_part, content) if p is not None]
     if stopped and (not parts or parts[-1] != STOPPED_MARKER):
         parts.append(dict(STOPPED_MARKER))
+    if cut and (not parts or parts[-1] != CUT_MARKER):
+        parts.append(dict(CUT_MARKER))
     if failed:
         marker = failed_marker(status.get("error"))
         if not parts or parts[-1] != marker:

@@ -53,10 +53,10 @@ from app.agent import (
     REGENERATE_TOOL, RUN_STAGE, Agent, AgentEvent, TextDelta, ToolCallFinished, ToolCallStarted, UsageReport,
 )
 from app.agents.errors import error_payload
-from app.agents.events import UsageReported
+from app.agents.events import ReplyCut, UsageReported
 from app.model import COMPLETE, Message, MessageStatus, TextPart, ToolCallPart
 from app.presentation import tool_card_view
-from app.projection import FAILED, STOPPED, deserialize_thread, serialize_thread
+from app.projection import CUT, FAILED, STOPPED, deserialize_thread, serialize_thread
 from app.stage import StageEdits
 from app.store import Notice
 
@@ -93,6 +93,7 @@ class _Session:
     recording: asyncio.Future | None = field(default=None, repr=False)  # the ended turn's history write (§9)
     conversation: asyncio.Future | None = field(default=None, repr=False)  # id of the conversation the turn continues
     switched_to: str | None = None  # during the turn another tab resumed this id ("" for New conversation)
+    cut: bool = False  # the agent said the server cut the reply at its length limit (§12 turn-cut)
 
 
 def _new_id() -> str:
@@ -115,7 +116,7 @@ class AgentRuntime:
                  checkpoints: Any = None) -> None:
         self._history = history
         """Optional history collaborator (DESIGN.md §9): ``turn_completed(stage_id, messages, updated_at,
-        usage, duration_ms, message_id)`` after each saved turn, ``archived(stage_id, messages, updated_at)``
+        usage, duration_ms, message_id, …, dropped_turns=)`` after each saved turn, ``archived(stage_id, messages, updated_at)``
         on New conversation. Its failures never reach the core."""
         self._store = store
         self.checkpoints = checkpoints
@@ -193,20 +194,24 @@ class AgentRuntime:
         """Start a turn on the shown course; returns its task, or ``None`` when ignored.
 
         Ignored when no course is known yet, ``text`` is blank, or that course
-        already runs. Appends the user message and a running assistant message.
+        already runs. Appends the user message (the agent's secret masked, when it has a
+        ``mask_secret``) and a running assistant message.
         """
         session = self._shown
         if session is None or session.task is not None or session.recording is not None or not text.strip():
             return None
         history = list(session.messages)
         reply = Message(id=_new_id(), role="assistant", content=[], status=RUNNING)
-        session.messages += [Message(id=_new_id(), role="user", content=[TextPart(text=text)]), reply]
+        mask = getattr(self._agent, "mask_secret", None)  # an API key typed into a message is not stored (§12)
+        shown = mask(text) if mask is not None else text
+        session.messages += [Message(id=_new_id(), role="user", content=[TextPart(text=shown)]), reply]
         if self.checkpoints is not None or self._history is not None:
             # a conversation starts (or goes on): its id is at hand for its versions, and for its turn
             # should another tab make another conversation the course's active one meanwhile (_finish)
             session.conversation = asyncio.ensure_future(self.conversation(session.stage_id))
         task = asyncio.create_task(self._run(session, history, text, reply))
         session.task, session.started_at, session.usage, session.switched_to = task, self._clock(), None, None
+        session.cut = False
         task.add_done_callback(lambda done: self._finish(session, reply, done))
         self._notify()
         return task
@@ -382,6 +387,9 @@ class AgentRuntime:
             if isinstance(event, (UsageReport, UsageReported)):  # the demo's and the model back end's
                 session.usage = event
                 continue
+            if isinstance(event, ReplyCut):
+                session.cut = True
+                continue
             part = _apply(reply, event)
             if part is not None and part.tool_name == REGENERATE_TOOL and not part.is_error:
                 conversation = await self.conversation(session.stage_id) if self.checkpoints is not None else None
@@ -407,7 +415,7 @@ class AgentRuntime:
                 if isinstance(part, ToolCallPart) and part.result is None:
                     part.is_error = True  # interrupted: saved with isError and no result
         else:
-            reply.status = COMPLETE
+            reply.status = CUT if session.cut else COMPLETE
         task_id = self._replaced_elsewhere(session)
         if task_id is not None:
             self._keep_in_its_conversation(session, reply, task_id)
@@ -424,7 +432,8 @@ class AgentRuntime:
                 session.stage_id, session.base if result.written else (
                     serialize_thread(session.messages) if result.merged else own),
                 self._store.updated_at(session.stage_id), meta["usage"], meta["model"],
-                self._clock() - session.started_at, reply.id, self._conversation_of(session), own))
+                self._clock() - session.started_at, reply.id, self._conversation_of(session), own,
+                dropped_turns=meta.get("droppedTurns", 0)))
         self._forget_if_idle(session)
         self._notify()
 
@@ -473,7 +482,8 @@ class AgentRuntime:
         stage_id, messages = session.stage_id, serialize_thread(session.messages)
         meta = self._turn_meta(session)
         pending = self._history.turn_completed_in(task_id, stage_id, messages, meta["usage"], meta["model"],
-                                                  self._clock() - session.started_at, reply.id)
+                                                  self._clock() - session.started_at, reply.id,
+                                                  dropped_turns=meta.get("droppedTurns", 0))
         follow = self._load(stage_id)  # what the other tab made the course's thread
         self._sessions[stage_id] = follow
         self._forget_conversation(stage_id)

@@ -39,6 +39,24 @@ setup_browser() { # Debian's chromium: playwright cannot download its own browse
   if [ -z "${AGENTBAR_CHROMIUM:-}" ] && ! need chromium; then apt_install chromium; fi
 }
 
+setup_llama_server() { # llama.cpp's server and tiny models for the model tests (tools/llama_server.py),
+  # cached outside the tree; not when every test path given is under tests/unit (they need no server)
+  local arg paths=0 unit=0
+  for arg in "$@"; do
+    case "$arg" in
+      tests/unit*) paths=$((paths + 1)); unit=$((unit + 1)) ;;
+      tests*|*.py*) paths=$((paths + 1)) ;;
+    esac
+  done
+  if [ "$paths" -gt 0 ] && [ "$paths" -eq "$unit" ]; then return; fi
+  if ! "$python_bin" tools/llama_server.py --check; then  # the first time only: a C++ build (see README)
+    need cmake || apt_install cmake
+    need g++ || apt_install g++
+    need make || need ninja || apt_install make
+    "$python_bin" tools/llama_server.py >/dev/null
+  fi
+}
+
 cmd=${1:-}
 shift || true
 case "$cmd" in
@@ -58,6 +76,7 @@ case "$cmd" in
     setup_runtime
     setup_venv
     setup_browser
+    setup_llama_server "$@"
     exec .venv/bin/python -m pytest "$@"
     ;;
   bench)

@@ -19,8 +19,25 @@ script is picked by the *last user message*, when it starts with a ``#word``:
                 bearer key it got, as careless servers do)
 ``#cut``        some text, then the connection closes without ``[DONE]``
 ``#badjson``    some text, then an event whose data is not JSON
+``#length``     some text, then ``finish_reason: "length"`` (the server's
+                length limit cut the reply)
+``#echo``       a normal reply that repeats the bearer key it got, split
+                across two chunks (as a careless proxy or model might)
 anything else   a short text reply in several chunks, usage in the last chunk
 ==============  ==============================================================
+
+Modes of the whole server (attributes, set by tests), each copying what
+llama.cpp's ``llama-server`` answers (DESIGN.md §12, "What real servers do"):
+
+- ``no_jinja``: a request with ``tools`` gets HTTP 500 "tools param requires
+  --jinja flag" (a server started with ``--no-jinja``);
+- ``context_chars``: a request whose ``messages`` (and ``tools``) JSON is
+  longer than this many characters gets HTTP 400 "request (N tokens) exceeds
+  the available context size (M tokens)" (4 characters counted as a token).
+
+Tool-call ids are Mistral's form (9 alphanumerics, ``TOOL_CALL_ID``), and,
+like Mistral, a request whose ``tool`` message or assistant ``tool_calls``
+carries an id of another form gets HTTP 400.
 
 Every response carries CORS headers (``Access-Control-Allow-Origin`` echoing
 the page's origin, ``Retry-After`` exposed) except under the path prefix
@@ -60,6 +77,8 @@ MARKDOWN_REPLY = (
     "<img src=x onerror=\"window.__xss=1\"> and <script>window.__xss=2</script>\n\n"
     "[safe link](https://example.org/page) and [bad link](javascript:window.__xss=3)\n"
 )
+TOOL_CALL_ID = "AbC123xyZ"
+"""The id the fake gives its tool calls (Mistral's form: 9 alphanumerics)."""
 ERROR_STATUSES = {"#401": 401, "#403": 403, "#404": 404, "#429": 429, "#500": 500, "#503": 503}
 
 
@@ -157,6 +176,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._authorized():
             return
         messages = (body or {}).get("messages") or []
+        if self._refused(body or {}, messages):
+            return
         last_user = next((m.get("content") or "" for m in reversed(messages) if m.get("role") == "user"), "")
         command, _, rest = str(last_user).strip().partition(" ")
         has_tool_result = bool(messages) and messages[-1].get("role") == "tool"
@@ -165,6 +186,31 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             with self.server.lock:
                 self.server.aborted += 1  # the page aborted the request (Stop)
+
+    def _refused(self, body: dict[str, Any], messages: list[Any]) -> bool:
+        """The server modes' refusals (module docstring); True when one answered."""
+        server = self.server
+        if server.no_jinja and body.get("tools"):
+            self._json(500, {"error": {"code": 500, "message": "tools param requires --jinja flag",
+                                       "type": "server_error"}})
+            return True
+        size = len(json.dumps(messages, ensure_ascii=False)) + len(json.dumps(body.get("tools") or []))
+        if server.context_chars and size > server.context_chars:
+            prompt, context = size // 4, server.context_chars // 4
+            self._json(400, {"error": {"code": 400, "message": f"request ({prompt} tokens) exceeds the available "
+                                       f"context size ({context} tokens), try increasing it",
+                                       "type": "exceed_context_size_error", "n_prompt_tokens": prompt,
+                                       "n_ctx": context}})
+            return True
+        ids = [m.get("tool_call_id") for m in messages if isinstance(m, dict) and m.get("role") == "tool"]
+        ids += [c.get("id") for m in messages if isinstance(m, dict) for c in (m.get("tool_calls") or [])
+                if isinstance(c, dict)]
+        bad = next((i for i in ids if not (isinstance(i, str) and len(i) == 9 and i.isascii() and i.isalnum())), None)
+        if bad is not None:
+            self._json(400, {"error": {"message": f"Tool call id was {bad} but must be a-z, A-Z, 0-9, "
+                                                  "with a length of 9.", "type": "invalid_request_error"}})
+            return True
+        return False
 
     def _script(self, command: str, rest: str, has_tool_result: bool) -> None:
         if command in ERROR_STATUSES:
@@ -180,7 +226,7 @@ class _Handler(BaseHTTPRequestHandler):
         if command in ("#tool", "#badargs") and not has_tool_result:
             write(_chunk({"role": "assistant", "content": ""}))
             pieces = TOOL_ARG_PIECES if command == "#tool" else ['{"sceneId": "scene-1", ', '"instruction": ']
-            write(_chunk({"tool_calls": [{"index": 0, "id": "call_fake_0", "type": "function",
+            write(_chunk({"tool_calls": [{"index": 0, "id": TOOL_CALL_ID, "type": "function",
                                           "function": {"name": "regenerate_scene", "arguments": ""}}]}))
             for piece in pieces:
                 write(_chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
@@ -208,6 +254,12 @@ class _Handler(BaseHTTPRequestHandler):
                 write(_chunk({"content": piece}))
             self.wfile.flush()
             self.close_connection = True  # no [DONE], no finish_reason: the stream is cut
+        elif command == "#length":
+            self._text(PLAIN_PIECES[:6], usage=USAGE, finish="length")
+        elif command == "#echo":
+            bearer = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+            half = len(bearer) // 2
+            self._text(["Your key is ", bearer[:half], bearer[half:], ", right?"], usage=USAGE)
         elif command == "#badjson":
             for piece in PLAIN_PIECES[:3]:
                 write(_chunk({"content": piece}))
@@ -216,14 +268,14 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._text(PLAIN_PIECES, usage=USAGE)
 
-    def _text(self, pieces: list[str], *, usage: dict | None, delay: float = 0.0) -> None:
+    def _text(self, pieces: list[str], *, usage: dict | None, delay: float = 0.0, finish: str = "stop") -> None:
         write = self.wfile.write
         write(_chunk({"role": "assistant", "content": ""}))
         for piece in pieces:
             write(_chunk({"content": piece}))
             if delay:
                 time.sleep(delay)
-        write(_chunk(finish="stop"))
+        write(_chunk(finish=finish))
         if usage is not None:
             write(_chunk(choices=False, usage=usage))
         write(DONE)
@@ -238,6 +290,10 @@ class FakeOpenAIServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], required_key: str | None = None) -> None:
         super().__init__(address, _Handler)
         self.required_key = required_key
+        self.no_jinja = False
+        """Refuse every request with ``tools`` as llama-server ``--no-jinja`` does (HTTP 500)."""
+        self.context_chars = 0
+        """When set: a longer request is over the context, as llama-server answers it (HTTP 400)."""
         self.requests: list[dict[str, Any]] = []
         self.aborted = 0
         """Streams the client broke off (the server's next write failed)."""

@@ -22,13 +22,22 @@ code               when                                    params
 ``bad-event``      an event's data is not JSON             ``excerpt``
 ``stream-error``   the server sent an error object         ``message``
 ``tool-rounds``    the model kept calling tools            ``count``
+``context``        the prompt is over the server's         ``detail``
+                   context, even with fewer turns
 ``timeout``        no headers or no new data for too long  ``seconds``
 ``settings``       settings incomplete (no base URL/model) ``field``
 =================  ======================================  ===================
 
 ``message`` (when the server said why) is kept as ``detail`` for the view. The
 API key is never part of a ``ModelError`` (``scrub`` removes it from any server
-text), so logs and the thread never hold it.
+text), so logs and the thread never hold it. Nor is it part of a reply: a
+server that echoes the key in its text (or a tool call's arguments, or the
+model name) has it masked before the text reaches the thread (``KeyMask``,
+which also catches a key split across stream chunks), so
+``maic-agent-threads``, history and exports never hold it (§12).
+
+A ``context`` code (the prompt is over the server's context even after leaving
+out earlier turns, ``app.agents.context``) has ``detail`` only.
 """
 
 from __future__ import annotations
@@ -37,7 +46,8 @@ import email.utils
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ModelError", "TransportError", "error_payload", "http_error", "retry_after_seconds", "scrub"]
+__all__ = ["KeyMask", "ModelError", "TransportError", "error_payload", "http_error", "mask_key",
+           "retry_after_seconds", "scrub"]
 
 
 class ModelError(Exception):
@@ -70,10 +80,56 @@ def scrub(text: str, secret: str | None, limit: int = 200) -> str:
     >>> scrub("bad key sk-123 given", "sk-123")
     'bad key ••• given'
     """
-    if secret:
-        text = text.replace(secret, "•••")
-    text = " ".join(text.split())
+    text = " ".join(mask_key(text, secret).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+MASK = "•••"
+"""What stands for the API key wherever server text would have held it."""
+
+
+def mask_key(text: str, secret: str | None) -> str:
+    """``text`` with every occurrence of ``secret`` replaced by ``MASK`` (nothing else changed).
+
+    >>> mask_key("key sk-1 and sk-1", "sk-1")
+    'key ••• and •••'
+    """
+    return text.replace(secret, MASK) if secret else text
+
+
+class KeyMask:
+    """Masks ``secret`` in a text that arrives in pieces (a streamed reply, DESIGN.md §12).
+
+    ``feed(piece)`` returns the text that is now safe to show: a tail that could be the start of
+    the key is held back until the next piece says; ``flush()`` returns what is held at the end.
+    Without a secret every piece passes through unchanged.
+
+    >>> mask = KeyMask("sk-12345")
+    >>> mask.feed("your key is sk-12"), mask.feed("345, right?"), mask.flush()
+    ('your key is ', '•••, right?', '')
+    """
+
+    def __init__(self, secret: str | None) -> None:
+        self.secret = secret or ""
+        self._held = ""
+
+    def feed(self, piece: str) -> str:
+        """The masked text of everything fed so far that can no longer be part of the key."""
+        if not self.secret:
+            return piece
+        text = (self._held + piece).replace(self.secret, MASK)
+        keep = 0
+        for length in range(min(len(self.secret) - 1, len(text)), 0, -1):
+            if self.secret.startswith(text[-length:]):
+                keep = length
+                break
+        self._held = text[len(text) - keep:] if keep else ""
+        return text[:len(text) - keep] if keep else text
+
+    def flush(self) -> str:
+        """What was held back (the stream ended: it was not the key)."""
+        held, self._held = self._held, ""
+        return held
 
 
 def retry_after_seconds(value: str | None, now_s: float) -> int | None:

@@ -6,6 +6,10 @@ that reached the server. It mirrors the per-turn meta of §9 (``model``,
 when the server reported none ("not reported" — never invented numbers).
 The runtime ignores events it does not know, so this is safe to yield before
 the history layer consumes it.
+
+``ReplyCut`` says the server ended the reply at its length limit
+(``finish_reason: "length"``): the runtime ends the turn with the cut status
+(``app.projection.CUT``) instead of complete (§12 ``turn-cut``).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TokenUsage", "UsageReported"]
+__all__ = ["ReplyCut", "TokenUsage", "UsageReported"]
 
 
 @dataclass(frozen=True)
@@ -35,14 +39,26 @@ class TokenUsage:
 
 @dataclass(frozen=True)
 class UsageReported:
-    """The turn's ``model`` (as the server named it, else the configured one) and ``usage`` (``None`` = not reported)."""
+    """The turn's ``model`` (as the server named it, else the configured one) and ``usage`` (``None`` = not
+    reported); ``dropped_turns``: earlier turns left out of the request because the server's context was
+    full (``app.agents.context``, §12), 0 when none were."""
 
     model: str
     usage: TokenUsage | None
+    dropped_turns: int = 0
 
     def to_turn_meta(self) -> dict[str, object]:
-        """The §9 per-turn meta fields it fills: ``{"model", "usage"}``, ``usage`` ``None`` = not reported."""
-        return {"model": self.model, "usage": self.usage.to_meta() if self.usage else None}
+        """The §9 per-turn meta fields it fills: ``{"model", "usage", "droppedTurns"?}``, ``usage`` ``None`` =
+        not reported, ``droppedTurns`` only when earlier turns were left out for the context."""
+        meta: dict[str, object] = {"model": self.model, "usage": self.usage.to_meta() if self.usage else None}
+        if self.dropped_turns:
+            meta["droppedTurns"] = self.dropped_turns
+        return meta
+
+
+@dataclass(frozen=True)
+class ReplyCut:
+    """The server cut the reply at its length limit (``finish_reason: "length"`` on the turn's last request)."""
 
 
 def usage_from_chunk(value: Any) -> TokenUsage | None:

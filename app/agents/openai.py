@@ -15,10 +15,23 @@ One turn is one or more ``POST <base>/chat/completions`` requests with
    (``run_tool``) → ``ToolCallFinished``; arguments that are not a JSON
    object give an ``is_error`` result (a card, not a crash); the results go
    back as ``tool`` messages and the model is asked again to finish the turn
-   (at most ``max_tool_rounds`` times); a server that refuses ``tools`` with
-   a 400 naming them (a model without tool support) is asked again without;
-   a server that ignores ``stream`` and answers one JSON completion is read
-   as one chunk;
+   (at most ``max_tool_rounds`` times); a server that refuses ``tools`` (a 400
+   naming them: a model without tool support; llama.cpp's 500 "tools param
+   requires --jinja flag": a server without templates) is asked again without,
+   and this agent does not offer them again (the tab keeps the agent while the
+   settings stay); a server that ignores ``stream`` and answers one JSON
+   completion is read as one chunk;
+   tool-call ids: the model's own go back unchanged in ``tool_calls`` and the
+   ``tool`` message; the stored id is the app's unique one with the model's
+   appended (``app.agents.protocol.stored_call_id``);
+   a prompt over the server's context (``app.agents.context``) is sent once
+   more with fewer of the oldest turns, and the turn's ``UsageReported`` says
+   how many were left out (``dropped_turns``); over it again, the turn fails
+   with ``context``;
+   a reply the server ended with ``finish_reason: "length"`` is followed by
+   ``ReplyCut`` (the turn ends cut, not complete);
+   the configured API key is masked in everything the server sends that the
+   thread keeps (text, tool-call arguments, model name: ``KeyMask``);
 3. last, ``UsageReported(model, usage)``: usage summed over the turn's
    requests, ``None`` when any of them reported none ("not reported", never
    invented); the model name from the last chunk that named one, else the
@@ -40,18 +53,22 @@ import json
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from app.agent import AgentEvent, TextDelta, ToolCallFinished, ToolCallStarted
-from app.agents.errors import ModelError, TransportError, http_error, scrub
-from app.agents.events import TokenUsage, UsageReported, usage_from_chunk
-from app.agents.protocol import DEFAULT_MAX_TURNS, chat_messages, slim_result_text, tool_call_message
+from app.agents.context import ContextOverflow, context_overflow, turns_that_fit
+from app.agents.errors import KeyMask, ModelError, TransportError, http_error, mask_key, scrub
+from app.agents.events import ReplyCut, TokenUsage, UsageReported, usage_from_chunk
+from app.agents.protocol import (DEFAULT_MAX_TURNS, past_turns, slim_result_text, stored_call_id, tool_call_message,
+                                 wire_call_id)
 from app.agents.sse import SSEParser
 from app.agents.tools import TOOLS, error_result, run_tool
 from app.model import Message, ToolCallPart
 
-__all__ = ["AgentConfig", "OpenAIAgent", "StreamResponse", "Transport", "list_models", "request_headers"]
+__all__ = ["AgentConfig", "ConnectionCheck", "OpenAIAgent", "StreamResponse", "Transport", "check_connection",
+           "list_models", "probe_tools",
+           "refuses_tools", "request_headers"]
 
 MAX_ERROR_BODY = 4096
 """Characters of an error response's body read for its message."""
@@ -59,6 +76,10 @@ MAX_ERROR_BODY = 4096
 IDLE_TIMEOUT_S = 180.0
 """Seconds without response headers or a new chunk before a turn fails with ``timeout`` (a local
 server may take a minute or more to load a model before its first byte)."""
+
+
+PROBE_TIMEOUT_S = 60.0
+"""Seconds Test connection waits for the answer to its tools request (``probe_tools``)."""
 
 
 class StreamResponse(Protocol):
@@ -149,14 +170,96 @@ async def list_models(transport: Transport, config: AgentConfig, *, now: Callabl
     return sorted({item["id"] for item in items if isinstance(item, dict) and isinstance(item.get("id"), str)})
 
 
+def refuses_tools(status: int, text: str) -> bool:
+    """True when a non-2xx answer (``status``, body ``text``) refuses the request's ``tools``: a 400
+    naming tools (a model without tool support, e.g. Ollama's "does not support tools"), or a 500
+    naming them with ``--jinja``, "tools param" or "not support" (llama.cpp without templates,
+    ``--no-jinja``: "tools param requires --jinja flag"; DESIGN.md §12).
+
+    >>> refuses_tools(500, '{"error":{"code":500,"message":"tools param requires --jinja flag"}}')
+    True
+    >>> refuses_tools(500, '{"error":{"message":"Internal error."}}'), refuses_tools(400, "bad request")
+    (False, False)
+    """
+    lower = text.lower()
+    if "tool" not in lower:
+        return False
+    return status == 400 or (status == 500 and any(word in lower for word in ("jinja", "tools param", "not support")))
+
+
+async def probe_tools(transport: Transport, config: AgentConfig) -> bool | None:
+    """One tiny request offering the tool (``max_tokens: 1``, not streamed), for Test connection:
+    ``False`` when the server refuses tools (``refuses_tools``), ``True`` when it answers 2xx, ``None``
+    when it answers anything else, cannot be reached or sends no headers within ``PROBE_TIMEOUT_S``
+    (the model list already said what there is)."""
+    body = json.dumps({"model": config.model, "messages": [{"role": "user", "content": "Hi"}], "tools": TOOLS,
+                       "max_tokens": 1, "stream": False})
+    headers = {**request_headers(config.api_key, stream=False), "Content-Type": "application/json"}
+    try:
+        response = await asyncio.wait_for(
+            transport.post_stream(f"{config.base_url}/chat/completions", headers, body), PROBE_TIMEOUT_S)
+    except (TransportError, asyncio.TimeoutError):
+        return None
+    try:
+        if 200 <= response.status <= 299:
+            return True
+        return False if refuses_tools(response.status, (await response.text())[:MAX_ERROR_BODY]) else None
+    finally:
+        await response.aclose()
+
+
+@dataclass(frozen=True)
+class ConnectionCheck:
+    """What "Test connection" found (DESIGN.md §12): the server's ``models`` (sorted ids), the ``model``
+    configured (``""``: none) and ``tools``: ``probe_tools``'s answer for it (or the first listed)."""
+
+    models: list[str]
+    model: str
+    tools: bool | None = None
+
+    @property
+    def model_listed(self) -> bool:
+        """False when a configured model is not among the listed ones (llama.cpp answers anyway, with its own)."""
+        return not self.model or self.model in self.models
+
+    def warnings(self) -> list[tuple[str, str, dict[str, Any]]]:
+        """``(code, locale key, params)`` of each thing a turn would trip on: ``model-not-listed``
+        (params ``model``, ``models``: the listed ids, at most 8 then "…"), ``tools-refused``."""
+        found: list[tuple[str, str, dict[str, Any]]] = []
+        if not self.model_listed:
+            shown = ", ".join(self.models[:8]) + (" …" if len(self.models) > 8 else "") if self.models else "—"
+            found.append(("model-not-listed", "model.settings.testModelMissing", {"model": self.model, "models": shown}))
+        if self.tools is False:
+            found.append(("tools-refused", "model.settings.testToolsRefused", {}))
+        return found
+
+
+async def check_connection(transport: Transport, config: AgentConfig) -> ConnectionCheck:
+    """Test connection: ``list_models`` (raising ``ModelError`` like it), then one tiny tools request
+    (``probe_tools``) for the configured model, or the first listed when none is configured."""
+    models = await list_models(transport, config)
+    model = config.model or (models[0] if models else "")
+    tools = await probe_tools(transport, replace(config, model=model)) if model else None
+    return ConnectionCheck(models, config.model, tools)
+
+
 class _ToolsRefused(Exception):
-    """The server answered 400 naming tools (e.g. Ollama's "does not support tools")."""
+    """The server refused the request's tools (``refuses_tools``)."""
+
+
+class _ContextExceeded(Exception):
+    """The prompt is over the server's context (``app.agents.context.context_overflow``)."""
+
+    def __init__(self, overflow: ContextOverflow) -> None:
+        super().__init__(overflow.message)
+        self.overflow = overflow
 
 
 @dataclass
 class _PendingCall:
     name: str = ""
     arguments: str = ""
+    id: str | None = None  # the model's id for the call (sent back unchanged, DESIGN.md §12)
 
 
 @dataclass
@@ -167,6 +270,7 @@ class _Round:
     calls: dict[int, _PendingCall] | None = None
     usage: TokenUsage | None = None
     model: str | None = None
+    finish_reason: str | None = None
 
 
 def _new_call_id() -> str:
@@ -179,14 +283,16 @@ class OpenAIAgent:
     ``system``: a callable giving the system prompt for each turn (or ``None``);
     ``tool_runner``: ``(name, args) -> (live result, is_error)``, plain or async
     (default ``app.agents.tools.run_tool``); ``now``: epoch seconds (for an
-    HTTP-date ``Retry-After``); ``new_id``: tool-call ids (unique, §5).
+    HTTP-date ``Retry-After``); ``new_id``: tool-call ids (unique, §5); ``offer_tools``: False when
+    the server is known to refuse tools (Test connection found it, ``check_connection``).
     """
 
     def __init__(self, transport: Transport, config: AgentConfig, *,
                  system: Callable[[], str | None] | None = None,
                  tool_runner: Callable[[str, dict[str, Any]], Any] = run_tool,
                  max_tool_rounds: int = 4, now: Callable[[], float] = time.time,
-                 new_id: Callable[[], str] = _new_call_id, idle_timeout_s: float | None = IDLE_TIMEOUT_S) -> None:
+                 new_id: Callable[[], str] = _new_call_id, idle_timeout_s: float | None = IDLE_TIMEOUT_S,
+                 offer_tools: bool = True) -> None:
         self.transport = transport
         self.config = config
         self._system = system
@@ -195,7 +301,7 @@ class OpenAIAgent:
         self._now = now
         self._new_id = new_id
         self.idle_timeout_s = idle_timeout_s
-        self._offer_tools = True
+        self._offer_tools = offer_tools
 
     async def _within(self, awaitable: Awaitable[Any]) -> Any:
         """``await awaitable``, failing with ``timeout`` after ``idle_timeout_s`` without progress."""
@@ -209,6 +315,12 @@ class OpenAIAgent:
     def __repr__(self) -> str:
         return f"OpenAIAgent({self.config!r})"
 
+    def mask_secret(self, text: str) -> str:
+        """``text`` with the configured API key masked (``app.agents.errors.mask_key``): the runtime stores
+        the user's message so, should the key have been pasted into it (DESIGN.md §12: the key is never in
+        ``maic-agent-threads``, history or exports)."""
+        return mask_key(text, self.config.api_key)
+
     async def run(self, history: list[Message], text: str) -> AsyncIterator[AgentEvent | UsageReported]:
         """Answer ``text`` after ``history`` (see the module docstring); raises ``ModelError``."""
         config = self.config
@@ -220,47 +332,62 @@ class OpenAIAgent:
         # per-turn meta; usage not reported); the last report of the turn replaces this one.
         yield UsageReported(config.model, None)
         system = self._system() if self._system else None
-        messages = chat_messages(history, text, max_turns=config.max_turns, system=system)
+        head = [{"role": "system", "content": system}] if system else []
+        turns = past_turns(history)
+        kept = turns[max(0, len(turns) - config.max_turns):] if config.max_turns > 0 else []
+        current: list[dict[str, Any]] = [{"role": "user", "content": text}]  # this turn: grows by tool rounds
+        dropped: int | None = None  # earlier turns left out for the server's context (None: not tried)
         total: TokenUsage | None = TokenUsage(0, 0, 0)
         model: str | None = None
         for _ in range(self.max_tool_rounds + 1):
-            result = _Round()
-            try:
-                async for event in self._stream(messages, result, tools=self._offer_tools):
-                    yield event
-            except _ToolsRefused:  # a model without tool support: ask again without tools
-                self._offer_tools = False
+            while True:
                 result = _Round()
-                async for event in self._stream(messages, result, tools=False):
-                    yield event
+                messages = head + [m for turn in kept for m in turn] + current
+                try:
+                    async for event in self._stream(messages, result, tools=self._offer_tools):
+                        yield event
+                    break
+                except _ToolsRefused:  # no tool support, or no templates: ask again without tools
+                    self._offer_tools = False
+                except _ContextExceeded as error:  # send fewer of the oldest turns, once per turn
+                    keep = turns_that_fit(kept, error.overflow, head + current + (TOOLS if self._offer_tools else []))
+                    if dropped is not None or not kept:
+                        raise ModelError("context", detail=scrub(error.overflow.message, config.api_key)) from None
+                    dropped = len(kept) - keep
+                    kept = kept[len(kept) - keep:]
+                    yield UsageReported(config.model, None, dropped)
             model = result.model or model
             total = total + result.usage if (total is not None and result.usage is not None) else None
             if not result.calls:
-                yield UsageReported(model or config.model, total)
+                yield UsageReported(model or config.model, total, dropped or 0)
+                if result.finish_reason == "length":
+                    yield ReplyCut()
                 return
-            finished: list[tuple[str, str, dict[str, Any], dict[str, Any], bool]] = []
+            finished: list[tuple[str, str, str, dict[str, Any], dict[str, Any], bool]] = []
             for index in sorted(result.calls):
                 pending = result.calls[index]
-                call_id, name = self._new_id(), pending.name or "tool"
-                args, parsed = _parse_arguments(pending.arguments)
+                call_id, name = stored_call_id(self._new_id(), pending.id), pending.name or "tool"
+                wire_id = pending.id if pending.id else wire_call_id(call_id)  # the model's, unchanged
+                args, parsed = _parse_arguments(mask_key(pending.arguments, config.api_key))
                 yield ToolCallStarted(call_id, name, args)
                 if parsed:
                     outcome = self._tool_runner(name, args)
                     live, is_error = (await outcome) if inspect.isawaitable(outcome) else outcome
                 else:
-                    excerpt = scrub(pending.arguments, None, 80)
+                    excerpt = scrub(pending.arguments, config.api_key, 80)
                     live, is_error = error_result(f"The call's arguments are not a JSON object: {excerpt}"), True
                 yield ToolCallFinished(call_id, live, is_error=is_error)
-                finished.append((call_id, name, args, live, is_error))
-            messages.append(tool_call_message([(c, n, a) for c, n, a, _, _ in finished], result.text))
-            for call_id, name, _, live, is_error in finished:
+                finished.append((call_id, wire_id, name, args, live, is_error))
+            current.append(tool_call_message([(w, n, a) for _, w, n, a, _, _ in finished], result.text))
+            for call_id, wire_id, name, _, live, is_error in finished:
                 part = ToolCallPart(tool_call_id=call_id, tool_name=name, result=live, is_error=is_error or None)
-                messages.append({"role": "tool", "tool_call_id": call_id, "content": slim_result_text(part)})
+                current.append({"role": "tool", "tool_call_id": wire_id, "content": slim_result_text(part)})
         raise ModelError("tool-rounds", count=self.max_tool_rounds)
 
     async def _stream(self, messages: list[dict[str, Any]], result: _Round, *, tools: bool) -> AsyncIterator[TextDelta]:
         """One streamed request: yields text per chunk, fills ``result``; raises ``ModelError``
-        (``_ToolsRefused`` for a 400 that names tools, before anything was yielded)."""
+        (``_ToolsRefused`` when the server refused the tools, ``_ContextExceeded`` when the prompt is over
+        its context: both before anything was yielded)."""
         config = self.config
         url = f"{config.base_url}/chat/completions"
         request: dict[str, Any] = {"model": config.model, "messages": messages, "stream": True,
@@ -276,7 +403,10 @@ class OpenAIAgent:
         try:
             if not 200 <= response.status <= 299:
                 text = (await response.text())[:MAX_ERROR_BODY]
-                if tools and response.status == 400 and "tool" in text.lower():
+                overflow = context_overflow(response.status, text)
+                if overflow is not None:
+                    raise _ContextExceeded(overflow)
+                if tools and refuses_tools(response.status, text):
                     raise _ToolsRefused()
                 raise http_error(response.status, response.headers, text, model=config.model,
                                  secret=config.api_key, now_s=self._now())
@@ -300,6 +430,8 @@ class OpenAIAgent:
                     except StopAsyncIteration:
                         break
                     pieces = state.take(parser.feed(chunk))
+                    if state.error is not None or state.done:
+                        pieces += state.rest()
                     if pieces:
                         yield TextDelta(pieces)
                     if state.error is not None:
@@ -310,6 +442,7 @@ class OpenAIAgent:
                 raise ModelError("stream-cut") from None
             if not state.done:
                 pieces = state.take(parser.close())  # what the decoder still held (an unterminated event is dropped)
+                pieces += state.rest()
                 if pieces:
                     yield TextDelta(pieces)
                 if state.error is not None:
@@ -331,6 +464,7 @@ class _StreamState:
     def __init__(self, result: _Round, secret: str) -> None:
         self.result = result
         self.secret = secret
+        self.mask = KeyMask(secret)  # the key never reaches the thread, even split across reads
         self.done = False
         self.finished = False
         self.error: ModelError | None = None
@@ -379,7 +513,7 @@ class _StreamState:
                 self.error = ModelError("stream-error", message=scrub(str(message or event.data), self.secret))
                 break
             if isinstance(chunk.get("model"), str) and chunk["model"]:
-                result.model = chunk["model"]
+                result.model = mask_key(chunk["model"], self.secret)
             usage = usage_from_chunk(chunk.get("usage"))
             if usage is not None:
                 result.usage = usage
@@ -394,8 +528,15 @@ class _StreamState:
                     self._tool_piece(piece)
                 if choice.get("finish_reason"):
                     self.finished = True
-        text = "".join(pieces)
+                    result.finish_reason = str(choice["finish_reason"])
+        text = self.mask.feed("".join(pieces))
         result.text += text
+        return text
+
+    def rest(self) -> str:
+        """The text ``take`` held back as a possible start of the key (the stream ended or failed: it was not)."""
+        text = self.mask.flush()
+        self.result.text += text
         return text
 
     def take_completion(self, body: str) -> str:
@@ -413,7 +554,7 @@ class _StreamState:
             for index, call in enumerate(calls or []):
                 if isinstance(call, dict) and "index" not in call:
                     call["index"] = index
-        text = self.take([_Whole(json.dumps(chunk))])
+        text = self.take([_Whole(json.dumps(chunk))]) + self.rest()
         if self.error is not None:
             raise self.error
         self.done = True
@@ -427,6 +568,8 @@ class _StreamState:
         if not isinstance(index, int):
             index = max(calls, default=-1) + (0 if piece.get("id") is None and calls else 1)
         pending = calls.setdefault(index, _PendingCall())
+        if pending.id is None and isinstance(piece.get("id"), str) and piece["id"]:
+            pending.id = piece["id"]
         function = piece.get("function") or {}
         name = function.get("name")
         if isinstance(name, str) and name != pending.name:  # some servers repeat the name in every piece

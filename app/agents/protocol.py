@@ -10,12 +10,21 @@ to the ``messages`` list of ``POST /chat/completions``:
   "content"}`` message holding the *slim text* of its result (the result's
   text items — what the slim projection of §3 keeps — marked when it failed or
   never finished); text after the last call becomes a plain assistant message;
-- messages with nothing to send are left out; only the last ``max_turns``
-  turns (a turn = a user message and everything up to the next one) are sent;
+- messages with nothing to send are left out, and so is a turn whose reply
+  sends nothing (a turn that failed or was stopped before any text or tool
+  call): the model never sees two user messages in a row (§12); only the last
+  ``max_turns`` turns (a turn = a user message and everything up to the next
+  one) are sent (``past_turns`` gives them one list per turn, so a context-size
+  retry can leave out more of the oldest, ``app.agents.context``);
 - an optional system prompt comes first, the new user ``text`` last.
 
-Tool-call ids are the thread's own (unique, §5), so a call and its ``tool``
-message always match, whatever ids the server used.
+Tool-call ids (§12 "Tool-call ids"): the id the model gave goes back unchanged.
+The id the thread stores (unique, §5) is the app's own, with the model's
+appended after ``CALL_ID_SEPARATOR`` (``stored_call_id``); ``wire_call_id``
+maps a stored id back to the model's, so a call and its ``tool`` message always
+match, also after a reload. A stored id without the model's (the demo agent's,
+or a call the server gave no usable id) goes out as nine alphanumerics derived
+from it, a form every provider accepts (Mistral checks exactly that).
 
 Example::
 
@@ -28,18 +37,50 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from typing import Any
 
 from app.model import Message, TextPart, ToolCallPart
 
-__all__ = ["DEFAULT_MAX_TURNS", "chat_messages", "slim_result_text", "tool_call_message"]
+__all__ = ["CALL_ID_SEPARATOR", "DEFAULT_MAX_TURNS", "chat_messages", "past_turns", "slim_result_text",
+           "stored_call_id", "tool_call_message", "wire_call_id"]
 
 DEFAULT_MAX_TURNS = 20
 """Recent turns sent with each request unless the settings say otherwise."""
 
 _KEPT_ARGS = ("sceneId", "instruction")
+
+CALL_ID_SEPARATOR = "~"
+"""Between the app's unique part and the model's id in a stored tool-call id (``stored_call_id``)."""
+
+_MAX_MODEL_ID = 64
+
+
+def stored_call_id(app_id: str, model_id: object) -> str:
+    """The id a tool call is stored under: ``app_id`` (unique, §5), then ``CALL_ID_SEPARATOR`` and the
+    model's id when it is a usable one (1–64 printable ASCII characters without spaces); else ``app_id``.
+
+    >>> stored_call_id("call_0a1b", "Xy12ab9Zq"), stored_call_id("call_0a1b", None)
+    ('call_0a1b~Xy12ab9Zq', 'call_0a1b')
+    """
+    usable = (isinstance(model_id, str) and 0 < len(model_id) <= _MAX_MODEL_ID and model_id.isascii()
+              and model_id.isprintable() and " " not in model_id)
+    return f"{app_id}{CALL_ID_SEPARATOR}{model_id}" if usable else app_id
+
+
+def wire_call_id(stored_id: str) -> str:
+    """The id sent to the model for a stored tool call: the model's own (``stored_call_id``), else nine
+    alphanumerics derived from ``stored_id`` (the same every time, distinct for distinct ids).
+
+    >>> wire_call_id("call_0a1b~Xy12ab9Zq"), len(wire_call_id("call_0a1b"))
+    ('Xy12ab9Zq', 9)
+    """
+    _, separator, model_id = stored_id.partition(CALL_ID_SEPARATOR)
+    if separator and model_id:
+        return model_id
+    return hashlib.sha256(stored_id.encode("utf-8")).hexdigest()[:9]
 
 
 def slim_result_text(part: ToolCallPart) -> str:
@@ -80,10 +121,11 @@ def _assistant(message: Message) -> list[dict[str, Any]]:
 
     def flush_calls() -> None:
         if calls:
-            triples = [(c.tool_call_id, c.tool_name,
+            triples = [(wire_call_id(c.tool_call_id), c.tool_name,
                         {k: v for k, v in c.args.items() if k in _KEPT_ARGS and isinstance(v, str)}) for c in calls]
             out.append(tool_call_message(triples, "".join(text)))
-            out.extend({"role": "tool", "tool_call_id": c.tool_call_id, "content": slim_result_text(c)} for c in calls)
+            out.extend({"role": "tool", "tool_call_id": wire_call_id(c.tool_call_id), "content": slim_result_text(c)}
+                       for c in calls)
             calls.clear()
             text.clear()
 
@@ -99,12 +141,9 @@ def _assistant(message: Message) -> list[dict[str, Any]]:
     return out
 
 
-def chat_messages(history: Sequence[Message], text: str, *, max_turns: int = DEFAULT_MAX_TURNS,
-                  system: str | None = None) -> list[dict[str, Any]]:
-    """The request's ``messages`` for the new user ``text`` after ``history`` (see the module docstring).
-
-    ``max_turns`` ≥ 0 past turns are kept (0: only the new text).
-    """
+def past_turns(history: Sequence[Message]) -> list[list[dict[str, Any]]]:
+    """The thread's turns as Chat Completions messages, oldest first: one list per turn (its user
+    message, then its reply's messages). A turn whose reply sends nothing is left out (module docstring)."""
     turns: list[list[dict[str, Any]]] = []
     for message in history:
         if message.role == "user":
@@ -117,6 +156,16 @@ def chat_messages(history: Sequence[Message], text: str, *, max_turns: int = DEF
                 if not turns:
                     turns.append([])
                 turns[-1].extend(mapped)
+    return [turn for turn in turns if any(m["role"] != "user" for m in turn)]
+
+
+def chat_messages(history: Sequence[Message], text: str, *, max_turns: int = DEFAULT_MAX_TURNS,
+                  system: str | None = None) -> list[dict[str, Any]]:
+    """The request's ``messages`` for the new user ``text`` after ``history`` (see the module docstring).
+
+    ``max_turns`` ≥ 0 past turns are kept (0: only the new text).
+    """
+    turns = past_turns(history)
     kept = turns[max(0, len(turns) - max_turns):] if max_turns > 0 else []  # fewer turns than the cap: all
     messages = [{"role": "system", "content": system}] if system else []
     for turn in kept:

@@ -22,6 +22,12 @@ class SelectedAgent:
     def __init__(self, choose: Callable[[], Agent]) -> None:
         self._choose = choose
 
+    def mask_secret(self, text: str) -> str:
+        """``text`` with the chosen agent's secret masked (``OpenAIAgent.mask_secret``); unchanged for an
+        agent without one."""
+        mask = getattr(self._choose(), "mask_secret", None)
+        return mask(text) if mask is not None else text
+
     async def run(self, history: list[Message], text: str) -> AsyncIterator:
         """Delegate to the agent chosen now; its events pass through unchanged."""
         async for event in self._choose().run(history, text):

@@ -4,7 +4,8 @@
 and returns ``(live result, is_error)`` — the same live result the demo agent's
 ``regenerate_scene`` produces, so cards, slim projection and checkpoints are
 the same for both agents. A call that cannot run (unknown tool, missing or
-non-string ``sceneId``, the tool raising) gives an ``is_error`` result with
+non-string or empty ``sceneId`` — each said in its own words, so the model
+can correct the call —, the tool raising) gives an ``is_error`` result with
 ``details.content: None``, never an exception.
 
 ``regenerate`` is the one seam to the scene tool: it looks up
@@ -14,6 +15,7 @@ regenerate tool there (e.g. reading the scene's current document) is used.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -70,8 +72,15 @@ def run_tool(name: str, args: dict[str, Any], *,
     if name != REGENERATE_TOOL:
         return error_result(f"Unknown tool {name!r}; the only tool is {REGENERATE_TOOL}."), True
     scene_id, instruction = args.get("sceneId"), args.get("instruction", "")
-    if not isinstance(scene_id, str) or not scene_id.strip():
-        return error_result("regenerate_scene needs a string sceneId."), True
+    if scene_id is None:
+        return error_result("regenerate_scene needs a sceneId (the id of one of the course's scenes, "
+                            "e.g. scene-1); the call gave none."), True
+    if not isinstance(scene_id, str):
+        return error_result(f"regenerate_scene's sceneId must be a string such as scene-1; the call gave "
+                            f"{json.dumps(scene_id)[:40]}."), True
+    if not scene_id.strip():
+        return error_result("regenerate_scene's sceneId is empty: give the id of one of the course's scenes, "
+                            "e.g. scene-1."), True
     if not isinstance(instruction, str):
         instruction = ""
     try:

@@ -30,7 +30,7 @@ from app.history.service import UNDO_MS, ConversationStats, HistoryService
 from app.history.labels import item_stats_text, markdown_meta, stats_text, turn_meta_text
 from app.history.records import iso
 from app.history.text import relative_label
-from app.projection import failure_of
+from app.projection import CUT_MARKER, failure_of
 
 __all__ = ["HistoryView", "create_history"]
 
@@ -208,6 +208,10 @@ class HistoryView:
                 node.append(line)
             line.setAttribute("data-model", turn.model)
             line.setAttribute("data-duration-ms", str(turn.duration))
+            if turn.droppedTurns:  # the server's context was full: earlier turns were left out (§12)
+                line.setAttribute("data-dropped-turns", str(turn.droppedTurns))
+            else:
+                line.removeAttribute("data-dropped-turns")
             if turn.usage is None:  # the agent reported no usage: say so, never a made-up 0 (DESIGN.md §12)
                 line.removeAttribute("data-total-tokens")
                 line.setAttribute("data-usage", "not-reported")
@@ -564,7 +568,8 @@ class HistoryView:
 
     def _labels(self, meta=None) -> dict[str, str]:
         return {"you": self.t("edit.agent.you"), "assistant": self.t("edit.agent.assistant"),
-                "tool": self.t("history.tool"), "meta": markdown_meta(self.t, meta) if meta else ""}
+                "tool": self.t("history.tool"), "meta": markdown_meta(self.t, meta) if meta else "",
+                "cut": self.t("model.turnCut")}
 
     async def print_view(self) -> None:
         """Fill the print view with the active conversation and open the browser's print (PDF)."""
@@ -579,6 +584,9 @@ class HistoryView:
             for part in message.get("content") or []:
                 if (failure := failure_of(part)) is not None:  # a failed reply: its status, as the panel says it
                     view.append(_node("p", text=describe_error(self.t, failure), attrs={"dir": "auto"}))
+                    continue
+                if part == CUT_MARKER:  # a reply the server cut: its status, as the panel says it
+                    view.append(_node("p", text=self.t("model.turnCut"), attrs={"dir": "auto"}))
                     continue
                 text = part.get("text") if part.get("type") == "text" else json.dumps(part, ensure_ascii=False, indent=2)
                 view.append(_node("pre" if part.get("type") != "text" else "p", text=text, attrs={"dir": "auto"}))

@@ -72,6 +72,7 @@ class ModelSetup:
         self.agent = SelectedAgent(self.choose)
         self.dialog = None
         self._agent: Any = None
+        self._tools_refused: set[tuple[str, str]] = set()  # (base URL, model) Test connection found refusing tools
 
     def _transport(self) -> "FetchTransport":
         if self.transport is None:
@@ -98,7 +99,8 @@ class ModelSetup:
 
             scene_tool = getattr(self.demo, "regenerate_scene", None)  # the course's current documents (§10)
             self._agent = OpenAIAgent(self._transport(), config, system=lambda: system_prompt(self.stage()),
-                                      tool_runner=lambda name, args: run_tool(name, args, scene_tool=scene_tool))
+                                      tool_runner=lambda name, args: run_tool(name, args, scene_tool=scene_tool),
+                                      offer_tools=(config.base_url, config.model) not in self._tools_refused)
         return self._agent
 
     def save(self, settings: ModelSettings, key: str) -> bool:
@@ -111,11 +113,16 @@ class ModelSetup:
         """What the dialog shows: this tab's settings and key."""
         return self.settings, self._key
 
-    async def list_models(self, settings: ModelSettings, key: str) -> list[str]:
-        """The models of the server in ``settings`` (the dialog's test button)."""
-        from app.agents.openai import list_models
+    async def check_connection(self, settings: ModelSettings, key: str) -> Any:
+        """The dialog's test button: the server's models and whether it takes tools
+        (``app.agents.openai.check_connection``); a refusal of tools is remembered for this tab."""
+        from app.agents.openai import check_connection
 
-        return await list_models(self._transport(), self._config(settings, key))
+        config = self._config(settings, key)
+        check = await check_connection(self._transport(), config)
+        if check.tools is False:
+            self._tools_refused.add((config.base_url, check.model or (check.models[0] if check.models else "")))
+        return check
 
     def install_dialog(self, translator: Translator, redraw: Callable[[], None]) -> None:
         """Build the settings dialog and start installing Markdown rendering in the background."""
@@ -123,5 +130,6 @@ class ModelSetup:
         from app.browser.settings_view import SettingsDialog
 
         js.document.documentElement.dataset.agent = self.settings.agent
-        self.dialog = SettingsDialog(translator, load=self.load, on_save=self.save, list_models=self.list_models)
+        self.dialog = SettingsDialog(translator, load=self.load, on_save=self.save,
+                                     check_connection=self.check_connection)
         markdown_view.start_install(redraw, (translator("model.markdown.copy"), translator("model.markdown.copied")))

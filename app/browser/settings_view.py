@@ -7,7 +7,10 @@ Fields: ``settings-agent`` (``demo``/``openai``), ``settings-base-url``,
 ``settings-model`` (suggestions from the last connection test),
 ``settings-api-key`` (a password field), ``settings-remember``,
 ``settings-max-turns``; ``settings-test`` lists the server's models into
-``settings-test-result`` (``data-state``: ``pending``, ``ok``, ``error``);
+``settings-test-result`` (``data-state``: ``pending``, ``ok``, ``warning``,
+``error``; ``warning`` when a turn would trip on something the test found:
+the model is not among the listed ones, the server refuses tools,
+``app.agents.openai.ConnectionCheck``, codes in ``data-warnings``);
 ``settings-save`` validates, stores (``app.agents.settings``) and closes.
 ``settings-error`` says why a save was refused, and only while that still holds:
 a field error goes as soon as an edit corrects it (each ``input``/``change``
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import js
 from pydantic import ValidationError
@@ -37,15 +41,16 @@ NOT_STORED = "model.settings.notStored"
 
 class SettingsDialog:
     """The dialog; ``on_save(settings, api_key) -> bool`` stores and applies (False: not stored),
-    ``list_models(settings, api_key)`` awaits the server's model ids (raising ``ModelError``)."""
+    ``check_connection(settings, api_key)`` awaits an ``app.agents.openai.ConnectionCheck`` (raising
+    ``ModelError``)."""
 
     def __init__(self, t: Translator, *, load: Callable[[], tuple[ModelSettings, str]],
                  on_save: Callable[[ModelSettings, str], bool],
-                 list_models: Callable[[ModelSettings, str], Awaitable[list[str]]]) -> None:
+                 check_connection: Callable[[ModelSettings, str], Awaitable[Any]]) -> None:
         self.t = t
         self._load = load
         self._on_save = on_save
-        self._list_models = list_models
+        self._check_connection = check_connection
         self._proxies: list = []
         self._test_task: asyncio.Task | None = None
         self.opener = js.document.getElementById("settings-open")
@@ -222,17 +227,20 @@ class SettingsDialog:
         result.textContent = self.t("model.settings.testing")
         settings = ModelSettings(agent="openai", base_url=base_url, model=str(self.model.value))
         try:
-            models = await self._list_models(settings, str(self.api_key.value))
+            check = await self._check_connection(settings, str(self.api_key.value))
         except ModelError as error:
             result.dataset.state = "error"
             result.dataset.code = error.code
             result.textContent = describe(self.t, {"code": error.code, "params": error.params})
             return
-        result.dataset.state = "ok"
-        result.dataset.code = ""
+        models, warnings = check.models, check.warnings()
+        result.dataset.state = "warning" if warnings else "ok"
+        result.dataset.code = warnings[0][0] if warnings else ""
+        result.dataset.warnings = " ".join(code for code, _, _ in warnings)
         result.dataset.count = str(len(models))
         shown = ", ".join(models[:8]) + (" …" if len(models) > 8 else "")
-        result.textContent = self.t("model.settings.testOk", count=len(models), models=shown)
+        result.textContent = " ".join([self.t("model.settings.testOk", count=len(models), models=shown)]
+                                      + [self.t(key, **params) for _, key, params in warnings])
         self.models_list.replaceChildren(*[_make("option", attrs={"value": m}) for m in models])
         if not str(self.model.value).strip() and models:
             self.model.value = models[0]

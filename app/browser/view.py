@@ -329,7 +329,8 @@ class PageView:
                 box.append(self._bubble(part.text, expanded=expanded) if rendered is None else rendered)
             elif isinstance(part, ToolCallPart):
                 box.append(self._tool_card(tool_card_view(part, turn_running=running), part))
-        if not message.content and message.role == "assistant" and not failed:
+        cut = message.status is not None and message.status.reason == "length"
+        if not message.content and message.role == "assistant" and not failed and not cut:
             placeholder = {"running": "edit.agent.thinking", "incomplete": "edit.agent.stopped"}.get(
                 message.status.type if message.status else "")
             if placeholder:
@@ -341,6 +342,9 @@ class PageView:
             error = message.status.error or {}
             box.append(_el(p, text=describe_error(self.t, error), classes="turn-error", testid="turn-error",
                            attrs={"role": "alert", "data-code": str(error.get("code") or "unknown")}))
+        if cut:  # DESIGN.md §12: the server ended the reply at its length limit (kept after a reload)
+            box.append(_el(p, text=self.t("model.turnCut"), classes="turn-cut", testid="turn-cut",
+                           attrs={"role": "note"}))
         return box._dom_element
 
     def _bubble(self, text: str, *, expanded: bool = False):

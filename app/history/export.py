@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.history.records import MAX_SAFE_INTEGER, Stats, TaskMeta, TurnMeta, iso, parse_iso
-from app.projection import failure_of
+from app.projection import CUT_MARKER, failure_of
 
 __all__ = ["FORMAT", "MAX_IMPORT_BYTES", "VERSION", "ImportRefused", "check_size", "export_json", "export_unkept",
            "export_markdown", "fence_for", "parse_export", "parse_export_sliced", "parse_steps"]
@@ -318,7 +318,9 @@ def export_markdown(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[
     with ``{created}``, ``{updated}`` and, if still there, ``{turns}``, ``{tokens}`` placeholders: the
     page phrases the counts with their plural forms beforehand, ``app.history.labels.markdown_meta``).
     A failed reply's marker part (``app.projection.failure_of``) is written as a quoted line of
-    ``describe_failure(error)`` (the page passes the panel's localized ``turn-error`` text)."""
+    ``describe_failure(error)`` (the page passes the panel's localized ``turn-error`` text); a cut
+    reply's marker (``app.projection.CUT_MARKER``) as a quoted line of ``labels["cut"]`` (the panel's
+    ``turn-cut`` text)."""
     lines = [f"# {meta.taskName}", "",
              labels["meta"].format(created=iso(meta.createdAt), updated=iso(meta.updatedAt),
                                    turns=meta.turnCount, tokens=meta.stats.totalTokens), ""]
@@ -327,6 +329,8 @@ def export_markdown(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[
         for part in message.get("content") or []:
             if (failure := failure_of(part)) is not None:
                 lines += [f"> ⚠ {describe_failure(failure)}", ""]
+            elif part == CUT_MARKER:
+                lines += [f"> ✂ {labels.get('cut', 'cut')}", ""]
             elif part.get("type") == "text":
                 lines += [part.get("text", ""), ""]
             else:

@@ -48,11 +48,17 @@ def item_stats_text(t: Translate, stats: Any) -> str:
 
 def turn_meta_text(t: Translate, turn: Any) -> str:
     """One assistant message's turn meta (``TurnMeta``): model, tokens (or "usage not reported"
-    when ``turn.usage`` is None, DESIGN.md §12) and duration in seconds."""
+    when ``turn.usage`` is None, DESIGN.md §12) and duration in seconds, then, when the server's
+    context was full, how many earlier turns were left out (``history.contextCut``, plural forms)."""
     seconds = seconds_text(t, turn.duration)
     if turn.usage is None:
-        return t("history.turnMetaNoUsage", model=turn.model, seconds=seconds)
-    return t("history.turnMeta", model=turn.model, tokens=tokens_phrase(t, turn.usage.totalTokens), seconds=seconds)
+        line = t("history.turnMetaNoUsage", model=turn.model, seconds=seconds)
+    else:
+        line = t("history.turnMeta", model=turn.model, tokens=tokens_phrase(t, turn.usage.totalTokens), seconds=seconds)
+    dropped = getattr(turn, "droppedTurns", None)
+    if dropped:  # the server's context was full: say how many earlier turns the model did not see (§12)
+        line += " · " + t("history.contextCut", count=int(dropped))
+    return line
 
 
 def markdown_meta(t: Translate, meta: Any) -> str:

@@ -93,6 +93,9 @@ class TurnMeta(_Record):
     model: StrictStr = ""
     duration: Count = 0
     messageId: StrictStr | None = None
+    droppedTurns: StrictInt | None = Field(default=None, ge=1)
+    """Earlier turns left out of the request because the server's context was full (DESIGN.md §12);
+    absent when none were."""
 
     def record(self) -> dict:
         """As stored and exported: absent optional keys left out, but ``usage: null`` kept

@@ -316,7 +316,7 @@ class HistoryService:
     # -- turns -------------------------------------------------------------
     async def record_turn(self, stage_id: str, messages: list[dict], synced_at: int, *, usage: dict[str, int] | None,
                           model: str, duration_ms: int, message_id: str | None, task_id: str | None = None,
-                          own: list[dict] | None = None) -> TurnMeta | None:
+                          own: list[dict] | None = None, dropped_turns: int = 0) -> TurnMeta | None:
         """A completed turn on ``stage_id``'s active conversation (created at its first turn):
         ``messages`` the whole slim thread as saved, ``synced_at`` its ``updatedAt``. Returns the turn meta.
 
@@ -330,7 +330,8 @@ class HistoryService:
             if head is not None and head != task_id or head is None and await self._guard(
                     lambda: self._db.get("conversations", task_id)) is not None:
                 return await self.record_turn_in(task_id, stage_id, own, usage=usage, model=model,
-                                                 duration_ms=duration_ms, message_id=message_id)
+                                                 duration_ms=duration_ms, message_id=message_id,
+                                                 dropped_turns=dropped_turns)
 
         async def work():
             await self._ensure_titles(messages)
@@ -339,7 +340,8 @@ class HistoryService:
                 turns = self._turn_list(await self._db.get("turns", meta.taskId)) if meta else []
                 if meta is None:  # the first turn: the conversation takes the id allocated for its head
                     meta = self._new_meta(stage_id, messages, self._clock(), await self._head_id(stage_id))
-                meta, turn = self._add_turn(meta, turns, messages, usage, model, duration_ms, message_id)
+                meta, turn = self._add_turn(meta, turns, messages, usage, model, duration_ms, message_id,
+                                            dropped_turns)
                 await self._db.write(self._ops(meta, messages, turns, True, synced_at))
                 self._turns[stage_id], self._metas[stage_id] = turns, meta
             self._changed("record", meta.taskId, stage_id)
@@ -348,7 +350,7 @@ class HistoryService:
 
     async def record_turn_in(self, task_id: str, stage_id: str, messages: list[dict], *,
                              usage: dict[str, int] | None, model: str, duration_ms: int,
-                             message_id: str | None) -> TurnMeta | None:
+                             message_id: str | None, dropped_turns: int = 0) -> TurnMeta | None:
         """A completed turn of conversation ``task_id`` of ``stage_id`` that is no longer the course's
         active one: another tab resumed another conversation or started a new one while the turn ran
         (DESIGN.md §9: its turns stay with the conversation they continue). ``messages``: that
@@ -373,7 +375,8 @@ class HistoryService:
                 turns = self._turn_list(await self._db.get("turns", task_id)) if meta else []
                 if meta is None:
                     meta = self._new_meta(stage_id, messages, self._clock(), task_id_kept)
-                meta, turn = self._add_turn(meta, turns, messages, usage, model, duration_ms, message_id)
+                meta, turn = self._add_turn(meta, turns, messages, usage, model, duration_ms, message_id,
+                                            dropped_turns)
                 await self._db.write(self._ops(meta, messages, turns, False, None))
                 cached = self._metas.get(stage_id)
                 if cached is not None and cached.taskId == task_id:  # this tab still took it for the active one
@@ -383,14 +386,17 @@ class HistoryService:
         return await self._guard(work, writes=True)
 
     def _add_turn(self, meta: TaskMeta, turns: list[TurnMeta], messages: list[dict], usage: dict[str, int] | None,
-                  model: str, duration_ms: int, message_id: str | None) -> tuple[TaskMeta, TurnMeta]:
+                  model: str, duration_ms: int, message_id: str | None,
+                  dropped_turns: int = 0) -> tuple[TaskMeta, TurnMeta]:
         """Append the turn's meta to ``turns`` (in place) and return ``meta`` with its stats, turn count,
-        duration and title brought up to date, and the new turn (DESIGN.md §9 per-turn meta)."""
+        duration and title brought up to date, and the new turn (DESIGN.md §9 per-turn meta; §12:
+        ``dropped_turns`` earlier turns left out for the server's context, kept only when there were any)."""
         now = self._clock()
         counts = None if usage is None else Usage.model_validate(
             {k: int(usage.get(k, 0)) for k in ("inputTokens", "outputTokens", "totalTokens")})
         turn = TurnMeta(turnId=len(turns) + 1, timestamp=iso(now), usage=counts, model=model,
-                        duration=max(0, int(duration_ms)), messageId=message_id)
+                        duration=max(0, int(duration_ms)), messageId=message_id,
+                        droppedTurns=int(dropped_turns) if dropped_turns and dropped_turns > 0 else None)
         turns.append(turn)
         added = counts or Usage()  # a turn without reported usage adds nothing to the stats
         stats = Stats(credits=meta.stats.credits, inputTokens=meta.stats.inputTokens + added.inputTokens,

@@ -20,7 +20,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from app.projection import failure_of
+from app.projection import is_status_marker
 
 __all__ = ["TITLE_GRAPHEMES", "cut_title", "fold", "fold_map", "plain_text", "relative_label", "snippet", "source_index",
            "title_of"]
@@ -126,13 +126,13 @@ def title_of(messages: Sequence[dict[str, Any]], *, graphemes: Callable[[str], l
 
 
 def plain_text(messages: Sequence[dict[str, Any]]) -> str:
-    """Searchable text of slim messages: every text part, one per line (a failed reply's marker,
-    ``app.projection.failed_marker``, is the turn's status, not text, and is left out)."""
+    """Searchable text of slim messages: every text part, one per line (a reply's status marker,
+    ``app.projection.is_status_marker``: stopped, failed or cut, is not text and is left out)."""
     lines = []
     for message in messages:
         for part in message.get("content") or [] if isinstance(message, dict) else []:
             if (isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
-                    and failure_of(part) is None):
+                    and not is_status_marker(part)):
                 lines.append(clean(part["text"]))
     return "\n".join(lines)
 

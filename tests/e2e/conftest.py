@@ -235,6 +235,7 @@ def fake_model(fake_model_server, agent):
     """The fake model server, reset, with its origin (``http://127.0.0.1:<port>``, nothing else)
     allowed in ``agent``'s no-request-leaves check."""
     fake_model_server.required_key = None
+    fake_model_server.no_jinja, fake_model_server.context_chars = False, 0
     fake_model_server.aborted = 0
     with fake_model_server.lock:
         fake_model_server.requests.clear()

@@ -30,8 +30,8 @@ def configure(agent, server, *, base_url: str | None = None, key: str = "", reme
         agent.testid("settings-remember").check()
     if test:
         agent.testid("settings-test").click()
-        agent.page.wait_for_function(
-            "() => ['ok','error'].includes(document.querySelector('[data-testid=settings-test-result]').dataset.state)")
+        agent.page.wait_for_function("() => ['ok','warning','error'].includes("
+                                     "document.querySelector('[data-testid=settings-test-result]').dataset.state)")
     agent.testid("settings-save").click()
     assert dialog.is_hidden()
 
@@ -117,6 +117,7 @@ def test_tool_call_runs_locally_and_the_model_finishes(agent, fake_model):
     assert json.loads(call["function"]["arguments"]) == {"sceneId": "scene-2", "instruction": "add a diagram 🎨 图"}
     tool_message = second["body"]["messages"][-1]
     assert tool_message["role"] == "tool" and tool_message["tool_call_id"] == call["id"]
+    assert call["id"] == fake_openai.TOOL_CALL_ID  # the model's own id goes back, unchanged (DESIGN.md §12)
     assert "base64" not in tool_message["content"]
     part = agent.stored()["state"]["threads"]["intro-ml"]["messages"][1]["content"][0]
     assert part["type"] == "tool-call" and part["args"] == {"sceneId": "scene-2", "instruction": "add a diagram 🎨 图"}
@@ -218,7 +219,8 @@ def test_failed_turn_is_stored_and_shown_after_a_reload_then_retried(agent, fake
     agent.send("please answer")
     assert assistant_texts(agent)[-1] == "".join(fake_openai.PLAIN_PIECES)
     sent = fake_model.posts()[-1]["body"]["messages"]
-    assert [m["content"] for m in sent if m["role"] == "user"] == ["#500", "please answer"]
+    # the failed turn had no reply text: it is left out, never two user messages in a row (DESIGN.md §12)
+    assert [m["content"] for m in sent if m["role"] == "user"] == ["please answer"]
     assert "turn-error" not in json.dumps(sent)
     agent.reload()
     assert agent.testid("turn-error").count() == 1 and assistant_texts(agent)[-1] == "".join(fake_openai.PLAIN_PIECES)
@@ -416,3 +418,80 @@ def test_max_turns_that_is_not_a_whole_number_in_range_is_refused_not_replaced(a
     agent.testid("settings-save").click()
     assert agent.testid("settings-dialog").is_hidden()
     assert json.loads(agent.page.evaluate("localStorage.getItem('agentbar-model-settings')"))["maxTurns"] == 12
+
+
+def test_a_reply_the_server_cut_says_so_after_a_reload_too(agent, fake_model):
+    """DESIGN.md §12 turn-cut: finish_reason "length" is shown inside the reply, and stored, so a reload
+    shows it again; the reply's text is kept and nothing of the marker is drawn as text."""
+    agent.open(course="intro-ml", lang="ko-KR")
+    configure(agent, fake_model)
+    agent.send("#length")
+    reply = agent.page.locator("[data-testid=agent-message][data-role=assistant]")
+    cut = reply.locator("[data-testid=turn-cut]")
+    assert cut.count() == 1 and cut.inner_text() and "model." not in cut.inner_text()
+    live = cut.inner_text()
+    assert reply.get_attribute("data-status") == "incomplete" and agent.testid("turn-error").count() == 0
+    agent.send("Hello there")  # a later, complete reply is not marked
+    assert agent.page.locator("[data-testid=turn-cut]").count() == 1
+    agent.reload()
+    replies = agent.page.locator("[data-testid=agent-message][data-role=assistant]")
+    assert replies.nth(0).locator("[data-testid=turn-cut]").inner_text() == live
+    assert replies.nth(1).locator("[data-testid=turn-cut]").count() == 0
+    shown = replies.nth(0).inner_text()
+    assert "".join(fake_openai.PLAIN_PIECES[:6]).strip() in shown and "turn-cut" not in shown
+    agent.assert_accessible()
+
+
+def test_a_conversation_that_outgrows_the_servers_context_stays_answerable(agent, fake_model):
+    """The server's context fills up (the fake answers as llama-server, HTTP 400): every turn is still
+    answered, with fewer of the oldest turns, and its turn meta says so, after a reload too."""
+    from tests.e2e.test_history import wait_history
+
+    fake_model.context_chars = 4500
+    agent.open(course="intro-ml")
+    configure(agent, fake_model)
+    for i in range(5):
+        agent.send(f"question {i} " + "z" * 900)
+    assert agent.testid("turn-error").count() == 0
+    assert len(assistant_texts(agent)) == 5
+    refused = [p for p in fake_model.posts() if p["body"] and len(json.dumps(p["body"]["messages"])) > 4500]
+    assert refused  # the context did fill up
+    for post in fake_model.posts():
+        roles = [m["role"] for m in post["body"]["messages"]]
+        assert all(not (a == b == "user") for a, b in zip(roles, roles[1:]))
+    agent.page.wait_for_selector("[data-testid=conversation-stats][data-turns='5']", state="attached")
+    agent.reload()
+    assert wait_history(agent) == "ready"
+    metas = agent.page.locator("[data-testid=agent-message][data-role=assistant] [data-testid=turn-meta]")
+    metas.nth(4).wait_for(state="attached")
+    dropped = [metas.nth(i).get_attribute("data-dropped-turns") for i in range(5)]
+    assert dropped[0] is None and dropped[-1] and int(dropped[-1]) >= 1
+    assert dropped[-1] in metas.nth(4).get_attribute("data-label")
+
+
+def test_test_connection_warns_of_a_server_without_tools_or_without_the_model(agent, fake_model):
+    """llama-server --no-jinja refuses tools with HTTP 500: Test connection finds it with one tiny tools
+    request and warns; turns are answered without tools. A model the server does not list is warned of,
+    naming the models it lists."""
+    fake_model.no_jinja = True
+    agent.open(course="intro-ml")
+    configure(agent, fake_model, test=True)
+    result = agent.testid("settings-test-result")
+    assert result.get_attribute("data-state") == "warning"
+    assert result.get_attribute("data-warnings") == "tools-refused"
+    probe = fake_model.posts()[-1]["body"]
+    assert probe["tools"] and probe["max_tokens"] == 1
+    agent.send("Hello there")
+    assert agent.testid("turn-error").count() == 0
+    assert assistant_texts(agent) == ["".join(fake_openai.PLAIN_PIECES)]
+    assert "tools" not in fake_model.posts()[-1]["body"]  # remembered: the turn did not offer them
+    fake_model.no_jinja = False
+    agent.testid("settings-open").click()
+    agent.testid("settings-model").fill("llama3")
+    agent.testid("settings-test").click()
+    agent.page.wait_for_function(
+        "() => document.querySelector('[data-testid=settings-test-result]').dataset.state === 'warning'")
+    assert result.get_attribute("data-warnings") == "model-not-listed"
+    assert "llama3" in result.inner_text() and ", ".join(fake_openai.MODELS) in result.inner_text()
+    agent.assert_accessible()
+    agent.page.keyboard.press("Escape")

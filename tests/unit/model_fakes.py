@@ -126,3 +126,19 @@ class UrllibTransport:
             except ValueError:
                 data = None
             return handle.status if hasattr(handle, "status") else handle.code, dict(handle.headers), data
+
+
+FIXTURES = __import__("pathlib").Path(__file__).resolve().parents[1] / "fixtures" / "llama-server"
+
+
+def transcript(name: str, chunk_size: int = 0) -> ScriptedResponse:
+    """A recorded llama-server response (``tests/fixtures/llama-server/<name>``) as a ``ScriptedResponse``:
+    its status, its headers (lower case) and its body, read in pieces of ``chunk_size`` bytes (0: whole)."""
+    raw = (FIXTURES / name).read_bytes()
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    size = chunk_size or max(1, len(body))
+    chunks = [body[i:i + size] for i in range(0, len(body), size)] if status == 200 else []
+    return ScriptedResponse(status, chunks=chunks, headers=headers, body=body.decode("utf-8"))

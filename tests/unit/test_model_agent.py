@@ -98,13 +98,16 @@ async def test_tool_call_assembled_run_locally_and_result_sent_back():
     events = await collect(agent, text="/please")
     started = next(e for e in events if isinstance(e, ToolCallStarted))
     finished = next(e for e in events if isinstance(e, ToolCallFinished))
-    assert started == ToolCallStarted("call-local-1", "regenerate_scene", {"sceneId": "scene-3", "instruction": "more 图"})
+    # Stored under the app's unique id with the model's appended (DESIGN.md §5, §12) ...
+    assert started == ToolCallStarted("call-local-1~srv-1", "regenerate_scene",
+                                      {"sceneId": "scene-3", "instruction": "more 图"})
     assert finished.result == regenerate_result("scene-3", "more 图") and not finished.is_error
     assert events[-1] == UsageReported("served-model", TokenUsage(16, 5, 21))
+    # ... and the model gets its own id back, unchanged, in both places.
     follow_up = transport.posts[1]["body"]["messages"]
-    assert follow_up[-2]["tool_calls"][0]["id"] == "call-local-1"
+    assert follow_up[-2]["tool_calls"][0]["id"] == "srv-1"
     assert json.loads(follow_up[-2]["tool_calls"][0]["function"]["arguments"]) == started.args
-    assert follow_up[-1] == {"role": "tool", "tool_call_id": "call-local-1",
+    assert follow_up[-1] == {"role": "tool", "tool_call_id": "srv-1",
                              "content": finished.result["content"][0]["text"]}
 
 
@@ -291,10 +294,11 @@ async def test_failed_turn_survives_a_reload_and_a_retry_sends_the_model_no_mark
     assert (failed.status.type, failed.status.reason) == ("incomplete", "error")
     assert failed.status.error == {"code": "server", "params": {"status": 503, "detail": "overloaded"}}
     assert failed.content == []
-    # The user retries: the request holds both user messages and nothing of the marker.
+    # The user retries: the failed turn (no reply text) is left out, never two user messages in a row
+    # (DESIGN.md §12), and nothing of the marker is sent.
     await reloaded.send("question")
     sent = transport.posts[-1]["body"]["messages"]
-    assert [m["role"] for m in sent if m["role"] != "system"] == ["user", "user"]
+    assert [m["role"] for m in sent if m["role"] != "system"] == ["user"]
     assert "turn-error" not in json.dumps(sent)
     assert reloaded.messages[-1].content[0].text == "the answer"
 

@@ -9,8 +9,9 @@ import pytest
 from app.agent import regenerate_result
 from app.agents.settings import (KEY_STORAGE_KEY, SETTINGS_STORAGE_KEY, ModelSettings, load_settings, parse_max_turns,
                                  save_settings)
-from app.agents.protocol import chat_messages, slim_result_text
-from app.model import Message, TextPart, ToolCallPart
+from app.agents.protocol import chat_messages, slim_result_text, stored_call_id, wire_call_id
+from app.model import Message, MessageStatus, TextPart, ToolCallPart
+from app.projection import FAILED, STOPPED
 from app.storage import MemoryStorage
 
 
@@ -34,11 +35,12 @@ def test_tool_calls_become_assistant_tool_calls_with_slim_tool_results():
     assert messages[0] == {"role": "user", "content": "redo"}
     first = messages[1]
     assert first["role"] == "assistant" and first["content"] == "On it."
-    assert [c["id"] for c in first["tool_calls"]] == ["c1", "c2"]
+    c1, c2, c3 = (wire_call_id(c) for c in ("c1", "c2", "c3"))
+    assert [c["id"] for c in first["tool_calls"]] == [c1, c2]
     assert json.loads(first["tool_calls"][0]["function"]["arguments"]) == {"sceneId": "scene-1", "instruction": "x"}
-    assert messages[2] == {"role": "tool", "tool_call_id": "c1", "content": ok.result["content"][0]["text"]}
-    assert messages[3] == {"role": "tool", "tool_call_id": "c2", "content": "Error: no such scene"}
-    assert messages[4]["content"] == "Half done." and messages[4]["tool_calls"][0]["id"] == "c3"
+    assert messages[2] == {"role": "tool", "tool_call_id": c1, "content": ok.result["content"][0]["text"]}
+    assert messages[3] == {"role": "tool", "tool_call_id": c2, "content": "Error: no such scene"}
+    assert messages[4]["content"] == "Half done." and messages[4]["tool_calls"][0]["id"] == c3
     assert messages[5]["content"].startswith("Error: the call was interrupted")
     assert messages[-1] == {"role": "user", "content": "next"}
     # Slim: no element data or base64 reaches the model.
@@ -62,8 +64,51 @@ def test_a_thread_shorter_than_the_cap_is_sent_whole_and_a_longer_one_cut_to_the
 
 
 def test_empty_messages_are_left_out():
-    history = [user("  "), assistant(), assistant(TextPart(text="")), user("real")]
-    assert chat_messages(history, "x") == [{"role": "user", "content": "real"}, {"role": "user", "content": "x"}]
+    history = [user("  "), assistant(), assistant(TextPart(text="")), user("real"), assistant(TextPart(text="ok"))]
+    assert chat_messages(history, "x") == [{"role": "user", "content": "real"}, {"role": "assistant", "content": "ok"},
+                                           {"role": "user", "content": "x"}]
+
+
+def roles(messages):
+    return [m["role"] for m in messages]
+
+
+def test_a_turn_whose_reply_sends_nothing_is_left_out_never_two_user_messages_in_a_row():
+    """DESIGN.md §12: the model never sees two user messages in a row. The user messages of turns that
+    failed (or were stopped) before any reply text are not sent again, whatever their number."""
+    failed = Message(role="assistant", content=[], status=FAILED.model_copy(
+        update={"error": {"code": "http", "params": {"status": 400}}}))
+    stopped = Message(role="assistant", content=[], status=STOPPED)
+    history = [user("q1"), assistant(TextPart(text="a1")), user("too long 1"), failed, user("too long 2"),
+               failed, user("stopped"), stopped, user("q2"), assistant(TextPart(text="a2")), user("no reply at all")]
+    messages = chat_messages(history, "now")
+    assert [m["content"] for m in messages] == ["q1", "a1", "q2", "a2", "now"]
+    assert all(not (a["role"] == b["role"] == "user") for a, b in zip(messages, messages[1:]))
+    # A failed turn that had some text, or ran a tool, is a real exchange and is kept.
+    partly = Message(role="assistant", content=[TextPart(text="half an answer")], status=FAILED)
+    called = Message(role="assistant", content=[ToolCallPart(tool_call_id="c9", tool_name="regenerate_scene",
+                                                             args={"sceneId": "scene-1"}, is_error=True)],
+                     status=MessageStatus(type="incomplete", reason="error"))
+    assert roles(chat_messages([user("a"), partly, user("b"), called], "c")) == [
+        "user", "assistant", "user", "assistant", "tool", "user"]
+
+
+def test_tool_call_ids_go_back_as_the_model_gave_them_and_stored_ids_stay_unique():
+    """DESIGN.md §12: the model's id goes back unchanged (Mistral checks 9 alphanumerics); the stored id
+    is the app's unique one (§5), and maps back to the model's, also for a thread read back from storage."""
+    first, second = stored_call_id("call_aaaa", "AbC123xyZ"), stored_call_id("call_bbbb", "AbC123xyZ")
+    assert first != second  # a server that reuses its ids still gives unique stored ids
+    history = [user("redo"), assistant(ToolCallPart(tool_call_id=first, tool_name="regenerate_scene",
+                                                    args={"sceneId": "scene-1"}, result={"content": []}))]
+    sent = chat_messages(history, "next")
+    assert sent[1]["tool_calls"][0]["id"] == "AbC123xyZ" and sent[2]["tool_call_id"] == "AbC123xyZ"
+    # An id the model did not give (the demo agent's) goes out in a form every provider accepts, the same
+    # in the call and in its tool message.
+    demo = chat_messages([user("r"), assistant(ToolCallPart(tool_call_id="call-demo-1", tool_name="regenerate_scene",
+                                                            result={"content": []}))], "n")
+    wire = demo[1]["tool_calls"][0]["id"]
+    assert wire == demo[2]["tool_call_id"] and len(wire) == 9 and wire.isalnum()
+    assert stored_call_id("call_cccc", "has space") == "call_cccc" and stored_call_id("call_cccc", "") == "call_cccc"
 
 
 def test_slim_result_text_without_text_items():

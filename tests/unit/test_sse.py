@@ -93,3 +93,28 @@ def test_cr_arriving_after_lf_only_chunks():
     assert parser.feed(b"data: a\n") == []
     assert parser.feed(b"\r\ndata: b\r") == [SSEEvent("a")]
     assert parser.feed(b"\n\n") == [SSEEvent("b")]
+
+
+def test_an_error_event_split_between_cr_and_lf_keeps_its_type():
+    """A network read that ends with the CR of a CRLF: the LF that starts the next read belongs to it,
+    it is not a blank line that would dispatch (and so lose) the event's type."""
+    parser = SSEParser()
+    assert parser.feed(b"event: error\r") == []
+    assert parser.feed(b'\ndata: {"error":{"message":"overloaded"}}\r\n\r\n') == [
+        SSEEvent('{"error":{"message":"overloaded"}}', event="error")]
+
+
+def test_a_multi_line_event_split_between_cr_and_lf_stays_one_event():
+    parser = SSEParser()
+    assert parser.feed(b"data: first\r") == []
+    assert parser.feed(b"\ndata: second\r") == []
+    assert parser.feed(b"\n\r\n") == [SSEEvent("first\nsecond")]
+
+
+def test_every_split_of_a_crlf_stream_with_typed_and_multi_line_events():
+    stream = b'event: error\r\ndata: {"a":1}\r\n\r\ndata: one\r\ndata: two\r\n\r\nid: 3\r\ndata: x\r\n\r\n'
+    expected = [SSEEvent('{"a":1}', event="error"), SSEEvent("one\ntwo"), SSEEvent("x", id="3")]
+    for cut in range(len(stream) + 1):
+        assert parse([stream[:cut], stream[cut:]]) == expected, cut
+    for size in (1, 2, 3):
+        assert parse([stream[i:i + size] for i in range(0, len(stream), size)]) == expected, size
