@@ -142,6 +142,12 @@ def _boot():
 
     runtime.subscribe(on_runtime_change)
     checkpoints.subscribe(render_stage)
+    from app.browser.tasks import next_frame
+    from app.frames import FrameCoalescer
+
+    # A streaming reply is drawn once per animation frame, every other change at once (DESIGN.md §12).
+    frames = FrameCoalescer(next_frame, defer=lambda: runtime.is_running)
+    runtime.notify_through(frames.schedule)
     view.render()
 
     @when("change", "#course-select")
