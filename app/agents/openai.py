@@ -61,6 +61,11 @@ IDLE_TIMEOUT_S = 180.0
 server may take a minute or more to load a model before its first byte)."""
 
 
+FEED_BYTES = 256 * 1024
+"""A network read longer than this is parsed in slices of this many bytes, with ``pause`` between
+them: one read of megabytes (a 10 MB line) never becomes one long task of the page (DESIGN.md §12)."""
+
+
 class StreamResponse(Protocol):
     """A response whose body is read as it arrives.
 
@@ -179,14 +184,17 @@ class OpenAIAgent:
     ``system``: a callable giving the system prompt for each turn (or ``None``);
     ``tool_runner``: ``(name, args) -> (live result, is_error)``, plain or async
     (default ``app.agents.tools.run_tool``); ``now``: epoch seconds (for an
-    HTTP-date ``Retry-After``); ``new_id``: tool-call ids (unique, §5).
+    HTTP-date ``Retry-After``); ``new_id``: tool-call ids (unique, §5); ``pause``: awaited between
+    the ``FEED_BYTES`` slices of one long network read (the browser passes
+    ``app.browser.tasks.next_task``, which lets the page draw; default ``asyncio.sleep(0)``).
     """
 
     def __init__(self, transport: Transport, config: AgentConfig, *,
                  system: Callable[[], str | None] | None = None,
                  tool_runner: Callable[[str, dict[str, Any]], Any] = run_tool,
                  max_tool_rounds: int = 4, now: Callable[[], float] = time.time,
-                 new_id: Callable[[], str] = _new_call_id, idle_timeout_s: float | None = IDLE_TIMEOUT_S) -> None:
+                 new_id: Callable[[], str] = _new_call_id, idle_timeout_s: float | None = IDLE_TIMEOUT_S,
+                 pause: Callable[[], Awaitable[None]] = lambda: asyncio.sleep(0)) -> None:
         self.transport = transport
         self.config = config
         self._system = system
@@ -195,6 +203,7 @@ class OpenAIAgent:
         self._now = now
         self._new_id = new_id
         self.idle_timeout_s = idle_timeout_s
+        self._pause = pause
         self._offer_tools = True
 
     async def _within(self, awaitable: Awaitable[Any]) -> Any:
@@ -299,11 +308,16 @@ class OpenAIAgent:
                         chunk = await self._within(chunks.__anext__())
                     except StopAsyncIteration:
                         break
-                    pieces = state.take(parser.feed(chunk))
-                    if pieces:
-                        yield TextDelta(pieces)
-                    if state.error is not None:
-                        raise state.error
+                    for start in range(0, len(chunk), FEED_BYTES):  # a huge read: parsed in slices, paused between
+                        if start:
+                            await self._pause()
+                        pieces = state.take(parser.feed(memoryview(chunk)[start:start + FEED_BYTES]))
+                        if pieces:
+                            yield TextDelta(pieces)
+                        if state.error is not None:
+                            raise state.error
+                        if state.done:
+                            break
                     if state.done:
                         break
             except TransportError:
