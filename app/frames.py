@@ -4,11 +4,12 @@ A model may send a token every few milliseconds, each in its own network read;
 the runtime tells its listeners after every one. Drawing each of them makes the
 browser lay the panel out several times per frame, for nothing the reader can
 see. ``FrameCoalescer`` sits between the runtime and its listeners: while
-``defer()`` holds (a turn is streaming), notifications only mark the page dirty
-and ask for a frame; the frame runs the latest drawing once. Any other change
-(the turn ended, a course switch while idle) is drawn at once, and a frame
-still pending then draws nothing more, so no change is ever drawn late or
-lost.
+``defer()`` holds (a turn is streaming: the browser passes "the shown course
+runs a turn and the panel already says so", so the start of a turn is drawn at
+once), notifications only mark the page dirty and ask for a frame; the frame
+runs the latest drawing once. Any other change (the turn ended, a course switch
+while idle) is drawn at once, and a frame still pending then draws nothing
+more, so no change is ever drawn late or lost.
 
 It knows no browser: ``request_frame(callback)`` is injected (the browser
 layer passes ``requestAnimationFrame`` with a timer as a fallback for hidden

@@ -145,8 +145,9 @@ def _boot():
     from app.browser.tasks import next_frame
     from app.frames import FrameCoalescer
 
-    # A streaming reply is drawn once per animation frame, every other change at once (DESIGN.md §12).
-    frames = FrameCoalescer(next_frame, defer=lambda: runtime.is_running)
+    # A streaming reply is drawn once per animation frame, every other change at once (DESIGN.md §12);
+    # the start of a turn too: data-running turns "true" in the same task as the Send.
+    frames = FrameCoalescer(next_frame, defer=lambda: runtime.is_running and view.shows_running)
     runtime.notify_through(frames.schedule)
     view.render()
 

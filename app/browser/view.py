@@ -83,6 +83,12 @@ class PageView:
         self._course_drawn = 0  # counts render_course calls: its scene nodes are new each time
         self._versions_drawn: tuple | None = None
 
+    @property
+    def shows_running(self) -> bool:
+        """True when the panel as last drawn says a turn runs (``data-running="true"``): until then a
+        turn's changes are drawn at once, so a turn that starts is shown running at once (§6)."""
+        return bool(self._chrome and self._chrome[0])
+
     # ---- static chrome -------------------------------------------------
     def translate_static(self) -> None:
         """Fill ``data-i18n*`` attributes of the page shell with the locale's text."""

@@ -76,22 +76,25 @@ async def test_a_streamed_turn_is_drawn_once_per_frame_and_its_end_at_once_with_
 
     runtime, _store, ticks, _storage = make()
     runtime.set_stage("intro-ml")
-    frames, drawn = Frames(), []
-    coalescer = FrameCoalescer(frames.request, defer=lambda: runtime.is_running)
+    frames, drawn, shows_running = Frames(), [], [False]
+    # the browser's rule: deferred once the panel says the turn runs (its start is drawn at once)
+    coalescer = FrameCoalescer(frames.request, defer=lambda: runtime.is_running and shows_running[0])
     runtime.notify_through(coalescer.schedule)
 
     def draw():
         reply = runtime.messages[-1] if runtime.messages else None
         text = "".join(p.text for p in reply.content if isinstance(p, TextPart)) if reply else ""
         drawn.append((runtime.is_running, text))
+        shows_running[0] = runtime.is_running
 
     runtime.subscribe(draw)
     task = runtime.send("hello")
+    assert drawn == [(True, "")]  # the turn shows as running in the same step as the Send
     for _ in range(6):  # six tokens arrive within one frame
         await ticks.advance()
-    assert drawn == []  # nothing drawn between frames
+    assert len(drawn) == 1  # nothing drawn between frames
     frames.tick()
-    assert len(drawn) == 1 and drawn[0][0] is True and drawn[0][1]
+    assert len(drawn) == 2 and drawn[1][0] is True and drawn[1][1]
     await ticks.finish(task)  # the end is drawn at once, with every token, no frame needed
     assert drawn[-1] == (False, "".join(p.text for p in runtime.messages[-1].content if isinstance(p, TextPart)))
     count = len(drawn)
