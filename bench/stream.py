@@ -8,8 +8,8 @@ The fake server (``tools/fake_openai.py``, 127.0.0.1) sends the app's
   cards (``bench.data.cards_thread``), all in the rendered window. Measured:
   the longest main-thread task (``PerformanceObserver`` ``longtask``: only
   tasks of 50 ms or more are reported) while it streams for ``STREAM_S``
-  seconds, the tokens drawn in that time, and the time from the Stop click to
-  ``data-running="false"`` (the panel idle: the turn saved as stopped and its
+  seconds, the tokens received in that time, and the time from the Stop click to
+  the reply drawn as stopped and to ``data-running="false"`` (the panel idle: the turn saved as stopped and its
   turn meta written to history) and to the next frame;
 - ``#bigline``: one server-sent event whose ``data:`` line holds 10,000,000
   characters of content, in a new conversation: the longest task from Send to
@@ -54,7 +54,7 @@ async (text) => {
 """
 
 STOP = """
-async () => {
+async (course) => {
   const panel = document.querySelector("[data-testid=agent-panel]");
   const replies = document.querySelectorAll("[data-testid=agent-message][data-role=assistant]");
   const shown = (replies[replies.length - 1].textContent.match(/ e\\d+/g) || []).length;
@@ -64,14 +64,24 @@ async () => {
     });
     watch.observe(panel, { attributes: true, attributeFilter: ["data-running"] });
   });
+  let stopped = null;
+  const box = document.getElementById("agent-messages");
+  const mark = new MutationObserver(() => {
+    const now = box.querySelectorAll("[data-testid=agent-message][data-role=assistant]");
+    if (stopped === null && now[now.length - 1].dataset.status === "incomplete") { stopped = performance.now(); mark.disconnect(); }
+  });
+  mark.observe(box, { subtree: true, childList: true, attributes: true, attributeFilter: ["data-status"] });
   const t1 = performance.now();
   document.querySelector("[data-testid=agent-stop]").click();
   const at = await idle;
+  mark.disconnect();
   await new Promise(requestAnimationFrame);
   const drawn = performance.now();
   const last = document.querySelectorAll("[data-testid=agent-message][data-role=assistant]");
-  return { t1, idle_ms: at - t1, drawn_ms: drawn - t1, t2: drawn, tokens_shown: shown,
-           status: last[last.length - 1].dataset.status };
+  const stored = JSON.parse(localStorage.getItem("maic-agent-threads")).state.threads[course].messages;
+  const kept = (stored[stored.length - 1].content[0].text.match(/ e\d+/g) || []).length;
+  return { t1, idle_ms: at - t1, drawn_ms: drawn - t1, t2: drawn, tokens_shown: shown, tokens_kept: kept,
+           stopped_ms: stopped === null ? null : stopped - t1, status: last[last.length - 1].dataset.status };
 }
 """
 
@@ -173,7 +183,7 @@ def run(run: Any, *, quick: bool) -> dict:
             cards = page.locator("[data-testid=tool-card]").count()
             t0 = page.evaluate(START_ENDLESS, "#endless 5")
             page.wait_for_timeout(STREAM_S * 1000)
-            stop = page.evaluate(STOP)
+            stop = page.evaluate(STOP, COURSE)
             row = {"cards": cards, **stop, "t0": t0,
                    "longest_task_ms": _longest(page, t0, stop["t1"]),
                    "stop_longest_task_ms": _longest(page, stop["t1"], stop["t2"]),
@@ -202,14 +212,17 @@ def run(run: Any, *, quick: bool) -> dict:
     expected = fake_openai.BIGLINE_CHARS + 2
     if big.get("error") or big.get("chars") != expected:
         raise RuntimeError(f"bench stream: the 10 MB line did not arrive whole ({big})")
-    if any(r["status"] != "incomplete" or r["tokens_shown"] == 0 for r in rows):
+    if any(r["status"] != "incomplete" or r["tokens_kept"] < r["tokens_shown"] or not r["tokens_shown"] for r in rows):
         raise RuntimeError(f"bench stream: a stopped turn lost what it had ({rows})")
     longest = max(r["longest_task_ms"] or 0 for r in rows)
     stop_idle = max(r["idle_ms"] for r in rows)
     out = {
         "rounds": rounds, "stream_s": STREAM_S, "cards": rows[0]["cards"],
         "app": {"longest_task_ms": longest, "median_longest_task_ms": _median([r["longest_task_ms"] for r in rows]),
-                "tokens_shown": _median([r["tokens_shown"] for r in rows]),
+                "tokens_kept": _median([r["tokens_kept"] for r in rows]),
+                "per_round_longest_task_ms": [r["longest_task_ms"] for r in rows],
+                "per_round_stop_to_idle_ms": [round(r["idle_ms"], 1) for r in rows],
+                "stop_to_stopped_drawn_ms": _median([r["stopped_ms"] for r in rows]),
                 "stop_to_idle_ms": _median([r["idle_ms"] for r in rows]), "stop_to_idle_ms_max": stop_idle,
                 "stop_to_frame_ms": _median([r["drawn_ms"] for r in rows]),
                 "stop_longest_task_ms": max(r["stop_longest_task_ms"] or 0 for r in rows)},
@@ -243,8 +256,12 @@ def report(figures: dict) -> None:
     print("| --- | --- | --- |")
     print(f"| longest main-thread task while streaming, ms (worst round) | {task(a['longest_task_ms'])} | "
           f"{task(b['longest_task_ms'])} |")
-    print(f"| tokens drawn while streaming (median) | {a['tokens_shown']:,.0f} | {b['tokens']:,.0f} |")
-    print(f"| Stop → panel idle, ms (median; worst) | {a['stop_to_idle_ms']:,.0f}; {a['stop_to_idle_ms_max']:,.0f} | — |")
+    print(f"| tokens received while streaming (median; the app's as kept after Stop) | {a['tokens_kept']:,.0f} | "
+          f"{b['tokens']:,.0f} |")
+    print(f"| longest task per round, ms | {', '.join(task(x) for x in a['per_round_longest_task_ms'])} | — |")
+    print(f"| Stop → reply drawn as stopped, ms (median) | {a['stop_to_stopped_drawn_ms']:,.0f} | — |")
+    print(f"| Stop → panel idle, ms (median; worst; per round) | {a['stop_to_idle_ms']:,.0f}; "
+          f"{a['stop_to_idle_ms_max']:,.0f}; {', '.join(f'{x:,.0f}' for x in a['per_round_stop_to_idle_ms'])} | — |")
     print(f"| Stop → next frame, ms (median) | {a['stop_to_frame_ms']:,.0f} | — |")
     print(f"| longest task from Stop to idle, ms | {task(a['stop_longest_task_ms'])} | — |")
     print(f"| one 10 MB line: send → idle, ms | {big['ms']:,.0f} | {big['baseline_ms']:,.0f} |")
