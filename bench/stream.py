@@ -20,7 +20,7 @@ Baseline (same server, same browser, ``bench/pages/model-baseline.html``):
 on the same ``#endless 5`` stream for the same time (its longest task, its
 tokens), and on ``#bigline`` (its longest task).
 
-Goals (issue list, DESIGN.md §12): no task over 50 ms while streaming; Stop
+Goals (DESIGN.md §12): no task over 50 ms while streaming; Stop
 to idle within 100 ms; the 10 MB line arrives whole (its longest task is
 reported against the baseline's).
 """
