@@ -802,6 +802,7 @@ EXTRA_PARTS: dict[str, str] = {
     "stream": "bench.stream",
     "checkpoints": "bench.checkpoints",
     "history": "bench.history",
+    "firstpaint": "bench.firstpaint",
 }
 """Further benchmark parts: ``name -> module``; each module has ``run(run: Run, *, quick: bool) -> dict``
 (figures, ratios against a baseline measured in the same page and run, and a ``goals`` dict of

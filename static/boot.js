@@ -2,6 +2,7 @@
 // DESIGN.md §2 and §6: a start-up failure becomes html[data-error] holding the message,
 // so tests fail fast with it instead of waiting for a timeout.
 import { guardIndexedDb } from "./indexeddb-guard.js";
+import { paint } from "./paint.js";
 
 const root = document.documentElement;
 const LOCALES = ["zh-CN", "zh-TW", "en-US", "ja-JP", "ru-RU", "ar-SA", "pt-BR", "ko-KR"];
@@ -29,6 +30,8 @@ function pickLocale() {
 const locale = pickLocale();
 root.lang = locale;
 root.dir = locale === "ar-SA" ? "rtl" : "ltr";
+// The course's paint record, drawn before PyScript loads when it matches the stored thread (§13).
+paint(locale);
 
 fetch(`app/locales/${locale}.json`)
   .then((r) => (r.ok ? r.json() : {}))
@@ -50,6 +53,7 @@ function fail(message) {
   root.setAttribute("data-error", text);
   const box = document.getElementById("boot-error");
   if (box) {
+    box.parentElement.hidden = false; // a painted page hid the loading screen: the error shows anyway
     box.hidden = false;
     box.textContent = text;
   }

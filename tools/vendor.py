@@ -141,6 +141,12 @@ def build_app_wheel() -> Path:
     for path in sorted((ROOT / APP_PACKAGE).rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix in {".py", ".json"}:
             files.append((path.relative_to(ROOT).as_posix(), path.read_bytes()))
+    try:  # bytecode made by the browser's own Python (DESIGN.md §13)
+        from tools.precompile import compiled
+    except ImportError:  # run as a script: tools/ is on the path itself
+        from precompile import compiled
+
+    files += sorted(compiled(dict(files)).items())
     dist_info = f"{tag}.dist-info"
     files.append((f"{dist_info}/METADATA", f"Metadata-Version: 2.1\nName: {APP_DIST}\nVersion: {version}\n".encode()))
     files.append((f"{dist_info}/WHEEL", b"Wheel-Version: 1.0\nGenerator: agentbar-vendor\nRoot-Is-Purelib: true\nTag: py3-none-any\n"))

@@ -21,7 +21,15 @@ DEFAULT_DELAY_MS = 35
 
 
 def main() -> None:
-    """Boot the app in the page; never raises (failures become ``html[data-error]``)."""
+    """Boot the app in the page; never raises (failures become ``html[data-error]``).
+
+    Start-up phases are marked for the benchmark (``performance.mark``, DESIGN.md §13):
+    ``agentbar:main``, ``agentbar:imported``, ``agentbar:hydrated``, ``agentbar:rendered``,
+    ``agentbar:ready``, ``agentbar:after-ready``.
+    """
+    import js
+
+    js.performance.mark("agentbar:main")
     try:
         finish = _boot()
     except Exception as error:  # noqa: BLE001 - any start-up failure must become visible
@@ -74,6 +82,7 @@ def _boot():
     from app.runtime import AgentRuntime
     from app.store import STORAGE_KEY, Notice, ThreadStore
 
+    js.performance.mark("agentbar:imported")
     params = js.URLSearchParams.new(window.location.search)
     query = {name: params.get(name) for name in ("course", "lang", "delay")}
     query = {k: v for k, v in query.items() if isinstance(v, str)}
@@ -91,6 +100,7 @@ def _boot():
     clock = lambda: int(js.Date.now())  # noqa: E731 - epoch ms, stamped at save time
     store = ThreadStore(open_local_storage())
     store.hydrate(clock())
+    js.performance.mark("agentbar:hydrated")
     records = IndexedDbBackend()  # opened below, before ready; scene versions live there (DESIGN.md §10)
     from app.browser.tasks import next_task
 
@@ -150,6 +160,7 @@ def _boot():
     frames = FrameCoalescer(next_frame, defer=lambda: runtime.is_running and view.shows_running)
     runtime.notify_through(frames.schedule)
     view.render()
+    js.performance.mark("agentbar:rendered")
 
     @when("change", "#course-select")
     def _on_course(event) -> None:
@@ -171,6 +182,8 @@ def _boot():
         _send()
 
     def _send() -> None:
+        if not ready_flag:  # until ready static/paint.js holds the message (DESIGN.md §13)
+            return
         field = document.getElementById("agent-input")
         if runtime.send(composer_text(field_text(field))) is not None:  # None: blank text or a turn running
             field.value = ""
@@ -248,6 +261,9 @@ def _boot():
             asyncio.ensure_future(reload())
 
     checkpoint_view.install(on_remote_version)
+    from app.browser.paint import drop_painted_bar
+
+    drop_painted_bar()  # Python's bar is in: the painted one goes in the same task (DESIGN.md §13)
     if "bench=1" in str(window.location.search):  # python -m bench only; bench/ is never shipped
         _install_bench_hooks(window, runtime, store)
     window.agentbarCheckpoints = create_proxy(checkpoint_view.settle)  # tests and bench: await drawn lists
@@ -269,13 +285,24 @@ def _boot():
         render_stage()
         view.show_app()
         root.dataset.ready = "true"
+        js.performance.mark("agentbar:ready")
+        from app.browser.paint import PaintKeeper, take_over
+
+        take_over(runtime)  # a message sent before ready goes now, once (DESIGN.md §13)
+        PaintKeeper(runtime, store, translator).start()
+
         def redraw() -> None:  # Markdown is there: messages rebuilt, their turn meta put back
             view.redraw_messages()
             history_view.refresh_turn_meta()
 
+        # After ready, each system in a task of its own, so the page can answer input between them (§13).
+        await next_task()
         model_setup.install_dialog(translator, redraw)  # after ready: nothing added to start-up
+        js.performance.mark("agentbar:settings")
+        await next_task()
         await history_view.start()
         root.dataset.history = "ready" if history.available else f"unavailable:{history.failure}"
+        js.performance.mark("agentbar:after-ready")
 
     return finish()
 

@@ -95,8 +95,12 @@ def test_offline_from_a_sub_path_after_one_visit(dist_agent, dist_site, context)
     agent.send("hello without a network")
     assert agent.messages().count() == 2
     assert len(agent.stored()["state"]["threads"]["intro-ml"]["messages"]) == 2
+    agent.page.wait_for_function(  # the course's paint record is kept (DESIGN.md §13)
+        "() => caches.open('agentbar.paint').then((c) => c.match(new URL('paint/intro-ml', document.baseURI)))"
+        ".then(Boolean)", polling=100)
     agent.reload()
     assert agent.messages().count() == 2
+    assert agent.page.evaluate("() => document.documentElement.dataset.painted") == "true"  # drawn under the CSP
     agent.send("/regenerate scene-1 pictures")  # the slide's images are data: URLs, allowed by the CSP
     images = agent.page.locator("[data-testid=scene-slide] img")
     assert images.count() > 0

@@ -1,0 +1,130 @@
+"""The browser half of paint before Python and typing before ready (DESIGN.md §13).
+
+``PaintKeeper`` writes the shown course's paint record (``app.paint.build_record``)
+through ``static/paint.js``'s ``agentbarPaint.save`` (Cache Storage) whenever
+its stored ``updatedAt`` changes and no turn is running, in a later task, so a
+streamed token never pays for it. ``take_over`` hands the page from
+``static/paint.js`` to Python at ready and sends, once, the message the user
+sent before then (``app.paint.pending_to_send``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyscript import document, window
+from pyscript.ffi import is_none
+
+from app.browser.tasks import later
+from app.composer import composer_text
+from app.courses import find_course
+from app.paint import build_record, encode_record, parse_pending, pending_to_send
+
+__all__ = ["PaintKeeper", "take_over", "drop_painted_bar"]
+
+_LABEL_SELECTORS = (("data-i18n", "i18n"), ("data-i18n-label", "i18nLabel"), ("data-i18n-title", "i18nTitle"),
+                    ("data-i18n-placeholder", "i18nPlaceholder"))
+_UNKNOWN = object()
+
+
+def _adapter() -> Any:
+    adapter = getattr(window, "agentbarPaint", None)
+    return None if adapter is None or is_none(adapter) else adapter
+
+
+def shell_label_keys() -> list[str]:
+    """The i18n keys the page shell names (``data-i18n*`` attributes), each once, in page order."""
+    keys: dict[str, None] = {}
+    for selector, name in _LABEL_SELECTORS:
+        for node in document.querySelectorAll(f"[{selector}]"):
+            keys[str(getattr(node.dataset, name))] = None
+    return list(keys)
+
+
+class PaintKeeper:
+    """Keeps each shown course's paint record in step with its stored thread.
+
+    ``runtime``: ``app.runtime.AgentRuntime``; ``store``: its ``app.store.ThreadStore``;
+    ``translator``: the page's ``app.i18n.Translator``. ``start()`` after ready. A course
+    without a stored thread (or one kept in memory only) has its record removed.
+    """
+
+    def __init__(self, runtime, store, translator) -> None:
+        self.runtime = runtime
+        self.store = store
+        self.t = translator
+        self._written: dict[str, int | None] = {}
+        self._keys: list[str] | None = None
+        self._scheduled = False
+        adapter = _adapter()
+        painted = getattr(adapter, "painted", None) if adapter is not None else None
+        if painted is not None and not is_none(painted):  # the record drawn at boot is current
+            self._written[str(painted.stageId)] = int(painted.updatedAt)
+
+    def start(self) -> None:
+        """Follow the runtime from now on (and write the shown course's record if it is due)."""
+        if _adapter() is None:
+            return
+        self.runtime.subscribe(self._changed)
+        self._changed()
+
+    def _due(self) -> tuple[str, int | None] | None:
+        runtime = self.runtime
+        stage_id = runtime.stage_id
+        if stage_id is None or runtime.is_running:
+            return None
+        updated = None if stage_id in self.store.memory_only() else self.store.updated_at(stage_id)
+        if self._written.get(stage_id, _UNKNOWN) == updated:
+            return None
+        return stage_id, updated
+
+    def _changed(self) -> None:
+        if not self._scheduled and self._due() is not None:
+            self._scheduled = True
+            later(self._write)
+
+    def _write(self) -> None:
+        self._scheduled = False
+        due = self._due()
+        adapter = _adapter()
+        if due is None or adapter is None:
+            return
+        stage_id, updated = due
+        self._written[stage_id] = updated
+        messages = self.runtime.messages
+        if updated is None or not messages:
+            adapter.remove(stage_id)
+            return
+        if self._keys is None:
+            self._keys = shell_label_keys()
+        course = find_course(stage_id)
+        title = self.t("course.placeholderTitle", id=course.id) if course.is_placeholder else course.title
+        summary = document.querySelector("[data-testid=checkpoint-summary] .checkpoint-summary-text")
+        record = build_record(stage_id, updated, messages, self.t, locale=self.t.locale, rtl=self.t.rtl,
+                              title=title, label_keys=self._keys,
+                              bar_summary=None if is_none(summary) else str(summary.textContent))
+        adapter.save(stage_id, encode_record(record))  # a promise; a failure is only logged there
+
+
+def drop_painted_bar() -> None:
+    """Remove the painted scene-version bar (call in the task that inserts Python's own)."""
+    for node in document.querySelectorAll(".checkpoint-bar[data-painted]"):
+        node.remove()
+
+
+def take_over(runtime) -> str | None:
+    """Take the page over from ``static/paint.js`` (at ready) and send, once, a message sent
+    before ready for the shown course; returns the text sent, or ``None``."""
+    adapter = _adapter()
+    if adapter is None:
+        return None
+    raw = adapter.takeOver()
+    pending = parse_pending(raw if isinstance(raw, str) else None)
+    text = pending_to_send(pending, runtime.stage_id)
+    if text is None:
+        return None
+    field = document.getElementById("agent-input")
+    if runtime.send(composer_text(text)) is None:  # blank or a turn running: it stays as a draft
+        return None
+    field.value = ""
+    return text

@@ -1,0 +1,299 @@
+"""The paint record: a course's newest rows, decided in Python, drawn before Python starts (DESIGN.md §13).
+
+After each render the app keeps, per course, a small record of what the panel
+shows: the rows of the newest messages as a tree of plain nodes (tag, a few
+attributes, text), the localized labels of the page shell, the locale and its
+direction, and the course title. It lives outside ``maic-agent-threads``
+(Cache Storage, ``static/paint.js``), so it never competes with the stored
+threads for the ``localStorage`` quota.
+
+On the next visit ``static/paint.js`` draws it with ``textContent`` only, before
+Pyodide loads, when it ``matches`` the stored thread; Python's first render then
+replaces the painted rows in one task. The script checks every node against the
+same allow-lists as ``validate_record`` (``PAINT_TAGS``, ``PAINT_ATTRS``,
+``MAX_NODES``, ``MAX_DEPTH``, ``MAX_TEXT``) and draws nothing when any check
+fails; ``tests/unit/test_paint.py`` checks that both lists agree.
+
+Record (JSON, compact)::
+
+    {"v": 1, "stageId": str, "updatedAt": int ms, "locale": "en-US", "dir": "ltr"|"rtl",
+     "title": str, "labels": {i18n key: text}, "rows": [node, ...], "bar": [node]?}
+    node = {"t": tag, "a": {attr: str}?, "x": text?, "c": [node, ...]?}
+
+Also here: the composer's message sent before ready (``PendingSend``), kept in
+``sessionStorage`` by ``static/paint.js`` and sent once by Python when ready.
+
+Pure: no browser imports; the browser layer (``app.browser.paint``) stores and reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from app.agents.errors import describe as describe_error
+from app.model import Message, TextPart, ToolCallPart
+from app.presentation import RENDER_WINDOW, collapsed_prefix, tool_card_view
+
+__all__ = [
+    "PAINT_VERSION", "PAINT_TAGS", "PAINT_ATTRS", "MAX_NODES", "MAX_DEPTH", "MAX_TEXT", "PENDING_KEY",
+    "PaintNode", "PaintRecord", "PendingSend", "build_record", "checkpoint_bar", "encode_record", "validate_record",
+    "matches", "parse_pending", "pending_to_send", "paint_cache_key",
+]
+
+PAINT_VERSION = 1
+"""``v`` of a record this code writes and draws; any other value draws nothing."""
+
+PAINT_TAGS = ("div", "p", "span", "button")
+"""The only elements a record may create (no links, no images, no scripts)."""
+
+PAINT_ATTRS = (
+    "class", "dir", "role", "type", "tabindex", "disabled", "aria-label", "aria-expanded",
+    "data-testid", "data-role", "data-status", "data-long", "data-chars", "data-code",
+    "data-element-count", "data-tool-name", "data-tool-call-id", "data-message-id", "data-painted",
+)
+"""The only attributes a record may set (no ``on*`` handlers, no ``href``/``src``/``style``)."""
+
+MAX_NODES = 4000
+"""Nodes in one record at most (40 rows of a few nodes each need a few hundred)."""
+
+MAX_DEPTH = 6
+"""Nesting of nodes at most (row → card → head → name is 4)."""
+
+MAX_TEXT = 200_000
+"""Characters of text in one record at most (40 collapsed rows hold at most 60,000)."""
+
+PENDING_KEY = "agentbar-pending-send"
+"""``sessionStorage`` key of the message sent before ready (``PendingSend``)."""
+
+
+def paint_cache_key(stage_id: str) -> str:
+    """The Cache Storage request path of ``stage_id``'s record (relative to the page):
+    ``paint/<percent-encoded id>``, the same as ``encodeURIComponent`` in ``static/paint.js``.
+
+    >>> paint_cache_key("intro ml/2")
+    'paint/intro%20ml%2F2'
+    """
+    from urllib.parse import quote
+
+    return "paint/" + quote(stage_id, safe="-_.!~*'()")
+
+
+class PaintNode(BaseModel):
+    """One node of a painted row: ``t`` a tag of ``PAINT_TAGS``, ``a`` attributes of
+    ``PAINT_ATTRS`` (string values), ``x`` its text (set as ``textContent``), ``c`` children."""
+
+    model_config = ConfigDict(strict=True)
+
+    t: Literal["div", "p", "span", "button"]
+    a: dict[str, str] = Field(default_factory=dict)
+    x: str | None = None
+    c: list[PaintNode] = Field(default_factory=list)
+
+    @field_validator("a")
+    @classmethod
+    def _known_attrs(cls, value: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(value) - set(PAINT_ATTRS))
+        if unknown:
+            raise ValueError(f"attributes not allowed in a paint record: {unknown}")
+        return value
+
+
+class PaintRecord(BaseModel):
+    """A course's paint record (module docstring): ``updatedAt`` is the stored thread's, in ms."""
+
+    model_config = ConfigDict(strict=True)
+
+    v: Literal[1]
+    stageId: str
+    updatedAt: int
+    locale: str
+    dir: Literal["ltr", "rtl"]
+    title: str
+    labels: dict[str, str] = Field(default_factory=dict)
+    rows: list[PaintNode]
+    bar: list[PaintNode] = Field(default_factory=list)
+
+
+def _walk(nodes: Iterable[PaintNode], depth: int = 1) -> Iterable[tuple[PaintNode, int]]:
+    for node in nodes:
+        yield node, depth
+        yield from _walk(node.c, depth + 1)
+
+
+def validate_record(text: str) -> PaintRecord | None:
+    """The record in JSON ``text``, or ``None`` when it is not one this code would draw: not
+    JSON, another ``v``, a tag or attribute off the allow-lists, over ``MAX_NODES`` nodes,
+    ``MAX_DEPTH`` levels or ``MAX_TEXT`` characters. Never raises (DESIGN.md §5, §13)."""
+    try:
+        record = PaintRecord.model_validate_json(text)
+    except (ValidationError, ValueError):
+        return None
+    count = chars = 0
+    for node, depth in _walk([*record.rows, *record.bar]):
+        count += 1
+        chars += len(node.x or "") + sum(len(v) for v in node.a.values())
+        if count > MAX_NODES or depth > MAX_DEPTH or chars > MAX_TEXT:
+            return None
+    return record
+
+
+def matches(record: PaintRecord | None, stage_id: str, locale: str, stored_updated_at: int | None) -> bool:
+    """Whether ``record`` may be drawn for the page of course ``stage_id`` in ``locale`` while the
+    stored thread of that course has ``stored_updated_at`` (``None``: no stored thread): same
+    course, same locale, same ``updatedAt`` (DESIGN.md §13). ``static/paint.js`` applies the same rule.
+
+    >>> matches(None, "a", "en-US", 1)
+    False
+    """
+    return (record is not None and record.stageId == stage_id and record.locale == locale
+            and stored_updated_at is not None and record.updatedAt == stored_updated_at)
+
+
+def _node(tag: str, text: str | None = None, children: list[PaintNode] | None = None, **attrs: str | None) -> PaintNode:
+    clean = {name.rstrip("_").replace("_", "-"): value for name, value in attrs.items() if value is not None}
+    return PaintNode(t=tag, a=clean, x=text, c=children or [])
+
+
+def _bubble(text: str, t: Callable[..., str]) -> PaintNode:
+    """The live bubble of ``app.browser.view.PageView._bubble``, collapsed (a fresh render
+    never starts expanded); painted text is plain (links come with Python's render)."""
+    prefix = collapsed_prefix(text)
+    if prefix is None:
+        return _node("div", text, class_="bubble", data_testid="agent-message-text", dir="auto")
+    return _node("div", None, [
+        _node("div", prefix + "…", class_="text-chunk", data_testid="agent-text-chunk"),
+        _node("button", t("longText.showAll"), class_="expand-button", data_testid="agent-message-expand",
+              type="button", aria_expanded="false", data_chars=str(len(text)), disabled=""),
+    ], class_="bubble", data_testid="agent-message-text", dir="auto", data_long="collapsed")
+
+
+def _card(part: ToolCallPart, running: bool, t: Callable[..., str]) -> PaintNode:
+    card = tool_card_view(part, turn_running=running)
+    name = (t("edit.agent.tool.regenerateScene", sceneId=card.scene_id or "?") if card.tool_name == "regenerate_scene"
+            else t("edit.agent.tool.generic", name=card.tool_name))
+    badge = {"ok": "edit.agent.tool.done", "error": "edit.agent.tool.failed",
+             "interrupted": "edit.agent.tool.interrupted", "running": "edit.agent.tool.running"}[card.status]
+    lines = [_node("div", None, [_node("span", name, class_="tool-card-name", dir="auto"),
+                                 _node("span", t(badge), class_="badge")], class_="tool-card-head")]
+    if card.element_count is not None:
+        lines.append(_node("p", t("edit.agent.tool.elements", count=card.element_count), class_="tool-card-line",
+                           data_testid="tool-card-elements"))
+    if card.action_types:
+        types = ", ".join(x or "?" for x in card.action_types)
+        lines.append(_node("p", t("edit.agent.tool.actions", count=len(card.action_types), types=types),
+                           class_="tool-card-line"))
+    if card.summary:
+        lines.append(_node("p", card.summary, class_="tool-card-line", dir="auto"))
+    return _node("div", None, lines, class_="tool-card", data_testid="tool-card", data_status=card.status,
+                 data_tool_call_id=part.tool_call_id, data_tool_name=card.tool_name,
+                 data_element_count=None if card.element_count is None else str(card.element_count))
+
+
+def _row(message: Message, t: Callable[..., str]) -> PaintNode:
+    """One message as ``PageView._message_node`` draws it on a fresh render (no snapshot buttons:
+    a reload has none), marked ``data-painted="true"``."""
+    status = message.status
+    running = status is not None and status.type == "running"
+    failed = status is not None and status.reason == "error"
+    children: list[PaintNode] = []
+    for part in message.content:
+        if isinstance(part, TextPart):
+            children.append(_bubble(part.text, t))
+        elif isinstance(part, ToolCallPart):
+            children.append(_card(part, running, t))
+    if not message.content and message.role == "assistant" and not failed:
+        placeholder = {"running": "edit.agent.thinking", "incomplete": "edit.agent.stopped"}.get(
+            status.type if status else "")
+        if placeholder:
+            children.append(_node("div", t(placeholder), class_="bubble muted",
+                                  data_testid="agent-stopped" if placeholder == "edit.agent.stopped" else None))
+    elif status is not None and status.type == "incomplete" and status.reason == "cancelled":
+        children.append(_node("div", t("edit.agent.stopped"), class_="bubble muted", data_testid="agent-stopped"))
+    if failed:
+        error = status.error or {}
+        children.append(_node("p", describe_error(t, error), class_="turn-error", data_testid="turn-error",
+                              role="alert", data_code=str(error.get("code") or "unknown")))
+    return _node("div", None, children, class_="message", data_testid="agent-message", data_role=message.role,
+                 data_message_id=message.id or None, data_status=status.type if status else None, tabindex="-1",
+                 aria_label=t("edit.agent.you" if message.role == "user" else "edit.agent.assistant"),
+                 data_painted="true")
+
+
+def checkpoint_bar(summary: str, t: Callable[..., str]) -> PaintNode:
+    """The panel's scene-version bar as ``app.browser.checkpoint_view`` draws it, holding the
+    ``summary`` text it showed, its export buttons disabled until Python is ready (DESIGN.md §10):
+    painted so that the log keeps its height when Python's own bar takes its place."""
+    return _node("div", None, [
+        _node("span", summary, class_="checkpoint-summary-text"),
+        _node("div", None, [_node("button", t(key), class_="export-button", type="button", disabled="")
+                            for key in ("checkpoints.exportEvidence", "checkpoints.exportReplay")],
+              class_="checkpoint-exports", role="group", aria_label=t("checkpoints.exports")),
+    ], class_="checkpoint-bar", data_painted="true")
+
+
+def build_record(stage_id: str, updated_at: int, messages: list[Message], t: Callable[..., str], *,
+                 locale: str, rtl: bool, title: str, label_keys: Iterable[str] = (),
+                 bar_summary: str | None = None, window: int = RENDER_WINDOW) -> PaintRecord:
+    """The record of course ``stage_id`` whose stored thread has ``updated_at`` (ms) and the live
+    ``messages``: the newest ``window`` rows as a fresh render shows them (a "show earlier"
+    button first when older ones exist), ``labels`` of ``label_keys`` translated by ``t``
+    (``app.i18n.Translator`` or any ``(key, **params) -> str``), ``title`` the course heading,
+    and the scene-version bar (``checkpoint_bar``) when ``bar_summary`` is given."""
+    start = max(0, len(messages) - window)
+    rows = [_row(message, t) for message in messages[start:]]
+    if start:
+        rows.insert(0, _node("button", t("edit.agent.showEarlier"), class_="earlier-button",
+                             data_testid="agent-load-earlier", type="button", disabled="", data_painted="true"))
+    labels = {key: t(key) for key in dict.fromkeys(label_keys)}
+    bar = [checkpoint_bar(bar_summary, t)] if bar_summary is not None else []
+    return PaintRecord(v=PAINT_VERSION, stageId=stage_id, updatedAt=updated_at, locale=locale,
+                       dir="rtl" if rtl else "ltr", title=title, labels=labels, rows=rows, bar=bar)
+
+
+def encode_record(record: PaintRecord) -> str:
+    """Compact JSON of ``record`` (empty ``a``/``c`` and null ``x`` left out), non-ASCII kept literal."""
+    return record.model_dump_json(exclude_defaults=True)
+
+
+# ---- typing before ready ----------------------------------------------------------------
+
+
+class PendingSend(BaseModel):
+    """The composer's message before ready (``sessionStorage[PENDING_KEY]``): ``state`` ``queued``
+    (Send was pressed: Python sends it once when ready) or ``draft`` (the page was reloaded
+    before ready: it is back in the composer, sent only when the user sends it)."""
+
+    model_config = ConfigDict(strict=True)
+
+    stageId: str
+    text: str
+    state: Literal["queued", "draft"]
+
+
+def parse_pending(text: Any) -> PendingSend | None:
+    """The pending message in ``text`` (JSON), or ``None`` for anything else (never raises)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return PendingSend.model_validate_json(text)
+    except (ValidationError, ValueError):
+        return None
+
+
+def pending_to_send(pending: PendingSend | None, stage_id: str | None) -> str | None:
+    """The text to send once ready: a ``queued`` message of the shown course with some text;
+    ``None`` otherwise (a draft stays in the composer; another course's message is not sent
+    here). The caller removes the entry before sending, so it is sent once (DESIGN.md §13).
+
+    >>> pending_to_send(PendingSend(stageId="a", text="hi", state="queued"), "a")
+    'hi'
+    >>> pending_to_send(PendingSend(stageId="a", text="hi", state="draft"), "a") is None
+    True
+    """
+    if pending is None or pending.state != "queued" or pending.stageId != stage_id or not pending.text.strip():
+        return None
+    return pending.text
+

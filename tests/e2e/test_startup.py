@@ -1,0 +1,219 @@
+"""Start-up (DESIGN.md §13): the conversation painted before Python starts, and typing before ready.
+
+Python is held back by holding the app wheel's response (``hold_python``), so "before ready"
+is a state the test controls, not a race. Records are made by the same pure code the app
+uses (``app.paint.build_record``) and put into Cache Storage, or written by the app itself.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from app.i18n import Translator
+from app.paint import build_record, encode_record, paint_cache_key
+from app.projection import deserialize_thread
+
+KEY = "maic-agent-threads"
+COURSE = "intro-ml"
+UPDATED = 1_780_000_000_000
+WHEEL = re.compile(r"agentbar-[^/]*\.whl")
+SHELL_KEYS = re.findall(r'data-i18n(?:-label|-title|-placeholder)?="([^"]+)"',
+                        (Path(__file__).resolve().parents[2] / "index.html").read_text())
+
+
+def envelope(threads: dict) -> str:
+    return json.dumps({"state": {"threads": threads}, "version": 1}, ensure_ascii=False, separators=(",", ":"))
+
+
+def stored_thread(turns: int, *, extra: list | None = None) -> list[dict]:
+    out = []
+    for i in range(turns):
+        out += [{"role": "user", "content": [{"type": "text", "text": f"سؤال {i} question"}]},
+                {"role": "assistant", "content": [{"type": "text", "text": f"answer {i} جواب"}]}]
+    return out + (extra or [])
+
+
+LONG = ("lorem ipsum dolor sit amet " * 400)
+CARD = {"role": "assistant", "content": [
+    {"type": "tool-call", "toolCallId": "call-1", "toolName": "regenerate_scene", "args": {"sceneId": "scene-1"},
+     "result": {"content": [{"type": "text", "text": "Scene regenerated"}],
+                "details": {"sceneId": "scene-1", "content": {"elements": [{}, {}]}, "actions": [{"type": "speech"}]}}}]}
+
+
+class Held:
+    """Holds the app wheel's response, so Python cannot start until ``release()``."""
+
+    def __init__(self, page) -> None:
+        self.page = page
+        self.routes: list = []
+        page.route(WHEEL, self._hold)
+
+    def _hold(self, route) -> None:
+        self.routes.append(route)
+
+    def release(self) -> None:
+        self.page.unroute(WHEEL, self._hold)
+        for route in self.routes:
+            try:
+                route.continue_()
+            except Exception:  # a request of a page that was reloaded meanwhile
+                pass
+        self.routes.clear()
+
+
+def put_record(agent, stage_id: str, text: str) -> None:
+    agent.page.evaluate(
+        """async ([url, text]) => {
+          const cache = await caches.open("agentbar.paint");
+          await cache.put(url, new Response(text, { headers: { "content-type": "application/json" } }));
+        }""",
+        [agent.base_url + paint_cache_key(stage_id), text])
+
+
+def record_text(messages: list[dict], locale: str = "en-US", updated_at: int = UPDATED) -> str:
+    t = Translator(locale)
+    return encode_record(build_record(COURSE, updated_at, deserialize_thread(messages), t, locale=locale,
+                                      rtl=t.rtl, title="Introduction to Machine Learning",
+                                      label_keys=SHELL_KEYS))
+
+
+def wait_checked(agent) -> None:
+    agent.page.wait_for_function("() => performance.getEntriesByName('agentbar:paint-checked').length > 0")
+
+
+ROWS = """() => [...document.querySelectorAll('[data-testid=agent-messages] [data-testid=agent-message]')].map((m) => ({
+  role: m.dataset.role, painted: m.dataset.painted || null, dir: getComputedStyle(m).direction,
+  text: [...m.querySelectorAll('[data-testid=agent-message-text], [data-testid=markdown], [data-testid=tool-card], [data-testid=agent-stopped]')]
+    .map((n) => (n.dataset.long ? n.querySelector('[data-testid=agent-text-chunk]').textContent : n.textContent).trim()),
+  long: [...m.querySelectorAll('[data-long]')].map((n) => n.dataset.long),
+  cards: [...m.querySelectorAll('[data-testid=tool-card]')].map((n) => [n.dataset.status, n.dataset.elementCount]),
+}))"""
+
+# Every animation frame from now on: how many rows are shown, and how far the log is from its end.
+WATCH_FRAMES = """() => {
+  window.__frames = [];
+  const log = document.querySelector('[data-testid=agent-messages]');
+  const tick = () => {
+    window.__frames.push([log.querySelectorAll('[data-testid=agent-message]').length,
+                          Math.round(log.scrollHeight - log.scrollTop - log.clientHeight)]);
+    if (document.documentElement.dataset.ready !== 'true' || window.__frames.length < 400) requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+}"""
+
+
+def test_the_painted_thread_matches_the_live_one_in_arabic_and_python_takes_over_without_a_flash(agent):
+    messages = stored_thread(45, extra=[{"role": "user", "content": [{"type": "text", "text": LONG}]}, CARD])
+    agent.seed({KEY: envelope({COURSE: {"messages": messages, "updatedAt": UPDATED}})})
+    agent.open(course=COURSE, lang="ar-SA")
+    live = agent.page.evaluate(ROWS)
+    agent.page.wait_for_function(  # the app wrote the course's record after ready
+        "url => caches.open('agentbar.paint').then((c) => c.match(url)).then(Boolean)",
+        arg=agent.base_url + paint_cache_key(COURSE), polling=100)
+    held = Held(agent.page)
+    agent.page.reload()
+    agent.page.wait_for_function("() => document.documentElement.dataset.painted === 'true'")
+    painted = agent.page.evaluate(ROWS)
+    assert agent.page.evaluate("() => document.documentElement.dataset.ready") is None
+    assert agent.testid("agent-messages").is_visible() and agent.page.locator("#boot").is_hidden()
+    assert len(painted) == len(live) == 40
+    assert all(row["painted"] == "true" and row["dir"] == "rtl" for row in painted)
+    assert [dict(r, painted=None) for r in painted] == live
+    assert painted[-2]["long"] == ["collapsed"] and painted[-1]["cards"] == [["ok", "2"]]
+    assert agent.testid("agent-load-earlier").is_disabled()
+    assert agent.testid("history-open").is_disabled() and agent.testid("agent-input").is_editable()
+    agent.assert_accessible("painted before Python")
+    agent.page.evaluate(WATCH_FRAMES)
+    held.release()
+    agent.wait_ready()
+    agent.page.wait_for_function("() => window.__frames.length > 5")
+    after = agent.page.evaluate(ROWS)
+    assert [r["painted"] for r in after] == [None] * 40 and after == live
+    frames = agent.page.evaluate("() => window.__frames")
+    assert min(f[0] for f in frames) == 40, frames  # never an empty or half-drawn log
+    assert max(f[1] for f in frames) <= 1, frames  # kept at its newest message throughout
+    assert agent.testid("history-open").is_enabled()
+
+
+def test_a_stale_or_damaged_record_draws_nothing_and_a_hostile_text_stays_text(agent):
+    messages = stored_thread(3)
+    agent.seed({KEY: envelope({COURSE: {"messages": messages, "updatedAt": UPDATED + 1}})})  # another tab saved since
+    put_record(agent, COURSE, record_text(messages))
+    held = Held(agent.page)
+    agent.page.goto(agent.url(course=COURSE))
+    wait_checked(agent)
+    assert agent.page.evaluate("() => document.documentElement.hasAttribute('data-painted')") is False
+    assert agent.page.locator("#app").is_hidden()
+
+    hostile = {"v": 1, "stageId": COURSE, "updatedAt": UPDATED + 1, "locale": "en-US", "dir": "ltr", "title": "x"}
+    for damaged in ["{not json", json.dumps({**hostile, "rows": [{"t": "script", "x": "window.__pwned = 1"}]}),
+                    json.dumps({**hostile, "rows": [{"t": "div", "a": {"onclick": "window.__pwned = 1"}}]}),
+                    json.dumps({**hostile, "rows": [{"t": "div", "c": [{"t": "img", "a": {"src": "x"}}]}]}),
+                    json.dumps({**hostile, "v": 2, "rows": []})]:
+        put_record(agent, COURSE, damaged)
+        agent.page.reload()
+        wait_checked(agent)
+        assert agent.page.evaluate("() => document.documentElement.hasAttribute('data-painted')") is False, damaged
+        assert agent.page.evaluate("() => document.querySelectorAll('#agent-messages > *').length") == 0
+
+    script = "<script>window.__pwned = 1</script><img src=x onerror='window.__pwned = 1'>"
+    text = [{"role": "user", "content": [{"type": "text", "text": script}]}]
+    put_record(agent, COURSE, record_text(text, updated_at=UPDATED + 1))
+    agent.page.reload()
+    agent.page.wait_for_function("() => document.documentElement.dataset.painted === 'true'")
+    row = agent.messages().first
+    assert row.locator("[data-testid=agent-message-text]").text_content() == script
+    assert agent.page.evaluate("() => document.querySelectorAll('#agent-messages script, #agent-messages img').length") == 0
+    held.release()
+    agent.wait_ready()  # a damaged record broke nothing: the stored thread is shown
+    assert agent.messages().count() == 6
+    assert agent.page.evaluate("() => window.__pwned") is None
+
+
+def user_texts(agent) -> list[str]:
+    return agent.page.evaluate(
+        "() => [...document.querySelectorAll('[data-testid=agent-message][data-role=user]')].map((m) => m.textContent)")
+
+
+def test_a_message_sent_before_ready_is_sent_once_and_a_reload_before_ready_keeps_it_as_a_draft(agent):
+    messages = stored_thread(2)
+    agent.seed({KEY: envelope({COURSE: {"messages": messages, "updatedAt": UPDATED}})})
+    put_record(agent, COURSE, record_text(messages))
+    held = Held(agent.page)
+    agent.page.goto(agent.url(course=COURSE))
+    agent.page.wait_for_function("() => document.documentElement.dataset.painted === 'true'")
+    field = agent.testid("agent-input")
+    field.fill("kept as a draft")
+    field.press("Enter")
+    assert agent.testid("composer-status").is_visible() and not field.is_editable()
+
+    agent.page.reload()  # before ready: the message comes back as a draft
+    agent.page.wait_for_function("() => document.documentElement.dataset.painted === 'true'")
+    assert field.input_value() == "kept as a draft" and field.is_editable()
+    assert agent.testid("composer-status").is_hidden()
+    held.release()
+    agent.wait_ready()
+    agent.page.wait_for_timeout(300)
+    assert "kept as a draft" not in user_texts(agent) and field.input_value() == "kept as a draft"
+
+    held = Held(agent.page)
+    agent.page.reload()
+    agent.page.wait_for_function("() => document.documentElement.dataset.painted === 'true'")
+    assert field.input_value() == ""  # the draft was the composer's until Python was ready
+    field.fill("sent before ready")
+    field.press("Enter")
+    agent.testid("agent-send").click()  # pressed again while it waits: still one message
+    field.press("Enter")
+    held.release()
+    agent.wait_ready()
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length >= 6")
+    agent.wait_idle()
+    assert field.input_value() == "" and field.is_editable()
+    assert user_texts(agent).count("sent before ready") == 1
+    stored = [m for m in agent.stored()["state"]["threads"][COURSE]["messages"] if m["role"] == "user"]
+    assert [m["content"][0]["text"] for m in stored].count("sent before ready") == 1
+
+    agent.reload()  # sent once: a reload after ready sends nothing again
+    assert field.input_value() == "" and user_texts(agent).count("sent before ready") == 1

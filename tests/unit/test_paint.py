@@ -1,0 +1,183 @@
+"""The paint record and the message sent before ready (DESIGN.md §13): what a record holds, how it
+is validated, when it matches the stored thread, and what is sent once ready."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from app import paint
+from app.i18n import Translator
+from app.paint import (
+    MAX_DEPTH, MAX_NODES, PAINT_ATTRS, PAINT_TAGS, PendingSend, build_record, encode_record, matches,
+    paint_cache_key, parse_pending, pending_to_send, validate_record,
+)
+from app.presentation import COLLAPSED_CHARS, RENDER_WINDOW
+from app.projection import deserialize_thread
+
+ROOT = Path(__file__).resolve().parents[2]
+PAINT_JS = (ROOT / "static" / "paint.js").read_text()
+
+
+def thread(turns: int, *, long_at: int | None = None) -> list:
+    saved = []
+    for i in range(turns):
+        saved.append({"role": "user", "content": [{"type": "text", "text": f"question {i}"}]})
+        text = ("word " * 1200) if i == long_at else f"answer {i} 学习"
+        saved.append({"role": "assistant", "content": [{"type": "text", "text": text}]})
+    return deserialize_thread(saved)
+
+
+def record_of(messages, locale="en-US", **kw):
+    t = Translator(locale)
+    return build_record("intro-ml", 1_780_000_000_000, messages, t, locale=t.locale, rtl=t.rtl, title="Course",
+                        label_keys=["edit.agent.send", "edit.agent.send", "app.title"], **kw)
+
+
+def texts(node) -> list[str]:
+    out = [node.x] if node.x else []
+    for child in node.c:
+        out += texts(child)
+    return out
+
+
+def test_a_record_holds_the_newest_window_of_rows_in_order_after_a_show_earlier_button():
+    record = record_of(thread(30))
+    assert len(record.rows) == RENDER_WINDOW + 1
+    earlier, first, last = record.rows[0], record.rows[1], record.rows[-1]
+    assert earlier.a["data-testid"] == "agent-load-earlier" and "disabled" in earlier.a
+    assert first.a["data-role"] == "user" and texts(first) == ["question 10"]
+    assert last.a["data-role"] == "assistant" and texts(last) == ["answer 29 学习"]
+    assert all(row.a["data-painted"] == "true" for row in record.rows)
+
+
+def test_a_short_thread_has_no_show_earlier_button():
+    record = record_of(thread(3))
+    assert [row.a["data-role"] for row in record.rows] == ["user", "assistant"] * 3
+
+
+def test_a_long_message_is_painted_collapsed_with_its_show_all_control():
+    record = record_of(thread(2, long_at=1))
+    bubble = record.rows[-1].c[0]
+    assert bubble.a["data-long"] == "collapsed"
+    chunk, control = bubble.c
+    assert chunk.x.endswith("…") and len(chunk.x) <= COLLAPSED_CHARS + 1
+    assert control.a["data-testid"] == "agent-message-expand" and control.a["aria-expanded"] == "false"
+    assert control.x == Translator("en-US")("longText.showAll")
+
+
+def test_a_tool_card_is_painted_with_its_status_count_and_localized_name():
+    saved = [{"role": "user", "content": [{"type": "text", "text": "/regenerate scene-1"}]},
+             {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "c1", "toolName": "regenerate_scene",
+                                                "args": {"sceneId": "scene-1"},
+                                                "result": {"content": [{"type": "text", "text": "done"}],
+                                                           "details": {"content": {"elements": [{}, {}, {}]}}}}]}]
+    record = record_of(deserialize_thread(saved), locale="ar-SA")
+    card = record.rows[-1].c[0]
+    assert card.a["data-testid"] == "tool-card" and card.a["data-status"] == "ok"
+    assert card.a["data-element-count"] == "3"
+    t = Translator("ar-SA")
+    assert t("edit.agent.tool.regenerateScene", sceneId="scene-1") in texts(card)
+    assert record.dir == "rtl" and record.locale == "ar-SA"
+
+
+def test_labels_are_the_shell_keys_in_the_records_locale():
+    record = record_of(thread(1), locale="ja-JP")
+    assert record.labels == {"edit.agent.send": Translator("ja-JP")("edit.agent.send"),
+                             "app.title": Translator("ja-JP")("app.title")}
+
+
+def test_an_encoded_record_reads_back_the_same_and_keeps_non_ascii_literal():
+    record = record_of(thread(5))
+    text = encode_record(record)
+    assert "学习" in text and "\\u" not in text
+    assert validate_record(text) == record
+
+
+@pytest.mark.parametrize("text", [
+    "", "not json", "[]", "null", '{"v": 2}',
+    json.dumps({"v": 1, "stageId": "a", "updatedAt": 1, "locale": "en-US", "dir": "ltr", "title": "", "rows": [
+        {"t": "script", "x": "alert(1)"}]}),
+    json.dumps({"v": 1, "stageId": "a", "updatedAt": 1, "locale": "en-US", "dir": "ltr", "title": "", "rows": [
+        {"t": "div", "a": {"onclick": "alert(1)"}}]}),
+    json.dumps({"v": 1, "stageId": "a", "updatedAt": 1, "locale": "en-US", "dir": "ltr", "title": "", "rows": [
+        {"t": "div", "a": {"class": 3}}]}),
+    json.dumps({"v": 1, "stageId": "a", "updatedAt": "1", "locale": "en-US", "dir": "ltr", "title": "", "rows": []}),
+    json.dumps({"v": 1, "stageId": "a", "updatedAt": 1, "locale": "en-US", "dir": "sideways", "title": "", "rows": []}),
+])
+def test_a_damaged_or_hostile_record_is_refused(text):
+    assert validate_record(text) is None
+
+
+def test_a_record_too_deep_or_too_big_is_refused():
+    node = {"t": "div"}
+    for _ in range(MAX_DEPTH):
+        node = {"t": "div", "c": [node]}
+    base = {"v": 1, "stageId": "a", "updatedAt": 1, "locale": "en-US", "dir": "ltr", "title": ""}
+    assert validate_record(json.dumps({**base, "rows": [node]})) is None
+    assert validate_record(json.dumps({**base, "rows": [{"t": "p"}] * (MAX_NODES + 1)})) is None
+    assert validate_record(json.dumps({**base, "rows": [{"t": "p"}] * 10})) is not None
+
+
+def test_text_that_looks_like_html_is_kept_as_text():
+    saved = [{"role": "user", "content": [{"type": "text", "text": "<script>alert(1)</script><img src=x>"}]}]
+    record = validate_record(encode_record(record_of(deserialize_thread(saved))))
+    assert texts(record.rows[0]) == ["<script>alert(1)</script><img src=x>"]
+
+
+def test_a_record_matches_only_its_course_locale_and_stored_updated_at():
+    record = record_of(thread(1))
+    assert matches(record, "intro-ml", "en-US", 1_780_000_000_000)
+    assert not matches(record, "intro-ml", "en-US", 1_780_000_000_001)  # another tab saved since
+    assert not matches(record, "intro-ml", "en-US", None)  # the thread is gone
+    assert not matches(record, "other", "en-US", 1_780_000_000_000)
+    assert not matches(record, "intro-ml", "ar-SA", 1_780_000_000_000)
+    assert not matches(None, "intro-ml", "en-US", 1_780_000_000_000)
+
+
+def _js_list(name: str) -> list:
+    body = re.search(rf"const {name} = \[(.*?)\];", PAINT_JS, re.S).group(1)
+    return re.findall(r'"([^"]+)"', body)
+
+
+def _js_number(name: str) -> int:
+    return int(re.search(rf"const {name} = (\d+);", PAINT_JS).group(1))
+
+
+def test_the_drawing_script_checks_the_same_allow_lists_and_limits():
+    assert _js_list("TAGS") == list(PAINT_TAGS)
+    assert _js_list("ATTRS") == list(PAINT_ATTRS)
+    assert (_js_number("MAX_NODES"), _js_number("MAX_DEPTH"), _js_number("MAX_TEXT"), _js_number("VERSION")) == (
+        paint.MAX_NODES, paint.MAX_DEPTH, paint.MAX_TEXT, paint.PAINT_VERSION)
+    assert f'const PENDING_KEY = "{paint.PENDING_KEY}";' in PAINT_JS
+    assert 'encodeURIComponent(stageId)' in PAINT_JS and paint_cache_key("a b/c") == "paint/a%20b%2Fc"
+
+
+def test_the_page_names_the_same_default_course():
+    from app.courses import DEFAULT_COURSE_ID
+
+    html = (ROOT / "index.html").read_text()
+    assert f'data-default-course="{DEFAULT_COURSE_ID}"' in html
+
+
+def test_a_queued_message_of_the_shown_course_is_sent_and_a_draft_is_not():
+    queued = PendingSend(stageId="intro-ml", text="  hello  ", state="queued")
+    assert pending_to_send(queued, "intro-ml") == "  hello  "
+    assert pending_to_send(queued, "other") is None
+    assert pending_to_send(queued.model_copy(update={"state": "draft"}), "intro-ml") is None
+    assert pending_to_send(queued.model_copy(update={"text": " \n "}), "intro-ml") is None
+    assert pending_to_send(None, "intro-ml") is None
+
+
+@pytest.mark.parametrize("raw", [None, "", "{", "[]", '{"stageId": "a", "text": 1, "state": "queued"}',
+                                 '{"stageId": "a", "text": "x", "state": "sent"}'])
+def test_a_damaged_pending_entry_is_ignored(raw):
+    assert parse_pending(raw) is None
+
+
+def test_a_pending_entry_reads_back():
+    assert parse_pending('{"stageId":"a","text":"hi","state":"queued"}') == PendingSend(
+        stageId="a", text="hi", state="queued")
