@@ -21,7 +21,7 @@ from app.model import ToolCallPart
 
 __all__ = ["CardStatus", "RENDER_WINDOW", "RENDER_SLACK", "LONG_TEXT_CHARS", "COLLAPSED_CHARS", "CHUNK_CHARS",
            "ToolCardView", "Segment", "tool_card_view", "link_segments", "window_start", "collapsed_prefix",
-           "text_chunks", "isolated_segments"]
+           "text_chunks", "isolated_segments", "streamed_text_update"]
 
 RENDER_WINDOW = 40
 """Messages rendered when a thread is shown; older ones follow on request ("show
@@ -189,6 +189,28 @@ def collapsed_prefix(text: str, *, long: int = LONG_TEXT_CHARS, shown: int = COL
     if len(text) <= long:
         return None
     return text[:_cut(text, shown)]
+
+
+def streamed_text_update(old_len: int, new_len: int, *, expanded: bool = False,
+                         long: int = LONG_TEXT_CHARS) -> str | None:
+    """How a streamed text part's bubble follows its growth from ``old_len`` to ``new_len``
+    characters without being rebuilt (DESIGN.md §12: per token only the growing message is touched):
+
+    - ``"append"``: shown whole before and after: the new characters are appended;
+    - ``"length"``: collapsed before and after (``collapsed_prefix`` cuts within the first
+      ``COLLAPSED_CHARS``, so the shown start stays): only the "show all" control's count changes;
+    - ``None``: the bubble is rebuilt (it crossed the collapse limit, is shown expanded, or shrank).
+
+    >>> streamed_text_update(10, 12), streamed_text_update(5000, 5010), streamed_text_update(3990, 4010)
+    ('append', 'length', None)
+    """
+    if not old_len < new_len:
+        return None
+    if new_len <= long:
+        return "append"
+    if old_len > long and not expanded:
+        return "length"
+    return None
 
 
 def text_chunks(text: str, size: int = CHUNK_CHARS) -> list[str]:

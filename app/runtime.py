@@ -127,6 +127,7 @@ class AgentRuntime:
         self._stage_id: str | None = None
         self._sessions: dict[str, _Session] = {}
         self._listeners: list[Callable[[], None]] = []
+        self._deliver: Callable[[Callable[[], None]], None] | None = None  # notify_through
         self._notices: list[Any] = []
         self.stage_edits = StageEdits()
         """Scene versions from regenerate calls of this tab, with their restore snapshots (memory only)."""
@@ -167,6 +168,12 @@ class AgentRuntime:
         """Call ``listener()`` after every change of what the view shows; returns the unsubscribe function."""
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def notify_through(self, deliver: Callable[[Callable[[], None]], None] | None) -> None:
+        """Call the listeners through ``deliver(call_listeners)`` from now on (``None``: at once, the
+        default). The browser passes ``app.frames.FrameCoalescer.schedule``, so a reply streamed a
+        token every few ms is drawn once per animation frame (DESIGN.md §6, §12)."""
+        self._deliver = deliver
 
     # -- commands ------------------------------------------------------------
 
@@ -612,6 +619,12 @@ class AgentRuntime:
         return dropped
 
     def _notify(self) -> None:
+        if self._deliver is not None:
+            self._deliver(self._call_listeners)
+        else:
+            self._call_listeners()
+
+    def _call_listeners(self) -> None:
         for listener in list(self._listeners):
             listener()
 

@@ -45,6 +45,9 @@ class StageEdits:
     def __init__(self) -> None:
         self._stacks: dict[tuple[str, str], list[SceneVersion]] = {}
         self._scene_of: dict[str, tuple[str, str]] = {}
+        self.revision = 0
+        """Counts the changes (``record``, a successful ``restore``): what the page shows of the
+        scenes' versions is redrawn only when it moved."""
 
     def record(self, stage_id: str, scene_id: str, tool_call_id: str, *, element_count: int,
                before: Any = None) -> None:
@@ -53,6 +56,7 @@ class StageEdits:
         key = (stage_id, scene_id)
         self._stacks.setdefault(key, []).append(SceneVersion(tool_call_id, element_count, before))
         self._scene_of[tool_call_id] = key
+        self.revision += 1
 
     def snapshot(self, tool_call_id: str) -> tuple[str, str, SceneVersion] | None:
         """``(stage_id, scene_id, version)`` of call ``tool_call_id`` while its snapshot exists."""
@@ -85,4 +89,5 @@ class StageEdits:
         for undone in stack[index:]:
             del self._scene_of[undone.tool_call_id]
         del stack[index:]
+        self.revision += 1
         return True

@@ -799,6 +799,7 @@ EXTRA_PARTS: dict[str, str] = {
     "longsession": "bench.longsession",
     "build": "bench.build",
     "model": "bench.model",
+    "stream": "bench.stream",
     "checkpoints": "bench.checkpoints",
     "history": "bench.history",
     "firstpaint": "bench.firstpaint",

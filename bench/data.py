@@ -122,3 +122,24 @@ def utf16_len(s: str) -> int:
 
 def compact(obj) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def cards_thread(stage_id: str, cards: int = 50, turns: int = 20) -> list[dict]:
+    """The slim stored form of ``turns`` turns whose replies hold ``cards`` regenerate tool cards
+    between them (spread evenly, each reply ending in a line of text): a thread whose rendered
+    window (``RENDER_WINDOW`` messages) shows every card."""
+    out: list[Message] = []
+    for turn in range(turns):
+        mid = f"{stage_id}-{turn}"
+        count = cards // turns + (1 if turn < cards % turns else 0)
+        parts: list = []
+        for n in range(count):
+            scene = f"scene-{(turn + n) % 3 + 1}"
+            instruction = f"第 {turn + 1} 轮 · 把标题改成“过拟合 Overfitting” {n + 1}"
+            parts.append(ToolCallPart(tool_call_id=f"call-{mid}-{n}", tool_name=REGENERATE_TOOL,
+                                      args={"sceneId": scene, "instruction": instruction},
+                                      result=_regenerate(scene, instruction)))
+        parts.append(TextPart(text=f"Done: {count} scenes 已更新 ✅"))
+        out += [Message(id=f"u-{mid}", role="user", content=[TextPart(text=mixed_line(turn))]),
+                Message(id=f"a-{mid}", role="assistant", status=COMPLETE, content=parts)]
+    return serialize_thread(out)

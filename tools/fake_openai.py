@@ -14,6 +14,11 @@ script is picked by the *last user message*, when it starts with a ``#word``:
 ``#nousage``    a text reply with no usage chunk
 ``#slow``       400 tokens, one every 25 ms (for Stop)
 ``#bench N``    N tokens, the whole stream written at once (as fast as it can)
+``#endless MS`` tokens ``" e0"``, ``" e1"``, … one every MS ms (default 5), written
+                until the client breaks the stream off (Stop), at most 10 minutes
+``#bigline N``  one text event whose ``data:`` line holds N characters of
+                content (default 10,000,000: ``"x"`` with a newline escape every
+                100), written in one piece, then usage and ``[DONE]``
 ``#401`` …      that HTTP status (401, 403, 404, 429 with ``Retry-After: 7``,
                 500, 503) with an OpenAI-style error body (401 repeats the
                 bearer key it got, as careless servers do)
@@ -79,6 +84,16 @@ MARKDOWN_REPLY = (
 )
 TOOL_CALL_ID = "AbC123xyZ"
 """The id the fake gives its tool calls (Mistral's form: 9 alphanumerics)."""
+BIGLINE_CHARS = 10_000_000
+ENDLESS_MAX_S = 600.0
+
+
+def bigline_text(chars: int) -> str:
+    """``chars`` characters of ``#bigline`` content: runs of 99 ``x`` each ended by a newline."""
+    block = "x" * 99 + "\n"
+    return (block * (chars // len(block) + 1))[:chars]
+
+
 ERROR_STATUSES = {"#401": 401, "#403": 403, "#404": 404, "#429": 429, "#500": 500, "#503": 503}
 
 
@@ -249,6 +264,10 @@ class _Handler(BaseHTTPRequestHandler):
             body += [_chunk(finish="stop"), _chunk(choices=False, usage={
                 "prompt_tokens": 10, "completion_tokens": count, "total_tokens": count + 10}), DONE]
             write(b"".join(body))
+        elif command == "#endless":  # a stream that never ends by itself: only Stop ends it
+            self._endless(float(rest.strip() or 5) / 1000)
+        elif command == "#bigline":
+            self._text(["<", bigline_text(int(rest.strip() or BIGLINE_CHARS)), ">"], usage=USAGE)
         elif command == "#cut":
             for piece in PLAIN_PIECES[:5]:
                 write(_chunk({"content": piece}))
@@ -267,6 +286,19 @@ class _Handler(BaseHTTPRequestHandler):
             write(DONE)
         else:
             self._text(PLAIN_PIECES, usage=USAGE)
+
+    def _endless(self, delay: float) -> None:
+        write, flush = self.wfile.write, self.wfile.flush
+        write(_chunk({"role": "assistant", "content": ""}))
+        deadline = time.monotonic() + ENDLESS_MAX_S
+        i = 0
+        while time.monotonic() < deadline:
+            write(_chunk({"content": f" e{i}"}))
+            flush()  # each token its own network read, as a real server sends them
+            i += 1
+            time.sleep(delay)
+        write(_chunk(finish="stop"))
+        write(DONE)
 
     def _text(self, pieces: list[str], *, usage: dict | None, delay: float = 0.0, finish: str = "stop") -> None:
         write = self.wfile.write

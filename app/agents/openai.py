@@ -81,6 +81,10 @@ server may take a minute or more to load a model before its first byte)."""
 PROBE_TIMEOUT_S = 60.0
 """Seconds Test connection waits for the answer to its tools request (``probe_tools``)."""
 
+FEED_BYTES = 256 * 1024
+"""A network read longer than this is parsed in slices of this many bytes, with ``pause`` between
+them: one read of megabytes (a 10 MB line) never becomes one long task of the page (DESIGN.md §12)."""
+
 
 class StreamResponse(Protocol):
     """A response whose body is read as it arrives.
@@ -284,7 +288,9 @@ class OpenAIAgent:
     ``tool_runner``: ``(name, args) -> (live result, is_error)``, plain or async
     (default ``app.agents.tools.run_tool``); ``now``: epoch seconds (for an
     HTTP-date ``Retry-After``); ``new_id``: tool-call ids (unique, §5); ``offer_tools``: False when
-    the server is known to refuse tools (Test connection found it, ``check_connection``).
+    the server is known to refuse tools (Test connection found it, ``check_connection``); ``pause``: awaited between
+    the ``FEED_BYTES`` slices of one long network read (the browser passes
+    ``app.browser.tasks.next_task``, which lets the page draw; default ``asyncio.sleep(0)``).
     """
 
     def __init__(self, transport: Transport, config: AgentConfig, *,
@@ -292,7 +298,8 @@ class OpenAIAgent:
                  tool_runner: Callable[[str, dict[str, Any]], Any] = run_tool,
                  max_tool_rounds: int = 4, now: Callable[[], float] = time.time,
                  new_id: Callable[[], str] = _new_call_id, idle_timeout_s: float | None = IDLE_TIMEOUT_S,
-                 offer_tools: bool = True) -> None:
+                 offer_tools: bool = True,
+                 pause: Callable[[], Awaitable[None]] = lambda: asyncio.sleep(0)) -> None:
         self.transport = transport
         self.config = config
         self._system = system
@@ -302,6 +309,7 @@ class OpenAIAgent:
         self._new_id = new_id
         self.idle_timeout_s = idle_timeout_s
         self._offer_tools = offer_tools
+        self._pause = pause
 
     async def _within(self, awaitable: Awaitable[Any]) -> Any:
         """``await awaitable``, failing with ``timeout`` after ``idle_timeout_s`` without progress."""
@@ -429,13 +437,18 @@ class OpenAIAgent:
                         chunk = await self._within(chunks.__anext__())
                     except StopAsyncIteration:
                         break
-                    pieces = state.take(parser.feed(chunk))
-                    if state.error is not None or state.done:
-                        pieces += state.rest()
-                    if pieces:
-                        yield TextDelta(pieces)
-                    if state.error is not None:
-                        raise state.error
+                    for start in range(0, len(chunk), FEED_BYTES):  # a huge read: parsed in slices, paused between
+                        if start:
+                            await self._pause()
+                        pieces = state.take(parser.feed(memoryview(chunk)[start:start + FEED_BYTES]))
+                        if state.error is not None or state.done:
+                            pieces += state.rest()
+                        if pieces:
+                            yield TextDelta(pieces)
+                        if state.error is not None:
+                            raise state.error
+                        if state.done:
+                            break
                     if state.done:
                         break
             except TransportError:

@@ -152,6 +152,13 @@ def _boot():
 
     runtime.subscribe(on_runtime_change)
     checkpoints.subscribe(render_stage)
+    from app.browser.tasks import next_frame
+    from app.frames import FrameCoalescer
+
+    # A streaming reply is drawn once per animation frame, every other change at once (DESIGN.md §12);
+    # the start of a turn too: data-running turns "true" in the same task as the Send.
+    frames = FrameCoalescer(next_frame, defer=lambda: runtime.is_running and view.shows_running)
+    runtime.notify_through(frames.schedule)
     view.render()
     js.performance.mark("agentbar:rendered")
 

@@ -87,6 +87,7 @@ class HistoryView:
         self.runtime, self.store, self.service, self.recorder, self.t, self.clock = (
             runtime, store, service, recorder, translator, clock)
         self._by = document.getElementById
+        self._meta_written: dict[str, tuple] = {}  # message id -> what its turn-meta line was last given
         self._open = False
         self._stage: str | None = None
         self._cursor = None
@@ -203,9 +204,14 @@ class HistoryView:
                 if not is_none(line):
                     line.remove()
                 continue
+            label = turn_meta_text(self.t, turn)
+            written = (turn.model, turn.duration, None if turn.usage is None else turn.usage.totalTokens, label)
             if is_none(line):
                 line = _node("p", testid="turn-meta", classes="turn-meta")
                 node.append(line)
+            elif self._meta_written.get(turn.messageId) == written:
+                continue  # unchanged: the older messages are not touched while a reply streams (§12)
+            self._meta_written[turn.messageId] = written
             line.setAttribute("data-model", turn.model)
             line.setAttribute("data-duration-ms", str(turn.duration))
             if turn.droppedTurns:  # the server's context was full: earlier turns were left out (§12)
@@ -218,7 +224,6 @@ class HistoryView:
             else:
                 line.setAttribute("data-total-tokens", str(turn.usage.totalTokens))
                 line.removeAttribute("data-usage")
-            label = turn_meta_text(self.t, turn)
             # shown through CSS (::after) so the message's own text stays what it was
             line.setAttribute("data-label", label)
             line.setAttribute("title", label)

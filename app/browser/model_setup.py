@@ -96,11 +96,13 @@ class ModelSetup:
         config = self._config(self.settings, self._key)
         if self._agent is None or self._agent.config != config:  # kept while the settings stay (tool support learnt)
             from app.agents.tools import run_tool
+            from app.browser.tasks import next_task
 
             scene_tool = getattr(self.demo, "regenerate_scene", None)  # the course's current documents (§10)
             self._agent = OpenAIAgent(self._transport(), config, system=lambda: system_prompt(self.stage()),
                                       tool_runner=lambda name, args: run_tool(name, args, scene_tool=scene_tool),
-                                      offer_tools=(config.base_url, config.model) not in self._tools_refused)
+                                      offer_tools=(config.base_url, config.model) not in self._tools_refused,
+                                      pause=next_task)  # a huge read is parsed in slices, the page drawn between
         return self._agent
 
     def save(self, settings: ModelSettings, key: str) -> bool:

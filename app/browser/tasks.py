@@ -6,7 +6,10 @@ between. These two helpers cross a real task boundary:
 
 - ``next_task()``: an awaitable that resolves in a later task;
 - ``later(callback)``: ``callback()`` in a later task (``scheduler.postTask``, else
-  ``setTimeout``).
+  ``setTimeout``);
+- ``next_frame(callback)``: ``callback()`` before the next frame is drawn, and again
+  ``FRAME_FALLBACK_MS`` later by a timer (a hidden tab draws no frames), for
+  ``app.frames.FrameCoalescer``, which ignores the second answer.
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ from collections.abc import Callable
 import js
 from pyodide.ffi import create_once_callable
 
-__all__ = ["later", "next_task"]
+__all__ = ["later", "next_frame", "next_task"]
+
+FRAME_FALLBACK_MS = 100
+"""A hidden tab gets no animation frames: ``next_frame`` answers by a timer after this many ms too."""
 
 
 def _scheduler():
@@ -40,3 +46,10 @@ async def next_task() -> None:
     future = asyncio.get_running_loop().create_future()
     later(lambda: future.done() or future.set_result(None))
     await future
+
+
+def next_frame(callback: Callable[[], None]) -> None:
+    """Call ``callback()`` at the next animation frame (``requestAnimationFrame``) and once more
+    from a ``FRAME_FALLBACK_MS`` timer; the caller ignores whichever comes second (DESIGN.md §12)."""
+    js.requestAnimationFrame(create_once_callable(lambda _time: callback()))
+    js.setTimeout(create_once_callable(callback), FRAME_FALLBACK_MS)

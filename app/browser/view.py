@@ -22,8 +22,8 @@ from app.courses import Course, picker_courses, scene_text
 from app.i18n import Translator
 from app.model import Message, TextPart, ToolCallPart
 from app.presentation import (
-    LONG_TEXT_CHARS, RENDER_WINDOW, ToolCardView, collapsed_prefix, isolated_segments, link_segments, text_chunks,
-    tool_card_view, window_start,
+    RENDER_WINDOW, ToolCardView, collapsed_prefix, isolated_segments, link_segments, streamed_text_update,
+    text_chunks, tool_card_view, window_start,
 )
 
 __all__ = ["PageView"]
@@ -47,17 +47,19 @@ def _signature(message: Message, has_snapshot: Callable[[str], bool], expanded: 
     return (message.role, message.status.type if message.status else None, parts)
 
 
-def _streamed_text_from(old: tuple, new: tuple) -> int | None:
-    """If ``new`` differs from ``old`` only by a longer last text part, the old length."""
+def _streamed_text_from(old: tuple, new: tuple) -> tuple[str, int] | None:
+    """If ``new`` differs from ``old`` only by a longer last text part of a running message:
+    ``(how, old length)``, ``how`` from ``app.presentation.streamed_text_update``."""
     (role, status, old_parts), (new_role, new_status, new_parts) = old, new
     if (role, status) != (new_role, new_status) or status != "running" or len(old_parts) != len(new_parts):
         return None
     if not old_parts or old_parts[:-1] != new_parts[:-1]:
         return None
-    (kind, old_len), (new_kind, new_len) = old_parts[-1][:2], new_parts[-1][:2]
-    if kind == new_kind == "t" and old_len < new_len <= LONG_TEXT_CHARS:
-        return old_len  # (a text grown past the collapse limit is rebuilt, collapsed)
-    return None
+    (kind, old_len, old_expanded), (new_kind, new_len, expanded) = old_parts[-1][:3], new_parts[-1][:3]
+    if kind != "t" or new_kind != "t" or old_expanded != expanded:
+        return None
+    how = streamed_text_update(old_len, new_len, expanded=expanded)
+    return None if how is None else (how, old_len)
 
 
 class PageView:
@@ -77,6 +79,15 @@ class PageView:
         self._shown_stage: str | None = None
         self._notice_codes: tuple = ()
         self._expanded: set[int] = set()  # id(message) of long messages the reader expanded
+        self._chrome: tuple | None = None  # (running, has messages, no stage) as last written
+        self._course_drawn = 0  # counts render_course calls: its scene nodes are new each time
+        self._versions_drawn: tuple | None = None
+
+    @property
+    def shows_running(self) -> bool:
+        """True when the panel as last drawn says a turn runs (``data-running="true"``): until then a
+        turn's changes are drawn at once, so a turn that starts is shown running at once (§6)."""
+        return bool(self._chrome and self._chrome[0])
 
     # ---- static chrome -------------------------------------------------
     def translate_static(self) -> None:
@@ -96,6 +107,7 @@ class PageView:
         title = self.t("course.placeholderTitle", id=course.id) if course.is_placeholder else course.title
         stage = self._by("stage")
         stage.replaceChildren()
+        self._course_drawn += 1
         heading = _el(h2, text=title, attrs={"dir": "auto"})
         scenes = _el(ul, classes="scenes", attrs={"aria-label": self.t("course.scenes")})
         for scene in course.scenes:
@@ -118,19 +130,24 @@ class PageView:
     def render(self) -> None:
         """Bring the panel in line with the runtime (messages, running flag, buttons, notices)."""
         runtime = self.runtime
-        panel = self._by("agent-panel")
         running = bool(runtime.is_running)
-        panel.dataset.running = "true" if running else "false"
-        # The log is announced once when the reply is complete, not token by token (issue 9 part 2).
-        self._by("agent-messages").setAttribute("aria-busy", "true" if running else "false")
-        self._by("agent-new-conversation").hidden = not runtime.has_messages
-        stop, send = self._by("agent-stop"), self._by("agent-send")
-        if (not running and document.activeElement == stop) or (running and document.activeElement == send):
-            self._by("agent-input").focus()  # the focused button hides or turns disabled: focus stays in the panel
-        stop.hidden = not running
-        send.disabled = running or runtime.stage_id is None
+        chrome = (running, runtime.has_messages, runtime.stage_id is None)
+        if chrome != self._chrome:  # written when it changes: a streamed token touches none of it
+            self._chrome = chrome
+            self._by("agent-panel").dataset.running = "true" if running else "false"
+            # The log is announced once when the reply is complete, not token by token (issue 9 part 2).
+            self._by("agent-messages").setAttribute("aria-busy", "true" if running else "false")
+            self._by("agent-new-conversation").hidden = not runtime.has_messages
+            stop, send = self._by("agent-stop"), self._by("agent-send")
+            if (not running and document.activeElement == stop) or (running and document.activeElement == send):
+                self._by("agent-input").focus()  # the focused button hides or turns disabled: focus stays in the panel
+            stop.hidden = not running
+            send.disabled = running or runtime.stage_id is None
         self._render_notices(runtime.notices)
-        self._render_scene_versions()
+        versions = (runtime.stage_id, self._course_drawn, runtime.stage_edits.revision)
+        if versions != self._versions_drawn:  # the scenes' marks change only with a regenerate or a restore
+            self._versions_drawn = versions
+            self._render_scene_versions()
         if runtime.stage_id != self._shown_stage:
             self._shown_stage = runtime.stage_id
             self._rendered = []  # _render_messages starts the list afresh
@@ -217,9 +234,15 @@ class PageView:
                 ident, old_signature, node = self._rendered[index]
                 if ident == id(message) and old_signature == signature:
                     continue
-                grown_from = _streamed_text_from(old_signature, signature) if ident == id(message) else None
-                if grown_from is not None:  # a streamed token: append it, don't rebuild the bubble
-                    node.lastElementChild.append(message.content[-1].text[grown_from:])
+                grown = _streamed_text_from(old_signature, signature) if ident == id(message) else None
+                if grown is not None:  # streamed tokens: only the growing bubble changes, never rebuilt
+                    how, grown_from = grown
+                    text = message.content[-1].text
+                    if how == "append":
+                        node.lastElementChild.append(text[grown_from:])
+                    else:  # collapsed: the shown start stays, the "show all" control counts the rest
+                        node.lastElementChild.querySelector("[data-testid=agent-message-expand]").setAttribute(
+                            "data-chars", str(len(text)))
                     self._rendered[index] = (ident, signature, node)
                     continue
                 new = self._message_node(message)

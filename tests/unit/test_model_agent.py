@@ -518,3 +518,30 @@ async def test_a_failed_model_turn_records_the_model_it_asked_for():
     await recorder.drain()
     _, turns = await service.active("intro-ml")
     assert [(t.model, t.usage) for t in turns] == [(CONFIG.model, None)]
+
+
+async def test_one_huge_read_is_parsed_in_slices_with_a_pause_between_and_arrives_whole():
+    from app.agents.openai import FEED_BYTES
+
+    content = ("x" * 99 + "\n") * 30_000 + "é🎨"  # 3 MB in one event, multi-byte characters at the very end
+    body = sse(text_chunk("<"), text_chunk(content), text_chunk(">"), FINISH, "[DONE]")
+    pauses = []
+
+    async def pause():
+        pauses.append(True)
+        await asyncio.sleep(0)
+
+    agent = OpenAIAgent(ScriptedTransport(ScriptedResponse(chunks=[body])), CONFIG, pause=pause)
+    events = await collect(agent)
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "<" + content + ">"
+    assert len(pauses) == (len(body) - 1) // FEED_BYTES  # one read of 3 MB: parsed in 256 KB slices
+
+
+async def test_a_multi_byte_character_cut_between_two_slices_stays_whole():
+    from app.agents.openai import FEED_BYTES
+
+    head = b'data: {"choices":[{"index":0,"delta":{"content":"'
+    filler = "a" * (FEED_BYTES - len(head) - 1)
+    body = sse(text_chunk(filler + "图" + "b"), FINISH, "[DONE]")  # "图" (3 bytes) straddles the slice border
+    events = await collect(OpenAIAgent(ScriptedTransport(ScriptedResponse(chunks=[body])), CONFIG))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == filler + "图b"

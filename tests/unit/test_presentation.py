@@ -43,3 +43,18 @@ def test_only_http_and_https_become_links():
 def test_html_stays_text():
     assert [(s.kind, s.text) for s in link_segments("<img src=x onerror=alert(1)>")] == [
         ("text", "<img src=x onerror=alert(1)>")]
+
+
+def test_a_streamed_token_appends_or_only_recounts_a_collapsed_text_and_rebuilds_at_the_limit():
+    from app.presentation import LONG_TEXT_CHARS, streamed_text_update
+
+    assert streamed_text_update(10, 15) == "append"
+    assert streamed_text_update(LONG_TEXT_CHARS - 5, LONG_TEXT_CHARS) == "append"
+    assert streamed_text_update(LONG_TEXT_CHARS - 5, LONG_TEXT_CHARS + 5) is None  # now collapsed: rebuilt once
+    assert streamed_text_update(LONG_TEXT_CHARS + 5, LONG_TEXT_CHARS + 900) == "length"  # the shown start stays
+    assert streamed_text_update(LONG_TEXT_CHARS + 5, LONG_TEXT_CHARS + 900, expanded=True) is None
+    assert streamed_text_update(20, 20) is None and streamed_text_update(20, 10) is None
+    from app.presentation import collapsed_prefix
+
+    text = ("word " * 900)[:LONG_TEXT_CHARS + 1]
+    assert collapsed_prefix(text) == collapsed_prefix(text + " more" * 500)  # why "length" may skip the redraw

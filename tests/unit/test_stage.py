@@ -68,3 +68,14 @@ def test_failed_regenerate_records_no_version():
         assert not runtime.stage_edits.has_snapshot(runtime.messages[1].content[0].tool_call_id)
 
     asyncio.run(scenario())
+
+
+def test_revision_moves_with_each_recorded_or_restored_version_only():
+    from app.stage import StageEdits
+
+    edits = StageEdits()
+    assert edits.revision == 0
+    edits.record("c", "scene-1", "call-1", element_count=3)
+    assert edits.revision == 1
+    assert not edits.restore("no-such-call") and edits.revision == 1  # nothing changed: the marks stay drawn
+    assert edits.restore("call-1") and edits.revision == 2
