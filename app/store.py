@@ -381,7 +381,22 @@ def _validate_thread(raw: Json) -> tuple[_Thread | None, bool]:
     updated_at = raw.get("updatedAt")
     valid_time = type(updated_at) is int
     thread = _Thread(messages, updated_at if valid_time else 0)
-    return thread, not valid_time or len(raw) != 2 or messages != raw["messages"]
+    return thread, not valid_time or len(raw) != 2 or messages != _as_written_now(raw["messages"])
+
+
+def _as_written_now(value: Json) -> Json:
+    """``value`` with every ``"content": {}`` object written ``{"elements": []}``, as the slim
+    projection writes it now (DESIGN.md §3: ``[]`` when there is no elements list).
+
+    Earlier versions of this app wrote ``{}`` there; such a stored thread is valid data in the
+    older spelling, so reading it must not count as damage (no backup, no notice; §5's liberal
+    reading). User and assistant ``content`` is a list, so only tool-call details match.
+    """
+    if isinstance(value, list):
+        return [_as_written_now(item) for item in value]
+    if isinstance(value, dict):
+        return {k: ({"elements": []} if k == "content" and v == {} else _as_written_now(v)) for k, v in value.items()}
+    return value
 
 
 # --- the store -------------------------------------------------------------------

@@ -253,6 +253,19 @@ def test_invalid_thread_dropped_valid_threads_kept():
     assert codes(store) == ["storage-corrupt"]
 
 
+def test_tool_call_content_written_by_earlier_versions_as_empty_object_is_not_damage():
+    call = {"type": "tool-call", "toolCallId": "call-1", "toolName": "regenerate_scene", "args": {"sceneId": "s1"},
+            "result": {"details": {"sceneId": "s1", "content": {}}}}
+    messages = [{"role": "user", "content": [{"type": "text", "text": "go"}]},
+                {"role": "assistant", "content": [call]}]
+    storage = MemoryStorage()
+    raw = stored_value({"s": {"messages": messages, "updatedAt": 1}})
+    storage.set_item(STORAGE_KEY, raw)
+    store = open_store(storage)
+    assert codes(store) == [] and not any(".backup." in k for k in storage.dump())
+    assert store.load("s")[1]["content"][0]["result"]["details"]["content"] == {"elements": []}
+
+
 def test_message_without_content_dropped_other_messages_kept():
     messages = [{"role": "user"}, *thread("kept"), {"role": "user", "content": 5}]
     storage = MemoryStorage()
