@@ -76,6 +76,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from app.continuity import continues
 from app.projection import serialize_thread
 from app.storage import MemoryStorage, QuotaExceeded, StorageUnavailable, StringStorage, UnparseableValue, utf16_len
 
@@ -574,7 +575,7 @@ class ThreadStore:
             if base is not None:
                 current = self._view(stage_id)
                 stored = current.messages if current is not None else []
-                if stored is not base and stored != base and messages[: len(base)] == base:
+                if stored is not base and stored != base and continues(messages, base):
                     thread, merged = stored + messages[len(base):], True
             return _Thread(thread, updated_at)
         result = self._write_on_fresh(stage_id, rebased)
@@ -609,7 +610,7 @@ class ThreadStore:
         self._sync()
         current = self._threads.get(stage_id)
         stored = current.messages if current is not None else []
-        return stored is not base and stored[: len(base)] != base
+        return stored is not base and not continues(stored, base)
 
     def clear(self, stage_id: str) -> None:
         """Remove ``stage_id``'s thread from ``threads``; other courses stay as stored (DESIGN.md §4).

@@ -39,6 +39,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from app.continuity import continues
 from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta, Usage, iso, new_task_id
 from app.history.text import (cut_title, fold, fold_map, needs_clusters, needs_segmenter, plain_text, snippet,
                                text_needs_segmenter, title_of)
@@ -368,7 +369,7 @@ class HistoryService:
                 meta = self._meta(await self._db.get("conversations", task_id))
                 stored = await self._db.get("messages", task_id) if meta else None
                 held = stored.get("messages") if isinstance(stored, dict) else None
-                if meta is not None and isinstance(held, list) and messages[: len(held)] != held:
+                if meta is not None and isinstance(held, list) and not continues(messages, held):
                     meta, task_id_kept = None, None  # the thread does not go on from it: its own, never over it
                 else:
                     task_id_kept = task_id
@@ -436,7 +437,7 @@ class HistoryService:
                 if messages:
                     await self._ensure_titles(messages)
                     stored = await self._db.get("messages", meta.taskId) if meta else None
-                    if meta is None or not isinstance(stored, dict) or not _holds(stored.get("messages"), messages):
+                    if meta is None or not isinstance(stored, dict) or not continues(stored.get("messages"), messages):
                         ops = await self._adopt_ops(stage_id, messages, meta, synced_at, head=False,
                                                     task_id=None if meta else await self._head_id(stage_id)) + ops
                     task_id = (meta.taskId if meta else ops[0][2]["taskId"])
@@ -483,7 +484,7 @@ class HistoryService:
                 head = await self._head_meta(stage_id)
                 if current and (head is None or head.taskId != task_id):
                     kept = await self._db.get("messages", head.taskId) if head else None
-                    if head is None or not isinstance(kept, dict) or not _holds(kept.get("messages"), current):
+                    if head is None or not isinstance(kept, dict) or not continues(kept.get("messages"), current):
                         ops += await self._adopt_ops(stage_id, current, head, current_synced_at, head=False,
                                                      task_id=None if head else await self._head_id(stage_id))
                 meta = meta.model_copy(update={"stageId": stage_id})
@@ -515,8 +516,8 @@ class HistoryService:
                     allocated = None if meta else await self._head_id(stage_id)  # a head without turns yet
                     stored = await self._db.get("messages", meta.taskId) if meta else None
                     old = stored.get("messages") if isinstance(stored, dict) else None
-                    continues = isinstance(old, list) and messages[: len(old)] == old
-                    if meta is not None and not continues and _holds(old, messages):
+                    goes_on = continues(messages, old)
+                    if meta is not None and not goes_on and continues(old, messages):
                         # history holds this thread and turns localStorage could not keep (too big for
                         # its quota): the same conversation, kept whole, never copied (DESIGN.md §5, §9)
                         await self._db.write([("put", "heads", {"stageId": stage_id, "taskId": meta.taskId,
@@ -524,7 +525,7 @@ class HistoryService:
                         self._metas.pop(stage_id, None)
                         self._turns.pop(stage_id, None)
                         continue
-                    if meta is not None and not continues:
+                    if meta is not None and not goes_on:
                         meta = None  # another conversation: the stored head stays archived
                     if meta is not None:
                         self._turns[stage_id] = self._turn_list(await self._db.get("turns", meta.taskId))
@@ -755,9 +756,3 @@ class HistoryService:
         if self.on_change:
             self.on_change(kind, task_id, stage_id)
 
-
-def _holds(stored: Any, shown: list[dict]) -> bool:
-    """True when a conversation's ``stored`` messages already hold what a tab shows (``shown`` is
-    them, or the start of them: the tab has not seen a turn another tab recorded since). Archive and
-    resume then keep what is stored instead of writing a stale view over it (DESIGN.md §9)."""
-    return isinstance(stored, list) and stored[: len(shown)] == shown

@@ -33,7 +33,9 @@ IDX = "[stageId+updatedAt+taskId]"
 
 def fresh_database(page) -> None:
     """Close the app's own connection (it opens the database at boot) and delete the database,
-    so a test starts from a page with no connection and no database."""
+    so a test starts from a page with no connection and no database. It first waits until
+    history has started: its open runs after ready and, still in flight, would reopen it."""
+    page.wait_for_function("() => document.documentElement.dataset.history")
     page.evaluate("""() => { window.agentbarIndexedDbAdapter.close();
       return new Promise((resolve, reject) => { const r = indexedDB.deleteDatabase('agentbar');
         r.onsuccess = () => resolve(); r.onerror = () => reject(r.error); r.onblocked = () => resolve(); }); }""")
