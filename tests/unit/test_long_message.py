@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-import app.store as store_module
+import app.store.jsjson as jsjson
 from app.history.text import _SIMPLE, TITLE_GRAPHEMES, first_user_text, needs_segmenter, title_of
 from app.json_steps import dumps_in_steps
 
@@ -80,6 +80,6 @@ def test_dumps_in_steps_refuses_what_json_dumps_refuses():
                                   "\ud83d" + "x" * 5000, "x" * 5000 + "\udc00"])
 def test_js_json_fast_path_writes_what_the_surrogate_rules_write(text):
     value = {"text": text, "n": [1, None]}
-    reference = store_module._SURROGATES.sub(
-        store_module._fix_surrogates, json.dumps(value, ensure_ascii=False, separators=(",", ":")))
-    assert store_module._js_json(value) == reference
+    reference = jsjson.SURROGATES.sub(
+        jsjson.fix_surrogates, json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    assert jsjson.js_json(value) == reference

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-import app.store as store_module
+import app.store.envelope as envelope_module
 from app.storage import MemoryStorage, UnparseableValue
 from app.store import MIGRATIONS, STORAGE_KEY, Notice, SaveResult, ThreadStore
 
@@ -149,8 +149,8 @@ def test_save_reencodes_only_the_changed_thread(monkeypatch):
     for i in range(5):
         store.save(f"s{i}", thread(f"t{i}"), i)
     encoded: list = []
-    real = store_module._js_json
-    monkeypatch.setattr(store_module, "_js_json", lambda v: encoded.append(v) or real(v))
+    real = envelope_module.js_json
+    monkeypatch.setattr(envelope_module, "js_json", lambda v: encoded.append(v) or real(v))
     store.save("s2", thread("changed"), 9)
     assert [v for v in encoded if isinstance(v, dict)] == [{"messages": thread("changed"), "updatedAt": 9}]
 
@@ -384,7 +384,7 @@ def test_migrations_run_step_by_step_in_order(monkeypatch):
 
         return migrate
 
-    monkeypatch.setattr(store_module, "STORE_VERSION", 3)
+    monkeypatch.setattr(envelope_module, "STORE_VERSION", 3)
     monkeypatch.setitem(MIGRATIONS, 1, step(1))
     monkeypatch.setitem(MIGRATIONS, 2, step(2))
     storage = MemoryStorage()
@@ -621,7 +621,8 @@ class SpliceRecorder(MemoryStorage):
 
 def assert_canonical(storage, store):
     """The spliced value is byte for byte what a whole write of the same threads gives."""
-    assert storage.dump()[STORAGE_KEY] == store_module._envelope(store._threads)
+    threads = {k: envelope_module.Thread(store.load(k), store.updated_at(k)) for k in store.stage_ids()}
+    assert storage.dump()[STORAGE_KEY] == envelope_module.envelope(threads)
 
 
 @pytest.mark.parametrize("order", [
