@@ -4,8 +4,8 @@ store's mode and queues its notices (DESIGN.md §5; codes in ``app.store.results
 The parts return what happened: ``StoredValue`` (what the stored value holds and its layout,
 its reads and writes), ``KeptInMemory`` (this tab's versions not stored: they never cost
 anything stored, and pruning ranks only stored threads), ``decode`` (read, migrate,
-validate), ``backups``, ``quota`` and ``tabs`` (other tabs' writes). The store never reads
-the clock: callers pass ``now_ms`` / ``updated_at``.
+validate), ``backups``, ``quota``, ``pruned`` (the pruning tab's word) and ``tabs`` (other
+tabs' writes). The store never reads the clock: callers pass ``now_ms`` / ``updated_at``.
 
 Modes: ``"persistent"``; ``"memory"`` when storage throws (``_to_memory``, for good);
 ``"read-only"`` for a newer stored version or a damaged value no backup fits
@@ -16,22 +16,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from app.storage import MemoryStorage, QuotaExceeded, StorageUnavailable, StringStorage
 from app.store import envelope as stored_envelope
 from app.store.decode import fresh_threads, read_value
 from app.store.envelope import STORAGE_KEY, Thread
 from app.store.kept import KeptInMemory
-from app.store.results import Mode, Notice, SaveResult
+from app.store.results import Mode, Notice, NoticeQueue, SaveResult
 from app.store.stored import StoredValue
-from app.store.tabs import pruned_elsewhere, rebase, replaced
+from app.store.tabs import gone, rebase, replaced
 from app.store.trace import SaveTrace
 
 __all__ = ["ThreadStore"]
 
 Json = Any
 Messages = list[dict[str, Json]]
+T = TypeVar("T")
 
 
 class ThreadStore:
@@ -40,23 +41,13 @@ class ThreadStore:
     ``storage=None`` (or one whose access raises ``StorageUnavailable``) runs in memory with
     ``storage-unavailable``. Call ``hydrate`` once at start-up, then ``load`` / ``save`` /
     ``clear``, and ``reload`` on a ``storage`` event from another tab. Storage problems
-    never raise: they change ``mode`` and queue ``notices``.
-
-    Example::
-
-        >>> store = ThreadStore(MemoryStorage())
-        >>> store.hydrate(now_ms=0)
-        >>> store.save("42", [{"role": "user", "content": [{"type": "text", "text": "hi"}]}], 1).written
-        True
-        >>> store.load("42")
-        [{'role': 'user', 'content': [{'type': 'text', 'text': 'hi'}]}]
+    never raise: they change ``mode`` and queue ``notices`` (example: ``app.store``).
     """
 
     def __init__(self, storage: StringStorage | None, *, key: str = STORAGE_KEY) -> None:
         self._stored = StoredValue(MemoryStorage() if storage is None else storage, key)
         self._kept = KeptInMemory()
-        self._notices: list[Notice] = []
-        self._taken = 0
+        self._notices = NoticeQueue()
         self._clock = 0  # latest time a caller passed; names backup keys
         self._mode: Mode = "persistent"
         self._reason: str | None = None  # why read-only: the notice code that said so
@@ -73,13 +64,11 @@ class ThreadStore:
     @property
     def notices(self) -> list[Notice]:
         """Every notice so far, oldest first."""
-        return list(self._notices)
+        return self._notices.all()
 
     def take_notices(self) -> list[Notice]:
         """The notices added since the last call."""
-        new = self._notices[self._taken :]
-        self._taken = len(self._notices)
-        return new
+        return self._notices.take()
 
     def hydrate(self, now_ms: int) -> None:
         """Read, validate and migrate the stored value (DESIGN.md §5). A damaged value is first
@@ -102,10 +91,8 @@ class ThreadStore:
             return None
         self._clock = max(self._clock, now_ms)
         name = f"{self._stored.key}.backup.{self._clock}.txt"
-        try:
-            exported = self._stored.export(name)
-        except StorageUnavailable:
-            self._to_memory()
+        exported = self._try(lambda: self._stored.export(name), None)
+        if exported is None:
             return None
         self._mode, self._reason = "persistent", None
         # The file is the backup only of the value downloaded; a later write of another tab is read as usual.
@@ -184,7 +171,8 @@ class ThreadStore:
 
     def clear(self, stage_id: str) -> None:
         """Remove ``stage_id``'s thread; other courses stay as stored (DESIGN.md §4). A version
-        kept in memory goes too (its ``storage-full`` no longer holds)."""
+        kept in memory goes too (its ``storage-full`` no longer holds). The course is taken off
+        the pruning record first (``app.store.pruned``): other tabs follow the removal."""
         self._sync()
         self._kept.drop(stage_id)
         if stage_id not in self._stored.threads:
@@ -193,7 +181,7 @@ class ThreadStore:
             self._kept.keep(stage_id, None)
             return
         try:
-            if not self._set({k: v for k, v in self._stored.threads.items() if k != stage_id}):
+            if not self._set({k: v for k, v in self._stored.threads.items() if k != stage_id}, forget=stage_id):
                 self.clear(stage_id)  # storage was lost: clear what the in-memory storage now holds
         except QuotaExceeded:  # smaller than what is stored: only when another writer filled the rest
             self._kept.keep(stage_id, None)
@@ -218,18 +206,24 @@ class ThreadStore:
         splice path. ``splice(start, end, text)`` hands the edit to storage (default
         ``StringStorage.splice_item``). Raises ``LookupError`` (nothing written) when the
         store is not on the splice path or another writer changed the value."""
-        if self._mode != "persistent" or self._stored.written is None:
-            raise LookupError("store not on the splice path (no value written by this tab since its last read)")
+        if self._mode != "persistent":
+            raise LookupError(f"store not on the splice path (mode {self._mode})")
         trace = self._stored.trace_splice(stage_id, Thread(messages, updated_at), clock, splice)
-        if trace.error is not None:
-            raise LookupError(trace.error)
         self._kept.drop(stage_id)
         return trace
 
-    # --- internals: the one place mode changes and notices are queued ----------------
+    # --- internals: the one place the mode changes and notices are queued -------------
 
     def _notify(self, code: str, **params: Json) -> None:
-        self._notices.append(Notice(code, params))
+        self._notices.add(code, **params)
+
+    def _try(self, action: Callable[[], T], fallback: T) -> T:
+        """``action()``; when storage throws, go on in memory (``_to_memory``) and return ``fallback``."""
+        try:
+            return action()
+        except StorageUnavailable:
+            self._to_memory()
+            return fallback
 
     def _to_memory(self) -> None:
         """Storage threw: continue on a ``MemoryStorage`` holding what this tab has (said once)."""
@@ -247,11 +241,7 @@ class ThreadStore:
             self._notify(code, **params)
 
     def _unchanged(self) -> bool:
-        try:
-            return self._stored.unchanged()
-        except StorageUnavailable:
-            self._to_memory()
-            return True
+        return self._try(self._stored.unchanged, True)
 
     def _sync(self) -> None:
         """Before a write: re-read only if another tab wrote since this one read or wrote."""
@@ -266,12 +256,10 @@ class ThreadStore:
         this tab's version); a missing key, or a course cleanly absent, is followed."""
         if self._stored.written is not None and self._mode != "memory" and self._read_changes():
             return False
-        try:
-            raw, unparseable = self._stored.get()
-        except StorageUnavailable:
-            self._to_memory()
+        got = self._try(self._stored.get, None)
+        if got is None:
             return False
-        held, current = self._stored.threads, stored_envelope.STORE_VERSION
+        (raw, unparseable), held, current = got, self._stored.threads, stored_envelope.STORE_VERSION
         self._stored.take(held if raw is not None else {}, layout_known=False)
         if raw is None:
             return False
@@ -295,11 +283,7 @@ class ThreadStore:
 
     def _read_changes(self) -> bool:
         """Take in another tab's changes entry by entry; False when the whole value must be read."""
-        try:
-            partial = self._stored.read_changes()
-        except StorageUnavailable:
-            self._to_memory()
-            return False
+        partial = self._try(self._stored.read_changes, None)
         if partial is None or partial[0].damaged:
             return False
         fresh, canonical = partial
@@ -308,14 +292,17 @@ class ThreadStore:
         return True
 
     def _keep_pruned(self, held: dict[str, Thread], fresh: dict[str, Thread]) -> bool:
-        """Keep in memory the courses another tab pruned for quota (``app.store.tabs``), each with
-        ``storage-pruned-elsewhere``; True when any was kept."""
+        """Keep in memory the courses gone from the stored value that another tab's save says it
+        pruned (``app.store.pruned``), each with ``storage-pruned-elsewhere``; other courses gone
+        are followed, and so is a kept one another tab wrote again. True when any was kept."""
         self._kept.follow(fresh)
-        gone = pruned_elsewhere(held, fresh, self._kept.threads)
-        self._kept.keep_pruned(held, gone)
-        for stage_id in gone:
+        missing = gone(held, fresh, self._kept)
+        recorded = self._try(self._stored.pruned, frozenset()) if missing else frozenset()
+        pruned = [k for k in missing if k in recorded]
+        self._kept.keep_pruned(held, pruned)
+        for stage_id in pruned:
             self._notify("storage-pruned-elsewhere", stage_id=stage_id)
-        return bool(gone)
+        return bool(pruned)
 
     def _backup(self) -> bool:
         """Back the damaged stored value up before anything overwrites it (``app.store.backups``):
@@ -326,35 +313,29 @@ class ThreadStore:
         if self._exported is not None:
             self._notify("storage-exported", file_name=self._exported)
             return True
-        try:
-            key = self._stored.back_up(self._clock)
-        except StorageUnavailable:
-            self._to_memory()
-            return False
-        if key is None:
+        key = self._try(lambda: self._stored.back_up(self._clock) or "", None)
+        if key:
+            self._notify("storage-corrupt", backup_key=key)
+        elif key is not None:  # no backup fits
             self._to_read_only("storage-read-only", reason="backup-failed")
-            return False
-        self._notify("storage-corrupt", backup_key=key)
-        return True
+        return bool(key)
 
     def _flush(self) -> None:
         """Write what is stored whole (hydrate's write-back of a migrated or repaired value)."""
-        if self._mode == "read-only":
-            return
         try:
             self._set(self._stored.threads)
         except QuotaExceeded:
             pass
 
-    def _set(self, threads: dict[str, Thread]) -> bool:
-        """Write ``threads`` whole; False when storage was lost (the store went on in memory with
-        what it held). Raises ``QuotaExceeded``."""
-        try:
+    def _set(self, threads: dict[str, Thread], *, forget: str | None = None) -> bool:
+        """Write ``threads`` whole (``forget``: a course removed, taken off the pruning record
+        first); False when storage was lost (the store went on in memory). Raises ``QuotaExceeded``."""
+        def write() -> bool:
+            if forget is not None:
+                self._stored.forget_pruned(forget)
             self._stored.write(threads)
             return True
-        except StorageUnavailable:
-            self._to_memory()
-            return False
+        return self._try(write, False)
 
     def _write_on_fresh(self, stage_id: str, build: Callable[[], Thread | None]) -> SaveResult | None:
         """Write ``build()``'s thread as ``stage_id``'s onto what is stored now: re-read first when
@@ -380,19 +361,13 @@ class ThreadStore:
             self._kept.keep(stage_id, thread)
             return SaveResult(written=False, kept_in_memory=True, read_only=True)
         candidate = {**self._stored.threads, stage_id: thread}
-        try:
-            spliced = self._stored.splice(candidate, stage_id)
-        except StorageUnavailable:
-            self._to_memory()
-            return None
+        spliced = self._try(lambda: self._stored.splice(candidate, stage_id), None)
         if spliced is None:
             return None
         pruned: tuple[str, ...] = ()
         if not spliced:
-            try:
-                outcome = self._stored.write_pruning(candidate, stage_id)
-            except StorageUnavailable:  # write again what this tab holds now, in memory
-                self._to_memory()
+            outcome = self._try(lambda: self._stored.write_pruning(candidate, stage_id), None)
+            if outcome is None:  # storage was lost: write again what this tab holds now, in memory
                 return self._write(stage_id, thread)
             if outcome.threads is None:
                 if self._kept.keep_full(stage_id, thread):

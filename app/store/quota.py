@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from app.storage import QuotaExceeded, StringStorage
 from app.store.envelope import Thread, envelope
 from app.store.jsjson import js_key_order
+from app.store.pruned import PruneNotes
 
 __all__ = ["Pruned", "prune_order", "write_pruning"]
 
@@ -43,10 +44,14 @@ def prune_order(threads: dict[str, Thread], stage_id: str) -> list[str]:
     return sorted((k for k in rank if k != stage_id), key=lambda k: (threads[k].updated_at, rank[k]))
 
 
-def write_pruning(storage: StringStorage, key: str, threads: dict[str, Thread], stage_id: str) -> Pruned:
+def write_pruning(storage: StringStorage, key: str, threads: dict[str, Thread], stage_id: str,
+                  notes: PruneNotes | None = None) -> Pruned:
     """Write ``envelope(threads)`` whole under ``key``; on ``QuotaExceeded`` drop the next thread of
     ``prune_order`` and retry, until it fits or only ``stage_id``'s is left and does not fit.
 
+    ``notes``: the record of what is pruned (``app.store.pruned``), written before each write
+    that prunes; when that write does not fit, the record is taken back and the write tried
+    once more without it (so the record never costs a pruned thread), then written after.
     A write is never partial: the stored value is either the returned ``threads`` or unchanged.
     Raises ``StorageUnavailable``.
     """
@@ -54,11 +59,25 @@ def write_pruning(storage: StringStorage, key: str, threads: dict[str, Thread], 
     candidate = dict(threads)
     pruned: list[str] = []
     while True:
-        try:
-            storage.set_item(key, envelope(candidate))
+        noted = bool(pruned) and notes is not None and notes.note(pruned)
+        written = _fits(storage, key, candidate)
+        if not written and noted:
+            notes.take_back()
+            noted, written = False, _fits(storage, key, candidate)
+        if written:
+            if pruned and notes is not None and not noted:
+                notes.note(pruned)  # after: the pruning write freed room
             return Pruned(candidate, tuple(pruned))
-        except QuotaExceeded:
-            if not victims:
-                return Pruned(None)
-            pruned.append(victims.pop(0))
-            del candidate[pruned[-1]]
+        if not victims:
+            return Pruned(None)
+        pruned.append(victims.pop(0))
+        del candidate[pruned[-1]]
+
+
+def _fits(storage: StringStorage, key: str, threads: dict[str, Thread]) -> bool:
+    """Write ``envelope(threads)`` whole; False when it does not fit (nothing written)."""
+    try:
+        storage.set_item(key, envelope(threads))
+        return True
+    except QuotaExceeded:
+        return False

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Mode", "Notice", "SaveResult"]
+__all__ = ["Mode", "Notice", "NoticeQueue", "SaveResult"]
 
 Mode = Literal["persistent", "memory", "read-only"]
 """``"persistent"``; ``"memory"`` (storage unavailable: everything goes to a ``MemoryStorage``);
@@ -43,6 +43,28 @@ class Notice:
 
     code: str
     params: dict[str, Any] = field(default_factory=dict)
+
+
+class NoticeQueue:
+    """The notices a store queued, oldest first, and how far its reader has taken them."""
+
+    def __init__(self) -> None:
+        self._notices: list[Notice] = []
+        self._taken = 0
+
+    def add(self, code: str, **params: Any) -> None:
+        """Queue ``Notice(code, params)``."""
+        self._notices.append(Notice(code, params))
+
+    def all(self) -> list[Notice]:
+        """Every notice so far, oldest first."""
+        return list(self._notices)
+
+    def take(self) -> list[Notice]:
+        """The notices added since the last call."""
+        new = self._notices[self._taken :]
+        self._taken = len(self._notices)
+        return new
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from app.storage import MemoryStorage, QuotaExceeded, StringStorage, Unparseable
 from app.store.backups import back_up
 from app.store.decode import Fresh, fresh_threads
 from app.store.envelope import Thread, entry_spans, envelope, merge_changes, splice_for
+from app.store.pruned import PruneNotes, forget_pruned, read_pruned
 from app.store.quota import Pruned, write_pruning
 from app.store.trace import SaveTrace, trace_splice
 
@@ -88,11 +89,21 @@ class StoredValue:
         return None
 
     def write_pruning(self, threads: dict[str, Thread], stage_id: str) -> Pruned:
-        """Write ``threads`` whole, pruning for quota (``app.store.quota.write_pruning``)."""
-        outcome = write_pruning(self.storage, self.key, threads, stage_id)
+        """Write ``threads`` whole, pruning for quota (``app.store.quota.write_pruning``) and saying
+        what it pruned (``app.store.pruned``)."""
+        notes = PruneNotes(self.storage, self.key, threads)
+        outcome = write_pruning(self.storage, self.key, threads, stage_id, notes)
         if outcome.threads is not None:
             self.take(outcome.threads, layout_known=True)
         return outcome
+
+    def pruned(self) -> frozenset[str]:
+        """The stage ids another tab's save said it pruned (``app.store.pruned.read_pruned``)."""
+        return read_pruned(self.storage, self.key)
+
+    def forget_pruned(self, stage_id: str) -> None:
+        """Take ``stage_id`` off the pruning record, before a deliberate removal of that course."""
+        forget_pruned(self.storage, self.key, stage_id)
 
     def back_up(self, stamp_ms: int) -> str | None:
         """Back the stored value up (``app.store.backups.back_up``): its backup key, or ``None``."""
@@ -112,13 +123,16 @@ class StoredValue:
     def trace_splice(self, stage_id: str, thread: Thread, clock: Callable[[], float],
                      splice: Callable[[int, int, str], bool] | None) -> SaveTrace:
         """``app.store.trace.trace_splice`` of ``thread`` into this value, then its bookkeeping
-        (timed too); a stopped trace leaves the layout unknown (the next save writes whole, as
-        after a failed splice)."""
+        (timed too). Raises ``LookupError`` (nothing written) when the layout is not known, or
+        the trace stopped (the layout is then unknown: the next save writes whole, as after a
+        failed splice)."""
+        if self.written is None:
+            raise LookupError("store not on the splice path (no value written by this tab since its last read)")
         threads, trace = trace_splice(self.storage, self.key, self.written or {}, dict(self.threads),
                                       stage_id, thread, clock, splice)
         if threads is None:
             self.written = None
-            return trace
+            raise LookupError(trace.error)
         t0 = clock()
         self.take(threads, layout_known=True)
         return trace.with_step("bookkeeping (what is stored now)", clock() - t0)

@@ -6,20 +6,21 @@ another tab wrote.
   erase each other's turns).
 - ``replaced``: another tab replaced a course's thread with one that does not go on from
   what this tab built on (another conversation resumed or a new one begun).
-- ``pruned_elsewhere``: which courses this tab held went from the stored value because
-  another tab's save pruned them for quota (kept in memory, never lost).
+- ``gone``: which courses this tab held went from the stored value (kept in memory when
+  another tab's save says it pruned them, ``app.store.pruned``; else followed).
 
 "Thread B continues thread A" is ``app.continuity.continues``, the one rule for it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
 from app.continuity import continues
 from app.store.envelope import Thread
 
-__all__ = ["pruned_elsewhere", "rebase", "replaced"]
+__all__ = ["gone", "rebase", "replaced"]
 
 Messages = list[dict[str, Any]]
 
@@ -39,20 +40,9 @@ def replaced(stored: Messages, base: Messages) -> bool:
     return stored is not base and not continues(stored, base)
 
 
-def pruned_elsewhere(held: dict[str, Thread], fresh: dict[str, Thread], memory: dict[str, Any]) -> list[str]:
-    """The courses ``held`` (this tab's stored threads before the read) that are gone from
-    ``fresh`` (a readable, undamaged value) because another tab's save pruned them for quota.
-
-    A course this tab held that is gone, and not kept in ``memory`` already, was *pruned*
-    when, in the same change, exactly one other course's entry was added or changed (the
-    saving course: a save writes only its own entry, a New conversation elsewhere only
-    removes one) and it was no more recently updated than any course left unchanged
-    (pruning takes the least recently updated). Otherwise the removal is followed: ``[]``.
-    """
-    gone = [k for k in held if k not in fresh and k not in memory]
-    if not gone or sum(held.get(k) is not v for k, v in fresh.items()) != 1:
-        return []  # only removals, or several writes seen at once: followed
-    unchanged = [v.updated_at for k, v in fresh.items() if held.get(k) is v]
-    if unchanged and max(held[k].updated_at for k in gone) > min(unchanged):
-        return []
-    return gone
+def gone(held: dict[str, Thread], fresh: dict[str, Thread], kept: Container[str]) -> list[str]:
+    """The courses ``held`` (this tab's stored threads before a read) that are absent from
+    ``fresh`` (a readable, undamaged value) and not ``kept`` in memory already: each was
+    pruned by another tab's save when its record says so (``app.store.pruned``), else
+    removed deliberately (followed)."""
+    return [k for k in held if k not in fresh and k not in kept]
