@@ -47,6 +47,10 @@ class KeptInMemory:
             return self.threads[stage_id]
         return stored.get(stage_id)
 
+    def views(self, stored: dict[str, Thread]) -> dict[str, Thread | None]:
+        """This tab's version of every course it knows (``view`` of each)."""
+        return {k: self.view(k, stored) for k in stored.keys() | self.threads.keys()}
+
     def keep(self, stage_id: str, thread: Thread | None) -> None:
         """Keep ``thread`` (``None``: a removal) until storage can take it."""
         self.threads[stage_id] = thread

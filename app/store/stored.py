@@ -21,8 +21,7 @@ from collections.abc import Callable
 
 from app.storage import MemoryStorage, QuotaExceeded, StringStorage, UnparseableValue
 from app.store.backups import back_up
-from app.store.decode import Fresh, fresh_threads
-from app.store.envelope import Thread, entry_spans, envelope, merge_changes, splice_for
+from app.store.envelope import Entries, Thread, entry_spans, envelope, merge_changes, splice_for
 from app.store.pruned import PruneNotes, forget_pruned, read_pruned
 from app.store.quota import Pruned, write_pruning
 from app.store.trace import SaveTrace, trace_splice
@@ -57,20 +56,43 @@ class StoredValue:
         except UnparseableValue as error:
             return error.raw, True
 
-    def read_changes(self) -> tuple[Fresh, bool] | None:
-        """The threads after another tab wrote, reading only the entries it changed
-        (``StringStorage.read_changes``): ``(validated threads, canonical)``, or ``None`` when
-        that cannot be said (the caller reads the whole value)."""
+    def read_changes(self) -> tuple[Entries, bool] | None:
+        """The stored entries after another tab wrote, reading only those it changed
+        (``StringStorage.read_changes``): ``(entries, canonical)`` as ``app.store.envelope.scan``
+        gives them, or ``None`` when that cannot be said (the caller reads the whole value)."""
         if not self.written:
             return None
         change = self.storage.read_changes(self.key, *entry_spans(self.written))
-        partial = None if change is None else merge_changes(self.written, change)
-        return None if partial is None else (fresh_threads(partial[0], self.threads), partial[1])
+        return None if change is None else merge_changes(self.written, change)
 
     def write(self, threads: dict[str, Thread]) -> None:
         """Write ``envelope(threads)`` whole. Raises ``QuotaExceeded`` (nothing written)."""
         self.storage.set_item(self.key, envelope(threads))
         self.take(threads, layout_known=True)
+
+    def save(self, stage_id: str, thread: Thread) -> Pruned | None:
+        """Write ``thread`` as ``stage_id``'s in one write: only its entry when the layout is known
+        (``splice``), else whole with quota pruning (``write_pruning``). ``None`` when another
+        tab wrote during the splice (nothing written)."""
+        candidate = {**self.threads, stage_id: thread}
+        spliced = self.splice(candidate, stage_id)
+        if spliced is None:
+            return None
+        return Pruned(candidate) if spliced else self.write_pruning(candidate, stage_id)
+
+    def rewrite(self) -> bool:
+        """Write what is held whole (a migrated or repaired value); False when it does not fit."""
+        try:
+            self.write(self.threads)
+            return True
+        except QuotaExceeded:
+            return False
+
+    def remove(self, stage_id: str) -> None:
+        """Write the value without ``stage_id``'s thread, taking it off the pruning record first
+        (a deliberate removal: other tabs follow it). Raises ``QuotaExceeded``."""
+        forget_pruned(self.storage, self.key, stage_id)
+        self.write({k: v for k, v in self.threads.items() if k != stage_id})
 
     def splice(self, threads: dict[str, Thread], stage_id: str) -> bool | None:
         """Write only ``stage_id``'s entry of ``threads``: True when done; False when that is not
@@ -100,10 +122,6 @@ class StoredValue:
     def pruned(self) -> frozenset[str]:
         """The stage ids another tab's save said it pruned (``app.store.pruned.read_pruned``)."""
         return read_pruned(self.storage, self.key)
-
-    def forget_pruned(self, stage_id: str) -> None:
-        """Take ``stage_id`` off the pruning record, before a deliberate removal of that course."""
-        forget_pruned(self.storage, self.key, stage_id)
 
     def back_up(self, stamp_ms: int) -> str | None:
         """Back the stored value up (``app.store.backups.back_up``): its backup key, or ``None``."""

@@ -6,21 +6,19 @@ another tab wrote.
   erase each other's turns).
 - ``replaced``: another tab replaced a course's thread with one that does not go on from
   what this tab built on (another conversation resumed or a new one begun).
-- ``gone``: which courses this tab held went from the stored value (kept in memory when
-  another tab's save says it pruned them, ``app.store.pruned``; else followed).
+
+Which courses gone from the stored value a tab keeps is ``app.store.reading``'s rule.
 
 "Thread B continues thread A" is ``app.continuity.continues``, the one rule for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Container
 from typing import Any
 
 from app.continuity import continues
-from app.store.envelope import Thread
 
-__all__ = ["gone", "rebase", "replaced"]
+__all__ = ["rebase", "replaced"]
 
 Messages = list[dict[str, Any]]
 
@@ -38,11 +36,3 @@ def rebase(messages: Messages, base: Messages | None, stored: Messages) -> tuple
 def replaced(stored: Messages, base: Messages) -> bool:
     """True when ``stored`` (the stored thread now) is not ``base`` and does not go on from it."""
     return stored is not base and not continues(stored, base)
-
-
-def gone(held: dict[str, Thread], fresh: dict[str, Thread], kept: Container[str]) -> list[str]:
-    """The courses ``held`` (this tab's stored threads before a read) that are absent from
-    ``fresh`` (a readable, undamaged value) and not ``kept`` in memory already: each was
-    pruned by another tab's save when its record says so (``app.store.pruned``), else
-    removed deliberately (followed)."""
-    return [k for k in held if k not in fresh and k not in kept]
