@@ -108,7 +108,7 @@ def install(window, runtime, store) -> None:
     events: list[dict] = []
     original_changed = runtime.on_storage_changed
     original_reload = store.reload
-    storage = getattr(store, "_storage", None)
+    storage = store.storage
     original_get = getattr(storage, "get_item", None)
 
     def timed_get(key):
@@ -225,80 +225,63 @@ def install(window, runtime, store) -> None:
         """Diagnostic split of one steady save (this tab wrote the stored value last).
 
         Mirrors what a completion does on that path: ``serialize_thread`` in the
-        runtime; in ``store.save``: ``unchanged()`` (the JS-side compare of
-        ``_sync``), the new thread's fragment (``_Thread.fragment``, ``_js_json``),
-        ``app.store._splice_for`` (key order and offsets over every stored thread,
-        the entry text), then ``LocalStorage.splice_item``: UTF-8 encode of the
-        entry only, copy to JS, ``bridge.splice`` (JS: compare with the last
-        written value, ``TextDecoder``, slice and ``setItem``); then the
-        bookkeeping (the store's ``_written_ok``, the runtime's new
-        ``session.base``). Not timed: ``store.save``'s merge check against
-        ``base``, an identity test on this path (no other tab wrote). It writes
-        through the bridge and updates the bookkeeping the way a completion does,
-        so the store stays on the splice path afterwards. Also reported: what the *first*
-        splice after a full write does once (UTF-16 length of every entry
-        before this course's; cached afterwards). Reaches into the store's
-        internals: when they are not what it expects, or the store is not on the
-        splice path, it returns ``{"error": ...}`` rather than guess.
+        runtime, then the store's own public trace of a steady save
+        (``ThreadStore.trace_save``, ``app.store.trace``): the compare with the last
+        written value (``unchanged()``), the new thread's fragment, ``splice_for``
+        (key order and offsets over every stored thread, the entry text), the
+        splice into storage, split here into what ``LocalStorage.splice_item`` does
+        (UTF-8 encode of the entry only, copy to JS, ``bridge.splice``: JS compare
+        with the last written value, ``TextDecoder``, slice and ``setItem``), and the
+        store's bookkeeping; then the runtime's new ``session.base``. Not timed:
+        ``store.save``'s merge check against ``base``, an identity test on this path
+        (no other tab wrote). It writes the way a completion does, so the store stays
+        on the splice path afterwards. Also reported: what the *first* splice after a
+        full write does once (UTF-16 length of every entry before this course's;
+        cached afterwards). When the store is not on the splice path it returns
+        ``{"error": ...}`` rather than guess.
         """
-        from app import store as store_module
+        import js
         from app.projection import serialize_thread
-        from app.storage import utf16_len
+        from app.store import STORAGE_KEY
 
-        needed = ("_Thread", "_splice_for", "_js_key_order", "_js_json", "STORAGE_KEY")
-        missing = [n for n in needed if not hasattr(store_module, n)]
-        bridge = getattr(getattr(store, "_storage", None), "_bridge", None)
-        if missing or bridge is None or not hasattr(store, "_written_ok"):
-            return _compact({"error": f"store internals not found: {missing or 'bridge/_written_ok'}"})
-        if getattr(store, "_written", None) is None:
-            return _compact({"error": "store not on the splice path (no value written by this tab since its last read)"})
-        key = store_module.STORAGE_KEY
+        bridge = getattr(js, "agentbarStorage", None)
+        if bridge is None:
+            return _compact({"error": "no storage bridge (js.agentbarStorage)"})
         stage_id = runtime.stage_id
-        messages = runtime.messages
         runs = []
         for i in range(int(repeats)):
-            t = {}
+            inside: dict[str, float] = {}  # the splice into storage, split
+
+            def splice(start: int, end: int, text: str) -> bool:
+                t0 = _now()
+                data = text.encode("utf-8")
+                t1 = _now(); inside["  str.encode utf-8 (entry only)"] = t1 - t0
+                payload = to_js(memoryview(data))
+                t2 = _now(); inside["  to_js(memoryview) copy to JS"] = t2 - t1
+                status = bridge.splice(STORAGE_KEY, start, end, payload)
+                inside["  bridge.splice (JS: compare, decode, slice, setItem)"] = _now() - t2
+                return status == "ok"
+
             t0 = _now()
-            slim = serialize_thread(messages)
-            t1 = _now(); t["serialize_thread (runtime)"] = t1 - t0
-            same = bridge.unchanged(key)
-            t2 = _now(); t["unchanged() (JS compare, store._sync)"] = t2 - t1
-            if not same:
-                return _compact({"error": "unchanged() is false: another writer changed the value"})
-            thread = store_module._Thread(slim, int(_now()) + i)
-            t2 = _now()
-            thread.fragment()
-            t3 = _now(); t["encode own thread (_Thread.fragment, _js_json)"] = t3 - t2
-            store._threads[stage_id] = thread
-            edit = store_module._splice_for(store._written, store._threads, stage_id)
-            t4 = _now(); t["_splice_for (key order, offsets over all threads)"] = t4 - t3
-            if edit is None:
-                return _compact({"error": "_splice_for found no splice"})
-            start, end, text = edit
-            data = text.encode("utf-8")
-            t5 = _now(); t["str.encode utf-8 (entry only)"] = t5 - t4
-            payload = to_js(memoryview(data))
-            t6 = _now(); t["to_js(memoryview) copy to JS"] = t6 - t5
-            status = bridge.splice(key, start, end, payload)
-            t7 = _now(); t["bridge.splice (JS: compare, decode, slice, setItem)"] = t7 - t6
-            if status != "ok":
-                store._written = None  # the store writes whole next time, as after a failed splice
-                return _compact({"error": f"bridge.splice returned {status!r}"})
-            store._written_ok(stage_id, dict(store._threads), ())
+            slim = serialize_thread(runtime.messages)
+            row = {"serialize_thread (runtime)": _now() - t0}
+            try:
+                trace = store.trace_save(stage_id, slim, int(_now()) + i, clock=_now, splice=splice)
+            except LookupError as error:
+                return _compact({"error": str(error)})
+            for name, ms in trace.steps.items():
+                row[name] = ms
+                if name == "splice into storage":
+                    row.update(inside)
+            t0 = _now()
             session = runtime._shown
             if session is not None and hasattr(session, "base"):
                 session.base = store.load(stage_id) or []
-            t8 = _now(); t["bookkeeping (_written_ok, session.base)"] = t8 - t7
-            order = store_module._js_key_order(store._threads)
-            before = order[: order.index(stage_id)]
-            t9 = _now()
-            for k in before:
-                utf16_len(store_module._js_json(k)) + 1 + utf16_len(store._threads[k].fragment())
-            t10 = _now(); t["once after a full write: UTF-16 length of the entries before it"] = t10 - t9
-            t["threads stored"] = len(order)
-            t["entry utf16 units"] = utf16_len(text)
-            t["replaced span utf16 units"] = end - start
-            runs.append(t)
+            row["session.base (runtime)"] = _now() - t0
+            row["threads stored"] = trace.threads
+            row["entry utf16 units"] = trace.entry_units
+            row["replaced span utf16 units"] = trace.replaced_units
+            runs.append(row)
         keys = list(runs[0]) if runs else []
         return _compact({k: sorted(r[k] for r in runs)[len(runs) // 2] for k in keys})
 

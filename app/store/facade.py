@@ -59,6 +59,11 @@ class ThreadStore:
         return self._mode
 
     @property
+    def storage(self) -> StringStorage:
+        """The storage read and written now (a ``MemoryStorage`` once storage was lost)."""
+        return self._stored.storage
+
+    @property
     def notices(self) -> list[Notice]:
         """Every notice so far, oldest first."""
         return self._notices.all()
@@ -89,7 +94,7 @@ class ThreadStore:
             return None
         self._mode, self._reason = "persistent", None
         # The file is the backup only of the value downloaded; a later write of another tab is read as usual.
-        self._exported = name if exported and self._unchanged() else None
+        self._exported = name if exported and self._try(self._stored.unchanged, True) else None
         self._stored.written = None
         if self._read() and self._mode == "persistent":
             self._try(self._stored.rewrite, False)
@@ -174,7 +179,7 @@ class ThreadStore:
     def reload(self) -> set[str]:
         """Re-read storage after another tab wrote it (``_read``); return the stage ids whose thread,
         as ``load`` sees it, changed."""
-        if self._mode == "memory" or self._unchanged():
+        if self._mode == "memory" or self._try(self._stored.unchanged, True):
             return set()
         before = self._kept.views(self._stored.threads)
         self._read()
@@ -217,12 +222,9 @@ class ThreadStore:
             self._mode, self._reason = "read-only", code
             self._notices.add(code, **params)
 
-    def _unchanged(self) -> bool:
-        return self._try(self._stored.unchanged, True)
-
     def _sync(self) -> None:
         """Before a write: re-read only if another tab wrote since this one read or wrote."""
-        if not self._unchanged():
+        if not self._try(self._stored.unchanged, True):
             self._read()
 
     def _read(self) -> bool:

@@ -274,12 +274,52 @@ def test_writing_a_pruned_thread_back_prunes_by_the_usual_rules():
     assert set(json.loads(storage.dump()[STORAGE_KEY])["state"]["threads"]) == {"big", "c00"}
 
 
-def test_a_course_cleared_in_another_tab_is_followed():
+def test_the_pruning_tab_says_it_pruned_under_its_own_key_and_the_envelope_stays_as_it_was():
+    storage, _, _ = pruned_by_other_tab()
+    assert storage.dump()[f"{STORAGE_KEY}.pruned"] == '["c00"]'
+    stored = json.loads(storage.dump()[STORAGE_KEY])
+    assert set(stored) == {"state", "version"} and set(stored["state"]["threads"]) == {"c01", "big"}
+
+
+def tab_c_and_another_tab() -> tuple[ThreadStore, ThreadStore]:
+    """Tab C holds c00 and c01; the other tab reads the same value."""
     storage = MemoryStorage()
     tab_c = open_store(storage)
     tab_c.save("c00", thread("c00"), 1)
     tab_c.save("c01", thread("c01"), 2)
-    other = open_store(MemoryStorage.shared_with(storage))
+    return tab_c, open_store(MemoryStorage.shared_with(storage))
+
+
+def test_a_course_cleared_elsewhere_while_another_course_is_saved_is_followed_not_kept():
+    tab_c, other = tab_c_and_another_tab()
+    other.clear("c00")  # a New conversation, and one save of another course, between two reads of tab C
+    other.save("c01", thread("c01", "more"), 3)
+    assert tab_c.reload() == {"c00", "c01"}
+    assert tab_c.load("c00") is None and tab_c.memory_only() == frozenset() and tab_c.notices == []
+
+
+def test_clearing_a_pruned_course_takes_it_off_the_record_so_other_tabs_follow():
+    storage, tab_c, tab_a = pruned_by_other_tab()
+    storage.quota = None
+    tab_a.save("c00", thread("c00 again"), 5)
+    tab_b = open_store(MemoryStorage.shared_with(storage))
+    assert tab_b.load("c00") == thread("c00 again")
+    tab_a.clear("c00")
+    assert f"{STORAGE_KEY}.pruned" not in storage.dump()
+    assert tab_b.reload() == {"c00"}
+    assert tab_b.load("c00") is None and tab_b.notices == []
+
+
+def test_a_save_that_prunes_nothing_writes_no_record():
+    storage = MemoryStorage()
+    store = open_store(storage)
+    store.save("a", thread("a"), 1)
+    store.clear("a")
+    assert set(storage.dump()) == {STORAGE_KEY}
+
+
+def test_a_course_cleared_in_another_tab_is_followed():
+    tab_c, other = tab_c_and_another_tab()
     other.clear("c00")
     assert tab_c.reload() == {"c00"}
     assert tab_c.load("c00") is None and tab_c.memory_only() == frozenset() and tab_c.notices == []
