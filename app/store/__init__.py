@@ -6,12 +6,14 @@
 - ``decode``: decode, migrate (``MIGRATIONS``) and validate per thread and per message.
 - ``backups``: copying a damaged value aside, never twice, never overwriting one.
 - ``quota``: pruning the least recently updated other threads until a save fits.
-- ``tabs``: the rules for other tabs' writes (merging on ``base``, replaced elsewhere,
-  pruned elsewhere), over ``app.continuity.continues``.
+- ``pruned``: the pruning tab's word that it pruned (``<key>.pruned``, beside the envelope).
+- ``reading``: what a tab takes in from a read (validated threads, the courses it keeps).
+- ``tabs``: the rules for other tabs' writes (merging on ``base``, replaced elsewhere),
+  over ``app.continuity.continues``.
 - ``stored`` (``StoredValue``): what the stored value holds and its layout, its reads and writes.
 - ``kept`` (``KeptInMemory``): this tab's versions that storage does not hold.
 - ``trace``: a steady save timed step by step (the benchmark's entry point).
-- ``results``: ``Mode``, ``Notice`` (the notice codes), ``SaveResult``.
+- ``results``: ``Mode``, ``Notice`` (the notice codes), ``NoticeQueue``, ``SaveResult``.
 - ``facade`` (``ThreadStore``): the one place that changes the mode and queues notices.
 
 The parts are pure functions or small classes that return what happened.

@@ -4,8 +4,9 @@ store's mode and queues its notices (DESIGN.md §5; codes in ``app.store.results
 The parts return what happened: ``StoredValue`` (what the stored value holds and its layout,
 its reads and writes), ``KeptInMemory`` (this tab's versions not stored: they never cost
 anything stored, and pruning ranks only stored threads), ``decode`` (read, migrate,
-validate), ``backups``, ``quota``, ``pruned`` (the pruning tab's word) and ``tabs`` (other
-tabs' writes). The store never reads the clock: callers pass ``now_ms`` / ``updated_at``.
+validate), ``reading`` (what a read takes in), ``backups``, ``quota``, ``pruned`` (the
+pruning tab's word) and ``tabs`` (other tabs' writes). The store never reads the clock:
+callers pass ``now_ms`` / ``updated_at``.
 
 Modes: ``"persistent"``; ``"memory"`` when storage throws (``_to_memory``, for good);
 ``"read-only"`` for a newer stored version or a damaged value no backup fits
@@ -23,9 +24,9 @@ from app.store import envelope as stored_envelope
 from app.store.decode import ReadValue, read_value
 from app.store.envelope import STORAGE_KEY, Thread
 from app.store.kept import KeptInMemory
+from app.store.reading import Taken, take_in
 from app.store.results import Mode, Notice, NoticeQueue, SaveResult
 from app.store.stored import StoredValue
-from app.store.reading import Taken, take_in
 from app.store.tabs import rebase, replaced
 from app.store.trace import SaveTrace
 
