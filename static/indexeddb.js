@@ -44,9 +44,14 @@ async function guard(work) {
   }
 }
 
-function range(table, index, lower, upper, lowerOpen, upperOpen) {
-  const clause = db.table(table).where(index);
-  return clause.between(lower, upper, !lowerOpen, !upperOpen);
+// A key range arrives as JSON {lower, upper, lowerOpen?, upperOpen?, reverse?, limit?} (absent
+// flags: closed ends, forward, no limit): the records of `index` in it, as a Dexie collection.
+function range(table, index, spec) {
+  const { lower, upper, lowerOpen = false, upperOpen = false, reverse = false, limit = 0 } = parse(spec);
+  let collection = db.table(table).where(index).between(lower, upper, !lowerOpen, !upperOpen);
+  if (reverse) collection = collection.reverse();
+  if (limit > 0) collection = collection.limit(limit);
+  return collection;
 }
 
 globalThis.agentbarIndexedDbAdapter = {
@@ -115,29 +120,21 @@ globalThis.agentbarIndexedDbAdapter = {
   get(table, key) {
     return guard(async (d) => JSON.stringify((await d.table(table).get(parse(key))) ?? null));
   },
-  // Records of `index` between lower and upper (JSON keys), newest first when reverse.
-  query(table, index, lower, upper, lowerOpen, upperOpen, reverse, limit) {
-    return guard(async () => {
-      let collection = range(table, index, parse(lower), parse(upper), lowerOpen, upperOpen);
-      if (reverse) collection = collection.reverse();
-      if (limit > 0) collection = collection.limit(limit);
-      return JSON.stringify(await collection.toArray());
-    });
+  // Records of `index` in the key range `span` (see range), newest first when it says reverse.
+  query(table, index, span) {
+    return guard(async () => JSON.stringify(await range(table, index, span).toArray()));
   },
   // query and count in one crossing (a list page and its total, read side by side):
-  // resolves JSON [records, count of index in [countLower, countUpper]].
-  queryCount(table, index, lower, upper, lowerOpen, upperOpen, reverse, limit, countLower, countUpper) {
+  // resolves JSON [records of span, count of the records in countSpan].
+  queryCount(table, index, span, countSpan) {
     return guard(async () => {
-      let collection = range(table, index, parse(lower), parse(upper), lowerOpen, upperOpen);
-      if (reverse) collection = collection.reverse();
-      if (limit > 0) collection = collection.limit(limit);
-      const [rows, total] = await Promise.all([collection.toArray(),
-        range(table, index, parse(countLower), parse(countUpper), false, false).count()]);
+      const [rows, total] = await Promise.all([range(table, index, span).toArray(),
+        range(table, index, countSpan).count()]);
       return JSON.stringify([rows, total]);
     });
   },
-  count(table, index, lower, upper) {
-    return guard(async () => range(table, index, parse(lower), parse(upper), false, false).count());
+  count(table, index, span) {
+    return guard(async () => range(table, index, span).count());
   },
   // ops: JSON [[kind, table, valueOrKey], …], kind "put" | "add" | "delete", in ONE read-write
   // transaction: all are written or none (an "add" of an existing key aborts the whole).
@@ -159,16 +156,18 @@ globalThis.agentbarIndexedDbAdapter = {
       return list.length;
     });
   },
-  // For each record of `index` in [lower, upper]: the first position of `needle` in its string
-  // field `field`. Returns JSON [[primaryKey, position, excerpt], …] for the records that hold it;
+  // For each record of `index` in the key range `span`: the first position of `needle` in its
+  // string field `field` (find: JSON {field, needle, before, after, showTable, showField}). Returns
+  // JSON [[primaryKey, position, excerpt], …] for the records that hold it;
   // excerpt = showTable[key][showField].slice(start - before, start + needle.length + after)
   // (read for the hits only), start = position carried over by the record's optional `anchors`
   // ([[folded index, text index], …], sorted: app/history/text.py fold_map). Python folds beforehand
   // and makes snippets; this only scans.
-  scan(table, index, lower, upper, field, needle, before, after, showTable, showField) {
+  scan(table, index, span, find) {
     return guard(async (d) => {
+      const { field, needle, before, after, showTable, showField } = parse(find);
       const found = [];
-      await range(table, index, parse(lower), parse(upper), false, false).each((record, cursor) => {
+      await range(table, index, span).each((record, cursor) => {
         const text = record[field];
         if (typeof text !== "string") return;
         const at = text.indexOf(needle);

@@ -70,18 +70,18 @@ class IndexedDbBackend:
 
     async def query(self, table: str, index: str, lower, upper, *, lower_open: bool = False,
                     upper_open: bool = False, reverse: bool = False, limit: int = 0) -> list[dict]:
-        return _parse(await self._call("query", table, index, _payload(lower), _payload(upper),
-                                       lower_open, upper_open, reverse, limit))
+        span = _range(lower, upper, lowerOpen=lower_open, upperOpen=upper_open, reverse=reverse, limit=limit)
+        return _parse(await self._call("query", table, index, span))
 
     async def query_count(self, table: str, index: str, lower, upper, count_lower, count_upper, *,
                           lower_open: bool = False, upper_open: bool = False, reverse: bool = False,
                           limit: int = 0) -> tuple[list[dict], int]:
-        rows, total = _parse(await self._call("queryCount", table, index, _payload(lower), _payload(upper), lower_open,
-                                              upper_open, reverse, limit, _payload(count_lower), _payload(count_upper)))
+        span = _range(lower, upper, lowerOpen=lower_open, upperOpen=upper_open, reverse=reverse, limit=limit)
+        rows, total = _parse(await self._call("queryCount", table, index, span, _range(count_lower, count_upper)))
         return rows, int(total)
 
     async def count(self, table: str, index: str, lower, upper) -> int:
-        return int(await self._call("count", table, index, _payload(lower), _payload(upper)))
+        return int(await self._call("count", table, index, _range(lower, upper)))
 
     async def write(self, ops: list[WriteOp]) -> None:
         slots, bulk, plain = [], [], []
@@ -104,8 +104,9 @@ class IndexedDbBackend:
 
     async def scan(self, table: str, index: str, lower, upper, field: str, needle: str,
                    before: int, after: int, show_table: str, show_field: str) -> list[tuple[Any, int, str]]:
-        hits = _parse(await self._call("scan", table, index, _payload(lower), _payload(upper), field, needle,
-                                       before, after, show_table, show_field))
+        find = _payload({"field": field, "needle": needle, "before": before, "after": after,
+                         "showTable": show_table, "showField": show_field})
+        hits = _parse(await self._call("scan", table, index, _range(lower, upper), find))
         return [(key, int(at), excerpt) for key, at, excerpt in hits]
 
     async def persist(self) -> bool:
@@ -130,17 +131,26 @@ class IndexedDbBackend:
 
 
 def _key_json(key: Any) -> str:
-    """A key (or list of keys) as JSON; ``±math.inf`` (open range ends) as ``±1e999``, which JSON.parse reads as ±Infinity."""
+    """A key (or list of keys, or an object of them) as JSON; ``±math.inf`` (open range ends) as
+    ``±1e999``, which JSON.parse reads as ±Infinity."""
     if isinstance(key, float) and key in (float("inf"), float("-inf")):
         return "1e999" if key > 0 else "-1e999"
     if isinstance(key, (list, tuple)):
         return "[" + ",".join(_key_json(k) for k in key) + "]"
+    if isinstance(key, dict):
+        return "{" + ",".join(json.dumps(str(k)) + ":" + _key_json(v) for k, v in key.items()) + "}"
     return json.dumps(key, ensure_ascii=False)
 
 
 def _payload(value: Any):
-    """A key (or list of keys) as UTF-8 JSON bytes for the adapter."""
+    """A key (or list of keys, or an object of them) as UTF-8 JSON bytes for the adapter."""
     return _bytes(_key_json(value))
+
+
+def _range(lower: Any, upper: Any, **flags: bool | int):
+    """A key range for the adapter, one JSON object: ``{lower, upper}`` and the flags given
+    (``lowerOpen``, ``upperOpen``, ``reverse``, ``limit``; absent: closed, forward, no limit)."""
+    return _payload({"lower": lower, "upper": upper, **flags})
 
 
 def _bytes(text: str):

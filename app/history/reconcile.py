@@ -7,12 +7,22 @@ parsing the stored value a second time).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Protocol
 
-__all__ = ["stored_threads"]
+__all__ = ["StoredThreads", "stored_threads"]
 
 
-def stored_threads(store: Any) -> dict[str, tuple[list[dict], int]]:
+class StoredThreads(Protocol):
+    """What reconciliation reads of the page's thread store (``app.store.ThreadStore`` has it)."""
+
+    def stage_ids(self) -> list[str]: ...
+
+    def load(self, stage_id: str) -> list[dict] | None: ...
+
+    def updated_at(self, stage_id: str) -> int | None: ...
+
+
+def stored_threads(store: StoredThreads) -> dict[str, tuple[list[dict], int]]:
     """``{stageId: (slim messages, updatedAt ms)}`` of every course whose active thread the store holds
     with messages (``store``: ``ThreadStore`` with ``stage_ids``, ``load``, ``updated_at``). Empty
     threads and threads without ``updatedAt`` are left out (nothing to adopt)."""

@@ -13,13 +13,15 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from app.history.service import HistoryService
+
 __all__ = ["HistoryRecorder"]
 
 
 class HistoryRecorder:
     """Queues history writes of the runtime (module docstring); ``on_recorded(stage_id)`` after each."""
 
-    def __init__(self, service: Any, on_recorded: Callable[[str], None] | None = None) -> None:
+    def __init__(self, service: HistoryService, on_recorded: Callable[[str], None] | None = None) -> None:
         self.service = service
         self.on_recorded = on_recorded
         self._tail: asyncio.Future | None = None

@@ -65,7 +65,7 @@ class TaskMeta(_Record):
     turnCount: Count = 0
     durationMs: Count = 0
     damaged: ClassVar[bool] = False
-    """Always False (a record that cannot be read is listed as ``app.history.service.Damaged``)."""
+    """Always False (a record that cannot be read is listed as ``app.history.repository.Damaged``)."""
 
     @model_validator(mode="after")
     def _created_before_updated(self) -> "TaskMeta":

@@ -374,7 +374,7 @@ async def test_a_turn_without_reported_usage_stays_not_reported_when_read_back_a
     msgs = [{"role": "user", "content": [{"type": "text", "text": "q"}]},
             {"role": "assistant", "id": "a1", "content": [{"type": "text", "text": "r"}]}]
     await svc.record_turn("intro-ml", msgs, 1, usage=None, model="m", duration_ms=5, message_id="a1")
-    svc._metas.clear(), svc._turns.clear()  # read back from the backend, as after a reload
+    svc.forget_active("intro-ml")  # read back from the backend, as after a reload
     meta, turns = await svc.active("intro-ml")
     assert turns[0].usage is None and meta.stats.totalTokens == 0
     _, _, imported = parse_export(export_json(meta, msgs, turns))
@@ -648,6 +648,7 @@ async def test_new_conversation_must_ask_while_history_cannot_keep_the_thread():
     backend.quota_chars = None
     assert await svc.record_turn("s", [user("small")], 2, usage={}, model="demo", duration_ms=1, message_id=None)
     assert svc.keeps_conversations
-    gone, _, _ = service(backend=MemoryBackend())
-    gone._db.fail_next = "unavailable"
+    failing = MemoryBackend()
+    gone, _, _ = service(backend=failing)
+    failing.fail_next = "unavailable"
     assert await gone.total("s") == 0 and not gone.keeps_conversations

@@ -1,0 +1,371 @@
+"""History's tables over the app's record store (``app.records.RecordBackend``), DESIGN.md §9, §14.
+
+The one module that knows history's table and index names and the shape of its records; everything
+above it speaks of conversations, heads, turns and list ranges. Tables (declared with the rest of
+the database in ``app.records.SCHEMA``):
+
+- ``conversations``: ``TaskMeta`` records, index ``[stageId+updatedAt+taskId]`` (a course's list);
+- ``messages``: ``{taskId, messages}`` (the slim projection, §3);
+- ``turns``: ``{taskId, turns}`` (``TurnMeta`` records);
+- ``search``: ``{taskId, stageId, updatedAt, folded, fold, anchors?}``, index ``[stageId+updatedAt]``
+  (what search scans; ``folded`` made by ``app.history.text.fold_map``, §14);
+- ``texts``: ``{taskId, text}`` (the unfolded text, read only for the hits' snippets);
+- ``heads``: ``{stageId, taskId, syncedAt}``: the conversation that is a course's active thread in
+  ``maic-agent-threads``; ``syncedAt`` is that thread's ``updatedAt`` when history last matched it.
+
+Reads return typed values (``TaskMeta``, ``TurnMeta``, ``Head``); a stored record that cannot be
+read is reported through ``on_damaged`` (once per read) and read as missing, or listed as
+``Damaged`` when it still names a conversation. Writes are collected in a ``Writes`` (one
+transaction: all stored or none) and stored with ``HistoryRepository.commit``. Every backend
+failure is the backend's ``RecordStoreError``, raised as is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from pydantic import ValidationError
+
+from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta
+from app.history.text import fold_map, plain_text
+from app.records import HIGHEST, LOWEST, RecordBackend, WriteOp
+
+__all__ = ["Conversation", "Damaged", "FOLD_VERSION", "Head", "HistoryRepository", "ListRange", "Stored",
+           "Writes", "SNIPPET_AFTER", "SNIPPET_BEFORE"]
+
+LIST_INDEX = "[stageId+updatedAt+taskId]"
+SEARCH_INDEX = "[stageId+updatedAt]"
+CONVERSATION_TABLES = ("conversations", "messages", "turns", "search", "texts")
+"""The tables holding one record per conversation (keyed by ``taskId``), meta first."""
+SNIPPET_BEFORE, SNIPPET_AFTER = 24, 60
+FOLD_VERSION = 2
+"""The folding a ``search`` record's ``folded`` text was made with (2: DESIGN.md §14's; records
+without it were lower-cased only and are folded again the first time their course is searched)."""
+REFOLD_BATCH = 50
+
+
+@dataclass(frozen=True)
+class Damaged:
+    """A stored conversation whose meta cannot be read (a record an older version wrote with a value
+    IndexedDB could not keep exactly, or changed by hand): listed so that it can be deleted or a
+    corrected file imported over it, never hidden (DESIGN.md §5, §14). Reads like a ``TaskMeta`` with
+    nothing known: no title, no counts; ``updatedAt`` as stored when it is a number, else 0."""
+
+    taskId: str
+    stageId: str
+    updatedAt: int
+    createdAt: int = 0
+    taskName: str = ""
+    stats: Stats = field(default_factory=Stats)
+    turnCount: int = 0
+    durationMs: int = 0
+    damaged: bool = True
+
+
+@dataclass(frozen=True)
+class Head:
+    """A course's head as ``heads`` keeps it: ``task_id`` (the stored value when it is a string, else
+    None) and ``synced_at`` (the active thread's ``updatedAt`` when history last matched it; None
+    until its first turn), DESIGN.md §9."""
+
+    task_id: str | None
+    synced_at: Any
+
+    @property
+    def allocated(self) -> str | None:
+        """The head's task id when it is a well-formed one (it may have no conversation record yet)."""
+        return self.task_id if self.task_id is not None and TASK_ID.match(self.task_id) else None
+
+
+class Conversation(NamedTuple):
+    """One conversation read whole: its meta, slim messages (§3) and turns (what an export carries;
+    unpacks as ``(meta, messages, turns)``)."""
+
+    meta: TaskMeta
+    messages: list[dict]
+    turns: list[TurnMeta]
+
+
+@dataclass(frozen=True)
+class Stored:
+    """Every record of one conversation exactly as stored, ``(table, record)`` pairs, meta first:
+    what a delete removes and its undo puts back (DESIGN.md §9)."""
+
+    task_id: str
+    records: list[tuple[str, dict]]
+
+    @property
+    def meta_record(self) -> dict | None:
+        """The raw ``conversations`` record, if there is one."""
+        return next((record for table, record in self.records if table == "conversations"), None)
+
+
+@dataclass(frozen=True)
+class ListRange:
+    """Which of a course's conversations one read of its list covers (DESIGN.md §9 paging):
+    ``since_ms``: updated at or after (None: all time); ``after``: the cursor, the ``(updatedAt,
+    taskId)`` of the last row already shown (None: from the list's start); ``oldest``: oldest first
+    (else newest first); ``limit``: at most that many rows (0: all)."""
+
+    stage_id: str
+    since_ms: int | None = None
+    after: tuple | None = None
+    oldest: bool = False
+    limit: int = 0
+
+    @property
+    def low(self) -> list:
+        """The list's lower key (its time range, before any cursor)."""
+        return [self.stage_id, self.since_ms if self.since_ms is not None else LOWEST]
+
+    @property
+    def high(self) -> list:
+        return [self.stage_id, HIGHEST]
+
+    def bounds(self) -> tuple[list, list]:
+        """(lower, upper) keys of the rows this read returns: the cursor narrows one end."""
+        if self.after is None:
+            return self.low, self.high
+        cursor = [self.stage_id, self.after[0], self.after[1]]
+        return (cursor, self.high) if self.oldest else (self.low, cursor)
+
+
+def search_record(meta: TaskMeta, text: str) -> dict:
+    """The ``search`` record of a conversation whose plain text is ``text`` (DESIGN.md §14 folding)."""
+    folded, anchors = fold_map(text)
+    record = {"taskId": meta.taskId, "stageId": meta.stageId, "updatedAt": meta.updatedAt, "folded": folded,
+              "fold": FOLD_VERSION}
+    if anchors:  # where folded positions and text positions part
+        record["anchors"] = anchors
+    return record
+
+
+class Writes:
+    """The changes of ONE transaction, named for what they do; ``HistoryRepository.commit`` stores
+    them all or none (``RecordBackend.write``)."""
+
+    def __init__(self) -> None:
+        self._ops: list[WriteOp] = []
+
+    @property
+    def ops(self) -> list[WriteOp]:
+        """The backend's write ops, in order."""
+        return list(self._ops)
+
+    def keep(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], *, new: bool = False) -> None:
+        """Store a conversation whole: meta, slim messages, turns, its search and text records.
+        ``new``: the meta is added, not put (should another tab store that task id meanwhile, the
+        whole transaction aborts and nothing is written twice)."""
+        text = plain_text(messages)
+        self._ops += [("add" if new else "put", "conversations", meta.model_dump()),
+                      ("put", "messages", {"taskId": meta.taskId, "messages": messages}),
+                      ("put", "turns", {"taskId": meta.taskId, "turns": [t.record() for t in turns]}),
+                      ("put", "search", search_record(meta, text)),
+                      ("put", "texts", {"taskId": meta.taskId, "text": text})]
+
+    def make_head(self, stage_id: str, task_id: str, synced_at: int | None) -> None:
+        """Make ``task_id`` the head of ``stage_id``, matched to the thread of ``updatedAt`` ``synced_at``."""
+        self._ops.append(("put", "heads", {"stageId": stage_id, "taskId": task_id, "syncedAt": synced_at}))
+
+    def end_head(self, stage_id: str) -> None:
+        """``stage_id`` has no active conversation any more (its conversation stays, archived)."""
+        self._ops.append(("delete", "heads", stage_id))
+
+    def remove(self, stored: Stored) -> None:
+        """Delete every record of a conversation (``HistoryRepository.stored``)."""
+        self._ops += [("delete", table, stored.task_id) for table, _ in stored.records]
+
+    def restore(self, stored: Stored) -> None:
+        """Put back every record of a removed conversation, as it was."""
+        self._ops += [("put", table, record) for table, record in stored.records]
+
+    def refold(self, record: dict, text: str) -> None:
+        """Replace a ``search`` record of an earlier folding with one folded from ``text`` (§14)."""
+        folded, anchors = fold_map(text)
+        fresh = {**record, "folded": folded, "fold": FOLD_VERSION}
+        fresh.pop("anchors", None)
+        if anchors:
+            fresh["anchors"] = anchors
+        self._ops.append(("put", "search", fresh))
+
+    def __bool__(self) -> bool:
+        return bool(self._ops)
+
+
+def _tokens_key(raw: Any) -> tuple:
+    """The order of the ``tokens`` sort of a raw meta: most total tokens, then newest, then task id."""
+    if not isinstance(raw, dict):
+        return (0, 0, "")
+    stats = raw.get("stats")
+    tokens = stats.get("totalTokens") if isinstance(stats, dict) else 0
+    updated = raw.get("updatedAt")
+    return (-(tokens if isinstance(tokens, int) else 0), -(updated if isinstance(updated, int) else 0),
+            str(raw.get("taskId", "")))
+
+
+class HistoryRepository:
+    """History's records over a ``RecordBackend`` (module docstring). ``on_damaged()``: called once
+    for each record read that cannot be validated (the service turns it into one notice)."""
+
+    def __init__(self, backend: RecordBackend, on_damaged: Callable[[], None]) -> None:
+        self._db = backend
+        self._on_damaged = on_damaged
+
+    # -- the store ---------------------------------------------------------
+    async def open(self) -> None:
+        """Open the record store (raises ``RecordStoreError``)."""
+        await self._db.open()
+
+    async def persist(self) -> bool:
+        """Ask the browser to keep this origin's storage (DESIGN.md §9: at the first archive)."""
+        return await self._db.persist()
+
+    async def commit(self, writes: Writes) -> None:
+        """Store ``writes`` in one transaction (all or none)."""
+        await self._db.write(writes.ops)
+
+    # -- reading records ---------------------------------------------------
+    def meta_of(self, raw: Any) -> TaskMeta | None:
+        """A stored meta, or None (``on_damaged``) when it cannot be read."""
+        if raw is None:
+            return None
+        try:
+            return TaskMeta.model_validate(raw)
+        except ValidationError:
+            self._on_damaged()
+            return None
+
+    def listed(self, raw: Any) -> TaskMeta | Damaged | None:
+        """A list row: its meta, or ``Damaged`` (``on_damaged``) when the record cannot be read but
+        names a conversation (a task id) that can still be deleted; None otherwise."""
+        meta = self.meta_of(raw)
+        if meta is not None or not isinstance(raw, dict):
+            return meta
+        task_id, stage_id, updated = raw.get("taskId"), raw.get("stageId"), raw.get("updatedAt")
+        if not isinstance(task_id, str) or not TASK_ID.match(task_id):
+            return None
+        number = isinstance(updated, (int, float)) and not isinstance(updated, bool) and abs(updated) < 2**53
+        return Damaged(task_id, stage_id if isinstance(stage_id, str) else "", int(updated) if number else 0)
+
+    def _turns_of(self, raw: Any) -> list[TurnMeta]:
+        turns = []
+        for item in (raw or {}).get("turns", []) if isinstance(raw, dict) else []:
+            try:
+                turns.append(TurnMeta.model_validate(item))
+            except ValidationError:
+                self._on_damaged()
+        return turns
+
+    # -- one conversation --------------------------------------------------
+    async def head(self, stage_id: str) -> Head | None:
+        """``stage_id``'s head, or None when it has none."""
+        record = await self._db.get("heads", stage_id)
+        if not isinstance(record, dict):
+            return None
+        task_id = record.get("taskId")
+        return Head(task_id if isinstance(task_id, str) else None, record.get("syncedAt"))
+
+    async def head_id(self, stage_id: str) -> str | None:
+        """The well-formed task id the head of ``stage_id`` names (it may have no conversation yet)."""
+        head = await self.head(stage_id)
+        return head.allocated if head else None
+
+    async def head_meta(self, stage_id: str) -> TaskMeta | None:
+        """The meta of ``stage_id``'s head conversation (None: no head, or no readable record)."""
+        head = await self.head(stage_id)
+        return await self.meta(head.task_id) if head is not None and head.task_id is not None else None
+
+    async def holds(self, task_id: str) -> bool:
+        """True when a ``conversations`` record of ``task_id`` is stored (readable or not)."""
+        return await self._db.get("conversations", task_id) is not None
+
+    async def meta(self, task_id: str) -> TaskMeta | None:
+        """One conversation's meta (None: none stored, or damaged)."""
+        return self.meta_of(await self._db.get("conversations", task_id))
+
+    async def messages(self, task_id: str) -> Any:
+        """The stored slim messages of ``task_id`` as they are (a list, or None when missing; a
+        damaged record may hold anything: callers check with ``continues`` or ``isinstance``)."""
+        stored = await self._db.get("messages", task_id)
+        return stored.get("messages") if isinstance(stored, dict) else None
+
+    async def turns(self, task_id: str) -> list[TurnMeta]:
+        """The readable turn metas of ``task_id`` (a damaged one is left out, ``on_damaged``)."""
+        return self._turns_of(await self._db.get("turns", task_id))
+
+    async def conversation(self, task_id: str) -> Conversation | None:
+        """Meta, messages and turns of ``task_id`` (None when its meta or messages record is missing)."""
+        meta = await self.meta(task_id)
+        stored = await self._db.get("messages", task_id)
+        if meta is None or not isinstance(stored, dict):
+            return None
+        return Conversation(meta, stored.get("messages") or [], await self.turns(task_id))
+
+    async def stored(self, task_id: str) -> Stored:
+        """Every record of ``task_id`` as stored (for a delete and its undo)."""
+        records = []
+        for table in CONVERSATION_TABLES:
+            record = await self._db.get(table, task_id)
+            if record is not None:
+                records.append((table, record))
+        return Stored(task_id, records)
+
+    # -- a course's list ---------------------------------------------------
+    async def count(self, stage_id: str, since_ms: int | None = None) -> int:
+        """How many conversations ``stage_id`` has (updated at or after ``since_ms`` when given)."""
+        span = ListRange(stage_id, since_ms)
+        return await self._db.count("conversations", LIST_INDEX, span.low, span.high)
+
+    async def rows(self, span: ListRange) -> tuple[list[dict], int]:
+        """The raw metas ``span`` covers, in its order, and how many its time range holds (one read
+        for a page and the list's total)."""
+        lower, upper = span.bounds()
+        cursor = span.after is not None
+        return await self._db.query_count("conversations", LIST_INDEX, lower, upper, count_lower=span.low,
+                                          count_upper=span.high, lower_open=span.oldest and cursor,
+                                          upper_open=not span.oldest and cursor, reverse=not span.oldest,
+                                          limit=span.limit)
+
+    async def by_tokens(self, stage_id: str, since_ms: int | None) -> list[tuple[tuple, dict]]:
+        """Every raw meta of ``stage_id`` in range with its ``tokens`` sort key
+        ``(-totalTokens, -updatedAt, taskId)``, in that order (no index holds tokens)."""
+        span = ListRange(stage_id, since_ms)
+        rows = await self._db.query("conversations", LIST_INDEX, span.low, span.high)
+        return sorted(((_tokens_key(r), r) for r in rows), key=lambda kr: kr[0])
+
+    async def above(self, stage_id: str, top: tuple[int, str] | None) -> list[dict]:
+        """The raw metas above ``top`` (the list's first ``(updatedAt, taskId)``), newest first."""
+        lower = [stage_id, top[0], top[1]] if top else [stage_id, LOWEST]
+        return await self._db.query("conversations", LIST_INDEX, lower, [stage_id, HIGHEST],
+                                    lower_open=top is not None, reverse=True)
+
+    # -- search ------------------------------------------------------------
+    async def find(self, stage_id: str, needle: str, since_ms: int | None) -> list[tuple[TaskMeta | None, int, str]]:
+        """Conversations of ``stage_id`` whose folded text holds ``needle`` (already folded): their meta
+        (None when damaged), the position in the folded text and the excerpt around it in the text
+        (``SNIPPET_BEFORE`` before, ``SNIPPET_AFTER`` after), DESIGN.md §14."""
+        span = ListRange(stage_id, since_ms)
+        hits = await self._db.scan("search", SEARCH_INDEX, span.low, span.high, field="folded", needle=needle,
+                                   before=SNIPPET_BEFORE, after=SNIPPET_AFTER, show_table="texts",
+                                   show_field="text")
+        metas = await self._db.bulk_get("conversations", [key for key, _, _ in hits])
+        return [(self.meta_of(raw), at, excerpt) for (_, at, excerpt), raw in zip(hits, metas)]
+
+    async def refold(self, stage_id: str) -> None:
+        """Fold again (``fold_map`` of the kept text) the search records of ``stage_id`` written before
+        ``FOLD_VERSION``, ``REFOLD_BATCH`` per transaction with a pause between (DESIGN.md §14)."""
+        rows = await self._db.query("search", SEARCH_INDEX, [stage_id, LOWEST], [stage_id, HIGHEST])
+        stale = [r for r in rows if isinstance(r, dict) and r.get("fold") != FOLD_VERSION and "taskId" in r]
+        for start in range(0, len(stale), REFOLD_BATCH):
+            batch = stale[start:start + REFOLD_BATCH]
+            writes = Writes()
+            for record, kept in zip(batch, await self._db.bulk_get("texts", [r["taskId"] for r in batch])):
+                text = kept.get("text") if isinstance(kept, dict) else None
+                if isinstance(text, str):
+                    writes.refold(record, text)
+            if writes:
+                await self.commit(writes)
+            await asyncio.sleep(0)

@@ -1,0 +1,334 @@
+"""Writing history: turns, New conversation, resume, start-up reconciliation (DESIGN.md §9).
+Pure Python, over ``HistoryRepository``; which thread goes on from which is ``app.continuity``'s rule.
+
+- a completed turn is written with its meta in ONE transaction (``record_turn``); a turn of a
+  conversation another tab replaced as the head goes to that conversation (``record_turn_in``);
+- New conversation archives: the head goes, the conversation stays (``archive``); the first
+  archive asks for persistent storage;
+- resume makes a past conversation the head; the caller writes the active thread once (``resume``);
+- reconciliation at start-up: localStorage wins for a course's active thread; a thread only there
+  is adopted (``reconcile``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from app.continuity import continues
+from app.history.access import HistoryAccess, Segmenter, guarded
+from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta, Usage, iso, new_task_id
+from app.history.repository import HistoryRepository, Writes
+from app.history.text import title_of
+from app.records import RecordStoreError
+
+__all__ = ["ActiveConversations", "HistoryWrites", "Turn", "with_turn"]
+
+Changed = Callable[[str, str, str], None]
+"""``changed(kind, task_id, stage_id)``: after this tab changed history."""
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What the runtime reports of a completed turn (DESIGN.md §9 per-turn meta): ``usage`` token
+    counts (None: not reported, §12), ``model``, ``duration_ms`` from send to completion,
+    ``message_id`` of its assistant message, ``dropped_turns`` earlier turns left out for the
+    server's context (§12)."""
+
+    usage: dict[str, int] | None
+    model: str
+    duration_ms: int
+    message_id: str | None
+    dropped_turns: int = 0
+
+
+def with_turn(meta: TaskMeta, turns: list[TurnMeta], messages: list[dict], turn: Turn,
+              now: int) -> tuple[TaskMeta, TurnMeta]:
+    """Append ``turn``'s meta (at ``now``, epoch ms) to ``turns`` (in place) and return ``meta`` with
+    its stats, turn count, duration and title brought up to date, and the new turn meta (DESIGN.md §9
+    per-turn meta; §12: ``droppedTurns`` kept only when there were any; a turn without reported
+    usage adds nothing to the stats)."""
+    counts = None if turn.usage is None else Usage.model_validate(
+        {k: int(turn.usage.get(k, 0)) for k in ("inputTokens", "outputTokens", "totalTokens")})
+    dropped = turn.dropped_turns
+    added = TurnMeta(turnId=len(turns) + 1, timestamp=iso(now), usage=counts, model=turn.model,
+                     duration=max(0, int(turn.duration_ms)), messageId=turn.message_id,
+                     droppedTurns=int(dropped) if dropped and dropped > 0 else None)
+    turns.append(added)
+    usage = counts or Usage()
+    stats = Stats(credits=meta.stats.credits, inputTokens=meta.stats.inputTokens + usage.inputTokens,
+                  outputTokens=meta.stats.outputTokens + usage.outputTokens,
+                  totalTokens=meta.stats.totalTokens + usage.totalTokens)
+    meta = meta.model_copy(update={"taskName": meta.taskName or title_of(messages) or "",
+                                   "updatedAt": max(now, meta.updatedAt), "stats": stats,
+                                   "turnCount": len(turns), "durationMs": meta.durationMs + added.duration})
+    return meta, added
+
+
+class ActiveConversations:
+    """Each course's active conversation (meta and turns) as this tab last read or wrote it."""
+
+    def __init__(self) -> None:
+        self._metas: dict[str, TaskMeta | None] = {}
+        self._turns: dict[str, list[TurnMeta]] = {}
+
+    def known(self, stage_id: str) -> tuple[TaskMeta | None, list[TurnMeta]] | None:
+        """``(meta, turns)`` when known (``meta`` None: the course has no active conversation)."""
+        if stage_id not in self._metas:
+            return None
+        return self._metas[stage_id], self._turns.get(stage_id, [])
+
+    def task_id(self, stage_id: str) -> str | None:
+        """The task id of the active conversation this tab knows, if any."""
+        meta = self._metas.get(stage_id)
+        return meta.taskId if meta is not None else None
+
+    def set(self, stage_id: str, meta: TaskMeta | None, turns: list[TurnMeta]) -> None:
+        self._metas[stage_id], self._turns[stage_id] = meta, turns
+
+    def ended(self, stage_id: str) -> None:
+        """The course has no active conversation now."""
+        self.set(stage_id, None, [])
+
+    def forget(self, stage_id: str) -> None:
+        """Read the course's active conversation again next time (another tab changed it)."""
+        self._metas.pop(stage_id, None)
+        self._turns.pop(stage_id, None)
+
+
+class HistoryWrites:
+    """Turns, archive, resume and reconciliation (module docstring). ``clock``: epoch ms;
+    ``random_bytes``: for task ids; ``changed``: told after each change this tab made."""
+
+    def __init__(self, repository: HistoryRepository, access: HistoryAccess, segmenter: Segmenter,
+                 active: ActiveConversations, *, clock: Callable[[], int], changed: Changed,
+                 random_bytes: Callable[[int], bytes] = os.urandom) -> None:
+        self._repository, self._access, self._segmenter = repository, access, segmenter
+        self._active = active
+        self._clock = clock
+        self._changed = changed
+        self._random = random_bytes
+        self._lock = asyncio.Lock()
+        self.persist_requested = False
+
+    @property
+    def lock(self) -> asyncio.Lock:
+        """Held while a change reads and writes history (one at a time in this tab)."""
+        return self._lock
+
+    def _new_meta(self, stage_id: str, messages: list[dict], now: int, task_id: str | None = None) -> TaskMeta:
+        return TaskMeta(taskId=task_id or new_task_id(now, self._random), taskName=title_of(messages) or "",
+                        stageId=stage_id, createdAt=now, updatedAt=now)
+
+    @guarded()
+    async def head_task_id(self, stage_id: str, *, allocate: bool = True) -> str | None:
+        """The task id of ``stage_id``'s active conversation (its head). With ``allocate``, a head that
+        does not exist yet is allocated and written (``{stageId, taskId, syncedAt: None}``, no
+        conversation record until its first turn, which then takes that id), so the conversation's
+        scene checkpoints name the ``taskId`` its turns get (DESIGN.md §9, §10). ``None``: no head
+        (without ``allocate``) or history unavailable."""
+        async with self._lock:
+            task_id = await self._repository.head_id(stage_id)
+            if task_id is None and allocate:
+                task_id = new_task_id(self._clock(), self._random)
+                writes = Writes()
+                writes.make_head(stage_id, task_id, None)
+                await self._repository.commit(writes)
+            return task_id
+
+    # -- turns -------------------------------------------------------------
+    async def record_turn(self, stage_id: str, messages: list[dict], synced_at: int, *, usage: dict[str, int] | None,
+                          model: str, duration_ms: int, message_id: str | None, task_id: str | None = None,
+                          own: list[dict] | None = None, dropped_turns: int = 0) -> TurnMeta | None:
+        """A completed turn on ``stage_id``'s active conversation (created at its first turn):
+        ``messages`` the whole slim thread as saved, ``synced_at`` its ``updatedAt``. Returns the turn meta.
+
+        ``task_id``: the conversation the turn continues (taken when it started). When another tab
+        made another conversation the head meanwhile, in a moment this tab's save could not see
+        (DESIGN.md §9: a turn stays with the conversation it continues), the turn goes to ``task_id``
+        with ``own`` (this tab's thread, before any merge), as ``record_turn_in``: never onto the
+        other conversation's messages."""
+        turn = Turn(usage, model, duration_ms, message_id, dropped_turns)
+        if task_id is not None and TASK_ID.match(task_id) and own is not None \
+                and await self._moved_on(stage_id, task_id):
+            return await self._record_in(task_id, stage_id, own, turn)
+        return await self._record_on_head(stage_id, messages, synced_at, turn)
+
+    @guarded(bool)
+    async def _moved_on(self, stage_id: str, task_id: str) -> bool:
+        """True when ``task_id`` is no longer ``stage_id``'s head: another is, or there is none and
+        ``task_id`` was kept (archived)."""
+        head = await self._repository.head_id(stage_id)
+        return head != task_id if head is not None else await self._repository.holds(task_id)
+
+    @guarded(writes=True)
+    async def _record_on_head(self, stage_id: str, messages: list[dict], synced_at: int, turn: Turn) -> TurnMeta:
+        await self._segmenter.for_titles(messages)
+        async with self._lock:
+            meta = await self._repository.head_meta(stage_id)
+            turns = await self._repository.turns(meta.taskId) if meta else []
+            if meta is None:  # the first turn: the conversation takes the id allocated for its head
+                meta = self._new_meta(stage_id, messages, self._clock(), await self._repository.head_id(stage_id))
+            meta, added = with_turn(meta, turns, messages, turn, self._clock())
+            writes = Writes()
+            writes.keep(meta, messages, turns)
+            writes.make_head(stage_id, meta.taskId, synced_at)
+            await self._repository.commit(writes)
+            self._active.set(stage_id, meta, turns)
+        self._changed("record", meta.taskId, stage_id)
+        return added
+
+    async def record_turn_in(self, task_id: str, stage_id: str, messages: list[dict], *,
+                             usage: dict[str, int] | None, model: str, duration_ms: int,
+                             message_id: str | None, dropped_turns: int = 0) -> TurnMeta | None:
+        """A completed turn of conversation ``task_id`` of ``stage_id`` that is no longer the course's
+        active one: another tab resumed another conversation or started a new one while the turn ran
+        (DESIGN.md §9: its turns stay with the conversation they continue). ``messages``: that
+        conversation's whole slim thread with the turn. The head is left as it is; the conversation
+        is created under ``task_id`` if history has no record of it yet; should ``messages`` not go on
+        from what ``task_id`` holds, they become a conversation of their own (nothing is written over
+        a conversation's messages). Returns the turn meta, or
+        ``None`` when history could not write it (``ValueError`` for a malformed ``task_id``)."""
+        if not TASK_ID.match(task_id):
+            raise ValueError(f"not a task id: {task_id!r}")
+        return await self._record_in(task_id, stage_id, messages,
+                                     Turn(usage, model, duration_ms, message_id, dropped_turns))
+
+    @guarded(writes=True)
+    async def _record_in(self, task_id: str, stage_id: str, messages: list[dict], turn: Turn) -> TurnMeta:
+        await self._segmenter.for_titles(messages)
+        async with self._lock:
+            meta = await self._repository.meta(task_id)
+            held = await self._repository.messages(task_id) if meta else None
+            kept_id: str | None = task_id
+            if meta is not None and isinstance(held, list) and not continues(messages, held):
+                meta, kept_id = None, None  # the thread does not go on from it: its own, never over it
+            turns = await self._repository.turns(task_id) if meta else []
+            if meta is None:
+                meta = self._new_meta(stage_id, messages, self._clock(), kept_id)
+            meta, added = with_turn(meta, turns, messages, turn, self._clock())
+            writes = Writes()
+            writes.keep(meta, messages, turns)
+            await self._repository.commit(writes)
+            if self._active.task_id(stage_id) == task_id:  # this tab still took it for the active one
+                self._active.forget(stage_id)
+        self._changed("record", meta.taskId, stage_id)
+        return added
+
+    async def active(self, stage_id: str) -> tuple[TaskMeta | None, list[TurnMeta]]:
+        """The active conversation's meta and turns (read once per course, then kept)."""
+        known = self._active.known(stage_id)
+        return known if known is not None else await self._read_active(stage_id)
+
+    @guarded(lambda: (None, []))
+    async def _read_active(self, stage_id: str) -> tuple[TaskMeta | None, list[TurnMeta]]:
+        meta = await self._repository.head_meta(stage_id)
+        turns = await self._repository.turns(meta.taskId) if meta else []
+        self._active.set(stage_id, meta, turns)
+        return meta, turns
+
+    # -- archive, resume ---------------------------------------------------
+    @guarded(writes=True)
+    async def archive(self, stage_id: str, messages: list[dict], synced_at: int | None) -> str | None:
+        """New conversation: keep the active conversation (``messages`` as last shown; adopted if history
+        lacks it) and end it as the head. Returns its task id. Asks for persistent storage once.
+        (``synced_at``: the thread's ``updatedAt``; the archived conversation has no head to stamp.)"""
+        task_id = None
+        async with self._lock:
+            meta = await self._repository.head_meta(stage_id)
+            writes = Writes()
+            if messages:
+                await self._segmenter.for_titles(messages)
+                task_id = meta.taskId if meta else None
+                if meta is None or not continues(await self._repository.messages(meta.taskId), messages):
+                    allocated = None if meta else await self._repository.head_id(stage_id)
+                    task_id = (await self._adopt(writes, stage_id, messages, meta, allocated=allocated)).taskId
+            writes.end_head(stage_id)
+            await self._repository.commit(writes)
+            self._active.ended(stage_id)
+        if not self.persist_requested:
+            self.persist_requested = True
+            with contextlib.suppress(RecordStoreError):
+                await self._repository.persist()
+        self._changed("archive", task_id or "", stage_id)
+        return task_id
+
+    async def _adopt(self, writes: Writes, stage_id: str, messages: list[dict], meta: TaskMeta | None, *,
+                     allocated: str | None) -> TaskMeta:
+        """Keep ``messages`` as ``meta``'s conversation in ``writes`` (a continuation of it: its stored
+        turn meta is kept, read from the store, not from this tab's cache, which a reload empties), or
+        as a new one (``allocated``: the id its head was allocated, if any). Returns the meta kept."""
+        now = self._clock()
+        turns: list[TurnMeta] = []
+        if meta is None:
+            meta = self._new_meta(stage_id, messages, now, allocated)
+        else:
+            turns = await self._repository.turns(meta.taskId)
+            meta = meta.model_copy(update={"updatedAt": max(now, meta.updatedAt),
+                                           "taskName": meta.taskName or title_of(messages) or ""})
+        writes.keep(meta, messages, turns)
+        return meta
+
+    @guarded()
+    async def resume(self, stage_id: str, task_id: str, current: list[dict], current_synced_at: int | None,
+                     synced_at: int) -> list[dict] | None:
+        """Make ``task_id`` the head of ``stage_id``; returns its messages for the caller's one write
+        of ``maic-agent-threads`` (stamped ``synced_at``), or None when it does not exist.
+        ``current``: the active thread now (of ``updatedAt`` ``current_synced_at``); kept in history
+        if it is not there yet."""
+        await self._segmenter.for_titles(current)
+        async with self._lock:
+            meta = await self._repository.meta(task_id)
+            messages = await self._repository.messages(task_id)
+            if meta is None or not isinstance(messages, list):
+                return None
+            writes = Writes()
+            head = await self._repository.head_meta(stage_id)
+            if current and (head is None or head.taskId != task_id):
+                if head is None or not continues(await self._repository.messages(head.taskId), current):
+                    allocated = None if head else await self._repository.head_id(stage_id)
+                    await self._adopt(writes, stage_id, current, head, allocated=allocated)
+            meta = meta.model_copy(update={"stageId": stage_id})
+            writes.make_head(stage_id, task_id, synced_at)
+            await self._repository.commit(writes)
+            self._active.set(stage_id, meta, await self._repository.turns(task_id))
+        self._changed("resume", task_id, stage_id)
+        return messages
+
+    @guarded(list)
+    async def reconcile(self, threads: dict[str, tuple[list[dict], int]]) -> list[str]:
+        """Start-up: for each course's active thread in ``maic-agent-threads`` (``{stageId: (messages,
+        updatedAt)}``), localStorage wins: history's head is brought in line, a thread history lacks is
+        adopted as a conversation. A thread that is the start of what the head holds (the later turns
+        did not fit in localStorage) is that conversation: the head stays whole, nothing is copied.
+        Reads only heads whose ``syncedAt`` differs. Returns the adopted/updated stage ids."""
+        changed = []
+        for stage_id, (messages, updated_at) in threads.items():
+            if messages and await self._reconcile_one(stage_id, messages, updated_at):
+                changed.append(stage_id)
+        return changed
+
+    async def _reconcile_one(self, stage_id: str, messages: list[dict], updated_at: int) -> bool:
+        """``reconcile`` of one course; True when its head was adopted or updated."""
+        head = await self._repository.head(stage_id)
+        if head is not None and head.synced_at == updated_at:
+            return False
+        await self._segmenter.for_titles(messages)
+        async with self._lock:
+            meta = await self._repository.head_meta(stage_id)
+            allocated = None if meta else await self._repository.head_id(stage_id)  # a head without turns yet
+            old = await self._repository.messages(meta.taskId) if meta else None
+            goes_on = continues(messages, old)
+            writes = Writes()
+            # history holds this thread and turns localStorage could not keep (too big for its
+            # quota): the same conversation, kept whole, never copied (DESIGN.md §5, §9)
+            whole = meta is not None and not goes_on and continues(old, messages)
+            if not whole:  # else another conversation: the stored head stays archived
+                meta = await self._adopt(writes, stage_id, messages, meta if goes_on else None, allocated=allocated)
+            writes.make_head(stage_id, meta.taskId, updated_at)
+            await self._repository.commit(writes)
+            self._active.forget(stage_id)
+        return not whole

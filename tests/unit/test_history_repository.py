@@ -1,0 +1,79 @@
+"""History's repository (app/history/repository.py): tables, ranges and transactions (DESIGN.md §9, §14)."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.history.records import TaskMeta, TurnMeta
+from app.history.repository import Damaged, Head, HistoryRepository, ListRange, Writes
+from app.records import HIGHEST, LOWEST, MemoryBackend, RecordStoreError
+
+T0 = 1_780_000_000_000
+TASK = "task_20260528_aaaaaa"
+
+
+def meta(task_id=TASK, stage="s", at=T0):
+    return TaskMeta(taskId=task_id, taskName="t", stageId=stage, createdAt=at, updatedAt=at)
+
+
+async def opened():
+    damaged = []
+    repository = HistoryRepository(MemoryBackend(), on_damaged=lambda: damaged.append(1))
+    await repository.open()
+    return repository, damaged
+
+
+def test_a_list_range_narrows_the_end_its_cursor_is_on():
+    """Paging on the cursor (DESIGN.md §9): newest first reads below the last row shown, oldest first above it;
+    the time range stays the list's lower end for its total."""
+    assert ListRange("s").bounds() == (["s", LOWEST], ["s", HIGHEST])
+    assert ListRange("s", since_ms=5).low == ["s", 5]
+    assert ListRange("s", after=(9, TASK)).bounds() == (["s", LOWEST], ["s", 9, TASK])
+    assert ListRange("s", 5, (9, TASK), oldest=True).bounds() == (["s", 9, TASK], ["s", HIGHEST])
+
+
+async def test_a_conversation_is_kept_whole_in_one_transaction_and_an_add_over_it_writes_nothing():
+    repository, _ = await opened()
+    writes = Writes()
+    writes.keep(meta(), [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}],
+                [TurnMeta(turnId=1, timestamp="2026-05-28T00:00:00.000Z")])
+    writes.make_head("s", TASK, 7)
+    await repository.commit(writes)
+    assert (await repository.conversation(TASK)).meta.taskId == TASK
+    assert await repository.head("s") == Head(TASK, 7)
+    again = Writes()
+    again.end_head("s")
+    again.keep(meta(at=T0 + 1), [], [], new=True)  # another tab's import took the id: the whole aborts
+    with pytest.raises(RecordStoreError):
+        await repository.commit(again)
+    assert await repository.head("s") == Head(TASK, 7) and (await repository.meta(TASK)).updatedAt == T0
+
+
+async def test_a_removed_conversation_is_put_back_exactly_as_it_was():
+    repository, _ = await opened()
+    writes = Writes()
+    writes.keep(meta(), [], [])
+    await repository.commit(writes)
+    stored = await repository.stored(TASK)
+    assert [table for table, _ in stored.records] == ["conversations", "messages", "turns", "search", "texts"]
+    gone = Writes()
+    gone.remove(stored)
+    await repository.commit(gone)
+    assert not await repository.holds(TASK) and (await repository.stored(TASK)).records == []
+    back = Writes()
+    back.restore(stored)
+    await repository.commit(back)
+    assert await repository.stored(TASK) == stored
+
+
+async def test_a_damaged_meta_is_listed_by_its_task_id_and_reported_once_per_read():
+    """DESIGN.md §5, §14: a record that cannot be read is listed (to be deleted or repaired), never hidden."""
+    repository, damaged = await opened()
+    listed = repository.listed({"taskId": TASK, "stageId": "s", "updatedAt": 2**60, "taskName": 3})
+    assert listed == Damaged(TASK, "s", 0) and damaged == [1]
+    assert repository.listed({"taskId": "not-a-task"}) is None and repository.meta_of(None) is None
+
+
+def test_a_head_names_a_task_id_only_when_it_is_well_formed():
+    assert Head(TASK, None).allocated == TASK
+    assert Head("task_x", None).allocated is None and Head(None, 3).allocated is None
