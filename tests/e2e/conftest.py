@@ -26,7 +26,7 @@ import pytest
 
 from tests.e2e import renderer_crashes
 from tools import fake_openai, vendor
-from tools.serve import make_server
+from tools.serve import SHUTDOWN_POLL_S, make_server
 
 ROOT = Path(__file__).resolve().parents[2]
 STORAGE_KEY = "maic-agent-threads"
@@ -130,7 +130,7 @@ def app_server():
     """Base URL (with trailing slash) of the app served from the repo root."""
     vendor.main([])  # idempotent: re-packs app/ so the page runs the code under test
     server = make_server("127.0.0.1", 0, quiet=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_S}, daemon=True)
     thread.start()
     host, port = server.server_address[:2]
     yield f"http://{host}:{port}/"
