@@ -37,8 +37,8 @@ if str(ROOT) not in sys.path:
 
 SHUTDOWN_POLL_S = 0.01
 """``serve_forever(poll_interval=…)`` for servers a test starts and stops: ``shutdown()`` returns
-within this many seconds (the standard library's 0.5 s default made most of the unit suite's wall
-time, DESIGN.md §15)."""
+within this many seconds (with the standard library's 0.5 s default, waiting for it made most of
+the unit suite's wall time)."""
 
 
 class Handler(http.server.SimpleHTTPRequestHandler):

@@ -10,7 +10,7 @@
   seeds ``localStorage`` before the app loads, and reads the stored value.
 - Boots: every main-frame document request for the app's page (``index.html``
   or a folder's index) in any browser context starts Pyodide once; the run's
-  terminal summary prints how many there were (the suite's cost, DESIGN.md §15).
+  terminal summary prints how many there were (what the suite costs).
 """
 
 from __future__ import annotations
