@@ -7,12 +7,22 @@ by CLDR cardinal category (``zero one two few many other``); ``t`` picks the
 form from the ``count`` parameter. Every catalogue has the same keys; a plural
 object holds the categories its own language uses (always ``other``).
 
-Example::
+How a locale writes numbers is the platform's CLDR data, not ours: the plural
+category of a count, the count with its thousands separators ("1,209" in en-US,
+"1 209" in ru-RU, Latin digits everywhere) and the decimal mark come through the
+``NumberRules`` port. In the page it is the browser's ``Intl.PluralRules`` and
+``Intl.NumberFormat`` (``app.browser.intl.IntlNumbers``); CPython tests and tools
+install Babel's CLDR data (``tools.cldr_numbers.CldrNumbers``) with
+``use_number_rules``.
+
+Example (with ``use_number_rules`` done)::
 
     >>> resolve_locale(None, ["zh-Hant-HK", "en"])
     'zh-TW'
     >>> Translator("ru-RU").t("edit.agent.tool.elements", count=3)
     '3 элемента'
+    >>> Translator("en-US").t("history.tokens", count=1209)
+    '1,209 tokens'
     >>> Translator("en-US").t("notice.storage-corrupt", backup_key="k.bak")[-22:]
     'under the key “k.bak”.'
 """
@@ -24,17 +34,21 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 __all__ = [
     "DEFAULT_LOCALE",
     "LOCALES",
     "PLURAL_CATEGORIES",
+    "NumberRules",
+    "NumberRulesFactory",
     "Translator",
     "catalogue",
     "is_rtl",
+    "number_rules",
     "plural_category",
     "resolve_locale",
+    "use_number_rules",
 ]
 
 LOCALES: tuple[str, ...] = ("zh-CN", "zh-TW", "en-US", "ja-JP", "ru-RU", "ar-SA", "pt-BR", "ko-KR")
@@ -78,26 +92,55 @@ def is_rtl(locale: str) -> bool:
     return locale.split("-")[0].lower() in _RTL_LANGUAGES
 
 
+class NumberRules(Protocol):
+    """How one locale writes numbers, from the platform's CLDR data (DESIGN.md §7).
+
+    Implementations: ``app.browser.intl.IntlNumbers`` (the browser's ``Intl``) and
+    ``tools.cldr_numbers.CldrNumbers`` (Babel, for CPython); unit and e2e tests show both give
+    the same answers for the eight locales.
+    """
+
+    def plural(self, count: int) -> str:
+        """CLDR cardinal category of integer ``count``: one of ``PLURAL_CATEGORIES``."""
+        ...
+
+    def integer(self, value: int) -> str:
+        """``value`` written with the locale's thousands separators in Latin digits ("1,209")."""
+        ...
+
+    def decimal_mark(self) -> str:
+        """The locale's decimal mark in Latin digits ("." in en-US, "," in ru-RU and pt-BR)."""
+        ...
+
+
+NumberRulesFactory = Callable[[str], NumberRules]
+"""Builds the ``NumberRules`` of one supported locale (``"ru-RU"``)."""
+
+_installed: dict[str, NumberRulesFactory] = {}
+
+
+def use_number_rules(factory: NumberRulesFactory) -> None:
+    """Make ``factory`` the number rules of every ``Translator`` built without its own (and of
+    ``plural_category``): the browser's boot passes ``IntlNumbers`` explicitly; CPython tests and
+    tools install ``CldrNumbers`` here once."""
+    _installed["factory"] = factory
+
+
+def number_rules(locale: str) -> NumberRules:
+    """The installed ``NumberRules`` of ``locale``; ``LookupError`` when none was installed."""
+    factory = _installed.get("factory")
+    if factory is None:
+        raise LookupError("no NumberRules installed: pass Translator(locale, numbers) or call use_number_rules")
+    return factory(locale)
+
+
 def plural_category(locale: str, count: int) -> str:
-    """CLDR cardinal category of integer ``count`` in ``locale``'s language.
+    """CLDR cardinal category of integer ``count`` in ``locale`` (the installed ``NumberRules``).
 
     >>> [plural_category("ar-SA", n) for n in (0, 1, 2, 5, 11, 100)]
     ['zero', 'one', 'two', 'few', 'many', 'other']
     """
-    lang, n = locale.split("-")[0], abs(int(count))
-    if lang == "en":
-        return "one" if n == 1 else "other"
-    if lang == "pt":
-        return "one" if n <= 1 else "other"
-    if lang == "ru":
-        if n % 10 == 1 and n % 100 != 11:
-            return "one"
-        return "few" if 2 <= n % 10 <= 4 and not 12 <= n % 100 <= 14 else "many"
-    if lang == "ar":
-        if n <= 2:
-            return ("zero", "one", "two")[n]
-        return "few" if 3 <= n % 100 <= 10 else "many" if n % 100 >= 11 else "other"
-    return "other"  # zh, ja, ko
+    return number_rules(locale).plural(int(count))
 
 
 @cache
@@ -119,33 +162,39 @@ def _lookup(tree: Mapping[str, Any], key: str) -> Any:
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
-DECIMAL_MARKS: Mapping[str, str] = {"ru-RU": ",", "pt-BR": ","}
-"""Each locale's decimal mark where it is not "." (CLDR, Latin digits, as the page writes numbers)."""
-
-
 class Translator:
     """Translates dotted keys into one locale; missing keys fall back to en-US, then to the key itself.
+
+    ``numbers`` builds each locale's ``NumberRules`` (the plural form, the written ``count``, the
+    ``decimal_mark``); without it, the rules installed by ``use_number_rules`` (``LookupError``
+    if none were).
 
     >>> t = Translator("zh-CN")
     >>> t("edit.agent.newConversation"), t.rtl
     ('新对话', False)
     """
 
-    def __init__(self, locale: str) -> None:
+    def __init__(self, locale: str, numbers: NumberRulesFactory | None = None) -> None:
         self.locale = locale if locale in LOCALES else DEFAULT_LOCALE
         self.rtl = is_rtl(self.locale)
-        self.decimal_mark = DECIMAL_MARKS.get(self.locale, ".")
-        self._chain = (catalogue(self.locale), catalogue(DEFAULT_LOCALE))
+        rules = numbers or number_rules
+        self._numbers = rules(self.locale)
+        self.decimal_mark = self._numbers.decimal_mark()
+        self._chain = ((catalogue(self.locale), self._numbers), (catalogue(DEFAULT_LOCALE), rules(DEFAULT_LOCALE)))
 
     def t(self, key: str, **params: Any) -> str:
         """The text for ``key`` with ``{name}`` placeholders filled from ``params``.
 
-        Plural keys need ``count``. Unknown placeholders are left as written.
+        Plural keys need ``count``; an integer ``count`` is written the locale's way ("1,209").
+        Unknown placeholders are left as written.
         """
-        for tree, locale in zip(self._chain, (self.locale, DEFAULT_LOCALE)):
+        count = params.get("count", 0)
+        if type(count) is int:
+            params = {**params, "count": self._numbers.integer(count)}
+        for tree, numbers in self._chain:
             value = _lookup(tree, key)
             if isinstance(value, Mapping):
-                value = value.get(plural_category(locale, params.get("count", 0)), value.get("other"))
+                value = value.get(numbers.plural(int(count)), value.get("other"))
             if isinstance(value, str):
                 return _PLACEHOLDER.sub(lambda m: str(params.get(m[1], m[0])), value)
         return key

@@ -116,8 +116,9 @@ def paint_record(seed_updated_at: int) -> str:
     from app.i18n import Translator
     from app.paint import build_record, encode_record
     from app.projection import deserialize_thread
+    from tools.cldr_numbers import cldr_numbers
 
-    t = Translator("en-US")
+    t = Translator("en-US", cldr_numbers)
     keys = re.findall(r'data-i18n(?:-label|-title|-placeholder)?="([^"]+)"', (ROOT / "index.html").read_text())
     messages = deserialize_thread(data.thread_messages(COURSE, 100))
     return encode_record(build_record(COURSE, seed_updated_at, messages, t, locale="en-US", rtl=False,

@@ -343,6 +343,10 @@ class FakeOpenAIServer(ThreadingHTTPServer):
             return [r for r in self.requests if r["method"] == "POST"]
 
 
+SHUTDOWN_POLL_S = 0.01
+"""How often ``start``'s serving thread checks for ``shutdown()`` (seconds): a test waits at most this."""
+
+
 def make_server(port: int = 0, required_key: str | None = None) -> FakeOpenAIServer:
     """A server bound to 127.0.0.1 (never another address); ``port=0`` picks a free one."""
     return FakeOpenAIServer(("127.0.0.1", port), required_key)
@@ -351,7 +355,7 @@ def make_server(port: int = 0, required_key: str | None = None) -> FakeOpenAISer
 def start(port: int = 0, required_key: str | None = None) -> FakeOpenAIServer:
     """``make_server`` and serve it on a daemon thread; call ``shutdown()`` and ``server_close()`` to stop."""
     server = make_server(port, required_key)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_S}, daemon=True).start()
     return server
 
 

@@ -35,6 +35,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+SHUTDOWN_POLL_S = 0.01
+"""``serve_forever(poll_interval=…)`` for servers a test starts and stops: ``shutdown()`` returns
+within this many seconds (with the standard library's 0.5 s default, waiting for it made most of
+the unit suite's wall time)."""
+
 
 class Handler(http.server.SimpleHTTPRequestHandler):
     """Static file handler with the MIME types the runtime needs and no caching surprises."""

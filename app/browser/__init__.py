@@ -78,6 +78,7 @@ def _boot():
     from app.composer import composer_text
     from app.browser.dom import field_text
     from app.courses import DEFAULT_COURSE_ID, find_course
+    from app.browser.intl import IntlNumbers
     from app.i18n import Translator, resolve_locale
     from app.runtime import AgentRuntime
     from app.store import STORAGE_KEY, Notice, ThreadStore
@@ -87,7 +88,7 @@ def _boot():
     query = {name: params.get(name) for name in ("course", "lang", "delay")}
     query = {k: v for k, v in query.items() if isinstance(v, str)}
     locale = resolve_locale(query.get("lang"), list(window.navigator.languages or []))
-    translator = Translator(locale)
+    translator = Translator(locale, IntlNumbers)
     root = document.documentElement
     root.lang = translator.locale
     root.dir = "rtl" if translator.rtl else "ltr"

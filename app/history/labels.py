@@ -20,7 +20,7 @@ Translate = Callable[..., str]
 
 def seconds_text(t: Translate, ms: float) -> str:
     """``ms`` milliseconds as seconds with one decimal, in the locale's decimal mark
-    (``app.i18n.DECIMAL_MARKS``: "0.4" in en-US, "0,4" in ru-RU and pt-BR)."""
+    (the locale's ``NumberRules.decimal_mark``: "0.4" in en-US, "0,4" in ru-RU and pt-BR)."""
     return f"{ms / 1000:.1f}".replace(".", getattr(t, "decimal_mark", "."))
 
 

@@ -8,6 +8,9 @@
 - ``AgentPage``: opens the app with URL parameters, waits for
   ``html[data-ready]`` (failing at once with ``html[data-error]``'s message),
   seeds ``localStorage`` before the app loads, and reads the stored value.
+- Boots: every main-frame document request for the app's page (``index.html``
+  or a folder's index) in any browser context starts Pyodide once; the run's
+  terminal summary prints how many there were (what the suite costs).
 """
 
 from __future__ import annotations
@@ -17,13 +20,13 @@ import os
 import shutil
 import threading
 from pathlib import Path
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import pytest
 
 from tests.e2e import renderer_crashes
 from tools import fake_openai, vendor
-from tools.serve import make_server
+from tools.serve import SHUTDOWN_POLL_S, make_server
 
 ROOT = Path(__file__).resolve().parents[2]
 STORAGE_KEY = "maic-agent-threads"
@@ -85,7 +88,36 @@ def pytest_runtest_makereport(item, call):
         report.sections.append(("renderer crash", renderer_crashes.note(item.nodeid, attempt)))
 
 
+BOOTS = {"count": 0}
+"""Pyodide boots in this run: main-frame navigations (goto, reload) to the app's page."""
+
+
+def _is_app_document(request) -> bool:
+    if not request.is_navigation_request():
+        return False
+    try:
+        if request.frame.parent_frame is not None:
+            return False
+    except Exception:  # a service worker's own request has no frame
+        return False
+    return urlsplit(request.url).path.endswith(("/index.html", "/"))
+
+
+def _count_boot(request) -> None:
+    if _is_app_document(request):
+        BOOTS["count"] += 1
+
+
+@pytest.fixture
+def context(context):
+    """pytest-playwright's browser context, with every app navigation of its pages counted (BOOTS)."""
+    context.on("request", _count_boot)
+    return context
+
+
 def pytest_terminal_summary(terminalreporter):
+    if BOOTS["count"]:
+        terminalreporter.write_sep("-", f"Pyodide boots: {BOOTS['count']}")
     lines = renderer_crashes.summary_lines()
     if lines:
         terminalreporter.write_sep("-", "Chromium renderer crashes")
@@ -98,7 +130,7 @@ def app_server():
     """Base URL (with trailing slash) of the app served from the repo root."""
     vendor.main([])  # idempotent: re-packs app/ so the page runs the code under test
     server = make_server("127.0.0.1", 0, quiet=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_S}, daemon=True)
     thread.start()
     host, port = server.server_address[:2]
     yield f"http://{host}:{port}/"

@@ -18,7 +18,7 @@ import pytest
 from bench.scripts import ACTIVE_JS
 from tests.e2e.conftest import ROOT, AgentPage
 from tools import build, vendor
-from tools.serve import make_server
+from tools.serve import SHUTDOWN_POLL_S, make_server
 
 BASE = "/some/where/"
 
@@ -46,7 +46,7 @@ def dist_site(source_tree, tmp_path):
     manifest = build.build(out, root=source_tree, quiet=True)
     server = make_server("127.0.0.1", 0, root=out, quiet=True, base=BASE, headers=build.HEADERS,
                          count_bytes=True, log_requests=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_S}, daemon=True).start()
     host, port = server.server_address[:2]
     yield f"http://{host}:{port}{BASE}", server, out, manifest
     server.shutdown()

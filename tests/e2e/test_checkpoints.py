@@ -374,6 +374,7 @@ PLANT_DAMAGED = """async (record) => {
 
 
 def test_the_checkpoint_bar_notice_is_dismissed_from_the_keyboard_and_stays_closed(agent):
+    """In ar-SA; once a scene is regenerated the bar also isolates its title inside the Arabic text."""
     from pathlib import Path
 
     agent.open(course="intro-ml", lang="ar-SA")
@@ -395,6 +396,15 @@ def test_the_checkpoint_bar_notice_is_dismissed_from_the_keyboard_and_stays_clos
     settle(agent)
     expect(bar).to_have_attribute("data-count", "1")
     expect(bar.locator("[data-testid=agent-notice]")).to_have_count(0)
+    bar_isolates_the_scene_title_inside_arabic_text(agent)
+
+
+def bar_isolates_the_scene_title_inside_arabic_text(agent) -> None:
+    """After a regenerate in an ar-SA page: the bar's scene title is one <bdi>, shown once."""
+    title = agent.testid("checkpoint-summary-title")
+    expect(title).to_have_count(1)
+    assert title.evaluate("el => el.tagName") == "BDI" and title.inner_text().strip()
+    assert agent.testid("checkpoint-summary").inner_text().count(title.inner_text()) == 1
 
 
 def test_the_course_version_can_be_restored_after_a_reload_from_the_list(agent):
@@ -433,13 +443,3 @@ def test_the_bar_follows_new_conversation_after_a_reload_and_a_resumed_conversat
     agent.page.locator("[data-testid=history-item]:not([data-current=true])").first.click()
     agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 2")
     expect(bar).to_have_attribute("data-count", "1")
-
-
-def test_the_bar_isolates_the_scene_title_inside_arabic_text(agent):
-    agent.open(course="intro-ml", lang="ar-SA")
-    agent.send("/regenerate scene-1 brighter")
-    settle(agent)
-    title = agent.testid("checkpoint-summary-title")
-    expect(title).to_have_count(1)
-    assert title.evaluate("el => el.tagName") == "BDI" and title.inner_text().strip()
-    assert agent.testid("checkpoint-summary").inner_text().count(title.inner_text()) == 1

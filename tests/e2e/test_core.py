@@ -12,6 +12,8 @@ import pytest
 from playwright.sync_api import expect
 
 from app.agent import element_count as regenerate_element_count
+from app.i18n import LOCALES, Translator, resolve_locale
+from tools.cldr_numbers import CldrNumbers, cldr_numbers
 
 NEW_CONVERSATION = {
     "zh-CN": "新对话", "zh-TW": "新對話", "en-US": "New conversation", "ja-JP": "新しい会話",
@@ -78,8 +80,11 @@ def test_new_conversation_hidden_on_empty_thread_and_clears_only_its_course(agen
     assert "keep me" in texts(agent)[0]
 
 
-@pytest.mark.parametrize("locale", sorted(NEW_CONVERSATION))
-def test_new_conversation_button_is_labelled_in_each_locale(agent, locale):
+# Each catalogue's label and plural forms are unit-proven for all eight locales (tests/unit/test_i18n.py);
+# the page shows they are drawn, with the document's direction, and counted through Intl: one
+# left-to-right locale with three plural forms, and the right-to-left one.
+@pytest.mark.parametrize("locale", ["ru-RU", "ar-SA"])
+def test_new_conversation_button_and_counts_are_in_the_pages_locale(agent, locale):
     agent.open(course="intro-ml", lang=locale)
     agent.send("hello")
     button = agent.testid("agent-new-conversation")
@@ -87,6 +92,28 @@ def test_new_conversation_button_is_labelled_in_each_locale(agent, locale):
     assert button.get_attribute("title")
     assert agent.page.evaluate("document.documentElement.lang") == locale
     assert agent.page.evaluate("document.documentElement.dir") == ("rtl" if locale == "ar-SA" else "ltr")
+    agent.send("/regenerate scene-2 make it brighter")
+    line = Translator(locale, cldr_numbers).t("edit.agent.tool.elements", count=regenerate_element_count("scene-2"))
+    expect(agent.testid("tool-card").locator(".tool-card-line").first).to_have_text(line)
+
+
+INTL_NUMBERS_JS = """([locales, counts]) => locales.map((locale) => {
+  const plural = new Intl.PluralRules(locale), format = new Intl.NumberFormat(`${locale}-u-nu-latn`);
+  return { plurals: counts.map((n) => plural.select(n)), integers: counts.map((n) => format.format(n)),
+           decimal: format.formatToParts(1.5).find((part) => part.type === "decimal").value };
+})"""
+
+
+def test_the_browsers_intl_and_babels_cldr_agree_on_the_eight_locales(page, app_server):
+    """app.browser.intl.IntlNumbers asks Intl exactly this; CPython code uses tools.cldr_numbers."""
+    page.goto(f"{app_server}static/icons/agentbar.svg")  # any page: no app needed
+    counts = [*range(0, 230), 1000, 1001, 1209, 12_345, 100_000, 1_000_001, 2_000_000]
+    found = page.evaluate(INTL_NUMBERS_JS, [list(LOCALES), counts])
+    for locale, intl in zip(LOCALES, found):
+        cldr = CldrNumbers(locale)
+        assert intl["plurals"] == [cldr.plural(n) for n in counts], locale
+        assert intl["integers"] == [cldr.integer(n) for n in counts], locale
+        assert intl["decimal"] == cldr.decimal_mark(), locale
 
 
 def test_regenerate_card_keeps_element_count_and_status_after_reload_without_element_data(agent):
@@ -147,12 +174,27 @@ def test_restore_button_exists_only_while_the_in_memory_snapshot_does(agent):
     assert agent.testid("tool-card-restore").count() == 0
 
 
-@pytest.mark.parametrize("tag", ["zh-HK", "zh-Hant", "zh", "pt", "AR", "xx", "ko_kr"])
-def test_loading_screen_and_app_pick_the_same_locale(agent, tag):
-    agent.page.goto(agent.url(lang=tag))
+BOOT_MATCH_JS = """async ([tags, languages]) => {
+  // static/boot.js's own locale rule (LOCALES, matchLocale, pickLocale), run on each tag in turn.
+  const source = await (await fetch("static/boot.js")).text();
+  const start = source.indexOf("const LOCALES"), end = source.indexOf("const locale = pickLocale();");
+  const pick = new Function("location", "navigator", source.slice(start, end) + "return pickLocale();");
+  return tags.map((tag) => pick({ search: "?lang=" + encodeURIComponent(tag) }, { languages }));
+}"""
+TAGS = ["zh-HK", "zh-Hant", "zh-Hant-TW", "zh-MO", "zh", "zh-Hans", "zh_CN", "pt", "pt-PT", "AR", "ar-EG",
+        "xx", "ko_kr", "JA", "ru-UA", "en-GB", "fr", ""]
+
+
+def test_loading_screen_and_app_pick_the_same_locale(agent):
+    """One boot shows both pick it in a real page; every tag is then run through boot.js's rule
+    there and compared with the app's (app.i18n.resolve_locale, unit-tested itself)."""
+    agent.page.goto(agent.url(lang="zh-HK"))
     boot_lang = agent.page.evaluate("document.documentElement.lang")
     agent.wait_ready()
-    assert agent.page.evaluate("document.documentElement.lang") == boot_lang
+    assert agent.page.evaluate("document.documentElement.lang") == boot_lang == "zh-TW"
+    for languages in ([], ["pt-PT", "en"], ["xx", "ko-KR"]):
+        picked = agent.page.evaluate(BOOT_MATCH_JS, [TAGS, languages])
+        assert picked == [resolve_locale(tag or None, languages) for tag in TAGS], languages
 
 
 def test_stopping_before_the_first_token_shows_a_stopped_reply(agent):

@@ -152,7 +152,9 @@ def test_another_tabs_resume_moves_the_current_mark_and_deleting_the_current_one
     assert second_agent.page.locator("[data-testid=history-item]").count() == 2
 
 
-def test_tab_stays_in_the_open_drawer_and_escape_closes_it_from_anywhere_in_it(agent):
+def test_tab_stays_in_the_open_drawer_and_escape_closes_it_from_anywhere_in_it_and_axe_finds_nothing_serious(agent):
+    """One page: the drawer's focus trap and Escape with three seeded items, then axe on the drawer
+    with two more (sent here) and on the settings dialog."""
     agent.open(course="intro-ml")
     wait_history(agent)
     seed_conversations(agent, "intro-ml", ["one", "two", "three"])
@@ -169,16 +171,16 @@ def test_tab_stays_in_the_open_drawer_and_escape_closes_it_from_anywhere_in_it(a
     agent.page.keyboard.press("Escape")
     agent.page.wait_for_selector("[data-testid=history-drawer][hidden]", state="attached")
     assert agent.page.evaluate("() => document.activeElement.dataset.testid") == "history-open"
+    axe_finds_nothing_serious_in_the_drawer_with_items_and_the_settings_dialog(agent, listed_before=3)
 
 
-def test_axe_finds_nothing_serious_in_the_drawer_with_items_and_the_settings_dialog(agent):
-    agent.open(course="intro-ml")
-    wait_history(agent)
+def axe_finds_nothing_serious_in_the_drawer_with_items_and_the_settings_dialog(agent, listed_before: int) -> None:
     agent.send("a question")
     agent.testid("agent-new-conversation").click()
     agent.send("another question")
     open_list(agent)
-    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 2")
+    agent.page.wait_for_function("n => document.querySelectorAll('[data-testid=history-item]').length === n",
+                                 arg=listed_before + 2)
     agent.assert_accessible("history drawer open with items")
     agent.testid("history-close").click()
     agent.testid("settings-open").click()

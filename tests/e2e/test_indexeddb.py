@@ -46,9 +46,8 @@ def run_py(page, code: str):
     return json.loads(page.evaluate(RUN_PY, PRELUDE + textwrap.dedent(code)))
 
 
-def test_records_round_trip_in_order_and_an_aborted_transaction_writes_nothing(agent):
-    agent.open()
-    result = run_py(agent.page, """
+def records_round_trip_in_order_and_an_aborted_transaction_writes_nothing(page) -> None:
+    result = run_py(page, """
         b = IndexedDbBackend()
         await b.open()
         await b.write([("put", "conversations", {"taskId": f"t{i}", "stageId": "s", "updatedAt": i % 3,
@@ -67,48 +66,65 @@ def test_records_round_trip_in_order_and_an_aborted_transaction_writes_nothing(a
     assert result["aborted"] == "aborted" and result["count"] == 5 and result["new"] is None
 
 
-def test_missing_indexeddb_and_the_boot_flag_make_open_unavailable(agent):
-    # The boot guard (static/indexeddb-guard.js) finds open throwing, installs the in-memory
-    # substitute for PyScript and flags the real status: the adapter believes the flag, not the fake.
-    agent.page.add_init_script("""IDBFactory.prototype.open = function () {
-      throw new DOMException('The operation is insecure.', 'SecurityError'); };""")
-    agent.open()
-    flagged = run_py(agent.page, "json.dumps(await attempt(IndexedDbBackend().open()))")
-    assert flagged[0] == "unavailable" and "insecure" in flagged[1]
-    agent.page.evaluate("Object.defineProperty(window, 'indexedDB', {value: undefined, configurable: true})")
-    missing = run_py(agent.page, "json.dumps(await attempt(IndexedDbBackend().open()))")
-    assert missing[0] == "unavailable"
+def quota_exceeded_writes_nothing(page, base_url: str) -> None:
+    cdp = page.context.new_cdp_session(page)
+    origin = base_url.rstrip("/")
+    usage = page.evaluate("async () => (await navigator.storage.estimate()).usage")
+    cdp.send("Storage.overrideQuotaForOrigin", {"origin": origin, "quotaSize": usage + 200_000})
+    result = run_py(page, """
+        b = IndexedDbBackend()
+        await b.open()
+        small = await attempt(b.write([("put", "messages", {"taskId": "small", "messages": []})]))
+        big = await attempt(b.write([("put", "messages", {"taskId": "a", "messages": ["x" * 400_000]}),
+                                     ("put", "messages", {"taskId": "b", "messages": []})]))
+        json.dumps([small[0], big[0], await b.get("messages", "b")])
+    """)
+    cdp.send("Storage.overrideQuotaForOrigin", {"origin": origin})
+    assert result == ["ok", "quota", None]
 
 
-def test_open_throwing_and_an_open_request_failing_later_are_unavailable(agent):
-    agent.open()
-    fresh_database(agent.page)
-    agent.page.evaluate("""() => {
+def open_throwing_is_unavailable(page) -> None:
+    page.evaluate("""() => {
       IDBFactory.prototype.open = function () { throw new DOMException('The user denied permission', 'SecurityError'); };
     }""")
-    thrown = run_py(agent.page, "json.dumps(await attempt(IndexedDbBackend().open()))")
+    thrown = run_py(page, "json.dumps(await attempt(IndexedDbBackend().open()))")
+    page.evaluate("() => { IDBFactory.prototype.open = window.__realOpen; }")
     assert thrown[0] != "ok" and "SecurityError" in thrown[1]
 
 
-def test_open_request_failing_asynchronously(agent):
-    agent.open()
-    fresh_database(agent.page)
+def open_request_failing_asynchronously(page) -> None:
     # The real open request, whose upgrade transaction aborts: the request fails in a later event.
-    agent.page.evaluate("""() => {
-      const original = IDBFactory.prototype.open;
+    page.evaluate("""() => {
+      const original = window.__realOpen;
       IDBFactory.prototype.open = function (...args) {
         const request = original.apply(this, args);
         request.addEventListener('upgradeneeded', (event) => event.target.transaction.abort());
         return request;
       };
     }""")
-    failed = run_py(agent.page, """
+    failed = run_py(page, """
         r = await attempt(IndexedDbBackend().open())
         after = await attempt(IndexedDbBackend().get("conversations", "x"))
         json.dumps([r, after])
     """)
+    page.evaluate("() => { IDBFactory.prototype.open = window.__realOpen; }")
     assert failed[0][0] != "ok"
     assert failed[1][0] == "closed"  # nothing is open: every call fails cleanly
+
+
+def test_round_trip_quota_and_open_failures_in_one_page(agent):
+    """Independent checks on the real IndexedDB, one booted page: records round-trip in order and an
+    aborted transaction writes nothing; over the quota a write writes nothing; ``open`` throwing is
+    unavailable; an open request failing in a later event leaves every call failing cleanly (the
+    quota first, on the freshly booted page; the failures on a database deleted before them, each
+    undone before the next check)."""
+    agent.open()
+    quota_exceeded_writes_nothing(agent.page, agent.base_url)  # first: the usage it measures is the page's own
+    fresh_database(agent.page)
+    agent.page.evaluate("() => { window.__realOpen = IDBFactory.prototype.open; }")
+    open_request_failing_asynchronously(agent.page)
+    open_throwing_is_unavailable(agent.page)
+    records_round_trip_in_order_and_an_aborted_transaction_writes_nothing(agent.page)
 
 
 def test_blocked_by_another_tab_holding_an_older_version(agent, second_agent):
@@ -168,21 +184,3 @@ def test_versionchange_from_another_tab_closes_and_says_so_then_deletion_is_repo
     second_agent.page.evaluate("() => new Promise((resolve) => { indexedDB.deleteDatabase('agentbar').onsuccess = resolve; })")
     evicted = run_py(agent.page, "import builtins\njson.dumps(builtins.idb_events)")
     assert evicted == [["deleted", "null"]]
-
-
-def test_quota_exceeded_writes_nothing(agent):
-    agent.open()
-    cdp = agent.page.context.new_cdp_session(agent.page)
-    origin = agent.base_url.rstrip("/")
-    usage = agent.page.evaluate("async () => (await navigator.storage.estimate()).usage")
-    cdp.send("Storage.overrideQuotaForOrigin", {"origin": origin, "quotaSize": usage + 200_000})
-    result = run_py(agent.page, """
-        b = IndexedDbBackend()
-        await b.open()
-        small = await attempt(b.write([("put", "messages", {"taskId": "small", "messages": []})]))
-        big = await attempt(b.write([("put", "messages", {"taskId": "a", "messages": ["x" * 400_000]}),
-                                     ("put", "messages", {"taskId": "b", "messages": []})]))
-        json.dumps([small[0], big[0], await b.get("messages", "b")])
-    """)
-    cdp.send("Storage.overrideQuotaForOrigin", {"origin": origin})
-    assert result == ["ok", "quota", None]

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.e2e.test_indexeddb import run_py
+
 NOTICE = "indexeddb-unavailable"
 
 BREAKAGES = {
@@ -66,9 +68,18 @@ def test_app_starts_in_memory_when_indexeddb_is_unusable(agent, case):
     assert len(stored["state"]["threads"]["intro-ml"]["messages"]) == 2
     assert notice_codes(agent) == [NOTICE]  # said once, not again per turn
 
+    if case != "open-throws":
+        return  # the rest does not depend on how IndexedDB broke: one case shows it
+    # The adapter believes the boot guard's flag, not the in-memory substitute; with no indexedDB
+    # at all it is unavailable too (tests/e2e/test_indexeddb.py's helpers run Python in the page).
+    flagged = run_py(agent.page, "json.dumps(await attempt(IndexedDbBackend().open()))")
+    assert flagged[0] == "unavailable" and "insecure" in flagged[1]
     agent.reload()
     assert agent.messages().count() == 2  # localStorage still holds the thread
     assert notice_codes(agent) == [NOTICE]
+    agent.page.evaluate("Object.defineProperty(window, 'indexedDB', {value: undefined, configurable: true})")
+    missing = run_py(agent.page, "json.dumps(await attempt(IndexedDbBackend().open()))")
+    assert missing[0] == "unavailable"
 
 
 def test_working_indexeddb_is_reported_available_without_notice(agent):

@@ -226,7 +226,7 @@ def test_failed_turn_is_stored_and_shown_after_a_reload_then_retried(agent, fake
     assert agent.testid("turn-error").count() == 1 and assistant_texts(agent)[-1] == "".join(fake_openai.PLAIN_PIECES)
 
 
-def test_cors_refusal_is_named_in_the_turn_and_the_dialog(agent, fake_model):
+def test_cors_refusal_is_named_in_the_turn_and_the_dialog_and_a_network_failure_is_told_apart(agent, fake_model):
     agent.open(course="intro-ml")
     configure(agent, fake_model, base_url=f"{fake_model.origin}/nocors/v1")
     agent.send("hello")
@@ -238,14 +238,12 @@ def test_cors_refusal_is_named_in_the_turn_and_the_dialog(agent, fake_model):
     result = agent.testid("settings-test-result")
     agent.page.wait_for_function("() => document.querySelector('[data-testid=settings-test-result]').dataset.state === 'error'")
     assert result.get_attribute("data-code") == "cors" and "README" in result.inner_text()
-
-
-def test_network_failure(agent, fake_model):
-    agent.open(course="intro-ml")
+    agent.page.keyboard.press("Escape")
+    # The same page, a server that cannot be reached at all: a network failure, not CORS.
     configure(agent, fake_model)
     agent.page.route(f"{fake_model.origin}/**", lambda route: route.abort("connectionrefused"))
-    agent.send("hello")
-    assert agent.testid("turn-error").get_attribute("data-code") == "network"
+    agent.send("hello again")
+    assert agent.testid("turn-error").last.get_attribute("data-code") == "network"
     assert agent.page.locator("[data-testid=agent-panel]").get_attribute("data-running") == "false"
 
 
@@ -264,19 +262,7 @@ def test_content_security_policy_refusal(agent, fake_model):
     assert "README" in error.inner_text()
 
 
-def test_bad_settings_are_refused_in_the_dialog(agent, fake_model):
-    agent.open(course="intro-ml")
-    agent.testid("settings-open").click()
-    agent.testid("settings-agent").select_option("openai")
-    agent.testid("settings-base-url").fill("javascript:alert(1)")
-    agent.testid("settings-model").fill("m")
-    agent.testid("settings-save").click()
-    assert agent.testid("settings-dialog").is_visible()
-    assert agent.testid("settings-error").is_visible()
-    assert agent.page.evaluate("localStorage.getItem('agentbar-model-settings')") is None
-
-
-def test_settings_error_goes_once_it_no_longer_holds(agent):
+def test_bad_settings_are_refused_and_the_error_goes_once_it_no_longer_holds(agent):
     agent.open(course="intro-ml")
     agent.testid("settings-open").click()
     agent.testid("settings-agent").select_option("openai")
@@ -284,7 +270,9 @@ def test_settings_error_goes_once_it_no_longer_holds(agent):
     agent.testid("settings-base-url").fill("javascript:alert(1)")
     agent.testid("settings-model").fill("m")
     agent.testid("settings-save").click()
+    assert agent.testid("settings-dialog").is_visible()
     assert error.is_visible()
+    assert agent.page.evaluate("localStorage.getItem('agentbar-model-settings')") is None
     refused = error.inner_text()
     agent.testid("settings-model").fill("m2")  # an edit that does not correct the URL: the error holds
     assert error.is_visible() and error.inner_text() == refused
@@ -305,6 +293,24 @@ def test_settings_error_goes_once_it_no_longer_holds(agent):
     assert agent.page.evaluate("JSON.parse(localStorage.getItem('agentbar-model-settings')).model") == "m"
     agent.testid("settings-open").click()
     assert agent.testid("settings-dialog").is_visible() and error.is_hidden()
+    max_turns_that_is_not_a_whole_number_in_range_is_refused_not_replaced(agent)
+
+
+def max_turns_that_is_not_a_whole_number_in_range_is_refused_not_replaced(agent) -> None:
+    """In the open dialog: each refused max turns leaves the stored settings as they were."""
+    before = agent.page.evaluate("localStorage.getItem('agentbar-model-settings')")
+    agent.testid("settings-agent").select_option("openai")
+    agent.testid("settings-base-url").fill("http://127.0.0.1:9/v1")
+    agent.testid("settings-model").fill("m")
+    for typed in ("1e2", "2.5", "300"):
+        agent.testid("settings-max-turns").fill(typed)
+        agent.testid("settings-save").click()
+        assert agent.testid("settings-dialog").is_visible() and agent.testid("settings-error").is_visible(), typed
+        assert agent.page.evaluate("localStorage.getItem('agentbar-model-settings')") == before
+    agent.testid("settings-max-turns").fill("12")
+    agent.testid("settings-save").click()
+    assert agent.testid("settings-dialog").is_hidden()
+    assert json.loads(agent.page.evaluate("localStorage.getItem('agentbar-model-settings')"))["maxTurns"] == 12
 
 
 def test_dialog_is_keyboard_usable(agent, fake_model):
@@ -401,23 +407,6 @@ def test_history_shows_the_servers_token_counts_after_a_reload_or_says_not_repor
     open_list(agent)
     item = agent.testid("history-item").first
     assert item.get_attribute("data-total-tokens") == str(fake_openai.USAGE["total_tokens"])
-
-
-def test_max_turns_that_is_not_a_whole_number_in_range_is_refused_not_replaced(agent):
-    agent.open(course="intro-ml")
-    agent.testid("settings-open").click()
-    agent.testid("settings-agent").select_option("openai")
-    agent.testid("settings-base-url").fill("http://127.0.0.1:9/v1")
-    agent.testid("settings-model").fill("m")
-    for typed in ("1e2", "2.5", "300"):
-        agent.testid("settings-max-turns").fill(typed)
-        agent.testid("settings-save").click()
-        assert agent.testid("settings-dialog").is_visible() and agent.testid("settings-error").is_visible(), typed
-        assert agent.page.evaluate("localStorage.getItem('agentbar-model-settings')") is None
-    agent.testid("settings-max-turns").fill("12")
-    agent.testid("settings-save").click()
-    assert agent.testid("settings-dialog").is_hidden()
-    assert json.loads(agent.page.evaluate("localStorage.getItem('agentbar-model-settings')"))["maxTurns"] == 12
 
 
 def test_a_reply_the_server_cut_says_so_after_a_reload_too(agent, fake_model):

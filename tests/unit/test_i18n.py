@@ -1,11 +1,16 @@
-"""Locales (DESIGN.md §7): same keys everywhere, real translations, resolution order, RTL, plurals."""
+"""Locales (DESIGN.md §7): same keys everywhere, real translations, resolution order, RTL, plurals,
+and numbers written through the NumberRules port (Babel's CLDR data here, ``Intl`` in the page)."""
 
+import doctest
 import json
 from pathlib import Path
 
 import pytest
 
+import app.i18n
+import tools.cldr_numbers
 from app.i18n import LOCALES, PLURAL_CATEGORIES, Translator, catalogue, is_rtl, plural_category, resolve_locale
+from tools.cldr_numbers import CldrNumbers
 
 LOCALE_DIR = Path(__file__).resolve().parents[2] / "app" / "locales"
 
@@ -166,3 +171,62 @@ def test_element_count_uses_plural_forms(locale, count, expected):
 def test_unknown_key_and_unknown_locale_fall_back():
     assert Translator("en-US").t("no.such.key") == "no.such.key"
     assert Translator("fr-FR").locale == "en-US"
+
+
+def test_the_modules_examples_hold():
+    assert doctest.testmod(app.i18n).failed == 0
+    assert doctest.testmod(tools.cldr_numbers).failed == 0
+
+
+def _cardinal_before_cldr(locale, count):
+    """The plural rules the app wrote by hand before it read CLDR's (en, pt-BR, ru, ar; else other)."""
+    lang, n = locale.split("-")[0], abs(int(count))
+    if lang == "en":
+        return "one" if n == 1 else "other"
+    if lang == "pt":
+        return "one" if n <= 1 else "other"
+    if lang == "ru":
+        if n % 10 == 1 and n % 100 != 11:
+            return "one"
+        return "few" if 2 <= n % 10 <= 4 and not 12 <= n % 100 <= 14 else "many"
+    if lang == "ar":
+        if n <= 2:
+            return ("zero", "one", "two")[n]
+        return "few" if 3 <= n % 100 <= 10 else "many" if n % 100 >= 11 else "other"
+    return "other"
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_cldr_plural_categories_are_the_ones_the_catalogues_were_written_for(locale):
+    for n in [*range(0, 1001), 1209, 100_000, 1_000_001]:
+        assert plural_category(locale, n) == _cardinal_before_cldr(locale, n), (locale, n)
+
+
+@pytest.mark.parametrize(
+    ("locale", "tokens", "seconds"),
+    [
+        ("en-US", "1,209 tokens", "."),
+        ("ru-RU", "1\u00a0209 токенов", ","),
+        ("pt-BR", "1.209 tokens usados", ","),
+        ("ar-SA", "1,209 رموز", "."),
+        ("ja-JP", "1,209 トークン", "."),
+        ("zh-CN", None, "."),
+        ("zh-TW", None, "."),
+        ("ko-KR", None, "."),
+    ],
+)
+def test_a_count_is_written_with_the_locales_thousands_separator_and_latin_digits(locale, tokens, seconds):
+    t = Translator(locale)
+    written = t("history.tokens", count=1209)
+    if tokens is not None:
+        assert written == tokens
+    assert CldrNumbers(locale).integer(1209) in written and "1209" not in written
+    assert t("history.tokens", count=12) == t("history.tokens", count=12).replace(",", "")  # no separator below 1000
+    assert t.decimal_mark == seconds
+
+
+def test_a_translator_needs_number_rules(monkeypatch):
+    monkeypatch.setattr(app.i18n, "_installed", {})
+    with pytest.raises(LookupError):
+        Translator("en-US")
+    assert Translator("ru-RU", CldrNumbers).t("edit.agent.tool.elements", count=21) == "21 элемент"

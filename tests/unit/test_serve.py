@@ -6,14 +6,14 @@ import urllib.request
 
 import pytest
 
-from tools.serve import make_server
+from tools.serve import SHUTDOWN_POLL_S, make_server
 
 
 @pytest.fixture
 def served_url():
     """(Not ``base_url``: that name is pytest-base-url's session fixture, which pytest-playwright uses.)"""
     server = make_server("127.0.0.1", 0, quiet=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_S}, daemon=True)
     thread.start()
     yield "http://127.0.0.1:%d/" % server.server_address[1]
     server.shutdown()
@@ -53,7 +53,7 @@ def dist_tree(tmp_path):
 
 def _serve(root, **kwargs):
     server = make_server("127.0.0.1", 0, root=root, quiet=True, **kwargs)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_S}, daemon=True).start()
     return server, "http://127.0.0.1:%d" % server.server_address[1]
 
 
