@@ -126,9 +126,13 @@ class Agent(Protocol):
 
     ``history`` holds the thread's messages before this turn (read only).
     Cancelling the consuming task cancels the stream (``asyncio.CancelledError``).
+    ``mask_secret(text)``: the user's ``text`` as the thread stores it, with any secret of the agent
+    (an API key) masked (DESIGN.md §12); an agent without a secret returns it unchanged.
     """
 
     def run(self, history: list[Message], text: str) -> AsyncIterator[AgentEvent]: ...
+
+    def mask_secret(self, text: str) -> str: ...
 
 
 _TOKEN = re.compile(r"\s*(?:\w+|[^\w\s])")
@@ -404,6 +408,10 @@ class DemoAgent:
         self._new_id = new_id
         self._scenes = scenes or base_document
         """``scenes(stage_id, scene_id)``: the scene's current document, ``None`` when there is none."""
+
+    def mask_secret(self, text: str) -> str:
+        """``text`` unchanged: the demo has no secret (``Agent.mask_secret``, DESIGN.md §12)."""
+        return text
 
     def regenerate_scene(self, scene_id: str, instruction: str = "") -> tuple[dict[str, Any], bool]:
         """Run the ``regenerate_scene`` tool on the running course's current document of ``scene_id``.

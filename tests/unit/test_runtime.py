@@ -326,6 +326,9 @@ async def test_stop_before_the_turn_starts_still_completes_it():
 
 async def test_agent_error_ends_the_turn_as_failed_and_saves_it():
     class Failing:
+        def mask_secret(self, text):
+            return text
+
         async def run(self, history, text):
             yield TextDelta("partial")
             raise RuntimeError("backend down")
@@ -496,6 +499,9 @@ async def test_repeated_notices_are_not_repeated_but_distinct_ones_are_added():
 
         def memory_only(self):
             return frozenset({"a"})
+
+        def notice_holds(self, notice):
+            return True
 
     runtime = AgentRuntime(NoisyStore(), DemoAgent(), clock=lambda: NOW)
     seen = []
