@@ -5,25 +5,25 @@ shown, runs agent turns, and writes each *completed* turn to the thread store
 as a slim projection. The view subscribes and renders from its properties; it
 never touches the store.
 
-Lifecycle rules (DESIGN.md §4), each in one place below:
+Lifecycle rules (DESIGN.md §4), each in one place:
 
 - stage id ``None`` (still loading): nothing loaded, nothing written
   (``set_stage``); the load runs as soon as an id is set;
 - a run belongs to the course it started on: its events update that course's
   session even when another course is shown, and it is saved under that course
-  (``_finish``);
+  (``turns.Turns``);
 - one save per completed turn, after the final message state; nothing mid-stream
-  (``_finish`` is the only caller of ``store.save``);
+  (the thread store's subscriber to ``TurnEnded`` is the only turn's caller of ``store.save``);
 - a stopped turn is completed: saved with what it had, a tool call without a
-  result marked ``is_error`` (``stop`` → ``_finish``);
+  result marked ``is_error`` (``stop`` → ``session.end_reply``);
 - New conversation cancels the run and discards its late output, empties the
   thread and clears only that course (``clear_thread``);
 - a ``storage`` event from another tab reloads the shown course when idle
   (``on_storage_changed``).
 
 The runtime holds sessions and turns; each concern it wires lives in a module of
-its own (DESIGN.md §15): ``session`` (a course's live thread, folding agent
-events), ``turn_end`` (the ``TurnEnded`` event the thread store and history
+its own (DESIGN.md §15): ``session`` (a course's live thread, the sessions held,
+folding agent events), ``turns`` (a turn from send to its end), ``turn_end`` (the ``TurnEnded`` event the thread store and history
 subscribe to), ``conversations`` (which conversation is a course's active one),
 ``scenes`` (scene versions and restores), ``notices`` (store notices, shown once
 each, §5); where a turn belongs when another tab moved on is
@@ -49,22 +49,21 @@ Example::
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
-from app.agent import REGENERATE_TOOL, RUN_STAGE, Agent, UsageReport
-from app.agents.events import ReplyCut, UsageReported
-from app.continuity import conversation_goes_stale, home_of_ending_turn, switched_after
-from app.model import Message, TextPart
+from app.agent import Agent
+from app.continuity import conversation_goes_stale, switched_after
+from app.model import Message
 from app.ports import CheckpointsPort, HistoryPort, ThreadStorePort
-from app.projection import FAILED, deserialize_thread, serialize_thread
+from app.projection import FAILED, deserialize_thread
 from app.runtime.conversations import Conversations
 from app.runtime.notices import Notices
 from app.runtime.scenes import SceneVersions
-from app.runtime.session import CANCELLED, RUNNING, Session, apply_event, end_reply, new_id
+from app.runtime.session import CANCELLED, RUNNING, Session, Sessions
 from app.runtime.turn_end import HistoryTurns, TurnEnded, TurnSubscriber
+from app.runtime.turns import Turns
 from app.stage import StageEdits
-from app.store import Notice
 
 __all__ = ["AgentRuntime", "CANCELLED", "FAILED", "RUNNING", "TRACE_PHASES", "TurnEnded"]
 
@@ -72,8 +71,6 @@ RECORD_WAIT_S = 5.0
 """Longest a finished turn waits for its history write before the panel reads idle (DESIGN.md §9)."""
 # FAILED (from app.projection): status of an assistant message whose agent raised; stored with what
 # it had and a marker holding the error, so a reload shows the failure (DESIGN.md §5, §12).
-VERSION_WAIT_S = 5.0
-"""A turn waits at most this long (seconds) for the versions it made to be stored before it ends."""
 TRACE_PHASES = ("turn-end", "thread-save", "thread-saved", "turn-ended", "storage-event", "storage-event-done")
 """What ``AgentRuntime.trace`` observers hear, in order: a turn's done callback starts, the thread
 store's write starts and returns, the callback returns (listeners called); another tab's write is
@@ -97,27 +94,25 @@ class AgentRuntime:
     def __init__(self, store: ThreadStorePort, agent: Agent, *, clock: Callable[[], int],
                  history: HistoryPort | None = None, checkpoints: CheckpointsPort | None = None) -> None:
         self._store = store
-        self._agent = agent
         self._clock = clock
-        self._stage_id: str | None = None
-        self._sessions: dict[str, Session] = {}
         self._listeners: list[Callable[[], None]] = []
         self._observers: list[Callable[[str, str | None], None]] = []
         self._deliver: Callable[[Callable[[], None]], None] | None = None  # notify_through
         self._notices = Notices(store, self._notify)
+        self._sessions = Sessions(store, self._notices)
         self._conversations = Conversations(history, clock)
         self._scenes = SceneVersions(checkpoints, self._conversations, clock)
         self._history = HistoryTurns(history, store) if history is not None else None
-        self._turn_subscribers: list[TurnSubscriber] = [self._save_turn]  # the thread store's write first (§4)
-        if self._history is not None:
-            self._turn_subscribers.append(self._history.turn_ended)
+        self._turns = Turns(agent, store, self._sessions, notices=self._notices, conversations=self._conversations,
+                            scenes=self._scenes, history=self._history, clock=clock, notify=self._notify,
+                            trace=self._trace, wait_s=lambda: RECORD_WAIT_S)
 
     # -- reading -------------------------------------------------------------
 
     @property
     def stage_id(self) -> str | None:
         """The shown course's id; ``None`` while the stage is still loading."""
-        return self._stage_id
+        return self._sessions.shown_id
 
     @property
     def messages(self) -> list[Message]:
@@ -160,7 +155,7 @@ class AgentRuntime:
     def on_turn_ended(self, subscriber: TurnSubscriber) -> None:
         """Hand every ``TurnEnded`` that goes to its course's thread to ``subscriber`` too, after the
         thread store and history (wiring time; DESIGN.md §15)."""
-        self._turn_subscribers.append(subscriber)
+        self._turns.subscribe(subscriber)
 
     def trace(self, observer: Callable[[str, str | None], None]) -> Callable[[], None]:
         """Call ``observer(phase, stage_id)`` at each of ``TRACE_PHASES``: the public way a measuring
@@ -188,12 +183,12 @@ class AgentRuntime:
         otherwise from the store (``deserialize_thread(store.load(id) or [])``).
         Switching never cancels a run and never writes anything.
         """
-        if stage_id == self._stage_id:
+        if stage_id == self._sessions.shown_id:
             return
-        previous, self._stage_id = self._shown, stage_id
-        self._forget_if_idle(previous)
+        previous, self._sessions.shown_id = self._shown, stage_id
+        self._sessions.forget_if_idle(previous)
         if stage_id is not None and stage_id not in self._sessions:
-            self._sessions[stage_id] = self._load(stage_id)
+            self._sessions.load(stage_id)
         self._notify()
 
     def send(self, text: str) -> asyncio.Task[None] | None:
@@ -206,18 +201,7 @@ class AgentRuntime:
         session = self._shown
         if session is None or session.busy or not text.strip():
             return None
-        history = list(session.messages)
-        reply = Message(id=new_id(), role="assistant", content=[], status=RUNNING)
-        shown = self._agent.mask_secret(text)
-        session.messages += [Message(id=new_id(), role="user", content=[TextPart(text=shown)]), reply]
-        if self.checkpoints is not None or self._history is not None:
-            # a conversation starts (or goes on): its id is at hand for its versions, and for its turn
-            # should another tab make another conversation the course's active one meanwhile (_finish)
-            session.conversation = asyncio.ensure_future(self.conversation(session.stage_id))
-        task = asyncio.create_task(self._run(session, history, text, reply))
-        session.task, session.started_at, session.usage, session.switched_to = task, self._clock(), None, None
-        session.cut = False
-        task.add_done_callback(lambda done: self._finish(session, reply, done))
+        task = self._turns.start(session, text)
         self._notify()
         return task
 
@@ -237,7 +221,7 @@ class AgentRuntime:
             session.task.cancel()  # _finish sees the session superseded and writes nothing
         if self._history is not None and session.base:  # the stored thread stays in history (§4, §9)
             self._history.archived(session.stage_id, session.base)
-        self._sessions[session.stage_id] = Session(session.stage_id, [])
+        self._sessions.put(Session(session.stage_id, []))
         self._conversations.forget(session.stage_id)  # the next conversation gets its own id
         self._store.clear(session.stage_id)
         self._notices.take_from_store()
@@ -253,8 +237,8 @@ class AgentRuntime:
         self._conversations.forget(stage_id)  # the resumed conversation (history's new head)
         base = self._store.load(stage_id) or []
         self._notices.take_from_store()
-        if stage_id == self._stage_id or session is not None:
-            self._sessions[stage_id] = Session(stage_id, deserialize_thread(base), base)
+        if stage_id == self._sessions.shown_id or session is not None:
+            self._sessions.put(Session(stage_id, deserialize_thread(base), base))
         self._notify()
         return True
 
@@ -313,17 +297,17 @@ class AgentRuntime:
 
     def on_storage_changed(self) -> None:
         """Another tab wrote the key: re-read it; reload the shown course if it changed and is idle."""
-        self._trace("storage-event", self._stage_id)
+        self._trace("storage-event", self.stage_id)
         changed = self._store.reload()
         self._notices.take_from_store()
-        running = {stage_id for stage_id, session in self._sessions.items() if session.task}
+        running = self._sessions.running()
         for stage_id in conversation_goes_stale(changed, self._conversations.known(), running):
             self._conversations.forget(stage_id)  # another tab may have started or resumed one there
         session = self._shown
         if session and session.task is None and session.stage_id in changed:
-            self._sessions[session.stage_id] = self._load(session.stage_id)
+            self._sessions.load(session.stage_id)
             self._notify()
-        self._trace("storage-event-done", self._stage_id)
+        self._trace("storage-event-done", self.stage_id)
 
     def conversation_changed_elsewhere(self, stage_id: str, kind: str, task_id: str) -> None:
         """Another tab's history change (``kind`` ``resume`` of ``task_id``, or ``archive``: New
@@ -335,125 +319,11 @@ class AgentRuntime:
         if session is not None and session.task is not None and switched is not None:
             session.switched_to = switched  # compared with the turn's own id at its end
 
-    # -- the turn ------------------------------------------------------------
-
-    async def _run(self, session: Session, history: list[Message], text: str, reply: Message) -> None:
-        RUN_STAGE.set(session.stage_id)  # the tool reads this course's scenes (this task's context only)
-        writes: list[Awaitable[Any]] = []
-        async for event in self._agent.run(history, text):
-            if isinstance(event, (UsageReport, UsageReported)):  # the demo's and the model back end's
-                session.usage = event
-                continue
-            if isinstance(event, ReplyCut):
-                session.cut = True
-                continue
-            part = apply_event(reply, event)
-            if part is not None and part.tool_name == REGENERATE_TOOL and not part.is_error:
-                conversation = await self.conversation(session.stage_id) if self.checkpoints is not None else None
-                write = self._scenes.record(session.stage_id, part, reply.id, conversation)
-                if write is not None:
-                    writes.append(write)
-            if session is self._shown:
-                self._notify()
-        if writes:  # the turn ends once its versions are stored: at idle the stage shows them (DESIGN.md §10)
-            await asyncio.wait(writes, timeout=VERSION_WAIT_S)  # not gather: a Stop leaves the writes running
-
-    def _finish(self, session: Session, reply: Message, task: asyncio.Task[None]) -> None:
-        """Done callback of every turn (runs even if the task was cancelled before it started): the
-        reply gets its final status, the thread is serialized once into a ``TurnEnded``, which goes to
-        the conversation ``app.continuity`` names, or to the subscribers (§4, §9, §15)."""
-        self._trace("turn-end", session.stage_id)
-        if self._sessions.get(session.stage_id) is session:  # else New conversation superseded it: discarded
-            session.task = None
-            end_reply(reply, task, cut=session.cut, stage_id=session.stage_id)
-            event = self._turn_ended(session, reply)
-            home = home_of_ending_turn(
-                event.conversation_id, keeps_conversations=self._history is not None and self._history.keeps_conversations,
-                switched_to=session.switched_to,
-                thread_replaced=lambda: bool(event.base) and self._store.replaced_elsewhere(event.stage_id, event.base))
-            follow = self._keep_apart(event, home) if home is not None else self._publish(session, event)
-            self._forget_if_idle(follow)
-            self._notify()
-        self._trace("turn-ended", session.stage_id)
-
-    def _turn_ended(self, session: Session, reply: Message) -> TurnEnded:
-        meta, at = session.turn_meta(), self._clock()
-        return TurnEnded(stage_id=session.stage_id, messages=serialize_thread(session.messages), base=session.base,
-                         usage=meta["usage"], model=meta["model"], duration_ms=at - session.started_at,
-                         conversation_id=session.conversation_id(), message_id=reply.id, at=at,
-                         dropped_turns=meta.get("droppedTurns", 0))
-
-    def _publish(self, session: Session, event: TurnEnded) -> Session:
-        """Hand ``event`` to every subscriber in order; the turn reads as running until their writes land."""
-        for subscriber in self._turn_subscribers:
-            self._hold_until_recorded(session, subscriber(event))
-        return session
-
-    def _save_turn(self, event: TurnEnded) -> None:
-        """The thread store's subscriber: save the thread on its base; show another tab's merged turns."""
-        self._trace("thread-save", event.stage_id)
-        result = self._store.save(event.stage_id, event.messages, event.at, base=event.base)
-        self._trace("thread-saved", event.stage_id)
-        session = self._sessions[event.stage_id]
-        session.base = self._store.load(event.stage_id) or []
-        if result.merged:  # another tab saved turns on this course meanwhile: show them too
-            session.messages = deserialize_thread(session.base)
-        self._notices.take_from_store()
-
-    def _keep_apart(self, event: TurnEnded, task_id: str) -> Session:
-        """The turn ended on a conversation another tab replaced as the course's active one: history
-        records it in conversation ``task_id`` (DESIGN.md §9), the course's stored thread stays the
-        other tab's choice, and this tab follows it with the ``history-turn-kept`` notice. Should
-        history fail or hang (``RECORD_WAIT_S``), the turn is saved and merged into the thread (§5)."""
-        stage_id = event.stage_id
-
-        def save_to_thread() -> None:
-            self._store.save(stage_id, event.messages, self._clock(), base=event.base)  # after the other tab's turns
-            self._notices.take_from_store()
-            shown = self._sessions.get(stage_id)
-            if shown is not None and shown.task is None:
-                self._sessions[stage_id] = self._load(stage_id)
-            self._notify()
-        pending = self._history.kept_apart(event, task_id, wait_s=RECORD_WAIT_S, fallback=save_to_thread,
-                                           kept=lambda: self.add_notice(Notice("history-turn-kept",
-                                                                               {"stage_id": stage_id})))
-        follow = self._sessions[stage_id] = self._load(stage_id)  # what the other tab made the course's thread
-        self._conversations.forget(stage_id)
-        self._hold_until_recorded(follow, pending)
-        return follow
-
     # -- helpers -------------------------------------------------------------
-
-    def _hold_until_recorded(self, session: Session, pending: Awaitable[Any] | None) -> None:
-        """The turn reads as running until its history record (turn meta) is written, so a reload
-        once the panel says idle never loses it (DESIGN.md §9); at most ``RECORD_WAIT_S`` seconds
-        (a history that hangs, e.g. blocked by another tab, must not hold the panel)."""
-        if not isinstance(pending, asyncio.Future) or pending.done():
-            return
-        session.recording = pending
-
-        def release(*_: Any) -> None:
-            if session.recording is pending:
-                session.recording = None
-                self._forget_if_idle(session)
-                self._notify()
-        pending.add_done_callback(release)
-        asyncio.get_running_loop().call_later(RECORD_WAIT_S, release)
 
     @property
     def _shown(self) -> Session | None:
-        return self._sessions.get(self._stage_id) if self._stage_id is not None else None
-
-    def _forget_if_idle(self, session: Session | None) -> None:
-        if (session and session.task is None and session.recording is None and session.stage_id != self._stage_id
-                and self._sessions.get(session.stage_id) is session):
-            del self._sessions[session.stage_id]
-
-    def _load(self, stage_id: str) -> Session:
-        """A session holding ``stage_id``'s stored thread."""
-        base = self._store.load(stage_id) or []
-        self._notices.take_from_store()
-        return Session(stage_id, deserialize_thread(base), base)
+        return self._sessions.shown
 
     def _trace(self, phase: str, stage_id: str | None) -> None:
         for observer in list(self._observers):

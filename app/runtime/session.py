@@ -1,6 +1,7 @@
 """One course's live thread and the folding of agent events into its reply (DESIGN.md §4, §12).
 
 Pure and browser-free: ``Session`` holds a course's live messages and its turn in flight;
+``Sessions`` the courses held in memory (the shown one, and those with a turn or a write pending);
 ``apply_event`` folds one ``app.agent.AgentEvent`` into the assistant message being streamed;
 ``end_reply`` gives the reply the status its turn ended with.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,9 +19,11 @@ from app.agent import AgentEvent, TextDelta, ToolCallFinished, ToolCallStarted, 
 from app.agents.errors import error_payload
 from app.agents.events import UsageReported
 from app.model import COMPLETE, Message, MessageStatus, TextPart, ToolCallPart
-from app.projection import CUT, FAILED, STOPPED
+from app.ports import ThreadStorePort
+from app.projection import CUT, FAILED, STOPPED, deserialize_thread
+from app.runtime.notices import Notices
 
-__all__ = ["CANCELLED", "RUNNING", "Session", "apply_event", "end_reply", "new_id"]
+__all__ = ["CANCELLED", "RUNNING", "Session", "Sessions", "apply_event", "end_reply", "new_id"]
 
 _log = logging.getLogger("app.runtime")
 
@@ -64,6 +68,72 @@ class Session:
         """``{"model", "usage", "droppedTurns"?}`` of the turn: usage ``None`` = not reported (DESIGN.md
         §12: a server without usage, or a turn that failed first)."""
         return self.usage.to_turn_meta() if self.usage is not None else {"model": "", "usage": None}
+
+    def hold(self, pending: Awaitable[Any] | None, wait_s: float, released: Callable[[Session], None]) -> None:
+        """Read as running until ``pending`` (the ended turn's history write) lands, so a reload once the
+        panel says idle never loses it (DESIGN.md §9); at most ``wait_s`` seconds (a history that hangs,
+        e.g. blocked by another tab, must not hold the panel). ``released(self)`` once it lets go."""
+        if not isinstance(pending, asyncio.Future) or pending.done():
+            return
+        self.recording = pending
+
+        def release(*_: Any) -> None:
+            if self.recording is pending:
+                self.recording = None
+                released(self)
+        pending.add_done_callback(release)
+        asyncio.get_running_loop().call_later(wait_s, release)
+
+
+class Sessions:
+    """The courses held in memory (DESIGN.md §4): the shown one (``shown_id``) and any with a turn in
+    flight or its history write pending; an idle course is read back from ``store`` when shown again.
+    ``notices``: take the store's notices after each read."""
+
+    def __init__(self, store: ThreadStorePort, notices: Notices) -> None:
+        self._store = store
+        self._notices = notices
+        self._held: dict[str, Session] = {}
+        self.shown_id: str | None = None
+
+    def __getitem__(self, stage_id: str) -> Session:
+        return self._held[stage_id]
+
+    def __contains__(self, stage_id: object) -> bool:
+        return stage_id in self._held
+
+    def get(self, stage_id: str) -> Session | None:
+        """``stage_id``'s session, or ``None`` when it is not held."""
+        return self._held.get(stage_id)
+
+    @property
+    def shown(self) -> Session | None:
+        """The shown course's session (``None`` while the stage loads)."""
+        return self._held.get(self.shown_id) if self.shown_id is not None else None
+
+    def put(self, session: Session) -> Session:
+        """Hold ``session`` as its course's (replacing any other); returns it."""
+        self._held[session.stage_id] = session
+        return session
+
+    def holds(self, session: Session) -> bool:
+        """True while ``session`` is its course's (not superseded by New conversation, resume, a reload)."""
+        return self._held.get(session.stage_id) is session
+
+    def running(self) -> set[str]:
+        """The courses with a turn in flight."""
+        return {stage_id for stage_id, session in self._held.items() if session.task}
+
+    def load(self, stage_id: str) -> Session:
+        """Read ``stage_id``'s stored thread into a session of its own and hold it; returns it."""
+        base = self._store.load(stage_id) or []
+        self._notices.take_from_store()
+        return self.put(Session(stage_id, deserialize_thread(base), base))
+
+    def forget_if_idle(self, session: Session | None) -> None:
+        """Let ``session`` go when idle and not shown (read back from the store when shown again)."""
+        if (session and not session.busy and session.stage_id != self.shown_id and self.holds(session)):
+            del self._held[session.stage_id]
 
 
 def new_id() -> str:
