@@ -138,6 +138,13 @@ class AgentRuntime:
         return self._notices.items
 
     @property
+    def sessions(self) -> Sessions:
+        """The courses held in memory (``Sessions``: the shown one, ``sessions.shown``, and those with a
+        turn or a write pending). For tools that inspect a live thread (the benchmark, §13); a view
+        reads the properties above."""
+        return self._sessions
+
+    @property
     def checkpoints(self) -> CheckpointsPort | None:
         """The scene checkpoints the runtime writes versions to (DESIGN.md §10), or ``None``."""
         return self._scenes.checkpoints
