@@ -27,7 +27,7 @@ import json
 from urllib.parse import urlencode
 
 from bench import data
-from bench.scripts import BRIDGE_WRAP, LONGTASKS
+from bench.scripts import BRIDGE_WRAP, LONGTASKS, goto_hooked
 
 KEY = data.STORAGE_KEY
 CURRENT = "intro-ml"
@@ -125,7 +125,7 @@ def _sample(run, seed_value: str, i: int) -> dict:
     context.add_init_script(LONGTASKS)
     page = context.new_page()
     run.seed(page, {KEY: seed_value})
-    page.goto(run.base + "index.html?" + urlencode({"course": CURRENT, "delay": 0, "bench": 1}))
+    goto_hooked(page, run.base + "index.html?" + urlencode({"course": CURRENT, "delay": 0, "bench": 1}))
     run.wait_ready(page)
     if page.evaluate("() => window.__longtasks === null"):
         raise RuntimeError("PerformanceObserver has no longtask entries in this browser")

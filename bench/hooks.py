@@ -1,9 +1,11 @@
 """Benchmark hooks: ``window.agentbarBench`` for ``python -m bench`` (issue 4).
 
-Not shipped with the app (``dist/`` never holds it): with ``?bench=1`` the
-app's ``main()`` fetches this file from the development server, executes it and
-calls ``install(window, runtime, store)`` (``app.browser._install_bench_hooks``);
-without ``bench=1`` nothing of it loads. Every function returns JSON text or a number (no proxies leak to
+Not shipped with the app (``dist/`` never holds it, and the app holds no code
+that loads it): a benchmark page (``bench.scripts.goto_hooked``) replaces
+index.html's Python with ``bench.scripts.HOOKED_MAIN``, which fetches this file
+from the development server, executes it and calls ``capture(window)`` before
+the app's ``main()``: the runtime's constructor is wrapped once, and
+``install(window, runtime, store)`` runs on the runtime ``main()`` builds. Every function returns JSON text or a number (no proxies leak to
 JavaScript); times are ``performance.now()`` milliseconds, so they line up with
 what the benchmark measures in JavaScript.
 
@@ -45,9 +47,9 @@ What it exposes (``window.agentbarBench``):
   ``changed`` (stage ids reported changed), ``gcBefore`` (objects tracked by
   Python's garbage collector, generation counts).
 
-Example (in ``main()``, after the runtime and store exist)::
+Example (the page's Python, before ``main()``)::
 
-    module.install(window, runtime, store)   # module: this file, executed by the app
+    hooks.capture(js.window)   # hooks: this file, executed by the benchmark page
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ import asyncio
 import json
 from typing import Any
 
-__all__ = ["install"]
+__all__ = ["capture", "install"]
 
 
 def _now() -> float:
@@ -71,6 +73,21 @@ def _compact(obj: Any) -> str:
 
 def _utf16(s: str) -> int:
     return len(s) if s.isascii() else len(s.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def capture(window) -> None:
+    """Install the hooks on the first ``AgentRuntime`` built from now on, with its thread store (its
+    first argument), as soon as it is built: its constructor is wrapped once, then put back."""
+    from app.runtime import AgentRuntime
+
+    original = AgentRuntime.__init__
+
+    def built(runtime, store, *args, **kwargs):
+        original(runtime, store, *args, **kwargs)
+        AgentRuntime.__init__ = original
+        install(window, runtime, store)
+
+    AgentRuntime.__init__ = built
 
 
 def install(window, runtime, store) -> None:

@@ -24,6 +24,8 @@ from __future__ import annotations
 import statistics
 from urllib.parse import urlencode
 
+from bench.scripts import goto_hooked
+
 GROWTH_MAX = 1.5
 PAIRED_ROUNDS = 15
 COURSE = "intro-ml"
@@ -74,7 +76,7 @@ def run(run, *, quick: bool) -> dict:
     context = run.context()
     page = context.new_page()
     run.seed(page, {})
-    page.goto(run.base + "index.html?" + urlencode({"course": COURSE, "delay": 0, "bench": 1}))
+    goto_hooked(page, run.base + "index.html?" + urlencode({"course": COURSE, "delay": 0, "bench": 1}))
     run.wait_ready(page)
     cdp = context.new_cdp_session(page)
     cdp.send("HeapProfiler.enable")
