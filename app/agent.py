@@ -429,7 +429,7 @@ class DemoAgent:
         The course is the one whose turn runs (``RUN_STAGE``, set by the runtime); the
         document comes from ``scenes``. Returns ``(live result, is_error)``: a scene the
         course does not have fails like ``/fail`` (``failure_result(missing=True)``,
-        DESIGN.md §10; issue 10 item 8). Any agent's tool call runs through here, so the
+        DESIGN.md §10). Any agent's tool call runs through here, so the
         demo and a model back end make the same documents.
         """
         current = self._scenes(RUN_STAGE.get() or "", scene_id)

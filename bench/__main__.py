@@ -505,7 +505,7 @@ def _save_path(page, path: str, n_current: int, seed_value: str, reps: int, base
             continue
         samples.append(_save_sample(rec))
         baselines.append(median(page.evaluate(JS_BASELINE, [KEY, CURRENT, baseline_reps])))
-    expected = "splice"  # cross-tab too: the re-read keeps the layout (issue 9 part 4)
+    expected = "splice"  # cross-tab too: the re-read keeps the layout (the store re-reads only the changed entries, DESIGN.md §5)
     out = {
         "write": expected if all(s["write"] == expected for s in samples) else "mixed: " + ",".join(s["write"] for s in samples),
         "bridge_calls": samples[-1]["bridge_calls"],

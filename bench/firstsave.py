@@ -1,4 +1,4 @@
-"""``firstsave``: the longest main-thread task of a turn when the store has not written yet (issue 9 part 4).
+"""``firstsave``: the longest main-thread task of a turn when the store has not written yet (DESIGN.md §5, §13).
 
 With 50 courses × 50 turns of mixed Chinese text stored, each sample is a fresh
 page (so the save really is the first one) and measures, through a

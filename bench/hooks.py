@@ -1,4 +1,4 @@
-"""Benchmark hooks: ``window.agentbarBench`` for ``python -m bench`` (issue 4).
+"""Benchmark hooks: ``window.agentbarBench`` for ``python -m bench`` (DESIGN.md §13, §15).
 
 Not shipped with the app (``dist/`` never holds it, and the app holds no code
 that loads it): a benchmark page (``bench.scripts.goto_hooked``) replaces

@@ -1,4 +1,4 @@
-"""Bench part ``longsession`` (issue 10 item 7): many turns in one session.
+"""Bench part ``longsession`` (DESIGN.md §6, §13): many turns in one session.
 
 One page at ``delay=0`` runs turns back to back through the composer (value
 set, Send clicked, until ``data-running`` is ``false`` and a frame is painted),

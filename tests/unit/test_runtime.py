@@ -580,7 +580,7 @@ async def test_dismissed_notice_is_hidden():
     assert runtime.notices == () and seen == [0]
 
 
-# -- issue 10: a thread kept in memory, another tab's damaged write -------------------------
+# -- a thread kept in memory (DESIGN.md §5), another tab's damaged write -------------------------
 
 
 async def test_storage_full_notice_names_its_course_and_stays_while_only_that_course_is_in_memory():
