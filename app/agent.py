@@ -126,9 +126,13 @@ class Agent(Protocol):
 
     ``history`` holds the thread's messages before this turn (read only).
     Cancelling the consuming task cancels the stream (``asyncio.CancelledError``).
+    ``mask_secret(text)``: the user's ``text`` as the thread stores it, with any secret of the agent
+    (an API key) masked (DESIGN.md §12); an agent without a secret returns it unchanged.
     """
 
     def run(self, history: list[Message], text: str) -> AsyncIterator[AgentEvent]: ...
+
+    def mask_secret(self, text: str) -> str: ...
 
 
 _TOKEN = re.compile(r"\s*(?:\w+|[^\w\s])")
@@ -283,13 +287,29 @@ def regenerate_document(scene_id: str, instruction: str = "", current: SceneDocu
     for n, bullet in enumerate(bullets):
         parts.append({"kind": "text", "box": Box(x=48, y=round(132 + n * room, 2), w=412, h=round(room - 8, 2)),
                       "text": BULLET + bullet, "color": ink, "size": 30})
+    parts += _chart(rng, hue, ink, accent, count - len(parts) - PICTURES)
+    for n in range(PICTURES):
+        parts.append({"kind": "image", "box": Box(x=48 + n * 104, y=412, w=92, h=64),
+                      "src": _picture(rng, hue + 0.15 * n)})
+    elements = [SceneElement(id=f"{scene_id}-title" if n == 0 else f"{scene_id}-el-{n}", **part)
+                for n, part in enumerate(parts)]
+    return SceneDocument(title=title, background=Background(kind="image", value=_backdrop(hue)),
+                         elements=tuple(elements))
+
+
+def _chart(rng: random.Random, hue: float, ink: str, accent: str, count: int) -> list[dict[str, Any]]:
+    """``count`` parts of the slide's bar chart (``regenerate_document``): a panel, a baseline, three
+    grid lines, bars each with its value above it (values drawn from ``rng``, 12–96), and a marker
+    over the highest bar when what is left after panel and lines is odd; boxes in slide pixels."""
     left, right, base, top = 516.0, 892.0, 476.0, 196.0
-    parts.append({"kind": "shape", "box": Box(x=492, y=124, w=420, h=384), "color": _hex(hue, 0.95, 0.5)})
-    parts.append({"kind": "shape", "box": Box(x=left, y=base, w=right - left, h=3), "color": _hex(hue, 0.3, 0.2)})
+    parts: list[dict[str, Any]] = [
+        {"kind": "shape", "box": Box(x=492, y=124, w=420, h=384), "color": _hex(hue, 0.95, 0.5)},
+        {"kind": "shape", "box": Box(x=left, y=base, w=right - left, h=3), "color": _hex(hue, 0.3, 0.2)},
+    ]
     for step in (1, 2, 3):
         parts.append({"kind": "shape", "box": Box(x=left, y=base - step * (base - top) / 4, w=right - left, h=1.5),
                       "color": _hex(hue, 0.82, 0.25)})
-    rest = count - len(parts) - PICTURES
+    rest = count - len(parts)
     bars, marker = rest // 2, rest % 2
     slot = (right - left) / max(bars, 1)
     values = [rng.randrange(12, 97) for _ in range(bars)]
@@ -306,13 +326,7 @@ def regenerate_document(scene_id: str, instruction: str = "", current: SceneDocu
         x = left + highest * slot + slot / 2 - 6
         y = base - (base - top) * (values[highest] if values else 50) / 100 - 46
         parts.append({"kind": "shape", "box": Box(x=round(x, 2), y=round(y, 2), w=12, h=12), "color": accent})
-    for n in range(PICTURES):
-        parts.append({"kind": "image", "box": Box(x=48 + n * 104, y=412, w=92, h=64),
-                      "src": _picture(rng, hue + 0.15 * n)})
-    elements = [SceneElement(id=f"{scene_id}-title" if n == 0 else f"{scene_id}-el-{n}", **part)
-                for n, part in enumerate(parts)]
-    return SceneDocument(title=title, background=Background(kind="image", value=_backdrop(hue)),
-                         elements=tuple(elements))
+    return parts
 
 
 def regenerate_result(scene_id: str, instruction: str = "", current: SceneDocument | None = None) -> dict[str, Any]:
@@ -405,13 +419,17 @@ class DemoAgent:
         self._scenes = scenes or base_document
         """``scenes(stage_id, scene_id)``: the scene's current document, ``None`` when there is none."""
 
+    def mask_secret(self, text: str) -> str:
+        """``text`` unchanged: the demo has no secret (``Agent.mask_secret``, DESIGN.md §12)."""
+        return text
+
     def regenerate_scene(self, scene_id: str, instruction: str = "") -> tuple[dict[str, Any], bool]:
         """Run the ``regenerate_scene`` tool on the running course's current document of ``scene_id``.
 
         The course is the one whose turn runs (``RUN_STAGE``, set by the runtime); the
         document comes from ``scenes``. Returns ``(live result, is_error)``: a scene the
         course does not have fails like ``/fail`` (``failure_result(missing=True)``,
-        DESIGN.md §10; issue 10 item 8). Any agent's tool call runs through here, so the
+        DESIGN.md §10). Any agent's tool call runs through here, so the
         demo and a model back end make the same documents.
         """
         current = self._scenes(RUN_STAGE.get() or "", scene_id)

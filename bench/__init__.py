@@ -1,4 +1,4 @@
-"""AgentBar benchmarks (issue 4): start-up, save cost, stored size and capacity.
+"""AgentBar benchmarks (DESIGN.md §13, §15): start-up, save cost, stored size and capacity.
 
 Run ``python -m bench`` (full, a few minutes) or ``python -m bench --quick``
 (fewer repetitions, for CI: it checks the benchmark still works, asserts no

@@ -23,7 +23,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import data  # noqa: E402
-from bench.scripts import BRIDGE_WRAP  # noqa: E402
+from bench.scripts import BRIDGE_WRAP, goto_hooked  # noqa: E402
 from tools.serve import make_server  # noqa: E402
 
 CHROMIUM_FLAGS = [
@@ -215,7 +215,7 @@ def snapshot_site() -> Path:
         shutil.copy2(ROOT / name, dest / name)
     for name in ("static", "bench/pages", "app/locales"):
         shutil.copytree(ROOT / name, dest / name)
-    shutil.copy2(ROOT / "bench" / "hooks.py", dest / "bench" / "hooks.py")  # fetched by the page with ?bench=1
+    shutil.copy2(ROOT / "bench" / "hooks.py", dest / "bench" / "hooks.py")  # fetched by bench.scripts.HOOKED_MAIN
     return dest
 
 
@@ -424,13 +424,13 @@ def profile_startup(run: Run, seed_value: str, loads: int, with_cprofile: bool =
 
 
 def _open_bench_page(run: Run, context, seed_value: str):
-    """The app with ``?bench=1`` (``main()`` installs ``window.agentbarBench``), bridge wrapped."""
+    """The app with ``?bench=1`` (``bench.scripts.goto_hooked`` installs ``window.agentbarBench``), bridge wrapped."""
     page = context.new_page()
     run.seed(page, {KEY: seed_value})
-    page.goto(run.base + "index.html?" + urlencode({"course": CURRENT, "delay": 0, "bench": 1}))
+    goto_hooked(page, run.base + "index.html?" + urlencode({"course": CURRENT, "delay": 0, "bench": 1}))
     run.wait_ready(page)
     if not page.evaluate("() => !!window.agentbarBench"):
-        raise RuntimeError("window.agentbarBench missing: does the page load bench/hooks.py (main() with ?bench=1), and is the app wheel current?")
+        raise RuntimeError("window.agentbarBench missing: does the page load bench/hooks.py (bench.scripts.HOOKED_MAIN), and is the app wheel current?")
     page.evaluate(BRIDGE_WRAP)
     return page
 
@@ -505,7 +505,7 @@ def _save_path(page, path: str, n_current: int, seed_value: str, reps: int, base
             continue
         samples.append(_save_sample(rec))
         baselines.append(median(page.evaluate(JS_BASELINE, [KEY, CURRENT, baseline_reps])))
-    expected = "splice"  # cross-tab too: the re-read keeps the layout (issue 9 part 4)
+    expected = "splice"  # cross-tab too: the re-read keeps the layout (the store re-reads only the changed entries, DESIGN.md §5)
     out = {
         "write": expected if all(s["write"] == expected for s in samples) else "mixed: " + ",".join(s["write"] for s in samples),
         "bridge_calls": samples[-1]["bridge_calls"],

@@ -1,4 +1,4 @@
-"""Bench part ``build``: the deployable build (DESIGN.md §11, issue 9 part 3).
+"""Bench part ``build``: the deployable build (DESIGN.md §11).
 
 Same run, same browser, rounds interleaved:
 

@@ -1,4 +1,4 @@
-"""Benchmark part ``checkpoints`` (issue 8): scene versions in the page, against baselines
+"""Benchmark part ``checkpoints`` (DESIGN.md §10): scene versions in the page, against baselines
 measured in the same page and run.
 
 - record: recording one version of a 500-element scene with base64 images (the
@@ -67,7 +67,7 @@ def big_document(seed, n=500, base=None):
         elements.append(SceneElement(id=f"new-{seed}-{i}", kind="text", box=Box(x=10, y=10, w=100, h=30), text=f"added {i}"))
     return base.model_copy(update={"elements": tuple(elements)})
 
-def huge_document(seed, images=220):  # over 5 MB of JSON: base64 PNGs of ~27 KB each (issue 8, bad input)
+def huge_document(seed, images=220):  # over 5 MB of JSON: base64 PNGs of ~27 KB each (bad input, DESIGN.md §10)
     rng = random.Random(seed)
     elements = tuple(SceneElement(id=f"img-{i}", kind="image", box=Box(x=(i * 37) % 800, y=(i * 53) % 440, w=120, h=90),
                                   src=_image(rng, 96, 72, 120)) for i in range(images))

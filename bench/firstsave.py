@@ -1,4 +1,4 @@
-"""``firstsave``: the longest main-thread task of a turn when the store has not written yet (issue 9 part 4).
+"""``firstsave``: the longest main-thread task of a turn when the store has not written yet (DESIGN.md §5, §13).
 
 With 50 courses × 50 turns of mixed Chinese text stored, each sample is a fresh
 page (so the save really is the first one) and measures, through a
@@ -27,7 +27,7 @@ import json
 from urllib.parse import urlencode
 
 from bench import data
-from bench.scripts import BRIDGE_WRAP, LONGTASKS
+from bench.scripts import BRIDGE_WRAP, LONGTASKS, goto_hooked
 
 KEY = data.STORAGE_KEY
 CURRENT = "intro-ml"
@@ -125,7 +125,7 @@ def _sample(run, seed_value: str, i: int) -> dict:
     context.add_init_script(LONGTASKS)
     page = context.new_page()
     run.seed(page, {KEY: seed_value})
-    page.goto(run.base + "index.html?" + urlencode({"course": CURRENT, "delay": 0, "bench": 1}))
+    goto_hooked(page, run.base + "index.html?" + urlencode({"course": CURRENT, "delay": 0, "bench": 1}))
     run.wait_ready(page)
     if page.evaluate("() => window.__longtasks === null"):
         raise RuntimeError("PerformanceObserver has no longtask entries in this browser")

@@ -1,4 +1,4 @@
-"""Bench part ``history`` (issue 7, DESIGN.md §9): ``bash tools/dev.sh bench --only history [--quick]``.
+"""Bench part ``history`` (DESIGN.md §9): ``bash tools/dev.sh bench --only history [--quick]``.
 
 In one browser context the app's IndexedDB is filled with N conversations of
 one course (T turns each, mixed Chinese/English text with curly quotes and

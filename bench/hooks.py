@@ -1,9 +1,11 @@
-"""Benchmark hooks: ``window.agentbarBench`` for ``python -m bench`` (issue 4).
+"""Benchmark hooks: ``window.agentbarBench`` for ``python -m bench`` (DESIGN.md §13, §15).
 
-Not shipped with the app (``dist/`` never holds it): with ``?bench=1`` the
-app's ``main()`` fetches this file from the development server, executes it and
-calls ``install(window, runtime, store)`` (``app.browser._install_bench_hooks``);
-without ``bench=1`` nothing of it loads. Every function returns JSON text or a number (no proxies leak to
+Not shipped with the app (``dist/`` never holds it, and the app holds no code
+that loads it): a benchmark page (``bench.scripts.goto_hooked``) replaces
+index.html's Python with ``bench.scripts.HOOKED_MAIN``, which fetches this file
+from the development server, executes it and calls ``capture(window)`` before
+the app's ``main()``: the runtime's constructor is wrapped once, and
+``install(window, runtime, store)`` runs on the runtime ``main()`` builds. Every function returns JSON text or a number (no proxies leak to
 JavaScript); times are ``performance.now()`` milliseconds, so they line up with
 what the benchmark measures in JavaScript.
 
@@ -12,9 +14,11 @@ What it exposes (``window.agentbarBench``):
 - ``turn(text)``: a thenable; once the last turn's history write has landed (until then the
   panel reads as running, DESIGN.md §9), runs one real turn through ``runtime.send`` and
   resolves, after the runtime's own completion callback has saved it, to the
-  timing record of that completion: ``finish`` (the callback starts: the turn
-  is complete), ``saveIn`` / ``saveOut`` (``store.save``), ``end`` (the callback
-  returns, the view rendered); the JavaScript side times the bridge itself.
+  timing record of that completion, taken from the runtime's public trace hook
+  (``runtime.trace``, ``app.runtime.TRACE_PHASES``): ``finish`` (``turn-end``: the
+  callback starts, the turn is complete), ``saveIn`` / ``saveOut`` (``thread-save`` /
+  ``thread-saved``: ``store.save``), ``end`` (``turn-ended``: the callback returns,
+  the view rendered); the JavaScript side times the bridge itself.
 - ``trim(n)``: cuts the shown course's *live* thread back to its first ``n``
   messages, in memory only (nothing is read or written, the store is not
   told). The session's ``base`` (the stored thread it was built on, which
@@ -38,14 +42,14 @@ What it exposes (``window.agentbarBench``):
   ``save_steps``.
 - ``gcLog()``: ``[start, end, generation]`` of every Python garbage collection.
 - ``storageEvents()``: one record per ``storage`` event handled
-  (``runtime.on_storage_changed``): ``start``/``end``, ``getIn``/``getOut``
+  (``runtime.on_storage_changed``, traced ``storage-event`` / ``storage-event-done``): ``start``/``end``, ``getIn``/``getOut``
   (the stored value read into Python), ``readOut`` (the store's re-read done),
   ``changed`` (stage ids reported changed), ``gcBefore`` (objects tracked by
   Python's garbage collector, generation counts).
 
-Example (in ``main()``, after the runtime and store exist)::
+Example (the page's Python, before ``main()``)::
 
-    module.install(window, runtime, store)   # module: this file, executed by the app
+    hooks.capture(js.window)   # hooks: this file, executed by the benchmark page
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ import asyncio
 import json
 from typing import Any
 
-__all__ = ["install"]
+__all__ = ["capture", "install"]
 
 
 def _now() -> float:
@@ -71,6 +75,21 @@ def _utf16(s: str) -> int:
     return len(s) if s.isascii() else len(s.encode("utf-16-le", "surrogatepass")) // 2
 
 
+def capture(window) -> None:
+    """Install the hooks on the first ``AgentRuntime`` built from now on, with its thread store (its
+    first argument), as soon as it is built: its constructor is wrapped once, then put back."""
+    from app.runtime import AgentRuntime
+
+    original = AgentRuntime.__init__
+
+    def built(runtime, store, *args, **kwargs):
+        original(runtime, store, *args, **kwargs)
+        AgentRuntime.__init__ = original
+        install(window, runtime, store)
+
+    AgentRuntime.__init__ = built
+
+
 def install(window, runtime, store) -> None:
     """Expose ``window.agentbarBench`` when the URL asks for it (``?bench=1``); cheap otherwise."""
     if "bench=1" not in str(window.location.search):
@@ -80,33 +99,27 @@ def install(window, runtime, store) -> None:
     records: list[dict[str, float]] = []
     current: dict[str, dict[str, float]] = {}
 
-    original_finish = runtime._finish
-    original_save = store.save
+    original_save = store.save  # profile_save and save_steps call the store itself
 
-    def timed_finish(session, reply, task):
-        record = current["record"] = {"finish": _now()}
-        try:
-            return original_finish(session, reply, task)
-        finally:
+    def observe(phase: str, _stage_id) -> None:  # runtime.trace: the public hook (app.runtime.TRACE_PHASES)
+        if phase == "turn-end":
+            current["record"] = {"finish": _now()}
+        elif phase in ("thread-save", "thread-saved") and "record" in current:
+            current["record"]["saveIn" if phase == "thread-save" else "saveOut"] = _now()
+        elif phase == "turn-ended" and "record" in current:
+            record = current.pop("record")
             record["end"] = _now()
             records.append(record)
-            current.pop("record", None)
-
-    def timed_save(*args, **kwargs):
-        record = current.get("record", {})
-        record["saveIn"] = _now()
-        try:
-            return original_save(*args, **kwargs)
-        finally:
-            record["saveOut"] = _now()
-
-    runtime._finish = timed_finish  # the done callback looks it up on the instance
-    store.save = timed_save
+        elif phase == "storage-event":
+            current["event"] = {"start": _now(), "gcBefore": list(gc.get_count())}
+        elif phase == "storage-event-done" and "event" in current:
+            record = current.pop("event")
+            record["end"] = _now()
+            events.append(record)
 
     import gc
 
     events: list[dict] = []
-    original_changed = runtime.on_storage_changed
     original_reload = store.reload
     storage = store.storage
     original_get = getattr(storage, "get_item", None)
@@ -131,15 +144,6 @@ def install(window, runtime, store) -> None:
             current["event"]["changed"] = sorted(changed)
         return changed
 
-    def timed_changed():
-        record = current["event"] = {"start": _now(), "gcBefore": list(gc.get_count())}
-        try:
-            return original_changed()
-        finally:
-            record["end"] = _now()
-            events.append(record)
-            current.pop("event", None)
-
     collections: list[list[float]] = []  # [start, end, generation] of each garbage collection
 
     def on_gc(phase, info):
@@ -153,12 +157,12 @@ def install(window, runtime, store) -> None:
     if original_get is not None:
         storage.get_item = timed_get
     store.reload = timed_reload
-    runtime.on_storage_changed = timed_changed  # the storage listener calls it through the instance
+    runtime.trace(observe)
 
     async def _turn(text: str) -> str:
         before = len(records)
         for _ in range(1000):  # the last turn may still read as running until its history write lands (§9)
-            session = runtime._shown
+            session = runtime.sessions.shown
             if session is None or session.recording is None:
                 break
             await asyncio.wait([session.recording], timeout=10)
@@ -178,7 +182,7 @@ def install(window, runtime, store) -> None:
         return asyncio.ensure_future(_turn(str(text)))
 
     def trim(n: int) -> int:
-        session = runtime._shown  # the shown course's live session (messages held in memory)
+        session = runtime.sessions.shown  # the shown course's live session (messages held in memory)
         if session is None:
             return 0
         if session.task is not None:

@@ -1,4 +1,4 @@
-"""Bench part ``longsession`` (issue 10 item 7): many turns in one session.
+"""Bench part ``longsession`` (DESIGN.md §6, §13): many turns in one session.
 
 One page at ``delay=0`` runs turns back to back through the composer (value
 set, Send clicked, until ``data-running`` is ``false`` and a frame is painted),
@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import statistics
 from urllib.parse import urlencode
+
+from bench.scripts import goto_hooked
 
 GROWTH_MAX = 1.5
 PAIRED_ROUNDS = 15
@@ -74,7 +76,7 @@ def run(run, *, quick: bool) -> dict:
     context = run.context()
     page = context.new_page()
     run.seed(page, {})
-    page.goto(run.base + "index.html?" + urlencode({"course": COURSE, "delay": 0, "bench": 1}))
+    goto_hooked(page, run.base + "index.html?" + urlencode({"course": COURSE, "delay": 0, "bench": 1}))
     run.wait_ready(page)
     cdp = context.new_cdp_session(page)
     cdp.send("HeapProfiler.enable")

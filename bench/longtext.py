@@ -1,4 +1,4 @@
-"""Bench part ``longtext`` (issue 10 item 3): one long single-paragraph message.
+"""Bench part ``longtext`` (DESIGN.md §6): one long single-paragraph message.
 
 For a 200 KB and a 2 MB paragraph of mixed Latin and Chinese without newlines
 (``("lorem ipsum dolor sit amet 中文 " * n)[:size]``), in the real page at

@@ -1,4 +1,4 @@
-"""Bench part ``model`` (issue 11): tokens drawn per second from an OpenAI-compatible stream.
+"""Bench part ``model`` (DESIGN.md §12): tokens drawn per second from an OpenAI-compatible stream.
 
 The fake server (``tools/fake_openai.py``, 127.0.0.1) streams ``TOKENS`` tokens
 (``#bench N``: one server-sent event per token, written as fast as it can).

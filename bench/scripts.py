@@ -47,3 +47,36 @@ RUN_PY = """async (code) => {
   const py = await (await core.whenDefined('py')).interpreter;
   return await py.runPythonAsync(code);
 }"""
+
+# The Python of index.html for a benchmark page (``?bench=1``): fetch bench/hooks.py from the
+# development server, let it wrap the runtime's constructor (``capture``), then start the app as
+# index.html does. The app itself ships no benchmark code (DESIGN.md §15): only this page has it.
+HOOKED_MAIN = """
+import types, js
+request = js.XMLHttpRequest.new()
+request.open("GET", "bench/hooks.py", False)
+request.send(None)
+hooks = types.ModuleType("bench_hooks")
+exec(compile(request.responseText, "bench/hooks.py", "exec"), hooks.__dict__)
+hooks.capture(js.window)
+from app.browser import main
+main()
+"""
+
+
+def goto_hooked(page, url: str) -> None:
+    """Open ``url`` (the app with ``?bench=1``) on ``page`` with index.html's Python replaced by
+    ``HOOKED_MAIN``, so ``window.agentbarBench`` is installed on the runtime the page builds."""
+    import re
+    from pathlib import Path
+
+    index_html = (Path(__file__).resolve().parent.parent / "index.html").read_text(encoding="utf-8")
+    html = re.sub(r'(<script type="py" config="pyscript.toml">)(.*?)(</script>)',
+                  lambda m: m.group(1) + HOOKED_MAIN + "  " + m.group(3), index_html, flags=re.S)
+
+    def fulfil(route, _request=None):
+        route.fulfill(status=200, body=html, headers={"Content-Type": "text/html; charset=utf-8",
+                                                      "Cache-Control": "no-cache"})
+
+    page.route("**/index.html?*", fulfil)
+    page.goto(url)

@@ -54,7 +54,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from app.agent import AgentEvent, TextDelta, ToolCallFinished, ToolCallStarted
 from app.agents.context import ContextOverflow, context_overflow, turns_that_fit
@@ -371,26 +371,34 @@ class OpenAIAgent:
                 if result.finish_reason == "length":
                     yield ReplyCut()
                 return
-            finished: list[tuple[str, str, str, dict[str, Any], dict[str, Any], bool]] = []
-            for index in sorted(result.calls):
-                pending = result.calls[index]
-                call_id, name = stored_call_id(self._new_id(), pending.id), pending.name or "tool"
-                wire_id = pending.id if pending.id else wire_call_id(call_id)  # the model's, unchanged
-                args, parsed = _parse_arguments(mask_key(pending.arguments, config.api_key))
-                yield ToolCallStarted(call_id, name, args)
-                if parsed:
-                    outcome = self._tool_runner(name, args)
-                    live, is_error = (await outcome) if inspect.isawaitable(outcome) else outcome
-                else:
-                    excerpt = scrub(pending.arguments, config.api_key, 80)
-                    live, is_error = error_result(f"The call's arguments are not a JSON object: {excerpt}"), True
-                yield ToolCallFinished(call_id, live, is_error=is_error)
-                finished.append((call_id, wire_id, name, args, live, is_error))
-            current.append(tool_call_message([(w, n, a) for _, w, n, a, _, _ in finished], result.text))
-            for call_id, wire_id, name, _, live, is_error in finished:
-                part = ToolCallPart(tool_call_id=call_id, tool_name=name, result=live, is_error=is_error or None)
-                current.append({"role": "tool", "tool_call_id": wire_id, "content": slim_result_text(part)})
+            async for event in self._run_tools(result, current):
+                yield event
         raise ModelError("tool-rounds", count=self.max_tool_rounds)
+
+    async def _run_tools(self, result: _Round, current: list[dict[str, Any]]) -> AsyncIterator[AgentEvent]:
+        """Run the round's tool calls in the model's order, yielding each call's ``ToolCallStarted`` and
+        ``ToolCallFinished`` (arguments that are no JSON object fail the call); then append the
+        assistant's tool-call message and one tool message per call to ``current`` (DESIGN.md §12)."""
+        config = self.config
+        finished: list[tuple[str, str, str, dict[str, Any], dict[str, Any], bool]] = []
+        for index in sorted(result.calls):
+            pending = result.calls[index]
+            call_id, name = stored_call_id(self._new_id(), pending.id), pending.name or "tool"
+            wire_id = pending.id if pending.id else wire_call_id(call_id)  # the model's, unchanged
+            args, parsed = _parse_arguments(mask_key(pending.arguments, config.api_key))
+            yield ToolCallStarted(call_id, name, args)
+            if parsed:
+                outcome = self._tool_runner(name, args)
+                live, is_error = (await outcome) if inspect.isawaitable(outcome) else outcome
+            else:
+                excerpt = scrub(pending.arguments, config.api_key, 80)
+                live, is_error = error_result(f"The call's arguments are not a JSON object: {excerpt}"), True
+            yield ToolCallFinished(call_id, live, is_error=is_error)
+            finished.append((call_id, wire_id, name, args, live, is_error))
+        current.append(tool_call_message([(w, n, a) for _, w, n, a, _, _ in finished], result.text))
+        for call_id, wire_id, name, _, live, is_error in finished:
+            part = ToolCallPart(tool_call_id=call_id, tool_name=name, result=live, is_error=is_error or None)
+            current.append({"role": "tool", "tool_call_id": wire_id, "content": slim_result_text(part)})
 
     async def _stream(self, messages: list[dict[str, Any]], result: _Round, *, tools: bool) -> AsyncIterator[TextDelta]:
         """One streamed request: yields text per chunk, fills ``result``; raises ``ModelError``
@@ -410,14 +418,7 @@ class OpenAIAgent:
             raise _transport_error(error, url) from None
         try:
             if not 200 <= response.status <= 299:
-                text = (await response.text())[:MAX_ERROR_BODY]
-                overflow = context_overflow(response.status, text)
-                if overflow is not None:
-                    raise _ContextExceeded(overflow)
-                if tools and refuses_tools(response.status, text):
-                    raise _ToolsRefused()
-                raise http_error(response.status, response.headers, text, model=config.model,
-                                 secret=config.api_key, now_s=self._now())
+                await self._refused(response, tools=tools)
             state = _StreamState(result, config.api_key)
             if "application/json" in response.headers.get("content-type", ""):
                 # A server that ignored ``stream: true`` (some do when tools are offered): one whole completion.
@@ -429,41 +430,60 @@ class OpenAIAgent:
                 # A web page (a proxy's login page, a wrong base URL) answered 200: say what came, not "cut off".
                 text = (await self._within(response.text()))[:MAX_ERROR_BODY]
                 raise ModelError("bad-event", excerpt=scrub(" ".join(text.split()), config.api_key, 80))
-            parser = SSEParser()
-            chunks = response.__aiter__()
-            try:
-                while True:
-                    try:
-                        chunk = await self._within(chunks.__anext__())
-                    except StopAsyncIteration:
-                        break
-                    for start in range(0, len(chunk), FEED_BYTES):  # a huge read: parsed in slices, paused between
-                        if start:
-                            await self._pause()
-                        pieces = state.take(parser.feed(memoryview(chunk)[start:start + FEED_BYTES]))
-                        if state.error is not None or state.done:
-                            pieces += state.rest()
-                        if pieces:
-                            yield TextDelta(pieces)
-                        if state.error is not None:
-                            raise state.error
-                        if state.done:
-                            break
-                    if state.done:
-                        break
-            except TransportError:
-                raise ModelError("stream-cut") from None
-            if not state.done:
-                pieces = state.take(parser.close())  # what the decoder still held (an unterminated event is dropped)
-                pieces += state.rest()
-                if pieces:
-                    yield TextDelta(pieces)
-                if state.error is not None:
-                    raise state.error
-            if not (state.done or state.finished):
-                raise ModelError("stream-cut")
+            async for pieces in self._events(response, state):
+                yield TextDelta(pieces)
         finally:
             await response.aclose()
+
+    async def _refused(self, response: StreamResponse, *, tools: bool) -> NoReturn:
+        """Raise what a non-2xx answer means: ``_ContextExceeded`` (the prompt is over the server's
+        context), ``_ToolsRefused`` (tools were offered and refused), else ``http_error``'s
+        ``ModelError`` (DESIGN.md §12)."""
+        config = self.config
+        text = (await response.text())[:MAX_ERROR_BODY]
+        overflow = context_overflow(response.status, text)
+        if overflow is not None:
+            raise _ContextExceeded(overflow)
+        if tools and refuses_tools(response.status, text):
+            raise _ToolsRefused()
+        raise http_error(response.status, response.headers, text, model=config.model,
+                         secret=config.api_key, now_s=self._now())
+
+    async def _events(self, response: StreamResponse, state: _StreamState) -> AsyncIterator[str]:
+        """The reply's text of an event stream, piece by piece, as ``state`` folds its events; a huge
+        read is parsed in ``FEED_BYTES`` slices with a pause between. Raises the ``ModelError`` an
+        event said, ``stream-cut`` when the connection broke or ended before the reply did."""
+        parser = SSEParser()
+        chunks = response.__aiter__()
+        try:
+            while not state.done:
+                try:
+                    chunk = await self._within(chunks.__anext__())
+                except StopAsyncIteration:
+                    break
+                for start in range(0, len(chunk), FEED_BYTES):
+                    if start:
+                        await self._pause()
+                    pieces = state.take(parser.feed(memoryview(chunk)[start:start + FEED_BYTES]))
+                    if state.error is not None or state.done:
+                        pieces += state.rest()
+                    if pieces:
+                        yield pieces
+                    if state.error is not None:
+                        raise state.error
+                    if state.done:
+                        break
+        except TransportError:
+            raise ModelError("stream-cut") from None
+        if not state.done:
+            pieces = state.take(parser.close())  # what the decoder still held (an unterminated event is dropped)
+            pieces += state.rest()
+            if pieces:
+                yield pieces
+            if state.error is not None:
+                raise state.error
+        if not (state.done or state.finished):
+            raise ModelError("stream-cut")
 
 
 class _StreamState:

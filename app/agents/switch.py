@@ -23,10 +23,8 @@ class SelectedAgent:
         self._choose = choose
 
     def mask_secret(self, text: str) -> str:
-        """``text`` with the chosen agent's secret masked (``OpenAIAgent.mask_secret``); unchanged for an
-        agent without one."""
-        mask = getattr(self._choose(), "mask_secret", None)
-        return mask(text) if mask is not None else text
+        """``text`` with the chosen agent's secret masked (``Agent.mask_secret``, DESIGN.md §12)."""
+        return self._choose().mask_secret(text)
 
     async def run(self, history: list[Message], text: str) -> AsyncIterator:
         """Delegate to the agent chosen now; its events pass through unchanged."""

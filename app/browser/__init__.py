@@ -265,8 +265,6 @@ def _boot():
     from app.browser.paint import drop_painted_bar
 
     drop_painted_bar()  # Python's bar is in: the painted one goes in the same task (DESIGN.md §13)
-    if "bench=1" in str(window.location.search):  # python -m bench only; bench/ is never shipped
-        _install_bench_hooks(window, runtime, store)
     window.agentbarCheckpoints = create_proxy(checkpoint_view.settle)  # tests and bench: await drawn lists
     history_view = HistoryView(runtime, store, history, recorder, translator, clock)
     history_view.bind()
@@ -306,29 +304,3 @@ def _boot():
         js.performance.mark("agentbar:after-ready")
 
     return finish()
-
-
-def _install_bench_hooks(window, runtime, store) -> None:
-    """Load ``bench/hooks.py`` from the dev server and run its ``install`` (``?bench=1`` only).
-
-    The hooks are not part of the app package (issue 9 part 3: nothing of the
-    benchmark ships in ``dist/``); the development server serves the repository,
-    so the benchmark's page fetches them from there. Missing hooks (a build)
-    leave the page as it is.
-    """
-    import types
-
-    import js
-
-    request = js.XMLHttpRequest.new()
-    request.open("GET", "bench/hooks.py", False)  # synchronous: the benchmark only, before ready
-    try:
-        request.send(None)
-    except Exception:  # noqa: BLE001 - no hooks served (dist/): the app runs unchanged
-        return
-    if request.status != 200:
-        return
-    source = request.responseText
-    module = types.ModuleType("bench_hooks")
-    exec(compile(source, "bench/hooks.py", "exec"), module.__dict__)  # noqa: S102 - our own file, dev server only
-    module.install(window, runtime, store)

@@ -187,7 +187,7 @@ async def test_usage_is_reported_cumulatively_with_model_demo_so_a_stopped_turn_
     assert reports[-1].output_tokens == len(deltas)
 
 
-# -- counting tokens without the list (a 2 MB message, issue 10 item 3) ---------------------
+# -- counting tokens without the list (a 2 MB message, DESIGN.md §6) ---------------------
 
 @pytest.mark.parametrize("text", ["", "   ", "Hi, \"you\".", "a\u3000b\tc\n", "中文，标点。 and ascii!!", "x" * 3 + " " * 5,
                                   ("lorem ipsum dolor sit amet 中文 " * 50)[:1234], "🎨 émoji  e\u0301 ?!"])

@@ -332,6 +332,9 @@ async def test_selected_agent_follows_the_choice_per_turn():
         def __init__(self, word):
             self.word = word
 
+        def mask_secret(self, text):
+            return text
+
         async def run(self, history, text):
             yield TextDelta(self.word)
 

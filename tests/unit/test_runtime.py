@@ -326,6 +326,9 @@ async def test_stop_before_the_turn_starts_still_completes_it():
 
 async def test_agent_error_ends_the_turn_as_failed_and_saves_it():
     class Failing:
+        def mask_secret(self, text):
+            return text
+
         async def run(self, history, text):
             yield TextDelta("partial")
             raise RuntimeError("backend down")
@@ -497,6 +500,9 @@ async def test_repeated_notices_are_not_repeated_but_distinct_ones_are_added():
         def memory_only(self):
             return frozenset({"a"})
 
+        def notice_holds(self, notice):
+            return True
+
     runtime = AgentRuntime(NoisyStore(), DemoAgent(), clock=lambda: NOW)
     seen = []
     runtime.subscribe(lambda: seen.append(runtime.notices))
@@ -574,7 +580,7 @@ async def test_dismissed_notice_is_hidden():
     assert runtime.notices == () and seen == [0]
 
 
-# -- issue 10: a thread kept in memory, another tab's damaged write -------------------------
+# -- a thread kept in memory (DESIGN.md §5), another tab's damaged write -------------------------
 
 
 async def test_storage_full_notice_names_its_course_and_stays_while_only_that_course_is_in_memory():

@@ -1,0 +1,140 @@
+"""The runtime's collaborators as typed ports (DESIGN.md §15): what ``app.runtime.AgentRuntime``
+calls on the thread store, on history and on the scene checkpoints, and nothing more.
+
+Pure and browser-free; structural (``typing.Protocol``), so ``app.store.ThreadStore``,
+``app.history.recorder.HistoryRecorder`` and ``app.checkpoints.SceneCheckpoints`` fit as they are,
+and a test passes any object with these methods. The runtime never asks at run time which of them
+a collaborator has.
+
+Example::
+
+    >>> from app.storage import MemoryStorage
+    >>> from app.store import ThreadStore
+    >>> store: ThreadStorePort = ThreadStore(MemoryStorage())
+    >>> store.load("intro-ml") is None
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Hashable
+from typing import Any, Protocol
+
+__all__ = ["CheckpointsPort", "HistoryPort", "NoticeLike", "SaveOutcome", "ThreadStorePort"]
+
+Slim = list[dict[str, Any]]
+"""A thread as the slim projection stores it (``app.projection.serialize_thread``, DESIGN.md §3)."""
+
+
+class NoticeLike(Hashable, Protocol):
+    """A notice to show once (``app.store.Notice``): ``code`` and its ``params`` (DESIGN.md §5)."""
+
+    @property
+    def code(self) -> str: ...
+
+    @property
+    def params(self) -> dict[str, Any]: ...
+
+
+class SaveOutcome(Protocol):
+    """What a thread save did (``app.store.SaveResult``): ``written`` to the browser's storage;
+    ``merged``: another tab's turns on the course were kept and this tab's appended (DESIGN.md §5)."""
+
+    @property
+    def written(self) -> bool: ...
+
+    @property
+    def merged(self) -> bool: ...
+
+
+class ThreadStorePort(Protocol):
+    """The thread store (``maic-agent-threads``, DESIGN.md §4, §5), as the runtime uses it.
+
+    Stage ids are course ids; times are epoch milliseconds; threads are slim projections (``Slim``).
+    None of these raises for a storage failure: failures become notices (``take_notices``).
+    """
+
+    def hydrate(self, now_ms: int) -> None:
+        """Read (migrate, back up) the stored value once at start-up."""
+
+    def load(self, stage_id: str) -> Slim | None:
+        """This tab's thread of ``stage_id`` (do not mutate), or ``None``."""
+
+    def save(self, stage_id: str, messages: Slim, updated_at: int, *, base: Slim | None = None) -> SaveOutcome:
+        """Store ``messages`` as ``stage_id``'s thread; turns another tab saved since ``base`` are kept."""
+
+    def clear(self, stage_id: str) -> None:
+        """Remove ``stage_id``'s thread (New conversation)."""
+
+    def reload(self) -> set[str]:
+        """Re-read after another tab wrote; the stage ids whose thread changed."""
+
+    def updated_at(self, stage_id: str) -> int | None:
+        """``updatedAt`` of ``stage_id``'s thread, or ``None``."""
+
+    def replaced_elsewhere(self, stage_id: str, base: Slim) -> bool:
+        """True when another tab replaced ``stage_id``'s thread with one that does not go on from ``base``."""
+
+    def take_notices(self) -> list[Any]:
+        """The notices raised since the last call (``NoticeLike``), oldest first."""
+
+    def memory_only(self) -> frozenset[str]:
+        """Stage ids whose latest thread lives only in this tab (a ``storage-full`` notice holds)."""
+
+    def notice_holds(self, notice: Any) -> bool:
+        """False once ``notice`` (``NoticeLike``) no longer describes the store (read-only ended, …)."""
+
+    def download_damaged(self, now_ms: int) -> str | None:
+        """Download the damaged stored value as its backup; the file name, or ``None``."""
+
+
+class HistoryPort(Protocol):
+    """History (DESIGN.md §9) as the runtime uses it (``app.history.recorder.HistoryRecorder``).
+
+    Writes are queued and answer with a future; a failure never reaches the runtime.
+    """
+
+    @property
+    def keeps_conversations(self) -> bool:
+        """True while history can record a turn in a conversation of its own (§9)."""
+
+    def turn_completed(self, stage_id: str, messages: Slim, updated_at: int | None, usage: dict[str, int] | None,
+                       model: str, duration_ms: int, message_id: str | None, task_id: str | None = None,
+                       own: Slim | None = None, *, dropped_turns: int = 0) -> Awaitable[Any]:
+        """Record a turn saved to the course's thread (``messages``: the thread as stored)."""
+
+    def turn_completed_in(self, task_id: str, stage_id: str, messages: Slim, usage: dict[str, int] | None,
+                          model: str, duration_ms: int, message_id: str | None, *,
+                          dropped_turns: int = 0) -> Awaitable[Any]:
+        """Record a turn in conversation ``task_id`` (another tab moved the course on); ``None`` result:
+        history could not."""
+
+    def archived(self, stage_id: str, messages: Slim, updated_at: int | None) -> Awaitable[Any]:
+        """New conversation: keep the thread in history and end it as the active one."""
+
+    def head_task_id(self, stage_id: str, *, allocate: bool = True) -> Awaitable[str | None]:
+        """The id of ``stage_id``'s active conversation (allocated when ``allocate`` and none)."""
+
+
+class CheckpointReads(Protocol):
+    """The checkpoints' read model (``app.checkpoints.read_model``), as a restore reads it (§10)."""
+
+    def document(self, checkpoint_id: str) -> Awaitable[tuple[Any, Any]]:
+        """``(timeline item, scene document)`` of a checkpoint; raises ``CheckpointNotFound``."""
+
+
+class CheckpointsPort(Protocol):
+    """Scene checkpoints (``app.checkpoints.SceneCheckpoints``, DESIGN.md §10), as the runtime uses them."""
+
+    @property
+    def read_model(self) -> CheckpointReads:
+        """The read model (summary, list, document of a checkpoint)."""
+
+    def document(self, stage_id: str, scene_id: str) -> Any:
+        """The scene's current document (``SceneDocument``), or ``None``."""
+
+    def original(self, stage_id: str, scene_id: str) -> Any:
+        """The course's own document of the scene (version 0), or ``None``."""
+
+    def submit(self, event: Any) -> Awaitable[Any]:
+        """Write one ``ArtifactSnapshot`` as a version; the task answers with its timeline item."""
