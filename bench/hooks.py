@@ -278,8 +278,8 @@ def install(window, runtime, store) -> None:
                 if name == "splice into storage":
                     row.update(inside)
             t0 = _now()
-            session = runtime._shown
-            if session is not None and hasattr(session, "base"):
+            session = runtime.sessions.shown
+            if session is not None:
                 session.base = store.load(stage_id) or []
             row["session.base (runtime)"] = _now() - t0
             row["threads stored"] = trace.threads
