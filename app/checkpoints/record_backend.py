@@ -21,7 +21,9 @@ past it. Any other failure is ``BackendUnavailable``.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Awaitable
+
+from app.records import RecordBackend, RecordStoreError
 
 from app.checkpoints.versions import BackendUnavailable
 
@@ -31,51 +33,51 @@ __all__ = ["RecordVersionBackend"]
 class RecordVersionBackend:
     """``VersionBackend`` over a ``RecordBackend`` (open it before use)."""
 
-    def __init__(self, records: Any) -> None:
+    def __init__(self, records: RecordBackend) -> None:
         self._records = records
 
-    async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        from app.records import RecordStoreError
-
+    @staticmethod
+    async def _call(operation: Awaitable[Any]) -> Any:
+        """Await one record-store ``operation``; its ``RecordStoreError`` becomes ``BackendUnavailable``."""
         try:
-            return await getattr(self._records, method)(*args, **kwargs)
+            return await operation
         except RecordStoreError as error:
             raise BackendUnavailable(str(error)) from error
 
     async def artifacts(self, stage_id: str) -> list[dict[str, Any]]:
-        return await self._call("query", "artifacts", "stageId", stage_id, stage_id)
+        return await self._call(self._records.query("artifacts", "stageId", stage_id, stage_id))
 
     async def versions(self, artifact_id: str) -> list[dict[str, Any]]:
-        return await self._call("query", "versions", "[artifactId+versionNo]", [artifact_id, -math.inf],
-                                [artifact_id, math.inf])
+        return await self._call(self._records.query("versions", "[artifactId+versionNo]",
+                                                      [artifact_id, -math.inf], [artifact_id, math.inf]))
 
     async def conversation_versions(self, conversation_id: str) -> list[dict[str, Any]]:
-        return await self._call("query", "versions", "[conversationId+updatedAt]", [conversation_id, -math.inf],
-                                [conversation_id, math.inf])
+        return await self._call(self._records.query("versions", "[conversationId+updatedAt]",
+                                                      [conversation_id, -math.inf], [conversation_id, math.inf]))
 
     async def version_by_checkpoint(self, checkpoint_id: str) -> dict[str, Any] | None:
-        found = await self._call("query", "versions", "checkpointId", checkpoint_id, checkpoint_id, limit=1)
+        found = await self._call(self._records.query("versions", "checkpointId", checkpoint_id, checkpoint_id,
+                                                       limit=1))
         return found[0] if found else None
 
     async def document(self, version_id: str) -> dict[str, Any] | None:
-        record = await self._call("get", "snapshots", version_id)
+        record = await self._call(self._records.get("snapshots", version_id))
         return record.get("document") if isinstance(record, dict) else None
 
     async def documents_of(self, version_ids: list[str]) -> list[dict[str, Any] | None]:
-        records = await self._call("bulk_get", "snapshots", list(version_ids))
+        records = await self._call(self._records.bulk_get("snapshots", list(version_ids)))
         return [r.get("document") if isinstance(r, dict) else None for r in records]
 
     async def highest(self, artifact_id: str) -> int:
         """The highest stored version number of ``artifact_id`` (0 when none)."""
-        last = await self._call("query", "versions", "[artifactId+versionNo]", [artifact_id, -math.inf],
-                                [artifact_id, math.inf], reverse=True, limit=1)
+        last = await self._call(self._records.query("versions", "[artifactId+versionNo]",
+                                                      [artifact_id, -math.inf], [artifact_id, math.inf],
+                                                      reverse=True, limit=1))
         number = last[0].get("versionNo") if last and isinstance(last[0], dict) else 0
         return number if isinstance(number, int) else 0
 
     async def commit(self, artifact: dict[str, Any], version: dict[str, Any], document: dict[str, Any],
                      expected_version_no: int) -> int | None:
-        from app.records import RecordStoreError
-
         ops = [("add", "versions", version),
                ("add", "snapshots", {"versionId": version["versionId"], "document": document}),
                ("put", "artifacts", artifact)]
