@@ -79,8 +79,8 @@ def _boot():
 def _install_bench_hooks(window, runtime, store) -> None:
     """Load ``bench/hooks.py`` from the dev server and run its ``install`` (``?bench=1`` only).
 
-    The hooks are not part of the app package (issue 9 part 3: nothing of the
-    benchmark ships in ``dist/``); the development server serves the repository,
+    The hooks are not part of the app package (DESIGN.md §15: nothing the
+    benchmark needs ships in ``dist/``); the development server serves the repository,
     so the benchmark's page fetches them from there. Missing hooks (a build)
     leave the page as it is.
     """
