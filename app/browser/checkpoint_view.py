@@ -125,13 +125,6 @@ class CheckpointView:
             self._summary_key = key
             self._spawn(self.refresh_summary())
 
-    def refresh(self) -> None:
-        """Re-read everything shown (another tab wrote a version)."""
-        self._summary_key = None
-        for box in document.querySelectorAll("#stage .scene-versions"):
-            box.removeAttribute("data-listed-version")
-        self.render()
-
     def _scene_controls(self, node, scene_id: str):
         box = _node("div", classes="scene-versions")
         list_id = f"versions-{segment(scene_id)}"
