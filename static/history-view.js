@@ -1,5 +1,5 @@
-// The DOM half of app/browser/history_view.py: draws list items that Python has fully decided
-// (titles, labels, attributes) in one call, so a page of items costs one crossing instead of
+// The DOM half of app/browser/history_list_view.py: draws list items that Python has fully decided
+// (titles, labels, attributes: app/history/list_model.py item_rows) in one call, so a page of items costs one crossing instead of
 // dozens. Every string goes in as textContent or an attribute, never as HTML (DESIGN.md §5).
 // items: JSON [{taskId, current, damaged, totalTokens, title, iso, unit, count, justNow, stats, snippet, deleteLabel}];
 // An item is a focusable list item (not an option: it holds its delete button, and its name is its

@@ -9,8 +9,8 @@ Hooks: ``scene-versions-open`` (a button in each scene, ``aria-expanded``),
 and ``checkpoint-diff-view`` (``<ins>``/``<del>`` lines), ``checkpoint-restore``,
 ``checkpoint-summary`` (``data-count``, ``data-latest``), ``export-evidence``,
 ``export-replay``; notices of the version store as ``agent-notice`` items in the
-summary bar, each with its ``agent-notice-dismiss`` button. Other tabs learn of each new version through a
-``BroadcastChannel`` and redraw.
+summary bar, each with its ``agent-notice-dismiss`` button. Another tab's versions arrive through
+``app.browser.signals`` as a ``SceneCheckpoints.load_stage``, whose notice redraws what changed.
 
 All stored text is set as ``textContent``.
 """
@@ -33,12 +33,9 @@ from app.checkpoints.paths import segment
 from app.checkpoints.read_model import CheckpointNotFound
 from app.presentation import isolated_segments
 
-__all__ = ["CHANNEL", "CheckpointView"]
+__all__ = ["CheckpointView"]
 
 _log = logging.getLogger(__name__)
-
-CHANNEL = "agentbar-checkpoints"
-"""The ``BroadcastChannel`` on which a tab announces each version it wrote."""
 
 CURRENT: "CheckpointView | None" = None
 """The page's view once installed (the benchmark drives it from Python in the page)."""
@@ -55,30 +52,27 @@ class CheckpointView:
     """Scene checkpoint lists, the summary bar and the export buttons for one page.
 
     ``runtime``: ``app.runtime.AgentRuntime`` (with ``checkpoints``); ``translator``:
-    ``app.i18n.Translator``; ``clock``: epoch ms (export time).
+    ``app.i18n.Translator``; ``clock``: epoch ms (export time); ``covered``: notice codes another
+    notice already says (IndexedDB unusable from the start: one notice, DESIGN.md §5).
     """
 
-    covered: frozenset[str] = frozenset()
-    """Notice codes another notice already says (IndexedDB unusable from the start: one notice)."""
-
-    def __init__(self, runtime, translator, clock) -> None:
+    def __init__(self, runtime, translator, clock, covered: frozenset[str] = frozenset()) -> None:
         self.runtime = runtime
         self.checkpoints = runtime.checkpoints
         self.t = translator
         self._clock = clock
+        self.covered = covered
         self._open: set[str] = set()  # scene ids whose list is open
         self._dismissed: set[str] = set()  # notice codes the user closed (each is said once per page anyway)
         self._summary_generation = 0
         self._summary_key: tuple | None = None
         self._bar = None
-        self._channel = None
         self._proxies: list = []
         self.tasks: set[asyncio.Task] = set()
 
     # ---- set-up ------------------------------------------------------------
-    def install(self, on_remote_version) -> None:
-        """Create the summary bar, listen for clicks, and join the cross-tab channel;
-        ``on_remote_version(stage_id)`` runs when another tab wrote a version."""
+    def install(self) -> None:
+        """Create the summary bar and listen for clicks on it and on the stage."""
         global CURRENT
         CURRENT = self
         bar = _node("section", classes="checkpoint-bar", testid="checkpoint-summary",
@@ -93,31 +87,11 @@ class CheckpointView:
         self._bar = bar
         self._listen(bar, self._on_bar_click)
         self._listen(document.getElementById("stage"), self._on_stage_click)
-        if hasattr(js, "BroadcastChannel"):
-            self._channel = js.BroadcastChannel.new(CHANNEL)
-
-            def on_message(event) -> None:
-                try:
-                    stage_id = json.loads(str(event.data)).get("stageId")
-                except (ValueError, AttributeError):
-                    return
-                if isinstance(stage_id, str):
-                    on_remote_version(stage_id)
-
-            self._channel.onmessage = self._keep(on_message)
-            self.checkpoints.on_recorded(self._announce)
-
-    def _keep(self, function):
-        proxy = create_proxy(function)
-        self._proxies.append(proxy)
-        return proxy
 
     def _listen(self, target, handler) -> None:
-        target.addEventListener("click", self._keep(handler))
-
-    def _announce(self, item) -> None:
-        if self._channel is not None:
-            self._channel.postMessage(json.dumps({"stageId": item.metadata.get("stageId"), "checkpointId": item.id}))
+        proxy = create_proxy(handler)
+        self._proxies.append(proxy)
+        target.addEventListener("click", proxy)
 
     def _spawn(self, coroutine) -> None:
         task = asyncio.ensure_future(coroutine)
@@ -150,13 +124,6 @@ class CheckpointView:
         if key != self._summary_key:
             self._summary_key = key
             self._spawn(self.refresh_summary())
-
-    def refresh(self) -> None:
-        """Re-read everything shown (another tab wrote a version)."""
-        self._summary_key = None
-        for box in document.querySelectorAll("#stage .scene-versions"):
-            box.removeAttribute("data-listed-version")
-        self.render()
 
     def _scene_controls(self, node, scene_id: str):
         box = _node("div", classes="scene-versions")

@@ -5,6 +5,7 @@ as ``textContent`` (never as HTML, DESIGN.md §5), and links are made only for
 ``http(s)`` URLs (``app.presentation.link_segments``). Messages are rendered
 incrementally: a message's DOM is rebuilt only when its display signature
 changes, so streaming a token touches one bubble, not the whole list.
+Each message's node is built by ``app.browser.message_nodes.MessageNodes``.
 """
 
 from __future__ import annotations
@@ -13,28 +14,15 @@ from typing import Any, Callable
 
 from pyscript import document
 from pyscript.ffi import is_none
-from pyscript.web import a, button, div, h2, h3, li, option, p, span, ul
+from pyscript.web import button, div, h2, h3, li, option, p, span, ul
 
-from app.agents.errors import describe as describe_error
-from app.browser import markdown_view
-from app.browser.dom import decorate
+from app.browser.message_nodes import MessageNodes, el as _el
 from app.courses import Course, picker_courses, scene_text
 from app.i18n import Translator
-from app.model import Message, TextPart, ToolCallPart
-from app.presentation import (
-    RENDER_WINDOW, ToolCardView, collapsed_prefix, isolated_segments, link_segments, streamed_text_update,
-    text_chunks, tool_card_view, window_start,
-)
+from app.model import Message, TextPart
+from app.presentation import RENDER_WINDOW, isolated_segments, streamed_text_update, window_start
 
 __all__ = ["PageView"]
-
-
-def _el(factory: Callable[..., Any], *children: Any, text: str | None = None, testid: str | None = None,
-        classes: str | None = None, attrs: dict[str, str] | None = None):
-    """Build a ``pyscript.web`` element; ``text`` goes in as textContent (never HTML)."""
-    element = factory(*[c for c in children if c is not None])
-    decorate(element._dom_element, text=text, testid=testid, classes=classes, attrs=attrs)
-    return element
 
 
 def _signature(message: Message, has_snapshot: Callable[[str], bool], expanded: bool = False) -> tuple:
@@ -82,6 +70,7 @@ class PageView:
         self._chrome: tuple | None = None  # (running, has messages, no stage) as last written
         self._course_drawn = 0  # counts render_course calls: its scene nodes are new each time
         self._versions_drawn: tuple | None = None
+        self._nodes = MessageNodes(runtime, translator)
 
     @property
     def shows_running(self) -> bool:
@@ -135,7 +124,7 @@ class PageView:
         if chrome != self._chrome:  # written when it changes: a streamed token touches none of it
             self._chrome = chrome
             self._by("agent-panel").dataset.running = "true" if running else "false"
-            # The log is announced once when the reply is complete, not token by token (issue 9 part 2).
+            # The log is announced once when the reply is complete, not token by token.
             self._by("agent-messages").setAttribute("aria-busy", "true" if running else "false")
             self._by("agent-new-conversation").hidden = not runtime.has_messages
             stop, send = self._by("agent-stop"), self._by("agent-send")
@@ -321,6 +310,9 @@ class PageView:
                     control.focus()
                 return
 
+    def _message_node(self, message: Message):
+        return self._nodes.message(message, expanded=id(message) in self._expanded)
+
     def _sync_earlier_button(self, container) -> None:
         """A "show earlier messages" button heads the list while older messages are not rendered."""
         existing = container.querySelector("[data-testid=agent-load-earlier]")
@@ -331,104 +323,6 @@ class PageView:
             earlier = _el(button, text=self.t("edit.agent.showEarlier"), classes="earlier-button",
                           testid="agent-load-earlier", attrs={"type": "button"})
             container.prepend(earlier._dom_element)
-
-    def _message_node(self, message: Message):
-        running = message.status is not None and message.status.type == "running"
-        attrs = {"data-role": message.role}
-        if message.id:
-            attrs["data-message-id"] = message.id  # history's turn-meta finds its message by it (§9)
-        if message.status is not None:
-            attrs["data-status"] = message.status.type
-        box = _el(div, classes="message", testid="agent-message", attrs={**attrs, "tabindex": "-1"})
-        box._dom_element.setAttribute("aria-label", self.t(f"edit.agent.{'you' if message.role == 'user' else 'assistant'}"))
-        expanded = id(message) in self._expanded
-        failed = message.status is not None and message.status.reason == "error"
-        for part in message.content:
-            if isinstance(part, TextPart):
-                # Assistant text as Markdown once markdown-it is there (not while it streams: tokens append);
-                # long text keeps its collapsed plain bubble (issue 10 item 3).
-                markdown = message.role == "assistant" and not running and collapsed_prefix(part.text) is None
-                rendered = markdown_view.render(part.text) if markdown else None
-                box.append(self._bubble(part.text, expanded=expanded) if rendered is None else rendered)
-            elif isinstance(part, ToolCallPart):
-                box.append(self._tool_card(tool_card_view(part, turn_running=running), part))
-        cut = message.status is not None and message.status.reason == "length"
-        if not message.content and message.role == "assistant" and not failed and not cut:
-            placeholder = {"running": "edit.agent.thinking", "incomplete": "edit.agent.stopped"}.get(
-                message.status.type if message.status else "")
-            if placeholder:
-                box.append(_el(div, text=self.t(placeholder), classes="bubble muted",
-                               testid="agent-stopped" if placeholder == "edit.agent.stopped" else None))
-        elif message.status is not None and message.status.type == "incomplete" and message.status.reason == "cancelled":
-            box.append(_el(div, text=self.t("edit.agent.stopped"), classes="bubble muted", testid="agent-stopped"))
-        if failed:  # DESIGN.md §12: the failure, localized, inside the failed message
-            error = message.status.error or {}
-            box.append(_el(p, text=describe_error(self.t, error), classes="turn-error", testid="turn-error",
-                           attrs={"role": "alert", "data-code": str(error.get("code") or "unknown")}))
-        if cut:  # DESIGN.md §12: the server ended the reply at its length limit (kept after a reload)
-            box.append(_el(p, text=self.t("model.turnCut"), classes="turn-cut", testid="turn-cut",
-                           attrs={"role": "note"}))
-        return box._dom_element
-
-    def _bubble(self, text: str, *, expanded: bool = False):
-        """A text part's bubble. Long text (``collapsed_prefix``) shows its start and a "show
-        all" toggle; shown whole it is laid out in blocks of ``CHUNK_CHARS`` (one run of
-        hundreds of KB takes the browser seconds to line-break, issue 10 item 3)."""
-        prefix = collapsed_prefix(text)
-        bubble = _el(div, classes="bubble", testid="agent-message-text", attrs={"dir": "auto"})
-        if prefix is None:
-            self._fill_text(bubble, text)
-            return bubble
-        bubble._dom_element.setAttribute("data-long", "expanded" if expanded else "collapsed")
-        if expanded:
-            for chunk in text_chunks(text):
-                bubble.append(self._fill_text(_el(div, classes="text-chunk", testid="agent-text-chunk"), chunk))
-        else:
-            bubble.append(self._fill_text(_el(div, classes="text-chunk", testid="agent-text-chunk"), prefix + "…"))
-        bubble.append(_el(button, text=self.t("longText.showLess" if expanded else "longText.showAll"),
-                          classes="expand-button", testid="agent-message-expand",
-                          attrs={"type": "button", "aria-expanded": "true" if expanded else "false",
-                                 "data-chars": str(len(text))}))
-        return bubble
-
-    @staticmethod
-    def _fill_text(element, text: str):
-        for segment in link_segments(text):
-            if segment.kind == "link":
-                element.append(_el(a, text=segment.text, attrs={
-                    "href": segment.text, "target": "_blank", "rel": "noopener noreferrer nofollow"}))
-            else:
-                element._dom_element.append(segment.text)
-        return element
-
-    def _tool_card(self, card: ToolCardView, part: ToolCallPart):
-        t = self.t
-        if card.tool_name == "regenerate_scene":
-            name = t("edit.agent.tool.regenerateScene", sceneId=card.scene_id or "?")
-        else:
-            name = t("edit.agent.tool.generic", name=card.tool_name)
-        badge = {"ok": "edit.agent.tool.done", "error": "edit.agent.tool.failed",
-                 "interrupted": "edit.agent.tool.interrupted", "running": "edit.agent.tool.running"}[card.status]
-        attrs = {"data-status": card.status, "data-tool-call-id": part.tool_call_id, "data-tool-name": card.tool_name}
-        if card.element_count is not None:
-            attrs["data-element-count"] = str(card.element_count)
-        node = _el(div,
-                   _el(div, _el(span, text=name, classes="tool-card-name", attrs={"dir": "auto"}),
-                       _el(span, text=t(badge), classes="badge"), classes="tool-card-head"),
-                   classes="tool-card", testid="tool-card", attrs=attrs)
-        if card.element_count is not None:
-            node.append(_el(p, text=t("edit.agent.tool.elements", count=card.element_count), classes="tool-card-line",
-                            testid="tool-card-elements"))
-        if card.action_types:
-            types = ", ".join(x or "?" for x in card.action_types)
-            node.append(_el(p, text=t("edit.agent.tool.actions", count=len(card.action_types), types=types),
-                            classes="tool-card-line"))
-        if card.summary:
-            node.append(_el(p, text=card.summary, classes="tool-card-line", attrs={"dir": "auto"}))
-        if self.runtime.stage_edits.has_snapshot(part.tool_call_id):
-            node.append(_el(button, text=t("edit.agent.tool.restore"), classes="restore-button",
-                            testid="tool-card-restore", attrs={"type": "button", "data-tool-call-id": part.tool_call_id}))
-        return node
 
     def toggle_collapsed(self) -> None:
         """Collapse the panel, or expand it when collapsed; the button's label and state follow."""

@@ -1,0 +1,184 @@
+"""History's files: the shown conversation exported as Markdown or JSON, printed (PDF), a thread
+history cannot keep exported before New conversation, and a JSON export imported
+(DESIGN.md §9 UI hooks, §5, §14). Every outcome is said in ``history-status``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Awaitable, Callable
+
+import js
+from pyodide.ffi import create_proxy, to_js
+from pyscript import document
+from pyscript.ffi import is_none
+
+from app.agents.errors import describe as describe_error
+from app.browser.dom import element as _node
+from app.history.labels import markdown_meta
+from app.history.list_model import HistoryList
+from app.history.recorder import HistoryRecorder
+from app.history.service import HistoryService
+from app.projection import CUT_MARKER, failure_of
+
+__all__ = ["HistoryFiles", "install_graphemes", "read_text"]
+
+
+async def install_graphemes() -> None:
+    """Install the grapheme wheel (vendored, in the generated lock) with micropip on first use."""
+    import pyodide_js
+
+    await pyodide_js.loadPackage("micropip")
+    import micropip
+
+    await micropip.install("pyuegc")
+
+
+async def read_text(file, slice_bytes: int = 1 << 20) -> str:
+    """A ``File``'s UTF-8 text, read ``slice_bytes`` at a time, each slice crossing into Python and
+    decoded in its own task (DESIGN.md §14: no long task while a big file is read). Decoded as
+    ``Blob.text()`` does: a leading BOM dropped, invalid bytes as U+FFFD."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
+    parts, size = [], int(file.size)
+    for start in range(0, size, slice_bytes):
+        buffer = await file.slice(start, min(size, start + slice_bytes)).arrayBuffer()
+        parts.append(decoder.decode(buffer.to_bytes()))
+    parts.append(decoder.decode(b"", final=True))
+    return "".join(parts)
+
+
+def _download(text: str, mime: str, filename: str) -> None:
+    blob = js.Blob.new(to_js([text]), to_js({"type": f"{mime};charset=utf-8"}, dict_converter=js.Object.fromEntries))
+    url = js.URL.createObjectURL(blob)
+    link = _node("a", attrs={"href": url, "download": filename})
+    document.body.append(link)
+    link.click()
+    link.remove()
+    js.setTimeout(create_proxy(lambda: js.URL.revokeObjectURL(url)), 10_000)
+
+
+class HistoryFiles:
+    """Export, print and import for one page.
+
+    ``runtime``: ``stage_id``; ``store``: the ``ThreadStore`` (the shown thread, for the export of
+    a thread history cannot keep); ``service``/``recorder``: history and its runtime recorder;
+    ``history_list``: its ``current`` is the conversation exported; ``on_imported(task_id)``: an
+    import into the course the list shows succeeded (the list reveals it); ``clock``: epoch ms.
+    """
+
+    def __init__(self, runtime, store, service: HistoryService, recorder: HistoryRecorder,
+                 history_list: HistoryList, translator, clock,
+                 on_imported: Callable[[str], Awaitable[None]]) -> None:
+        self.runtime, self.store, self.service, self.recorder = runtime, store, service, recorder
+        self.list, self.t, self.clock, self._on_imported = history_list, translator, clock, on_imported
+
+    async def _bundle(self):
+        task_id = self.list.current
+        return await self.service.bundle(task_id) if task_id else None
+
+    async def export(self, kind: str) -> None:
+        """Download the active conversation as ``<taskId>.md`` or ``<taskId>.json``."""
+        from app.history.export import export_json, export_markdown  # loaded on first export
+
+        bundle = await self._bundle()
+        if bundle is None:
+            return
+        if kind == "json":
+            text, mime = export_json(*bundle), "application/json"
+        else:
+            text, mime = export_markdown(*bundle, self._labels(bundle[0]),
+                                         lambda error: describe_error(self.t, error)), "text/markdown"
+        _download(text, mime, f"{bundle[0].taskId}.{kind}")
+
+    async def export_unkept(self) -> None:
+        """Download the shown thread as a JSON export when history cannot keep it (asked before New
+        conversation, DESIGN.md §5); it imports back once history works. The thread stays."""
+        from app.history.export import export_unkept
+        from app.history.text import needs_segmenter
+
+        stage_id = self.runtime.stage_id
+        messages = self.store.load(stage_id) if stage_id is not None else None
+        if not messages:
+            return
+        if needs_segmenter(messages):
+            await install_graphemes()
+        task_id, text = export_unkept(stage_id, messages, self.clock())
+        _download(text, "application/json", f"{task_id}.json")
+
+    def _labels(self, meta=None) -> dict[str, str]:
+        return {"you": self.t("edit.agent.you"), "assistant": self.t("edit.agent.assistant"),
+                "tool": self.t("history.tool"), "meta": markdown_meta(self.t, meta) if meta else "",
+                "cut": self.t("model.turnCut")}
+
+    async def print_view(self) -> None:
+        """Fill the print view with the active conversation and open the browser's print (PDF)."""
+        bundle = await self._bundle()
+        if bundle is None:
+            return
+        meta, messages, _ = bundle
+        view = document.getElementById("print-view")
+        view.replaceChildren(_node("h1", text=meta.taskName or self.t("history.untitled")))
+        for message in messages:
+            view.append(_node("h2", text=self._labels()["you" if message.get("role") == "user" else "assistant"]))
+            for part in message.get("content") or []:
+                view.append(self._printed_part(part))
+        js.window.print()
+
+    def _printed_part(self, part: dict):
+        if (failure := failure_of(part)) is not None:  # a failed reply: its status, as the panel says it
+            return _node("p", text=describe_error(self.t, failure), attrs={"dir": "auto"})
+        if part == CUT_MARKER:  # a reply the server cut: its status, as the panel says it
+            return _node("p", text=self.t("model.turnCut"), attrs={"dir": "auto"})
+        text = part.get("text") if part.get("type") == "text" else json.dumps(part, ensure_ascii=False, indent=2)
+        return _node("pre" if part.get("type") != "text" else "p", text=text, attrs={"dir": "auto"})
+
+    async def import_file(self, field) -> None:
+        """Import a JSON export into the shown course's history (DESIGN.md §14): a file over 50 MB is
+        refused before it is read, the text is parsed in slices that leave the page its turn, and every
+        refusal (an unexpected failure too) is said in ``history-status``; a refused file changes nothing."""
+        files = field.files
+        if is_none(files) or files.length == 0:
+            return
+        file = files.item(0)
+        field.value = ""
+        status = document.getElementById("history-status")
+        status.setAttribute("data-kind", "import")
+        status.setAttribute("data-result", "pending")
+        status.removeAttribute("data-reason")
+        status.textContent = ""
+        bundle = await self._parsed(file)
+        if bundle is None:
+            return
+        stage_id = self.runtime.stage_id or ""
+        try:
+            result = await self.recorder.run(stage_id, lambda: self.service.import_bundle(stage_id, *bundle))
+        except Exception as error:  # noqa: BLE001 - never a silent failure: the page says it (§14)
+            js.console.error(f"import failed: {type(error).__name__}: {error}")
+            return self._refused("failed")
+        status.setAttribute("data-result", "ok" if result == "ok" else "error")
+        status.textContent = self.t("history.imported" if result == "ok" else f"history.importError.{result}")
+        if result == "ok" and stage_id == self.list.stage:
+            await self._on_imported(bundle[0].taskId)
+
+    async def _parsed(self, file):
+        """The file's bundle, or ``None`` once its refusal is said."""
+        from app.history.export import ImportRefused, check_size, parse_export_sliced
+
+        try:
+            check_size(int(file.size))
+            text = await read_text(file)
+            return await parse_export_sliced(text, self.clock())
+        except ImportRefused as refused:
+            self._refused(refused.reason)
+        except Exception as error:  # noqa: BLE001 - never a silent failure: the page says it (§14)
+            js.console.error(f"import failed: {type(error).__name__}: {error}")
+            self._refused("failed")
+        return None
+
+    def _refused(self, reason: str) -> None:
+        status = document.getElementById("history-status")
+        status.setAttribute("data-result", "error")
+        status.setAttribute("data-reason", reason)
+        status.textContent = self.t(f"history.importError.{reason}")

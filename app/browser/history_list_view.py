@@ -1,0 +1,159 @@
+"""The history drawer's list, drawn from ``app.history.list_model.HistoryList`` (DESIGN.md §9 UI
+hooks): the first page or the search results, the pages after it (cursor pages, as scrolling
+reads them), what arrived above the top, and the active conversation's mark. Items are drawn by
+``static/history-view.js`` in one crossing per page; every text goes in as ``textContent``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import js
+from pyodide.ffi import to_js
+from pyscript import document
+from pyscript.ffi import is_none
+
+from app.history.list_model import HistoryChange, HistoryList, item_rows
+from app.history.service import HistoryService
+
+__all__ = ["HistoryListView"]
+
+
+class HistoryListView:
+    """Draws ``history-list`` (its items, ``data-total``, ``data-has-more``, ``data-query``) and
+    ``history-status``'s empty-list line from the ``HistoryList`` model and ``HistoryService`` reads.
+
+    ``runtime``: ``stage_id`` (the course the list is drawn for); ``translator``: the page's
+    ``Translator``; ``clock``: epoch ms (relative times, time ranges).
+    """
+
+    def __init__(self, runtime, service: HistoryService, history_list: HistoryList, translator, clock) -> None:
+        self.runtime, self.service, self.list, self.t, self.clock = runtime, service, history_list, translator, clock
+        self._by = document.getElementById
+
+    async def reload(self) -> None:
+        """Draw the list afresh: the first page, or the search results."""
+        if not self.list.open:
+            return
+        stage_id = self.runtime.stage_id
+        self.list.restart(stage_id)
+        keyword = self._by("history-search").value
+        if stage_id is None:
+            return
+        # sort and range hold for the plain list too; its pages keep the ones it was drawn with
+        generation = self.list.begin(self._by("history-sort").value, self._by("history-range").value, self.clock())
+        if keyword.strip():
+            await self._draw_search(stage_id, keyword, generation)
+            return
+        page = await self.service.page(stage_id, sort=self.list.sort, since_ms=self.list.since)  # with its total
+        if not self.list.is_latest(generation):
+            return  # sort, range or course changed meanwhile: a later reload draws
+        listing = self._by("history-list")
+        self._draw([(m, None) for m in page.items], "replace")
+        self._paged(page)
+        listing.setAttribute("data-total", str(page.total))
+        listing.setAttribute("data-query", "")
+        self._empty(listing, "history.empty")
+
+    async def _draw_search(self, stage_id: str, keyword: str, generation: int) -> None:
+        hits = await self.service.search(stage_id, keyword, sort=self.list.sort, since_ms=self.list.since)
+        if keyword != self._by("history-search").value or not self.list.is_latest(generation):
+            return  # typed on (or sort/range changed) meanwhile: a later search draws
+        listing = self._by("history-list")
+        self._draw([(hit.meta, hit.snippet) for hit in hits], "replace")
+        listing.setAttribute("data-total", str(len(hits)))
+        listing.setAttribute("data-has-more", "false")
+        listing.setAttribute("data-query", keyword)  # what the drawn results answer
+        self._empty(listing, "history.noResults")
+
+    def _draw(self, entries, mode: str) -> None:
+        """Draw ``(meta, snippet)`` entries in one crossing (``static/history-view.js``)."""
+        rows = item_rows(self.t, entries, self.clock(), self.list.current)
+        self.list.drawn(meta for meta, _ in entries)
+        js.agentbarHistoryDom.draw(self._by("history-list"), self.t.locale, json.dumps(rows), mode)
+
+    def _empty(self, listing, key: str) -> None:
+        status = self._by("history-status")
+        if listing.childElementCount == 0:
+            status.textContent = self.t("history.unavailable" if self.service.available is False else key)
+        elif status.getAttribute("data-kind") != "import":
+            status.textContent = ""
+
+    def _paged(self, page) -> None:
+        self.list.paged(page.cursor, page.has_more)
+        self._by("history-list").setAttribute("data-has-more", "true" if page.has_more else "false")
+
+    async def more(self) -> None:
+        """The next page (scrolled to the end); an item already drawn (it moved up) is not drawn again."""
+        if not self.list.can_page_on(self._by("history-search").value):
+            return
+        self.list.loading = True
+        generation = self.list.generation
+        try:
+            page = await self.service.page(self.list.stage, self.list.cursor, sort=self.list.sort,
+                                           since_ms=self.list.since)
+            if not self.list.is_latest(generation):
+                return  # redrawn meanwhile (sort, range, course): this page belongs to the old list
+            self._draw([(m, None) for m in self.list.unseen(page.items)], "append")
+            self._paged(page)
+        finally:
+            self.list.loading = False
+
+    async def refresh_top(self) -> None:
+        """Items that arrived or moved above the list's top while it was open: drawn first, once."""
+        if not self.list.tops_by_prepending(self._by("history-search").value):
+            return await self.reload()  # only newest-first has its changes at the top
+        listing = self._by("history-list")
+        newer = await self.service.newer(self.list.stage, self.list.top())
+        self._draw([(m, None) for m in newer], "prepend")
+        listing.setAttribute("data-total", str(await self.service.total(self.list.stage, self.list.since)))
+        self.mark_current()
+        self._empty(listing, "history.empty")
+
+    def mark_current(self) -> None:
+        """Mark the active conversation's item (``data-current``, ``aria-current``; no delete button)."""
+        active = self.list.current
+        for item in self._by("history-list").querySelectorAll("[data-testid=history-item]"):
+            current = item.dataset.taskId == active
+            item.setAttribute("data-current", "true" if current else "false")
+            if current:
+                item.setAttribute("aria-current", "true")
+            else:
+                item.removeAttribute("aria-current")
+            button = item.querySelector("[data-testid=history-delete]")
+            if not is_none(button):
+                button.hidden = current
+
+    async def reveal(self, task_id: str) -> None:
+        """Redraw the open list and page on (cursor pages, as scrolling does) until ``task_id`` is drawn,
+        then scroll it into view: an imported conversation shows at once, wherever its time puts it."""
+        if not self.list.open:
+            return
+        await self.reload()
+        while not self.list.shows(task_id) and self.list.has_more:
+            if self.list.loading:
+                await asyncio.sleep(0.01)
+                continue
+            drawn = self.list.count
+            await self.more()
+            if self.list.count == drawn and not self.list.has_more:
+                break
+        item = self._by("history-list").querySelector(f'[data-task-id="{task_id}"]')
+        if not is_none(item):
+            item.scrollIntoView(to_js({"block": "nearest"}, dict_converter=js.Object.fromEntries))
+
+    async def apply_change(self, change: HistoryChange) -> None:
+        """Follow ``change`` in the open list (``HistoryList.effect``)."""
+        effect = self.list.effect(change)
+        if effect == "remove":
+            self.list.removed(change.task_id)
+            item = self._by("history-list").querySelector(f'[data-task-id="{change.task_id}"]')
+            if not is_none(item):
+                item.remove()
+            total = await self.service.total(change.stage_id, self.list.since)
+            self._by("history-list").setAttribute("data-total", str(total))
+        elif effect == "reload":
+            await self.reload()
+        elif effect == "top":
+            await self.refresh_top()

@@ -1,0 +1,130 @@
+"""Cross-tab signals: the one browser adapter through which other tabs' changes arrive
+(DESIGN.md §15), each becoming a call on a service, never on a view (views redraw from the
+services' and models' own change callbacks):
+
+- the ``storage`` event of ``maic-agent-threads`` (or of a cleared ``localStorage``) →
+  ``AgentRuntime.on_storage_changed`` (DESIGN.md §4, §5);
+- ``BroadcastChannel`` ``agentbar-history`` (archive, resume, delete, undo, import, a recorded
+  turn) → ``HistoryService.forget_active``, ``AgentRuntime.conversation_changed_elsewhere`` and
+  ``HistoryList.changed`` (DESIGN.md §9);
+- ``BroadcastChannel`` ``agentbar-checkpoints`` (a version written) → ``SceneCheckpoints.load_stage``
+  of the shown course, which notifies its subscribers (DESIGN.md §10).
+
+The way out is here too: this tab's history changes (``HistoryService.on_change``) and versions
+(``SceneCheckpoints.on_recorded``) are posted on the same channels. A browser without
+``BroadcastChannel`` still gets the ``storage`` event; its history changes still reach its own list.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, Protocol
+
+from pyodide.ffi import create_proxy
+from pyscript.ffi import is_none
+
+from app.history.list_model import HistoryChange, HistoryList
+from app.store import STORAGE_KEY
+
+__all__ = ["CHECKPOINT_CHANNEL", "HISTORY_CHANNEL", "CrossTabSignals"]
+
+HISTORY_CHANNEL = "agentbar-history"
+"""The ``BroadcastChannel`` on which a tab announces each change of history it made."""
+CHECKPOINT_CHANNEL = "agentbar-checkpoints"
+"""The ``BroadcastChannel`` on which a tab announces each version it wrote."""
+
+
+class Runtime(Protocol):
+    """What the adapter calls on ``app.runtime.AgentRuntime``."""
+
+    @property
+    def stage_id(self) -> str | None: ...
+
+    def on_storage_changed(self) -> None: ...
+
+    def conversation_changed_elsewhere(self, stage_id: str, kind: str, task_id: str) -> None: ...
+
+
+class History(Protocol):
+    """What the adapter uses of ``app.history.service.HistoryService``."""
+
+    on_change: Any
+
+    def forget_active(self, stage_id: str) -> None: ...
+
+
+class Checkpoints(Protocol):
+    """What the adapter uses of ``app.checkpoints.SceneCheckpoints``."""
+
+    def on_recorded(self, callback: Any) -> None: ...
+
+    async def load_stage(self, stage_id: str) -> None: ...
+
+
+class CrossTabSignals:
+    """Joins the page's tabs for ``runtime``, ``history`` (with its list model ``history_list``)
+    and ``checkpoints`` (module docstring). ``window``: the page's ``window``. Nothing listens
+    until ``install()``."""
+
+    def __init__(self, window, runtime: Runtime, history: History, history_list: HistoryList,
+                 checkpoints: Checkpoints) -> None:
+        self._window = window
+        self._runtime, self._history, self._list, self._checkpoints = runtime, history, history_list, checkpoints
+        self._history_channel = None
+        self._checkpoint_channel = None
+        self._proxies: list = []  # kept alive as long as the page
+        self.tasks: set[asyncio.Task] = set()
+
+    def install(self) -> None:
+        """Listen for the ``storage`` event and both channels; post this tab's changes on them."""
+        self._listen(self._window, "storage", self._on_storage)
+        self._history.on_change = self._history_changed_here
+        if not hasattr(self._window, "BroadcastChannel"):
+            return
+        self._checkpoint_channel = self._window.BroadcastChannel.new(CHECKPOINT_CHANNEL)
+        self._listen(self._checkpoint_channel, "message", self._on_version_elsewhere)
+        self._checkpoints.on_recorded(self._version_written_here)
+        self._history_channel = self._window.BroadcastChannel.new(HISTORY_CHANNEL)
+        self._listen(self._history_channel, "message", self._on_history_elsewhere)
+
+    def _listen(self, target, event: str, handler) -> None:
+        proxy = create_proxy(handler)
+        self._proxies.append(proxy)
+        target.addEventListener(event, proxy)
+
+    # -- the thread store ------------------------------------------------------------
+    def _on_storage(self, event) -> None:
+        if is_none(event.key) or event.key == STORAGE_KEY:  # key is JS null when another tab cleared all of it
+            self._runtime.on_storage_changed()
+
+    # -- history -----------------------------------------------------------------------
+    def _history_changed_here(self, kind: str, task_id: str, stage_id: str) -> None:
+        change = HistoryChange(kind, task_id, stage_id)
+        if self._history_channel is not None:
+            self._history_channel.postMessage(change.to_json())
+        self._list.changed(change)
+
+    def _on_history_elsewhere(self, event) -> None:
+        change = HistoryChange.from_json(str(event.data))
+        if change is None:
+            return
+        self._history.forget_active(change.stage_id)
+        self._runtime.conversation_changed_elsewhere(change.stage_id, change.kind, change.task_id)
+        self._list.changed(change)
+
+    # -- checkpoints -------------------------------------------------------------------
+    def _version_written_here(self, item) -> None:
+        if self._checkpoint_channel is not None:
+            self._checkpoint_channel.postMessage(json.dumps({"stageId": item.metadata.get("stageId"),
+                                                             "checkpointId": item.id}))
+
+    def _on_version_elsewhere(self, event) -> None:
+        try:
+            stage_id = json.loads(str(event.data)).get("stageId")
+        except (ValueError, AttributeError):
+            return
+        if isinstance(stage_id, str) and stage_id == self._runtime.stage_id:
+            task = asyncio.ensure_future(self._checkpoints.load_stage(stage_id))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)

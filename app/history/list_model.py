@@ -1,0 +1,189 @@
+"""The history list's state, as a pure model (DESIGN.md §9 UI hooks, §15 "views draw").
+
+``HistoryList`` holds what the drawn list is: its course (stage), its order and time range,
+the cursor of its next page, whether more pages exist, which items are drawn, which
+conversation is the course's active one (``current``), and a generation that tells a late
+read from a list drawn since. ``app.browser.history_view.HistoryView`` only draws it and
+forwards events. ``HistoryChange`` is one change of history (this tab's or another tab's,
+as the cross-tab channel carries it); ``HistoryList.effect`` says what it means for the list.
+``item_rows`` decides every text and attribute of drawn items (``static/history-view.js``
+draws them). Nothing here imports the browser.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Literal
+
+from app.history.labels import item_stats_text
+from app.history.records import iso
+from app.history.service import ConversationStats
+from app.history.text import relative_label
+
+__all__ = ["RANGES_MS", "Effect", "HistoryChange", "HistoryList", "item_rows"]
+
+RANGES_MS: dict[str, int | None] = {"all": None, "1d": 86_400_000, "7d": 7 * 86_400_000, "30d": 30 * 86_400_000}
+"""The list's time ranges (``history-range`` values) as a span in ms back from now; ``None``: all."""
+
+Effect = Literal["none", "remove", "reload", "top"]
+"""What a history change does to the open list: nothing, remove its item, draw afresh, or draw
+what arrived above the top (``HistoryList.effect``)."""
+
+
+@dataclass(frozen=True)
+class HistoryChange:
+    """One change of history: ``kind`` (``archive``, ``resume``, ``delete``, ``undo``, ``import``,
+    ``record``…, as ``HistoryService.on_change`` names it) of conversation ``task_id`` in course
+    ``stage_id``; ``elsewhere``: another tab made it (it arrived on the cross-tab channel)."""
+
+    kind: str
+    task_id: str
+    stage_id: str
+    elsewhere: bool = False
+
+    def to_json(self) -> str:
+        """The channel payload: ``{"kind", "taskId", "stageId"}`` (what every tab version sends)."""
+        return json.dumps({"kind": self.kind, "taskId": self.task_id, "stageId": self.stage_id})
+
+    @classmethod
+    def from_json(cls, text: str) -> "HistoryChange | None":
+        """Another tab's change from its channel payload (``elsewhere`` True); ``None`` when the
+        payload is not a JSON object (a message no tab version sends)."""
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return None
+        if not isinstance(data, dict):
+            return None
+        return cls(str(data.get("kind", "")), str(data.get("taskId", "")), str(data.get("stageId", "")), True)
+
+
+class HistoryList:
+    """The history drawer's list state (module docstring). Every field is set here; the view
+    changes it only through these verbs, and reads it to draw.
+
+    ``open``: the drawer shows; ``stage``: the course the list was last drawn for; ``sort``
+    (``newest``, ``oldest``, ``tokens``…) and ``since`` (epoch ms or ``None``) hold for its
+    pages; ``cursor``/``has_more``: the next page; ``loading``: a page is being read;
+    ``current``: the course's active conversation (its item is marked, it cannot be deleted).
+    """
+
+    def __init__(self) -> None:
+        self.open = False
+        self.stage: str | None = None
+        self.sort = "newest"
+        self.since: int | None = None
+        self.cursor: tuple | None = None
+        self.has_more = False
+        self.loading = False
+        self.generation = 0
+        self.current: str | None = None
+        self._keys: dict[str, tuple[int, str]] = {}  # drawn taskId -> its list key (updatedAt, taskId)
+        self._listeners: list[Callable[[HistoryChange], None]] = []
+
+    # -- drawing afresh -------------------------------------------------------------
+    def restart(self, stage_id: str | None) -> None:
+        """The list is drawn afresh for course ``stage_id``: nothing drawn, no next page."""
+        self.stage = stage_id
+        self._keys, self.cursor, self.has_more = {}, None, False
+
+    def begin(self, sort: str, range_name: str, now: int) -> int:
+        """Start a read of the first page (or search) in order ``sort`` over ``range_name``
+        (a ``RANGES_MS`` key; unknown: all) as of ``now`` (epoch ms); returns its generation."""
+        span = RANGES_MS.get(range_name)
+        self.sort, self.since = sort, None if span is None else now - span
+        self.generation += 1
+        return self.generation
+
+    def is_latest(self, generation: int) -> bool:
+        """True when no read started after the one of ``generation`` (its result may be drawn)."""
+        return generation == self.generation
+
+    # -- pages ------------------------------------------------------------------------
+    def drawn(self, metas: Iterable[Any]) -> None:
+        """``metas`` (``TaskMeta`` or damaged records) are drawn now."""
+        for meta in metas:
+            self._keys[meta.taskId] = (meta.updatedAt, meta.taskId)
+
+    def paged(self, cursor: tuple | None, has_more: bool) -> None:
+        """The page just drawn ends at ``cursor``; ``has_more``: a next page exists."""
+        self.cursor, self.has_more = cursor, has_more
+
+    def can_page_on(self, query: str) -> bool:
+        """True when scrolling to the end reads the next page: one exists, none is being read,
+        and the list is not search results (``query`` blank)."""
+        return not self.loading and self.has_more and not query.strip()
+
+    def unseen(self, metas: Iterable[Any]) -> list[Any]:
+        """``metas`` not drawn yet (an item that moved up is not drawn twice)."""
+        return [meta for meta in metas if meta.taskId not in self._keys]
+
+    def shows(self, task_id: str) -> bool:
+        """True when ``task_id``'s item is drawn."""
+        return task_id in self._keys
+
+    @property
+    def count(self) -> int:
+        """How many items are drawn."""
+        return len(self._keys)
+
+    def top(self) -> tuple[int, str] | None:
+        """The list key ``(updatedAt, taskId)`` of the newest drawn item, ``None`` when none is."""
+        return max(self._keys.values()) if self._keys else None
+
+    def tops_by_prepending(self, query: str) -> bool:
+        """True when what arrived above the top can be drawn first (open, newest first, not search
+        results); otherwise the list is drawn afresh."""
+        return self.open and not query.strip() and self.sort == "newest"
+
+    def removed(self, task_id: str) -> None:
+        """``task_id``'s item is gone from the list."""
+        self._keys.pop(task_id, None)
+
+    # -- changes ---------------------------------------------------------------------
+    def effect(self, change: HistoryChange) -> Effect:
+        """What ``change`` does to the list as it is now: nothing when it is closed or shows
+        another course; a delete removes its item; an undo or import puts one back or in at its own
+        place (maybe far down): drawn afresh; anything else arrives at the top."""
+        if not self.open or change.stage_id != self.stage:
+            return "none"
+        if change.kind == "delete":
+            return "remove"
+        if change.kind in ("undo", "import"):
+            return "reload"
+        return "top"
+
+    def subscribe(self, listener: Callable[[HistoryChange], None]) -> Callable[[], None]:
+        """Call ``listener(change)`` for each change of history announced with ``changed``;
+        returns the unsubscribe function."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def changed(self, change: HistoryChange) -> None:
+        """Announce ``change`` (this tab's, or another tab's from the cross-tab adapter)."""
+        for listener in list(self._listeners):
+            listener(change)
+
+
+def item_rows(t: Callable[..., str], entries: Iterable[tuple[Any, tuple[str, str, str] | None]], now: int,
+              current: str | None) -> list[dict[str, Any]]:
+    """The rows ``static/history-view.js`` draws for ``(meta, snippet)`` entries, every text decided:
+    ``taskId``, ``current`` (the active conversation: no delete button), ``damaged`` (listed so that
+    it can be deleted, DESIGN.md §14), ``totalTokens``, ``title``, ``iso`` and the relative-time
+    ``unit``/``count`` as of ``now`` (epoch ms), ``justNow``, ``snippet`` (before, match, after),
+    ``stats`` and ``deleteLabel``. ``t``: the page's ``app.i18n.Translator``."""
+    just_now, untitled = t("history.justNow"), t("history.untitled")  # once per draw, not per item
+    damaged_title = t("history.damaged")
+    rows = []
+    for meta, piece in entries:
+        damaged = bool(getattr(meta, "damaged", False))  # a record field only damaged ones have
+        title = damaged_title if damaged else meta.taskName or untitled
+        unit, count = relative_label(meta.updatedAt, now)
+        rows.append({"taskId": meta.taskId, "current": meta.taskId == current, "damaged": damaged,
+                     "totalTokens": meta.stats.totalTokens,
+                     "title": title, "iso": iso(meta.updatedAt), "unit": unit, "count": count,
+                     "justNow": just_now, "snippet": list(piece) if piece else None,
+                     "stats": item_stats_text(t, ConversationStats.of(meta)),
+                     "deleteLabel": t("history.delete", title=title)})
+    return rows

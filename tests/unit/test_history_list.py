@@ -1,0 +1,118 @@
+"""The history list's state as a pure model (app/history/list_model.py; DESIGN.md §9 UI hooks, §15)."""
+
+from __future__ import annotations
+
+from app.history.list_model import RANGES_MS, HistoryChange, HistoryList, item_rows
+from app.history.records import Stats, TaskMeta, iso
+from app.history.service import Damaged
+from app.i18n import Translator
+
+T0 = 1_780_000_000_000
+
+
+def meta(n: int, updated: int = T0, name: str = "", tokens: int = 0) -> TaskMeta:
+    return TaskMeta(taskId=f"task_20260528_{n:06d}", taskName=name, stageId="s", createdAt=updated,
+                    updatedAt=updated, stats=Stats(totalTokens=tokens, outputTokens=tokens), turnCount=1)
+
+
+def test_a_read_started_later_makes_an_earlier_one_stale():
+    """A search or page read while sort, range or course changed is not drawn (§9)."""
+    model = HistoryList()
+    first = model.begin("newest", "all", T0)
+    second = model.begin("oldest", "7d", T0)
+    assert not model.is_latest(first) and model.is_latest(second)
+    assert (model.sort, model.since) == ("oldest", T0 - RANGES_MS["7d"])
+    model.begin("newest", "unknown", T0)
+    assert model.since is None  # an unknown range is all of it
+
+
+def test_restart_forgets_the_drawn_items_and_the_next_page():
+    model = HistoryList()
+    model.drawn([meta(1), meta(2)])
+    model.paged(("cursor",), True)
+    model.restart("other")
+    assert (model.stage, model.count, model.cursor, model.has_more, model.top()) == ("other", 0, None, False, None)
+
+
+def test_pages_skip_items_already_drawn_and_the_top_is_the_newest_key():
+    """An item that moved up is not drawn twice; the newest drawn item is where newer ones begin."""
+    model = HistoryList()
+    model.drawn([meta(1, T0 + 5), meta(2, T0 + 9)])
+    assert [m.taskId for m in model.unseen([meta(2, T0 + 9), meta(3, T0 + 1)])] == [meta(3).taskId]
+    assert model.top() == (T0 + 9, meta(2).taskId) and model.shows(meta(1).taskId)
+    model.removed(meta(2).taskId)
+    assert model.top() == (T0 + 5, meta(1).taskId) and not model.shows(meta(2).taskId)
+
+
+def test_the_next_page_is_read_only_when_one_exists_none_is_loading_and_no_search_is_shown():
+    model = HistoryList()
+    assert not model.can_page_on("")
+    model.paged(("c",), True)
+    assert model.can_page_on("") and model.can_page_on("   ")
+    assert not model.can_page_on("word")
+    model.loading = True
+    assert not model.can_page_on("")
+
+
+def test_only_an_open_newest_first_plain_list_takes_new_items_at_its_top():
+    model = HistoryList()
+    assert not model.tops_by_prepending("")  # closed: a reload (which draws nothing)
+    model.open = True
+    assert model.tops_by_prepending("") and not model.tops_by_prepending("query")
+    model.begin("tokens", "all", T0)
+    assert not model.tops_by_prepending("")
+
+
+def test_a_change_touches_the_list_only_when_it_is_open_on_that_course():
+    """Delete removes its item; undo and import put one at its own place (drawn afresh); the
+    rest (archive, resume, a recorded turn) arrive at the top (§9)."""
+    model = HistoryList()
+    model.restart("s")
+    assert model.effect(HistoryChange("delete", "t", "s")) == "none"  # closed
+    model.open = True
+    assert model.effect(HistoryChange("delete", "t", "other")) == "none"
+    assert model.effect(HistoryChange("delete", "t", "s")) == "remove"
+    assert model.effect(HistoryChange("undo", "t", "s")) == "reload"
+    assert model.effect(HistoryChange("import", "t", "s", elsewhere=True)) == "reload"
+    assert model.effect(HistoryChange("archive", "t", "s")) == "top"
+    assert model.effect(HistoryChange("resume", "t", "s")) == "top"
+
+
+def test_changes_reach_every_subscriber_until_it_unsubscribes():
+    model, seen = HistoryList(), []
+    stop = model.subscribe(seen.append)
+    change = HistoryChange("archive", "t", "s")
+    model.changed(change)
+    stop()
+    model.changed(change)
+    assert seen == [change]
+
+
+def test_the_channel_payload_round_trips_and_odd_messages_are_ignored():
+    """Every tab version sends ``{"kind", "taskId", "stageId"}``; what else arrives is dropped."""
+    change = HistoryChange("resume", "task_x", "s")
+    back = HistoryChange.from_json(change.to_json())
+    assert back == HistoryChange("resume", "task_x", "s", elsewhere=True)
+    assert HistoryChange.from_json("not json") is None
+    assert HistoryChange.from_json("[1, 2]") is None
+    assert HistoryChange.from_json("{}") == HistoryChange("", "", "", elsewhere=True)
+
+
+def test_item_rows_decide_every_text_and_mark_the_current_conversation():
+    t = Translator("en-US")
+    current, other = meta(1, T0 - 120_000, "Kept", tokens=7), meta(2, T0, "")
+    rows = item_rows(t, [(current, None), (other, ("a ", "hit", " b"))], T0, current.taskId)
+    assert [r["current"] for r in rows] == [True, False]
+    assert rows[0]["title"] == "Kept" and rows[1]["title"] == t("history.untitled")
+    assert (rows[0]["unit"], rows[0]["count"]) == ("minute", 2) and rows[1]["unit"] == "now"
+    assert rows[0]["iso"] == iso(current.updatedAt) and rows[0]["totalTokens"] == 7
+    assert rows[1]["snippet"] == ["a ", "hit", " b"] and rows[0]["snippet"] is None
+    assert rows[0]["deleteLabel"] == t("history.delete", title="Kept")
+    assert rows[0]["justNow"] == t("history.justNow") and rows[0]["stats"]
+
+
+def test_a_damaged_record_is_listed_under_the_damaged_title_so_that_it_can_be_deleted():
+    """DESIGN.md §14: a record whose meta cannot be read is listed, never hidden."""
+    t = Translator("en-US")
+    (row,) = item_rows(t, [(Damaged(taskId="task_20260528_bad000", stageId="s", updatedAt=T0), None)], T0, None)
+    assert row["damaged"] and row["title"] == t("history.damaged") and not row["current"]
