@@ -2,7 +2,7 @@
 
 Indentation is part of what the user typed (code, quoted verse, lists), so the
 first line keeps its leading spaces; only whole blank lines before the text and
-whitespace after its last visible character go (issue 10 item 8). Blank text
+whitespace after its last visible character go. Blank text
 sends nothing (``AgentRuntime.send`` ignores it).
 
 Example::

@@ -100,7 +100,7 @@ def scene_text(course: Course, scene: Scene, translate: Callable[..., str]) -> t
 
     Demo course content stays as written (it is the course's own language); a
     placeholder course's scenes are localised: ``course.scene`` with the
-    scene's 1-based ``index`` and ``placeholderScene.body`` (issue 10 item 8).
+    scene's 1-based ``index`` and ``placeholderScene.body`` (DESIGN.md §7).
     ``translate``: ``app.i18n.Translator`` or any ``(key, **params) -> str``.
 
     >>> scene_text(find_course("42"), find_course("42").scenes[1], lambda key, **p: f"{key}{p}")
@@ -113,9 +113,9 @@ def scene_text(course: Course, scene: Scene, translate: Callable[..., str]) -> t
 
 
 def picker_courses(stored_ids: Iterable[str], current: str | None = None) -> list[Course]:
-    """The courses the course picker lists (issue 10 item 5): every demo course, then a
-    placeholder course for each id in ``stored_ids`` (courses with a stored thread) or
-    ``current`` that is not a demo course, sorted by id, each once.
+    """The courses the course picker lists (DESIGN.md §6; a course opened by URL stays reachable):
+    every demo course, then a placeholder course for each id in ``stored_ids`` (courses with a
+    stored thread) or ``current`` that is not a demo course, sorted by id, each once.
 
     >>> [c.id for c in picker_courses(["zeta", "intro-ml", "42"], current="my-course")][3:]
     ['42', 'my-course', 'zeta']

@@ -1,4 +1,5 @@
-"""Compact JSON of a list, encoded item by item with a pause after each big one (issue 10 item 3).
+"""Compact JSON of a list, encoded item by item with a pause after each big one (a long message
+sends without a long main-thread task).
 
 A turn holding a 2 MB message hands IndexedDB about 6 MB of JSON (the messages,
 their plain text and its folded form, DESIGN.md §9); encoded in one go that is

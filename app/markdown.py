@@ -1,4 +1,4 @@
-"""Markdown of assistant replies as a safe element tree (issue 11; DESIGN.md §5: text, never HTML).
+"""Markdown of assistant replies as a safe element tree (the model back end, DESIGN.md §12; §5: text, never HTML).
 
 ``markdown_tree(text)`` parses with ``markdown-it-py`` (CommonMark with tables
 and strikethrough, **HTML disabled**: any HTML in the source stays literal

@@ -29,7 +29,8 @@ earlier"), so a long thread costs start-up only what the screen can show."""
 
 RENDER_SLACK = 20
 """Messages a session may add beyond ``RENDER_WINDOW`` before the oldest rendered ones are
-dropped from the DOM again (issue 10 item 7); dropping in batches keeps it off most turns."""
+dropped from the DOM again (the window stays bounded during a session as after a reload); dropping
+in batches keeps it off most turns."""
 
 CardStatus = Literal["ok", "error", "interrupted", "running"]
 
@@ -122,7 +123,7 @@ def link_segments(text: str) -> list[Segment]:
     return segments
 
 
-# ---- bounded render window (issue 10 item 7) -------------------------------------------
+# ---- render window, bounded during a session as after a reload ---------------------------
 
 
 def window_start(total: int, start: int, *, grew: bool, window: int = RENDER_WINDOW,
@@ -146,7 +147,7 @@ def window_start(total: int, start: int, *, grew: bool, window: int = RENDER_WIN
     return start
 
 
-# ---- long text (issue 10 item 3) ---------------------------------------------------------
+# ---- long text (a long paragraph never freezes the page) ---------------------------------
 
 LONG_TEXT_CHARS = 4000
 """A text part longer than this renders collapsed (its first ``COLLAPSED_CHARS``) with a
@@ -238,8 +239,8 @@ _MARK = "\ue000"
 def isolated_segments(translate: Any, key: str, params: dict[str, Any], isolate: tuple[str, ...]) -> list[Segment]:
     """``translate(key, **params)`` split into text runs and ``"isolate"`` runs holding the
     values of the ``isolate`` params, so the view can wrap those in ``<bdi>`` (an LTR
-    storage key inside Arabic text is otherwise reordered by the bidi algorithm; issue 10
-    item 8). ``translate``: ``app.i18n.Translator`` or any ``(key, **params) -> str``.
+    storage key inside Arabic text is otherwise reordered by the bidi algorithm). ``translate``:
+    ``app.i18n.Translator`` or any ``(key, **params) -> str``.
 
     >>> isolated_segments(lambda key, **p: f"kept under {p['name']}.", "x", {"name": "a.b"}, ("name",))
     [Segment(kind='text', text='kept under '), Segment(kind='isolate', text='a.b'), Segment(kind='text', text='.')]

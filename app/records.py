@@ -128,7 +128,7 @@ class BulkValue(dict):
     document of megabytes of base64 images. Stored and read back as the plain object it is. In the
     page it crosses to JavaScript as an object (``pyodide.ffi.to_js``), not as JSON text: encoding
     megabytes as text, and decoding and parsing them again, held the page for tens of milliseconds
-    and grew the Python heap (issue 8: a document over 5 MB is stored without freezing the page).
+    and grew the Python heap (scene documents, DESIGN.md §10: one over 5 MB is stored without freezing the page).
     It must hold no ``None``: a null field may come back missing."""
 
     __slots__ = ()

@@ -102,7 +102,7 @@ class StringStorage(Protocol):
         reaches outside the entries; also, in the browser, when ``text`` nests
         deeper than ``MAX_JSON_DEPTH`` allows. Afterwards the value counts as read
         by this object (``unchanged`` is True). Lets a tab take in another tab's
-        save without copying the whole value into Python (issue 9 part 4).
+        save without copying the whole value into Python (no long main-thread task on that save).
         """
 
     def keys(self, prefix: str) -> list[str]:

@@ -1,4 +1,5 @@
-// IndexedDB guard, run by boot.js before PyScript's core is imported (issue 10 item 9).
+// IndexedDB guard, run by boot.js before PyScript's core is imported (DESIGN.md §5: blocked storage,
+// the app still starts and works in memory).
 // PyScript opens IndexedDB for itself during boot: its package cache ("Loading Storage",
 // an IDBMap awaited even with packages_cache = "passthrough") and, when its module is
 // evaluated, the `@pyscript.fs` handle store. With indexedDB.open throwing (SecurityError),

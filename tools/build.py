@@ -1,4 +1,4 @@
-"""Build ``dist/``: the deployable, offline folder (DESIGN.md §11, issue 9 part 3).
+"""Build ``dist/``: the deployable, offline folder (DESIGN.md §11).
 
 What goes in (``select_files``): ``index.html``, ``pyscript.toml``,
 ``app/locales/*.json`` (the loading screen reads them before Python runs) and

@@ -43,7 +43,8 @@ def field_text(field: Any) -> str:
 
     It crosses as UTF-8 bytes through ``agentbarText.fieldUtf8`` (``static/storage-bridge.js``):
     copying a long non-ASCII JS string into Python is several times slower (a 2 MB message:
-    ~30 ms against ~12 ms, issue 10 item 3). A value with lone surrogates crosses as it is.
+    ~30 ms against ~12 ms; sending one must show no main-thread task over 200 ms). A value with
+    lone surrogates crosses as it is.
     """
     import js
 

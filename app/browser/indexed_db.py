@@ -2,7 +2,7 @@
 
 PyScript needs IndexedDB to boot; when the browser's is blocked, missing or
 failing, the guard installs an in-memory substitute (npm ``fake-indexeddb``) so
-the app still starts (DESIGN.md §5, issue 10 item 9) and records the *real*
+the app still starts and works in memory (DESIGN.md §5) and records the *real*
 status in ``window.agentbarIndexedDb = {available, reason, substitute}``.
 Features that store in IndexedDB (history §9, checkpoints §10) must read
 ``indexed_db_status`` and degrade instead of writing into the substitute.

@@ -10,8 +10,8 @@ document or version changed.
 
 A slide of many elements (a 500-element scene, or a document of megabytes of
 images) is drawn in slices of at most ``SLICE_MS`` of work, each in its own
-task, so the page keeps drawing frames and answering input meanwhile (issue 8:
-no main-thread task over 50 ms); ``data-drawn="false"`` marks a slide still
+task, so the page keeps drawing frames and answering input meanwhile (no
+main-thread task over 50 ms); ``data-drawn="false"`` marks a slide still
 being drawn. A newer document stops the drawing of an older one.
 """
 

@@ -1,4 +1,4 @@
-"""Giving the page back to the browser between slices of work (issue 8: no main-thread task over 50 ms).
+"""Giving the page back to the browser between slices of work (so no main-thread task runs over 50 ms).
 
 In Pyodide, ``asyncio.sleep(0)`` and ``loop.call_soon`` go on in a microtask of the
 same browser task, so the page can neither draw a frame nor answer input in

@@ -103,7 +103,7 @@ class SceneDocument(_Model):
 
 def course_document(course: Any, scene_id: str, translate: Any = None) -> SceneDocument | None:
     """Version 0 of scene ``scene_id`` of ``course`` (an ``app.courses.Course``); ``None`` when
-    the course has no such scene (a regenerate of it must fail, issue 10 item 8).
+    the course has no such scene (a regenerate of it must fail, like ``/fail``).
 
     ``translate`` (an ``app.i18n.Translator``): title and body as the page shows them
     (``app.courses.scene_text``: a placeholder course's scenes in the reader's locale);

@@ -1,4 +1,4 @@
-"""Safe keys and paths for scene artifacts (DESIGN.md §10; issue 8 "bad input").
+"""Safe keys and paths for scene artifacts (DESIGN.md §10; an id with odd characters stays a safe key and path).
 
 Any scene id and course id is allowed (``../x``, ``__proto__``, 300
 characters, Chinese). Each becomes one path *segment* that can never climb out

@@ -226,7 +226,7 @@ class AgentPage:
     def assert_accessible(self, state: str = "") -> None:
         """Run axe-core (vendored, test-only) on the page as it is now; fail on any serious or
         critical violation, naming the rule and the first offending elements. ``state`` names
-        what is shown, for the failure message. Reusable by every view (issue 9 part 2)."""
+        what is shown, for the failure message. Reusable by every view."""
         if not self.page.evaluate("() => typeof window.axe === 'object'"):
             self.page.add_script_tag(content=AXE_PATH.read_text())  # inline: no request leaves the page
         found = self.page.evaluate(AXE_RUN_JS)

@@ -1,4 +1,4 @@
-"""The deployable build in Chromium (DESIGN.md §11, issue 9 part 3).
+"""The deployable build in Chromium (DESIGN.md §11).
 
 ``dist/`` is built into a temporary folder and served under a sub-path
 (``/some/where/``) with the headers README asks a host to send (the CSP

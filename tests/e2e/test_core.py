@@ -238,7 +238,7 @@ def test_long_thread_renders_its_newest_messages_first_and_earlier_ones_on_reque
     assert agent.messages().count() == 100
     assert agent.messages().first.inner_text().strip() == "question 0"
     assert agent.testid("agent-load-earlier").count() == 0
-    agent.send("one more")  # the session grows: the window is cut back as after a reload (issue 10 item 7)
+    agent.send("one more")  # the session grows: the window is cut back as after a reload
     assert agent.messages().count() == RENDER_WINDOW
     assert "one more" in agent.messages().nth(RENDER_WINDOW - 2).inner_text()
     assert agent.testid("agent-load-earlier").count() == 1

@@ -1,4 +1,4 @@
-"""Works with what people already use (issue 9 part 2): the real zustand, axe-core, the keyboard.
+"""Works with what people already use: the real zustand, axe-core, the keyboard.
 
 - zustand 5.1.0's ``persist`` (vendored test-only) runs the TS original's thread
   store in ``tests/e2e/pages/ts-original-store.html``; values cross both ways,

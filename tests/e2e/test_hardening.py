@@ -1,4 +1,5 @@
-"""Second hardening round (issue 10 items 1, 2, 4, 8; issue 9 part 1), in Chromium.
+"""Second hardening round, in Chromium: DESIGN.md §5 (storage, tabs, unique ids), §4 (stopped
+replies), the composer and commands, and §3 (what the TS original writes).
 
 Data-loss paths first: a thread kept in memory must not cost another course's
 stored thread, and another tab's damaged write must not wipe this tab's turns.
@@ -20,7 +21,7 @@ def user_texts(agent, stage_id: str) -> list[str]:
     return [m["content"][0]["text"] for m in threads.get(stage_id, {}).get("messages", []) if m["role"] == "user"]
 
 
-# --- item 1: a thread kept in memory never costs a stored one ------------------------------------
+# --- a thread kept in memory never costs a stored one (DESIGN.md §5) -----------------------------
 
 
 FULL = "linear-algebra"  # the course whose fifth turn does not fit (a demo course, so the picker lists it)
@@ -52,7 +53,7 @@ def test_a_turn_kept_in_memory_never_makes_another_courses_save_drop_its_stored_
     assert FULL not in agent.stored()["state"]["threads"]
 
 
-# --- item 2: another tab's damaged write -------------------------------------------------------
+# --- another tab's damaged write keeps this tab's turns (DESIGN.md §5) --------------------------
 
 
 def test_another_tabs_damaged_write_keeps_this_tabs_turns_and_the_next_save_writes_them_back(agent, second_agent):
@@ -95,7 +96,7 @@ def test_another_tabs_clear_of_storage_is_followed(agent, second_agent):
     assert agent.stored_raw() is None
 
 
-# --- item 4: ids unique across courses ------------------------------------------------------------
+# --- ids unique across courses (DESIGN.md §5) -----------------------------------------------------
 
 
 def scene_version(agent, scene_id: str) -> str | None:
@@ -121,7 +122,7 @@ def test_restore_undoes_only_its_own_courses_scene(agent):
     assert agent.testid("tool-card-restore").count() == 1
 
 
-# --- item 8: stopped replies, indentation, commands after any whitespace ------------------------------
+# --- stopped replies (DESIGN.md §4), indentation, commands after any whitespace -----------------------
 
 
 def test_reply_stopped_before_any_output_survives_reload_as_stopped(agent):
@@ -169,7 +170,7 @@ def test_commands_followed_by_ideographic_space_tab_or_newline_are_tool_calls(ag
     assert statuses == ["ok", "ok", "ok", "error"]
 
 
-# --- issue 9 part 1: what the TS original writes reads without a false alarm ---------------------------
+# --- DESIGN.md §3, last two rules: what the TS original writes reads without a false alarm -------------
 
 
 def test_value_the_ts_original_writes_starts_with_no_notice_no_backup_and_unchanged_bytes(agent):
@@ -196,7 +197,7 @@ def test_value_the_ts_original_writes_starts_with_no_notice_no_backup_and_unchan
     assert agent.testid("tool-card").nth(2).get_attribute("data-element-count") == "2"
 
 
-# --- issue 9 part 4: the first save splices, another tab's save is read as a change --------------
+# --- no long task on a save: the first save splices, another tab's save is read as a change -------
 
 COUNT_BRIDGE = """() => {
   const b = window.agentbarStorage;

@@ -1,4 +1,4 @@
-"""Blocked IndexedDB does not stop the app (issue 10 item 9, DESIGN.md §5).
+"""Blocked IndexedDB does not stop the app (DESIGN.md §5: it starts and works in memory).
 
 PyScript opens IndexedDB while it boots. Each case breaks the browser's
 IndexedDB with an init script that runs before any page script; the app must

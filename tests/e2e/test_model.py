@@ -1,4 +1,4 @@
-"""The OpenAI-compatible model back end in Chromium against tools/fake_openai.py (issue 11, DESIGN.md §12).
+"""The OpenAI-compatible model back end in Chromium against tools/fake_openai.py (DESIGN.md §12).
 
 Every test proves, through the ``agent`` fixture, that no request left the app
 server and the fake model server (both on 127.0.0.1).

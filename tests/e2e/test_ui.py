@@ -1,5 +1,5 @@
-"""Panel behaviour only a browser shows (issue 10 items 3, 5, 6, 7, 8): long text, course
-history, Escape rules, the bounded render window, narrow screens, focus, bidi isolation.
+"""Panel behaviour only a browser shows: long text, course history, Escape rules, the bounded
+render window, narrow screens, focus, bidi isolation.
 
 Every test also proves, through the ``agent`` fixture, that no request left the local server.
 """
@@ -44,7 +44,7 @@ def set_input(agent, text: str) -> None:
     agent.page.evaluate("t => { const i = document.querySelector('[data-testid=agent-input]'); i.value = t; }", text)
 
 
-# ---- item 3: long text ---------------------------------------------------------------------
+# ---- long text (a long paragraph never freezes the page) ------------------------------------
 
 
 def test_long_paragraph_renders_collapsed_and_expands_by_keyboard_in_chunks(agent):
@@ -79,7 +79,7 @@ def test_long_paragraph_renders_collapsed_and_expands_by_keyboard_in_chunks(agen
     assert short.locator("[data-testid=agent-message-text], [data-testid=markdown]").count() == 1
 
 
-# ---- item 5: courses by URL stay reachable; Back/Forward ------------------------------------
+# ---- courses by URL stay reachable; Back/Forward -------------------------------------------
 
 
 def test_course_opened_by_url_stays_in_the_picker_and_back_forward_switch_in_the_page(agent):
@@ -108,7 +108,7 @@ def test_course_opened_by_url_stays_in_the_picker_and_back_forward_switch_in_the
     assert "my-course" in agent.page.eval_on_selector_all("[data-testid=course-select] option", "os => os.map(o => o.value)")
 
 
-# ---- item 6: Escape -----------------------------------------------------------------------
+# ---- Escape stops a run only when not composing, with focus in the panel ------------------
 
 
 def test_escape_stops_the_reply_only_outside_ime_composition_and_the_course_picker(agent):
@@ -153,7 +153,7 @@ def focus_moves_to_the_composer_when_the_focused_stop_button_hides(agent) -> Non
     assert active_testid(agent) == "agent-input"
 
 
-# ---- item 7: bounded window during a session ------------------------------------------------
+# ---- bounded window during a session, as after a reload -------------------------------------
 
 
 def test_rendered_window_stays_bounded_during_a_session_and_show_earlier_brings_messages_back(agent):
@@ -171,7 +171,7 @@ def test_rendered_window_stays_bounded_during_a_session_and_show_earlier_brings_
     assert agent.messages().count() == min(total, shown + RENDER_WINDOW)
 
 
-# ---- item 8: narrow screens, focus, localisation, bidi ---------------------------------------
+# ---- narrow screens, focus, localisation, bidi ----------------------------------------------
 
 
 def test_panel_at_390px_keeps_the_viewport_height_and_the_composer_in_view(agent):

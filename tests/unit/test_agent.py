@@ -152,8 +152,8 @@ def test_reply_quotes_long_input_in_part():
 
 
 async def test_tool_call_ids_are_unique_per_call_even_for_the_same_input_and_position():
-    """Issue 10 item 4: the same command at the same position (another course, a new conversation,
-    another tab) must not reuse an id; restore snapshots are keyed by it."""
+    """Ids are unique (DESIGN.md §5): the same command at the same position (another course, a new
+    conversation, another tab) must not reuse an id; restore snapshots are keyed by it."""
     ids = set()
     for _ in range(20):
         started, finished, *_ = await collect(DemoAgent(), "/regenerate scene-1")

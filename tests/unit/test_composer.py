@@ -1,4 +1,4 @@
-"""The composer keeps indentation and trims only outer blank lines (issue 10 item 8)."""
+"""The composer keeps indentation and trims only outer blank lines."""
 
 import pytest
 

@@ -270,7 +270,7 @@ def test_deserialize_drops_invalid_items_instead_of_raising():
     assert deserialize_thread(saved) == []
 
 
-# --- what the TS original writes is read as it is (DESIGN.md §3, last two rules; issue 9 part 1) ---
+# --- what the TS original writes is read as it is (DESIGN.md §3, last two rules) ---
 
 FULL_RESULT = {
     "content": [{"type": "text", "text": "Regenerated"}],
@@ -321,7 +321,7 @@ def test_live_result_without_optional_keys_gets_none_invented():
     assert part == {"type": "tool-call", "toolCallId": "c1", "toolName": "x", "args": {}, "result": {"details": {}}}
 
 
-# --- stopped replies (DESIGN.md §4; issue 10 item 8) ------------------------------------------
+# --- stopped replies stay stopped after a reload (DESIGN.md §4) -------------------------------
 
 
 def stopped(*parts) -> Message:

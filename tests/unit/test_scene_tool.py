@@ -1,6 +1,6 @@
 """One scene tool for every agent: the model back end's ``regenerate_scene`` reads the
 course's current document and fails for a missing scene, exactly like the demo's
-(DESIGN.md §10, §12; issue 10 item 8)."""
+(DESIGN.md §10, §12)."""
 
 from __future__ import annotations
 

@@ -485,8 +485,9 @@ def test_storage_full_said_once_and_save_resumes_when_space_frees():
 
 
 def test_thread_kept_in_memory_never_costs_another_courses_stored_thread():
-    """Issue 10 item 1: 'full' has 8 stored messages and a 5th turn that does not fit;
-    a small save on another course must neither drop 'full' nor prune anything."""
+    """A thread kept in memory never costs anything stored (DESIGN.md §5): 'full' has 8 stored
+    messages and a 5th turn that does not fit; a small save on another course must neither drop
+    'full' nor prune anything."""
     storage = MemoryStorage()
     store = open_store(storage)
     store.save("intro-ml", thread("q") + thread("a"), 1)
@@ -659,7 +660,7 @@ def test_save_after_another_tab_wrote_merges_and_splices_only_its_entry():
 
 
 def test_first_save_after_start_up_splices_and_keeps_other_courses_bytes():
-    """Issue 9 part 4: hydrate keeps each thread's stored text, so the first save is a splice."""
+    """No long task on the first save: hydrate keeps each thread's stored text, so it is a splice."""
     raw = stored_value({"b": good("“二”", 2), "a": good("一 😀", 1)})
     storage = SpliceRecorder()
     storage.set_item(STORAGE_KEY, raw)
@@ -779,7 +780,7 @@ def test_save_on_an_unchanged_base_replaces_without_merging():
     assert stored_threads(storage)["s"]["messages"] == thread("a") + thread("b")
 
 
-# --- what the TS original writes (DESIGN.md §3, last two rules; issue 9 part 1) -------------
+# --- what the TS original writes (DESIGN.md §3, last two rules) -----------------------------
 
 
 def test_value_the_ts_original_writes_is_read_without_notice_backup_or_rewrite():
@@ -800,7 +801,7 @@ def test_value_the_ts_original_writes_is_read_without_notice_backup_or_rewrite()
     assert store.load("intro-ml") == messages
 
 
-# --- a re-read after another tab's save copies only what changed (issue 9 part 4) -------------
+# --- a re-read after another tab's save copies only what changed (no long task) ---------------
 
 
 class ReadRecorder(MemoryStorage):

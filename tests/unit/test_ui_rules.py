@@ -1,4 +1,5 @@
-"""Pure rules behind the panel's hardening (issue 10 items 3, 5, 7, 8)."""
+"""Pure rules behind the panel's hardening: the bounded render window, long text, bidi isolation in
+notices, localised placeholder scenes, the course picker."""
 
 import pytest
 
@@ -13,7 +14,7 @@ from app.storage import MemoryStorage
 from app.store import ThreadStore
 
 
-# ---- render window (item 7) ------------------------------------------------------------------
+# ---- render window, bounded during a session as after a reload ------------------------------
 
 def test_window_grows_up_to_the_slack_then_is_cut_back_to_the_newest_window():
     start = window_start(50, 99, grew=False)  # a start past the end: afresh, at the newest window
@@ -33,7 +34,7 @@ def test_window_keeps_requested_earlier_messages_until_the_thread_grows_past_the
     assert window_start(5, 30, grew=False) == 0  # the thread shrank (New conversation, other tab)
 
 
-# ---- long text (item 3) ----------------------------------------------------------------------
+# ---- long text (a long paragraph never freezes the page) ------------------------------------
 
 def test_short_text_is_shown_whole_and_long_text_collapsed_at_a_word_boundary():
     assert collapsed_prefix("x" * LONG_TEXT_CHARS) is None
@@ -71,7 +72,7 @@ def test_demo_reply_quotes_the_start_of_long_input_like_the_whole_split():
     assert "“hi there”" in reply_text("  hi \n there ")
 
 
-# ---- notices: bidi isolation (item 8) ----------------------------------------------------------
+# ---- notices: bidi isolation -------------------------------------------------------------------
 
 def test_backup_key_is_a_separate_segment_in_every_locale():
     key = "maic-agent-threads.backup.1780000000000"
@@ -88,7 +89,7 @@ def test_notices_without_the_param_are_one_text_segment():
     assert [(s.kind, s.text) for s in segments] == [("text", t("notice.storage-full"))]
 
 
-# ---- placeholder scenes (item 8) ---------------------------------------------------------------
+# ---- placeholder scenes, localised (DESIGN.md §7) ----------------------------------------------
 
 def test_placeholder_scene_titles_and_bodies_are_localised():
     course = find_course("my-course")
@@ -106,7 +107,7 @@ def test_demo_course_scenes_stay_as_written():
             assert scene_text(course, scene, Translator("ja-JP")) == (scene.title, scene.body)
 
 
-# ---- course picker (item 5) --------------------------------------------------------------------
+# ---- course picker: a course opened by URL stays reachable -------------------------------------
 
 def test_picker_lists_demo_courses_then_every_stored_and_the_current_course_once():
     ids = [c.id for c in picker_courses(["b-stored", "intro-ml", "a-stored", "b-stored"], current="my-course")]
