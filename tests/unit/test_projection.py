@@ -119,7 +119,8 @@ def test_actions_become_types_and_typeless_or_non_object_actions_become_empty():
 
 
 def test_result_content_keeps_only_text_items():
-    content = [{"type": "text", "text": "a"}, {"type": "image", "data": BASE64}, {"type": "text", "text": 3}, "x"]
+    content = [{"type": "text", "text": "a"}, {"type": "image", "data": BASE64}, {"type": "text", "text": 3}, "x",
+               {"type": "image", "data": BASE64, "text": "alt"}]  # an item of another type is dropped, text or not
     assert one_part(tool_call(result={"content": content}))["result"] == {"content": [{"type": "text", "text": "a"}]}
 
 
