@@ -1,0 +1,69 @@
+"""Mutation check: apply each of ten DESIGN rules' mutations alone, run the unit suite, say which it kills.
+
+    .venv/bin/python tools/mutations.py        # from the repository root; ~10 unit-suite runs
+
+Each mutation breaks one rule the design states (the section is named); a mutation the unit suite does not
+kill is a rule no test proves. The file is restored after each run, also when a run is interrupted. Exit
+status 1 when any mutation survives.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+MUTATIONS = [  # (rule, file, text, mutated text)
+    ("continues ignores a thread's last message (DESIGN.md §15)", "app/continuity.py",
+     "thread[: len(base)] == base", "thread[: len(base) - 1] == base[:-1]"),
+    ("quota pruning drops the newest course first (§5)", "app/store/quota.py",
+     "key=lambda k: (threads[k].updated_at, rank[k]))", "key=lambda k: (-threads[k].updated_at, rank[k]))"),
+    ("a value one version newer is written over (§3)", "app/store/facade.py",
+     "if found.version > current:  # never written", "if found.version > current + 1:  # never written"),
+    ("search folds with lower() (§14)", "app/history/text.py",
+     ".casefold().translate(_DOTLESS_I)", ".lower().translate(_DOTLESS_I)"),
+    ("negative counts are accepted (§14)", "app/history/records.py",
+     "Count = Annotated[StrictInt, Field(ge=0, le=MAX_SAFE_INTEGER)]",
+     "Count = Annotated[StrictInt, Field(ge=-10**9, le=MAX_SAFE_INTEGER)]"),
+    ("archive trusts an older copy of the thread (§9)", "app/history/writes.py",
+     "if meta is None or not continues(await self._repository.messages(meta.taskId), messages):", "if meta is None:"),
+    ("reconcile copies a head that already holds the shown thread (§5, §9)", "app/history/writes.py",
+     "whole = meta is not None and not goes_on and continues(old, messages)", "whole = False"),
+    ("a damaged value is not backed up (§5)", "app/store/facade.py",
+     "key = self._try(lambda: self._stored.back_up(self._clock), False)  # False: storage was lost",
+     'key = "maic-agent-threads.backup.0"'),
+    ("a refused version commit counts as written (§10)", "app/checkpoints/versions.py",
+     "            if taken is None:\n                self._keep(", "            if True:\n                self._keep("),
+    ("a tool result keeps content items of any type (§3)", "app/projection.py",
+     'if isinstance(c, dict) and c.get("type") == "text" and isinstance(c.get("text"), str)',
+     'if isinstance(c, dict) and isinstance(c.get("text"), str)'),
+]
+
+
+def main() -> int:
+    """Run every mutation; print KILLED/survived per rule and the total; 1 when any survived."""
+    survived = 0
+    for rule, name, text, mutated in MUTATIONS:
+        path = ROOT / name
+        source = path.read_text(encoding="utf-8")
+        if source.count(text) != 1:
+            print(f"not applicable (the code moved; update the mutation): {rule}")
+            survived += 1
+            continue
+        path.write_text(source.replace(text, mutated), encoding="utf-8")
+        try:
+            run = subprocess.run([sys.executable, "-m", "pytest", "tests/unit", "-x", "-q", "-p", "no:cacheprovider"],
+                                 cwd=ROOT, capture_output=True, text=True)
+        finally:
+            path.write_text(source, encoding="utf-8")
+        killed = run.returncode != 0
+        survived += not killed
+        print(f"{'KILLED' if killed else 'survived'}: {rule}", flush=True)
+    print(f"{len(MUTATIONS) - survived} of {len(MUTATIONS)} killed")
+    return 1 if survived else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
