@@ -6,12 +6,13 @@
 //   | {kind: "item", version, id, source, current, versionText, sourceText, iso, currentText,
 //      preview, diffText, restoreText, restoreLabel}     (restore* absent on the current version)
 //   | {kind: "original", current, versionText, sourceText, currentText, restoreText, restoreLabel}]
-// The time is the page locale's Intl.DateTimeFormat (short date, medium time) of iso.
+// The time is the page locale's Intl.DateTimeFormat (short date, medium time) of iso, in Latin digits
+// as every number of the page (app/browser/intl.py).
 const formats = new Map();
 
 function format(locale) {
   if (!formats.has(locale))
-    formats.set(locale, new Intl.DateTimeFormat(locale, { dateStyle: "short", timeStyle: "medium" }));
+    formats.set(locale, new Intl.DateTimeFormat(locale, { dateStyle: "short", timeStyle: "medium", numberingSystem: "latn" }));
   return formats.get(locale);
 }
 

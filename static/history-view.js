@@ -10,8 +10,9 @@ const formats = new Map();
 function format(locale, kind) {
   const key = `${locale}|${kind}`;
   if (!formats.has(key))
-    formats.set(key, kind === "rel" ? new Intl.RelativeTimeFormat(locale, { numeric: "always" })
-      : new Intl.DateTimeFormat(locale, { year: "numeric", month: "2-digit", day: "2-digit" }));
+    formats.set(key, kind === "rel" ? new Intl.RelativeTimeFormat(locale, { numeric: "always", numberingSystem: "latn" })
+      : new Intl.DateTimeFormat(locale, { year: "numeric", month: "2-digit", day: "2-digit",
+        numberingSystem: "latn" }));
   return formats.get(key);
 }
 

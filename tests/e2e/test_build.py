@@ -160,7 +160,7 @@ def test_the_built_checkpoint_list_is_drawn_by_its_module_under_the_csp(dist_age
     expect(item).to_have_attribute("data-version", "1")
     stamp = item.locator("time")
     expected = agent.page.evaluate(  # the page locale's format of the stored time
-        "([iso, locale]) => new Intl.DateTimeFormat(locale, {dateStyle: 'short', timeStyle: 'medium'})"
+        "([iso, locale]) => new Intl.DateTimeFormat(locale, {dateStyle: 'short', timeStyle: 'medium', numberingSystem: 'latn'})"
         ".format(new Date(iso))", [stamp.get_attribute("datetime"), agent.page.evaluate("() => document.documentElement.lang")])
     expect(stamp).to_have_text(expected)
     expect(node.locator("[data-testid=checkpoint-original] [data-testid=checkpoint-restore-original]")).to_have_count(1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 
 from playwright.sync_api import expect
@@ -397,6 +398,10 @@ def test_the_checkpoint_bar_notice_is_dismissed_from_the_keyboard_and_stays_clos
     expect(bar).to_have_attribute("data-count", "1")
     expect(bar.locator("[data-testid=agent-notice]")).to_have_count(0)
     bar_isolates_the_scene_title_inside_arabic_text(agent)
+    open_versions(agent, "scene-2")  # the version's time in the page's digits: Latin, as every count (§7)
+    stamp = scene(agent, "scene-2").locator("[data-testid=checkpoint-item] time")
+    expect(stamp).to_have_count(1)
+    assert re.search(r"[0-9]", stamp.inner_text()) and not re.search(r"[\u0660-\u0669\u06f0-\u06f9]", stamp.inner_text())
 
 
 def bar_isolates_the_scene_title_inside_arabic_text(agent) -> None:
