@@ -77,6 +77,7 @@ def browser(_browser_holder):
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     renderer_crashes.mark_test_start()
+    BOOTS["file"] = Path(str(item.fspath)).name
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -88,8 +89,9 @@ def pytest_runtest_makereport(item, call):
         report.sections.append(("renderer crash", renderer_crashes.note(item.nodeid, attempt)))
 
 
-BOOTS = {"count": 0}
-"""Pyodide boots in this run: main-frame navigations (goto, reload) to the app's page."""
+BOOTS = {"count": 0, "file": "", "by_file": {}}
+"""Pyodide boots in this run: main-frame navigations (goto, reload) to the app's page,
+in all and per test file (``by_file``: file name -> boots; ``file``: the running test's)."""
 
 
 def _is_app_document(request) -> bool:
@@ -106,6 +108,7 @@ def _is_app_document(request) -> bool:
 def _count_boot(request) -> None:
     if _is_app_document(request):
         BOOTS["count"] += 1
+        BOOTS["by_file"][BOOTS["file"]] = BOOTS["by_file"].get(BOOTS["file"], 0) + 1
 
 
 @pytest.fixture
@@ -118,6 +121,8 @@ def context(context):
 def pytest_terminal_summary(terminalreporter):
     if BOOTS["count"]:
         terminalreporter.write_sep("-", f"Pyodide boots: {BOOTS['count']}")
+        per_file = sorted(BOOTS["by_file"].items(), key=lambda item: -item[1])
+        terminalreporter.write_line("  " + ", ".join(f"{name} {n}" for name, n in per_file))
     lines = renderer_crashes.summary_lines()
     if lines:
         terminalreporter.write_sep("-", "Chromium renderer crashes")
