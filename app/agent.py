@@ -143,8 +143,12 @@ def tokenize(text: str) -> list[str]:
 
     >>> tokenize('Hi, "you".')
     ['Hi', ',', ' "', 'you', '"', '.']
+
+    Trailing whitespace belongs to no token and is cut before matching: the pattern would try
+    every position of a whitespace run that no token follows, each time to its end (quadratic:
+    3,000 trailing spaces took 0.26 s, 6,000 took 1 s).
     """
-    return _TOKEN.findall(text)
+    return _TOKEN.findall(text.rstrip())
 
 
 def _seed(*parts: str) -> int:
@@ -506,8 +510,11 @@ def count_tokens(text: str) -> int:
 
     >>> count_tokens('Hi, "you".') == len(tokenize('Hi, "you".'))
     True
+
+    Trailing whitespace is cut first, as in ``tokenize`` (a whitespace run no token follows
+    would cost time quadratic in its length).
     """
-    return _TOKEN.subn("", text)[1]
+    return _TOKEN.subn("", text.rstrip())[1]
 
 
 COUNT_STEP_CHARS = 256 * 1024

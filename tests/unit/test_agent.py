@@ -209,3 +209,29 @@ async def test_counting_in_steps_adds_up_to_the_whole_count(text):
 
     assert await count_tokens_in_steps(text, step=100, pause=pause) == len(tokenize(text))
     assert bool(pauses) == (len(text) > 100 and any(c.isspace() for c in text[100:]) and not text.isspace())
+
+
+@pytest.mark.parametrize("name", ["tokenize", "count_tokens"])
+def test_a_whitespace_run_no_token_follows_never_reaches_the_token_pattern(monkeypatch, name):
+    """The token pattern tries every position of a whitespace run that no token follows, each to
+    the run's end (quadratic: 6,000 trailing spaces took a second); such a run is cut first. Proved
+    on what the pattern is handed, not on a clock, and on the counts staying the same."""
+    import app.agent as agent
+
+    seen = []
+
+    class Recording:
+        def findall(self, text):
+            seen.append(text)
+            return real.findall(text)
+
+        def subn(self, repl, text):
+            seen.append(text)
+            return real.subn(repl, text)
+
+    real = agent._TOKEN
+    monkeypatch.setattr(agent, "_TOKEN", Recording())
+    text = "Hi, you.\u3000 \n" + " " * 50_000 + "\t\n"
+    result = getattr(agent, name)(text)
+    assert seen == ["Hi, you."]
+    assert (len(result) if name == "tokenize" else result) == 4
