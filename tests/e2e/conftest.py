@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import threading
+from collections import Counter
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
@@ -89,9 +90,10 @@ def pytest_runtest_makereport(item, call):
         report.sections.append(("renderer crash", renderer_crashes.note(item.nodeid, attempt)))
 
 
-BOOTS = {"count": 0, "file": "", "by_file": {}}
-"""Pyodide boots in this run: main-frame navigations (goto, reload) to the app's page,
-in all and per test file (``by_file``: file name -> boots; ``file``: the running test's)."""
+BOOTS = {"file": "", "by_file": Counter()}
+"""Pyodide boots in this run: main-frame navigations (goto, reload) to the app's page, per
+test file (``by_file``: file name -> boots; the run's total is its ``total()``); ``file``:
+the running test's file name."""
 
 
 def _is_app_document(request) -> bool:
@@ -107,8 +109,7 @@ def _is_app_document(request) -> bool:
 
 def _count_boot(request) -> None:
     if _is_app_document(request):
-        BOOTS["count"] += 1
-        BOOTS["by_file"][BOOTS["file"]] = BOOTS["by_file"].get(BOOTS["file"], 0) + 1
+        BOOTS["by_file"][BOOTS["file"]] += 1
 
 
 @pytest.fixture
@@ -119,10 +120,9 @@ def context(context):
 
 
 def pytest_terminal_summary(terminalreporter):
-    if BOOTS["count"]:
-        terminalreporter.write_sep("-", f"Pyodide boots: {BOOTS['count']}")
-        per_file = sorted(BOOTS["by_file"].items(), key=lambda item: -item[1])
-        terminalreporter.write_line("  " + ", ".join(f"{name} {n}" for name, n in per_file))
+    if BOOTS["by_file"]:
+        terminalreporter.write_sep("-", f"Pyodide boots: {BOOTS['by_file'].total()}")
+        terminalreporter.write_line("  " + ", ".join(f"{name} {n}" for name, n in BOOTS["by_file"].most_common()))
     lines = renderer_crashes.summary_lines()
     if lines:
         terminalreporter.write_sep("-", "Chromium renderer crashes")
