@@ -59,6 +59,23 @@ def _download(text: str, mime: str, filename: str) -> None:
     js.setTimeout(create_proxy(lambda: js.URL.revokeObjectURL(url)), 10_000)
 
 
+def _chosen(field, kind: str):
+    """The file chosen in the ``<input type=file>`` ``field`` (emptied, so the same file can be chosen
+    again) and ``history-status`` cleared to a pending ``kind``; ``(None, None)`` when none was chosen."""
+    files = field.files
+    if is_none(files) or files.length == 0:
+        return None, None
+    file = files.item(0)
+    field.value = ""
+    status = document.getElementById("history-status")
+    status.setAttribute("data-kind", kind)
+    status.setAttribute("data-result", "pending")
+    for name in ("data-reason", "data-imported", "data-existing", "data-skipped"):
+        status.removeAttribute(name)
+    status.textContent = ""
+    return file, status
+
+
 class HistoryFiles:
     """Export, print and import for one page.
 
@@ -138,16 +155,9 @@ class HistoryFiles:
         """Import a JSON export into the shown course's history (DESIGN.md §14): a file over 50 MB is
         refused before it is read, the text is parsed in slices that leave the page its turn, and every
         refusal (an unexpected failure too) is said in ``history-status``; a refused file changes nothing."""
-        files = field.files
-        if is_none(files) or files.length == 0:
+        file, status = _chosen(field, "import")
+        if file is None:
             return
-        file = files.item(0)
-        field.value = ""
-        status = document.getElementById("history-status")
-        status.setAttribute("data-kind", "import")
-        status.setAttribute("data-result", "pending")
-        status.removeAttribute("data-reason")
-        status.textContent = ""
         bundle = await self._parsed(file)
         if bundle is None:
             return
@@ -161,6 +171,50 @@ class HistoryFiles:
         status.textContent = self.t("history.imported" if result == "ok" else f"history.importError.{result}")
         if result == "ok" and stage_id == self.list.stage:
             await self._on_imported(bundle[0].taskId)
+
+    async def import_chatgpt_file(self, field) -> None:
+        """Import ChatGPT's data export (``conversations.json`` or the export zip) into the shown
+        course's history (DESIGN.md §14, ``app.history.chatgpt``): each conversation through the same
+        ``import_bundle`` as a JSON export, one already kept left as it is. ``history-status`` says how
+        many were added (``data-imported``), already there (``data-existing``) and could not be read
+        (``data-skipped``, named in the text); a file of another shape is refused with what was expected."""
+        from app.history.chatgpt import import_chatgpt
+        from app.history.export import ImportRefused, check_size
+
+        file, status = _chosen(field, "import-chatgpt")
+        if file is None:
+            return
+        stage_id = self.runtime.stage_id or ""
+        try:
+            check_size(int(file.size))
+            data = (await file.arrayBuffer()).to_bytes()
+            outcome = import_chatgpt(data, stage_id, self.clock())
+            results = []
+            for meta, messages in outcome.documents:
+                bundle = (meta, messages, [])
+                results.append(await self.recorder.run(stage_id, lambda b=bundle: self.service.import_bundle(stage_id, *b)))
+        except ImportRefused as refused:
+            return self._refused("chatgpt-format" if refused.reason == "format" else refused.reason)
+        except Exception as error:  # noqa: BLE001 - never a silent failure: the page says it (§14)
+            js.console.error(f"ChatGPT import failed: {type(error).__name__}: {error}")
+            return self._refused("failed")
+        if "unavailable" in results:
+            return self._refused("unavailable")
+        imported, existing, skipped = results.count("ok"), results.count("exists"), outcome.skipped
+        said = [self.t("history.chatgptImported", count=imported)]
+        if existing:
+            said.append(self.t("history.chatgptExisting", count=existing))
+        if skipped:
+            names = ", ".join(f"{s.title} ({s.reason})" for s in skipped[:5]) + (", …" if len(skipped) > 5 else "")
+            said.append(self.t("history.chatgptSkipped", count=len(skipped), names=names))
+        status.setAttribute("data-result", "ok" if imported or existing else "error")
+        status.setAttribute("data-imported", str(imported))
+        status.setAttribute("data-existing", str(existing))
+        status.setAttribute("data-skipped", str(len(skipped)))
+        status.textContent = " ".join(said)
+        if imported and stage_id == self.list.stage:
+            first = next(meta.taskId for (meta, _), result in zip(outcome.documents, results) if result == "ok")
+            await self._on_imported(first)
 
     async def _parsed(self, file):
         """The file's bundle, or ``None`` once its refusal is said."""

@@ -77,7 +77,7 @@ class HistoryListView:
         status = self._by("history-status")
         if listing.childElementCount == 0:
             status.textContent = self.t("history.unavailable" if self.service.available is False else key)
-        elif status.getAttribute("data-kind") != "import":
+        elif not (status.getAttribute("data-kind") or "").startswith("import"):  # an import's outcome stays
             status.textContent = ""
 
     def _paged(self, page) -> None:

@@ -118,6 +118,7 @@ class HistoryView:
         on("export-json", "click", lambda e: _schedule(files.export("json")))
         on("history-print", "click", lambda e: _schedule(files.print_view()))
         on("import-json", "change", lambda e: _schedule(files.import_file(e.target)))
+        on("import-chatgpt", "change", lambda e: _schedule(files.import_chatgpt_file(e.target)))
         on("discard-confirm-yes", "click", lambda e: self._discard(True))
         on("discard-confirm-export", "click", lambda e: _schedule(files.export_unkept()))
         on("discard-confirm-keep", "click", lambda e: self._discard(False))

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from app.history.records import MAX_SAFE_INTEGER, Stats, TaskMeta, TurnMeta, iso, parse_iso
 from app.projection import CUT_MARKER, failure_of
 
-__all__ = ["FORMAT", "MAX_IMPORT_BYTES", "VERSION", "ImportRefused", "check_size", "export_json", "export_unkept",
+__all__ = ["FORMAT", "MAX_IMPORT_BYTES", "VERSION", "ImportRefused", "check_depth", "check_size", "export_json", "export_unkept",
            "export_markdown", "fence_for", "parse_export", "parse_export_sliced", "parse_steps"]
 
 FORMAT = "agentbar-conversation"
@@ -110,6 +110,13 @@ def _depth_steps(text: str):
             raise ImportRefused("not-json", f"nested deeper than {MAX_DEPTH} levels")
         if count % _BRACKETS_PER_SLICE == 0:
             yield
+
+
+def check_depth(text: str) -> None:
+    """Refuse (``ImportRefused("not-json")``) a JSON ``text`` nested deeper than ``MAX_DEPTH``, before
+    ``json`` is handed it (``_depth_steps`` run to the end, DESIGN.md §14)."""
+    for _ in _depth_steps(text):
+        pass
 
 
 def _decode_at(text: str, at: int) -> tuple[Any, int]:

@@ -1,0 +1,239 @@
+"""Import from ChatGPT's data export into history (DESIGN.md §14, "Import from other tools").
+
+Two shapes are read:
+
+- ``conversations.json``: a JSON array of conversations, each ``{"id"|"conversation_id", "title",
+  "create_time", "update_time" (epoch seconds, float or null), "current_node", "mapping": {node id:
+  {"message": {"author": {"role"}, "content": {"content_type", "parts"|"text"…}, "create_time",
+  "metadata"} | null, "parent", "children"}}, "default_model_slug"?}``;
+- the export zip: that file, or (the 2026 export) several ``conversations-000.json``,
+  ``conversations-001.json``… beside ``export_manifest.json``, ``chat.html``, ``user.json`` and media;
+  every member named ``conversations.json`` or ``conversations-<n>.json`` is read, in name order.
+
+The thread is the path from ``current_node`` up through ``parent`` to the root, read root first, so
+an edited message's other branches are left out. Nodes without a message, ``system`` messages,
+messages the export marks hidden (``metadata.is_visually_hidden_from_conversation``) and ChatGPT's
+own notes (content types ``user_editable_context``, ``model_editable_context``, ``thoughts``,
+``reasoning_recap``) are not part of the conversation a user saw and are passed over. Text parts are
+kept verbatim; every other part is kept as a text saying what it was (``[image]``, ``[audio]``,
+``[<content type>]``), so nothing the user saw disappears without a trace. ``tool`` messages (the
+results of browsing, code and file tools) become assistant text.
+
+Each conversation becomes one AgentBar export document (``app.history.export``'s format), checked by
+the same ``parse_export`` every import goes through, so it lands with the exact record shapes. Its
+task id is derived from the ChatGPT id (the same file imported twice gives the same ids, which the
+history merges instead of duplicating); its times are the export's (``create_time``,
+``update_time``; a missing one is taken from the messages). A conversation that cannot be read is
+named with its reason in ``ChatGPTImport.skipped``, never silently dropped; a file of another shape
+raises ``ImportRefused("format")``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import re
+import zipfile
+from typing import Any, NamedTuple
+
+from app.history.export import ImportRefused, check_depth, check_size, parse_export
+from app.history.records import TaskMeta, iso, new_task_id
+
+__all__ = ["ChatGPTImport", "Skipped", "conversations_of", "import_chatgpt", "thread_path"]
+
+EXPECTED = "ChatGPT's conversations.json (an array of conversations, each with a mapping) or its export zip"
+"""What a refused file was expected to be (the ``ImportRefused("format")`` detail)."""
+
+_MEMBER = re.compile(r"(?:.*/)?conversations(?:-\d+)?\.json\Z")
+_HIDDEN_TYPES = frozenset({"user_editable_context", "model_editable_context", "thoughts", "reasoning_recap"})
+_ROLES = {"user": "user", "assistant": "assistant", "tool": "assistant"}
+_DAY_MS = 86_400_000
+
+
+class Skipped(NamedTuple):
+    """A conversation not imported: ``title`` (or its id, or ``#<index>``) and ``reason`` (English,
+    for the status line's detail)."""
+
+    title: str
+    reason: str
+
+
+class ChatGPTImport(NamedTuple):
+    """The outcome: ``documents`` (one ``(meta, messages)`` per conversation, ``messages`` the slim
+    projection), ``skipped`` (``Skipped`` per conversation that could not be read) and
+    ``parts_as_text`` (how many non-text parts were kept as a text saying what they were)."""
+
+    documents: list[tuple[TaskMeta, list[dict[str, Any]]]]
+    skipped: list[Skipped]
+    parts_as_text: int
+
+
+def _load(text: str, name: str) -> Any:
+    check_depth(text)
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as error:
+        raise ImportRefused("not-json", f"{name}: {error}") from None
+
+
+def conversations_of(data: bytes) -> list[Any]:
+    """The raw conversations of an export file's ``data`` (``conversations.json`` or the zip).
+
+    Raises ``ImportRefused``: ``size`` (over ``MAX_IMPORT_BYTES``, the zip's members counted by their
+    unpacked size before any is read), ``not-json`` (not UTF-8 JSON, or nested too deep) or ``format``
+    (not an array, or a zip with no ``conversations*.json``)."""
+    check_size(len(data))
+    if data[:4] == b"PK\x03\x04":
+        try:
+            archive = zipfile.ZipFile(io.BytesIO(data))
+            members = sorted((i for i in archive.infolist() if _MEMBER.match(i.filename)), key=lambda i: i.filename)
+        except zipfile.BadZipFile as error:
+            raise ImportRefused("format", f"{EXPECTED}: {error}") from None
+        if not members:
+            raise ImportRefused("format", f"{EXPECTED}: the zip holds no conversations.json")
+        check_size(sum(i.file_size for i in members))
+        sources = [(i.filename, archive.read(i)) for i in members]
+    else:
+        sources = [("conversations.json", data)]
+    found: list[Any] = []
+    for name, raw in sources:
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as error:
+            raise ImportRefused("not-json", f"{name}: {error}") from None
+        value = _load(text, name)
+        if not isinstance(value, list):
+            raise ImportRefused("format", f"{EXPECTED}: {name} is not an array")
+        found.extend(value)
+    return found
+
+
+def thread_path(mapping: dict[str, Any], current_node: str) -> list[dict[str, Any]]:
+    """The nodes from the root down to ``current_node``, following ``parent`` links (the branch
+    ChatGPT showed last). Raises ``ValueError`` if ``current_node`` or a parent is missing from
+    ``mapping``, or the links loop."""
+    path, seen, at = [], set(), current_node
+    while at is not None:
+        if at in seen:
+            raise ValueError("the mapping's parent links loop")
+        node = mapping.get(at) if isinstance(at, str) else None
+        if not isinstance(node, dict):
+            raise ValueError(f"node {at!r} is missing from the mapping")
+        seen.add(at)
+        path.append(node)
+        at = node.get("parent")
+    return path[::-1]
+
+
+def _part_text(part: Any) -> tuple[str, bool]:
+    """One content part as ``(text, is_a_stand_in)``."""
+    if isinstance(part, str):
+        return part, False
+    kind = part.get("content_type") if isinstance(part, dict) else None
+    if isinstance(part, dict) and isinstance(part.get("text"), str):  # an audio transcription, for one
+        return part["text"], False
+    if isinstance(kind, str) and kind.startswith("image"):
+        return "[image]", True
+    if isinstance(kind, str) and kind.startswith("audio"):
+        return "[audio]", True
+    return f"[{kind or type(part).__name__}]", True
+
+
+def _texts(content: dict[str, Any]) -> tuple[list[str], int]:
+    """The texts of a message's ``content`` and how many are stand-ins for non-text parts."""
+    kind = content.get("content_type")
+    parts = content.get("parts")
+    if isinstance(parts, list):
+        pairs = [_part_text(p) for p in parts]
+    elif isinstance(content.get("text"), str):  # code, execution_output, tether_quote…
+        pairs = [(content["text"], False)]
+    elif isinstance(content.get("result"), str):
+        pairs = [(content["result"], False)]
+    else:
+        pairs = [(f"[{kind}]", True)]
+    kept = [(text, stand_in) for text, stand_in in pairs if text.strip()]
+    return [text for text, _ in kept], sum(stand_in for _, stand_in in kept)
+
+
+def _visible(message: Any) -> bool:
+    if not isinstance(message, dict):
+        return False
+    role = (message.get("author") or {}).get("role")
+    content = message.get("content")
+    metadata = message.get("metadata") or {}
+    return (role in _ROLES and isinstance(content, dict) and content.get("content_type") not in _HIDDEN_TYPES
+            and not (isinstance(metadata, dict) and metadata.get("is_visually_hidden_from_conversation")))
+
+
+def _ms(seconds: Any) -> int | None:
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+        return None
+    return round(seconds * 1000)
+
+
+def _title(raw: Any, index: int) -> str:
+    if isinstance(raw, dict):
+        for key in ("title", "id", "conversation_id"):
+            if isinstance(raw.get(key), str) and raw[key].strip():
+                return raw[key]
+    return f"#{index + 1}"
+
+
+def _convert(raw: Any, index: int, stage_id: str, now_ms: int) -> tuple[TaskMeta, list[dict[str, Any]], int]:
+    """One conversation to ``(meta, messages, parts_as_text)``; ``ValueError`` says why it cannot be."""
+    from app.model import Message, TextPart
+    from app.projection import serialize_thread
+
+    if not isinstance(raw, dict) or not isinstance(raw.get("mapping"), dict):
+        raise ValueError("not a conversation with a mapping")
+    path = thread_path(raw["mapping"], raw.get("current_node"))
+    messages, times, stand_ins = [], [], 0
+    for node in path:
+        message = node.get("message")
+        if not _visible(message):
+            continue
+        texts, count = _texts(message["content"])
+        if not texts:
+            continue
+        stand_ins += count
+        messages.append(Message(role=_ROLES[message["author"]["role"]], content=[TextPart(text=t) for t in texts]))
+        if (moment := _ms(message.get("create_time"))) is not None:
+            times.append(moment)
+    if not messages:
+        raise ValueError("no message to show")
+    created = _ms(raw.get("create_time"))
+    created = created if created is not None else min(times, default=None)
+    updated = _ms(raw.get("update_time"))
+    updated = updated if updated is not None else max(times, default=created)
+    if created is None or updated is None:
+        raise ValueError("no time in the conversation or its messages")
+    if not 0 <= created <= updated <= now_ms + _DAY_MS:
+        raise ValueError(f"times out of order or in the future: {iso(created)} .. {iso(updated)}")
+    source = raw.get("id") or raw.get("conversation_id") or json.dumps(raw.get("current_node"))
+    digest = hashlib.sha256(f"chatgpt:{source}".encode()).digest()
+    meta = {"taskId": new_task_id(created, lambda n: digest[:n]), "taskName": _title(raw, index),
+            "stageId": stage_id, "createdAt": iso(created), "updatedAt": iso(updated), "stats": {}}
+    document = {"format": "agentbar-conversation", "version": 1, "meta": meta,
+                "messages": serialize_thread(messages), "turns": []}
+    checked, slim, _ = parse_export(json.dumps(document, ensure_ascii=False), now_ms)
+    return checked, slim, stand_ins
+
+
+def import_chatgpt(data: bytes, stage_id: str, now_ms: int) -> ChatGPTImport:
+    """Read a ChatGPT export (``data``: the bytes of ``conversations.json`` or of the export zip) as
+    conversations of course ``stage_id``; ``now_ms``: the importing machine's clock (epoch ms), which
+    no time may pass by more than a day. Raises ``ImportRefused`` for a file that is not such an
+    export (``conversations_of``); a conversation that cannot be read is in ``skipped``."""
+    documents, skipped, stand_ins = [], [], 0
+    for index, raw in enumerate(conversations_of(data)):
+        try:
+            meta, messages, count = _convert(raw, index, stage_id, now_ms)
+        except (ValueError, ImportRefused) as error:  # ImportRefused is a ValueError: both name the reason
+            skipped.append(Skipped(_title(raw, index), str(error).splitlines()[0] if str(error) else "unreadable"))
+            continue
+        documents.append((meta, messages))
+        stand_ins += count
+    return ChatGPTImport(documents, skipped, stand_ins)
+

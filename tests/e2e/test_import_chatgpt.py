@@ -1,0 +1,110 @@
+"""ChatGPT's data export imported in Chromium (DESIGN.md §14 "Import from other tools",
+``[data-testid=import-chatgpt]``): one page, every case after the other."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+from tests.e2e.test_history import item_ids, open_list, wait_history
+
+T0 = 1_780_000_000  # 2026-05-28, epoch seconds as the export writes them
+
+
+def node(node_id, parent, role=None, text=None, children=()):
+    message = None if role is None else {
+        "id": node_id, "author": {"role": role}, "create_time": T0, "metadata": {},
+        "content": {"content_type": "text", "parts": [text]}}
+    return node_id, {"id": node_id, "message": message, "parent": parent, "children": list(children)}
+
+
+def edited(cid: str, title: str) -> dict:
+    """A conversation whose question was edited: the first branch is left, the edit is current."""
+    return {"id": cid, "title": title, "create_time": T0, "update_time": T0 + 60, "current_node": "a2",
+            "mapping": dict([
+                node("root", None, children=["q1", "q2"]),
+                node("q1", "root", "user", "first wording", children=["a1"]),
+                node("a1", "q1", "assistant", "answer to the first wording"),
+                node("q2", "root", "user", "second wording", children=["a2"]),
+                node("a2", "q2", "assistant", "answer to the second wording"),
+            ])}
+
+
+def status(agent, kind: str = "import-chatgpt"):
+    agent.page.wait_for_function(
+        "kind => { const s = document.querySelector('[data-testid=history-status]');"
+        " return s.dataset.kind === kind && s.dataset.result !== 'pending'; }", arg=kind)
+    element = agent.testid("history-status")
+    return {name: element.get_attribute(f"data-{name}") for name in ("result", "reason", "imported", "existing",
+                                                                        "skipped")} | {"text": element.inner_text()}
+
+
+def choose(agent, path) -> dict:
+    agent.page.evaluate("() => { document.querySelector('[data-testid=history-status]').dataset.kind = ''; }")
+    agent.testid("import-chatgpt").set_input_files(str(path))
+    return status(agent)
+
+
+def test_chatgpt_exports_import_the_current_branch_report_what_they_could_not_read_and_refuse_other_files(
+        agent, tmp_path):
+    agent.open(course="intro-ml")
+    assert wait_history(agent) == "ready"
+    listing = open_list(agent)
+
+    # conversations.json with an edited message: one conversation, its current branch
+    plain = tmp_path / "conversations.json"
+    plain.write_text(json.dumps([edited("c-1", "Edited question")]), encoding="utf-8")
+    said = choose(agent, plain)
+    assert (said["result"], said["imported"], said["existing"], said["skipped"]) == ("ok", "1", "0", "0"), said
+    item = agent.page.locator("[data-testid=history-item]", has_text="Edited question")
+    item.wait_for()
+    item.click()
+    agent.page.wait_for_function("() => [...document.querySelectorAll('[data-testid=agent-message]')]"
+                                 ".some(m => m.innerText.includes('answer to the second wording'))")
+    shown = agent.messages().all_inner_texts()
+    assert len(shown) == 2 and "second wording" in shown[0] and "first wording" not in " ".join(shown), shown
+    agent.page.wait_for_selector("[data-testid=history-drawer]", state="hidden")  # resuming closes the list
+    listing = open_list(agent)
+
+    # the same file again: nothing duplicated, and said so
+    said = choose(agent, plain)
+    assert (said["imported"], said["existing"]) == ("0", "1"), said
+    assert len(item_ids(agent)) == 1
+
+    # an export missing metadata: what it has imports, the rest is counted and named
+    undated = edited("c-2", "No dates") | {"create_time": None, "update_time": None}
+    broken = {"id": "c-3", "title": "Broken one"}
+    partial = tmp_path / "partial.json"
+    partial.write_text(json.dumps([undated, broken]), encoding="utf-8")
+    said = choose(agent, partial)
+    assert (said["result"], said["imported"], said["skipped"]) == ("ok", "1", "1"), said
+    assert "Broken one" in said["text"]
+
+    # the 2026 export: a zip of several conversations-NNN.json beside other files
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("export_manifest.json", "{}")
+        archive.writestr("chat.html", "<html></html>")
+        archive.writestr("conversations-000.json", json.dumps([edited("z-1", "Zip one"), edited("z-2", "Zip two")]))
+        archive.writestr("conversations-001.json", json.dumps([edited("z-3", "Zip three")]))
+    newer = tmp_path / "export.zip"
+    newer.write_bytes(buffer.getvalue())
+    said = choose(agent, newer)
+    assert (said["result"], said["imported"], said["skipped"]) == ("ok", "3", "0"), said
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 5")
+    assert listing.get_attribute("data-total") == "5"
+
+    # a file of another shape: refused, nothing changed
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"format": "agentbar-conversation"}), encoding="utf-8")
+    said = choose(agent, other)
+    assert (said["result"], said["reason"]) == ("error", "chatgpt-format"), said
+    assert "conversations.json" in said["text"]
+    assert len(item_ids(agent)) == 5
+
+    # kept: after a reload the imported conversations are still listed
+    agent.reload()
+    wait_history(agent)
+    open_list(agent)
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 5")

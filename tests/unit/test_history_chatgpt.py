@@ -1,0 +1,180 @@
+"""ChatGPT's data export read into history documents (app/history/chatgpt.py, DESIGN.md §14)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.history.chatgpt import conversations_of, import_chatgpt, thread_path
+from app.history.export import ImportRefused, export_json, parse_export
+from app.history.records import TASK_ID, iso
+from tests.unit.test_build import _zip as zipped  # one zip writer for the unit tests
+
+NOW_MS = 1_790_000_000_000  # 2026-09-21
+T0 = 1_780_000_000.25  # epoch seconds, as the export writes them
+
+
+def node(node_id, parent, role=None, parts=None, *, t=None, content=None, metadata=None, children=()):
+    message = None
+    if role is not None:
+        message = {"id": node_id, "author": {"role": role}, "create_time": t,
+                   "content": content or {"content_type": "text", "parts": parts or []}, "metadata": metadata or {}}
+    return node_id, {"id": node_id, "message": message, "parent": parent, "children": list(children)}
+
+
+def conversation(cid, title, nodes, current, *, create=T0, update=T0 + 60):
+    return {"id": cid, "title": title, "create_time": create, "update_time": update,
+            "current_node": current, "mapping": dict(nodes), "default_model_slug": "gpt-4o"}
+
+
+def texts(messages):
+    return [(m["role"], [p["text"] for p in m["content"]]) for m in messages]
+
+
+def edited():
+    """A conversation whose first question was edited: two branches under the root; the edit is current."""
+    return conversation("c-edit", "Gradients", [
+        node("root", None, children=["sys"]),
+        node("sys", "root", "system", ["You are ChatGPT."], children=["q1", "q1b"]),
+        node("q1", "sys", "user", ["What is a gradient?"], t=T0 + 1, children=["a1"]),
+        node("a1", "q1", "assistant", ["A vector of partial derivatives."], t=T0 + 2),
+        node("q1b", "sys", "user", ["What is a gradient, simply?"], t=T0 + 10, children=["a1b"]),
+        node("a1b", "q1b", "assistant", ["The direction of steepest ascent."], t=T0 + 11, children=["q2"]),
+        node("q2", "a1b", "user", ["And the learning rate?"], t=T0 + 20, children=["a2"]),
+        node("a2", "q2", "assistant", ["The step size."], t=T0 + 21),
+    ], "a2")
+
+
+def as_bytes(conversations):
+    return json.dumps(conversations).encode()
+
+
+def test_an_edited_conversation_imports_the_current_branch_root_first_without_the_system_message():
+    outcome = import_chatgpt(as_bytes([edited()]), "course-1", NOW_MS)
+    assert outcome.skipped == []
+    [(meta, messages)] = outcome.documents
+    assert texts(messages) == [
+        ("user", ["What is a gradient, simply?"]), ("assistant", ["The direction of steepest ascent."]),
+        ("user", ["And the learning rate?"]), ("assistant", ["The step size."])]
+    assert (meta.taskName, meta.stageId) == ("Gradients", "course-1")
+    assert (meta.createdAt, meta.updatedAt) == (round(T0 * 1000), round((T0 + 60) * 1000))
+    assert TASK_ID.match(meta.taskId) and meta.taskId.startswith("task_20260528_")
+
+
+def test_each_document_is_an_export_the_ordinary_import_accepts_unchanged():
+    outcome = import_chatgpt(as_bytes([edited()]), "course-1", NOW_MS)
+    for meta, messages in outcome.documents:
+        again, messages_again, turns = parse_export(export_json(meta, messages, []), NOW_MS)
+        assert (again, messages_again, turns) == (meta, messages, [])
+
+
+def test_the_same_file_twice_gives_the_same_task_ids_and_two_conversations_two_ids():
+    other = edited() | {"id": "c-other", "title": "Other"}
+    first = import_chatgpt(as_bytes([edited(), other]), "s", NOW_MS)
+    second = import_chatgpt(as_bytes([edited(), other]), "s", NOW_MS)
+    ids = [meta.taskId for meta, _ in first.documents]
+    assert ids == [meta.taskId for meta, _ in second.documents]
+    assert len(set(ids)) == 2
+
+
+def test_hidden_notes_are_passed_over_and_non_text_parts_are_kept_as_text_saying_what_they_were():
+    image = {"content_type": "image_asset_pointer", "asset_pointer": "file-service://file-1", "width": 8}
+    chat = conversation("c-parts", "Parts", [
+        node("root", None, children=["ctx"]),
+        node("ctx", "root", "user", content={"content_type": "user_editable_context", "user_profile": "x"},
+             children=["hidden"]),
+        node("hidden", "ctx", "user", ["hidden"], metadata={"is_visually_hidden_from_conversation": True},
+             children=["q"]),
+        node("q", "hidden", "user", content={"content_type": "multimodal_text", "parts": [image, "What is this?"]},
+             t=T0, children=["think"]),
+        node("think", "q", "assistant", content={"content_type": "thoughts", "thoughts": []}, children=["code"]),
+        node("code", "think", "assistant", content={"content_type": "code", "language": "python", "text": "1+1"},
+             children=["out"]),
+        node("out", "code", "tool", content={"content_type": "execution_output", "text": "2"}, children=["voice"]),
+        node("voice", "out", "assistant", content={"content_type": "multimodal_text", "parts": [
+            {"content_type": "audio_transcription", "text": "Here it is."},
+            {"content_type": "audio_asset_pointer", "asset_pointer": "sediment://file-2"}]}, children=["web"]),
+        node("web", "voice", "tool", content={"content_type": "tether_browsing_display", "summary": None},
+             children=["a"]),
+        node("a", "web", "assistant", ["A plot."], t=T0 + 5),
+    ], "a")
+    outcome = import_chatgpt(as_bytes([chat]), "s", NOW_MS)
+    [(_, messages)] = outcome.documents
+    assert texts(messages) == [("user", ["[image]", "What is this?"]), ("assistant", ["1+1"]), ("assistant", ["2"]),
+                               ("assistant", ["Here it is.", "[audio]"]), ("assistant", ["[tether_browsing_display]"]),
+                               ("assistant", ["A plot."])]
+    assert outcome.parts_as_text == 3
+
+
+def test_an_export_missing_metadata_imports_what_it_has_and_names_the_rest():
+    no_times = edited() | {"id": "c-nt", "create_time": None, "update_time": None}
+    nothing_dated = conversation("c-nd", "Undated", [node("r", None, children=["q"]), node("q", "r", "user", ["hi"])],
+                                 "q", create=None, update=None)
+    no_mapping = {"id": "c-nm", "title": "Broken"}
+    dangling = conversation("c-dg", "Dangling", [node("q", "gone", "user", ["hi"], t=T0)], "q")
+    outcome = import_chatgpt(as_bytes([no_times, nothing_dated, no_mapping, dangling, 7]), "s", NOW_MS)
+    [(meta, _)] = outcome.documents
+    assert (meta.createdAt, meta.updatedAt) == (round((T0 + 10) * 1000), round((T0 + 21) * 1000))  # its messages'
+    assert [(s.title, s.reason.split(" ")[0]) for s in outcome.skipped] == [
+        ("Undated", "no"), ("Broken", "not"), ("Dangling", "node"), ("#5", "not")]
+
+
+def test_a_conversation_in_the_future_or_with_looping_links_is_skipped_with_its_reason():
+    future = edited() | {"id": "c-f", "title": "Future", "update_time": NOW_MS / 1000 + 2 * 86_400}
+    loop = conversation("c-l", "Loop", [node("a", "b", "user", ["x"], t=T0), node("b", "a", "assistant", ["y"])], "a")
+    outcome = import_chatgpt(as_bytes([future, loop]), "s", NOW_MS)
+    assert outcome.documents == []
+    assert [s.title for s in outcome.skipped] == ["Future", "Loop"]
+    assert "future" in outcome.skipped[0].reason and "loop" in outcome.skipped[1].reason
+
+
+def test_thread_path_follows_parents_from_the_current_node():
+    mapping = dict([node("r", None), node("a", "r"), node("b", "a"), node("c", "r")])
+    assert [n["id"] for n in thread_path(mapping, "b")] == ["r", "a", "b"]
+    with pytest.raises(ValueError):
+        thread_path(mapping, "missing")
+
+
+def test_the_newer_zip_of_several_conversation_files_imports_every_file_in_name_order():
+    chats = [edited() | {"id": f"c{i}", "title": f"Chat {i}"} for i in range(5)]
+    data = zipped({"export_manifest.json": b"{}", "chat.html": b"<html></html>", "user.json": b"{}",
+                   "conversations-001.json": as_bytes(chats[3:]), "conversations-000.json": as_bytes(chats[:3]),
+                   "file-abc.png": b"\x89PNG"})
+    outcome = import_chatgpt(data, "s", NOW_MS)
+    assert [meta.taskName for meta, _ in outcome.documents] == [f"Chat {i}" for i in range(5)]
+    assert len(conversations_of(zipped({"conversations.json": as_bytes(chats)}))) == 5
+
+
+@pytest.mark.parametrize("data, reason", [
+    (b'{"format": "agentbar-conversation"}', "format"),
+    (b"not json", "not-json"),
+    (b"\xff\xfe", "not-json"),
+    (b"[" * 100 + b"]" * 100, "not-json"),
+    (zipped({"chat.html": b"<html></html>"}), "format"),
+    (b"PK\x03\x04 truncated", "format"),
+    (zipped({"conversations-000.json": b'{"a": 1}'}), "format"),
+])
+def test_a_file_of_another_shape_is_refused_naming_what_was_expected(data, reason):
+    with pytest.raises(ImportRefused) as refused:
+        import_chatgpt(data, "s", NOW_MS)
+    assert refused.value.reason == reason
+    if reason == "format":
+        assert "conversations.json" in str(refused.value)
+
+
+def test_a_zip_whose_conversations_unpack_past_the_bound_is_refused_before_they_are_read(monkeypatch):
+    import app.history.export as export
+
+    monkeypatch.setattr(export, "MAX_IMPORT_BYTES", 10_000)
+    data = zipped({"conversations.json": b"[" + b" " * 20_000 + b"]"})
+    assert len(data) < 10_000
+    with pytest.raises(ImportRefused) as refused:
+        import_chatgpt(data, "s", NOW_MS)
+    assert refused.value.reason == "size"
+
+
+def test_times_are_written_at_millisecond_precision():
+    outcome = import_chatgpt(as_bytes([edited()]), "s", NOW_MS)
+    [(meta, _)] = outcome.documents
+    assert iso(meta.createdAt).endswith(".250Z")
