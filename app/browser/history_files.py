@@ -5,6 +5,7 @@ history cannot keep exported before New conversation, and a JSON export imported
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Awaitable, Callable
 
@@ -178,21 +179,25 @@ class HistoryFiles:
         ``import_bundle`` as a JSON export, one already kept left as it is. ``history-status`` says how
         many were added (``data-imported``), already there (``data-existing``) and could not be read
         (``data-skipped``, named in the text); a file of another shape is refused with what was expected."""
-        from app.history.chatgpt import import_chatgpt
+        from app.history.chatgpt import Skipped, conversations_of, read_conversations
         from app.history.export import ImportRefused, check_size
 
         file, status = _chosen(field, "import-chatgpt")
         if file is None:
             return
         stage_id = self.runtime.stage_id or ""
+        results, skipped, first = [], [], None
         try:
             check_size(int(file.size))
-            data = (await file.arrayBuffer()).to_bytes()
-            outcome = import_chatgpt(data, stage_id, self.clock())
-            results = []
-            for meta, messages in outcome.documents:
-                bundle = (meta, messages, [])
+            raw = conversations_of((await file.arrayBuffer()).to_bytes())
+            for read in read_conversations(raw, stage_id, self.clock()):  # each in its own task
+                if isinstance(read, Skipped):
+                    skipped.append(read)
+                    continue
+                bundle = (read[0], read[1], [])
                 results.append(await self.recorder.run(stage_id, lambda b=bundle: self.service.import_bundle(stage_id, *b)))
+                first = first or (read[0].taskId if results[-1] == "ok" else None)
+                await asyncio.sleep(0)
         except ImportRefused as refused:
             return self._refused("chatgpt-format" if refused.reason == "format" else refused.reason)
         except Exception as error:  # noqa: BLE001 - never a silent failure: the page says it (§14)
@@ -200,7 +205,11 @@ class HistoryFiles:
             return self._refused("failed")
         if "unavailable" in results:
             return self._refused("unavailable")
-        imported, existing, skipped = results.count("ok"), results.count("exists"), outcome.skipped
+        self._say_chatgpt(status, results.count("ok"), results.count("exists"), skipped)
+        if first and stage_id == self.list.stage:
+            await self._on_imported(first)
+
+    def _say_chatgpt(self, status, imported: int, existing: int, skipped: list) -> None:
         said = [self.t("history.chatgptImported", count=imported)]
         if existing:
             said.append(self.t("history.chatgptExisting", count=existing))
@@ -212,9 +221,6 @@ class HistoryFiles:
         status.setAttribute("data-existing", str(existing))
         status.setAttribute("data-skipped", str(len(skipped)))
         status.textContent = " ".join(said)
-        if imported and stage_id == self.list.stage:
-            first = next(meta.taskId for (meta, _), result in zip(outcome.documents, results) if result == "ok")
-            await self._on_imported(first)
 
     async def _parsed(self, file):
         """The file's bundle, or ``None`` once its refusal is said."""

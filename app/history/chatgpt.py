@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 from app.history.export import ImportRefused, check_depth, check_size, parse_export
 from app.history.records import TaskMeta, iso, new_task_id
 
-__all__ = ["ChatGPTImport", "Skipped", "conversations_of", "import_chatgpt", "thread_path"]
+__all__ = ["ChatGPTImport", "Skipped", "conversations_of", "import_chatgpt", "read_conversations", "thread_path"]
 
 EXPECTED = "ChatGPT's conversations.json (an array of conversations, each with a mapping) or its export zip"
 """What a refused file was expected to be (the ``ImportRefused("format")`` detail)."""
@@ -221,19 +221,27 @@ def _convert(raw: Any, index: int, stage_id: str, now_ms: int) -> tuple[TaskMeta
     return checked, slim, stand_ins
 
 
+def read_conversations(conversations: list[Any], stage_id: str, now_ms: int):
+    """Each raw conversation (``conversations_of``) read in turn: a generator of ``(meta, messages,
+    parts_as_text)`` for one that becomes a document, or ``Skipped`` for one that cannot be (a caller
+    can give the page its turn between two, DESIGN.md §14: no long task)."""
+    for index, raw in enumerate(conversations):
+        try:
+            yield _convert(raw, index, stage_id, now_ms)
+        except (ValueError, ImportRefused) as error:  # ImportRefused is a ValueError: both name the reason
+            yield Skipped(_title(raw, index), str(error).splitlines()[0] if str(error) else "unreadable")
+
+
 def import_chatgpt(data: bytes, stage_id: str, now_ms: int) -> ChatGPTImport:
     """Read a ChatGPT export (``data``: the bytes of ``conversations.json`` or of the export zip) as
     conversations of course ``stage_id``; ``now_ms``: the importing machine's clock (epoch ms), which
     no time may pass by more than a day. Raises ``ImportRefused`` for a file that is not such an
     export (``conversations_of``); a conversation that cannot be read is in ``skipped``."""
     documents, skipped, stand_ins = [], [], 0
-    for index, raw in enumerate(conversations_of(data)):
-        try:
-            meta, messages, count = _convert(raw, index, stage_id, now_ms)
-        except (ValueError, ImportRefused) as error:  # ImportRefused is a ValueError: both name the reason
-            skipped.append(Skipped(_title(raw, index), str(error).splitlines()[0] if str(error) else "unreadable"))
-            continue
-        documents.append((meta, messages))
-        stand_ins += count
+    for read in read_conversations(conversations_of(data), stage_id, now_ms):
+        if isinstance(read, Skipped):
+            skipped.append(read)
+        else:
+            documents.append(read[:2])
+            stand_ins += read[2]
     return ChatGPTImport(documents, skipped, stand_ins)
-
