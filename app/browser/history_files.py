@@ -155,13 +155,17 @@ class HistoryFiles:
     async def import_file(self, field) -> None:
         """Import a JSON export into the shown course's history (DESIGN.md §14): a file over 50 MB is
         refused before it is read, the text is parsed in slices that leave the page its turn, and every
-        refusal (an unexpected failure too) is said in ``history-status``; a refused file changes nothing."""
+        refusal (an unexpected failure too) is said in ``history-status``; a refused file changes nothing.
+        A ``maic-agent-threads`` value (the TS original's, ``app.history.original``) is read instead as
+        one conversation per course, each into its own course, counted as ``import_chatgpt_file`` counts."""
         file, status = _chosen(field, "import")
         if file is None:
             return
         bundle = await self._parsed(file)
         if bundle is None:
             return
+        if isinstance(bundle, str):  # the original's value
+            return await self._import_reads(status, lambda: self._original_reads(bundle), own_course=True)
         stage_id = self.runtime.stage_id or ""
         try:
             result = await self.recorder.run(stage_id, lambda: self.service.import_bundle(stage_id, *bundle))
@@ -173,49 +177,72 @@ class HistoryFiles:
         if result == "ok" and stage_id == self.list.stage:
             await self._on_imported(bundle[0].taskId)
 
+    def _original_reads(self, text: str):
+        from app.history.original import read_original
+
+        read = read_original(text, self.clock())
+        yield from ((meta, messages, 0) for meta, messages in read.documents)
+        yield from read.skipped
+
     async def import_chatgpt_file(self, field) -> None:
         """Import ChatGPT's data export (``conversations.json`` or the export zip) into the shown
         course's history (DESIGN.md §14, ``app.history.chatgpt``): each conversation through the same
         ``import_bundle`` as a JSON export, one already kept left as it is. ``history-status`` says how
         many were added (``data-imported``), already there (``data-existing``) and could not be read
         (``data-skipped``, named in the text); a file of another shape is refused with what was expected."""
-        from app.history.chatgpt import Skipped, conversations_of, read_conversations
-        from app.history.export import ImportRefused, check_size
+        from app.history.chatgpt import conversations_of, read_conversations
+        from app.history.export import check_size
 
         file, status = _chosen(field, "import-chatgpt")
         if file is None:
             return
-        stage_id = self.runtime.stage_id or ""
-        results, skipped, first = [], [], None
-        try:
+
+        async def reads():
             check_size(int(file.size))
             raw = conversations_of((await file.arrayBuffer()).to_bytes())
-            for read in read_conversations(raw, stage_id, self.clock()):  # each in its own task
+            return read_conversations(raw, self.runtime.stage_id or "", self.clock())
+
+        await self._import_reads(status, reads, refused_format="chatgpt-format")
+
+    async def _import_reads(self, status, reads, *, own_course: bool = False, refused_format: str = "format") -> None:
+        """Write each conversation ``reads()`` gives (an iterable, or an awaitable of one, of ``(meta,
+        messages, _)`` or ``Skipped``) into history, each in its own task: into the shown course, or
+        into its own (``own_course``: ``meta.stageId``); then say the counts in ``status``."""
+        from app.history.chatgpt import Skipped
+        from app.history.export import ImportRefused
+
+        shown = self.runtime.stage_id or ""
+        results, skipped, first = [], [], None
+        try:
+            found = reads()
+            for read in (await found) if asyncio.iscoroutine(found) else found:
                 if isinstance(read, Skipped):
                     skipped.append(read)
                     continue
-                bundle = (read[0], read[1], [])
-                results.append(await self.recorder.run(stage_id, lambda b=bundle: self.service.import_bundle(stage_id, *b)))
-                first = first or (read[0].taskId if results[-1] == "ok" else None)
+                stage_id, bundle = read[0].stageId if own_course else shown, (read[0], read[1], [])
+                results.append(await self.recorder.run(
+                    stage_id, lambda s=stage_id, b=bundle: self.service.import_bundle(s, *b)))
+                if results[-1] == "ok" and first is None and stage_id == shown:
+                    first = read[0].taskId
                 await asyncio.sleep(0)
         except ImportRefused as refused:
-            return self._refused("chatgpt-format" if refused.reason == "format" else refused.reason)
+            return self._refused(refused_format if refused.reason == "format" else refused.reason)
         except Exception as error:  # noqa: BLE001 - never a silent failure: the page says it (§14)
-            js.console.error(f"ChatGPT import failed: {type(error).__name__}: {error}")
+            js.console.error(f"import failed: {type(error).__name__}: {error}")
             return self._refused("failed")
         if "unavailable" in results:
             return self._refused("unavailable")
-        self._say_chatgpt(status, results.count("ok"), results.count("exists"), skipped)
-        if first and stage_id == self.list.stage:
+        self._say_counts(status, results.count("ok"), results.count("exists"), skipped)
+        if first and shown == self.list.stage:
             await self._on_imported(first)
 
-    def _say_chatgpt(self, status, imported: int, existing: int, skipped: list) -> None:
-        said = [self.t("history.chatgptImported", count=imported)]
+    def _say_counts(self, status, imported: int, existing: int, skipped: list) -> None:
+        said = [self.t("history.importedCount", count=imported)]
         if existing:
-            said.append(self.t("history.chatgptExisting", count=existing))
+            said.append(self.t("history.importExisting", count=existing))
         if skipped:
             names = ", ".join(f"{s.title} ({s.reason})" for s in skipped[:5]) + (", …" if len(skipped) > 5 else "")
-            said.append(self.t("history.chatgptSkipped", count=len(skipped), names=names))
+            said.append(self.t("history.importSkipped", count=len(skipped), names=names))
         status.setAttribute("data-result", "ok" if imported or existing else "error")
         status.setAttribute("data-imported", str(imported))
         status.setAttribute("data-existing", str(existing))
@@ -223,12 +250,16 @@ class HistoryFiles:
         status.textContent = " ".join(said)
 
     async def _parsed(self, file):
-        """The file's bundle, or ``None`` once its refusal is said."""
+        """The file's bundle, its text when it is a ``maic-agent-threads`` value, or ``None`` once its
+        refusal is said."""
         from app.history.export import ImportRefused, check_size, parse_export_sliced
+        from app.history.original import looks_original
 
         try:
             check_size(int(file.size))
             text = await read_text(file)
+            if looks_original(text):
+                return text
             return await parse_export_sliced(text, self.clock())
         except ImportRefused as refused:
             self._refused(refused.reason)

@@ -24,7 +24,7 @@ the same ``parse_export`` every import goes through, so it lands with the exact 
 task id is derived from the ChatGPT id (the same file imported twice gives the same ids, which the
 history merges instead of duplicating); its times are the export's (``create_time``,
 ``update_time``; a missing one is taken from the messages). A conversation that cannot be read is
-named with its reason in ``ChatGPTImport.skipped``, never silently dropped; a file of another shape
+named with its reason in ``Converted.skipped``, never silently dropped; a file of another shape
 raises ``ImportRefused("format")``.
 """
 
@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 from app.history.export import ImportRefused, check_depth, check_size, parse_export
 from app.history.records import TaskMeta, iso, new_task_id
 
-__all__ = ["ChatGPTImport", "Skipped", "conversations_of", "import_chatgpt", "read_conversations", "thread_path"]
+__all__ = ["Converted", "Skipped", "conversations_of", "import_chatgpt", "read_conversations", "thread_path"]
 
 EXPECTED = "ChatGPT's conversations.json (an array of conversations, each with a mapping) or its export zip"
 """What a refused file was expected to be (the ``ImportRefused("format")`` detail)."""
@@ -60,7 +60,7 @@ class Skipped(NamedTuple):
     reason: str
 
 
-class ChatGPTImport(NamedTuple):
+class Converted(NamedTuple):
     """The outcome: ``documents`` (one ``(meta, messages)`` per conversation, ``messages`` the slim
     projection), ``skipped`` (``Skipped`` per conversation that could not be read) and
     ``parts_as_text`` (how many non-text parts were kept as a text saying what they were)."""
@@ -232,7 +232,7 @@ def read_conversations(conversations: list[Any], stage_id: str, now_ms: int):
             yield Skipped(_title(raw, index), str(error).splitlines()[0] if str(error) else "unreadable")
 
 
-def import_chatgpt(data: bytes, stage_id: str, now_ms: int) -> ChatGPTImport:
+def import_chatgpt(data: bytes, stage_id: str, now_ms: int) -> Converted:
     """Read a ChatGPT export (``data``: the bytes of ``conversations.json`` or of the export zip) as
     conversations of course ``stage_id``; ``now_ms``: the importing machine's clock (epoch ms), which
     no time may pass by more than a day. Raises ``ImportRefused`` for a file that is not such an
@@ -244,4 +244,4 @@ def import_chatgpt(data: bytes, stage_id: str, now_ms: int) -> ChatGPTImport:
         else:
             documents.append(read[:2])
             stand_ins += read[2]
-    return ChatGPTImport(documents, skipped, stand_ins)
+    return Converted(documents, skipped, stand_ins)

@@ -40,10 +40,10 @@ def status(agent, kind: str = "import-chatgpt"):
                                                                         "skipped")} | {"text": element.inner_text()}
 
 
-def choose(agent, path) -> dict:
+def choose(agent, path, control: str = "import-chatgpt", kind: str = "import-chatgpt") -> dict:
     agent.page.evaluate("() => { document.querySelector('[data-testid=history-status]').dataset.kind = ''; }")
-    agent.testid("import-chatgpt").set_input_files(str(path))
-    return status(agent)
+    agent.testid(control).set_input_files(str(path))
+    return status(agent, kind)
 
 
 def test_chatgpt_exports_import_the_current_branch_report_what_they_could_not_read_and_refuse_other_files(
@@ -103,8 +103,29 @@ def test_chatgpt_exports_import_the_current_branch_report_what_they_could_not_re
     assert "conversations.json" in said["text"]
     assert len(item_ids(agent)) == 5
 
-    # kept: after a reload the imported conversations are still listed
+    # the TS original's maic-agent-threads value through "Import JSON": one conversation per course, in its course
+    thread = {"messages": [{"role": "user", "content": [{"type": "text", "text": "original question"}]},
+                           {"role": "assistant", "content": [{"type": "text", "text": "original answer"}]}],
+              "updatedAt": T0 * 1000}
+    original = tmp_path / "maic-agent-threads.json"
+    original.write_text(json.dumps({"state": {"threads": {"intro-ml": thread, "linear-algebra": thread,
+                                                          "empty": {"messages": [], "updatedAt": 1}}},
+                                    "version": 1}), encoding="utf-8")
+    said = choose(agent, original, "import-json", "import")
+    assert (said["result"], said["imported"], said["skipped"]) == ("ok", "2", "1"), said
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 6")
+    assert agent.page.locator("[data-testid=history-item]", has_text="original question").count() == 1
+
+    # kept: after a reload the imported conversations are still listed, the other course's in its own
     agent.reload()
     wait_history(agent)
     open_list(agent)
-    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 5")
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 6")
+    agent.testid("history-close").click()
+    agent.page.evaluate("() => { history.pushState({}, '', '?course=linear-algebra&delay=0');"
+                        " dispatchEvent(new PopStateEvent('popstate')); }")  # the course switched in place
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=course-select]').value === 'linear-algebra'")
+    open_list(agent)
+    item = agent.page.locator("[data-testid=history-item]", has_text="original question")
+    item.wait_for()
+    assert len(item_ids(agent)) == 1

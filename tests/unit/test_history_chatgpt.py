@@ -178,3 +178,48 @@ def test_times_are_written_at_millisecond_precision():
     outcome = import_chatgpt(as_bytes([edited()]), "s", NOW_MS)
     [(meta, _)] = outcome.documents
     assert iso(meta.createdAt).endswith(".250Z")
+
+
+# -- the TS original's maic-agent-threads value (app/history/original.py) ---------------------------
+
+def original_value(threads: dict) -> str:
+    return json.dumps({"state": {"threads": threads}, "version": 1})
+
+
+def test_the_originals_value_becomes_one_conversation_per_course_in_its_own_course_titled_and_dated():
+    from app.history.original import looks_original, read_original
+
+    updated = 1_780_000_000_123
+    text = original_value({
+        "intro-ml": {"messages": [
+            {"role": "user", "content": [{"type": "text", "text": "  What   is a gradient?"}]},
+            {"role": "assistant", "id": "a1", "content": [{"type": "text", "text": "A slope."},
+                                                          {"type": "tool-call", "toolCallId": "t1",
+                                                           "toolName": "regenerate", "args": {}, "result": "ok"}]}],
+            "updatedAt": updated},
+        "empty-course": {"messages": [], "updatedAt": updated},
+        "broken-course": {"messages": "not a list"},
+    })
+    assert looks_original(text) and looks_original('\n{"version": 0, "state": {}}')
+    assert not looks_original(export_json(*parse_export(export_json(
+        *import_chatgpt(as_bytes([edited()]), "s", NOW_MS).documents[0], []), NOW_MS)))
+    read = read_original(text, NOW_MS)
+    [(meta, messages)] = read.documents
+    assert (meta.stageId, meta.taskName, meta.createdAt, meta.updatedAt) == (
+        "intro-ml", "What is a gradient?", updated, updated)
+    assert texts(messages[:1]) == [("user", ["  What   is a gradient?"])]
+    assert messages[1]["content"][1]["toolName"] == "regenerate"
+    assert sorted(s.title for s in read.skipped) == ["broken-course", "empty-course"]
+    assert [m.taskId for m, _ in read_original(text, NOW_MS).documents] == [meta.taskId]  # twice: same id
+
+
+def test_a_value_of_another_shape_is_refused_as_not_the_originals():
+    from app.history.original import read_original
+
+    for text in ('{"state": {"nothreads": 1}}', "[1, 2]", '{"format": "agentbar-conversation"}'):
+        with pytest.raises(ImportRefused) as refused:
+            read_original(text, NOW_MS)
+        assert refused.value.reason == "format", text
+    with pytest.raises(ImportRefused) as refused:
+        read_original('{"state": {"threads": ' + "[" * 100 + "]" * 100 + "}}", NOW_MS)
+    assert refused.value.reason == "not-json"
