@@ -283,18 +283,6 @@ TAGS = ["zh-HK", "zh-Hant", "zh-Hant-TW", "zh-MO", "zh", "zh-Hans", "zh_CN", "pt
         "xx", "ko_kr", "JA", "ru-UA", "en-GB", "fr", ""]
 
 
-def test_loading_screen_and_app_pick_the_same_locale(agent):
-    """One boot shows both pick it in a real page; every tag is then run through boot.js's rule
-    there and compared with the app's (app.i18n.resolve_locale, unit-tested itself)."""
-    agent.page.goto(agent.url(lang="zh-HK"))
-    boot_lang = agent.page.evaluate("document.documentElement.lang")
-    agent.wait_ready()
-    assert agent.page.evaluate("document.documentElement.lang") == boot_lang == "zh-TW"
-    for languages in ([], ["pt-PT", "en"], ["xx", "ko-KR"]):
-        picked = agent.page.evaluate(BOOT_MATCH_JS, [TAGS, languages])
-        assert picked == [resolve_locale(tag or None, languages) for tag in TAGS], languages
-
-
 def test_stopping_before_the_first_token_shows_a_stopped_reply(agent):
     agent.open(course="intro-ml", delay=400)
     agent.send("stop me", wait=False)
@@ -342,14 +330,29 @@ def collapse_button_collapses_and_expands_the_panel(agent) -> None:
     assert agent.testid("agent-input").is_visible()
 
 
-def test_one_boot_on_a_long_seeded_thread_local_runtime_render_window_and_collapse(agent):
+def loading_screen_and_app_pick_the_same_locale(agent) -> None:
+    """Both pick it in a real page; every tag is then run through boot.js's rule there and
+    compared with the app's (app.i18n.resolve_locale, unit-tested itself)."""
+    agent.page.goto(agent.url(course="intro-ml", lang="zh-HK"))
+    boot_lang = agent.page.evaluate("document.documentElement.lang")
+    agent.wait_ready()
+    assert agent.page.evaluate("document.documentElement.lang") == boot_lang == "zh-TW"
+    for languages in ([], ["pt-PT", "en"], ["xx", "ko-KR"]):
+        picked = agent.page.evaluate(BOOT_MATCH_JS, [TAGS, languages])
+        assert picked == [resolve_locale(tag or None, languages) for tag in TAGS], languages
+
+
+def test_one_boot_in_zh_hk_on_a_long_seeded_thread_locale_local_runtime_render_window_and_collapse(agent):
+    """The locale is read at boot; the other cases need only a booted page (the seeded thread is
+    read at boot too)."""
     messages = []
     for n in range(50):
         messages += [{"role": "user", "content": [{"type": "text", "text": f"question {n}"}]},
                      {"role": "assistant", "content": [{"type": "text", "text": f"answer {n}"}]}]
     value = {"state": {"threads": {"intro-ml": {"messages": messages, "updatedAt": 1}}}, "version": 1}
     agent.seed({"maic-agent-threads": json.dumps(value, separators=(",", ":"))})
-    agent.open(course="intro-ml")
+    with case("loading screen and app pick the same locale"):
+        loading_screen_and_app_pick_the_same_locale(agent)
     with case("runtime served from the local origin"):
         runtime_is_served_from_the_local_origin(agent)
     with case("long thread's render window"):

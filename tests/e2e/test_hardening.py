@@ -65,21 +65,6 @@ def other_tab(second_agent):
     return second_agent.page
 
 
-def test_another_tabs_damaged_write_while_this_tab_streams_keeps_its_earlier_turns(agent, second_agent):
-    writer = other_tab(second_agent)  # ready first: the write below must land mid-stream
-    agent.open(course="intro-ml", delay=0)
-    agent.send("/regenerate scene-1")
-    agent.open(course="intro-ml", delay=250)
-    agent.send("streaming turn", wait=False)
-    agent.page.wait_for_function(RUNNING)
-    writer.evaluate("key => localStorage.setItem(key, '{\"state\":{\"threads\":{\"intro-ml\":7}}}')", KEY)
-    assert agent.page.evaluate(RUNNING), "the damaged write must land while the reply streams"
-    agent.wait_idle()
-    assert user_texts(agent, "intro-ml") == ["/regenerate scene-1", "streaming turn"]
-    assert agent.messages().count() == 4
-    assert len(backups(agent)) == 1
-
-
 # --- ids unique across courses (DESIGN.md §5) -----------------------------------------------------
 
 
@@ -152,8 +137,29 @@ def value_the_ts_original_writes_starts_with_no_notice_no_backup_and_unchanged_b
     assert agent.testid("tool-card").nth(2).get_attribute("data-element-count") == "2"
 
 
-def test_one_boot_on_the_ts_originals_value_then_restore_indentation_and_commands_each_in_its_course(agent):
-    """The seeded value is read at boot (intro-ml); the other cases run after it in courses of their own."""
+STREAMING = "hardening-streaming"  # the course of the mid-stream damaged write
+
+
+def earlier_turn_is_sent(agent) -> None:
+    switch_course(agent, STREAMING)
+    agent.send("/regenerate scene-1")
+
+
+def another_tabs_damaged_write_while_this_tab_streams_keeps_its_earlier_turns(agent, second_agent) -> None:
+    writer = other_tab(second_agent)  # ready first: the write below must land mid-stream
+    agent.send("streaming turn", wait=False)
+    agent.page.wait_for_function(RUNNING)
+    writer.evaluate("key => localStorage.setItem(key, '{\"state\":{\"threads\":{\"%s\":7}}}')" % STREAMING, KEY)
+    assert agent.page.evaluate(RUNNING), "the damaged write must land while the reply streams"
+    agent.wait_idle()
+    assert user_texts(agent, STREAMING) == ["/regenerate scene-1", "streaming turn"]
+    assert agent.messages().count() == 4
+    assert len(backups(agent)) == 1
+
+
+def test_ts_originals_value_restore_indentation_commands_then_a_damaged_write_mid_stream(agent, second_agent):
+    """The seeded value is read at the first boot (intro-ml); the other cases run after it in courses
+    of their own; the last one's earlier turn is then read back by a second, slow boot that streams."""
     raw = ts_original_value()
     agent.seed({KEY: raw})
     agent.open(course="intro-ml")
@@ -165,6 +171,11 @@ def test_one_boot_on_the_ts_originals_value_then_restore_indentation_and_command
         composer_keeps_the_first_lines_indentation(agent)
     with case("commands after any whitespace"):
         commands_followed_by_ideographic_space_tab_or_newline_are_tool_calls(agent)
+    with case("another tab's damaged write mid-stream"):
+        earlier_turn_is_sent(agent)
+    agent.open(course=STREAMING, delay=250)
+    with case("another tab's damaged write mid-stream"):
+        another_tabs_damaged_write_while_this_tab_streams_keeps_its_earlier_turns(agent, second_agent)
 
 
 # --- stopped replies (DESIGN.md §4) -----------------------------------------------------------------
