@@ -7,6 +7,7 @@ left the local server.
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 
 import pytest
 from playwright.sync_api import expect
@@ -25,59 +26,214 @@ def texts(agent) -> list[str]:
     return [t.strip() for t in agent.messages().all_inner_texts()]
 
 
-def test_thread_survives_reload(agent):
-    agent.open(course="intro-ml")
+SWITCH_JS = """id => {
+  const url = new URL(location.href);
+  url.searchParams.set("course", id);
+  history.pushState({}, "", url.href);
+  dispatchEvent(new PopStateEvent("popstate"));
+}"""
+
+
+def switch_course(agent, course_id: str) -> None:
+    """Show ``course_id`` in the booted page as Back/Forward does (app.browser.page ``_on_popstate``):
+    no boot. The URL's other parameters stay (``lang`` and ``delay`` are read only at boot)."""
+    agent.page.evaluate(SWITCH_JS, course_id)
+    expect(agent.testid("course-select")).to_have_value(course_id)
+
+
+@contextmanager
+def case(name: str):
+    """A step of a combined test: a failure inside says which case it was."""
+    try:
+        yield
+    except BaseException as error:  # an assertion or a Playwright timeout
+        error.add_note(f"in case: {name}")
+        raise
+
+
+# --- several cases, each in its own course of one booted page, and one shared reload ---------------
+# Each case's first half runs before the reload, its second half (what must have persisted) after it.
+
+
+def new_conversation_is_hidden_on_an_empty_thread_and_clears_only_its_course(agent) -> None:
+    button = agent.testid("agent-new-conversation")
+    assert button.is_hidden()  # the booted course has no thread
+    agent.send("keep me")
+    switch_course(agent, "core-clear")
+    assert button.is_hidden()
+    agent.send("clear me")
+    assert button.is_visible()
+    kept = agent.stored()["state"]["threads"]["core-keep"]
+    button.click()
+    assert agent.messages().count() == 0
+    assert button.is_hidden()
+    threads = agent.stored()["state"]["threads"]
+    assert "core-clear" not in threads
+    assert threads["core-keep"] == kept
+
+
+def new_conversation_after_reload(agent) -> None:
+    switch_course(agent, "core-clear")
+    assert agent.messages().count() == 0
+    switch_course(agent, "core-keep")
+    assert "keep me" in texts(agent)[0]
+
+
+def two_courses_picked_in_the_picker_keep_separate_threads(agent) -> list[str]:
+    switch_course(agent, "linear-algebra")
+    agent.send("alpha question")
+    agent.page.select_option("[data-testid=course-select]", "poetry-tang")
+    agent.page.wait_for_function("() => new URL(location.href).searchParams.get('course') === 'poetry-tang'")
+    assert agent.messages().count() == 0
+    agent.send("beta question")
+    beta = texts(agent)
+    agent.page.select_option("[data-testid=course-select]", "linear-algebra")
+    assert "alpha question" in texts(agent)[0]
+    return beta
+
+
+def two_courses_after_reload(agent, beta: list[str]) -> None:
+    switch_course(agent, "poetry-tang")
+    assert texts(agent) == beta
+    threads = agent.stored()["state"]["threads"]
+    assert threads["linear-algebra"]["messages"][0]["content"][0]["text"] == "alpha question"
+    assert threads["poetry-tang"]["messages"][0]["content"][0]["text"] == "beta question"
+
+
+def thread_is_sent(agent) -> list[str]:
+    switch_course(agent, "core-reload")
     assert agent.messages().count() == 0
     agent.send("What is overfitting?")
     before = texts(agent)
     assert len(before) == 2
     assert agent.messages().nth(0).get_attribute("data-role") == "user"
     assert agent.messages().nth(1).get_attribute("data-role") == "assistant"
-    agent.reload()
+    return before
+
+
+def thread_survives_reload(agent, before: list[str]) -> None:
+    switch_course(agent, "core-reload")
     assert texts(agent) == before
     stored = agent.stored()
     assert stored["version"] == 1
-    assert [m["role"] for m in stored["state"]["threads"]["intro-ml"]["messages"]] == ["user", "assistant"]
+    assert [m["role"] for m in stored["state"]["threads"]["core-reload"]["messages"]] == ["user", "assistant"]
 
 
-def test_two_courses_keep_separate_threads(agent):
-    agent.open(course="intro-ml")
-    agent.send("alpha question")
-    agent.page.select_option("[data-testid=course-select]", "linear-algebra")
-    agent.page.wait_for_function("() => new URL(location.href).searchParams.get('course') === 'linear-algebra'")
-    assert agent.messages().count() == 0
-    agent.send("beta question")
-    beta = texts(agent)
-    agent.page.select_option("[data-testid=course-select]", "intro-ml")
-    assert "alpha question" in texts(agent)[0]
-    agent.open(course="linear-algebra")
-    assert texts(agent) == beta
-    threads = agent.stored()["state"]["threads"]
-    assert set(threads) == {"intro-ml", "linear-algebra"}
-    assert threads["intro-ml"]["messages"][0]["content"][0]["text"] == "alpha question"
-    assert threads["linear-algebra"]["messages"][0]["content"][0]["text"] == "beta question"
+def regenerate_card_shows_its_element_count_and_status(agent) -> None:
+    switch_course(agent, "core-regenerate")
+    agent.send("/regenerate scene-2 make it brighter")
+    card = agent.testid("tool-card")
+    assert card.get_attribute("data-status") == "ok"
+    assert card.get_attribute("data-element-count") == str(regenerate_element_count("scene-2"))
 
 
-def test_new_conversation_hidden_on_empty_thread_and_clears_only_its_course(agent):
-    agent.open(course="intro-ml")
-    button = agent.testid("agent-new-conversation")
-    assert button.is_hidden()
-    agent.send("keep me")
-    agent.open(course="linear-algebra")
-    assert button.is_hidden()
-    agent.send("clear me")
-    assert button.is_visible()
-    kept = agent.stored()["state"]["threads"]["intro-ml"]
-    button.click()
-    assert agent.messages().count() == 0
-    assert button.is_hidden()
-    threads = agent.stored()["state"]["threads"]
-    assert "linear-algebra" not in threads
-    assert threads["intro-ml"] == kept
+def regenerate_card_keeps_them_after_reload_without_element_data(agent) -> None:
+    expected = regenerate_element_count("scene-2")
+    switch_course(agent, "core-regenerate")
+    card = agent.testid("tool-card")
+    assert card.get_attribute("data-status") == "ok"
+    assert card.get_attribute("data-element-count") == str(expected)
+    raw = agent.stored_raw()
+    assert "base64" not in raw and "data:image" not in raw
+    part = next(p for m in json.loads(raw)["state"]["threads"]["core-regenerate"]["messages"]
+                for p in m["content"] if p["type"] == "tool-call")
+    assert part["args"] == {"sceneId": "scene-2", "instruction": "make it brighter"}
+    assert part["result"]["details"]["content"] == {"elements": [{}] * expected}
+    assert "isError" not in part
+
+
+def fail_card_shows_a_failure_badge(agent) -> None:
+    switch_course(agent, "core-fail")
+    agent.send("/fail scene-3")
+    assert agent.testid("tool-card").get_attribute("data-status") == "error"
+
+
+def fail_card_keeps_it_after_reload(agent) -> None:
+    switch_course(agent, "core-fail")
+    card = agent.testid("tool-card")
+    assert card.get_attribute("data-status") == "error"
+    assert card.get_attribute("data-element-count") is None
+    part = agent.stored()["state"]["threads"]["core-fail"]["messages"][1]["content"][0]
+    assert part["isError"] is True
+    assert part["result"]["details"]["content"] is None
+
+
+def restore_button_exists_while_the_in_memory_snapshot_does(agent) -> None:
+    switch_course(agent, "intro-ml")
+    agent.send("/regenerate scene-1")
+    scene = agent.page.locator("[data-testid=scene][data-scene-id=scene-1]")
+    expect(scene).to_have_attribute("data-version", "1")
+    assert agent.testid("tool-card-restore").count() == 1
+    agent.testid("tool-card-restore").click()
+    assert agent.testid("tool-card-restore").count() == 0
+    expect(scene).to_have_attribute("data-version", "2")  # the restore is a new version (DESIGN.md §10)
+    expect(scene).to_have_attribute("data-element-count", "2")  # the course's own scene again
+    agent.send("/regenerate scene-1 again")
+    assert agent.testid("tool-card-restore").count() == 1
+
+
+def restore_button_is_gone_after_reload(agent) -> None:
+    switch_course(agent, "intro-ml")
+    assert agent.testid("tool-card").count() == 2
+    assert agent.testid("tool-card-restore").count() == 0
+
+
+SCROLLED_TO_END = ("() => { const m = document.getElementById('agent-messages');"
+                   " return m.scrollHeight > m.clientHeight && m.scrollHeight - m.scrollTop - m.clientHeight < 40; }")
+
+
+def many_long_messages_are_sent(agent) -> None:
+    switch_course(agent, "core-scroll")  # the last case: the reload lands on this course
+    for n in range(8):
+        agent.send(f"question number {n} " + "with some more words " * 10)
+
+
+def newest_message_is_scrolled_into_view_on_load_and_after_sending(agent) -> None:
+    assert agent.page.evaluate("new URL(location.href).searchParams.get('course')") == "core-scroll"
+    assert agent.page.evaluate(SCROLLED_TO_END)
+    agent.page.evaluate("document.getElementById('agent-messages').scrollTop = 0")
+    agent.send("one more")
+    assert agent.page.evaluate(SCROLLED_TO_END)
+
+
+def test_each_courses_thread_and_tool_cards_survive_one_shared_reload(agent):
+    """Seven cases, each in its own course of one booted page, then one reload (two boots in all)."""
+    agent.open(course="core-keep")
+    with case("new conversation"):
+        new_conversation_is_hidden_on_an_empty_thread_and_clears_only_its_course(agent)
+    with case("two courses in the picker"):
+        beta = two_courses_picked_in_the_picker_keep_separate_threads(agent)
+    with case("thread survives reload"):
+        before = thread_is_sent(agent)
+    with case("regenerate card"):
+        regenerate_card_shows_its_element_count_and_status(agent)
+    with case("fail card"):
+        fail_card_shows_a_failure_badge(agent)
+    with case("restore button"):
+        restore_button_exists_while_the_in_memory_snapshot_does(agent)
+    with case("scrolled into view"):
+        many_long_messages_are_sent(agent)
+
     agent.reload()
-    assert agent.messages().count() == 0
-    agent.open(course="intro-ml")
-    assert "keep me" in texts(agent)[0]
+
+    with case("scrolled into view"):
+        newest_message_is_scrolled_into_view_on_load_and_after_sending(agent)
+    with case("new conversation"):
+        new_conversation_after_reload(agent)
+    with case("two courses in the picker"):
+        two_courses_after_reload(agent, beta)
+    with case("thread survives reload"):
+        thread_survives_reload(agent, before)
+    with case("regenerate card"):
+        regenerate_card_keeps_them_after_reload_without_element_data(agent)
+    with case("fail card"):
+        fail_card_keeps_it_after_reload(agent)
+    with case("restore button"):
+        restore_button_is_gone_after_reload(agent)
+    with case("only the courses with a thread are stored"):
+        assert set(agent.stored()["state"]["threads"]) == {
+            "core-keep", "linear-algebra", "poetry-tang", "core-reload", "core-regenerate", "core-fail",
+            "intro-ml", "core-scroll"}
 
 
 # Each catalogue's label and plural forms are unit-proven for all eight locales (tests/unit/test_i18n.py);
@@ -116,64 +272,6 @@ def test_the_browsers_intl_and_babels_cldr_agree_on_the_eight_locales(page, app_
         assert intl["decimal"] == cldr.decimal_mark(), locale
 
 
-def test_regenerate_card_keeps_element_count_and_status_after_reload_without_element_data(agent):
-    expected = regenerate_element_count("scene-2")
-    agent.open(course="intro-ml")
-    agent.send("/regenerate scene-2 make it brighter")
-    card = agent.testid("tool-card")
-    assert card.get_attribute("data-status") == "ok"
-    assert card.get_attribute("data-element-count") == str(expected)
-    agent.reload()
-    card = agent.testid("tool-card")
-    assert card.get_attribute("data-status") == "ok"
-    assert card.get_attribute("data-element-count") == str(expected)
-    raw = agent.stored_raw()
-    assert "base64" not in raw and "data:image" not in raw
-    part = next(p for m in json.loads(raw)["state"]["threads"]["intro-ml"]["messages"]
-                for p in m["content"] if p["type"] == "tool-call")
-    assert part["args"] == {"sceneId": "scene-2", "instruction": "make it brighter"}
-    assert part["result"]["details"]["content"] == {"elements": [{}] * expected}
-    assert "isError" not in part
-
-
-def test_fail_card_keeps_failure_badge_after_reload(agent):
-    agent.open(course="intro-ml")
-    agent.send("/fail scene-3")
-    assert agent.testid("tool-card").get_attribute("data-status") == "error"
-    agent.reload()
-    card = agent.testid("tool-card")
-    assert card.get_attribute("data-status") == "error"
-    assert card.get_attribute("data-element-count") is None
-    part = agent.stored()["state"]["threads"]["intro-ml"]["messages"][1]["content"][0]
-    assert part["isError"] is True
-    assert part["result"]["details"]["content"] is None
-
-
-def test_runtime_is_served_from_the_local_origin(agent):
-    agent.open()
-    served = [u for u in agent.requests if u.endswith(("pyodide.asm.wasm", "python_stdlib.zip", ".whl"))]
-    assert any(u.endswith("pyodide.asm.wasm") for u in served)
-    assert any("pydantic_core" in u for u in served)
-    assert all(u.startswith(agent.base_url) for u in served)
-
-
-def test_restore_button_exists_only_while_the_in_memory_snapshot_does(agent):
-    agent.open(course="intro-ml")
-    agent.send("/regenerate scene-1")
-    scene = agent.page.locator("[data-testid=scene][data-scene-id=scene-1]")
-    expect(scene).to_have_attribute("data-version", "1")
-    assert agent.testid("tool-card-restore").count() == 1
-    agent.testid("tool-card-restore").click()
-    assert agent.testid("tool-card-restore").count() == 0
-    expect(scene).to_have_attribute("data-version", "2")  # the restore is a new version (DESIGN.md §10)
-    expect(scene).to_have_attribute("data-element-count", "2")  # the course's own scene again
-    agent.send("/regenerate scene-1 again")
-    assert agent.testid("tool-card-restore").count() == 1
-    agent.reload()
-    assert agent.testid("tool-card").count() == 2
-    assert agent.testid("tool-card-restore").count() == 0
-
-
 BOOT_MATCH_JS = """async ([tags, languages]) => {
   // static/boot.js's own locale rule (LOCALES, matchLocale, pickLocale), run on each tag in turn.
   const source = await (await fetch("static/boot.js")).text();
@@ -183,18 +281,6 @@ BOOT_MATCH_JS = """async ([tags, languages]) => {
 }"""
 TAGS = ["zh-HK", "zh-Hant", "zh-Hant-TW", "zh-MO", "zh", "zh-Hans", "zh_CN", "pt", "pt-PT", "AR", "ar-EG",
         "xx", "ko_kr", "JA", "ru-UA", "en-GB", "fr", ""]
-
-
-def test_loading_screen_and_app_pick_the_same_locale(agent):
-    """One boot shows both pick it in a real page; every tag is then run through boot.js's rule
-    there and compared with the app's (app.i18n.resolve_locale, unit-tested itself)."""
-    agent.page.goto(agent.url(lang="zh-HK"))
-    boot_lang = agent.page.evaluate("document.documentElement.lang")
-    agent.wait_ready()
-    assert agent.page.evaluate("document.documentElement.lang") == boot_lang == "zh-TW"
-    for languages in ([], ["pt-PT", "en"], ["xx", "ko-KR"]):
-        picked = agent.page.evaluate(BOOT_MATCH_JS, [TAGS, languages])
-        assert picked == [resolve_locale(tag or None, languages) for tag in TAGS], languages
 
 
 def test_stopping_before_the_first_token_shows_a_stopped_reply(agent):
@@ -207,29 +293,16 @@ def test_stopping_before_the_first_token_shows_a_stopped_reply(agent):
     assert reply.inner_text().strip()
 
 
-def test_newest_message_is_scrolled_into_view_on_load_and_after_sending(agent):
-    agent.open(course="intro-ml")
-    for n in range(8):
-        agent.send(f"question number {n} " + "with some more words " * 10)
-    agent.reload()
-    at_end = ("() => { const m = document.getElementById('agent-messages');"
-              " return m.scrollHeight > m.clientHeight && m.scrollHeight - m.scrollTop - m.clientHeight < 40; }")
-    assert agent.page.evaluate(at_end)
-    agent.page.evaluate("document.getElementById('agent-messages').scrollTop = 0")
-    agent.send("one more")
-    assert agent.page.evaluate(at_end)
+def runtime_is_served_from_the_local_origin(agent) -> None:
+    served = [u for u in agent.requests if u.endswith(("pyodide.asm.wasm", "python_stdlib.zip", ".whl"))]
+    assert any(u.endswith("pyodide.asm.wasm") for u in served)
+    assert any("pydantic_core" in u for u in served)
+    assert all(u.startswith(agent.base_url) for u in served)
 
 
-def test_long_thread_renders_its_newest_messages_first_and_earlier_ones_on_request(agent):
+def long_thread_renders_its_newest_messages_first_and_earlier_ones_on_request(agent) -> None:
     from app.presentation import RENDER_WINDOW
 
-    messages = []
-    for n in range(50):
-        messages += [{"role": "user", "content": [{"type": "text", "text": f"question {n}"}]},
-                     {"role": "assistant", "content": [{"type": "text", "text": f"answer {n}"}]}]
-    value = {"state": {"threads": {"intro-ml": {"messages": messages, "updatedAt": 1}}}, "version": 1}
-    agent.seed({"maic-agent-threads": json.dumps(value, separators=(",", ":"))})
-    agent.open(course="intro-ml")
     assert agent.messages().count() == RENDER_WINDOW
     assert agent.messages().last.inner_text().strip() == "answer 49"
     agent.testid("agent-load-earlier").click()
@@ -244,8 +317,7 @@ def test_long_thread_renders_its_newest_messages_first_and_earlier_ones_on_reque
     assert agent.testid("agent-load-earlier").count() == 1
 
 
-def test_collapse_button_collapses_and_expands_the_panel(agent):
-    agent.open(course="intro-ml")
+def collapse_button_collapses_and_expands_the_panel(agent) -> None:
     toggle = agent.testid("agent-collapse")
     panel = agent.testid("agent-panel")
     toggle.click()
@@ -256,3 +328,34 @@ def test_collapse_button_collapses_and_expands_the_panel(agent):
     assert panel.get_attribute("data-collapsed") == "false"
     assert toggle.get_attribute("aria-expanded") == "true"
     assert agent.testid("agent-input").is_visible()
+
+
+def loading_screen_and_app_pick_the_same_locale(agent) -> None:
+    """Both pick it in a real page; every tag is then run through boot.js's rule there and
+    compared with the app's (app.i18n.resolve_locale, unit-tested itself)."""
+    agent.page.goto(agent.url(course="intro-ml", lang="zh-HK"))
+    boot_lang = agent.page.evaluate("document.documentElement.lang")
+    agent.wait_ready()
+    assert agent.page.evaluate("document.documentElement.lang") == boot_lang == "zh-TW"
+    for languages in ([], ["pt-PT", "en"], ["xx", "ko-KR"]):
+        picked = agent.page.evaluate(BOOT_MATCH_JS, [TAGS, languages])
+        assert picked == [resolve_locale(tag or None, languages) for tag in TAGS], languages
+
+
+def test_one_boot_in_zh_hk_on_a_long_seeded_thread_locale_local_runtime_render_window_and_collapse(agent):
+    """The locale is read at boot; the other cases need only a booted page (the seeded thread is
+    read at boot too)."""
+    messages = []
+    for n in range(50):
+        messages += [{"role": "user", "content": [{"type": "text", "text": f"question {n}"}]},
+                     {"role": "assistant", "content": [{"type": "text", "text": f"answer {n}"}]}]
+    value = {"state": {"threads": {"intro-ml": {"messages": messages, "updatedAt": 1}}}, "version": 1}
+    agent.seed({"maic-agent-threads": json.dumps(value, separators=(",", ":"))})
+    with case("loading screen and app pick the same locale"):
+        loading_screen_and_app_pick_the_same_locale(agent)
+    with case("runtime served from the local origin"):
+        runtime_is_served_from_the_local_origin(agent)
+    with case("long thread's render window"):
+        long_thread_renders_its_newest_messages_first_and_earlier_ones_on_request(agent)
+    with case("collapse button"):
+        collapse_button_collapses_and_expands_the_panel(agent)

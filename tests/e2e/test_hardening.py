@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from tests.e2e.test_core import case, switch_course
 from tests.e2e.test_resilience import (
     BACKUP_PREFIX, FILL_JS, KEY, backups, envelope, message_texts, notice_codes, thread, turn)
 
@@ -53,47 +54,15 @@ def test_a_turn_kept_in_memory_never_makes_another_courses_save_drop_its_stored_
     assert FULL not in agent.stored()["state"]["threads"]
 
 
-# --- another tab's damaged write keeps this tab's turns (DESIGN.md §5) --------------------------
+# --- another tab's writes: its damaged write keeps this tab's turns (DESIGN.md §5) ----------------
 
 
-def test_another_tabs_damaged_write_keeps_this_tabs_turns_and_the_next_save_writes_them_back(agent, second_agent):
-    agent.open(course="intro-ml")
-    agent.send("first turn")
-    agent.send("second turn")
-    second_agent.open(course="linear-algebra")
-    second_agent.page.evaluate("key => localStorage.setItem(key, 'garbage{')", KEY)
-    agent.page.wait_for_function("() => document.querySelector('[data-testid=agent-notice]')")
-    assert notice_codes(agent) == ["storage-corrupt"]
-    assert agent.messages().count() == 4
-    agent.send("third turn")
-    assert user_texts(agent, "intro-ml") == ["first turn", "second turn", "third turn"]
-    assert list(backups(agent).values()) == ["garbage{"]
-    assert notice_codes(agent) == ["storage-corrupt"]
-
-
-def test_another_tabs_damaged_write_while_this_tab_streams_keeps_its_earlier_turns(agent, second_agent):
-    second_agent.open(course="linear-algebra")  # booted first: the write below must land mid-stream
-    agent.open(course="intro-ml", delay=0)
-    agent.send("/regenerate scene-1")
-    agent.open(course="intro-ml", delay=250)
-    agent.send("streaming turn", wait=False)
-    agent.page.wait_for_function(RUNNING)
-    second_agent.page.evaluate("key => localStorage.setItem(key, '{\"state\":{\"threads\":{\"intro-ml\":7}}}')", KEY)
-    assert agent.page.evaluate(RUNNING), "the damaged write must land while the reply streams"
-    agent.wait_idle()
-    assert user_texts(agent, "intro-ml") == ["/regenerate scene-1", "streaming turn"]
-    assert agent.messages().count() == 4
-    assert len(backups(agent)) == 1
-
-
-def test_another_tabs_clear_of_storage_is_followed(agent, second_agent):
-    agent.open(course="intro-ml")
-    agent.send("a turn")
-    second_agent.open(course="linear-algebra")
-    second_agent.page.evaluate("() => localStorage.clear()")
-    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 0")
-    assert notice_codes(agent) == []
-    assert agent.stored_raw() is None
+def other_tab(second_agent):
+    """A second tab on this origin that is not the app (so no boot): what it writes to localStorage
+    reaches the app as the same ``storage`` event another app tab's write would (app.browser.signals
+    reads only the event's key)."""
+    second_agent.page.goto(f"{second_agent.base_url}static/icons/agentbar.svg")
+    return second_agent.page
 
 
 # --- ids unique across courses (DESIGN.md §5) -----------------------------------------------------
@@ -104,65 +73,35 @@ def scene_version(agent, scene_id: str) -> str | None:
     return agent.page.locator(f"[data-testid=scene][data-scene-id={scene_id}]").get_attribute("data-regenerated-by")
 
 
-def test_restore_undoes_only_its_own_courses_scene(agent):
-    agent.open(course="intro-ml")
-    agent.send("/regenerate scene-1")
-    intro_call = agent.testid("tool-card").get_attribute("data-tool-call-id")
+def restore_undoes_only_its_own_courses_scene(agent) -> None:
     agent.page.select_option("[data-testid=course-select]", "linear-algebra")
     agent.send("/regenerate scene-1")
     algebra_call = agent.testid("tool-card").get_attribute("data-tool-call-id")
-    assert intro_call != algebra_call
-    agent.page.select_option("[data-testid=course-select]", "intro-ml")
-    assert scene_version(agent, "scene-1") == intro_call
+    agent.page.select_option("[data-testid=course-select]", "poetry-tang")
+    agent.send("/regenerate scene-1")
+    poetry_call = agent.testid("tool-card").get_attribute("data-tool-call-id")
+    assert algebra_call != poetry_call
+    agent.page.select_option("[data-testid=course-select]", "linear-algebra")
+    assert scene_version(agent, "scene-1") == algebra_call
     agent.testid("tool-card-restore").click()
     agent.page.wait_for_function(
         "() => !document.querySelector('[data-testid=scene][data-scene-id=scene-1]').hasAttribute('data-regenerated-by')")
-    agent.page.select_option("[data-testid=course-select]", "linear-algebra")
-    assert scene_version(agent, "scene-1") == algebra_call
+    agent.page.select_option("[data-testid=course-select]", "poetry-tang")
+    assert scene_version(agent, "scene-1") == poetry_call
     assert agent.testid("tool-card-restore").count() == 1
 
 
-# --- stopped replies (DESIGN.md §4), indentation, commands after any whitespace -----------------------
+# --- indentation, commands after any whitespace -----------------------------------------------------
 
 
-def test_reply_stopped_before_any_output_survives_reload_as_stopped(agent):
-    agent.open(course="intro-ml", delay=2_000)
-    agent.send("stop me at once", wait=False)
-    agent.page.wait_for_function(RUNNING)
-    agent.testid("agent-stop").click()
-    agent.wait_idle()
-    agent.open(course="intro-ml")
-    roles = [m.get_attribute("data-role") for m in agent.messages().all()]
-    assert roles == ["user", "assistant"]
-    assert agent.messages().nth(1).locator("[data-testid=agent-stopped]").count() == 1
-    agent.send("next turn")
-    roles = [m.get_attribute("data-role") for m in agent.messages().all()]
-    assert roles == ["user", "assistant", "user", "assistant"]
-
-
-def test_partly_stopped_reply_says_it_was_stopped_after_reload(agent):
-    agent.open(course="intro-ml", delay=150)
-    agent.send("a reply to cut short", wait=False)
-    agent.page.wait_for_function(
-        "() => { const m = document.querySelectorAll('[data-testid=agent-message]');"
-        " return m.length === 2 && m[1].textContent.length > 12; }")
-    agent.testid("agent-stop").click()
-    agent.wait_idle()
-    partial = message_texts(agent)[1]
-    agent.open(course="intro-ml")
-    reply = agent.messages().nth(1)
-    assert reply.locator("[data-testid=agent-stopped]").count() == 1
-    assert reply.inner_text().startswith(partial.splitlines()[0])
-
-
-def test_composer_keeps_the_first_lines_indentation(agent):
-    agent.open(course="intro-ml")
+def composer_keeps_the_first_lines_indentation(agent) -> None:
+    switch_course(agent, "hardening-indent")
     agent.send("\n\n    def f():\n        return 1\n\n")
-    assert user_texts(agent, "intro-ml") == ["    def f():\n        return 1"]
+    assert user_texts(agent, "hardening-indent") == ["    def f():\n        return 1"]
 
 
-def test_commands_followed_by_ideographic_space_tab_or_newline_are_tool_calls(agent):
-    agent.open(course="intro-ml")
+def commands_followed_by_ideographic_space_tab_or_newline_are_tool_calls(agent) -> None:
+    switch_course(agent, "hardening-commands")
     for gap in ("\u3000", "\t", "\n"):
         agent.send(f"/regenerate{gap}scene-2")
     agent.send("/fail\u3000scene-3")
@@ -173,7 +112,7 @@ def test_commands_followed_by_ideographic_space_tab_or_newline_are_tool_calls(ag
 # --- DESIGN.md §3, last two rules: what the TS original writes reads without a false alarm -------------
 
 
-def test_value_the_ts_original_writes_starts_with_no_notice_no_backup_and_unchanged_bytes(agent):
+def ts_original_value() -> str:
     call = {"type": "tool-call", "toolCallId": "ts-1", "toolName": "regenerate_scene", "args": {"sceneId": "scene-1"}}
     messages = [
         {"role": "user", "content": [{"type": "text", "text": "/regenerate scene-1"}]},
@@ -184,10 +123,11 @@ def test_value_the_ts_original_writes_starts_with_no_notice_no_backup_and_unchan
         {"role": "assistant", "content": [{**call, "toolCallId": "ts-3", "result": {"details": {
             "sceneId": "scene-1", "content": {"elements": [{}, {}]}}}}]},
     ]
-    raw = json.dumps({"state": {"threads": {"intro-ml": {"messages": messages, "updatedAt": 1_780_000_000_000}}},
+    return json.dumps({"state": {"threads": {"intro-ml": {"messages": messages, "updatedAt": 1_780_000_000_000}}},
                       "version": 1}, ensure_ascii=False, separators=(",", ":"))
-    agent.seed({KEY: raw})
-    agent.open(course="intro-ml")
+
+
+def value_the_ts_original_writes_starts_with_no_notice_no_backup_and_unchanged_bytes(agent, raw: str) -> None:
     assert notice_codes(agent) == []
     assert agent.page.evaluate(
         "prefix => Object.keys(localStorage).filter(k => k.startsWith(prefix)).length", BACKUP_PREFIX) == 0
@@ -195,6 +135,101 @@ def test_value_the_ts_original_writes_starts_with_no_notice_no_backup_and_unchan
     statuses = [c.get_attribute("data-status") for c in agent.testid("tool-card").all()]
     assert statuses == ["interrupted", "ok", "ok"]
     assert agent.testid("tool-card").nth(2).get_attribute("data-element-count") == "2"
+
+
+STREAMING = "hardening-streaming"  # the course of the mid-stream damaged write
+
+
+def earlier_turn_is_sent(agent) -> None:
+    switch_course(agent, STREAMING)
+    agent.send("/regenerate scene-1")
+
+
+def another_tabs_damaged_write_while_this_tab_streams_keeps_its_earlier_turns(agent, second_agent) -> None:
+    writer = other_tab(second_agent)  # ready first: the write below must land mid-stream
+    agent.send("streaming turn", wait=False)
+    agent.page.wait_for_function(RUNNING)
+    writer.evaluate("key => localStorage.setItem(key, '{\"state\":{\"threads\":{\"%s\":7}}}')" % STREAMING, KEY)
+    assert agent.page.evaluate(RUNNING), "the damaged write must land while the reply streams"
+    agent.wait_idle()
+    assert user_texts(agent, STREAMING) == ["/regenerate scene-1", "streaming turn"]
+    assert agent.messages().count() == 4
+    assert len(backups(agent)) == 1
+
+
+def test_ts_originals_value_restore_indentation_commands_then_a_damaged_write_mid_stream(agent, second_agent):
+    """The seeded value is read at the first boot (intro-ml); the other cases run after it in courses
+    of their own; the last one's earlier turn is then read back by a second, slow boot that streams."""
+    raw = ts_original_value()
+    agent.seed({KEY: raw})
+    agent.open(course="intro-ml")
+    with case("the TS original's value"):
+        value_the_ts_original_writes_starts_with_no_notice_no_backup_and_unchanged_bytes(agent, raw)
+    with case("restore undoes only its own course's scene (ids unique across courses)"):
+        restore_undoes_only_its_own_courses_scene(agent)
+    with case("composer keeps indentation"):
+        composer_keeps_the_first_lines_indentation(agent)
+    with case("commands after any whitespace"):
+        commands_followed_by_ideographic_space_tab_or_newline_are_tool_calls(agent)
+    with case("another tab's damaged write mid-stream"):
+        earlier_turn_is_sent(agent)
+    agent.open(course=STREAMING, delay=250)
+    with case("another tab's damaged write mid-stream"):
+        another_tabs_damaged_write_while_this_tab_streams_keeps_its_earlier_turns(agent, second_agent)
+
+
+# --- stopped replies (DESIGN.md §4) -----------------------------------------------------------------
+
+
+def reply_is_stopped_before_any_output(agent) -> None:
+    switch_course(agent, "hardening-stop-at-once")
+    agent.send("stop me at once", wait=False)
+    agent.page.wait_for_function(RUNNING)
+    agent.testid("agent-stop").click()
+    agent.wait_idle()
+
+
+def reply_stopped_before_any_output_survives_reload_as_stopped(agent) -> None:
+    switch_course(agent, "hardening-stop-at-once")
+    roles = [m.get_attribute("data-role") for m in agent.messages().all()]
+    assert roles == ["user", "assistant"]
+    assert agent.messages().nth(1).locator("[data-testid=agent-stopped]").count() == 1
+    agent.send("next turn")
+    roles = [m.get_attribute("data-role") for m in agent.messages().all()]
+    assert roles == ["user", "assistant", "user", "assistant"]
+
+
+def reply_is_stopped_part_way(agent) -> str:
+    switch_course(agent, "hardening-stop-part-way")
+    agent.send("a reply to cut short", wait=False)
+    agent.page.wait_for_function(
+        "() => { const m = document.querySelectorAll('[data-testid=agent-message]');"
+        " return m.length === 2 && m[1].textContent.length > 12; }")
+    agent.testid("agent-stop").click()
+    agent.wait_idle()
+    return message_texts(agent)[1]
+
+
+def partly_stopped_reply_says_it_was_stopped_after_reload(agent, partial: str) -> None:
+    switch_course(agent, "hardening-stop-part-way")
+    reply = agent.messages().nth(1)
+    assert reply.locator("[data-testid=agent-stopped]").count() == 1
+    assert reply.inner_text().startswith(partial.splitlines()[0])
+
+
+def test_stopped_replies_before_and_after_some_output_survive_a_reload_as_stopped(agent):
+    """Both stops in one slow boot (2 s a token: the first stop lands before any output), then one
+    fast boot that reads both back."""
+    agent.open(course="intro-ml", delay=2_000)
+    with case("stopped before any output"):
+        reply_is_stopped_before_any_output(agent)
+    with case("stopped part way"):
+        partial = reply_is_stopped_part_way(agent)
+    agent.open(course="intro-ml")
+    with case("stopped before any output"):
+        reply_stopped_before_any_output_survives_reload_as_stopped(agent)
+    with case("stopped part way"):
+        partly_stopped_reply_says_it_was_stopped_after_reload(agent, partial)
 
 
 # --- no long task on a save: the first save splices, another tab's save is read as a change -------
@@ -214,7 +249,7 @@ def bridge_calls(agent) -> list[str]:
     return [name for name, _ in calls]
 
 
-def test_first_save_splices_and_another_tabs_save_is_read_as_a_change(agent, second_agent):
+def first_save_splices_and_another_tabs_save_is_read_as_a_change(agent, second_agent) -> None:
     emoji = "😀👩‍💻“引号”𝒳"
     seeded = {"a-course": thread(turn(f"first {emoji}"), 1), "intro-ml": thread(turn(f"mine {emoji}"), 2),
               "z-course": thread(turn(f"last {emoji}"), 3)}
@@ -242,3 +277,37 @@ def test_first_save_splices_and_another_tabs_save_is_read_as_a_change(agent, sec
     assert threads["a-course"] == seeded["a-course"]
     agent.reload()
     assert agent.messages().count() == 6 and notice_codes(agent) == []
+
+
+def another_tabs_clear_of_storage_is_followed(agent, second_agent) -> None:
+    switch_course(agent, "hardening-cleared")
+    agent.send("a turn")
+    second_agent.page.evaluate("() => localStorage.clear()")
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 0")
+    assert notice_codes(agent) == []
+    assert agent.stored_raw() is None
+
+
+def another_tabs_damaged_write_keeps_this_tabs_turns_and_the_next_save_writes_them_back(agent, second_agent) -> None:
+    switch_course(agent, "hardening-damaged")
+    agent.send("first turn")
+    agent.send("second turn")
+    second_agent.page.evaluate("key => localStorage.setItem(key, 'garbage{')", KEY)
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=agent-notice]')")
+    assert notice_codes(agent) == ["storage-corrupt"]
+    assert agent.messages().count() == 4
+    agent.send("third turn")
+    assert user_texts(agent, "hardening-damaged") == ["first turn", "second turn", "third turn"]
+    assert list(backups(agent).values()) == ["garbage{"]
+    assert notice_codes(agent) == ["storage-corrupt"]
+
+
+def test_another_tabs_save_clear_and_damaged_write_are_each_followed_by_this_tab(agent, second_agent):
+    """Two app tabs booted once each (and this one reloaded once); the clear, then the damaged write,
+    each in a course of its own, after the splice case (which needs the seeded value at boot)."""
+    with case("first save splices, another tab's save is read as a change"):
+        first_save_splices_and_another_tabs_save_is_read_as_a_change(agent, second_agent)
+    with case("another tab's clear of storage"):
+        another_tabs_clear_of_storage_is_followed(agent, second_agent)
+    with case("another tab's damaged write"):
+        another_tabs_damaged_write_keeps_this_tabs_turns_and_the_next_save_writes_them_back(agent, second_agent)
