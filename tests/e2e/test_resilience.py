@@ -148,19 +148,6 @@ def test_unavailable_storage_runs_in_memory_and_says_so_once(agent):
     assert notice_codes(agent) == []
 
 
-def test_reloads_before_boot_finishes_leave_the_stored_value_unchanged(agent):
-    raw = envelope({"intro-ml": GOOD, "linear-algebra": thread(turn("另一个"), 5)})
-    agent.seed({KEY: raw})
-    for _ in range(3):
-        agent.page.goto(agent.url(course="intro-ml"))
-        agent.page.wait_for_timeout(300)
-    agent.page.goto(agent.url(course="intro-ml"))
-    agent.wait_ready()
-    assert agent.stored_raw() == raw
-
-
-
-
 # Cases that need no boot of their own run in one booted page, each in its own course: the page
 # switches course the way Back/Forward does (``_on_popstate``, no boot). The URL keeps its other
 # parameters, so a reload boots with the same ``delay`` (read only at boot).
@@ -307,28 +294,38 @@ def assert_hostile_thread_shown_as_text(agent, when: str):
     assert_inert(agent)
 
 
-def test_unusual_and_hostile_course_ids_from_the_url_stay_isolated_and_text_stays_text(agent):
-    """Each unusual course id, and a hostile one, comes through the URL at boot (one boot per id,
-    5 in all): a fresh id to its own empty thread, saved under its own key beside the others (a
-    store round trip of such ids is unit-proven, test_store.py). Hostile text in messages, tool
-    names, results and the course id renders as text, shown by Python and, at the hostile course's
-    boot, by the paint record. A lone surrogate in stored text does not break saving."""
+def test_boots_cut_short_then_unusual_and_hostile_course_ids_from_the_url_stay_isolated_and_inert(agent):
+    """Reloads before boot finishes leave the stored value unchanged (three boots cut short, then
+    the first id's boot finishes). Then each unusual course id, and a hostile one, comes through
+    the URL at boot (one boot per id, 5 in all): a fresh id to its own empty thread, saved under
+    its own key beside the others (a store round trip of such ids is unit-proven, test_store.py).
+    Hostile text in messages, tool names, results and the course id renders as text, shown by
+    Python and, at the hostile course's boot, by the paint record. A lone surrogate in stored text
+    does not break saving."""
     tool = {"type": "tool-call", "toolCallId": "t1", "toolName": HOSTILE, "args": {"sceneId": HOSTILE},
             "result": {"content": [{"type": "text", "text": HOSTILE}],
                        "details": {"sceneId": HOSTILE, "content": {"elements": [{}]}, "actions": [{"type": HOSTILE}]}}}
     hostile = thread([{"role": "user", "content": [{"type": "text", "text": HOSTILE}]},
                       {"role": "assistant", "content": [tool, {"type": "text", "text": "go to javascript:alert(1)"}]}])
     surrogate = thread(turn("broken \\ud800 half"))
-    raw = envelope({HOSTILE_COURSE: hostile, "intro-ml": surrogate}).replace("\\\\ud800", "\\ud800")
+    raw = envelope({HOSTILE_COURSE: hostile, "intro-ml": surrogate, "linear-algebra": thread(turn("另一个"), 5)}
+                   ).replace("\\\\ud800", "\\ud800")
     agent.seed({KEY: raw})
 
-    def boot_fresh_id(course_id: str) -> None:
-        agent.open(course=course_id)
+    # 0. Reloads before boot finishes leave the stored value unchanged: three boots cut short (on a
+    #    course with a stored thread), then the first id's boot finishes and the value is as seeded.
+    for _ in range(3):
+        agent.page.goto(agent.url(course="intro-ml"))
+        agent.page.wait_for_timeout(300)
+
+    def fresh_id_shown_empty_then_saved(course_id: str) -> None:
         assert agent.messages().count() == 0, f"{course_id[:40]!r} shows another course's thread"
         agent.send(f"belongs to {course_id[:20]}")
 
-    # 1. The first id's boot; in its page, two seeded threads.
-    boot_fresh_id(UNUSUAL_COURSE_IDS[0])
+    # 1. The first id's boot: the boot that finishes after those cut short; in its page, seeded threads.
+    agent.open(course=UNUSUAL_COURSE_IDS[0])
+    assert agent.stored_raw() == raw, "reloads before boot finished changed the stored value"
+    fresh_id_shown_empty_then_saved(UNUSUAL_COURSE_IDS[0])
 
     # A lone surrogate in stored text does not break saving.
     switch_course(agent, "intro-ml")
@@ -347,7 +344,8 @@ def test_unusual_and_hostile_course_ids_from_the_url_stay_isolated_and_text_stay
 
     # 2. Every other unusual id's boot.
     for course_id in UNUSUAL_COURSE_IDS[1:]:
-        boot_fresh_id(course_id)
+        agent.open(course=course_id)
+        fresh_id_shown_empty_then_saved(course_id)
 
     # 3. The hostile course's boot: its paint record is drawn, then Python renders; all inert.
     agent.open(course=HOSTILE_COURSE)
@@ -358,7 +356,7 @@ def test_unusual_and_hostile_course_ids_from_the_url_stay_isolated_and_text_stay
     switch_course(agent, UNUSUAL_COURSE_IDS[-1])
     assert f"belongs to {UNUSUAL_COURSE_IDS[-1][:20]}" in message_texts(agent)[0]
     threads = agent.stored()["state"]["threads"]
-    assert set(threads) == {"intro-ml", HOSTILE_COURSE, *UNUSUAL_COURSE_IDS}
+    assert set(threads) == {"intro-ml", "linear-algebra", HOSTILE_COURSE, *UNUSUAL_COURSE_IDS}
     for course_id in UNUSUAL_COURSE_IDS:
         assert threads[course_id]["messages"][0]["content"][0]["text"] == f"belongs to {course_id[:20]}", course_id
         assert len(threads[course_id]["messages"]) == 2, course_id
