@@ -112,43 +112,35 @@ def open_request_failing_asynchronously(page) -> None:
     assert failed[1][0] == "closed"  # nothing is open: every call fails cleanly
 
 
-def test_round_trip_quota_and_open_failures_in_one_page(agent):
-    """Independent checks on the real IndexedDB, one booted page: records round-trip in order and an
-    aborted transaction writes nothing; over the quota a write writes nothing; ``open`` throwing is
-    unavailable; an open request failing in a later event leaves every call failing cleanly (the
-    quota first, on the freshly booted page; the failures on a database deleted before them, each
-    undone before the next check)."""
-    agent.open()
-    quota_exceeded_writes_nothing(agent.page, agent.base_url)  # first: the usage it measures is the page's own
-    fresh_database(agent.page)
-    agent.page.evaluate("() => { window.__realOpen = IDBFactory.prototype.open; }")
-    open_request_failing_asynchronously(agent.page)
-    open_throwing_is_unavailable(agent.page)
-    records_round_trip_in_order_and_an_aborted_transaction_writes_nothing(agent.page)
+def working_indexeddb_is_reported_available_without_notice(agent) -> None:
+    status = agent.page.evaluate("() => ({...window.agentbarIndexedDb})")
+    assert status == {"available": True, "reason": None, "substitute": None}
+    notices = [n.get_attribute("data-code") for n in agent.testid("agent-notice").all()]
+    assert "indexeddb-unavailable" not in notices
+    # PyScript uses the browser's own IndexedDB, not the substitute.
+    assert agent.page.evaluate("() => indexedDB instanceof IDBFactory && Object.getPrototypeOf(indexedDB) === IDBFactory.prototype")
 
 
-def test_blocked_by_another_tab_holding_an_older_version(agent, second_agent):
-    second_agent.page.goto(f"{second_agent.base_url}static/icons/agentbar.svg")
-    second_agent.page.evaluate("""() => new Promise((resolve, reject) => {
+def blocked_by_another_tab_holding_an_older_version(page, other_tab) -> None:
+    fresh_database(page)
+    other_tab.evaluate("""() => new Promise((resolve, reject) => {
       const request = indexedDB.open('agentbar', 5);  // older than Dexie's 10 for version 1, never closed
       request.onsuccess = () => { window.held = request.result; resolve(); };
       request.onerror = () => reject(request.error);
     })""")
-    agent.open()
-    blocked = run_py(agent.page, "json.dumps(await attempt(IndexedDbBackend().open()))")
+    blocked = run_py(page, "json.dumps(await attempt(IndexedDbBackend().open()))")
     assert blocked[0] == "blocked"
-    second_agent.page.evaluate("() => window.held.close()")
-    reopened = run_py(agent.page, """
+    other_tab.evaluate("() => window.held.close()")
+    reopened = run_py(page, """
         b = IndexedDbBackend()
         json.dumps([await attempt(b.open()), await attempt(b.count("conversations", IDX, *ALL))])
     """)
     assert reopened == [["ok", None], ["ok", 0]]
 
 
-def test_versionchange_from_another_tab_closes_and_says_so_then_deletion_is_reported(agent, second_agent):
-    agent.open()
-    fresh_database(agent.page)
-    run_py(agent.page, """
+def versionchange_from_another_tab_closes_and_says_so_then_deletion_is_reported(page, other_tab) -> None:
+    fresh_database(page)
+    run_py(page, """
         import builtins
         builtins.idb_events = []
         builtins.idb = IndexedDbBackend(on_event=lambda kind, detail: builtins.idb_events.append([kind, detail]))
@@ -156,13 +148,12 @@ def test_versionchange_from_another_tab_closes_and_says_so_then_deletion_is_repo
         await idb.write([("put", "heads", {"stageId": "__proto__", "taskId": "t"})])
         json.dumps(1)
     """)
-    second_agent.page.goto(f"{second_agent.base_url}static/icons/agentbar.svg")
-    second_agent.page.evaluate("""() => new Promise((resolve, reject) => {
+    other_tab.evaluate("""() => new Promise((resolve, reject) => {
       const request = indexedDB.open('agentbar', 20);  // a newer app upgrading
       request.onsuccess = () => { request.result.close(); resolve(); };
       request.onerror = () => reject(request.error);
     })""")
-    after = run_py(agent.page, """
+    after = run_py(page, """
         import builtins
         json.dumps([builtins.idb_events, await attempt(builtins.idb.get("heads", "__proto__")),
                     await attempt(IndexedDbBackend().open())])
@@ -171,8 +162,8 @@ def test_versionchange_from_another_tab_closes_and_says_so_then_deletion_is_repo
     assert after[1][0] == "closed"
     # Dexie 4 opens a database that a newer version upgraded when the tables it declares are there
     assert after[2] == ["ok", None]
-    second_agent.page.evaluate("() => new Promise((resolve) => { indexedDB.deleteDatabase('agentbar').onsuccess = resolve; })")
-    fresh = run_py(agent.page, """
+    other_tab.evaluate("() => new Promise((resolve) => { indexedDB.deleteDatabase('agentbar').onsuccess = resolve; })")
+    fresh = run_py(page, """
         import builtins
         builtins.idb_events = []
         b = IndexedDbBackend(on_event=lambda kind, detail: builtins.idb_events.append([kind, detail]))
@@ -181,6 +172,28 @@ def test_versionchange_from_another_tab_closes_and_says_so_then_deletion_is_repo
         json.dumps(1)
     """)
     assert fresh == 1
-    second_agent.page.evaluate("() => new Promise((resolve) => { indexedDB.deleteDatabase('agentbar').onsuccess = resolve; })")
-    evicted = run_py(agent.page, "import builtins\njson.dumps(builtins.idb_events)")
+    other_tab.evaluate("() => new Promise((resolve) => { indexedDB.deleteDatabase('agentbar').onsuccess = resolve; })")
+    evicted = run_py(page, "import builtins\njson.dumps(builtins.idb_events)")
     assert evicted == [["deleted", "null"]]
+
+
+def test_indexeddb_layer_and_its_failures_in_one_page(agent, second_agent):
+    """Independent checks on the real IndexedDB, one booted page (none breaks the database at boot;
+    a second tab, no app in it, is the other tab): the boot reports a working IndexedDB; records
+    round-trip in order and an aborted transaction writes nothing; over the quota a write writes
+    nothing; ``open`` throwing is unavailable; an open request failing in a later event leaves
+    every call failing cleanly; another tab holding an older version blocks the open until it
+    closes; another tab upgrading closes the connection and says so, and the database deleted is
+    reported. The quota first, on the freshly booted page; every later check on a database deleted
+    before it (fresh_database), each breakage undone before the next check."""
+    agent.open()
+    working_indexeddb_is_reported_available_without_notice(agent)
+    quota_exceeded_writes_nothing(agent.page, agent.base_url)  # first: the usage it measures is the page's own
+    fresh_database(agent.page)
+    agent.page.evaluate("() => { window.__realOpen = IDBFactory.prototype.open; }")
+    open_request_failing_asynchronously(agent.page)
+    open_throwing_is_unavailable(agent.page)
+    records_round_trip_in_order_and_an_aborted_transaction_writes_nothing(agent.page)
+    second_agent.page.goto(f"{second_agent.base_url}static/icons/agentbar.svg")
+    blocked_by_another_tab_holding_an_older_version(agent.page, second_agent.page)
+    versionchange_from_another_tab_closes_and_says_so_then_deletion_is_reported(agent.page, second_agent.page)

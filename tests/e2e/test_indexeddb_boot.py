@@ -9,8 +9,7 @@ PyScript runs on the in-memory substitute.
 
 from __future__ import annotations
 
-import pytest
-
+from tests.e2e.conftest import AgentPage
 from tests.e2e.test_indexeddb import run_py
 
 NOTICE = "indexeddb-unavailable"
@@ -49,43 +48,46 @@ def notice_codes(agent) -> list[str]:
     return [n.get_attribute("data-code") for n in agent.testid("agent-notice").all()]
 
 
-@pytest.mark.parametrize("case", sorted(BREAKAGES))
-def test_app_starts_in_memory_when_indexeddb_is_unusable(agent, case):
-    agent.page.add_init_script(BREAKAGES[case])
-    agent.open(course="intro-ml")
-
-    status = agent.page.evaluate("() => ({...window.agentbarIndexedDb})")
-    assert status["available"] is False
-    assert status["substitute"] == "fake-indexeddb"
-    assert status["reason"]
-    if case == "open-throws":
-        assert "SecurityError" in status["reason"]
-    assert notice_codes(agent) == [NOTICE]
-
-    agent.send("hello while IndexedDB is blocked")
-    assert agent.messages().count() == 2
-    stored = agent.stored()
-    assert len(stored["state"]["threads"]["intro-ml"]["messages"]) == 2
-    assert notice_codes(agent) == [NOTICE]  # said once, not again per turn
-
-    if case != "open-throws":
-        return  # the rest does not depend on how IndexedDB broke: one case shows it
-    # The adapter believes the boot guard's flag, not the in-memory substitute; with no indexedDB
-    # at all it is unavailable too (tests/e2e/test_indexeddb.py's helpers run Python in the page).
-    flagged = run_py(agent.page, "json.dumps(await attempt(IndexedDbBackend().open()))")
-    assert flagged[0] == "unavailable" and "insecure" in flagged[1]
-    agent.reload()
-    assert agent.messages().count() == 2  # localStorage still holds the thread
-    assert notice_codes(agent) == [NOTICE]
-    agent.page.evaluate("Object.defineProperty(window, 'indexedDB', {value: undefined, configurable: true})")
-    missing = run_py(agent.page, "json.dumps(await attempt(IndexedDbBackend().open()))")
-    assert missing[0] == "unavailable"
+# open-throws first: the boots after it show the thread it saved (localStorage still holds it)
+ORDER = ["open-throws", "missing", "fails-async"]
 
 
-def test_working_indexeddb_is_reported_available_without_notice(agent):
-    agent.open(course="intro-ml")
-    status = agent.page.evaluate("() => ({...window.agentbarIndexedDb})")
-    assert status == {"available": True, "reason": None, "substitute": None}
-    assert NOTICE not in notice_codes(agent)
-    # PyScript uses the browser's own IndexedDB, not the substitute.
-    assert agent.page.evaluate("() => indexedDB instanceof IDBFactory && Object.getPrototypeOf(indexedDB) === IDBFactory.prototype")
+def test_app_starts_in_memory_when_indexeddb_is_unusable(agent, context, app_server):
+    """One boot per breakage, each in its own tab of one browser context (its init script runs
+    before any page script there): each boot also shows the turns the boots before it saved."""
+    assert sorted(ORDER) == sorted(BREAKAGES)
+    tabs = [agent]
+    for n, case in enumerate(ORDER):
+        if n:
+            tabs[-1].page.close()  # no other app in the context while this one boots
+            tabs.append(AgentPage(context.new_page(), app_server))
+        tab = tabs[-1]
+        tab.page.add_init_script(BREAKAGES[case])
+        tab.open(course="intro-ml")
+
+        status = tab.page.evaluate("() => ({...window.agentbarIndexedDb})")
+        assert status["available"] is False, case
+        assert status["substitute"] == "fake-indexeddb", case
+        assert status["reason"], case
+        if case == "open-throws":
+            assert "SecurityError" in status["reason"]
+        assert notice_codes(tab) == [NOTICE], case
+        assert tab.messages().count() == 2 * n, f"{case}: the earlier boots' turns, from localStorage"
+
+        tab.send(f"hello while IndexedDB is blocked ({case})")
+        assert tab.messages().count() == 2 * n + 2, case
+        stored = tab.stored()
+        assert len(stored["state"]["threads"]["intro-ml"]["messages"]) == 2 * n + 2, case
+        assert notice_codes(tab) == [NOTICE], f"{case}: said once, not again per turn"
+
+        if case != "open-throws":
+            continue  # the rest does not depend on how IndexedDB broke: one case shows it
+        # The adapter believes the boot guard's flag, not the in-memory substitute; with no indexedDB
+        # at all it is unavailable too (tests/e2e/test_indexeddb.py's helpers run Python in the page).
+        flagged = run_py(tab.page, "json.dumps(await attempt(IndexedDbBackend().open()))")
+        assert flagged[0] == "unavailable" and "insecure" in flagged[1]
+        tab.page.evaluate("Object.defineProperty(window, 'indexedDB', {value: undefined, configurable: true})")
+        missing = run_py(tab.page, "json.dumps(await attempt(IndexedDbBackend().open()))")
+        assert missing[0] == "unavailable"
+    for tab in tabs[1:]:
+        assert tab.off_origin_requests() == []

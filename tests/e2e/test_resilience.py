@@ -148,87 +148,137 @@ def test_unavailable_storage_runs_in_memory_and_says_so_once(agent):
     assert notice_codes(agent) == []
 
 
-def test_two_tabs_on_different_courses_keep_both_courses(agent, second_agent):
-    agent.open(course="intro-ml")
-    second_agent.open(course="linear-algebra")
+# Cases that need no boot of their own run in one booted page, each in its own course: the page
+# switches course the way Back/Forward does (``_on_popstate``, no boot). The URL keeps its other
+# parameters, so a reload boots with the same ``delay`` (read only at boot).
+SWITCH_JS = """id => {
+  const url = new URL(location.href);
+  url.searchParams.set('course', id);
+  history.pushState({}, '', url.href);
+  dispatchEvent(new PopStateEvent('popstate'));
+}"""
+
+
+def switch_course(agent, course_id: str) -> None:
+    agent.page.evaluate(SWITCH_JS, course_id)
+    assert agent.testid("course-select").input_value() == course_id, f"the page did not switch to {course_id[:40]!r}"
+
+
+def wait_running(agent) -> None:
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'")
+
+
+def wait_message_count(agent, n: int) -> None:
+    agent.page.wait_for_function(f"() => document.querySelectorAll('[data-testid=agent-message]').length === {n}")
+
+
+def user_texts(stored_thread: dict) -> list[str]:
+    return [m["content"][0]["text"] for m in stored_thread["messages"] if m["role"] == "user"]
+
+
+def test_two_tabs_and_runs_cut_short_keep_every_finished_turn(agent, second_agent):
+    """Two tabs, then one, each case in its own course (3 boots: both tabs, one reload mid-stream):
+    an idle tab shows the other tab's turn without reload; two tabs sending on one course at once
+    keep both turns; two tabs on different courses keep both courses; a new conversation mid-run
+    discards the late output; switching course mid-run saves the reply under its own course;
+    Chinese and emoji are stored literally; a reload mid-stream loses only the in-flight turn. The
+    reload then shows what every case saved (each course switched to in the reloaded page)."""
+    other = thread(turn("untouched"), 1_234)
+    agent.seed({KEY: envelope({"linear-algebra": other})})
+    agent.open(course="intro-ml", delay=120)  # tab one streams slowly: the races act while its turn runs
+    second_agent.open(course="intro-ml")
+
+    # 1. An idle tab on the same course shows the other tab's turn without reload.
+    agent.send("written in tab one")
+    wait_message_count(second_agent, 2)
+    assert "written in tab one" in message_texts(second_agent)[0], "idle tab"
+
+    # 2. Two tabs sending on the same course at once keep both turns.
+    switch_course(agent, "poetry-tang")
+    switch_course(second_agent, "poetry-tang")
+    agent.send("slow turn from tab one", wait=False)
+    wait_running(agent)
+    second_agent.send("quick turn from tab two")
+    agent.wait_idle()
+    users = user_texts(agent.stored()["state"]["threads"]["poetry-tang"])
+    assert users == ["quick turn from tab two", "slow turn from tab one"], "same course at once"
+    assert agent.messages().count() == 4, "same course at once"
+    wait_message_count(second_agent, 4)
+
+    # 3. Two tabs on different courses keep both courses (shown again after the reload, step 8).
+    switch_course(agent, "tab-one-course")
+    switch_course(second_agent, "tab-two-course")
     agent.send("tab one, turn one")
     second_agent.send("tab two, turn one")
     agent.send("tab one, turn two")
     second_agent.send("tab two, turn two")
-    agent.reload()
-    second_agent.reload()
-    assert agent.messages().count() == 4
-    assert second_agent.messages().count() == 4
     threads = agent.stored()["state"]["threads"]
-    assert len(threads["intro-ml"]["messages"]) == 4 and len(threads["linear-algebra"]["messages"]) == 4
+    assert len(threads["tab-one-course"]["messages"]) == 4, "different courses"
+    assert len(threads["tab-two-course"]["messages"]) == 4, "different courses"
+    second_agent.page.close()  # the rest is one tab's: no other writer
 
-
-def test_idle_tab_on_the_same_course_shows_the_other_tabs_turn_without_reload(agent, second_agent):
-    agent.open(course="intro-ml")
-    second_agent.open(course="intro-ml")
-    agent.send("written in tab one")
-    second_agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 2")
-    assert "written in tab one" in message_texts(second_agent)[0]
-
-
-def test_reload_mid_stream_loses_only_the_in_flight_turn(agent):
-    agent.open(course="intro-ml")
-    agent.send("a finished turn")
-    saved = agent.stored_raw()
-    agent.open(course="intro-ml", delay=300)
-    agent.send("interrupted by a reload", wait=False)
-    agent.page.wait_for_function("() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'")
-    agent.reload()
-    assert agent.stored_raw() == saved
-    assert agent.messages().count() == 2
-
-
-def test_switching_course_mid_run_saves_the_reply_under_its_own_course(agent):
-    other = thread(turn("untouched"), 1_234)
-    agent.seed({KEY: envelope({"linear-algebra": other})})
-    agent.open(course="intro-ml", delay=60)
-    agent.send("a long answer please", wait=False)
-    agent.page.wait_for_function("() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'")
-    agent.page.select_option("[data-testid=course-select]", "linear-algebra")
-    assert "untouched" in message_texts(agent)[0]
-    agent.page.wait_for_function(
-        "() => { const v = JSON.parse(localStorage.getItem('maic-agent-threads'));"
-        " return v.state.threads['intro-ml'] && v.state.threads['intro-ml'].messages.length === 2; }",
-        timeout=30_000)
-    threads = agent.stored()["state"]["threads"]
-    assert threads["linear-algebra"] == other
-    assert threads["intro-ml"]["messages"][0]["content"][0]["text"] == "a long answer please"
-
-
-def test_new_conversation_mid_run_discards_the_late_output(agent):
-    agent.open(course="intro-ml", delay=80)
+    # 4. A new conversation mid-run discards the late output.
+    switch_course(agent, "cancelled-run")
     agent.send("first turn, cancelled", wait=False)
-    agent.page.wait_for_function("() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'")
+    wait_running(agent)
     agent.testid("agent-new-conversation").click()
     agent.wait_idle()
-    assert agent.messages().count() == 0
-    agent.page.wait_for_timeout(1_500)  # longer than the cancelled reply would have taken
-    assert agent.messages().count() == 0
-    threads = (agent.stored() or {"state": {"threads": {}}})["state"]["threads"]
-    assert "intro-ml" not in threads
-    agent.open(course="intro-ml")
+    assert agent.messages().count() == 0, "new conversation mid-run"
+    agent.page.wait_for_timeout(1_500)  # the cancelled reply's tokens would have kept coming
+    assert agent.messages().count() == 0, "new conversation mid-run: late output shown"
+    assert "cancelled-run" not in agent.stored()["state"]["threads"], "new conversation mid-run: late output saved"
     agent.send("second turn")
-    messages = agent.stored()["state"]["threads"]["intro-ml"]["messages"]
-    assert [m["content"][0]["text"] for m in messages if m["role"] == "user"] == ["second turn"]
+    assert user_texts(agent.stored()["state"]["threads"]["cancelled-run"]) == ["second turn"], "new conversation mid-run"
 
+    # 5. Switching course mid-run saves the reply under its own course.
+    switch_course(agent, "switched-away")
+    agent.send("a long answer please", wait=False)
+    wait_running(agent)
+    agent.page.select_option("[data-testid=course-select]", "linear-algebra")
+    assert "untouched" in message_texts(agent)[0], "switching mid-run"
+    agent.page.wait_for_function(
+        "() => { const v = JSON.parse(localStorage.getItem('maic-agent-threads'));"
+        " return v.state.threads['switched-away'] && v.state.threads['switched-away'].messages.length === 2; }",
+        timeout=30_000)
+    threads = agent.stored()["state"]["threads"]
+    assert threads["linear-algebra"] == other, "switching mid-run"
+    assert threads["switched-away"]["messages"][0]["content"][0]["text"] == "a long answer please", "switching mid-run"
+    agent.wait_idle()
 
-def test_reloads_before_boot_finishes_leave_the_stored_value_unchanged(agent):
-    raw = envelope({"intro-ml": GOOD, "linear-algebra": thread(turn("另一个"), 5)})
-    agent.seed({KEY: raw})
-    for _ in range(3):
-        agent.page.goto(agent.url(course="intro-ml"))
-        agent.page.wait_for_timeout(300)
-    agent.page.goto(agent.url(course="intro-ml"))
-    agent.wait_ready()
-    assert agent.stored_raw() == raw
+    # 6. Chinese and emoji are stored literally (and round-trip: step 8).
+    text = "你好，世界！“引号” 🌏👩‍💻 café"
+    switch_course(agent, "chinese-text")
+    agent.send(text)
+    raw = agent.stored_raw()
+    assert text in raw and "\\u" not in raw, "Chinese and emoji"
+
+    # 7. A reload mid-stream loses only the in-flight turn.
+    switch_course(agent, "reloaded-mid-stream")
+    agent.send("a finished turn")
+    saved = agent.stored_raw()
+    agent.send("interrupted by a reload", wait=False)
+    wait_running(agent)
+    agent.reload()
+    assert agent.stored_raw() == saved, "reload mid-stream"
+    assert agent.messages().count() == 2, "reload mid-stream"
+
+    # 8. The reloaded page shows what each case saved.
+    for course_id, count in (("poetry-tang", 4), ("tab-one-course", 4), ("tab-two-course", 4), ("cancelled-run", 2)):
+        switch_course(agent, course_id)
+        assert agent.messages().count() == count, f"after the reload: {course_id}"
+    assert "second turn" in message_texts(agent)[0], "after the reload: cancelled-run"
+    switch_course(agent, "chinese-text")
+    assert message_texts(agent)[0] == text, "after the reload: Chinese and emoji"
 
 
 HOSTILE = '<img src=x onerror="window.__pwned=1;alert(1)"><script>window.__pwned=2</script>'
+HOSTILE_COURSE = '<img src=x onerror="alert(1)">'
+UNUSUAL_COURSE_IDS = ["42", "__proto__", "课程·线性代数", "c" * 300]
+
+PAINT_RECORD_JS = """async id => {
+  const url = new URL('paint/' + encodeURIComponent(id), document.baseURI).href;
+  return !!(await (await caches.open('agentbar.paint')).match(url));
+}"""
 
 
 def assert_inert(agent):
@@ -237,76 +287,77 @@ def assert_inert(agent):
     assert agent.page.locator("img[src=x], #agent-messages script, [data-testid=stage-view] script").count() == 0
 
 
-def test_hostile_text_in_messages_tool_names_results_and_course_ids_renders_as_text(agent):
-    course = '<img src=x onerror="alert(1)">'
+def assert_hostile_thread_shown_as_text(agent, when: str):
+    assert HOSTILE in message_texts(agent)[0], when
+    assert agent.page.locator("a[href^='javascript']").count() == 0, when
+    assert agent.testid("tool-card").first.get_attribute("data-element-count") == "1", when
+    assert_inert(agent)
+
+
+def test_boots_cut_short_then_unusual_and_hostile_course_ids_from_the_url_stay_isolated_and_inert(agent):
+    """Reloads before boot finishes leave the stored value unchanged (three boots cut short, then
+    the first id's boot finishes). Then each unusual course id, and a hostile one, comes through
+    the URL at boot (one boot per id, 5 in all): a fresh id to its own empty thread, saved under
+    its own key beside the others (a store round trip of such ids is unit-proven, test_store.py).
+    Hostile text in messages, tool names, results and the course id renders as text, shown by
+    Python and, at the hostile course's boot, by the paint record. A lone surrogate in stored text
+    does not break saving."""
     tool = {"type": "tool-call", "toolCallId": "t1", "toolName": HOSTILE, "args": {"sceneId": HOSTILE},
             "result": {"content": [{"type": "text", "text": HOSTILE}],
                        "details": {"sceneId": HOSTILE, "content": {"elements": [{}]}, "actions": [{"type": HOSTILE}]}}}
-    seeded = thread([{"role": "user", "content": [{"type": "text", "text": HOSTILE}]},
-                     {"role": "assistant", "content": [tool, {"type": "text", "text": "go to javascript:alert(1)"}]}])
-    agent.seed({KEY: envelope({course: seeded})})
-    agent.open(course=course)
-    agent.send(HOSTILE)
-    assert HOSTILE in message_texts(agent)[0]
-    assert agent.page.locator("a[href^='javascript']").count() == 0
-    assert agent.testid("tool-card").first.get_attribute("data-element-count") == "1"
-    assert_inert(agent)
-    agent.reload()
-    assert_inert(agent)
-
-
-def test_chinese_and_emoji_are_stored_literally_and_round_trip(agent):
-    text = "你好，世界！“引号” 🌏👩‍💻 café"
-    agent.open(course="intro-ml")
-    agent.send(text)
-    raw = agent.stored_raw()
-    assert text in raw and "\\u" not in raw
-    agent.reload()
-    assert message_texts(agent)[0] == text
-
-
-def test_lone_surrogate_in_stored_text_does_not_break_saving(agent):
-    raw = envelope({"intro-ml": thread(turn("broken \\ud800 half"))}).replace("\\\\ud800", "\\ud800")
+    hostile = thread([{"role": "user", "content": [{"type": "text", "text": HOSTILE}]},
+                      {"role": "assistant", "content": [tool, {"type": "text", "text": "go to javascript:alert(1)"}]}])
+    surrogate = thread(turn("broken \\ud800 half"))
+    raw = envelope({HOSTILE_COURSE: hostile, "intro-ml": surrogate, "linear-algebra": thread(turn("另一个"), 5)}
+                   ).replace("\\\\ud800", "\\ud800")
     agent.seed({KEY: raw})
-    agent.open(course="intro-ml")
+
+    # 0. Reloads before boot finishes leave the stored value unchanged: three boots cut short (on a
+    #    course with a stored thread), then the first id's boot finishes and the value is as seeded.
+    for _ in range(3):
+        agent.page.goto(agent.url(course="intro-ml"))
+        agent.page.wait_for_timeout(300)
+
+    def fresh_id_shown_empty_then_saved(course_id: str) -> None:
+        assert agent.messages().count() == 0, f"{course_id[:40]!r} shows another course's thread"
+        agent.send(f"belongs to {course_id[:20]}")
+
+    # 1. The first id's boot: the boot that finishes after those cut short; in its page, seeded threads.
+    agent.open(course=UNUSUAL_COURSE_IDS[0])
+    assert agent.stored_raw() == raw, "reloads before boot finished changed the stored value"
+    fresh_id_shown_empty_then_saved(UNUSUAL_COURSE_IDS[0])
+
+    # A lone surrogate in stored text does not break saving.
+    switch_course(agent, "intro-ml")
     agent.send("still saving")
     stored_raw = agent.stored_raw()
-    assert "\\ud800" in stored_raw
+    assert "\\ud800" in stored_raw, "lone surrogate"
     messages = json.loads(stored_raw)["state"]["threads"]["intro-ml"]["messages"]
-    assert messages[0]["content"][0]["text"] == "broken \ud800 half"
-    assert messages[2]["content"][0]["text"] == "still saving"
+    assert messages[0]["content"][0]["text"] == "broken \ud800 half", "lone surrogate"
+    assert messages[2]["content"][0]["text"] == "still saving", "lone surrogate"
 
+    # Hostile text shown by Python; a turn on the hostile course writes its paint record.
+    switch_course(agent, HOSTILE_COURSE)
+    agent.send(HOSTILE)
+    assert_hostile_thread_shown_as_text(agent, "hostile, switched to")
+    agent.page.wait_for_function(PAINT_RECORD_JS, arg=HOSTILE_COURSE)
 
-UNUSUAL_COURSE_IDS = ["42", "__proto__", "课程·线性代数", "c" * 300]
-
-
-def test_unusual_course_ids_work_and_stay_isolated(agent):
-    """Each id comes through the URL to its own empty thread and is saved under its own key beside
-    the others (one page per id; a store round trip of such ids is unit-proven, test_store.py)."""
-    agent.open(course="intro-ml")
-    agent.send("belongs to intro-ml")
-    for course_id in UNUSUAL_COURSE_IDS:
+    # 2. Every other unusual id's boot.
+    for course_id in UNUSUAL_COURSE_IDS[1:]:
         agent.open(course=course_id)
-        assert agent.messages().count() == 0, course_id
-        agent.send(f"belongs to {course_id[:20]}")
-    agent.reload()
+        fresh_id_shown_empty_then_saved(course_id)
+
+    # 3. The hostile course's boot: its paint record is drawn, then Python renders; all inert.
+    agent.open(course=HOSTILE_COURSE)
+    assert agent.page.evaluate("() => document.documentElement.dataset.painted") == "true", "hostile paint record"
+    assert_hostile_thread_shown_as_text(agent, "hostile, at boot")
+
+    # 4. What each id saved, read back in this page.
+    switch_course(agent, UNUSUAL_COURSE_IDS[-1])
     assert f"belongs to {UNUSUAL_COURSE_IDS[-1][:20]}" in message_texts(agent)[0]
     threads = agent.stored()["state"]["threads"]
-    assert set(threads) == {"intro-ml", *UNUSUAL_COURSE_IDS}
-    for course_id in ["intro-ml", *UNUSUAL_COURSE_IDS]:
+    assert set(threads) == {"intro-ml", "linear-algebra", HOSTILE_COURSE, *UNUSUAL_COURSE_IDS}
+    for course_id in UNUSUAL_COURSE_IDS:
         assert threads[course_id]["messages"][0]["content"][0]["text"] == f"belongs to {course_id[:20]}", course_id
         assert len(threads[course_id]["messages"]) == 2, course_id
-
-
-def test_two_tabs_sending_on_the_same_course_at_once_keep_both_turns(agent, second_agent):
-    agent.open(course="intro-ml", delay=120)
-    second_agent.open(course="intro-ml")
-    agent.send("slow turn from tab one", wait=False)
-    agent.page.wait_for_function("() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'")
-    second_agent.send("quick turn from tab two")
-    agent.wait_idle()
-    users = [m["content"][0]["text"] for m in agent.stored()["state"]["threads"]["intro-ml"]["messages"]
-             if m["role"] == "user"]
-    assert users == ["quick turn from tab two", "slow turn from tab one"]
-    assert agent.messages().count() == 4
-    second_agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 4")
+    assert threads["intro-ml"]["messages"][0]["content"][0]["text"] == "broken \ud800 half", "lone surrogate, kept"
