@@ -158,7 +158,7 @@ def paging_past_ten_with_items_arriving_from_another_tab_while_open(agent, other
     assert listing.get_attribute("data-total") == "23" and listing.get_attribute("data-has-more") == "true"
     assert agent.testid("history-title").first.inner_text() == "conversation 22"
     # Another tab archives a conversation of the same course while this list is open.
-    other.open(course=course, delay=SLOW_DELAY_MS)  # the slow tab's boot (used by the streaming cases)
+    other.open(course=course, delay=SLOW_DELAY_MS, lang=SLOW_LANG)  # the slow tab's boot (streaming cases, search)
     wait_history(other)
     other.send("arrived meanwhile")
     other.testid("agent-new-conversation").click()
@@ -388,17 +388,38 @@ def sort_and_range_apply_to_the_plain_list_and_page_on_the_cursor(agent, course:
     assert listing.get_attribute("data-total") == "0"
 
 
+def search_english_and_chinese_with_marked_snippets_sort_and_range(agent, course: str) -> None:
+    """On a page in zh-CN; the drawer's search, sort and range stay set: its tab's last case."""
+    seed_conversations(agent, course, ["我们今天讨论机器学习的基本概念", "Deep LEARNING for 学习 fans", "nothing here"])
+    open_list(agent)
+    agent.testid("history-search").fill("学习")
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-snippet] mark').length === 2")
+    marks = agent.page.eval_on_selector_all("[data-testid=history-snippet] mark", "els => els.map(e => e.textContent)")
+    assert marks == ["学习", "学习"]
+    assert agent.testid("history-title").all_inner_texts() == ["Deep LEARNING for 学习 fans", "我们今天讨论机器学习的基本概念"]
+    agent.testid("history-sort").select_option("oldest")
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-title]').textContent.startsWith('我们')")
+    agent.testid("history-search").fill("learning")
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 1")
+    assert agent.page.locator("[data-testid=history-snippet] mark").inner_text() == "LEARNING"
+    agent.testid("history-range").select_option("1d")  # seeded in 2026-05: older than a day
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 0")
+
+
 SLOW_DELAY_MS = 150
 """The slow tab's streamed-token delay: its replies are still coming while the other tab acts."""
+SLOW_LANG = "zh-CN"
+"""The slow tab's locale (read at boot, like the delay): the search case runs there in Chinese."""
 
 
 def test_history_in_two_tabs_one_course_per_case(agent, second_agent, tmp_path):
     """Archive, reload, resume and continue; New conversation archiving; a reload right after a turn;
     paging, delete/undo and keyboard with a second tab; import into the open list; export/import round
     trip; resume while streaming; replies streaming while the other tab starts or resumes a
-    conversation; sort and range. One course per case, switched in place (no boot); three boots in
-    all: ``agent`` (delay 0) and its one reload, and ``slow`` (``second_agent``, delay
-    ``SLOW_DELAY_MS``). The sort and range case comes last: the drawer's sort and range stay set."""
+    conversation; sort and range; search in Chinese. One course per case, switched in place (no
+    boot); three boots in all: ``agent`` (delay 0, en-US) and its one reload, and ``slow``
+    (``second_agent``, delay ``SLOW_DELAY_MS``, lang ``SLOW_LANG``). The sort and range case and
+    the search case come last on their tabs: the drawer's search, sort and range stay set."""
     slow = second_agent
     agent.open(course="intro-ml")
     assert wait_history(agent) == "ready"
@@ -444,25 +465,9 @@ def test_history_in_two_tabs_one_course_per_case(agent, second_agent, tmp_path):
     with case("sort and range apply to the plain list and page on the cursor"):
         show_course(agent, "h-sort")
         sort_and_range_apply_to_the_plain_list_and_page_on_the_cursor(agent, "h-sort")
-
-
-def test_search_english_and_chinese_with_marked_snippets_sort_and_range(agent):
-    agent.open(course="intro-ml", lang="zh-CN")
-    wait_history(agent)
-    seed_conversations(agent, "intro-ml", ["我们今天讨论机器学习的基本概念", "Deep LEARNING for 学习 fans", "nothing here"])
-    open_list(agent)
-    agent.testid("history-search").fill("学习")
-    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-snippet] mark').length === 2")
-    marks = agent.page.eval_on_selector_all("[data-testid=history-snippet] mark", "els => els.map(e => e.textContent)")
-    assert marks == ["学习", "学习"]
-    assert agent.testid("history-title").all_inner_texts() == ["Deep LEARNING for 学习 fans", "我们今天讨论机器学习的基本概念"]
-    agent.testid("history-sort").select_option("oldest")
-    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-title]').textContent.startsWith('我们')")
-    agent.testid("history-search").fill("learning")
-    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 1")
-    assert agent.page.locator("[data-testid=history-snippet] mark").inner_text() == "LEARNING"
-    agent.testid("history-range").select_option("1d")  # seeded in 2026-05: older than a day
-    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 0")
+    with case("search English and Chinese with marked snippets, sort and range (zh-CN)"):
+        show_course(slow, "h-search-zh")
+        search_english_and_chinese_with_marked_snippets_sort_and_range(slow, "h-search-zh")
 
 
 def test_indexeddb_blocked_leaves_the_core_working_with_one_notice(agent, second_agent):
