@@ -16,6 +16,8 @@ import json
 
 import pytest
 
+from tests.e2e.test_history import case, show_course
+
 KEY = "maic-agent-threads"
 TS_PAGE = "tests/e2e/pages/ts-original-store.html"
 T0 = 1_780_000_000_000
@@ -53,13 +55,14 @@ def notice_codes(agent) -> list[str]:
 # -- zustand ---------------------------------------------------------------------------------
 
 
-def test_zustand_writes_and_agentbar_reads_without_rewriting(agent):
+def zustand_writes_and_agentbar_reads_without_rewriting(agent, course: str) -> None:
+    """On a fresh origin: zustand writes first, then AgentBar boots on ``course``."""
     open_ts_store(agent.page, agent.base_url)
-    agent.page.evaluate("t => tsStore.getState().save('intro-ml', t)", ts_thread("zustand question"))
+    agent.page.evaluate("([c, t]) => tsStore.getState().save(c, t)", [course, ts_thread("zustand question")])
     written = agent.stored_raw()
     assert json.loads(written)["version"] == 1
 
-    agent.open(course="intro-ml")
+    agent.open(course=course)
     assert agent.messages().count() == 2
     card = agent.testid("tool-card")
     assert card.get_attribute("data-status") == "ok" and card.get_attribute("data-element-count") == "3"
@@ -68,8 +71,8 @@ def test_zustand_writes_and_agentbar_reads_without_rewriting(agent):
     assert [k for k in agent.page.evaluate("() => Object.keys(localStorage)") if k.startswith(KEY + ".backup")] == []
 
 
-def test_agentbar_writes_zustand_rehydrates_and_its_next_save_keeps_agentbar_course(agent):
-    agent.open(course="intro-ml")
+def agentbar_writes_zustand_rehydrates_and_its_next_save_keeps_agentbar_course(agent) -> None:
+    """On intro-ml; zustand's save goes to poetry-tang; AgentBar boots again on intro-ml."""
     agent.send("hello from AgentBar")
     agent.send("/regenerate scene-1 brighter")
     ours = agent.stored()["state"]["threads"]["intro-ml"]
@@ -79,20 +82,20 @@ def test_agentbar_writes_zustand_rehydrates_and_its_next_save_keeps_agentbar_cou
     assert state["threads"]["intro-ml"] == ours
     assert agent.page.evaluate("() => tsStore.getState().load('intro-ml').messages.length") == 4
 
-    agent.page.evaluate("t => tsStore.getState().save('linear-algebra', t)", ts_thread("from zustand"))
+    agent.page.evaluate("t => tsStore.getState().save('poetry-tang', t)", ts_thread("from zustand"))
     stored = agent.stored()
     assert stored["version"] == 1
     assert stored["state"]["threads"]["intro-ml"] == ours  # zustand's save kept AgentBar's course
-    assert stored["state"]["threads"]["linear-algebra"]["messages"][0]["content"][0]["text"] == "from zustand"
+    assert stored["state"]["threads"]["poetry-tang"]["messages"][0]["content"][0]["text"] == "from zustand"
 
     agent.open(course="intro-ml")
     assert agent.messages().count() == 4
-    agent.testid("course-select").select_option("linear-algebra")
+    agent.testid("course-select").select_option("poetry-tang")
     agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 2")
 
 
-def test_zustand_tab_and_agentbar_tab_side_by_side(agent, second_agent):
-    agent.open(course="intro-ml")
+def zustand_tab_and_agentbar_tab_side_by_side(agent, second_agent, course: str) -> None:
+    """AgentBar on ``course``; the zustand tab (``second_agent``'s page) changes linear-algebra."""
     agent.send("first AgentBar turn")
     ts_page = second_agent.page
     open_ts_store(ts_page, second_agent.base_url)
@@ -101,13 +104,13 @@ def test_zustand_tab_and_agentbar_tab_side_by_side(agent, second_agent):
     ts_page.evaluate("t => tsStore.getState().save('linear-algebra', t)", ts_thread("zustand tab"))
     agent.send("second AgentBar turn")
     threads = agent.stored()["state"]["threads"]
-    assert len(threads["intro-ml"]["messages"]) == 4
+    assert len(threads[course]["messages"]) == 4
     assert threads["linear-algebra"]["messages"][0]["content"][0]["text"] == "zustand tab"
 
     # The zustand tab rehydrates and sees AgentBar's turns; its next save keeps them.
-    assert len(ts_state(ts_page)["threads"]["intro-ml"]["messages"]) == 4
+    assert len(ts_state(ts_page)["threads"][course]["messages"]) == 4
     ts_page.evaluate("t => tsStore.getState().save('linear-algebra', t)", ts_thread("zustand again", T0 + 1))
-    assert len(agent.stored()["state"]["threads"]["intro-ml"]["messages"]) == 4
+    assert len(agent.stored()["state"]["threads"][course]["messages"]) == 4
 
     # An idle AgentBar tab showing the course the zustand tab changed follows it without a reload.
     agent.testid("course-select").select_option("linear-algebra")
@@ -117,10 +120,27 @@ def test_zustand_tab_and_agentbar_tab_side_by_side(agent, second_agent):
     assert "linear-algebra" not in agent.stored()["state"]["threads"]
 
 
+def test_zustand_and_agentbar_both_ways_in_one_tab_then_side_by_side(agent, second_agent):
+    """Two AgentBar boots in all (zustand's page is no boot): the first after zustand wrote on a
+    fresh origin, the second after zustand rehydrated AgentBar's turns and saved; the side-by-side
+    case then runs on that page in a course of its own."""
+    with case("zustand writes and AgentBar reads without rewriting"):
+        zustand_writes_and_agentbar_reads_without_rewriting(agent, "e-from-zustand")
+    with case("AgentBar writes, zustand rehydrates and its next save keeps AgentBar's course"):
+        show_course(agent, "intro-ml")
+        agentbar_writes_zustand_rehydrates_and_its_next_save_keeps_agentbar_course(agent)
+    with case("zustand tab and AgentBar tab side by side"):
+        show_course(agent, "e-side")
+        zustand_tab_and_agentbar_tab_side_by_side(agent, second_agent, "e-side")
+
+
 # -- axe-core --------------------------------------------------------------------------------
 
 
-ALL_STATUSES = {"state": {"threads": {"intro-ml": {"messages": [
+CARDS_COURSE = "linear-algebra"
+"""The course of ``ALL_STATUSES``'s thread."""
+
+ALL_STATUSES = {"state": {"threads": {CARDS_COURSE: {"messages": [
     {"role": "user", "content": [{"type": "text", "text": "three cards please"}]},
     {"role": "assistant", "content": [
         {"type": "tool-call", "toolCallId": "ok-1", "toolName": "regenerate_scene", "args": {"sceneId": "scene-1"},
@@ -136,25 +156,38 @@ ALL_STATUSES = {"state": {"threads": {"intro-ml": {"messages": [
 ], "updatedAt": T0}}}, "version": 1}
 
 
-def test_axe_loading_screen(agent):
-    agent.page.route("**/pyodide.asm.wasm", lambda route: None)  # never answered: stays loading
+def test_axe_loading_screen_then_startup_error(agent):
+    """One boot: Pyodide's module is held unanswered (the page stays on its loading screen: checked),
+    then answered 404 (the start-up error: checked)."""
+    held, released = [], []
+
+    def hold(route) -> None:  # not answered until the loading screen is checked (a preload and the import too)
+        if released:
+            route.fulfill(status=404, body="missing")
+        else:
+            held.append(route)
+
+    agent.page.route("**/pyodide.asm.mjs", hold)
     agent.page.goto(agent.url())
     agent.page.wait_for_function("() => document.getElementById('boot-text').textContent.length > 0")
+    for _ in range(600):
+        if held:
+            break
+        agent.page.wait_for_timeout(100)
+    assert held, "pyodide.asm.mjs was never requested"
+    assert not agent.page.evaluate("() => document.documentElement.hasAttribute('data-error')")
+    assert agent.page.evaluate("() => document.documentElement.dataset.ready") != "true"
     agent.assert_accessible("loading screen")
-
-
-def test_axe_startup_error(agent):
-    agent.page.route("**/pyodide.asm.mjs", lambda route: route.fulfill(status=404, body="missing"))
-    agent.page.goto(agent.url())
+    released.append(True)
+    for route in held:
+        route.fulfill(status=404, body="missing")
     agent.page.wait_for_function("() => document.documentElement.hasAttribute('data-error')")
     assert agent.testid("app-loading").is_visible()
     agent.assert_accessible("start-up error")
 
 
-@pytest.mark.parametrize("lang", ["en-US", "ar-SA"])
-def test_axe_every_card_status_notices_and_collapsed_panel(agent, lang):
-    agent.seed({KEY: json.dumps(ALL_STATUSES), KEY + ".extra": None})
-    agent.open(course="intro-ml", lang=lang)
+def every_card_status_notices_and_collapsed_panel_pass_axe(agent, lang: str) -> None:
+    """On the course holding ``ALL_STATUSES``; the damaged value and the collapsed panel stay: the last case."""
     statuses = [c.get_attribute("data-status") for c in agent.testid("tool-card").all()]
     assert statuses == ["ok", "error", "interrupted"]
     assert agent.page.evaluate("() => document.documentElement.dir") == ("rtl" if lang == "ar-SA" else "ltr")
@@ -170,8 +203,29 @@ def test_axe_every_card_status_notices_and_collapsed_panel(agent, lang):
     agent.assert_accessible(f"{lang}: collapsed panel")
 
 
-def test_axe_running_card_and_empty_panel_and_a_streamed_reply_is_announced_once_when_complete(agent):
-    agent.open(course="linear-algebra", delay=300)
+def test_axe_every_card_status_notices_and_collapsed_panel_in_arabic(agent):
+    agent.seed({KEY: json.dumps(ALL_STATUSES), KEY + ".extra": None})
+    agent.open(course=CARDS_COURSE, lang="ar-SA")
+    every_card_status_notices_and_collapsed_panel_pass_axe(agent, "ar-SA")
+
+
+def test_one_slow_page_in_english_keyboard_axe_and_announcements(agent):
+    """One page (delay 300: replies long enough to stop, a running card long enough for axe), one
+    course per case, switched in place: the keyboard case first (a fresh page, intro-ml), the
+    running card and empty panel on poetry-tang, every card status (seeded) on linear-algebra last."""
+    agent.seed({KEY: json.dumps(ALL_STATUSES), KEY + ".extra": None})
+    agent.open(course="intro-ml", lang="en-US", delay=300)
+    with case("every control works from the keyboard alone"):
+        every_control_works_from_the_keyboard_alone(agent)
+    with case("axe: running card and empty panel; a streamed reply is announced once when complete"):
+        show_course(agent, "poetry-tang")
+        running_card_and_empty_panel_pass_axe_and_a_streamed_reply_is_announced_once_when_complete(agent)
+    with case("axe: every card status, notices and collapsed panel (en-US)"):
+        show_course(agent, CARDS_COURSE)
+        every_card_status_notices_and_collapsed_panel_pass_axe(agent, "en-US")
+
+
+def running_card_and_empty_panel_pass_axe_and_a_streamed_reply_is_announced_once_when_complete(agent) -> None:
     agent.assert_accessible("empty panel")
     streamed_reply_is_announced_once_when_complete(agent)
     agent.send("/regenerate scene-1", wait=False)
@@ -200,8 +254,8 @@ def tab_to(agent, testid: str, limit: int = 25, backwards: bool = False) -> None
     pytest.fail(f"{testid} not reachable with Tab")
 
 
-def test_every_control_works_from_the_keyboard_alone(agent):
-    agent.open(course="intro-ml", delay=150)
+def every_control_works_from_the_keyboard_alone(agent) -> None:
+    """On a fresh page, on intro-ml with no turn; ends on the course after it in the picker."""
     keyboard = agent.page.keyboard
 
     tab_to(agent, "agent-input")

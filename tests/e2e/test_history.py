@@ -4,6 +4,7 @@ stats, export/import, two tabs, IndexedDB blocked."""
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 
 from tests.e2e.test_indexeddb import run_py
 
@@ -58,9 +59,38 @@ def item_ids(agent) -> list[str]:
     return agent.page.eval_on_selector_all("[data-testid=history-item]", "els => els.map(e => e.dataset.taskId)")
 
 
-def test_archive_reload_resume_and_continue(agent):
-    agent.open(course="intro-ml")
-    assert wait_history(agent) == "ready"
+def show_course(agent, course: str) -> None:
+    """Switch the booted page to ``course`` in place, as Back/Forward does (no boot: app/browser/page.py
+    ``_on_popstate``), the history drawer closed first; the URL's other parameters (``lang``,
+    ``delay``: read at boot) stay, so a reload boots as before on this course."""
+    if agent.testid("history-drawer").is_visible():
+        agent.testid("history-close").click()
+    agent.page.evaluate("""id => {
+      const url = new URL(location.href);
+      url.searchParams.set('course', id);
+      history.pushState({}, '', url.href);
+      dispatchEvent(new PopStateEvent('popstate'));
+    }""", course)
+    agent.page.wait_for_function("id => document.querySelector('[data-testid=course-select]').value === id", arg=course)
+
+
+@contextmanager
+def case(name: str):
+    """One case of a combined test (each in its own course): a failure inside names the case."""
+    try:
+        yield
+    except Exception as error:
+        raise AssertionError(f"case {name!r}: {type(error).__name__}: {error}") from error
+
+
+def user_texts(agent, course: str) -> list[str]:
+    stored = agent.stored()["state"]["threads"][course]["messages"]
+    return [m["content"][0]["text"] for m in stored if m["role"] == "user"]
+
+
+# -- cases of test_history_in_two_tabs, one course each ---------------------------------------------
+def archive_two_turns_then_start_anew(agent, course: str) -> None:
+    """Archive, reload, resume and continue (1/2): two turns with stats and meta, then New conversation."""
     agent.send("first question about <b>gradients</b>")
     agent.send("a follow-up")
     stats = agent.testid("conversation-stats")
@@ -71,8 +101,10 @@ def test_archive_reload_resume_and_continue(agent):
     assert int(meta.first.get_attribute("data-total-tokens")) > 10
     agent.testid("agent-new-conversation").click()
     assert agent.messages().count() == 0
-    agent.reload()
-    wait_history(agent)
+
+
+def after_reload_resume_the_archived_one_and_continue(agent, course: str) -> None:
+    """Archive, reload, resume and continue (2/2), after a reload of the page."""
     listing = open_list(agent)
     agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '1'")
     item = agent.testid("history-item")
@@ -82,28 +114,54 @@ def test_archive_reload_resume_and_continue(agent):
     assert listing.get_attribute("data-has-more") == "false"
     item.first.click()
     agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 4")
-    stored = agent.stored()["state"]["threads"]["intro-ml"]["messages"]
+    stored = agent.stored()["state"]["threads"][course]["messages"]
     assert [m["role"] for m in stored] == ["user", "assistant", "user", "assistant"]
     agent.send("third turn")
-    assert len(agent.stored()["state"]["threads"]["intro-ml"]["messages"]) == 6
+    assert len(agent.stored()["state"]["threads"][course]["messages"]) == 6
     agent.page.wait_for_function("() => document.querySelector('[data-testid=conversation-stats]').dataset.turns === '3'")
     open_list(agent)
     agent.page.wait_for_selector("[data-testid=history-item][data-current=true]")
     assert agent.page.evaluate("() => document.querySelector('[data-testid=history-list]').dataset.total") == "1"
 
 
-def test_paging_past_ten_with_items_arriving_from_another_tab_while_open(agent, second_agent):
-    agent.open(course="intro-ml")
-    wait_history(agent)
-    seed_conversations(agent, "intro-ml", [f"conversation {i:02d}" for i in range(23)])
+def new_conversation_with_working_history_archives_without_asking(agent) -> None:
+    agent.send("keep me in history")
+    agent.testid("agent-new-conversation").click()
+    assert agent.messages().count() == 0 and agent.testid("discard-confirm").is_hidden()
+    open_list(agent)
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '1'")
+
+
+def a_turn_ends_with_slow_indexeddb_commits(agent) -> None:
+    """A reload right after a turn ends keeps its meta (1/2): idle (data-running=false) comes only once
+    the turn's history record is written, so a reload at once finds the turn's usage, model and
+    duration (DESIGN.md §9)."""
+    agent.page.evaluate("""() => {
+      const adapter = window.agentbarIndexedDbAdapter, write = adapter.write.bind(adapter);
+      adapter.write = async (ops) => { await new Promise((r) => setTimeout(r, 700)); return write(ops); };
+    }""")
+    agent.send("count my tokens")  # waits for data-running=false; the reload follows at once
+
+
+def after_reload_the_turn_meta_is_there(agent) -> None:
+    """A reload right after a turn ends keeps its meta (2/2): the page booted on this course."""
+    stats = agent.testid("conversation-stats")
+    assert stats.get_attribute("data-turns") == "1" and int(stats.get_attribute("data-total-tokens")) > 10
+    meta = agent.testid("turn-meta")
+    assert meta.count() == 1 and meta.get_attribute("data-model") == "demo"
+    assert int(meta.get_attribute("data-duration-ms")) > 0
+
+
+def paging_past_ten_with_items_arriving_from_another_tab_while_open(agent, other, course: str) -> None:
+    seed_conversations(agent, course, [f"conversation {i:02d}" for i in range(23)])
     listing = open_first_page(agent)
     assert listing.get_attribute("data-total") == "23" and listing.get_attribute("data-has-more") == "true"
     assert agent.testid("history-title").first.inner_text() == "conversation 22"
     # Another tab archives a conversation of the same course while this list is open.
-    second_agent.open(course="intro-ml")
-    wait_history(second_agent)
-    second_agent.send("arrived meanwhile")
-    second_agent.testid("agent-new-conversation").click()
+    other.open(course=course, delay=SLOW_DELAY_MS, lang=SLOW_LANG)  # the slow tab's boot (streaming cases, search)
+    wait_history(other)
+    other.send("arrived meanwhile")
+    other.testid("agent-new-conversation").click()
     agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '24'")
     assert agent.testid("history-title").first.inner_text() == "arrived meanwhile"
     for _ in range(4):
@@ -116,26 +174,22 @@ def test_paging_past_ten_with_items_arriving_from_another_tab_while_open(agent, 
     assert titles[1:] == [f"conversation {i:02d}" for i in range(22, -1, -1)]
 
 
-def test_delete_and_undo_and_keyboard(agent, second_agent):
-    agent.open(course="intro-ml")
-    wait_history(agent)
-    ids = seed_conversations(agent, "intro-ml", ["alpha", "beta", "gamma"])
-    second_agent.open(course="intro-ml")
-    wait_history(second_agent)
-    open_list(second_agent)
-    second_agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 3")
+def delete_and_undo_and_keyboard(agent, other, course: str) -> None:
+    ids = seed_conversations(agent, course, ["alpha", "beta", "gamma"])
+    open_list(other)
+    other.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 3")
     open_list(agent)
     agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 3")
     agent.page.locator(f"[data-testid=history-item][data-task-id={ids[1]}] [data-testid=history-delete]").click()
     agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '2'")
     assert ids[1] not in item_ids(agent)
-    second_agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 2")
+    other.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 2")
     undo = agent.testid("history-undo")
     assert undo.is_visible()
     undo.click()
     agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '3'")
     assert item_ids(agent) == ids[::-1]
-    second_agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 3")
+    other.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 3")
     # Keyboard: focus is on the first item; ArrowDown moves, Delete deletes, Escape closes.
     first = agent.testid("history-item").first
     first.focus()
@@ -154,28 +208,35 @@ def test_delete_and_undo_and_keyboard(agent, second_agent):
     assert agent.messages().first.inner_text() == "gamma"
 
 
-def test_search_english_and_chinese_with_marked_snippets_sort_and_range(agent):
-    agent.open(course="intro-ml", lang="zh-CN")
-    wait_history(agent)
-    seed_conversations(agent, "intro-ml", ["我们今天讨论机器学习的基本概念", "Deep LEARNING for 学习 fans", "nothing here"])
-    open_list(agent)
-    agent.testid("history-search").fill("学习")
-    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-snippet] mark').length === 2")
-    marks = agent.page.eval_on_selector_all("[data-testid=history-snippet] mark", "els => els.map(e => e.textContent)")
-    assert marks == ["学习", "学习"]
-    assert agent.testid("history-title").all_inner_texts() == ["Deep LEARNING for 学习 fans", "我们今天讨论机器学习的基本概念"]
-    agent.testid("history-sort").select_option("oldest")
-    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-title]').textContent.startsWith('我们')")
-    agent.testid("history-search").fill("learning")
-    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 1")
-    assert agent.page.locator("[data-testid=history-snippet] mark").inner_text() == "LEARNING"
-    agent.testid("history-range").select_option("1d")  # seeded in 2026-05: older than a day
-    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 0")
+def an_import_shows_in_the_open_list_at_once_with_its_title_cut_at_50_clusters(agent, course: str, tmp_path) -> None:
+    seed_conversations(agent, course, [f"conversation {i:02d}" for i in range(14)])
+    listing = open_first_page(agent)
+    family = "👨‍👩‍👧‍👦"
+    export = {"format": "agentbar-conversation", "version": 1,
+              "meta": {"taskId": "task_20260101_abc123", "taskName": family * 70, "stageId": "another-course",
+                       "createdAt": "2026-01-01T00:00:00.000Z", "updatedAt": "2026-01-01T00:00:00.000Z",
+                       "stats": {"credits": 0, "totalTokens": 7, "inputTokens": 3, "outputTokens": 4}},
+              "messages": [{"role": "user", "id": "u1", "content": [{"type": "text", "text": "imported question"}]},
+                           {"role": "assistant", "id": "a1", "content": [{"type": "text", "text": "imported answer"}]}],
+              "turns": []}
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(export, ensure_ascii=False), encoding="utf-8")
+    assert agent.testid("history-status").get_attribute("data-result") is None  # no earlier outcome to mistake
+    agent.testid("import-json").set_input_files(str(path))
+    agent.page.wait_for_selector("[data-testid=history-status][data-result=ok]")
+    # older than every other conversation: the last of the list, drawn without closing it
+    item = agent.page.locator("[data-testid=history-item][data-task-id=task_20260101_abc123]")
+    item.wait_for()
+    assert listing.get_attribute("data-total") == "15"
+    ids = item_ids(agent)
+    assert ids[-1] == "task_20260101_abc123" and len(ids) == len(set(ids)) == 15
+    assert item.locator("[data-testid=history-title]").inner_text() == family * 50 + "…"
+    assert agent.page.evaluate("""() => { const el = document.querySelector('[data-task-id=task_20260101_abc123]');
+      const box = el.getBoundingClientRect(), list = el.parentElement.getBoundingClientRect();
+      return box.top >= list.top - 1 && box.bottom <= list.bottom + 1; }""")  # scrolled into view
 
 
-def test_export_and_import_round_trip_and_a_bad_file_changes_nothing(agent, tmp_path):
-    agent.open(course="intro-ml")
-    wait_history(agent)
+def export_and_import_round_trip_and_a_bad_file_changes_nothing(agent, course: str, tmp_path) -> None:
     agent.send("export me “please” ```")
     agent.send("/regenerate scene-2 keep ```` ticks")
     agent.page.wait_for_function("() => document.querySelector('[data-testid=conversation-stats]').dataset.turns === '2'")
@@ -188,7 +249,7 @@ def test_export_and_import_round_trip_and_a_bad_file_changes_nothing(agent, tmp_
     download.save_as(exported)
     document = json.loads(exported.read_text())
     assert document["format"] == "agentbar-conversation" and document["meta"]["taskId"] == task_id
-    assert document["messages"] == agent.stored()["state"]["threads"]["intro-ml"]["messages"]
+    assert document["messages"] == agent.stored()["state"]["threads"][course]["messages"]
     assert [t["turnId"] for t in document["turns"]] == [1, 2]
     with agent.page.expect_download() as info:
         agent.testid("export-markdown").click()
@@ -207,6 +268,7 @@ def test_export_and_import_round_trip_and_a_bad_file_changes_nothing(agent, tmp_
     agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '0'")
     bad = tmp_path / "bad.json"
     bad.write_text('{"format":"agentbar-conversation","version":2}')
+    assert agent.testid("history-status").get_attribute("data-result") != "error"  # no earlier outcome to mistake
     agent.testid("import-json").set_input_files(str(bad))
     agent.page.wait_for_selector("[data-testid=history-status][data-result=error]")
     assert agent.page.evaluate("() => document.querySelector('[data-testid=history-list]').dataset.total") == "0"
@@ -221,6 +283,191 @@ def test_export_and_import_round_trip_and_a_bad_file_changes_nothing(agent, tmp_
     again = tmp_path / "b.json"
     info.value.save_as(again)
     assert again.read_text() == exported.read_text()
+
+
+def resume_while_a_reply_streams_says_why_nothing_changed(slow) -> None:
+    slow.send("an earlier conversation")
+    slow.testid("agent-new-conversation").click()
+    slow.send("a question whose reply is still coming", wait=False)
+    slow.page.wait_for_function("() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'")
+    open_list(slow)
+    slow.page.wait_for_selector("[data-testid=history-item]:not([data-current=true])")
+    slow.page.locator("[data-testid=history-item]:not([data-current=true])").first.click()
+    status = slow.testid("history-status")
+    slow.page.wait_for_function("() => document.querySelector('[data-testid=history-status]').dataset.kind === 'resume'")
+    assert status.inner_text().strip()
+    assert slow.testid("agent-panel").get_attribute("data-running") == "true"
+    assert "still coming" in slow.messages().first.inner_text()  # the active thread was not replaced
+    slow.testid("agent-stop").click()
+    slow.wait_idle()
+
+
+def dismiss_turn_kept(slow) -> None:
+    """Dismiss the ``history-turn-kept`` notice, so that the next case's one is its own."""
+    slow.page.locator("[data-testid=agent-notice-dismiss][data-code=history-turn-kept]").click()
+    slow.page.wait_for_selector("[data-testid=agent-notice][data-code=history-turn-kept]", state="detached")
+
+
+def a_reply_streaming_while_another_tab_starts_a_new_conversation_stays_with_its_own(slow, other, course: str) -> None:
+    """The slow tab's turn runs while the other tab starts a new conversation on the same course: the
+    reply is kept in history with the conversation it continues (DESIGN.md §9), not made the start of
+    the other tab's new one."""
+    slow.send("alpha question")
+    show_course(other, course)
+    other.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 2")
+    slow.send("beta question", wait=False)
+    slow.page.wait_for_function("() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'")
+    other.testid("agent-new-conversation").click()
+    assert other.messages().count() == 0
+    slow.wait_idle()
+    slow.page.wait_for_selector("[data-testid=agent-notice][data-code=history-turn-kept]")
+    assert slow.messages().count() == 0  # the slow tab follows the course's new (empty) conversation
+    assert course not in ((slow.stored() or {}).get("state", {}).get("threads", {}))
+    open_list(slow)
+    slow.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '1'")
+    assert slow.testid("history-title").first.inner_text() == "alpha question"
+    slow.testid("history-item").first.click()
+    slow.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 4")
+    assert user_texts(slow, course) == ["alpha question", "beta question"]
+    slow.page.wait_for_function("() => document.querySelector('[data-testid=conversation-stats]').dataset.turns === '2'")
+
+
+def a_first_reply_streaming_while_another_tab_resumes_an_old_conversation_becomes_its_own(slow, other, course: str) -> None:
+    """Nothing was stored to build on (a first turn): the other tab's history message tells the slow
+    tab that the course's conversation changed, so the reply is not appended to the resumed one."""
+    slow.send("old one")
+    slow.testid("agent-new-conversation").click()
+    show_course(other, course)
+    slow.send("fresh question", wait=False)
+    slow.page.wait_for_function("() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'")
+    open_list(other)
+    other.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '1'")
+    other.testid("history-item").first.click()
+    other.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 2")
+    slow.wait_idle()
+    slow.page.wait_for_selector("[data-testid=agent-notice][data-code=history-turn-kept]")
+    assert user_texts(slow, course) == ["old one"]
+    open_list(slow)
+    slow.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '2'")
+    assert sorted(slow.testid("history-title").all_inner_texts()) == ["fresh question", "old one"]
+
+
+def sort_and_range_apply_to_the_plain_list_and_page_on_the_cursor(agent, course: str) -> None:
+    outputs = [100 + (i * 7) % 12 for i in range(12)]  # no order of time: most tokens differs from newest
+    old = seed_conversations(agent, course, [f"old {i:02d}" for i in range(12)], tokens=outputs)
+    now = agent.page.evaluate("() => Date.now()")
+    recent = seed_conversations(agent, course, ["recent a", "recent b"], start_ms=now - 3 * 86_400_000)
+    listing = open_first_page(agent)
+
+    def scrolled_ids() -> list[str]:
+        for _ in range(3):
+            agent.page.eval_on_selector("[data-testid=history-list]", "el => { el.scrollTop = el.scrollHeight; el.dispatchEvent(new Event('scroll')); }")
+            agent.page.wait_for_timeout(250)
+        agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.hasMore === 'false'")
+        return item_ids(agent)
+
+    assert scrolled_ids() == (old + recent)[::-1]
+    agent.testid("history-sort").select_option("oldest")
+    agent.page.wait_for_function(f"() => document.querySelector('[data-testid=history-item]').dataset.taskId === {old[0]!r}")
+    assert scrolled_ids() == old + recent
+    agent.testid("history-sort").select_option("tokens")
+    by_tokens = [old[i] for i in sorted(range(12), key=lambda i: (-(i + outputs[i]), -i))]  # ties: newest first
+    agent.page.wait_for_function(f"() => document.querySelector('[data-testid=history-item]').dataset.taskId === {by_tokens[0]!r}")
+    ids = scrolled_ids()
+    assert ids[:12] == by_tokens and len(ids) == len(set(ids)) == 14
+    tokens = agent.page.eval_on_selector_all("[data-testid=history-item]", "els => els.map(e => +e.dataset.totalTokens)")
+    assert tokens == sorted(tokens, reverse=True)
+    agent.testid("history-range").select_option("7d")
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 2")
+    assert set(item_ids(agent)) == set(recent) and listing.get_attribute("data-total") == "2"
+    agent.testid("history-sort").select_option("newest")
+    agent.page.wait_for_function(f"() => document.querySelector('[data-testid=history-item]').dataset.taskId === {recent[1]!r}")
+    assert item_ids(agent) == recent[::-1] and listing.get_attribute("data-has-more") == "false"
+    agent.testid("history-range").select_option("1d")
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 0")
+    assert listing.get_attribute("data-total") == "0"
+
+
+def search_english_and_chinese_with_marked_snippets_sort_and_range(agent, course: str) -> None:
+    """On a page in zh-CN; the drawer's search, sort and range stay set: its tab's last case."""
+    seed_conversations(agent, course, ["我们今天讨论机器学习的基本概念", "Deep LEARNING for 学习 fans", "nothing here"])
+    open_list(agent)
+    agent.testid("history-search").fill("学习")
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-snippet] mark').length === 2")
+    marks = agent.page.eval_on_selector_all("[data-testid=history-snippet] mark", "els => els.map(e => e.textContent)")
+    assert marks == ["学习", "学习"]
+    assert agent.testid("history-title").all_inner_texts() == ["Deep LEARNING for 学习 fans", "我们今天讨论机器学习的基本概念"]
+    agent.testid("history-sort").select_option("oldest")
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-title]').textContent.startsWith('我们')")
+    agent.testid("history-search").fill("learning")
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 1")
+    assert agent.page.locator("[data-testid=history-snippet] mark").inner_text() == "LEARNING"
+    agent.testid("history-range").select_option("1d")  # seeded in 2026-05: older than a day
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 0")
+
+
+SLOW_DELAY_MS = 150
+"""The slow tab's streamed-token delay: its replies are still coming while the other tab acts."""
+SLOW_LANG = "zh-CN"
+"""The slow tab's locale (read at boot, like the delay): the search case runs there in Chinese."""
+
+
+def test_history_in_two_tabs_one_course_per_case(agent, second_agent, tmp_path):
+    """Archive, reload, resume and continue; New conversation archiving; a reload right after a turn;
+    paging, delete/undo and keyboard with a second tab; import into the open list; export/import round
+    trip; resume while streaming; replies streaming while the other tab starts or resumes a
+    conversation; sort and range; search in Chinese. One course per case, switched in place (no
+    boot); three boots in all: ``agent`` (delay 0, en-US) and its one reload, and ``slow``
+    (``second_agent``, delay ``SLOW_DELAY_MS``, lang ``SLOW_LANG``). The sort and range case and
+    the search case come last on their tabs: the drawer's search, sort and range stay set."""
+    slow = second_agent
+    agent.open(course="intro-ml")
+    assert wait_history(agent) == "ready"
+    with case("archive, reload, resume and continue: before the reload"):
+        archive_two_turns_then_start_anew(agent, "intro-ml")
+    with case("new conversation with working history archives without asking"):
+        show_course(agent, "h-archive-no-ask")
+        new_conversation_with_working_history_archives_without_asking(agent)
+    with case("a reload right after a turn ends: the turn"):
+        show_course(agent, "h-reload-meta")
+        wait_history(agent)
+        a_turn_ends_with_slow_indexeddb_commits(agent)
+    agent.reload()  # boots on h-reload-meta (the URL's course)
+    assert wait_history(agent) == "ready"
+    with case("a reload right after a turn ends keeps its meta even with slow IndexedDB commits"):
+        after_reload_the_turn_meta_is_there(agent)
+    with case("archive, reload, resume and continue: after the reload"):
+        show_course(agent, "intro-ml")
+        after_reload_resume_the_archived_one_and_continue(agent, "intro-ml")
+    with case("paging past ten with items arriving from another tab while open"):
+        show_course(agent, "h-paging")
+        paging_past_ten_with_items_arriving_from_another_tab_while_open(agent, slow, "h-paging")
+    with case("delete and undo and keyboard"):
+        show_course(agent, "h-delete")
+        show_course(slow, "h-delete")
+        delete_and_undo_and_keyboard(agent, slow, "h-delete")
+    with case("an import shows in the open list at once with its title cut at 50 clusters"):
+        show_course(agent, "h-import-open")
+        an_import_shows_in_the_open_list_at_once_with_its_title_cut_at_50_clusters(agent, "h-import-open", tmp_path)
+    with case("export and import round trip and a bad file changes nothing"):
+        show_course(agent, "linear-algebra")
+        export_and_import_round_trip_and_a_bad_file_changes_nothing(agent, "linear-algebra", tmp_path)
+    with case("resume while a reply streams says why nothing changed"):
+        show_course(slow, "h-resume-busy")
+        resume_while_a_reply_streams_says_why_nothing_changed(slow)
+    with case("a reply streaming while another tab starts a new conversation stays with its own"):
+        show_course(slow, "h-kept-new")
+        a_reply_streaming_while_another_tab_starts_a_new_conversation_stays_with_its_own(slow, agent, "h-kept-new")
+        dismiss_turn_kept(slow)
+    with case("a first reply streaming while another tab resumes an old conversation becomes its own"):
+        show_course(slow, "h-kept-resume")
+        a_first_reply_streaming_while_another_tab_resumes_an_old_conversation_becomes_its_own(slow, agent, "h-kept-resume")
+    with case("sort and range apply to the plain list and page on the cursor"):
+        show_course(agent, "h-sort")
+        sort_and_range_apply_to_the_plain_list_and_page_on_the_cursor(agent, "h-sort")
+    with case("search English and Chinese with marked snippets, sort and range (zh-CN)"):
+        show_course(slow, "h-search-zh")
+        search_english_and_chinese_with_marked_snippets_sort_and_range(slow, "h-search-zh")
 
 
 def test_indexeddb_blocked_leaves_the_core_working_with_one_notice(agent, second_agent):
@@ -243,25 +490,6 @@ def test_indexeddb_blocked_leaves_the_core_working_with_one_notice(agent, second
     open_list(agent)
     assert agent.testid("history-item").count() == 0
     assert agent.testid("history-status").inner_text() != ""
-
-
-def test_a_reload_right_after_a_turn_ends_keeps_its_meta_even_with_slow_indexeddb_commits(agent):
-    """Idle (data-running=false) comes only once the turn's history record is written: a reload at
-    once finds the turn's usage, model and duration (DESIGN.md §9)."""
-    agent.open(course="intro-ml")
-    assert wait_history(agent) == "ready"
-    agent.page.evaluate("""() => {
-      const adapter = window.agentbarIndexedDbAdapter, write = adapter.write.bind(adapter);
-      adapter.write = async (ops) => { await new Promise((r) => setTimeout(r, 700)); return write(ops); };
-    }""")
-    agent.send("count my tokens")  # waits for data-running=false
-    agent.reload()
-    assert wait_history(agent) == "ready"
-    stats = agent.testid("conversation-stats")
-    assert stats.get_attribute("data-turns") == "1" and int(stats.get_attribute("data-total-tokens")) > 10
-    meta = agent.testid("turn-meta")
-    assert meta.count() == 1 and meta.get_attribute("data-model") == "demo"
-    assert int(meta.get_attribute("data-duration-ms")) > 0
 
 
 def test_new_conversation_without_usable_indexeddb_asks_before_the_thread_is_lost(agent, tmp_path):
@@ -300,149 +528,3 @@ def test_new_conversation_without_usable_indexeddb_asks_before_the_thread_is_los
     assert confirm.is_hidden() and agent.messages().count() == 0
     assert agent.stored()["state"]["threads"].get("intro-ml") is None
 
-
-def test_new_conversation_with_working_history_archives_without_asking(agent):
-    agent.open(course="intro-ml")
-    assert wait_history(agent) == "ready"
-    agent.send("keep me in history")
-    agent.testid("agent-new-conversation").click()
-    assert agent.messages().count() == 0 and agent.testid("discard-confirm").is_hidden()
-    open_list(agent)
-    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '1'")
-
-
-def test_sort_and_range_apply_to_the_plain_list_and_page_on_the_cursor(agent):
-    agent.open(course="intro-ml")
-    wait_history(agent)
-    outputs = [100 + (i * 7) % 12 for i in range(12)]  # no order of time: most tokens differs from newest
-    old = seed_conversations(agent, "intro-ml", [f"old {i:02d}" for i in range(12)], tokens=outputs)
-    now = agent.page.evaluate("() => Date.now()")
-    recent = seed_conversations(agent, "intro-ml", ["recent a", "recent b"], start_ms=now - 3 * 86_400_000)
-    listing = open_first_page(agent)
-
-    def scrolled_ids() -> list[str]:
-        for _ in range(3):
-            agent.page.eval_on_selector("[data-testid=history-list]", "el => { el.scrollTop = el.scrollHeight; el.dispatchEvent(new Event('scroll')); }")
-            agent.page.wait_for_timeout(250)
-        agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.hasMore === 'false'")
-        return item_ids(agent)
-
-    assert scrolled_ids() == (old + recent)[::-1]
-    agent.testid("history-sort").select_option("oldest")
-    agent.page.wait_for_function(f"() => document.querySelector('[data-testid=history-item]').dataset.taskId === {old[0]!r}")
-    assert scrolled_ids() == old + recent
-    agent.testid("history-sort").select_option("tokens")
-    by_tokens = [old[i] for i in sorted(range(12), key=lambda i: (-(i + outputs[i]), -i))]  # ties: newest first
-    agent.page.wait_for_function(f"() => document.querySelector('[data-testid=history-item]').dataset.taskId === {by_tokens[0]!r}")
-    ids = scrolled_ids()
-    assert ids[:12] == by_tokens and len(ids) == len(set(ids)) == 14
-    tokens = agent.page.eval_on_selector_all("[data-testid=history-item]", "els => els.map(e => +e.dataset.totalTokens)")
-    assert tokens == sorted(tokens, reverse=True)
-    agent.testid("history-range").select_option("7d")
-    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 2")
-    assert set(item_ids(agent)) == set(recent) and listing.get_attribute("data-total") == "2"
-    agent.testid("history-sort").select_option("newest")
-    agent.page.wait_for_function(f"() => document.querySelector('[data-testid=history-item]').dataset.taskId === {recent[1]!r}")
-    assert item_ids(agent) == recent[::-1] and listing.get_attribute("data-has-more") == "false"
-    agent.testid("history-range").select_option("1d")
-    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 0")
-    assert listing.get_attribute("data-total") == "0"
-
-
-def test_an_import_shows_in_the_open_list_at_once_with_its_title_cut_at_50_clusters(agent, tmp_path):
-    agent.open(course="intro-ml")
-    wait_history(agent)
-    seed_conversations(agent, "intro-ml", [f"conversation {i:02d}" for i in range(14)])
-    listing = open_first_page(agent)
-    family = "👨‍👩‍👧‍👦"
-    export = {"format": "agentbar-conversation", "version": 1,
-              "meta": {"taskId": "task_20260101_abc123", "taskName": family * 70, "stageId": "another-course",
-                       "createdAt": "2026-01-01T00:00:00.000Z", "updatedAt": "2026-01-01T00:00:00.000Z",
-                       "stats": {"credits": 0, "totalTokens": 7, "inputTokens": 3, "outputTokens": 4}},
-              "messages": [{"role": "user", "id": "u1", "content": [{"type": "text", "text": "imported question"}]},
-                           {"role": "assistant", "id": "a1", "content": [{"type": "text", "text": "imported answer"}]}],
-              "turns": []}
-    path = tmp_path / "old.json"
-    path.write_text(json.dumps(export, ensure_ascii=False), encoding="utf-8")
-    agent.testid("import-json").set_input_files(str(path))
-    agent.page.wait_for_selector("[data-testid=history-status][data-result=ok]")
-    # older than every other conversation: the last of the list, drawn without closing it
-    item = agent.page.locator("[data-testid=history-item][data-task-id=task_20260101_abc123]")
-    item.wait_for()
-    assert listing.get_attribute("data-total") == "15"
-    ids = item_ids(agent)
-    assert ids[-1] == "task_20260101_abc123" and len(ids) == len(set(ids)) == 15
-    assert item.locator("[data-testid=history-title]").inner_text() == family * 50 + "…"
-    assert agent.page.evaluate("""() => { const el = document.querySelector('[data-task-id=task_20260101_abc123]');
-      const box = el.getBoundingClientRect(), list = el.parentElement.getBoundingClientRect();
-      return box.top >= list.top - 1 && box.bottom <= list.bottom + 1; }""")  # scrolled into view
-
-
-def test_resume_while_a_reply_streams_says_why_nothing_changed(agent):
-    agent.open(course="intro-ml", delay=150)
-    assert wait_history(agent) == "ready"
-    agent.send("an earlier conversation")
-    agent.testid("agent-new-conversation").click()
-    agent.send("a question whose reply is still coming", wait=False)
-    agent.page.wait_for_function("() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'")
-    open_list(agent)
-    agent.page.wait_for_selector("[data-testid=history-item]:not([data-current=true])")
-    agent.page.locator("[data-testid=history-item]:not([data-current=true])").first.click()
-    status = agent.testid("history-status")
-    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-status]').dataset.kind === 'resume'")
-    assert status.inner_text().strip()
-    assert agent.testid("agent-panel").get_attribute("data-running") == "true"
-    assert "still coming" in agent.messages().first.inner_text()  # the active thread was not replaced
-    agent.testid("agent-stop").click()
-    agent.wait_idle()
-
-
-def test_a_reply_streaming_while_another_tab_starts_a_new_conversation_stays_with_its_own(agent, second_agent):
-    """Tab A's turn runs while tab B starts a new conversation on the same course: the reply is kept
-    in history with the conversation it continues (DESIGN.md §9), not made the start of B's new one."""
-    agent.open(course="intro-ml", delay=60)
-    wait_history(agent)
-    agent.send("alpha question")
-    second_agent.open(course="intro-ml")
-    wait_history(second_agent)
-    assert second_agent.messages().count() == 2
-    agent.send("beta question", wait=False)
-    agent.page.wait_for_function("() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'")
-    second_agent.testid("agent-new-conversation").click()
-    assert second_agent.messages().count() == 0
-    agent.wait_idle()
-    agent.page.wait_for_selector("[data-testid=agent-notice][data-code=history-turn-kept]")
-    assert agent.messages().count() == 0  # tab A follows the course's new (empty) conversation
-    assert "intro-ml" not in ((agent.stored() or {}).get("state", {}).get("threads", {}))
-    open_list(agent)
-    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '1'")
-    assert agent.testid("history-title").first.inner_text() == "alpha question"
-    agent.testid("history-item").first.click()
-    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 4")
-    stored = agent.stored()["state"]["threads"]["intro-ml"]["messages"]
-    assert [m["content"][0]["text"] for m in stored if m["role"] == "user"] == ["alpha question", "beta question"]
-    agent.page.wait_for_function("() => document.querySelector('[data-testid=conversation-stats]').dataset.turns === '2'")
-
-
-def test_a_first_reply_streaming_while_another_tab_resumes_an_old_conversation_becomes_its_own(agent, second_agent):
-    """Nothing was stored to build on (a first turn): the other tab's history message tells this tab
-    that the course's conversation changed, so the reply is not appended to the resumed one."""
-    agent.open(course="intro-ml", delay=60)
-    wait_history(agent)
-    agent.send("old one")
-    agent.testid("agent-new-conversation").click()
-    second_agent.open(course="intro-ml")
-    wait_history(second_agent)
-    agent.send("fresh question", wait=False)
-    agent.page.wait_for_function("() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'")
-    open_list(second_agent)
-    second_agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '1'")
-    second_agent.testid("history-item").first.click()
-    second_agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 2")
-    agent.wait_idle()
-    agent.page.wait_for_selector("[data-testid=agent-notice][data-code=history-turn-kept]")
-    stored = agent.stored()["state"]["threads"]["intro-ml"]["messages"]
-    assert [m["content"][0]["text"] for m in stored if m["role"] == "user"] == ["old one"]
-    open_list(agent)
-    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '2'")
-    assert sorted(agent.testid("history-title").all_inner_texts()) == ["fresh question", "old one"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tests.e2e.test_history import item_ids, open_list, seed_conversations, wait_history
+from tests.e2e.test_history import case, item_ids, open_list, seed_conversations, show_course, wait_history
 from tests.e2e.test_indexeddb import run_py
 
 STATUS = "[data-testid=history-status]"
@@ -33,9 +33,7 @@ def refused_with(agent, reason: str) -> str:
     return text
 
 
-def test_an_import_over_50_mb_is_refused_unread_and_a_big_one_under_it_imports(agent, tmp_path):
-    agent.open(course="intro-ml")
-    wait_history(agent)
+def an_import_over_50_mb_is_refused_unread_and_a_big_one_under_it_imports(agent, tmp_path) -> None:
     open_list(agent)
     huge = tmp_path / "huge.json"
     with huge.open("wb") as out:  # 50 MB + 1 byte: never read, whatever it holds
@@ -45,23 +43,21 @@ def test_an_import_over_50_mb_is_refused_unread_and_a_big_one_under_it_imports(a
     assert total(agent) == "0"
     big = tmp_path / "big.json"  # escape-dense text with 2-, 3- and 4-byte characters across 1 MB slices
     text = 'a"b\\c\n中文é😀' * 900_000
-    big.write_text(json.dumps(export_document(text=text), ensure_ascii=False), encoding="utf-8")
+    big.write_text(json.dumps(export_document(task_id=BIG_TASK_ID, text=text), ensure_ascii=False), encoding="utf-8")
     agent.testid("import-json").set_input_files(str(big))
     agent.page.wait_for_selector(f"{STATUS}[data-result=ok]", timeout=120_000)
     agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '1'")
-    stored = run_py(agent.page, """
+    stored = run_py(agent.page, f"""
         b = IndexedDbBackend()
         await b.open()
-        record = await b.get("messages", "task_20260101_abc123")
+        record = await b.get("messages", {BIG_TASK_ID!r})
         json.dumps(record["messages"][0]["content"][0]["text"])
     """)
     assert stored == text
     agent.assert_accessible("history drawer after a big import")
 
 
-def test_impossible_numbers_and_dates_are_refused_with_a_message(agent, tmp_path):
-    agent.open(course="intro-ml")
-    wait_history(agent)
+def impossible_numbers_and_dates_are_refused_with_a_message(agent, tmp_path) -> None:
     open_list(agent)
     for name, document, reason in (
             ("tokens", export_document(total_tokens=10**22), "numbers"),
@@ -76,18 +72,16 @@ def test_impossible_numbers_and_dates_are_refused_with_a_message(agent, tmp_path
     agent.assert_accessible("history drawer, import refused")
 
 
-def test_a_damaged_record_is_listed_deletable_and_a_corrected_import_replaces_it(agent, tmp_path):
+def a_damaged_record_is_listed_deletable_and_a_corrected_import_replaces_it(agent, course: str, tmp_path) -> None:
     """What an older version stored from a 10^22-token import: IndexedDB gives back a float, the record
     no longer reads as a conversation. It is listed as damaged (never hidden while counted), opening it
     says why it cannot be, a corrected import replaces it, and a damaged one can be deleted."""
-    agent.open(course="intro-ml")
-    wait_history(agent)
     document = export_document()
     run_py(agent.page, f"""
         b = IndexedDbBackend()
         await b.open()
         for task_id, at in (("task_20260101_abc123", 1767312000000), ("task_20260101_zzz999", 1767312000001)):
-            await b.write([("put", "conversations", {{"taskId": task_id, "taskName": "t", "stageId": "intro-ml",
+            await b.write([("put", "conversations", {{"taskId": task_id, "taskName": "t", "stageId": {course!r},
                            "createdAt": 1767225600000, "updatedAt": at,
                            "stats": {{"credits": 0, "totalTokens": 1e22, "inputTokens": 1, "outputTokens": 2}}}}),
                            ("put", "messages", {{"taskId": task_id, "messages": {json.dumps(document["messages"])}}})])
@@ -110,10 +104,8 @@ def test_a_damaged_record_is_listed_deletable_and_a_corrected_import_replaces_it
     assert item_ids(agent) == ["task_20260101_abc123"]
 
 
-def test_search_folds_case_turkish_i_width_and_accents_and_marks_the_original(agent):
-    agent.open(course="intro-ml")
-    wait_history(agent)
-    seed_conversations(agent, "intro-ml", ["ẞ" * 300 + " Wir wohnen in der Straße", "A trip to İstanbul",
+def search_folds_case_turkish_i_width_and_accents_and_marks_the_original(agent, course: str) -> None:
+    seed_conversations(agent, course, ["ẞ" * 300 + " Wir wohnen in der Straße", "A trip to İstanbul",
                                            "Un cafe\u0301 noir", "ＦＵＬＬ width"])
     open_list(agent)
     for keyword, marked in (("STRASSE", "Straße"), ("istanbul", "İstanbul"), ("ISTANBUL", "İstanbul"),
@@ -124,15 +116,16 @@ def test_search_folds_case_turkish_i_width_and_accents_and_marks_the_original(ag
         marks = agent.page.eval_on_selector_all("[data-testid=history-snippet] mark", "els => els.map(e => e.textContent)")
         assert marks == [marked], keyword
     agent.assert_accessible("history drawer with search results")
+    agent.testid("history-search").fill("")  # the drawer keeps its search box: the next case lists plainly
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.query === ''")
 
 
-def test_another_tabs_resume_moves_the_current_mark_and_deleting_the_current_one_says_why(agent, second_agent):
-    agent.open(course="intro-ml")
-    wait_history(agent)
+def another_tabs_resume_moves_the_current_mark_and_deleting_the_current_one_says_why(agent, second_agent,
+                                                                                   course: str) -> None:
     agent.send("first conversation")
     agent.testid("agent-new-conversation").click()
     agent.send("second conversation")
-    second_agent.open(course="intro-ml")
+    second_agent.open(course=course)  # the second tab's boot
     wait_history(second_agent)
     open_list(second_agent)
     second_agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 2")
@@ -152,12 +145,11 @@ def test_another_tabs_resume_moves_the_current_mark_and_deleting_the_current_one
     assert second_agent.page.locator("[data-testid=history-item]").count() == 2
 
 
-def test_tab_stays_in_the_open_drawer_and_escape_closes_it_from_anywhere_in_it_and_axe_finds_nothing_serious(agent):
-    """One page: the drawer's focus trap and Escape with three seeded items, then axe on the drawer
-    with two more (sent here) and on the settings dialog."""
-    agent.open(course="intro-ml")
-    wait_history(agent)
-    seed_conversations(agent, "intro-ml", ["one", "two", "three"])
+def tab_stays_in_the_open_drawer_and_escape_closes_it_from_anywhere_in_it_and_axe_finds_nothing_serious(
+        agent, course: str) -> None:
+    """The drawer's focus trap and Escape with three seeded items, then axe on the drawer with two
+    more (sent here) and on the settings dialog (left open: the last case)."""
+    seed_conversations(agent, course, ["one", "two", "three"])
     open_list(agent)
     agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 3")
     inside = "() => document.querySelector('[data-testid=history-drawer]').contains(document.activeElement)"
@@ -186,3 +178,34 @@ def axe_finds_nothing_serious_in_the_drawer_with_items_and_the_settings_dialog(a
     agent.testid("settings-open").click()
     agent.page.wait_for_selector("[data-testid=settings-dialog][open]")
     agent.assert_accessible("settings dialog open")
+
+
+BIG_TASK_ID = "task_20260101_big001"
+"""The big import's task id (task ids are keys of the whole database: another case has its own)."""
+
+
+def test_history_at_scale_one_course_per_case(agent, second_agent, tmp_path):
+    """Every case in its own course of one page, switched in place (no boot); the second tab boots
+    once, in the two-tab case. The search case clears its search box; the focus-trap case leaves the
+    settings dialog open, so it comes last."""
+    agent.open(course="h-big-import")
+    assert wait_history(agent) == "ready"
+    with case("an import over 50 MB is refused unread and a big one under it imports"):
+        an_import_over_50_mb_is_refused_unread_and_a_big_one_under_it_imports(agent, tmp_path)
+    with case("impossible numbers and dates are refused with a message"):
+        show_course(agent, "h-impossible")
+        impossible_numbers_and_dates_are_refused_with_a_message(agent, tmp_path)
+    with case("a damaged record is listed, deletable, and a corrected import replaces it"):
+        show_course(agent, "h-damaged")
+        a_damaged_record_is_listed_deletable_and_a_corrected_import_replaces_it(agent, "h-damaged", tmp_path)
+    with case("another tab's resume moves the current mark and deleting the current one says why"):
+        show_course(agent, "h-current-mark")
+        another_tabs_resume_moves_the_current_mark_and_deleting_the_current_one_says_why(
+            agent, second_agent, "h-current-mark")
+    with case("search folds case, Turkish i, width and accents and marks the original"):
+        show_course(agent, "h-search-folds")
+        search_folds_case_turkish_i_width_and_accents_and_marks_the_original(agent, "h-search-folds")
+    with case("Tab stays in the open drawer, Escape closes it from anywhere in it, axe finds nothing serious"):
+        show_course(agent, "h-focus-trap")
+        tab_stays_in_the_open_drawer_and_escape_closes_it_from_anywhere_in_it_and_axe_finds_nothing_serious(
+            agent, "h-focus-trap")

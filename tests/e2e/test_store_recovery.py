@@ -12,6 +12,7 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
+from tests.e2e.test_history import case, show_course
 from tests.e2e.test_resilience import (
     FILL_JS, KEY, UNFILL_JS, backups, envelope, message_texts, notice_codes, thread, turn)
 
@@ -56,24 +57,24 @@ def test_a_damaged_value_too_big_to_back_up_is_downloaded_by_the_user_and_saving
     assert user_texts(agent, "intro-ml")[-1] == "after the download"
 
 
-def test_another_tab_writing_the_same_damaged_value_again_and_again_makes_one_backup(agent, second_agent):
+def another_tab_writing_the_same_damaged_value_again_and_again_makes_one_backup(agent, other, course: str) -> None:
+    """Both tabs open: ``agent`` on ``course``, with no notice and no backup yet; ``other`` writes."""
     garbage = "{" + "g" * 1_000_000
-    agent.open(course="intro-ml")
-    second_agent.open(course="linear-algebra")
+    assert backups(agent) == {} and notice_codes(agent) == []
     for n in range(6):
-        second_agent.page.evaluate("([key, value]) => localStorage.setItem(key, value)", [KEY, garbage])
+        other.page.evaluate("([key, value]) => localStorage.setItem(key, value)", [KEY, garbage])
         wait_notice(agent, "storage-corrupt")
         agent.send(f"turn {n}")
-        assert user_texts(agent, "intro-ml")[-1] == f"turn {n}"
+        assert user_texts(agent, course)[-1] == f"turn {n}"
     assert list(backups(agent).values()) == [garbage]
     assert notice_codes(agent) == ["storage-corrupt"]
 
 
-def test_a_newer_version_written_by_another_tab_keeps_this_tabs_turns_on_show(agent, second_agent):
-    agent.open(course="intro-ml")
+def a_newer_version_written_by_another_tab_keeps_this_tabs_turns_on_show(agent, second_agent, course: str) -> None:
+    """``agent`` on ``course`` (no turn yet), ``second_agent`` open; the stored value then stays a
+    newer version this tab does not overwrite: the last case."""
     agent.send("my own turn")
-    second_agent.open(course="linear-algebra")
-    newer = envelope({"intro-ml": thread(turn("future question", "future answer"))}, version=2)
+    newer = envelope({course: thread(turn("future question", "future answer"))}, version=2)
     second_agent.page.evaluate("([key, value]) => localStorage.setItem(key, value)", [KEY, newer])
     wait_notice(agent, "storage-newer-version")
     shown = message_texts(agent)
@@ -83,7 +84,9 @@ def test_a_newer_version_written_by_another_tab_keeps_this_tabs_turns_on_show(ag
     assert agent.stored_raw() == newer
 
 
-def test_a_course_another_tab_pruned_stays_shown_with_a_notice_and_its_next_turn_writes_it_back(agent, second_agent):
+def a_course_another_tab_pruned_stays_shown_with_a_notice_and_its_next_turn_writes_it_back(agent, second_agent) -> None:
+    """On a fresh origin: both tabs boot here (tab C = ``second_agent`` on linear-algebra, tab A =
+    ``agent`` on intro-ml)."""
     tab_c, tab_a = second_agent, agent
     tab_c.open(course="linear-algebra")
     tab_c.send("c00 " + "long line of course c00 " * 1_500)  # about 36 K units: room for tab A's turn
@@ -101,3 +104,19 @@ def test_a_course_another_tab_pruned_stays_shown_with_a_notice_and_its_next_turn
     assert len(user_texts(tab_c, "linear-algebra")) == 2
     assert "storage-pruned-elsewhere" not in notice_codes(tab_c)
     assert user_texts(tab_c, "intro-ml") == [("a's turn " * 2_000).strip()]  # tab A's turn is kept too
+
+
+def test_other_tabs_prune_damage_and_upgrade_the_store_while_two_tabs_run(agent, second_agent):
+    """Two boots (one per tab) for three cases, each on the tabs as the one before left them: the
+    pruning case on a fresh origin first (its quota arithmetic counts every stored unit), the
+    repeated damaged value next (checked by the tab with no notice), the newer version (which
+    this tab never overwrites) last."""
+    with case("a course another tab pruned stays shown with a notice and its next turn writes it back"):
+        a_course_another_tab_pruned_stays_shown_with_a_notice_and_its_next_turn_writes_it_back(agent, second_agent)
+    with case("another tab writing the same damaged value again and again makes one backup"):
+        # tab C (second_agent) checks: tab A (agent) pruned, so it shows storage-pruned; C's notice went
+        another_tab_writing_the_same_damaged_value_again_and_again_makes_one_backup(
+            second_agent, agent, "linear-algebra")
+    with case("a newer version written by another tab keeps this tab's turns on show"):
+        show_course(agent, "r-newer")
+        a_newer_version_written_by_another_tab_keeps_this_tabs_turns_on_show(agent, second_agent, "r-newer")

@@ -11,6 +11,7 @@ import json
 from playwright.sync_api import expect
 
 from app.presentation import CHUNK_CHARS, COLLAPSED_CHARS, RENDER_SLACK, RENDER_WINDOW
+from tests.e2e.test_history import case, show_course
 
 KEY = "maic-agent-threads"
 
@@ -47,9 +48,12 @@ def set_input(agent, text: str) -> None:
 # ---- long text (a long paragraph never freezes the page) ------------------------------------
 
 
-def test_long_paragraph_renders_collapsed_and_expands_by_keyboard_in_chunks(agent):
-    text = ("lorem ipsum dolor sit amet 中文 " * 700)[:20_000]
-    agent.open(course="intro-ml")
+LONG_TEXT = ("lorem ipsum dolor sit amet 中文 " * 700)[:20_000]
+
+
+def long_paragraph_renders_collapsed_and_expands_by_keyboard_in_chunks(agent, course: str) -> None:
+    """Long paragraph (1/2); after a reload, ``after_a_reload_the_long_paragraph_is_collapsed``."""
+    text = LONG_TEXT
     set_input(agent, text)
     agent.testid("agent-send").click()
     agent.wait_idle()
@@ -70,8 +74,11 @@ def test_long_paragraph_renders_collapsed_and_expands_by_keyboard_in_chunks(agen
     assert "".join(chunks) == text and len(chunks) > 1 and max(map(len, chunks)) <= CHUNK_CHARS
     agent.page.keyboard.press("Space")
     assert agent.messages().nth(0).locator("[data-testid=agent-message-text]").get_attribute("data-long") == "collapsed"
-    assert agent.stored()["state"]["threads"]["intro-ml"]["messages"][0]["content"][0]["text"] == text
-    agent.reload()
+    assert agent.stored()["state"]["threads"][course]["messages"][0]["content"][0]["text"] == text
+
+
+def after_a_reload_the_long_paragraph_is_collapsed(agent) -> None:
+    """Long paragraph (2/2): the page booted on its course."""
     assert agent.messages().nth(0).locator("[data-testid=agent-message-text]").get_attribute("data-long") == "collapsed"
     agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 2")
     short = agent.messages().nth(1)  # the short reply: plain bubble, or Markdown once markdown-it is there
@@ -82,9 +89,9 @@ def test_long_paragraph_renders_collapsed_and_expands_by_keyboard_in_chunks(agen
 # ---- courses by URL stay reachable; Back/Forward -------------------------------------------
 
 
-def test_course_opened_by_url_stays_in_the_picker_and_back_forward_switch_in_the_page(agent):
-    agent.seed({KEY: envelope({"stored-elsewhere": thread(turns(1, "else "))})})
-    agent.open(course="my-course", lang="en-US")
+def course_opened_by_url_stays_in_the_picker_and_back_forward_switch_in_the_page(agent) -> None:
+    """Course by URL (1/2), on the page booted with ``course=my-course``, ``stored-elsewhere`` seeded;
+    after a reload, ``after_a_reload_the_course_opened_by_url_is_still_offered``."""
     agent.send("hello my course")
     options = agent.page.eval_on_selector_all("[data-testid=course-select] option", "os => os.map(o => [o.value, o.textContent])")
     values = [v for v, _ in options]
@@ -104,18 +111,20 @@ def test_course_opened_by_url_stays_in_the_picker_and_back_forward_switch_in_the
     agent.page.wait_for_function("() => document.querySelector('[data-testid=course-select]').value === 'intro-ml'")
     assert agent.page.evaluate("() => window.__samePage === true")
     assert agent.messages().count() == 0
-    agent.reload()  # after a reload the stored course is still offered
+
+
+def after_a_reload_the_course_opened_by_url_is_still_offered(agent) -> None:
+    """Course by URL (2/2): after a reload the stored course is still offered."""
     assert "my-course" in agent.page.eval_on_selector_all("[data-testid=course-select] option", "os => os.map(o => o.value)")
 
 
 # ---- Escape stops a run only when not composing, with focus in the panel ------------------
 
 
-def test_escape_stops_the_reply_only_outside_ime_composition_and_the_course_picker(agent):
-    """One page, three slow replies: Escape during IME composition or on the course picker does not
-    stop the first, Escape in the composer does; Escape with focus nowhere stops the second; the
-    third shows focus moving to the composer when the focused Stop button hides."""
-    agent.open(course="intro-ml", delay=300)
+def escape_stops_the_reply_only_outside_ime_composition_and_the_course_picker(agent) -> None:
+    """Three slow replies: Escape during IME composition or on the course picker does not stop the
+    first, Escape in the composer does; Escape with focus nowhere stops the second; the third shows
+    focus moving to the composer when the focused Stop button hides."""
     agent.send("a slow reply please", wait=False)
     agent.page.wait_for_function("() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'")
     cdp = agent.page.context.new_cdp_session(agent.page)
@@ -156,10 +165,12 @@ def focus_moves_to_the_composer_when_the_focused_stop_button_hides(agent) -> Non
 # ---- bounded window during a session, as after a reload -------------------------------------
 
 
-def test_rendered_window_stays_bounded_during_a_session_and_show_earlier_brings_messages_back(agent):
-    seeded = RENDER_WINDOW + RENDER_SLACK - 2  # a session adds two turns: past the bound
-    agent.seed({KEY: envelope({"intro-ml": thread(turns(seeded // 2))})})
-    agent.open(course="intro-ml")
+WINDOW_SEEDED = RENDER_WINDOW + RENDER_SLACK - 2
+"""Messages seeded for the bounded-window case: a session adds two turns, past the bound."""
+
+
+def rendered_window_stays_bounded_during_a_session_and_show_earlier_brings_messages_back(agent) -> None:
+    seeded = WINDOW_SEEDED
     assert agent.messages().count() == RENDER_WINDOW
     for i in range(RENDER_SLACK // 2 + 1):
         agent.send(f"session turn {i}")
@@ -174,10 +185,8 @@ def test_rendered_window_stays_bounded_during_a_session_and_show_earlier_brings_
 # ---- narrow screens, focus, localisation, bidi ----------------------------------------------
 
 
-def test_panel_at_390px_keeps_the_viewport_height_and_the_composer_in_view(agent):
-    agent.page.set_viewport_size({"width": 390, "height": 844})
-    agent.seed({KEY: envelope({"intro-ml": thread(turns(16))})})
-    agent.open(course="intro-ml")
+def panel_at_390px_keeps_the_viewport_height_and_the_composer_in_view(agent) -> None:
+    """On a page made 390 × 844 before its course (16 seeded turns) is shown."""
     assert agent.messages().count() == 32
     agent.testid("agent-input").scroll_into_view_if_needed()
     panel = agent.testid("agent-panel").bounding_box()
@@ -189,9 +198,7 @@ def test_panel_at_390px_keeps_the_viewport_height_and_the_composer_in_view(agent
     assert agent.messages().last.is_visible()
 
 
-def test_focus_moves_to_the_first_shown_message_when_the_focused_show_earlier_button_goes(agent):
-    agent.seed({KEY: envelope({"intro-ml": thread(turns(RENDER_WINDOW // 2 + 3))})})
-    agent.open(course="intro-ml")
+def focus_moves_to_the_first_shown_message_when_the_focused_show_earlier_button_goes(agent) -> None:
     agent.testid("agent-load-earlier").focus()
     agent.page.keyboard.press("Enter")
     assert agent.testid("agent-load-earlier").count() == 0
@@ -199,13 +206,54 @@ def test_focus_moves_to_the_first_shown_message_when_the_focused_show_earlier_bu
     assert agent.page.evaluate("() => document.activeElement === document.querySelector('[data-testid=agent-message]')")
 
 
-def test_placeholder_scenes_are_localised_and_demo_scenes_stay_as_written(agent):
-    agent.open(course="my-course", lang="zh-CN")
+def placeholder_scenes_are_localised_and_demo_scenes_stay_as_written(agent) -> None:
+    """On the page booted with ``course=my-course`` and ``lang=zh-CN``; ends on intro-ml."""
     titles = agent.testid("scene-title").all_text_contents()
     assert titles == ["场景 1", "场景 2", "场景 3"]
     assert "Scene" not in agent.testid("stage-view").inner_text()
     agent.page.select_option("[data-testid=course-select]", "intro-ml")  # in the page, the same locale
     expect(agent.testid("scene-title").first).to_have_text("What is learning?")
+
+
+def test_one_page_in_english_one_course_per_case(agent):
+    """Course by URL, long paragraph (both checked again after the one reload), bounded window, focus
+    after Show earlier, 390 px: every case in its own course of one page, switched in place (no boot);
+    their threads seeded at once before it boots. The 390 px case comes last (the page stays narrow)."""
+    agent.seed({KEY: envelope({"stored-elsewhere": thread(turns(1, "else ")),
+                               "u-window": thread(turns(WINDOW_SEEDED // 2)),
+                               "u-focus": thread(turns(RENDER_WINDOW // 2 + 3)),
+                               "u-narrow": thread(turns(16))})})
+    agent.open(course="my-course", lang="en-US")
+    with case("course opened by URL stays in the picker and Back/Forward switch in the page"):
+        course_opened_by_url_stays_in_the_picker_and_back_forward_switch_in_the_page(agent)
+    with case("long paragraph renders collapsed and expands by keyboard in chunks"):
+        show_course(agent, "u-long")
+        long_paragraph_renders_collapsed_and_expands_by_keyboard_in_chunks(agent, "u-long")
+    agent.reload()  # boots on u-long (the URL's course), lang=en-US as before
+    with case("long paragraph: after a reload"):
+        after_a_reload_the_long_paragraph_is_collapsed(agent)
+    with case("course opened by URL: after a reload"):
+        after_a_reload_the_course_opened_by_url_is_still_offered(agent)
+    with case("rendered window stays bounded during a session and Show earlier brings messages back"):
+        show_course(agent, "u-window")
+        rendered_window_stays_bounded_during_a_session_and_show_earlier_brings_messages_back(agent)
+    with case("focus moves to the first shown message when the focused Show earlier button goes"):
+        show_course(agent, "u-focus")
+        focus_moves_to_the_first_shown_message_when_the_focused_show_earlier_button_goes(agent)
+    with case("panel at 390px keeps the viewport height and the composer in view"):
+        agent.page.set_viewport_size({"width": 390, "height": 844})
+        show_course(agent, "u-narrow")
+        panel_at_390px_keeps_the_viewport_height_and_the_composer_in_view(agent)
+
+
+def test_one_slow_page_in_chinese_placeholder_scenes_then_escape(agent):
+    """``lang`` and ``delay`` are read at boot: one page with both. The placeholder case (no reply)
+    ends on intro-ml, where the Escape case runs its slow replies."""
+    agent.open(course="my-course", lang="zh-CN", delay=300)
+    with case("placeholder scenes are localised and demo scenes stay as written"):
+        placeholder_scenes_are_localised_and_demo_scenes_stay_as_written(agent)
+    with case("Escape stops the reply only outside IME composition and the course picker"):
+        escape_stops_the_reply_only_outside_ime_composition_and_the_course_picker(agent)
 
 
 def test_backup_key_in_the_arabic_notice_is_isolated_as_ltr_text(agent):
