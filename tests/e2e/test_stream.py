@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from contextlib import contextmanager
 
 from bench.data import STORAGE_KEY, cards_thread
 from tools import fake_openai
@@ -77,9 +78,34 @@ def last_reply_text(agent) -> str:
     }""")
 
 
-def test_streamed_tokens_touch_only_the_growing_message_once_per_frame(agent, fake_model):
-    seed_openai(agent, fake_model, {COURSE: cards_thread(COURSE, cards=12, turns=6)})
-    agent.open(course=COURSE)
+@contextmanager
+def in_case(agent, name: str, course: str):
+    """Run one case in ``course``, switched to in the booted page as Back/Forward does (no boot; the
+    URL's ``delay`` is read only at boot); a failure inside says which case it was."""
+    agent.page.evaluate("""id => {
+        const url = new URL(location.href);
+        if (url.searchParams.get('course') === id) return;
+        url.searchParams.set('course', id);
+        history.pushState({}, '', url.href);
+        dispatchEvent(new PopStateEvent('popstate'));
+    }""", course)
+    agent.page.wait_for_function("id => document.querySelector('[data-testid=course-select]').value === id", arg=course)
+    try:
+        yield course
+    except BaseException as error:
+        error.add_note(f"-- in case {name!r} (course {course!r})")
+        raise
+
+
+def wait_aborted(agent, server, count: int) -> None:
+    """Wait (up to 5 s) until the fake server saw ``count`` streams broken off."""
+    for _ in range(50):
+        if server.aborted >= count:
+            break
+        agent.page.wait_for_timeout(100)
+
+
+def streamed_tokens_touch_only_the_growing_message_once_per_frame(agent, server) -> None:
     agent.send("hello")  # a turn whose turn meta (history) is drawn on an older message during the stream
     agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=turn-meta]').length >= 1")
     agent.send("#endless 5", wait=False)
@@ -105,11 +131,13 @@ def test_streamed_tokens_touch_only_the_growing_message_once_per_frame(agent, fa
     agent.testid("agent-stop").click()
     agent.wait_idle()
     assert agent.testid("tool-card").count() == 12
+    wait_aborted(agent, server, 1)  # this stream's own abort is counted before the next case starts counting
+    with server.lock:
+        server.aborted = 0
 
 
-def test_stop_during_an_endless_stream_makes_the_panel_idle_and_keeps_what_arrived(agent, fake_model):
-    seed_openai(agent, fake_model)
-    agent.open(course="intro-ml")
+def stop_during_an_endless_stream_makes_the_panel_idle_and_keeps_what_arrived(agent, server, course: str) -> list[str]:
+    """Returns the ``e<n>`` tokens kept."""
     agent.send("#endless 5", wait=False)
     agent.page.wait_for_function("() => (Array.from(document.querySelectorAll('[data-testid=agent-message-text]'))"
                                  ".pop()?.textContent || '').includes(' e60')")
@@ -119,22 +147,16 @@ def test_stop_during_an_endless_stream_makes_the_panel_idle_and_keeps_what_arriv
     assert agent.testid("agent-stop").is_hidden() and agent.testid("agent-send").is_enabled()
     reply = agent.page.locator("[data-testid=agent-message][data-role=assistant]").last
     assert reply.get_attribute("data-status") == "incomplete" and agent.testid("turn-error").count() == 0
-    stored = agent.stored()["state"]["threads"]["intro-ml"]["messages"][1]["content"][0]["text"]
+    stored = agent.stored()["state"]["threads"][course]["messages"][1]["content"][0]["text"]
     kept = re.findall(r"e\d+", stored)
     assert kept[:len(shown)] == shown and kept == [f"e{i}" for i in range(len(kept))]  # in order, none lost
     assert re.findall(r"e\d+", reply.text_content()) == kept  # the page shows what was kept
-    for _ in range(50):
-        if fake_model.aborted:
-            break
-        agent.page.wait_for_timeout(100)
-    assert fake_model.aborted == 1  # the request was aborted, not only the reading
-    agent.reload()
-    assert re.findall(r"e\d+", agent.page.locator("[data-role=assistant]").last.text_content()) == kept
+    wait_aborted(agent, server, 1)
+    assert server.aborted == 1  # the request was aborted, not only the reading
+    return kept
 
 
-def test_a_10_mb_line_arrives_whole(agent, fake_model):
-    seed_openai(agent, fake_model)
-    agent.open(course="intro-ml")
+def a_10_mb_line_arrives_whole(agent) -> None:
     agent.send("#bigline", wait=False)
     agent.page.wait_for_function(
         "() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'false'", timeout=60_000)
@@ -142,3 +164,20 @@ def test_a_10_mb_line_arrives_whole(agent, fake_model):
     assert expand.get_attribute("data-chars") == str(fake_openai.BIGLINE_CHARS + 2)
     assert agent.testid("turn-error").count() == 0
     assert last_reply_text(agent).startswith("<" + fake_openai.bigline_text(1000))
+
+
+def test_stream_cases_each_in_its_own_course_then_one_reload(agent, fake_model):
+    """One page with the model settings stored before boot: streamed tokens drawn once per frame,
+    Stop during an endless stream (one reload shows what it kept), then a 10 MB line."""
+    seed_openai(agent, fake_model, {COURSE: cards_thread(COURSE, cards=12, turns=6)})
+    agent.open(course=COURSE)
+    with in_case(agent, "tokens touch only the growing message", COURSE):
+        streamed_tokens_touch_only_the_growing_message_once_per_frame(agent, fake_model)
+    with in_case(agent, "stop during an endless stream", "intro-ml") as course:
+        kept = stop_during_an_endless_stream_makes_the_panel_idle_and_keeps_what_arrived(agent, fake_model, course)
+    agent.reload()
+    with in_case(agent, "stop: what was kept, after the reload", "intro-ml"):
+        assert re.findall(r"e\d+", agent.page.locator("[data-role=assistant]").last.text_content()) == kept
+    # last: a 10 MB reply is more than localStorage holds, so nothing is reloaded after it
+    with in_case(agent, "a 10 MB line", "s-bigline"):
+        a_10_mb_line_arrives_whole(agent)
