@@ -137,7 +137,7 @@ def test_the_painted_thread_matches_the_live_one_in_arabic_and_python_takes_over
     assert agent.testid("history-open").is_enabled()
 
 
-def test_a_stale_or_damaged_record_draws_nothing_and_a_hostile_text_stays_text(agent):
+def test_a_stale_or_damaged_record_draws_nothing_and_breaks_nothing(agent):
     messages = stored_thread(3)
     agent.seed({KEY: envelope({COURSE: {"messages": messages, "updatedAt": UPDATED + 1}})})  # another tab saved since
     put_record(agent, COURSE, record_text(messages))
@@ -158,16 +158,8 @@ def test_a_stale_or_damaged_record_draws_nothing_and_a_hostile_text_stays_text(a
         assert agent.page.evaluate("() => document.documentElement.hasAttribute('data-painted')") is False, damaged
         assert agent.page.evaluate("() => document.querySelectorAll('#agent-messages > *').length") == 0
 
-    script = "<script>window.__pwned = 1</script><img src=x onerror='window.__pwned = 1'>"
-    text = [{"role": "user", "content": [{"type": "text", "text": script}]}]
-    put_record(agent, COURSE, record_text(text, updated_at=UPDATED + 1))
-    agent.page.reload()
-    agent.page.wait_for_function("() => document.documentElement.dataset.painted === 'true'")
-    row = agent.messages().first
-    assert row.locator("[data-testid=agent-message-text]").text_content() == script
-    assert agent.page.evaluate("() => document.querySelectorAll('#agent-messages script, #agent-messages img').length") == 0
     held.release()
-    agent.wait_ready()  # a damaged record broke nothing: the stored thread is shown
+    agent.wait_ready()  # the last damaged record broke nothing: the stored thread is shown
     assert agent.messages().count() == 6
     assert agent.page.evaluate("() => window.__pwned") is None
 
@@ -177,13 +169,23 @@ def user_texts(agent) -> list[str]:
         "() => [...document.querySelectorAll('[data-testid=agent-message][data-role=user]')].map((m) => m.textContent)")
 
 
-def test_a_message_sent_before_ready_is_sent_once_and_a_reload_before_ready_keeps_it_as_a_draft(agent):
+def assert_hostile_text_painted_as_text(agent, script: str) -> None:
+    row = agent.messages().first
+    assert row.locator("[data-testid=agent-message-text]").text_content() == script
+    assert agent.page.evaluate("() => document.querySelectorAll('#agent-messages script, #agent-messages img').length") == 0
+
+
+def test_a_hostile_text_stays_text_and_a_message_sent_before_ready_is_sent_once_and_a_reload_before_ready_keeps_it_as_a_draft(agent):
+    """The painted record (made by the app's own code, its updatedAt the stored thread's) holds one
+    message whose text looks like HTML: it is painted as text, on each boot before ready."""
     messages = stored_thread(2)
     agent.seed({KEY: envelope({COURSE: {"messages": messages, "updatedAt": UPDATED}})})
-    put_record(agent, COURSE, record_text(messages))
+    script = "<script>window.__pwned = 1</script><img src=x onerror='window.__pwned = 1'>"
+    put_record(agent, COURSE, record_text([{"role": "user", "content": [{"type": "text", "text": script}]}]))
     held = Held(agent.page)
     agent.page.goto(agent.url(course=COURSE))
     agent.page.wait_for_function("() => document.documentElement.dataset.painted === 'true'")
+    assert_hostile_text_painted_as_text(agent, script)
     field = agent.testid("agent-input")
     field.fill("kept as a draft")
     field.press("Enter")
@@ -191,12 +193,15 @@ def test_a_message_sent_before_ready_is_sent_once_and_a_reload_before_ready_keep
 
     agent.page.reload()  # before ready: the message comes back as a draft
     agent.page.wait_for_function("() => document.documentElement.dataset.painted === 'true'")
+    assert_hostile_text_painted_as_text(agent, script)
     assert field.input_value() == "kept as a draft" and field.is_editable()
     assert agent.testid("composer-status").is_hidden()
     held.release()
     agent.wait_ready()
     agent.page.wait_for_timeout(300)
     assert "kept as a draft" not in user_texts(agent) and field.input_value() == "kept as a draft"
+    assert agent.messages().count() == 4  # the painted hostile text broke nothing: the stored thread is shown
+    assert agent.page.evaluate("() => window.__pwned") is None
 
     held = Held(agent.page)
     agent.page.reload()
