@@ -5,6 +5,7 @@
 included). Through the service worker a reload fetches nothing but ``sw.js``
 (the browser's update check), the app starts and saves turns with the network
 cut, and a changed file shows on the next load, with every file of one version.
+One built page shows all of it, in order (each Pyodide boot is costly).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from bench.scripts import ACTIVE_JS
 from tests.e2e.conftest import ROOT, AgentPage
@@ -77,58 +79,93 @@ def test_dist_holds_only_what_the_page_needs(dist_site):
         assert (out / f"{rel}.br").is_file() and (out / f"{rel}.gz").is_file()
 
 
-def test_offline_from_a_sub_path_after_one_visit(dist_agent, dist_site, context):
-    _, server, _, _ = dist_site
-    agent = dist_agent
-    agent.open(course="intro-ml")
-    assert agent.page.evaluate("() => location.pathname") == BASE + "index.html"
-    agent.page.evaluate(ACTIVE_JS)
-    agent.reload()
-    assert agent.page.evaluate("() => !!navigator.serviceWorker.controller")
+SWITCH_COURSE = """id => { const url = new URL(location.href); url.searchParams.set('course', id);
+  history.pushState({}, '', url.href); dispatchEvent(new PopStateEvent('popstate')); }"""
 
-    before = len(server.request_log)
-    agent.reload()
-    assert set(_served_paths(server, before)) == {"sw.js"}  # the update check, nothing else
 
-    context.set_offline(True)
-    agent.reload()
-    agent.send("hello without a network")
-    assert agent.messages().count() == 2
-    assert len(agent.stored()["state"]["threads"]["intro-ml"]["messages"]) == 2
-    agent.page.wait_for_function(  # the course's paint record is kept (DESIGN.md §13)
-        "() => caches.open('agentbar.paint').then((c) => c.match(new URL('paint/intro-ml', document.baseURI)))"
-        ".then(Boolean)", polling=100)
-    agent.reload()
-    assert agent.messages().count() == 2
-    assert agent.page.evaluate("() => document.documentElement.dataset.painted") == "true"  # drawn under the CSP
-    agent.send("/regenerate scene-1 pictures")  # the slide's images are data: URLs, allowed by the CSP
+def built_checkpoint_list_is_drawn_by_its_module_under_the_csp(agent, manifest) -> None:
+    """In the shown course (intro-ml, scene-1 not yet regenerated)."""
+    assert "static/checkpoint-view.js" in manifest["files"]
+    agent.send("/regenerate scene-1 pictures")
+    node = agent.page.locator("[data-testid=scene][data-scene-id='scene-1']")
+    expect(node).to_have_attribute("data-version", "1")
+    node.locator("[data-testid=scene-versions-open]").click()
+    item = node.locator("[data-testid=checkpoint-item]")
+    expect(item).to_have_count(1)
+    expect(item).to_have_attribute("data-version", "1")
+    stamp = item.locator("time")
+    expected = agent.page.evaluate(  # the page locale's format of the stored time
+        "([iso, locale]) => new Intl.DateTimeFormat(locale, {dateStyle: 'short', timeStyle: 'medium', numberingSystem: 'latn'})"
+        ".format(new Date(iso))", [stamp.get_attribute("datetime"), agent.page.evaluate("() => document.documentElement.lang")])
+    expect(stamp).to_have_text(expected)
+    expect(node.locator("[data-testid=checkpoint-original] [data-testid=checkpoint-restore-original]")).to_have_count(1)
+
+
+def slide_images_are_drawn(agent) -> None:
+    """``/regenerate`` draws the slide's images: data: URLs, allowed by the CSP."""
+    agent.send("/regenerate scene-1 pictures")
     images = agent.page.locator("[data-testid=scene-slide] img")
     assert images.count() > 0
     agent.page.wait_for_function(
         "() => [...document.querySelectorAll('[data-testid=scene-slide] img')].every(i => i.complete)")
     assert agent.page.evaluate(
         "() => [...document.querySelectorAll('[data-testid=scene-slide] img')].every(i => i.naturalWidth > 0)")
-    context.set_offline(False)
 
 
-def test_a_changed_file_shows_on_the_next_load_and_alone_is_fetched(dist_agent, dist_site, source_tree, tmp_path):
-    _, server, out, first = dist_site
-    agent = dist_agent
-    agent.open()
-    agent.page.evaluate(ACTIVE_JS)
-    agent.reload()
-    build_meta = "() => document.querySelector('meta[name=agentbar-build]').content"
-    old_version = agent.page.evaluate(build_meta)
+PAINT_RECORD_IS_OF_THE_STORED_THREAD = """async (course) => {
+  const hit = await (await caches.open('agentbar.paint')).match(new URL('paint/' + course, document.baseURI));
+  const thread = JSON.parse(localStorage.getItem('maic-agent-threads')).state.threads[course];
+  return !!hit && (await hit.json()).updatedAt === thread.updatedAt;
+}"""
 
-    changed = _source_tree(tmp_path / "changed")
+
+def redeploy(source_tree_copy: Path, out: Path, first: dict) -> dict:
+    """Build again with one style sheet changed, and put it in the host's folder; its manifest."""
+    changed = _source_tree(source_tree_copy / "changed")
     css = changed / "static" / "app.css"
     css.write_text(css.read_text() + "\n:root { --agentbar-build-test: 2; }\n")
-    second_dir = tmp_path / "second"
+    second_dir = source_tree_copy / "second"
     second = build.build(second_dir, root=changed, quiet=True)
     assert second["version"] != first["version"]
     shutil.rmtree(out)
     shutil.copytree(second_dir, out)  # the deploy: the host's folder now holds the new build
+    return second
 
+
+def test_one_visit_from_a_sub_path_then_offline_then_a_redeploy(dist_agent, dist_site, context, tmp_path):
+    """One built page, in order: the checkpoint list drawn by its module (first visit); the worker in
+    control, a reload fetching only sw.js; offline, a turn saved, its paint record kept and a slide's
+    images drawn; then a changed file, shown on the next load and alone fetched, the offline turn
+    still there and painted under the CSP."""
+    _, server, out, first = dist_site
+    agent = dist_agent
+    agent.open(course="intro-ml")
+    assert agent.page.evaluate("() => location.pathname") == BASE + "index.html"
+    built_checkpoint_list_is_drawn_by_its_module_under_the_csp(agent, first)
+
+    agent.page.evaluate(ACTIVE_JS)
+    before = len(server.request_log)
+    agent.reload()
+    assert agent.page.evaluate("() => !!navigator.serviceWorker.controller")
+    assert set(_served_paths(server, before)) == {"sw.js"}  # the update check, nothing else
+
+    agent.page.evaluate(SWITCH_COURSE, "linear-algebra")  # a course with no turn yet; a reload boots into it
+    expect(agent.testid("course-select")).to_have_value("linear-algebra")
+    context.set_offline(True)
+    agent.reload()
+    agent.send("hello without a network")
+    assert agent.messages().count() == 2
+    assert len(agent.stored()["state"]["threads"]["linear-algebra"]["messages"]) == 2
+    agent.page.wait_for_function(  # the course's paint record is kept (DESIGN.md §13)
+        "() => caches.open('agentbar.paint').then((c) => c.match(new URL('paint/linear-algebra', document.baseURI)))"
+        ".then(Boolean)", polling=100)
+    slide_images_are_drawn(agent)  # offline too
+    agent.page.wait_for_function(PAINT_RECORD_IS_OF_THE_STORED_THREAD, arg="linear-algebra", polling=100)
+    context.set_offline(False)
+
+    build_meta = "() => document.querySelector('meta[name=agentbar-build]').content"
+    old_version = agent.page.evaluate(build_meta)
+    second = redeploy(tmp_path, out, first)
     before = len(server.request_log)
     agent.reload()  # next load: the page picks the new version up before PyScript starts
     new_version = agent.page.evaluate(build_meta)
@@ -143,24 +180,5 @@ def test_a_changed_file_shows_on_the_next_load_and_alone_is_fetched(dist_agent, 
     assert fetched <= changed_files | {"index.html"}  # unchanged files came from the old version's cache
     assert "static/vendor/pyodide/pyodide.asm.wasm" not in fetched
 
-
-def test_the_built_checkpoint_list_is_drawn_by_its_module_under_the_csp(dist_agent, dist_site):
-    from playwright.sync_api import expect
-
-    _, _, _, manifest = dist_site
-    assert "static/checkpoint-view.js" in manifest["files"]
-    agent = dist_agent
-    agent.open(course="intro-ml")
-    agent.send("/regenerate scene-1 pictures")
-    node = agent.page.locator("[data-testid=scene][data-scene-id='scene-1']")
-    expect(node).to_have_attribute("data-version", "1")
-    node.locator("[data-testid=scene-versions-open]").click()
-    item = node.locator("[data-testid=checkpoint-item]")
-    expect(item).to_have_count(1)
-    expect(item).to_have_attribute("data-version", "1")
-    stamp = item.locator("time")
-    expected = agent.page.evaluate(  # the page locale's format of the stored time
-        "([iso, locale]) => new Intl.DateTimeFormat(locale, {dateStyle: 'short', timeStyle: 'medium', numberingSystem: 'latn'})"
-        ".format(new Date(iso))", [stamp.get_attribute("datetime"), agent.page.evaluate("() => document.documentElement.lang")])
-    expect(stamp).to_have_text(expected)
-    expect(node.locator("[data-testid=checkpoint-original] [data-testid=checkpoint-restore-original]")).to_have_count(1)
+    assert agent.messages().count() == 4  # the offline turns (a message and a regenerate) kept
+    assert agent.page.evaluate("() => document.documentElement.dataset.painted") == "true"  # drawn under the CSP

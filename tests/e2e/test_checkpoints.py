@@ -2,19 +2,26 @@
 version, versions kept in IndexedDB across reloads, the checkpoint list, diff and restore, the
 evidence pack and replay case downloads, two tabs, and IndexedDB unavailable.
 
+Most cases share one booted page: each runs in a course of its own (switched to in the page, no
+boot), and the page is reloaded only where a case asks for it (``run_in_rounds``). The URL's
+``lang`` is read only at boot, so each other locale has its own page.
+
 Every test also proves, through the ``agent`` fixture, that no request left the local server.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import re
 import zipfile
 
+import pytest
 from playwright.sync_api import expect
 
 from app.agent import element_count
+from tests.e2e.conftest import AgentPage
 
 
 def scene(agent, scene_id: str):
@@ -42,8 +49,86 @@ def settle(agent) -> None:
     agent.page.evaluate("() => window.agentbarCheckpoints()")
 
 
-def test_a_regenerated_scene_is_drawn_in_its_version_after_reload_and_can_be_diffed_and_restored(agent):
-    agent.open(course="intro-ml")
+SWITCH_COURSE = """id => { const url = new URL(location.href); url.searchParams.set('course', id);
+  history.pushState({}, '', url.href); dispatchEvent(new PopStateEvent('popstate')); }"""
+
+
+def show(agent, course: str) -> None:
+    """Switch the booted page to ``course`` (as Back/Forward does: no boot; the URL's other
+    parameters kept, so a reload boots into it), and wait until its checkpoint bar is drawn."""
+    agent.page.evaluate(SWITCH_COURSE, course)
+    expect(agent.testid("course-select")).to_have_value(course)
+    settle(agent)  # the switch's summary refresh is drawn: no earlier course's count is read
+
+
+def run_in_rounds(agent, cases) -> None:
+    """Run ``cases`` in one page, in turn. Each case is a generator function of ``agent``: its steps,
+    with a ``yield`` where it needs the page reloaded. All cases run up to their next ``yield``, then
+    the page is reloaded once for all of them, and so on until every case has ended. A case starts
+    (and goes on after each reload) by switching to its own course; a failure names the case."""
+    running = [(getattr(case, "func", case).__name__, case(agent)) for case in cases]
+    while running:
+        waiting = []
+        for name, steps in running:
+            try:
+                next(steps)
+            except StopIteration:
+                continue
+            except Exception as error:
+                raise AssertionError(f"case {name!r} failed: {error}") from error
+            waiting.append((name, steps))
+        if waiting:
+            agent.reload()
+        running = waiting
+
+
+OVERFLOWING_TEXT = """() => [...document.querySelectorAll('[data-testid=scene-slide] .slide-text')]
+  .filter((e) => e.scrollHeight > e.clientHeight || e.scrollWidth > e.clientWidth)
+  .map((e) => ({ text: e.textContent, scroll: [e.scrollWidth, e.scrollHeight], client: [e.clientWidth, e.clientHeight] }))"""
+ALL_DRAWN = """() => { const slides = [...document.querySelectorAll('[data-testid=scene-slide]')];
+  return slides.length > 0 && slides.every((s) => s.dataset.drawn === 'true'); }"""
+SLIDE_VIEWPORT = {"width": 1366, "height": 900}
+
+
+def assert_no_slide_text_overflows(agent, course: str, lang: str, commands: list[str]) -> None:
+    """In the shown ``course``: run ``commands``, then no slide text overflows its box."""
+    for command in commands:
+        agent.send(command)
+    agent.page.wait_for_function(ALL_DRAWN)
+    texts = agent.page.locator("[data-testid=scene-slide] .slide-text")
+    assert texts.count() >= 6
+    assert agent.page.evaluate(OVERFLOWING_TEXT) == [], (course, lang)
+
+
+def download(agent, testid: str):
+    with agent.page.expect_download() as info:
+        agent.testid(testid).click()
+    return info.value
+
+
+def assert_named_paths_are_files(archive: zipfile.ZipFile) -> None:
+    """Every value under a key ending in ``path`` in the zip's JSON files is a file of the zip."""
+    def named(value, key=""):
+        if isinstance(value, dict):
+            return {p for k, v in value.items() for p in named(v, k)}
+        if isinstance(value, list):
+            return {p for v in value for p in named(v, key)}
+        return {value} if isinstance(value, str) and key.lower().endswith("path") else set()
+
+    names = set(archive.namelist())
+    paths = set().union(*(named(json.loads(archive.read(n))) for n in names if n.endswith(".json")))
+    assert any(p.startswith("versions/") for p in paths) and paths <= names, paths - names
+
+
+def unzip(download) -> zipfile.ZipFile:
+    with open(download.path(), "rb") as handle:
+        return zipfile.ZipFile(io.BytesIO(handle.read()))
+
+
+# ---- the cases of the shared page (run_in_rounds): each in its own course ----------------------
+
+def a_regenerated_scene_is_drawn_in_its_version_after_reload_and_can_be_diffed_and_restored(agent):
+    show(agent, "intro-ml")
     s1 = scene(agent, "scene-1")
     expect(s1).to_have_attribute("data-version", "0")
     expect(s1).to_have_attribute("data-element-count", "2")
@@ -58,7 +143,8 @@ def test_a_regenerated_scene_is_drawn_in_its_version_after_reload_and_can_be_dif
     assert images.count() >= 1
     assert images.first.evaluate("img => img.decode().then(() => img.naturalWidth)") > 0  # a real image
 
-    agent.reload()
+    yield  # reload
+    show(agent, "intro-ml")
     expect(s1).to_have_attribute("data-version", "1")
     expect(s1).to_have_attribute("data-element-count", str(count))
     expect(s1.locator(".slide .slide-el")).to_have_count(count)
@@ -88,7 +174,8 @@ def test_a_regenerated_scene_is_drawn_in_its_version_after_reload_and_can_be_dif
     assert items.nth(0).get_attribute("data-current") == "true"
     assert items.nth(0).locator("[data-testid=checkpoint-restore]").count() == 0
 
-    agent.reload()
+    yield  # reload
+    show(agent, "intro-ml")
     expect(s1).to_have_attribute("data-version", "3")
     expect(s1).to_have_attribute("data-element-count", v1_count)
     items = open_versions(agent, "scene-1")
@@ -96,52 +183,81 @@ def test_a_regenerated_scene_is_drawn_in_its_version_after_reload_and_can_be_dif
     assert [i.get_attribute("data-source") for i in items.all()] == ["restore", "regenerate_scene", "regenerate_scene"]
 
 
-def test_the_card_restore_button_writes_a_restore_version_that_survives_reload(agent):
-    agent.open(course="linear-algebra")
+SCENE_STATE = """(sceneId) => {
+  const node = document.querySelector(`[data-testid=scene][data-scene-id="${sceneId}"]`);
+  return { version: node.dataset.version, pending: node.dataset.pending, count: node.dataset.elementCount,
+           drawn: node.querySelectorAll(".slide .slide-el").length,
+           title: (node.querySelector(".slide .slide-text") || {}).textContent };
+}"""
+
+
+def the_slide_shows_the_new_version_as_soon_as_the_turn_ends(agent):
+    show(agent, "intro-ml")  # scene-2: the other intro-ml case regenerates only scene-1
+    count = element_count("scene-2")
+    for number, text in ((1, "/regenerate scene-2"), (2, "/regenerate scene-2 again")):
+        agent.send(text)  # waits for data-running=false, then reads the DOM at once: no waiting for the slide
+        state = agent.page.evaluate(SCENE_STATE, "scene-2")
+        assert state == {"version": str(number), "pending": "false", "count": str(count), "drawn": count,
+                         "title": "Supervised learning"}
+    yield from ()
+
+
+def the_course_version_can_be_restored_after_a_reload_from_the_list(agent):
+    show(agent, "ckpt-restore-original")
+    s1 = scene(agent, "scene-1")
+    agent.send("/regenerate scene-1 brighter")
+    expect(s1).to_have_attribute("data-version", "1")
+    yield  # reload: the card's in-memory restore is gone (DESIGN §4); the list still offers version 0
+    show(agent, "ckpt-restore-original")
+    expect(s1).to_have_attribute("data-version", "1")
+    expect(agent.testid("tool-card")).to_have_count(1)  # the thread is drawn: its card, without a restore
+    assert agent.testid("tool-card-restore").count() == 0
+    open_versions(agent, "scene-1")
+    original = s1.locator("[data-testid=checkpoint-original]")
+    expect(original).to_have_attribute("data-current", "false")
+    original.locator("[data-testid=checkpoint-restore-original]").click()
+    expect(s1).to_have_attribute("data-version", "2")
+    expect(s1).to_have_attribute("data-element-count", "2")
+    expect(s1.locator(".slide .slide-text").first).to_have_text("Scene 1")  # a placeholder course's own scene
+    items = s1.locator("[data-testid=checkpoint-item]")
+    expect(items).to_have_count(2)
+    assert items.nth(0).get_attribute("data-source") == "restore"
+    yield  # reload
+    show(agent, "ckpt-restore-original")
+    expect(s1).to_have_attribute("data-version", "2")
+    expect(s1).to_have_attribute("data-element-count", "2")
+
+
+def the_card_restore_button_writes_a_restore_version_that_survives_reload(agent):
+    show(agent, "linear-algebra")
     s2 = scene(agent, "scene-2")
     agent.send("/regenerate scene-2")
     expect(s2).to_have_attribute("data-version", "1")
     agent.testid("tool-card-restore").click()
     expect(s2).to_have_attribute("data-version", "2")
     expect(s2).to_have_attribute("data-element-count", "2")
-    agent.reload()
+    yield  # reload
+    show(agent, "linear-algebra")
     expect(s2).to_have_attribute("data-version", "2")
     expect(s2).to_have_attribute("data-element-count", "2")
+    expect(agent.testid("tool-card")).to_have_count(1)  # the thread is drawn: its card, without a restore
     assert agent.testid("tool-card-restore").count() == 0  # DESIGN §4: no snapshot after a reload
     expect(s2.locator(".slide .slide-text").first).to_have_text("Matrices")
 
 
-def test_a_scene_that_does_not_exist_fails_and_offers_no_restore(agent):
-    agent.open(course="intro-ml")
+def a_scene_that_does_not_exist_fails_and_offers_no_restore(agent):
+    show(agent, "ckpt-missing-scene")
     agent.send("/regenerate scene-99")
     card = agent.testid("tool-card")
     expect(card).to_have_attribute("data-status", "error")
     assert agent.testid("tool-card-restore").count() == 0
     settle(agent)
     expect(agent.testid("checkpoint-summary")).to_have_attribute("data-count", "0")
+    yield from ()
 
 
-def assert_named_paths_are_files(archive: zipfile.ZipFile) -> None:
-    """Every value under a key ending in ``path`` in the zip's JSON files is a file of the zip."""
-    def named(value, key=""):
-        if isinstance(value, dict):
-            return {p for k, v in value.items() for p in named(v, k)}
-        if isinstance(value, list):
-            return {p for v in value for p in named(v, key)}
-        return {value} if isinstance(value, str) and key.lower().endswith("path") else set()
-
-    names = set(archive.namelist())
-    paths = set().union(*(named(json.loads(archive.read(n))) for n in names if n.endswith(".json")))
-    assert any(p.startswith("versions/") for p in paths) and paths <= names, paths - names
-
-
-def unzip(download) -> zipfile.ZipFile:
-    with open(download.path(), "rb") as handle:
-        return zipfile.ZipFile(io.BytesIO(handle.read()))
-
-
-def test_evidence_pack_and_replay_case_hold_what_the_panel_shows(agent):
-    agent.open(course="poetry-tang")
+def evidence_pack_and_replay_case_hold_what_the_panel_shows(agent):
+    show(agent, "poetry-tang")
     agent.send("/regenerate scene-1")
     agent.send("/regenerate scene-2 更亮")
     expect(scene(agent, "scene-2")).to_have_attribute("data-version", "1")
@@ -158,10 +274,9 @@ def test_evidence_pack_and_replay_case_hold_what_the_panel_shows(agent):
     listed = {i.get_attribute("data-checkpoint-id") for i in items.all()}
     listed |= {i.get_attribute("data-checkpoint-id") for i in open_versions(agent, "scene-2").all()}
 
-    with agent.page.expect_download() as info:
-        agent.testid("export-evidence").click()
-    assert info.value.suggested_filename == "agentbar-poetry-tang-evidence-pack.zip"
-    pack = unzip(info.value)
+    pack_download = download(agent, "export-evidence")
+    assert pack_download.suggested_filename == "agentbar-poetry-tang-evidence-pack.zip"
+    pack = unzip(pack_download)
     documents = ["scenes/scene-1.json", "scenes/scene-2.json", "versions/scene-1/v0001.artifact.json",
                  "versions/scene-1/v0002.artifact.json", "versions/scene-1/v0003.artifact.json",
                  "versions/scene-2/v0001.artifact.json"]
@@ -184,9 +299,7 @@ def test_evidence_pack_and_replay_case_hold_what_the_panel_shows(agent):
     assert {i["id"] for i in timeline["items"]} == listed
     assert all(i["path"].startswith("scenes/") for i in timeline["items"])
 
-    with agent.page.expect_download() as info:
-        agent.testid("export-replay").click()
-    case = unzip(info.value)
+    case = unzip(download(agent, "export-replay"))
     assert sorted(case.namelist()) == sorted(["evidence-links.json", "expected.json", "grader.md", "input.json",
                                               *documents])
     assert_named_paths_are_files(case)
@@ -196,11 +309,65 @@ def test_evidence_pack_and_replay_case_hold_what_the_panel_shows(agent):
         [c["checkpoint_id"] for c in runtime_json["fileCheckpoints"]]
     criteria = {c["path"]: c for c in json.loads(case.read("expected.json"))["successCriteria"]}
     assert (criteria["scenes/scene-1.json"]["version_no"], criteria["scenes/scene-1.json"]["source"]) == (3, "restore")
+    yield from ()
 
 
-def test_two_tabs_see_each_others_versions_and_a_restore_loses_none(agent, second_agent):
-    agent.open(course="intro-ml")
-    second_agent.open(course="intro-ml")
+def the_evidence_pack_of_the_active_conversation_holds_only_its_own_versions(agent):
+    show(agent, "ckpt-own-conversation")
+    agent.send("/regenerate scene-1")
+    s1 = scene(agent, "scene-1")
+    expect(s1).to_have_attribute("data-version", "1")
+    agent.testid("agent-new-conversation").click()
+    agent.send("/regenerate scene-1 again")
+    expect(s1).to_have_attribute("data-version", "2")
+    settle(agent)
+    summary = agent.testid("checkpoint-summary")
+    expect(summary).to_have_attribute("data-count", "1")
+    items = open_versions(agent, "scene-1")
+    expect(items).to_have_count(2)  # the scene keeps both versions
+    second = items.nth(0).get_attribute("data-checkpoint-id")
+    assert summary.get_attribute("data-latest") == second
+
+    def exported() -> dict:
+        runtime_json = json.loads(unzip(download(agent, "export-evidence")).read("runtime.json"))
+        assert [c["checkpoint_id"] for c in runtime_json["fileCheckpoints"]] == [second]
+        assert runtime_json["fileCheckpointCount"] == 1
+        return runtime_json
+
+    conversation = exported()["conversationId"]
+    agent.testid("history-open").click()
+    expect(agent.testid("export-json")).to_be_enabled()
+    assert download(agent, "export-json").suggested_filename == f"{conversation}.json"  # history's taskId
+    agent.testid("history-close").click()
+
+    yield  # reload: the id is history's head, the same after a reload
+    show(agent, "ckpt-own-conversation")
+    expect(summary).to_have_attribute("data-count", "1")
+    assert summary.get_attribute("data-latest") == second
+    assert exported()["conversationId"] == conversation
+    expect(open_versions(agent, "scene-1")).to_have_count(2)
+
+
+def the_bar_follows_new_conversation_after_a_reload_and_a_resumed_conversation(agent):
+    show(agent, "ckpt-bar-follows")
+    agent.send("/regenerate scene-1 one")
+    bar = agent.testid("checkpoint-summary")
+    expect(bar).to_have_attribute("data-count", "1")
+    yield  # reload: the conversation id is not known again until asked for
+    show(agent, "ckpt-bar-follows")
+    expect(bar).to_have_attribute("data-count", "1")
+    agent.testid("agent-new-conversation").click()
+    expect(bar).to_have_attribute("data-count", "0")
+    agent.testid("history-open").click()
+    agent.page.wait_for_selector("[data-testid=history-item]:not([data-current=true])")
+    agent.page.locator("[data-testid=history-item]:not([data-current=true])").first.click()
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 2")
+    expect(bar).to_have_attribute("data-count", "1")  # resuming closed the drawer
+
+
+def two_tabs_see_each_others_versions_and_a_restore_loses_none(second_agent, agent):
+    show(agent, "ckpt-two-tabs")
+    second_agent.open(course="ckpt-two-tabs")
     agent.send("/regenerate scene-3")
     s3_b = scene(second_agent, "scene-3")
     expect(s3_b).to_have_attribute("data-version", "1")  # drawn in the other tab without a reload
@@ -219,54 +386,76 @@ def test_two_tabs_see_each_others_versions_and_a_restore_loses_none(agent, secon
         assert [i.get_attribute("data-version") for i in items.all()] == ["3", "2", "1"]
         assert items.nth(2).get_attribute("data-checkpoint-id") == made_in_a
     expect(scene(agent, "scene-3")).to_have_attribute("data-version", "3")
+    second_agent.page.close()  # done: it hears no other case's versions
+    yield from ()
 
 
-def test_a_tab_that_never_heard_of_another_tabs_version_numbers_past_it_and_loses_none(agent, second_agent):
+def a_tab_that_never_heard_of_another_tabs_version_numbers_past_it_and_loses_none(deaf_agent, agent):
     # Tab B hears nothing from other tabs (a BroadcastChannel that delivers nothing): its write of a
     # number tab A took is refused by IndexedDB itself (the add of an existing key aborts the transaction).
-    second_agent.page.add_init_script(DEAF_CHANNEL)
-    second_agent.open(course="intro-ml")
-    second_agent.send("/regenerate scene-3 from tab B")
-    expect(scene(second_agent, "scene-3")).to_have_attribute("data-version", "1")
-    agent.open(course="intro-ml")  # opened after B's v1: starts from it
+    deaf_agent.open(course="ckpt-deaf-tab")
+    deaf_agent.send("/regenerate scene-3 from tab B")
+    expect(scene(deaf_agent, "scene-3")).to_have_attribute("data-version", "1")
+    show(agent, "ckpt-deaf-tab")  # tab A reads the course after B's v1: starts from it
     expect(scene(agent, "scene-3")).to_have_attribute("data-version", "1")
     agent.send("/regenerate scene-3 from tab A")
     expect(scene(agent, "scene-3")).to_have_attribute("data-version", "2")
-    expect(scene(second_agent, "scene-3")).to_have_attribute("data-version", "1")  # B still believes v1
+    expect(scene(deaf_agent, "scene-3")).to_have_attribute("data-version", "1")  # B still believes v1
 
-    second_agent.send("/regenerate scene-3 from tab B again")  # v2 is taken: refused, written as v3
-    expect(scene(second_agent, "scene-3")).to_have_attribute("data-version", "3")
-    agent.reload()
-    for tab in (second_agent, agent):
+    deaf_agent.send("/regenerate scene-3 from tab B again")  # v2 is taken: refused, written as v3
+    expect(scene(deaf_agent, "scene-3")).to_have_attribute("data-version", "3")
+    yield  # tab A reloads
+    show(agent, "ckpt-deaf-tab")
+    for tab in (deaf_agent, agent):
         items = open_versions(tab, "scene-3")
         expect(items).to_have_count(3)
         assert [i.get_attribute("data-version") for i in items.all()] == ["3", "2", "1"]
         assert len({i.get_attribute("data-checkpoint-id") for i in items.all()}) == 3
     expect(scene(agent, "scene-3")).to_have_attribute("data-version", "3")
+    deaf_agent.page.close()
 
 
-OVERFLOWING_TEXT = """() => [...document.querySelectorAll('[data-testid=scene-slide] .slide-text')]
-  .filter((e) => e.scrollHeight > e.clientHeight || e.scrollWidth > e.clientWidth)
-  .map((e) => ({ text: e.textContent, scroll: [e.scrollWidth, e.scrollHeight], client: [e.clientWidth, e.clientHeight] }))"""
-ALL_DRAWN = """() => { const slides = [...document.querySelectorAll('[data-testid=scene-slide]')];
-  return slides.length > 0 && slides.every((s) => s.dataset.drawn === 'true'); }"""
+@pytest.fixture
+def deaf_agent(context, app_server):
+    """A second tab in ``agent``'s context whose BroadcastChannels deliver nothing (DEAF_CHANNEL)."""
+    helper = AgentPage(context.new_page(), app_server)
+    helper.page.add_init_script(DEAF_CHANNEL)
+    yield helper
+    assert helper.off_origin_requests() == []
 
 
-def test_no_slide_text_overflows_its_box_in_the_courses_own_and_regenerated_slides(agent):
-    agent.page.set_viewport_size({"width": 1366, "height": 900})
-    runs = [("intro-ml", "en-US", ["/regenerate scene-1 make it clearer, add a chart; compare the learning curves "
-                                   "of three models over many epochs and explain why the validation loss rises",
-                                   "/regenerate scene-2"]),
-            ("poetry-tang", "zh-CN", ["/regenerate scene-1 更亮，加一张图表，突出月光"]),
-            ("my-own-course", "ru-RU", ["/regenerate scene-3 сделай ярче"]), ("linear-algebra", "ar-SA", [])]
-    for course, lang, commands in runs:
+def test_versions_restores_exports_and_two_tabs_in_courses_of_one_page_across_two_reloads(agent, second_agent,
+                                                                                          deaf_agent):
+    """Every case above in one page (three boots, two more for the other tabs); then, in that page,
+    no slide text overflows in intro-ml's own and regenerated slides (en-US)."""
+    agent.page.set_viewport_size(SLIDE_VIEWPORT)
+    agent.open(course="intro-ml")
+    run_in_rounds(agent, [
+        a_regenerated_scene_is_drawn_in_its_version_after_reload_and_can_be_diffed_and_restored,
+        the_slide_shows_the_new_version_as_soon_as_the_turn_ends,
+        the_course_version_can_be_restored_after_a_reload_from_the_list,
+        the_card_restore_button_writes_a_restore_version_that_survives_reload,
+        a_scene_that_does_not_exist_fails_and_offers_no_restore,
+        evidence_pack_and_replay_case_hold_what_the_panel_shows,
+        the_evidence_pack_of_the_active_conversation_holds_only_its_own_versions,
+        the_bar_follows_new_conversation_after_a_reload_and_a_resumed_conversation,
+        functools.partial(two_tabs_see_each_others_versions_and_a_restore_loses_none, second_agent),
+        functools.partial(a_tab_that_never_heard_of_another_tabs_version_numbers_past_it_and_loses_none,
+                          deaf_agent),
+    ])
+    show(agent, "intro-ml")
+    assert_no_slide_text_overflows(agent, "intro-ml", "en-US", [
+        "/regenerate scene-1 make it clearer, add a chart; compare the learning curves "
+        "of three models over many epochs and explain why the validation loss rises", "/regenerate scene-2"])
+
+
+def test_no_slide_text_overflows_its_box_in_chinese_and_russian_own_and_regenerated_slides(agent):
+    """en-US is checked in the shared page above, ar-SA with the checkpoint bar's notice below."""
+    agent.page.set_viewport_size(SLIDE_VIEWPORT)
+    for course, lang, commands in [("poetry-tang", "zh-CN", ["/regenerate scene-1 更亮，加一张图表，突出月光"]),
+                                   ("my-own-course", "ru-RU", ["/regenerate scene-3 сделай ярче"])]:
         agent.open(course=course, lang=lang)
-        for command in commands:
-            agent.send(command)
-        agent.page.wait_for_function(ALL_DRAWN)
-        texts = agent.page.locator("[data-testid=scene-slide] .slide-text")
-        assert texts.count() >= 6
-        assert agent.page.evaluate(OVERFLOWING_TEXT) == [], (course, lang)
+        assert_no_slide_text_overflows(agent, course, lang, commands)
 
 
 def test_without_indexeddb_regenerate_works_in_memory_and_the_panel_says_so_once(agent):
@@ -304,65 +493,6 @@ def test_checkpoint_controls_have_accessible_names_and_work_from_the_keyboard(ag
     expect(diff).to_have_attribute("aria-expanded", "true")
 
 
-def download(agent, testid: str):
-    with agent.page.expect_download() as info:
-        agent.testid(testid).click()
-    return info.value
-
-
-def test_the_evidence_pack_of_the_active_conversation_holds_only_its_own_versions(agent):
-    agent.open(course="intro-ml")
-    agent.send("/regenerate scene-1")
-    s1 = scene(agent, "scene-1")
-    expect(s1).to_have_attribute("data-version", "1")
-    agent.testid("agent-new-conversation").click()
-    agent.send("/regenerate scene-1 again")
-    expect(s1).to_have_attribute("data-version", "2")
-    settle(agent)
-    summary = agent.testid("checkpoint-summary")
-    expect(summary).to_have_attribute("data-count", "1")
-    items = open_versions(agent, "scene-1")
-    expect(items).to_have_count(2)  # the scene keeps both versions
-    second = items.nth(0).get_attribute("data-checkpoint-id")
-    assert summary.get_attribute("data-latest") == second
-
-    def exported() -> dict:
-        runtime_json = json.loads(unzip(download(agent, "export-evidence")).read("runtime.json"))
-        assert [c["checkpoint_id"] for c in runtime_json["fileCheckpoints"]] == [second]
-        assert runtime_json["fileCheckpointCount"] == 1
-        return runtime_json
-
-    conversation = exported()["conversationId"]
-    agent.testid("history-open").click()
-    expect(agent.testid("export-json")).to_be_enabled()
-    assert download(agent, "export-json").suggested_filename == f"{conversation}.json"  # history's taskId
-    agent.testid("history-close").click()
-
-    agent.reload()  # the id is history's head: the same after a reload
-    settle(agent)
-    expect(summary).to_have_attribute("data-count", "1")
-    assert exported()["conversationId"] == conversation
-    expect(open_versions(agent, "scene-1")).to_have_count(2)
-
-
-SCENE_STATE = """(sceneId) => {
-  const node = document.querySelector(`[data-testid=scene][data-scene-id="${sceneId}"]`);
-  return { version: node.dataset.version, pending: node.dataset.pending, count: node.dataset.elementCount,
-           drawn: node.querySelectorAll(".slide .slide-el").length,
-           title: (node.querySelector(".slide .slide-text") || {}).textContent };
-}"""
-
-
-def test_the_slide_shows_the_new_version_as_soon_as_the_turn_ends(agent):
-    agent.open(course="intro-ml")
-    count = element_count("scene-2")
-    for number, text in ((1, "/regenerate scene-2"), (2, "/regenerate scene-2 again")):
-        agent.send(text)  # waits for data-running=false, then reads the DOM at once: no waiting for the slide
-        state = agent.page.evaluate(SCENE_STATE, "scene-2")
-        assert state == {"version": str(number), "pending": "false", "count": str(count), "drawn": count,
-                         "title": "Supervised learning"}
-
-
 PLANT_DAMAGED = """async (record) => {
   const db = await new Promise((resolve, reject) => { const r = indexedDB.open("agentbar"); r.onsuccess = () => resolve(r.result); r.onerror = () => reject(r.error); });
   await new Promise((resolve, reject) => {
@@ -374,13 +504,18 @@ PLANT_DAMAGED = """async (record) => {
 }"""
 
 
-def test_the_checkpoint_bar_notice_is_dismissed_from_the_keyboard_and_stays_closed(agent):
-    """In ar-SA; once a scene is regenerated the bar also isolates its title inside the Arabic text."""
+def test_in_arabic_slide_text_fits_and_the_checkpoint_bar_notice_is_dismissed_from_the_keyboard(agent):
+    """One ar-SA page: linear-algebra's own slides fit their boxes; then intro-ml, whose stored record
+    is damaged: its notice is dismissed from the keyboard and stays closed, and once a scene is
+    regenerated the bar isolates its title inside the Arabic text."""
     from pathlib import Path
 
-    agent.open(course="intro-ml", lang="ar-SA")
+    agent.page.set_viewport_size(SLIDE_VIEWPORT)
+    agent.open(course="linear-algebra", lang="ar-SA")
+    assert_no_slide_text_overflows(agent, "linear-algebra", "ar-SA", [])
+
     agent.page.evaluate(PLANT_DAMAGED, {"artifactId": "intro-ml/scene-1", "stageId": "intro-ml", "schema": 99})
-    agent.reload()
+    show(agent, "intro-ml")  # the course's records are read as it is shown: the damaged one says so
     bar = agent.testid("checkpoint-summary")
     notice = bar.locator("[data-testid=agent-notice][data-code=checkpoint-damaged]")
     expect(notice).to_have_count(1)
@@ -410,41 +545,3 @@ def bar_isolates_the_scene_title_inside_arabic_text(agent) -> None:
     expect(title).to_have_count(1)
     assert title.evaluate("el => el.tagName") == "BDI" and title.inner_text().strip()
     assert agent.testid("checkpoint-summary").inner_text().count(title.inner_text()) == 1
-
-
-def test_the_course_version_can_be_restored_after_a_reload_from_the_list(agent):
-    agent.open(course="intro-ml")
-    s1 = scene(agent, "scene-1")
-    agent.send("/regenerate scene-1 brighter")
-    expect(s1).to_have_attribute("data-version", "1")
-    agent.reload()  # the card's in-memory restore is gone (DESIGN §4); the list still offers version 0
-    assert agent.testid("tool-card-restore").count() == 0
-    open_versions(agent, "scene-1")
-    original = s1.locator("[data-testid=checkpoint-original]")
-    expect(original).to_have_attribute("data-current", "false")
-    original.locator("[data-testid=checkpoint-restore-original]").click()
-    expect(s1).to_have_attribute("data-version", "2")
-    expect(s1).to_have_attribute("data-element-count", "2")
-    expect(s1.locator(".slide .slide-text").first).to_have_text("What is learning?")
-    items = s1.locator("[data-testid=checkpoint-item]")
-    expect(items).to_have_count(2)
-    assert items.nth(0).get_attribute("data-source") == "restore"
-    agent.reload()
-    expect(s1).to_have_attribute("data-version", "2")
-    expect(s1).to_have_attribute("data-element-count", "2")
-
-
-def test_the_bar_follows_new_conversation_after_a_reload_and_a_resumed_conversation(agent):
-    agent.open(course="intro-ml")
-    agent.send("/regenerate scene-1 one")
-    bar = agent.testid("checkpoint-summary")
-    expect(bar).to_have_attribute("data-count", "1")
-    agent.reload()  # the conversation id is not known again until asked for
-    expect(bar).to_have_attribute("data-count", "1")
-    agent.testid("agent-new-conversation").click()
-    expect(bar).to_have_attribute("data-count", "0")
-    agent.testid("history-open").click()
-    agent.page.wait_for_selector("[data-testid=history-item]:not([data-current=true])")
-    agent.page.locator("[data-testid=history-item]:not([data-current=true])").first.click()
-    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 2")
-    expect(bar).to_have_attribute("data-count", "1")

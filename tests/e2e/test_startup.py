@@ -137,39 +137,38 @@ def test_the_painted_thread_matches_the_live_one_in_arabic_and_python_takes_over
     assert agent.testid("history-open").is_enabled()
 
 
-def test_a_stale_or_damaged_record_draws_nothing_and_a_hostile_text_stays_text(agent):
+def test_a_damaged_record_draws_nothing_and_breaks_nothing(agent):
+    """(A stale record draws nothing either: the last boot of the test below.)"""
     messages = stored_thread(3)
-    agent.seed({KEY: envelope({COURSE: {"messages": messages, "updatedAt": UPDATED + 1}})})  # another tab saved since
-    put_record(agent, COURSE, record_text(messages))
+    agent.seed({KEY: envelope({COURSE: {"messages": messages, "updatedAt": UPDATED + 1}})})
     held = Held(agent.page)
-    agent.page.goto(agent.url(course=COURSE))
-    wait_checked(agent)
-    assert agent.page.evaluate("() => document.documentElement.hasAttribute('data-painted')") is False
-    assert agent.page.locator("#app").is_hidden()
-
     hostile = {"v": 1, "stageId": COURSE, "updatedAt": UPDATED + 1, "locale": "en-US", "dir": "ltr", "title": "x"}
-    for damaged in ["{not json", json.dumps({**hostile, "rows": [{"t": "script", "x": "window.__pwned = 1"}]}),
-                    json.dumps({**hostile, "rows": [{"t": "div", "a": {"onclick": "window.__pwned = 1"}}]}),
-                    json.dumps({**hostile, "rows": [{"t": "div", "c": [{"t": "img", "a": {"src": "x"}}]}]}),
-                    json.dumps({**hostile, "v": 2, "rows": []})]:
+    damaged_records = ["{not json", json.dumps({**hostile, "rows": [{"t": "script", "x": "window.__pwned = 1"}]}),
+                       json.dumps({**hostile, "rows": [{"t": "div", "a": {"onclick": "window.__pwned = 1"}}]}),
+                       json.dumps({**hostile, "rows": [{"t": "div", "c": [{"t": "img", "a": {"src": "x"}}]}]}),
+                       json.dumps({**hostile, "v": 2, "rows": []})]
+    for number, damaged in enumerate(damaged_records):  # each one boot: the record is read before Python
         put_record(agent, COURSE, damaged)
-        agent.page.reload()
+        if number == 0:
+            agent.page.goto(agent.url(course=COURSE))
+        else:
+            agent.page.reload()
         wait_checked(agent)
         assert agent.page.evaluate("() => document.documentElement.hasAttribute('data-painted')") is False, damaged
         assert agent.page.evaluate("() => document.querySelectorAll('#agent-messages > *').length") == 0
+        assert agent.page.locator("#app").is_hidden()
 
-    script = "<script>window.__pwned = 1</script><img src=x onerror='window.__pwned = 1'>"
-    text = [{"role": "user", "content": [{"type": "text", "text": script}]}]
-    put_record(agent, COURSE, record_text(text, updated_at=UPDATED + 1))
-    agent.page.reload()
-    agent.page.wait_for_function("() => document.documentElement.dataset.painted === 'true'")
-    row = agent.messages().first
-    assert row.locator("[data-testid=agent-message-text]").text_content() == script
-    assert agent.page.evaluate("() => document.querySelectorAll('#agent-messages script, #agent-messages img').length") == 0
     held.release()
-    agent.wait_ready()  # a damaged record broke nothing: the stored thread is shown
+    agent.wait_ready()  # the last damaged record broke nothing: the stored thread is shown
     assert agent.messages().count() == 6
     assert agent.page.evaluate("() => window.__pwned") is None
+
+
+RECORD_OF_THE_STORED_THREAD = """async ([url, course]) => {
+  const hit = await (await caches.open('agentbar.paint')).match(url);
+  const thread = JSON.parse(localStorage.getItem('maic-agent-threads')).state.threads[course];
+  return !!hit && (await hit.json()).updatedAt === thread.updatedAt;
+}"""
 
 
 def user_texts(agent) -> list[str]:
@@ -177,13 +176,24 @@ def user_texts(agent) -> list[str]:
         "() => [...document.querySelectorAll('[data-testid=agent-message][data-role=user]')].map((m) => m.textContent)")
 
 
-def test_a_message_sent_before_ready_is_sent_once_and_a_reload_before_ready_keeps_it_as_a_draft(agent):
+def assert_hostile_text_painted_as_text(agent, script: str) -> None:
+    row = agent.messages().first
+    assert row.locator("[data-testid=agent-message-text]").text_content() == script
+    assert agent.page.evaluate("() => document.querySelectorAll('#agent-messages script, #agent-messages img').length") == 0
+
+
+def test_a_hostile_text_stays_text_a_message_sent_before_ready_is_sent_once_a_reload_keeps_it_as_a_draft_and_a_stale_record_draws_nothing(agent):
+    """The record painted on the first two boots (made by the app's own code, its updatedAt the stored
+    thread's) holds one message whose text looks like HTML: it is painted as text, and once ready the
+    stored thread is shown. The last boot paints nothing: its record is stale."""
     messages = stored_thread(2)
     agent.seed({KEY: envelope({COURSE: {"messages": messages, "updatedAt": UPDATED}})})
-    put_record(agent, COURSE, record_text(messages))
+    script = "<script>window.__pwned = 1</script><img src=x onerror='window.__pwned = 1'>"
+    put_record(agent, COURSE, record_text([{"role": "user", "content": [{"type": "text", "text": script}]}]))
     held = Held(agent.page)
     agent.page.goto(agent.url(course=COURSE))
     agent.page.wait_for_function("() => document.documentElement.dataset.painted === 'true'")
+    assert_hostile_text_painted_as_text(agent, script)
     field = agent.testid("agent-input")
     field.fill("kept as a draft")
     field.press("Enter")
@@ -191,12 +201,15 @@ def test_a_message_sent_before_ready_is_sent_once_and_a_reload_before_ready_keep
 
     agent.page.reload()  # before ready: the message comes back as a draft
     agent.page.wait_for_function("() => document.documentElement.dataset.painted === 'true'")
+    assert_hostile_text_painted_as_text(agent, script)
     assert field.input_value() == "kept as a draft" and field.is_editable()
     assert agent.testid("composer-status").is_hidden()
     held.release()
     agent.wait_ready()
     agent.page.wait_for_timeout(300)
     assert "kept as a draft" not in user_texts(agent) and field.input_value() == "kept as a draft"
+    assert agent.messages().count() == 4  # the painted hostile text broke nothing: the stored thread is shown
+    assert agent.page.evaluate("() => window.__pwned") is None
 
     held = Held(agent.page)
     agent.page.reload()
@@ -215,5 +228,16 @@ def test_a_message_sent_before_ready_is_sent_once_and_a_reload_before_ready_keep
     stored = [m for m in agent.stored()["state"]["threads"][COURSE]["messages"] if m["role"] == "user"]
     assert [m["content"][0]["text"] for m in stored].count("sent before ready") == 1
 
-    agent.reload()  # sent once: a reload after ready sends nothing again
+    # A stale record draws nothing: the app's record of the thread it saved is replaced by one of the
+    # thread as seeded, older than the stored thread (another tab saved since).
+    agent.page.wait_for_function(RECORD_OF_THE_STORED_THREAD, arg=[agent.base_url + paint_cache_key(COURSE), COURSE],
+                                 polling=100)
+    put_record(agent, COURSE, record_text(messages))
+    held = Held(agent.page)
+    agent.page.reload()  # sent once: a reload after ready sends nothing again
+    wait_checked(agent)
+    assert agent.page.evaluate("() => document.documentElement.hasAttribute('data-painted')") is False
+    assert agent.page.locator("#app").is_hidden()
+    held.release()
+    agent.wait_ready()
     assert field.input_value() == "" and user_texts(agent).count("sent before ready") == 1
