@@ -5,7 +5,8 @@ Not the project's fake: the real C++ server, built from the pinned sdist by
 (replies known in advance) with ``-t 1`` on 127.0.0.1. Each kind of server
 (plain, tool-calling, endless, small context, without templates, CORS for
 another origin) starts at most once for this module, when a test first needs
-it, and stops at the end.
+it, and stops at the end. One page runs every case, each in its own course
+(``in_case``: switched in the page, no boot) against its own server.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import urllib.request
 
 import pytest
 
-from tests.e2e.test_model import assistant_texts, configure
+from tests.e2e.test_model import assistant_texts, configure, in_case
 from tools import llama_server, tiny_gguf
 
 SMALL_CONTEXT = 4096
@@ -113,9 +114,7 @@ def wait_for_log(server: llama_server.Server, text: str, timeout_s: float = 10.0
     return False
 
 
-def test_streamed_reply_shows_the_servers_model_and_token_counts(agent, llama):
-    server = llama("plain")
-    agent.open(course="intro-ml")
+def streamed_reply_shows_the_servers_model_and_token_counts(agent, server) -> None:
     configure(agent, server, base_url=server.base_url, model="asked-for-model")
     posts = chat_posts(agent)
     with agent.page.expect_response(lambda r: r.url.endswith("/chat/completions")) as answer:
@@ -133,9 +132,7 @@ def test_streamed_reply_shows_the_servers_model_and_token_counts(agent, llama):
     assert meta.get_attribute("data-usage") is None
 
 
-def test_stop_ends_the_request_on_the_server(agent, llama):
-    server = llama("endless")
-    agent.open(course="intro-ml")
+def stop_ends_the_request_on_the_server(agent, server, course: str) -> None:
     configure(agent, server, base_url=server.base_url, model=server.alias)
     agent.send("Tell me everything", wait=False)
     agent.page.wait_for_function(
@@ -148,13 +145,11 @@ def test_stop_ends_the_request_on_the_server(agent, llama):
     assert agent.testid("turn-error").count() == 0
     # the server saw the connection close and cancelled its generation task
     assert wait_for_log(server, "cancel task") and server.log().count("cancel task") > cancels
-    stored = agent.stored()["state"]["threads"]["intro-ml"]["messages"]
+    stored = agent.stored()["state"]["threads"][course]["messages"]
     assert stored[1]["content"][0]["text"].startswith(tiny_gguf.ENDLESS_START + " and on")
 
 
-def test_tool_call_from_the_server_regenerates_the_scene_and_the_model_finishes(agent, llama):
-    server = llama("tool")
-    agent.open(course="intro-ml")
+def tool_call_from_the_server_regenerates_the_scene_and_the_model_finishes(agent, server) -> None:
     configure(agent, server, base_url=server.base_url, model=server.alias)
     posts = chat_posts(agent)
     agent.send("Please redo the second scene")
@@ -172,10 +167,7 @@ def test_tool_call_from_the_server_regenerates_the_scene_and_the_model_finishes(
     assert second["messages"][-1]["role"] == "tool" and second["messages"][-1]["tool_call_id"] == call["id"]
 
 
-
-def test_a_conversation_that_outgrows_the_context_is_still_answered_with_fewer_turns(agent, llama):
-    server = llama("small-context")
-    agent.open(course="intro-ml")
+def a_conversation_that_outgrows_the_context_is_still_answered_with_fewer_turns(agent, server) -> None:
     configure(agent, server, base_url=server.base_url, model=server.alias)
     posts = chat_posts(agent)
     agent.send("Hello")
@@ -195,19 +187,10 @@ def test_a_conversation_that_outgrows_the_context_is_still_answered_with_fewer_t
     assert all(turn_meta(agent, n).get_attribute("data-dropped-turns") is None for n in range(3))
 
 
-def test_a_server_without_templates_is_asked_again_without_tools_and_test_connection_says_so(agent, llama):
-    server = llama("no-jinja")
-    agent.open(course="intro-ml")
+def a_server_without_templates_is_asked_again_without_tools_and_test_connection_says_so(agent, server) -> None:
+    """The turns first, before any Test connection on this page: nothing is remembered, the first
+    turn finds out itself; then Test connection warns. (Last of its page: the tab remembers the refusal.)"""
     configure(agent, server, base_url=server.base_url, model=server.alias)
-    agent.testid("settings-open").click()
-    agent.testid("settings-test").click()
-    result = agent.testid("settings-test-result")
-    agent.page.wait_for_function("() => ['ok', 'warning', 'error'].includes("
-                                 "document.querySelector('[data-testid=settings-test-result]').dataset.state)")
-    assert result.get_attribute("data-state") == "warning"
-    assert "tools-refused" in result.get_attribute("data-warnings").split()
-    agent.page.keyboard.press("Escape")
-    agent.reload()  # a new page: nothing remembered from the test, the first turn finds out itself
     posts, statuses = chat_posts(agent), chat_statuses(agent)
     agent.send("Hello there")
     agent.send("And again")
@@ -216,13 +199,37 @@ def test_a_server_without_templates_is_asked_again_without_tools_and_test_connec
     # HTTP 500 "tools param requires --jinja flag", then the same request without tools; remembered after
     assert ["tools" in body for body in posts] == [True, False, False]
     assert statuses == [500, 200, 200]
+    agent.testid("settings-open").click()
+    agent.testid("settings-test").click()
+    result = agent.testid("settings-test-result")
+    agent.page.wait_for_function("() => ['ok', 'warning', 'error'].includes("
+                                 "document.querySelector('[data-testid=settings-test-result]').dataset.state)")
+    assert result.get_attribute("data-state") == "warning"
+    assert "tools-refused" in result.get_attribute("data-warnings").split()
+    agent.page.keyboard.press("Escape")
 
 
-def test_cors_refusal_names_the_servers_switch(agent, llama):
-    server = llama("cors")
-    agent.open(course="intro-ml")
+def cors_refusal_names_the_servers_switch(agent, server) -> None:
     configure(agent, server, base_url=server.base_url, model=server.alias)
     agent.send("hello")
     error = agent.testid("turn-error")
     assert error.get_attribute("data-code") == "cors"
     assert "--cors-origins" in error.inner_text()
+
+
+def test_every_kind_of_llama_server_in_one_page_each_in_its_own_course(agent, llama):
+    """One boot: a streamed reply with the server's model and usage, Stop, a tool call, a context
+    outgrown, a server admitting another origin only, a server without templates (last)."""
+    agent.open(course="intro-ml")
+    with in_case(agent, "plain: streamed reply, model, token counts", "intro-ml"):
+        streamed_reply_shows_the_servers_model_and_token_counts(agent, llama("plain"))
+    with in_case(agent, "endless: Stop ends the request", "l-endless") as course:
+        stop_ends_the_request_on_the_server(agent, llama("endless"), course)
+    with in_case(agent, "tool: a tool call regenerates the scene", "linear-algebra"):
+        tool_call_from_the_server_regenerates_the_scene_and_the_model_finishes(agent, llama("tool"))
+    with in_case(agent, "small context: answered with fewer turns", "l-small-context"):
+        a_conversation_that_outgrows_the_context_is_still_answered_with_fewer_turns(agent, llama("small-context"))
+    with in_case(agent, "cors: refusal names the switch", "l-cors"):
+        cors_refusal_names_the_servers_switch(agent, llama("cors"))
+    with in_case(agent, "no-jinja: asked again without tools, test connection warns", "l-no-jinja"):
+        a_server_without_templates_is_asked_again_without_tools_and_test_connection_says_so(agent, llama("no-jinja"))
