@@ -1,0 +1,101 @@
+"""CouchDB documents for what syncs (DESIGN.md §16): one per conversation, one per scene version.
+
+- a conversation: ``{"_id": "conversation:<taskId>", "type": "conversation", "meta": TaskMeta JSON,
+  "messages": [slim message dicts], "turns": [TurnMeta JSON]}``; which conversation is a course's
+  active one stays per device (not in the document);
+- a scene version: ``{"_id": "version:<versionId>", "type": "version", "artifactId", "stageId",
+  "sceneId", "versionNo", "checkpointId", "createdAt" (epoch ms), "item": the version's file}``;
+- a delete is CouchDB's own (``_deleted``): it replicates as a delete and the id never comes back
+  (``apply_delete`` keeps it in the tombstones a later remote write of the same id is checked against).
+
+Raises ``ValueError`` for a document that is not one of these (another app's, damaged).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from app.history.records import TaskMeta, TurnMeta
+
+__all__ = ["CONVERSATION", "VERSION", "conversation_doc", "conversation_of", "doc_id_of_task", "doc_id_of_version",
+           "kind_of", "version_doc", "version_of"]
+
+CONVERSATION = "conversation:"
+VERSION = "version:"
+
+
+def doc_id_of_task(task_id: str) -> str:
+    """``conversation:<taskId>``.
+
+    >>> doc_id_of_task("task_20260101_abcdef")
+    'conversation:task_20260101_abcdef'
+    """
+    return CONVERSATION + task_id
+
+
+def doc_id_of_version(version_id: str) -> str:
+    """``version:<versionId>``."""
+    return VERSION + version_id
+
+
+def kind_of(doc_id: str) -> str | None:
+    """``"conversation"``, ``"version"`` or ``None`` (a design document or another app's).
+
+    >>> kind_of("conversation:t"), kind_of("version:v"), kind_of("_design/x")
+    ('conversation', 'version', None)
+    """
+    for prefix in (CONVERSATION, VERSION):
+        if doc_id.startswith(prefix) and len(doc_id) > len(prefix):
+            return prefix[:-1]
+    return None
+
+
+def conversation_doc(meta: TaskMeta, messages: list[dict], turns: list[TurnMeta]) -> dict[str, Any]:
+    """The document of one conversation (no ``_rev``: the adapter keeps PouchDB's)."""
+    return {"_id": doc_id_of_task(meta.taskId), "type": "conversation", "meta": meta.model_dump(),
+            "messages": list(messages), "turns": [turn.model_dump() for turn in turns]}
+
+
+def conversation_of(doc: dict[str, Any]) -> tuple[TaskMeta, list[dict], list[TurnMeta]]:
+    """``(meta, messages, turns)`` of a conversation document; ``ValueError`` when it is not one,
+    or when its id and its meta's ``taskId`` differ."""
+    try:
+        meta = TaskMeta.model_validate(doc["meta"])
+        turns = [TurnMeta.model_validate(turn) for turn in doc.get("turns") or []]
+        messages = doc["messages"]
+    except (KeyError, TypeError, ValidationError) as error:
+        raise ValueError(f"not a conversation document: {doc.get('_id')!r}") from error
+    if doc.get("_id") != doc_id_of_task(meta.taskId) or not isinstance(messages, list) \
+            or not all(isinstance(m, dict) for m in messages):
+        raise ValueError(f"not a conversation document: {doc.get('_id')!r}")
+    return meta, messages, turns
+
+
+_VERSION_FIELDS = ("artifactId", "stageId", "sceneId", "versionNo", "checkpointId", "createdAt", "item")
+
+
+def version_doc(version_id: str, **fields: Any) -> dict[str, Any]:
+    """The document of one scene version; ``fields`` are ``_VERSION_FIELDS`` (camelCase).
+
+    >>> version_doc("v1", artifactId="a", stageId="s", sceneId="c", versionNo=2, checkpointId="k",
+    ...             createdAt=5, item={})["_id"]
+    'version:v1'
+    """
+    missing = [name for name in _VERSION_FIELDS if name not in fields]
+    if missing:
+        raise ValueError(f"version document lacks {missing}")
+    return {"_id": doc_id_of_version(version_id), "type": "version", "versionId": version_id,
+            **{name: fields[name] for name in _VERSION_FIELDS}}
+
+
+def version_of(doc: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a version document (``versionId`` and ``_VERSION_FIELDS``); ``ValueError`` when
+    it is not one (``versionNo`` must be a whole number ≥ 1)."""
+    if kind_of(str(doc.get("_id", ""))) != "version" or any(name not in doc for name in _VERSION_FIELDS):
+        raise ValueError(f"not a version document: {doc.get('_id')!r}")
+    number = doc["versionNo"]
+    if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+        raise ValueError(f"bad versionNo in {doc['_id']!r}")
+    return {"versionId": doc["_id"][len(VERSION):], **{name: doc[name] for name in _VERSION_FIELDS}}

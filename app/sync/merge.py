@@ -1,0 +1,171 @@
+"""What a change from another device does here (DESIGN.md §16 conflicts, §15 one rule).
+
+A device is another writer: whether one conversation goes on from the other is
+``app.continuity.continues``, nothing else.
+
+- ``merge_conversation(local, remote)``: the same conversation changed here and there.
+  Remote continues local → take remote; local continues remote → keep local; diverged → the
+  common messages, then the turns of both after them in time order (``"merged"``), never dropped.
+- ``Tombstones``: ids deleted (here or there) stay deleted: a later write of the same id from a
+  device that had not seen the delete does not bring it back.
+- ``place_versions(local_numbers, incoming)``: scene versions are append-only; a version from
+  another device whose number is taken here is renumbered past the highest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from app.continuity import continues
+from app.history.records import TurnMeta, parse_iso
+
+__all__ = ["Merged", "Tombstones", "merge_conversation", "place_versions", "split_turns"]
+
+
+@dataclass(frozen=True)
+class Merged:
+    """The outcome: ``how`` (``local``: nothing to write here, ``remote``: take the other device's,
+    ``merged``: both devices' turns), ``messages`` and ``turns`` to keep (turns renumbered 1..n)."""
+
+    how: Literal["local", "remote", "merged"]
+    messages: list[dict]
+    turns: list[TurnMeta]
+
+
+def split_turns(messages: list[dict]) -> list[list[dict]]:
+    """``messages`` cut into turns: each starts at a ``user`` message (what comes before the first
+    user message is a turn of its own).
+
+    >>> [len(t) for t in split_turns([{"role": "user"}, {"role": "assistant"}, {"role": "user"}])]
+    [2, 1]
+    """
+    turns: list[list[dict]] = []
+    for message in messages:
+        if message.get("role") == "user" or not turns:
+            turns.append([])
+        turns[-1].append(message)
+    return turns
+
+
+def _common(a: list[dict], b: list[dict]) -> int:
+    n = 0
+    while n < len(a) and n < len(b) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def _time_of(turn: list[dict], metas: dict[str, TurnMeta], fallback: int) -> int:
+    """A turn's time (ms): its meta's ``timestamp`` (by assistant ``id`` = ``messageId``), else a
+    message's ``createdAt``, else ``fallback`` (its order on its device)."""
+    for message in turn:
+        meta = metas.get(str(message.get("id"))) if message.get("id") is not None else None
+        if meta is not None:
+            try:
+                return parse_iso(meta.timestamp)
+            except ValueError:
+                pass
+    for message in turn:
+        if isinstance(message.get("createdAt"), int):
+            return message["createdAt"]
+    return fallback
+
+
+def merge_conversation(local: tuple[list[dict], list[TurnMeta]],
+                       remote: tuple[list[dict], list[TurnMeta]]) -> Merged:
+    """Merge one conversation changed on two devices (§16): ``local``/``remote`` are
+    ``(messages, turns)``. Nothing of either is dropped: in a merge, each side's turns after the
+    common messages are kept whole, ordered by time (a tie keeps local first), and turn metas of
+    both are kept (one per ``messageId``), sorted by ``timestamp`` and renumbered.
+
+    >>> a = [{"role": "user", "id": "u1"}]
+    >>> merge_conversation((a, []), (a + [{"role": "assistant", "id": "r1"}], [])).how
+    'remote'
+    >>> merge_conversation((a, []), (a, [])).how
+    'local'
+    """
+    (mine, my_turns), (theirs, their_turns) = local, remote
+    if continues(mine, theirs):
+        return Merged("local", mine, my_turns)
+    if continues(theirs, mine):
+        return Merged("remote", theirs, their_turns)
+    base = _common(mine, theirs)
+    metas = {t.messageId: t for t in [*my_turns, *their_turns] if t.messageId}
+    seen: set[str] = set()
+    segments: list[tuple[int, int, int, list[dict]]] = []
+    for side, messages in enumerate((mine[base:], theirs[base:])):
+        for order, turn in enumerate(split_turns(messages)):
+            key = repr(turn)
+            if key in seen:  # the same turn on both (already replicated once): kept once
+                continue
+            seen.add(key)
+            segments.append((_time_of(turn, metas, order), side, order, turn))
+    segments.sort(key=lambda s: (s[0], s[1], s[2]))
+    messages = mine[:base] + [m for *_, turn in segments for m in turn]
+    by_message: dict[str, TurnMeta] = {}
+    loose: list[TurnMeta] = []
+    for turn in [*my_turns, *their_turns]:
+        if turn.messageId is None:
+            loose.append(turn) if turn not in loose else None
+        else:
+            by_message.setdefault(turn.messageId, turn)
+    kept = sorted([*by_message.values(), *loose], key=lambda t: (_safe_time(t), t.turnId))
+    turns = [t.model_copy(update={"turnId": n}) for n, t in enumerate(kept, start=1)]
+    return Merged("merged", messages, turns)
+
+
+def _safe_time(turn: TurnMeta) -> int:
+    try:
+        return parse_iso(turn.timestamp)
+    except ValueError:
+        return 0
+
+
+class Tombstones:
+    """The document ids deleted on any device (§16: deletes do not come back).
+
+    >>> stones = Tombstones(["conversation:t1"])
+    >>> stones.admits("conversation:t1"), stones.admits("conversation:t2")
+    (False, True)
+    """
+
+    def __init__(self, ids: Iterable[str] = ()) -> None:
+        self._ids = set(ids)
+
+    def delete(self, doc_id: str) -> None:
+        """Remember ``doc_id`` as deleted (here, or a remote ``_deleted`` change)."""
+        self._ids.add(doc_id)
+
+    def admits(self, doc_id: str) -> bool:
+        """False when ``doc_id`` was deleted: a remote write of it is not applied here."""
+        return doc_id not in self._ids
+
+    def ids(self) -> list[str]:
+        """The deleted ids, sorted (what the adapter stores)."""
+        return sorted(self._ids)
+
+
+def place_versions(local_numbers: Iterable[int], incoming: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``incoming`` versions of one scene (dicts with ``versionId``, ``versionNo``,
+    ``createdAt``) with the numbers they get here (§16: append-only, distinct numbers): a number not
+    taken keeps; a taken one goes past the highest, in ``createdAt`` order. Nothing is dropped.
+
+    >>> [v["versionNo"] for v in place_versions([1, 2], [{"versionId": "b", "versionNo": 2, "createdAt": 9},
+    ...                                                  {"versionId": "c", "versionNo": 4, "createdAt": 3}])]
+    [5, 4]
+    """
+    taken = set(local_numbers)
+    placed: dict[str, dict[str, Any]] = {}
+    clashing = []
+    for version in sorted(incoming, key=lambda v: (v["createdAt"], v["versionId"])):
+        if version["versionNo"] in taken:
+            clashing.append(version)
+        else:
+            taken.add(version["versionNo"])
+            placed[version["versionId"]] = dict(version)
+    for version in clashing:
+        number = max(taken, default=0) + 1
+        taken.add(number)
+        placed[version["versionId"]] = {**version, "versionNo": number}
+    return [placed[v["versionId"]] for v in incoming]

@@ -1,0 +1,173 @@
+"""Sync's pure rules (DESIGN.md §16): settings and password keeping, status, documents, merge."""
+
+from __future__ import annotations
+
+import doctest
+import json
+
+import pytest
+from pydantic import ValidationError
+
+import app.sync.documents
+import app.sync.merge
+import app.sync.settings
+from app.history.records import TaskMeta, TurnMeta, iso
+from app.storage import MemoryStorage
+from app.sync.documents import conversation_doc, conversation_of, version_doc, version_of
+from app.sync.merge import Tombstones, merge_conversation, place_versions
+from app.sync.settings import (PASSWORD_STORAGE_KEY, SETTINGS_STORAGE_KEY, SyncCredentials, SyncSettings, SyncStatus,
+                               failure_reason, load_sync_settings, save_sync_settings)
+
+TASK = "task_20261201_abcdef"
+
+
+def test_doctests():
+    for module in (app.sync.settings, app.sync.documents, app.sync.merge):
+        assert doctest.testmod(module).failed == 0
+
+
+# -- settings ----------------------------------------------------------------
+@pytest.mark.parametrize("url", ["ftp://h", "127.0.0.1:5984", "http://", "javascript:alert(1)"])
+def test_sync_url_must_be_http_or_https(url):
+    with pytest.raises(ValidationError):
+        SyncSettings(url=url)
+
+
+@pytest.mark.parametrize("name", ["Agentbar", "1db", "a b", "_users"])
+def test_database_name_follows_couchdb(name):
+    with pytest.raises(ValidationError):
+        SyncSettings(url="http://h", database=name)
+
+
+def test_enabled_needs_url_and_database():
+    with pytest.raises(ValidationError):
+        SyncSettings(enabled=True, url="")
+    with pytest.raises(ValidationError):
+        SyncSettings(enabled=True, url="http://h", database="")
+    assert SyncSettings(enabled=False, url="").enabled is False
+
+
+def test_password_kept_like_the_model_key_never_in_the_settings():
+    local, session = MemoryStorage(), MemoryStorage()
+    settings = SyncSettings(enabled=True, url="http://127.0.0.1:5984", user="ann")
+    assert save_sync_settings(local, session, settings, "s3cret-pw")
+    assert "s3cret-pw" not in local.get_item(SETTINGS_STORAGE_KEY)
+    assert session.get_item(PASSWORD_STORAGE_KEY) == "s3cret-pw" and local.get_item(PASSWORD_STORAGE_KEY) is None
+    assert load_sync_settings(local, session) == (settings, "s3cret-pw")
+    remembered = settings.model_copy(update={"remember": True})
+    assert save_sync_settings(local, session, remembered, "s3cret-pw")
+    assert local.get_item(PASSWORD_STORAGE_KEY) == "s3cret-pw" and session.get_item(PASSWORD_STORAGE_KEY) is None
+    assert save_sync_settings(local, session, remembered, "")
+    assert local.get_item(PASSWORD_STORAGE_KEY) is None and session.get_item(PASSWORD_STORAGE_KEY) is None
+
+
+def test_damaged_settings_read_as_sync_off():
+    local = MemoryStorage()
+    local.set_item(SETTINGS_STORAGE_KEY, "{not json")
+    assert load_sync_settings(local, MemoryStorage())[0].enabled is False
+    local.set_item(SETTINGS_STORAGE_KEY, json.dumps({"enabled": True, "url": "ftp://x"}))
+    assert load_sync_settings(local, MemoryStorage())[0].enabled is False
+
+
+def test_credentials_repr_masks_the_password():
+    creds = SyncCredentials.of(SyncSettings(url="http://h:5984", database="db", user="ann"), "s3cret-pw")
+    assert creds.remote == "http://h:5984/db" and creds.password == "s3cret-pw"
+    assert "s3cret-pw" not in repr(creds) and "s3cret-pw" not in str(creds)
+
+
+def test_failure_reasons_and_states():
+    assert [failure_reason(s) for s in (401, 403, 0, None, 404, 200)] == \
+        ["unauthorized", "forbidden", "unreachable", "unreachable", "notCouchdb", "notCouchdb"]
+    assert SyncStatus.failed("unreachable") == SyncStatus("offline", "unreachable")
+    assert SyncStatus.failed("unauthorized").state == "error"
+    locale = json.load(open("app/locales/en-US.json", encoding="utf-8"))
+    for key in [SyncStatus(s).key for s in app.sync.settings.STATES] + \
+               [SyncStatus("error", r).key for r in app.sync.settings.REASONS]:
+        section, *rest = key.split(".")
+        node = locale[section]
+        for part in rest:
+            node = node[part]
+        assert isinstance(node, str) and node
+
+
+# -- documents ---------------------------------------------------------------
+def _meta(**kw):
+    return TaskMeta(**{"taskId": TASK, "taskName": "t", "stageId": "s1", "createdAt": 1, "updatedAt": 2, **kw})
+
+
+def _turn(n, ms, message_id):
+    return TurnMeta(turnId=n, timestamp=iso(ms), messageId=message_id)
+
+
+def test_conversation_document_round_trip():
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "id": "r1", "content": "yo"}]
+    doc = conversation_doc(_meta(), messages, [_turn(1, 5, "r1")])
+    assert doc["_id"] == "conversation:" + TASK and json.loads(json.dumps(doc)) == doc
+    meta, back, turns = conversation_of(doc)
+    assert meta == _meta() and back == messages and turns == [_turn(1, 5, "r1")]
+
+
+def test_bad_documents_are_refused():
+    doc = conversation_doc(_meta(), [], [])
+    with pytest.raises(ValueError):
+        conversation_of({**doc, "_id": "conversation:task_20261201_zzzzzz"})
+    with pytest.raises(ValueError):
+        conversation_of({**doc, "messages": "x"})
+    with pytest.raises(ValueError):
+        conversation_of({"_id": "x"})
+    with pytest.raises(ValueError):
+        version_of({"_id": "version:v", "versionNo": 1})
+    fields = dict(artifactId="a", stageId="s", sceneId="c", versionNo=0, checkpointId="k", createdAt=1, item={})
+    with pytest.raises(ValueError):
+        version_of(version_doc("v", **fields))
+    assert version_of(version_doc("v", **{**fields, "versionNo": 3}))["versionNo"] == 3
+
+
+# -- merge -------------------------------------------------------------------
+def _pair(tag, ms):
+    return [{"role": "user", "content": tag}, {"role": "assistant", "id": "r" + tag, "content": tag}], \
+        _turn(0, ms, "r" + tag)
+
+
+def test_a_device_that_continues_the_other_wins_by_length():
+    (u1, t1), (u2, t2) = _pair("1", 10), _pair("2", 20)
+    short, long_ = (u1, [t1]), (u1 + u2, [t1, t2])
+    assert merge_conversation(short, long_).how == "remote"
+    assert merge_conversation(long_, short) == app.sync.merge.Merged("local", u1 + u2, [t1, t2])
+
+
+def test_diverged_turns_of_both_are_kept_in_time_order():
+    (u1, t1), (a, ta), (b, tb), (c, tc) = _pair("1", 10), _pair("A", 30), _pair("B", 20), _pair("C", 40)
+    local = (u1 + a + c, [t1, ta, tc])       # this device added A (30) then C (40) while off-line
+    remote = (u1 + b, [t1, tb])              # the other added B (20)
+    merged = merge_conversation(local, remote)
+    assert merged.how == "merged"
+    assert [m["content"] for m in merged.messages] == ["1", "1", "B", "B", "A", "A", "C", "C"]
+    assert [(t.turnId, t.messageId) for t in merged.turns] == [(1, "r1"), (2, "rB"), (3, "rA"), (4, "rC")]
+    # the same merge from the other side gives the same conversation (both devices converge)
+    again = merge_conversation(remote, local)
+    assert again.messages == merged.messages and again.turns == merged.turns
+
+
+def test_merge_never_drops_a_message_even_without_metas():
+    local = ([{"role": "user", "content": "x"}], [])
+    remote = ([{"role": "user", "content": "y"}, {"role": "assistant", "content": "z"}], [])
+    merged = merge_conversation(local, remote)
+    assert sorted(m["content"] for m in merged.messages) == ["x", "y", "z"]
+
+
+def test_deleted_ids_do_not_come_back():
+    stones = Tombstones()
+    stones.delete("conversation:" + TASK)
+    assert not stones.admits("conversation:" + TASK)
+    assert Tombstones(stones.ids()).ids() == ["conversation:" + TASK]
+
+
+def test_versions_from_another_device_get_distinct_numbers():
+    incoming = [{"versionId": "x", "versionNo": 2, "createdAt": 50}, {"versionId": "y", "versionNo": 3, "createdAt": 40},
+                {"versionId": "z", "versionNo": 7, "createdAt": 60}]
+    placed = place_versions([1, 2, 3], incoming)
+    assert [v["versionId"] for v in placed] == ["x", "y", "z"]
+    numbers = [v["versionNo"] for v in placed]
+    assert numbers == [9, 8, 7]  # 7 is free; y (older) then x go past the highest
+    assert len(set(numbers) | {1, 2, 3}) == 6
