@@ -193,3 +193,69 @@ def test_a_version_of_the_wrong_shape_and_counts_that_disagree_are_refused():
                     "conversations/000001.jsonl": json.dumps(conversation(1))})
     with pytest.raises(BackupRefused, match="damaged"):
         open_backup(lying).read_all()
+
+
+# -- over the record store (app/backup/tables.py) ------------------------------------------------
+import asyncio  # noqa: E402
+
+from app.backup.tables import restore, write_backup  # noqa: E402
+from app.records import SCHEMA, MemoryBackend  # noqa: E402
+from app.history.repository import Writes  # noqa: E402
+from app.history.records import TaskMeta, TurnMeta  # noqa: E402
+
+
+async def _pause() -> None:
+    await asyncio.sleep(0)
+
+
+def _store(convs: list[dict], vers: list[dict]) -> MemoryBackend:
+    backend = MemoryBackend(SCHEMA)
+    asyncio.run(backend.open())
+    writes = Writes()
+    for c in convs:
+        writes.keep(TaskMeta.model_validate(c["meta"]), c["messages"], [TurnMeta.model_validate(t) for t in c["turns"]])
+    ops = writes.ops
+    for v in vers:
+        ops += [("put", "versions", v["version"]), ("put", "snapshots", v["snapshot"])]
+    asyncio.run(backend.write(ops))
+    return backend
+
+
+def _dump(backend: MemoryBackend) -> dict:
+    return {table: backend.raw(table) for table in ("conversations", "messages", "turns", "versions", "snapshots")}
+
+
+def test_backup_then_restore_into_an_empty_store_gives_identical_tables():
+    convs = [conversation(n) for n in range(7)]
+    vers = [version("stage-a/s1", n, f"fc_{n}") for n in (1, 2, 3)]
+    source = _store(convs, vers)
+    data = asyncio.run(write_backup(source, THREADS, T0, _pause, per=3))
+    target = _store([], [])
+    plan = asyncio.run(restore(target, data, _pause, local_thread=lambda s: False, new_id=lambda m: "x", per=3))
+    assert (plan.added, plan.present, plan.versions_added, plan.threads_restored) == (7, 0, 3, 1)
+    assert _dump(target) == _dump(source)
+    artifact = asyncio.run(target.get("artifacts", "stage-a/s1"))
+    assert artifact["versionId"] == "stage-a/s1:v3" and artifact["latest"]["id"] == "fc_3"
+    again = asyncio.run(restore(target, data, _pause, local_thread=lambda s: True, new_id=lambda m: "x", per=3))
+    assert (again.added, again.present, again.versions_added, again.versions_present, again.threads_kept) == (0, 7, 0, 3, 1)
+    assert _dump(target) == _dump(source)
+
+
+def test_restore_into_a_store_holding_half_adds_exactly_the_other_half():
+    convs = [conversation(n) for n in range(8)]
+    data = asyncio.run(write_backup(_store(convs, []), THREADS, T0, _pause, per=3))
+    target = _store(convs[::2], [])
+    plan = asyncio.run(restore(target, data, _pause, local_thread=lambda s: False, new_id=lambda m: "x", per=3))
+    assert (plan.added, plan.present) == (4, 4)
+    assert sorted(target.raw("conversations")) == sorted(c["meta"]["taskId"] for c in convs)
+
+
+def test_a_refused_file_writes_nothing():
+    convs = [conversation(n) for n in range(4)]
+    bad = conversation(9)
+    bad["meta"]["turnCount"] = 2**60
+    text = build(convs + [bad], [])
+    target = _store([], [])
+    with pytest.raises(BackupRefused):
+        asyncio.run(restore(target, text, _pause, local_thread=lambda s: False, new_id=lambda m: "x"))
+    assert _dump(target) == _dump(_store([], []))
