@@ -1,0 +1,1 @@
+"""Backup and restore of everything a person moves to another machine (DESIGN.md §14 "Backup")."""

@@ -1,0 +1,342 @@
+"""The ``agentbar-backup`` zip: build, read, validate and plan a merge (DESIGN.md §14 "Backup", §3, §9, §10).
+
+Pure and browser-free (stdlib ``zipfile``/``json``, pydantic record shapes); the page's adapter
+(``app.browser``) reads the tables, hands slices here and yields to the event loop between slices.
+
+Layout (format version 1), every member UTF-8 JSON, compact as ``JSON.stringify`` writes it:
+
+- ``manifest.json``: ``{"format": "agentbar-backup", "formatVersion": 1, "appVersion": "…",
+  "createdAt": <epoch ms>, "counts": {"threads": n, "conversations": n, "versions": n}}``;
+- ``threads.json``: the ``maic-agent-threads`` envelope value (DESIGN.md §3), ``{"state":
+  {"threads": {…}}, "version": 1}``;
+- ``conversations/<NNNNNN>.jsonl``: one conversation a line, ``{"meta": TaskMeta, "messages":
+  [slim message…], "turns": [TurnMeta…]}`` (DESIGN.md §9), at most ``SLICE`` lines a member;
+- ``versions/<NNNNNN>.jsonl``: one scene version a line, ``{"version": version record,
+  "snapshot": document}`` (DESIGN.md §10), at most ``SLICE`` lines a member.
+
+Refusal (``BackupRefused.reason``): ``size`` (file over ``MAX_FILE_BYTES``, or members that unpack
+past ``MAX_UNPACKED_BYTES`` / one member past ``MAX_MEMBER_BYTES``: a zip bomb), ``not-backup``
+(not a zip, no manifest, another format name, a member name outside the layout), ``newer``
+(a format version above ``FORMAT_VERSION``), ``damaged`` (bad CRC, invalid JSON, a wrong type,
+an integer beyond ±(2^53 − 1), a record that fails its shape, counts that disagree).
+A refused file is refused whole, before anything is written.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import zipfile
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from app.continuity import continues
+from app.history.records import MAX_SAFE_INTEGER, TaskMeta, TurnMeta
+
+__all__ = [
+    "APP_VERSION", "BackupRefused", "BackupWriter", "FORMAT", "FORMAT_VERSION", "MAX_FILE_BYTES",
+    "MAX_MEMBER_BYTES", "MAX_UNPACKED_BYTES", "MergePlan", "SLICE", "open_backup", "plan_merge",
+    "renumber",
+]
+
+FORMAT = "agentbar-backup"
+FORMAT_VERSION = 1
+APP_VERSION = "0.1.0"
+SLICE = 200
+"""Records a member holds: one member is read, parsed and written per event-loop slice."""
+MAX_FILE_BYTES = 50 * 1024 * 1024
+"""DESIGN.md §14: a file over 50 MB is refused before it is read."""
+MAX_UNPACKED_BYTES = 1024 * 1024 * 1024
+"""All members together, unpacked: past this the zip is a bomb and is refused unread."""
+MAX_MEMBER_BYTES = 256 * 1024 * 1024
+"""One member, unpacked."""
+
+_MEMBER = re.compile(r"(manifest\.json|threads\.json|(conversations|versions)/\d{6}\.jsonl)\Z")
+
+
+class BackupRefused(Exception):
+    """The file is refused whole; ``reason`` is ``size``, ``not-backup``, ``newer`` or ``damaged``
+    (module docstring), ``detail`` a short English note for the log."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _bounded_int(text: str) -> int:
+    value = int(text)
+    if abs(value) > MAX_SAFE_INTEGER:
+        raise BackupRefused("damaged", "an integer beyond ±(2^53 − 1)")
+    return value
+
+
+def _no_constant(text: str) -> Any:
+    raise BackupRefused("damaged", f"{text} is not JSON")
+
+
+def _loads(text: str) -> Any:
+    """JSON with integers within ±(2^53 − 1) and no NaN/Infinity; raises ``BackupRefused``."""
+    try:
+        return json.loads(text, parse_int=_bounded_int, parse_constant=_no_constant)
+    except ValueError as error:
+        raise BackupRefused("damaged", f"invalid JSON: {error}") from None
+
+
+class BackupWriter:
+    """Builds the zip member by member, so the caller can yield between ``add_*`` calls.
+
+    ``created_at``: epoch ms (stamped by the caller). ``bytes()`` closes the zip and returns it."""
+
+    def __init__(self, created_at: int, *, app_version: str = APP_VERSION) -> None:
+        self._buffer = io.BytesIO()
+        self._zip = zipfile.ZipFile(self._buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6)
+        self._created_at = created_at
+        self._app_version = app_version
+        self._counts = {"threads": 0, "conversations": 0, "versions": 0}
+        self._members = {"conversations": 0, "versions": 0}
+
+    def add_threads(self, envelope: dict) -> None:
+        """The ``maic-agent-threads`` value (a dict, DESIGN.md §3)."""
+        self._counts["threads"] = len(((envelope or {}).get("state") or {}).get("threads") or {})
+        self._zip.writestr("threads.json", _dumps(envelope))
+
+    def _add_lines(self, kind: str, lines: list[dict]) -> None:
+        if not lines:
+            return
+        self._members[kind] += 1
+        self._counts[kind] += len(lines)
+        self._zip.writestr(f"{kind}/{self._members[kind]:06d}.jsonl", "\n".join(_dumps(x) for x in lines) + "\n")
+
+    def add_conversations(self, items: list[dict]) -> None:
+        """One slice (≤ ``SLICE``) of ``{"meta", "messages", "turns"}`` dicts."""
+        self._add_lines("conversations", items)
+
+    def add_versions(self, items: list[dict]) -> None:
+        """One slice (≤ ``SLICE``) of ``{"version", "snapshot"}`` dicts."""
+        self._add_lines("versions", items)
+
+    def bytes(self) -> bytes:
+        """Writes the manifest, closes the zip; the whole file."""
+        self._zip.writestr("manifest.json", _dumps({
+            "format": FORMAT, "formatVersion": FORMAT_VERSION, "appVersion": self._app_version,
+            "createdAt": self._created_at, "counts": dict(self._counts)}))
+        self._zip.close()
+        return self._buffer.getvalue()
+
+
+def _conversation(line: Any) -> dict:
+    if not isinstance(line, dict) or not isinstance(line.get("messages"), list) \
+            or not isinstance(line.get("turns"), list) \
+            or not all(isinstance(m, dict) for m in line["messages"]):
+        raise BackupRefused("damaged", "a conversation line of the wrong shape")
+    try:
+        meta = TaskMeta.model_validate(line.get("meta")).model_dump()
+        turns = [TurnMeta.model_validate(t).record() for t in line["turns"]]
+    except ValidationError as error:
+        raise BackupRefused("damaged", f"a conversation record: {error.errors()[0]['msg']}") from None
+    return {"meta": meta, "messages": line["messages"], "turns": turns}
+
+
+def _version(line: Any) -> dict:
+    version = line.get("version") if isinstance(line, dict) else None
+    if not isinstance(version, dict) or not isinstance(line.get("snapshot"), dict):
+        raise BackupRefused("damaged", "a version line of the wrong shape")
+    for key in ("versionId", "artifactId", "stageId", "sceneId", "checkpointId"):
+        if not isinstance(version.get(key), str):
+            raise BackupRefused("damaged", f"a version without a string {key}")
+    number = version.get("versionNo")
+    if type(number) is not int or number < 1:
+        raise BackupRefused("damaged", "a version number that is not an integer ≥ 1")
+    return {"version": version, "snapshot": line["snapshot"]}
+
+
+class BackupReader:
+    """An opened, size-checked backup: ``manifest``, ``threads`` (the envelope dict) and
+    ``slices()``, each slice one member parsed (``("conversations"|"versions", [item…])``)."""
+
+    def __init__(self, archive: zipfile.ZipFile, manifest: dict, threads: dict) -> None:
+        self._zip = archive
+        self.manifest = manifest
+        self.threads = threads
+
+    def _read(self, name: str) -> str:
+        try:
+            return self._zip.read(name).decode("utf-8")
+        except (zipfile.BadZipFile, zlib.error, UnicodeDecodeError, EOFError, OSError, ValueError) as error:
+            raise BackupRefused("damaged", f"{name}: {error}") from None
+
+    def slices(self) -> Iterator[tuple[str, list[dict]]]:
+        """Members in order, one parsed slice each; raises ``BackupRefused`` on the first bad line."""
+        for name in sorted(n for n in self._zip.namelist() if n.endswith(".jsonl")):
+            kind = name.split("/", 1)[0]
+            check = _conversation if kind == "conversations" else _version
+            yield kind, [check(_loads(line)) for line in self._read(name).splitlines() if line]
+
+    def read_all(self) -> tuple[list[dict], list[dict]]:
+        """Every slice at once (conversations, versions), with the manifest's counts checked."""
+        conversations: list[dict] = []
+        versions: list[dict] = []
+        for kind, items in self.slices():
+            (conversations if kind == "conversations" else versions).extend(items)
+        check_counts(self.manifest, len(conversations), len(versions))
+        return conversations, versions
+
+
+def check_counts(manifest: dict, conversations: int, versions: int) -> None:
+    """Raises ``BackupRefused("damaged")`` when the manifest's counts disagree with what was read."""
+    counts = manifest["counts"]
+    if counts.get("conversations") != conversations or counts.get("versions") != versions:
+        raise BackupRefused("damaged", "the manifest's counts disagree with the members")
+
+
+def open_backup(data: bytes, *, max_file: int = MAX_FILE_BYTES, max_unpacked: int = MAX_UNPACKED_BYTES,
+                max_member: int = MAX_MEMBER_BYTES) -> BackupReader:
+    """Opens ``data`` (the whole file) after the size, name and manifest checks of the module
+    docstring; raises ``BackupRefused``. Sizes are the zip's declared ones (checked before any
+    member is unpacked); ``zipfile`` stops a member that unpacks past its declared size."""
+    if len(data) > max_file:
+        raise BackupRefused("size", f"{len(data)} bytes")
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        infos = archive.infolist()
+    except (zipfile.BadZipFile, ValueError, EOFError, OSError):
+        raise BackupRefused("not-backup", "not a zip") from None
+    names = [info.filename for info in infos]
+    if "manifest.json" not in names:
+        raise BackupRefused("not-backup", "no manifest.json")
+    if len(set(names)) != len(names) or not all(_MEMBER.match(n) for n in names):
+        raise BackupRefused("not-backup", "a member name outside the layout")
+    if any(info.file_size > max_member for info in infos) or sum(i.file_size for i in infos) > max_unpacked:
+        raise BackupRefused("size", "members unpack too large")
+    reader = BackupReader(archive, {}, {})
+    manifest = _loads(reader._read("manifest.json"))
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise BackupRefused("not-backup", "another format")
+    version = manifest.get("formatVersion")
+    if type(version) is not int or version < 1:
+        raise BackupRefused("damaged", "no format version")
+    if version > FORMAT_VERSION:
+        raise BackupRefused("newer", f"format version {version}")
+    counts = manifest.get("counts")
+    if not isinstance(counts, dict) or not all(type(counts.get(k)) is int and counts[k] >= 0
+                                               for k in ("threads", "conversations", "versions")):
+        raise BackupRefused("damaged", "manifest counts")
+    threads: dict = {"state": {"threads": {}}, "version": 1}
+    if "threads.json" in names:
+        threads = _loads(reader._read("threads.json"))
+        inner = threads.get("state", {}).get("threads") if isinstance(threads, dict) and \
+            isinstance(threads.get("state"), dict) else None
+        if not isinstance(inner, dict) or not all(isinstance(t, dict) and isinstance(t.get("messages"), list)
+                                                  for t in inner.values()):
+            raise BackupRefused("damaged", "threads.json is not a maic-agent-threads value")
+    reader.manifest = manifest
+    reader.threads = threads
+    return reader
+
+
+@dataclass
+class MergePlan:
+    """What a restore writes (DESIGN.md §14: merge by id, keep both sides, report counts).
+
+    ``conversations``: items to put (new, a longer continuation replacing the local one, or a
+    diverged one under a new id); ``versions``: items to add, renumbered; ``threads``: stage id →
+    thread to restore (only courses with no local thread). Counts: ``added`` (new conversations,
+    ``renamed`` of them diverged), ``extended`` (local replaced by the longer incoming one),
+    ``present`` (already here, or the local one is the longer), ``versions_added``,
+    ``versions_present``, ``threads_restored``, ``threads_kept`` (a local thread was there)."""
+
+    conversations: list[dict] = field(default_factory=list)
+    versions: list[dict] = field(default_factory=list)
+    threads: dict[str, dict] = field(default_factory=dict)
+    added: int = 0
+    renamed: int = 0
+    extended: int = 0
+    present: int = 0
+    versions_added: int = 0
+    versions_present: int = 0
+    threads_restored: int = 0
+    threads_kept: int = 0
+
+
+def plan_merge(incoming: Iterable[dict], local_messages: Callable[[str], list | None], *,
+               new_id: Callable[[dict], str], plan: MergePlan | None = None) -> MergePlan:
+    """Adds to ``plan`` the conversations of one slice (DESIGN.md §14, §15's one rule,
+    ``app.continuity.continues``): ``local_messages(taskId)`` gives the local conversation's messages
+    or ``None`` (not here). Not here → added; incoming continues local (and is longer) → replaces
+    it; local continues incoming → present; diverged → the incoming is added under
+    ``new_id(meta)`` (a fresh ``task_…`` id), so both are kept."""
+    plan = plan if plan is not None else MergePlan()
+    for item in incoming:
+        task_id = item["meta"]["taskId"]
+        local = local_messages(task_id)
+        if local is None:
+            plan.conversations.append(item)
+            plan.added += 1
+        elif continues(local, item["messages"]):
+            plan.present += 1
+        elif continues(item["messages"], local):
+            plan.conversations.append(item)
+            plan.extended += 1
+        else:
+            fresh = new_id(item["meta"])
+            plan.conversations.append({**item, "meta": {**item["meta"], "taskId": fresh}})
+            plan.added += 1
+            plan.renamed += 1
+    return plan
+
+
+def renumber(item: dict, version_no: int) -> dict:
+    """``item`` (``{"version", "snapshot"}``) as version ``version_no`` of its artifact: the number
+    and the ``<artifactId>:v<n>`` id change in the record, its timeline item and its snapshot
+    (DESIGN.md §10: version ids count from 1 per artifact)."""
+    version = dict(item["version"])
+    version_id = f"{version['artifactId']}:v{version_no}"
+    version["versionNo"] = version_no
+    version["versionId"] = version_id
+    if isinstance(version.get("item"), dict) and isinstance(version["item"].get("metadata"), dict):
+        metadata = dict(version["item"]["metadata"])
+        if "versionNo" in metadata:
+            metadata["versionNo"] = version_no
+        version["item"] = {**version["item"], "metadata": metadata}
+    snapshot = {**item["snapshot"], "versionId": version_id} if "versionId" in item["snapshot"] else item["snapshot"]
+    return {"version": version, "snapshot": snapshot}
+
+
+def plan_versions(incoming: Iterable[dict], *, present: Callable[[dict], bool],
+                  highest: dict[str, int], plan: MergePlan | None = None) -> MergePlan:
+    """Adds one slice of versions to ``plan``: skipped when ``present(version record)`` (its
+    checkpoint or version id is here), else renumbered past ``highest[artifactId]`` (the highest
+    local version number of that scene, updated as versions are planned). DESIGN.md §10, §14."""
+    plan = plan if plan is not None else MergePlan()
+    for item in sorted(incoming, key=lambda x: (x["version"]["artifactId"], x["version"]["versionNo"])):
+        if present(item["version"]):
+            plan.versions_present += 1
+            continue
+        artifact = item["version"]["artifactId"]
+        highest[artifact] = highest.get(artifact, 0) + 1
+        plan.versions.append(renumber(item, highest[artifact]))
+        plan.versions_added += 1
+    return plan
+
+
+def plan_threads(incoming: dict, local_has: Callable[[str], bool], plan: MergePlan | None = None) -> MergePlan:
+    """Courses' active threads from ``incoming`` (the envelope) restored only where
+    ``local_has(stageId)`` is False (DESIGN.md §14); the others counted in ``threads_kept``."""
+    plan = plan if plan is not None else MergePlan()
+    for stage_id, thread in incoming["state"]["threads"].items():
+        if local_has(stage_id):
+            plan.threads_kept += 1
+        else:
+            plan.threads[stage_id] = thread
+            plan.threads_restored += 1
+    return plan

@@ -1,0 +1,147 @@
+"""Backup and restore over the record store (DESIGN.md §14 "Backup", §9, §10): the tables read
+and written slice by slice, ``pause()`` awaited between slices so the page keeps its turn.
+
+Pure async code over ``app.records.RecordBackend`` (IndexedDB in the page, ``MemoryBackend`` in
+CPython tests); the zip rules live in ``app.backup.format``, the page's files and status in
+``app.browser.backup_files``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from app.backup.format import (SLICE, BackupReader, BackupWriter, MergePlan, check_counts, open_backup,
+                               plan_merge, plan_threads, plan_versions)
+from app.history.records import TaskMeta, TurnMeta
+from app.history.repository import Writes
+from app.records import BulkValue, RecordBackend
+
+__all__ = ["read_backup", "restore", "write_backup"]
+
+Pause = Callable[[], Awaitable[None]]
+
+
+async def _pages(backend: RecordBackend, table: str, key: str, pause: Pause, per: int = SLICE):
+    """Every record of ``table`` by primary key ``key``, ``per`` at a time."""
+    lower: Any = ""  # string keys: "" is the lowest, U+FFFF above every UTF-16 unit of an id
+    is_open = False
+    while True:
+        rows = await backend.query(table, key, lower, "\uffff", lower_open=is_open, limit=per)
+        if not rows:
+            return
+        yield rows
+        await pause()
+        if len(rows) < per:
+            return
+        lower, is_open = rows[-1][key], True
+
+
+def _no_none(value: Any) -> Any:
+    """A copy without ``None`` dict values (a ``BulkValue`` must hold none, ``app.records``; scene
+    documents are stored without them, ``exclude_none``)."""
+    if isinstance(value, dict):
+        return {k: _no_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_no_none(v) for v in value]
+    return value
+
+
+async def write_backup(backend: RecordBackend, threads: dict, created_at: int, pause: Pause, *,
+                       per: int = SLICE) -> bytes:
+    """The whole backup zip: ``threads`` (the ``maic-agent-threads`` envelope, DESIGN.md §3), every
+    conversation (meta, messages, turns) and every scene version with its snapshot document.
+    ``created_at``: epoch ms. Raises ``RecordStoreError`` when the store fails."""
+    writer = BackupWriter(created_at)
+    writer.add_threads(threads)
+    async for metas in _pages(backend, "conversations", "taskId", pause, per):
+        ids = [m["taskId"] for m in metas]
+        messages = await backend.bulk_get("messages", ids)
+        turns = await backend.bulk_get("turns", ids)
+        writer.add_conversations([{"meta": meta, "messages": (m or {}).get("messages") or [],
+                                   "turns": (t or {}).get("turns") or []}
+                                  for meta, m, t in zip(metas, messages, turns)])
+        await pause()
+    async for versions in _pages(backend, "versions", "versionId", pause, per):
+        snapshots = await backend.bulk_get("snapshots", [v["versionId"] for v in versions])
+        writer.add_versions([{"version": v, "snapshot": s} for v, s in zip(versions, snapshots) if s is not None])
+        await pause()
+    return writer.bytes()
+
+
+async def read_backup(data: bytes, pause: Pause) -> tuple[BackupReader, list[dict], list[dict]]:
+    """Opens and reads the whole file, one member per slice; raises ``BackupRefused`` (nothing is
+    written before every record has passed)."""
+    reader = open_backup(data)
+    conversations: list[dict] = []
+    versions: list[dict] = []
+    for kind, items in reader.slices():
+        (conversations if kind == "conversations" else versions).extend(items)
+        await pause()
+    check_counts(reader.manifest, len(conversations), len(versions))
+    return reader, conversations, versions
+
+
+async def restore(backend: RecordBackend, data: bytes, pause: Pause, *, local_thread: Callable[[str], bool],
+                  new_id: Callable[[dict], str], per: int = SLICE) -> MergePlan:
+    """Merge the backup ``data`` into the store (DESIGN.md §14): conversations by id with the
+    continuity rule (``app.backup.format.plan_merge``), versions skipped when their checkpoint id is
+    here and renumbered past the scene's highest (a scene with no artifact gets one naming its
+    highest restored version; a local scene keeps its current document), written a slice per
+    transaction. Threads are planned (``local_thread(stageId)``: the course has one here) but
+    written by the caller (``plan.threads``). Raises ``BackupRefused`` before any write, or
+    ``RecordStoreError``."""
+    reader, conversations, versions = await read_backup(data, pause)
+    plan = MergePlan()
+    taken: set[str] = set()
+
+    def fresh(meta: dict) -> str:
+        while (task_id := new_id(meta)) in taken:
+            pass
+        taken.add(task_id)
+        return task_id
+
+    for start in range(0, len(conversations), per):
+        chunk = conversations[start:start + per]
+        ids = [c["meta"]["taskId"] for c in chunk]
+        metas = await backend.bulk_get("conversations", ids)
+        held = await backend.bulk_get("messages", ids)
+        local = {i: (m or {}).get("messages") or [] for i, meta, m in zip(ids, metas, held) if meta is not None}
+        taken.update(local)
+        plan_merge(chunk, local.get, new_id=fresh, plan=plan)
+        await pause()
+    local_checkpoints: set[str] = set()
+    highest: dict[str, int] = {}
+    async for rows in _pages(backend, "versions", "versionId", pause, per):
+        for row in rows:
+            local_checkpoints.add(row.get("checkpointId"))
+            highest[row["artifactId"]] = max(highest.get(row["artifactId"], 0), row.get("versionNo", 0))
+    plan_versions(versions, present=lambda v: v["checkpointId"] in local_checkpoints, highest=highest, plan=plan)
+    plan_threads(reader.threads, local_thread, plan)
+    for start in range(0, len(plan.conversations), per):
+        writes = Writes()
+        for item in plan.conversations[start:start + per]:
+            writes.keep(TaskMeta.model_validate(item["meta"]), item["messages"],
+                        [TurnMeta.model_validate(t) for t in item["turns"]])
+        await backend.write(writes.ops)
+        await pause()
+    newest: dict[str, dict] = {}
+    for start in range(0, len(plan.versions), per):
+        ops = []
+        for item in plan.versions[start:start + per]:
+            version = item["version"]
+            ops += [("put", "versions", version),
+                    ("put", "snapshots", {"versionId": version["versionId"],
+                                          "document": BulkValue(_no_none(item["snapshot"].get("document") or {}))})]
+            newest[version["artifactId"]] = version
+        await backend.write(ops)
+        await pause()
+    present = await backend.bulk_get("artifacts", list(newest))
+    ops = [("put", "artifacts", {"schema": v.get("schema", 1), "artifactId": v["artifactId"], "stageId": v["stageId"],
+                                 "sceneId": v["sceneId"], "path": (v.get("item") or {}).get("path", ""),
+                                 "versionNo": v["versionNo"], "versionId": v["versionId"],
+                                 "updatedAt": v.get("updatedAt", 0), "latest": v.get("item")})
+           for (artifact, v), here in zip(newest.items(), present) if here is None]
+    if ops:
+        await backend.write(ops)
+    return plan

@@ -1,0 +1,261 @@
+"""The agentbar-backup format and its merge rules (app/backup/format.py, DESIGN.md §14 "Backup")."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+import pytest
+
+from app.backup.format import (FORMAT, BackupRefused, BackupWriter, MergePlan, open_backup, plan_merge,
+                               plan_threads, plan_versions)
+
+T0 = 1_780_000_000_000
+
+
+def conversation(n: int, messages: int = 2) -> dict:
+    return {"meta": {"taskId": f"task_20260601_{n:06d}", "taskName": f"Conversation {n} — Straße",
+                     "stageId": "stage-a", "createdAt": T0 + n, "updatedAt": T0 + n + 5,
+                     "stats": {"credits": 0, "totalTokens": 3, "inputTokens": 1, "outputTokens": 2},
+                     "turnCount": 1, "durationMs": 40},
+            "messages": [{"role": "user" if i % 2 == 0 else "assistant", "id": f"m{n}-{i}",
+                          "content": [{"type": "text", "text": f"text {n} {i}"}]} for i in range(messages)],
+            "turns": [{"turnId": 1, "timestamp": "2026-06-01T00:00:00.000Z", "usage": None, "model": "demo",
+                       "duration": 40, "messageId": f"m{n}-1"}]}
+
+
+def version(artifact: str, no: int, checkpoint: str) -> dict:
+    vid = f"{artifact}:v{no}"
+    return {"version": {"schema": 1, "versionId": vid, "artifactId": artifact, "stageId": "stage-a",
+                        "sceneId": artifact.split("/")[1], "versionNo": no, "conversationId": "task_20260601_000001",
+                        "checkpointId": checkpoint, "updatedAt": T0,
+                        "item": {"id": checkpoint, "conversationId": "c", "updatedAt": T0, "path": "p",
+                                 "source": "tool", "metadata": {"versionNo": no}}},
+            "snapshot": {"versionId": vid, "document": {"title": "t", "elements": []}}}
+
+
+THREADS = {"state": {"threads": {"stage-a": {"messages": [{"role": "user", "content": [
+    {"type": "text", "text": "こんにちは"}]}], "updatedAt": T0}}}, "version": 1}
+
+
+def build(conversations: list[dict], versions: list[dict], per: int = 3) -> bytes:
+    writer = BackupWriter(T0)
+    writer.add_threads(THREADS)
+    for i in range(0, len(conversations), per):
+        writer.add_conversations(conversations[i:i + per])
+    for i in range(0, len(versions), per):
+        writer.add_versions(versions[i:i + per])
+    return writer.bytes()
+
+
+def zip_of(members: dict[str, str | bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, text in members.items():
+            archive.writestr(name, text)
+    return buffer.getvalue()
+
+
+MANIFEST = {"format": FORMAT, "formatVersion": 1, "appVersion": "0.1.0", "createdAt": T0,
+            "counts": {"threads": 0, "conversations": 0, "versions": 0}}
+
+
+def test_round_trip_keeps_every_record_exactly_and_in_slices():
+    convs = [conversation(n) for n in range(10)]
+    vers = [version("stage-a/s1", n, f"fc_{n}") for n in range(1, 5)]
+    data = build(convs, vers)
+    reader = open_backup(data)
+    assert reader.manifest["counts"] == {"threads": 1, "conversations": 10, "versions": 4}
+    assert reader.threads == THREADS
+    kinds = [(kind, len(items)) for kind, items in reader.slices()]
+    assert kinds == [("conversations", 3)] * 3 + [("conversations", 1), ("versions", 3), ("versions", 1)]
+    got_convs, got_vers = reader.read_all()
+    assert got_convs == convs and got_vers == vers
+    # non-ASCII written literally, compact (DESIGN.md §3)
+    assert "こんにちは".encode() in zipfile.ZipFile(io.BytesIO(data)).read("threads.json")
+
+
+def test_half_overlap_adds_exactly_the_other_half():
+    convs = [conversation(n) for n in range(10)]
+    local = {c["meta"]["taskId"]: c["messages"] for c in convs[:5]}
+    _, incoming = None, open_backup(build(convs, [])).read_all()[0]
+    plan = plan_merge(incoming, local.get, new_id=lambda meta: pytest.fail("no new id"))
+    assert [c["meta"]["taskId"] for c in plan.conversations] == [c["meta"]["taskId"] for c in convs[5:]]
+    assert (plan.added, plan.present, plan.renamed, plan.extended) == (5, 5, 0, 0)
+
+
+def test_longer_side_is_kept_and_a_diverged_thread_is_kept_twice():
+    longer, shorter = conversation(1, 4), conversation(1, 2)
+    plan = plan_merge([longer], {longer["meta"]["taskId"]: shorter["messages"]}.get, new_id=lambda m: "x")
+    assert plan.extended == 1 and plan.conversations == [longer]
+    plan = plan_merge([shorter], {longer["meta"]["taskId"]: longer["messages"]}.get, new_id=lambda m: "x")
+    assert plan.present == 1 and plan.conversations == []
+    diverged = conversation(1, 2)
+    diverged["messages"][1]["content"][0]["text"] = "another answer"
+    plan = plan_merge([diverged], {diverged["meta"]["taskId"]: shorter["messages"]}.get,
+                      new_id=lambda m: "task_20260601_zzzzzz")
+    assert (plan.added, plan.renamed) == (1, 1)
+    assert plan.conversations[0]["meta"]["taskId"] == "task_20260601_zzzzzz"
+    assert plan.conversations[0]["messages"] == diverged["messages"]
+
+
+def test_versions_already_present_are_skipped_and_new_ones_renumbered_past_the_local_highest():
+    incoming = [version("stage-a/s1", n, f"fc_{n}") for n in (1, 2, 3)] + [version("stage-a/s2", 1, "fc_b")]
+    local_checkpoints = {"fc_1"}
+    plan = plan_versions(incoming, present=lambda v: v["checkpointId"] in local_checkpoints,
+                         highest={"stage-a/s1": 7})
+    assert (plan.versions_added, plan.versions_present) == (3, 1)
+    got = [(v["version"]["versionId"], v["version"]["checkpointId"], v["version"]["item"]["metadata"]["versionNo"],
+            v["snapshot"]["versionId"]) for v in plan.versions]
+    assert got == [("stage-a/s1:v8", "fc_2", 8, "stage-a/s1:v8"), ("stage-a/s1:v9", "fc_3", 9, "stage-a/s1:v9"),
+                   ("stage-a/s2:v1", "fc_b", 1, "stage-a/s2:v1")]
+
+
+def test_a_thread_is_restored_only_where_the_course_has_none():
+    incoming = {"state": {"threads": {"a": {"messages": []}, "b": {"messages": []}}}, "version": 1}
+    plan = plan_threads(incoming, lambda stage: stage == "a", MergePlan())
+    assert list(plan.threads) == ["b"] and (plan.threads_restored, plan.threads_kept) == (1, 1)
+
+
+@pytest.mark.parametrize("members, reason", [
+    ({"threads.json": "{}"}, "not-backup"),
+    ({"manifest.json": json.dumps({**MANIFEST, "format": "other"})}, "not-backup"),
+    ({"manifest.json": json.dumps(MANIFEST), "../evil.jsonl": ""}, "not-backup"),
+    ({"manifest.json": json.dumps(MANIFEST), "/abs/conversations/000001.jsonl": ""}, "not-backup"),
+    ({"manifest.json": json.dumps(MANIFEST), "conversations/../000001.jsonl": ""}, "not-backup"),
+    ({"manifest.json": json.dumps({**MANIFEST, "formatVersion": 2})}, "newer"),
+    ({"manifest.json": json.dumps({**MANIFEST, "formatVersion": "1"})}, "damaged"),
+    ({"manifest.json": "{not json"}, "damaged"),
+    ({"manifest.json": json.dumps({**MANIFEST, "createdAt": 2**53})}, "damaged"),
+    ({"manifest.json": json.dumps(MANIFEST), "threads.json": '{"state":{"threads":[]}}'}, "damaged"),
+])
+def test_hostile_or_foreign_files_are_refused_on_opening(members, reason):
+    with pytest.raises(BackupRefused) as refused:
+        open_backup(zip_of(members))
+    assert refused.value.reason == reason
+
+
+def test_not_a_zip_and_over_the_size_limits_are_refused():
+    with pytest.raises(BackupRefused, match="not-backup"):
+        open_backup(b"PK\x03\x04 not really")
+    with pytest.raises(BackupRefused, match="size"):
+        open_backup(b"x" * 101, max_file=100)
+    bomb = zip_of({"manifest.json": json.dumps(MANIFEST), "conversations/000001.jsonl": b"\n" * 2_000_000})
+    assert len(bomb) < 50_000  # deflate packs it small; its declared unpacked size gives it away
+    with pytest.raises(BackupRefused, match="size"):
+        open_backup(bomb, max_unpacked=1_000_000)
+    with pytest.raises(BackupRefused, match="size"):
+        open_backup(bomb, max_member=1_000_000)
+
+
+@pytest.mark.parametrize("where", ["data", "declared size"])
+def test_damaged_bytes_or_a_lying_declared_size_are_caught_on_reading(where):
+    data = bytearray(build([conversation(n) for n in range(3)], []))
+    archive = zipfile.ZipFile(io.BytesIO(bytes(data)))
+    info = archive.getinfo("conversations/000001.jsonl")
+    if where == "data":
+        start = info.header_offset + 30 + len(info.filename)
+        data[start + info.compress_size // 2] ^= 0xFF
+    else:  # the central directory says it unpacks smaller than it does
+        name = info.filename.encode()
+        central = bytes(data).index(name, info.header_offset + 30 + len(name)) - 46
+        assert bytes(data[central:central + 4]) == b"PK\x01\x02"
+        data[central + 24:central + 28] = (10).to_bytes(4, "little")
+    with pytest.raises(BackupRefused) as refused:
+        open_backup(bytes(data)).read_all()
+    assert refused.value.reason == "damaged"
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda c: c["meta"].update(createdAt=c["meta"]["updatedAt"] + 1),
+    lambda c: c["meta"].update(turnCount=-1),
+    lambda c: c["meta"].update(turnCount="1"),
+    lambda c: c["meta"].update(durationMs=2**53),
+    lambda c: c["meta"].update(taskId="../../x"),
+    lambda c: c.update(messages={"not": "a list"}),
+    lambda c: c["turns"][0].update(duration=1.5),
+])
+def test_records_of_the_wrong_shape_refuse_the_whole_file(mutate):
+    bad = conversation(2)
+    mutate(bad)
+    with pytest.raises(BackupRefused) as refused:
+        open_backup(build([conversation(1), bad], [])).read_all()
+    assert refused.value.reason == "damaged"
+
+
+def test_a_version_of_the_wrong_shape_and_counts_that_disagree_are_refused():
+    bad = version("stage-a/s1", 1, "fc_1")
+    bad["version"]["versionNo"] = 0
+    with pytest.raises(BackupRefused, match="damaged"):
+        open_backup(build([], [bad])).read_all()
+    lying = zip_of({"manifest.json": json.dumps({**MANIFEST, "counts": {**MANIFEST["counts"], "conversations": 2}}),
+                    "conversations/000001.jsonl": json.dumps(conversation(1))})
+    with pytest.raises(BackupRefused, match="damaged"):
+        open_backup(lying).read_all()
+
+
+# -- over the record store (app/backup/tables.py) ------------------------------------------------
+import asyncio  # noqa: E402
+
+from app.backup.tables import restore, write_backup  # noqa: E402
+from app.records import SCHEMA, MemoryBackend  # noqa: E402
+from app.history.repository import Writes  # noqa: E402
+from app.history.records import TaskMeta, TurnMeta  # noqa: E402
+
+
+async def _pause() -> None:
+    await asyncio.sleep(0)
+
+
+def _store(convs: list[dict], vers: list[dict]) -> MemoryBackend:
+    backend = MemoryBackend(SCHEMA)
+    asyncio.run(backend.open())
+    writes = Writes()
+    for c in convs:
+        writes.keep(TaskMeta.model_validate(c["meta"]), c["messages"], [TurnMeta.model_validate(t) for t in c["turns"]])
+    ops = writes.ops
+    for v in vers:
+        ops += [("put", "versions", v["version"]), ("put", "snapshots", v["snapshot"])]
+    asyncio.run(backend.write(ops))
+    return backend
+
+
+def _dump(backend: MemoryBackend) -> dict:
+    return {table: backend.raw(table) for table in ("conversations", "messages", "turns", "versions", "snapshots")}
+
+
+def test_backup_then_restore_into_an_empty_store_gives_identical_tables():
+    convs = [conversation(n) for n in range(7)]
+    vers = [version("stage-a/s1", n, f"fc_{n}") for n in (1, 2, 3)]
+    source = _store(convs, vers)
+    data = asyncio.run(write_backup(source, THREADS, T0, _pause, per=3))
+    target = _store([], [])
+    plan = asyncio.run(restore(target, data, _pause, local_thread=lambda s: False, new_id=lambda m: "x", per=3))
+    assert (plan.added, plan.present, plan.versions_added, plan.threads_restored) == (7, 0, 3, 1)
+    assert _dump(target) == _dump(source)
+    artifact = asyncio.run(target.get("artifacts", "stage-a/s1"))
+    assert artifact["versionId"] == "stage-a/s1:v3" and artifact["latest"]["id"] == "fc_3"
+    again = asyncio.run(restore(target, data, _pause, local_thread=lambda s: True, new_id=lambda m: "x", per=3))
+    assert (again.added, again.present, again.versions_added, again.versions_present, again.threads_kept) == (0, 7, 0, 3, 1)
+    assert _dump(target) == _dump(source)
+
+
+def test_restore_into_a_store_holding_half_adds_exactly_the_other_half():
+    convs = [conversation(n) for n in range(8)]
+    data = asyncio.run(write_backup(_store(convs, []), THREADS, T0, _pause, per=3))
+    target = _store(convs[::2], [])
+    plan = asyncio.run(restore(target, data, _pause, local_thread=lambda s: False, new_id=lambda m: "x", per=3))
+    assert (plan.added, plan.present) == (4, 4)
+    assert sorted(target.raw("conversations")) == sorted(c["meta"]["taskId"] for c in convs)
+
+
+def test_a_refused_file_writes_nothing():
+    convs = [conversation(n) for n in range(4)]
+    bad = conversation(9)
+    bad["meta"]["turnCount"] = 2**60
+    text = build(convs + [bad], [])
+    target = _store([], [])
+    with pytest.raises(BackupRefused):
+        asyncio.run(restore(target, text, _pause, local_thread=lambda s: False, new_id=lambda m: "x"))
+    assert _dump(target) == _dump(_store([], []))
