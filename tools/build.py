@@ -46,6 +46,8 @@ import gzip
 import hashlib
 import io
 import json
+import os
+import re
 import shutil
 import sys
 import zipfile
@@ -70,20 +72,38 @@ archive ``[files]`` or PyScript's own worker mode (checked: the page requests no
 
 REPACK = ["static/vendor/pyodide/python_stdlib.zip", "static/vendor/pyodide/*.whl"]
 
-CSP = "; ".join([
-    "default-src 'none'",
-    "script-src 'self' 'wasm-unsafe-eval' 'unsafe-eval'",
-    "style-src 'self'",
-    "img-src 'self' data:",  # a scene's images are data: URLs (app.checkpoints.slides.safe_image)
-    "connect-src 'self'",
-    "worker-src 'self'",
-    "manifest-src 'self'",
-    "object-src 'none'",
-    "base-uri 'none'",
-    "form-action 'none'",
-])
+def csp(connect: list[str] | tuple[str, ...] = ()) -> str:
+    """The Content-Security-Policy of the build; ``connect``: origins besides the page's own that the
+    page may connect to (a model endpoint, DESIGN.md §12; the sync server, §16), each
+    ``http(s)://host[:port]``. Raises ``SystemExit`` for anything else (a path, a wildcard, a quote).
+
+    >>> "connect-src 'self' https://couch.example:6984;" in csp(["https://couch.example:6984/"])
+    True
+    """
+    origins = []
+    for origin in connect:
+        origin = origin.strip().rstrip("/")
+        if not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:\d{1,5})?|https?://\[[0-9A-Fa-f:]+\](:\d{1,5})?", origin):
+            raise SystemExit(f"build: --connect-src takes an origin (http(s)://host[:port]), not {origin!r}")
+        origins.append(origin)
+    return "; ".join([
+        "default-src 'none'",
+        "script-src 'self' 'wasm-unsafe-eval' 'unsafe-eval'",
+        "style-src 'self'",
+        "img-src 'self' data:",  # a scene's images are data: URLs (app.checkpoints.slides.safe_image)
+        " ".join(["connect-src 'self'", *origins]),
+        "worker-src 'self'",
+        "manifest-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'none'",
+    ])
+
+
+CSP = csp()
 """The strictest policy the page runs under (README "Deploying"); header-only directives
-(``frame-ancestors``) are listed in ``HEADERS``."""
+(``frame-ancestors``) are listed in ``HEADERS``. ``--connect-src ORIGIN`` (or
+``AGENTBAR_CONNECT_SRC``, origins separated by spaces) admits a model endpoint or a sync server."""
 
 HEADERS = {
     "Content-Security-Policy": CSP + "; frame-ancestors 'none'",
@@ -148,16 +168,18 @@ def _compressed(data: bytes, kind: str) -> bytes:
     return out
 
 
-def _rewrite_index(html: str, files_hash: str) -> str:
-    head = (f'<meta charset="utf-8">\n  <meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
+def _rewrite_index(html: str, files_hash: str, policy: str = CSP) -> str:
+    head = (f'<meta charset="utf-8">\n  <meta http-equiv="Content-Security-Policy" content="{policy}">\n'
             f'  <meta name="{BUILD_META}" content="{files_hash}">')
     if '<meta charset="utf-8">' not in html:
         raise SystemExit("build: index.html has no <meta charset=\"utf-8\"> to anchor the build meta tags")
     return html.replace('<meta charset="utf-8">', head, 1)
 
 
-def build(out: Path, root: Path = ROOT, quiet: bool = False) -> dict:
-    """Write ``out`` (replacing it) and return the manifest ``{"version", "files"}``."""
+def build(out: Path, root: Path = ROOT, quiet: bool = False, connect: list[str] | tuple[str, ...] = ()) -> dict:
+    """Write ``out`` (replacing it) and return the manifest ``{"version", "files"}``; ``connect``: origins
+    the CSP admits besides the page's own (``csp``)."""
+    policy = csp(connect)
     if not (root / "static/vendor/pyodide/pyodide-lock.json").exists():
         raise SystemExit("build: static/vendor/ is not laid out; run tools/vendor.py first")
     contents: dict[str, bytes] = {rel: (root / rel).read_bytes() for rel in select_files(root)}
@@ -176,7 +198,7 @@ def build(out: Path, root: Path = ROOT, quiet: bool = False) -> dict:
 
     files_hash = sha256_bytes("".join(f"{r} {sha256_bytes(d)}\n" for r, d in sorted(contents.items())
                                       if r != "index.html").encode())[:16]
-    contents["index.html"] = _rewrite_index(contents["index.html"].decode(), files_hash).encode()
+    contents["index.html"] = _rewrite_index(contents["index.html"].decode(), files_hash, policy).encode()
     files = {rel: {"sha256": sha256_bytes(data), "size": len(data)} for rel, data in sorted(contents.items())}
     version = sha256_bytes(json.dumps(files, sort_keys=True).encode())[:16]
     manifest = {"version": version, "files": files}
@@ -207,9 +229,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "dist"))
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--connect-src", action="append", default=[], metavar="ORIGIN",
+                        help="an origin the page may connect to (model endpoint, sync server); repeatable")
     args = parser.parse_args(argv)
+    connect = [*os.environ.get("AGENTBAR_CONNECT_SRC", "").split(), *args.connect_src]
+    policy = csp(connect)  # checked before anything is built
     vendor.main([])  # idempotent: the pinned runtime and a current app wheel
-    build(Path(args.out), quiet=args.quiet)
+    build(Path(args.out), quiet=args.quiet, connect=connect)
+    if connect and not args.quiet:
+        print(f"build: {policy.split('; ')[4]}", flush=True)
     return 0
 
 

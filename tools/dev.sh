@@ -61,6 +61,15 @@ setup_llama_server() { # llama.cpp's server and tiny models for the model tests 
   fi
 }
 
+setup_couchdb_server() { # pouchdb-server (npm, pinned by tools/pouchdb-server/package-lock.json) for the
+  # sync tests (tools/couchdb_server.py), cached outside the tree; not for unit tests alone
+  if unit_only "$@"; then return; fi
+  if ! "$python_bin" tools/couchdb_server.py --check; then
+    need npm || apt_install npm
+    "$python_bin" tools/couchdb_server.py >/dev/null
+  fi
+}
+
 cmd=${1:-}
 shift || true
 case "$cmd" in
@@ -81,6 +90,7 @@ case "$cmd" in
     setup_venv
     setup_browser
     setup_llama_server "$@"
+    setup_couchdb_server "$@"
     # pytest's rewritten test modules (and every import's bytecode) cached outside the tree, so a
     # second run skips the rewrite (~3 s of the unit suite) even where PYTHONDONTWRITEBYTECODE is set
     unset PYTHONDONTWRITEBYTECODE

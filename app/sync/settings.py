@@ -187,12 +187,14 @@ def failure_reason(status: int | None, body: Any = None) -> str:
 
 def is_couchdb(body: Any) -> bool:
     """True when ``body`` (the parsed JSON of the server's ``GET /``) is a CouchDB welcome
-    (``{"couchdb": "Welcome", ...}``; pouchdb-server answers the same), §16.
+    (``{"couchdb": "Welcome", ...}``; pouchdb-server answers ``{"express-pouchdb": "Welcome!", ...}``), §16.
 
-    >>> is_couchdb({"couchdb": "Welcome", "version": "3.3.3"}), is_couchdb({"ok": True})
-    (True, False)
+    >>> is_couchdb({"couchdb": "Welcome", "version": "3.3.3"}), is_couchdb({"express-pouchdb": "Welcome!"})
+    (True, True)
+    >>> is_couchdb({"ok": True})
+    False
     """
-    return isinstance(body, dict) and "couchdb" in body
+    return isinstance(body, dict) and ("couchdb" in body or "express-pouchdb" in body)
 
 
 @dataclass(frozen=True)

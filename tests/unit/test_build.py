@@ -41,6 +41,8 @@ def tree(tmp_path: Path) -> Path:
         "static/vendor/pyscript/codemirror-AAAA.js": b"// editor only\n",
         "static/vendor/pyscript/xterm-BBBB.js": b"// terminal only\n",
         "static/vendor/pyscript/error-CCCC.js": b"// kept\n",
+        "static/vendor/pouchdb/pouchdb.min.js": b"// sync client, loaded only when sync is on\n",
+        "static/sync.js": b"// sync adapter\n",
         "static/vendor/test/zustand/vanilla.mjs": b"// test only\n",
         "static/vendor/zustand-like/x.mjs": b"// test only, by its lock entry\n",
         "static/vendor/pyodide/python_stdlib.zip": _zip({"os.py": b"# os\n" * 200}),
@@ -62,6 +64,7 @@ def test_only_what_the_page_needs_is_selected(tree):
     chosen = build.select_files(tree)
     assert "index.html" in chosen and "pyscript.toml" in chosen and "app/locales/en-US.json" in chosen
     assert "static/vendor/pyscript/core.js" in chosen and "static/vendor/pyscript/error-CCCC.js" in chosen
+    assert "static/vendor/pouchdb/pouchdb.min.js" in chosen and "static/sync.js" in chosen  # DESIGN.md §16
     for absent in ["app/model.py", "bench/hooks.py", "tests/e2e/page.html", "static/boot.js.map", "static/sw.js",
                    "static/vendor/pyscript/codemirror-AAAA.js", "static/vendor/pyscript/xterm-BBBB.js",
                    "static/vendor/test/zustand/vanilla.mjs", "static/vendor/zustand-like/x.mjs"]:
@@ -115,3 +118,17 @@ def test_any_changed_file_changes_the_worker_and_only_its_manifest_entry(tree, t
     changed = {r for r in first["files"] if first["files"][r] != second["files"][r]}
     assert changed == {"static/boot.js", "index.html"}  # index.html carries the files' hash
     assert (tmp_path / "a/sw.js").read_bytes() != (tmp_path / "b/sw.js").read_bytes()
+
+
+def test_the_csp_admits_only_the_origins_the_deployer_names(tree, tmp_path, monkeypatch):
+    """DESIGN.md §16 (as §12): connect-src is the page's own origin unless the deployer names a server."""
+    monkeypatch.setattr(build, "COMPRESS_CACHE", tmp_path / "cache")
+    assert "connect-src 'self';" in build.CSP
+    out = tmp_path / "dist"
+    build.build(out, root=tree, quiet=True, connect=["https://couch.example:6984/", "http://127.0.0.1:5984"])
+    index = (out / "index.html").read_text()
+    assert "connect-src 'self' https://couch.example:6984 http://127.0.0.1:5984;" in index
+    assert "default-src 'none'" in index
+    for bad in ["https://couch.example/db", "*", "'unsafe-inline'", "https://a.example; script-src *"]:
+        with pytest.raises(SystemExit):
+            build.csp([bad])
