@@ -9,8 +9,9 @@ The service is the one face the page and the runtime use; its parts each hold on
   with ONE notice, and the core (§3–§5) never sees it; a damaged record is skipped with one notice;
 - ``app.history.writes``: turns, archive, resume, start-up reconciliation;
 - ``app.history.reads``: the list in pages, what arrived above it, search, export reads;
-- here: delete keeps what it removed for ``undo`` during ``UNDO_MS`` (``delete``, ``undo``), and
-  import adds a conversation from a file (``import_bundle``).
+- here: delete keeps what it removed for ``undo`` during ``UNDO_MS`` (``delete``, ``undo``),
+  import adds a conversation from a file (``import_bundle``), and another device's conversation is
+  kept or merged (``apply_synced``) or removed (``remove_synced``), DESIGN.md §16.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from app.history.text import cut_title, text_needs_segmenter
 from app.history.writes import ActiveConversations, HistoryWrites
 from app.records import RecordBackend, RecordStoreError
 from app.store import Notice
+from app.sync.merge import merge_conversation, merged_meta
 
 __all__ = ["ConversationStats", "Damaged", "HistoryService", "NOTICE_CODES", "Page", "SearchHit", "PAGE_SIZE",
            "UNDO_MS", "Stats"]
@@ -267,3 +269,58 @@ class HistoryService:
             await self._repository.commit(writes)
         self._changed("import", meta.taskId, stage_id)
         return "ok"
+
+    # -- sync (DESIGN.md §16) ------------------------------------------------
+    @guarded(lambda: "unavailable")
+    async def apply_synced(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta]) -> str:
+        """Keep another device's version of a conversation (a synced document, ``app.sync.documents``).
+        Which conversation continues which is ``app.continuity``'s through
+        ``app.sync.merge.merge_conversation``. Returns
+
+        - ``"added"``: not kept here before, now kept archived (which conversation is a course's active
+          one stays per device); ``"remote"``: the other device's continues this one's and replaced it;
+        - ``"merged"``: both changed it; the turns of both are kept, in time order (the caller sends
+          the merged one back); ``"local"``: this one continues the other's (the caller sends this
+          one); ``"same"``: nothing to do; ``"unavailable"``: history cannot be written.
+
+        ``on_change`` says ``import`` for an added one, ``sync`` for a changed one."""
+        async with self._writes.lock:
+            held = await self._repository.conversation(meta.taskId)
+            if held is None:
+                writes = Writes()
+                writes.keep(meta, messages, turns, new=not await self._repository.holds(meta.taskId))
+                await self._repository.commit(writes)
+                outcome = "added"
+            else:
+                merged = merge_conversation((held.messages, held.turns), (messages, turns))
+                kept = merged_meta(held.meta, meta, merged)
+                if merged.how == "local":
+                    same = held.messages == messages and held.turns == turns and held.meta == meta
+                    return "same" if same else "local"
+                writes = Writes()
+                writes.keep(kept, merged.messages, merged.turns)
+                await self._repository.commit(writes)
+                if (await self._repository.head_id(kept.stageId)) == kept.taskId:
+                    self._active.forget(kept.stageId)
+                outcome = merged.how
+        self._changed("import" if outcome == "added" else "sync", meta.taskId, meta.stageId)
+        return outcome
+
+    @guarded(bool)
+    async def remove_synced(self, task_id: str) -> bool:
+        """Another device deleted ``task_id``: remove it here too, with no undo (the delete was made
+        there). True when it was kept here. A course whose active conversation it was has none after."""
+        async with self._writes.lock:
+            stored = await self._repository.stored(task_id)
+            meta = stored.meta_record
+            if meta is None:
+                return False
+            stage_id = meta.get("stageId", "") if isinstance(meta.get("stageId"), str) else ""
+            writes = Writes()
+            writes.remove(stored)
+            if stage_id and await self._repository.head_id(stage_id) == task_id:
+                writes.end_head(stage_id)
+                self._active.ended(stage_id)
+            await self._repository.commit(writes)
+        self._changed("delete", task_id, stage_id)
+        return True

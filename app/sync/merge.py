@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from app.continuity import continues
-from app.history.records import TurnMeta, parse_iso
+from app.history.records import Stats, TaskMeta, TurnMeta, parse_iso
 
-__all__ = ["Merged", "Tombstones", "merge_conversation", "place_versions", "split_turns"]
+__all__ = ["Merged", "Tombstones", "merge_conversation", "merged_meta", "place_versions", "split_turns"]
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,32 @@ def merge_conversation(local: tuple[list[dict], list[TurnMeta]],
     kept = sorted([*by_message.values(), *loose], key=lambda t: (_safe_time(t), t.turnId))
     turns = [t.model_copy(update={"turnId": n}) for n, t in enumerate(kept, start=1)]
     return Merged("merged", messages, turns)
+
+
+def merged_meta(local: TaskMeta, remote: TaskMeta, merged: Merged) -> TaskMeta:
+    """The meta kept for ``merged`` (§16): ``local``'s for ``how == "local"``, ``remote``'s for
+    ``"remote"``; for ``"merged"`` the local meta (title, course) spanning both: the earlier
+    ``createdAt``, the later ``updatedAt``, token stats and turn count from the kept turns (turns whose
+    usage was not reported count zero), ``durationMs`` their durations' sum, the larger credits.
+
+    >>> a = TaskMeta(taskId="task_20260101_abcdef", taskName="a", stageId="s", createdAt=5, updatedAt=9)
+    >>> b = a.model_copy(update={"createdAt": 3, "updatedAt": 7})
+    >>> m = merged_meta(a, b, Merged("merged", [], []))
+    >>> m.createdAt, m.updatedAt, m.taskName
+    (3, 9, 'a')
+    """
+    if merged.how == "local":
+        return local
+    if merged.how == "remote":
+        return remote
+    reported = [t.usage for t in merged.turns if t.usage is not None]
+    stats = Stats(credits=max(local.stats.credits, remote.stats.credits),
+                  inputTokens=sum(u.inputTokens for u in reported), outputTokens=sum(u.outputTokens for u in reported),
+                  totalTokens=sum(u.totalTokens for u in reported))
+    return local.model_copy(update={"createdAt": min(local.createdAt, remote.createdAt),
+                                    "updatedAt": max(local.updatedAt, remote.updatedAt), "stats": stats,
+                                    "turnCount": len(merged.turns),
+                                    "durationMs": sum(t.duration for t in merged.turns)})
 
 
 def _safe_time(turn: TurnMeta) -> int:

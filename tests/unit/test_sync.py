@@ -171,3 +171,138 @@ def test_versions_from_another_device_get_distinct_numbers():
     numbers = [v["versionNo"] for v in placed]
     assert numbers == [9, 8, 7]  # 7 is free; y (older) then x go past the highest
     assert len(set(numbers) | {1, 2, 3}) == 6
+
+
+# -- history <-> replica (app.sync.engine, HistoryService.apply_synced) ------------------------
+import itertools  # noqa: E402
+
+import app.sync.engine  # noqa: E402
+from app.history import HistoryService  # noqa: E402
+from app.records import MemoryBackend  # noqa: E402
+from app.sync.engine import DELETED_KEY, SyncEngine  # noqa: E402
+
+DEVICE_T0 = 1_780_000_000_000
+
+
+def _user(text, id):
+    return {"role": "user", "id": id, "content": [{"type": "text", "text": text}]}
+
+
+def _reply(text, id):
+    return {"role": "assistant", "id": id, "content": [{"type": "text", "text": text}]}
+
+
+def _device(seed: int):
+    now = itertools.count(DEVICE_T0 + seed * 1000)
+    counter = itertools.count(seed * 50)
+    return HistoryService(MemoryBackend(), clock=lambda: next(now),
+                          random_bytes=lambda n: bytes([next(counter) % 256] * n))
+
+
+async def _device_turn(svc, stage, text, task_id=None):
+    await svc.record_turn(stage, [_user(text, f"u-{text}"), _reply("ok " + text, f"a-{text}")], 1,
+                          usage={"inputTokens": 1, "outputTokens": 2, "totalTokens": 3}, model="demo",
+                          duration_ms=10, message_id=f"a-{text}")
+    return await svc.head_task_id(stage, allocate=False)
+
+
+class FakeReplica:
+    """The local replicated database: documents by id, deletions kept as ``_deleted``."""
+
+    def __init__(self):
+        self.docs: dict[str, dict] = {}
+        self.puts = 0
+
+    async def put(self, doc):
+        if self.docs.get(doc["_id"]) != doc:
+            self.docs[doc["_id"]] = json.loads(json.dumps(doc))
+            self.puts += 1
+
+    async def remove(self, doc_id):
+        self.docs[doc_id] = {"_id": doc_id, "_deleted": True}
+
+
+def test_engine_doctests():
+    assert doctest.testmod(app.sync.engine).failed == 0
+
+
+async def test_a_conversation_made_on_a_is_kept_on_b_archived_and_comes_back_unchanged():
+    a, b = _device(1), _device(2)
+    task = await _device_turn(a, "intro-ml", "hello from A")
+    replica_a, replica_b = FakeReplica(), FakeReplica()
+    engine_a, engine_b = SyncEngine(a, replica_a, MemoryStorage()), SyncEngine(b, replica_b, MemoryStorage())
+    changes = []
+    b.on_change = lambda *c: changes.append(c)
+    await engine_a.local_changed("record", task, "intro-ml")
+    doc = replica_a.docs[f"conversation:{task}"]
+    assert doc["messages"][0]["content"][0]["text"] == "hello from A" and doc["type"] == "conversation"
+    assert await engine_b.remote_changed(doc) == "added"
+    assert changes == [("import", task, "intro-ml")]
+    meta, messages, turns = await b.bundle(task)
+    assert (meta, messages, turns) == await a.bundle(task)
+    assert await b.head_task_id("intro-ml", allocate=False) is None  # the active conversation stays per device
+    assert await engine_b.remote_changed(doc) == "same" and replica_b.puts == 0  # no echo back
+
+
+async def test_turns_added_on_both_are_merged_in_time_order_and_sent_back():
+    a, b = _device(1), _device(2)
+    task = await _device_turn(a, "s", "first")
+    replica_a, replica_b = FakeReplica(), FakeReplica()
+    engine_a, engine_b = SyncEngine(a, replica_a, MemoryStorage()), SyncEngine(b, replica_b, MemoryStorage())
+    await engine_a.push(task)
+    await engine_b.remote_changed(replica_a.docs[f"conversation:{task}"])
+    meta, messages, turns = await a.bundle(task)
+    await a.record_turn_in(task, "s", messages + [_user("on A", "u-A"), _reply("r", "a-A")], usage=None,
+                           model="demo", duration_ms=5, message_id="a-A")
+    await engine_a.push(task)
+    _, b_messages, _ = await b.bundle(task)
+    await b.record_turn_in(task, "s", b_messages + [_user("on B", "u-B"), _reply("r", "a-B")], usage=None,
+                           model="demo", duration_ms=5, message_id="a-B")
+    assert await engine_b.remote_changed(replica_a.docs[f"conversation:{task}"]) == "merged"
+    _, merged, merged_turns = await b.bundle(task)
+    ids = [m["id"] for m in merged]
+    assert ids == ["u-first", "a-first", "u-A", "a-A", "u-B", "a-B"]  # A's turn was first
+    assert [t.turnId for t in merged_turns] == [1, 2, 3]
+    assert replica_b.docs[f"conversation:{task}"]["messages"] == merged  # sent back to the server
+
+
+async def test_a_delete_replicates_and_a_later_write_of_that_id_does_not_bring_it_back():
+    a, b = _device(1), _device(2)
+    task = await _device_turn(a, "s", "doomed")
+    await a.archive("s", (await a.bundle(task)).messages, 1)
+    replica_a, replica_b = FakeReplica(), FakeReplica()
+    deleted_b = MemoryStorage()
+    engine_a, engine_b = SyncEngine(a, replica_a, MemoryStorage()), SyncEngine(b, replica_b, deleted_b)
+    await engine_a.push(task)
+    old = replica_a.docs[f"conversation:{task}"]
+    await engine_b.remote_changed(old)
+    assert await a.delete(task)
+    await engine_a.local_changed("delete", task, "s")
+    assert replica_a.docs[f"conversation:{task}"] == {"_id": f"conversation:{task}", "_deleted": True}
+    assert await engine_b.remote_changed(replica_a.docs[f"conversation:{task}"]) == "deleted"
+    assert await b.bundle(task) is None and not b.can_undo()
+    assert json.loads(deleted_b.get_item(DELETED_KEY)) == [f"conversation:{task}"]
+    again = SyncEngine(b, replica_b, deleted_b)  # after a reload: the tombstone is remembered
+    assert await again.remote_changed(old) == "redeleted"
+    assert await b.bundle(task) is None and replica_b.docs[f"conversation:{task}"]["_deleted"] is True
+    await a.undo()  # an undo after the delete went out stays local: the id stays deleted everywhere
+    await engine_a.local_changed("undo", task, "s")
+    assert replica_a.docs[f"conversation:{task}"]["_deleted"] is True
+
+
+async def test_documents_that_are_not_conversations_change_nothing():
+    b = _device(2)
+    engine = SyncEngine(b, FakeReplica(), MemoryStorage())
+    assert await engine.remote_changed({"_id": "_design/x", "views": {}}) == "ignored"
+    assert await engine.remote_changed({"_id": "conversation:task_20261201_abcdef", "meta": {}}) == "damaged"
+    assert await b.total("s") == 0
+
+
+def test_status_of_replication_events():
+    assert SyncEngine.status("welcome", 200, {"couchdb": "Welcome"}).state == "syncing"
+    assert SyncEngine.status("welcome", 200, "<html>").key == "sync.reason.notCouchdb"
+    assert SyncEngine.status("welcome", 404, None).reason == "notCouchdb"
+    assert SyncEngine.status("welcome", None).state == "offline"
+    assert SyncEngine.status("denied", 403).key == "sync.reason.forbidden"
+    assert SyncEngine.status("error", 0).state == "offline"
+    assert SyncEngine.status("off").key == "sync.state.off"
