@@ -126,12 +126,13 @@ class ModelSetup:
             self._tools_refused.add((config.base_url, check.model or (check.models[0] if check.models else "")))
         return check
 
-    def install_dialog(self, translator: Translator, redraw: Callable[[], None]) -> None:
-        """Build the settings dialog and start installing Markdown rendering in the background."""
+    def install_dialog(self, translator: Translator, redraw: Callable[[], None], sections: tuple = ()) -> None:
+        """Build the settings dialog (with further ``sections`` of settings, e.g. sync's) and start
+        installing Markdown rendering in the background."""
         from app.browser import markdown_view
         from app.browser.settings_view import SettingsDialog
 
         js.document.documentElement.dataset.agent = self.settings.agent
         self.dialog = SettingsDialog(translator, load=self.load, on_save=self.save,
-                                     check_connection=self.check_connection)
+                                     check_connection=self.check_connection, sections=sections)
         markdown_view.start_install(redraw, (translator("model.markdown.copy"), translator("model.markdown.copied")))

@@ -3,7 +3,7 @@ them, and the page's events, in named set-up steps that ``app.browser._boot`` ru
 
 ``Page(query)`` (locale, hydrate, services, views) → ``draw_first`` → ``bind_controls`` →
 ``join_tabs`` → ``drop_painted_bar`` → ``bind_history`` → ``finish()`` (awaited: scene
-documents, ready, then each later system in a task of its own, DESIGN.md §13).
+documents, ready, then each later system in a task of its own, DESIGN.md §13; sync last, §16).
 """
 
 from __future__ import annotations
@@ -265,11 +265,16 @@ class Page:
         take_over(self.runtime)  # a message sent before ready goes now, once (DESIGN.md §13)
         PaintKeeper(self.runtime, self.store, self.translator).start()
         await next_task()
-        self.model_setup.install_dialog(self.translator, self._redraw_messages)  # after ready: nothing added to start-up
+        from app.browser.sync_setup import SyncSection, SyncSetup  # sync (§16): its client loads only when on
+
+        self.sync = SyncSetup(self.history, self.translator)
+        self.model_setup.install_dialog(self.translator, self._redraw_messages,  # after ready: nothing added to start-up
+                                        sections=(SyncSection(self.translator, self.sync),))
         js.performance.mark("agentbar:settings")
         await next_task()
         await self.history_view.start()
         self.root.dataset.history = "ready" if self.history.available else f"unavailable:{self.history.failure}"
+        self.sync.install()  # history is open: replicated conversations can come in
         js.performance.mark("agentbar:after-ready")
 
     def _redraw_messages(self) -> None:  # Markdown is there: messages rebuilt, their turn meta put back

@@ -46,8 +46,9 @@ class SettingsDialog:
 
     def __init__(self, t: Translator, *, load: Callable[[], tuple[ModelSettings, str]],
                  on_save: Callable[[ModelSettings, str], bool],
-                 check_connection: Callable[[ModelSettings, str], Awaitable[Any]]) -> None:
+                 check_connection: Callable[[ModelSettings, str], Awaitable[Any]], sections: tuple = ()) -> None:
         self.t = t
+        self.sections = tuple(sections)  # more settings in the same dialog (sync, §16): build, fill, read, save
         self._load = load
         self._on_save = on_save
         self._check_connection = check_connection
@@ -105,7 +106,8 @@ class SettingsDialog:
         ])
         form = _make("form", classes="settings-form", attrs={"method": "dialog"}, children=[
             _make("h2", text=t("model.settings.title"), attrs={"id": "settings-title"}),
-            self._field("model.settings.agent", self.agent), self.model_fields, self.error,
+            self._field("model.settings.agent", self.agent), self.model_fields,
+            *[section.build() for section in self.sections], self.error,
             _make("div", classes="settings-actions", children=[cancel, save])])
         dialog = _make("dialog", testid="settings-dialog", classes="settings-dialog",
                        attrs={"id": "settings-dialog", "aria-labelledby": "settings-title"}, children=[form])
@@ -140,6 +142,8 @@ class SettingsDialog:
         self.test_result.textContent = ""
         self.test_result.removeAttribute("data-state")
         self._sync_agent()
+        for section in self.sections:
+            section.fill()
         self.dialog.showModal()
         (self.base_url if settings.agent == "openai" else self.agent).focus()
 
@@ -188,6 +192,8 @@ class SettingsDialog:
             return
         try:
             self._read()
+            for section in self.sections:
+                section.read()
         except ValueError as error:
             if str(error) == self._error_key:
                 return
@@ -197,10 +203,12 @@ class SettingsDialog:
         event.preventDefault()
         try:
             settings = self._read()
+            values = [(section, section.read()) for section in self.sections]
         except ValueError as error:
             self._show_error(str(error))
             return
-        if not self._on_save(settings, str(self.api_key.value)):
+        stored = [section.save(value) for section, value in values]
+        if not self._on_save(settings, str(self.api_key.value)) or not all(stored):
             self._show_error(NOT_STORED)  # applied to this tab; the dialog says so once
             self.error.dataset.applied = "true"
             return

@@ -1,0 +1,320 @@
+"""Sync across devices in the page (DESIGN.md §16): settings, the panel's status, the adapter.
+
+- ``SyncSetup.install()`` runs after ready (``app.browser.page.Page.finish``): it draws
+  ``[data-testid=sync-status]`` (``data-state`` ``off``/``syncing``/``synced``/``offline``/``error``,
+  ``data-reason`` for the last two, a localized text) and ``[data-testid=sync-now]`` in the panel
+  (``data-starts`` on the status: how many times this page started replicating),
+  and, only when the stored settings say sync is on, loads ``static/vendor/pouchdb/pouchdb.min.js``
+  and ``static/sync.js`` (with sync off neither is loaded and no request leaves the origin).
+- ``SyncSection``: the settings dialog's sync fields (``sync-enabled``, ``sync-url``,
+  ``sync-database``, ``sync-user``, ``sync-password``, ``sync-remember``), saved by
+  ``settings-save``; the password is kept like the model key (``app.sync.settings``).
+- The rules are ``app.sync.engine.SyncEngine``'s: this tab's history changes go out as documents,
+  replicated documents come into history, one after another in arrival order; the local change
+  sequence already applied is kept under ``SEQ_KEY`` so that a reload goes on from there.
+
+The password never reaches a log: errors are logged by their kind, never with the configuration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+import js
+from pyodide.ffi import create_proxy
+from pyscript import document
+
+from app.browser.dom import element
+from app.browser.model_setup import WebStorage
+from app.i18n import Translator
+from app.sync.engine import SyncEngine
+from app.sync.settings import SyncCredentials, SyncSettings, SyncStatus, load_sync_settings, save_sync_settings
+
+__all__ = ["SEQ_KEY", "SyncSection", "SyncSetup"]
+
+SEQ_KEY = "agentbar-sync-seq"
+"""``localStorage``: the local database's change sequence this page has applied to history."""
+SCRIPTS = ("static/vendor/pouchdb/pouchdb.min.js", "static/sync.js")
+
+
+async def _load_script(src: str) -> None:
+    """Append a classic ``<script src>`` and wait for it; raises ``RuntimeError`` when it fails."""
+    done = asyncio.get_running_loop().create_future()
+    node = document.createElement("script")
+    node.src = src
+    ok = create_proxy(lambda _e: done.done() or done.set_result(None))
+    bad = create_proxy(lambda _e: done.done() or done.set_exception(RuntimeError(f"{src} did not load")))
+    node.addEventListener("load", ok)
+    node.addEventListener("error", bad)
+    document.head.append(node)
+    try:
+        await done
+    finally:
+        ok.destroy()
+        bad.destroy()
+
+
+class _Replica:
+    """``app.sync.engine.Replica`` over ``static/sync.js``'s ``Replication``."""
+
+    def __init__(self, replication) -> None:
+        self._replication = replication
+
+    async def put(self, doc: dict[str, Any]) -> None:
+        await self._replication.put(json.dumps(doc, ensure_ascii=False))
+
+    async def remove(self, doc_id: str) -> None:
+        await self._replication.remove(doc_id)
+
+
+class SyncSetup:
+    """Sync in this page for ``history`` (``HistoryService``) and ``translator``."""
+
+    def __init__(self, history: Any, translator: Translator) -> None:
+        self.history = history
+        self.t = translator
+        self.local, self.session = WebStorage("localStorage"), WebStorage("sessionStorage")
+        self.settings, self._password = load_sync_settings(self.local, self.session)
+        self.engine: SyncEngine | None = None
+        self.replication = None
+        self.status = SyncStatus("off")
+        self._queue: asyncio.Future | None = None
+        self._proxies: list = []
+        self._applying = False
+        self.node = None
+        self.now_button = None
+        self._hooked = False
+        self._starts = 0
+
+    # -- the panel -----------------------------------------------------------------
+    def install(self) -> None:
+        """Draw the status and Sync now in the panel; start when the stored settings say so."""
+        self.node = element("p", testid="sync-status", classes="sync-status",
+                            attrs={"role": "status", "aria-live": "polite", "data-state": "off"})
+        self.now_button = element("button", text=self.t("sync.now"), testid="sync-now", classes="sync-now",
+                                  attrs={"type": "button"})
+        bar = element("div", classes="sync-bar", attrs={"id": "sync-bar"}, children=[self.node, self.now_button])
+        body = document.getElementById("agent-body")
+        body.insertBefore(bar, body.firstChild)
+        proxy = create_proxy(lambda _e: self.sync_now())
+        self._proxies.append(proxy)
+        self.now_button.addEventListener("click", proxy)
+        self._show(SyncStatus("off"))
+        if self.settings.enabled:
+            self._spawn(self.start())
+
+    def _show(self, status: SyncStatus) -> None:
+        self.status = status
+        if self.node is None:
+            return
+        self.node.dataset.state = status.state
+        if status.reason:
+            self.node.dataset.reason = status.reason
+        else:
+            self.node.removeAttribute("data-reason")
+        self.node.textContent = self.t(status.key)
+        self.now_button.disabled = not self.settings.enabled
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.ensure_future(coro)
+        task.add_done_callback(_report)
+
+    # -- settings ------------------------------------------------------------------
+    def load(self) -> tuple[SyncSettings, str]:
+        """What the dialog shows: this tab's sync settings and password."""
+        return self.settings, self._password
+
+    def save(self, settings: SyncSettings, password: str) -> bool:
+        """Store and apply ``settings``: sync starts, restarts with the new server, or stops."""
+        stored = save_sync_settings(self.local, self.session, settings, password)
+        changed = (settings, password) != (self.settings, self._password)
+        self.settings, self._password = settings, password
+        if changed or (settings.enabled and self.replication is None):
+            self._spawn(self.restart())
+        return stored
+
+    # -- running -------------------------------------------------------------------
+    async def restart(self) -> None:
+        """Stop any replication; start again when sync is on."""
+        self.stop()
+        if self.settings.enabled:
+            await self.start()
+        else:
+            self._show(SyncStatus("off"))
+
+    def stop(self) -> None:
+        """End the replication of this page (the local database stays)."""
+        if self.replication is not None:
+            self.replication.stop()
+            self.replication = None
+
+    def sync_now(self) -> None:
+        """The Sync now button: probe the server again and replicate at once."""
+        if self.settings.enabled:
+            self._spawn(self.restart())
+
+    async def start(self) -> None:
+        """Load the client (once), open the local database, probe the server and replicate.
+        ``sync-status``'s ``data-starts`` counts the starts of this page (Sync now is one)."""
+        self._starts += 1
+        if self.node is not None:
+            self.node.dataset.starts = str(self._starts)
+        self._show(SyncStatus("syncing"))
+        try:
+            if getattr(js.window, "PouchDB", None) is None:
+                await _load_script(SCRIPTS[0])
+            if getattr(js.window, "agentbarSync", None) is None:
+                await _load_script(SCRIPTS[1])
+        except RuntimeError as error:
+            js.console.error(f"sync: {error}")
+            self._show(SyncStatus("error", "unreachable"))
+            return
+        credentials = SyncCredentials.of(self.settings, self._password)
+        config = json.dumps({"server": self.settings.url, "remote": credentials.remote, "user": credentials.user,
+                             "password": credentials.password, "since": self._since()})
+        on_change = create_proxy(self._on_change)
+        on_status = create_proxy(self._on_status)
+        self._proxies += [on_change, on_status]
+        self.replication = js.window.agentbarSync.open(config, on_change, on_status)
+        del config
+        self.engine = SyncEngine(self.history, _Replica(self.replication), self.local)
+        self._hook_history()
+        status = int(await self.replication.probe())
+        if self.status.state == "syncing" and status == 200 and self.replication is not None:
+            self.replication.start()
+
+    def _since(self) -> str:
+        try:
+            return self.local.get_item(SEQ_KEY) or "0"
+        except Exception:  # noqa: BLE001
+            return "0"
+
+    def _hook_history(self) -> None:
+        if self._hooked:
+            return
+        self._hooked = True
+        previous: Callable | None = self.history.on_change
+
+        def changed(kind: str, task_id: str, stage_id: str) -> None:
+            if previous is not None:
+                previous(kind, task_id, stage_id)
+            if self.engine is not None and not self._applying and self.settings.enabled:
+                self._enqueue(lambda: self.engine.local_changed(kind, task_id, stage_id))
+
+        self.history.on_change = changed
+
+    def _enqueue(self, make) -> None:
+        """Run ``make()`` after every step queued before (arrival order), reporting failures."""
+        previous = self._queue
+
+        async def step():
+            if previous is not None:
+                await asyncio.gather(previous, return_exceptions=True)
+            try:
+                await make()
+            except Exception as error:  # noqa: BLE001 - logged by kind, never with the credentials
+                js.console.warn(f"sync: {type(error).__name__}")
+        self._queue = asyncio.ensure_future(step())
+
+    def _on_change(self, doc_json, seq) -> None:
+        doc = None if doc_json is None or not isinstance(doc_json, str) else json.loads(doc_json)
+        seq = str(seq)
+
+        async def apply():
+            if doc is not None and self.engine is not None:
+                self._applying = True
+                try:
+                    await self.engine.remote_changed(doc)
+                finally:
+                    self._applying = False
+            try:
+                self.local.set_item(SEQ_KEY, seq)
+            except Exception:  # noqa: BLE001 - the next start applies these changes again (no harm)
+                pass
+        self._enqueue(apply)
+
+    def _on_status(self, event, http_status, body) -> None:
+        parsed = None
+        if isinstance(body, str):
+            try:
+                parsed = json.loads(body)
+            except ValueError:
+                parsed = body
+        self._show(SyncEngine.status(str(event), int(http_status or 0), parsed))
+
+
+def _report(task: asyncio.Future) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        js.console.error(f"sync: {type(task.exception()).__name__}")
+
+
+class SyncSection:
+    """The settings dialog's sync fields (module docstring) for ``setup``."""
+
+    def __init__(self, t: Translator, setup: SyncSetup) -> None:
+        self.t = t
+        self.setup = setup
+        self.enabled = element("input", testid="sync-enabled", attrs={"type": "checkbox"})
+        self.url = element("input", testid="sync-url", attrs={
+            "type": "url", "placeholder": "http://127.0.0.1:5984", "spellcheck": "false", "dir": "ltr"})
+        self.database = element("input", testid="sync-database", attrs={"type": "text", "spellcheck": "false",
+                                                                         "dir": "ltr", "autocomplete": "off"})
+        self.user = element("input", testid="sync-user", attrs={"type": "text", "spellcheck": "false", "dir": "ltr",
+                                                                 "autocomplete": "off"})
+        self.password = element("input", testid="sync-password", attrs={"type": "password", "autocomplete": "off",
+                                                                         "spellcheck": "false", "dir": "ltr"})
+        self.remember = element("input", testid="sync-remember", attrs={"type": "checkbox"})
+
+    def _field(self, key: str, control):
+        return element("label", classes="settings-field", children=[element("span", text=self.t(key)), control])
+
+    def build(self):
+        """The fieldset to put in the dialog's form."""
+        return element("fieldset", classes="settings-sync", testid="sync-settings", children=[
+            element("legend", text=self.t("sync.title")),
+            element("label", classes="settings-check", children=[self.enabled, element("span", text=self.t("sync.enabled"))]),
+            self._field("sync.url", self.url), self._field("sync.database", self.database),
+            self._field("sync.user", self.user), self._field("sync.password", self.password),
+            element("label", classes="settings-check", children=[self.remember, element("span", text=self.t("sync.remember"))]),
+            element("small", text=self.t("sync.hint"), classes="settings-hint")])
+
+    def fill(self) -> None:
+        """Show what is stored."""
+        settings, password = self.setup.load()
+        self.enabled.checked = settings.enabled
+        self.url.value = settings.url
+        self.database.value = settings.database
+        self.user.value = settings.user
+        self.password.value = password
+        self.remember.checked = settings.remember
+
+    def read(self) -> tuple[SyncSettings, str]:
+        """The fields as settings; raises ``ValueError`` whose message is a locale key."""
+        from pydantic import ValidationError
+
+        from app.sync.settings import validate_database, validate_sync_url
+
+        try:
+            url = validate_sync_url(str(self.url.value))
+        except ValueError:
+            raise ValueError("sync.invalidUrl") from None
+        try:
+            database = validate_database(str(self.database.value))
+        except ValueError:
+            raise ValueError("sync.invalidDatabase") from None
+        enabled = bool(self.enabled.checked)
+        if enabled and not (url and database):
+            raise ValueError("sync.needServer")
+        try:
+            settings = SyncSettings(enabled=enabled, url=url, database=database or "agentbar",
+                                    user=str(self.user.value), remember=bool(self.remember.checked))
+        except ValidationError:
+            raise ValueError("sync.needServer") from None
+        return settings, str(self.password.value)
+
+    def save(self, values: tuple[SyncSettings, str]) -> bool:
+        """Store and apply what ``read`` gave; False when storage refused."""
+        return self.setup.save(*values)

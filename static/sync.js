@@ -1,0 +1,165 @@
+// The sync adapter (DESIGN.md §16): a thin face over PouchDB (static/vendor/pouchdb/pouchdb.min.js,
+// loaded before this classic script, both only after ready and only when sync is on). The rules
+// (what a document is, what a change does to history, what a status means) are Python's:
+// app/sync/engine.py, wired by app/browser/sync_setup.py.
+//
+// window.agentbarSync.open(configJson, onChange, onStatus) -> Replication
+//   configJson: {"server": "http://host:5984", "remote": "http://host:5984/db", "user", "password",
+//                "since": "<local change seq already applied, or 0>"}
+//   onChange(docJson | null, seq): a document of the local database changed (the replication
+//     brought it, or another tab wrote it); null for this page's own writes (only the seq moves on)
+//   onStatus(event, httpStatus, bodyText): "welcome" (the answer of GET / of the server; status 0 and
+//     body null when there was none), then the replication's "active", "paused", "denied", "error"
+//     (httpStatus of the failing request, 0 when the server did not answer)
+// Replication: probe() -> Promise (reports "welcome"); start() (live, retrying replication both
+//   ways); put(docJson) -> Promise<"ok"|"same">; remove(id) -> Promise<"ok">; syncNow(); stop().
+// The password goes only into PouchDB's auth option and the probe's Authorization header: it is
+// never logged or stored here.
+(function () {
+  "use strict";
+
+  const LOCAL_DB = "agentbar-sync";
+
+  function canonical(value) {
+    if (Array.isArray(value)) return "[" + value.map(canonical).join(",") + "]";
+    if (value && typeof value === "object") {
+      return "{" + Object.keys(value).sort().map((k) => JSON.stringify(k) + ":" + canonical(value[k])).join(",") + "}";
+    }
+    return JSON.stringify(value === undefined ? null : value);
+  }
+
+  function content(doc) {
+    const copy = {};
+    for (const key of Object.keys(doc)) if (key !== "_rev" && key !== "_revisions" && key !== "_conflicts") copy[key] = doc[key];
+    return copy;
+  }
+
+  function authHeader(user, password) {
+    if (!user && !password) return null;
+    const bytes = new TextEncoder().encode(`${user}:${password}`);
+    let text = "";
+    for (const b of bytes) text += String.fromCharCode(b);
+    return "Basic " + btoa(text);
+  }
+
+  function statusOf(error) {
+    const status = error && (error.status || (error.result && error.result.status));
+    return typeof status === "number" ? status : 0;
+  }
+
+  class Replication {
+    constructor(config, onChange, onStatus) {
+      this.config = config;
+      this.onChange = onChange;
+      this.onStatus = onStatus;
+      this.db = new PouchDB(LOCAL_DB, { auto_compaction: true });
+      this.written = new Set(); // revisions this page wrote: not handed back as changes
+      this.sync = null;
+      // a local (IndexedDB) sequence is a number: as a string it would sort after every number
+      const since = /^\d+$/.test(String(config.since || "0")) ? Number(config.since || 0) : config.since;
+      this.feed = this.db.changes({ since, live: true, include_docs: true })
+        .on("change", (change) => {
+          const doc = change.doc;
+          const own = doc && this.written.has(doc._rev);
+          this.onChange(own || !doc ? null : JSON.stringify(doc), String(change.seq));
+        });
+    }
+
+    async probe() {
+      const headers = { Accept: "application/json" };
+      const auth = authHeader(this.config.user, this.config.password);
+      if (auth) headers.Authorization = auth;
+      let status = 0;
+      let body = null;
+      try {
+        const answer = await fetch(this.config.server + "/", { headers, credentials: "omit", cache: "no-store" });
+        status = answer.status;
+        body = await answer.text();
+      } catch (_error) {
+        status = 0; // no answer: offline, refused, CORS or CSP
+      }
+      this.onStatus("welcome", status, body);
+      return status;
+    }
+
+    start() {
+      this.stopReplication();
+      const options = { skip_setup: false };
+      if (this.config.user || this.config.password) {
+        options.auth = { username: this.config.user, password: this.config.password };
+      }
+      const remote = new PouchDB(this.config.remote, options);
+      this.sync = this.db.sync(remote, { live: true, retry: true })
+        .on("active", () => this.onStatus("active", 0, null))
+        .on("paused", (error) => this.onStatus(error ? "error" : "paused", statusOf(error), null))
+        .on("denied", (error) => this.onStatus("denied", statusOf(error) || 403, null))
+        .on("error", (error) => this.onStatus("error", statusOf(error), null));
+    }
+
+    async put(docJson) {
+      const doc = JSON.parse(docJson);
+      for (let attempt = 0; attempt < 5; attempt += 1) {
+        let current = null;
+        try {
+          current = await this.db.get(doc._id);
+        } catch (error) {
+          if (statusOf(error) !== 404) throw error;
+        }
+        if (current && canonical(content(current)) === canonical(doc)) return "same";
+        const next = Object.assign({}, doc);
+        if (current) next._rev = current._rev;
+        else delete next._rev;
+        try {
+          const result = await this.db.put(next);
+          this.written.add(result.rev);
+          return "ok";
+        } catch (error) {
+          if (statusOf(error) !== 409) throw error; // a conflict with another tab's write: read again
+        }
+      }
+      throw new Error("sync: put kept conflicting");
+    }
+
+    async remove(id) {
+      for (let attempt = 0; attempt < 5; attempt += 1) {
+        let rev;
+        try {
+          const current = await this.db.get(id);
+          rev = current._rev;
+        } catch (error) {
+          if (statusOf(error) !== 404) throw error;
+        }
+        try {
+          const result = await this.db.put(rev ? { _id: id, _rev: rev, _deleted: true } : { _id: id, _deleted: true });
+          this.written.add(result.rev);
+          return "ok";
+        } catch (error) {
+          if (statusOf(error) !== 409) throw error;
+        }
+      }
+      throw new Error("sync: remove kept conflicting");
+    }
+
+    syncNow() {
+      if (this.sync) this.start();
+    }
+
+    stopReplication() {
+      if (this.sync) {
+        this.sync.cancel();
+        this.sync = null;
+      }
+    }
+
+    stop() {
+      this.stopReplication();
+      this.feed.cancel();
+    }
+  }
+
+  window.agentbarSync = {
+    open(configJson, onChange, onStatus) {
+      return new Replication(JSON.parse(configJson), onChange, onStatus);
+    },
+  };
+})();

@@ -1,0 +1,220 @@
+"""Sync across devices (DESIGN.md §16) in Chromium: two browser profiles (contexts: their own
+localStorage and IndexedDB) against a real CouchDB-protocol server on 127.0.0.1 that the suite starts
+(``pouchdb-server --in-memory``, ``tools/couchdb_server.py``).
+
+One pair of booted pages carries the cases, each in a course of its own (switched in the page):
+sync off loads nothing and sends nothing off the origin; a conversation made on A appears on B; a
+delete on A is gone on B and stays gone after both sync again. A page of its own checks a wrong
+password and a server that is not CouchDB (each a clear ``sync-status``, nothing lost).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from tests.e2e.conftest import AgentPage
+from tools import couchdb_server
+
+DATABASE = "agentbar-e2e"
+SYNC_TIMEOUT_MS = 30_000
+HISTORY_READY = "() => document.documentElement.dataset.history"
+
+
+@pytest.fixture(scope="module")
+def couch():
+    """``pouchdb-server --in-memory`` on a free 127.0.0.1 port for this module."""
+    server = couchdb_server.start()
+    yield server
+    server.stop()
+
+
+def _device(browser, app_server, couch) -> tuple:
+    context = browser.new_context()
+    helper = AgentPage(context.new_page(), app_server)
+    helper.allowed_origins.append(couch.origin)
+    return context, helper
+
+
+def _state(agent) -> str:
+    return agent.testid("sync-status").get_attribute("data-state")
+
+
+def _wait_state(agent, *states: str) -> str:
+    agent.page.wait_for_function(
+        "states => { const s = document.querySelector('[data-testid=sync-status]');"
+        " return s && states.includes(s.dataset.state); }", arg=list(states), timeout=SYNC_TIMEOUT_MS)
+    return _state(agent)
+
+
+def _configure(agent, url: str, *, user: str = "", password: str = "", database: str = DATABASE) -> None:
+    agent.testid("settings-open").click()
+    agent.testid("sync-enabled").check()
+    agent.testid("sync-url").fill(url)
+    agent.testid("sync-database").fill(database)
+    agent.testid("sync-user").fill(user)
+    agent.testid("sync-password").fill(password)
+    agent.testid("settings-save").click()
+    agent.page.wait_for_selector("[data-testid=settings-dialog]:not([open])", state="attached")
+
+
+def _sync_now(agent) -> None:
+    """Press Sync now and wait until that new start of the replication has caught up."""
+    starts = int(agent.testid("sync-status").get_attribute("data-starts") or 0)
+    agent.testid("sync-now").click()
+    agent.page.wait_for_function(
+        "n => { const s = document.querySelector('[data-testid=sync-status]');"
+        " return Number(s.dataset.starts) > n && ['synced', 'error', 'offline'].includes(s.dataset.state); }",
+        arg=starts, timeout=SYNC_TIMEOUT_MS)
+    assert _state(agent) == "synced"
+
+
+def _switch(agent, course: str) -> None:
+    agent.testid("course-select").select_option(course)
+    agent.page.wait_for_function("c => new URLSearchParams(location.search).get('course') === c", arg=course)
+
+
+def _history_ids(agent) -> list[str]:
+    agent.testid("history-open").click()
+    agent.page.wait_for_selector("[data-testid=history-drawer]:not([hidden])")
+    ids = agent.page.eval_on_selector_all("[data-testid=history-item]", "els => els.map(e => e.dataset.taskId)")
+    agent.testid("history-close").click()
+    return ids
+
+
+def _wait_history_ids(agent, check, arg) -> list[str]:
+    """Open the list (again, every half second) until its items' task ids satisfy ``check(ids, arg)``;
+    returns them. Fails after ``SYNC_TIMEOUT_MS``."""
+    deadline = time.monotonic() + SYNC_TIMEOUT_MS / 1000
+    while True:
+        ids = _history_ids(agent)
+        if check(ids, arg):
+            return ids
+        if time.monotonic() > deadline:
+            pytest.fail(f"history list {ids} never satisfied the check for {arg}")
+        agent.page.wait_for_timeout(500)
+
+
+def _server_docs(couch) -> dict:
+    with urllib.request.urlopen(f"{couch.origin}/{DATABASE}/_all_docs?include_docs=true", timeout=5) as answer:
+        rows = json.loads(answer.read())["rows"]
+    return {row["id"]: row["doc"] for row in rows}
+
+
+def _current_task(agent) -> str:
+    agent.testid("history-open").click()
+    item = agent.page.wait_for_selector("[data-testid=history-item][data-current=true]")
+    task_id = item.get_attribute("data-task-id")
+    agent.testid("history-close").click()
+    return task_id
+
+
+def test_two_devices_one_course_per_case(browser, app_server, couch):
+    context_a, a = _device(browser, app_server, couch)
+    context_b, b = _device(browser, app_server, couch)
+    try:
+        # -- sync off: nothing loaded, nothing sent off the origin -----------------------------
+        a.open(course="intro-ml")
+        b.open(course="intro-ml")
+        for device in (a, b):
+            device.page.wait_for_function(HISTORY_READY)
+            assert _wait_state(device, "off") == "off"
+        a.send("hello from A before sync")  # a turn with sync off: no request for the client or the server
+        assert a.page.evaluate("() => typeof window.PouchDB") == "undefined"
+        assert not any("pouchdb" in url or "sync.js" in url or url.startswith(couch.origin) for url in a.requests)
+
+        # -- a conversation made on A appears on B --------------------------------------------
+        _configure(a, couch.origin)
+        assert _wait_state(a, "synced", "error", "offline") == "synced"
+        assert a.page.evaluate("() => typeof window.PouchDB") == "function"
+        a.send("made on device A")  # recorded in history: its document goes out
+        task_a = _current_task(a)
+        _configure(b, couch.origin)
+        assert _wait_state(b, "synced", "error", "offline") == "synced"
+        _wait_history_ids(b, lambda ids, t: t in ids, task_a)
+        doc = _server_docs(couch)[f"conversation:{task_a}"]
+        texts = [part.get("text") for m in doc["messages"] for part in m.get("content", []) if isinstance(part, dict)]
+        assert "made on device A" in texts
+        assert "password" not in json.dumps(doc).lower()
+        # B resumes it: the same messages, A's active conversation stays A's own
+        b.testid("history-open").click()
+        b.page.locator(f"[data-testid=history-item][data-task-id={task_a}]").click()
+        b.page.wait_for_function(
+            "() => [...document.querySelectorAll('[data-testid=agent-message][data-role=user]')]"
+            ".some(m => m.textContent.includes('made on device A'))")
+
+        # -- a delete on A is gone on B and stays gone ------------------------------------------
+        _switch(a, "linear-algebra")
+        a.send("to be deleted on A")
+        doomed = _current_task(a)
+        a.testid("agent-new-conversation").click()  # archived: it can be deleted
+        a.page.wait_for_function("() => document.querySelector('[data-testid=agent-new-conversation]').hidden")
+        _switch(b, "linear-algebra")
+        _wait_history_ids(b, lambda ids, t: t in ids, doomed)
+        a.testid("history-open").click()
+        a.page.locator(f"[data-testid=history-item][data-task-id={doomed}] [data-testid=history-delete]").click()
+        a.page.wait_for_function(
+            "t => !document.querySelector(`[data-testid=history-item][data-task-id=${t}]`)", arg=doomed)
+        a.testid("history-close").click()
+        _wait_history_ids(b, lambda ids, t: t not in ids, doomed)
+        assert _server_docs(couch).get(f"conversation:{doomed}") is None  # deleted on the server too
+        for device in (a, b):  # both sync again (a fresh start of the replication): still gone
+            _sync_now(device)
+        b.reload()
+        b.page.wait_for_function(HISTORY_READY)
+        assert _wait_state(b, "synced", "error", "offline") == "synced"
+        assert doomed not in _history_ids(b)
+        _switch(b, "intro-ml")
+        assert task_a in _history_ids(b)  # what came before stays
+        for device in (a, b):
+            assert device.off_origin_requests() == []
+    finally:
+        context_a.close()
+        context_b.close()
+
+
+class _NotCouch(BaseHTTPRequestHandler):
+    """An HTTP server that is not CouchDB: an HTML page for every path, with CORS allowed."""
+
+    def do_GET(self):  # noqa: N802
+        body = b"<!doctype html><title>not couch</title>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Access-Control-Allow-Origin", "*")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_wrong_password_and_a_server_that_is_not_couchdb_end_in_a_clear_status(browser, app_server, couch):
+    other = ThreadingHTTPServer(("127.0.0.1", 0), _NotCouch)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    not_couch = f"http://127.0.0.1:{other.server_address[1]}"
+    context, agent = _device(browser, app_server, couch)
+    agent.allowed_origins.append(not_couch)
+    try:
+        agent.open(course="poetry-tang")
+        agent.page.wait_for_function(HISTORY_READY)
+        agent.send("kept whatever the server says")
+        _configure(agent, not_couch)
+        assert _wait_state(agent, "error", "offline") == "error"
+        assert agent.testid("sync-status").get_attribute("data-reason") == "notCouchdb"
+        _configure(agent, couch.origin, user="nobody", password="wrong-password-123")
+        assert _wait_state(agent, "error", "offline", "synced") == "error"
+        assert agent.testid("sync-status").get_attribute("data-reason") == "unauthorized"
+        assert agent.messages().count() == 2  # nothing lost: the turn is still shown
+        assert "kept whatever the server says" in (agent.stored_raw() or "")
+        assert "wrong-password-123" not in (agent.stored_raw() or "")
+        assert agent.off_origin_requests() == []
+    finally:
+        context.close()
+        other.shutdown()
+        other.server_close()
