@@ -200,6 +200,8 @@ def test_wrong_password_and_a_server_that_is_not_couchdb_end_in_a_clear_status(b
     not_couch = f"http://127.0.0.1:{other.server_address[1]}"
     context, agent = _device(browser, app_server, couch)
     agent.allowed_origins.append(not_couch)
+    logged: list[str] = []
+    agent.page.on("console", lambda message: logged.append(message.text))
     try:
         agent.open(course="poetry-tang")
         agent.page.wait_for_function(HISTORY_READY)
@@ -212,7 +214,20 @@ def test_wrong_password_and_a_server_that_is_not_couchdb_end_in_a_clear_status(b
         assert agent.testid("sync-status").get_attribute("data-reason") == "unauthorized"
         assert agent.messages().count() == 2  # nothing lost: the turn is still shown
         assert "kept whatever the server says" in (agent.stored_raw() or "")
-        assert "wrong-password-123" not in (agent.stored_raw() or "")
+        # the password is in sessionStorage only (not remembered): not in localStorage, history or logs
+        assert agent.page.evaluate("() => sessionStorage.getItem('agentbar-sync-password')") == "wrong-password-123"
+        assert "wrong-password-123" not in agent.page.evaluate("() => JSON.stringify({...localStorage})")
+        history = agent.page.evaluate("""async () => {
+          const db = await new Promise((ok, bad) => { const r = indexedDB.open('agentbar'); r.onsuccess = () => ok(r.result); r.onerror = bad; });
+          const out = [];
+          for (const name of db.objectStoreNames) {
+            out.push(await new Promise((ok) => { const q = db.transaction(name).objectStore(name).getAll(); q.onsuccess = () => ok(JSON.stringify(q.result)); }));
+          }
+          db.close();
+          return out.join("\\n");
+        }""")
+        assert "kept whatever the server says" in history and "wrong-password-123" not in history
+        assert not any("wrong-password-123" in line for line in logged)
         assert agent.off_origin_requests() == []
     finally:
         context.close()
