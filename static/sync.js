@@ -89,9 +89,24 @@
         options.auth = { username: this.config.user, password: this.config.password };
       }
       const remote = new PouchDB(this.config.remote, options);
-      this.sync = this.db.sync(remote, { live: true, retry: true })
+      // retry after 1 s, doubling up to 30 s, while the server is away (changes wait in the local database)
+      const backOff = (delay) => (delay ? Math.min(delay * 2, 30000) : 1000);
+      this.sync = this.db.sync(remote, { live: true, retry: true, back_off_function: backOff });
+      // The two-way sync's own "paused" carries no error: each direction's "requestError" (emitted
+      // before it backs off) says why it stopped, and holds until that direction is active again.
+      const failed = { push: null, pull: null };
+      const report = () => {
+        const error = failed.push || failed.pull;
+        this.onStatus(error ? "error" : "paused", error ? statusOf(error) : 0, null);
+      };
+      for (const direction of ["push", "pull"]) {
+        const replication = this.sync[direction];
+        replication.on("requestError", (error) => { failed[direction] = error; report(); });
+        replication.on("active", () => { failed[direction] = null; });
+      }
+      this.sync
         .on("active", () => this.onStatus("active", 0, null))
-        .on("paused", (error) => this.onStatus(error ? "error" : "paused", statusOf(error), null))
+        .on("paused", report)
         .on("denied", (error) => this.onStatus("denied", statusOf(error) || 403, null))
         .on("error", (error) => this.onStatus("error", statusOf(error), null));
     }

@@ -5,7 +5,9 @@ localStorage and IndexedDB) against a real CouchDB-protocol server on 127.0.0.1 
 One pair of booted pages carries the cases, each in a course of its own (switched in the page):
 sync off loads nothing and sends nothing off the origin; a conversation made on A appears on B; a
 delete on A is gone on B and stays gone after both sync again. A page of its own checks a wrong
-password and a server that is not CouchDB (each a clear ``sync-status``, nothing lost).
+password and a server that is not CouchDB (each a clear ``sync-status``, nothing lost, the password
+nowhere but ``sessionStorage``); another, with a server of its own, stops that server mid-sync
+(``offline``, the turn kept) and starts it again (the turn reaches it, ``synced``).
 """
 
 from __future__ import annotations
@@ -233,3 +235,42 @@ def test_wrong_password_and_a_server_that_is_not_couchdb_end_in_a_clear_status(b
         context.close()
         other.shutdown()
         other.server_close()
+
+
+def test_server_stopped_mid_sync_goes_offline_keeps_the_turn_and_sends_it_when_back(browser, app_server):
+    """The server goes away: ``offline``; a turn made meanwhile is kept and reaches the server when it is
+    back on the same port (DESIGN.md §16: off-line first, changes queue)."""
+    server = couchdb_server.start()
+    port = server.port
+    context, agent = _device(browser, app_server, server)
+    try:
+        agent.open(course="linear-algebra")
+        agent.page.wait_for_function(HISTORY_READY)
+        _configure(agent, server.origin)
+        assert _wait_state(agent, "synced", "error", "offline") == "synced"
+        server.stop()
+        agent.send("made while the server is away")
+        assert _wait_state(agent, "offline", "error") == "offline"
+        assert agent.testid("sync-status").get_attribute("data-reason") == "unreachable"
+        assert "made while the server is away" in (agent.stored_raw() or "")
+        task = _current_task(agent)
+        server = couchdb_server.start(port)  # back, with its database (in memory here: made again)
+        urllib.request.urlopen(urllib.request.Request(f"{server.origin}/{DATABASE}", method="PUT"), timeout=5).close()
+        deadline = time.monotonic() + SYNC_TIMEOUT_MS / 1000
+        while True:
+            try:
+                docs = _server_docs(server)
+            except OSError:
+                docs = {}
+            if f"conversation:{task}" in docs:
+                break
+            if time.monotonic() > deadline:
+                pytest.fail("the turn made while the server was away never reached it")
+            time.sleep(0.5)
+        texts = [p.get("text") for m in docs[f"conversation:{task}"]["messages"] for p in m.get("content", [])
+                 if isinstance(p, dict)]
+        assert "made while the server is away" in texts
+        assert _wait_state(agent, "synced") == "synced"
+    finally:
+        context.close()
+        server.stop()
