@@ -93,20 +93,24 @@
       const backOff = (delay) => (delay ? Math.min(delay * 2, 30000) : 1000);
       this.sync = this.db.sync(remote, { live: true, retry: true, back_off_function: backOff });
       // The two-way sync's own "paused" carries no error: each direction's "requestError" (emitted
-      // before it backs off) says why it stopped, and holds until that direction is active again.
+      // before it backs off) says why it stopped, and holds until that direction moves documents or
+      // catches up again (a retry's "active" alone says nothing: the server may still be away).
       const failed = { push: null, pull: null };
+      const sync = this.sync;
       const report = () => {
         const error = failed.push || failed.pull;
-        this.onStatus(error ? "error" : "paused", error ? statusOf(error) : 0, null);
+        if (error) this.onStatus("error", statusOf(error), null);
+        else if (sync.pushPaused && sync.pullPaused) this.onStatus("paused", 0, null);
       };
+      sync.on("paused", report); // first: the sync follows each direction's pause only once asked to
       for (const direction of ["push", "pull"]) {
-        const replication = this.sync[direction];
+        const replication = sync[direction];
         replication.on("requestError", (error) => { failed[direction] = error; report(); });
-        replication.on("active", () => { failed[direction] = null; });
+        replication.on("change", () => { failed[direction] = null; });
+        replication.on("paused", (error) => { if (!error) failed[direction] = null; report(); });
       }
-      this.sync
-        .on("active", () => this.onStatus("active", 0, null))
-        .on("paused", report)
+      sync
+        .on("active", () => { if (!failed.push && !failed.pull) this.onStatus("active", 0, null); })
         .on("denied", (error) => this.onStatus("denied", statusOf(error) || 403, null))
         .on("error", (error) => this.onStatus("error", statusOf(error), null));
     }

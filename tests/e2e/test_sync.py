@@ -274,3 +274,79 @@ def test_server_stopped_mid_sync_goes_offline_keeps_the_turn_and_sends_it_when_b
     finally:
         context.close()
         server.stop()
+
+
+IDB_DUMP_JS = """async () => {
+  const db = await new Promise((ok, bad) => { const r = indexedDB.open('agentbar'); r.onsuccess = () => ok(r.result); r.onerror = bad; });
+  const out = [];
+  for (const name of db.objectStoreNames) {
+    out.push(await new Promise((ok) => { const q = db.transaction(name).objectStore(name).getAll(); q.onsuccess = () => ok(JSON.stringify(q.result)); }));
+  }
+  db.close();
+  return out.join("\\n");
+}"""
+
+
+def _doc_texts(doc: dict) -> list[str]:
+    return [p.get("text") for m in doc.get("messages", []) for p in m.get("content", []) if isinstance(p, dict)]
+
+
+def _poll(check, what: str, timeout_s: float = SYNC_TIMEOUT_MS / 1000):
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            value = check()
+        except OSError:
+            value = None
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"never: {what}")
+        time.sleep(0.5)
+
+
+def test_a_turn_added_on_both_while_the_server_is_down_is_on_both_afterwards_in_time_order(browser, app_server):
+    """Both devices continue one conversation while the server is away; once it is back, the
+    conversation holds the turns of both, in the order they were made, on the server and on both
+    devices (DESIGN.md §16: conflicts keep both; app.continuity via app.sync.merge)."""
+    server = couchdb_server.start()
+    port = server.port
+    context_a, a = _device(browser, app_server, server)
+    context_b, b = _device(browser, app_server, server)
+    try:
+        for device in (a, b):
+            device.open(course="poetry-tang")
+            device.page.wait_for_function(HISTORY_READY)
+            _configure(device, server.origin)
+            assert _wait_state(device, "synced", "error", "offline") == "synced"
+        a.send("the common first turn")
+        task = _current_task(a)
+        _wait_history_ids(b, lambda ids, t: t in ids, task)
+        b.testid("history-open").click()
+        b.page.locator(f"[data-testid=history-item][data-task-id={task}]").click()  # B goes on with it
+        b.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 2")
+        server.stop()
+        a.send("turn on A while away")
+        b.page.wait_for_timeout(50)  # B's turn is the later one
+        b.send("turn on B while away")
+        for device in (a, b):
+            assert _wait_state(device, "offline", "error") == "offline"
+        server = couchdb_server.start(port)
+        urllib.request.urlopen(urllib.request.Request(f"{server.origin}/{DATABASE}", method="PUT"), timeout=5).close()
+        for device in (a, b):
+            device.testid("sync-now").click()
+        wanted = ["the common first turn", "turn on A while away", "turn on B while away"]
+
+        def on_server():
+            doc = _server_docs(server).get(f"conversation:{task}")
+            texts = [t for t in _doc_texts(doc or {}) if t in wanted]
+            return texts if texts == wanted else None
+        assert _poll(on_server, "the server's conversation holds both turns in order") == wanted
+        for device in (a, b):
+            _poll(lambda: all(text in device.page.evaluate(IDB_DUMP_JS) for text in wanted),
+                  "both turns in each device's history")
+        assert "turn on A while away" in (a.stored_raw() or "") and "turn on B while away" in (b.stored_raw() or "")
+    finally:
+        context_a.close()
+        context_b.close()
+        server.stop()
