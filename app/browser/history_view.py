@@ -107,8 +107,9 @@ class HistoryView:
         files = self.files
         on("history-open", "click", lambda e: _schedule(self.toggle()))
         on("history-close", "click", lambda e: self.close())
-        for control, event in (("history-search", "input"), ("history-sort", "change"), ("history-range", "change")):
-            on(control, event, lambda e: _schedule(self.listing.reload()))
+        on("history-search", "input", lambda e: self.listing.typed().add_done_callback(_report))
+        for control in ("history-sort", "history-range"):
+            on(control, "change", lambda e: _schedule(self.listing.reload()))
         on("history-list", "click", self._on_list_click)
         on("history-list", "keydown", self._on_list_key)
         on("history-list", "scroll", self._on_scroll)

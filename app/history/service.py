@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from app.history.access import NOTICE_CODES, HistoryAccess, Segmenter, guarded
-from app.history.reads import PAGE_SIZE, HistoryReads, Page, SearchHit
+from app.history.reads import PAGE_SIZE, HistoryReads, Page, SearchHit, SearchPage
 from app.history.records import Stats, TaskMeta, TurnMeta
 from app.history.repository import Conversation, Damaged, HistoryRepository, Stored, Writes
 from app.history.text import cut_title, text_needs_segmenter
@@ -28,7 +28,8 @@ from app.history.writes import ActiveConversations, HistoryWrites
 from app.records import RecordBackend, RecordStoreError
 from app.store import Notice
 
-__all__ = ["ConversationStats", "Damaged", "HistoryService", "NOTICE_CODES", "Page", "SearchHit", "PAGE_SIZE",
+__all__ = ["ConversationStats", "Damaged", "HistoryService", "NOTICE_CODES", "Page", "SearchHit", "SearchPage",
+           "PAGE_SIZE",
            "UNDO_MS", "Stats"]
 
 UNDO_MS = 10_000
@@ -238,10 +239,10 @@ class HistoryService:
         """One conversation's meta."""
         return await self._reads.get(task_id)
 
-    async def search(self, stage_id: str, keyword: str, *, since_ms: int | None = None,
-                     sort: str = "newest") -> list[SearchHit]:
-        """``HistoryReads.search``: conversations of ``stage_id`` whose text holds ``keyword`` (§14)."""
-        return await self._reads.search(stage_id, keyword, since_ms=since_ms, sort=sort)
+    async def search(self, stage_id: str, keyword: str, cursor: tuple | None = None, *,
+                     since_ms: int | None = None, sort: str = "newest") -> SearchPage:
+        """``HistoryReads.search``: the next page of conversations of ``stage_id`` matching ``keyword`` (§14)."""
+        return await self._reads.search(stage_id, keyword, cursor, since_ms=since_ms, sort=sort)
 
     # -- export, import ----------------------------------------------------
     async def bundle(self, task_id: str) -> Conversation | None:
