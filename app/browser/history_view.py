@@ -25,6 +25,7 @@ from pyscript.ffi import is_none
 from app.browser.history_files import HistoryFiles, install_graphemes as _install_graphemes
 from app.browser.history_list_view import HistoryListView
 from app.browser.indexeddb import IndexedDbBackend
+from app.browser.tasks import next_task
 from app.browser.turn_meta_view import TurnMetaView
 from app.history.list_model import HistoryChange, HistoryList
 from app.history.reconcile import stored_threads
@@ -39,7 +40,7 @@ _FOCUSABLE = "button, input, select, textarea, [tabindex]"
 def create_history(clock) -> tuple[HistoryService, HistoryRecorder]:
     """The service over IndexedDB and the runtime's recorder; nothing is opened yet."""
     backend = IndexedDbBackend()
-    service = HistoryService(backend, clock=clock, prepare=_install_graphemes)
+    service = HistoryService(backend, clock=clock, prepare=_install_graphemes, pause=next_task)
     backend.on_event = service.on_backend_event
     return service, HistoryRecorder(service)
 

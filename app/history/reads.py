@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from app.history.access import HistoryAccess, Segmenter, guarded
@@ -78,8 +79,10 @@ class HistoryReads:
     """The list, search and export reads of history (module docstring); each returns an empty
     answer when history is unavailable."""
 
-    def __init__(self, repository: HistoryRepository, access: HistoryAccess, segmenter: Segmenter) -> None:
+    def __init__(self, repository: HistoryRepository, access: HistoryAccess, segmenter: Segmenter, *,
+                 pause: Callable[[], Awaitable[None]] | None = None) -> None:
         self._repository, self._access, self._segmenter = repository, access, segmenter
+        self._pause = pause  # ends the task between slices of indexing (the page's next_task); None: asyncio.sleep(0)
         self._refolded: set[str] = set()  # courses whose search records all carry FOLD_VERSION
 
     @guarded(int)
@@ -151,7 +154,7 @@ class HistoryReads:
     async def prepare_search(self, stage_id: str) -> None:
         """Index ``stage_id``'s records stored before the index, once per course and session."""
         if stage_id not in self._refolded:
-            await self._repository.reindex(stage_id)
+            await self._repository.reindex(stage_id, self._pause)
             self._refolded.add(stage_id)
 
     @guarded(_no_search)

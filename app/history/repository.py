@@ -24,6 +24,7 @@ failure is the backend's ``RecordStoreError``, raised as is.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -52,6 +53,10 @@ FOLD_VERSION = 2
 """The folding a ``search`` record's ``folded`` text was made with (2: DESIGN.md §14's; records
 without it were lower-cased only and are folded again the first time their course is searched)."""
 REFOLD_BATCH = 50
+REINDEX_BATCH = 20
+"""Stored records indexed per transaction (its ops are encoded, parsed and cloned in the page's task)."""
+REINDEX_STEP_S = 0.008
+"""Indexing stored records pauses (ends its task) after this long of folding (seconds)."""
 
 
 @dataclass(frozen=True)
@@ -442,26 +447,31 @@ class HistoryRepository:
                    if p is not None}
         return [key for key in stored if isinstance(key, str) and key not in present]
 
-    async def reindex(self, stage_id: str) -> int:
+    async def reindex(self, stage_id: str, pause: Callable[[], Any] | None = None) -> int:
         """Index the ``search`` records of ``stage_id`` stored before the index (``unindexed``), folded
-        again from the kept text, ``REFOLD_BATCH`` per transaction with a pause between (no long task;
+        again from the kept text, ``REINDEX_BATCH`` per transaction with a pause between (no long task;
         each is a patch that leaves a record written meanwhile as it is: nothing is lost). Returns how
-        many were indexed (DESIGN.md §14)."""
+        many were indexed (DESIGN.md §14). ``pause``: awaited to end the task (the page's
+        ``app.browser.tasks.next_task``; ``asyncio.sleep(0)`` when None, which in the page does not)."""
+        pause = pause or (lambda: asyncio.sleep(0))
         stale = await self.unindexed(stage_id)
         done = 0
-        for start in range(0, len(stale), REFOLD_BATCH):
-            batch = stale[start:start + REFOLD_BATCH]
+        for start in range(0, len(stale), REINDEX_BATCH):
+            batch = stale[start:start + REINDEX_BATCH]
             writes = Writes()
             records = await self._db.bulk_get("search", batch)
             texts = await self._db.bulk_get("texts", batch)
+            await pause()  # parsing what was read was this task's work
+            began = time.perf_counter()
             for record, kept in zip(records, texts):
                 if isinstance(record, dict):
                     text = kept.get("text") if isinstance(kept, dict) else None
                     writes.reindex(record, text if isinstance(text, str) else None)
-                    if len(writes.ops) % 10 == 0:
-                        await asyncio.sleep(0)  # folding is the work: a pause every ten records
+                    if time.perf_counter() - began > REINDEX_STEP_S:
+                        await pause()  # folding is the work: the page gets its turn
+                        began = time.perf_counter()
             if writes:
                 await self.commit(writes)
                 done += len(writes.ops)
-            await asyncio.sleep(0)
+            await pause()
         return done

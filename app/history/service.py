@@ -79,7 +79,8 @@ class HistoryService:
                  random_bytes: Callable[[int], bytes] = os.urandom,
                  prepare: Callable[[], Awaitable[None]] | None = None,
                  on_notice: Callable[[Notice], None] | None = None,
-                 on_change: Callable[[str, str, str], None] | None = None) -> None:
+                 on_change: Callable[[str, str, str], None] | None = None,
+                 pause: Callable[[], Awaitable[None]] | None = None) -> None:
         self.on_notice = on_notice
         self.on_change = on_change
         self._clock = clock
@@ -89,7 +90,7 @@ class HistoryService:
         self._active = ActiveConversations()
         self._writes = HistoryWrites(self._repository, self._access, segmenter, self._active, clock=clock,
                                      changed=self._changed, random_bytes=random_bytes)
-        self._reads = HistoryReads(self._repository, self._access, segmenter)
+        self._reads = HistoryReads(self._repository, self._access, segmenter, pause=pause)
         self._segmenter = segmenter
         self._deleted: _Deleted | None = None
 

@@ -13,11 +13,12 @@ from app.records import SCHEMA, MemoryBackend
 from tests.unit.test_history import Clock, add
 
 
-def service(*, backend=None, clock=None):
+def service(*, backend=None, clock=None, pause=None):
     """A service whose task ids do not repeat (hundreds of conversations here)."""
     clock = clock or Clock()
     rng = random.Random(7)
-    svc = HistoryService(backend or MemoryBackend(), clock=clock, random_bytes=rng.randbytes, on_notice=lambda n: None)
+    svc = HistoryService(backend or MemoryBackend(), clock=clock, random_bytes=rng.randbytes, on_notice=lambda n: None,
+                         pause=pause)
     return svc, [], clock
 
 
@@ -120,7 +121,12 @@ async def test_records_stored_before_the_index_are_indexed_in_slices_and_a_newer
     for task_id, record in backend.raw("search").items():  # as version 1 stored them
         record.pop("terms")
         backend.put_raw("search", record)
-    reloaded, _, _ = service(backend=backend)
+    pauses = []
+
+    async def pause():
+        pauses.append(len(writes_before))
+
+    reloaded, _, _ = service(backend=backend, pause=pause)
     writes_before = []
     original_write = backend.write
 
@@ -131,7 +137,8 @@ async def test_records_stored_before_the_index_are_indexed_in_slices_and_a_newer
     backend.write = counting
     found = await reloaded.search("s", "ribosome")
     assert ids(found) == made[::-1][:PAGE_SIZE] and found.total == 120
-    assert len(writes_before) == 3 and max(writes_before) == 50  # REFOLD_BATCH per transaction
+    assert len(writes_before) == 6 and max(writes_before) == 20  # REINDEX_BATCH per transaction
+    assert pauses[-2:] == [5, 6]  # the page's own pause (a task boundary) after each slice
     assert all(r.get("terms") for r in backend.raw("search").values())
 
 
