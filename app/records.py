@@ -7,7 +7,13 @@ then indexes; ``[a+b]`` is a compound index). The browser adapter
 (``app.browser.indexeddb``) hands it to Dexie as ``db.version(n).stores(...)``;
 ``MemoryBackend`` reads the same specs, so CPython tests run the same queries.
 Version 1 is the first release; a table added before release goes into
-version 1, a change after release gets a new version.
+version 1, a change after release gets a new version: version 2 adds the
+search index (the multiEntry index ``*terms`` of ``search``, DESIGN.md §14;
+``app.history.terms``). An index is added by Dexie's upgrade without touching
+any record; records stored before it are indexed afterwards, in slices
+(``app.history.repository.HistoryRepository.reindex``). An index spec starting
+with ``*`` is multiEntry: a record with a list in that field is found under each
+of its entries.
 
 Records are JSON-shaped ``dict``s (strings, ints, floats, bools, ``None``,
 lists, dicts). Keys are strings, numbers, or lists of those (compound keys).
@@ -65,6 +71,11 @@ SCHEMA: dict[int, dict[str, str]] = {
         "snapshots": "versionId",  # {versionId, document}: a version's whole document
     },
 }
+SCHEMA[2] = {
+    **SCHEMA[1],
+    # {…, terms: [posting key…]}: the search index (DESIGN.md §14, app/history/terms.py), written with the record
+    "search": "taskId, [stageId+updatedAt], *terms",
+}
 """Database versions → table → Dexie key spec. The one declaration of the database."""
 
 LOWEST = -math.inf
@@ -73,7 +84,9 @@ HIGHEST = math.inf
 Key = Any
 WriteOp = tuple[str, str, Any]
 """``(kind, table, value)``: ``("put", t, record)``, ``("add", t, record)`` (fails if the key
-exists), ``("delete", t, key)``."""
+exists), ``("delete", t, key)``, ``("patch", t, {"key": k, "if": {field: value…}, "set": {field:
+value…}})`` (in the same transaction: when the record of key ``k`` exists and holds every ``if``
+value, its ``set`` fields are assigned and it is put back; otherwise nothing, no error)."""
 
 
 class RecordStoreError(Exception):
@@ -111,6 +124,16 @@ class RecordBackend(Protocol):
         ...
 
     async def write(self, ops: list[WriteOp]) -> None: ...
+
+    async def keys(self, table: str, index: str, lower: Key, upper: Key, *, lower_open: bool = False,
+                   upper_open: bool = False, reverse: bool = False, limit: int = 0) -> list[Key]:
+        """The keys of ``index`` in the range (as ``query`` orders them: by index key, then primary
+        key), not the records: one per entry of a multiEntry index."""
+        ...
+
+    async def primary_keys(self, table: str, index: str, lower: Key, upper: Key) -> list[Key]:
+        """The primary keys of the records of ``index`` in [lower, upper], in index order."""
+        ...
 
     async def scan(self, table: str, index: str, lower: Key, upper: Key, field: str, needle: str,
                    before: int, after: int, show_table: str, show_field: str) -> list[tuple[Key, int, str]]:
@@ -177,6 +200,8 @@ class MemoryBackend:
                  on_event: Callable[[str, str], None] | None = None) -> None:
         schema = schema or SCHEMA
         self._specs = {name: parse_spec(spec) for name, spec in schema[max(schema)].items()}
+        self._multi = {(name, index[1:]) for name, (_, indexes) in self._specs.items() for index in indexes
+                       if index.startswith("*")}
         self._tables: dict[str, dict[Key, str]] = {name: {} for name in self._specs}
         self.on_event = on_event
         self.is_open = False
@@ -229,18 +254,25 @@ class MemoryBackend:
 
     def _range(self, table: str, index: str, lower: Key, upper: Key, lower_open: bool, upper_open: bool):
         lower, upper = _norm(lower), _norm(upper)
+        multi = (table, index) in self._multi
         rows = []
         for primary, text in self._tables[table].items():
             record = json.loads(text)
-            key = _norm(key_of(record, index)) if isinstance(record, dict) else None
-            if key is None:
+            if not isinstance(record, dict):
                 continue
-            try:
-                inside = (lower < key if lower_open else lower <= key) and (key < upper if upper_open else key <= upper)
-            except TypeError:  # keys of another type sort apart in IndexedDB; not in this range
-                continue
-            if inside:
-                rows.append((key, primary, record))
+            if multi:
+                entries = record.get(index)
+                keys = {_norm(k) for k in entries if isinstance(k, (str, int, float))} if isinstance(entries, list) else set()
+            else:
+                key = _norm(key_of(record, index))
+                keys = set() if key is None else {key}
+            for key in keys:
+                try:
+                    inside = (lower < key if lower_open else lower <= key) and (key < upper if upper_open else key <= upper)
+                except TypeError:  # keys of another type sort apart in IndexedDB; not in this range
+                    continue
+                if inside:
+                    rows.append((key, primary, record))
         rows.sort(key=lambda row: (row[0], row[1]))
         return rows
 
@@ -273,6 +305,12 @@ class MemoryBackend:
             if kind == "delete":
                 staged[table].pop(_norm(value), None)
                 continue
+            if kind == "patch":
+                held = staged[table].get(_norm(value["key"]))
+                record = json.loads(held) if held is not None else None
+                if isinstance(record, dict) and all(record.get(k) == v for k, v in value.get("if", {}).items()):
+                    staged[table][_norm(value["key"])] = json.dumps({**record, **value.get("set", {})})
+                continue
             key = key_of(value, primary)
             if key is None:
                 raise RecordStoreError("aborted", f"DataError: record without {primary}")
@@ -286,6 +324,20 @@ class MemoryBackend:
             if size > self.quota_chars:
                 raise RecordStoreError("quota", "QuotaExceededError: injected quota")
         self._tables = staged
+
+    async def keys(self, table: str, index: str, lower: Key, upper: Key, *, lower_open: bool = False,
+                   upper_open: bool = False, reverse: bool = False, limit: int = 0) -> list[Key]:
+        self._enter()
+        rows = self._range(table, index, lower, upper, lower_open, upper_open)
+        if reverse:
+            rows.reverse()
+        if limit > 0:
+            rows = rows[:limit]
+        return [list(key) if isinstance(key, tuple) else key for key, _, _ in rows]
+
+    async def primary_keys(self, table: str, index: str, lower: Key, upper: Key) -> list[Key]:
+        self._enter()
+        return [list(p) if isinstance(p, tuple) else p for _, p, _ in self._range(table, index, lower, upper, False, False)]
 
     async def scan(self, table: str, index: str, lower: Key, upper: Key, field: str, needle: str,
                    before: int, after: int, show_table: str, show_field: str) -> list[tuple[Key, int, str]]:

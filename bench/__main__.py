@@ -802,6 +802,7 @@ EXTRA_PARTS: dict[str, str] = {
     "stream": "bench.stream",
     "checkpoints": "bench.checkpoints",
     "history": "bench.history",
+    "historysearch": "bench.history_search",
     "firstpaint": "bench.firstpaint",
 }
 """Further benchmark parts: ``name -> module``; each module has ``run(run: Run, *, quick: bool) -> dict``

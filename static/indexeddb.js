@@ -136,8 +136,19 @@ globalThis.agentbarIndexedDbAdapter = {
   count(table, index, span) {
     return guard(async () => range(table, index, span).count());
   },
-  // ops: JSON [[kind, table, valueOrKey], …], kind "put" | "add" | "delete", in ONE read-write
-  // transaction: all are written or none (an "add" of an existing key aborts the whole).
+  // The keys of `index` in the key range `span` (one per entry of a multiEntry index), not the
+  // records: JSON [key, …] in index order (reversed when span says so). The search index's pages.
+  keys(table, index, span) {
+    return guard(async () => JSON.stringify(await range(table, index, span).keys()));
+  },
+  // The primary keys of the records of `index` in `span`, JSON [key, …] in index order.
+  primaryKeys(table, index, span) {
+    return guard(async () => JSON.stringify(await range(table, index, span).primaryKeys()));
+  },
+  // ops: JSON [[kind, table, valueOrKey], …], kind "put" | "add" | "delete" | "patch", in ONE
+  // read-write transaction: all are written or none (an "add" of an existing key aborts the whole).
+  // "patch" {key, if: {field: value}, set: {field: value}}: the record of `key`, when it exists and
+  // holds every `if` value (compared as JSON), gets the `set` fields and is put back; else nothing.
   write(ops, slots, objects) {
     return guard(async (d) => {
       const list = parse(ops);
@@ -150,6 +161,11 @@ globalThis.agentbarIndexedDbAdapter = {
           if (kind === "put") await d.table(table).put(value);
           else if (kind === "add") await d.table(table).add(value);
           else if (kind === "delete") await d.table(table).delete(value);
+          else if (kind === "patch") {
+            const held = await d.table(table).get(value.key);
+            const same = held && Object.entries(value.if || {}).every(([k, v]) => JSON.stringify(held[k] ?? null) === JSON.stringify(v ?? null));
+            if (same) await d.table(table).put(Object.assign(held, value.set || {}));
+          }
           else throw new Error(`unknown write kind ${kind}`);
         }
       });

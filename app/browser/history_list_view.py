@@ -14,7 +14,7 @@ from pyodide.ffi import to_js
 from pyscript import document
 from pyscript.ffi import is_none
 
-from app.history.list_model import HistoryChange, HistoryList, item_rows
+from app.history.list_model import SEARCH_PAUSE_MS, HistoryChange, HistoryList, item_rows
 from app.history.service import HistoryService
 
 __all__ = ["HistoryListView"]
@@ -31,6 +31,19 @@ class HistoryListView:
     def __init__(self, runtime, service: HistoryService, history_list: HistoryList, translator, clock) -> None:
         self.runtime, self.service, self.list, self.t, self.clock = runtime, service, history_list, translator, clock
         self._by = document.getElementById
+        self._typing: asyncio.Future | None = None  # the wait (then search) for the last key typed
+
+    def typed(self) -> asyncio.Future:
+        """A key was typed in ``history-search``: search once typing pauses for ``SEARCH_PAUSE_MS``; the
+        wait or search of an older keyword still pending is cancelled (DESIGN.md §14)."""
+        if self._typing is not None and not self._typing.done():
+            self._typing.cancel()
+        self._typing = asyncio.ensure_future(self._after_pause())
+        return self._typing
+
+    async def _after_pause(self) -> None:
+        await asyncio.sleep(SEARCH_PAUSE_MS / 1000)
+        await self.reload()
 
     async def reload(self) -> None:
         """Draw the list afresh: the first page, or the search results."""
@@ -57,15 +70,20 @@ class HistoryListView:
         self._empty(listing, "history.empty")
 
     async def _draw_search(self, stage_id: str, keyword: str, generation: int) -> None:
-        hits = await self.service.search(stage_id, keyword, sort=self.list.sort, since_ms=self.list.since)
+        found = await self.service.search(stage_id, keyword, sort=self.list.sort, since_ms=self.list.since)
         if keyword != self._by("history-search").value or not self.list.is_latest(generation):
             return  # typed on (or sort/range changed) meanwhile: a later search draws
         listing = self._by("history-list")
-        self._draw([(hit.meta, hit.snippet) for hit in hits], "replace")
-        listing.setAttribute("data-total", str(len(hits)))
-        listing.setAttribute("data-has-more", "false")
+        self._draw([(hit.meta, hit.snippet) for hit in found.items], "replace")
+        self._paged(found)
+        self._search_total(found)
         listing.setAttribute("data-query", keyword)  # what the drawn results answer
         self._empty(listing, "history.noResults")
+
+    def _search_total(self, found) -> None:
+        """``data-total`` of search results: the hits' count when known, else those drawn so far."""
+        total = found.total if found.total is not None else self.list.count
+        self._by("history-list").setAttribute("data-total", str(total))
 
     def _draw(self, entries, mode: str) -> None:
         """Draw ``(meta, snippet)`` entries in one crossing (``static/history-view.js``)."""
@@ -85,12 +103,24 @@ class HistoryListView:
         self._by("history-list").setAttribute("data-has-more", "true" if page.has_more else "false")
 
     async def more(self) -> None:
-        """The next page (scrolled to the end); an item already drawn (it moved up) is not drawn again."""
-        if not self.list.can_page_on(self._by("history-search").value):
+        """The next page (scrolled to the end), of the list or of the search results; an item already
+        drawn (it moved up) is not drawn again."""
+        if not self.list.can_page_on():
             return
         self.list.loading = True
         generation = self.list.generation
+        keyword = self._by("history-search").value
         try:
+            if keyword.strip():
+                found = await self.service.search(self.list.stage, keyword, self.list.cursor, sort=self.list.sort,
+                                                  since_ms=self.list.since)
+                if not self.list.is_latest(generation) or keyword != self._by("history-search").value:
+                    return
+                self._draw([(h.meta, h.snippet) for h in found.items if self.list.unseen([h.meta])], "append")
+                self._paged(found)
+                if found.total is None:
+                    self._search_total(found)
+                return
             page = await self.service.page(self.list.stage, self.list.cursor, sort=self.list.sort,
                                            since_ms=self.list.since)
             if not self.list.is_latest(generation):

@@ -25,6 +25,7 @@ from pyscript.ffi import is_none
 from app.browser.history_files import HistoryFiles, install_graphemes as _install_graphemes
 from app.browser.history_list_view import HistoryListView
 from app.browser.indexeddb import IndexedDbBackend
+from app.browser.tasks import next_task
 from app.browser.turn_meta_view import TurnMetaView
 from app.history.list_model import HistoryChange, HistoryList
 from app.history.reconcile import stored_threads
@@ -39,7 +40,7 @@ _FOCUSABLE = "button, input, select, textarea, [tabindex]"
 def create_history(clock) -> tuple[HistoryService, HistoryRecorder]:
     """The service over IndexedDB and the runtime's recorder; nothing is opened yet."""
     backend = IndexedDbBackend()
-    service = HistoryService(backend, clock=clock, prepare=_install_graphemes)
+    service = HistoryService(backend, clock=clock, prepare=_install_graphemes, pause=next_task)
     backend.on_event = service.on_backend_event
     return service, HistoryRecorder(service)
 
@@ -107,8 +108,9 @@ class HistoryView:
         files = self.files
         on("history-open", "click", lambda e: _schedule(self.toggle()))
         on("history-close", "click", lambda e: self.close())
-        for control, event in (("history-search", "input"), ("history-sort", "change"), ("history-range", "change")):
-            on(control, event, lambda e: _schedule(self.listing.reload()))
+        on("history-search", "input", lambda e: self.listing.typed().add_done_callback(_report))
+        for control in ("history-sort", "history-range"):
+            on(control, "change", lambda e: _schedule(self.listing.reload()))
         on("history-list", "click", self._on_list_click)
         on("history-list", "keydown", self._on_list_key)
         on("history-list", "scroll", self._on_scroll)

@@ -83,6 +83,14 @@ class IndexedDbBackend:
     async def count(self, table: str, index: str, lower, upper) -> int:
         return int(await self._call("count", table, index, _range(lower, upper)))
 
+    async def keys(self, table: str, index: str, lower, upper, *, lower_open: bool = False,
+                   upper_open: bool = False, reverse: bool = False, limit: int = 0) -> list:
+        span = _range(lower, upper, lowerOpen=lower_open, upperOpen=upper_open, reverse=reverse, limit=limit)
+        return _parse(await self._call("keys", table, index, span))
+
+    async def primary_keys(self, table: str, index: str, lower, upper) -> list:
+        return _parse(await self._call("primaryKeys", table, index, _range(lower, upper)))
+
     async def write(self, ops: list[WriteOp]) -> None:
         slots, bulk, plain = [], [], []
         for index, (kind, table, value) in enumerate(ops):

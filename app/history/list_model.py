@@ -21,7 +21,11 @@ from app.history.records import iso
 from app.history.service import ConversationStats
 from app.history.text import relative_label
 
-__all__ = ["RANGES_MS", "Effect", "HistoryChange", "HistoryList", "item_rows"]
+__all__ = ["RANGES_MS", "SEARCH_PAUSE_MS", "Effect", "HistoryChange", "HistoryList", "item_rows"]
+
+SEARCH_PAUSE_MS = 150
+"""Typing in ``history-search`` searches once it pauses this long (ms); a key typed meanwhile starts
+the wait again and cancels the search still running for an older keyword (DESIGN.md §14)."""
 
 RANGES_MS: dict[str, int | None] = {"all": None, "1d": 86_400_000, "7d": 7 * 86_400_000, "30d": 30 * 86_400_000}
 """The list's time ranges (``history-range`` values) as a span in ms back from now; ``None``: all."""
@@ -110,10 +114,10 @@ class HistoryList:
         """The page just drawn ends at ``cursor``; ``has_more``: a next page exists."""
         self.cursor, self.has_more = cursor, has_more
 
-    def can_page_on(self, query: str) -> bool:
-        """True when scrolling to the end reads the next page: one exists, none is being read,
-        and the list is not search results (``query`` blank)."""
-        return not self.loading and self.has_more and not query.strip()
+    def can_page_on(self) -> bool:
+        """True when scrolling to the end reads the next page (of the list or of search results,
+        DESIGN.md §14): one exists and none is being read."""
+        return not self.loading and self.has_more
 
     def unseen(self, metas: Iterable[Any]) -> list[Any]:
         """``metas`` not drawn yet (an item that moved up is not drawn twice)."""

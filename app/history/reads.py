@@ -3,20 +3,27 @@
 
 - the list pages on the cursor (``updatedAt``, ``taskId``), newest first, ``PAGE_SIZE`` a page
   (``page``), and ``newer`` returns what arrived or moved above the list's top;
-- search folds case, finds text inside unspaced CJK sentences, filters by time and sorts
-  (``search``); a course's records of an earlier folding are folded again at its first search.
+- search goes through the index (``app.history.terms``: folded whole words, CJK n-grams, all
+  required), newest first (or oldest, or most tokens), filtered by time and paged on the same
+  cursor as the list (``search``); a course's records stored before the index are indexed at its
+  first search, in slices.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from app.history.access import HistoryAccess, Segmenter, guarded
 from app.history.records import TaskMeta
-from app.history.repository import SNIPPET_BEFORE, Conversation, Damaged, HistoryRepository, ListRange
-from app.history.text import fold, needs_clusters, snippet
+import re
 
-__all__ = ["HistoryReads", "PAGE_SIZE", "Page", "SearchHit"]
+from app.history.repository import (SNIPPET_AFTER, SNIPPET_BEFORE, Conversation, Damaged, HistoryRepository,
+                                    ListRange)
+from app.history.terms import SearchQuery, parse_query
+from app.history.text import fold, needs_clusters, snippet, source_index
+
+__all__ = ["HistoryReads", "PAGE_SIZE", "Page", "SearchHit", "SearchPage"]
 
 PAGE_SIZE = 10
 
@@ -44,6 +51,23 @@ class SearchHit:
     snippet: tuple[str, str, str]
 
 
+@dataclass(frozen=True)
+class SearchPage:
+    """One page of search results, paged like the list (DESIGN.md §14): ``items`` in the order
+    asked; ``cursor`` for the next page (the last hit's ``(updatedAt, taskId)``, or its ``tokens``
+    key ``(-totalTokens, -updatedAt, taskId)``); ``has_more``; ``total``: how many hits there are
+    when known without reading them all (a one-term keyword, or every hit read), else ``None``."""
+
+    items: list[SearchHit]
+    cursor: tuple | None
+    has_more: bool
+    total: int | None = None
+
+
+def _no_search() -> SearchPage:
+    return SearchPage([], None, False, 0)
+
+
 _SEARCH_ORDER = {
     "tokens": lambda h: (-h.meta.stats.totalTokens, -h.meta.updatedAt, h.meta.taskId),
     "oldest": lambda h: (h.meta.updatedAt, h.meta.taskId),
@@ -55,8 +79,10 @@ class HistoryReads:
     """The list, search and export reads of history (module docstring); each returns an empty
     answer when history is unavailable."""
 
-    def __init__(self, repository: HistoryRepository, access: HistoryAccess, segmenter: Segmenter) -> None:
+    def __init__(self, repository: HistoryRepository, access: HistoryAccess, segmenter: Segmenter, *,
+                 pause: Callable[[], Awaitable[None]] | None = None) -> None:
         self._repository, self._access, self._segmenter = repository, access, segmenter
+        self._pause = pause  # ends the task between slices of indexing (the page's next_task); None: asyncio.sleep(0)
         self._refolded: set[str] = set()  # courses whose search records all carry FOLD_VERSION
 
     @guarded(int)
@@ -110,32 +136,102 @@ class HistoryReads:
         """One conversation's meta."""
         return await self._repository.meta(task_id)
 
-    async def search(self, stage_id: str, keyword: str, *, since_ms: int | None = None,
-                     sort: str = "newest") -> list[SearchHit]:
-        """Conversations of ``stage_id`` whose text holds ``keyword`` (folded as DESIGN.md §14 says:
-        ``app.history.text.fold``; a keyword inside an unspaced CJK sentence matches), updated at or
-        after ``since_ms``; ``sort``: ``newest`` | ``oldest`` | ``tokens`` (most total tokens first).
-        A course's records of an earlier folding are folded again at its first search."""
-        needle = fold(" ".join(keyword.split()))
-        if not needle:
-            return []
-        return await self._search(stage_id, needle, since_ms, sort)
+    async def search(self, stage_id: str, keyword: str, cursor: tuple | None = None, *,
+                     since_ms: int | None = None, sort: str = "newest") -> SearchPage:
+        """The next ``PAGE_SIZE`` conversations of ``stage_id`` after ``cursor`` (the previous page's
+        ``SearchPage.cursor``, same keyword, sort and range; None: the first page) that match
+        ``keyword``: every term of it (``app.history.terms.parse_query``, folded as §14 says: whole
+        words, a keyword inside an unspaced CJK sentence too), updated at or after ``since_ms``;
+        ``sort``: ``newest`` | ``oldest`` | ``tokens`` (most total tokens first). A keyword of
+        punctuation only is looked for as it is, by a scan. Each hit has its snippet, the first word
+        or run of the keyword marked. A course's records stored before the index are indexed at its
+        first search (``HistoryRepository.reindex``)."""
+        query = parse_query(keyword, fold)
+        if not query.needle:
+            return _no_search()
+        return await self._search(stage_id, query, cursor, since_ms, sort)
 
-    @guarded(list)
-    async def _search(self, stage_id: str, needle: str, since_ms: int | None, sort: str) -> list[SearchHit]:
+    async def prepare_search(self, stage_id: str) -> None:
+        """Index ``stage_id``'s records stored before the index, once per course and session."""
         if stage_id not in self._refolded:
-            await self._repository.refold(stage_id)
+            await self._repository.reindex(stage_id, self._pause)
             self._refolded.add(stage_id)
-        hits = await self._repository.find(stage_id, needle, since_ms)
-        if any(needs_clusters(excerpt) for _, _, excerpt in hits):
+
+    @guarded(_no_search)
+    async def _search(self, stage_id: str, query: SearchQuery, cursor: tuple | None, since_ms: int | None,
+                      sort: str) -> SearchPage:
+        await self.prepare_search(stage_id)
+        if not query.terms:
+            return await self._scan_page(stage_id, query, cursor, since_ms, sort)
+        counts = [await self._repository.term_count(stage_id, term, since_ms) for term in query.terms]
+        lead = query.terms[counts.index(min(counts))]
+        if min(counts) == 0:
+            return _no_search()
+        exact = len(query.terms) == 1 and not query.runs
+        if sort == "tokens":
+            keys = await self._repository.matching(stage_id, query, since_ms=since_ms, after=None, oldest=False,
+                                                   want=0, lead=lead)
+            hits = await self._hits(query, [task for _, task in keys])
+            hits.sort(key=_SEARCH_ORDER["tokens"])
+            if cursor is not None:
+                hits = [h for h in hits if _SEARCH_ORDER["tokens"](h) > tuple(cursor)]
+            shown = hits[:PAGE_SIZE]
+            last = _SEARCH_ORDER["tokens"](shown[-1]) if shown else cursor
+            return SearchPage(shown, last, len(hits) > PAGE_SIZE, len(keys) if cursor is None else None)
+        oldest = sort == "oldest"
+        keys = await self._repository.matching(stage_id, query, since_ms=since_ms, after=cursor, oldest=oldest,
+                                               want=PAGE_SIZE + 1, lead=lead)
+        has_more = len(keys) > PAGE_SIZE
+        keys = keys[:PAGE_SIZE]
+        hits = await self._hits(query, [task for _, task in keys])
+        total = counts[0] if exact else (len(hits) if cursor is None and not has_more else None)
+        return SearchPage(hits, tuple(keys[-1]) if keys else cursor, has_more, total)
+
+    async def _hits(self, query: SearchQuery, task_ids: list[str]) -> list[SearchHit]:
+        """The ``SearchHit`` of each of ``task_ids`` (in that order): its meta and its snippet around
+        the first place its folded text holds the keyword's mark (a damaged one is left out)."""
+        found: list[tuple[TaskMeta, str, bool]] = []
+        word = re.compile(r"(?<![^\W_])" + re.escape(query.mark))
+        for raw, record, kept in await self._repository.snippets_of(task_ids):
+            meta = self._repository.meta_of(raw)
+            folded = record.get("folded") if isinstance(record, dict) else None
+            if meta is None or not isinstance(folded, str):
+                continue
+            match = word.search(folded)
+            at = match.start() if match else folded.find(query.mark)
+            text = kept.get("text") if isinstance(kept, dict) else None
+            if not isinstance(text, str):
+                text, start = folded, at
+            else:
+                start = source_index(record.get("anchors") or [], max(at, 0))
+            excerpt = text[max(0, start - SNIPPET_BEFORE): start + len(query.mark) + SNIPPET_AFTER]
+            found.append((meta, excerpt, start > SNIPPET_BEFORE))
+        if any(needs_clusters(excerpt) for _, excerpt, _ in found):
             await self._segmenter.load()  # a snippet marks whole grapheme clusters (§14)
+        hits = []
+        for meta, excerpt, cut in found:
+            piece = snippet(excerpt, query.mark, cut_before=cut, cut_after=True)
+            hits.append(SearchHit(meta, piece or ("", "", excerpt)))
+        return hits
+
+    async def _scan_page(self, stage_id: str, query: SearchQuery, cursor: tuple | None, since_ms: int | None,
+                         sort: str) -> SearchPage:
+        """A keyword with no term (punctuation only): a scan of the course's folded texts, paged here."""
+        hits = await self._repository.find(stage_id, query.needle, since_ms)
+        if any(needs_clusters(excerpt) for _, _, excerpt in hits):
+            await self._segmenter.load()
         found = []
         for meta, at, excerpt in hits:
-            piece = snippet(excerpt, needle, cut_before=at > SNIPPET_BEFORE, cut_after=True) if meta else None
+            piece = snippet(excerpt, query.needle, cut_before=at > SNIPPET_BEFORE, cut_after=True) if meta else None
             if meta is not None and piece is not None:
                 found.append(SearchHit(meta, piece))
-        found.sort(key=_SEARCH_ORDER.get(sort, _SEARCH_ORDER["newest"]))
-        return found
+        order = _SEARCH_ORDER.get(sort, _SEARCH_ORDER["newest"])
+        found.sort(key=order)
+        if cursor is not None:
+            found = [h for h in found if order(h) > tuple(cursor)]
+        shown = found[:PAGE_SIZE]
+        last = order(shown[-1]) if shown else cursor
+        return SearchPage(shown, last, len(found) > PAGE_SIZE, len(found) if cursor is None else None)
 
     @guarded()
     async def bundle(self, task_id: str) -> Conversation | None:

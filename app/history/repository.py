@@ -7,8 +7,9 @@ the database in ``app.records.SCHEMA``):
 - ``conversations``: ``TaskMeta`` records, index ``[stageId+updatedAt+taskId]`` (a course's list);
 - ``messages``: ``{taskId, messages}`` (the slim projection, §3);
 - ``turns``: ``{taskId, turns}`` (``TurnMeta`` records);
-- ``search``: ``{taskId, stageId, updatedAt, folded, fold, anchors?}``, index ``[stageId+updatedAt]``
-  (what search scans; ``folded`` made by ``app.history.text.fold_map``, §14);
+- ``search``: ``{taskId, stageId, updatedAt, folded, fold, anchors?, terms}``, indexes
+  ``[stageId+updatedAt]`` and the multiEntry ``*terms``: the search index, its posting keys written
+  with the record (``app.history.terms``; ``folded`` made by ``app.history.text.fold_map``, §14);
 - ``texts``: ``{taskId, text}`` (the unfolded text, read only for the hits' snippets);
 - ``heads``: ``{stageId, taskId, syncedAt}``: the conversation that is a course's active thread in
   ``maic-agent-threads``; ``syncedAt`` is that thread's ``updatedAt`` when history last matched it.
@@ -23,6 +24,7 @@ failure is the backend's ``RecordStoreError``, raised as is.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -30,6 +32,8 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError
 
 from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta
+from app.history.terms import (SearchQuery, parse_posting, posting_keys, posting_prefix, presence_prefix,
+                               term_bounds, text_terms, time_hex)
 from app.history.text import fold_map, plain_text
 from app.records import HIGHEST, LOWEST, RecordBackend, WriteOp
 
@@ -38,6 +42,10 @@ __all__ = ["Conversation", "Damaged", "FOLD_VERSION", "Head", "HistoryRepository
 
 LIST_INDEX = "[stageId+updatedAt+taskId]"
 SEARCH_INDEX = "[stageId+updatedAt]"
+TERMS_INDEX = "terms"
+"""The multiEntry index of ``search`` records' posting keys (``app.records.SCHEMA`` version 2)."""
+WALK_BATCH = 64
+"""Posting keys read per step when a query has more than one term or a run to check."""
 CONVERSATION_TABLES = ("conversations", "messages", "turns", "search", "texts")
 """The tables holding one record per conversation (keyed by ``taskId``), meta first."""
 SNIPPET_BEFORE, SNIPPET_AFTER = 24, 60
@@ -45,6 +53,10 @@ FOLD_VERSION = 2
 """The folding a ``search`` record's ``folded`` text was made with (2: DESIGN.md §14's; records
 without it were lower-cased only and are folded again the first time their course is searched)."""
 REFOLD_BATCH = 50
+REINDEX_BATCH = 20
+"""Stored records indexed per transaction (its ops are encoded, parsed and cloned in the page's task)."""
+REINDEX_STEP_S = 0.008
+"""Indexing stored records pauses (ends its task) after this long of folding (seconds)."""
 
 
 @dataclass(frozen=True)
@@ -134,13 +146,34 @@ class ListRange:
 
 
 def search_record(meta: TaskMeta, text: str) -> dict:
-    """The ``search`` record of a conversation whose plain text is ``text`` (DESIGN.md §14 folding)."""
+    """The ``search`` record of a conversation whose plain text is ``text`` (DESIGN.md §14 folding),
+    with its posting keys (``terms``: the index, written in the same transaction as the record)."""
     folded, anchors = fold_map(text)
     record = {"taskId": meta.taskId, "stageId": meta.stageId, "updatedAt": meta.updatedAt, "folded": folded,
-              "fold": FOLD_VERSION}
+              "fold": FOLD_VERSION, "terms": posting_keys(meta.stageId, meta.updatedAt, meta.taskId, text_terms(folded))}
     if anchors:  # where folded positions and text positions part
         record["anchors"] = anchors
     return record
+
+
+def indexed_fields(record: dict, text: str | None) -> dict | None:
+    """The fields that make a ``search`` record stored before the index (or before the §14 folding)
+    what ``search_record`` writes today: ``folded``, ``fold``, ``anchors`` (from ``text``, the kept
+    text; its own ``folded`` when that is missing) and ``terms``. ``None`` when the record names no
+    course, time or task (it cannot be indexed; it stays as it is)."""
+    stage_id, updated, task_id = record.get("stageId"), record.get("updatedAt"), record.get("taskId")
+    if not (isinstance(stage_id, str) and isinstance(task_id, str) and isinstance(updated, int)
+            and not isinstance(updated, bool)):
+        return None
+    if isinstance(text, str):
+        folded, anchors = fold_map(text)
+    else:
+        folded, anchors = record.get("folded"), record.get("anchors")
+        if not isinstance(folded, str):
+            return None
+    fields = {"folded": folded, "fold": FOLD_VERSION, "anchors": anchors or None,
+              "terms": posting_keys(stage_id, updated, task_id, text_terms(folded))}
+    return fields
 
 
 class Writes:
@@ -182,14 +215,14 @@ class Writes:
         """Put back every record of a removed conversation, as it was."""
         self._ops += [("put", table, record) for table, record in stored.records]
 
-    def refold(self, record: dict, text: str) -> None:
-        """Replace a ``search`` record of an earlier folding with one folded from ``text`` (§14)."""
-        folded, anchors = fold_map(text)
-        fresh = {**record, "folded": folded, "fold": FOLD_VERSION}
-        fresh.pop("anchors", None)
-        if anchors:
-            fresh["anchors"] = anchors
-        self._ops.append(("put", "search", fresh))
+    def reindex(self, record: dict, text: str | None) -> None:
+        """Bring a ``search`` record stored before the index up to date (``indexed_fields``), as ONE
+        patch: applied only if the record is still the one read (same ``updatedAt``, still without
+        ``terms``), so a save by this or another tab meanwhile is never written over (§14)."""
+        fields = indexed_fields(record, text)
+        if fields is not None:
+            self._ops.append(("patch", "search", {"key": record["taskId"], "if": {
+                "updatedAt": record["updatedAt"], "terms": record.get("terms")}, "set": fields}))
 
     def __bool__(self) -> bool:
         return bool(self._ops)
@@ -344,9 +377,10 @@ class HistoryRepository:
 
     # -- search ------------------------------------------------------------
     async def find(self, stage_id: str, needle: str, since_ms: int | None) -> list[tuple[TaskMeta | None, int, str]]:
-        """Conversations of ``stage_id`` whose folded text holds ``needle`` (already folded): their meta
-        (None when damaged), the position in the folded text and the excerpt around it in the text
-        (``SNIPPET_BEFORE`` before, ``SNIPPET_AFTER`` after), DESIGN.md §14."""
+        """Conversations of ``stage_id`` whose folded text holds ``needle`` (already folded), by a scan
+        (a keyword with no term, punctuation only): their meta (None when damaged), the position in the
+        folded text and the excerpt around it in the text (``SNIPPET_BEFORE`` before, ``SNIPPET_AFTER``
+        after), DESIGN.md §14."""
         span = ListRange(stage_id, since_ms)
         hits = await self._db.scan("search", SEARCH_INDEX, span.low, span.high, field="folded", needle=needle,
                                    before=SNIPPET_BEFORE, after=SNIPPET_AFTER, show_table="texts",
@@ -354,18 +388,90 @@ class HistoryRepository:
         metas = await self._db.bulk_get("conversations", [key for key, _, _ in hits])
         return [(self.meta_of(raw), at, excerpt) for (_, at, excerpt), raw in zip(hits, metas)]
 
-    async def refold(self, stage_id: str) -> None:
-        """Fold again (``fold_map`` of the kept text) the search records of ``stage_id`` written before
-        ``FOLD_VERSION``, ``REFOLD_BATCH`` per transaction with a pause between (DESIGN.md §14)."""
-        rows = await self._db.query("search", SEARCH_INDEX, [stage_id, LOWEST], [stage_id, HIGHEST])
-        stale = [r for r in rows if isinstance(r, dict) and r.get("fold") != FOLD_VERSION and "taskId" in r]
-        for start in range(0, len(stale), REFOLD_BATCH):
-            batch = stale[start:start + REFOLD_BATCH]
+    async def term_count(self, stage_id: str, term: str, since_ms: int | None) -> int:
+        """How many conversations of ``stage_id`` (updated at or after ``since_ms``) hold ``term``."""
+        lower, upper, _, _ = term_bounds(stage_id, term, since_ms=since_ms)
+        return await self._db.count("search", TERMS_INDEX, lower, upper)
+
+    async def matching(self, stage_id: str, query: SearchQuery, *, since_ms: int | None, after: tuple | None,
+                       oldest: bool, want: int, lead: str) -> list[tuple[int, str]]:
+        """Up to ``want`` ``(updatedAt, taskId)`` of conversations of ``stage_id`` matching ``query``,
+        newest first (``oldest``: oldest first), after the cursor ``after``, updated at or after
+        ``since_ms`` (``want`` 0: all). Walks the postings of ``lead`` (the rarest term) in that order,
+        ``WALK_BATCH`` at a time, keeping those that hold every other term (read from the same index,
+        within the batch's time span) and, for a query with runs, whose folded text holds them."""
+        others = [t for t in query.terms if t != lead]
+        single = not others and not query.runs
+        found: list[tuple[int, str]] = []
+        cursor = after
+        while not want or len(found) < want:
+            step = (want - len(found)) if single and want else WALK_BATCH
+            lower, upper, lower_open, upper_open = term_bounds(stage_id, lead, since_ms=since_ms, after=cursor,
+                                                               oldest=oldest)
+            keys = await self._db.keys("search", TERMS_INDEX, lower, upper, lower_open=lower_open,
+                                       upper_open=upper_open, reverse=not oldest, limit=step)
+            batch = [p for p in map(parse_posting, keys) if p is not None]
+            if not batch:
+                break
+            cursor = batch[-1]
+            low, high = min(t for t, _ in batch), max(t for t, _ in batch)
+            for term in others:
+                if not batch:
+                    break
+                prefix = posting_prefix(stage_id, term)
+                held = set(map(parse_posting, await self._db.keys(
+                    "search", TERMS_INDEX, prefix + time_hex(low), prefix + time_hex(high) + "\0\uffff")))
+                batch = [p for p in batch if p in held]
+            if query.runs and batch:
+                records = await self._db.bulk_get("search", [task for _, task in batch])
+                batch = [p for p, r in zip(batch, records)
+                         if isinstance(r, dict) and isinstance(r.get("folded"), str) and query.matches(r["folded"])]
+            found += batch
+            if len(keys) < step:
+                break
+        return found[:want] if want else found
+
+    async def snippets_of(self, task_ids: list[str]) -> list[tuple[dict | None, dict | None, dict | None]]:
+        """For each of ``task_ids``: its raw meta, ``search`` record and ``texts`` record (None when missing)."""
+        metas = await self._db.bulk_get("conversations", task_ids)
+        records = await self._db.bulk_get("search", task_ids)
+        texts = await self._db.bulk_get("texts", task_ids)
+        return list(zip(metas, records, texts))
+
+    async def unindexed(self, stage_id: str) -> list[str]:
+        """Task ids of the ``search`` records of ``stage_id`` that the index does not hold (stored
+        before schema version 2): its records' keys against its presence keys, keys only."""
+        stored = await self._db.primary_keys("search", SEARCH_INDEX, [stage_id, LOWEST], [stage_id, HIGHEST])
+        prefix = presence_prefix(stage_id)
+        present = {p[1] for p in map(parse_posting, await self._db.keys("search", TERMS_INDEX, prefix, prefix + "\uffff"))
+                   if p is not None}
+        return [key for key in stored if isinstance(key, str) and key not in present]
+
+    async def reindex(self, stage_id: str, pause: Callable[[], Any] | None = None) -> int:
+        """Index the ``search`` records of ``stage_id`` stored before the index (``unindexed``), folded
+        again from the kept text, ``REINDEX_BATCH`` per transaction with a pause between (no long task;
+        each is a patch that leaves a record written meanwhile as it is: nothing is lost). Returns how
+        many were indexed (DESIGN.md §14). ``pause``: awaited to end the task (the page's
+        ``app.browser.tasks.next_task``; ``asyncio.sleep(0)`` when None, which in the page does not)."""
+        pause = pause or (lambda: asyncio.sleep(0))
+        stale = await self.unindexed(stage_id)
+        done = 0
+        for start in range(0, len(stale), REINDEX_BATCH):
+            batch = stale[start:start + REINDEX_BATCH]
             writes = Writes()
-            for record, kept in zip(batch, await self._db.bulk_get("texts", [r["taskId"] for r in batch])):
-                text = kept.get("text") if isinstance(kept, dict) else None
-                if isinstance(text, str):
-                    writes.refold(record, text)
+            records = await self._db.bulk_get("search", batch)
+            texts = await self._db.bulk_get("texts", batch)
+            await pause()  # parsing what was read was this task's work
+            began = time.perf_counter()
+            for record, kept in zip(records, texts):
+                if isinstance(record, dict):
+                    text = kept.get("text") if isinstance(kept, dict) else None
+                    writes.reindex(record, text if isinstance(text, str) else None)
+                    if time.perf_counter() - began > REINDEX_STEP_S:
+                        await pause()  # folding is the work: the page gets its turn
+                        began = time.perf_counter()
             if writes:
                 await self.commit(writes)
-            await asyncio.sleep(0)
+                done += len(writes.ops)
+            await pause()
+        return done

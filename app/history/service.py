@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from app.history.access import NOTICE_CODES, HistoryAccess, Segmenter, guarded
-from app.history.reads import PAGE_SIZE, HistoryReads, Page, SearchHit
+from app.history.reads import PAGE_SIZE, HistoryReads, Page, SearchHit, SearchPage
 from app.history.records import Stats, TaskMeta, TurnMeta
 from app.history.repository import Conversation, Damaged, HistoryRepository, Stored, Writes
 from app.history.text import cut_title, text_needs_segmenter
@@ -30,7 +30,8 @@ from app.records import RecordBackend, RecordStoreError
 from app.store import Notice
 from app.sync.merge import merge_conversation, merged_meta
 
-__all__ = ["ConversationStats", "Damaged", "HistoryService", "NOTICE_CODES", "Page", "SearchHit", "PAGE_SIZE",
+__all__ = ["ConversationStats", "Damaged", "HistoryService", "NOTICE_CODES", "Page", "SearchHit", "SearchPage",
+           "PAGE_SIZE",
            "UNDO_MS", "Stats"]
 
 UNDO_MS = 10_000
@@ -80,7 +81,8 @@ class HistoryService:
                  random_bytes: Callable[[int], bytes] = os.urandom,
                  prepare: Callable[[], Awaitable[None]] | None = None,
                  on_notice: Callable[[Notice], None] | None = None,
-                 on_change: Callable[[str, str, str], None] | None = None) -> None:
+                 on_change: Callable[[str, str, str], None] | None = None,
+                 pause: Callable[[], Awaitable[None]] | None = None) -> None:
         self.on_notice = on_notice
         self.on_change = on_change
         self._clock = clock
@@ -90,7 +92,7 @@ class HistoryService:
         self._active = ActiveConversations()
         self._writes = HistoryWrites(self._repository, self._access, segmenter, self._active, clock=clock,
                                      changed=self._changed, random_bytes=random_bytes)
-        self._reads = HistoryReads(self._repository, self._access, segmenter)
+        self._reads = HistoryReads(self._repository, self._access, segmenter, pause=pause)
         self._segmenter = segmenter
         self._deleted: _Deleted | None = None
 
@@ -240,10 +242,10 @@ class HistoryService:
         """One conversation's meta."""
         return await self._reads.get(task_id)
 
-    async def search(self, stage_id: str, keyword: str, *, since_ms: int | None = None,
-                     sort: str = "newest") -> list[SearchHit]:
-        """``HistoryReads.search``: conversations of ``stage_id`` whose text holds ``keyword`` (§14)."""
-        return await self._reads.search(stage_id, keyword, since_ms=since_ms, sort=sort)
+    async def search(self, stage_id: str, keyword: str, cursor: tuple | None = None, *,
+                     since_ms: int | None = None, sort: str = "newest") -> SearchPage:
+        """``HistoryReads.search``: the next page of conversations of ``stage_id`` matching ``keyword`` (§14)."""
+        return await self._reads.search(stage_id, keyword, cursor, since_ms=since_ms, sort=sort)
 
     # -- export, import ----------------------------------------------------
     async def bundle(self, task_id: str) -> Conversation | None:

@@ -120,6 +120,28 @@ def search_folds_case_turkish_i_width_and_accents_and_marks_the_original(agent, 
     agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.query === ''")
 
 
+def search_results_page_like_the_list_newest_first(agent, course: str) -> None:
+    """12 conversations hold the word, one does not: ten hits newest first with ``data-has-more``
+    true, the rest when scrolled to the end, then false; a word inside another word is not a hit
+    (whole words, DESIGN.md §14); typing a new keyword replaces the results."""
+    ids = seed_conversations(agent, course, [f"gradient descent step {i}" for i in range(12)] + ["gradients only"])
+    open_list(agent)
+    listing = agent.testid("history-list")
+    agent.testid("history-search").fill("Gradient")
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.query === 'Gradient'")
+    assert item_ids(agent) == ids[:12][::-1][:10]
+    assert listing.get_attribute("data-has-more") == "true" and listing.get_attribute("data-total") == "12"
+    agent.page.eval_on_selector("[data-testid=history-list]",
+                                "el => { el.scrollTop = el.scrollHeight; el.dispatchEvent(new Event('scroll')); }")
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.hasMore === 'false'")
+    assert item_ids(agent) == ids[:12][::-1]
+    agent.testid("history-search").press_sequentially("s", delay=30)  # "Gradients": the other one only
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.query === 'Gradients'")
+    assert item_ids(agent) == [ids[12]] and listing.get_attribute("data-has-more") == "false"
+    agent.testid("history-search").fill("")
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.query === ''")
+
+
 def another_tabs_resume_moves_the_current_mark_and_deleting_the_current_one_says_why(agent, second_agent,
                                                                                    course: str) -> None:
     agent.send("first conversation")
@@ -205,6 +227,9 @@ def test_history_at_scale_one_course_per_case(agent, second_agent, tmp_path):
     with case("search folds case, Turkish i, width and accents and marks the original"):
         show_course(agent, "h-search-folds")
         search_folds_case_turkish_i_width_and_accents_and_marks_the_original(agent, "h-search-folds")
+    with case("search results page like the list, newest first"):
+        show_course(agent, "h-search-pages")
+        search_results_page_like_the_list_newest_first(agent, "h-search-pages")
     with case("Tab stays in the open drawer, Escape closes it from anywhere in it, axe finds nothing serious"):
         show_course(agent, "h-focus-trap")
         tab_stays_in_the_open_drawer_and_escape_closes_it_from_anywhere_in_it_and_axe_finds_nothing_serious(

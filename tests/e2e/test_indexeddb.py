@@ -149,7 +149,7 @@ def versionchange_from_another_tab_closes_and_says_so_then_deletion_is_reported(
         json.dumps(1)
     """)
     other_tab.evaluate("""() => new Promise((resolve, reject) => {
-      const request = indexedDB.open('agentbar', 20);  // a newer app upgrading
+      const request = indexedDB.open('agentbar', 30);  // a newer app upgrading (Dexie's 20 is version 2)
       request.onsuccess = () => { request.result.close(); resolve(); };
       request.onerror = () => reject(request.error);
     })""")
@@ -158,7 +158,7 @@ def versionchange_from_another_tab_closes_and_says_so_then_deletion_is_reported(
         json.dumps([builtins.idb_events, await attempt(builtins.idb.get("heads", "__proto__")),
                     await attempt(IndexedDbBackend().open())])
     """)
-    assert after[0] == [["versionchange", "20"]]
+    assert after[0] == [["versionchange", "30"]]
     assert after[1][0] == "closed"
     # Dexie 4 opens a database that a newer version upgraded when the tables it declares are there
     assert after[2] == ["ok", None]
@@ -175,6 +175,53 @@ def versionchange_from_another_tab_closes_and_says_so_then_deletion_is_reported(
     other_tab.evaluate("() => new Promise((resolve) => { indexedDB.deleteDatabase('agentbar').onsuccess = resolve; })")
     evicted = run_py(page, "import builtins\njson.dumps(builtins.idb_events)")
     assert evicted == [["deleted", "null"]]
+
+
+def version_1_is_upgraded_past_another_tab_and_its_conversations_are_indexed(page, other_tab, base_url) -> None:
+    """A database of version 1 (records without the search index's terms), still open in another tab:
+    opening version 2 closes the other tab's connection (its ``versionchange``), adds the index and
+    keeps every record; the first search of the course indexes them (DESIGN.md §14)."""
+    fresh_database(page)
+    records = run_py(page, """
+        from app.history.records import TaskMeta
+        from app.history.repository import Writes
+        writes = Writes()
+        for i in range(12):
+            meta = TaskMeta(taskId=f"task_20260101_aaaa{i:02d}", taskName=f"t{i}", stageId="up", createdAt=i, updatedAt=i)
+            text = "Photosynthesis in 叶绿体" if i % 2 == 0 else "nothing"
+            writes.keep(meta, [{"role": "user", "id": f"u{i}", "content": [{"type": "text", "text": text}]}], [])
+        ops = [[table, {k: v for k, v in value.items() if k != "terms"}] for _, table, value in writes.ops]
+        json.dumps(ops)
+    """)
+    schema = run_py(page, "from app.records import SCHEMA\njson.dumps(SCHEMA[1])")
+    other_tab.evaluate("""async ([url, schema, records]) => {
+      const { Dexie } = await import(url);
+      const db = new Dexie('agentbar');
+      db.version(1).stores(schema);
+      await db.open();
+      await db.transaction('rw', Object.keys(schema), async () => {
+        for (const [table, record] of records) await db.table(table).put(record);
+      });
+      window.oldDb = db;  // kept open, as an older tab of the app keeps it
+    }""", [f"{base_url}static/vendor/dexie/dexie.mjs", schema, records])
+    found = run_py(page, """
+        from app.history import HistoryService
+        svc = HistoryService(IndexedDbBackend(), clock=lambda: 1_780_000_000_000)
+        first = await svc.search("up", "photosynthesis")
+        cjk = await svc.search("up", "叶绿")
+        b = IndexedDbBackend()
+        await b.open()
+        stored = await b.query("search", "[stageId+updatedAt]", ["up", -math.inf], ["up", math.inf])
+        json.dumps({"first": [h.meta.taskId for h in first.items], "total": first.total, "more": first.has_more,
+                    "cjk": len(cjk.items), "indexed": sum(1 for r in stored if r.get("terms")), "kept": len(stored),
+                    "texts": await b.count("texts", "taskId", "", "\uffff")})
+    """)
+    assert found["first"] == [f"task_20260101_aaaa{i:02d}" for i in (10, 8, 6, 4, 2, 0)]
+    assert found["total"] == 6 and found["more"] is False and found["cjk"] == 6
+    assert found["indexed"] == found["kept"] == found["texts"] == 12
+    assert other_tab.evaluate("() => window.oldDb.isOpen()") is False
+    assert page.evaluate("""() => new Promise((resolve) => { const r = indexedDB.open('agentbar');
+      r.onsuccess = () => { const v = r.result.version; r.result.close(); resolve(v); }; })""") == 20
 
 
 def test_indexeddb_layer_and_its_failures_in_one_page(agent, second_agent):
@@ -197,3 +244,5 @@ def test_indexeddb_layer_and_its_failures_in_one_page(agent, second_agent):
     second_agent.page.goto(f"{second_agent.base_url}static/icons/agentbar.svg")
     blocked_by_another_tab_holding_an_older_version(agent.page, second_agent.page)
     versionchange_from_another_tab_closes_and_says_so_then_deletion_is_reported(agent.page, second_agent.page)
+    version_1_is_upgraded_past_another_tab_and_its_conversations_are_indexed(agent.page, second_agent.page,
+                                                                             agent.base_url)

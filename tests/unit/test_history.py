@@ -188,14 +188,14 @@ async def test_search_is_case_insensitive_finds_cjk_inside_sentences_filters_and
     clock.now += 10 * 86_400_000
     b = await add(svc, "s", "Machine LEARNING basics and 学习", tokens=(50, 50))
     await add(svc, "other", "学习 elsewhere")
-    hits = await svc.search("s", "学习")
+    hits = (await svc.search("s", "学习")).items
     assert [h.meta.taskId for h in hits] == [b, a]
     assert hits[1].snippet[1] == "学习" and "机器" in hits[1].snippet[0]
-    assert [h.meta.taskId for h in await svc.search("s", "learning")] == [b]
-    assert [h.meta.taskId for h in await svc.search("s", "学习", sort="oldest")] == [a, b]
-    assert [h.meta.taskId for h in await svc.search("s", "学习", sort="tokens")] == [b, a]
-    assert [h.meta.taskId for h in await svc.search("s", "学习", since_ms=clock.now - 86_400_000)] == [b]
-    assert await svc.search("s", "   ") == []
+    assert [h.meta.taskId for h in (await svc.search("s", "learning")).items] == [b]
+    assert [h.meta.taskId for h in (await svc.search("s", "学习", sort="oldest")).items] == [a, b]
+    assert [h.meta.taskId for h in (await svc.search("s", "学习", sort="tokens")).items] == [b, a]
+    assert [h.meta.taskId for h in (await svc.search("s", "学习", since_ms=clock.now - 86_400_000)).items] == [b]
+    assert (await svc.search("s", "   ")).items == []
 
 
 async def test_damaged_records_are_listed_as_damaged_with_one_notice():

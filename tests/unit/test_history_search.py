@@ -45,7 +45,7 @@ async def test_search_folds_and_marks_the_original_text():
     cases = {"STRASSE": "Straße", "istanbul": "İstanbul", "ISTANBUL": "İstanbul", "café": "cafe\u0301",
              "full": "ＦＵＬＬ"}
     for keyword, marked in cases.items():
-        hits = await svc.search("s", keyword)
+        hits = (await svc.search("s", keyword)).items
         assert [h.snippet[1] for h in hits] == [marked], keyword
 
 
@@ -54,7 +54,7 @@ async def test_a_match_far_behind_expanding_letters_is_still_found_and_marked():
     text; the search record's anchors carry it back, so the snippet is cut around the match."""
     svc, _, _ = service()
     await add(svc, "s", "ẞ" * 300 + " the Needle here")
-    (hit,) = await svc.search("s", "NEEDLE")
+    (hit,) = (await svc.search("s", "NEEDLE")).items
     assert hit.snippet[1] == "Needle" and hit.snippet[0].endswith("the ") and hit.snippet[0].startswith("…")
 
 
@@ -66,9 +66,10 @@ def test_a_snippet_marks_whole_grapheme_clusters():
         "voilà: ", "e\u0301te\u0301", " 👍🏽 ok")
 
 
-async def test_search_records_of_the_earlier_folding_are_folded_again_once():
-    """A record written before the §14 folding holds only lower-cased text ("straße"): the first
-    search of its course folds it again from the kept text, so "STRASSE" finds it as in a new one."""
+async def test_search_records_of_the_earlier_folding_are_folded_again_and_indexed_once():
+    """A record written before the §14 folding and the index holds only lower-cased text ("straße")
+    and no terms: the first search of its course folds it again from the kept text and indexes it,
+    so "STRASSE" finds it as in a new one; later searches do not look for such records again."""
     from app.records import MemoryBackend
 
     backend = MemoryBackend()
@@ -76,10 +77,14 @@ async def test_search_records_of_the_earlier_folding_are_folded_again_once():
     task_id = await add(svc, "s", "Die Straße von İstanbul")
     old = {**backend.raw("search")[task_id], "folded": "die straße von i̇stanbul"}
     old.pop("fold")
+    old.pop("terms")
     backend.put_raw("search", old)
     reloaded, _, _ = service(backend=backend)
-    assert [h.snippet[1] for h in await reloaded.search("s", "STRASSE")] == ["Straße"]
-    assert backend.raw("search")[task_id]["fold"] == 2
+    assert [h.snippet[1] for h in (await reloaded.search("s", "STRASSE")).items] == ["Straße"]
+    assert backend.raw("search")[task_id]["fold"] == 2 and backend.raw("search")[task_id]["terms"]
     calls = backend.calls
     await reloaded.search("s", "istanbul")
-    assert backend.calls - calls == 2  # scan and metas only: the course is not read again for refolding
+    second = backend.calls - calls
+    calls = backend.calls
+    await reloaded.search("s", "istanbul")
+    assert backend.calls - calls == second <= 5  # count, keys, metas, search, texts: no course-wide read

@@ -1,0 +1,228 @@
+"""Bench part ``historysearch`` (DESIGN.md §14): ``bash tools/dev.sh bench --only historysearch [--quick]``.
+
+One course of N conversations (10,000 × 10 turns = 100,000 turns; 2,000 with ``--quick``) is written
+straight into IndexedDB in the app's record shapes as version 1 stored them (``search`` records
+without the index's ``terms``), then, in the same page:
+
+- **index build**: the course's first search indexes every stored conversation (the upgrade's
+  slices, ``HistoryRepository.reindex``): its time and the longest main-thread task meanwhile;
+- **search**: a keyword put in ``history-search`` → ``data-query`` of the drawn first page, minus the
+  typing pause (``SEARCH_PAUSE_MS``, a wait, not work), against the JavaScript baseline of
+  ``bench.history`` (every message read, each text part scanned with ``includes``, hits drawn),
+  interleaved; the longest main-thread task over those searches, and over the same searches run
+  again one after another (the goal's figure: the baseline's garbage is collected in whatever
+  runs after it);
+- **typing**: a 13-character query typed at 30 ms a key: the longest main-thread task, and how many
+  searches drew (once per pause).
+
+Main-thread tasks are seen by the ``longtask`` observer and a ``MessageChannel`` heartbeat
+(``bench.checkpoints.LONGTASKS``).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from bench.checkpoints import LONGTASKS, STOP_PROBES
+from bench.history import COURSE, SEARCH_BASELINE_JS, _open_app
+
+GOALS = {"search_ratio_max": 0.2, "longtask_ms_max": 50}
+SEARCH_PAUSE_MS = 150  # app.history.list_model.SEARCH_PAUSE_MS (this module never imports the app)
+
+SEED_JS = """
+async ([n, turns, course]) => {
+  const { Dexie } = await import('./static/vendor/dexie/dexie.mjs');
+  const db = new Dexie('agentbar');
+  await db.open();  // dynamic mode: the app created the tables
+  const zh = ['我们今天讨论机器学习的基本概念', '梯度下降如何收敛', '请解释“注意力机制”', '这个场景需要重新生成', '数据集的划分方法'];
+  const en = ['How does backpropagation work?', 'Explain the “bias–variance” trade-off 😀', 'Regenerate scene two, please',
+              'What is overfitting?', 'Summarise the lecture', 'Which learning rate should I pick?'];
+  const base = 1780000000000;
+  for (let c = 0; c < n; c += 100) {
+    const metas = [], msgs = [], turnRows = [], search = [], texts = [];
+    for (let i = c; i < Math.min(n, c + 100); i++) {
+      const taskId = 'task_20260528_' + i.toString(36).padStart(6, '0');
+      const messages = [], turnList = [];
+      for (let t = 0; t < turns; t++) {
+        const rare = i % 50 === 7 && t === 1 ? ' 关于量子纠缠 (Quantum entanglement) 的问题' : '';
+        const q = `${zh[(i + t) % 5]} ${en[(i * 3 + t) % 6]} #${i}-${t}${rare}`;
+        const a = `${en[(i + t + 1) % 6]} —— ${zh[(i * 7 + t) % 5]}。回答 ${t} of conversation ${i}.`;
+        messages.push({ role: 'user', id: `u${i}-${t}`, content: [{ type: 'text', text: q }] });
+        messages.push({ role: 'assistant', id: `a${i}-${t}`, content: [{ type: 'text', text: a }] });
+        turnList.push({ turnId: t + 1, timestamp: new Date(base + i * 60000 + t).toISOString(),
+                        usage: { inputTokens: 10, outputTokens: 20, totalTokens: 30 }, model: 'demo', duration: 400, messageId: `a${i}-${t}` });
+      }
+      const text = messages.map((m) => m.content[0].text).join('\\n');
+      const updatedAt = base + i * 60000;
+      metas.push({ taskId, taskName: messages[0].content[0].text.slice(0, 50), stageId: course, createdAt: updatedAt, updatedAt,
+                   stats: { credits: 0, totalTokens: 30 * turns, inputTokens: 10 * turns, outputTokens: 20 * turns },
+                   turnCount: turns, durationMs: 400 * turns });
+      msgs.push({ taskId, messages });
+      turnRows.push({ taskId, turns: turnList });
+      search.push({ taskId, stageId: course, updatedAt, folded: text.toLowerCase() });
+      texts.push({ taskId, text });
+    }
+    await db.transaction('rw', ['conversations', 'messages', 'turns', 'search', 'texts'], async () => {
+      await db.table('conversations').bulkPut(metas);
+      await db.table('messages').bulkPut(msgs);
+      await db.table('turns').bulkPut(turnRows);
+      await db.table('search').bulkPut(search);
+      await db.table('texts').bulkPut(texts);
+    });
+  }
+  db.close();
+  return n;
+}
+"""
+
+# Put `keyword` in the field (one input event) → until the list's data-query says it: [ms, data-total, has-more].
+CLEAR_JS = """
+async () => {
+  const list = document.querySelector('[data-testid=history-list]');
+  const field = document.querySelector('[data-testid=history-search]');
+  field.value = '';
+  field.dispatchEvent(new Event('input'));
+  await new Promise((resolve) => { const check = () => list.getAttribute('data-query') === '' ? resolve() : setTimeout(check, 20); check(); });
+  await new Promise((r) => setTimeout(r, 100));
+}
+"""
+
+SEARCH_JS = """
+async ([keyword, timeout]) => {
+  const list = document.querySelector('[data-testid=history-list]');
+  const field = document.querySelector('[data-testid=history-search]');
+  const done = new Promise((resolve) => {
+    const obs = new MutationObserver(() => list.getAttribute('data-query') === keyword && (obs.disconnect(), resolve(performance.now())));
+    obs.observe(list, { attributes: true, attributeFilter: ['data-query'] });
+    setTimeout(() => { obs.disconnect(); resolve(null); }, timeout);
+  });
+  const t0 = performance.now();
+  field.value = keyword;
+  field.dispatchEvent(new Event('input'));
+  const t1 = await done;
+  return [t1 === null ? null : t1 - t0, Number(list.dataset.total), list.dataset.hasMore,
+          list.querySelectorAll('[data-testid=history-item]').length];
+}
+"""
+
+# Type `text` one key every `gap` ms (input events as a keyboard makes them) → until data-query is the
+# whole text: [ms after the last key, how many distinct data-query values were drawn].
+TYPE_JS = """
+async ([text, gap]) => {
+  const list = document.querySelector('[data-testid=history-list]');
+  const field = document.querySelector('[data-testid=history-search]');
+  const drawn = [];
+  const obs = new MutationObserver(() => drawn.push(list.getAttribute('data-query')));
+  obs.observe(list, { attributes: true, attributeFilter: ['data-query'] });
+  for (const ch of text) {
+    field.value += ch;
+    field.dispatchEvent(new Event('input'));
+    await new Promise((r) => setTimeout(r, gap));
+  }
+  const last = performance.now();
+  await new Promise((resolve) => { const check = () => list.getAttribute('data-query') === text ? resolve() : setTimeout(check, 10); check(); });
+  obs.disconnect();
+  return [performance.now() - last, drawn.filter((q) => q !== '').length];
+}
+"""
+
+
+def run(run, *, quick: bool) -> dict:
+    n, turns = (2_000, 10) if quick else (10_000, 10)
+    reps = 2 if quick else 3
+    figures: dict = {"conversations": n, "turns_each": turns, "repetitions": reps}
+    context = run.context()
+    page = _open_app(run, context)
+    t0 = time.time()
+    page.evaluate(SEED_JS, [n, turns, COURSE])
+    figures["seed_s"] = round(time.time() - t0, 1)
+    page.reload()
+    run.wait_ready(page)
+    page.wait_for_function("() => document.documentElement.dataset.history === 'ready'", timeout=60_000)
+    page.click("[data-testid=history-open]")
+    page.wait_for_selector("[data-testid=history-drawer]:not([hidden])")
+
+    page.evaluate(CLEAR_JS)
+    page.evaluate(LONGTASKS)
+    ms, total, _, _ = page.evaluate(SEARCH_JS, ["entanglement", 900_000])
+    probes = page.evaluate(STOP_PROBES)
+    figures["index_build"] = {"ms": round(ms - SEARCH_PAUSE_MS, 1), "hits": total,
+                              "longest_task_ms": round(probes["gap"], 1),
+                              "longtask_entries": [round(d) for d in probes["longtasks"]]}
+
+    keywords = ["量子纠缠", "QUANTUM", "#137-3", "backpropagation", "learning rate"]
+    app_ms, js_ms, hits, longest, entries = [], [], [], 0.0, []
+    for _ in range(reps):
+        for keyword in keywords:
+            page.evaluate(CLEAR_JS)
+            page.evaluate(LONGTASKS)
+            raw, total, more, drawn = page.evaluate(SEARCH_JS, [keyword, 60_000])
+            probes = page.evaluate(STOP_PROBES)
+            longest = max(longest, probes["gap"])
+            entries.append([keyword, [round(d) for d in probes["longtasks"]]])
+            base_ms, base_hits = page.evaluate(SEARCH_BASELINE_JS, [keyword, COURSE])
+            app_ms.append(raw - SEARCH_PAUSE_MS)
+            js_ms.append(base_ms)
+            hits.append((keyword, total, more, drawn, base_hits))
+    figures["search_ms"] = {"app": statistics.median(app_ms), "js": statistics.median(js_ms),
+                            "app_all": [round(x, 1) for x in app_ms], "js_all": [round(x, 1) for x in js_ms]}
+    figures["search_hits"] = sorted(set(hits))
+    figures["search_longest_task_ms"] = round(longest, 1)
+    figures["search_longtask_entries"] = entries
+    # the same searches again without the baseline between them: the baseline reads every message
+    # (hundreds of MB of garbage here), and the collection of it lands in whatever runs next
+    alone, alone_entries = 0.0, []
+    for keyword in keywords:
+        page.evaluate(CLEAR_JS)
+        page.evaluate(LONGTASKS)
+        page.evaluate(SEARCH_JS, [keyword, 60_000])
+        probes = page.evaluate(STOP_PROBES)
+        alone = max(alone, probes["gap"])
+        alone_entries.append([keyword, [round(d) for d in probes["longtasks"]]])
+    figures["search_alone_longest_task_ms"] = round(alone, 1)
+    figures["search_alone_longtask_entries"] = alone_entries
+
+    page.evaluate(CLEAR_JS)
+    page.evaluate(LONGTASKS)
+    after_ms, searches = page.evaluate(TYPE_JS, ["learning rate", 30])
+    probes = page.evaluate(STOP_PROBES)
+    figures["typing"] = {"query": "learning rate", "key_gap_ms": 30, "ms_after_last_key": round(after_ms, 1),
+                         "searches_drawn": searches, "longest_task_ms": round(probes["gap"], 1),
+                         "longtask_entries": [round(d) for d in probes["longtasks"]]}
+    context.close()
+
+    ratio = figures["search_ms"]["app"] / figures["search_ms"]["js"] if figures["search_ms"]["js"] else None
+    figures["ratios"] = {"search": ratio}
+    limit = GOALS["longtask_ms_max"]
+    figures["goals"] = {
+        f"search ≤ 0.2× JS includes-scan at {n} conversations": {
+            "value": ratio, "limit": GOALS["search_ratio_max"], "pass": ratio is not None and ratio <= GOALS["search_ratio_max"]},
+        "no task > 50 ms during searches (app searches one after another)": {
+            "value": figures["search_alone_longest_task_ms"], "limit": limit,
+            "pass": figures["search_alone_longest_task_ms"] <= limit},
+        "typing 13 characters at 30 ms a key: no task > 50 ms": {
+            "value": figures["typing"]["longest_task_ms"], "limit": limit, "pass": figures["typing"]["longest_task_ms"] <= limit},
+        "index build of stored conversations: no task > 50 ms": {
+            "value": figures["index_build"]["longest_task_ms"], "limit": limit,
+            "pass": figures["index_build"]["longest_task_ms"] <= limit},
+    }
+    return figures
+
+
+def report(figures: dict) -> None:
+    """Print the search-at-scale table."""
+    se, ty, ib = figures["search_ms"], figures["typing"], figures["index_build"]
+    print(f"\nHistory search ({figures['conversations']} conversations × {figures['turns_each']} turns, "
+          f"median of {figures['repetitions']} × 5 keywords):")
+    print(f"  index build (first search, stored records indexed in slices): {ib['ms']:.0f} ms, "
+          f"longest task {ib['longest_task_ms']:.0f} ms (longtask entries: {ib['longtask_entries']})")
+    print(f"  search → first page drawn (pause taken off): app {se['app']:.1f} ms, JS includes-scan {se['js']:.1f} ms, "
+          f"ratio {figures['ratios']['search']:.3f}; longest task {figures['search_longest_task_ms']:.0f} ms")
+    print(f"    hits (keyword, app total, has more, drawn, JS): {figures['search_hits']}")
+    print(f"    longtask entries per search (interleaved with the baseline): {figures.get('search_longtask_entries')}")
+    print(f"    app searches one after another: longest task {figures['search_alone_longest_task_ms']:.0f} ms, "
+          f"longtask entries {figures['search_alone_longtask_entries']}")
+    print(f"  typing {ty['query']!r} at {ty['key_gap_ms']} ms a key: {ty['searches_drawn']} search(es) drawn, "
+          f"{ty['ms_after_last_key']:.0f} ms after the last key, longest task {ty['longest_task_ms']:.0f} ms "
+          f"(longtask entries: {ty['longtask_entries']})")

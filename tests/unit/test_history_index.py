@@ -1,0 +1,174 @@
+"""Search through the index (DESIGN.md §14): paged like the list, newest first, every term required,
+kept in the same transaction as each write (save, import, delete, undo), records stored before the
+index indexed at the first search without writing over a newer one."""
+
+from __future__ import annotations
+
+import random
+
+from app.history import HistoryService
+from app.history.reads import PAGE_SIZE
+from app.history.repository import Writes
+from app.records import SCHEMA, MemoryBackend
+from tests.unit.test_history import Clock, add
+
+
+def service(*, backend=None, clock=None, pause=None):
+    """A service whose task ids do not repeat (hundreds of conversations here)."""
+    clock = clock or Clock()
+    rng = random.Random(7)
+    svc = HistoryService(backend or MemoryBackend(), clock=clock, random_bytes=rng.randbytes, on_notice=lambda n: None,
+                         pause=pause)
+    return svc, [], clock
+
+
+def ids(found):
+    return [h.meta.taskId for h in found.items]
+
+
+async def test_results_are_paged_newest_first_on_a_cursor_with_has_more_and_total():
+    svc, _, _ = service()
+    made = [await add(svc, "s", f"gradient step {i}") for i in range(2 * PAGE_SIZE + 3)]
+    await add(svc, "s", "nothing to see")
+    first = await svc.search("s", "Gradient")
+    assert ids(first) == made[::-1][:PAGE_SIZE] and first.has_more and first.total == len(made)
+    second = await svc.search("s", "gradient", first.cursor)
+    third = await svc.search("s", "gradient", second.cursor)
+    assert ids(second) == made[::-1][PAGE_SIZE:2 * PAGE_SIZE] and second.has_more
+    assert ids(third) == made[::-1][2 * PAGE_SIZE:] and not third.has_more
+    oldest = await svc.search("s", "gradient", sort="oldest")
+    assert ids(oldest) == made[:PAGE_SIZE] and ids(await svc.search("s", "gradient", oldest.cursor, sort="oldest")) \
+        == made[PAGE_SIZE:2 * PAGE_SIZE]
+    tokens = await svc.search("s", "gradient", sort="tokens")
+    assert ids(tokens) == made[::-1][:PAGE_SIZE] and tokens.has_more  # equal tokens: newest first
+    assert ids(await svc.search("s", "gradient", tokens.cursor, sort="tokens")) == made[::-1][PAGE_SIZE:2 * PAGE_SIZE]
+
+
+async def test_every_term_is_required_words_are_whole_and_cjk_runs_are_checked_in_order():
+    svc, _, _ = service()
+    both = await add(svc, "s", "the learning rate matters")
+    await add(svc, "s", "learning only")
+    await add(svc, "s", "rate only")
+    await add(svc, "s", "relearning rates")  # neither whole word
+    run = await add(svc, "s", "讨论机器学习的")
+    await add(svc, "s", "学机器")  # bigrams 机器 and 学 but not 机器学
+    found = await svc.search("s", "Learning RATE")
+    assert ids(found) == [both] and not found.has_more and found.total == 1
+    assert ids(await svc.search("s", "机器学")) == [run]
+    assert ids(await svc.search("s", "nowhere")) == [] and (await svc.search("s", "nowhere")).total == 0
+
+
+async def test_many_candidates_with_few_matches_are_walked_past():
+    svc, _, _ = service()
+    wanted = await add(svc, "s", "alpha beta")
+    for i in range(80):  # newer, holding one term only (more than a walk step of the rarer one)
+        await add(svc, "s", f"beta {i}")
+    for i in range(70):
+        await add(svc, "s", f"alpha {i}")
+    assert ids(await svc.search("s", "alpha beta")) == [wanted]
+
+
+async def test_a_keyword_of_punctuation_only_is_scanned_for():
+    svc, _, _ = service()
+    marked = await add(svc, "s", "what?! really")
+    await add(svc, "s", "plain")
+    found = await svc.search("s", "?!")
+    assert ids(found) == [marked] and found.items[0].snippet[1] == "?!"
+
+
+async def test_the_index_is_written_removed_and_restored_with_the_record():
+    backend = MemoryBackend()
+    svc, _, clock = service(backend=backend)
+    task_id = await add(svc, "s", "photosynthesis notes")
+    assert ids(await svc.search("s", "photosynthesis")) == [task_id]
+    assert any("photosynthesis" in key for key in backend.raw("search")[task_id]["terms"])
+    assert await svc.delete(task_id)
+    assert ids(await svc.search("s", "photosynthesis")) == []
+    assert await svc.undo() == task_id
+    assert ids(await svc.search("s", "photosynthesis")) == [task_id]
+    other = await svc.search("other", "photosynthesis")
+    assert ids(other) == []  # another course's postings are its own
+
+
+async def test_a_failed_write_leaves_no_postings():
+    backend = MemoryBackend()
+    svc, _, _ = service(backend=backend)
+    await add(svc, "s", "first text")
+    backend.quota_chars = sum(len(str(r)) for t in ("conversations", "messages", "turns", "search", "texts", "heads")
+                              for r in backend.raw(t).values()) + 200  # the next conversation does not fit
+    await add(svc, "s", "second chlorophyll")
+    assert not any("chlorophyll" in str(r) for r in backend.raw("texts").values())  # nothing of it stored
+    backend.quota_chars = None
+    fresh, _, _ = service(backend=backend)
+    assert ids(await fresh.search("s", "chlorophyll")) == []
+    assert not any("chlorophyll" in k for r in backend.raw("search").values() for k in r.get("terms", []))
+
+
+async def test_an_import_is_found_at_once():
+    from app.history.records import TaskMeta
+
+    svc, _, clock = service()
+    meta = TaskMeta(taskId="task_20260101_abc123", taskName="t", stageId="x", createdAt=clock.now, updatedAt=clock.now)
+    messages = [{"role": "user", "id": "u", "content": [{"type": "text", "text": "imported mitochondria"}]}]
+    assert await svc.import_bundle("s", meta, messages, []) == "ok"
+    assert ids(await svc.search("s", "mitochondria")) == ["task_20260101_abc123"]
+
+
+async def test_records_stored_before_the_index_are_indexed_in_slices_and_a_newer_save_is_kept():
+    backend = MemoryBackend(SCHEMA)
+    svc, _, clock = service(backend=backend, clock=Clock())
+    made = [await add(svc, "s", f"ribosome {i}") for i in range(120)]
+    for task_id, record in backend.raw("search").items():  # as version 1 stored them
+        record.pop("terms")
+        backend.put_raw("search", record)
+    pauses = []
+
+    async def pause():
+        pauses.append(len(writes_before))
+
+    reloaded, _, _ = service(backend=backend, pause=pause)
+    writes_before = []
+    original_write = backend.write
+
+    async def counting(ops):
+        writes_before.append(len(ops))
+        await original_write(ops)
+
+    backend.write = counting
+    found = await reloaded.search("s", "ribosome")
+    assert ids(found) == made[::-1][:PAGE_SIZE] and found.total == 120
+    assert len(writes_before) == 6 and max(writes_before) == 20  # REINDEX_BATCH per transaction
+    assert pauses[-2:] == [5, 6]  # the page's own pause (a task boundary) after each slice
+    assert all(r.get("terms") for r in backend.raw("search").values())
+
+
+async def test_a_reindex_patch_never_writes_over_a_record_saved_meanwhile():
+    backend = MemoryBackend()
+    svc, _, _ = service(backend=backend)
+    task_id = await add(svc, "s", "old words")
+    stale = backend.raw("search")[task_id]
+    stale.pop("terms")
+    writes = Writes()
+    writes.reindex(stale, "old words")
+    await add(svc, "s", "unrelated")  # another conversation: nothing to do with it
+    newer = {**backend.raw("search")[task_id], "updatedAt": stale["updatedAt"] + 5, "folded": "new words"}
+    backend.put_raw("search", newer)  # saved again (by another tab) after the reindex read it
+    await backend.write(writes.ops)
+    assert backend.raw("search")[task_id]["folded"] == "new words"
+    plain = backend.raw("search")[task_id]
+    plain.pop("terms")
+    backend.put_raw("search", plain)
+    writes = Writes()
+    writes.reindex(plain, "new words")
+    await backend.write(writes.ops)
+    assert any("\0new\0" in k for k in backend.raw("search")[task_id]["terms"])
+
+
+async def test_a_time_range_limits_search_and_its_total():
+    clock = Clock()
+    svc, _, _ = service(clock=clock)
+    await add(svc, "s", "enzyme old")
+    clock.now += 10 * 86_400_000
+    recent = await add(svc, "s", "enzyme new")
+    found = await svc.search("s", "enzyme", since_ms=clock.now - 86_400_000)
+    assert ids(found) == [recent] and found.total == 1
