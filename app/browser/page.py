@@ -241,6 +241,8 @@ class Page:
         "unavailable" notice is left to the one IndexedDB notice (DESIGN.md §5, §9)."""
         window.agentbarCheckpoints = create_proxy(self.checkpoint_view.settle)  # tests and bench: await drawn lists
         self.history_view.bind()
+        from app.browser.backup_files import bind_backup  # backup hooks of the drawer (DESIGN.md §14)
+        self.backup = bind_backup(self.records, self.store, self.translator, self.clock, self.history_view.listing.reload)
         if not self.idb_available:
             say = self.history.on_notice
             self.history.on_notice = lambda notice: None if notice.code == "history-unavailable" else say(notice)
