@@ -53,10 +53,13 @@ class BackupFiles:
 
     ``records``: the page's ``RecordBackend`` (history and scene versions); ``store``: the
     ``ThreadStore`` (each course's active thread); ``translator``; ``clock``: epoch ms;
-    ``on_restored()``: awaited after a restore wrote something (the list reloads)."""
+    ``busy(stageId)``: that course has a turn in flight (its thread is not replaced);
+    ``on_restored(plan)``: awaited after a restore (``app.backup.format.MergePlan``: the page shows
+    the restored threads, versions and list)."""
 
-    def __init__(self, records, store, translator, clock, on_restored) -> None:
+    def __init__(self, records, store, translator, clock, on_restored, busy=lambda stage_id: False) -> None:
         self.records, self.store, self.t, self.clock, self._on_restored = records, store, translator, clock, on_restored
+        self._busy = busy
 
     def _status(self, result: str):
         status = document.getElementById("history-status")
@@ -115,10 +118,10 @@ class BackupFiles:
                 raise BackupRefused("size")
             data = await _read_bytes(file)
             plan = await restore(self.records, data, next_task,
-                                 local_thread=lambda stage_id: bool(self.store.load(stage_id)),
+                                 local_thread=lambda stage_id: bool(self.store.load(stage_id)) or self._busy(stage_id),
                                  new_id=lambda meta: new_task_id(self.clock(), os.urandom))
             for stage_id, thread in plan.threads.items():
-                self.store.save(stage_id, thread["messages"], int(thread.get("updatedAt") or self.clock()))
+                self.store.save(stage_id, thread["messages"], int(thread.get("updatedAt") or 0))  # as its head says
         except BackupRefused as refused:
             return self._refused(status, refused.reason)
         except RecordStoreError as error:
@@ -136,7 +139,7 @@ class BackupFiles:
             status.setAttribute(_attr(key), str(value))
         status.setAttribute("data-result", "ok")
         status.textContent = " ".join(said)
-        await self._on_restored()
+        await self._on_restored(plan)
 
     def _refused(self, status, reason: str) -> None:
         status.setAttribute("data-result", "error")
@@ -147,11 +150,12 @@ class BackupFiles:
 _proxies: list = []
 
 
-def bind_backup(records, store, translator, clock, on_restored) -> BackupFiles:
-    """Attach ``backup-export`` (click) and ``backup-import`` (change) to a new ``BackupFiles``."""
+def bind_backup(records, store, translator, clock, on_restored, busy=lambda stage_id: False) -> BackupFiles:
+    """Attach ``backup-export`` (click) and ``backup-import`` (change) to a new ``BackupFiles``
+    (its arguments)."""
     import asyncio
 
-    files = BackupFiles(records, store, translator, clock, on_restored)
+    files = BackupFiles(records, store, translator, clock, on_restored, busy)
     tasks: set = set()
 
     def schedule(coro) -> None:
