@@ -9,6 +9,9 @@ Layout (format version 1), every member UTF-8 JSON, compact as ``JSON.stringify`
   "createdAt": <epoch ms>, "counts": {"threads": n, "conversations": n, "versions": n}}``;
 - ``threads.json``: the ``maic-agent-threads`` envelope value (DESIGN.md §3), ``{"state":
   {"threads": {…}}, "version": 1}``;
+- ``heads.json`` (optional): ``[{"stageId", "taskId", "syncedAt"}…]``, which conversation of history
+  each course's active thread is (the ``heads`` table, DESIGN.md §9), so that a restored thread
+  continues its own conversation and is not adopted as a new one at the next start-up;
 - ``conversations/<NNNNNN>.jsonl``: one conversation a line, ``{"meta": TaskMeta, "messages":
   [slim message…], "turns": [TurnMeta…]}`` (DESIGN.md §9), at most ``SLICE`` lines a member;
 - ``versions/<NNNNNN>.jsonl``: one scene version a line, ``{"version": version record,
@@ -40,7 +43,7 @@ from app.history.records import MAX_SAFE_INTEGER, TaskMeta, TurnMeta
 
 __all__ = [
     "APP_VERSION", "BackupRefused", "BackupWriter", "FORMAT", "FORMAT_VERSION", "MAX_FILE_BYTES",
-    "MAX_MEMBER_BYTES", "MAX_UNPACKED_BYTES", "MergePlan", "SLICE", "open_backup", "plan_merge",
+    "MAX_MEMBER_BYTES", "MAX_UNPACKED_BYTES", "MergePlan", "SLICE", "open_backup", "plan_heads", "plan_merge",
     "renumber",
 ]
 
@@ -56,7 +59,7 @@ MAX_UNPACKED_BYTES = 1024 * 1024 * 1024
 MAX_MEMBER_BYTES = 256 * 1024 * 1024
 """One member, unpacked."""
 
-_MEMBER = re.compile(r"(manifest\.json|threads\.json|(conversations|versions)/\d{6}\.jsonl)\Z")
+_MEMBER = re.compile(r"(manifest\.json|threads\.json|heads\.json|(conversations|versions)/\d{6}\.jsonl)\Z")
 
 
 class BackupRefused(Exception):
@@ -110,6 +113,11 @@ class BackupWriter:
         self._counts["threads"] = len(((envelope or {}).get("state") or {}).get("threads") or {})
         self._zip.writestr("threads.json", _dumps(envelope))
 
+    def add_heads(self, heads: list[dict]) -> None:
+        """The ``heads`` records (``{"stageId", "taskId", "syncedAt"}``, DESIGN.md §9)."""
+        self._zip.writestr("heads.json", _dumps([{"stageId": h["stageId"], "taskId": h["taskId"],
+                                                  "syncedAt": h.get("syncedAt")} for h in heads]))
+
     def _add_lines(self, kind: str, lines: list[dict]) -> None:
         if not lines:
             return
@@ -162,12 +170,15 @@ def _version(line: Any) -> dict:
 
 class BackupReader:
     """An opened, size-checked backup: ``manifest``, ``threads`` (the envelope dict) and
-    ``slices()``, each slice one member parsed (``("conversations"|"versions", [item…])``)."""
+    ``slices()``, each slice one member parsed (``("conversations"|"versions", [item…])``);
+    ``heads``: stage id → task id of its active conversation (empty when the file has none)."""
 
-    def __init__(self, archive: zipfile.ZipFile, manifest: dict, threads: dict) -> None:
+    def __init__(self, archive: zipfile.ZipFile, manifest: dict, threads: dict,
+                 heads: dict[str, str] | None = None) -> None:
         self._zip = archive
         self.manifest = manifest
         self.threads = threads
+        self.heads = heads or {}
 
     def _read(self, name: str) -> str:
         try:
@@ -239,9 +250,20 @@ def open_backup(data: bytes, *, max_file: int = MAX_FILE_BYTES, max_unpacked: in
         if not isinstance(inner, dict) or not all(isinstance(t, dict) and isinstance(t.get("messages"), list)
                                                   for t in inner.values()):
             raise BackupRefused("damaged", "threads.json is not a maic-agent-threads value")
+    if "heads.json" in names:
+        reader.heads = _heads(_loads(reader._read("heads.json")))
     reader.manifest = manifest
     reader.threads = threads
     return reader
+
+
+def _heads(value: Any) -> dict[str, str]:
+    """``heads.json``'s list as stage id → task id; raises ``BackupRefused("damaged")``."""
+    if not isinstance(value, list) or not all(
+            isinstance(h, dict) and isinstance(h.get("stageId"), str) and isinstance(h.get("taskId"), str)
+            and (h.get("syncedAt") is None or type(h.get("syncedAt")) is int) for h in value):
+        raise BackupRefused("damaged", "heads.json is not a list of heads")
+    return {h["stageId"]: h["taskId"] for h in value}
 
 
 @dataclass
@@ -250,7 +272,9 @@ class MergePlan:
 
     ``conversations``: items to put (new, a longer continuation replacing the local one, or a
     diverged one under a new id); ``versions``: items to add, renumbered; ``threads``: stage id →
-    thread to restore (only courses with no local thread). Counts: ``added`` (new conversations,
+    thread to restore (only courses with no local thread); ``heads``: stage id → task id of the
+    conversation each restored thread is (``plan_heads``); ``renames``: incoming task id → the fresh
+    id it was added under. Counts: ``added`` (new conversations,
     ``renamed`` of them diverged), ``extended`` (local replaced by the longer incoming one),
     ``present`` (already here, or the local one is the longer), ``versions_added``,
     ``versions_present``, ``threads_restored``, ``threads_kept`` (a local thread was there)."""
@@ -258,6 +282,8 @@ class MergePlan:
     conversations: list[dict] = field(default_factory=list)
     versions: list[dict] = field(default_factory=list)
     threads: dict[str, dict] = field(default_factory=dict)
+    heads: dict[str, str] = field(default_factory=dict)
+    renames: dict[str, str] = field(default_factory=dict)
     added: int = 0
     renamed: int = 0
     extended: int = 0
@@ -290,6 +316,7 @@ def plan_merge(incoming: Iterable[dict], local_messages: Callable[[str], list | 
         else:
             fresh = new_id(item["meta"])
             plan.conversations.append({**item, "meta": {**item["meta"], "taskId": fresh}})
+            plan.renames[task_id] = fresh
             plan.added += 1
             plan.renamed += 1
     return plan
@@ -339,4 +366,19 @@ def plan_threads(incoming: dict, local_has: Callable[[str], bool], plan: MergePl
         else:
             plan.threads[stage_id] = thread
             plan.threads_restored += 1
+    return plan
+
+
+def plan_heads(heads: dict[str, str], known: Callable[[str], bool], plan: MergePlan) -> MergePlan:
+    """For each thread ``plan`` restores, the conversation it is: the backup's head of that course
+    (``heads``: stage id → task id), under its fresh id when it was renamed, kept only when
+    ``known(task id)`` (the conversation is here or planned). A thread without one is adopted into
+    history at the next start-up, as any thread history lacks (DESIGN.md §9, §14)."""
+    for stage_id in plan.threads:
+        task_id = heads.get(stage_id)
+        if task_id is None:
+            continue
+        task_id = plan.renames.get(task_id, task_id)
+        if known(task_id):
+            plan.heads[stage_id] = task_id
     return plan

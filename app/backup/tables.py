@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from app.backup.format import (SLICE, BackupReader, BackupWriter, MergePlan, check_counts, open_backup,
-                               plan_merge, plan_threads, plan_versions)
+                               plan_heads, plan_merge, plan_threads, plan_versions)
 from app.history.records import TaskMeta, TurnMeta
 from app.history.repository import Writes
 from app.records import BulkValue, RecordBackend
@@ -50,10 +50,14 @@ def _no_none(value: Any) -> Any:
 async def write_backup(backend: RecordBackend, threads: dict, created_at: int, pause: Pause, *,
                        per: int = SLICE) -> bytes:
     """The whole backup zip: ``threads`` (the ``maic-agent-threads`` envelope, DESIGN.md §3), every
-    conversation (meta, messages, turns) and every scene version with its snapshot document.
-    ``created_at``: epoch ms. Raises ``RecordStoreError`` when the store fails."""
+    conversation (meta, messages, turns), each course's head (which conversation its thread is) and
+    every scene version with its snapshot document. ``created_at``: epoch ms. Raises
+    ``RecordStoreError`` when the store fails."""
     writer = BackupWriter(created_at)
     writer.add_threads(threads)
+    stages = list(((threads or {}).get("state") or {}).get("threads") or {})
+    heads = await backend.bulk_get("heads", stages) if stages else []
+    writer.add_heads([h for h in heads if h is not None and isinstance(h.get("taskId"), str)])
     async for metas in _pages(backend, "conversations", "taskId", pause, per):
         ids = [m["taskId"] for m in metas]
         messages = await backend.bulk_get("messages", ids)
@@ -89,11 +93,14 @@ async def restore(backend: RecordBackend, data: bytes, pause: Pause, *, local_th
     here and renumbered past the scene's highest (a scene with no artifact gets one naming its
     highest restored version; a local scene keeps its current document), written a slice per
     transaction. Threads are planned (``local_thread(stageId)``: the course has one here) but
-    written by the caller (``plan.threads``). Raises ``BackupRefused`` before any write, or
+    written by the caller (``plan.threads``); the heads of the restored threads (``plan.heads``,
+    ``syncedAt`` their ``updatedAt``) are written here, last, so the caller must write those threads
+    with that ``updatedAt``. Raises ``BackupRefused`` before any write, or
     ``RecordStoreError``."""
     reader, conversations, versions = await read_backup(data, pause)
     plan = MergePlan()
     taken: set[str] = set()
+    here: set[str] = set()
 
     def fresh(meta: dict) -> str:
         while (task_id := new_id(meta)) in taken:
@@ -108,6 +115,7 @@ async def restore(backend: RecordBackend, data: bytes, pause: Pause, *, local_th
         held = await backend.bulk_get("messages", ids)
         local = {i: (m or {}).get("messages") or [] for i, meta, m in zip(ids, metas, held) if meta is not None}
         taken.update(local)
+        here.update(local)
         plan_merge(chunk, local.get, new_id=fresh, plan=plan)
         await pause()
     local_checkpoints: set[str] = set()
@@ -118,6 +126,8 @@ async def restore(backend: RecordBackend, data: bytes, pause: Pause, *, local_th
             highest[row["artifactId"]] = max(highest.get(row["artifactId"], 0), row.get("versionNo", 0))
     plan_versions(versions, present=lambda v: v["checkpointId"] in local_checkpoints, highest=highest, plan=plan)
     plan_threads(reader.threads, local_thread, plan)
+    planned = {item["meta"]["taskId"] for item in plan.conversations}
+    plan_heads(reader.heads, lambda task_id: task_id in planned or task_id in here, plan)
     for start in range(0, len(plan.conversations), per):
         writes = Writes()
         for item in plan.conversations[start:start + per]:
@@ -142,6 +152,9 @@ async def restore(backend: RecordBackend, data: bytes, pause: Pause, *, local_th
                                  "versionNo": v["versionNo"], "versionId": v["versionId"],
                                  "updatedAt": v.get("updatedAt", 0), "latest": v.get("item")})
            for (artifact, v), here in zip(newest.items(), present) if here is None]
+    ops += [("put", "heads", {"stageId": stage_id, "taskId": task_id,
+                              "syncedAt": int(plan.threads[stage_id].get("updatedAt") or 0)})
+            for stage_id, task_id in plan.heads.items()]
     if ops:
         await backend.write(ops)
     return plan

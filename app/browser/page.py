@@ -241,9 +241,30 @@ class Page:
         "unavailable" notice is left to the one IndexedDB notice (DESIGN.md §5, §9)."""
         window.agentbarCheckpoints = create_proxy(self.checkpoint_view.settle)  # tests and bench: await drawn lists
         self.history_view.bind()
+        from app.browser.backup_files import bind_backup  # backup hooks of the drawer (DESIGN.md §14)
+        self.backup = bind_backup(self.records, self.store, self.translator, self.clock, self._after_restore,
+                                  busy=lambda stage_id: stage_id in self.runtime.sessions.running())
         if not self.idb_available:
             say = self.history.on_notice
             self.history.on_notice = lambda notice: None if notice.code == "history-unavailable" else say(notice)
+
+    async def _after_restore(self, plan) -> None:
+        """A backup was restored (``app.backup.format.MergePlan``, DESIGN.md §14): the course on screen
+        shows its restored thread, its scenes' current versions, stats and list at once (no reload);
+        the picker lists the restored courses; other tabs hear of it as an import."""
+        stages = set(plan.threads)
+        for stage_id in stages:
+            self.history.forget_active(stage_id)
+        self.runtime.threads_restored(stages)
+        shown = self.runtime.stage_id
+        if shown is not None:
+            self.view.render_course(find_course(shown), self.store.stage_ids())
+            await self.checkpoints.load_stage(shown)
+        await self.history_view.render_meta()
+        await self.history_view.listing.reload()
+        if self.history.on_change is not None:
+            for stage_id in stages | {item["meta"]["stageId"] for item in plan.conversations}:
+                self.history.on_change("import", "", stage_id)
 
     # -- after ready -----------------------------------------------------------------------
     async def finish(self) -> None:

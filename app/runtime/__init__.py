@@ -316,6 +316,18 @@ class AgentRuntime:
             self._notify()
         self._trace("storage-event-done", self.stage_id)
 
+    def threads_restored(self, stage_ids: set[str]) -> None:
+        """A backup restore wrote these courses' active threads (DESIGN.md §14): their conversation
+        ids are found again (history's head), and the shown course, when idle and among them, shows
+        its restored thread at once (no reload). Writes nothing."""
+        for stage_id in stage_ids:
+            self._conversations.forget(stage_id)
+        session = self._shown
+        if session is not None and session.task is None and session.stage_id in stage_ids:
+            self._sessions.load(session.stage_id)
+        self._notices.take_from_store()
+        self._notify()
+
     def conversation_changed_elsewhere(self, stage_id: str, kind: str, task_id: str) -> None:
         """Another tab's history change (``kind`` ``resume`` of ``task_id``, or ``archive``: New
         conversation) on ``stage_id``: a turn running there no longer continues the course's active

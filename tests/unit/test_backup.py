@@ -259,3 +259,44 @@ def test_a_refused_file_writes_nothing():
     with pytest.raises(BackupRefused):
         asyncio.run(restore(target, text, _pause, local_thread=lambda s: False, new_id=lambda m: "x"))
     assert _dump(target) == _dump(_store([], []))
+
+
+def test_a_restored_thread_gets_its_head_so_it_continues_its_own_conversation():
+    """DESIGN.md §9, §14: the head of each restored thread comes with it (``heads.json``), with the
+    thread's ``updatedAt`` as ``syncedAt``; a course whose thread is kept here keeps its own head."""
+    convs = [conversation(n) for n in range(3)]
+    source = _store(convs, [])
+    head = {"stageId": "stage-a", "taskId": convs[1]["meta"]["taskId"], "syncedAt": T0}
+    asyncio.run(source.write([("put", "heads", head)]))
+    data = asyncio.run(write_backup(source, THREADS, T0, _pause, per=2))
+    assert open_backup(data).heads == {"stage-a": convs[1]["meta"]["taskId"]}
+    target = _store([], [])
+    plan = asyncio.run(restore(target, data, _pause, local_thread=lambda s: False, new_id=lambda m: "x", per=2))
+    assert plan.heads == {"stage-a": convs[1]["meta"]["taskId"]}
+    assert target.raw("heads") == source.raw("heads")
+    kept = _store(convs, [])
+    plan = asyncio.run(restore(kept, data, _pause, local_thread=lambda s: True, new_id=lambda m: "x", per=2))
+    assert plan.heads == {} and kept.raw("heads") == {}
+
+
+def test_the_head_of_a_diverged_conversation_names_its_fresh_id_and_a_missing_one_none():
+    convs = [conversation(n) for n in range(2)]
+    local = [dict(c) for c in convs]
+    local[0] = {**convs[0], "messages": [{"role": "user", "id": "other", "content": [{"type": "text", "text": "x"}]}]}
+    source = _store(convs, [])
+    asyncio.run(source.write([("put", "heads", {"stageId": "stage-a", "taskId": convs[0]["meta"]["taskId"],
+                                                "syncedAt": T0})]))
+    data = asyncio.run(write_backup(source, THREADS, T0, _pause))
+    target = _store(local, [])
+    plan = asyncio.run(restore(target, data, _pause, local_thread=lambda s: False,
+                               new_id=lambda m: "task_20260601_fresh1"))
+    assert plan.renamed == 1 and plan.heads == {"stage-a": "task_20260601_fresh1"}
+    assert target.raw("heads")["stage-a"]["taskId"] == "task_20260601_fresh1"
+    members = {name: zipfile.ZipFile(io.BytesIO(data)).read(name) for name in zipfile.ZipFile(io.BytesIO(data)).namelist()}
+    for bad in ('{"stage-a": 1}', '[{"stageId": "stage-a", "taskId": 3}]'):
+        with pytest.raises(BackupRefused) as refused:
+            open_backup(zip_of(members | {"heads.json": bad}))
+        assert refused.value.reason == "damaged"
+    nameless = zip_of({k: v for k, v in members.items() if k != "heads.json"})
+    plan = asyncio.run(restore(_store([], []), nameless, _pause, local_thread=lambda s: False, new_id=lambda m: "x"))
+    assert plan.threads_restored == 1 and plan.heads == {}  # adopted at the next start-up instead

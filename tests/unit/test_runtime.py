@@ -634,3 +634,27 @@ async def test_another_tabs_removal_of_the_key_is_followed():
     MemoryStorage.shared_with(storage).remove_item(STORAGE_KEY)
     runtime.on_storage_changed()
     assert runtime.messages == [] and runtime.notices == ()
+
+
+async def test_threads_restored_shows_the_restored_thread_of_the_idle_shown_course_and_writes_nothing():
+    """DESIGN.md §14: a restore writes courses' threads into the store; the shown course shows its own
+    at once, another course's is read when it is shown, and nothing is written by the runtime."""
+    storage = MemoryStorage()
+    store = ThreadStore(storage)
+    runtime = AgentRuntime(store, DemoAgent(), clock=lambda: NOW)
+    runtime.hydrate()
+    runtime.set_stage("a")
+    seen = []
+    runtime.subscribe(lambda: seen.append(len(runtime.messages)))
+    thread = [{"role": "user", "id": "u1", "content": [{"type": "text", "text": "restored"}]},
+              {"role": "assistant", "id": "a1", "content": [{"type": "text", "text": "answer"}]}]
+    store.save("a", thread, NOW - 5)
+    store.save("b", thread, NOW - 5)
+    assert runtime.messages == []  # the store alone does not tell the runtime
+    written = storage.get_item(STORAGE_KEY)
+    runtime.threads_restored({"a", "b"})
+    assert texts(runtime.messages) == ["restored", "answer"] and seen[-1] == 2
+    assert storage.get_item(STORAGE_KEY) == written
+    runtime.threads_restored({"b"})  # another course: the shown one is not reloaded
+    runtime.set_stage("b")
+    assert texts(runtime.messages) == ["restored", "answer"]
