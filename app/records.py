@@ -276,15 +276,18 @@ class MemoryBackend:
         rows.sort(key=lambda row: (row[0], row[1]))
         return rows
 
-    async def query(self, table: str, index: str, lower: Key, upper: Key, *, lower_open: bool = False,
-                    upper_open: bool = False, reverse: bool = False, limit: int = 0) -> list[dict]:
+    def _page(self, table: str, index: str, lower: Key, upper: Key, lower_open: bool, upper_open: bool,
+              reverse: bool, limit: int) -> list[tuple[Any, Any, dict]]:
+        """The rows of ``_range`` in cursor order (``reverse``: highest first), at most ``limit`` (0: all)."""
         self._enter()
         rows = self._range(table, index, lower, upper, lower_open, upper_open)
         if reverse:
             rows.reverse()
-        if limit > 0:
-            rows = rows[:limit]
-        return [record for _, _, record in rows]
+        return rows[:limit] if limit > 0 else rows
+
+    async def query(self, table: str, index: str, lower: Key, upper: Key, *, lower_open: bool = False,
+                    upper_open: bool = False, reverse: bool = False, limit: int = 0) -> list[dict]:
+        return [record for _, _, record in self._page(table, index, lower, upper, lower_open, upper_open, reverse, limit)]
 
     async def count(self, table: str, index: str, lower: Key, upper: Key) -> int:
         self._enter()
@@ -327,12 +330,7 @@ class MemoryBackend:
 
     async def keys(self, table: str, index: str, lower: Key, upper: Key, *, lower_open: bool = False,
                    upper_open: bool = False, reverse: bool = False, limit: int = 0) -> list[Key]:
-        self._enter()
-        rows = self._range(table, index, lower, upper, lower_open, upper_open)
-        if reverse:
-            rows.reverse()
-        if limit > 0:
-            rows = rows[:limit]
+        rows = self._page(table, index, lower, upper, lower_open, upper_open, reverse, limit)
         return [list(key) if isinstance(key, tuple) else key for key, _, _ in rows]
 
     async def primary_keys(self, table: str, index: str, lower: Key, upper: Key) -> list[Key]:

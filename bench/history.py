@@ -44,17 +44,17 @@ async ([n, turns, course]) => {
   const db = new Dexie('agentbar');
   await db.open();  // dynamic mode: the app created the tables
   const zh = ['我们今天讨论机器学习的基本概念', '梯度下降如何收敛', '请解释“注意力机制”', '这个场景需要重新生成', '数据集的划分方法'];
-  const en = ['How does backpropagation work?', 'Explain the “bias–variance” trade-off 😀', 'Regenerate scene two, please', 'What is overfitting?', 'Summarise the lecture'];
+  const en = ['How does backpropagation work?', 'Explain the “bias–variance” trade-off 😀', 'Regenerate scene two, please', 'What is overfitting?', 'Summarise the lecture', 'Which learning rate should I pick?'];
   const base = 1780000000000;
-  for (let c = 0; c < n; c += 50) {
+  for (let c = 0; c < n; c += 100) {
     const metas = [], msgs = [], turnRows = [], search = [], texts = [];
-    for (let i = c; i < Math.min(n, c + 50); i++) {
+    for (let i = c; i < Math.min(n, c + 100); i++) {
       const taskId = 'task_20260528_' + i.toString(36).padStart(6, '0');
       const messages = [], turnList = [];
       for (let t = 0; t < turns; t++) {
         const rare = i % 50 === 7 && t === 1 ? ' 关于量子纠缠 (Quantum entanglement) 的问题' : '';
-        const q = `${zh[(i + t) % 5]} ${en[(i * 3 + t) % 5]} #${i}-${t}${rare}`;
-        const a = `${en[(i + t + 1) % 5]} —— ${zh[(i * 7 + t) % 5]}。回答 ${t} of conversation ${i}.`;
+        const q = `${zh[(i + t) % 5]} ${en[(i * 3 + t) % en.length]} #${i}-${t}${rare}`;
+        const a = `${en[(i + t + 1) % en.length]} —— ${zh[(i * 7 + t) % 5]}。回答 ${t} of conversation ${i}.`;
         messages.push({ role: 'user', id: `u${i}-${t}`, content: [{ type: 'text', text: q }] });
         messages.push({ role: 'assistant', id: `a${i}-${t}`, content: [{ type: 'text', text: a }] });
         turnList.push({ turnId: t + 1, timestamp: new Date(base + i * 60000 + t).toISOString(),
@@ -258,18 +258,25 @@ def _open_app(run, context):
     return page
 
 
-def run(run, *, quick: bool) -> dict:
-    n, turns = (200, 10) if quick else (1000, 50)
-    reps = 3 if quick else 9
-    figures: dict = {"conversations": n, "turns_each": turns, "repetitions": reps}
-    full = run.context()
-    page = _open_app(run, full)
+def seeded_page(run, context, n: int, turns: int, figures: dict):
+    """The app in ``context`` with ``n`` conversations × ``turns`` turns of ``COURSE`` written by
+    ``SEED_JS``, reloaded until history is ready; ``figures["seed_s"]``: the writing's seconds."""
+    page = _open_app(run, context)
     t0 = time.time()
     page.evaluate(SEED_JS, [n, turns, COURSE])
     figures["seed_s"] = round(time.time() - t0, 1)
     page.reload()
     run.wait_ready(page)
     page.wait_for_function("() => document.documentElement.dataset.history === 'ready'", timeout=60_000)
+    return page
+
+
+def run(run, *, quick: bool) -> dict:
+    n, turns = (200, 10) if quick else (1000, 50)
+    reps = 3 if quick else 9
+    figures: dict = {"conversations": n, "turns_each": turns, "repetitions": reps}
+    full = run.context()
+    page = seeded_page(run, full, n, turns, figures)
 
     app_open, js_open = [], []
     page.evaluate(LIST_OPEN_JS)  # warm: first open loads nothing new but primes caches

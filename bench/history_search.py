@@ -22,59 +22,13 @@ Main-thread tasks are seen by the ``longtask`` observer and a ``MessageChannel``
 from __future__ import annotations
 
 import statistics
-import time
 
 from bench.checkpoints import LONGTASKS, STOP_PROBES
-from bench.history import COURSE, SEARCH_BASELINE_JS, _open_app
+from bench.history import COURSE, SEARCH_BASELINE_JS, seeded_page
 
 GOALS = {"search_ratio_max": 0.2, "longtask_ms_max": 50}
 SEARCH_PAUSE_MS = 150  # app.history.list_model.SEARCH_PAUSE_MS (this module never imports the app)
 
-SEED_JS = """
-async ([n, turns, course]) => {
-  const { Dexie } = await import('./static/vendor/dexie/dexie.mjs');
-  const db = new Dexie('agentbar');
-  await db.open();  // dynamic mode: the app created the tables
-  const zh = ['我们今天讨论机器学习的基本概念', '梯度下降如何收敛', '请解释“注意力机制”', '这个场景需要重新生成', '数据集的划分方法'];
-  const en = ['How does backpropagation work?', 'Explain the “bias–variance” trade-off 😀', 'Regenerate scene two, please',
-              'What is overfitting?', 'Summarise the lecture', 'Which learning rate should I pick?'];
-  const base = 1780000000000;
-  for (let c = 0; c < n; c += 100) {
-    const metas = [], msgs = [], turnRows = [], search = [], texts = [];
-    for (let i = c; i < Math.min(n, c + 100); i++) {
-      const taskId = 'task_20260528_' + i.toString(36).padStart(6, '0');
-      const messages = [], turnList = [];
-      for (let t = 0; t < turns; t++) {
-        const rare = i % 50 === 7 && t === 1 ? ' 关于量子纠缠 (Quantum entanglement) 的问题' : '';
-        const q = `${zh[(i + t) % 5]} ${en[(i * 3 + t) % 6]} #${i}-${t}${rare}`;
-        const a = `${en[(i + t + 1) % 6]} —— ${zh[(i * 7 + t) % 5]}。回答 ${t} of conversation ${i}.`;
-        messages.push({ role: 'user', id: `u${i}-${t}`, content: [{ type: 'text', text: q }] });
-        messages.push({ role: 'assistant', id: `a${i}-${t}`, content: [{ type: 'text', text: a }] });
-        turnList.push({ turnId: t + 1, timestamp: new Date(base + i * 60000 + t).toISOString(),
-                        usage: { inputTokens: 10, outputTokens: 20, totalTokens: 30 }, model: 'demo', duration: 400, messageId: `a${i}-${t}` });
-      }
-      const text = messages.map((m) => m.content[0].text).join('\\n');
-      const updatedAt = base + i * 60000;
-      metas.push({ taskId, taskName: messages[0].content[0].text.slice(0, 50), stageId: course, createdAt: updatedAt, updatedAt,
-                   stats: { credits: 0, totalTokens: 30 * turns, inputTokens: 10 * turns, outputTokens: 20 * turns },
-                   turnCount: turns, durationMs: 400 * turns });
-      msgs.push({ taskId, messages });
-      turnRows.push({ taskId, turns: turnList });
-      search.push({ taskId, stageId: course, updatedAt, folded: text.toLowerCase() });
-      texts.push({ taskId, text });
-    }
-    await db.transaction('rw', ['conversations', 'messages', 'turns', 'search', 'texts'], async () => {
-      await db.table('conversations').bulkPut(metas);
-      await db.table('messages').bulkPut(msgs);
-      await db.table('turns').bulkPut(turnRows);
-      await db.table('search').bulkPut(search);
-      await db.table('texts').bulkPut(texts);
-    });
-  }
-  db.close();
-  return n;
-}
-"""
 
 # Put `keyword` in the field (one input event) → until the list's data-query says it: [ms, data-total, has-more].
 CLEAR_JS = """
@@ -133,13 +87,7 @@ def run(run, *, quick: bool) -> dict:
     reps = 2 if quick else 3
     figures: dict = {"conversations": n, "turns_each": turns, "repetitions": reps}
     context = run.context()
-    page = _open_app(run, context)
-    t0 = time.time()
-    page.evaluate(SEED_JS, [n, turns, COURSE])
-    figures["seed_s"] = round(time.time() - t0, 1)
-    page.reload()
-    run.wait_ready(page)
-    page.wait_for_function("() => document.documentElement.dataset.history === 'ready'", timeout=60_000)
+    page = seeded_page(run, context, n, turns, figures)
     page.click("[data-testid=history-open]")
     page.wait_for_selector("[data-testid=history-drawer]:not([hidden])")
 

@@ -39,18 +39,14 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+if __package__:  # imported as tools.couchdb_server (tests)
+    from tools.llama_server import cache_root
+else:  # run as python tools/couchdb_server.py
+    from llama_server import cache_root
+
 HERE = Path(__file__).resolve().parent / "pouchdb-server"
 PACKAGE = "pouchdb-server"
 START_TIMEOUT_S = 30.0
-
-
-def cache_root() -> Path:
-    """The cache folder shared by every checkout on this machine (outside the work tree)."""
-    explicit = os.environ.get("AGENTBAR_CACHE")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "agentbar"
 
 
 def _lock() -> dict:

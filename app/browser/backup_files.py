@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 
 import js
-from pyodide.ffi import create_proxy, to_js
+from pyodide.ffi import create_proxy
 from pyscript import document
 from pyscript.ffi import is_none
 
-from app.browser.dom import element as _node
+from app.browser.files import download, read_bytes
 from app.browser.tasks import next_task
 
 __all__ = ["BackupFiles"]
@@ -27,25 +27,6 @@ _COUNTS = ("added", "present", "renamed", "extended", "versionsAdded", "versions
 def _attr(key: str) -> str:
     """``versionsAdded`` → ``data-versions-added``."""
     return "data-" + "".join("-" + c.lower() if c.isupper() else c for c in key)
-
-
-async def _read_bytes(file, slice_bytes: int = 1 << 20) -> bytes:
-    """A ``File``'s bytes, ``slice_bytes`` a task (no long task while a big file crosses)."""
-    parts, size = [], int(file.size)
-    for start in range(0, size, slice_bytes):
-        buffer = await file.slice(start, min(size, start + slice_bytes)).arrayBuffer()
-        parts.append(buffer.to_bytes())
-    return b"".join(parts)
-
-
-def _download(data: bytes, filename: str) -> None:
-    blob = js.Blob.new(to_js([to_js(data)]), to_js({"type": "application/zip"}, dict_converter=js.Object.fromEntries))
-    url = js.URL.createObjectURL(blob)
-    link = _node("a", attrs={"href": url, "download": filename})
-    document.body.append(link)
-    link.click()
-    link.remove()
-    js.setTimeout(create_proxy(lambda: js.URL.revokeObjectURL(url)), 10_000)
 
 
 class BackupFiles:
@@ -93,7 +74,7 @@ class BackupFiles:
             status.setAttribute("data-reason", "failed")
             status.textContent = self.t("backup.refused.failed")
             return
-        _download(data, f"agentbar-backup-{now}.zip")
+        download(data, "application/zip", f"agentbar-backup-{now}.zip")
         counts = open_backup(data).manifest["counts"]
         status.setAttribute("data-result", "ok")
         status.setAttribute("data-bytes", str(len(data)))
@@ -116,7 +97,7 @@ class BackupFiles:
         try:
             if int(file.size) > MAX_FILE_BYTES:
                 raise BackupRefused("size")
-            data = await _read_bytes(file)
+            data = await read_bytes(file)
             plan = await restore(self.records, data, next_task,
                                  local_thread=lambda stage_id: bool(self.store.load(stage_id)) or self._busy(stage_id),
                                  new_id=lambda meta: new_task_id(self.clock(), os.urandom))

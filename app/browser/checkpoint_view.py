@@ -22,11 +22,12 @@ import json
 import logging
 
 import js
-from pyodide.ffi import create_once_callable, create_proxy, to_js
+from pyodide.ffi import create_proxy
 from pyscript import document
 from pyscript.ffi import is_none
 
 from app.browser.dom import element as _node
+from app.browser.files import download
 from app.checkpoints.diff import line_kind
 from app.checkpoints.listing import list_rows
 from app.checkpoints.paths import segment
@@ -327,19 +328,5 @@ class CheckpointView:
                            conversation_id=await self.runtime.conversation(stage_id), exported_at=self._clock(),
                            pause=next_task)
         name = f"agentbar-{segment(stage_id)}-{'evidence-pack' if kind == 'export-evidence' else 'replay-case'}.zip"
-        _download(data, name)
+        download(data, "application/zip", name)
 
-
-def _download(data: bytes, name: str) -> None:
-    """Save ``data`` as file ``name`` through a temporary object URL."""
-    options = to_js({"type": "application/zip"}, dict_converter=js.Object.fromEntries)
-    blob = js.Blob.new(to_js([memoryview(data)]), options)
-    url = js.URL.createObjectURL(blob)
-    link = document.createElement("a")
-    link.href = url
-    link.download = name
-    link.hidden = True
-    document.body.append(link)
-    link.click()
-    link.remove()
-    js.setTimeout(create_once_callable(lambda: js.URL.revokeObjectURL(url)), 10_000)

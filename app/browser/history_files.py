@@ -10,19 +10,19 @@ import json
 from typing import Awaitable, Callable
 
 import js
-from pyodide.ffi import create_proxy, to_js
 from pyscript import document
 from pyscript.ffi import is_none
 
 from app.agents.errors import describe as describe_error
 from app.browser.dom import element as _node
+from app.browser.files import download, read_text
 from app.history.labels import markdown_meta
 from app.history.list_model import HistoryList
 from app.history.recorder import HistoryRecorder
 from app.history.service import HistoryService
 from app.projection import CUT_MARKER, failure_of
 
-__all__ = ["HistoryFiles", "install_graphemes", "read_text"]
+__all__ = ["HistoryFiles", "install_graphemes"]
 
 
 async def install_graphemes() -> None:
@@ -33,31 +33,6 @@ async def install_graphemes() -> None:
     import micropip
 
     await micropip.install("pyuegc")
-
-
-async def read_text(file, slice_bytes: int = 1 << 20) -> str:
-    """A ``File``'s UTF-8 text, read ``slice_bytes`` at a time, each slice crossing into Python and
-    decoded in its own task (DESIGN.md §14: no long task while a big file is read). Decoded as
-    ``Blob.text()`` does: a leading BOM dropped, invalid bytes as U+FFFD."""
-    import codecs
-
-    decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
-    parts, size = [], int(file.size)
-    for start in range(0, size, slice_bytes):
-        buffer = await file.slice(start, min(size, start + slice_bytes)).arrayBuffer()
-        parts.append(decoder.decode(buffer.to_bytes()))
-    parts.append(decoder.decode(b"", final=True))
-    return "".join(parts)
-
-
-def _download(text: str, mime: str, filename: str) -> None:
-    blob = js.Blob.new(to_js([text]), to_js({"type": f"{mime};charset=utf-8"}, dict_converter=js.Object.fromEntries))
-    url = js.URL.createObjectURL(blob)
-    link = _node("a", attrs={"href": url, "download": filename})
-    document.body.append(link)
-    link.click()
-    link.remove()
-    js.setTimeout(create_proxy(lambda: js.URL.revokeObjectURL(url)), 10_000)
 
 
 def _chosen(field, kind: str):
@@ -108,7 +83,7 @@ class HistoryFiles:
         else:
             text, mime = export_markdown(*bundle, self._labels(bundle[0]),
                                          lambda error: describe_error(self.t, error)), "text/markdown"
-        _download(text, mime, f"{bundle[0].taskId}.{kind}")
+        download(text, mime, f"{bundle[0].taskId}.{kind}")
 
     async def export_unkept(self) -> None:
         """Download the shown thread as a JSON export when history cannot keep it (asked before New
@@ -123,7 +98,7 @@ class HistoryFiles:
         if needs_segmenter(messages):
             await install_graphemes()
         task_id, text = export_unkept(stage_id, messages, self.clock())
-        _download(text, "application/json", f"{task_id}.json")
+        download(text, "application/json", f"{task_id}.json")
 
     def _labels(self, meta=None) -> dict[str, str]:
         return {"you": self.t("edit.agent.you"), "assistant": self.t("edit.agent.assistant"),

@@ -219,15 +219,7 @@ def test_wrong_password_and_a_server_that_is_not_couchdb_end_in_a_clear_status(b
         # the password is in sessionStorage only (not remembered): not in localStorage, history or logs
         assert agent.page.evaluate("() => sessionStorage.getItem('agentbar-sync-password')") == "wrong-password-123"
         assert "wrong-password-123" not in agent.page.evaluate("() => JSON.stringify({...localStorage})")
-        history = agent.page.evaluate("""async () => {
-          const db = await new Promise((ok, bad) => { const r = indexedDB.open('agentbar'); r.onsuccess = () => ok(r.result); r.onerror = bad; });
-          const out = [];
-          for (const name of db.objectStoreNames) {
-            out.push(await new Promise((ok) => { const q = db.transaction(name).objectStore(name).getAll(); q.onsuccess = () => ok(JSON.stringify(q.result)); }));
-          }
-          db.close();
-          return out.join("\\n");
-        }""")
+        history = agent.page.evaluate(IDB_DUMP_JS)
         assert "kept whatever the server says" in history and "wrong-password-123" not in history
         assert not any("wrong-password-123" in line for line in logged)
         assert agent.off_origin_requests() == []
