@@ -35,7 +35,7 @@ from typing import Any, Union
 
 from app.presentation import link_segments
 
-__all__ = ["Element", "Node", "available", "markdown_tree", "safe_href"]
+__all__ = ["Element", "Node", "available", "markdown_tree", "parser", "safe_href"]
 
 
 @dataclass
@@ -63,6 +63,13 @@ def available() -> bool:
     except ImportError:
         return False
     return True
+
+
+@cache
+def parser():
+    """The one ``MarkdownIt`` parser (built on first use; the browser builds it in a task of its own
+    after start-up, DESIGN.md §13). Raises ``ImportError`` while markdown-it-py is not installed."""
+    return _parser()
 
 
 @cache

@@ -28,7 +28,7 @@ from app.browser.indexeddb import IndexedDbBackend
 from app.browser.tasks import next_task
 from app.browser.turn_meta_view import TurnMetaView
 from app.history.list_model import HistoryChange, HistoryList
-from app.history.reconcile import stored_threads
+from app.history.reconcile import iter_stored_threads
 from app.history.recorder import HistoryRecorder
 from app.history.service import UNDO_MS, HistoryService
 
@@ -128,9 +128,15 @@ class HistoryView:
         self.runtime.subscribe(self._on_runtime)
 
     async def start(self) -> None:
-        """After ready: reconcile the stored threads with history, then show the active turn meta."""
-        threads = stored_threads(self.store)
-        await self.recorder.run(self.runtime.stage_id or "", lambda: self.service.reconcile(threads))
+        """After ready: reconcile the stored threads with history, then show the active turn meta.
+        Each course is read in a task of its own and each adopted course written in one, so no
+        task after ready runs over 50 ms (DESIGN.md §13)."""
+        threads = {}
+        for stage_id, thread in iter_stored_threads(self.store):
+            threads[stage_id] = thread
+            await next_task()
+        await self.recorder.run(self.runtime.stage_id or "", lambda: self.service.reconcile(threads, next_task))
+        await next_task()
         await self.render_meta()
 
     def _on_runtime(self) -> None:

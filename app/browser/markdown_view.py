@@ -25,6 +25,7 @@ from pyodide.ffi import create_proxy
 from pyscript.ffi import is_none
 
 from app import markdown
+from app.browser.tasks import next_task
 
 __all__ = ["is_ready", "render", "start_install"]
 
@@ -88,6 +89,18 @@ def render(text: str):
     return bubble
 
 
+def _import_mdurl() -> None:
+    import mdurl  # noqa: F401
+
+
+def _import_markdown_it() -> None:
+    import markdown_it  # noqa: F401
+
+
+INSTALL_STEPS = (_import_mdurl, _import_markdown_it, markdown.parser, lambda: markdown.markdown_tree("warm *up*"))
+"""After micropip's install: the imports, the parser's construction and one warm-up parse, one task each."""
+
+
 def _on_click(event) -> None:
     button = event.target.closest("[data-testid=code-copy]")
     if is_none(button):
@@ -109,10 +122,16 @@ async def _install(on_ready: Callable[[], None]) -> None:
         import pyodide_js
 
         await pyodide_js.loadPackage("micropip")
+        await next_task()
         import micropip
 
+        await next_task()
         await micropip.install(["markdown-it-py", "mdurl"])
-        markdown.markdown_tree("warm *up*")  # import and build the parser once, off the first render
+        # each step in a task of its own (DESIGN.md §13: nothing after ready over 50 ms)
+        for step in INSTALL_STEPS:
+            await next_task()
+            step()
+        await next_task()
     except Exception as error:  # noqa: BLE001 - Markdown is an improvement, not a requirement
         _log.warning("markdown-it-py could not be installed: %s", error)
         root.dataset.markdown = "failed"

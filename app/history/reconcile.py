@@ -2,14 +2,17 @@
 
 ``stored_threads(store)`` gives ``HistoryService.reconcile`` its input from the
 page's ``app.store.ThreadStore`` (ids through ``store.stage_ids()``, never by
-parsing the stored value a second time).
+parsing the stored value a second time). ``iter_stored_threads(store)`` gives the same
+one course at a time, so the browser layer can give the page back between courses
+(DESIGN.md §13: nothing after ready over 50 ms; ``app.browser.history_view``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Protocol
 
-__all__ = ["StoredThreads", "stored_threads"]
+__all__ = ["StoredThreads", "iter_stored_threads", "stored_threads"]
 
 
 class StoredThreads(Protocol):
@@ -26,9 +29,13 @@ def stored_threads(store: StoredThreads) -> dict[str, tuple[list[dict], int]]:
     """``{stageId: (slim messages, updatedAt ms)}`` of every course whose active thread the store holds
     with messages (``store``: ``ThreadStore`` with ``stage_ids``, ``load``, ``updated_at``). Empty
     threads and threads without ``updatedAt`` are left out (nothing to adopt)."""
-    threads = {}
+    return dict(iter_stored_threads(store))
+
+
+def iter_stored_threads(store: StoredThreads) -> Iterator[tuple[str, tuple[list[dict], int]]]:
+    """``stored_threads`` one course at a time: ``(stageId, (slim messages, updatedAt ms))``, in the
+    store's order, each read only when asked for (one slice of start-up work, DESIGN.md §13)."""
     for stage_id in store.stage_ids():
         messages, updated = store.load(stage_id), store.updated_at(stage_id)
         if messages and updated is not None:
-            threads[stage_id] = (messages, updated)
-    return threads
+            yield stage_id, (messages, updated)

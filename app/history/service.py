@@ -173,9 +173,11 @@ class HistoryService:
         """``HistoryWrites.resume``: make ``task_id`` the head of ``stage_id``; returns its messages."""
         return await self._writes.resume(stage_id, task_id, current, current_synced_at, synced_at)
 
-    async def reconcile(self, threads: dict[str, tuple[list[dict], int]]) -> list[str]:
-        """``HistoryWrites.reconcile``: start-up, localStorage wins; returns the stage ids brought in line."""
-        return await self._writes.reconcile(threads)
+    async def reconcile(self, threads: dict[str, tuple[list[dict], int]],
+                        pause: Callable[[], Awaitable[None]] | None = None) -> list[str]:
+        """``HistoryWrites.reconcile``: start-up, localStorage wins; returns the stage ids brought in line
+        (``pause``: awaited between adopted courses, DESIGN.md §13)."""
+        return await self._writes.reconcile(threads, pause)
 
     # -- delete, undo ------------------------------------------------------
     @guarded(bool)

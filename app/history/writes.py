@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from app.continuity import continues
@@ -299,16 +299,21 @@ class HistoryWrites:
         return messages
 
     @guarded(list)
-    async def reconcile(self, threads: dict[str, tuple[list[dict], int]]) -> list[str]:
+    async def reconcile(self, threads: dict[str, tuple[list[dict], int]],
+                        pause: Callable[[], Awaitable[None]] | None = None) -> list[str]:
         """Start-up: for each course's active thread in ``maic-agent-threads`` (``{stageId: (messages,
         updatedAt)}``), localStorage wins: history's head is brought in line, a thread history lacks is
         adopted as a conversation. A thread that is the start of what the head holds (the later turns
         did not fit in localStorage) is that conversation: the head stays whole, nothing is copied.
-        Reads only heads whose ``syncedAt`` differs. Returns the adopted/updated stage ids."""
+        Reads only heads whose ``syncedAt`` differs. Returns the adopted/updated stage ids.
+        ``pause``: awaited after each course that was adopted or updated (the browser passes
+        ``app.browser.tasks.next_task``: one course per task, DESIGN.md §13)."""
         changed = []
         for stage_id, (messages, updated_at) in threads.items():
             if messages and await self._reconcile_one(stage_id, messages, updated_at):
                 changed.append(stage_id)
+                if pause is not None:
+                    await pause()
         return changed
 
     async def _reconcile_one(self, stage_id: str, messages: list[dict], updated_at: int) -> bool:
