@@ -76,15 +76,16 @@ class RecordVersionBackend:
         number = last[0].get("versionNo") if last and isinstance(last[0], dict) else 0
         return number if isinstance(number, int) else 0
 
-    async def commit(self, artifact: dict[str, Any], version: dict[str, Any], document: dict[str, Any],
+    async def commit(self, artifact: dict[str, Any] | None, version: dict[str, Any], document: dict[str, Any],
                      expected_version_no: int) -> int | None:
         ops = [("add", "versions", version),
-               ("add", "snapshots", {"versionId": version["versionId"], "document": document}),
-               ("put", "artifacts", artifact)]
+               ("add", "snapshots", {"versionId": version["versionId"], "document": document})]
+        if artifact is not None:
+            ops.append(("put", "artifacts", artifact))
         try:
             await self._records.write(ops)
         except RecordStoreError as error:
             if error.kind != "aborted":
                 raise BackendUnavailable(str(error)) from error
-            return max(await self.highest(artifact["artifactId"]), expected_version_no + 1)
+            return max(await self.highest(version["artifactId"]), expected_version_no + 1)
         return None

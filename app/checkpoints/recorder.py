@@ -144,6 +144,16 @@ class SceneCheckpoints:
         self._notify()
         return asyncio.ensure_future(self._write(key, event))
 
+    async def adopt(self, version: dict[str, Any], document: dict[str, Any]) -> int | None:
+        """Keep a version made on another device (``VersionStore.adopt``: distinct numbers, DESIGN.md
+        §16) and notify; returns its number here, ``None`` when it was here already. It is not
+        announced to ``on_recorded`` (that is for versions made on this device)."""
+        async with self._lock:
+            number = await self.store.adopt(version, document)
+        if number is not None:
+            self._notify()
+        return number
+
     async def _write(self, key: str, event: ArtifactSnapshot) -> FileArtifact:
         try:
             async with self._lock:
