@@ -80,6 +80,9 @@ class SceneCheckpoints:
         self._lock = asyncio.Lock()
         self._listeners: list[Callable[[], None]] = []
         self._recorded: list[Callable[[FileArtifact], None]] = []
+        self.generation = 0
+        """Counts the versions kept from another device (``adopt``): a list drawn for an older
+        generation is out of date even when the scene's current version is the same."""
         if not kept:
             self.store.notices.append("checkpoint-unavailable")
 
@@ -151,6 +154,7 @@ class SceneCheckpoints:
         async with self._lock:
             number = await self.store.adopt(version, document)
         if number is not None:
+            self.generation += 1
             self._notify()
         return number
 

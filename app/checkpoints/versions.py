@@ -29,8 +29,9 @@ Rules, each in one place:
 - a version made on another device (DESIGN.md §16, ``app.sync``) is added by ``adopt``: kept once
   per checkpoint id, under the number ``app.sync.merge.place_versions`` gives it here (a number
   already taken goes past the highest: both devices' versions survive with distinct numbers), with
-  the same compare-and-set as ``record``; it becomes the scene's current one only when it is the
-  highest (``renumbered`` rewrites a record's number, id and timeline item);
+  the same compare-and-set as ``record``; it becomes the scene's current one when it is the
+  highest number and was made no earlier than the current one (both devices then show the
+  version made last); ``renumbered`` rewrites a record's number, id and timeline item;
 - a record that fails validation or carries an unknown ``schema`` is skipped,
   with one ``checkpoint-damaged`` notice for the session (``_valid``);
 - a backend that fails (``BackendUnavailable``) is replaced by an in-memory one
@@ -336,7 +337,8 @@ class VersionStore:
 
     async def adopt(self, version: dict[str, Any], document: dict[str, Any]) -> int | None:
         """Add a version made on another device (a version record, ``document`` its whole
-        document); returns the number it has here, ``None`` when its checkpoint is here already.
+        document; current when it is the highest number and made no earlier than the current one);
+        returns the number it has here, ``None`` when its checkpoint is here already.
         Raises ``ValueError`` for a record or document that does not validate (nothing written),
         ``RuntimeError`` when no number could be taken in ``MAX_RETRIES`` tries."""
         from app.records import BulkValue
@@ -353,15 +355,18 @@ class VersionStore:
             return None
         bulk = BulkValue(parsed.model_dump(mode="json", exclude_none=True))
         for _ in range(MAX_RETRIES):
-            numbers = [r.get("versionNo") for r in await self._guard(lambda b: b.versions(record.artifact_id), [])]
-            numbers = [n for n in numbers if isinstance(n, int)]
+            rows = [r for r in await self._guard(lambda b: b.versions(record.artifact_id), [])
+                    if isinstance(r, dict) and isinstance(r.get("versionNo"), int)]
+            numbers = [r["versionNo"] for r in rows]
             highest = max(numbers, default=0)
+            top = max(rows, key=lambda r: r["versionNo"], default=None)
             placed = place_versions(numbers, [{"versionId": record.version_id, "versionNo": record.version_no,
                                                "createdAt": int(version.get("updatedAt") or 0)}])[0]["versionNo"]
             row = renumbered({**version, "schema": SCHEMA}, placed)
             item = FileArtifact.model_validate(row["item"])
             artifact = None
-            if placed > highest:
+            made_later = top is None or item.updated_at >= int(top.get("updatedAt") or 0)
+            if placed > highest and made_later:
                 artifact = {"schema": SCHEMA, "artifactId": record.artifact_id, "stageId": version["stageId"],
                             "sceneId": version["sceneId"], "path": item.path, "versionNo": placed,
                             "versionId": row["versionId"], "updatedAt": item.updated_at, "latest": item.wire()}

@@ -314,6 +314,7 @@ def test_status_of_replication_events():
     assert SyncEngine.status("off").key == "sync.state.off"
 
 
+
 # -- scene versions (VersionStore.adopt through the engine) ------------------------------------
 from app.checkpoints import ArtifactSnapshot, SceneCheckpoints  # noqa: E402
 from app.checkpoints.record_backend import RecordVersionBackend  # noqa: E402
@@ -351,7 +352,8 @@ async def test_versions_made_on_both_devices_keep_distinct_numbers_and_a_restore
     assert await engine_a.remote_changed(json.loads(json.dumps(doc_b))) == "added"
     assert _numbers(await b.read_model.list_scene("intro-ml", "scene-1")) == [(1, "made on B"), (2, "made on A")]
     assert _numbers(await a.read_model.list_scene("intro-ml", "scene-1")) == [(1, "made on A"), (2, "made on B")]
-    assert b.current("intro-ml", "scene-1").document.title == "made on A"  # the newest number is current
+    # the version made last is current on both (B's, at 20), whatever its number there
+    assert b.current("intro-ml", "scene-1").document.title == "made on B" == a.current("intro-ml", "scene-1").document.title
     assert replica_b.puts == 1 and replica_a.puts == 1  # an adopted version is not written back
     assert await engine_b.remote_changed(doc_a) == "same"  # kept once (a reload, another tab)
     # a restore on B of the version made on A: its document, as a new version of B's (source restore)
@@ -363,6 +365,7 @@ async def test_versions_made_on_both_devices_keep_distinct_numbers_and_a_restore
     assert await engine_b.local_version(restored)
     assert await engine_a.remote_changed(replica_b.docs[f"version:{restored.id}"]) == "added"
     assert _numbers(await a.read_model.list_scene("intro-ml", "scene-1"))[-1] == (3, "made on A")
+    assert a.current("intro-ml", "scene-1").document.title == "made on A"  # the restore, made last, on both
     assert a.notices == () == b.notices  # kept in the record store, not in a fallback
 
 
