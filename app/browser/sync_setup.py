@@ -82,6 +82,7 @@ class SyncSetup:
         self.history = history
         self.checkpoints = checkpoints
         self.records = records
+        self._welcomed = False
         self.t = translator
         self.local, self.session = WebStorage("localStorage"), WebStorage("sessionStorage")
         self.settings, self._password = load_sync_settings(self.local, self.session)
@@ -195,8 +196,10 @@ class SyncSetup:
         self.engine = SyncEngine(self.history, _Replica(self.replication), self.local, checkpoints=self.checkpoints,
                                  records=self.records, pause=next_task)
         self._hook_history()
+        self._welcomed = False
         status = int(await self.replication.probe())
         if self.status.state == "syncing" and status == 200 and self.replication is not None:
+            self._welcomed = True
             self.replication.start()
             engine, target = self.engine, credentials.remote
             self._enqueue(lambda: engine.send_all(target))
@@ -264,7 +267,7 @@ class SyncSetup:
                 parsed = json.loads(body)
             except ValueError:
                 parsed = body
-        self._show(SyncEngine.status(str(event), int(http_status or 0), parsed))
+        self._show(SyncEngine.status(str(event), int(http_status or 0), parsed, welcomed=self._welcomed))
 
 
 def _report(task: asyncio.Future) -> None:

@@ -225,10 +225,13 @@ class SyncEngine:
 
     # -- status ----------------------------------------------------------------
     @staticmethod
-    def status(event: str, http_status: int | None = None, body: Any = None) -> SyncStatus:
+    def status(event: str, http_status: int | None = None, body: Any = None, *, welcomed: bool = False) -> SyncStatus:
         """The panel's status for a replication ``event``: ``active`` (documents moving) →
         ``syncing``; ``paused`` with no error (caught up) → ``synced``; ``denied``/``error`` with the
-        failing request's ``http_status`` (0/None: no answer) → ``failed`` by ``failure_reason``;
+        failing request's ``http_status`` (0/None: no answer) → ``failed`` by ``failure_reason``, but
+        a 401 from the database once the server's welcome accepted the same credentials
+        (``welcomed``: a wrong password is refused there already) is ``forbidden``: that user (or no
+        user) may not read the database, as pouchdb-server answers where CouchDB says 403;
         ``welcome`` (the answer of ``GET /`` before replicating, ``body`` parsed or None) →
         ``syncing`` when it is a CouchDB welcome, else ``notCouchdb`` (or ``unreachable`` with no
         answer, or the HTTP reason); ``off``.
@@ -250,4 +253,6 @@ class SyncEngine:
             if http_status in (401, 403) or not http_status:
                 return SyncStatus.failed(failure_reason(http_status))
             return SyncStatus.failed("notCouchdb")
+        if welcomed and http_status == 401:
+            return SyncStatus.failed("forbidden")
         return SyncStatus.failed(failure_reason(http_status, body))

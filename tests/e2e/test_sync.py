@@ -6,8 +6,9 @@ One pair of booted pages carries the cases, each in a course of its own (switche
 sync off loads nothing and sends nothing off the origin; a conversation made before sync was on goes
 out at the first sync; a conversation made on A appears on B; a delete on A is gone on B and stays
 gone after both sync again; scene versions made on both keep distinct numbers and B restores one
-made on A. A page of its own checks a wrong password and a server that is not CouchDB (each a clear
-``sync-status``, nothing lost, the password nowhere but ``sessionStorage``); another, with a server of its own, stops that server mid-sync (``offline``, the
+made on A. A page of its own checks a wrong password, a server that is not CouchDB and a database the
+user may not read (each a clear ``sync-status``, nothing lost, the password nowhere but
+``sessionStorage``); another, with a server of its own, stops that server mid-sync (``offline``, the
 turn kept) and starts it again (the turn reaches it, ``synced``).
 """
 
@@ -18,6 +19,9 @@ import threading
 import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import base64
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -279,6 +283,7 @@ def test_wrong_password_and_a_server_that_is_not_couchdb_end_in_a_clear_status(b
     other = ThreadingHTTPServer(("127.0.0.1", 0), _NotCouch)
     threading.Thread(target=other.serve_forever, daemon=True).start()
     not_couch = f"http://127.0.0.1:{other.server_address[1]}"
+    closed = None
     context, agent = _device(browser, app_server, couch)
     agent.allowed_origins.append(not_couch)
     logged: list[str] = []
@@ -310,11 +315,64 @@ def test_wrong_password_and_a_server_that_is_not_couchdb_end_in_a_clear_status(b
         assert "kept whatever the server says" in history and "wrong-password-123" not in history
         assert not any("wrong-password-123" in line for line in logged)
 
+        # -- a database this user may not read: forbidden, nothing lost ----------------------------
+        closed = couchdb_server.start()
+        agent.allowed_origins.append(closed.origin)
+        _secure(closed, members=["ann"])
+        _configure(agent, closed.origin, user="bob", password="bob-pw-456", database=CLOSED)
+        assert _wait_state(agent, "error", "offline", "synced") == "error"
+        status = agent.testid("sync-status")
+        assert status.get_attribute("data-reason") == "forbidden"
+        assert status.text_content() == LOCALE["sync"]["reason"]["forbidden"]
+        assert agent.messages().count() == 2 and "kept whatever the server says" in (agent.stored_raw() or "")
+        _admin(closed, "PUT", f"/{CLOSED}/_security", {"admins": {"names": [], "roles": []},
+                                                       "members": {"names": ["ann", "bob"], "roles": []}})
+        _sync_now(agent)  # let in: synced, and the turn kept meanwhile reaches the database
+
+        def on_closed() -> bool:
+            rows = _admin(closed, "GET", f"/{CLOSED}/_all_docs?include_docs=true")[1].get("rows", [])
+            return any("kept whatever the server says" in _doc_texts(row["doc"]) for row in rows)
+        _poll(on_closed, "the turn on the database once the user may read it")
         assert agent.off_origin_requests() == []
     finally:
         context.close()
         other.shutdown()
         other.server_close()
+        if closed is not None:
+            closed.stop()
+
+
+CLOSED = "agentbar-closed"
+LOCALE = json.loads((Path(__file__).resolve().parents[2] / "app" / "locales" / "en-US.json").read_text("utf-8"))
+ADMIN = ("admin", "admin-pw-789")
+
+
+def _admin(server, method: str, path: str, body=None) -> tuple[int, dict]:
+    """A request to ``server`` as its admin: ``(status, parsed answer)``."""
+    request = urllib.request.Request(server.origin + path, method=method,
+                                     data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json", "Authorization": "Basic " +
+                                              base64.b64encode(":".join(ADMIN).encode()).decode()})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            return answer.status, json.loads(answer.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def _secure(server, members: list[str]) -> None:
+    """An admin, database ``CLOSED`` readable by ``members`` only, and user ``bob`` (not a member)."""
+    urllib.request.urlopen(urllib.request.Request(f"{server.origin}/_config/admins/{ADMIN[0]}", method="PUT",
+                                                  data=json.dumps(ADMIN[1]).encode()), timeout=5).close()
+    assert _admin(server, "PUT", f"/{CLOSED}")[0] == 201
+    assert _admin(server, "PUT", f"/{CLOSED}/_security", {"admins": {"names": [], "roles": []},
+                                                          "members": {"names": members, "roles": []}})[0] == 200
+    assert _admin(server, "PUT", "/_users/org.couchdb.user:bob",
+                  {"name": "bob", "password": "bob-pw-456", "roles": [], "type": "user"})[0] == 201
+    with pytest.raises(urllib.error.HTTPError) as refused:  # the server itself refuses bob that database
+        urllib.request.urlopen(urllib.request.Request(f"{server.origin}/{CLOSED}", headers={
+            "Authorization": "Basic " + base64.b64encode(b"bob:bob-pw-456").decode()}), timeout=5)
+    assert refused.value.code in (401, 403)
 
 
 def test_server_stopped_mid_sync_goes_offline_keeps_the_turn_and_sends_it_when_back(browser, app_server):

@@ -315,6 +315,16 @@ def test_status_of_replication_events():
 
 
 
+def test_a_database_the_user_may_not_read_is_forbidden_not_a_wrong_password():
+    # the welcome refused the credentials: a wrong user name or password
+    assert SyncEngine.status("welcome", 401).reason == "unauthorized"
+    # the welcome took them, the database answers 401 (pouchdb-server) or 403 (CouchDB): forbidden
+    assert SyncEngine.status("error", 401, welcomed=True) == SyncStatus("error", "forbidden")
+    assert SyncEngine.status("error", 403, welcomed=True).key == "sync.reason.forbidden"
+    assert SyncEngine.status("error", 401).reason == "unauthorized"
+    assert SyncEngine.status("error", 0, welcomed=True).state == "offline"
+
+
 # -- scene versions (VersionStore.adopt through the engine) ------------------------------------
 from app.checkpoints import ArtifactSnapshot, SceneCheckpoints  # noqa: E402
 from app.checkpoints.record_backend import RecordVersionBackend  # noqa: E402
