@@ -13,7 +13,8 @@ Tables (declared with the rest of the database in ``app.records.SCHEMA``):
 
 ``commit`` is one atomic ``write``: ``add`` the version and its snapshot (an
 ``add`` of an existing key aborts the whole transaction, so a version number
-another tab took is never overwritten), ``put`` the artifact. When it aborts,
+another tab took is never overwritten), ``put`` the artifact (none for a version
+from another device that does not become current, ``VersionStore.adopt``). When it aborts,
 the highest stored number is read and returned, and the version store numbers
 past it. Any other failure is ``BackendUnavailable``.
 """
