@@ -115,7 +115,8 @@ class CheckpointView:
             box = node.querySelector(".scene-versions")
             if is_none(box):
                 box = self._scene_controls(node, scene_id)
-            version = _attr(node, "data-version") or "0"
+            # the list follows the scene's version, and versions from another device (§16) beside it
+            version = f'{_attr(node, "data-version") or "0"}/{self.checkpoints.generation}'
             if scene_id in self._open and _attr(box, "data-listed-version") != version:
                 box.setAttribute("data-listed-version", version)
                 self._spawn(self._fill_list(stage_id, scene_id, box))

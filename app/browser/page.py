@@ -288,7 +288,7 @@ class Page:
         await next_task()
         from app.browser.sync_setup import SyncSection, SyncSetup  # sync (§16): its client loads only when on
 
-        self.sync = SyncSetup(self.history, self.translator)
+        self.sync = SyncSetup(self.history, self.translator, self.checkpoints, self.records)
         self.model_setup.install_dialog(self.translator, self._redraw_messages,  # after ready: nothing added to start-up
                                         sections=(SyncSection(self.translator, self.sync),))
         js.performance.mark("agentbar:settings")

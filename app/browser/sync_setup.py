@@ -9,9 +9,12 @@
 - ``SyncSection``: the settings dialog's sync fields (``sync-enabled``, ``sync-url``,
   ``sync-database``, ``sync-user``, ``sync-password``, ``sync-remember``), saved by
   ``settings-save``; the password is kept like the model key (``app.sync.settings``).
-- The rules are ``app.sync.engine.SyncEngine``'s: this tab's history changes go out as documents,
-  replicated documents come into history, one after another in arrival order; the local change
-  sequence already applied is kept under ``SEQ_KEY`` so that a reload goes on from there.
+- The rules are ``app.sync.engine.SyncEngine``'s: this tab's history changes and the scene versions
+  it writes (``SceneCheckpoints.on_recorded``) go out as documents, replicated documents come into
+  history and the version store, one after another in arrival order; the local change sequence
+  already applied is kept under ``SEQ_KEY`` so that a reload goes on from there. Once the server
+  answered, everything stored here goes out at the first sync with that server and database
+  (``SyncEngine.send_all``; turning sync off forgets it, so what was made meanwhile goes out too).
 
 The password never reaches a log: errors are logged by their kind, never with the configuration.
 """
@@ -30,7 +33,8 @@ from pyscript import document
 from app.browser.dom import element
 from app.browser.model_setup import WebStorage
 from app.i18n import Translator
-from app.sync.engine import SyncEngine
+from app.browser.tasks import next_task
+from app.sync.engine import SENT_KEY, SyncEngine
 from app.sync.settings import SyncCredentials, SyncSettings, SyncStatus, load_sync_settings, save_sync_settings
 
 __all__ = ["SEQ_KEY", "SyncSection", "SyncSetup"]
@@ -71,10 +75,14 @@ class _Replica:
 
 
 class SyncSetup:
-    """Sync in this page for ``history`` (``HistoryService``) and ``translator``."""
+    """Sync in this page for ``history`` (``HistoryService``), ``translator``, ``checkpoints``
+    (``SceneCheckpoints``) and ``records`` (the ``RecordBackend`` both live in)."""
 
-    def __init__(self, history: Any, translator: Translator) -> None:
+    def __init__(self, history: Any, translator: Translator, checkpoints: Any = None, records: Any = None) -> None:
         self.history = history
+        self.checkpoints = checkpoints
+        self.records = records
+        self._welcomed = False
         self.t = translator
         self.local, self.session = WebStorage("localStorage"), WebStorage("sessionStorage")
         self.settings, self._password = load_sync_settings(self.local, self.session)
@@ -130,6 +138,11 @@ class SyncSetup:
     def save(self, settings: SyncSettings, password: str) -> bool:
         """Store and apply ``settings``: sync starts, restarts with the new server, or stops."""
         stored = save_sync_settings(self.local, self.session, settings, password)
+        if not settings.enabled:  # what is made while sync is off goes out at the next first sync
+            try:
+                self.local.remove_item(SENT_KEY)
+            except Exception:  # noqa: BLE001
+                pass
         changed = (settings, password) != (self.settings, self._password)
         self.settings, self._password = settings, password
         if changed or (settings.enabled and self.replication is None):
@@ -180,11 +193,16 @@ class SyncSetup:
         self._proxies += [on_change, on_status]
         self.replication = js.window.agentbarSync.open(config, on_change, on_status)
         del config
-        self.engine = SyncEngine(self.history, _Replica(self.replication), self.local)
+        self.engine = SyncEngine(self.history, _Replica(self.replication), self.local, checkpoints=self.checkpoints,
+                                 records=self.records, pause=next_task)
         self._hook_history()
+        self._welcomed = False
         status = int(await self.replication.probe())
         if self.status.state == "syncing" and status == 200 and self.replication is not None:
+            self._welcomed = True
             self.replication.start()
+            engine, target = self.engine, credentials.remote
+            self._enqueue(lambda: engine.send_all(target))
 
     def _since(self) -> str:
         try:
@@ -205,6 +223,12 @@ class SyncSetup:
                 self._enqueue(lambda: self.engine.local_changed(kind, task_id, stage_id))
 
         self.history.on_change = changed
+        if self.checkpoints is not None:
+            def recorded(item) -> None:
+                if self.engine is not None and self.settings.enabled:
+                    self._enqueue(lambda: self.engine.local_version(item))
+
+            self.checkpoints.on_recorded(recorded)
 
     def _enqueue(self, make) -> None:
         """Run ``make()`` after every step queued before (arrival order), reporting failures."""
@@ -243,7 +267,7 @@ class SyncSetup:
                 parsed = json.loads(body)
             except ValueError:
                 parsed = body
-        self._show(SyncEngine.status(str(event), int(http_status or 0), parsed))
+        self._show(SyncEngine.status(str(event), int(http_status or 0), parsed, welcomed=self._welcomed))
 
 
 def _report(task: asyncio.Future) -> None:

@@ -13,7 +13,8 @@ Tables (declared with the rest of the database in ``app.records.SCHEMA``):
 
 ``commit`` is one atomic ``write``: ``add`` the version and its snapshot (an
 ``add`` of an existing key aborts the whole transaction, so a version number
-another tab took is never overwritten), ``put`` the artifact. When it aborts,
+another tab took is never overwritten), ``put`` the artifact (none for a version
+from another device that does not become current, ``VersionStore.adopt``). When it aborts,
 the highest stored number is read and returned, and the version store numbers
 past it. Any other failure is ``BackendUnavailable``.
 """
@@ -76,15 +77,16 @@ class RecordVersionBackend:
         number = last[0].get("versionNo") if last and isinstance(last[0], dict) else 0
         return number if isinstance(number, int) else 0
 
-    async def commit(self, artifact: dict[str, Any], version: dict[str, Any], document: dict[str, Any],
+    async def commit(self, artifact: dict[str, Any] | None, version: dict[str, Any], document: dict[str, Any],
                      expected_version_no: int) -> int | None:
         ops = [("add", "versions", version),
-               ("add", "snapshots", {"versionId": version["versionId"], "document": document}),
-               ("put", "artifacts", artifact)]
+               ("add", "snapshots", {"versionId": version["versionId"], "document": document})]
+        if artifact is not None:
+            ops.append(("put", "artifacts", artifact))
         try:
             await self._records.write(ops)
         except RecordStoreError as error:
             if error.kind != "aborted":
                 raise BackendUnavailable(str(error)) from error
-            return max(await self.highest(artifact["artifactId"]), expected_version_no + 1)
+            return max(await self.highest(version["artifactId"]), expected_version_no + 1)
         return None

@@ -80,6 +80,9 @@ class SceneCheckpoints:
         self._lock = asyncio.Lock()
         self._listeners: list[Callable[[], None]] = []
         self._recorded: list[Callable[[FileArtifact], None]] = []
+        self.generation = 0
+        """Counts the versions kept from another device (``adopt``): a list drawn for an older
+        generation is out of date even when the scene's current version is the same."""
         if not kept:
             self.store.notices.append("checkpoint-unavailable")
 
@@ -143,6 +146,17 @@ class SceneCheckpoints:
         self._writing += 1
         self._notify()
         return asyncio.ensure_future(self._write(key, event))
+
+    async def adopt(self, version: dict[str, Any], document: dict[str, Any]) -> int | None:
+        """Keep a version made on another device (``VersionStore.adopt``: distinct numbers, DESIGN.md
+        §16) and notify; returns its number here, ``None`` when it was here already. It is not
+        announced to ``on_recorded`` (that is for versions made on this device)."""
+        async with self._lock:
+            number = await self.store.adopt(version, document)
+        if number is not None:
+            self.generation += 1
+            self._notify()
+        return number
 
     async def _write(self, key: str, event: ArtifactSnapshot) -> FileArtifact:
         try:

@@ -26,6 +26,12 @@ Rules, each in one place:
   transaction), else ``record`` re-numbers past it and retries, so two tabs
   never overwrite each other's versions (``record``);
 - a restore is a new version with source ``restore`` (``ArtifactSnapshot``);
+- a version made on another device (DESIGN.md §16, ``app.sync``) is added by ``adopt``: kept once
+  per checkpoint id, under the number ``app.sync.merge.place_versions`` gives it here (a number
+  already taken goes past the highest: both devices' versions survive with distinct numbers), with
+  the same compare-and-set as ``record``; it becomes the scene's current one when it is the
+  highest number and was made no earlier than the current one (both devices then show the
+  version made last); ``renumbered`` rewrites a record's number, id and timeline item;
 - a record that fails validation or carries an unknown ``schema`` is skipped,
   with one ``checkpoint-damaged`` notice for the session (``_valid``);
 - a backend that fails (``BackendUnavailable``) is replaced by an in-memory one
@@ -44,7 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.checkpoints.documents import SceneDocument, parse_document
 from app.checkpoints.events import ArtifactSnapshot
-from app.checkpoints.paths import version_id
+from app.checkpoints.paths import snapshot_path, version_id
 from app.checkpoints.timeline import FileArtifact, file_artifact
 
 __all__ = [
@@ -54,6 +60,7 @@ __all__ = [
     "SCHEMA",
     "VersionBackend",
     "VersionStore",
+    "renumbered",
 ]
 
 SCHEMA = 1
@@ -91,12 +98,13 @@ class VersionBackend(Protocol):
     async def documents_of(self, version_ids: list[str]) -> list[dict[str, Any] | str | None]:
         """``document`` of each of ``version_ids``, in order (one read)."""
 
-    async def commit(self, artifact: dict[str, Any], version: dict[str, Any], document: dict[str, Any],
+    async def commit(self, artifact: dict[str, Any] | None, version: dict[str, Any], document: dict[str, Any],
                      expected_version_no: int) -> int | None:
         """``document``: the version's document (an ``app.records.BulkValue``).
-        In one transaction: if the highest stored ``versionNo`` of the artifact's versions
-        (0 when none) equals ``expected_version_no``, add the version and its document and put
-        ``artifact``; return ``None``. Otherwise write nothing and return that highest number."""
+        In one transaction: if the highest stored ``versionNo`` of the version's artifact
+        (0 when none) equals ``expected_version_no`` and its id is free, add the version and its
+        document and put ``artifact`` (unless ``None``: the scene's current version stays); return
+        ``None``. Otherwise write nothing and return that highest number."""
 
 
 class MemoryVersionBackend:
@@ -130,13 +138,14 @@ class MemoryVersionBackend:
 
     async def commit(self, artifact, version, document, expected_version_no):
         numbers = [r.get("versionNo") for r in self.version_records.values()
-                   if r.get("artifactId") == artifact["artifactId"]]
+                   if r.get("artifactId") == version["artifactId"]]
         highest = max([n for n in numbers if isinstance(n, int)], default=0)
         if highest != expected_version_no or version["versionId"] in self.version_records:
             return highest
         self.version_records[version["versionId"]] = version
         self.documents[version["versionId"]] = document
-        self.artifact_records[artifact["artifactId"]] = artifact
+        if artifact is not None:
+            self.artifact_records[artifact["artifactId"]] = artifact
         return None
 
 
@@ -177,6 +186,27 @@ class CurrentVersion:
 def _document(raw: Any) -> SceneDocument:
     """A stored document (a JSON object, or its JSON text). Raises ``pydantic.ValidationError``."""
     return parse_document(raw) if isinstance(raw, str) else SceneDocument.model_validate(raw)
+
+
+def renumbered(version: dict[str, Any], number: int) -> dict[str, Any]:
+    """A copy of version record ``version`` as number ``number`` of its artifact: ``versionNo``,
+    ``versionId`` (``<artifactId>:v<n>``) and its timeline item's metadata (``artifactVersionNo``,
+    ``artifactVersionId``, ``artifactVersion``'s ``id``, ``versionNo`` and ``snapshotPath``).
+
+    >>> v = {"versionId": "a:v2", "artifactId": "a", "sceneId": "s", "versionNo": 2,
+    ...      "item": {"metadata": {"artifactVersionNo": 2, "artifactVersionId": "a:v2"}}}
+    >>> r = renumbered(v, 5)
+    >>> r["versionId"], r["item"]["metadata"]["artifactVersionId"], r["item"]["metadata"]["artifactVersion"]["id"]
+    ('a:v5', 'a:v5', 'a:v5')
+    """
+    vid = version_id(version["artifactId"], number)
+    item = dict(version.get("item") or {})
+    metadata = dict(item.get("metadata") or {})
+    metadata.update({"artifactVersionNo": number, "artifactVersionId": vid,
+                     "artifactVersion": {**(metadata.get("artifactVersion") or {}), "id": vid, "versionNo": number,
+                                         "snapshotPath": snapshot_path(str(version.get("sceneId", "")), number)}})
+    item["metadata"] = metadata
+    return {**version, "versionNo": number, "versionId": vid, "item": item}
 
 
 def _random_id() -> str:
@@ -304,6 +334,48 @@ class VersionStore:
                 return item
             expected = int(taken)  # another tab wrote meanwhile: number past its version
         raise RuntimeError(f"no free version number for {event.artifact_id!r}")
+
+    async def adopt(self, version: dict[str, Any], document: dict[str, Any]) -> int | None:
+        """Add a version made on another device (a version record, ``document`` its whole
+        document; current when it is the highest number and made no earlier than the current one);
+        returns the number it has here, ``None`` when its checkpoint is here already.
+        Raises ``ValueError`` for a record or document that does not validate (nothing written),
+        ``RuntimeError`` when no number could be taken in ``MAX_RETRIES`` tries."""
+        from app.records import BulkValue
+        from app.sync.merge import place_versions
+
+        try:  # another device's damage is refused here, not noticed as this device's (no notice)
+            record = _VersionRecord.model_validate(version)
+            parsed = _document(document)
+        except ValidationError as error:
+            raise ValueError("not a scene version") from error
+        if not isinstance(version.get("stageId"), str) or not isinstance(version.get("sceneId"), str):
+            raise ValueError("not a scene version")
+        if await self._guard(lambda b: b.version_by_checkpoint(record.checkpoint_id), None) is not None:
+            return None
+        bulk = BulkValue(parsed.model_dump(mode="json", exclude_none=True))
+        for _ in range(MAX_RETRIES):
+            rows = [r for r in await self._guard(lambda b: b.versions(record.artifact_id), [])
+                    if isinstance(r, dict) and isinstance(r.get("versionNo"), int)]
+            numbers = [r["versionNo"] for r in rows]
+            highest = max(numbers, default=0)
+            top = max(rows, key=lambda r: r["versionNo"], default=None)
+            placed = place_versions(numbers, [{"versionId": record.version_id, "versionNo": record.version_no,
+                                               "createdAt": int(version.get("updatedAt") or 0)}])[0]["versionNo"]
+            row = renumbered({**version, "schema": SCHEMA}, placed)
+            item = FileArtifact.model_validate(row["item"])
+            artifact = None
+            made_later = top is None or item.updated_at >= int(top.get("updatedAt") or 0)
+            if placed > highest and made_later:
+                artifact = {"schema": SCHEMA, "artifactId": record.artifact_id, "stageId": version["stageId"],
+                            "sceneId": version["sceneId"], "path": item.path, "versionNo": placed,
+                            "versionId": row["versionId"], "updatedAt": item.updated_at, "latest": item.wire()}
+            taken = await self._guard(lambda b: b.commit(artifact, row, bulk, highest), None, retry=True)
+            if taken is None:
+                if artifact is not None:
+                    self._keep(record.artifact_id, CurrentVersion(placed, row["versionId"], parsed, item))
+                return placed
+        raise RuntimeError(f"no free version number for {record.artifact_id!r}")
 
     async def _stored_version_no(self, event: ArtifactSnapshot) -> int:
         await self.load_stage(event.stage_id)

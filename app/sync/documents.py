@@ -3,8 +3,12 @@
 - a conversation: ``{"_id": "conversation:<taskId>", "type": "conversation", "meta": TaskMeta JSON,
   "messages": [slim message dicts], "turns": [TurnMeta JSON]}``; which conversation is a course's
   active one stays per device (not in the document);
-- a scene version: ``{"_id": "version:<versionId>", "type": "version", "artifactId", "stageId",
-  "sceneId", "versionNo", "checkpointId", "createdAt" (epoch ms), "item": the version's file}``;
+- a scene version: ``{"_id": "version:<checkpointId>", "type": "version", "versionId", "artifactId",
+  "stageId", "sceneId", "versionNo", "checkpointId", "createdAt" (epoch ms), "item": the version's
+  timeline item, "document": its whole scene document}``, as the device that made it numbered it. Its
+  id is the checkpoint id (random, the same on every device), not the version id: two devices'
+  ``<artifactId>:v3`` are different versions, and each device numbers the other's past its own
+  (``app.checkpoints.versions.VersionStore.adopt``); versions are never changed or deleted;
 - a delete is CouchDB's own (``_deleted``): it replicates as a delete and the id never comes back
   (``apply_delete`` keeps it in the tombstones a later remote write of the same id is checked against).
 
@@ -20,7 +24,7 @@ from pydantic import ValidationError
 from app.history.records import TaskMeta, TurnMeta
 
 __all__ = ["CONVERSATION", "VERSION", "conversation_doc", "conversation_of", "doc_id_of_task", "doc_id_of_version",
-           "kind_of", "version_doc", "version_of"]
+           "kind_of", "version_doc", "version_doc_of", "version_of", "version_record_of"]
 
 CONVERSATION = "conversation:"
 VERSION = "version:"
@@ -35,9 +39,13 @@ def doc_id_of_task(task_id: str) -> str:
     return CONVERSATION + task_id
 
 
-def doc_id_of_version(version_id: str) -> str:
-    """``version:<versionId>``."""
-    return VERSION + version_id
+def doc_id_of_version(checkpoint_id: str) -> str:
+    """``version:<checkpointId>``.
+
+    >>> doc_id_of_version("fc_0123456789abcdef")
+    'version:fc_0123456789abcdef'
+    """
+    return VERSION + checkpoint_id
 
 
 def kind_of(doc_id: str) -> str | None:
@@ -73,29 +81,51 @@ def conversation_of(doc: dict[str, Any]) -> tuple[TaskMeta, list[dict], list[Tur
     return meta, messages, turns
 
 
-_VERSION_FIELDS = ("artifactId", "stageId", "sceneId", "versionNo", "checkpointId", "createdAt", "item")
+_VERSION_FIELDS = ("artifactId", "stageId", "sceneId", "versionNo", "checkpointId", "createdAt", "item", "document")
 
 
 def version_doc(version_id: str, **fields: Any) -> dict[str, Any]:
     """The document of one scene version; ``fields`` are ``_VERSION_FIELDS`` (camelCase).
 
-    >>> version_doc("v1", artifactId="a", stageId="s", sceneId="c", versionNo=2, checkpointId="k",
-    ...             createdAt=5, item={})["_id"]
-    'version:v1'
+    >>> version_doc("a:v1", artifactId="a", stageId="s", sceneId="c", versionNo=1, checkpointId="fc_1",
+    ...             createdAt=5, item={}, document={})["_id"]
+    'version:fc_1'
     """
     missing = [name for name in _VERSION_FIELDS if name not in fields]
     if missing:
         raise ValueError(f"version document lacks {missing}")
-    return {"_id": doc_id_of_version(version_id), "type": "version", "versionId": version_id,
+    return {"_id": doc_id_of_version(str(fields["checkpointId"])), "type": "version", "versionId": version_id,
             **{name: fields[name] for name in _VERSION_FIELDS}}
 
 
 def version_of(doc: dict[str, Any]) -> dict[str, Any]:
     """The fields of a version document (``versionId`` and ``_VERSION_FIELDS``); ``ValueError`` when
-    it is not one (``versionNo`` must be a whole number ≥ 1)."""
-    if kind_of(str(doc.get("_id", ""))) != "version" or any(name not in doc for name in _VERSION_FIELDS):
+    it is not one (``versionNo`` must be a whole number ≥ 1, the id its checkpoint's, ``item`` and
+    ``document`` objects)."""
+    if kind_of(str(doc.get("_id", ""))) != "version" or any(name not in doc for name in (*_VERSION_FIELDS, "versionId")):
         raise ValueError(f"not a version document: {doc.get('_id')!r}")
     number = doc["versionNo"]
     if not isinstance(number, int) or isinstance(number, bool) or number < 1:
         raise ValueError(f"bad versionNo in {doc['_id']!r}")
-    return {"versionId": doc["_id"][len(VERSION):], **{name: doc[name] for name in _VERSION_FIELDS}}
+    if doc["_id"] != doc_id_of_version(str(doc["checkpointId"])) or not isinstance(doc["item"], dict) \
+            or not isinstance(doc["document"], dict) or not isinstance(doc["versionId"], str):
+        raise ValueError(f"not a version document: {doc.get('_id')!r}")
+    return {"versionId": doc["versionId"], **{name: doc[name] for name in _VERSION_FIELDS}}
+
+
+def version_doc_of(record: dict[str, Any], document: dict[str, Any]) -> dict[str, Any]:
+    """The document of a version record of the version store (``app.checkpoints.versions``) and its
+    whole scene ``document``."""
+    return version_doc(record["versionId"], artifactId=record["artifactId"], stageId=record["stageId"],
+                       sceneId=record["sceneId"], versionNo=record["versionNo"], checkpointId=record["checkpointId"],
+                       createdAt=record["updatedAt"], item=record["item"], document=document)
+
+
+def version_record_of(fields: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(version record, scene document)`` of ``version_of``'s ``fields``, as the version store keeps
+    them (numbered as the other device numbered it; ``VersionStore.adopt`` gives it its number here)."""
+    item = fields["item"]
+    return ({"schema": 1, "versionId": fields["versionId"], "artifactId": fields["artifactId"],
+             "stageId": fields["stageId"], "sceneId": fields["sceneId"], "versionNo": fields["versionNo"],
+             "conversationId": item.get("conversationId", ""), "checkpointId": fields["checkpointId"],
+             "updatedAt": fields["createdAt"], "item": item}, fields["document"])

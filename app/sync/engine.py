@@ -12,28 +12,45 @@ calls, both ways:
   deleted again rather than brought back; any other conversation goes through
   ``HistoryService.apply_synced`` (merged by ``app.sync.merge``, through ``app.continuity``), and when
   this device's version continues it or both were merged, the result is written back out;
+- scene versions, out: ``local_version(item)`` after this device wrote a version
+  (``SceneCheckpoints.on_recorded``: the timeline item) writes its document with the whole scene
+  document (``app.sync.documents.version_doc_of``); in: a version document goes to
+  ``SceneCheckpoints.adopt`` (kept once per checkpoint, numbered past the highest when its number is
+  taken here, §16), never written back (it stays as the device that made it numbered it);
+- ``send_all(target)``: at the first sync with ``target`` (the remote ``url/database``), every
+  conversation and version stored here goes out, those made before sync was turned on included
+  (``SENT_KEY`` remembers the target: later starts send only what changes);
 - ``status(...)`` turns what the replication reports into the ``SyncStatus`` the panel shows.
 
 Ports: ``replica`` has ``async put(doc) -> None`` (stores the document over its current revision,
 nothing when its content is the same) and ``async remove(doc_id) -> None``; ``history`` is the
 ``HistoryService``; ``deleted`` a ``StringStorage`` holding the deleted ids as a JSON list under
-``DELETED_KEY`` (ids only: never credentials). Failures of the replica raise; the browser layer logs
+``DELETED_KEY`` (ids only: never credentials) and ``SENT_KEY``; ``checkpoints`` the
+``SceneCheckpoints`` (None: versions are not synced); ``records`` the ``app.records.RecordBackend``
+both live in (read by ``send_all`` only), ``pause`` awaited between its slices. Failures of the replica raise; the browser layer logs
 them (without credentials) and the next change or "sync now" tries again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from app.sync.documents import conversation_doc, conversation_of, doc_id_of_task, kind_of
+from app.sync.documents import (conversation_doc, conversation_of, doc_id_of_task, kind_of, version_doc_of,
+                                version_of, version_record_of)
 from app.sync.merge import Tombstones
 from app.sync.settings import SyncStatus, failure_reason, is_couchdb
 
-__all__ = ["DELETED_KEY", "Replica", "SyncEngine"]
+__all__ = ["DELETED_KEY", "Replica", "SENT_KEY", "SLICE", "SyncEngine"]
 
 DELETED_KEY = "agentbar-sync-deleted"
 """``localStorage`` key of the ids deleted on any device (a JSON list of document ids)."""
+SENT_KEY = "agentbar-sync-sent"
+"""``localStorage`` key of the remote (``url/database``, never credentials) everything was sent to."""
+SLICE = 50
+"""Records read per slice by ``send_all``."""
 
 
 class Replica(Protocol):
@@ -47,9 +64,13 @@ class Replica(Protocol):
 class SyncEngine:
     """History ↔ replica (module docstring)."""
 
-    def __init__(self, history: Any, replica: Replica, deleted: Any) -> None:
+    def __init__(self, history: Any, replica: Replica, deleted: Any, *, checkpoints: Any = None, records: Any = None,
+                 pause: Callable[[], Awaitable[None]] | None = None) -> None:
         self.history = history
         self.replica = replica
+        self.checkpoints = checkpoints
+        self.records = records
+        self._pause = pause or (lambda: asyncio.sleep(0))
         self._deleted_store = deleted
         self.tombstones = Tombstones(self._read_deleted())
         self.applied: list[tuple[str, str]] = []  # (doc id, outcome) of each remote change, for the trace
@@ -90,6 +111,73 @@ class SyncEngine:
         await self.replica.put(conversation_doc(meta, messages, turns))
         return True
 
+    async def local_version(self, item: Any) -> bool:
+        """This device wrote the version of timeline ``item`` (a ``FileArtifact``): write its
+        document; False when the version store does not hold its document."""
+        meta = item.metadata
+        record = {"versionId": meta.get("artifactVersionId"), "artifactId": meta.get("artifactId"),
+                  "stageId": meta.get("stageId"), "sceneId": meta.get("sceneId"),
+                  "versionNo": meta.get("artifactVersionNo"), "checkpointId": item.id,
+                  "updatedAt": item.updated_at, "item": item.wire()}
+        return await self.push_version(record)
+
+    async def push_version(self, record: dict[str, Any], document: Any = None) -> bool:
+        """Write version ``record``'s document (``document``: its scene document when known, else
+        read from the version store); False when there is none."""
+        if document is None and self.checkpoints is not None:
+            found = await self.checkpoints.store.document(str(record["versionId"]))
+            document = found.model_dump(mode="json", exclude_none=True) if found is not None else None
+        if isinstance(document, str):
+            document = json.loads(document)
+        if not isinstance(document, dict):
+            return False
+        await self.replica.put(version_doc_of(record, dict(document)))
+        return True
+
+    async def send_all(self, target: str) -> int:
+        """The first sync with ``target``: write the document of every conversation and version stored
+        here (nothing deleted); returns how many. Nothing when ``SENT_KEY`` already names ``target``."""
+        if self.records is None or self._get(SENT_KEY) == target:
+            return 0
+        sent = 0
+        async for rows in self._slices("conversations", "taskId"):
+            for row in rows:
+                if self.tombstones.admits(doc_id_of_task(row["taskId"])) and await self.push(row["taskId"]):
+                    sent += 1
+        if self.checkpoints is not None:
+            async for rows in self._slices("versions", "versionId"):
+                snapshots = await self.records.bulk_get("snapshots", [row["versionId"] for row in rows])
+                for row, snapshot in zip(rows, snapshots):
+                    document = snapshot.get("document") if isinstance(snapshot, dict) else None
+                    try:
+                        sent += await self.push_version(row, document) if document is not None else 0
+                    except (KeyError, ValueError):  # a damaged record stays here, unsent
+                        continue
+        try:
+            self._deleted_store.set_item(SENT_KEY, target)
+        except Exception:  # noqa: BLE001 - the next start sends again (puts of the same content are no-ops)
+            pass
+        return sent
+
+    async def _slices(self, table: str, key: str):
+        lower, is_open = "", False
+        while True:
+            rows = await self.records.query(table, key, lower, "\uffff", lower_open=is_open, limit=SLICE)
+            rows = [row for row in rows if isinstance(row, dict) and isinstance(row.get(key), str)]
+            if not rows:
+                return
+            yield rows
+            await self._pause()
+            if len(rows) < SLICE:
+                return
+            lower, is_open = rows[-1][key], True
+
+    def _get(self, key: str) -> str | None:
+        try:
+            return self._deleted_store.get_item(key)
+        except Exception:  # noqa: BLE001 - blocked storage reads as empty
+            return None
+
     # -- in --------------------------------------------------------------------
     async def remote_changed(self, doc: dict[str, Any]) -> str:
         """Apply one replicated document; returns what happened (``deleted``, ``redeleted``,
@@ -101,8 +189,10 @@ class SyncEngine:
         return outcome
 
     async def _apply(self, doc_id: str, doc: dict[str, Any]) -> str:
+        if kind_of(doc_id) == "version":
+            return await self._apply_version(doc)
         if kind_of(doc_id) != "conversation":
-            return "ignored"  # scene versions: a later step; design documents, other apps' documents
+            return "ignored"  # design documents, other apps' documents
         task_id = doc_id.split(":", 1)[1]
         if doc.get("_deleted"):
             self._forget_for_good(doc_id)
@@ -120,12 +210,28 @@ class SyncEngine:
             await self.push(task_id)
         return outcome
 
+    async def _apply_version(self, doc: dict[str, Any]) -> str:
+        """``added`` (kept here, numbered by ``VersionStore.adopt``), ``same`` (its checkpoint is here),
+        ``damaged``, or ``ignored`` (versions are not synced here, or a deletion: versions are
+        append-only and never deleted, §16)."""
+        if self.checkpoints is None or doc.get("_deleted"):
+            return "ignored"
+        try:
+            record, document = version_record_of(version_of(doc))
+            number = await self.checkpoints.adopt(record, document)
+        except ValueError:
+            return "damaged"
+        return "same" if number is None else "added"
+
     # -- status ----------------------------------------------------------------
     @staticmethod
-    def status(event: str, http_status: int | None = None, body: Any = None) -> SyncStatus:
+    def status(event: str, http_status: int | None = None, body: Any = None, *, welcomed: bool = False) -> SyncStatus:
         """The panel's status for a replication ``event``: ``active`` (documents moving) →
         ``syncing``; ``paused`` with no error (caught up) → ``synced``; ``denied``/``error`` with the
-        failing request's ``http_status`` (0/None: no answer) → ``failed`` by ``failure_reason``;
+        failing request's ``http_status`` (0/None: no answer) → ``failed`` by ``failure_reason``, but
+        a 401 from the database once the server's welcome accepted the same credentials
+        (``welcomed``: a wrong password is refused there already) is ``forbidden``: that user (or no
+        user) may not read the database, as pouchdb-server answers where CouchDB says 403;
         ``welcome`` (the answer of ``GET /`` before replicating, ``body`` parsed or None) →
         ``syncing`` when it is a CouchDB welcome, else ``notCouchdb`` (or ``unreachable`` with no
         answer, or the HTTP reason); ``off``.
@@ -147,4 +253,6 @@ class SyncEngine:
             if http_status in (401, 403) or not http_status:
                 return SyncStatus.failed(failure_reason(http_status))
             return SyncStatus.failed("notCouchdb")
+        if welcomed and http_status == 401:
+            return SyncStatus.failed("forbidden")
         return SyncStatus.failed(failure_reason(http_status, body))

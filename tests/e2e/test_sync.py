@@ -3,11 +3,13 @@ localStorage and IndexedDB) against a real CouchDB-protocol server on 127.0.0.1 
 (``pouchdb-server --in-memory``, ``tools/couchdb_server.py``).
 
 One pair of booted pages carries the cases, each in a course of its own (switched in the page):
-sync off loads nothing and sends nothing off the origin; a conversation made on A appears on B; a
-delete on A is gone on B and stays gone after both sync again. A page of its own checks a wrong
-password and a server that is not CouchDB (each a clear ``sync-status``, nothing lost, the password
-nowhere but ``sessionStorage``); another, with a server of its own, stops that server mid-sync
-(``offline``, the turn kept) and starts it again (the turn reaches it, ``synced``).
+sync off loads nothing and sends nothing off the origin; a conversation made before sync was on goes
+out at the first sync; a conversation made on A appears on B; a delete on A is gone on B and stays
+gone after both sync again; scene versions made on both keep distinct numbers and B restores one
+made on A. A page of its own checks a wrong password, a server that is not CouchDB and a database the
+user may not read (each a clear ``sync-status``, nothing lost, the password nowhere but
+``sessionStorage``); another, with a server of its own, stops that server mid-sync (``offline``, the
+turn kept) and starts it again (the turn reaches it, ``synced``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,11 @@ import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import base64
+from pathlib import Path
+
 import pytest
+from playwright.sync_api import expect
 
 from tests.e2e.conftest import AgentPage
 from tools import couchdb_server
@@ -76,6 +82,34 @@ def _sync_now(agent) -> None:
     assert _state(agent) == "synced"
 
 
+def _turn_off(agent) -> None:
+    agent.testid("settings-open").click()
+    agent.testid("sync-enabled").uncheck()
+    agent.testid("settings-save").click()
+    agent.page.wait_for_selector("[data-testid=settings-dialog]:not([open])", state="attached")
+    assert _wait_state(agent, "off") == "off"
+
+
+def _scene(agent, scene_id: str):
+    return agent.page.locator(f"[data-testid=scene][data-scene-id='{scene_id}']")
+
+
+def _versions(agent, scene_id: str):
+    """Open the scene's checkpoint list (once) and return its items, newest first."""
+    node = _scene(agent, scene_id)
+    button = node.locator("[data-testid=scene-versions-open]")
+    if button.get_attribute("aria-expanded") != "true":
+        button.click()
+    expect(node.locator("[data-testid=checkpoint-list]")).to_be_visible()
+    return node.locator("[data-testid=checkpoint-item]")
+
+
+def _listed(items) -> list[tuple[str, str, str]]:
+    """``(data-version, data-checkpoint-id, data-current)`` of each item."""
+    return [(i.get_attribute("data-version"), i.get_attribute("data-checkpoint-id"), i.get_attribute("data-current"))
+            for i in items.all()]
+
+
 def _switch(agent, course: str) -> None:
     agent.testid("course-select").select_option(course)
     agent.page.wait_for_function("c => new URLSearchParams(location.search).get('course') === c", arg=course)
@@ -130,6 +164,9 @@ def test_two_devices_one_course_per_case(browser, app_server, couch):
         assert a.page.evaluate("() => typeof window.PouchDB") == "undefined"
         assert not any("pouchdb" in url or "sync.js" in url or url.startswith(couch.origin) for url in a.requests)
 
+        b.send("made on B before sync")  # history holds it before sync is turned on
+        before_sync = _current_task(b)
+
         # -- a conversation made on A appears on B --------------------------------------------
         _configure(a, couch.origin)
         assert _wait_state(a, "synced", "error", "offline") == "synced"
@@ -139,6 +176,10 @@ def test_two_devices_one_course_per_case(browser, app_server, couch):
         _configure(b, couch.origin)
         assert _wait_state(b, "synced", "error", "offline") == "synced"
         _wait_history_ids(b, lambda ids, t: t in ids, task_a)
+        # what B held before sync was on went out at its first sync, unchanged since: on the server and on A
+        assert "made on B before sync" in _doc_texts(
+            _poll(lambda: _server_docs(couch).get(f"conversation:{before_sync}"), "B's earlier conversation sent"))
+        _wait_history_ids(a, lambda ids, t: t in ids, before_sync)
         doc = _server_docs(couch)[f"conversation:{task_a}"]
         texts = [part.get("text") for m in doc["messages"] for part in m.get("content", []) if isinstance(part, dict)]
         assert "made on device A" in texts
@@ -173,6 +214,48 @@ def test_two_devices_one_course_per_case(browser, app_server, couch):
         assert doomed not in _history_ids(b)
         _switch(b, "intro-ml")
         assert task_a in _history_ids(b)  # what came before stays
+
+        # -- scene versions made on both keep distinct numbers; B restores one made on A ----------
+        for device in (a, b):
+            _switch(device, "poetry-tang")
+        _turn_off(b)  # B apart: both devices make their version 1 of scene-2
+        a.send("/regenerate scene-2 made on A")
+        expect(_scene(a, "scene-2")).to_have_attribute("data-version", "1")
+        b.send("/regenerate scene-2 made on B")
+        expect(_scene(b, "scene-2")).to_have_attribute("data-version", "1")
+        items_a, items_b = _versions(a, "scene-2"), _versions(b, "scene-2")
+        made_on_a, made_on_b = (items.nth(0).get_attribute("data-checkpoint-id") for items in (items_a, items_b))
+        assert made_on_a != made_on_b
+        _configure(b, couch.origin)  # on again: B's version goes out (made while off), A's comes in
+        expect(items_b).to_have_count(2, timeout=SYNC_TIMEOUT_MS)
+        expect(items_a).to_have_count(2, timeout=SYNC_TIMEOUT_MS)
+        # each device keeps its own as version 1 and numbers the other's past it; the one made last
+        # (B's) is current on both
+        assert _listed(items_a) == [("2", made_on_b, "true"), ("1", made_on_a, "false")]
+        assert _listed(items_b) == [("2", made_on_a, "false"), ("1", made_on_b, "true")]
+        expect(_scene(a, "scene-2")).to_have_attribute("data-version", "2")
+        expect(_scene(b, "scene-2")).to_have_attribute("data-version", "1")
+        docs = _server_docs(couch)
+        assert "made on A" in json.dumps(docs[f"version:{made_on_a}"]["document"])
+        assert "made on B" in json.dumps(docs[f"version:{made_on_b}"]["document"])
+        # B restores A's version (its version 2 there): a new version 3 on B, and on A too
+        _scene(b, "scene-2").locator(
+            f"[data-testid=checkpoint-item][data-checkpoint-id={made_on_a}] [data-testid=checkpoint-restore]").click()
+        expect(_scene(b, "scene-2")).to_have_attribute("data-version", "3")
+        expect(items_b).to_have_count(3)
+        restored = items_b.nth(0).get_attribute("data-checkpoint-id")
+        assert (items_b.nth(0).get_attribute("data-source"), items_b.nth(0).get_attribute("data-current")) == \
+            ("restore", "true")
+        expect(items_a).to_have_count(3, timeout=SYNC_TIMEOUT_MS)
+        expect(_scene(a, "scene-2")).to_have_attribute("data-version", "3")
+        assert _listed(items_a)[0] == ("3", restored, "true") and items_a.nth(0).get_attribute("data-source") == "restore"
+        restored_doc = _poll(lambda: _server_docs(couch).get(f"version:{restored}"), "the restore on the server")
+        assert "made on A" in json.dumps(restored_doc["document"])  # A's document, restored on B
+        assert "made on B" not in json.dumps(restored_doc["document"])
+        b.reload()  # after a reload B still has the three, numbered as before
+        items_b = _versions(b, "scene-2")
+        expect(items_b).to_have_count(3)
+        assert [v for v, _, _ in _listed(items_b)] == ["3", "2", "1"]
         for device in (a, b):
             assert device.off_origin_requests() == []
     finally:
@@ -200,6 +283,7 @@ def test_wrong_password_and_a_server_that_is_not_couchdb_end_in_a_clear_status(b
     other = ThreadingHTTPServer(("127.0.0.1", 0), _NotCouch)
     threading.Thread(target=other.serve_forever, daemon=True).start()
     not_couch = f"http://127.0.0.1:{other.server_address[1]}"
+    closed = None
     context, agent = _device(browser, app_server, couch)
     agent.allowed_origins.append(not_couch)
     logged: list[str] = []
@@ -222,11 +306,65 @@ def test_wrong_password_and_a_server_that_is_not_couchdb_end_in_a_clear_status(b
         history = agent.page.evaluate(IDB_DUMP_JS)
         assert "kept whatever the server says" in history and "wrong-password-123" not in history
         assert not any("wrong-password-123" in line for line in logged)
+
+        # -- a database this user may not read: forbidden, nothing lost ----------------------------
+        closed = couchdb_server.start()
+        agent.allowed_origins.append(closed.origin)
+        _secure(closed, members=["ann"])
+        _configure(agent, closed.origin, user="bob", password="bob-pw-456", database=CLOSED)
+        assert _wait_state(agent, "error", "offline", "synced") == "error"
+        status = agent.testid("sync-status")
+        assert status.get_attribute("data-reason") == "forbidden"
+        assert status.text_content() == LOCALE["sync"]["reason"]["forbidden"]
+        assert agent.messages().count() == 2 and "kept whatever the server says" in (agent.stored_raw() or "")
+        _admin(closed, "PUT", f"/{CLOSED}/_security", {"admins": {"names": [], "roles": []},
+                                                       "members": {"names": ["ann", "bob"], "roles": []}})
+        _sync_now(agent)  # let in: synced, and the turn kept meanwhile reaches the database
+
+        def on_closed() -> bool:
+            rows = _admin(closed, "GET", f"/{CLOSED}/_all_docs?include_docs=true")[1].get("rows", [])
+            return any("kept whatever the server says" in _doc_texts(row["doc"]) for row in rows)
+        _poll(on_closed, "the turn on the database once the user may read it")
         assert agent.off_origin_requests() == []
     finally:
         context.close()
         other.shutdown()
         other.server_close()
+        if closed is not None:
+            closed.stop()
+
+
+CLOSED = "agentbar-closed"
+LOCALE = json.loads((Path(__file__).resolve().parents[2] / "app" / "locales" / "en-US.json").read_text("utf-8"))
+ADMIN = ("admin", "admin-pw-789")
+
+
+def _admin(server, method: str, path: str, body=None) -> tuple[int, dict]:
+    """A request to ``server`` as its admin: ``(status, parsed answer)``."""
+    request = urllib.request.Request(server.origin + path, method=method,
+                                     data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json", "Authorization": "Basic " +
+                                              base64.b64encode(":".join(ADMIN).encode()).decode()})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            return answer.status, json.loads(answer.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def _secure(server, members: list[str]) -> None:
+    """An admin, database ``CLOSED`` readable by ``members`` only, and user ``bob`` (not a member)."""
+    urllib.request.urlopen(urllib.request.Request(f"{server.origin}/_config/admins/{ADMIN[0]}", method="PUT",
+                                                  data=json.dumps(ADMIN[1]).encode()), timeout=5).close()
+    assert _admin(server, "PUT", f"/{CLOSED}")[0] == 201
+    assert _admin(server, "PUT", f"/{CLOSED}/_security", {"admins": {"names": [], "roles": []},
+                                                          "members": {"names": members, "roles": []}})[0] == 200
+    assert _admin(server, "PUT", "/_users/org.couchdb.user:bob",
+                  {"name": "bob", "password": "bob-pw-456", "roles": [], "type": "user"})[0] == 201
+    with pytest.raises(urllib.error.HTTPError) as refused:  # the server itself refuses bob that database
+        urllib.request.urlopen(urllib.request.Request(f"{server.origin}/{CLOSED}", headers={
+            "Authorization": "Basic " + base64.b64encode(b"bob:bob-pw-456").decode()}), timeout=5)
+    assert refused.value.code in (401, 403)
 
 
 def test_server_stopped_mid_sync_goes_offline_keeps_the_turn_and_sends_it_when_back(browser, app_server):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import doctest
 import json
 
@@ -117,10 +118,15 @@ def test_bad_documents_are_refused():
         conversation_of({"_id": "x"})
     with pytest.raises(ValueError):
         version_of({"_id": "version:v", "versionNo": 1})
-    fields = dict(artifactId="a", stageId="s", sceneId="c", versionNo=0, checkpointId="k", createdAt=1, item={})
+    fields = dict(artifactId="a", stageId="s", sceneId="c", versionNo=0, checkpointId="k", createdAt=1, item={},
+                  document={})
     with pytest.raises(ValueError):
         version_of(version_doc("v", **fields))
     assert version_of(version_doc("v", **{**fields, "versionNo": 3}))["versionNo"] == 3
+    with pytest.raises(ValueError):  # the id is its checkpoint's
+        version_of({**version_doc("v", **{**fields, "versionNo": 3}), "_id": "version:other"})
+    with pytest.raises(ValueError):
+        version_of(version_doc("v", **{**fields, "versionNo": 3, "document": "x"}))
 
 
 # -- merge -------------------------------------------------------------------
@@ -306,3 +312,117 @@ def test_status_of_replication_events():
     assert SyncEngine.status("denied", 403).key == "sync.reason.forbidden"
     assert SyncEngine.status("error", 0).state == "offline"
     assert SyncEngine.status("off").key == "sync.state.off"
+
+
+
+def test_a_database_the_user_may_not_read_is_forbidden_not_a_wrong_password():
+    # the welcome refused the credentials: a wrong user name or password
+    assert SyncEngine.status("welcome", 401).reason == "unauthorized"
+    # the welcome took them, the database answers 401 (pouchdb-server) or 403 (CouchDB): forbidden
+    assert SyncEngine.status("error", 401, welcomed=True) == SyncStatus("error", "forbidden")
+    assert SyncEngine.status("error", 403, welcomed=True).key == "sync.reason.forbidden"
+    assert SyncEngine.status("error", 401).reason == "unauthorized"
+    assert SyncEngine.status("error", 0, welcomed=True).state == "offline"
+
+
+# -- scene versions (VersionStore.adopt through the engine) ------------------------------------
+from app.checkpoints import ArtifactSnapshot, SceneCheckpoints  # noqa: E402
+from app.checkpoints.record_backend import RecordVersionBackend  # noqa: E402
+
+
+def _checkpoints(records, seed):
+    records.is_open = True  # opened, as the page opens it before ready
+    ids = itertools.count()
+    return SceneCheckpoints(RecordVersionBackend(records), new_id=lambda: f"fc_{seed}{next(ids):015d}")
+
+
+async def _regenerate(checkpoints, title, at, stage="intro-ml", scene="scene-1"):
+    await checkpoints.load_stage(stage)
+    document = checkpoints.document(stage, scene).model_copy(update={"title": title})
+    return await checkpoints.submit(ArtifactSnapshot(stage, scene, document, "regenerate_scene", "conv", "t", "c", at))
+
+
+def _numbers(listed):
+    return sorted((c["version_no"], c["title"]) for c in listed["checkpoints"])
+
+
+async def test_versions_made_on_both_devices_keep_distinct_numbers_and_a_restore_of_the_other_works():
+    records_a, records_b = MemoryBackend(), MemoryBackend()
+    a, b = _checkpoints(records_a, 1), _checkpoints(records_b, 2)
+    replica_a, replica_b = FakeReplica(), FakeReplica()
+    engine_a = SyncEngine(_device(1), replica_a, MemoryStorage(), checkpoints=a, records=records_a)
+    engine_b = SyncEngine(_device(2), replica_b, MemoryStorage(), checkpoints=b, records=records_b)
+    made_a = await _regenerate(a, "made on A", 10)
+    made_b = await _regenerate(b, "made on B", 20)  # both devices' version 1, while apart
+    assert await engine_a.local_version(made_a) and await engine_b.local_version(made_b)
+    doc_a, doc_b = replica_a.docs[f"version:{made_a.id}"], replica_b.docs[f"version:{made_b.id}"]
+    assert doc_a["versionId"] == doc_b["versionId"] == "intro-ml/scene-1:v1"  # the same id: different versions
+    assert doc_a["document"]["title"] == "made on A" and doc_a["type"] == "version"
+    assert await engine_b.remote_changed(json.loads(json.dumps(doc_a))) == "added"
+    assert await engine_a.remote_changed(json.loads(json.dumps(doc_b))) == "added"
+    assert _numbers(await b.read_model.list_scene("intro-ml", "scene-1")) == [(1, "made on B"), (2, "made on A")]
+    assert _numbers(await a.read_model.list_scene("intro-ml", "scene-1")) == [(1, "made on A"), (2, "made on B")]
+    # the version made last is current on both (B's, at 20), whatever its number there
+    assert b.current("intro-ml", "scene-1").document.title == "made on B" == a.current("intro-ml", "scene-1").document.title
+    assert replica_b.puts == 1 and replica_a.puts == 1  # an adopted version is not written back
+    assert await engine_b.remote_changed(doc_a) == "same"  # kept once (a reload, another tab)
+    # a restore on B of the version made on A: its document, as a new version of B's (source restore)
+    item, document = await b.read_model.document(made_a.id)
+    assert document.title == "made on A" and item.metadata["artifactVersionId"] == "intro-ml/scene-1:v2"
+    restored = await b.submit(ArtifactSnapshot("intro-ml", "scene-1", document, "restore", "conv", None, None, 30,
+                                               restored_from=item.metadata["artifactVersionId"]))
+    assert restored.metadata["artifactVersionNo"] == 3 and b.current("intro-ml", "scene-1").version_no == 3
+    assert await engine_b.local_version(restored)
+    assert await engine_a.remote_changed(replica_b.docs[f"version:{restored.id}"]) == "added"
+    assert _numbers(await a.read_model.list_scene("intro-ml", "scene-1"))[-1] == (3, "made on A")
+    assert a.current("intro-ml", "scene-1").document.title == "made on A"  # the restore, made last, on both
+    assert a.notices == () == b.notices  # kept in the record store, not in a fallback
+
+
+async def test_a_free_number_is_kept_and_an_older_one_does_not_replace_the_current_version():
+    records_a, records_b = MemoryBackend(), MemoryBackend()
+    a, b = _checkpoints(records_a, 1), _checkpoints(records_b, 2)
+    replica_a = FakeReplica()
+    engine_a = SyncEngine(_device(1), replica_a, MemoryStorage(), checkpoints=a, records=records_a)
+    engine_b = SyncEngine(_device(2), FakeReplica(), MemoryStorage(), checkpoints=b, records=records_b)
+    first, second = await _regenerate(a, "A one", 10), await _regenerate(a, "A two", 11)
+    for item in (first, second):
+        await engine_a.local_version(item)
+    assert await engine_b.remote_changed(replica_a.docs[f"version:{second.id}"]) == "added"  # out of order
+    assert await engine_b.remote_changed(replica_a.docs[f"version:{first.id}"]) == "added"
+    assert _numbers(await b.read_model.list_scene("intro-ml", "scene-1")) == [(1, "A one"), (2, "A two")]
+    assert b.current("intro-ml", "scene-1").document.title == "A two"
+    fresh = _checkpoints(records_b, 3)  # after a reload: the stored current version is the newest
+    await fresh.load_stage("intro-ml")
+    assert fresh.current("intro-ml", "scene-1").version_no == 2
+
+
+async def test_version_documents_that_are_damaged_or_deleted_change_nothing():
+    records = MemoryBackend()
+    checkpoints = _checkpoints(records, 1)
+    engine = SyncEngine(_device(1), FakeReplica(), MemoryStorage(), checkpoints=checkpoints, records=records)
+    good = await _regenerate(_checkpoints(MemoryBackend(), 2), "elsewhere", 5)
+    replica = FakeReplica()
+    await SyncEngine(_device(2), replica, MemoryStorage(), checkpoints=None).push_version(
+        {"versionId": "intro-ml/scene-1:v1", "artifactId": "intro-ml/scene-1", "stageId": "intro-ml",
+         "sceneId": "scene-1", "versionNo": 1, "checkpointId": good.id, "updatedAt": 5, "item": good.wire()},
+        {"title": "x", "elements": "not a list"})
+    assert await engine.remote_changed(replica.docs[f"version:{good.id}"]) == "damaged"
+    assert await engine.remote_changed({"_id": f"version:{good.id}", "_deleted": True}) == "ignored"
+    assert await records.query("versions", "versionId", "", "\uffff") == [] and checkpoints.notices == ()
+
+
+async def test_what_was_stored_before_sync_was_on_goes_out_at_the_first_sync_once():
+    records = MemoryBackend()
+    history = HistoryService(records, clock=lambda: DEVICE_T0, random_bytes=lambda n: bytes([7] * n))
+    checkpoints = _checkpoints(records, 1)
+    task = await _device_turn(history, "intro-ml", "before sync")
+    item = await _regenerate(checkpoints, "before sync", 10)
+    replica, seen = FakeReplica(), MemoryStorage()
+    engine = SyncEngine(history, replica, seen, checkpoints=checkpoints, records=records, pause=lambda: asyncio.sleep(0))
+    assert await engine.send_all("http://h/db") == 2
+    assert set(replica.docs) == {f"conversation:{task}", f"version:{item.id}"}
+    assert replica.docs[f"version:{item.id}"]["document"]["title"] == "before sync"
+    assert await engine.send_all("http://h/db") == 0 and replica.puts == 2  # once per server and database
+    assert await SyncEngine(history, FakeReplica(), seen, checkpoints=checkpoints, records=records).send_all(
+        "http://other/db") == 2
