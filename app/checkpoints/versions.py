@@ -27,7 +27,7 @@ Rules, each in one place:
   never overwrite each other's versions (``record``);
 - a restore is a new version with source ``restore`` (``ArtifactSnapshot``);
 - a version made on another device (DESIGN.md §16, ``app.sync``) is added by ``adopt``: kept once
-  per checkpoint id, under the number ``app.sync.merge.place_versions`` gives it here (a number
+  per checkpoint id, under the number ``place_versions`` gives it here (a number
   already taken goes past the highest: both devices' versions survive with distinct numbers), with
   the same compare-and-set as ``record``; it becomes the scene's current one when it is the
   highest number and was made no earlier than the current one (both devices then show the
@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Protocol, TypeVar
 
@@ -60,6 +61,7 @@ __all__ = [
     "SCHEMA",
     "VersionBackend",
     "VersionStore",
+    "place_versions",
     "renumbered",
 ]
 
@@ -342,7 +344,6 @@ class VersionStore:
         Raises ``ValueError`` for a record or document that does not validate (nothing written),
         ``RuntimeError`` when no number could be taken in ``MAX_RETRIES`` tries."""
         from app.records import BulkValue
-        from app.sync.merge import place_versions
 
         try:  # another device's damage is refused here, not noticed as this device's (no notice)
             record = _VersionRecord.model_validate(version)
@@ -426,3 +427,27 @@ class VersionStore:
             self._notice("checkpoint-unavailable")
             return await call(self._backend) if retry else fallback
 
+
+def place_versions(local_numbers: Iterable[int], incoming: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``incoming`` versions of one scene (dicts with ``versionId``, ``versionNo``,
+    ``createdAt``) with the numbers they get here (§16: append-only, distinct numbers): a number not
+    taken keeps; a taken one goes past the highest, in ``createdAt`` order. Nothing is dropped.
+
+    >>> [v["versionNo"] for v in place_versions([1, 2], [{"versionId": "b", "versionNo": 2, "createdAt": 9},
+    ...                                                  {"versionId": "c", "versionNo": 4, "createdAt": 3}])]
+    [5, 4]
+    """
+    taken = set(local_numbers)
+    placed: dict[str, dict[str, Any]] = {}
+    clashing = []
+    for version in sorted(incoming, key=lambda v: (v["createdAt"], v["versionId"])):
+        if version["versionNo"] in taken:
+            clashing.append(version)
+        else:
+            taken.add(version["versionNo"])
+            placed[version["versionId"]] = dict(version)
+    for version in clashing:
+        number = max(taken, default=0) + 1
+        taken.add(number)
+        placed[version["versionId"]] = {**version, "versionNo": number}
+    return [placed[v["versionId"]] for v in incoming]

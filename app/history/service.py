@@ -28,7 +28,7 @@ from app.history.text import cut_title, text_needs_segmenter
 from app.history.writes import ActiveConversations, HistoryWrites
 from app.records import RecordBackend, RecordStoreError
 from app.store import Notice
-from app.sync.merge import merge_conversation, merged_meta
+from app.history.merge import merge_conversation, merged_meta
 
 __all__ = ["ConversationStats", "Damaged", "HistoryService", "NOTICE_CODES", "Page", "SearchHit", "SearchPage",
            "PAGE_SIZE",
@@ -279,7 +279,7 @@ class HistoryService:
     async def apply_synced(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta]) -> str:
         """Keep another device's version of a conversation (a synced document, ``app.sync.documents``).
         Which conversation continues which is ``app.continuity``'s through
-        ``app.sync.merge.merge_conversation``. Returns
+        ``app.history.merge.merge_conversation``. Returns
 
         - ``"added"``: not kept here before, now kept archived (which conversation is a course's active
           one stays per device); ``"remote"``: the other device's continues this one's and replaced it;

@@ -5,7 +5,9 @@
   the status the panel shows (``off``/``syncing``/``synced``/``offline``/``error`` + reason).
 - ``documents``: one CouchDB document per conversation (meta + messages + turns, ``_id`` from the
   ``taskId``) and one per scene version; deletes replicate as deletes.
-- ``merge``: what a remote change does locally, through ``app.continuity`` (§15: a device is
-  another writer): B continues A → the longer; diverged → turns of both in time order, never dropped;
-  scene versions append-only, a number already taken here is renumbered past the highest.
+- ``tombstones``: ids deleted on any device stay deleted.
+- ``engine``: replication's changes in and out. What a remote change of a conversation does here is
+  history's one rule for another writer (``app.history.merge`` through ``app.continuity``, §15: a
+  device is another writer); a scene version whose number is taken here is renumbered past the
+  highest (``app.checkpoints.versions.place_versions``).
 """

@@ -10,7 +10,7 @@ calls, both ways:
 - in: ``remote_changed(doc)`` for each document the replication brought: a deletion removes the
   conversation here (``HistoryService.remove_synced``); a document of an id deleted before is
   deleted again rather than brought back; any other conversation goes through
-  ``HistoryService.apply_synced`` (merged by ``app.sync.merge``, through ``app.continuity``), and when
+  ``HistoryService.apply_synced`` (merged by ``app.history.merge``, through ``app.continuity``), and when
   this device's version continues it or both were merged, the result is written back out;
 - scene versions, out: ``local_version(item)`` after this device wrote a version
   (``SceneCheckpoints.on_recorded``: the timeline item) writes its document with the whole scene
@@ -40,7 +40,7 @@ from typing import Any, Protocol
 
 from app.sync.documents import (conversation_doc, conversation_of, doc_id_of_task, kind_of, version_doc_of,
                                 version_of, version_record_of)
-from app.sync.merge import Tombstones
+from app.sync.tombstones import Tombstones
 from app.sync.settings import SyncStatus, failure_reason, is_couchdb
 
 __all__ = ["DELETED_KEY", "Replica", "SENT_KEY", "SLICE", "SyncEngine"]

@@ -438,7 +438,7 @@ def _poll(check, what: str, timeout_s: float = SYNC_TIMEOUT_MS / 1000):
 def test_a_turn_added_on_both_while_the_server_is_down_is_on_both_afterwards_in_time_order(browser, app_server):
     """Both devices continue one conversation while the server is away; once it is back, the
     conversation holds the turns of both, in the order they were made, on the server and on both
-    devices (DESIGN.md §16: conflicts keep both; app.continuity via app.sync.merge)."""
+    devices (DESIGN.md §16: conflicts keep both; app.continuity via app.history.merge)."""
     server = couchdb_server.start()
     port = server.port
     context_a, a = _device(browser, app_server, server)

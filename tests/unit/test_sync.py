@@ -9,13 +9,17 @@ import json
 import pytest
 from pydantic import ValidationError
 
+import app.checkpoints.versions
+import app.history.merge
 import app.sync.documents
-import app.sync.merge
 import app.sync.settings
+import app.sync.tombstones
 from app.history.records import TaskMeta, TurnMeta, iso
 from app.storage import MemoryStorage
 from app.sync.documents import conversation_doc, conversation_of, version_doc, version_of
-from app.sync.merge import Tombstones, merge_conversation, place_versions
+from app.checkpoints.versions import place_versions
+from app.history.merge import merge_conversation
+from app.sync.tombstones import Tombstones
 from app.sync.settings import (PASSWORD_STORAGE_KEY, SETTINGS_STORAGE_KEY, SyncCredentials, SyncSettings, SyncStatus,
                                failure_reason, load_sync_settings, save_sync_settings)
 
@@ -23,7 +27,8 @@ TASK = "task_20261201_abcdef"
 
 
 def test_doctests():
-    for module in (app.sync.settings, app.sync.documents, app.sync.merge):
+    for module in (app.sync.settings, app.sync.documents, app.history.merge, app.sync.tombstones,
+                   app.checkpoints.versions):
         assert doctest.testmod(module).failed == 0
 
 
@@ -139,7 +144,7 @@ def test_a_device_that_continues_the_other_wins_by_length():
     (u1, t1), (u2, t2) = _pair("1", 10), _pair("2", 20)
     short, long_ = (u1, [t1]), (u1 + u2, [t1, t2])
     assert merge_conversation(short, long_).how == "remote"
-    assert merge_conversation(long_, short) == app.sync.merge.Merged("local", u1 + u2, [t1, t2])
+    assert merge_conversation(long_, short) == app.history.merge.Merged("local", u1 + u2, [t1, t2])
 
 
 def test_diverged_turns_of_both_are_kept_in_time_order():

@@ -1,27 +1,22 @@
-"""What a change from another device does here (DESIGN.md §16 conflicts, §15 one rule).
-
-A device is another writer: whether one conversation goes on from the other is
+"""One conversation changed by two writers that did not see each other (DESIGN.md §16 conflicts,
+§15 one rule): another device is another writer. Whether one side goes on from the other is
 ``app.continuity.continues``, nothing else.
 
-- ``merge_conversation(local, remote)``: the same conversation changed here and there.
-  Remote continues local → take remote; local continues remote → keep local; diverged → the
-  common messages, then the turns of both after them in time order (``"merged"``), never dropped.
-- ``Tombstones``: ids deleted (here or there) stay deleted: a later write of the same id from a
-  device that had not seen the delete does not bring it back.
-- ``place_versions(local_numbers, incoming)``: scene versions are append-only; a version from
-  another device whose number is taken here is renumbered past the highest.
+``merge_conversation(local, remote)``: remote continues local → take remote; local continues
+remote → keep local; diverged → the common messages, then the turns of both after them in time
+order (``"merged"``), never dropped. ``merged_meta`` gives the meta kept for the outcome.
+Used by ``HistoryService.apply_synced`` (``app.sync.engine`` hands it what another device wrote).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from app.continuity import continues
 from app.history.records import Stats, TaskMeta, TurnMeta, parse_iso
 
-__all__ = ["Merged", "Tombstones", "merge_conversation", "merged_meta", "place_versions", "split_turns"]
+__all__ = ["Merged", "merge_conversation", "merged_meta", "split_turns"]
 
 
 @dataclass(frozen=True)
@@ -146,52 +141,3 @@ def _safe_time(turn: TurnMeta) -> int:
         return parse_iso(turn.timestamp)
     except ValueError:
         return 0
-
-
-class Tombstones:
-    """The document ids deleted on any device (§16: deletes do not come back).
-
-    >>> stones = Tombstones(["conversation:t1"])
-    >>> stones.admits("conversation:t1"), stones.admits("conversation:t2")
-    (False, True)
-    """
-
-    def __init__(self, ids: Iterable[str] = ()) -> None:
-        self._ids = set(ids)
-
-    def delete(self, doc_id: str) -> None:
-        """Remember ``doc_id`` as deleted (here, or a remote ``_deleted`` change)."""
-        self._ids.add(doc_id)
-
-    def admits(self, doc_id: str) -> bool:
-        """False when ``doc_id`` was deleted: a remote write of it is not applied here."""
-        return doc_id not in self._ids
-
-    def ids(self) -> list[str]:
-        """The deleted ids, sorted (what the adapter stores)."""
-        return sorted(self._ids)
-
-
-def place_versions(local_numbers: Iterable[int], incoming: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The ``incoming`` versions of one scene (dicts with ``versionId``, ``versionNo``,
-    ``createdAt``) with the numbers they get here (§16: append-only, distinct numbers): a number not
-    taken keeps; a taken one goes past the highest, in ``createdAt`` order. Nothing is dropped.
-
-    >>> [v["versionNo"] for v in place_versions([1, 2], [{"versionId": "b", "versionNo": 2, "createdAt": 9},
-    ...                                                  {"versionId": "c", "versionNo": 4, "createdAt": 3}])]
-    [5, 4]
-    """
-    taken = set(local_numbers)
-    placed: dict[str, dict[str, Any]] = {}
-    clashing = []
-    for version in sorted(incoming, key=lambda v: (v["createdAt"], v["versionId"])):
-        if version["versionNo"] in taken:
-            clashing.append(version)
-        else:
-            taken.add(version["versionNo"])
-            placed[version["versionId"]] = dict(version)
-    for version in clashing:
-        number = max(taken, default=0) + 1
-        taken.add(number)
-        placed[version["versionId"]] = {**version, "versionNo": number}
-    return [placed[v["versionId"]] for v in incoming]
