@@ -271,7 +271,9 @@ class MergePlan:
     """What a restore writes (DESIGN.md §14: merge by id, keep both sides, report counts).
 
     ``conversations``: items to put (new, a longer continuation replacing the local one, or a
-    diverged one under a new id); ``versions``: items to add, renumbered; ``threads``: stage id →
+    diverged one under a new id; ``app.backup.tables.restore`` empties it after writing each slice,
+    so a restore never holds more than one slice of them); ``stages``: the courses of the
+    conversations put; ``versions``: items to add, renumbered; ``threads``: stage id →
     thread to restore (only courses with no local thread); ``heads``: stage id → task id of the
     conversation each restored thread is (``plan_heads``); ``renames``: incoming task id → the fresh
     id it was added under. Counts: ``added`` (new conversations,
@@ -280,6 +282,7 @@ class MergePlan:
     ``versions_present``, ``threads_restored``, ``threads_kept`` (a local thread was there)."""
 
     conversations: list[dict] = field(default_factory=list)
+    stages: set[str] = field(default_factory=set)
     versions: list[dict] = field(default_factory=list)
     threads: dict[str, dict] = field(default_factory=dict)
     heads: dict[str, str] = field(default_factory=dict)

@@ -73,17 +73,24 @@ async def write_backup(backend: RecordBackend, threads: dict, created_at: int, p
     return writer.bytes()
 
 
-async def read_backup(data: bytes, pause: Pause) -> tuple[BackupReader, list[dict], list[dict]]:
-    """Opens and reads the whole file, one member per slice; raises ``BackupRefused`` (nothing is
-    written before every record has passed)."""
+async def read_backup(data: bytes, pause: Pause) -> tuple[BackupReader, list[dict]]:
+    """Opens the file and checks every record, one member per slice, keeping none of the
+    conversations (a second pass reads them again to write them: the whole file parsed at once is
+    millions of live objects, whose garbage collections grow with it into long tasks, and a restore
+    of 10,000 conversations does not finish in time); the scene versions, each a whole document,
+    are kept. Raises ``BackupRefused`` (nothing is written before every record has passed)."""
     reader = open_backup(data)
-    conversations: list[dict] = []
+    conversations = 0
     versions: list[dict] = []
     for kind, items in reader.slices():
-        (conversations if kind == "conversations" else versions).extend(items)
+        if kind == "conversations":
+            conversations += len(items)
+        else:
+            versions.extend(items)
+        del items
         await pause()
-    check_counts(reader.manifest, len(conversations), len(versions))
-    return reader, conversations, versions
+    check_counts(reader.manifest, conversations, len(versions))
+    return reader, versions
 
 
 async def restore(backend: RecordBackend, data: bytes, pause: Pause, *, local_thread: Callable[[str], bool],
@@ -92,15 +99,18 @@ async def restore(backend: RecordBackend, data: bytes, pause: Pause, *, local_th
     continuity rule (``app.backup.format.plan_merge``), versions skipped when their checkpoint id is
     here and renumbered past the scene's highest (a scene with no artifact gets one naming its
     highest restored version; a local scene keeps its current document), written a slice per
-    transaction. Threads are planned (``local_thread(stageId)``: the course has one here) but
+    transaction. Every record is checked first (``read_backup``); then each member is read again,
+    planned against the store and written, so no more than one member's conversations are held
+    (``plan.conversations`` is empty afterwards; ``plan.stages`` names their courses). Threads are
+    planned (``local_thread(stageId)``: the course has one here) but
     written by the caller (``plan.threads``); the heads of the restored threads (``plan.heads``,
     ``syncedAt`` their ``updatedAt``) are written here, last, so the caller must write those threads
     with that ``updatedAt``. Raises ``BackupRefused`` before any write, or
     ``RecordStoreError``."""
-    reader, conversations, versions = await read_backup(data, pause)
+    reader, versions = await read_backup(data, pause)
     plan = MergePlan()
     taken: set[str] = set()
-    here: set[str] = set()
+    known: set[str] = set()  # task ids here or written by this restore
 
     def fresh(meta: dict) -> str:
         while (task_id := new_id(meta)) in taken:
@@ -108,16 +118,30 @@ async def restore(backend: RecordBackend, data: bytes, pause: Pause, *, local_th
         taken.add(task_id)
         return task_id
 
-    for start in range(0, len(conversations), per):
-        chunk = conversations[start:start + per]
-        ids = [c["meta"]["taskId"] for c in chunk]
-        metas = await backend.bulk_get("conversations", ids)
-        held = await backend.bulk_get("messages", ids)
-        local = {i: (m or {}).get("messages") or [] for i, meta, m in zip(ids, metas, held) if meta is not None}
-        taken.update(local)
-        here.update(local)
-        plan_merge(chunk, local.get, new_id=fresh, plan=plan)
-        await pause()
+    for kind, items in reader.slices():
+        if kind != "conversations":
+            continue
+        for start in range(0, len(items), per):
+            chunk = items[start:start + per]
+            ids = [c["meta"]["taskId"] for c in chunk]
+            metas = await backend.bulk_get("conversations", ids)
+            held = await backend.bulk_get("messages", ids)
+            local = {i: (m or {}).get("messages") or [] for i, meta, m in zip(ids, metas, held) if meta is not None}
+            taken.update(local)
+            known.update(local)
+            plan_merge(chunk, local.get, new_id=fresh, plan=plan)
+            writes = Writes()
+            for item in plan.conversations:
+                writes.keep(TaskMeta.model_validate(item["meta"]), item["messages"],
+                            [TurnMeta.model_validate(t) for t in item["turns"]])
+                known.add(item["meta"]["taskId"])
+                plan.stages.add(item["meta"]["stageId"])
+            plan.conversations.clear()
+            del chunk
+            if writes:
+                await backend.write(writes.ops)
+            await pause()
+        del items
     local_checkpoints: set[str] = set()
     highest: dict[str, int] = {}
     async for rows in _pages(backend, "versions", "versionId", pause, per):
@@ -126,15 +150,7 @@ async def restore(backend: RecordBackend, data: bytes, pause: Pause, *, local_th
             highest[row["artifactId"]] = max(highest.get(row["artifactId"], 0), row.get("versionNo", 0))
     plan_versions(versions, present=lambda v: v["checkpointId"] in local_checkpoints, highest=highest, plan=plan)
     plan_threads(reader.threads, local_thread, plan)
-    planned = {item["meta"]["taskId"] for item in plan.conversations}
-    plan_heads(reader.heads, lambda task_id: task_id in planned or task_id in here, plan)
-    for start in range(0, len(plan.conversations), per):
-        writes = Writes()
-        for item in plan.conversations[start:start + per]:
-            writes.keep(TaskMeta.model_validate(item["meta"]), item["messages"],
-                        [TurnMeta.model_validate(t) for t in item["turns"]])
-        await backend.write(writes.ops)
-        await pause()
+    plan_heads(reader.heads, known.__contains__, plan)
     newest: dict[str, dict] = {}
     for start in range(0, len(plan.versions), per):
         ops = []

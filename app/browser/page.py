@@ -263,7 +263,7 @@ class Page:
         await self.history_view.render_meta()
         await self.history_view.listing.reload()
         if self.history.on_change is not None:
-            for stage_id in stages | {item["meta"]["stageId"] for item in plan.conversations}:
+            for stage_id in stages | plan.stages:
                 self.history.on_change("import", "", stage_id)
 
     # -- after ready -----------------------------------------------------------------------

@@ -300,3 +300,40 @@ def test_the_head_of_a_diverged_conversation_names_its_fresh_id_and_a_missing_on
     nameless = zip_of({k: v for k, v in members.items() if k != "heads.json"})
     plan = asyncio.run(restore(_store([], []), nameless, _pause, local_thread=lambda s: False, new_id=lambda m: "x"))
     assert plan.threads_restored == 1 and plan.heads == {}  # adopted at the next start-up instead
+
+
+class _Line(dict):
+    """A parsed conversation line that counts how many of its kind are alive."""
+    alive = 0
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        _Line.alive += 1
+
+    def __del__(self) -> None:
+        _Line.alive -= 1
+
+
+def test_a_restore_holds_no_more_than_a_slice_of_parsed_conversations_at_once(monkeypatch):
+    """Every record is checked before the first write, yet the parsed file is never held whole: a
+    restore of 10,000 conversations would keep millions of objects alive, and each garbage
+    collection of them is a long task (hundreds of ms in CPython, more in Pyodide)."""
+    import app.backup.format as format_module
+
+    checked = format_module._conversation
+    monkeypatch.setattr(format_module, "_conversation", lambda line: _Line(checked(line)))
+    convs = [conversation(n) for n in range(40)]
+    data = asyncio.run(write_backup(_store(convs, []), THREADS, T0, _pause, per=4))
+    target = _store(convs[::2], [])
+    peaks: list[int] = []
+    write = target.write
+
+    async def counted(ops):
+        peaks.append(_Line.alive)
+        await write(ops)
+    target.write = counted
+    _Line.alive = 0
+    plan = asyncio.run(restore(target, data, _pause, local_thread=lambda s: False, new_id=lambda m: "x", per=4))
+    assert (plan.added, plan.present, plan.stages) == (20, 20, {"stage-a"})
+    assert sorted(target.raw("conversations")) == sorted(c["meta"]["taskId"] for c in convs)
+    assert peaks and max(peaks) <= 2 * 4, peaks  # one member being written (and the one before it)
