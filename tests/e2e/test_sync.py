@@ -54,10 +54,13 @@ def _state(agent) -> str:
 
 
 def _wait_state(agent, *states: str) -> str:
-    agent.page.wait_for_function(
+    """The first of ``states`` that ``sync-status`` shows (the one seen, not a later read: right after
+    its first sync a device may go on syncing what it held before, so ``synced`` can turn back)."""
+    handle = agent.page.wait_for_function(
         "states => { const s = document.querySelector('[data-testid=sync-status]');"
-        " return s && states.includes(s.dataset.state); }", arg=list(states), timeout=SYNC_TIMEOUT_MS)
-    return _state(agent)
+        " return s && states.includes(s.dataset.state) ? s.dataset.state : null; }", arg=list(states),
+        timeout=SYNC_TIMEOUT_MS)
+    return handle.json_value()
 
 
 def _configure(agent, url: str, *, user: str = "", password: str = "", database: str = DATABASE) -> None:
@@ -75,11 +78,12 @@ def _sync_now(agent) -> None:
     """Press Sync now and wait until that new start of the replication has caught up."""
     starts = int(agent.testid("sync-status").get_attribute("data-starts") or 0)
     agent.testid("sync-now").click()
-    agent.page.wait_for_function(
+    handle = agent.page.wait_for_function(
         "n => { const s = document.querySelector('[data-testid=sync-status]');"
-        " return Number(s.dataset.starts) > n && ['synced', 'error', 'offline'].includes(s.dataset.state); }",
+        " return Number(s.dataset.starts) > n && ['synced', 'error', 'offline'].includes(s.dataset.state)"
+        " ? s.dataset.state : null; }",
         arg=starts, timeout=SYNC_TIMEOUT_MS)
-    assert _state(agent) == "synced"
+    assert handle.json_value() == "synced"
 
 
 def _turn_off(agent) -> None:
