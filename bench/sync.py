@@ -154,7 +154,7 @@ def bench_app(run, origin: str, n: int, timeout_s: float) -> dict:
     usage, details = page.evaluate(ESTIMATE_JS)
     context.close()
     return {"storage_usage_details": details, "ms_to_all_in_history": round(t1 - t0, 1), "ms_to_synced_status": round(synced - t0, 1),
-            "conversations_in_history": count, "longest_task_ms": round(probes["gap"], 1),
+            "conversations_in_history": count, "longest_task_ms": round(float(probes["gap"]), 1),
             "longtask_entries": [round(d) for d in probes["longtasks"]],
             "longtask_count": len(probes["longtasks"]), "storage_usage_bytes": usage}
 
@@ -172,7 +172,7 @@ def bench_baseline(run, origin: str, n: int) -> dict:
     context.close()
     if count != n:
         raise RuntimeError(f"sync baseline: PouchDB replicated {count} of {n} documents")
-    return {"ms": round(ms, 1), "docs_written": written, "longest_task_ms": round(probes["gap"], 1),
+    return {"ms": round(ms, 1), "docs_written": written, "longest_task_ms": round(float(probes["gap"]), 1),
             "longtask_count": len(probes["longtasks"]), "storage_usage_bytes": usage,
             "storage_usage_details": details}
 
