@@ -804,6 +804,7 @@ EXTRA_PARTS: dict[str, str] = {
     "history": "bench.history",
     "historysearch": "bench.history_search",
     "firstpaint": "bench.firstpaint",
+    "sync": "bench.sync",
 }
 """Further benchmark parts: ``name -> module``; each module has ``run(run: Run, *, quick: bool) -> dict``
 (figures, ratios against a baseline measured in the same page and run, and a ``goals`` dict of

@@ -1,0 +1,250 @@
+"""Bench part ``sync`` (DESIGN.md §16): ``bash tools/dev.sh bench --only sync [--quick]``.
+
+A ``pouchdb-server --in-memory`` (``tools/couchdb_server.py``) holds one database of N conversation
+documents in the app's shape (``app.sync.documents.conversation_doc``; 10,000 × 10 turns, 500 with
+``--quick``; the texts of ``bench.history.SEED_JS``), written with ``_bulk_docs`` in batches. Then:
+
+- **app**: a fresh browser context with the app, sync turned on to that database through the
+  settings dialog (``sync-enabled``, ``sync-url``, ``sync-database``, ``settings-save``): the time
+  from the save until IndexedDB's ``conversations`` holds all N, and the longest main-thread task
+  meanwhile (``bench.checkpoints.LONGTASKS``: longtask observer and heartbeat);
+- **baseline**: a plain page of the same origin (``bench/pages/blank.html`` with the vendored
+  ``static/vendor/pouchdb/pouchdb.min.js``) replicating the same database with PouchDB alone into a
+  local PouchDB: its time and longest task, in the same run;
+- **storage**: ``navigator.storage.estimate().usage`` of the app's context after the sync, against a
+  fresh context whose history holds the same conversations written without sync (``SEED_JS``, then the
+  course's search index built by one search, as the app builds it on first search).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from datetime import datetime, timezone
+
+from bench.checkpoints import LONGTASKS, STOP_PROBES
+from bench.history import COURSE, SEED_JS, seeded_page
+from bench.history_search import CLEAR_JS, SEARCH_JS
+
+GOALS = {"longtask_ms_max": 50}
+DATABASE = "agentbar-bench"
+BATCH = 500
+BASE_MS = 1780000000000
+ZH = ["我们今天讨论机器学习的基本概念", "梯度下降如何收敛", "请解释“注意力机制”", "这个场景需要重新生成", "数据集的划分方法"]
+EN = ["How does backpropagation work?", "Explain the “bias–variance” trade-off 😀", "Regenerate scene two, please",
+      "What is overfitting?", "Summarise the lecture", "Which learning rate should I pick?"]
+
+# How many conversations the app's IndexedDB holds (a connection of its own, closed at once).
+COUNT_JS = """async () => {
+  const db = await new Promise((resolve, reject) => { const r = indexedDB.open('agentbar'); r.onsuccess = () => resolve(r.result); r.onerror = () => reject(r.error); });
+  try {
+    if (!db.objectStoreNames.contains('conversations')) return 0;
+    return await new Promise((resolve, reject) => { const q = db.transaction('conversations').objectStore('conversations').count(); q.onsuccess = () => resolve(q.result); q.onerror = () => reject(q.error); });
+  } finally { db.close(); }
+}"""
+
+# PouchDB alone: replicate `remote` into a local PouchDB → [ms, docs written, local doc count].
+BASELINE_JS = """async (remote) => {
+  const local = new PouchDB('bench-baseline');
+  const t0 = performance.now();
+  const info = await PouchDB.replicate(remote, local, { batch_size: 100 });
+  const ms = performance.now() - t0;
+  const count = (await local.info()).doc_count;
+  return [ms, info.docs_written, count];
+}"""
+
+# usage in bytes, and Chromium's split of it (indexedDB, caches: the service worker's copy of the app, …).
+ESTIMATE_JS = "async () => { const e = await navigator.storage.estimate(); return [e.usage, e.usageDetails || {}]; }"
+
+
+def documents(n: int, turns: int) -> list[dict]:
+    """``n`` conversation documents of ``turns`` turns (``SEED_JS``'s texts), through the app's ``conversation_doc``."""
+    from app.history.records import TaskMeta, TurnMeta
+    from app.sync.documents import conversation_doc
+
+    docs = []
+    for i in range(n):
+        task_id = "task_20260528_" + _base36(i).rjust(6, "0")
+        messages, turn_list = [], []
+        for t in range(turns):
+            rare = " 关于量子纠缠 (Quantum entanglement) 的问题" if i % 50 == 7 and t == 1 else ""
+            q = f"{ZH[(i + t) % 5]} {EN[(i * 3 + t) % len(EN)]} #{i}-{t}{rare}"
+            a = f"{EN[(i + t + 1) % len(EN)]} —— {ZH[(i * 7 + t) % 5]}。回答 {t} of conversation {i}."
+            messages.append({"role": "user", "id": f"u{i}-{t}", "content": [{"type": "text", "text": q}]})
+            messages.append({"role": "assistant", "id": f"a{i}-{t}", "content": [{"type": "text", "text": a}]})
+            stamp = datetime.fromtimestamp((BASE_MS + i * 60000 + t) / 1000, timezone.utc)
+            turn_list.append(TurnMeta(turnId=t + 1, timestamp=stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+                                      usage={"inputTokens": 10, "outputTokens": 20, "totalTokens": 30}, model="demo",
+                                      duration=400, messageId=f"a{i}-{t}"))
+        updated = BASE_MS + i * 60000
+        meta = TaskMeta(taskId=task_id, taskName=messages[0]["content"][0]["text"][:50], stageId=COURSE, createdAt=updated,
+                        updatedAt=updated, stats={"credits": 0, "totalTokens": 30 * turns, "inputTokens": 10 * turns,
+                                                  "outputTokens": 20 * turns},
+                        turnCount=turns, durationMs=400 * turns)
+        docs.append(conversation_doc(meta, messages, turn_list))
+    return docs
+
+
+def _base36(i: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        i, r = divmod(i, 36)
+        out = digits[r] + out
+        if i == 0:
+            return out
+
+
+def _http(method: str, url: str, body=None) -> dict:
+    data = None if body is None else json.dumps(body).encode("utf-8")
+    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=300) as answer:
+        return json.loads(answer.read().decode("utf-8"))
+
+
+def fill(origin: str, docs: list[dict]) -> dict:
+    """Create ``DATABASE`` and write ``docs`` with ``_bulk_docs`` in batches of ``BATCH``."""
+    url = f"{origin}/{DATABASE}"
+    _http("PUT", url)
+    for start in range(0, len(docs), BATCH):
+        answers = _http("POST", f"{url}/_bulk_docs", {"docs": docs[start:start + BATCH]})
+        failed = [a for a in answers if not a.get("ok")]
+        if failed:
+            raise RuntimeError(f"_bulk_docs refused {len(failed)} documents, first: {failed[0]}")
+    info = _http("GET", url)
+    if info.get("doc_count") != len(docs):
+        raise RuntimeError(f"{DATABASE} holds {info.get('doc_count')} documents, not {len(docs)}")
+    return info
+
+
+def _wait_count(page, n: int, timeout_s: float) -> tuple[float, int]:
+    """Poll ``COUNT_JS`` every 200 ms until it is ``n`` → (page time when seen, count)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        count = page.evaluate(COUNT_JS)
+        if count >= n:
+            return page.evaluate("() => performance.now()"), count
+        if time.monotonic() > deadline:
+            state = page.evaluate("() => { const s = document.querySelector('[data-testid=sync-status]');"
+                                  " return s && [s.dataset.state, s.dataset.reason || ''] }")
+            raise RuntimeError(f"sync: {count} of {n} conversations in history after {timeout_s:.0f} s (sync-status {state})")
+        time.sleep(0.2)
+
+
+def bench_app(run, origin: str, n: int, timeout_s: float) -> dict:
+    context = run.context()
+    page = context.new_page()
+    page.goto(f"{run.base}index.html?delay=0&course={COURSE}")
+    run.wait_ready(page)
+    page.wait_for_function("() => document.documentElement.dataset.history === 'ready'", timeout=60_000)
+    page.click("[data-testid=settings-open]")
+    page.check("[data-testid=sync-enabled]")
+    page.fill("[data-testid=sync-url]", origin)
+    page.fill("[data-testid=sync-database]", DATABASE)
+    page.evaluate(LONGTASKS)
+    t0 = page.evaluate("() => performance.now()")
+    page.click("[data-testid=settings-save]")
+    t1, count = _wait_count(page, n, timeout_s)
+    probes = page.evaluate(STOP_PROBES)
+    page.wait_for_function("() => { const s = document.querySelector('[data-testid=sync-status]'); return s && s.dataset.state === 'synced'; }",
+                           timeout=int(timeout_s * 1000))
+    synced = page.evaluate("() => performance.now()")
+    time.sleep(1.0)  # writes in flight settle before the estimate
+    usage, details = page.evaluate(ESTIMATE_JS)
+    context.close()
+    return {"storage_usage_details": details, "ms_to_all_in_history": round(t1 - t0, 1), "ms_to_synced_status": round(synced - t0, 1),
+            "conversations_in_history": count, "longest_task_ms": round(float(probes["gap"]), 1),
+            "longtask_entries": [round(d) for d in probes["longtasks"]],
+            "longtask_count": len(probes["longtasks"]), "storage_usage_bytes": usage}
+
+
+def bench_baseline(run, origin: str, n: int) -> dict:
+    context = run.context()
+    page = context.new_page()
+    page.goto(f"{run.base}bench/pages/blank.html")
+    page.add_script_tag(url=f"{run.base}static/vendor/pouchdb/pouchdb.min.js")
+    page.evaluate(LONGTASKS)
+    ms, written, count = page.evaluate(BASELINE_JS, f"{origin}/{DATABASE}")
+    probes = page.evaluate(STOP_PROBES)
+    time.sleep(1.0)
+    usage, details = page.evaluate(ESTIMATE_JS)
+    context.close()
+    if count != n:
+        raise RuntimeError(f"sync baseline: PouchDB replicated {count} of {n} documents")
+    return {"ms": round(ms, 1), "docs_written": written, "longest_task_ms": round(float(probes["gap"]), 1),
+            "longtask_count": len(probes["longtasks"]), "storage_usage_bytes": usage,
+            "storage_usage_details": details}
+
+
+def bench_history_only(run, n: int, turns: int) -> dict:
+    """The same conversations in history without sync: ``SEED_JS`` and the course's index built by one search."""
+    figures: dict = {}
+    context = run.context()
+    page = seeded_page(run, context, n, turns, figures)
+    page.click("[data-testid=history-open]")
+    page.wait_for_selector("[data-testid=history-drawer]:not([hidden])")
+    page.evaluate(CLEAR_JS)
+    ms, hits, _, _ = page.evaluate(SEARCH_JS, ["entanglement", 900_000])
+    if ms is None:
+        raise RuntimeError("sync: the search that builds history's index did not draw")
+    time.sleep(1.0)
+    figures["storage_usage_bytes"], figures["storage_usage_details"] = page.evaluate(ESTIMATE_JS)
+    figures["conversations"] = page.evaluate(COUNT_JS)
+    context.close()
+    return figures
+
+
+def run(run, *, quick: bool) -> dict:
+    from tools import couchdb_server
+
+    n, turns = (500, 10) if quick else (10_000, 10)
+    timeout_s = 600.0 if quick else 3600.0
+    figures: dict = {"conversations": n, "turns_each": turns}
+    t0 = time.time()
+    docs = documents(n, turns)
+    figures["document_bytes_json"] = sum(len(json.dumps(d, ensure_ascii=False).encode("utf-8")) for d in docs)
+    server = couchdb_server.start()
+    try:
+        fill(server.origin, docs)
+        del docs
+        figures["fill_s"] = round(time.time() - t0, 1)
+        figures["baseline"] = bench_baseline(run, server.origin, n)
+        print(f"  sync: PouchDB alone {figures['baseline']['ms']:.0f} ms", flush=True)
+        figures["app"] = bench_app(run, server.origin, n, timeout_s)
+        print(f"  sync: app {figures['app']['ms_to_all_in_history']:.0f} ms", flush=True)
+    finally:
+        server.stop()
+    figures["history_only"] = bench_history_only(run, n, turns)
+    app, base = figures["app"], figures["baseline"]
+    figures["ratios"] = {
+        "time_to_pouchdb_alone": app["ms_to_all_in_history"] / base["ms"] if base["ms"] else None,
+        "storage_to_history_only": (app["storage_usage_bytes"] / figures["history_only"]["storage_usage_bytes"]
+                                    if figures["history_only"]["storage_usage_bytes"] else None),
+    }
+    limit = GOALS["longtask_ms_max"]
+    figures["goals"] = {
+        f"no task > 50 ms during the initial sync of {n} conversations": {
+            "value": app["longest_task_ms"], "limit": limit, "pass": app["longest_task_ms"] <= limit},
+    }
+    return figures
+
+
+def report(figures: dict) -> None:
+    """Print the sync table."""
+    app, base, hist, r = figures["app"], figures["baseline"], figures["history_only"], figures["ratios"]
+    print(f"\nInitial sync into an empty profile ({figures['conversations']:,} conversations × {figures['turns_each']} turns, "
+          f"{figures['document_bytes_json'] / 1e6:.1f} MB of JSON on the server; filled in {figures['fill_s']} s):")
+    print(f"  app: settings saved → all in history {app['ms_to_all_in_history']:,.0f} ms (status synced at "
+          f"{app['ms_to_synced_status']:,.0f} ms); longest main-thread task {app['longest_task_ms']:.0f} ms, "
+          f"{app['longtask_count']} long tasks")
+    print(f"  PouchDB alone (plain page, replicate into a local PouchDB): {base['ms']:,.0f} ms; longest task "
+          f"{base['longest_task_ms']:.0f} ms, {base['longtask_count']} long tasks")
+    print(f"  ratio app / PouchDB alone: {r['time_to_pouchdb_alone']:.2f}")
+    print(f"  storage (navigator.storage.estimate usage): app after sync {app['storage_usage_bytes'] / 1e6:.1f} MB, "
+          f"history without sync (seeded, index built) {hist['storage_usage_bytes'] / 1e6:.1f} MB, ratio "
+          f"{r['storage_to_history_only']:.2f}; PouchDB alone {base['storage_usage_bytes'] / 1e6:.1f} MB")
+    for label, x in (("app after sync", app), ("history without sync", hist), ("PouchDB alone", base)):
+        details = x.get("storage_usage_details") or {}
+        if details:
+            print(f"    {label}: " + ", ".join(f"{k} {v / 1e6:.1f} MB" for k, v in sorted(details.items())))
