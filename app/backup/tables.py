@@ -109,6 +109,31 @@ async def restore(backend: RecordBackend, data: bytes, pause: Pause, *, local_th
     ``RecordStoreError``."""
     reader, versions = await read_backup(data, pause)
     plan = MergePlan()
+    known = await _restore_conversations(backend, reader, pause, new_id, per, plan)
+    local_checkpoints, highest = await _local_versions(backend, pause, per)
+    plan_versions(versions, present=lambda v: v["checkpointId"] in local_checkpoints, highest=highest, plan=plan)
+    plan_threads(reader.threads, local_thread, plan)
+    plan_heads(reader.heads, known.__contains__, plan)
+    newest = await _write_versions(backend, plan, pause, per)
+    present = await backend.bulk_get("artifacts", list(newest))
+    ops = [("put", "artifacts", {"schema": v.get("schema", 1), "artifactId": v["artifactId"], "stageId": v["stageId"],
+                                 "sceneId": v["sceneId"], "path": (v.get("item") or {}).get("path", ""),
+                                 "versionNo": v["versionNo"], "versionId": v["versionId"],
+                                 "updatedAt": v.get("updatedAt", 0), "latest": v.get("item")})
+           for (artifact, v), here in zip(newest.items(), present) if here is None]
+    ops += [("put", "heads", {"stageId": stage_id, "taskId": task_id,
+                              "syncedAt": int(plan.threads[stage_id].get("updatedAt") or 0)})
+            for stage_id, task_id in plan.heads.items()]
+    if ops:
+        await backend.write(ops)
+    return plan
+
+
+async def _restore_conversations(backend: RecordBackend, reader, pause: Pause, new_id: Callable[[dict], str],
+                                 per: int, plan: MergePlan) -> set[str]:
+    """``restore``'s first step: each member's conversations, ``per`` at a time, planned against what
+    the store holds (``plan_merge``) and written in one transaction each; no more than one member is
+    held. Returns the task ids here or written by this restore (``plan.stages`` gets their courses)."""
     taken: set[str] = set()
     known: set[str] = set()  # task ids here or written by this restore
 
@@ -142,15 +167,24 @@ async def restore(backend: RecordBackend, data: bytes, pause: Pause, *, local_th
                 await backend.write(writes.ops)
             await pause()
         del items
+    return known
+
+
+async def _local_versions(backend: RecordBackend, pause: Pause, per: int) -> tuple[set[str], dict[str, int]]:
+    """The checkpoint ids of the versions stored here and each artifact's highest version number,
+    read a page of ``per`` at a time."""
     local_checkpoints: set[str] = set()
     highest: dict[str, int] = {}
     async for rows in _pages(backend, "versions", "versionId", pause, per):
         for row in rows:
             local_checkpoints.add(row.get("checkpointId"))
             highest[row["artifactId"]] = max(highest.get(row["artifactId"], 0), row.get("versionNo", 0))
-    plan_versions(versions, present=lambda v: v["checkpointId"] in local_checkpoints, highest=highest, plan=plan)
-    plan_threads(reader.threads, local_thread, plan)
-    plan_heads(reader.heads, known.__contains__, plan)
+    return local_checkpoints, highest
+
+
+async def _write_versions(backend: RecordBackend, plan: MergePlan, pause: Pause, per: int) -> dict[str, dict]:
+    """Write ``plan.versions`` with their snapshots, ``per`` a transaction; returns each artifact's
+    last written version (by artifact id), whose artifact record ``restore`` writes when none is here."""
     newest: dict[str, dict] = {}
     for start in range(0, len(plan.versions), per):
         ops = []
@@ -162,15 +196,4 @@ async def restore(backend: RecordBackend, data: bytes, pause: Pause, *, local_th
             newest[version["artifactId"]] = version
         await backend.write(ops)
         await pause()
-    present = await backend.bulk_get("artifacts", list(newest))
-    ops = [("put", "artifacts", {"schema": v.get("schema", 1), "artifactId": v["artifactId"], "stageId": v["stageId"],
-                                 "sceneId": v["sceneId"], "path": (v.get("item") or {}).get("path", ""),
-                                 "versionNo": v["versionNo"], "versionId": v["versionId"],
-                                 "updatedAt": v.get("updatedAt", 0), "latest": v.get("item")})
-           for (artifact, v), here in zip(newest.items(), present) if here is None]
-    ops += [("put", "heads", {"stageId": stage_id, "taskId": task_id,
-                              "syncedAt": int(plan.threads[stage_id].get("updatedAt") or 0)})
-            for stage_id, task_id in plan.heads.items()]
-    if ops:
-        await backend.write(ops)
-    return plan
+    return newest
