@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from app.history.access import NOTICE_CODES, HistoryAccess, Segmenter, guarded
+from app.history.merge import merge_conversation, merged_meta
 from app.history.reads import PAGE_SIZE, HistoryReads, Page, SearchHit, SearchPage
 from app.history.records import Stats, TaskMeta, TurnMeta
 from app.history.repository import Conversation, Damaged, HistoryRepository, Stored, Writes
@@ -28,7 +29,6 @@ from app.history.text import cut_title, text_needs_segmenter
 from app.history.writes import ActiveConversations, HistoryWrites
 from app.records import RecordBackend, RecordStoreError
 from app.store import Notice
-from app.history.merge import merge_conversation, merged_meta
 
 __all__ = ["ConversationStats", "Damaged", "HistoryService", "NOTICE_CODES", "Page", "SearchHit", "SearchPage",
            "PAGE_SIZE",
@@ -297,10 +297,10 @@ class HistoryService:
                 outcome = "added"
             else:
                 merged = merge_conversation((held.messages, held.turns), (messages, turns))
-                kept = merged_meta(held.meta, meta, merged)
                 if merged.how == "local":
                     same = held.messages == messages and held.turns == turns and held.meta == meta
                     return "same" if same else "local"
+                kept = merged_meta(held.meta, meta, merged)
                 writes = Writes()
                 writes.keep(kept, merged.messages, merged.turns)
                 await self._repository.commit(writes)
