@@ -6,13 +6,16 @@
 // window.agentbarSync.open(configJson, onChange, onStatus) -> Replication
 //   configJson: {"server": "http://host:5984", "remote": "http://host:5984/db", "user", "password",
 //                "since": "<local change seq already applied, or 0>"}
-//   onChange(docJson | null, seq): a document of the local database changed (the replication
-//     brought it, or another tab wrote it); null for this page's own writes (only the seq moves on)
+//   onChange(): documents of the local database changed (the replication brought them, or another
+//     tab wrote them) and wait in arrival order for take(); called when the first one arrives after
+//     take() handed over all there were (never from inside the replication's own work per document)
 //   onStatus(event, httpStatus, bodyText): "welcome" (the answer of GET / of the server; status 0 and
 //     body null when there was none), then the replication's "active", "paused", "denied", "error"
 //     (httpStatus of the failing request, 0 when the server did not answer)
 // Replication: probe() -> Promise (reports "welcome"); start() (live, retrying replication both
-//   ways); put(docJson) -> Promise<"ok"|"same">; remove(id) -> Promise<"ok">; syncNow(); stop().
+//   ways); take(max) -> JSON text of up to max waiting changes, oldest first, each [doc | null, seq]
+//   (null for this page's own writes: only the seq moves on); put(docJson) -> Promise<"ok"|"same">;
+//   remove(id) -> Promise<"ok">; syncNow(); stop().
 // The password goes only into PouchDB's auth option and the probe's Authorization header: it is
 // never logged or stored here.
 (function () {
@@ -54,6 +57,7 @@
       this.onStatus = onStatus;
       this.db = new PouchDB(LOCAL_DB, { auto_compaction: true });
       this.written = new Set(); // revisions this page wrote: not handed back as changes
+      this.waiting = []; // [doc | null, seq] not yet taken, oldest first
       this.sync = null;
       // a local (IndexedDB) sequence is a number: as a string it would sort after every number
       const since = /^\d+$/.test(String(config.since || "0")) ? Number(config.since || 0) : config.since;
@@ -61,8 +65,13 @@
         .on("change", (change) => {
           const doc = change.doc;
           const own = doc && this.written.has(doc._rev);
-          this.onChange(own || !doc ? null : JSON.stringify(doc), String(change.seq));
+          this.waiting.push([own || !doc ? null : doc, String(change.seq)]);
+          if (this.waiting.length === 1) this.onChange();
         });
+    }
+
+    take(max) {
+      return JSON.stringify(this.waiting.splice(0, max));
     }
 
     async probe() {

@@ -11,7 +11,8 @@
   ``settings-save``; the password is kept like the model key (``app.sync.settings``).
 - The rules are ``app.sync.engine.SyncEngine``'s: this tab's history changes and the scene versions
   it writes (``SceneCheckpoints.on_recorded``) go out as documents, replicated documents come into
-  history and the version store, one after another in arrival order; the local change sequence
+  history and the version store in arrival order, ``SLICE`` per step (the adapter holds what waits,
+  so the replication's own work never runs Python per document); the local change sequence
   already applied is kept under ``SEQ_KEY`` so that a reload goes on from there. Once the server
   answered, everything stored here goes out at the first sync with that server and database
   (``SyncEngine.send_all``; turning sync off forgets it, so what was made meanwhile goes out too).
@@ -42,6 +43,8 @@ __all__ = ["SEQ_KEY", "SyncSection", "SyncSetup"]
 SEQ_KEY = "agentbar-sync-seq"
 """``localStorage``: the local database's change sequence this page has applied to history."""
 SCRIPTS = ("static/vendor/pouchdb/pouchdb.min.js", "static/sync.js")
+SLICE = 10
+"""Replicated changes applied to history per step (the conversations new here in one transaction)."""
 
 
 async def _load_script(src: str) -> None:
@@ -92,6 +95,7 @@ class SyncSetup:
         self._queue: asyncio.Future | None = None
         self._proxies: list = []
         self._applying = False
+        self._draining = None  # the replication whose waiting changes are being taken
         self.node = None
         self.now_button = None
         self._hooked = False
@@ -243,22 +247,39 @@ class SyncSetup:
                 js.console.warn(f"sync: {type(error).__name__}")
         self._queue = asyncio.ensure_future(step())
 
-    def _on_change(self, doc_json, seq) -> None:
-        doc = None if doc_json is None or not isinstance(doc_json, str) else json.loads(doc_json)
-        seq = str(seq)
+    def _on_change(self) -> None:
+        """Changes wait in the adapter: take them a slice per step (``_apply_slice``), unless that runs."""
+        replication = self.replication
+        if replication is not None and self._draining is not replication:
+            self._draining = replication
+            self._enqueue(lambda: self._apply_slice(replication))
 
-        async def apply():
-            if doc is not None and self.engine is not None:
+    async def _apply_slice(self, replication) -> None:
+        """Apply up to ``SLICE`` waiting changes of ``replication`` (``SyncEngine.remote_changed_many``),
+        keep the sequence reached, and queue the next slice behind whatever was queued meanwhile (this
+        tab's own changes go out between slices); stops when none wait or the replication ended."""
+        if replication is not self.replication or self.engine is None:
+            if self._draining is replication:
+                self._draining = None
+            return
+        changes = json.loads(str(replication.take(SLICE)))
+        if not changes:
+            self._draining = None  # the next change that arrives calls _on_change again
+            return
+        try:
+            docs = [doc for doc, _ in changes if isinstance(doc, dict)]
+            if docs:
                 self._applying = True
                 try:
-                    await self.engine.remote_changed(doc)
+                    await self.engine.remote_changed_many(docs)
                 finally:
                     self._applying = False
             try:
-                self.local.set_item(SEQ_KEY, seq)
+                self.local.set_item(SEQ_KEY, str(changes[-1][1]))
             except Exception:  # noqa: BLE001 - the next start applies these changes again (no harm)
                 pass
-        self._enqueue(apply)
+        finally:
+            self._enqueue(lambda: self._apply_slice(replication))
 
     def _on_status(self, event, http_status, body) -> None:
         parsed = None

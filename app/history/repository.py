@@ -315,6 +315,11 @@ class HistoryRepository:
         """True when a ``conversations`` record of ``task_id`` is stored (readable or not)."""
         return await self._db.get("conversations", task_id) is not None
 
+    async def held(self, task_ids: list[str]) -> list[bool]:
+        """For each of ``task_ids``: True when a ``conversations`` record of it is stored (readable
+        or not), read in one request."""
+        return [raw is not None for raw in await self._db.bulk_get("conversations", task_ids)]
+
     async def meta(self, task_id: str) -> TaskMeta | None:
         """One conversation's meta (None: none stored, or damaged)."""
         return self.meta_of(await self._db.get("conversations", task_id))

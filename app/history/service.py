@@ -310,6 +310,50 @@ class HistoryService:
         self._changed("import" if outcome == "added" else "sync", meta.taskId, meta.stageId)
         return outcome
 
+    async def apply_synced_many(self, items: list[Conversation]) -> list[str]:
+        """``apply_synced`` for each of ``items`` ((meta, messages, turns), in arrival order): one
+        outcome each, in order. The conversations not kept here (most of them in a first sync) are
+        written together in ONE transaction, after one read that tells them apart; the others, and a
+        task id met again later in ``items``, go one by one through ``apply_synced`` after them (a
+        later one of the same id then builds on the earlier). Should that transaction abort (another
+        tab wrote one of those ids meanwhile: they are added, never put over), each goes one by one
+        instead; ``"unavailable"`` for every item when history cannot be read or written (§16)."""
+        first: dict[str, int] = {}
+        for index, (meta, _, _) in enumerate(items):
+            first.setdefault(meta.taskId, index)
+        added = await self._add_synced([items[i] for i in first.values()])
+        if added is None:
+            return ["unavailable"] * len(items)
+        fresh = {items[i][0].taskId for i, was_added in zip(first.values(), added) if was_added}
+        outcomes = []
+        for index, (meta, messages, turns) in enumerate(items):
+            if meta.taskId in fresh and first[meta.taskId] == index:
+                outcomes.append("added")
+                self._changed("import", meta.taskId, meta.stageId)
+            else:
+                outcomes.append(await self.apply_synced(meta, messages, turns))
+        return outcomes
+
+    @guarded(lambda: None)
+    async def _add_synced(self, items: list[Conversation]) -> list[bool]:
+        """Add those of ``items`` (distinct task ids) not kept here, in one transaction: whether each
+        was added (none when it aborted)."""
+        async with self._writes.lock:
+            held = await self._repository.held([meta.taskId for meta, _, _ in items])
+            writes = Writes()
+            for (meta, messages, turns), kept in zip(items, held):
+                if not kept:
+                    writes.keep(meta, messages, turns, new=True)
+            if not writes:
+                return [False] * len(items)
+            try:
+                await self._repository.commit(writes)
+            except RecordStoreError as error:
+                if error.kind != "aborted":
+                    raise
+                return [False] * len(items)
+        return [not kept for kept in held]
+
     @guarded(bool)
     async def remove_synced(self, task_id: str) -> bool:
         """Another device deleted ``task_id``: remove it here too, with no undo (the delete was made

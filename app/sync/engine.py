@@ -7,11 +7,13 @@ calls, both ways:
   (``HistoryService.on_change``): a delete removes the conversation's document (and keeps its id
   as deleted, ``Tombstones``), anything else writes the conversation's document as history now
   holds it (``app.sync.documents.conversation_doc``);
-- in: ``remote_changed(doc)`` for each document the replication brought: a deletion removes the
-  conversation here (``HistoryService.remove_synced``); a document of an id deleted before is
-  deleted again rather than brought back; any other conversation goes through
-  ``HistoryService.apply_synced`` (merged by ``app.history.merge``, through ``app.continuity``), and when
-  this device's version continues it or both were merged, the result is written back out;
+- in: ``remote_changed_many(docs)`` for the documents the replication brought, in arrival order
+  (``remote_changed(doc)`` for one): a deletion removes the conversation here
+  (``HistoryService.remove_synced``); a document of an id deleted before is deleted again rather
+  than brought back; any other conversation goes through ``HistoryService.apply_synced_many``
+  (those new here written together; the others merged by ``app.history.merge``, through
+  ``app.continuity``), and when this device's version continues it or both were merged, the
+  result is written back out;
 - scene versions, out: ``local_version(item)`` after this device wrote a version
   (``SceneCheckpoints.on_recorded``: the timeline item) writes its document with the whole scene
   document (``app.sync.documents.version_doc_of``); in: a version document goes to
@@ -183,32 +185,56 @@ class SyncEngine:
         """Apply one replicated document; returns what happened (``deleted``, ``redeleted``,
         ``ignored`` for a document that is not a conversation, ``damaged``, or the outcome of
         ``HistoryService.apply_synced``)."""
-        doc_id = str(doc.get("_id", ""))
-        outcome = await self._apply(doc_id, doc)
-        self.applied.append((doc_id, outcome))
-        return outcome
+        return (await self.remote_changed_many([doc]))[0]
 
-    async def _apply(self, doc_id: str, doc: dict[str, Any]) -> str:
+    async def remote_changed_many(self, docs: list[dict[str, Any]]) -> list[str]:
+        """Apply replicated documents in arrival order; one outcome each (``remote_changed``'s).
+        Each run of conversations in a row goes to history together
+        (``HistoryService.apply_synced_many``: those new here in one transaction); a deletion, a
+        version or any other document ends the run and is applied on its own, so what one id went
+        through stays in order."""
+        outcomes: list[str | None] = [None] * len(docs)
+        run: list[tuple[int, str, Any]] = []  # (index, task id, (meta, messages, turns))
+        for index, doc in enumerate(docs):
+            doc_id = str(doc.get("_id", ""))
+            if kind_of(doc_id) == "conversation" and not doc.get("_deleted") and self.tombstones.admits(doc_id):
+                try:
+                    run.append((index, doc_id.split(":", 1)[1], conversation_of(doc)))
+                except ValueError:
+                    outcomes[index] = "damaged"
+                continue
+            await self._apply_run(run, outcomes)
+            outcomes[index] = await self._apply_one(doc_id, doc)
+        await self._apply_run(run, outcomes)
+        done = [outcome or "unavailable" for outcome in outcomes]
+        self.applied += [(str(doc.get("_id", "")), outcome) for doc, outcome in zip(docs, done)]
+        return done
+
+    async def _apply_run(self, run: list[tuple[int, str, Any]], outcomes: list[str | None]) -> None:
+        """Conversations in a row into history; each that this device continues, or that was
+        merged, is written back out. Empties ``run``."""
+        if not run:
+            return
+        results = await self.history.apply_synced_many([conversation for _, _, conversation in run])
+        for (index, task_id, _), outcome in zip(run, results):
+            outcomes[index] = outcome
+            if outcome in ("local", "merged"):
+                await self.push(task_id)
+        run.clear()
+
+    async def _apply_one(self, doc_id: str, doc: dict[str, Any]) -> str:
+        """A document that is not a conversation to keep: a version, a deletion, one of an id
+        deleted here before, or another kind."""
         if kind_of(doc_id) == "version":
             return await self._apply_version(doc)
         if kind_of(doc_id) != "conversation":
             return "ignored"  # design documents, other apps' documents
-        task_id = doc_id.split(":", 1)[1]
         if doc.get("_deleted"):
             self._forget_for_good(doc_id)
-            await self.history.remove_synced(task_id)
+            await self.history.remove_synced(doc_id.split(":", 1)[1])
             return "deleted"
-        if not self.tombstones.admits(doc_id):
-            await self.replica.remove(doc_id)  # a device that had not seen the delete: deleted again
-            return "redeleted"
-        try:
-            meta, messages, turns = conversation_of(doc)
-        except ValueError:
-            return "damaged"
-        outcome = await self.history.apply_synced(meta, messages, turns)
-        if outcome in ("local", "merged"):
-            await self.push(task_id)
-        return outcome
+        await self.replica.remove(doc_id)  # a device that had not seen the delete: deleted again
+        return "redeleted"
 
     async def _apply_version(self, doc: dict[str, Any]) -> str:
         """``added`` (kept here, numbered by ``VersionStore.adopt``), ``same`` (its checkpoint is here),

@@ -431,3 +431,87 @@ async def test_what_was_stored_before_sync_was_on_goes_out_at_the_first_sync_onc
     assert await engine.send_all("http://h/db") == 0 and replica.puts == 2  # once per server and database
     assert await SyncEngine(history, FakeReplica(), seen, checkpoints=checkpoints, records=records).send_all(
         "http://other/db") == 2
+
+
+class CountingBackend(MemoryBackend):
+    """A MemoryBackend that counts its write transactions; ``sneak`` (task id, record) is added by
+    "another tab" just before the next write, once."""
+
+    def __init__(self):
+        super().__init__()
+        self.writes = 0
+        self.sneak = None
+
+    async def write(self, ops):
+        if self.sneak is not None:
+            sneak, self.sneak = self.sneak, None
+            await super().write([("put", "conversations", sneak)])
+        self.writes += 1
+        await super().write(ops)
+
+
+async def _documents_of(device, stage, texts):
+    """Archived conversations of ``texts`` on ``device`` → (task ids, their documents)."""
+    replica = FakeReplica()
+    engine = SyncEngine(device, replica, MemoryStorage())
+    tasks = []
+    for text in texts:
+        task = await _device_turn(device, stage, text)
+        await device.archive(stage, (await device.bundle(task)).messages, 1)
+        await engine.push(task)
+        tasks.append(task)
+    return tasks, [replica.docs[f"conversation:{t}"] for t in tasks]
+
+
+async def test_a_first_sync_writes_the_conversations_new_here_in_one_transaction():
+    tasks, docs = await _documents_of(_device(1), "s", [f"turn {i}" for i in range(6)])
+    backend = CountingBackend()
+    b = HistoryService(backend, clock=lambda: DEVICE_T0, random_bytes=lambda n: bytes([9] * n))
+    changes = []
+    b.on_change = lambda *c: changes.append(c)
+    engine = SyncEngine(b, FakeReplica(), MemoryStorage())
+    await b.total("s")  # opened
+    before = backend.writes
+    assert await engine.remote_changed_many(docs) == ["added"] * 6
+    assert backend.writes - before == 1
+    assert changes == [("import", t, "s") for t in tasks]
+    assert await b.total("s") == 6
+    assert [m["content"][0]["text"] for m in (await b.bundle(tasks[3])).messages][0] == "turn 3"
+
+
+async def test_a_slice_of_mixed_documents_ends_as_the_same_documents_one_by_one():
+    a = _device(1)
+    tasks, docs = await _documents_of(a, "s", ["one", "two", "three"])
+    meta, messages, _ = await a.bundle(tasks[0])
+    await a.record_turn_in(tasks[0], "s", messages + [_user("more", "u-more"), _reply("r", "a-more")], usage=None,
+                           model="demo", duration_ms=5, message_id="a-more")
+    replica_a = FakeReplica()
+    await SyncEngine(a, replica_a, MemoryStorage()).push(tasks[0])
+    longer = replica_a.docs[f"conversation:{tasks[0]}"]
+    deleted = {"_id": f"conversation:{tasks[1]}", "_deleted": True}
+    damaged = {"_id": "conversation:task_20261201_zzzzzz", "meta": {}}
+    design = {"_id": "_design/x"}
+    # the same id twice (older, then longer), a delete of one added just before, a damaged one
+    slice_ = [docs[0], docs[1], longer, deleted, damaged, design, docs[2]]
+    together, alone = _device(2), _device(3)
+    engine_t, engine_a = SyncEngine(together, FakeReplica(), MemoryStorage()), SyncEngine(alone, FakeReplica(), MemoryStorage())
+    outcomes = await engine_t.remote_changed_many(slice_)
+    assert outcomes == [await engine_a.remote_changed(doc) for doc in slice_]
+    assert outcomes == ["added", "added", "remote", "deleted", "damaged", "ignored", "added"]
+    for task in tasks:
+        assert await together.bundle(task) == await alone.bundle(task)
+    assert len((await together.bundle(tasks[0])).messages) == 4 and await together.bundle(tasks[1]) is None
+
+
+async def test_a_slice_whose_transaction_aborts_is_applied_one_by_one_and_loses_nothing():
+    tasks, docs = await _documents_of(_device(1), "s", ["x", "y", "z"])
+    backend = CountingBackend()
+    b = HistoryService(backend, clock=lambda: DEVICE_T0, random_bytes=lambda n: bytes([9] * n))
+    await b.total("s")
+    # another tab adds y's conversation between the read that found it missing and the write
+    backend.sneak = conversation_of(docs[1])[0].model_dump()
+    outcomes = await SyncEngine(b, FakeReplica(), MemoryStorage()).remote_changed_many(docs)
+    assert b.available is not False
+    assert outcomes[0] == "added" and outcomes[2] == "added" and outcomes[1] in ("remote", "same", "added")
+    for task in tasks:
+        assert (await b.bundle(task)).messages == conversation_of(docs[tasks.index(task)])[1]
