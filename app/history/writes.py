@@ -150,7 +150,10 @@ class HistoryWrites:
         made another conversation the head meanwhile, in a moment this tab's save could not see
         (DESIGN.md §9: a turn stays with the conversation it continues), the turn goes to ``task_id``
         with ``own`` (this tab's thread, before any merge), as ``record_turn_in``: never onto the
-        other conversation's messages."""
+        other conversation's messages. A thread that neither goes on from the head's messages nor is
+        their start (the head kept a turn too big for localStorage, and a reload went on from the
+        shorter stored thread) becomes a conversation of its own and the course's head; the old one
+        stays whole, archived (DESIGN.md §9: nothing is deleted but by a delete)."""
         turn = Turn(usage, model, duration_ms, message_id, dropped_turns)
         if task_id is not None and TASK_ID.match(task_id) and own is not None \
                 and await self._moved_on(stage_id, task_id):
@@ -169,12 +172,17 @@ class HistoryWrites:
         await self._segmenter.for_titles(messages)
         async with self._lock:
             meta = await self._repository.head_meta(stage_id)
+            held = await self._repository.messages(meta.taskId) if meta else None
+            diverged = isinstance(held, list) and not continues(messages, held) and not continues(held, messages)
+            if diverged:  # e.g. the head kept a turn too big for localStorage and a reload went on without it
+                meta = None  # the thread becomes its own conversation; the head's stays whole, archived (§9)
             turns = await self._repository.turns(meta.taskId) if meta else []
             if meta is None:  # the first turn: the conversation takes the id allocated for its head
-                meta = self._new_meta(stage_id, messages, self._clock(), await self._repository.head_id(stage_id))
+                allocated = None if diverged else await self._repository.head_id(stage_id)
+                meta = self._new_meta(stage_id, messages, self._clock(), allocated)
             meta, added = with_turn(meta, turns, messages, turn, self._clock())
             writes = Writes()
-            writes.keep(meta, messages, turns)
+            writes.keep(meta, messages, turns, new=diverged)
             writes.make_head(stage_id, meta.taskId, synced_at)
             await self._repository.commit(writes)
             self._active.set(stage_id, meta, turns)

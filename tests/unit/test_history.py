@@ -167,8 +167,8 @@ async def test_cursor_pages_newest_first_never_duplicate_or_skip_when_items_arri
     await svc.record_turn("s", [user("c3", "u-c3")], 1, usage={}, model="demo", duration_ms=1, message_id=None)
     await svc.resume("s", moved, [], None, 99)
     meta = await svc.get(moved)
-    await svc.record_turn("s", [user("c3", "u-c3"), reply("more")], 100, usage={}, model="demo", duration_ms=1,
-                          message_id=None)
+    await svc.record_turn("s", [user("c3", "u-c3"), reply("ok", "a-c3"), user("more", "u-more"), reply("more")], 100,
+                          usage={}, model="demo", duration_ms=1, message_id=None)  # goes on from what it holds
     shown = [m.taskId for m in first.items]
     second = await svc.page("s", first.cursor)
     third = await svc.page("s", second.cursor)
@@ -330,6 +330,46 @@ async def test_runtime_records_turns_with_demo_usage_and_duration_and_new_conver
     await runtime.send("more")
     await recorder.drain()
     assert len((await svc.active("s"))[1]) == 2 and await svc.total("s") == 1  # continuing appends
+
+
+async def test_a_turn_too_big_for_local_storage_is_not_lost_by_the_turn_after_a_reload():
+    """A turn localStorage could not hold stays in history (the head, kept whole by reconcile); after
+    a reload the page goes on from the shorter stored thread, and its next turn must not be written
+    over the head's messages: it becomes a conversation of its own, the big turn's stays (DESIGN.md
+    §5, §9: nothing is deleted but by a delete)."""
+    from app.history.reconcile import stored_threads
+
+    backend, storage, clock, counter = MemoryBackend(), MemoryStorage(quota=20_000), Clock(), itertools.count()
+
+    def page():  # a (re)load of the page: its thread store, history and runtime over what is stored
+        svc = HistoryService(backend, clock=clock, random_bytes=lambda n: bytes([next(counter) % 256] * n))
+        recorder = HistoryRecorder(svc)
+        store = ThreadStore(MemoryStorage.shared_with(storage))
+        runtime = AgentRuntime(store, DemoAgent(), clock=clock, history=recorder)
+        runtime.hydrate()
+        runtime.set_stage("s")
+        return svc, recorder, store, runtime
+
+    svc, recorder, store, runtime = page()
+    await runtime.send("a small first question")
+    await recorder.drain()
+    big = "big " + "x" * 30_000
+    await runtime.send(big)
+    await recorder.drain()
+    stored = ThreadStore(MemoryStorage.shared_with(storage))
+    stored.hydrate(clock())
+    assert len(runtime.messages) == 4 and len(stored.load("s")) == 2  # localStorage kept the first turn only
+    svc, recorder, store, runtime = page()
+    await svc.reconcile(stored_threads(store))
+    assert len(runtime.messages) == 2
+    await runtime.send("after the reload")
+    await recorder.drain()
+    texts = []
+    for item in (await svc.page("s")).items:
+        texts += [part.get("text", "") for m in (await svc.bundle(item.taskId)).messages for part in m["content"]]
+    assert big in texts and "after the reload" in texts
+    assert (await svc.active("s"))[0].taskId == (await svc.page("s")).items[0].taskId  # the new one is active
+    assert await svc.total("s") == 2
 
 
 async def test_a_stopped_turn_records_what_it_had():
@@ -579,8 +619,8 @@ async def test_oldest_first_pages_reach_what_arrives_or_moves_while_the_list_is_
     assert [m.taskId for m in first.items] == ids[:10]
     arrived = await add(svc, "s", "new")
     await svc.resume("s", ids[12], [], None, clock())  # not shown yet; moves to the end
-    await svc.record_turn("s", [user("c12", "u-c12"), reply("more")], clock(), usage=None, model="demo",
-                          duration_ms=1, message_id=None)
+    await svc.record_turn("s", [user("c12", "u-c12"), reply("ok", "a-c12"), user("more", "u-more"), reply("more")],
+                          clock(), usage=None, model="demo", duration_ms=1, message_id=None)
     rest = await svc.page("s", first.cursor, sort="oldest")
     shown = [m.taskId for m in first.items + rest.items]
     assert not rest.has_more and len(shown) == len(set(shown)) == 16
