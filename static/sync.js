@@ -100,7 +100,9 @@
       const remote = new PouchDB(this.config.remote, options);
       // retry after 1 s, doubling up to 30 s, while the server is away (changes wait in the local database)
       const backOff = (delay) => (delay ? Math.min(delay * 2, 30000) : 1000);
-      this.sync = this.db.sync(remote, { live: true, retry: true, back_off_function: backOff });
+      // 25 documents a request (PouchDB's default is 100): parsing a batch of long conversations is
+      // one task of the page, kept short (DESIGN.md §16)
+      this.sync = this.db.sync(remote, { live: true, retry: true, back_off_function: backOff, batch_size: 25 });
       // The two-way sync's own "paused" carries no error: each direction's "requestError" (emitted
       // before it backs off) says why it stopped, and holds until that direction moves documents or
       // catches up again (a retry's "active" alone says nothing: the server may still be away).

@@ -36,6 +36,8 @@ __all__ = ["ConversationStats", "Damaged", "HistoryService", "NOTICE_CODES", "Pa
 
 UNDO_MS = 10_000
 """A delete can be undone for this long (DESIGN.md §9: at least 5 s)."""
+SLICE_MS = 12
+"""``apply_synced_many`` gives the page back (``pause``) once building its records took this long (ms)."""
 
 
 @dataclass
@@ -86,6 +88,7 @@ class HistoryService:
         self.on_notice = on_notice
         self.on_change = on_change
         self._clock = clock
+        self._pause = pause
         self._repository = HistoryRepository(backend, on_damaged=lambda: self._access.notice("history-damaged"))
         self._access = HistoryAccess(self._repository, notify=self._tell)
         segmenter = Segmenter(prepare)
@@ -340,10 +343,13 @@ class HistoryService:
         was added (none when it aborted)."""
         async with self._writes.lock:
             held = await self._repository.held([meta.taskId for meta, _, _ in items])
-            writes = Writes()
+            writes, since = Writes(), self._clock()
             for (meta, messages, turns), kept in zip(items, held):
                 if not kept:
-                    writes.keep(meta, messages, turns, new=True)
+                    writes.keep(meta, messages, turns, new=True)  # its text and index terms: the costly part
+                    if self._pause is not None and self._clock() - since >= SLICE_MS:
+                        await self._pause()  # the page's other work goes on between (DESIGN.md §16: no long task)
+                        since = self._clock()
             if not writes:
                 return [False] * len(items)
             try:

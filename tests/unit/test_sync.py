@@ -515,3 +515,22 @@ async def test_a_slice_whose_transaction_aborts_is_applied_one_by_one_and_loses_
     assert outcomes[0] == "added" and outcomes[2] == "added" and outcomes[1] in ("remote", "same", "added")
     for task in tasks:
         assert (await b.bundle(task)).messages == conversation_of(docs[tasks.index(task)])[1]
+
+
+async def test_building_a_slice_of_new_conversations_gives_the_page_back_every_slice_ms():
+    from app.history.service import SLICE_MS
+
+    tasks, docs = await _documents_of(_device(1), "s", [f"q {i}" for i in range(6)])
+    now, pauses = [DEVICE_T0], []
+
+    def clock():  # each reading is SLICE_MS / 2 later: a pause is due after every second record
+        now[0] += SLICE_MS // 2
+        return now[0]
+
+    async def pause():
+        pauses.append(now[0])
+
+    b = HistoryService(CountingBackend(), clock=clock, random_bytes=lambda n: bytes([9] * n), pause=pause)
+    await b.total("s")
+    assert await SyncEngine(b, FakeReplica(), MemoryStorage()).remote_changed_many(docs) == ["added"] * 6
+    assert 2 <= len(pauses) <= 6 and await b.total("s") == 6
