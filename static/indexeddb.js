@@ -91,12 +91,15 @@ globalThis.agentbarIndexedDbAdapter = {
         if (db === next) db = null;
         tell("closed", "the browser closed the database");
       });
-      // A blocked open waits for the other tab: give up after blockedAfterMs and say so.
+      // A blocked open waits for the other tab: give up after blockedAfterMs and say so. An open the
+      // browser queued behind another page's blocked one (a reload of a page whose open was blocked)
+      // gets no "blocked" event at all: one that has not opened in 4 × blockedAfterMs is blocked too.
       let onBlocked;
       const blockedSignal = new Promise((resolve) => { onBlocked = resolve; });
       next.on("blocked", () => setTimeout(() => onBlocked("blocked"), blockedAfterMs));
       const opening = next.open();
-      const first = await Promise.race([opening.then(() => "open"), blockedSignal]);
+      const stalled = sleep(4 * blockedAfterMs).then(() => "stalled");
+      const first = await Promise.race([opening.then(() => "open"), blockedSignal, stalled]);
       if (first !== "open") {
         pending = opening.then(() => { db = next; listeners = mine; pending = null; return next; },
           () => { pending = null; return null; });

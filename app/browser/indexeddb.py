@@ -34,7 +34,8 @@ from app.records import DB_NAME, SCHEMA, BulkValue, RecordStoreError, WriteOp
 __all__ = ["IndexedDbBackend"]
 
 BLOCKED_AFTER_MS = 1500
-"""How long an open waits for another tab holding an older version before saying "blocked"."""
+"""How long an open waits for another tab holding an older version before saying "blocked" (an open
+that got no "blocked" event, queued behind another page's blocked one, says so after 4 × this)."""
 
 
 class IndexedDbBackend:
