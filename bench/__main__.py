@@ -803,6 +803,7 @@ EXTRA_PARTS: dict[str, str] = {
     "checkpoints": "bench.checkpoints",
     "history": "bench.history",
     "historysearch": "bench.history_search",
+    "backup": "bench.backup",
     "firstpaint": "bench.firstpaint",
     "sync": "bench.sync",
 }
