@@ -40,8 +40,8 @@ def _pyc_name(path: str) -> str:
 def compiled(sources: dict[str, bytes], *, quiet: bool = True) -> dict[str, bytes]:
     """``{wheel path of a .pyc: bytes}`` for each ``.py`` in ``sources`` (module docstring)."""
     node = shutil.which("node")
-    if node is None or not (PYODIDE_DIR / "pyodide.mjs").is_file():
-        return {}
+    if node is None or not (PYODIDE_DIR / "pyodide.mjs").is_file() or not (PYODIDE_DIR / "pyodide-lock.json").is_file():
+        return {}  # no Pyodide to start under Node yet (tools/vendor.py packs the wheel again once it has its lock)
     digests = {path: hashlib.sha256(data).hexdigest() for path, data in sources.items() if path.endswith(".py")}
     missing = {path: digest for path, digest in digests.items() if not (CACHE / f"{digest}.pyc").is_file()}
     if missing:

@@ -238,7 +238,10 @@ def main(argv: list[str] | None = None) -> int:
     for entry in lock["npm"]:
         vendor_npm(entry)
     vendor_wheels(lock["wheels"])
+    first = not (PYODIDE_DIR / "pyodide-lock.json").is_file()  # Pyodide under Node (precompile) needs it
     write_pyodide_lock(lock, build_app_wheel())
+    if first:  # that wheel was packed before Pyodide could start: pack it again with its .pyc files
+        write_pyodide_lock(lock, build_app_wheel())
     return 0
 
 
