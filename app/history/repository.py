@@ -313,7 +313,7 @@ class HistoryRepository:
 
     async def holds(self, task_id: str) -> bool:
         """True when a ``conversations`` record of ``task_id`` is stored (readable or not)."""
-        return await self._db.get("conversations", task_id) is not None
+        return (await self.held([task_id]))[0]
 
     async def held(self, task_ids: list[str]) -> list[bool]:
         """For each of ``task_ids``: True when a ``conversations`` record of it is stored (readable

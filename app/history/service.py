@@ -36,8 +36,6 @@ __all__ = ["ConversationStats", "Damaged", "HistoryService", "NOTICE_CODES", "Pa
 
 UNDO_MS = 10_000
 """A delete can be undone for this long (DESIGN.md §9: at least 5 s)."""
-SLICE_MS = 12
-"""``apply_synced_many`` gives the page back (``pause``) once building its records took this long (ms)."""
 
 
 @dataclass
@@ -324,41 +322,18 @@ class HistoryService:
         first: dict[str, int] = {}
         for index, (meta, _, _) in enumerate(items):
             first.setdefault(meta.taskId, index)
-        added = await self._add_synced([items[i] for i in first.values()])
+        added = await self._writes.add_synced([items[i] for i in first.values()], self._pause)
         if added is None:
             return ["unavailable"] * len(items)
-        fresh = {items[i][0].taskId for i, was_added in zip(first.values(), added) if was_added}
+        added_at = {index for index, was_added in zip(first.values(), added) if was_added}
         outcomes = []
         for index, (meta, messages, turns) in enumerate(items):
-            if meta.taskId in fresh and first[meta.taskId] == index:
+            if index in added_at:
                 outcomes.append("added")
                 self._changed("import", meta.taskId, meta.stageId)
             else:
                 outcomes.append(await self.apply_synced(meta, messages, turns))
         return outcomes
-
-    @guarded(lambda: None)
-    async def _add_synced(self, items: list[Conversation]) -> list[bool]:
-        """Add those of ``items`` (distinct task ids) not kept here, in one transaction: whether each
-        was added (none when it aborted)."""
-        async with self._writes.lock:
-            held = await self._repository.held([meta.taskId for meta, _, _ in items])
-            writes, since = Writes(), self._clock()
-            for (meta, messages, turns), kept in zip(items, held):
-                if not kept:
-                    writes.keep(meta, messages, turns, new=True)  # its text and index terms: the costly part
-                    if self._pause is not None and self._clock() - since >= SLICE_MS:
-                        await self._pause()  # the page's other work goes on between (DESIGN.md §16: no long task)
-                        since = self._clock()
-            if not writes:
-                return [False] * len(items)
-            try:
-                await self._repository.commit(writes)
-            except RecordStoreError as error:
-                if error.kind != "aborted":
-                    raise
-                return [False] * len(items)
-        return [not kept for kept in held]
 
     @guarded(bool)
     async def remove_synced(self, task_id: str) -> bool:

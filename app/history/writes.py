@@ -7,7 +7,8 @@ Pure Python, over ``HistoryRepository``; which thread goes on from which is ``ap
   archive asks for persistent storage;
 - resume makes a past conversation the head; the caller writes the active thread once (``resume``);
 - reconciliation at start-up: localStorage wins for a course's active thread; a thread only there
-  is adopted (``reconcile``).
+  is adopted (``reconcile``);
+- another device's conversations not kept here are added together (``add_synced``, §16).
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ from app.history.repository import HistoryRepository, Writes
 from app.history.text import title_of
 from app.records import RecordStoreError
 
-__all__ = ["ActiveConversations", "HistoryWrites", "Turn", "with_turn"]
+__all__ = ["ActiveConversations", "HistoryWrites", "SLICE_MS", "Turn", "with_turn"]
+
+SLICE_MS = 12
+"""``HistoryWrites.add_synced`` gives the page back (its ``pause``) once building records took this long (ms)."""
 
 Changed = Callable[[str, str, str], None]
 """``changed(kind, task_id, stage_id)``: after this tab changed history."""
@@ -100,7 +104,7 @@ class ActiveConversations:
 
 
 class HistoryWrites:
-    """Turns, archive, resume and reconciliation (module docstring). ``clock``: epoch ms;
+    """Turns, archive, resume, reconciliation and synced additions (module docstring). ``clock``: epoch ms;
     ``random_bytes``: for task ids; ``changed``: told after each change this tab made."""
 
     def __init__(self, repository: HistoryRepository, access: HistoryAccess, segmenter: Segmenter,
@@ -225,6 +229,33 @@ class HistoryWrites:
                 self._active.forget(stage_id)
         self._changed("record", meta.taskId, stage_id)
         return added
+
+    @guarded(lambda: None)
+    async def add_synced(self, items: list[tuple[TaskMeta, list[dict], list[TurnMeta]]],
+                         pause: Callable[[], Awaitable[None]] | None = None) -> list[bool] | None:
+        """Add those of ``items`` ((meta, messages, turns) of distinct task ids) not kept here, in ONE
+        transaction (``HistoryService.apply_synced_many``, DESIGN.md §16): whether each was added, all
+        False when none was to add or the transaction aborted (another tab wrote one of those ids
+        meanwhile: they are added, never put over); ``None`` when history is unavailable. ``pause`` is
+        awaited each time building the records took ``SLICE_MS`` (no long task)."""
+        async with self._lock:
+            held = await self._repository.held([meta.taskId for meta, _, _ in items])
+            writes, since = Writes(), self._clock()
+            for (meta, messages, turns), kept in zip(items, held):
+                if not kept:
+                    writes.keep(meta, messages, turns, new=True)  # its text and index terms: the costly part
+                    if pause is not None and self._clock() - since >= SLICE_MS:
+                        await pause()  # the page's other work goes on between
+                        since = self._clock()
+            if not writes:
+                return [False] * len(items)
+            try:
+                await self._repository.commit(writes)
+            except RecordStoreError as error:
+                if error.kind != "aborted":
+                    raise
+                return [False] * len(items)
+        return [not kept for kept in held]
 
     async def active(self, stage_id: str) -> tuple[TaskMeta | None, list[TurnMeta]]:
         """The active conversation's meta and turns (read once per course, then kept)."""

@@ -518,7 +518,7 @@ async def test_a_slice_whose_transaction_aborts_is_applied_one_by_one_and_loses_
 
 
 async def test_building_a_slice_of_new_conversations_gives_the_page_back_every_slice_ms():
-    from app.history.service import SLICE_MS
+    from app.history.writes import SLICE_MS
 
     tasks, docs = await _documents_of(_device(1), "s", [f"q {i}" for i in range(6)])
     now, pauses = [DEVICE_T0], []
