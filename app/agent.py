@@ -152,7 +152,7 @@ def tokenize(text: str) -> list[str]:
 
 
 def _seed(*parts: str) -> int:
-    return zlib.crc32("\x1f".join(parts).encode("utf-8"))
+    return zlib.crc32("\x1f".join(parts).encode("utf-8", "surrogatepass"))  # a text may hold a lone surrogate
 
 
 def element_count(scene_id: str) -> int:

@@ -28,6 +28,7 @@ Pure: no browser imports; the browser layer (``app.browser.paint``) stores and r
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
@@ -36,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from app.agents.errors import describe as describe_error
 from app.model import Message, TextPart, ToolCallPart
 from app.presentation import RENDER_WINDOW, collapsed_prefix, tool_card_view
+from app.store.jsjson import js_json
 
 __all__ = [
     "PAINT_VERSION", "PAINT_TAGS", "PAINT_ATTRS", "MAX_NODES", "MAX_DEPTH", "MAX_TEXT", "PENDING_KEY",
@@ -127,9 +129,9 @@ def validate_record(text: str) -> PaintRecord | None:
     """The record in JSON ``text``, or ``None`` when it is not one this code would draw: not
     JSON, another ``v``, a tag or attribute off the allow-lists, over ``MAX_NODES`` nodes,
     ``MAX_DEPTH`` levels or ``MAX_TEXT`` characters. Never raises (DESIGN.md §5, §13)."""
-    try:
-        record = PaintRecord.model_validate_json(text)
-    except (ValidationError, ValueError):
+    try:  # json.loads, not pydantic's parser: a lone surrogate (``\\ud800``) is valid JSON
+        record = PaintRecord.model_validate(json.loads(text))
+    except (ValidationError, ValueError, TypeError):
         return None
     count = chars = 0
     for node, depth in _walk([*record.rows, *record.bar]):
@@ -254,8 +256,10 @@ def build_record(stage_id: str, updated_at: int, messages: list[Message], t: Cal
 
 
 def encode_record(record: PaintRecord) -> str:
-    """Compact JSON of ``record`` (empty ``a``/``c`` and null ``x`` left out), non-ASCII kept literal."""
-    return record.model_dump_json(exclude_defaults=True)
+    """Compact JSON of ``record`` (empty ``a``/``c`` and null ``x`` left out), non-ASCII kept literal and
+    a lone surrogate escaped as ``JSON.stringify`` does (``app.store.jsjson.js_json``), so a stored text
+    holding one is painted exactly as the live view shows it (pydantic's encoder refuses it)."""
+    return js_json(record.model_dump(mode="json", exclude_defaults=True))
 
 
 # ---- typing before ready ----------------------------------------------------------------
@@ -277,9 +281,9 @@ def parse_pending(text: Any) -> PendingSend | None:
     """The pending message in ``text`` (JSON), or ``None`` for anything else (never raises)."""
     if not isinstance(text, str):
         return None
-    try:
-        return PendingSend.model_validate_json(text)
-    except (ValidationError, ValueError):
+    try:  # json.loads, as in ``validate_record``: the text may hold a lone surrogate
+        return PendingSend.model_validate(json.loads(text))
+    except (ValidationError, ValueError, TypeError):
         return None
 
 

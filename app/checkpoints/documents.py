@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import PydanticSerializationError
 
 __all__ = [
     "abbreviated",
@@ -55,6 +57,9 @@ CANVAS = (960, 540)
 
 LONG_DATA = 120
 """Strings longer than this that look like base64 data are shown by size and hash."""
+
+_LONE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+"""A surrogate written as a JSON escape (a pair or a lone one; only then is the slower parse tried)."""
 
 
 class _Model(BaseModel):
@@ -139,13 +144,25 @@ def base_document(stage_id: str, scene_id: str) -> SceneDocument | None:
 
 
 def document_json(document: SceneDocument) -> str:
-    """Compact JSON of ``document`` as stored (no ``null`` fields)."""
-    return document.model_dump_json(exclude_none=True)
+    """Compact JSON of ``document`` as stored (no ``null`` fields). A text holding a lone surrogate
+    (pydantic's encoder refuses it) is written as ``JSON.stringify`` writes it (``\\ud800``)."""
+    try:
+        return document.model_dump_json(exclude_none=True)
+    except PydanticSerializationError:
+        from app.store.jsjson import js_json
+
+        return js_json(document.model_dump(mode="json", exclude_none=True))
 
 
 def parse_document(text: str | bytes) -> SceneDocument:
-    """The document stored as ``text``. Raises ``pydantic.ValidationError`` when it is not one."""
-    return SceneDocument.model_validate_json(text)
+    """The document stored as ``text`` (``document_json``'s, lone surrogates included). Raises
+    ``pydantic.ValidationError`` when it is not one."""
+    try:
+        return SceneDocument.model_validate_json(text)
+    except ValidationError:
+        if not isinstance(text, str) or _LONE_ESCAPE.search(text) is None:
+            raise
+        return SceneDocument.model_validate(json.loads(text))  # pydantic's parser refuses a lone surrogate
 
 
 def _abbreviate(value: Any) -> Any:

@@ -14,6 +14,7 @@ from pathlib import Path
 from app.i18n import Translator
 from app.paint import build_record, encode_record, paint_cache_key
 from app.projection import deserialize_thread
+from app.store.jsjson import js_json
 
 KEY = "maic-agent-threads"
 COURSE = "intro-ml"
@@ -24,7 +25,7 @@ SHELL_KEYS = re.findall(r'data-i18n(?:-label|-title|-placeholder)?="([^"]+)"',
 
 
 def envelope(threads: dict) -> str:
-    return json.dumps({"state": {"threads": threads}, "version": 1}, ensure_ascii=False, separators=(",", ":"))
+    return js_json({"state": {"threads": threads}, "version": 1})  # a lone surrogate as JSON.stringify writes it
 
 
 def stored_thread(turns: int, *, extra: list | None = None) -> list[dict]:
@@ -104,11 +105,20 @@ WATCH_FRAMES = """() => {
 }"""
 
 
+# Whether a shown message's text holds the lone surrogate U+D800 (Playwright's strings cannot carry one).
+HAS_LONE_SURROGATE = """() => [...document.querySelectorAll('[data-testid=agent-messages] [data-testid=agent-message]')]
+  .filter((m) => m.textContent.includes('half \\ud800 pair')).length"""
+
+
 def test_the_painted_thread_matches_the_live_one_in_arabic_and_python_takes_over_without_a_flash(agent):
-    messages = stored_thread(45, extra=[{"role": "user", "content": [{"type": "text", "text": LONG}]}, CARD])
+    # One stored text holds a lone surrogate: the store keeps it exactly; writing the paint record of
+    # it once raised in pydantic's encoder, so no record was written.
+    messages = stored_thread(45, extra=[{"role": "user", "content": [{"type": "text", "text": "half \ud800 pair"}]},
+                                        {"role": "user", "content": [{"type": "text", "text": LONG}]}, CARD])
     agent.seed({KEY: envelope({COURSE: {"messages": messages, "updatedAt": UPDATED}})})
     agent.open(course=COURSE, lang="ar-SA")
     live = agent.page.evaluate(ROWS)
+    assert agent.page.evaluate(HAS_LONE_SURROGATE) == 1
     agent.page.wait_for_function(  # the app wrote the course's record after ready
         "url => caches.open('agentbar.paint').then((c) => c.match(url)).then(Boolean)",
         arg=agent.base_url + paint_cache_key(COURSE), polling=100)
@@ -116,6 +126,7 @@ def test_the_painted_thread_matches_the_live_one_in_arabic_and_python_takes_over
     agent.page.reload()
     agent.page.wait_for_function("() => document.documentElement.dataset.painted === 'true'")
     painted = agent.page.evaluate(ROWS)
+    assert agent.page.evaluate(HAS_LONE_SURROGATE) == 1
     assert agent.page.evaluate("() => document.documentElement.dataset.ready") is None
     assert agent.testid("agent-messages").is_visible() and agent.page.locator("#boot").is_hidden()
     assert len(painted) == len(live) == 40

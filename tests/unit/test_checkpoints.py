@@ -16,7 +16,8 @@ from app.checkpoints import (ArtifactSnapshot, BackendUnavailable, CheckpointNot
                              MemoryVersionBackend,
                              SceneCheckpoints, VersionStore)
 from app.checkpoints.documents import (LONG_DATA, Background, Box, SceneDocument, SceneElement, base_document,
-                                       canonical_json, course_document, preview_text, validation_issues)
+                                       canonical_json, course_document, document_json, parse_document, preview_text,
+                                       validation_issues)
 from app.checkpoints.exports import EVIDENCE_FILES, REPLAY_FILES, evidence_pack, replay_case
 from app.checkpoints.paths import MAX_SEGMENT, artifact_id, scene_path, segment, snapshot_path
 from app.courses import find_course
@@ -97,6 +98,16 @@ def test_each_demo_scene_is_a_version_0_document_with_title_and_body_elements():
         assert len({e.id for e in document.elements}) == 2
     assert course_document(course, "scene-99") is None
     assert base_document("no-such-course", "scene-1").title == "Scene 1"
+
+
+def test_a_scene_text_holding_a_lone_surrogate_is_regenerated_again_stored_and_read_back():
+    # The instruction comes from the model's (or the user's) text; pydantic's encoder and UTF-8 refuse
+    # a lone surrogate, which made the next regenerate of that scene raise.
+    first = regenerate_document("scene-1", "half \ud800 pair")
+    assert any("\ud800" in (e.text or "") for e in first.elements)
+    assert regenerate_document("scene-1", "again", first) == regenerate_document("scene-1", "again", first)
+    text = document_json(first)
+    assert "\\ud800" in text and parse_document(text) == first
 
 
 def test_canonical_json_shows_long_base64_by_size_and_hash_only():
