@@ -75,7 +75,6 @@ class SyncEngine:
         self._pause = pause or (lambda: asyncio.sleep(0))
         self._deleted_store = deleted
         self.tombstones = Tombstones(self._read_deleted())
-        self.applied: list[tuple[str, str]] = []  # (doc id, outcome) of each remote change, for the trace
 
     def _read_deleted(self) -> list[str]:
         try:
@@ -197,18 +196,17 @@ class SyncEngine:
         run: list[tuple[int, str, Any]] = []  # (index, task id, (meta, messages, turns))
         for index, doc in enumerate(docs):
             doc_id = str(doc.get("_id", ""))
-            if kind_of(doc_id) == "conversation" and not doc.get("_deleted") and self.tombstones.admits(doc_id):
+            kind = kind_of(doc_id)
+            if kind == "conversation" and not doc.get("_deleted") and self.tombstones.admits(doc_id):
                 try:
                     run.append((index, doc_id.split(":", 1)[1], conversation_of(doc)))
                 except ValueError:
                     outcomes[index] = "damaged"
                 continue
             await self._apply_run(run, outcomes)
-            outcomes[index] = await self._apply_one(doc_id, doc)
+            outcomes[index] = await self._apply_one(doc_id, kind, doc)
         await self._apply_run(run, outcomes)
-        done = [outcome or "unavailable" for outcome in outcomes]
-        self.applied += [(str(doc.get("_id", "")), outcome) for doc, outcome in zip(docs, done)]
-        return done
+        return [outcome or "unavailable" for outcome in outcomes]
 
     async def _apply_run(self, run: list[tuple[int, str, Any]], outcomes: list[str | None]) -> None:
         """Conversations in a row into history; each that this device continues, or that was
@@ -222,12 +220,12 @@ class SyncEngine:
                 await self.push(task_id)
         run.clear()
 
-    async def _apply_one(self, doc_id: str, doc: dict[str, Any]) -> str:
+    async def _apply_one(self, doc_id: str, kind: str | None, doc: dict[str, Any]) -> str:
         """A document that is not a conversation to keep: a version, a deletion, one of an id
-        deleted here before, or another kind."""
-        if kind_of(doc_id) == "version":
+        deleted here before, or another kind (``kind``: ``kind_of(doc_id)``)."""
+        if kind == "version":
             return await self._apply_version(doc)
-        if kind_of(doc_id) != "conversation":
+        if kind != "conversation":
             return "ignored"  # design documents, other apps' documents
         if doc.get("_deleted"):
             self._forget_for_good(doc_id)
