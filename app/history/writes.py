@@ -26,7 +26,7 @@ from app.history.repository import HistoryRepository, Writes
 from app.history.text import title_of
 from app.records import RecordStoreError
 
-__all__ = ["ActiveConversations", "HistoryWrites", "SLICE_MS", "Turn", "with_turn"]
+__all__ = ["ActiveConversations", "HistoryWrites", "SLICE_MS", "Turn", "carried_over", "with_turn"]
 
 SLICE_MS = 12
 """``HistoryWrites.add_synced`` gives the page back (its ``pause``) once building records took this long (ms)."""
@@ -70,6 +70,22 @@ def with_turn(meta: TaskMeta, turns: list[TurnMeta], messages: list[dict], turn:
                                    "updatedAt": max(now, meta.updatedAt), "stats": stats,
                                    "turnCount": len(turns), "durationMs": meta.durationMs + added.duration})
     return meta, added
+
+
+def carried_over(meta: TaskMeta, held_turns: list[TurnMeta], messages: list[dict]) -> tuple[TaskMeta, list[TurnMeta]]:
+    """A new conversation ``meta`` made of a thread that left the one it came from (the turns of that one
+    in ``held_turns``): the turn metas whose ``messageId`` names an assistant message of ``messages`` go
+    with it, renumbered from 1, and ``meta``'s turn count, duration and stats say them (DESIGN.md §9:
+    a turn's meta stays with its messages; without it, 2 turns of messages would list as 1 turn).
+    Returns ``(meta, turns)``; a turn meta without a ``messageId`` stays behind."""
+    ids = {m.get("id") for m in messages if m.get("role") == "assistant" and isinstance(m.get("id"), str)}
+    turns = [t.model_copy(update={"turnId": n}) for n, t in
+             enumerate((t for t in held_turns if t.messageId in ids), start=1)]
+    used = [t.usage or Usage() for t in turns]
+    stats = Stats(credits=meta.stats.credits, inputTokens=sum(u.inputTokens for u in used),
+                  outputTokens=sum(u.outputTokens for u in used), totalTokens=sum(u.totalTokens for u in used))
+    return meta.model_copy(update={"turnCount": len(turns), "durationMs": sum(t.duration for t in turns),
+                                   "stats": stats}), turns
 
 
 class ActiveConversations:
@@ -178,12 +194,12 @@ class HistoryWrites:
             meta = await self._repository.head_meta(stage_id)
             held = await self._repository.messages(meta.taskId) if meta else None
             diverged = isinstance(held, list) and not continues(messages, held) and not continues(held, messages)
-            if diverged:  # e.g. the head kept a turn too big for localStorage and a reload went on without it
-                meta = None  # the thread becomes its own conversation; the head's stays whole, archived (§9)
             turns = await self._repository.turns(meta.taskId) if meta else []
-            if meta is None:  # the first turn: the conversation takes the id allocated for its head
-                allocated = None if diverged else await self._repository.head_id(stage_id)
-                meta = self._new_meta(stage_id, messages, self._clock(), allocated)
+            if diverged:  # e.g. the head kept a turn too big for localStorage and a reload went on without it
+                # the thread becomes its own conversation; the head's stays whole, archived (§9)
+                meta, turns = carried_over(self._new_meta(stage_id, messages, self._clock()), turns, messages)
+            elif meta is None:  # the first turn: the conversation takes the id allocated for its head
+                meta = self._new_meta(stage_id, messages, self._clock(), await self._repository.head_id(stage_id))
             meta, added = with_turn(meta, turns, messages, turn, self._clock())
             writes = Writes()
             writes.keep(meta, messages, turns, new=diverged)
@@ -215,12 +231,12 @@ class HistoryWrites:
         async with self._lock:
             meta = await self._repository.meta(task_id)
             held = await self._repository.messages(task_id) if meta else None
-            kept_id: str | None = task_id
-            if meta is not None and isinstance(held, list) and not continues(messages, held):
-                meta, kept_id = None, None  # the thread does not go on from it: its own, never over it
             turns = await self._repository.turns(task_id) if meta else []
-            if meta is None:
-                meta = self._new_meta(stage_id, messages, self._clock(), kept_id)
+            if meta is not None and isinstance(held, list) and not continues(messages, held):
+                # the thread does not go on from it: its own, never over it
+                meta, turns = carried_over(self._new_meta(stage_id, messages, self._clock()), turns, messages)
+            elif meta is None:
+                meta = self._new_meta(stage_id, messages, self._clock(), task_id)
             meta, added = with_turn(meta, turns, messages, turn, self._clock())
             writes = Writes()
             writes.keep(meta, messages, turns)

@@ -370,6 +370,30 @@ async def test_a_turn_too_big_for_local_storage_is_not_lost_by_the_turn_after_a_
     assert big in texts and "after the reload" in texts
     assert (await svc.active("s"))[0].taskId == (await svc.page("s")).items[0].taskId  # the new one is active
     assert await svc.total("s") == 2
+    # the new one holds two turns of messages, and the meta of both (the first turn's came with it)
+    new = await svc.bundle((await svc.active("s"))[0].taskId)
+    assert new.meta.turnCount == 2 and [t.turnId for t in new.turns] == [1, 2]
+    assert [t.messageId for t in new.turns] == [m["id"] for m in new.messages if m["role"] == "assistant"]
+    assert new.meta.durationMs == sum(t.duration for t in new.turns)
+    assert new.meta.stats.totalTokens == sum(t.usage.totalTokens for t in new.turns) > 0
+
+
+def test_a_thread_that_leaves_its_conversation_takes_the_turn_meta_of_its_own_messages_only():
+    from app.history.records import TurnMeta, Usage
+    from app.history.writes import carried_over
+
+    def turn(n, message_id, tokens):
+        return TurnMeta(turnId=n, timestamp=iso(n), usage=Usage(inputTokens=tokens, totalTokens=tokens),
+                        duration=10 * n, messageId=message_id)
+
+    held = [turn(1, "a1", 5), turn(2, "a2", 7), turn(3, None, 11), turn(4, "a4", 13)]
+    messages = [{"role": "user", "id": "u1"}, {"role": "assistant", "id": "a1"},
+                {"role": "user", "id": "u4"}, {"role": "assistant", "id": "a4"}, {"role": "user", "id": "a2"}]
+    fresh = TaskMeta(taskId="task_20260101_aaaaaa", taskName="t", stageId="s", createdAt=1, updatedAt=1)
+    meta, turns = carried_over(fresh, held, messages)
+    assert [(t.turnId, t.messageId) for t in turns] == [(1, "a1"), (2, "a4")]  # a user message's id is no turn's
+    assert (meta.turnCount, meta.durationMs, meta.stats.totalTokens, meta.stats.inputTokens) == (2, 50, 18, 18)
+    assert [t.turnId for t in held] == [1, 2, 3, 4]  # the conversation it left keeps its own
 
 
 async def test_a_stopped_turn_records_what_it_had():
