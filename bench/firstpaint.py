@@ -153,7 +153,7 @@ def attribute(phases: dict) -> list[dict]:
     md = dict(phases.get("markdown") or [])
     windows = [("paint record, settings dialog, Markdown start", phases.get("ready"), phases.get("settings")),
                ("history start (reconcile, stats, turn meta)", phases.get("settings"), phases.get("afterReady")),
-               ("Markdown install (micropip, markdown-it-py import)", md.get("loading"), md.get("ready") or md.get("failed"))]
+               ("Markdown install (markdown-it-py load and import)", md.get("loading"), md.get("ready") or md.get("failed"))]
     out = []
     for start, end in phases.get("long") or []:
         during = [name for name, a, b in windows if a is not None and b is not None and start < b and end > a]

@@ -8,9 +8,10 @@ place with the pinned sha256 is neither fetched nor copied again.
   name and version; the tarball and every file taken from it are checked
   against ``vendor.lock.json``.
 - Browser wheels (pydantic's closure with the wasm ``pydantic-core`` build,
-  micropip, and markdown-it-py with mdurl, which the app installs with micropip
-  after start-up) come through ``pip download`` by name and version, checked the
-  same way.
+  micropip, and markdown-it-py with mdurl, which the app loads after start-up)
+  come through ``pip download`` by name and version, checked the same way. Each
+  pure-Python one is served with Pyodide's own bytecode added (``with_bytecode``):
+  what the page imports is never compiled in the page.
 - The app itself is packed as a wheel (``agentbar``) so that Pyodide fetches it
   in parallel with pydantic while it boots, instead of PyScript fetching each
   file after the interpreter is ready (DESIGN.md §2).
@@ -119,14 +120,64 @@ def vendor_npm(entry: dict) -> None:
 
 
 def vendor_wheels(entries: list[dict]) -> None:
-    """Place the pinned browser wheels next to ``pyodide.mjs``."""
+    """Place the browser wheels next to ``pyodide.mjs``: each pinned download, checked against its
+    sha256, and served as ``with_bytecode`` makes it (a pure-Python wheel with Pyodide's own ``.pyc``
+    added; the file as pinned when there is no bytecode yet). Rewritten only when its bytes change."""
     for entry in entries:
-        dest = PYODIDE_DIR / entry["file"]
-        if dest.exists() and sha256_of(dest) == entry["sha256"]:
-            continue
         source = _wheel(entry["name"], entry["version"], entry["file"])
         _check(source, entry["sha256"])
-        _place(source, dest, entry["sha256"])
+        data = with_bytecode(source) if entry["file"].endswith("-none-any.whl") else None
+        dest = PYODIDE_DIR / entry["file"]
+        if data is None:
+            _place(source, dest, entry["sha256"])
+        elif not dest.exists() or dest.read_bytes() != data:
+            _place(data, dest, None)
+
+
+def with_bytecode(wheel: Path) -> bytes | None:
+    """The pure-Python ``wheel`` with an unchecked-hash ``.pyc`` beside each module, compiled by the
+    browser's own Python (``tools/precompile.py``) and listed in its ``RECORD``, so the page imports
+    it without compiling the sources (DESIGN.md §13: ``import micropip`` took 190-270 ms in one task
+    after ready, ``import markdown_it`` about 100 ms, pydantic's modules are compiled at every start).
+    ``None`` when no bytecode could be made (no Node, or Pyodide not vendored yet)."""
+    try:
+        from tools.precompile import compiled
+    except ImportError:  # run as a script: tools/ is on the path itself
+        from precompile import compiled
+
+    with zipfile.ZipFile(wheel) as archive:
+        files = [(info.filename, archive.read(info)) for info in archive.infolist() if not info.is_dir()]
+    pyc = compiled({name: data for name, data in files if name.endswith(".py")})
+    if not pyc:
+        return None
+    added = sorted(pyc.items())
+    out = []
+    for name, data in files:
+        if name.endswith(".dist-info/RECORD"):
+            data = data.rstrip(b"\n") + b"\n" + _record_rows(added).encode()
+        out.append((name, data))
+    return _pack(out + added)
+
+
+def _record_rows(files: list[tuple[str, bytes]]) -> str:
+    """``RECORD`` lines (``name,sha256=…,size``) of ``files``."""
+    record = io.StringIO()
+    writer = csv.writer(record, lineterminator="\n")
+    for name, data in files:
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        writer.writerow([name, f"sha256={digest}", len(data)])
+    return record.getvalue()
+
+
+def _pack(files: list[tuple[str, bytes]]) -> bytes:
+    """A zip of ``files`` in that order, with fixed time stamps: the same files give the same bytes."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files:
+            info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, data)
+    return buffer.getvalue()
 
 
 def build_app_wheel() -> Path:
@@ -150,21 +201,9 @@ def build_app_wheel() -> Path:
     dist_info = f"{tag}.dist-info"
     files.append((f"{dist_info}/METADATA", f"Metadata-Version: 2.1\nName: {APP_DIST}\nVersion: {version}\n".encode()))
     files.append((f"{dist_info}/WHEEL", b"Wheel-Version: 1.0\nGenerator: agentbar-vendor\nRoot-Is-Purelib: true\nTag: py3-none-any\n"))
-    record = io.StringIO()
-    writer = csv.writer(record, lineterminator="\n")
-    for name, data in files:
-        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        writer.writerow([name, f"sha256={digest}", len(data)])
-    writer.writerow([f"{dist_info}/RECORD", "", ""])
-    files.append((f"{dist_info}/RECORD", record.getvalue().encode()))
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in files:
-            info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, data)
+    files.append((f"{dist_info}/RECORD", (_record_rows(files) + f"{dist_info}/RECORD,,\n").encode()))
     dest = PYODIDE_DIR / f"{tag}-py3-none-any.whl"
-    data = buffer.getvalue()
+    data = _pack(files)
     if not dest.exists() or dest.read_bytes() != data:
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(data)
@@ -190,12 +229,12 @@ def write_pyodide_lock(lock: dict, app_wheel: Path) -> None:
     packages = {}
     for entry in lock["wheels"]:
         key = entry["lock_name"]
-        # A wheel the stock lock does not know (installed with micropip after start-up, e.g.
+        # A wheel the stock lock does not know (loaded after start-up, e.g.
         # markdown-it-py or pyuegc) is described by its own vendor.lock.json entry: "imports", "depends".
         base = dict(stock["packages"].get(key) or {
             "name": entry["name"], "install_dir": "site", "package_type": "package", "unvendored_tests": False,
             "imports": [key], "depends": []})
-        base.update(file_name=entry["file"], version=entry["version"], sha256=entry["sha256"])
+        base.update(file_name=entry["file"], version=entry["version"], sha256=sha256_of(PYODIDE_DIR / entry["file"]))
         for field in ("imports", "depends"):
             if field in entry:
                 base[field] = entry[field]
@@ -240,7 +279,8 @@ def main(argv: list[str] | None = None) -> int:
     vendor_wheels(lock["wheels"])
     first = not (PYODIDE_DIR / "pyodide-lock.json").is_file()  # Pyodide under Node (precompile) needs it
     write_pyodide_lock(lock, build_app_wheel())
-    if first:  # that wheel was packed before Pyodide could start: pack it again with its .pyc files
+    if first:  # those wheels were packed before Pyodide could start: pack them again with their .pyc files
+        vendor_wheels(lock["wheels"])
         write_pyodide_lock(lock, build_app_wheel())
     return 0
 

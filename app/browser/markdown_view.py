@@ -1,8 +1,8 @@
 """Markdown replies in the page: markdown-it-py installed in the background, trees built as DOM.
 
-``start_install(on_ready)`` runs after start-up: it loads ``micropip`` and
-installs ``markdown-it-py`` (+ ``mdurl``) with it; both are vendored wheels
-listed in the generated ``pyodide-lock.json``, so they come from this origin
+``start_install(on_ready)`` runs after start-up: it loads ``markdown-it-py``
+(+ ``mdurl``) with Pyodide's ``loadPackage``; both are vendored wheels, with
+their bytecode, listed in the generated ``pyodide-lock.json``, so they come from this origin
 (nothing is fetched from the network and nothing is added to start-up). Until
 then assistant text is drawn as plain text; once the import works,
 ``html[data-markdown="ready"]`` is set and ``on_ready()`` redraws the
@@ -98,7 +98,7 @@ def _import_markdown_it() -> None:
 
 
 INSTALL_STEPS = (_import_mdurl, _import_markdown_it, markdown.parser, lambda: markdown.markdown_tree("warm *up*"))
-"""After micropip's install: the imports, the parser's construction and one warm-up parse, one task each."""
+"""After the wheels are loaded: the imports, the parser's construction and one warm-up parse, one task each."""
 
 
 def _on_click(event) -> None:
@@ -121,12 +121,10 @@ async def _install(on_ready: Callable[[], None]) -> None:
     try:
         import pyodide_js
 
-        await pyodide_js.loadPackage("micropip")
-        await next_task()
-        import micropip
-
-        await next_task()
-        await micropip.install(["markdown-it-py", "mdurl"])
+        # Straight from the generated lock, which names mdurl as its dependency: importing micropip
+        # took 130-550 ms in one task here (its vendored packaging compiles dozens of regular
+        # expressions at import), against DESIGN.md §13's 50 ms after ready.
+        await pyodide_js.loadPackage("markdown-it-py")
         # each step in a task of its own (DESIGN.md §13: nothing after ready over 50 ms)
         for step in INSTALL_STEPS:
             await next_task()
