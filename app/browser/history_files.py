@@ -26,13 +26,11 @@ __all__ = ["HistoryFiles", "install_graphemes"]
 
 
 async def install_graphemes() -> None:
-    """Install the grapheme wheel (vendored, in the generated lock) with micropip on first use."""
+    """Load the grapheme wheel (vendored with its bytecode, in the generated lock) on first use, with
+    Pyodide's ``loadPackage`` (``import micropip`` took 130-550 ms in one task, DESIGN.md §13)."""
     import pyodide_js
 
-    await pyodide_js.loadPackage("micropip")
-    import micropip
-
-    await micropip.install("pyuegc")
+    await pyodide_js.loadPackage("pyuegc")
 
 
 def _chosen(field, kind: str):
