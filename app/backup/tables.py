@@ -21,6 +21,10 @@ __all__ = ["read_backup", "restore", "write_backup"]
 
 Pause = Callable[[], Awaitable[None]]
 
+EXPORT_PER = 50
+"""Conversations (or versions) a backup reads and writes per member, one member per task: 200 at
+once, their records parsed from IndexedDB's JSON, encoded and deflated, is a main-thread task of
+25–60 ms in Pyodide (the first, more)."""
 STEP = 10
 """Conversations a restore plans and writes per transaction: their search records are built
 (``Writes.keep``), the ops encoded and parsed again in JavaScript in the task that writes them
@@ -53,11 +57,11 @@ def _no_none(value: Any) -> Any:
 
 
 async def write_backup(backend: RecordBackend, threads: dict, created_at: int, pause: Pause, *,
-                       per: int = SLICE) -> bytes:
+                       per: int = EXPORT_PER) -> bytes:
     """The whole backup zip: ``threads`` (the ``maic-agent-threads`` envelope, DESIGN.md §3), every
     conversation (meta, messages, turns), each course's head (which conversation its thread is) and
-    every scene version with its snapshot document. ``created_at``: epoch ms. Raises
-    ``RecordStoreError`` when the store fails."""
+    every scene version with its snapshot document, ``per`` (≤ ``SLICE``) a member and a task.
+    ``created_at``: epoch ms. Raises ``RecordStoreError`` when the store fails."""
     writer = BackupWriter(created_at)
     writer.add_threads(threads)
     stages = list(((threads or {}).get("state") or {}).get("threads") or {})

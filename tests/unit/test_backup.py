@@ -402,3 +402,17 @@ def test_a_restore_writes_step_conversations_a_transaction_with_a_pause_between(
     kinds = ["pause" if e == "pause" else e[0] for e in events]
     at = [i for i, k in enumerate(kinds) if k == "write"]
     assert all("pause" in kinds[a + 1:b] for a, b in zip(at, at[1:])), kinds
+
+
+def test_an_export_writes_members_of_export_per_records_a_task_each():
+    """Issue 17: a member of 200 conversations (their messages parsed from the store's JSON, encoded
+    and deflated) was a main-thread task of 45–100 ms in the page; members hold ``EXPORT_PER``."""
+    from app.backup.tables import EXPORT_PER
+
+    convs = [conversation(n) for n in range(2 * EXPORT_PER + 7)]
+    vers = [version("stage-a/s1", n, f"fc_{n}") for n in range(1, EXPORT_PER + 3)]
+    data = asyncio.run(write_backup(_store(convs, vers), THREADS, T0, _pause))
+    sizes = [(kind, len(items)) for kind, items in open_backup(data).slices()]
+    assert sizes == [("conversations", EXPORT_PER)] * 2 + [("conversations", 7), ("versions", EXPORT_PER),
+                                                           ("versions", 2)]
+    assert EXPORT_PER < 200
