@@ -43,15 +43,19 @@ from app.history.records import MAX_SAFE_INTEGER, TaskMeta, TurnMeta
 
 __all__ = [
     "APP_VERSION", "BackupRefused", "BackupWriter", "FORMAT", "FORMAT_VERSION", "MAX_FILE_BYTES",
-    "MAX_MEMBER_BYTES", "MAX_UNPACKED_BYTES", "MergePlan", "SLICE", "open_backup", "plan_heads", "plan_merge",
-    "renumber",
+    "MAX_MEMBER_BYTES", "MAX_UNPACKED_BYTES", "MergePlan", "PIECE_CHARS", "SLICE", "open_backup", "plan_heads",
+    "plan_merge", "renumber",
 ]
 
 FORMAT = "agentbar-backup"
 FORMAT_VERSION = 1
 APP_VERSION = "0.1.0"
 SLICE = 200
-"""Records a member holds: one member is read, parsed and written per event-loop slice."""
+"""Records a member holds: a backup is written a member per event-loop slice (a restore reads it in
+``PIECE_CHARS`` pieces and writes ``app.backup.tables.STEP`` conversations a transaction)."""
+PIECE_CHARS = 32 * 1024
+"""A restore parses and checks a member in pieces of about this many characters of its lines, one
+piece per task (a whole member of 200 conversations is a main-thread task of 50–200 ms in Pyodide)."""
 MAX_FILE_BYTES = 50 * 1024 * 1024
 """DESIGN.md §14: a file over 50 MB is refused before it is read."""
 MAX_UNPACKED_BYTES = 1024 * 1024 * 1024
@@ -186,12 +190,26 @@ class BackupReader:
         except (zipfile.BadZipFile, zlib.error, UnicodeDecodeError, EOFError, OSError, ValueError) as error:
             raise BackupRefused("damaged", f"{name}: {error}") from None
 
-    def slices(self) -> Iterator[tuple[str, list[dict]]]:
-        """Members in order, one parsed slice each; raises ``BackupRefused`` on the first bad line."""
+    def slices(self, piece_chars: int = 0) -> Iterator[tuple[str, list[dict]]]:
+        """Members in order, one parsed slice each; with ``piece_chars`` > 0 each member comes in
+        pieces of whole lines instead, a piece ending at the line that brings it to ``piece_chars``
+        characters (``PIECE_CHARS``: the caller pauses between pieces). Raises ``BackupRefused`` on
+        the first bad line."""
         for name in sorted(n for n in self._zip.namelist() if n.endswith(".jsonl")):
             kind = name.split("/", 1)[0]
             check = _conversation if kind == "conversations" else _version
-            yield kind, [check(_loads(line)) for line in self._read(name).splitlines() if line]
+            piece: list[dict] = []
+            size = 0
+            for line in self._read(name).splitlines():
+                if not line:
+                    continue
+                piece.append(check(_loads(line)))
+                size += len(line)
+                if piece_chars and size >= piece_chars:
+                    yield kind, piece
+                    piece, size = [], 0
+            if piece or not piece_chars:
+                yield kind, piece
 
     def read_all(self) -> tuple[list[dict], list[dict]]:
         """Every slice at once (conversations, versions), with the manifest's counts checked."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from app.backup.format import (SLICE, BackupReader, BackupWriter, MergePlan, check_counts, open_backup,
+from app.backup.format import (PIECE_CHARS, SLICE, BackupReader, BackupWriter, MergePlan, check_counts, open_backup,
                                plan_heads, plan_merge, plan_threads, plan_versions)
 from app.history.records import TaskMeta, TurnMeta
 from app.history.repository import Writes
@@ -20,6 +20,15 @@ from app.records import BulkValue, RecordBackend
 __all__ = ["read_backup", "restore", "write_backup"]
 
 Pause = Callable[[], Awaitable[None]]
+
+EXPORT_PER = 50
+"""Conversations (or versions) a backup reads and writes per member, one member per task: 200 at
+once, their records parsed from IndexedDB's JSON, encoded and deflated, is a main-thread task of
+25–60 ms in Pyodide (the first, more)."""
+STEP = 10
+"""Conversations a restore plans and writes per transaction: their search records are built
+(``Writes.keep``), the ops encoded and parsed again in JavaScript in the task that writes them
+(200 at once is a main-thread task of 200–500 ms in Pyodide)."""
 
 
 async def _pages(backend: RecordBackend, table: str, key: str, pause: Pause, per: int = SLICE):
@@ -48,11 +57,11 @@ def _no_none(value: Any) -> Any:
 
 
 async def write_backup(backend: RecordBackend, threads: dict, created_at: int, pause: Pause, *,
-                       per: int = SLICE) -> bytes:
+                       per: int = EXPORT_PER) -> bytes:
     """The whole backup zip: ``threads`` (the ``maic-agent-threads`` envelope, DESIGN.md §3), every
     conversation (meta, messages, turns), each course's head (which conversation its thread is) and
-    every scene version with its snapshot document. ``created_at``: epoch ms. Raises
-    ``RecordStoreError`` when the store fails."""
+    every scene version with its snapshot document, ``per`` (≤ ``SLICE``) a member and a task.
+    ``created_at``: epoch ms. Raises ``RecordStoreError`` when the store fails."""
     writer = BackupWriter(created_at)
     writer.add_threads(threads)
     stages = list(((threads or {}).get("state") or {}).get("threads") or {})
@@ -74,7 +83,7 @@ async def write_backup(backend: RecordBackend, threads: dict, created_at: int, p
 
 
 async def read_backup(data: bytes, pause: Pause) -> tuple[BackupReader, list[dict]]:
-    """Opens the file and checks every record, one member per slice, keeping none of the
+    """Opens the file and checks every record, a piece of a member (``PIECE_CHARS``) per slice, keeping none of the
     conversations (a second pass reads them again to write them: the whole file parsed at once is
     millions of live objects, whose garbage collections grow with it into long tasks, and a restore
     of 10,000 conversations does not finish in time); the scene versions, each a whole document,
@@ -82,7 +91,7 @@ async def read_backup(data: bytes, pause: Pause) -> tuple[BackupReader, list[dic
     reader = open_backup(data)
     conversations = 0
     versions: list[dict] = []
-    for kind, items in reader.slices():
+    for kind, items in reader.slices(PIECE_CHARS):
         if kind == "conversations":
             conversations += len(items)
         else:
@@ -94,13 +103,14 @@ async def read_backup(data: bytes, pause: Pause) -> tuple[BackupReader, list[dic
 
 
 async def restore(backend: RecordBackend, data: bytes, pause: Pause, *, local_thread: Callable[[str], bool],
-                  new_id: Callable[[dict], str], per: int = SLICE) -> MergePlan:
+                  new_id: Callable[[dict], str], per: int = SLICE, step: int = STEP) -> MergePlan:
     """Merge the backup ``data`` into the store (DESIGN.md §14): conversations by id with the
     continuity rule (``app.backup.format.plan_merge``), versions skipped when their checkpoint id is
     here and renumbered past the scene's highest (a scene with no artifact gets one naming its
-    highest restored version; a local scene keeps its current document), written a slice per
-    transaction. Every record is checked first (``read_backup``); then each member is read again,
-    planned against the store and written, so no more than one member's conversations are held
+    highest restored version; a local scene keeps its current document), written ``per`` versions
+    or ``step`` conversations per transaction. Every record is checked first (``read_backup``);
+    then each member is read again, a piece per task, and its conversations are planned against the
+    store and written ``step`` at a time, so no more than one member's conversations are held
     (``plan.conversations`` is empty afterwards; ``plan.stages`` names their courses). Threads are
     planned (``local_thread(stageId)``: the course has one here) but
     written by the caller (``plan.threads``); the heads of the restored threads (``plan.heads``,
@@ -109,7 +119,7 @@ async def restore(backend: RecordBackend, data: bytes, pause: Pause, *, local_th
     ``RecordStoreError``."""
     reader, versions = await read_backup(data, pause)
     plan = MergePlan()
-    known = await _restore_conversations(backend, reader, pause, new_id, per, plan)
+    known = await _restore_conversations(backend, reader, pause, new_id, step, plan)
     local_checkpoints, highest = await _local_versions(backend, pause, per)
     plan_versions(versions, present=lambda v: v["checkpointId"] in local_checkpoints, highest=highest, plan=plan)
     plan_threads(reader.threads, local_thread, plan)
@@ -129,11 +139,28 @@ async def restore(backend: RecordBackend, data: bytes, pause: Pause, *, local_th
     return plan
 
 
+async def _chunks(reader: BackupReader, pause: Pause, step: int):
+    """The file's conversations in lists of ``step`` (the last one shorter), each member parsed a
+    piece (``PIECE_CHARS``) per task; no more than one piece and one list are held."""
+    held: list[dict] = []
+    for kind, items in reader.slices(PIECE_CHARS):
+        if kind != "conversations":
+            continue
+        held += items
+        del items
+        await pause()
+        while len(held) >= step:
+            chunk, held = held[:step], held[step:]
+            yield chunk
+    if held:
+        yield held
+
+
 async def _restore_conversations(backend: RecordBackend, reader, pause: Pause, new_id: Callable[[dict], str],
-                                 per: int, plan: MergePlan) -> set[str]:
-    """``restore``'s first step: each member's conversations, ``per`` at a time, planned against what
-    the store holds (``plan_merge``) and written in one transaction each; no more than one member is
-    held. Returns the task ids here or written by this restore (``plan.stages`` gets their courses)."""
+                                 step: int, plan: MergePlan) -> set[str]:
+    """``restore``'s first step: the conversations ``step`` at a time (``_chunks``), planned against
+    what the store holds (``plan_merge``) and written in one transaction each, a pause after each.
+    Returns the task ids here or written by this restore (``plan.stages`` gets their courses)."""
     taken: set[str] = set()
     known: set[str] = set()  # task ids here or written by this restore
 
@@ -143,30 +170,25 @@ async def _restore_conversations(backend: RecordBackend, reader, pause: Pause, n
         taken.add(task_id)
         return task_id
 
-    for kind, items in reader.slices():
-        if kind != "conversations":
-            continue
-        for start in range(0, len(items), per):
-            chunk = items[start:start + per]
-            ids = [c["meta"]["taskId"] for c in chunk]
-            metas = await backend.bulk_get("conversations", ids)
-            held = await backend.bulk_get("messages", ids)
-            local = {i: (m or {}).get("messages") or [] for i, meta, m in zip(ids, metas, held) if meta is not None}
-            taken.update(local)
-            known.update(local)
-            plan_merge(chunk, local.get, new_id=fresh, plan=plan)
-            writes = Writes()
-            for item in plan.conversations:
-                writes.keep(TaskMeta.model_validate(item["meta"]), item["messages"],
-                            [TurnMeta.model_validate(t) for t in item["turns"]])
-                known.add(item["meta"]["taskId"])
-                plan.stages.add(item["meta"]["stageId"])
-            plan.conversations.clear()
-            del chunk
-            if writes:
-                await backend.write(writes.ops)
-            await pause()
-        del items
+    async for chunk in _chunks(reader, pause, step):
+        ids = [c["meta"]["taskId"] for c in chunk]
+        metas = await backend.bulk_get("conversations", ids)
+        held = await backend.bulk_get("messages", ids)
+        local = {i: (m or {}).get("messages") or [] for i, meta, m in zip(ids, metas, held) if meta is not None}
+        taken.update(local)
+        known.update(local)
+        plan_merge(chunk, local.get, new_id=fresh, plan=plan)
+        writes = Writes()
+        for item in plan.conversations:
+            writes.keep(TaskMeta.model_validate(item["meta"]), item["messages"],
+                        [TurnMeta.model_validate(t) for t in item["turns"]])
+            known.add(item["meta"]["taskId"])
+            plan.stages.add(item["meta"]["stageId"])
+        plan.conversations.clear()
+        del chunk
+        if writes:
+            await backend.write(writes.ops)
+        await pause()
     return known
 
 

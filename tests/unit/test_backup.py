@@ -333,7 +333,86 @@ def test_a_restore_holds_no_more_than_a_slice_of_parsed_conversations_at_once(mo
         await write(ops)
     target.write = counted
     _Line.alive = 0
-    plan = asyncio.run(restore(target, data, _pause, local_thread=lambda s: False, new_id=lambda m: "x", per=4))
+    plan = asyncio.run(restore(target, data, _pause, local_thread=lambda s: False, new_id=lambda m: "x", per=4,
+                               step=4))
     assert (plan.added, plan.present, plan.stages) == (20, 20, {"stage-a"})
     assert sorted(target.raw("conversations")) == sorted(c["meta"]["taskId"] for c in convs)
     assert peaks and max(peaks) <= 2 * 4, peaks  # one member being written (and the one before it)
+
+
+def _paced(monkeypatch, convs: list[dict]) -> tuple[list, MemoryBackend]:
+    """A restore of ``convs`` (one member) into an empty store, with a log of what it does in order:
+    ``"pause"``, ``("parse", 1)`` a conversation line checked, ``("keep", 1)`` a conversation's
+    records built, ``("write", conversations)`` a transaction."""
+    import app.backup.format as format_module
+    import app.backup.tables as tables_module
+
+    events: list = []
+    checked, keep = format_module._conversation, Writes.keep
+    monkeypatch.setattr(format_module, "_conversation", lambda line: (events.append(("parse", 1)), checked(line))[1])
+    monkeypatch.setattr(Writes, "keep", lambda self, *a, **k: (events.append(("keep", 1)), keep(self, *a, **k))[1])
+    data = build(convs, [], per=len(convs))
+    target = _store([], [])
+    write = target.write
+
+    async def logged(ops):
+        events.append(("write", sum(1 for _, table, _ in ops if table == "conversations")))
+        await write(ops)
+
+    async def pause():
+        events.append("pause")
+    target.write = logged
+    monkeypatch.setattr(tables_module, "PIECE_CHARS", 2000)
+    plan = asyncio.run(restore(target, data, pause, local_thread=lambda s: False, new_id=lambda m: "x", step=5))
+    assert plan.added == len(convs) and sorted(target.raw("conversations")) == sorted(c["meta"]["taskId"] for c in convs)
+    return events, target
+
+
+def _between_pauses(events: list, kind: str) -> list[int]:
+    runs, count = [], 0
+    for event in events + ["pause"]:
+        if event == "pause":
+            runs.append(count)
+            count = 0
+        elif event[0] == kind:
+            count += event[1]
+    return runs
+
+
+def test_a_restore_checks_a_member_in_pieces_with_a_pause_between(monkeypatch):
+    """Issue 17: a member of 200 conversations parsed and checked in one go was a main-thread task of
+    50–240 ms in the page (both passes, ``read_backup`` and the writing); pieces of about
+    ``PIECE_CHARS`` of lines come a task each."""
+    convs = [conversation(n, messages=6) for n in range(40)]
+    events, _ = _paced(monkeypatch, convs)
+    parsed = _between_pauses(events, "parse")
+    assert sum(parsed) == 2 * 40  # checked first, then read again to write
+    line = len(json.dumps(convs[0], ensure_ascii=False, separators=(",", ":")))
+    assert max(parsed) <= 2000 // line + 1, parsed
+
+
+def test_a_restore_writes_step_conversations_a_transaction_with_a_pause_between(monkeypatch):
+    """Issue 17: building 200 conversations' search records, encoding their ops and parsing them in
+    JavaScript was one main-thread task of 200–500 ms per member; ``step`` conversations are built
+    and written per transaction, each followed by a pause."""
+    events, _ = _paced(monkeypatch, [conversation(n) for n in range(23)])
+    writes = [e[1] for e in events if e != "pause" and e[0] == "write"]
+    assert writes == [5, 5, 5, 5, 3]
+    assert max(_between_pauses(events, "keep")) <= 5
+    kinds = ["pause" if e == "pause" else e[0] for e in events]
+    at = [i for i, k in enumerate(kinds) if k == "write"]
+    assert all("pause" in kinds[a + 1:b] for a, b in zip(at, at[1:])), kinds
+
+
+def test_an_export_writes_members_of_export_per_records_a_task_each():
+    """Issue 17: a member of 200 conversations (their messages parsed from the store's JSON, encoded
+    and deflated) was a main-thread task of 45–100 ms in the page; members hold ``EXPORT_PER``."""
+    from app.backup.tables import EXPORT_PER
+
+    convs = [conversation(n) for n in range(2 * EXPORT_PER + 7)]
+    vers = [version("stage-a/s1", n, f"fc_{n}") for n in range(1, EXPORT_PER + 3)]
+    data = asyncio.run(write_backup(_store(convs, vers), THREADS, T0, _pause))
+    sizes = [(kind, len(items)) for kind, items in open_backup(data).slices()]
+    assert sizes == [("conversations", EXPORT_PER)] * 2 + [("conversations", 7), ("versions", EXPORT_PER),
+                                                           ("versions", 2)]
+    assert EXPORT_PER < 200
