@@ -180,11 +180,11 @@ def _pack(files: list[tuple[str, bytes]]) -> bytes:
     return buffer.getvalue()
 
 
-def build_app_wheel() -> Path:
+def build_app_wheel(dest_dir: Path = PYODIDE_DIR) -> Path:
     """Pack ``app/`` (with its locale JSON) as a pure-Python wheel; reproducible bytes.
 
-    Returns the wheel's path in ``static/vendor/pyodide``. Rewritten only when
-    its content changes.
+    Returns the wheel's path in ``dest_dir`` (``static/vendor/pyodide``, where the generated lock
+    must then name its sha256: ``write_pyodide_lock``). Rewritten only when its content changes.
     """
     version = _project_version()
     tag = f"{APP_DIST}-{version}"
@@ -202,7 +202,7 @@ def build_app_wheel() -> Path:
     files.append((f"{dist_info}/METADATA", f"Metadata-Version: 2.1\nName: {APP_DIST}\nVersion: {version}\n".encode()))
     files.append((f"{dist_info}/WHEEL", b"Wheel-Version: 1.0\nGenerator: agentbar-vendor\nRoot-Is-Purelib: true\nTag: py3-none-any\n"))
     files.append((f"{dist_info}/RECORD", (_record_rows(files) + f"{dist_info}/RECORD,,\n").encode()))
-    dest = PYODIDE_DIR / f"{tag}-py3-none-any.whl"
+    dest = dest_dir / f"{tag}-py3-none-any.whl"
     data = _pack(files)
     if not dest.exists() or dest.read_bytes() != data:
         dest.parent.mkdir(parents=True, exist_ok=True)
