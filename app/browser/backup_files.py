@@ -72,7 +72,7 @@ class BackupFiles:
             js.console.error(f"backup failed: {type(error).__name__}: {error}")
             status.setAttribute("data-result", "error")
             status.setAttribute("data-reason", "failed")
-            status.textContent = self.t("backup.refused.failed")
+            status.textContent = self.t("backup.failed")  # a backup's own words, not a restore's
             return
         download(data, "application/zip", f"agentbar-backup-{now}.zip")
         counts = open_backup(data).manifest["counts"]

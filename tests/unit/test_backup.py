@@ -241,6 +241,20 @@ def test_backup_then_restore_into_an_empty_store_gives_identical_tables():
     assert _dump(target) == _dump(source)
 
 
+def test_a_lone_surrogate_in_a_thread_or_a_conversation_is_backed_up_and_restored_exactly():
+    # the store and history keep one exactly; the backup's UTF-8 encode refused it, so no backup at all
+    odd = conversation(1)
+    odd["messages"][0]["content"][0]["text"] = "half \ud800 pair 😀"
+    threads = {"state": {"threads": {"stage-a": {"messages": [{"role": "user", "content": [
+        {"type": "text", "text": "x\udfff"}]}], "updatedAt": T0}}}, "version": 1}
+    source = _store([odd, conversation(2)], [])
+    data = asyncio.run(write_backup(source, threads, T0, _pause, per=3))
+    target = _store([], [])
+    plan = asyncio.run(restore(target, data, _pause, local_thread=lambda s: False, new_id=lambda m: "x", per=3))
+    assert plan.added == 2 and _dump(target) == _dump(source)
+    assert plan.threads["stage-a"]["messages"][0]["content"][0]["text"] == "x\udfff"
+
+
 def test_restore_into_a_store_holding_half_adds_exactly_the_other_half():
     convs = [conversation(n) for n in range(8)]
     data = asyncio.run(write_backup(_store(convs, []), THREADS, T0, _pause, per=3))
