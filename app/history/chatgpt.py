@@ -211,8 +211,10 @@ def _convert(raw: Any, index: int, stage_id: str, now_ms: int) -> tuple[TaskMeta
         raise ValueError("no time in the conversation or its messages")
     if not 0 <= created <= updated <= now_ms + _DAY_MS:
         raise ValueError(f"times out of order or in the future: {iso(created)} .. {iso(updated)}")
-    source = raw.get("id") or raw.get("conversation_id") or json.dumps(raw.get("current_node"))
-    digest = hashlib.sha256(f"chatgpt:{source}".encode()).digest()
+    source = raw.get("id") or raw.get("conversation_id")
+    if not isinstance(source, str) or not source:  # no id: what it holds names it (two such are two)
+        source = "content:" + json.dumps([raw.get("title"), created, serialize_thread(messages)], sort_keys=True)
+    digest = hashlib.sha256(f"chatgpt:{source}".encode("utf-8", "surrogatepass")).digest()
     meta = {"taskId": new_task_id(created, lambda n: digest[:n]), "taskName": _title(raw, index),
             "stageId": stage_id, "createdAt": iso(created), "updatedAt": iso(updated), "stats": {}}
     document = {"format": "agentbar-conversation", "version": 1, "meta": meta,

@@ -78,6 +78,19 @@ def test_the_same_file_twice_gives_the_same_task_ids_and_two_conversations_two_i
     assert len(set(ids)) == 2
 
 
+def test_conversations_without_an_id_are_told_apart_by_what_they_hold_and_the_same_one_keeps_its_id():
+    # two of them with the same time and node names were one task id: the second was "already in history"
+    def without_id(title, text):
+        return {k: v for k, v in conversation(None, title, [
+            node("root", None, children=["u"]), node("u", "root", "user", [text], t=T0 + 1)], "u").items() if k != "id"}
+
+    pair = [without_id("Same time A", "alpha text"), without_id("Same time B", "beta text")]
+    first = import_chatgpt(as_bytes(pair), "s", NOW_MS)
+    ids = [meta.taskId for meta, _ in first.documents]
+    assert len(first.documents) == 2 and len(set(ids)) == 2
+    assert ids == [meta.taskId for meta, _ in import_chatgpt(as_bytes(pair), "s", NOW_MS).documents]
+
+
 def test_hidden_notes_are_passed_over_and_non_text_parts_are_kept_as_text_saying_what_they_were():
     image = {"content_type": "image_asset_pointer", "asset_pointer": "file-service://file-1", "width": 8}
     chat = conversation("c-parts", "Parts", [
