@@ -42,7 +42,7 @@ from app.store.jsjson import js_json
 __all__ = [
     "PAINT_VERSION", "PAINT_TAGS", "PAINT_ATTRS", "MAX_NODES", "MAX_DEPTH", "MAX_TEXT", "PENDING_KEY",
     "PaintNode", "PaintRecord", "PendingSend", "build_record", "checkpoint_bar", "encode_record", "validate_record",
-    "matches", "parse_pending", "pending_to_send", "paint_cache_key",
+    "matches", "parse_pending", "pending_to_send", "paint_cache_key", "in_flight_text",
 ]
 
 PAINT_VERSION = 1
@@ -285,6 +285,19 @@ def parse_pending(text: Any) -> PendingSend | None:
         return PendingSend.model_validate(json.loads(text))
     except (ValidationError, ValueError, TypeError):
         return None
+
+
+def in_flight_text(messages: list[Message]) -> str | None:
+    """The text of the user message a running turn answers: the last user message of ``messages``
+    when only assistant messages follow it (its text parts joined by blank lines); ``None`` when there
+    is none or it has no text. Kept as a draft while the turn runs (``app.browser.paint``)."""
+    for message in reversed(messages):
+        if message.role == "user":
+            texts = [part.text for part in message.content if isinstance(part, TextPart)]
+            return "\n\n".join(texts) if any(t.strip() for t in texts) else None
+        if message.role != "assistant":
+            return None
+    return None
 
 
 def pending_to_send(pending: PendingSend | None, stage_id: str | None) -> str | None:

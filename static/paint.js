@@ -9,7 +9,8 @@
 //   textContent only: no HTML from storage, ever.
 // - A message sent before ready goes to sessionStorage["agentbar-pending-send"] as "queued";
 //   Python sends it once when ready (app.paint.pending_to_send). A page reloaded before that
-//   finds it again as a "draft" in the composer.
+//   finds it again as a "draft" in the composer; so does a page reloaded while a turn is in
+//   flight (Python keeps the message it answers there until the turn ends: keepInFlight).
 // - agentbarPaint.save / remove are the store's adapter for Python; takeOver() hands the page
 //   to Python at ready (controls enabled again, this script's composer handlers off).
 const CACHE_NAME = "agentbar.paint"; // not "agentbar-…": the service worker deletes those on update
@@ -228,7 +229,19 @@ async function remove(stageId) {
   }
 }
 
-globalThis.agentbarPaint = { save, remove, takeOver, painted: null };
+// A turn in flight: the message it answers is kept as a draft until the turn ends, so a reload
+// mid-reply (which loses the turn, DESIGN.md §4) gives it back in the composer.
+function keepInFlight(stageId, text) {
+  writePending({ stageId, text, state: "draft" });
+}
+
+function endInFlight() {
+  try {
+    sessionStorage.removeItem(PENDING_KEY);
+  } catch {}
+}
+
+globalThis.agentbarPaint = { save, remove, takeOver, keepInFlight, endInFlight, painted: null };
 
 export async function paint(locale) {
   byId("agent-composer").addEventListener("submit", queue);

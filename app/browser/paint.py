@@ -18,7 +18,7 @@ from pyscript.ffi import is_none
 from app.browser.tasks import later
 from app.composer import composer_text
 from app.courses import find_course
-from app.paint import build_record, encode_record, parse_pending, pending_to_send
+from app.paint import build_record, encode_record, in_flight_text, parse_pending, pending_to_send
 
 __all__ = ["PaintKeeper", "take_over", "drop_painted_bar"]
 
@@ -56,6 +56,7 @@ class PaintKeeper:
         self._written: dict[str, int | None] = {}
         self._keys: list[str] | None = None
         self._scheduled = False
+        self._in_flight = False
         adapter = _adapter()
         painted = getattr(adapter, "painted", None) if adapter is not None else None
         if painted is not None and not is_none(painted):  # the record drawn at boot is current
@@ -79,9 +80,27 @@ class PaintKeeper:
         return stage_id, updated
 
     def _changed(self) -> None:
+        self._follow_turn()
         if not self._scheduled and self._due() is not None:
             self._scheduled = True
             later(self._write)
+
+    def _follow_turn(self) -> None:
+        """While a turn of the shown course runs, its user message is kept as a draft in
+        ``sessionStorage`` (``static/paint.js``), dropped when the turn ends: a reload mid-reply
+        loses the turn (DESIGN.md §4) but gives the message back in the composer."""
+        running = self.runtime.is_running
+        if running == self._in_flight:
+            return
+        self._in_flight = running
+        adapter = _adapter()
+        if adapter is None:
+            return
+        text = in_flight_text(self.runtime.messages) if running else None
+        if text is not None and self.runtime.stage_id is not None:
+            adapter.keepInFlight(self.runtime.stage_id, text)
+        else:
+            adapter.endInFlight()
 
     def _write(self) -> None:
         self._scheduled = False

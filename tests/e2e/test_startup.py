@@ -252,3 +252,22 @@ def test_a_hostile_text_stays_text_a_message_sent_before_ready_is_sent_once_a_re
     held.release()
     agent.wait_ready()
     assert field.input_value() == "" and user_texts(agent).count("sent before ready") == 1
+
+
+def test_a_reload_mid_reply_gives_the_message_back_as_a_draft_and_a_finished_turn_leaves_none(agent):
+    """DESIGN.md §4: a refresh mid-stream loses the in-flight turn (nothing is written mid-stream);
+    the message it answered comes back in the composer instead of vanishing."""
+    agent.open(course=COURSE, delay=150)
+    agent.send("asked while it streams", wait=False)
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'")
+    agent.page.wait_for_timeout(600)  # some of the reply is shown
+    agent.reload()
+    field = agent.testid("agent-input")
+    assert field.input_value() == "asked while it streams"
+    assert "asked while it streams" not in json.dumps(agent.stored() or {})  # the turn itself is lost, as specified
+    agent.testid("agent-send").click()  # sent from the draft, this time to the end
+    agent.wait_idle()
+    assert user_texts(agent).count("asked while it streams") == 1
+    agent.reload()
+    assert field.input_value() == ""  # the turn ended: no draft is kept
+    assert user_texts(agent).count("asked while it streams") == 1

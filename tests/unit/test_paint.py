@@ -194,3 +194,16 @@ def test_a_pending_entry_reads_back():
     # JSON.stringify of a draft typed with a lone surrogate: pydantic's parser refuses the escape
     assert parse_pending('{"stageId":"a","text":"x\\ud800","state":"draft"}') == PendingSend(
         stageId="a", text="x\ud800", state="draft")
+
+
+def test_the_in_flight_text_is_the_last_user_message_a_running_turn_answers():
+    saved = [{"role": "user", "content": [{"type": "text", "text": "first"}]},
+             {"role": "assistant", "content": [{"type": "text", "text": "reply"}]},
+             {"role": "user", "content": [{"type": "text", "text": "the one in flight"}]},
+             {"role": "assistant", "content": [{"type": "text", "text": "partial"}]}]
+    messages = deserialize_thread(saved)
+    assert paint.in_flight_text(messages) == "the one in flight"
+    assert paint.in_flight_text(messages[:3]) == "the one in flight"
+    assert paint.in_flight_text(messages[:2]) == "first"
+    assert paint.in_flight_text([]) is None
+    assert paint.in_flight_text(deserialize_thread([{"role": "user", "content": [{"type": "text", "text": " "}]}])) is None
