@@ -137,7 +137,7 @@ def vendor_wheels(entries: list[dict]) -> None:
 def with_bytecode(wheel: Path) -> bytes | None:
     """The pure-Python ``wheel`` with an unchecked-hash ``.pyc`` beside each module, compiled by the
     browser's own Python (``tools/precompile.py``) and listed in its ``RECORD``, so the page imports
-    it without compiling the sources (DESIGN.md §13: ``import micropip`` took 190-270 ms in one task
+    it without compiling the sources (DESIGN.md §13: ``import micropip`` took 130-550 ms in one task
     after ready, ``import markdown_it`` about 100 ms, pydantic's modules are compiled at every start).
     ``None`` when no bytecode could be made (no Node, or Pyodide not vendored yet)."""
     try:

@@ -40,7 +40,7 @@ from pydantic import ValidationError
 
 from app.continuity import continues
 from app.history.records import MAX_SAFE_INTEGER, TaskMeta, TurnMeta
-from app.store.jsjson import SURROGATES, fix_surrogates
+from app.store.jsjson import js_json
 
 __all__ = [
     "APP_VERSION", "BackupRefused", "BackupWriter", "FORMAT", "FORMAT_VERSION", "MAX_FILE_BYTES",
@@ -80,8 +80,7 @@ class BackupRefused(Exception):
 def _dumps(value: Any) -> str:
     """Compact JSON, non-ASCII literal; a lone surrogate (which the stored threads and history keep
     exactly) written as ``JSON.stringify`` writes it, ``\\ud800``, so the member can be UTF-8."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return text if SURROGATES.search(text) is None else SURROGATES.sub(fix_surrogates, text)
+    return js_json(value, allow_nan=False)
 
 
 def _bounded_int(text: str) -> int:

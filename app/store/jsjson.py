@@ -29,7 +29,7 @@ _ARRAY_INDEX = re.compile(r"(?:0|[1-9][0-9]{0,9})\Z")
 _MAX_ARRAY_INDEX = 2**32 - 2
 
 
-def js_json(value: Any) -> str:
+def js_json(value: Any, *, allow_nan: bool = True) -> str:
     """``JSON.stringify(value)`` for slim data (strings, ints, bools, null, lists, dicts
     whose keys are not array indices).
 
@@ -37,9 +37,10 @@ def js_json(value: Any) -> str:
     ``json`` agrees), and lone surrogates escaped as lowercase ``\\udxxx`` like
     ES2019's well-formed ``JSON.stringify``; a surrogate pair held as two code
     points is one character to JavaScript, so it is written as that character.
-    Raises ``ValueError`` / ``TypeError`` as ``json.dumps`` does.
+    Raises ``ValueError`` / ``TypeError`` as ``json.dumps`` does (``allow_nan=False``: also for a
+    NaN or infinite float, which ``JSON.stringify`` would write as ``null``).
     """
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=allow_nan)
     if _ANY_SURROGATE.search(text) is None:  # the usual case, found 6-10x faster than by the sub itself
         return text
     return SURROGATES.sub(fix_surrogates, text)
