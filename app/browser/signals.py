@@ -7,12 +7,13 @@ services' and models' own change callbacks):
 - ``BroadcastChannel`` ``agentbar-history`` (archive, resume, delete, undo, import, a recorded
   turn) → ``HistoryService.forget_active``, ``AgentRuntime.conversation_changed_elsewhere`` and
   ``HistoryList.changed`` (DESIGN.md §9);
-- ``BroadcastChannel`` ``agentbar-checkpoints`` (a version written) → ``SceneCheckpoints.load_stage``
+- ``BroadcastChannel`` ``agentbar-checkpoints`` (a version written, or one kept from another
+  device by sync) → ``SceneCheckpoints.load_stage``
   of the shown course, which notifies its subscribers (DESIGN.md §10).
 
 The way out is here too: this tab's history changes (``HistoryService.on_change``) and versions
-(``SceneCheckpoints.on_recorded``) are posted on the same channels. A browser without
-``BroadcastChannel`` still gets the ``storage`` event; its history changes still reach its own list.
+(``SceneCheckpoints.on_recorded``, and ``on_adopted`` for another device's) are posted on the
+same channels. A browser without ``BroadcastChannel`` still gets the ``storage`` event; its history changes still reach its own list.
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ class Checkpoints(Protocol):
 
     def on_recorded(self, callback: Any) -> None: ...
 
+    def on_adopted(self, callback: Any) -> None: ...
+
     async def load_stage(self, stage_id: str) -> None: ...
 
 
@@ -85,6 +88,7 @@ class CrossTabSignals:
         self._checkpoint_channel = self._window.BroadcastChannel.new(CHECKPOINT_CHANNEL)
         self._listen(self._checkpoint_channel, "message", self._on_version_elsewhere)
         self._checkpoints.on_recorded(self._version_written_here)
+        self._checkpoints.on_adopted(self._announce_version)
         self._history_channel = self._window.BroadcastChannel.new(HISTORY_CHANNEL)
         self._listen(self._history_channel, "message", self._on_history_elsewhere)
 
@@ -115,9 +119,12 @@ class CrossTabSignals:
 
     # -- checkpoints -------------------------------------------------------------------
     def _version_written_here(self, item) -> None:
+        self._announce_version(item.metadata.get("stageId"))
+
+    def _announce_version(self, stage_id: str | None) -> None:
+        """Tell the other tabs that course ``stage_id`` has a new version (made here or adopted)."""
         if self._checkpoint_channel is not None:
-            self._checkpoint_channel.postMessage(json.dumps({"stageId": item.metadata.get("stageId"),
-                                                             "checkpointId": item.id}))
+            self._checkpoint_channel.postMessage(json.dumps({"stageId": stage_id}))
 
     def _on_version_elsewhere(self, event) -> None:
         try:

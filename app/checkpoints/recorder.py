@@ -80,6 +80,7 @@ class SceneCheckpoints:
         self._lock = asyncio.Lock()
         self._listeners: list[Callable[[], None]] = []
         self._recorded: list[Callable[[FileArtifact], None]] = []
+        self._adopted: list[Callable[[str], None]] = []
         self.generation = 0
         """Counts the versions kept from another device (``adopt``): a list drawn for an older
         generation is out of date even when the scene's current version is the same."""
@@ -109,6 +110,12 @@ class SceneCheckpoints:
     def on_recorded(self, callback: Callable[[FileArtifact], None]) -> None:
         """Call ``callback(item)`` after each version is written (e.g. to tell other tabs)."""
         self._recorded.append(callback)
+
+    def on_adopted(self, callback: Callable[[str], None]) -> None:
+        """Call ``callback(stage_id)`` after each version kept from another device (``adopt``), e.g.
+        to tell this browser's other tabs, which redraw that course as for a version made here
+        (DESIGN.md §10 several tabs, §16). Not called for a version that was here already."""
+        self._adopted.append(callback)
 
     async def load_stage(self, stage_id: str) -> None:
         """Read course ``stage_id``'s current documents (not its versions) and notify."""
@@ -150,12 +157,15 @@ class SceneCheckpoints:
     async def adopt(self, version: dict[str, Any], document: dict[str, Any]) -> int | None:
         """Keep a version made on another device (``VersionStore.adopt``: distinct numbers, DESIGN.md
         §16) and notify; returns its number here, ``None`` when it was here already. It is not
-        announced to ``on_recorded`` (that is for versions made on this device)."""
+        announced to ``on_recorded`` (that is for versions made on this device), but to
+        ``on_adopted``."""
         async with self._lock:
             number = await self.store.adopt(version, document)
         if number is not None:
             self.generation += 1
             self._notify()
+            for callback in list(self._adopted):
+                callback(version["stageId"])
         return number
 
     async def _write(self, key: str, event: ArtifactSnapshot) -> FileArtifact:

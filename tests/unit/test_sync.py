@@ -384,6 +384,23 @@ async def test_versions_made_on_both_devices_keep_distinct_numbers_and_a_restore
     assert a.notices == () == b.notices  # kept in the record store, not in a fallback
 
 
+async def test_a_version_kept_from_another_device_is_announced_for_other_tabs_once_and_not_sent_back():
+    records_a, records_b = MemoryBackend(), MemoryBackend()
+    a, b = _checkpoints(records_a, 1), _checkpoints(records_b, 2)
+    replica_a = FakeReplica()
+    engine_a = SyncEngine(_device(1), replica_a, MemoryStorage(), checkpoints=a, records=records_a)
+    engine_b = SyncEngine(_device(2), FakeReplica(), MemoryStorage(), checkpoints=b, records=records_b)
+    adopted, recorded = [], []
+    b.on_adopted(adopted.append)
+    b.on_recorded(recorded.append)
+    made = await _regenerate(a, "made on A", 10, stage="course-two")
+    assert await engine_a.local_version(made)
+    doc = replica_a.docs[f"version:{made.id}"]
+    assert await engine_b.remote_changed(doc) == "added"
+    assert adopted == ["course-two"] and recorded == []  # other tabs redraw; it is not sent out as B's own
+    assert await engine_b.remote_changed(doc) == "same" and adopted == ["course-two"]  # here already: no news
+
+
 async def test_a_free_number_is_kept_and_an_older_one_does_not_replace_the_current_version():
     records_a, records_b = MemoryBackend(), MemoryBackend()
     a, b = _checkpoints(records_a, 1), _checkpoints(records_b, 2)
