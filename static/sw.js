@@ -1,5 +1,5 @@
 // AgentBar's service worker (DESIGN.md §11). tools/build.py writes dist/sw.js as
-//   const BUILD = {version, files: {path: sha256}};   (the content-hashed manifest)
+//   const BUILD = {version, files: {path: sha256}, onDemand: [path]};   (the content-hashed manifest)
 // followed by this file. Registered by static/boot.js only in a build (meta agentbar-build).
 //
 // - install: precache every file of BUILD into the cache "agentbar-<version>". A file whose
@@ -8,6 +8,8 @@
 //   with cache "no-cache" (revalidated: on a first visit the page has just loaded it, so the
 //   body comes from the HTTP cache) and checked against its sha256, so a host caught
 //   mid-deploy can never produce a cache mixing versions (the install fails, the old one stays).
+//   Files of BUILD.onDemand (sync's client, loaded only when sync is on, DESIGN.md §16) are not
+//   precached: the first request for one fetches it, checks its sha256 and keeps it.
 // - fetch: files of BUILD are answered from this version's cache (navigations to the scope
 //   root or index.html with any query get index.html); anything else goes to the network.
 // - a new version waits (no automatic skipWaiting, so a running page never sees files of
@@ -20,6 +22,8 @@ const CACHE_PREFIX = "agentbar-";
 const CACHE = CACHE_PREFIX + BUILD.version;
 const SCOPE = new URL(self.registration.scope);
 const INDEX = new URL("agentbar-cache-index.json", SCOPE).href; // per cache: {path: sha256} of what it holds
+const ON_DEMAND = new Set(BUILD.onDemand || []);
+const PRECACHED = Object.fromEntries(Object.entries(BUILD.files).filter(([path]) => !ON_DEMAND.has(path)));
 
 const hex = (buffer) => Array.from(new Uint8Array(buffer), (b) => b.toString(16).padStart(2, "0")).join("");
 
@@ -55,11 +59,11 @@ self.addEventListener("install", (event) => {
   event.waitUntil((async () => {
     const cache = await caches.open(CACHE);
     const held = await indexOf(cache);
-    await Promise.all(Object.entries(BUILD.files).map(async ([path, sha]) => {
+    await Promise.all(Object.entries(PRECACHED).map(async ([path, sha]) => {
       if (held[path] === sha) return;
       await cache.put(new URL(path, SCOPE).href, (await fromOlderCache(path, sha)) || (await fetchVerified(path, sha)));
     }));
-    await cache.put(INDEX, new Response(JSON.stringify(BUILD.files), { headers: { "content-type": "application/json" } }));
+    await cache.put(INDEX, new Response(JSON.stringify(PRECACHED), { headers: { "content-type": "application/json" } }));
   })());
 });
 
@@ -89,7 +93,12 @@ self.addEventListener("fetch", (event) => {
   if (request.mode === "navigate" && path === "") path = "index.html";
   if (!Object.hasOwn(BUILD.files, path)) return;
   event.respondWith((async () => {
-    const hit = await (await caches.open(CACHE)).match(new URL(path, SCOPE).href);
-    return hit || fetch(request);
+    const cache = await caches.open(CACHE);
+    const hit = await cache.match(new URL(path, SCOPE).href);
+    if (hit) return hit;
+    if (!ON_DEMAND.has(path)) return fetch(request);
+    const fetched = await fetchVerified(path, BUILD.files[path]); // a file of another version is refused
+    await cache.put(new URL(path, SCOPE).href, fetched.clone());
+    return fetched;
   })());
 });

@@ -132,6 +132,14 @@ def redeploy(source_tree_copy: Path, out: Path, first: dict) -> dict:
     return second
 
 
+SYNC_CLIENT_CACHED = """async () => {
+  for (const name of await caches.keys())
+    if (await (await caches.open(name)).match(new URL('static/vendor/pouchdb/pouchdb.min.js', document.baseURI)))
+      return true;
+  return false;
+}"""
+
+
 def test_one_visit_from_a_sub_path_then_offline_then_a_redeploy(dist_agent, dist_site, context, tmp_path):
     """One built page, in order: the checkpoint list drawn by its module (first visit); the worker in
     control, a reload fetching only sw.js; offline, a turn saved, its paint record kept and a slide's
@@ -148,6 +156,11 @@ def test_one_visit_from_a_sub_path_then_offline_then_a_redeploy(dist_agent, dist
     agent.reload()
     assert agent.page.evaluate("() => !!navigator.serviceWorker.controller")
     assert set(_served_paths(server, before)) == {"sw.js"}  # the update check, nothing else
+    assert agent.page.evaluate(SYNC_CLIENT_CACHED) is False  # sync is off: its client is not precached
+    client = (out / "static/vendor/pouchdb/pouchdb.min.js").read_text()
+    assert agent.page.evaluate(  # its first use fetches it through the worker, which keeps it (checked)
+        "() => fetch('static/vendor/pouchdb/pouchdb.min.js').then((r) => r.text())") == client
+    assert agent.page.evaluate(SYNC_CLIENT_CACHED) is True
 
     agent.page.evaluate(SWITCH_COURSE, "linear-algebra")  # a course with no turn yet; a reload boots into it
     expect(agent.testid("course-select")).to_have_value("linear-algebra")

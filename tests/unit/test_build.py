@@ -87,7 +87,8 @@ def test_build_writes_manifest_precompressed_files_and_worker(tree, tmp_path, mo
 
     worker = (out / "sw.js").read_text()
     inlined = json.loads(worker.split("const BUILD = ", 1)[1].split(";\n", 1)[0])
-    assert inlined == {"version": manifest["version"], "files": {r: f["sha256"] for r, f in files.items()}}
+    assert inlined == {"version": manifest["version"], "files": {r: f["sha256"] for r, f in files.items()},
+                       "onDemand": ["static/sync.js", "static/vendor/pouchdb/pouchdb.min.js"]}  # sync's, not precached
     assert worker.endswith((tree / "static/sw.js").read_text())
 
     index = (out / "index.html").read_text()
