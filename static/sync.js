@@ -1,7 +1,8 @@
-// The sync adapter (DESIGN.md §16): a thin face over PouchDB (static/vendor/pouchdb/pouchdb.min.js,
-// loaded before this classic script, both only after ready and only when sync is on). The rules
-// (what a document is, what a change does to history, what a status means) are Python's:
-// app/sync/engine.py, wired by app/browser/sync_setup.py.
+// The sync adapter (DESIGN.md §16), the page's side: a thin face over static/sync-worker.js, where
+// PouchDB (static/vendor/pouchdb/pouchdb.min.js) and its replication run off the main thread. Both
+// are loaded only after ready and only when sync is on. The rules (what a document is, what a change
+// does to history, what a status means) are Python's: app/sync/engine.py, wired by
+// app/browser/sync_setup.py.
 //
 // window.agentbarSync.open(configJson, onChange, onStatus) -> Replication
 //   configJson: {"server": "http://host:5984", "remote": "http://host:5984/db", "user", "password",
@@ -12,184 +13,89 @@
 //   onStatus(event, httpStatus, bodyText): "welcome" (the answer of GET / of the server; status 0 and
 //     body null when there was none), then the replication's "active", "paused", "denied", "error"
 //     (httpStatus of the failing request, 0 when the server did not answer)
-// Replication: probe() -> Promise (reports "welcome"); start() (live, retrying replication both
-//   ways); take(max) -> JSON text of up to max waiting changes, oldest first, each [doc | null, seq]
-//   (null for this page's own writes: only the seq moves on); put(docJson) -> Promise<"ok"|"same">;
-//   remove(id) -> Promise<"ok">; syncNow(); stop().
-// The password goes only into PouchDB's auth option and the probe's Authorization header: it is
-// never logged or stored here.
+// Replication: probe() -> Promise<status> (reports "welcome"; rejects when the client did not load);
+//   start(); take(max) -> Promise<JSON text of up to max waiting changes, oldest first, each
+//   [doc | null, seq]> (null for this page's own writes: only the seq moves on); changed: true when
+//   onChange was called since the last take() began (its answer may have come before that change);
+//   put(docJson) -> Promise<"ok"|"same">; remove(id) -> Promise<"ok">; syncNow(); stop() (ends the
+//   worker; calls still waiting are rejected).
 (function () {
   "use strict";
 
-  const LOCAL_DB = "agentbar-sync";
-
-  function canonical(value) {
-    if (Array.isArray(value)) return "[" + value.map(canonical).join(",") + "]";
-    if (value && typeof value === "object") {
-      return "{" + Object.keys(value).sort().map((k) => JSON.stringify(k) + ":" + canonical(value[k])).join(",") + "}";
-    }
-    return JSON.stringify(value === undefined ? null : value);
-  }
-
-  function content(doc) {
-    const copy = {};
-    for (const key of Object.keys(doc)) if (key !== "_rev" && key !== "_revisions" && key !== "_conflicts") copy[key] = doc[key];
-    return copy;
-  }
-
-  function authHeader(user, password) {
-    if (!user && !password) return null;
-    const bytes = new TextEncoder().encode(`${user}:${password}`);
-    let text = "";
-    for (const b of bytes) text += String.fromCharCode(b);
-    return "Basic " + btoa(text);
-  }
-
-  function statusOf(error) {
-    const status = error && (error.status || (error.result && error.result.status));
-    return typeof status === "number" ? status : 0;
-  }
+  const WORKER = new URL("sync-worker.js", document.currentScript.src).href;
 
   class Replication {
-    constructor(config, onChange, onStatus) {
-      this.config = config;
-      this.onChange = onChange;
-      this.onStatus = onStatus;
-      this.db = new PouchDB(LOCAL_DB, { auto_compaction: true });
-      this.written = new Set(); // revisions this page wrote: not handed back as changes
-      this.waiting = []; // [doc | null, seq] not yet taken, oldest first
-      this.sync = null;
-      // a local (IndexedDB) sequence is a number: as a string it would sort after every number
-      const since = /^\d+$/.test(String(config.since || "0")) ? Number(config.since || 0) : config.since;
-      this.feed = this.db.changes({ since, live: true, include_docs: true })
-        .on("change", (change) => {
-          const doc = change.doc;
-          const own = doc && this.written.has(doc._rev);
-          this.waiting.push([own || !doc ? null : doc, String(change.seq)]);
-          if (this.waiting.length === 1) this.onChange();
-        });
+    constructor(configJson, onChange, onStatus) {
+      this.worker = new Worker(WORKER);
+      this.calls = new Map(); // id -> {resolve, reject}
+      this.next = 0;
+      this.changed = false;
+      this.worker.addEventListener("message", (message) => {
+        const data = message.data;
+        if (data.event === "change") {
+          this.changed = true;
+          onChange();
+        }
+        else if (data.event === "status") onStatus(...data.args);
+        else {
+          const call = this.calls.get(data.id);
+          if (!call) return;
+          this.calls.delete(data.id);
+          if ("error" in data) call.reject(new Error(data.error));
+          else call.resolve(data.result);
+        }
+      });
+      this.worker.addEventListener("error", (event) => {
+        event.preventDefault();
+        this.rejectAll("the sync worker failed");
+      });
+      this.opened = this.call("open", JSON.parse(configJson));
+      this.opened.catch(() => {});
     }
 
-    take(max) {
-      return JSON.stringify(this.waiting.splice(0, max));
+    rejectAll(why) {
+      for (const call of this.calls.values()) call.reject(new Error(why));
+      this.calls.clear();
+    }
+
+    call(op, ...args) {
+      const id = this.next++;
+      return new Promise((resolve, reject) => {
+        this.calls.set(id, { resolve, reject });
+        this.worker.postMessage({ id, op, args });
+      });
     }
 
     async probe() {
-      const headers = { Accept: "application/json" };
-      const auth = authHeader(this.config.user, this.config.password);
-      if (auth) headers.Authorization = auth;
-      let status = 0;
-      let body = null;
-      try {
-        const answer = await fetch(this.config.server + "/", { headers, credentials: "omit", cache: "no-store" });
-        status = answer.status;
-        body = await answer.text();
-      } catch (_error) {
-        status = 0; // no answer: offline, refused, CORS or CSP
-      }
-      this.onStatus("welcome", status, body);
-      return status;
+      await this.opened;
+      return this.call("probe");
     }
 
-    start() {
-      this.stopReplication();
-      const options = { skip_setup: false };
-      if (this.config.user || this.config.password) {
-        options.auth = { username: this.config.user, password: this.config.password };
-      }
-      const remote = new PouchDB(this.config.remote, options);
-      // retry after 1 s, doubling up to 30 s, while the server is away (changes wait in the local database)
-      const backOff = (delay) => (delay ? Math.min(delay * 2, 30000) : 1000);
-      // 25 documents a request (PouchDB's default is 100): parsing a batch of long conversations is
-      // one task of the page, kept short (DESIGN.md §16)
-      this.sync = this.db.sync(remote, { live: true, retry: true, back_off_function: backOff, batch_size: 25 });
-      // The two-way sync's own "paused" carries no error: each direction's "requestError" (emitted
-      // before it backs off) says why it stopped, and holds until that direction moves documents or
-      // catches up again (a retry's "active" alone says nothing: the server may still be away).
-      const failed = { push: null, pull: null };
-      const sync = this.sync;
-      const report = () => {
-        const error = failed.push || failed.pull;
-        if (error) this.onStatus("error", statusOf(error), null);
-        else if (sync.pushPaused && sync.pullPaused) this.onStatus("paused", 0, null);
-      };
-      sync.on("paused", report); // first: the sync follows each direction's pause only once asked to
-      for (const direction of ["push", "pull"]) {
-        const replication = sync[direction];
-        replication.on("requestError", (error) => { failed[direction] = error; report(); });
-        replication.on("change", () => { failed[direction] = null; });
-        replication.on("paused", (error) => { if (!error) failed[direction] = null; report(); });
-      }
-      sync
-        .on("active", () => { if (!failed.push && !failed.pull) this.onStatus("active", 0, null); })
-        .on("denied", (error) => this.onStatus("denied", statusOf(error) || 403, null))
-        .on("error", (error) => this.onStatus("error", statusOf(error), null));
+    start() { this.call("start").catch(() => {}); }
+
+    take(max) {
+      this.changed = false;
+      return this.call("take", max);
     }
 
-    async put(docJson) {
-      const doc = JSON.parse(docJson);
-      for (let attempt = 0; attempt < 5; attempt += 1) {
-        let current = null;
-        try {
-          current = await this.db.get(doc._id);
-        } catch (error) {
-          if (statusOf(error) !== 404) throw error;
-        }
-        if (current && canonical(content(current)) === canonical(doc)) return "same";
-        const next = Object.assign({}, doc);
-        if (current) next._rev = current._rev;
-        else delete next._rev;
-        try {
-          const result = await this.db.put(next);
-          this.written.add(result.rev);
-          return "ok";
-        } catch (error) {
-          if (statusOf(error) !== 409) throw error; // a conflict with another tab's write: read again
-        }
-      }
-      throw new Error("sync: put kept conflicting");
-    }
+    put(docJson) { return this.call("put", docJson); }
 
-    async remove(id) {
-      for (let attempt = 0; attempt < 5; attempt += 1) {
-        let rev;
-        try {
-          const current = await this.db.get(id);
-          rev = current._rev;
-        } catch (error) {
-          if (statusOf(error) !== 404) throw error;
-        }
-        try {
-          const result = await this.db.put(rev ? { _id: id, _rev: rev, _deleted: true } : { _id: id, _deleted: true });
-          this.written.add(result.rev);
-          return "ok";
-        } catch (error) {
-          if (statusOf(error) !== 409) throw error;
-        }
-      }
-      throw new Error("sync: remove kept conflicting");
-    }
+    remove(id) { return this.call("remove", id); }
 
-    syncNow() {
-      if (this.sync) this.start();
-    }
-
-    stopReplication() {
-      if (this.sync) {
-        this.sync.cancel();
-        this.sync = null;
-      }
-    }
+    syncNow() { this.call("syncNow").catch(() => {}); }
 
     stop() {
-      this.stopReplication();
-      this.feed.cancel();
+      const end = () => {
+        this.worker.terminate();
+        this.rejectAll("sync stopped");
+      };
+      this.call("stop").then(end, end);
     }
   }
 
   window.agentbarSync = {
     open(configJson, onChange, onStatus) {
-      return new Replication(JSON.parse(configJson), onChange, onStatus);
+      return new Replication(configJson, onChange, onStatus);
     },
   };
 })();

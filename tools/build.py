@@ -73,7 +73,7 @@ archive ``[files]`` or PyScript's own worker mode (checked: the page requests no
 
 REPACK = ["static/vendor/pyodide/python_stdlib.zip", "static/vendor/pyodide/*.whl"]
 
-ON_DEMAND = ["static/sync.js", "static/vendor/pouchdb/*"]
+ON_DEMAND = ["static/sync.js", "static/sync-worker.js", "static/vendor/pouchdb/*"]
 """Globs of files that only sync loads (``app.browser.sync_setup.SCRIPTS``, DESIGN.md §16: with sync
 off nothing of it is loaded). The worker does not precache them; it keeps each at its first use."""
 

@@ -4,8 +4,10 @@
   ``[data-testid=sync-status]`` (``data-state`` ``off``/``syncing``/``synced``/``offline``/``error``,
   ``data-reason`` for the last two, a localized text) and ``[data-testid=sync-now]`` in the panel
   (``data-starts`` on the status: how many times this page started replicating),
-  and, only when the stored settings say sync is on, loads ``static/vendor/pouchdb/pouchdb.min.js``
-  and ``static/sync.js`` (with sync off neither is loaded and no request leaves the origin).
+  and, only when the stored settings say sync is on, loads ``static/sync.js``, which runs PouchDB
+  (``static/vendor/pouchdb/pouchdb.min.js``) and its replication in a worker,
+  ``static/sync-worker.js``, off the main thread (with sync off none of them is loaded and no
+  request leaves the origin).
 - ``SyncSection``: the settings dialog's sync fields (``sync-enabled``, ``sync-url``,
   ``sync-database``, ``sync-user``, ``sync-password``, ``sync-remember``), saved by
   ``settings-save``; the password is kept like the model key (``app.sync.settings``).
@@ -42,7 +44,8 @@ __all__ = ["SEQ_KEY", "SyncSection", "SyncSetup"]
 
 SEQ_KEY = "agentbar-sync-seq"
 """``localStorage``: the local database's change sequence this page has applied to history."""
-SCRIPTS = ("static/vendor/pouchdb/pouchdb.min.js", "static/sync.js")
+SCRIPTS = ("static/sync.js",)
+"""Loaded in the page when sync is on; it starts ``static/sync-worker.js``, which loads PouchDB."""
 SLICE = 10
 """Replicated changes applied to history per step (the conversations new here in one transaction)."""
 
@@ -181,10 +184,8 @@ class SyncSetup:
             self.node.dataset.starts = str(self._starts)
         self._show(SyncStatus("syncing"))
         try:
-            if getattr(js.window, "PouchDB", None) is None:
-                await _load_script(SCRIPTS[0])
             if getattr(js.window, "agentbarSync", None) is None:
-                await _load_script(SCRIPTS[1])
+                await _load_script(SCRIPTS[0])
         except RuntimeError as error:
             js.console.error(f"sync: {error}")
             self._show(SyncStatus("error", "unreachable"))
@@ -201,7 +202,13 @@ class SyncSetup:
                                  records=self.records, pause=next_task)
         self._hook_history()
         self._welcomed = False
-        status = int(await self.replication.probe())
+        try:
+            status = int(await self.replication.probe())
+        except Exception as error:  # noqa: BLE001 - the client did not load in its worker, or it failed
+            js.console.error(f"sync: {type(error).__name__}")
+            if self.status.state == "syncing":
+                self._show(SyncStatus("error", "unreachable"))
+            return
         if self.status.state == "syncing" and status == 200 and self.replication is not None:
             self._welcomed = True
             self.replication.start()
@@ -262,9 +269,11 @@ class SyncSetup:
             if self._draining is replication:
                 self._draining = None
             return
-        changes = json.loads(str(replication.take(SLICE)))
+        changes = json.loads(str(await replication.take(SLICE)))
         if not changes:
-            self._draining = None  # the next change that arrives calls _on_change again
+            self._draining = None  # the next change that arrives calls _on_change again;
+            if replication.changed:  # one that came while the answer was on its way did already
+                self._on_change()
             return
         try:
             docs = [doc for doc, _ in changes if isinstance(doc, dict)]

@@ -182,7 +182,8 @@ def test_two_devices_one_course_per_case(browser, app_server, couch):
             assert _wait_state(device, "off") == "off"
         a.send("hello from A before sync")  # a turn with sync off: no request for the client or the server
         assert a.page.evaluate("() => typeof window.PouchDB") == "undefined"
-        assert not any("pouchdb" in url or "sync.js" in url or url.startswith(couch.origin) for url in a.requests)
+        assert not any("pouchdb" in url or "sync.js" in url or "sync-worker" in url or url.startswith(couch.origin)
+                       for url in a.requests)
 
         b.send("made on B before sync")  # history holds it before sync is turned on
         before_sync = _current_task(b)
@@ -190,7 +191,10 @@ def test_two_devices_one_course_per_case(browser, app_server, couch):
         # -- a conversation made on A appears on B --------------------------------------------
         _configure(a, couch.origin)
         assert _wait_state(a, "synced", "error", "offline") == "synced"
-        assert a.page.evaluate("() => typeof window.PouchDB") == "function"
+        # the client runs in its worker, off the page's main thread
+        assert a.page.evaluate("() => typeof window.PouchDB") == "undefined"
+        assert any(url.endswith("/static/sync-worker.js") for url in a.requests)
+        assert any(url.endswith("/static/vendor/pouchdb/pouchdb.min.js") for url in a.requests)
         a.send("made on device A")  # recorded in history: its document goes out
         task_a = _current_task(a)
         _configure(b, couch.origin)

@@ -43,6 +43,7 @@ def tree(tmp_path: Path) -> Path:
         "static/vendor/pyscript/error-CCCC.js": b"// kept\n",
         "static/vendor/pouchdb/pouchdb.min.js": b"// sync client, loaded only when sync is on\n",
         "static/sync.js": b"// sync adapter\n",
+        "static/sync-worker.js": b"// sync worker\n",
         "static/vendor/test/zustand/vanilla.mjs": b"// test only\n",
         "static/vendor/zustand-like/x.mjs": b"// test only, by its lock entry\n",
         "static/vendor/pyodide/python_stdlib.zip": _zip({"os.py": b"# os\n" * 200}),
@@ -88,7 +89,8 @@ def test_build_writes_manifest_precompressed_files_and_worker(tree, tmp_path, mo
     worker = (out / "sw.js").read_text()
     inlined = json.loads(worker.split("const BUILD = ", 1)[1].split(";\n", 1)[0])
     assert inlined == {"version": manifest["version"], "files": {r: f["sha256"] for r, f in files.items()},
-                       "onDemand": ["static/sync.js", "static/vendor/pouchdb/pouchdb.min.js"]}  # sync's, not precached
+                       "onDemand": ["static/sync-worker.js", "static/sync.js",
+                                    "static/vendor/pouchdb/pouchdb.min.js"]}  # sync's, not precached
     assert worker.endswith((tree / "static/sw.js").read_text())
 
     index = (out / "index.html").read_text()

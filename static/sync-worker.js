@@ -1,0 +1,217 @@
+// The sync worker (DESIGN.md §16): PouchDB (static/vendor/pouchdb/pouchdb.min.js) and its
+// replication run here, off the page's main thread, so that parsing the server's batches and
+// PouchDB's IndexedDB work never hold the page (at 10,000 conversations PouchDB alone, on the main
+// thread of a plain page, held it 140 ms at a time). static/sync.js, the page's side, starts this
+// worker and forwards calls; the rules stay Python's (app/sync/engine.py, app/browser/sync_setup.py).
+//
+// Messages from the page: {id, op, args}: op "open" [config], "probe", "start", "take" [max],
+//   "put" [docJson], "remove" [id], "syncNow", "stop"; each answered {id, result} or {id, error}.
+// Messages to the page: {event: "change"} (changes wait for take) and
+//   {event: "status", args: [event, httpStatus, bodyText]} (see static/sync.js).
+// The password goes only into PouchDB's auth option and the probe's Authorization header: it is
+// never logged, stored or posted back.
+"use strict";
+
+let loadError = null;
+try {
+  importScripts("vendor/pouchdb/pouchdb.min.js");
+} catch (error) {
+  loadError = "the sync client did not load";
+}
+
+(function () {
+  const LOCAL_DB = "agentbar-sync";
+
+  function canonical(value) {
+    if (Array.isArray(value)) return "[" + value.map(canonical).join(",") + "]";
+    if (value && typeof value === "object") {
+      return "{" + Object.keys(value).sort().map((k) => JSON.stringify(k) + ":" + canonical(value[k])).join(",") + "}";
+    }
+    return JSON.stringify(value === undefined ? null : value);
+  }
+
+  function content(doc) {
+    const copy = {};
+    for (const key of Object.keys(doc)) if (key !== "_rev" && key !== "_revisions" && key !== "_conflicts") copy[key] = doc[key];
+    return copy;
+  }
+
+  function authHeader(user, password) {
+    if (!user && !password) return null;
+    const bytes = new TextEncoder().encode(`${user}:${password}`);
+    let text = "";
+    for (const b of bytes) text += String.fromCharCode(b);
+    return "Basic " + btoa(text);
+  }
+
+  function statusOf(error) {
+    const status = error && (error.status || (error.result && error.result.status));
+    return typeof status === "number" ? status : 0;
+  }
+
+  class Replication {
+    constructor(config, onChange, onStatus) {
+      this.config = config;
+      this.onChange = onChange;
+      this.onStatus = onStatus;
+      this.db = new PouchDB(LOCAL_DB, { auto_compaction: true });
+      this.written = new Set(); // revisions this page wrote: not handed back as changes
+      this.waiting = []; // [doc | null, seq] not yet taken, oldest first
+      this.sync = null;
+      // a local (IndexedDB) sequence is a number: as a string it would sort after every number
+      const since = /^\d+$/.test(String(config.since || "0")) ? Number(config.since || 0) : config.since;
+      this.feed = this.db.changes({ since, live: true, include_docs: true })
+        .on("change", (change) => {
+          const doc = change.doc;
+          const own = doc && this.written.has(doc._rev);
+          this.waiting.push([own || !doc ? null : doc, String(change.seq)]);
+          if (this.waiting.length === 1) this.onChange();
+        });
+    }
+
+    take(max) {
+      return JSON.stringify(this.waiting.splice(0, max));
+    }
+
+    async probe() {
+      const headers = { Accept: "application/json" };
+      const auth = authHeader(this.config.user, this.config.password);
+      if (auth) headers.Authorization = auth;
+      let status = 0;
+      let body = null;
+      try {
+        const answer = await fetch(this.config.server + "/", { headers, credentials: "omit", cache: "no-store" });
+        status = answer.status;
+        body = await answer.text();
+      } catch (_error) {
+        status = 0; // no answer: offline, refused, CORS or CSP
+      }
+      this.onStatus("welcome", status, body);
+      return status;
+    }
+
+    start() {
+      this.stopReplication();
+      const options = { skip_setup: false };
+      if (this.config.user || this.config.password) {
+        options.auth = { username: this.config.user, password: this.config.password };
+      }
+      const remote = new PouchDB(this.config.remote, options);
+      // retry after 1 s, doubling up to 30 s, while the server is away (changes wait in the local database)
+      const backOff = (delay) => (delay ? Math.min(delay * 2, 30000) : 1000);
+      // 25 documents a request (PouchDB's default is 100): parsing a batch of long conversations is
+      // one task of the page, kept short (DESIGN.md §16)
+      this.sync = this.db.sync(remote, { live: true, retry: true, back_off_function: backOff, batch_size: 25 });
+      // The two-way sync's own "paused" carries no error: each direction's "requestError" (emitted
+      // before it backs off) says why it stopped, and holds until that direction moves documents or
+      // catches up again (a retry's "active" alone says nothing: the server may still be away).
+      const failed = { push: null, pull: null };
+      const sync = this.sync;
+      const report = () => {
+        const error = failed.push || failed.pull;
+        if (error) this.onStatus("error", statusOf(error), null);
+        else if (sync.pushPaused && sync.pullPaused) this.onStatus("paused", 0, null);
+      };
+      sync.on("paused", report); // first: the sync follows each direction's pause only once asked to
+      for (const direction of ["push", "pull"]) {
+        const replication = sync[direction];
+        replication.on("requestError", (error) => { failed[direction] = error; report(); });
+        replication.on("change", () => { failed[direction] = null; });
+        replication.on("paused", (error) => { if (!error) failed[direction] = null; report(); });
+      }
+      sync
+        .on("active", () => { if (!failed.push && !failed.pull) this.onStatus("active", 0, null); })
+        .on("denied", (error) => this.onStatus("denied", statusOf(error) || 403, null))
+        .on("error", (error) => this.onStatus("error", statusOf(error), null));
+    }
+
+    async put(docJson) {
+      const doc = JSON.parse(docJson);
+      for (let attempt = 0; attempt < 5; attempt += 1) {
+        let current = null;
+        try {
+          current = await this.db.get(doc._id);
+        } catch (error) {
+          if (statusOf(error) !== 404) throw error;
+        }
+        if (current && canonical(content(current)) === canonical(doc)) return "same";
+        const next = Object.assign({}, doc);
+        if (current) next._rev = current._rev;
+        else delete next._rev;
+        try {
+          const result = await this.db.put(next);
+          this.written.add(result.rev);
+          return "ok";
+        } catch (error) {
+          if (statusOf(error) !== 409) throw error; // a conflict with another tab's write: read again
+        }
+      }
+      throw new Error("sync: put kept conflicting");
+    }
+
+    async remove(id) {
+      for (let attempt = 0; attempt < 5; attempt += 1) {
+        let rev;
+        try {
+          const current = await this.db.get(id);
+          rev = current._rev;
+        } catch (error) {
+          if (statusOf(error) !== 404) throw error;
+        }
+        try {
+          const result = await this.db.put(rev ? { _id: id, _rev: rev, _deleted: true } : { _id: id, _deleted: true });
+          this.written.add(result.rev);
+          return "ok";
+        } catch (error) {
+          if (statusOf(error) !== 409) throw error;
+        }
+      }
+      throw new Error("sync: remove kept conflicting");
+    }
+
+    syncNow() {
+      if (this.sync) this.start();
+    }
+
+    stopReplication() {
+      if (this.sync) {
+        this.sync.cancel();
+        this.sync = null;
+      }
+    }
+
+    stop() {
+      this.stopReplication();
+      this.feed.cancel();
+    }
+  }
+
+
+  let replication = null;
+
+  const ops = {
+    open(config) {
+      if (loadError) throw new Error(loadError);
+      replication = new Replication(config, () => self.postMessage({ event: "change" }),
+        (event, httpStatus, body) => self.postMessage({ event: "status", args: [event, httpStatus, body] }));
+      return "ok";
+    },
+    probe: () => replication.probe(),
+    start: () => replication.start(),
+    take: (max) => replication.take(max),
+    put: (docJson) => replication.put(docJson),
+    remove: (id) => replication.remove(id),
+    syncNow: () => replication.syncNow(),
+    stop: () => replication && replication.stop(),
+  };
+
+  self.addEventListener("message", async (message) => {
+    const { id, op, args } = message.data;
+    try {
+      const result = await ops[op](...(args || []));
+      self.postMessage({ id, result: result === undefined ? null : result });
+    } catch (error) {
+      self.postMessage({ id, error: String((error && error.message) || error) });
+    }
+  });
+})();
