@@ -87,9 +87,11 @@ class PaintKeeper:
 
     def _follow_turn(self) -> None:
         """While a turn of the shown course runs, its user message is kept as a draft in
-        ``sessionStorage`` (``static/paint.js``), dropped when the turn ends: a reload mid-reply
-        loses the turn (DESIGN.md §4) but gives the message back in the composer."""
-        running = self.runtime.is_running
+        ``sessionStorage`` (``static/paint.js``), dropped when the turn ends and its thread is saved
+        (not when its history write lands after that: a reload then shows the message saved, and a
+        draft of it would be sent twice): a reload mid-reply loses the turn (DESIGN.md §4) but gives
+        the message back in the composer."""
+        running = self.runtime.turn_in_flight
         if running == self._in_flight:
             return
         self._in_flight = running

@@ -133,6 +133,13 @@ class AgentRuntime:
         return bool(session and session.busy)
 
     @property
+    def turn_in_flight(self) -> bool:
+        """True while the *shown* course's turn runs, until its thread is saved (``is_running`` also
+        covers the history write after it): what a reload would lose (DESIGN.md §4)."""
+        session = self._shown
+        return bool(session and session.task)
+
+    @property
     def notices(self) -> tuple[Any, ...]:
         """Notices (``Notice(code, params)``) to show, oldest first, each distinct one once (§5)."""
         return self._notices.items

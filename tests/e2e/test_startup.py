@@ -254,6 +254,21 @@ def test_a_hostile_text_stays_text_a_message_sent_before_ready_is_sent_once_a_re
     assert field.input_value() == "" and user_texts(agent).count("sent before ready") == 1
 
 
+HOLD_HISTORY_JS = """(ms) => new Promise((resolve, reject) => {
+  const request = indexedDB.open('agentbar');
+  request.onerror = () => reject(request.error);
+  request.onsuccess = () => {
+    const db = request.result;
+    const names = Array.from(db.objectStoreNames);
+    const store = db.transaction(names, 'readwrite').objectStore(names[0]);
+    const end = performance.now() + ms;
+    const spin = () => { if (performance.now() < end) store.count().onsuccess = spin; };
+    spin();
+    resolve(names.length);
+  };
+})"""
+
+
 def test_a_reload_mid_reply_gives_the_message_back_as_a_draft_and_a_finished_turn_leaves_none(agent):
     """DESIGN.md §4: a refresh mid-stream loses the in-flight turn (nothing is written mid-stream);
     the message it answered comes back in the composer instead of vanishing."""
@@ -271,3 +286,15 @@ def test_a_reload_mid_reply_gives_the_message_back_as_a_draft_and_a_finished_tur
     agent.reload()
     assert field.input_value() == ""  # the turn ended: no draft is kept
     assert user_texts(agent).count("asked while it streams") == 1
+
+    # A reload once the turn is saved but while its history write still waits (another connection's
+    # transaction holds history's tables): the message is shown as saved, and no draft of it is kept
+    # to be sent a second time.
+    agent.page.evaluate(HOLD_HISTORY_JS, 8000)
+    agent.send("asked while history is busy", wait=False)
+    agent.page.wait_for_function(
+        "t => (localStorage.getItem('maic-agent-threads') || '').includes(t)", arg="asked while history is busy")
+    assert agent.testid("agent-panel").get_attribute("data-running") == "true"  # held by the history write
+    agent.reload()
+    assert field.input_value() == ""
+    assert user_texts(agent).count("asked while history is busy") == 1

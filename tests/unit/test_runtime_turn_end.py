@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import doctest
+import json
 
 import pytest
 
@@ -15,7 +16,7 @@ from app.continuity import conversation_goes_stale, home_of_ending_turn, switche
 from app.projection import serialize_thread
 from app.runtime import TRACE_PHASES, AgentRuntime, TurnEnded
 from app.storage import MemoryStorage
-from app.store import ThreadStore
+from app.store import STORAGE_KEY, ThreadStore
 
 NOW = 1_780_000_000_000
 
@@ -83,11 +84,17 @@ async def test_the_thread_store_writes_before_later_subscribers_hear_of_the_turn
 async def test_a_subscribers_pending_write_holds_the_panel_until_it_lands():
     import asyncio
 
-    runtime = runtime_on()
+    storage = MemoryStorage()
+    runtime = runtime_on(ThreadStore(storage))
     gate = asyncio.get_running_loop().create_future()
     runtime.on_turn_ended(lambda event: gate)
-    await runtime.send("hello")
-    assert runtime.is_running
+    turn = runtime.send("hello")
+    assert runtime.turn_in_flight and runtime.is_running
+    await turn
+    assert runtime.is_running  # the history write holds the panel...
+    assert not runtime.turn_in_flight  # ...but the turn is over and its thread saved: a reload keeps it
+    stored = json.loads(storage.get_item(STORAGE_KEY))["state"]["threads"]["intro-ml"]["messages"]
+    assert [m["role"] for m in stored] == ["user", "assistant"]
     gate.set_result(None)
     await asyncio.sleep(0)
     assert not runtime.is_running
