@@ -46,7 +46,7 @@ class SSEParser:
 
     def __init__(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._buffer = ""
+        self._pending: list[str] = []  # pieces of the line not yet ended (no "\r" or "\n" in them)
         self._skip_lf = False  # the previous chunk ended with "\r": a leading "\n" belongs to it
         self._bom_checked = False
         self._data: list[str] = []
@@ -60,7 +60,7 @@ class SSEParser:
     def close(self) -> list[SSEEvent]:
         """End of stream: flush the decoder; an unterminated event is discarded (per the spec)."""
         events = self._consume(self._decoder.decode(b"", final=True))
-        self._buffer, self._data, self._event = "", [], ""
+        self._pending, self._data, self._event = [], [], ""
         return events
 
     def _consume(self, text: str) -> list[SSEEvent]:
@@ -74,11 +74,17 @@ class SSEParser:
             self._skip_lf = False
             if text.startswith("\n"):
                 text = text[1:]
+        if "\n" not in text and "\r" not in text:  # a long line arriving in pieces: joined once, at its end
+            self._pending.append(text)  # (adding each piece to one string copied it all again: quadratic)
+            return []
         events: list[SSEEvent] = []
-        buffer = self._buffer + text
-        if "\r" not in buffer:  # the common case (LF only): split in C; "data: …" lines inline
+        buffer = "".join(self._pending) + text if self._pending else text
+        self._pending = []
+        if "\r" not in text:  # the common case (LF only): split in C; "data: …" lines inline
             lines = buffer.split("\n")
-            self._buffer = lines.pop()
+            rest = lines.pop()
+            if rest:
+                self._pending.append(rest)
             data = self._data
             for line in lines:
                 if line.startswith("data: "):
@@ -111,7 +117,8 @@ class SSEParser:
             if event is not None:
                 events.append(event)
             start = nxt
-        self._buffer = buffer[start:]
+        if start < length:
+            self._pending.append(buffer[start:])
         return events
 
     def _line(self, line: str) -> SSEEvent | None:

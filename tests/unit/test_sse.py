@@ -118,3 +118,11 @@ def test_every_split_of_a_crlf_stream_with_typed_and_multi_line_events():
         assert parse([stream[:cut], stream[cut:]]) == expected, cut
     for size in (1, 2, 3):
         assert parse([stream[i:i + size] for i in range(0, len(stream), size)]) == expected, size
+
+
+def test_a_long_line_in_many_pieces_is_one_event_whatever_ends_it():
+    text = "数据 data " * 50_000  # 450,000 characters in one data line
+    for end in ("\n\n", "\r\n\r\n", "\r\r"):
+        stream = ("event: big\ndata: " + text + end + "data: after\n\n").encode("utf-8")
+        chunks = [stream[i:i + 1000] for i in range(0, len(stream), 1000)]
+        assert parse(chunks) == [SSEEvent(text, event="big"), SSEEvent("after")], repr(end)
