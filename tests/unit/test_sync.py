@@ -347,16 +347,23 @@ async def _regenerate(checkpoints, title, at, stage="intro-ml", scene="scene-1")
     return await checkpoints.submit(ArtifactSnapshot(stage, scene, document, "regenerate_scene", "conv", "t", "c", at))
 
 
-def _numbers(listed):
-    return sorted((c["version_no"], c["title"]) for c in listed["checkpoints"])
-
-
-async def test_versions_made_on_both_devices_keep_distinct_numbers_and_a_restore_of_the_other_works():
+def _two_devices():
+    """Devices A and B, each with its version store over its own records and its own replica:
+    ``(a, b, replica_a, replica_b, engine_a, engine_b, records_b)``."""
     records_a, records_b = MemoryBackend(), MemoryBackend()
     a, b = _checkpoints(records_a, 1), _checkpoints(records_b, 2)
     replica_a, replica_b = FakeReplica(), FakeReplica()
     engine_a = SyncEngine(_device(1), replica_a, MemoryStorage(), checkpoints=a, records=records_a)
     engine_b = SyncEngine(_device(2), replica_b, MemoryStorage(), checkpoints=b, records=records_b)
+    return a, b, replica_a, replica_b, engine_a, engine_b, records_b
+
+
+def _numbers(listed):
+    return sorted((c["version_no"], c["title"]) for c in listed["checkpoints"])
+
+
+async def test_versions_made_on_both_devices_keep_distinct_numbers_and_a_restore_of_the_other_works():
+    a, b, replica_a, replica_b, engine_a, engine_b, _ = _two_devices()
     made_a = await _regenerate(a, "made on A", 10)
     made_b = await _regenerate(b, "made on B", 20)  # both devices' version 1, while apart
     assert await engine_a.local_version(made_a) and await engine_b.local_version(made_b)
@@ -385,11 +392,7 @@ async def test_versions_made_on_both_devices_keep_distinct_numbers_and_a_restore
 
 
 async def test_a_version_kept_from_another_device_is_announced_for_other_tabs_once_and_not_sent_back():
-    records_a, records_b = MemoryBackend(), MemoryBackend()
-    a, b = _checkpoints(records_a, 1), _checkpoints(records_b, 2)
-    replica_a = FakeReplica()
-    engine_a = SyncEngine(_device(1), replica_a, MemoryStorage(), checkpoints=a, records=records_a)
-    engine_b = SyncEngine(_device(2), FakeReplica(), MemoryStorage(), checkpoints=b, records=records_b)
+    a, b, replica_a, _, engine_a, engine_b, _ = _two_devices()
     adopted, recorded = [], []
     b.on_adopted(adopted.append)
     b.on_recorded(recorded.append)
@@ -402,11 +405,7 @@ async def test_a_version_kept_from_another_device_is_announced_for_other_tabs_on
 
 
 async def test_a_free_number_is_kept_and_an_older_one_does_not_replace_the_current_version():
-    records_a, records_b = MemoryBackend(), MemoryBackend()
-    a, b = _checkpoints(records_a, 1), _checkpoints(records_b, 2)
-    replica_a = FakeReplica()
-    engine_a = SyncEngine(_device(1), replica_a, MemoryStorage(), checkpoints=a, records=records_a)
-    engine_b = SyncEngine(_device(2), FakeReplica(), MemoryStorage(), checkpoints=b, records=records_b)
+    a, b, replica_a, _, engine_a, engine_b, records_b = _two_devices()
     first, second = await _regenerate(a, "A one", 10), await _regenerate(a, "A two", 11)
     for item in (first, second):
         await engine_a.local_version(item)
