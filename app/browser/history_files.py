@@ -16,7 +16,7 @@ from pyscript.ffi import is_none
 from app.agents.errors import describe as describe_error
 from app.browser.dom import element as _node
 from app.browser.files import download, read_text
-from app.history.labels import markdown_meta
+from app.history.labels import import_refusal, markdown_meta
 from app.history.list_model import HistoryList
 from app.history.recorder import HistoryRecorder
 from app.history.service import HistoryService
@@ -175,12 +175,13 @@ class HistoryFiles:
             raw = conversations_of((await file.arrayBuffer()).to_bytes())
             return read_conversations(raw, self.runtime.stage_id or "", self.clock())
 
-        await self._import_reads(status, reads, refused_format="chatgpt-format")
+        await self._import_reads(status, reads, importer="chatgpt")
 
-    async def _import_reads(self, status, reads, *, own_course: bool = False, refused_format: str = "format") -> None:
+    async def _import_reads(self, status, reads, *, own_course: bool = False, importer: str = "json") -> None:
         """Write each conversation ``reads()`` gives (an iterable, or an awaitable of one, of ``(meta,
         messages, _)`` or ``Skipped``) into history, each in its own task: into the shown course, or
-        into its own (``own_course``: ``meta.stageId``); then say the counts in ``status``."""
+        into its own (``own_course``: ``meta.stageId``); then say the counts in ``status``. A refusal
+        is said in ``importer``'s words (``app.history.labels.import_refusal``)."""
         from app.history.chatgpt import Skipped
         from app.history.export import ImportRefused
 
@@ -199,7 +200,7 @@ class HistoryFiles:
                     first = read[0].taskId
                 await asyncio.sleep(0)
         except ImportRefused as refused:
-            return self._refused(refused_format if refused.reason == "format" else refused.reason)
+            return self._refused(refused.reason, importer)
         except Exception as error:  # noqa: BLE001 - never a silent failure: the page says it (§14)
             js.console.error(f"import failed: {type(error).__name__}: {error}")
             return self._refused("failed")
@@ -241,8 +242,9 @@ class HistoryFiles:
             self._refused("failed")
         return None
 
-    def _refused(self, reason: str) -> None:
+    def _refused(self, reason: str, importer: str = "json") -> None:
+        key, text = import_refusal(self.t, reason, importer)
         status = document.getElementById("history-status")
         status.setAttribute("data-result", "error")
-        status.setAttribute("data-reason", reason)
-        status.textContent = self.t(f"history.importError.{reason}")
+        status.setAttribute("data-reason", key)
+        status.textContent = text

@@ -82,8 +82,8 @@ def conversations_of(data: bytes) -> list[Any]:
     """The raw conversations of an export file's ``data`` (``conversations.json`` or the zip).
 
     Raises ``ImportRefused``: ``size`` (over ``MAX_IMPORT_BYTES``, the zip's members counted by their
-    unpacked size before any is read), ``not-json`` (not UTF-8 JSON, or nested too deep) or ``format``
-    (not an array, or a zip with no ``conversations*.json``)."""
+    unpacked size before any is read), ``not-json`` (not UTF-8 JSON), ``depth`` (nested deeper than
+    any export) or ``format`` (not an array, or a zip with no ``conversations*.json``)."""
     check_size(len(data))
     if data[:4] == b"PK\x03\x04":
         try:

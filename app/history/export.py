@@ -39,8 +39,9 @@ _BACKTICKS = re.compile("`+")
 
 class ImportRefused(ValueError):
     """A file that is not an AgentBar conversation export; ``reason``: ``size`` | ``not-json`` |
-    ``format`` | ``version`` | ``meta`` | ``messages`` | ``turns`` | ``numbers`` | ``dates``
-    (each has its message, ``history.importError.<reason>``)."""
+    ``depth`` (valid JSON, maybe, but nested deeper than ``MAX_DEPTH``: no export is) | ``format`` |
+    ``version`` | ``meta`` | ``messages`` | ``turns`` | ``numbers`` | ``dates`` (each has its message,
+    ``history.importError.<reason>``, said by ``app.history.labels.import_refusal``)."""
 
     def __init__(self, reason: str, detail: str = "") -> None:
         super().__init__(f"{reason}: {detail}" if detail else reason)
@@ -97,8 +98,9 @@ def check_size(size_bytes: int) -> None:
 
 
 def _depth_steps(text: str):
-    """Refuse (``ImportRefused("not-json")``) a JSON ``text`` that nests arrays/objects deeper than
-    ``MAX_DEPTH`` before ``json`` sees it (it would exhaust the browser's stack and kill Pyodide).
+    """Refuse (``ImportRefused("depth")``) a JSON ``text`` that nests arrays/objects deeper than
+    ``MAX_DEPTH`` before ``json`` sees it (it would exhaust the browser's stack and kill Pyodide). It
+    may well be JSON: the refusal says it is nested deeper than any export, not that it is not JSON.
     Strings are removed first with linear, C-speed passes (escaped backslashes, then escaped quotes,
     then every ``"…"``), so only brackets are walked, yielding every ``_BRACKETS_PER_SLICE``."""
     bare = _STRING.sub("", text.replace("\\\\", "").replace('\\"', ""))
@@ -107,13 +109,13 @@ def _depth_steps(text: str):
     for count, match in enumerate(_BRACKET.finditer(bare), 1):
         depth += 1 if match.group() in "[{" else -1
         if depth > MAX_DEPTH:
-            raise ImportRefused("not-json", f"nested deeper than {MAX_DEPTH} levels")
+            raise ImportRefused("depth", f"nested deeper than {MAX_DEPTH} levels")
         if count % _BRACKETS_PER_SLICE == 0:
             yield
 
 
 def check_depth(text: str) -> None:
-    """Refuse (``ImportRefused("not-json")``) a JSON ``text`` nested deeper than ``MAX_DEPTH``, before
+    """Refuse (``ImportRefused("depth")``) a JSON ``text`` nested deeper than ``MAX_DEPTH``, before
     ``json`` is handed it (``_depth_steps`` run to the end, DESIGN.md §14)."""
     for _ in _depth_steps(text):
         pass
@@ -276,7 +278,7 @@ def parse_export(text: str, now_ms: int | None = None) -> tuple[TaskMeta, list[d
     """Validate an export to the exact record shapes (DESIGN.md §14); returns ``(meta, messages,
     turns)``. ``now_ms``: the importing machine's clock (epoch ms; the wall clock when None), which no
     time may pass by more than a day. Raises ``ImportRefused`` with ``reason`` ``not-json`` |
-    ``format`` | ``version`` | ``meta`` | ``messages`` | ``turns`` | ``numbers`` (an integer
+    ``depth`` (nested deeper than ``MAX_DEPTH``) | ``format`` | ``version`` | ``meta`` | ``messages`` | ``turns`` | ``numbers`` (an integer
     negative or past 2^53 − 1) | ``dates`` (``createdAt`` after ``updatedAt``, or in the future)."""
     steps = parse_steps(text, _now(now_ms))
     while True:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["seconds_text", "turns_phrase", "tokens_phrase", "stats_text", "item_stats_text", "turn_meta_text", "markdown_meta"]
+__all__ = ["import_refusal", "seconds_text", "turns_phrase", "tokens_phrase", "stats_text", "item_stats_text", "turn_meta_text", "markdown_meta"]
 
 Translate = Callable[..., str]
 
@@ -68,3 +68,19 @@ def markdown_meta(t: Translate, meta: Any) -> str:
              tokens=tokens_phrase(t, meta.stats.totalTokens), created="\0created\0", updated="\0updated\0")
     line = line.replace("{", "{{").replace("}", "}}")  # a brace in a phrase stays text for str.format
     return line.replace("\0created\0", "{created}").replace("\0updated\0", "{updated}")
+
+
+_CHATGPT_OWN = frozenset({"format", "depth"})
+"""Refusals of shape that the ChatGPT import says in its own words (naming ChatGPT's export)."""
+
+
+def import_refusal(t: Translate, reason: str, importer: str = "json") -> tuple[str, str]:
+    """``(key, text)`` of a refused import for ``history-status`` (DESIGN.md §14: a refused file says
+    why, and an unknown shape names what was expected). ``reason``: an ``ImportRefused.reason`` (or
+    ``exists``, ``unavailable``, ``failed``); ``importer``: ``json`` ("Import JSON": an AgentBar export
+    or a ``maic-agent-threads`` value) or ``chatgpt``, whose refusals of shape name ChatGPT's export.
+    ``key`` is the ``history.importError`` key (the status's ``data-reason``)."""
+    from app.history.export import MAX_DEPTH
+
+    key = f"chatgpt-{reason}" if importer == "chatgpt" and reason in _CHATGPT_OWN else reason
+    return key, t(f"history.importError.{key}", max=MAX_DEPTH)

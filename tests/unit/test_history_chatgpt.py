@@ -163,7 +163,7 @@ def test_the_newer_zip_of_several_conversation_files_imports_every_file_in_name_
     (b'{"format": "agentbar-conversation"}', "format"),
     (b"not json", "not-json"),
     (b"\xff\xfe", "not-json"),
-    (b"[" * 100 + b"]" * 100, "not-json"),
+    (b"[" * 100 + b"]" * 100, "depth"),
     (zipped({"chat.html": b"<html></html>"}), "format"),
     (b"PK\x03\x04 truncated", "format"),
     (zipped({"conversations-000.json": b'{"a": 1}'}), "format"),
@@ -235,4 +235,41 @@ def test_a_value_of_another_shape_is_refused_as_not_the_originals():
         assert refused.value.reason == "format", text
     with pytest.raises(ImportRefused) as refused:
         read_original('{"state": {"threads": ' + "[" * 100 + "]" * 100 + "}}", NOW_MS)
-    assert refused.value.reason == "not-json"
+    assert refused.value.reason == "depth"
+
+
+# -- what a refused file is told (app/history/labels.py import_refusal) ---------------------------
+
+DEEP_ARRAYS = "[" * 200_000 + "]" * 200_000
+DEEP_MESSAGES = ('{"format":"agentbar-conversation","version":1,"meta":{},"messages":'
+                 + "[" * 50_000 + "]" * 50_000 + ',"turns":[]}')
+
+
+@pytest.mark.parametrize("locale", ["zh-CN", "zh-TW", "en-US", "ja-JP", "ru-RU", "ar-SA", "pt-BR", "ko-KR"])
+def test_valid_json_nested_too_deep_is_refused_as_too_deep_naming_what_was_expected_not_as_not_json(locale):
+    """200,000 nested arrays, or an export whose messages nest 50,000 deep, are JSON: the refusal
+    says they nest deeper than the expected file ever does (and names it), in every locale."""
+    from app.history.export import MAX_DEPTH
+    from app.history.labels import import_refusal
+    from app.history.original import read_original
+    from app.i18n import Translator
+
+    reasons = []
+    for attempt in (lambda: parse_export(DEEP_ARRAYS, NOW_MS), lambda: parse_export(DEEP_MESSAGES, NOW_MS),
+                    lambda: read_original('{"state":{"threads":{"s":{"messages":' + "[" * 50_000 + "]" * 50_000
+                                          + "}}},\"version\":1}", NOW_MS),
+                    lambda: import_chatgpt(DEEP_ARRAYS.encode(), "s", NOW_MS)):
+        with pytest.raises(ImportRefused) as refused:
+            attempt()
+        reasons.append(refused.value.reason)
+    assert reasons == ["depth"] * 4
+    t = Translator(locale)
+    not_json = t("history.importError.not-json")
+    key, said = import_refusal(t, "depth")
+    assert key == "depth" and said != not_json and str(MAX_DEPTH) in said
+    assert "AgentBar" in said and "maic-agent-threads" in said
+    key, said = import_refusal(t, "depth", "chatgpt")
+    assert key == "chatgpt-depth" and said != not_json and str(MAX_DEPTH) in said
+    assert "ChatGPT" in said and "conversations.json" in said
+    assert import_refusal(t, "format", "chatgpt") == ("chatgpt-format", t("history.importError.chatgpt-format"))
+    assert import_refusal(t, "size", "chatgpt") == ("size", t("history.importError.size"))
