@@ -82,17 +82,19 @@ def conversations_of(data: bytes) -> list[Any]:
     """The raw conversations of an export file's ``data`` (``conversations.json`` or the zip).
 
     Raises ``ImportRefused``: ``size`` (over ``MAX_IMPORT_BYTES``, the zip's members counted by their
-    unpacked size before any is read), ``not-json`` (not UTF-8 JSON), ``depth`` (nested deeper than
-    any export) or ``format`` (not an array, or a zip with no ``conversations*.json``)."""
+    unpacked size before any is read), ``members`` (a zip, an empty one too, without ``conversations.json``
+    or ``conversations-<n>.json``), ``not-json`` (not UTF-8 JSON), ``depth`` (nested deeper than any
+    export) or ``format`` (not an array, or a damaged zip). A file opening with ``PK`` is a zip (no
+    JSON text opens so): its local header (``PK\\3\\4``), or an empty zip's end record (``PK\\5\\6``)."""
     check_size(len(data))
-    if data[:4] == b"PK\x03\x04":
+    if data[:2] == b"PK":
         try:
             archive = zipfile.ZipFile(io.BytesIO(data))
             members = sorted((i for i in archive.infolist() if _MEMBER.match(i.filename)), key=lambda i: i.filename)
-        except zipfile.BadZipFile as error:
+        except (zipfile.BadZipFile, ValueError, EOFError, OSError) as error:
             raise ImportRefused("format", f"{EXPECTED}: {error}") from None
         if not members:
-            raise ImportRefused("format", f"{EXPECTED}: the zip holds no conversations.json")
+            raise ImportRefused("members", "the zip holds no conversations.json nor conversations-<n>.json")
         check_size(sum(i.file_size for i in members))
         sources = [(i.filename, archive.read(i)) for i in members]
     else:

@@ -70,7 +70,7 @@ def markdown_meta(t: Translate, meta: Any) -> str:
     return line.replace("\0created\0", "{created}").replace("\0updated\0", "{updated}")
 
 
-_CHATGPT_OWN = frozenset({"format", "depth"})
+_CHATGPT_OWN = frozenset({"format", "depth", "members"})
 """Refusals of shape that the ChatGPT import says in its own words (naming ChatGPT's export)."""
 
 

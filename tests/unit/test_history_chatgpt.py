@@ -164,7 +164,9 @@ def test_the_newer_zip_of_several_conversation_files_imports_every_file_in_name_
     (b"not json", "not-json"),
     (b"\xff\xfe", "not-json"),
     (b"[" * 100 + b"]" * 100, "depth"),
-    (zipped({"chat.html": b"<html></html>"}), "format"),
+    (zipped({"chat.html": b"<html></html>"}), "members"),
+    (zipped({}), "members"),
+    (zipped({"export_manifest.json": b"{}", "user.json": b"{}"}), "members"),
     (b"PK\x03\x04 truncated", "format"),
     (zipped({"conversations-000.json": b'{"a": 1}'}), "format"),
 ])
@@ -172,7 +174,7 @@ def test_a_file_of_another_shape_is_refused_naming_what_was_expected(data, reaso
     with pytest.raises(ImportRefused) as refused:
         import_chatgpt(data, "s", NOW_MS)
     assert refused.value.reason == reason
-    if reason == "format":
+    if reason in ("format", "members"):
         assert "conversations.json" in str(refused.value)
 
 
@@ -273,3 +275,17 @@ def test_valid_json_nested_too_deep_is_refused_as_too_deep_naming_what_was_expec
     assert "ChatGPT" in said and "conversations.json" in said
     assert import_refusal(t, "format", "chatgpt") == ("chatgpt-format", t("history.importError.chatgpt-format"))
     assert import_refusal(t, "size", "chatgpt") == ("size", t("history.importError.size"))
+
+
+@pytest.mark.parametrize("locale", ["zh-CN", "zh-TW", "en-US", "ja-JP", "ru-RU", "ar-SA", "pt-BR", "ko-KR"])
+def test_a_zip_without_the_expected_members_is_told_which_members_were_expected_not_that_it_is_not_json(locale):
+    """An empty zip, or one without conversations.json / conversations-<n>.json, names the members
+    expected."""
+    from app.history.labels import import_refusal
+    from app.i18n import Translator
+
+    t = Translator(locale)
+    others = {t(f"history.importError.{k}") for k in ("not-json", "format", "chatgpt-format", "size")}
+    key, said = import_refusal(t, "members", "chatgpt")
+    assert key == "chatgpt-members" and said not in others
+    assert "conversations.json" in said and "conversations-000.json" in said
