@@ -38,6 +38,7 @@ import re
 import zipfile
 from typing import Any, NamedTuple
 
+from app.history import export
 from app.history.export import ImportRefused, check_depth, check_size, parse_export
 from app.history.records import TaskMeta, iso, new_task_id
 
@@ -81,8 +82,9 @@ def _load(text: str, name: str) -> Any:
 def conversations_of(data: bytes) -> list[Any]:
     """The raw conversations of an export file's ``data`` (``conversations.json`` or the zip).
 
-    Raises ``ImportRefused``: ``size`` (over ``MAX_IMPORT_BYTES``, the zip's members counted by their
-    unpacked size before any is read), ``members`` (a zip, an empty one too, without ``conversations.json``
+    Raises ``ImportRefused``: ``size`` (the file is over ``MAX_IMPORT_BYTES``), ``unpacked`` (a zip
+    whose members to read unpack past ``MAX_IMPORT_BYTES``, counted by their declared size before any
+    is read: a zip bomb guard), ``members`` (a zip, an empty one too, without ``conversations.json``
     or ``conversations-<n>.json``), ``not-json`` (not UTF-8 JSON), ``depth`` (nested deeper than any
     export) or ``format`` (not an array, or a damaged zip). A file opening with ``PK`` is a zip (no
     JSON text opens so): its local header (``PK\\3\\4``), or an empty zip's end record (``PK\\5\\6``)."""
@@ -95,7 +97,9 @@ def conversations_of(data: bytes) -> list[Any]:
             raise ImportRefused("format", f"{EXPECTED}: {error}") from None
         if not members:
             raise ImportRefused("members", "the zip holds no conversations.json nor conversations-<n>.json")
-        check_size(sum(i.file_size for i in members))
+        unpacked = sum(i.file_size for i in members)
+        if unpacked > export.MAX_IMPORT_BYTES:
+            raise ImportRefused("unpacked", f"its conversations unpack to {unpacked} bytes")
         sources = [(i.filename, archive.read(i)) for i in members]
     else:
         sources = [("conversations.json", data)]

@@ -10,6 +10,7 @@ import pytest
 
 from app.backup.format import (FORMAT, BackupRefused, BackupWriter, MergePlan, open_backup, plan_merge,
                                plan_threads, plan_versions)
+from app.i18n import Translator
 
 T0 = 1_780_000_000_000
 
@@ -143,10 +144,12 @@ def test_not_a_zip_and_over_the_size_limits_are_refused():
         open_backup(b"x" * 101, max_file=100)
     bomb = zip_of({"manifest.json": json.dumps(MANIFEST), "conversations/000001.jsonl": b"\n" * 2_000_000})
     assert len(bomb) < 50_000  # deflate packs it small; its declared unpacked size gives it away
-    with pytest.raises(BackupRefused, match="size"):
-        open_backup(bomb, max_unpacked=1_000_000)
-    with pytest.raises(BackupRefused, match="size"):
-        open_backup(bomb, max_member=1_000_000)
+    for limits in ({"max_unpacked": 1_000_000}, {"max_member": 1_000_000}):
+        with pytest.raises(BackupRefused) as refused:  # a small file: its unpacking is what is too large
+            open_backup(bomb, **limits)
+        assert refused.value.reason == "unpacked"
+    t = Translator("en-US")
+    assert t("backup.refused.unpacked") != t("backup.refused.size") and "zip" in t("backup.refused.unpacked")
 
 
 @pytest.mark.parametrize("where", ["data", "declared size"])

@@ -186,6 +186,9 @@ def test_a_zip_whose_conversations_unpack_past_the_bound_is_refused_before_they_
     assert len(data) < 10_000
     with pytest.raises(ImportRefused) as refused:
         import_chatgpt(data, "s", NOW_MS)
+    assert refused.value.reason == "unpacked"
+    with pytest.raises(ImportRefused) as refused:  # the file itself too large: still "size"
+        import_chatgpt(b"[" + b" " * 10_000 + b"]", "s", NOW_MS)
     assert refused.value.reason == "size"
 
 
@@ -289,3 +292,17 @@ def test_a_zip_without_the_expected_members_is_told_which_members_were_expected_
     key, said = import_refusal(t, "members", "chatgpt")
     assert key == "chatgpt-members" and said not in others
     assert "conversations.json" in said and "conversations-000.json" in said
+
+
+@pytest.mark.parametrize("locale", ["zh-CN", "zh-TW", "en-US", "ja-JP", "ru-RU", "ar-SA", "pt-BR", "ko-KR"])
+def test_a_small_zip_that_unpacks_huge_is_told_its_contents_unpack_too_large_not_that_it_is_over_50_mb(locale):
+    """A 583 KB zip that unpacks to 600 MB is refused with its own words (a zip bomb guard): "larger
+    than 50 MB" read as wrong to the user who chose a small file."""
+    from app.history.labels import import_refusal
+    from app.i18n import Translator
+
+    t = Translator(locale)
+    key, said = import_refusal(t, "unpacked", "chatgpt")
+    assert key == "unpacked" and "zip" in said and "50" in said
+    assert said not in {t(f"history.importError.{k}") for k in ("not-json", "format", "chatgpt-format", "size")}
+    assert t("backup.refused.unpacked") not in (t("backup.refused.size"), t("backup.refused.damaged"))
