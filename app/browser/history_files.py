@@ -154,7 +154,7 @@ class HistoryFiles:
         from app.history.original import read_original
 
         read = read_original(text, self.clock())
-        yield from ((meta, messages, 0) for meta, messages in read.documents)
+        yield from ((meta, messages, []) for meta, messages in read.documents)
         yield from read.skipped
 
     async def import_chatgpt_file(self, field) -> None:
@@ -179,7 +179,7 @@ class HistoryFiles:
 
     async def _import_reads(self, status, reads, *, own_course: bool = False, importer: str = "json") -> None:
         """Write each conversation ``reads()`` gives (an iterable, or an awaitable of one, of ``(meta,
-        messages, _)`` or ``Skipped``) into history, each in its own task: into the shown course, or
+        messages, turns, …)`` or ``Skipped``) into history, each in its own task: into the shown course, or
         into its own (``own_course``: ``meta.stageId``); then say the counts in ``status``. A refusal
         is said in ``importer``'s words (``app.history.labels.import_refusal``)."""
         from app.history.chatgpt import Skipped
@@ -193,7 +193,7 @@ class HistoryFiles:
                 if isinstance(read, Skipped):
                     skipped.append(read)
                     continue
-                stage_id, bundle = read[0].stageId if own_course else shown, (read[0], read[1], [])
+                stage_id, bundle = read[0].stageId if own_course else shown, (read[0], read[1], read[2])
                 results.append(await self.recorder.run(
                     stage_id, lambda s=stage_id, b=bundle: self.service.import_bundle(s, *b)))
                 if results[-1] == "ok" and first is None and stage_id == shown:

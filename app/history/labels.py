@@ -34,16 +34,25 @@ def tokens_phrase(t: Translate, tokens: int) -> str:
     return t("history.tokens", count=int(tokens))
 
 
+def _tokens_of(t: Translate, stats: Any) -> str:
+    """The tokens of a conversation's stats: "42 tokens", or "tokens not reported" when it has turns
+    and none reported a token (an imported ChatGPT conversation: its export has no counts, its turns
+    say ``usage: null``; a model server that reports no usage), never "0 tokens" for turns that ran."""
+    if stats.turns and not stats.total_tokens:
+        return t("history.tokensNotReported")
+    return tokens_phrase(t, stats.total_tokens)
+
+
 def stats_text(t: Translate, stats: Any) -> str:
     """The active conversation's line; ``stats``: ``ConversationStats`` (turns, total_tokens,
     mean_duration_ms in ms, shown in seconds with one decimal)."""
-    return t("history.stats", turns=turns_phrase(t, stats.turns), tokens=tokens_phrase(t, stats.total_tokens),
+    return t("history.stats", turns=turns_phrase(t, stats.turns), tokens=_tokens_of(t, stats),
              seconds=seconds_text(t, stats.mean_duration_ms))
 
 
 def item_stats_text(t: Translate, stats: Any) -> str:
-    """A history item's line: its turns and total tokens (``ConversationStats``)."""
-    return t("history.itemStats", turns=turns_phrase(t, stats.turns), tokens=tokens_phrase(t, stats.total_tokens))
+    """A history item's line: its turns and total tokens (``ConversationStats``; ``_tokens_of``)."""
+    return t("history.itemStats", turns=turns_phrase(t, stats.turns), tokens=_tokens_of(t, stats))
 
 
 def turn_meta_text(t: Translate, turn: Any) -> str:

@@ -64,9 +64,8 @@ def test_an_edited_conversation_imports_the_current_branch_root_first_without_th
 
 def test_each_document_is_an_export_the_ordinary_import_accepts_unchanged():
     outcome = import_chatgpt(as_bytes([edited()]), "course-1", NOW_MS)
-    for meta, messages in outcome.documents:
-        again, messages_again, turns = parse_export(export_json(meta, messages, []), NOW_MS)
-        assert (again, messages_again, turns) == (meta, messages, [])
+    for (meta, messages), turns in zip(outcome.documents, outcome.turns, strict=True):
+        assert parse_export(export_json(meta, messages, turns), NOW_MS) == (meta, messages, turns)
 
 
 def test_the_same_file_twice_gives_the_same_task_ids_and_two_conversations_two_ids():
@@ -306,3 +305,44 @@ def test_a_small_zip_that_unpacks_huge_is_told_its_contents_unpack_too_large_not
     assert key == "unpacked" and "zip" in said and "50" in said
     assert said not in {t(f"history.importError.{k}") for k in ("not-json", "format", "chatgpt-format", "size")}
     assert t("backup.refused.unpacked") not in (t("backup.refused.size"), t("backup.refused.damaged"))
+
+
+@pytest.mark.parametrize("locale", ["en-US", "ru-RU", "ar-SA", "ja-JP"])
+def test_imported_conversations_count_their_user_assistant_turns_with_tokens_not_reported(locale):
+    """Each question answered is a turn (DESIGN.md §9 stats): the edited conversation lists 2 turns,
+    not 0; ChatGPT's export has no token counts, so its turns report none (``usage: null``) and the
+    list says the tokens are not reported instead of "0 tokens"."""
+    from app.history.labels import item_stats_text, stats_text
+    from app.history.service import ConversationStats
+    from app.i18n import Translator
+
+    outcome = import_chatgpt(as_bytes([edited()]), "s", NOW_MS)
+    [(meta, _)], [turns] = outcome.documents, outcome.turns
+    assert meta.turnCount == 2 and meta.stats.totalTokens == 0
+    assert [(t.turnId, t.usage, t.model, t.duration) for t in turns] == [(1, None, "gpt-4o", 1000),
+                                                                          (2, None, "gpt-4o", 1000)]
+    assert turns[1].timestamp == iso(round((T0 + 21) * 1000))
+    t = Translator(locale)
+    stats = ConversationStats.of(meta)
+    line = item_stats_text(t, stats)
+    assert line.startswith(t("history.turns", count=2)) and t("history.tokensNotReported") in line
+    assert t("history.tokens", count=0) not in line
+    assert t("history.tokensNotReported") in stats_text(t, stats)
+    reported = meta.model_copy(update={"stats": meta.stats.model_copy(update={"totalTokens": 7})})
+    assert item_stats_text(t, ConversationStats.of(reported)).endswith(t("history.tokens", count=7))
+    assert t("history.tokens", count=0) in item_stats_text(t, ConversationStats())  # no turn yet: 0 tokens
+
+
+def test_a_question_without_an_answer_or_a_reply_before_any_question_is_no_turn():
+    chat = conversation("c-t", "Turns", [
+        node("root", None, children=["hello"]),
+        node("hello", "root", "assistant", ["Hi, ask me anything."], t=T0, children=["q1"]),
+        node("q1", "hello", "user", ["one"], t=T0 + 1, children=["a1"]),
+        node("a1", "q1", "assistant", ["searching"], t=T0 + 2, children=["tool"],
+             metadata={"model_slug": "o3"}),
+        node("tool", "a1", "tool", ["result"], t=T0 + 3, children=["a1b"]),
+        node("a1b", "tool", "assistant", ["answer"], t=T0 + 4, children=["q2"]),
+        node("q2", "a1b", "user", ["unanswered"], t=T0 + 5),
+    ], "q2")
+    [turns] = import_chatgpt(as_bytes([chat]), "s", NOW_MS).turns
+    assert [(t.turnId, t.model, t.duration) for t in turns] == [(1, "o3", 3000)]
