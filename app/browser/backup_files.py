@@ -17,6 +17,7 @@ from pyscript.ffi import is_none
 
 from app.browser.files import download, read_bytes
 from app.browser.tasks import next_task
+from app.history.labels import backup_saved_text
 
 __all__ = ["BackupFiles"]
 
@@ -78,7 +79,7 @@ class BackupFiles:
         counts = open_backup(data).manifest["counts"]
         status.setAttribute("data-result", "ok")
         status.setAttribute("data-bytes", str(len(data)))
-        status.textContent = self.t("backup.exported", **counts)
+        status.textContent = backup_saved_text(self.t, counts)
 
     async def restore(self, field) -> None:
         """Restore the file chosen in ``field`` (DESIGN.md §14): refused whole (size, not a backup,

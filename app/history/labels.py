@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["import_refusal", "seconds_text", "turns_phrase", "tokens_phrase", "stats_text", "item_stats_text", "turn_meta_text", "markdown_meta"]
+__all__ = ["backup_saved_text", "import_refusal", "seconds_text", "turns_phrase", "tokens_phrase", "stats_text", "item_stats_text", "turn_meta_text", "markdown_meta"]
 
 Translate = Callable[..., str]
 
@@ -93,3 +93,12 @@ def import_refusal(t: Translate, reason: str, importer: str = "json") -> tuple[s
 
     key = f"chatgpt-{reason}" if importer == "chatgpt" and reason in _CHATGPT_OWN else reason
     return key, t(f"history.importError.{key}", max=MAX_DEPTH)
+
+
+def backup_saved_text(t: Translate, counts: dict[str, int]) -> str:
+    """The line said when a backup is saved (DESIGN.md §14): ``counts`` is its manifest's
+    ``{"conversations", "versions", "threads"}``, each phrased with its plural form
+    (``backup.conversations`` …: "1 conversation", "2 conversations"; ru "21 разговор") and its
+    thousands separator, then placed in ``backup.exported``."""
+    return t("backup.exported", **{name: t(f"backup.{name}", count=int(counts.get(name, 0)))
+                                   for name in ("conversations", "versions", "threads")})
