@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.history.records import MAX_SAFE_INTEGER, Stats, TaskMeta, TurnMeta, iso, parse_iso
+from app.history.text import clean
 from app.projection import CUT_MARKER, failure_of
 
 __all__ = ["FORMAT", "MAX_IMPORT_BYTES", "VERSION", "ImportRefused", "check_depth", "check_size", "export_json", "export_unkept",
@@ -54,10 +55,16 @@ def _meta_out(meta: TaskMeta) -> dict[str, Any]:
 
 
 def export_json(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[TurnMeta]) -> str:
-    """The JSON export (compact, non-ASCII written as is)."""
+    """The JSON export, as ``JSON.stringify`` writes it (``app.store.jsjson.js_json``): compact,
+    non-ASCII written as is, a lone surrogate (a JS string cut mid-pair, which the store keeps
+    exactly) as a ``\\udxxx`` escape, so the text is valid UTF-8 when saved and ``parse_export``
+    gives the same strings back: the export round-trips exactly (DESIGN.md §9). Written raw, the
+    page's ``Blob`` would save U+FFFD in its place."""
+    from app.store.jsjson import js_json
+
     document = {"format": FORMAT, "version": VERSION, "meta": _meta_out(meta), "messages": messages,
                 "turns": [t.record() for t in turns]}
-    return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    return js_json(document)
 
 
 def export_unkept(stage_id: str, messages: list[dict[str, Any]], now_ms: int, random_bytes=None) -> tuple[str, str]:
@@ -329,7 +336,8 @@ def export_markdown(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[
     A failed reply's marker part (``app.projection.failure_of``) is written as a quoted line of
     ``describe_failure(error)`` (the page passes the panel's localized ``turn-error`` text); a cut
     reply's marker (``app.projection.CUT_MARKER``) as a quoted line of ``labels["cut"]`` (the panel's
-    ``turn-cut`` text)."""
+    ``turn-cut`` text). Markdown is text for people: a lone surrogate is U+FFFD
+    (``app.history.text.clean``), as the browser would save it; only the JSON export round-trips."""
     lines = [f"# {meta.taskName}", "",
              labels["meta"].format(created=iso(meta.createdAt), updated=iso(meta.updatedAt),
                                    turns=meta.turnCount, tokens=meta.stats.totalTokens), ""]
@@ -346,4 +354,4 @@ def export_markdown(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[
                 body = json.dumps(part, ensure_ascii=False, indent=2)
                 fence = fence_for(body)
                 lines += [f"{labels['tool']}: {part.get('toolName', 'tool')}", "", f"{fence}json", body, fence, ""]
-    return "\n".join(lines)
+    return clean("\n".join(lines))
