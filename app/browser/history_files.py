@@ -16,6 +16,7 @@ from pyscript.ffi import is_none
 from app.agents.errors import describe as describe_error
 from app.browser.dom import element as _node
 from app.browser.files import download, read_text
+from app.browser.status_line import say
 from app.history.labels import import_refusal, markdown_meta
 from app.history.list_model import HistoryList
 from app.history.recorder import HistoryRecorder
@@ -146,7 +147,7 @@ class HistoryFiles:
             js.console.error(f"import failed: {type(error).__name__}: {error}")
             return self._refused("failed")
         status.setAttribute("data-result", "ok" if result == "ok" else "error")
-        status.textContent = self.t("history.imported" if result == "ok" else f"history.importError.{result}")
+        say(status, self.t("history.imported" if result == "ok" else f"history.importError.{result}"))
         if result == "ok" and stage_id == self.list.stage:
             await self._on_imported(bundle[0].taskId)
 
@@ -221,7 +222,7 @@ class HistoryFiles:
         status.setAttribute("data-imported", str(imported))
         status.setAttribute("data-existing", str(existing))
         status.setAttribute("data-skipped", str(len(skipped)))
-        status.textContent = " ".join(said)
+        say(status, " ".join(said))
 
     async def _parsed(self, file):
         """The file's bundle, its text when it is a ``maic-agent-threads`` value, or ``None`` once its
@@ -247,4 +248,4 @@ class HistoryFiles:
         status = document.getElementById("history-status")
         status.setAttribute("data-result", "error")
         status.setAttribute("data-reason", key)
-        status.textContent = text
+        say(status, text)

@@ -25,6 +25,7 @@ from pyscript.ffi import is_none
 from app.browser.history_files import HistoryFiles, install_graphemes as _install_graphemes
 from app.browser.history_list_view import HistoryListView
 from app.browser.indexeddb import IndexedDbBackend
+from app.browser.status_line import say
 from app.browser.tasks import next_task
 from app.browser.turn_meta_view import TurnMetaView
 from app.history.list_model import HistoryChange, HistoryList
@@ -279,7 +280,7 @@ class HistoryView:
         if self.runtime.is_running:  # the turn in flight belongs to the active thread: say why nothing happens
             status = self._by("history-status")
             status.setAttribute("data-kind", "resume")
-            status.textContent = self.t("history.resumeBusy")
+            say(status, self.t("history.resumeBusy"))
             return
         if task_id == self.list.current:
             self.close()
@@ -316,7 +317,7 @@ class HistoryView:
         status.setAttribute("data-kind", kind)
         status.setAttribute("data-result", "error")
         status.removeAttribute("data-reason")
-        status.textContent = self.t(key)
+        say(status, self.t(key))
 
     async def undo(self) -> None:
         """Bring back the conversation deleted last (the undo button)."""

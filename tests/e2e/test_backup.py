@@ -189,11 +189,14 @@ def test_backup_restores_everything_in_a_fresh_profile_merges_by_id_and_refuses_
             damaged = tmp_path / "damaged.zip"  # every conversation valid, one version line broken: refused whole
             damaged.write_bytes(rezip(members | {"versions/000001.jsonl": members["versions/000001.jsonl"]
                                                  + '{"version": {"versionId": 5}, "snapshot": {}}\n'}))
-            for path, reason in ((not_zip, "not-backup"), (chatgpt, "not-backup"), (foreign, "not-backup"),
-                                 (newer, "newer"), (damaged, "damaged")):
+            for path, reason in ((not_zip, "not-backup"), (not_zip, "not-backup"), (chatgpt, "not-backup"),
+                                 (foreign, "not-backup"), (newer, "newer"), (damaged, "damaged")):
+                count = int(fresh.testid("history-status").get_attribute("data-said") or 0)
                 outcome = said(fresh, path)
                 assert (outcome["result"], outcome["reason"]) == ("error", reason), (path.name, outcome)
                 assert outcome["text"].strip() and outcome["added"] is None, outcome
+                # each outcome is said anew, the same refusal twice too (a new node, data-said + 1)
+                assert int(fresh.testid("history-status").get_attribute("data-said")) == count + 1
             assert records(fresh) == empty
             assert not (fresh.stored() or {}).get("state", {}).get("threads")
             assert fresh.messages().count() == 0 and item_ids(fresh) == []

@@ -103,6 +103,17 @@ def test_chatgpt_exports_import_the_current_branch_report_what_they_could_not_re
     assert "conversations.json" in said["text"]
     assert len(item_ids(agent)) == 5
 
+    # the same refusal again is said again: a new node and a new count, not the same text left as it was
+    status_line = agent.testid("history-status")
+    count = int(status_line.get_attribute("data-said"))
+    agent.page.evaluate("() => { document.querySelector('[data-testid=history-status]').firstElementChild"
+                        ".dataset.earlier = 'yes'; }")
+    again = choose(agent, other)
+    assert (again["reason"], again["text"]) == (said["reason"], said["text"]), again
+    assert int(status_line.get_attribute("data-said")) == count + 1
+    assert agent.page.evaluate("() => document.querySelector('[data-testid=history-status]').firstElementChild"
+                               ".dataset.earlier") is None
+
     # the TS original's maic-agent-threads value through "Import JSON": one conversation per course, in its course
     thread = {"messages": [{"role": "user", "content": [{"type": "text", "text": "original question"}]},
                            {"role": "assistant", "content": [{"type": "text", "text": "original answer"}]}],
