@@ -215,6 +215,15 @@ def test_backup_restores_everything_in_a_fresh_profile_merges_by_id_and_refuses_
             fresh.page.wait_for_function("() => document.querySelector('[data-testid=conversation-stats]')"
                                          ".dataset.turns === '3'")
 
+        with case("the restore's outcome stays after the list it redrew, until the next action"):
+            status = fresh.testid("history-status")
+            fresh.page.wait_for_timeout(3000)  # it was cleared as the restored list was drawn
+            assert (status.get_attribute("data-result"), status.inner_text()) == ("ok", outcome["text"])
+            assert outcome["text"].startswith("Conversations added: 4."), outcome
+            fresh.testid("history-close").click()
+            open_list(fresh)  # the next action: the outcome ends
+            fresh.page.wait_for_function("() => !document.querySelector('[data-testid=history-status]').dataset.kind")
+
         with case("the restored profile holds what the first one holds: records, threads, lists, versions"):
             assert everything(fresh) == source
 
