@@ -167,6 +167,8 @@ def test_backup_restores_everything_in_a_fresh_profile_merges_by_id_and_refuses_
         manifest = json.loads(members["manifest.json"])
         assert (manifest["format"], manifest["formatVersion"]) == ("agentbar-backup", 1)
         assert manifest["counts"] == {"threads": 2, "conversations": 4, "versions": 3}
+        assert agent.testid("history-status").inner_text() == (
+            "Backup saved: 4 conversations, 3 scene versions, 2 course threads.")
         assert json.loads(members["threads.json"])["state"]["threads"] == source["threads"]
 
     context, fresh = fresh_profile(browser, app_server)
