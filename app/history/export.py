@@ -285,8 +285,9 @@ def parse_export(text: str, now_ms: int | None = None) -> tuple[TaskMeta, list[d
     """Validate an export to the exact record shapes (DESIGN.md §14); returns ``(meta, messages,
     turns)``. ``now_ms``: the importing machine's clock (epoch ms; the wall clock when None), which no
     time may pass by more than a day. Raises ``ImportRefused`` with ``reason`` ``not-json`` |
-    ``depth`` (nested deeper than ``MAX_DEPTH``) | ``format`` | ``version`` | ``meta`` | ``messages`` | ``turns`` | ``numbers`` (an integer
-    negative or past 2^53 − 1) | ``dates`` (``createdAt`` after ``updatedAt``, or in the future)."""
+    ``depth`` (nested deeper than ``MAX_DEPTH``) | ``format`` | ``version`` | ``meta`` | ``messages`` |
+    ``turns`` | ``numbers`` (an integer negative or past 2^53 − 1) | ``dates`` (``createdAt`` after
+    ``updatedAt``, or in the future)."""
     steps = parse_steps(text, _now(now_ms))
     while True:
         try:

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["backup_saved_text", "import_refusal", "seconds_text", "turns_phrase", "tokens_phrase", "stats_text", "item_stats_text", "turn_meta_text", "markdown_meta"]
+__all__ = ["backup_saved_text", "import_refusal", "seconds_text", "turns_phrase", "tokens_phrase", "stats_text",
+           "item_stats_text", "turn_meta_text", "markdown_meta"]
 
 Translate = Callable[..., str]
 
