@@ -17,8 +17,9 @@ Layout (format version 1), every member UTF-8 JSON, compact as ``JSON.stringify`
 - ``versions/<NNNNNN>.jsonl``: one scene version a line, ``{"version": version record,
   "snapshot": document}`` (DESIGN.md §10), at most ``SLICE`` lines a member.
 
-Refusal (``BackupRefused.reason``): ``size`` (file over ``MAX_FILE_BYTES``, or members that unpack
-past ``MAX_UNPACKED_BYTES`` / one member past ``MAX_MEMBER_BYTES``: a zip bomb), ``not-backup``
+Refusal (``BackupRefused.reason``): ``size`` (file over ``MAX_FILE_BYTES``), ``unpacked`` (members
+that unpack past ``MAX_UNPACKED_BYTES`` / one member past ``MAX_MEMBER_BYTES``: a zip bomb, however
+small the file; said apart from ``size`` so a small file is not called large), ``not-backup``
 (not a zip, no manifest, another format name, a member name outside the layout), ``newer``
 (a format version above ``FORMAT_VERSION``), ``damaged`` (bad CRC, invalid JSON, a wrong type,
 an integer beyond ±(2^53 − 1), a record that fails its shape, counts that disagree).
@@ -68,7 +69,7 @@ _MEMBER = re.compile(r"(manifest\.json|threads\.json|heads\.json|(conversations|
 
 
 class BackupRefused(Exception):
-    """The file is refused whole; ``reason`` is ``size``, ``not-backup``, ``newer`` or ``damaged``
+    """The file is refused whole; ``reason`` is ``size``, ``unpacked``, ``not-backup``, ``newer`` or ``damaged``
     (module docstring), ``detail`` a short English note for the log."""
 
     def __init__(self, reason: str, detail: str = "") -> None:
@@ -249,7 +250,7 @@ def open_backup(data: bytes, *, max_file: int = MAX_FILE_BYTES, max_unpacked: in
     if len(set(names)) != len(names) or not all(_MEMBER.match(n) for n in names):
         raise BackupRefused("not-backup", "a member name outside the layout")
     if any(info.file_size > max_member for info in infos) or sum(i.file_size for i in infos) > max_unpacked:
-        raise BackupRefused("size", "members unpack too large")
+        raise BackupRefused("unpacked", "members unpack too large")
     reader = BackupReader(archive, {}, {})
     manifest = _loads(reader._read("manifest.json"))
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:

@@ -16,7 +16,9 @@ from pyscript import document
 from pyscript.ffi import is_none
 
 from app.browser.files import download, read_bytes
+from app.browser.status_line import say
 from app.browser.tasks import next_task
+from app.history.labels import backup_saved_text
 
 __all__ = ["BackupFiles"]
 
@@ -72,13 +74,13 @@ class BackupFiles:
             js.console.error(f"backup failed: {type(error).__name__}: {error}")
             status.setAttribute("data-result", "error")
             status.setAttribute("data-reason", "failed")
-            status.textContent = self.t("backup.failed")  # a backup's own words, not a restore's
+            say(status, self.t("backup.failed"))  # a backup's own words, not a restore's
             return
         download(data, "application/zip", f"agentbar-backup-{now}.zip")
         counts = open_backup(data).manifest["counts"]
         status.setAttribute("data-result", "ok")
         status.setAttribute("data-bytes", str(len(data)))
-        status.textContent = self.t("backup.exported", **counts)
+        say(status, backup_saved_text(self.t, counts))
 
     async def restore(self, field) -> None:
         """Restore the file chosen in ``field`` (DESIGN.md §14): refused whole (size, not a backup,
@@ -119,13 +121,13 @@ class BackupFiles:
         for key, value in values.items():
             status.setAttribute(_attr(key), str(value))
         status.setAttribute("data-result", "ok")
-        status.textContent = " ".join(said)
+        say(status, " ".join(said))
         await self._on_restored(plan)
 
     def _refused(self, status, reason: str) -> None:
         status.setAttribute("data-result", "error")
         status.setAttribute("data-reason", reason)
-        status.textContent = self.t(f"backup.refused.{reason}")
+        say(status, self.t(f"backup.refused.{reason}"))
 
 
 _proxies: list = []

@@ -16,7 +16,8 @@ from pyscript.ffi import is_none
 from app.agents.errors import describe as describe_error
 from app.browser.dom import element as _node
 from app.browser.files import download, read_text
-from app.history.labels import markdown_meta
+from app.browser.status_line import say
+from app.history.labels import import_refusal, markdown_meta
 from app.history.list_model import HistoryList
 from app.history.recorder import HistoryRecorder
 from app.history.service import HistoryService
@@ -146,7 +147,7 @@ class HistoryFiles:
             js.console.error(f"import failed: {type(error).__name__}: {error}")
             return self._refused("failed")
         status.setAttribute("data-result", "ok" if result == "ok" else "error")
-        status.textContent = self.t("history.imported" if result == "ok" else f"history.importError.{result}")
+        say(status, self.t("history.imported" if result == "ok" else f"history.importError.{result}"))
         if result == "ok" and stage_id == self.list.stage:
             await self._on_imported(bundle[0].taskId)
 
@@ -154,7 +155,7 @@ class HistoryFiles:
         from app.history.original import read_original
 
         read = read_original(text, self.clock())
-        yield from ((meta, messages, 0) for meta, messages in read.documents)
+        yield from ((meta, messages, []) for meta, messages in read.documents)
         yield from read.skipped
 
     async def import_chatgpt_file(self, field) -> None:
@@ -175,12 +176,13 @@ class HistoryFiles:
             raw = conversations_of((await file.arrayBuffer()).to_bytes())
             return read_conversations(raw, self.runtime.stage_id or "", self.clock())
 
-        await self._import_reads(status, reads, refused_format="chatgpt-format")
+        await self._import_reads(status, reads, importer="chatgpt")
 
-    async def _import_reads(self, status, reads, *, own_course: bool = False, refused_format: str = "format") -> None:
+    async def _import_reads(self, status, reads, *, own_course: bool = False, importer: str = "json") -> None:
         """Write each conversation ``reads()`` gives (an iterable, or an awaitable of one, of ``(meta,
-        messages, _)`` or ``Skipped``) into history, each in its own task: into the shown course, or
-        into its own (``own_course``: ``meta.stageId``); then say the counts in ``status``."""
+        messages, turns, …)`` or ``Skipped``) into history, each in its own task: into the shown course, or
+        into its own (``own_course``: ``meta.stageId``); then say the counts in ``status``. A refusal
+        is said in ``importer``'s words (``app.history.labels.import_refusal``)."""
         from app.history.chatgpt import Skipped
         from app.history.export import ImportRefused
 
@@ -192,14 +194,14 @@ class HistoryFiles:
                 if isinstance(read, Skipped):
                     skipped.append(read)
                     continue
-                stage_id, bundle = read[0].stageId if own_course else shown, (read[0], read[1], [])
+                stage_id, bundle = read[0].stageId if own_course else shown, (read[0], read[1], read[2])
                 results.append(await self.recorder.run(
                     stage_id, lambda s=stage_id, b=bundle: self.service.import_bundle(s, *b)))
                 if results[-1] == "ok" and first is None and stage_id == shown:
                     first = read[0].taskId
                 await asyncio.sleep(0)
         except ImportRefused as refused:
-            return self._refused(refused_format if refused.reason == "format" else refused.reason)
+            return self._refused(refused.reason, importer)
         except Exception as error:  # noqa: BLE001 - never a silent failure: the page says it (§14)
             js.console.error(f"import failed: {type(error).__name__}: {error}")
             return self._refused("failed")
@@ -220,7 +222,7 @@ class HistoryFiles:
         status.setAttribute("data-imported", str(imported))
         status.setAttribute("data-existing", str(existing))
         status.setAttribute("data-skipped", str(len(skipped)))
-        status.textContent = " ".join(said)
+        say(status, " ".join(said))
 
     async def _parsed(self, file):
         """The file's bundle, its text when it is a ``maic-agent-threads`` value, or ``None`` once its
@@ -241,8 +243,9 @@ class HistoryFiles:
             self._refused("failed")
         return None
 
-    def _refused(self, reason: str) -> None:
+    def _refused(self, reason: str, importer: str = "json") -> None:
+        key, text = import_refusal(self.t, reason, importer)
         status = document.getElementById("history-status")
         status.setAttribute("data-result", "error")
-        status.setAttribute("data-reason", reason)
-        status.textContent = self.t(f"history.importError.{reason}")
+        status.setAttribute("data-reason", key)
+        say(status, text)

@@ -14,7 +14,7 @@ from pyodide.ffi import to_js
 from pyscript import document
 from pyscript.ffi import is_none
 
-from app.history.list_model import SEARCH_PAUSE_MS, HistoryChange, HistoryList, item_rows
+from app.history.list_model import SEARCH_PAUSE_MS, HistoryChange, HistoryList, item_rows, list_line
 from app.history.service import HistoryService
 
 __all__ = ["HistoryListView"]
@@ -92,11 +92,12 @@ class HistoryListView:
         js.agentbarHistoryDom.draw(self._by("history-list"), self.t.locale, json.dumps(rows), mode)
 
     def _empty(self, listing, key: str) -> None:
+        """``history-status``'s own line once the list is drawn (``list_line``: an action's outcome stays)."""
         status = self._by("history-status")
-        if listing.childElementCount == 0:
-            status.textContent = self.t("history.unavailable" if self.service.available is False else key)
-        elif not (status.getAttribute("data-kind") or "").startswith("import"):  # an import's outcome stays
-            status.textContent = ""
+        empty_key = "history.unavailable" if self.service.available is False else key
+        line = list_line(status.getAttribute("data-kind"), listing.childElementCount > 0, empty_key)
+        if line is not None:
+            status.textContent = self.t(line) if line else ""
 
     def _paged(self, page) -> None:
         self.list.paged(page.cursor, page.has_more)

@@ -25,6 +25,7 @@ from pyscript.ffi import is_none
 from app.browser.history_files import HistoryFiles, install_graphemes as _install_graphemes
 from app.browser.history_list_view import HistoryListView
 from app.browser.indexeddb import IndexedDbBackend
+from app.browser.status_line import dismiss, say
 from app.browser.tasks import next_task
 from app.browser.turn_meta_view import TurnMetaView
 from app.history.list_model import HistoryChange, HistoryList
@@ -108,9 +109,9 @@ class HistoryView:
         files = self.files
         on("history-open", "click", lambda e: _schedule(self.toggle()))
         on("history-close", "click", lambda e: self.close())
-        on("history-search", "input", lambda e: self.listing.typed().add_done_callback(_report))
+        on("history-search", "input", lambda e: self._acted() or self.listing.typed().add_done_callback(_report))
         for control in ("history-sort", "history-range"):
-            on(control, "change", lambda e: _schedule(self.listing.reload()))
+            on(control, "change", lambda e: self._acted() or _schedule(self.listing.reload()))
         on("history-list", "click", self._on_list_click)
         on("history-list", "keydown", self._on_list_key)
         on("history-list", "scroll", self._on_scroll)
@@ -171,8 +172,16 @@ class HistoryView:
         else:
             await self.open()
 
+    def _acted(self) -> None:
+        """The user took a next step in the list (opened it, searched, sorted, chose a range): the
+        outcome ``history-status`` still shows ends (``status_line.dismiss``; one still pending stays)."""
+        status = self._by("history-status")
+        if status.getAttribute("data-kind") and status.getAttribute("data-result") != "pending":
+            dismiss(status)
+
     async def open(self) -> None:
-        """Open the shown course's list and draw its first page."""
+        """Open the shown course's list and draw its first page (an earlier outcome ends: ``_acted``)."""
+        self._acted()
         self.list.open = True
         self._by("history-open").setAttribute("aria-expanded", "true")
         try:  # drawn while hidden: the drawer shows with its first page, no empty frame before it
@@ -279,7 +288,7 @@ class HistoryView:
         if self.runtime.is_running:  # the turn in flight belongs to the active thread: say why nothing happens
             status = self._by("history-status")
             status.setAttribute("data-kind", "resume")
-            status.textContent = self.t("history.resumeBusy")
+            say(status, self.t("history.resumeBusy"))
             return
         if task_id == self.list.current:
             self.close()
@@ -316,7 +325,7 @@ class HistoryView:
         status.setAttribute("data-kind", kind)
         status.setAttribute("data-result", "error")
         status.removeAttribute("data-reason")
-        status.textContent = self.t(key)
+        say(status, self.t(key))
 
     async def undo(self) -> None:
         """Bring back the conversation deleted last (the undo button)."""

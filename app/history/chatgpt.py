@@ -38,8 +38,9 @@ import re
 import zipfile
 from typing import Any, NamedTuple
 
+from app.history import export
 from app.history.export import ImportRefused, check_depth, check_size, parse_export
-from app.history.records import TaskMeta, iso, new_task_id
+from app.history.records import TaskMeta, TurnMeta, iso, new_task_id
 
 __all__ = ["Converted", "Skipped", "conversations_of", "import_chatgpt", "read_conversations", "thread_path"]
 
@@ -63,11 +64,13 @@ class Skipped(NamedTuple):
 class Converted(NamedTuple):
     """The outcome: ``documents`` (one ``(meta, messages)`` per conversation, ``messages`` the slim
     projection), ``skipped`` (``Skipped`` per conversation that could not be read) and
-    ``parts_as_text`` (how many non-text parts were kept as a text saying what they were)."""
+    ``parts_as_text`` (how many non-text parts were kept as a text saying what they were) and
+    ``turns`` (each document's ``TurnMeta`` list, in the same order; empty lists when none are known)."""
 
     documents: list[tuple[TaskMeta, list[dict[str, Any]]]]
     skipped: list[Skipped]
     parts_as_text: int
+    turns: list[list[TurnMeta]] = []
 
 
 def _load(text: str, name: str) -> Any:
@@ -81,19 +84,24 @@ def _load(text: str, name: str) -> Any:
 def conversations_of(data: bytes) -> list[Any]:
     """The raw conversations of an export file's ``data`` (``conversations.json`` or the zip).
 
-    Raises ``ImportRefused``: ``size`` (over ``MAX_IMPORT_BYTES``, the zip's members counted by their
-    unpacked size before any is read), ``not-json`` (not UTF-8 JSON, or nested too deep) or ``format``
-    (not an array, or a zip with no ``conversations*.json``)."""
+    Raises ``ImportRefused``: ``size`` (the file is over ``MAX_IMPORT_BYTES``), ``unpacked`` (a zip
+    whose members to read unpack past ``MAX_IMPORT_BYTES``, counted by their declared size before any
+    is read: a zip bomb guard), ``members`` (a zip, an empty one too, without ``conversations.json``
+    or ``conversations-<n>.json``), ``not-json`` (not UTF-8 JSON), ``depth`` (nested deeper than any
+    export) or ``format`` (not an array, or a damaged zip). A file opening with ``PK`` is a zip (no
+    JSON text opens so): its local header (``PK\\3\\4``), or an empty zip's end record (``PK\\5\\6``)."""
     check_size(len(data))
-    if data[:4] == b"PK\x03\x04":
+    if data[:2] == b"PK":
         try:
             archive = zipfile.ZipFile(io.BytesIO(data))
             members = sorted((i for i in archive.infolist() if _MEMBER.match(i.filename)), key=lambda i: i.filename)
-        except zipfile.BadZipFile as error:
+        except (zipfile.BadZipFile, ValueError, EOFError, OSError) as error:
             raise ImportRefused("format", f"{EXPECTED}: {error}") from None
         if not members:
-            raise ImportRefused("format", f"{EXPECTED}: the zip holds no conversations.json")
-        check_size(sum(i.file_size for i in members))
+            raise ImportRefused("members", "the zip holds no conversations.json nor conversations-<n>.json")
+        unpacked = sum(i.file_size for i in members)
+        if unpacked > export.MAX_IMPORT_BYTES:
+            raise ImportRefused("unpacked", f"its conversations unpack to {unpacked} bytes")
         sources = [(i.filename, archive.read(i)) for i in members]
     else:
         sources = [("conversations.json", data)]
@@ -181,15 +189,61 @@ def _title(raw: Any, index: int) -> str:
     return f"#{index + 1}"
 
 
-def _convert(raw: Any, index: int, stage_id: str, now_ms: int) -> tuple[TaskMeta, list[dict[str, Any]], int]:
-    """One conversation to ``(meta, messages, parts_as_text)``; ``ValueError`` says why it cannot be."""
+class _Said(NamedTuple):
+    """One message as read: its role here, ``create_time`` (epoch ms or None) and model slug."""
+
+    role: str
+    moment: int | None
+    model: str
+
+
+def _turns(said: list[_Said], updated: int, default_model: str) -> list[dict[str, Any]]:
+    """The turn metas (DESIGN.md §9 per-turn meta) of a conversation's messages: one per user message
+    answered by the assistant (the replies up to the next user message are one turn). ChatGPT's export
+    has no token counts: ``usage`` is ``None`` ("not reported", never zeros); ``duration`` is from the
+    question's ``create_time`` to its last reply's (0 when either is missing or they are out of order or
+    past ``updated``); ``model`` the replies' ``model_slug``, else the conversation's
+    ``default_model_slug``; ``timestamp`` the last reply's time, else (missing, or past ``updated``)
+    ``updated``. Returns the records as an export holds them."""
+    turns: list[dict[str, Any]] = []
+    asked: _Said | None = None
+    replies: list[_Said] = []
+
+    def close() -> None:
+        if asked is None or not replies:
+            return
+        end, start = replies[-1].moment, asked.moment
+        known = end is not None and start is not None and 0 <= start <= end <= updated
+        moment = end if end is not None and 0 <= end <= updated else updated
+        model = next((r.model for r in reversed(replies) if r.model), default_model)
+        turns.append({"turnId": len(turns) + 1, "timestamp": iso(moment), "usage": None, "model": model,
+                      "duration": end - start if known else 0})
+
+    for one in said:
+        if one.role == "user":
+            close()
+            asked, replies = one, []
+        else:
+            replies.append(one)
+    close()
+    return turns
+
+
+def _model_slug(message: dict[str, Any]) -> str:
+    metadata = message.get("metadata")
+    slug = metadata.get("model_slug") if isinstance(metadata, dict) else None
+    return slug if isinstance(slug, str) else ""
+
+
+def _convert(raw: Any, index: int, stage_id: str, now_ms: int) -> tuple[TaskMeta, list[dict[str, Any]], list, int]:
+    """One conversation to ``(meta, messages, turns, parts_as_text)``; ``ValueError`` says why it cannot be."""
     from app.model import Message, TextPart
     from app.projection import serialize_thread
 
     if not isinstance(raw, dict) or not isinstance(raw.get("mapping"), dict):
         raise ValueError("not a conversation with a mapping")
     path = thread_path(raw["mapping"], raw.get("current_node"))
-    messages, times, stand_ins = [], [], 0
+    messages, said, stand_ins = [], [], 0
     for node in path:
         message = node.get("message")
         if not _visible(message):
@@ -198,11 +252,12 @@ def _convert(raw: Any, index: int, stage_id: str, now_ms: int) -> tuple[TaskMeta
         if not texts:
             continue
         stand_ins += count
-        messages.append(Message(role=_ROLES[message["author"]["role"]], content=[TextPart(text=t) for t in texts]))
-        if (moment := _ms(message.get("create_time"))) is not None:
-            times.append(moment)
+        role = _ROLES[message["author"]["role"]]
+        messages.append(Message(role=role, content=[TextPart(text=t) for t in texts]))
+        said.append(_Said(role, _ms(message.get("create_time")), _model_slug(message)))
     if not messages:
         raise ValueError("no message to show")
+    times = [one.moment for one in said if one.moment is not None]
     created = _ms(raw.get("create_time"))
     created = created if created is not None else min(times, default=None)
     updated = _ms(raw.get("update_time"))
@@ -217,16 +272,18 @@ def _convert(raw: Any, index: int, stage_id: str, now_ms: int) -> tuple[TaskMeta
     digest = hashlib.sha256(f"chatgpt:{source}".encode("utf-8", "surrogatepass")).digest()
     meta = {"taskId": new_task_id(created, lambda n: digest[:n]), "taskName": _title(raw, index),
             "stageId": stage_id, "createdAt": iso(created), "updatedAt": iso(updated), "stats": {}}
+    default_model = raw.get("default_model_slug") if isinstance(raw.get("default_model_slug"), str) else ""
     document = {"format": "agentbar-conversation", "version": 1, "meta": meta,
-                "messages": serialize_thread(messages), "turns": []}
-    checked, slim, _ = parse_export(json.dumps(document, ensure_ascii=False), now_ms)
-    return checked, slim, stand_ins
+                "messages": serialize_thread(messages), "turns": _turns(said, updated, default_model)}
+    checked, slim, turns = parse_export(json.dumps(document, ensure_ascii=False), now_ms)
+    return checked, slim, turns, stand_ins
 
 
 def read_conversations(conversations: list[Any], stage_id: str, now_ms: int):
     """Each raw conversation (``conversations_of``) read in turn: a generator of ``(meta, messages,
-    parts_as_text)`` for one that becomes a document, or ``Skipped`` for one that cannot be (a caller
-    can give the page its turn between two, DESIGN.md §14: no long task)."""
+    turns, parts_as_text)`` for one that becomes a document (``turns``: its ``TurnMeta``s, one per
+    user→assistant turn, ``_turns``), or ``Skipped`` for one that cannot be (a caller can give the
+    page its turn between two, DESIGN.md §14: no long task)."""
     for index, raw in enumerate(conversations):
         try:
             yield _convert(raw, index, stage_id, now_ms)
@@ -239,11 +296,12 @@ def import_chatgpt(data: bytes, stage_id: str, now_ms: int) -> Converted:
     conversations of course ``stage_id``; ``now_ms``: the importing machine's clock (epoch ms), which
     no time may pass by more than a day. Raises ``ImportRefused`` for a file that is not such an
     export (``conversations_of``); a conversation that cannot be read is in ``skipped``."""
-    documents, skipped, stand_ins = [], [], 0
+    documents, skipped, stand_ins, turns = [], [], 0, []
     for read in read_conversations(conversations_of(data), stage_id, now_ms):
         if isinstance(read, Skipped):
             skipped.append(read)
         else:
             documents.append(read[:2])
-            stand_ins += read[2]
-    return Converted(documents, skipped, stand_ins)
+            turns.append(read[2])
+            stand_ins += read[3]
+    return Converted(documents, skipped, stand_ins, turns)

@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.history.records import MAX_SAFE_INTEGER, Stats, TaskMeta, TurnMeta, iso, parse_iso
+from app.history.text import clean
 from app.projection import CUT_MARKER, failure_of
 
 __all__ = ["FORMAT", "MAX_IMPORT_BYTES", "VERSION", "ImportRefused", "check_depth", "check_size", "export_json", "export_unkept",
@@ -39,8 +40,9 @@ _BACKTICKS = re.compile("`+")
 
 class ImportRefused(ValueError):
     """A file that is not an AgentBar conversation export; ``reason``: ``size`` | ``not-json`` |
-    ``format`` | ``version`` | ``meta`` | ``messages`` | ``turns`` | ``numbers`` | ``dates``
-    (each has its message, ``history.importError.<reason>``)."""
+    ``depth`` (valid JSON, maybe, but nested deeper than ``MAX_DEPTH``: no export is) | ``format`` |
+    ``version`` | ``meta`` | ``messages`` | ``turns`` | ``numbers`` | ``dates`` (each has its message,
+    ``history.importError.<reason>``, said by ``app.history.labels.import_refusal``)."""
 
     def __init__(self, reason: str, detail: str = "") -> None:
         super().__init__(f"{reason}: {detail}" if detail else reason)
@@ -53,10 +55,16 @@ def _meta_out(meta: TaskMeta) -> dict[str, Any]:
 
 
 def export_json(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[TurnMeta]) -> str:
-    """The JSON export (compact, non-ASCII written as is)."""
+    """The JSON export, as ``JSON.stringify`` writes it (``app.store.jsjson.js_json``): compact,
+    non-ASCII written as is, a lone surrogate (a JS string cut mid-pair, which the store keeps
+    exactly) as a ``\\udxxx`` escape, so the text is valid UTF-8 when saved and ``parse_export``
+    gives the same strings back: the export round-trips exactly (DESIGN.md §9). Written raw, the
+    page's ``Blob`` would save U+FFFD in its place."""
+    from app.store.jsjson import js_json
+
     document = {"format": FORMAT, "version": VERSION, "meta": _meta_out(meta), "messages": messages,
                 "turns": [t.record() for t in turns]}
-    return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    return js_json(document)
 
 
 def export_unkept(stage_id: str, messages: list[dict[str, Any]], now_ms: int, random_bytes=None) -> tuple[str, str]:
@@ -97,8 +105,9 @@ def check_size(size_bytes: int) -> None:
 
 
 def _depth_steps(text: str):
-    """Refuse (``ImportRefused("not-json")``) a JSON ``text`` that nests arrays/objects deeper than
-    ``MAX_DEPTH`` before ``json`` sees it (it would exhaust the browser's stack and kill Pyodide).
+    """Refuse (``ImportRefused("depth")``) a JSON ``text`` that nests arrays/objects deeper than
+    ``MAX_DEPTH`` before ``json`` sees it (it would exhaust the browser's stack and kill Pyodide). It
+    may well be JSON: the refusal says it is nested deeper than any export, not that it is not JSON.
     Strings are removed first with linear, C-speed passes (escaped backslashes, then escaped quotes,
     then every ``"…"``), so only brackets are walked, yielding every ``_BRACKETS_PER_SLICE``."""
     bare = _STRING.sub("", text.replace("\\\\", "").replace('\\"', ""))
@@ -107,13 +116,13 @@ def _depth_steps(text: str):
     for count, match in enumerate(_BRACKET.finditer(bare), 1):
         depth += 1 if match.group() in "[{" else -1
         if depth > MAX_DEPTH:
-            raise ImportRefused("not-json", f"nested deeper than {MAX_DEPTH} levels")
+            raise ImportRefused("depth", f"nested deeper than {MAX_DEPTH} levels")
         if count % _BRACKETS_PER_SLICE == 0:
             yield
 
 
 def check_depth(text: str) -> None:
-    """Refuse (``ImportRefused("not-json")``) a JSON ``text`` nested deeper than ``MAX_DEPTH``, before
+    """Refuse (``ImportRefused("depth")``) a JSON ``text`` nested deeper than ``MAX_DEPTH``, before
     ``json`` is handed it (``_depth_steps`` run to the end, DESIGN.md §14)."""
     for _ in _depth_steps(text):
         pass
@@ -276,8 +285,9 @@ def parse_export(text: str, now_ms: int | None = None) -> tuple[TaskMeta, list[d
     """Validate an export to the exact record shapes (DESIGN.md §14); returns ``(meta, messages,
     turns)``. ``now_ms``: the importing machine's clock (epoch ms; the wall clock when None), which no
     time may pass by more than a day. Raises ``ImportRefused`` with ``reason`` ``not-json`` |
-    ``format`` | ``version`` | ``meta`` | ``messages`` | ``turns`` | ``numbers`` (an integer
-    negative or past 2^53 − 1) | ``dates`` (``createdAt`` after ``updatedAt``, or in the future)."""
+    ``depth`` (nested deeper than ``MAX_DEPTH``) | ``format`` | ``version`` | ``meta`` | ``messages`` |
+    ``turns`` | ``numbers`` (an integer negative or past 2^53 − 1) | ``dates`` (``createdAt`` after
+    ``updatedAt``, or in the future)."""
     steps = parse_steps(text, _now(now_ms))
     while True:
         try:
@@ -327,7 +337,8 @@ def export_markdown(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[
     A failed reply's marker part (``app.projection.failure_of``) is written as a quoted line of
     ``describe_failure(error)`` (the page passes the panel's localized ``turn-error`` text); a cut
     reply's marker (``app.projection.CUT_MARKER``) as a quoted line of ``labels["cut"]`` (the panel's
-    ``turn-cut`` text)."""
+    ``turn-cut`` text). Markdown is text for people: a lone surrogate is U+FFFD
+    (``app.history.text.clean``), as the browser would save it; only the JSON export round-trips."""
     lines = [f"# {meta.taskName}", "",
              labels["meta"].format(created=iso(meta.createdAt), updated=iso(meta.updatedAt),
                                    turns=meta.turnCount, tokens=meta.stats.totalTokens), ""]
@@ -344,4 +355,4 @@ def export_markdown(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[
                 body = json.dumps(part, ensure_ascii=False, indent=2)
                 fence = fence_for(body)
                 lines += [f"{labels['tool']}: {part.get('toolName', 'tool')}", "", f"{fence}json", body, fence, ""]
-    return "\n".join(lines)
+    return clean("\n".join(lines))

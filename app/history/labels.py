@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["seconds_text", "turns_phrase", "tokens_phrase", "stats_text", "item_stats_text", "turn_meta_text", "markdown_meta"]
+__all__ = ["backup_saved_text", "import_refusal", "seconds_text", "turns_phrase", "tokens_phrase", "stats_text",
+           "item_stats_text", "turn_meta_text", "markdown_meta"]
 
 Translate = Callable[..., str]
 
@@ -34,16 +35,25 @@ def tokens_phrase(t: Translate, tokens: int) -> str:
     return t("history.tokens", count=int(tokens))
 
 
+def _tokens_of(t: Translate, stats: Any) -> str:
+    """The tokens of a conversation's stats: "42 tokens", or "tokens not reported" when it has turns
+    and none reported a token (an imported ChatGPT conversation: its export has no counts, its turns
+    say ``usage: null``; a model server that reports no usage), never "0 tokens" for turns that ran."""
+    if stats.turns and not stats.total_tokens:
+        return t("history.tokensNotReported")
+    return tokens_phrase(t, stats.total_tokens)
+
+
 def stats_text(t: Translate, stats: Any) -> str:
     """The active conversation's line; ``stats``: ``ConversationStats`` (turns, total_tokens,
     mean_duration_ms in ms, shown in seconds with one decimal)."""
-    return t("history.stats", turns=turns_phrase(t, stats.turns), tokens=tokens_phrase(t, stats.total_tokens),
+    return t("history.stats", turns=turns_phrase(t, stats.turns), tokens=_tokens_of(t, stats),
              seconds=seconds_text(t, stats.mean_duration_ms))
 
 
 def item_stats_text(t: Translate, stats: Any) -> str:
-    """A history item's line: its turns and total tokens (``ConversationStats``)."""
-    return t("history.itemStats", turns=turns_phrase(t, stats.turns), tokens=tokens_phrase(t, stats.total_tokens))
+    """A history item's line: its turns and total tokens (``ConversationStats``; ``_tokens_of``)."""
+    return t("history.itemStats", turns=turns_phrase(t, stats.turns), tokens=_tokens_of(t, stats))
 
 
 def turn_meta_text(t: Translate, turn: Any) -> str:
@@ -68,3 +78,28 @@ def markdown_meta(t: Translate, meta: Any) -> str:
              tokens=tokens_phrase(t, meta.stats.totalTokens), created="\0created\0", updated="\0updated\0")
     line = line.replace("{", "{{").replace("}", "}}")  # a brace in a phrase stays text for str.format
     return line.replace("\0created\0", "{created}").replace("\0updated\0", "{updated}")
+
+
+_CHATGPT_OWN = frozenset({"format", "depth", "members"})
+"""Refusals of shape that the ChatGPT import says in its own words (naming ChatGPT's export)."""
+
+
+def import_refusal(t: Translate, reason: str, importer: str = "json") -> tuple[str, str]:
+    """``(key, text)`` of a refused import for ``history-status`` (DESIGN.md §14: a refused file says
+    why, and an unknown shape names what was expected). ``reason``: an ``ImportRefused.reason`` (or
+    ``exists``, ``unavailable``, ``failed``); ``importer``: ``json`` ("Import JSON": an AgentBar export
+    or a ``maic-agent-threads`` value) or ``chatgpt``, whose refusals of shape name ChatGPT's export.
+    ``key`` is the ``history.importError`` key (the status's ``data-reason``)."""
+    from app.history.export import MAX_DEPTH
+
+    key = f"chatgpt-{reason}" if importer == "chatgpt" and reason in _CHATGPT_OWN else reason
+    return key, t(f"history.importError.{key}", max=MAX_DEPTH)
+
+
+def backup_saved_text(t: Translate, counts: dict[str, int]) -> str:
+    """The line said when a backup is saved (DESIGN.md §14): ``counts`` is its manifest's
+    ``{"conversations", "versions", "threads"}``, each phrased with its plural form
+    (``backup.conversations`` …: "1 conversation", "2 conversations"; ru "21 разговор") and its
+    thousands separator, then placed in ``backup.exported``."""
+    return t("backup.exported", **{name: t(f"backup.{name}", count=int(counts.get(name, 0)))
+                                   for name in ("conversations", "versions", "threads")})

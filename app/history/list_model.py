@@ -21,7 +21,7 @@ from app.history.records import iso
 from app.history.service import ConversationStats
 from app.history.text import relative_label
 
-__all__ = ["RANGES_MS", "SEARCH_PAUSE_MS", "Effect", "HistoryChange", "HistoryList", "item_rows"]
+__all__ = ["RANGES_MS", "SEARCH_PAUSE_MS", "Effect", "HistoryChange", "HistoryList", "item_rows", "list_line"]
 
 SEARCH_PAUSE_MS = 150
 """Typing in ``history-search`` searches once it pauses this long (ms); a key typed meanwhile starts
@@ -191,3 +191,20 @@ def item_rows(t: Callable[..., str], entries: Iterable[tuple[Any, tuple[str, str
                      "stats": item_stats_text(t, ConversationStats.of(meta)),
                      "deleteLabel": t("history.delete", title=title)})
     return rows
+
+
+def list_line(kind: str | None, listed: bool, empty_key: str) -> str | None:
+    """What ``history-status`` says once the list is drawn: ``None`` to leave the line as it is, else
+    the key of its own line (``""``: nothing). ``kind``: the line's ``data-kind`` (set by an action:
+    ``import``, ``import-chatgpt``, ``backup``, ``resume``, ``delete``; empty or None when no action's
+    outcome is shown); ``listed``: the list shows an item; ``empty_key``: the empty list's line
+    (``history.empty``, ``history.noResults``, ``history.unavailable``).
+
+    An action's outcome stays until the next action (DESIGN.md §14: a restore or import says its
+    counts, or why it was refused, in ``history-status``): the list drawn again after it (the restored
+    or imported items revealed, another tab's change, the course switched) does not end it; the
+    user's own next step does (``app.browser.status_line.dismiss``). A restore's counts used to vanish
+    when the restore redrew the list."""
+    if kind:
+        return None
+    return "" if listed else empty_key

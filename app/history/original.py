@@ -43,8 +43,8 @@ def read_original(text: str, now_ms: int) -> Converted:
     """The threads of a ``maic-agent-threads`` value ``text`` as history documents (``Converted``'s
     shape: ``documents`` of ``(meta, messages)``, each ``meta.stageId`` its course; ``skipped``;
     ``parts_as_text`` always 0). ``now_ms``: the importing machine's clock (epoch ms), which no
-    ``updatedAt`` may pass by more than a day. Raises ``ImportRefused``: ``not-json`` (nested too
-    deep) or ``format`` (not such an envelope)."""
+    ``updatedAt`` may pass by more than a day. Raises ``ImportRefused``: ``depth`` (nested
+    deeper than any such value) or ``format`` (not such an envelope)."""
     check_depth(text)
     if not _envelope_like(text):
         raise ImportRefused("format", EXPECTED)

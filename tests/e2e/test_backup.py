@@ -167,6 +167,8 @@ def test_backup_restores_everything_in_a_fresh_profile_merges_by_id_and_refuses_
         manifest = json.loads(members["manifest.json"])
         assert (manifest["format"], manifest["formatVersion"]) == ("agentbar-backup", 1)
         assert manifest["counts"] == {"threads": 2, "conversations": 4, "versions": 3}
+        assert agent.testid("history-status").inner_text() == (
+            "Backup saved: 4 conversations, 3 scene versions, 2 course threads.")
         assert json.loads(members["threads.json"])["state"]["threads"] == source["threads"]
 
     context, fresh = fresh_profile(browser, app_server)
@@ -189,11 +191,14 @@ def test_backup_restores_everything_in_a_fresh_profile_merges_by_id_and_refuses_
             damaged = tmp_path / "damaged.zip"  # every conversation valid, one version line broken: refused whole
             damaged.write_bytes(rezip(members | {"versions/000001.jsonl": members["versions/000001.jsonl"]
                                                  + '{"version": {"versionId": 5}, "snapshot": {}}\n'}))
-            for path, reason in ((not_zip, "not-backup"), (chatgpt, "not-backup"), (foreign, "not-backup"),
-                                 (newer, "newer"), (damaged, "damaged")):
+            for path, reason in ((not_zip, "not-backup"), (not_zip, "not-backup"), (chatgpt, "not-backup"),
+                                 (foreign, "not-backup"), (newer, "newer"), (damaged, "damaged")):
+                count = int(fresh.testid("history-status").get_attribute("data-said") or 0)
                 outcome = said(fresh, path)
                 assert (outcome["result"], outcome["reason"]) == ("error", reason), (path.name, outcome)
                 assert outcome["text"].strip() and outcome["added"] is None, outcome
+                # each outcome is said anew, the same refusal twice too (a new node, data-said + 1)
+                assert int(fresh.testid("history-status").get_attribute("data-said")) == count + 1
             assert records(fresh) == empty
             assert not (fresh.stored() or {}).get("state", {}).get("threads")
             assert fresh.messages().count() == 0 and item_ids(fresh) == []
@@ -211,6 +216,15 @@ def test_backup_restores_everything_in_a_fresh_profile_merges_by_id_and_refuses_
             fresh.page.wait_for_selector("[data-testid=scene][data-scene-id=scene-1][data-version='2']")
             fresh.page.wait_for_function("() => document.querySelector('[data-testid=conversation-stats]')"
                                          ".dataset.turns === '3'")
+
+        with case("the restore's outcome stays after the list it redrew, until the next action"):
+            status = fresh.testid("history-status")
+            fresh.page.wait_for_timeout(3000)  # it was cleared as the restored list was drawn
+            assert (status.get_attribute("data-result"), status.inner_text()) == ("ok", outcome["text"])
+            assert outcome["text"].startswith("Conversations added: 4."), outcome
+            fresh.testid("history-close").click()
+            open_list(fresh)  # the next action: the outcome ends
+            fresh.page.wait_for_function("() => !document.querySelector('[data-testid=history-status]').dataset.kind")
 
         with case("the restored profile holds what the first one holds: records, threads, lists, versions"):
             assert everything(fresh) == source

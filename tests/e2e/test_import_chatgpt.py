@@ -9,6 +9,14 @@ import zipfile
 
 from tests.e2e.test_history import item_ids, open_list, wait_history
 
+
+def rezip(members: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
 T0 = 1_780_000_000  # 2026-05-28, epoch seconds as the export writes them
 
 
@@ -59,6 +67,8 @@ def test_chatgpt_exports_import_the_current_branch_report_what_they_could_not_re
     assert (said["result"], said["imported"], said["existing"], said["skipped"]) == ("ok", "1", "0", "0"), said
     item = agent.page.locator("[data-testid=history-item]", has_text="Edited question")
     item.wait_for()
+    stats = item.inner_text()  # its question answered is a turn; ChatGPT's export has no token counts
+    assert "1 turn" in stats and "tokens not reported" in stats and "0 tokens" not in stats, stats
     item.click()
     agent.page.wait_for_function("() => [...document.querySelectorAll('[data-testid=agent-message]')]"
                                  ".some(m => m.innerText.includes('answer to the second wording'))")
@@ -101,6 +111,37 @@ def test_chatgpt_exports_import_the_current_branch_report_what_they_could_not_re
     said = choose(agent, other)
     assert (said["result"], said["reason"]) == ("error", "chatgpt-format"), said
     assert "conversations.json" in said["text"]
+    assert len(item_ids(agent)) == 5
+
+    # the same refusal again is said again: a new node and a new count, not the same text left as it was
+    status_line = agent.testid("history-status")
+    count = int(status_line.get_attribute("data-said"))
+    agent.page.evaluate("() => { document.querySelector('[data-testid=history-status]').firstElementChild"
+                        ".dataset.earlier = 'yes'; }")
+    again = choose(agent, other)
+    assert (again["reason"], again["text"]) == (said["reason"], said["text"]), again
+    assert int(status_line.get_attribute("data-said")) == count + 1
+    assert agent.page.evaluate("() => document.querySelector('[data-testid=history-status]').firstElementChild"
+                               ".dataset.earlier") is None
+
+    # refusals that name what was expected: a zip without the members, an empty zip, valid JSON nested
+    # deeper than any export, a small zip whose contents unpack past 50 MB
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 200_000 + "]" * 200_000, encoding="utf-8")
+    bomb = io.BytesIO()
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("conversations.json", "[" + " " * 60_000_000 + "]")
+    cases = {"members.zip": (b"PK\x05\x06" + b"\0" * 18, "chatgpt-members", "conversations-000.json"),
+             "no-conversations.zip": (rezip({"chat.html": "<html></html>"}), "chatgpt-members", "conversations.json"),
+             "deep.json": (None, "chatgpt-depth", "ChatGPT"),
+             "bomb.zip": (bomb.getvalue(), "unpacked", "zip")}
+    for name, (data, reason, named) in cases.items():
+        path = deep if data is None else tmp_path / name
+        if data is not None:
+            path.write_bytes(data)
+        said = choose(agent, path)
+        assert (said["result"], said["reason"]) == ("error", reason), (name, said)
+        assert named in said["text"] and "not JSON" not in said["text"] and "larger than" not in said["text"], said
     assert len(item_ids(agent)) == 5
 
     # the TS original's maic-agent-threads value through "Import JSON": one conversation per course, in its course

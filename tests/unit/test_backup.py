@@ -10,6 +10,7 @@ import pytest
 
 from app.backup.format import (FORMAT, BackupRefused, BackupWriter, MergePlan, open_backup, plan_merge,
                                plan_threads, plan_versions)
+from app.i18n import Translator
 
 T0 = 1_780_000_000_000
 
@@ -143,10 +144,12 @@ def test_not_a_zip_and_over_the_size_limits_are_refused():
         open_backup(b"x" * 101, max_file=100)
     bomb = zip_of({"manifest.json": json.dumps(MANIFEST), "conversations/000001.jsonl": b"\n" * 2_000_000})
     assert len(bomb) < 50_000  # deflate packs it small; its declared unpacked size gives it away
-    with pytest.raises(BackupRefused, match="size"):
-        open_backup(bomb, max_unpacked=1_000_000)
-    with pytest.raises(BackupRefused, match="size"):
-        open_backup(bomb, max_member=1_000_000)
+    for limits in ({"max_unpacked": 1_000_000}, {"max_member": 1_000_000}):
+        with pytest.raises(BackupRefused) as refused:  # a small file: its unpacking is what is too large
+            open_backup(bomb, **limits)
+        assert refused.value.reason == "unpacked"
+    t = Translator("en-US")
+    assert t("backup.refused.unpacked") != t("backup.refused.size") and "zip" in t("backup.refused.unpacked")
 
 
 @pytest.mark.parametrize("where", ["data", "declared size"])
@@ -430,3 +433,22 @@ def test_an_export_writes_members_of_export_per_records_a_task_each():
     assert sizes == [("conversations", EXPORT_PER)] * 2 + [("conversations", 7), ("versions", EXPORT_PER),
                                                            ("versions", 2)]
     assert EXPORT_PER < 200
+
+
+@pytest.mark.parametrize("locale, counts, expected", [
+    ("en-US", {"conversations": 1, "versions": 1, "threads": 1},
+     "Backup saved: 1 conversation, 1 scene version, 1 course thread."),
+    ("en-US", {"conversations": 1209, "versions": 0, "threads": 2},
+     "Backup saved: 1,209 conversations, 0 scene versions, 2 course threads."),
+    ("ru-RU", {"conversations": 21, "versions": 3, "threads": 5},
+     "Резервная копия сохранена: 21 разговор, 3 версии сцен, 5 потоков курсов."),
+    ("pt-BR", {"conversations": 1, "versions": 2, "threads": 1},
+     "Backup salvo: 1 conversa, 2 versões de cena, 1 thread de curso."),
+    ("ar-SA", {"conversations": 1, "versions": 2, "threads": 0},
+     "حُفظت النسخة الاحتياطية: محادثة واحدة، إصداران للمشاهد، لا سلاسل للدورات."),
+])
+def test_the_backup_saved_line_says_its_counts_with_the_locales_plural_forms(locale, counts, expected):
+    """"1 conversations" is gone: each count takes its plural form (DESIGN.md §7)."""
+    from app.history.labels import backup_saved_text
+
+    assert backup_saved_text(Translator(locale), counts) == expected

@@ -253,6 +253,38 @@ async def test_json_export_round_trips_exactly_and_imports_back():
     assert await svc.import_bundle("s", *parse_export(text)) == "exists"
 
 
+def as_a_blob_writes(text: str) -> bytes:
+    """``text`` as the page's ``Blob`` saves it: UTF-8, a lone surrogate as U+FFFD."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace").encode("utf-8")
+
+
+async def test_a_json_export_of_a_lone_surrogate_round_trips_exactly_and_markdown_shows_it_as_a_replacement():
+    """DESIGN.md §9: the JSON export round-trips exactly. A thread may hold a lone surrogate (a JS
+    string cut mid-pair, kept exactly by the store): the export writes it as ``\\udXXX`` as
+    ``JSON.stringify`` does, so the saved file is valid UTF-8 and imports back to the same text (it
+    was saved as U+FFFD, and its import, told "already in history", would have brought back another
+    text). Markdown is text for people: the lone surrogate is U+FFFD there."""
+    svc, _, _ = service()
+    msgs = [user("cut \ud83d here"), {"role": "assistant", "id": "a", "content": [
+        {"type": "text", "text": "tail \ude00 and a pair \U0001f600"}]}]
+    await svc.record_turn("s", msgs, 1, usage={"inputTokens": 1, "outputTokens": 2, "totalTokens": 3}, model="demo",
+                          duration_ms=42, message_id="a")
+    task_id = await svc.archive("s", msgs, 1)
+    text = export_json(*await svc.bundle(task_id))
+    assert "\\ud83d" in text and "\\ude00" in text and "\U0001f600" in text
+    saved = as_a_blob_writes(text).decode("utf-8")
+    assert saved == text
+    assert parse_export(saved)[1] == msgs
+    assert await svc.import_bundle("s", *parse_export(saved)) == "exists"  # the very same conversation
+    await svc.delete(task_id)
+    assert await svc.import_bundle("s", *parse_export(saved)) == "ok"
+    assert (await svc.bundle(task_id))[1] == msgs and export_json(*await svc.bundle(task_id)) == text
+    markdown = export_markdown(*await svc.bundle(task_id), {"you": "You", "assistant": "Assistant", "tool": "Tool",
+                                                             "meta": ""})
+    assert "cut \ufffd here" in markdown and "tail \ufffd and a pair \U0001f600" in markdown
+    assert markdown.encode("utf-8").decode("utf-8") == markdown
+
+
 @pytest.mark.parametrize("text,reason", [
     ("not json", "not-json"), ("[]", "format"), ('{"format":"other"}', "format"),
     ('{"format":"agentbar-conversation","version":2}', "version"),
@@ -453,7 +485,7 @@ def test_an_import_nested_deeper_than_the_limit_is_refused_before_parsing():
     for text in ("[" * 100_000 + "]" * 100_000, '{"a":' * 70 + "1" + "}" * 70):
         with pytest.raises(ImportRefused) as info:
             parse_export(text)
-        assert info.value.reason == "not-json"
+        assert info.value.reason == "depth"
     with pytest.raises(ImportRefused):  # brackets inside strings do not count as nesting
         parse_export('{"format":"x","s":"' + "[" * 500 + '"}')
 

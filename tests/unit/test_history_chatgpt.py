@@ -64,9 +64,8 @@ def test_an_edited_conversation_imports_the_current_branch_root_first_without_th
 
 def test_each_document_is_an_export_the_ordinary_import_accepts_unchanged():
     outcome = import_chatgpt(as_bytes([edited()]), "course-1", NOW_MS)
-    for meta, messages in outcome.documents:
-        again, messages_again, turns = parse_export(export_json(meta, messages, []), NOW_MS)
-        assert (again, messages_again, turns) == (meta, messages, [])
+    for (meta, messages), turns in zip(outcome.documents, outcome.turns, strict=True):
+        assert parse_export(export_json(meta, messages, turns), NOW_MS) == (meta, messages, turns)
 
 
 def test_the_same_file_twice_gives_the_same_task_ids_and_two_conversations_two_ids():
@@ -163,8 +162,10 @@ def test_the_newer_zip_of_several_conversation_files_imports_every_file_in_name_
     (b'{"format": "agentbar-conversation"}', "format"),
     (b"not json", "not-json"),
     (b"\xff\xfe", "not-json"),
-    (b"[" * 100 + b"]" * 100, "not-json"),
-    (zipped({"chat.html": b"<html></html>"}), "format"),
+    (b"[" * 100 + b"]" * 100, "depth"),
+    (zipped({"chat.html": b"<html></html>"}), "members"),
+    (zipped({}), "members"),
+    (zipped({"export_manifest.json": b"{}", "user.json": b"{}"}), "members"),
     (b"PK\x03\x04 truncated", "format"),
     (zipped({"conversations-000.json": b'{"a": 1}'}), "format"),
 ])
@@ -172,7 +173,7 @@ def test_a_file_of_another_shape_is_refused_naming_what_was_expected(data, reaso
     with pytest.raises(ImportRefused) as refused:
         import_chatgpt(data, "s", NOW_MS)
     assert refused.value.reason == reason
-    if reason == "format":
+    if reason in ("format", "members"):
         assert "conversations.json" in str(refused.value)
 
 
@@ -184,6 +185,9 @@ def test_a_zip_whose_conversations_unpack_past_the_bound_is_refused_before_they_
     assert len(data) < 10_000
     with pytest.raises(ImportRefused) as refused:
         import_chatgpt(data, "s", NOW_MS)
+    assert refused.value.reason == "unpacked"
+    with pytest.raises(ImportRefused) as refused:  # the file itself too large: still "size"
+        import_chatgpt(b"[" + b" " * 10_000 + b"]", "s", NOW_MS)
     assert refused.value.reason == "size"
 
 
@@ -235,4 +239,110 @@ def test_a_value_of_another_shape_is_refused_as_not_the_originals():
         assert refused.value.reason == "format", text
     with pytest.raises(ImportRefused) as refused:
         read_original('{"state": {"threads": ' + "[" * 100 + "]" * 100 + "}}", NOW_MS)
-    assert refused.value.reason == "not-json"
+    assert refused.value.reason == "depth"
+
+
+# -- what a refused file is told (app/history/labels.py import_refusal) ---------------------------
+
+DEEP_ARRAYS = "[" * 200_000 + "]" * 200_000
+DEEP_MESSAGES = ('{"format":"agentbar-conversation","version":1,"meta":{},"messages":'
+                 + "[" * 50_000 + "]" * 50_000 + ',"turns":[]}')
+
+
+@pytest.mark.parametrize("locale", ["zh-CN", "zh-TW", "en-US", "ja-JP", "ru-RU", "ar-SA", "pt-BR", "ko-KR"])
+def test_valid_json_nested_too_deep_is_refused_as_too_deep_naming_what_was_expected_not_as_not_json(locale):
+    """200,000 nested arrays, or an export whose messages nest 50,000 deep, are JSON: the refusal
+    says they nest deeper than the expected file ever does (and names it), in every locale."""
+    from app.history.export import MAX_DEPTH
+    from app.history.labels import import_refusal
+    from app.history.original import read_original
+    from app.i18n import Translator
+
+    reasons = []
+    for attempt in (lambda: parse_export(DEEP_ARRAYS, NOW_MS), lambda: parse_export(DEEP_MESSAGES, NOW_MS),
+                    lambda: read_original('{"state":{"threads":{"s":{"messages":' + "[" * 50_000 + "]" * 50_000
+                                          + "}}},\"version\":1}", NOW_MS),
+                    lambda: import_chatgpt(DEEP_ARRAYS.encode(), "s", NOW_MS)):
+        with pytest.raises(ImportRefused) as refused:
+            attempt()
+        reasons.append(refused.value.reason)
+    assert reasons == ["depth"] * 4
+    t = Translator(locale)
+    not_json = t("history.importError.not-json")
+    key, said = import_refusal(t, "depth")
+    assert key == "depth" and said != not_json and str(MAX_DEPTH) in said
+    assert "AgentBar" in said and "maic-agent-threads" in said
+    key, said = import_refusal(t, "depth", "chatgpt")
+    assert key == "chatgpt-depth" and said != not_json and str(MAX_DEPTH) in said
+    assert "ChatGPT" in said and "conversations.json" in said
+    assert import_refusal(t, "format", "chatgpt") == ("chatgpt-format", t("history.importError.chatgpt-format"))
+    assert import_refusal(t, "size", "chatgpt") == ("size", t("history.importError.size"))
+
+
+@pytest.mark.parametrize("locale", ["zh-CN", "zh-TW", "en-US", "ja-JP", "ru-RU", "ar-SA", "pt-BR", "ko-KR"])
+def test_a_zip_without_the_expected_members_is_told_which_members_were_expected_not_that_it_is_not_json(locale):
+    """An empty zip, or one without conversations.json / conversations-<n>.json, names the members
+    expected."""
+    from app.history.labels import import_refusal
+    from app.i18n import Translator
+
+    t = Translator(locale)
+    others = {t(f"history.importError.{k}") for k in ("not-json", "format", "chatgpt-format", "size")}
+    key, said = import_refusal(t, "members", "chatgpt")
+    assert key == "chatgpt-members" and said not in others
+    assert "conversations.json" in said and "conversations-000.json" in said
+
+
+@pytest.mark.parametrize("locale", ["zh-CN", "zh-TW", "en-US", "ja-JP", "ru-RU", "ar-SA", "pt-BR", "ko-KR"])
+def test_a_small_zip_that_unpacks_huge_is_told_its_contents_unpack_too_large_not_that_it_is_over_50_mb(locale):
+    """A 583 KB zip that unpacks to 600 MB is refused with its own words (a zip bomb guard): "larger
+    than 50 MB" read as wrong to the user who chose a small file."""
+    from app.history.labels import import_refusal
+    from app.i18n import Translator
+
+    t = Translator(locale)
+    key, said = import_refusal(t, "unpacked", "chatgpt")
+    assert key == "unpacked" and "zip" in said and "50" in said
+    assert said not in {t(f"history.importError.{k}") for k in ("not-json", "format", "chatgpt-format", "size")}
+    assert t("backup.refused.unpacked") not in (t("backup.refused.size"), t("backup.refused.damaged"))
+
+
+@pytest.mark.parametrize("locale", ["en-US", "ru-RU", "ar-SA", "ja-JP"])
+def test_imported_conversations_count_their_user_assistant_turns_with_tokens_not_reported(locale):
+    """Each question answered is a turn (DESIGN.md §9 stats): the edited conversation lists 2 turns,
+    not 0; ChatGPT's export has no token counts, so its turns report none (``usage: null``) and the
+    list says the tokens are not reported instead of "0 tokens"."""
+    from app.history.labels import item_stats_text, stats_text
+    from app.history.service import ConversationStats
+    from app.i18n import Translator
+
+    outcome = import_chatgpt(as_bytes([edited()]), "s", NOW_MS)
+    [(meta, _)], [turns] = outcome.documents, outcome.turns
+    assert meta.turnCount == 2 and meta.stats.totalTokens == 0
+    assert [(t.turnId, t.usage, t.model, t.duration) for t in turns] == [(1, None, "gpt-4o", 1000),
+                                                                          (2, None, "gpt-4o", 1000)]
+    assert turns[1].timestamp == iso(round((T0 + 21) * 1000))
+    t = Translator(locale)
+    stats = ConversationStats.of(meta)
+    line = item_stats_text(t, stats)
+    assert line.startswith(t("history.turns", count=2)) and t("history.tokensNotReported") in line
+    assert t("history.tokens", count=0) not in line
+    assert t("history.tokensNotReported") in stats_text(t, stats)
+    reported = meta.model_copy(update={"stats": meta.stats.model_copy(update={"totalTokens": 7})})
+    assert item_stats_text(t, ConversationStats.of(reported)).endswith(t("history.tokens", count=7))
+    assert t("history.tokens", count=0) in item_stats_text(t, ConversationStats())  # no turn yet: 0 tokens
+
+
+def test_a_question_without_an_answer_or_a_reply_before_any_question_is_no_turn():
+    chat = conversation("c-t", "Turns", [
+        node("root", None, children=["hello"]),
+        node("hello", "root", "assistant", ["Hi, ask me anything."], t=T0, children=["q1"]),
+        node("q1", "hello", "user", ["one"], t=T0 + 1, children=["a1"]),
+        node("a1", "q1", "assistant", ["searching"], t=T0 + 2, children=["tool"],
+             metadata={"model_slug": "o3"}),
+        node("tool", "a1", "tool", ["result"], t=T0 + 3, children=["a1b"]),
+        node("a1b", "tool", "assistant", ["answer"], t=T0 + 4, children=["q2"]),
+        node("q2", "a1b", "user", ["unanswered"], t=T0 + 5),
+    ], "q2")
+    [turns] = import_chatgpt(as_bytes([chat]), "s", NOW_MS).turns
+    assert [(t.turnId, t.model, t.duration) for t in turns] == [(1, "o3", 3000)]

@@ -115,3 +115,15 @@ def test_a_damaged_record_is_listed_under_the_damaged_title_so_that_it_can_be_de
     t = Translator("en-US")
     (row,) = item_rows(t, [(Damaged(taskId="task_20260528_bad000", stageId="s", updatedAt=T0), None)], T0, None)
     assert row["damaged"] and row["title"] == t("history.damaged") and not row["current"]
+
+
+def test_an_actions_outcome_stays_when_the_list_is_drawn_again_and_the_lists_own_line_otherwise():
+    """A restore's counts stayed a moment, then vanished when the restore redrew the list: an
+    outcome (any ``data-kind``) now stays until the user's next step ends it."""
+    from app.history.list_model import list_line
+
+    for kind in ("backup", "import", "import-chatgpt", "resume", "delete"):
+        assert list_line(kind, True, "history.empty") is None
+        assert list_line(kind, False, "history.empty") is None
+    assert list_line(None, False, "history.noResults") == "history.noResults"
+    assert list_line("", True, "history.empty") == ""
