@@ -60,6 +60,8 @@ OTHER_KEYS_MAX = 4 * WALK_BATCH
 (a word found in most conversations), each candidate left is looked up by its own key."""
 RUN_CHECK_BATCH = 16
 """``search`` records read per step when candidates are checked for a query's unspaced runs."""
+SNIPPET_FIELDS = ["folded", "anchors"]
+"""What a hit's snippet needs of its ``search`` record (its posting keys, most of it, stay in the store)."""
 REFOLD_BATCH = 50
 REINDEX_BATCH = 20
 """Stored records indexed per transaction (its ops are encoded, parsed and cloned in the page's task)."""
@@ -458,19 +460,20 @@ class HistoryRepository:
 
     async def _with_runs(self, query: SearchQuery, batch: list[tuple[int, str]]) -> list[tuple[int, str]]:
         """Those of ``batch`` whose folded text holds every unspaced run of ``query``, their ``search``
-        records read ``RUN_CHECK_BATCH`` at a time (each record carries its posting keys too)."""
+        records' ``folded`` read ``RUN_CHECK_BATCH`` at a time."""
         kept = []
         for start in range(0, len(batch), RUN_CHECK_BATCH):
             part = batch[start:start + RUN_CHECK_BATCH]
-            records = await self._db.bulk_get("search", [task for _, task in part])
+            records = await self._db.bulk_get("search", [task for _, task in part], fields=["folded"])
             kept += [p for p, r in zip(part, records)
                      if isinstance(r, dict) and isinstance(r.get("folded"), str) and query.matches(r["folded"])]
         return kept
 
     async def snippets_of(self, task_ids: list[str]) -> list[tuple[dict | None, dict | None, dict | None]]:
-        """For each of ``task_ids``: its raw meta, ``search`` record and ``texts`` record (None when missing)."""
+        """For each of ``task_ids``: its raw meta, ``search`` record (``SNIPPET_FIELDS`` only) and
+        ``texts`` record (None when missing)."""
         metas = await self._db.bulk_get("conversations", task_ids)
-        records = await self._db.bulk_get("search", task_ids)
+        records = await self._db.bulk_get("search", task_ids, fields=SNIPPET_FIELDS)
         texts = await self._db.bulk_get("texts", task_ids)
         return list(zip(metas, records, texts))
 
@@ -524,6 +527,7 @@ class HistoryRepository:
                         await pause()  # folding is the work: the page gets its turn
                         began = time.perf_counter()
             if writes:
+                await pause()  # encoding and storing the slice start a task of their own, not the folding's
                 await self.commit(writes)
                 done += len(writes.ops)
             await pause()

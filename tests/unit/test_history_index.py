@@ -255,3 +255,57 @@ async def test_unspaced_runs_are_checked_on_a_bounded_number_of_records_a_step()
     assert ids(found) == made[::-1][:PAGE_SIZE] and found.has_more
     bulk = [n for method, n in reads.log if method == "bulk_get"]
     assert bulk and max(bulk[:-3]) <= 16  # RUN_CHECK_BATCH  # the last three: the page's metas, records, texts
+
+
+async def test_a_search_reads_no_posting_keys_of_its_hits():
+    svc, _, _ = service(backend=(backend := MemoryBackend(SCHEMA)))
+    made = [await add(svc, "s", f"讨论机器学习 mitochondria {i}") for i in range(12)]
+    original = backend.bulk_get
+    crossed = []
+
+    async def bulk_get(table, keys, **kwargs):
+        out = await original(table, keys, **kwargs)
+        crossed.extend(r for r in out if table == "search" and isinstance(r, dict))
+        return out
+
+    backend.bulk_get = bulk_get
+    for keyword in ("机器学", "mitochondria"):  # a run checked on the records, a word's snippets
+        assert ids(await svc.search("s", keyword)) == made[::-1][:PAGE_SIZE]
+    assert crossed and not any("terms" in r for r in crossed)
+    assert (await backend.bulk_get("search", [made[0]], fields=["updatedAt", "nothing"]))[0].keys() == {"updatedAt"}
+
+
+async def test_each_slice_of_the_index_build_is_stored_in_a_task_of_its_own(monkeypatch):
+    from app.history import repository
+    clock = iter(range(10**6))  # each reading of the clock: 3 ms later (folding spends the step in a few records)
+    monkeypatch.setattr(repository.time, "perf_counter", lambda: next(clock) * 0.003)
+    backend = MemoryBackend(SCHEMA)
+    svc, _, _ = service(backend=backend)
+    for i in range(45):
+        await add(svc, "s", f"golgi {i}")
+    for record in backend.raw("search").values():
+        record.pop("terms")
+        backend.put_raw("search", record)
+    events = []
+
+    async def pause():
+        events.append("pause")
+
+    reloaded, _, _ = service(backend=backend, pause=pause)
+    original_write, original_fold = backend.write, repository.Writes.reindex
+
+    def fold(writes, record, text):
+        events.append("fold")
+        original_fold(writes, record, text)
+
+    monkeypatch.setattr(repository.Writes, "reindex", fold)
+
+    async def write(ops):
+        events.append("write")
+        await original_write(ops)
+
+    backend.write = write
+    assert (await reloaded.search("s", "golgi")).total == 45
+    writes = [i for i, e in enumerate(events) if e == "write"]
+    assert events.count("fold") == 45 and len(writes) == 3
+    assert all(events[i - 1] == "pause" and events[i + 1] == "pause" for i in writes)  # no folding in a write's task
