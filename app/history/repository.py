@@ -60,6 +60,8 @@ OTHER_KEYS_MAX = 4 * WALK_BATCH
 (a word found in most conversations), each candidate left is looked up by its own key."""
 RUN_CHECK_BATCH = 16
 """``search`` records read per step when candidates are checked for a query's unspaced runs."""
+META_SLICE = 200
+"""Metas read per step when every hit of a search is ordered by tokens."""
 SNIPPET_FIELDS = ["folded", "anchors"]
 """What a hit's snippet needs of its ``search`` record (its posting keys, most of it, stay in the store)."""
 REFOLD_BATCH = 50
@@ -468,6 +470,15 @@ class HistoryRepository:
             kept += [p for p, r in zip(part, records)
                      if isinstance(r, dict) and isinstance(r.get("folded"), str) and query.matches(r["folded"])]
         return kept
+
+    async def metas_of(self, task_ids: list[str]) -> list[TaskMeta]:
+        """The readable metas of ``task_ids`` in that order (a missing or damaged one left out), read
+        ``META_SLICE`` at a time (each read and its validation a task of its own)."""
+        metas = []
+        for start in range(0, len(task_ids), META_SLICE):
+            raws = await self._db.bulk_get("conversations", task_ids[start:start + META_SLICE])
+            metas += [m for m in map(self.meta_of, raws) if m is not None]
+        return metas
 
     async def snippets_of(self, task_ids: list[str]) -> list[tuple[dict | None, dict | None, dict | None]]:
         """For each of ``task_ids``: its raw meta, ``search`` record (``SNIPPET_FIELDS`` only) and

@@ -309,3 +309,15 @@ async def test_each_slice_of_the_index_build_is_stored_in_a_task_of_its_own(monk
     writes = [i for i, e in enumerate(events) if e == "write"]
     assert events.count("fold") == 45 and len(writes) == 3
     assert all(events[i - 1] == "pause" and events[i + 1] == "pause" for i in writes)  # no folding in a write's task
+
+
+async def test_search_by_most_tokens_reads_metas_in_slices_and_snippets_for_the_page_only(monkeypatch):
+    from app.history import repository
+    monkeypatch.setattr(repository, "META_SLICE", 4, raising=False)
+    svc, _, _ = service(backend=(backend := MemoryBackend(SCHEMA)))
+    made = [await add(svc, "s", f"centriole {i}") for i in range(30)]
+    reads = Reads(backend)
+    first = await svc.search("s", "centriole", sort="tokens")
+    second = await svc.search("s", "centriole", first.cursor, sort="tokens")
+    assert ids(first) + ids(second) == made[::-1][:2 * PAGE_SIZE] and first.total == 30 and second.has_more
+    assert reads.most("bulk_get") <= PAGE_SIZE  # metas 4 a read, the page's 10 snippets; never all 30 at once
