@@ -65,8 +65,10 @@ META_SLICE = 200
 SNIPPET_FIELDS = ["folded", "anchors"]
 """What a hit's snippet needs of its ``search`` record (its posting keys, most of it, stay in the store)."""
 REFOLD_BATCH = 50
-REINDEX_BATCH = 20
-"""Stored records indexed per transaction (its ops are encoded, parsed and cloned in the page's task)."""
+REINDEX_BATCH = 10
+"""Stored records indexed per transaction (its ops are encoded, parsed and cloned in the page's task,
+~130 posting keys a record, all alive until the transaction ends: at 20 the page's collections of
+them fell inside tasks over 50 ms, bench ``historysearch``)."""
 REINDEX_STEP_S = 0.008
 """Indexing stored records pauses (ends its task) after this long of folding (seconds)."""
 
