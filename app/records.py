@@ -110,7 +110,11 @@ class RecordBackend(Protocol):
 
     async def get(self, table: str, key: Key) -> dict | None: ...
 
-    async def bulk_get(self, table: str, keys: list[Key]) -> list[dict | None]: ...
+    async def bulk_get(self, table: str, keys: list[Key], *, fields: list[str] | None = None) -> list[dict | None]:
+        """The records of ``keys`` (None where missing), in that order; ``fields``: only those fields
+        of each record cross (the others are left in the store's own memory), e.g. a ``search``
+        record without its posting keys."""
+        ...
 
     async def query(self, table: str, index: str, lower: Key, upper: Key, *, lower_open: bool = False,
                     upper_open: bool = False, reverse: bool = False, limit: int = 0) -> list[dict]: ...
@@ -248,9 +252,12 @@ class MemoryBackend:
         text = self._tables[table].get(_norm(key))
         return None if text is None else json.loads(text)
 
-    async def bulk_get(self, table: str, keys: list[Key]) -> list[dict | None]:
+    async def bulk_get(self, table: str, keys: list[Key], *, fields: list[str] | None = None) -> list[dict | None]:
         self._enter()
-        return [None if (t := self._tables[table].get(_norm(k))) is None else json.loads(t) for k in keys]
+        found = [None if (t := self._tables[table].get(_norm(k))) is None else json.loads(t) for k in keys]
+        if fields is None:
+            return found
+        return [{f: r[f] for f in fields if f in r} if isinstance(r, dict) else r for r in found]
 
     def _range(self, table: str, index: str, lower: Key, upper: Key, lower_open: bool, upper_open: bool):
         lower, upper = _norm(lower), _norm(upper)

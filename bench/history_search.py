@@ -13,14 +13,23 @@ without the index's ``terms``), then, in the same page:
   again one after another (the goal's figure: the baseline's garbage is collected in whatever
   runs after it);
 - **typing**: a 13-character query typed at 30 ms a key: the longest main-thread task, and how many
-  searches drew (once per pause).
+  searches drew (once per pause);
+- **a session's first search**: the page reloaded (the course now indexed) and one search: the
+  longest main-thread task (the first search of a session checks for records stored before the
+  index; that check must not grow with the course).
 
 Main-thread tasks are seen by the ``longtask`` observer and a ``MessageChannel`` heartbeat
-(``bench.checkpoints.LONGTASKS``).
+(``bench.checkpoints.LONGTASKS``). Both time the wall clock: on a loaded machine a task of 10 ms of
+work that the system holds off the CPU reads as 60 ms. So the index build, the searches one after
+another and the typing also run under a Chrome trace (``toplevel``, V8's collections), which gives
+each main-thread task its thread CPU time: ``cpu`` reports the longest task by CPU, the longest by
+wall clock with its CPU, how many tasks were over 50 ms of wall clock and how many over 50 ms of CPU,
+and the V8 collections inside the tasks over 50 ms (``trace_cpu``).
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 
 from bench.checkpoints import LONGTASKS, STOP_PROBES
@@ -82,6 +91,64 @@ async ([text, gap]) => {
 """
 
 
+TRACE_CATEGORIES = ["toplevel", "disabled-by-default-v8.gc"]
+
+
+def trace_cpu(trace: bytes) -> dict:
+    """Main-thread tasks of a Chrome trace (``RunTask`` on ``CrRendererMain``): the longest by thread
+    CPU and by wall clock (ms, each with the other), how many ran over 50 ms of wall clock and over
+    50 ms of CPU, and the V8 collections (ms) inside the tasks over 50 ms of wall clock. A task whose
+    thread time exceeds its wall time by over 1 ms (seen on a two-core VM: the thread clock is not
+    always exact there) is left out of the CPU figures and counted (``thread_time_above_wall``)."""
+    events = json.loads(trace)
+    events = events.get("traceEvents", []) if isinstance(events, dict) else events
+    main = {(e["pid"], e["tid"]) for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"
+            and e.get("args", {}).get("name") == "CrRendererMain"}
+    mine = [e for e in events if e.get("ph") == "X" and (e.get("pid"), e.get("tid")) in main]
+    tasks = [e for e in mine if e["name"] == "ThreadControllerImpl::RunTask"]
+    if not tasks:
+        return {"tasks": 0}
+    sane = [t for t in tasks if t.get("tdur", 0) <= t.get("dur", 0) + 1000]  # thread time within wall time
+    by_cpu = max(sane or tasks, key=lambda e: e.get("tdur", 0))
+    by_wall = max(tasks, key=lambda e: e.get("dur", 0))
+    long = [t for t in tasks if t.get("dur", 0) > 50_000]
+    gcs = [e for e in mine if e["name"] in ("MinorGC", "MajorGC", "V8.GC_SCAVENGER", "V8.GC_MARK_COMPACTOR")]
+    in_long = sum(g["dur"] for g in gcs if g["name"] in ("V8.GC_SCAVENGER", "V8.GC_MARK_COMPACTOR")
+                  and any(t["ts"] <= g["ts"] <= t["ts"] + t["dur"] for t in long)) / 1000
+    ms = lambda e, k: round(e.get(k, 0) / 1000, 1)  # noqa: E731
+    return {"tasks": len(tasks), "longest_cpu_ms": ms(by_cpu, "tdur"), "its_wall_ms": ms(by_cpu, "dur"),
+            "longest_wall_ms": ms(by_wall, "dur"), "its_cpu_ms": ms(by_wall, "tdur"),
+            "over_50_wall": len(long), "over_50_cpu": sum(1 for t in sane if t.get("tdur", 0) > 50_000),
+            "thread_time_above_wall": len(tasks) - len(sane),
+            "v8_gc_ms_in_those": round(in_long, 1)}
+
+
+def _traced(run, page) -> None:
+    run.browser.start_tracing(page=page, categories=TRACE_CATEGORIES)
+
+
+def _cpu(run) -> dict:
+    return trace_cpu(run.browser.stop_tracing())
+
+
+def _session_first_search(run, page) -> dict:
+    """The page reloaded (a new session, the course already indexed), the drawer opened, then one
+    search: the session's first checks whether stored records lack the index before it reads."""
+    page.reload()
+    run.wait_ready(page)
+    page.wait_for_function("() => document.documentElement.dataset.history === 'ready'", timeout=60_000)
+    page.click("[data-testid=history-open]")
+    page.wait_for_selector("[data-testid=history-drawer]:not([hidden])")
+    page.wait_for_timeout(500)
+    page.evaluate(LONGTASKS)
+    _traced(run, page)
+    ms, total, _, _ = page.evaluate(SEARCH_JS, ["backpropagation", 60_000])
+    probes = page.evaluate(STOP_PROBES)
+    return {"keyword": "backpropagation", "ms": round(ms - SEARCH_PAUSE_MS, 1), "hits": total,
+            "longest_task_ms": round(probes["gap"], 1), "longtask_entries": [round(d) for d in probes["longtasks"]],
+            "cpu": _cpu(run)}
+
+
 def run(run, *, quick: bool) -> dict:
     n, turns = (2_000, 10) if quick else (10_000, 10)
     reps = 2 if quick else 3
@@ -93,11 +160,12 @@ def run(run, *, quick: bool) -> dict:
 
     page.evaluate(CLEAR_JS)
     page.evaluate(LONGTASKS)
+    _traced(run, page)
     ms, total, _, _ = page.evaluate(SEARCH_JS, ["entanglement", 900_000])
     probes = page.evaluate(STOP_PROBES)
     figures["index_build"] = {"ms": round(ms - SEARCH_PAUSE_MS, 1), "hits": total,
                               "longest_task_ms": round(probes["gap"], 1),
-                              "longtask_entries": [round(d) for d in probes["longtasks"]]}
+                              "longtask_entries": [round(d) for d in probes["longtasks"]], "cpu": _cpu(run)}
 
     keywords = ["量子纠缠", "QUANTUM", "#137-3", "backpropagation", "learning rate"]
     app_ms, js_ms, hits, longest, entries = [], [], [], 0.0, []
@@ -121,6 +189,7 @@ def run(run, *, quick: bool) -> dict:
     # the same searches again without the baseline between them: the baseline reads every message
     # (hundreds of MB of garbage here), and the collection of it lands in whatever runs next
     alone, alone_entries = 0.0, []
+    _traced(run, page)
     for keyword in keywords:
         page.evaluate(CLEAR_JS)
         page.evaluate(LONGTASKS)
@@ -128,16 +197,19 @@ def run(run, *, quick: bool) -> dict:
         probes = page.evaluate(STOP_PROBES)
         alone = max(alone, probes["gap"])
         alone_entries.append([keyword, [round(d) for d in probes["longtasks"]]])
+    figures["search_alone_cpu"] = _cpu(run)
     figures["search_alone_longest_task_ms"] = round(alone, 1)
     figures["search_alone_longtask_entries"] = alone_entries
 
     page.evaluate(CLEAR_JS)
     page.evaluate(LONGTASKS)
+    _traced(run, page)
     after_ms, searches = page.evaluate(TYPE_JS, ["learning rate", 30])
     probes = page.evaluate(STOP_PROBES)
     figures["typing"] = {"query": "learning rate", "key_gap_ms": 30, "ms_after_last_key": round(after_ms, 1),
                          "searches_drawn": searches, "longest_task_ms": round(probes["gap"], 1),
-                         "longtask_entries": [round(d) for d in probes["longtasks"]]}
+                         "longtask_entries": [round(d) for d in probes["longtasks"]], "cpu": _cpu(run)}
+    figures["session_first_search"] = _session_first_search(run, page)
     context.close()
 
     ratio = figures["search_ms"]["app"] / figures["search_ms"]["js"] if figures["search_ms"]["js"] else None
@@ -151,6 +223,9 @@ def run(run, *, quick: bool) -> dict:
             "pass": figures["search_alone_longest_task_ms"] <= limit},
         "typing 13 characters at 30 ms a key: no task > 50 ms": {
             "value": figures["typing"]["longest_task_ms"], "limit": limit, "pass": figures["typing"]["longest_task_ms"] <= limit},
+        "a session's first search (course indexed): no task > 50 ms": {
+            "value": figures["session_first_search"]["longest_task_ms"], "limit": limit,
+            "pass": figures["session_first_search"]["longest_task_ms"] <= limit},
         "index build of stored conversations: no task > 50 ms": {
             "value": figures["index_build"]["longest_task_ms"], "limit": limit,
             "pass": figures["index_build"]["longest_task_ms"] <= limit},
@@ -174,3 +249,15 @@ def report(figures: dict) -> None:
     print(f"  typing {ty['query']!r} at {ty['key_gap_ms']} ms a key: {ty['searches_drawn']} search(es) drawn, "
           f"{ty['ms_after_last_key']:.0f} ms after the last key, longest task {ty['longest_task_ms']:.0f} ms "
           f"(longtask entries: {ty['longtask_entries']})")
+    first = figures.get("session_first_search") or {}
+    if first:
+        print(f"  a session's first search (reloaded, course indexed): {first['ms']:.0f} ms, longest task "
+              f"{first['longest_task_ms']:.0f} ms (longtask entries: {first['longtask_entries']})")
+    print("  thread CPU of main-thread tasks (Chrome trace; wall clock includes time held off the CPU):")
+    for name, cpu in (("index build", ib.get("cpu")), ("searches one after another", figures.get("search_alone_cpu")),
+                      ("typing", ty.get("cpu")), ("a session's first search", first.get("cpu"))):
+        if cpu and cpu.get("tasks"):
+            print(f"    {name}: longest by CPU {cpu['longest_cpu_ms']} ms (wall {cpu['its_wall_ms']}), longest by wall "
+                  f"{cpu['longest_wall_ms']} ms (CPU {cpu['its_cpu_ms']}); over 50 ms: {cpu['over_50_wall']} by wall, "
+                  f"{cpu['over_50_cpu']} by CPU; V8 collections inside those {cpu['v8_gc_ms_in_those']} ms; "
+                  f"{cpu.get('thread_time_above_wall', 0)} of {cpu['tasks']} tasks with thread time above wall time left out")

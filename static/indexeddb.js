@@ -117,8 +117,15 @@ globalThis.agentbarIndexedDbAdapter = {
     db = null;
     return ["ok", null];
   },
-  bulkGet(table, keys) {
-    return guard(async (d) => JSON.stringify((await d.table(table).bulkGet(parse(keys))).map((r) => r ?? null)));
+  // The records of `keys` (null where missing); `fields` (optional JSON [name, …]): only those
+  // fields of each record cross into Python (a search record without its posting keys).
+  bulkGet(table, keys, fields) {
+    return guard(async (d) => {
+      const records = await d.table(table).bulkGet(parse(keys));
+      const wanted = fields ? parse(fields) : null;
+      const pick = (r) => Object.fromEntries(wanted.filter((f) => f in r).map((f) => [f, r[f]]));
+      return JSON.stringify(records.map((r) => (r == null ? null : wanted && typeof r === "object" ? pick(r) : r)));
+    });
   },
   get(table, key) {
     return guard(async (d) => JSON.stringify((await d.table(table).get(parse(key))) ?? null));

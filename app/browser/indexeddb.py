@@ -66,8 +66,9 @@ class IndexedDbBackend:
     async def get(self, table: str, key) -> dict | None:
         return _parse(await self._call("get", table, _payload(key)))
 
-    async def bulk_get(self, table: str, keys: list) -> list[dict | None]:
-        return _parse(await self._call("bulkGet", table, _payload(keys)))
+    async def bulk_get(self, table: str, keys: list, *, fields: list[str] | None = None) -> list[dict | None]:
+        projection = () if fields is None else (_payload(list(fields)),)
+        return _parse(await self._call("bulkGet", table, _payload(keys), *projection))
 
     async def query(self, table: str, index: str, lower, upper, *, lower_open: bool = False,
                     upper_open: bool = False, reverse: bool = False, limit: int = 0) -> list[dict]:

@@ -68,6 +68,11 @@ def _no_search() -> SearchPage:
     return SearchPage([], None, False, 0)
 
 
+def _tokens_order(meta: TaskMeta) -> tuple:
+    """The ``tokens`` sort key of a meta: most total tokens, then newest, then task id."""
+    return (-meta.stats.totalTokens, -meta.updatedAt, meta.taskId)
+
+
 _SEARCH_ORDER = {
     "tokens": lambda h: (-h.meta.stats.totalTokens, -h.meta.updatedAt, h.meta.taskId),
     "oldest": lambda h: (h.meta.updatedAt, h.meta.taskId),
@@ -169,15 +174,7 @@ class HistoryReads:
             return _no_search()
         exact = len(query.terms) == 1 and not query.runs
         if sort == "tokens":
-            keys = await self._repository.matching(stage_id, query, since_ms=since_ms, after=None, oldest=False,
-                                                   want=0, lead=lead)
-            hits = await self._hits(query, [task for _, task in keys])
-            hits.sort(key=_SEARCH_ORDER["tokens"])
-            if cursor is not None:
-                hits = [h for h in hits if _SEARCH_ORDER["tokens"](h) > tuple(cursor)]
-            shown = hits[:PAGE_SIZE]
-            last = _SEARCH_ORDER["tokens"](shown[-1]) if shown else cursor
-            return SearchPage(shown, last, len(hits) > PAGE_SIZE, len(keys) if cursor is None else None)
+            return await self._tokens_search(stage_id, query, cursor, since_ms, lead)
         oldest = sort == "oldest"
         keys = await self._repository.matching(stage_id, query, since_ms=since_ms, after=cursor, oldest=oldest,
                                                want=PAGE_SIZE + 1, lead=lead)
@@ -186,6 +183,21 @@ class HistoryReads:
         hits = await self._hits(query, [task for _, task in keys])
         total = counts[0] if exact else (len(hits) if cursor is None and not has_more else None)
         return SearchPage(hits, tuple(keys[-1]) if keys else cursor, has_more, total)
+
+    async def _tokens_search(self, stage_id: str, query: SearchQuery, cursor: tuple | None, since_ms: int | None,
+                             lead: str) -> SearchPage:
+        """``search`` sorted by most tokens (no index holds tokens): every hit's posting is walked
+        (``matching``, bounded steps), their metas read in slices (``HistoryRepository.metas_of``)
+        and ordered here; only the page's hits are read for their snippets."""
+        keys = await self._repository.matching(stage_id, query, since_ms=since_ms, after=None, oldest=False,
+                                               want=0, lead=lead)
+        ranked = sorted(await self._repository.metas_of([task for _, task in keys]), key=_tokens_order)
+        if cursor is not None:
+            ranked = [m for m in ranked if _tokens_order(m) > tuple(cursor)]
+        shown = ranked[:PAGE_SIZE]
+        hits = await self._hits(query, [m.taskId for m in shown])
+        last = _tokens_order(shown[-1]) if shown else cursor
+        return SearchPage(hits, last, len(ranked) > PAGE_SIZE, len(keys) if cursor is None else None)
 
     async def _hits(self, query: SearchQuery, task_ids: list[str]) -> list[SearchHit]:
         """The ``SearchHit`` of each of ``task_ids`` (in that order): its meta and its snippet around

@@ -52,9 +52,23 @@ SNIPPET_BEFORE, SNIPPET_AFTER = 24, 60
 FOLD_VERSION = 2
 """The folding a ``search`` record's ``folded`` text was made with (2: DESIGN.md §14's; records
 without it were lower-cased only and are folded again the first time their course is searched)."""
+PRESENCE_SLICE = 1000
+"""Presence keys read (and taken apart) per step when a course's records are checked against the
+index (``HistoryRepository.unindexed``)."""
+OTHER_KEYS_MAX = 4 * WALK_BATCH
+"""A query's other terms: at most this many posting keys read per batch of the rarest term's; beyond
+(a word found in most conversations), each candidate left is looked up by its own key."""
+RUN_CHECK_BATCH = 16
+"""``search`` records read per step when candidates are checked for a query's unspaced runs."""
+META_SLICE = 200
+"""Metas read per step when every hit of a search is ordered by tokens."""
+SNIPPET_FIELDS = ["folded", "anchors"]
+"""What a hit's snippet needs of its ``search`` record (its posting keys, most of it, stay in the store)."""
 REFOLD_BATCH = 50
-REINDEX_BATCH = 20
-"""Stored records indexed per transaction (its ops are encoded, parsed and cloned in the page's task)."""
+REINDEX_BATCH = 10
+"""Stored records indexed per transaction (its ops are encoded, parsed and cloned in the page's task,
+~130 posting keys a record, all alive until the transaction ends: at 20 the page's collections of
+them fell inside tasks over 50 ms, bench ``historysearch``)."""
 REINDEX_STEP_S = 0.008
 """Indexing stored records pauses (ends its task) after this long of folding (seconds)."""
 
@@ -403,8 +417,9 @@ class HistoryRepository:
         """Up to ``want`` ``(updatedAt, taskId)`` of conversations of ``stage_id`` matching ``query``,
         newest first (``oldest``: oldest first), after the cursor ``after``, updated at or after
         ``since_ms`` (``want`` 0: all). Walks the postings of ``lead`` (the rarest term) in that order,
-        ``WALK_BATCH`` at a time, keeping those that hold every other term (read from the same index,
-        within the batch's time span) and, for a query with runs, whose folded text holds them."""
+        ``WALK_BATCH`` at a time, keeping those that hold every other term (``_holding``) and, for a
+        query with runs, whose folded text holds them (``_with_runs``). Every step reads a bounded
+        number of keys or records, whatever the size of the course (§14)."""
         others = [t for t in query.terms if t != lead]
         single = not others and not query.runs
         found: list[tuple[int, str]] = []
@@ -419,37 +434,86 @@ class HistoryRepository:
             if not batch:
                 break
             cursor = batch[-1]
-            low, high = min(t for t, _ in batch), max(t for t, _ in batch)
             for term in others:
                 if not batch:
                     break
-                prefix = posting_prefix(stage_id, term)
-                held = set(map(parse_posting, await self._db.keys(
-                    "search", TERMS_INDEX, prefix + time_hex(low), prefix + time_hex(high) + "\0\uffff")))
-                batch = [p for p in batch if p in held]
+                batch = await self._holding(stage_id, term, batch)
             if query.runs and batch:
-                records = await self._db.bulk_get("search", [task for _, task in batch])
-                batch = [p for p, r in zip(batch, records)
-                         if isinstance(r, dict) and isinstance(r.get("folded"), str) and query.matches(r["folded"])]
+                batch = await self._with_runs(query, batch)
             found += batch
             if len(keys) < step:
                 break
         return found[:want] if want else found
 
+    async def _holding(self, stage_id: str, term: str, batch: list[tuple[int, str]]) -> list[tuple[int, str]]:
+        """Those of ``batch`` (postings ``(updatedAt, taskId)``, in walk order) whose conversation also
+        holds ``term``: its posting keys within the batch's time span, at most ``OTHER_KEYS_MAX`` of
+        them (in key order); a candidate beyond the last key read (``term`` is in most conversations
+        of that span) is looked up by its own posting key, all such lookups at once."""
+        prefix = posting_prefix(stage_id, term)
+        low, high = min(t for t, _ in batch), max(t for t, _ in batch)
+        keys = await self._db.keys("search", TERMS_INDEX, prefix + time_hex(low), prefix + time_hex(high) + "\0\uffff",
+                                   limit=OTHER_KEYS_MAX)
+        held = set(map(parse_posting, keys))
+        covered = (parse_posting(keys[-1]) or (-1, "")) if len(keys) >= OTHER_KEYS_MAX else None
+        beyond = [p for p in batch if p not in held and covered is not None and p > covered]
+        counts = await asyncio.gather(*(self._db.count("search", TERMS_INDEX, key, key)
+                                        for key in (f"{prefix}{time_hex(t)}\0{task}" for t, task in beyond)))
+        held.update(p for p, n in zip(beyond, counts) if n)
+        return [p for p in batch if p in held]
+
+    async def _with_runs(self, query: SearchQuery, batch: list[tuple[int, str]]) -> list[tuple[int, str]]:
+        """Those of ``batch`` whose folded text holds every unspaced run of ``query``, their ``search``
+        records' ``folded`` read ``RUN_CHECK_BATCH`` at a time."""
+        kept = []
+        for start in range(0, len(batch), RUN_CHECK_BATCH):
+            part = batch[start:start + RUN_CHECK_BATCH]
+            records = await self._db.bulk_get("search", [task for _, task in part], fields=["folded"])
+            kept += [p for p, r in zip(part, records)
+                     if isinstance(r, dict) and isinstance(r.get("folded"), str) and query.matches(r["folded"])]
+        return kept
+
+    async def metas_of(self, task_ids: list[str]) -> list[TaskMeta]:
+        """The readable metas of ``task_ids`` in that order (a missing or damaged one left out), read
+        ``META_SLICE`` at a time (each read and its validation a task of its own)."""
+        metas = []
+        for start in range(0, len(task_ids), META_SLICE):
+            raws = await self._db.bulk_get("conversations", task_ids[start:start + META_SLICE])
+            metas += [m for m in map(self.meta_of, raws) if m is not None]
+        return metas
+
     async def snippets_of(self, task_ids: list[str]) -> list[tuple[dict | None, dict | None, dict | None]]:
-        """For each of ``task_ids``: its raw meta, ``search`` record and ``texts`` record (None when missing)."""
+        """For each of ``task_ids``: its raw meta, ``search`` record (``SNIPPET_FIELDS`` only) and
+        ``texts`` record (None when missing)."""
         metas = await self._db.bulk_get("conversations", task_ids)
-        records = await self._db.bulk_get("search", task_ids)
+        records = await self._db.bulk_get("search", task_ids, fields=SNIPPET_FIELDS)
         texts = await self._db.bulk_get("texts", task_ids)
         return list(zip(metas, records, texts))
 
-    async def unindexed(self, stage_id: str) -> list[str]:
+    async def unindexed(self, stage_id: str, pause: Callable[[], Any] | None = None) -> list[str]:
         """Task ids of the ``search`` records of ``stage_id`` that the index does not hold (stored
-        before schema version 2): its records' keys against its presence keys, keys only."""
-        stored = await self._db.primary_keys("search", SEARCH_INDEX, [stage_id, LOWEST], [stage_id, HIGHEST])
+        before schema version 2). Two counts first (the course's records, its presence keys: one
+        each per indexed record, counted by the store, nothing read): when they agree every record is
+        indexed and nothing more is read, so a session's first search costs the same at any size.
+        Otherwise the records' keys against the presence keys, the latter read ``PRESENCE_SLICE`` at
+        a time with ``pause`` awaited between slices (no task grows with the course, §14)."""
+        low, high = [stage_id, LOWEST], [stage_id, HIGHEST]
         prefix = presence_prefix(stage_id)
-        present = {p[1] for p in map(parse_posting, await self._db.keys("search", TERMS_INDEX, prefix, prefix + "\uffff"))
-                   if p is not None}
+        stored_count = await self._db.count("search", SEARCH_INDEX, low, high)
+        if stored_count == await self._db.count("search", TERMS_INDEX, prefix, prefix + "\uffff"):
+            return []
+        stored = await self._db.primary_keys("search", SEARCH_INDEX, low, high)
+        present: set[str] = set()
+        after: str | None = None
+        while True:
+            keys = await self._db.keys("search", TERMS_INDEX, after or prefix, prefix + "\uffff",
+                                       lower_open=after is not None, limit=PRESENCE_SLICE)
+            present.update(key.rpartition("\0")[2] for key in keys if isinstance(key, str))
+            if len(keys) < PRESENCE_SLICE:
+                break
+            after = keys[-1]
+            if pause is not None:
+                await pause()
         return [key for key in stored if isinstance(key, str) and key not in present]
 
     async def reindex(self, stage_id: str, pause: Callable[[], Any] | None = None) -> int:
@@ -459,7 +523,7 @@ class HistoryRepository:
         many were indexed (DESIGN.md §14). ``pause``: awaited to end the task (the page's
         ``app.browser.tasks.next_task``; ``asyncio.sleep(0)`` when None, which in the page does not)."""
         pause = pause or (lambda: asyncio.sleep(0))
-        stale = await self.unindexed(stage_id)
+        stale = await self.unindexed(stage_id, pause)
         done = 0
         for start in range(0, len(stale), REINDEX_BATCH):
             batch = stale[start:start + REINDEX_BATCH]
@@ -476,6 +540,7 @@ class HistoryRepository:
                         await pause()  # folding is the work: the page gets its turn
                         began = time.perf_counter()
             if writes:
+                await pause()  # encoding and storing the slice start a task of their own, not the folding's
                 await self.commit(writes)
                 done += len(writes.ops)
             await pause()

@@ -137,8 +137,8 @@ async def test_records_stored_before_the_index_are_indexed_in_slices_and_a_newer
     backend.write = counting
     found = await reloaded.search("s", "ribosome")
     assert ids(found) == made[::-1][:PAGE_SIZE] and found.total == 120
-    assert len(writes_before) == 6 and max(writes_before) == 20  # REINDEX_BATCH per transaction
-    assert pauses[-2:] == [5, 6]  # the page's own pause (a task boundary) after each slice
+    assert len(writes_before) == 12 and max(writes_before) == 10  # REINDEX_BATCH per transaction
+    assert pauses[-2:] == [11, 12]  # the page's own pause (a task boundary) after each slice
     assert all(r.get("terms") for r in backend.raw("search").values())
 
 
@@ -172,3 +172,152 @@ async def test_a_time_range_limits_search_and_its_total():
     recent = await add(svc, "s", "enzyme new")
     found = await svc.search("s", "enzyme", since_ms=clock.now - 86_400_000)
     assert ids(found) == [recent] and found.total == 1
+
+
+class Reads:
+    """Wraps a ``MemoryBackend``'s reads: ``log`` gets ``(method, how many keys or records it returned)``."""
+
+    def __init__(self, backend: MemoryBackend) -> None:
+        self.log: list[tuple[str, int]] = []
+        for name in ("keys", "primary_keys", "bulk_get"):
+            original = getattr(backend, name)
+
+            async def read(*args, _original=original, _name=name, **kwargs):
+                out = await _original(*args, **kwargs)
+                self.log.append((_name, len(out)))
+                return out
+
+            setattr(backend, name, read)
+
+    def most(self, name: str) -> int:
+        return max((n for method, n in self.log if method == name), default=0)
+
+
+async def test_a_course_already_indexed_is_checked_by_two_counts_reading_no_key():
+    backend = MemoryBackend(SCHEMA)
+    svc, _, _ = service(backend=backend)
+    made = [await add(svc, "s", f"enzyme {i}") for i in range(30)]
+    reloaded, _, _ = service(backend=backend)  # a new session: its first search checks the index
+    reads = Reads(backend)
+    assert ids(await reloaded.search("s", "enzyme")) == made[::-1][:PAGE_SIZE]
+    assert reads.most("primary_keys") == 0  # the course's 30 record keys were not read
+    assert reads.most("keys") <= PAGE_SIZE + 1  # only the page's postings, no presence key
+
+
+async def test_presence_keys_are_read_in_bounded_slices_with_the_page_given_back_between(monkeypatch):
+    from app.history import repository
+    monkeypatch.setattr(repository, "PRESENCE_SLICE", 7, raising=False)
+    backend = MemoryBackend(SCHEMA)
+    svc, _, _ = service(backend=backend)
+    made = [await add(svc, "s", f"lysosome {i}") for i in range(40)]
+    for record in list(backend.raw("search").values())[:5]:  # five stored before the index
+        record.pop("terms")
+        backend.put_raw("search", record)
+    pauses = []
+
+    async def pause():
+        pauses.append(1)
+
+    reloaded, _, _ = service(backend=backend, pause=pause)
+    reads = Reads(backend)
+    found = await reloaded.search("s", "lysosome")
+    assert ids(found) == made[::-1][:PAGE_SIZE] and found.total == 40
+    presence = [n for method, n in reads.log if method == "keys"][:6]
+    assert presence[:5] == [7, 7, 7, 7, 7] and presence[5] == 0  # 35 presence keys, 7 a step
+    assert len(pauses) >= 5 and all(r.get("terms") for r in backend.raw("search").values())
+
+
+async def test_a_word_in_every_conversation_is_not_read_whole_for_a_rare_one(monkeypatch):
+    from app.history import repository
+    monkeypatch.setattr(repository, "OTHER_KEYS_MAX", 8, raising=False)
+    svc, _, _ = service(backend=(backend := MemoryBackend(SCHEMA)))
+    rare = []
+    for i in range(120):  # "rate" in every conversation, "quantum" in every 20th (a span of 20 per hit)
+        task = await add(svc, "s", f"learning rate {i}" + (" quantum" if i % 20 == 3 else ""))
+        if i % 20 == 3:
+            rare.append(task)
+    await add(svc, "s", "quantum alone")  # newest, lacks "rate"
+    reads = Reads(backend)
+    found = await svc.search("s", "quantum rate")
+    assert ids(found) == rare[::-1] and not found.has_more
+    assert reads.most("keys") <= 8  # "rate"'s ~100 postings in the span were never read at once
+    tokens = await svc.search("s", "rate quantum", sort="tokens")
+    assert sorted(ids(tokens)) == sorted(rare)
+
+
+async def test_unspaced_runs_are_checked_on_a_bounded_number_of_records_a_step():
+    svc, _, _ = service(backend=(backend := MemoryBackend(SCHEMA)))
+    made = [await add(svc, "s", f"讨论机器学习 {i}") for i in range(40)]
+    for i in range(20):
+        await add(svc, "s", f"学机器 {i}")  # the bigrams, not the run
+    reads = Reads(backend)
+    found = await svc.search("s", "机器学")
+    assert ids(found) == made[::-1][:PAGE_SIZE] and found.has_more
+    bulk = [n for method, n in reads.log if method == "bulk_get"]
+    assert bulk and max(bulk[:-3]) <= 16  # RUN_CHECK_BATCH  # the last three: the page's metas, records, texts
+
+
+async def test_a_search_reads_no_posting_keys_of_its_hits():
+    svc, _, _ = service(backend=(backend := MemoryBackend(SCHEMA)))
+    made = [await add(svc, "s", f"讨论机器学习 mitochondria {i}") for i in range(12)]
+    original = backend.bulk_get
+    crossed = []
+
+    async def bulk_get(table, keys, **kwargs):
+        out = await original(table, keys, **kwargs)
+        crossed.extend(r for r in out if table == "search" and isinstance(r, dict))
+        return out
+
+    backend.bulk_get = bulk_get
+    for keyword in ("机器学", "mitochondria"):  # a run checked on the records, a word's snippets
+        assert ids(await svc.search("s", keyword)) == made[::-1][:PAGE_SIZE]
+    assert crossed and not any("terms" in r for r in crossed)
+    assert (await backend.bulk_get("search", [made[0]], fields=["updatedAt", "nothing"]))[0].keys() == {"updatedAt"}
+
+
+async def test_each_slice_of_the_index_build_is_stored_in_a_task_of_its_own(monkeypatch):
+    from app.history import repository
+    clock = iter(range(10**6))  # each reading of the clock: 3 ms later (folding spends the step in a few records)
+    monkeypatch.setattr(repository.time, "perf_counter", lambda: next(clock) * 0.003)
+    backend = MemoryBackend(SCHEMA)
+    svc, _, _ = service(backend=backend)
+    for i in range(45):
+        await add(svc, "s", f"golgi {i}")
+    for record in backend.raw("search").values():
+        record.pop("terms")
+        backend.put_raw("search", record)
+    events = []
+
+    async def pause():
+        events.append("pause")
+
+    reloaded, _, _ = service(backend=backend, pause=pause)
+    original_write, original_fold = backend.write, repository.Writes.reindex
+
+    def fold(writes, record, text):
+        events.append("fold")
+        original_fold(writes, record, text)
+
+    monkeypatch.setattr(repository.Writes, "reindex", fold)
+
+    async def write(ops):
+        events.append("write")
+        await original_write(ops)
+
+    backend.write = write
+    assert (await reloaded.search("s", "golgi")).total == 45
+    writes = [i for i, e in enumerate(events) if e == "write"]
+    assert events.count("fold") == 45 and len(writes) == 5  # REINDEX_BATCH (10) a slice
+    assert all(events[i - 1] == "pause" and events[i + 1] == "pause" for i in writes)  # no folding in a write's task
+
+
+async def test_search_by_most_tokens_reads_metas_in_slices_and_snippets_for_the_page_only(monkeypatch):
+    from app.history import repository
+    monkeypatch.setattr(repository, "META_SLICE", 4, raising=False)
+    svc, _, _ = service(backend=(backend := MemoryBackend(SCHEMA)))
+    made = [await add(svc, "s", f"centriole {i}") for i in range(30)]
+    reads = Reads(backend)
+    first = await svc.search("s", "centriole", sort="tokens")
+    second = await svc.search("s", "centriole", first.cursor, sort="tokens")
+    assert ids(first) + ids(second) == made[::-1][:2 * PAGE_SIZE] and first.total == 30 and second.has_more
+    assert reads.most("bulk_get") <= PAGE_SIZE  # metas 4 a read, the page's 10 snippets; never all 30 at once
