@@ -95,6 +95,7 @@ class HistoryView:
         self._undo_timer = None
         self._proxies: list = []
         service.on_notice = runtime.add_notice
+        service.on_head_synced = self._head_synced
         recorder.on_recorded = lambda stage_id: _schedule(self.render_meta())
         history_list.subscribe(self._on_change)
 
@@ -139,6 +140,14 @@ class HistoryView:
         await self.recorder.run(self.runtime.stage_id or "", lambda: self.service.reconcile(threads, next_task))
         await next_task()
         await self.render_meta()
+
+    def _head_synced(self, stage_id: str, messages: list[dict]) -> None:
+        """Another device changed ``stage_id``'s active conversation (sync): this device's active
+        thread is rebuilt from history (DESIGN.md §16), one write of ``maic-agent-threads`` as a resume
+        makes, so the next turn goes on from what both devices said. While a turn runs there the
+        thread stays; where that turn ends is ``app.continuity``'s (it does not go on from the head)."""
+        if self.store.load(stage_id) != messages and self.runtime.replace_thread(stage_id, messages):
+            _schedule(self.render_meta())
 
     def _on_runtime(self) -> None:
         if self.runtime.stage_id != self.meta.stage or not self.runtime.has_messages:

@@ -74,7 +74,8 @@ class HistoryService:
     ``on_notice(Notice)``: history notices (``history-*`` codes);
     ``on_change(kind, task_id, stage_id)``: after this tab changed history
     (``record``, ``archive``, ``resume``, ``delete``, ``undo``, ``import``),
-    for the view and other tabs.
+    for the view and other tabs. ``on_head_synced(stage_id, messages)``: another device's version
+    changed a course's active conversation (``apply_synced``); ``messages`` is what it now holds.
     """
 
     def __init__(self, backend: RecordBackend, *, clock: Callable[[], int],
@@ -85,6 +86,7 @@ class HistoryService:
                  pause: Callable[[], Awaitable[None]] | None = None) -> None:
         self.on_notice = on_notice
         self.on_change = on_change
+        self.on_head_synced: Callable[[str, list[dict]], None] | None = None
         self._clock = clock
         self._pause = pause
         self._repository = HistoryRepository(backend, on_damaged=lambda: self._access.notice("history-damaged"))
@@ -288,7 +290,10 @@ class HistoryService:
           the merged one back); ``"local"``: this one continues the other's (the caller sends this
           one); ``"same"``: nothing to do; ``"unavailable"``: history cannot be written.
 
-        ``on_change`` says ``import`` for an added one, ``sync`` for a changed one."""
+        ``on_change`` says ``import`` for an added one, ``sync`` for a changed one; ``on_head_synced``
+        hears a changed one that is its course's active conversation (the device's active thread is
+        rebuilt from history, DESIGN.md §16)."""
+        head = None
         async with self._writes.lock:
             held = await self._repository.conversation(meta.taskId)
             if held is None:
@@ -307,8 +312,11 @@ class HistoryService:
                 await self._repository.commit(writes)
                 if (await self._repository.head_id(kept.stageId)) == kept.taskId:
                     self._active.forget(kept.stageId)
+                    head = merged.messages
                 outcome = merged.how
         self._changed("import" if outcome == "added" else "sync", meta.taskId, meta.stageId)
+        if head is not None and self.on_head_synced:
+            self.on_head_synced(meta.stageId, head)
         return outcome
 
     async def apply_synced_many(self, items: list[Conversation]) -> list[str]:

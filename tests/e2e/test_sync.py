@@ -500,6 +500,14 @@ def test_a_turn_added_on_both_while_the_server_is_down_is_on_both_afterwards_in_
             _poll(lambda: all(text in device.page.evaluate(IDB_DUMP_JS) for text in wanted),
                   "both turns in each device's history")
         assert "turn on A while away" in (a.stored_raw() or "") and "turn on B while away" in (b.stored_raw() or "")
+        # each device's active thread is rebuilt from the merged conversation: its panel shows both
+        # turns in order, and the next turn goes on in that conversation (no second one of the same title)
+        shown = ("() => [...document.querySelectorAll('[data-testid=agent-message][data-role=user]')]"
+                 ".map((m) => m.textContent.trim())")
+        for device in (a, b):
+            device.page.wait_for_function(f"w => JSON.stringify(({shown})()) === JSON.stringify(w)", arg=wanted)
+        a.send("after the merge on A")
+        assert _current_task(a) == task and _history_ids(a) == [task]
     finally:
         context_a.close()
         context_b.close()

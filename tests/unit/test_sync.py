@@ -277,6 +277,37 @@ async def test_turns_added_on_both_are_merged_in_time_order_and_sent_back():
     assert replica_b.docs[f"conversation:{task}"]["messages"] == merged  # sent back to the server
 
 
+async def test_a_change_from_another_device_of_the_active_conversation_rebuilds_the_active_thread():
+    a, b = _device(1), _device(2)
+    task = await _device_turn(a, "s", "first")
+    replica_a = FakeReplica()
+    engine_a, engine_b = SyncEngine(a, replica_a, MemoryStorage()), SyncEngine(b, FakeReplica(), MemoryStorage())
+    await engine_a.push(task)
+    heads = []
+    b.on_head_synced = lambda stage_id, messages: heads.append((stage_id, [m["id"] for m in messages]))
+    assert await engine_b.remote_changed(replica_a.docs[f"conversation:{task}"]) == "added"
+    assert heads == []  # kept archived: which conversation is active stays per device
+    other = await _device_turn(a, "s2", "elsewhere")  # a conversation that is not B's active one
+    await engine_a.push(other)
+    await engine_b.remote_changed(replica_a.docs[f"conversation:{other}"])
+    _, messages, _ = await b.bundle(task)
+    assert await b.resume("s", task, [], None, 5) == messages  # B goes on with A's conversation
+    meta, a_messages, _ = await a.bundle(task)
+    await a.record_turn_in(task, "s", a_messages + [_user("on A", "u-A"), _reply("r", "a-A")], usage=None,
+                           model="demo", duration_ms=5, message_id="a-A")
+    await engine_a.push(task)
+    assert await engine_b.remote_changed(replica_a.docs[f"conversation:{task}"]) == "remote"
+    assert heads == [("s", ["u-first", "a-first", "u-A", "a-A"])]  # B's active thread is rebuilt from it
+    assert await engine_b.remote_changed(replica_a.docs[f"conversation:{task}"]) == "same" and len(heads) == 1
+    other_doc = json.loads(json.dumps(replica_a.docs[f"conversation:{other}"]))
+    await a.record_turn_in(other, "s2", (await a.bundle(other)).messages + [_user("more", "u-m"), _reply("r", "a-m")],
+                           usage=None, model="demo", duration_ms=5, message_id="a-m")
+    await engine_a.push(other)
+    assert other_doc != replica_a.docs[f"conversation:{other}"]
+    assert await engine_b.remote_changed(replica_a.docs[f"conversation:{other}"]) == "remote"
+    assert len(heads) == 1  # an archived conversation changed: no active thread is touched
+
+
 async def test_a_delete_replicates_and_a_later_write_of_that_id_does_not_bring_it_back():
     a, b = _device(1), _device(2)
     task = await _device_turn(a, "s", "doomed")
