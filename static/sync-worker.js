@@ -110,12 +110,26 @@ try {
       const report = () => {
         const error = failed.push || failed.pull;
         if (error) this.onStatus("error", statusOf(error), null);
-        else if (sync.pushPaused && sync.pullPaused) this.onStatus("paused", 0, null);
+        else if (sync.pushPaused && sync.pullPaused) {
+          this.restartDelay = 0;
+          this.onStatus("paused", 0, null);
+        }
+      };
+      // A 404 once replicating: the database is gone (deleted, or a server restarted without it).
+      // PouchDB's own retries never make it again; a new start does (its set-up creates the database
+      // where the user may), after 1 s, doubling up to 30 s while it stays missing.
+      const missing = (error) => {
+        if (statusOf(error) !== 404 || this.restartTimer || this.sync !== sync) return;
+        this.restartDelay = backOff(this.restartDelay || 0);
+        this.restartTimer = setTimeout(() => {
+          this.restartTimer = null;
+          if (this.sync === sync) this.start();
+        }, this.restartDelay);
       };
       sync.on("paused", report); // first: the sync follows each direction's pause only once asked to
       for (const direction of ["push", "pull"]) {
         const replication = sync[direction];
-        replication.on("requestError", (error) => { failed[direction] = error; report(); });
+        replication.on("requestError", (error) => { failed[direction] = error; report(); missing(error); });
         replication.on("change", () => { failed[direction] = null; });
         replication.on("paused", (error) => { if (!error) failed[direction] = null; report(); });
       }
@@ -174,6 +188,8 @@ try {
     }
 
     stopReplication() {
+      clearTimeout(this.restartTimer);
+      this.restartTimer = null;
       if (this.sync) {
         this.sync.cancel();
         this.sync = null;

@@ -255,7 +255,10 @@ class SyncEngine:
         failing request's ``http_status`` (0/None: no answer) → ``failed`` by ``failure_reason``, but
         a 401 from the database once the server's welcome accepted the same credentials
         (``welcomed``: a wrong password is refused there already) is ``forbidden``: that user (or no
-        user) may not read the database, as pouchdb-server answers where CouchDB says 403;
+        user) may not read the database, as pouchdb-server answers where CouchDB says 403, and a 404
+        or a 5xx once welcomed is ``unreachable`` (``offline``: the server that welcomed us is
+        restarting, or lost the database, which the adapter's next start makes again; it was read as
+        "not CouchDB");
         ``welcome`` (the answer of ``GET /`` before replicating, ``body`` parsed or None) →
         ``syncing`` when it is a CouchDB welcome, else ``notCouchdb`` (or ``unreachable`` with no
         answer, or the HTTP reason); ``off``.
@@ -264,6 +267,8 @@ class SyncEngine:
         ('sync.reason.unauthorized', 'synced')
         >>> SyncEngine.status("welcome", 200, {"ok": True}).reason
         'notCouchdb'
+        >>> [SyncEngine.status("error", s, welcomed=True).state for s in (404, 503)], SyncEngine.status("error", 404).reason
+        (['offline', 'offline'], 'notCouchdb')
         """
         if event == "off":
             return SyncStatus("off")
@@ -279,4 +284,6 @@ class SyncEngine:
             return SyncStatus.failed("notCouchdb")
         if welcomed and http_status == 401:
             return SyncStatus.failed("forbidden")
+        if welcomed and http_status is not None and (http_status == 404 or http_status >= 500):
+            return SyncStatus.failed("unreachable")  # the server that welcomed us is restarting, or lost the database
         return SyncStatus.failed(failure_reason(http_status, body))

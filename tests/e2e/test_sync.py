@@ -408,8 +408,8 @@ def test_server_stopped_mid_sync_goes_offline_keeps_the_turn_and_sends_it_when_b
         assert agent.testid("sync-status").get_attribute("data-reason") == "unreachable"
         assert "made while the server is away" in (agent.stored_raw() or "")
         task = _current_task(agent)
-        server = couchdb_server.start(port)  # back, with its database (in memory here: made again)
-        urllib.request.urlopen(urllib.request.Request(f"{server.origin}/{DATABASE}", method="PUT"), timeout=5).close()
+        agent.page.evaluate(SEEN_STATES_JS)
+        server = couchdb_server.start(port)  # back without its database (in memory): the app makes it again
         deadline = time.monotonic() + SYNC_TIMEOUT_MS / 1000
         while True:
             try:
@@ -425,9 +425,19 @@ def test_server_stopped_mid_sync_goes_offline_keeps_the_turn_and_sends_it_when_b
                  if isinstance(p, dict)]
         assert "made while the server is away" in texts
         assert _wait_state(agent, "synced") == "synced"
+        seen = agent.page.evaluate("() => window.__syncSeen")
+        assert seen and all(reason != "notCouchdb" for _, reason in seen), seen  # never taken for another server
     finally:
         context.close()
         server.stop()
+
+
+SEEN_STATES_JS = """() => {
+  const node = document.querySelector('[data-testid=sync-status]');
+  window.__syncSeen = [[node.dataset.state, node.dataset.reason || null]];
+  new MutationObserver(() => window.__syncSeen.push([node.dataset.state, node.dataset.reason || null]))
+    .observe(node, { attributes: true, attributeFilter: ['data-state', 'data-reason'] });
+}"""
 
 
 IDB_DUMP_JS = """async () => {
