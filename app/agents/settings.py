@@ -46,13 +46,23 @@ SETTINGS_STORAGE_KEY = "agentbar-model-settings"
 KEY_STORAGE_KEY = "agentbar-model-key"
 
 
+class CredentialsInUrl(ValueError):
+    """A URL that carries a user name or password (``http://user:secret@host``): they belong in
+    their own fields, kept as DESIGN.md §12 and §16 say, never in settings stored as plain text
+    (and a browser's ``fetch`` refuses such a URL)."""
+
+
 def validate_base_url(value: str) -> str:
     """``value`` stripped of spaces and trailing slashes; ``""`` stays ``""``.
 
-    Raises ``ValueError`` unless it is an absolute ``http://`` or ``https://`` URL.
+    Raises ``ValueError`` unless it is an absolute ``http://`` or ``https://`` URL, and
+    ``CredentialsInUrl`` (a ``ValueError``) when it carries a user name or password.
 
     >>> validate_base_url(" http://127.0.0.1:1234/v1/ ")
     'http://127.0.0.1:1234/v1'
+    >>> validate_base_url("http://ann:secret@127.0.0.1:5984")
+    Traceback (most recent call last):
+    app.agents.settings.CredentialsInUrl: a URL must not carry a user name or password
     """
     value = value.strip().rstrip("/")
     if not value:
@@ -60,6 +70,8 @@ def validate_base_url(value: str) -> str:
     scheme, sep, rest = value.partition("://")
     if not sep or scheme.lower() not in ("http", "https") or not rest or rest.startswith("/"):
         raise ValueError("base URL must start with http:// or https://")
+    if "@" in rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]:
+        raise CredentialsInUrl("a URL must not carry a user name or password")
     return value
 
 

@@ -30,7 +30,8 @@ from pyodide.ffi import create_proxy
 
 from app.agents.errors import ModelError, describe
 from app.browser.dom import element as _make
-from app.agents.settings import MAX_TURNS_LIMIT, ModelSettings, parse_max_turns, validate_base_url
+from app.agents.settings import (MAX_TURNS_LIMIT, CredentialsInUrl, ModelSettings, parse_max_turns,
+                                 validate_base_url)
 from app.i18n import Translator
 
 __all__ = ["SettingsDialog"]
@@ -156,6 +157,8 @@ class SettingsDialog:
         """The settings in the fields; raises ``ValueError`` with a locale key as its message."""
         try:
             base_url = validate_base_url(str(self.base_url.value))
+        except CredentialsInUrl:
+            raise ValueError("model.settings.credentialsInUrl") from None
         except ValueError:
             raise ValueError("model.settings.invalidUrl") from None
         try:

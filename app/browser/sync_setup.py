@@ -349,10 +349,13 @@ class SyncSection:
         """The fields as settings; raises ``ValueError`` whose message is a locale key."""
         from pydantic import ValidationError
 
+        from app.agents.settings import CredentialsInUrl
         from app.sync.settings import validate_database, validate_sync_url
 
         try:
             url = validate_sync_url(str(self.url.value))
+        except CredentialsInUrl:
+            raise ValueError("sync.credentialsInUrl") from None
         except ValueError:
             raise ValueError("sync.invalidUrl") from None
         try:

@@ -565,6 +565,10 @@ def bad_settings_are_refused_and_the_error_goes_once_it_no_longer_holds(agent, c
     agent.testid("settings-base-url").fill("ftp://nowhere")
     agent.testid("settings-save").click()
     assert error.is_visible()
+    agent.testid("settings-base-url").fill("http://ann:secret@127.0.0.1:9/v1")  # a key in the URL: its own words
+    agent.testid("settings-save").click()
+    assert error.is_visible() and error.inner_text() != refused
+    assert "secret" not in (agent.page.evaluate("localStorage.getItem('agentbar-model-settings')") or "")
     agent.testid("settings-base-url").fill("http://127.0.0.1:9/v1")
     agent.testid("settings-base-url").press("Enter")  # a valid save (Enter submits): stored, closed, error gone
     assert agent.testid("settings-dialog").is_hidden()

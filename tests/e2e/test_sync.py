@@ -330,6 +330,13 @@ def test_wrong_password_and_a_server_that_is_not_couchdb_end_in_a_clear_status(b
         history = agent.page.evaluate(IDB_DUMP_JS)
         assert "kept whatever the server says" in history and "wrong-password-123" not in history
         assert not any("wrong-password-123" in line for line in logged)
+        # a password written into the server URL is refused with its own words, never stored
+        agent.testid("settings-open").click()
+        agent.testid("sync-url").fill(couch.origin.replace("http://", "http://nobody:url-secret-456@"))
+        agent.testid("settings-save").click()
+        assert agent.testid("settings-dialog").is_visible() and agent.testid("settings-error").is_visible()
+        assert "url-secret-456" not in agent.page.evaluate("() => JSON.stringify({...localStorage})")
+        agent.page.keyboard.press("Escape")
 
         # -- a database this user may not read: forbidden, nothing lost ----------------------------
         closed = couchdb_server.start()

@@ -39,6 +39,21 @@ def test_sync_url_must_be_http_or_https(url):
         SyncSettings(url=url)
 
 
+@pytest.mark.parametrize("url", ["http://ann:secret@127.0.0.1:5984", "https://ann@couch.example/",
+                                 "http://:pw@h:1/db"])
+def test_a_sync_url_carrying_a_user_or_password_is_refused_and_never_stored(url):
+    from app.agents.settings import CredentialsInUrl, validate_base_url
+    from app.sync.settings import validate_sync_url
+
+    with pytest.raises(CredentialsInUrl):
+        validate_sync_url(url)
+    with pytest.raises(CredentialsInUrl):
+        validate_base_url(url)  # the model's base URL: the same rule (DESIGN.md §12)
+    with pytest.raises(ValidationError):
+        SyncSettings(url=url)
+    assert validate_sync_url("http://127.0.0.1:5984/db?x=a@b") == "http://127.0.0.1:5984/db?x=a@b"  # not userinfo
+
+
 @pytest.mark.parametrize("name", ["Agentbar", "1db", "a b", "_users"])
 def test_database_name_follows_couchdb(name):
     with pytest.raises(ValidationError):
