@@ -33,6 +33,7 @@ import json
 import statistics
 
 from bench.checkpoints import LONGTASKS, STOP_PROBES
+from bench.trace import cpu as _cpu, traced as _traced
 from bench.history import COURSE, SEARCH_BASELINE_JS, seeded_page
 
 GOALS = {"search_ratio_max": 0.2, "longtask_ms_max": 50}
@@ -89,46 +90,6 @@ async ([text, gap]) => {
   return [performance.now() - last, drawn.filter((q) => q !== '').length];
 }
 """
-
-
-TRACE_CATEGORIES = ["toplevel", "disabled-by-default-v8.gc"]
-
-
-def trace_cpu(trace: bytes) -> dict:
-    """Main-thread tasks of a Chrome trace (``RunTask`` on ``CrRendererMain``): the longest by thread
-    CPU and by wall clock (ms, each with the other), how many ran over 50 ms of wall clock and over
-    50 ms of CPU, and the V8 collections (ms) inside the tasks over 50 ms of wall clock. A task whose
-    thread time exceeds its wall time by over 1 ms (seen on a two-core VM: the thread clock is not
-    always exact there) is left out of the CPU figures and counted (``thread_time_above_wall``)."""
-    events = json.loads(trace)
-    events = events.get("traceEvents", []) if isinstance(events, dict) else events
-    main = {(e["pid"], e["tid"]) for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"
-            and e.get("args", {}).get("name") == "CrRendererMain"}
-    mine = [e for e in events if e.get("ph") == "X" and (e.get("pid"), e.get("tid")) in main]
-    tasks = [e for e in mine if e["name"] == "ThreadControllerImpl::RunTask"]
-    if not tasks:
-        return {"tasks": 0}
-    sane = [t for t in tasks if t.get("tdur", 0) <= t.get("dur", 0) + 1000]  # thread time within wall time
-    by_cpu = max(sane or tasks, key=lambda e: e.get("tdur", 0))
-    by_wall = max(tasks, key=lambda e: e.get("dur", 0))
-    long = [t for t in tasks if t.get("dur", 0) > 50_000]
-    gcs = [e for e in mine if e["name"] in ("MinorGC", "MajorGC", "V8.GC_SCAVENGER", "V8.GC_MARK_COMPACTOR")]
-    in_long = sum(g["dur"] for g in gcs if g["name"] in ("V8.GC_SCAVENGER", "V8.GC_MARK_COMPACTOR")
-                  and any(t["ts"] <= g["ts"] <= t["ts"] + t["dur"] for t in long)) / 1000
-    ms = lambda e, k: round(e.get(k, 0) / 1000, 1)  # noqa: E731
-    return {"tasks": len(tasks), "longest_cpu_ms": ms(by_cpu, "tdur"), "its_wall_ms": ms(by_cpu, "dur"),
-            "longest_wall_ms": ms(by_wall, "dur"), "its_cpu_ms": ms(by_wall, "tdur"),
-            "over_50_wall": len(long), "over_50_cpu": sum(1 for t in sane if t.get("tdur", 0) > 50_000),
-            "thread_time_above_wall": len(tasks) - len(sane),
-            "v8_gc_ms_in_those": round(in_long, 1)}
-
-
-def _traced(run, page) -> None:
-    run.browser.start_tracing(page=page, categories=TRACE_CATEGORIES)
-
-
-def _cpu(run) -> dict:
-    return trace_cpu(run.browser.stop_tracing())
 
 
 def _session_first_search(run, page) -> dict:
