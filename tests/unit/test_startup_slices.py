@@ -41,5 +41,43 @@ async def test_reconcile_pauses_after_each_course_it_writes():
 
     threads = {"a": ([user("x"), reply("y")], 1), "b": ([user("z"), reply("w")], 2)}
     assert await svc.reconcile(threads, pause) == ["a", "b"]
-    assert pauses == [1, 2]  # one course written per slice
-    assert await svc.reconcile(threads, pause) == [] and pauses == [1, 2]  # in line: nothing written, no pause
+    assert pauses == [0, 0, 0, 1, 1, 1, 1, 2]  # one course written per transaction, each after 3 slices of its own
+    assert await svc.reconcile(threads, pause) == [] and pauses[-1] == 2 and len(pauses) == 8  # in line: nothing
+
+
+async def test_adopting_a_course_builds_title_folding_terms_and_transaction_in_slices_of_their_own(monkeypatch):
+    """DESIGN.md §13: on a cold load every stored course is adopted into history after ready; its
+    title, the folding of its text, its index terms and its transaction (JSON, the records' copy)
+    each cost up to tens of ms with 50 turns, so no two of them may run without a pause between."""
+    import app.history.repository as repository
+    import app.history.writes as writes
+
+    events = []
+
+    def logged(module, name, label):
+        original = getattr(module, name)
+
+        def call(*args, **kwargs):
+            events.append(label)
+            return original(*args, **kwargs)
+        monkeypatch.setattr(module, name, call)
+
+    logged(writes, "title_of", "title")
+    logged(repository, "fold_map", "fold")
+    logged(repository, "posting_keys", "terms")
+    from app.records import MemoryBackend
+
+    backend = MemoryBackend()
+    logged(backend, "write", "write")
+    svc, _, _ = service(backend=backend)
+
+    async def pause():
+        events.append("pause")
+
+    threads = {stage: ([user(f"question {stage} " * 9), reply("answer " * 40)], n) for n, stage in enumerate("abc")}
+    assert await svc.reconcile(threads, pause) == ["a", "b", "c"]
+    steps = " ".join(events).split("pause")
+    costly = [[e for e in step.split() if e in ("title", "fold", "terms", "write")] for step in steps]
+    assert all(len(step) <= 1 for step in costly), costly  # at most one costly part per slice
+    assert sum(len(step) for step in costly) == 12  # each course: its title, folding, terms, ONE write
+    assert events.count("write") == 3  # a transaction per course: 5 records and its head
