@@ -121,12 +121,12 @@ async def _install(on_ready: Callable[[], None]) -> None:
     root = js.document.documentElement
     root.dataset.markdown = "loading"
     try:
-        import pyodide_js
+        from app.browser.wheels import install_in_steps
 
-        # Straight from the generated lock, which names mdurl as its dependency: importing micropip
-        # took 130-550 ms in one task here (its vendored packaging compiles dozens of regular
-        # expressions at import), against DESIGN.md §13's 50 ms after ready.
-        await pyodide_js.loadPackage("markdown-it-py")
+        # Straight from the generated lock (mdurl is its dependency): importing micropip took
+        # 130-550 ms in one task here, and loadPackage unpacks a wheel in one task (59-298 ms for
+        # markdown-it-py on a cold load), against DESIGN.md §13's 50 ms after ready.
+        await install_in_steps(["mdurl", "markdown-it-py"])
         # each step in a task of its own (DESIGN.md §13: nothing after ready over 50 ms)
         await next_task()
         _import_mdurl()
