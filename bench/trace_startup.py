@@ -1,4 +1,6 @@
-"""Where the cold load's long tasks after ready go (DESIGN.md §13): ``python -m bench.trace_startup [N] [--imports]``.
+"""Where the cold load's long tasks after ready go (DESIGN.md §13): ``python -m bench.trace_startup [N] [--imports] [--reload]``.
+
+``--reload``: each round reports the reload that follows the cold load instead.
 
 A diagnostic, not a bench part: ``N`` cold loads (default 2) of the ``firstpaint`` page
 (20 courses × 50 turns stored, the paint record in Cache Storage, IndexedDB empty), each with
@@ -210,7 +212,7 @@ def _html(main: str) -> str:
                   lambda m: m.group(1) + main + "  " + m.group(3), index_html, flags=re.S)
 
 
-def _round(run_browser, base: str, seed: str, record: str, main: str) -> dict:
+def _round(run_browser, base: str, seed: str, record: str, main: str, reload: bool = False) -> dict:
     from bench.scripts import RUN_PY
 
     context = run_browser.new_context()
@@ -228,13 +230,23 @@ def _round(run_browser, base: str, seed: str, record: str, main: str) -> dict:
     page.route("**/index.html?*", lambda route, _r=None: route.fulfill(
         status=200, body=html, headers={"Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-cache"}))
     page.goto(base + APP)
+    state = _collect(page)
+    if reload:
+        page.reload()
+        state = _collect(page)
+    context.close()
+    return state
+
+
+def _collect(page) -> dict:
+    from bench.scripts import RUN_PY
+
     page.wait_for_function("() => window.__fp && window.__fp.ready !== null", polling=50, timeout=90_000)
     page.wait_for_function("() => window.__fp.idle === true", polling=100, timeout=90_000)
     state = page.evaluate("() => ({ready: window.__fp.ready, long: window.__fp.long, loaf: window.__loaf,"
                           " markdown: window.__fp.markdown, marks: performance.getEntriesByType('mark').map(m => [m.name, m.startTime])})")
     state["spans"] = json.loads(page.evaluate(RUN_PY, "import probe_trace, json\njson.dumps(probe_trace.spans)"))
     state["spans"] += [[f"js {name} call ({size} bytes)", t0, t1] for name, t0, t1, _, size in page.evaluate("() => window.__idb")]
-    context.close()
     return state
 
 
@@ -295,7 +307,7 @@ def main() -> int:
         browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS)
         for i in range(rounds):
             print(f"cold load {i + 1}/{rounds}")
-            _report(_round(browser, f"http://{host}:{port}/", seed, record, main_py))
+            _report(_round(browser, f"http://{host}:{port}/", seed, record, main_py, "--reload" in sys.argv))
         browser.close()
     return 0
 

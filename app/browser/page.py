@@ -292,8 +292,9 @@ class Page:
 
     # -- after ready -----------------------------------------------------------------------
     async def finish(self) -> None:
-        """Open IndexedDB, read the shown course's documents, set ready; then the model settings and
-        history, each in a task of its own so the page can answer input between them (§13)."""
+        """Open IndexedDB, read the shown course's documents, set ready; then history's modules
+        (``load_history``), sync, the model settings and history's start, each in tasks of their own
+        so the page can answer input between them (§13)."""
         try:
             await self.records.open()
         except RecordStoreError as error:  # the first call falls back to memory and says so
@@ -315,6 +316,7 @@ class Page:
         from app.browser.sync_setup import SyncSection, SyncSetup  # sync (§16): its client loads only when on
 
         self.sync = SyncSetup(self.history, self.translator, self.checkpoints, self.records)
+        await next_task()  # sync's modules and the settings dialog: a task each (together 40-135 ms on a cold load)
         self.model_setup.install_dialog(self.translator, self._redraw_messages,  # after ready: nothing added to start-up
                                         sections=(SyncSection(self.translator, self.sync),))
         js.performance.mark("agentbar:settings")
