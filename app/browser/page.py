@@ -261,8 +261,10 @@ class Page:
         self.history, self.history_list = create_history(self.clock), HistoryList()
         self.history_view = HistoryView(self.runtime, self.store, self.history, self.recorder, self.translator,
                                         self.clock, self.history_list)
+        await next_task()  # building the views and binding the drawer were one task of 63 ms on a cold load
         self.signals.attach_history(self.history, self.history_list)
         self.history_view.bind()
+        await next_task()
         from app.browser.backup_files import bind_backup  # backup hooks of the drawer (DESIGN.md §14)
         self.backup = bind_backup(self.records, self.store, self.translator, self.clock, self._after_restore,
                                   busy=lambda stage_id: stage_id in self.runtime.sessions.running())

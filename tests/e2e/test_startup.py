@@ -301,5 +301,5 @@ def test_history_loads_after_ready_and_a_click_and_a_turn_at_ready_are_not_lost(
     agent.wait_idle()
     agent.page.wait_for_function("() => document.documentElement.dataset.history === 'ready'")
     agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=turn-meta]').length === 1")
-    items = agent.testid("history-item")
-    assert items.count() == 1 and items.first.get_attribute("data-current") == "true"
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 1"
+                                 " && document.querySelector('[data-testid=history-item]').dataset.current === 'true'")
