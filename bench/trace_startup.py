@@ -159,6 +159,15 @@ def install():
     wrap(repo, "text_terms", "text_terms")
     wrap(writes, "title_of", "title_of")
     wrap(writes, "continues", "continues")
+    wrap(writes.HistoryWrites, "_new_meta", "HistoryWrites._new_meta")
+    wrap(repo.HistoryRepository, "meta_of", "HistoryRepository.meta_of")
+    wrap(repo.HistoryRepository, "_turns_of", "HistoryRepository._turns_of")
+    import app.history.access as access
+    wrap(access, "needs_segmenter", "needs_segmenter")
+    wrap(writes.ActiveConversations, "forget", "ActiveConversations.forget")
+    wrap(idb, "dumps_in_steps", "dumps_in_steps (first step)")
+    import app.history.records as records
+    wrap(records, "new_task_id", "new_task_id")
     wrap(idb, "_bytes", "idb._bytes")
     wrap(idb, "_parse", "idb._parse")
     wrap(idb, "to_js", "idb.to_js")
@@ -180,6 +189,7 @@ def install():
 
 MAIN = PROBE_PY + """
 install()
+steps()
 from app.browser import main
 main()
 """
