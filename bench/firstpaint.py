@@ -151,7 +151,8 @@ def _wait_idle(page) -> float:
 def attribute(phases: dict) -> list[dict]:
     """Each task over 50 ms after ready (ms, end time) with the after-ready work running then."""
     md = dict(phases.get("markdown") or [])
-    windows = [("paint record, settings dialog, Markdown start", phases.get("ready"), phases.get("settings")),
+    windows = [("paint record, history's modules, sync, settings dialog, Markdown start", phases.get("ready"),
+                phases.get("settings")),
                ("history start (reconcile, stats, turn meta)", phases.get("settings"), phases.get("afterReady")),
                ("Markdown install (markdown-it-py load and import)", md.get("loading"), md.get("ready") or md.get("failed"))]
     out = []

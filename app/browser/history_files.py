@@ -28,10 +28,17 @@ __all__ = ["HistoryFiles", "install_graphemes"]
 
 async def install_graphemes() -> None:
     """Load the grapheme wheel (vendored with its bytecode, in the generated lock) on first use, with
-    Pyodide's ``loadPackage`` (``import micropip`` took 130-550 ms in one task, DESIGN.md §13)."""
+    Pyodide's ``loadPackage`` (``import micropip`` took 130-550 ms in one task, DESIGN.md §13), and
+    import it in two tasks: its Unicode tables, then its segmenter (in the first title of a cold
+    load, ``import pyuegc`` was one task of 33-129 ms)."""
     import pyodide_js
 
+    from app.browser.tasks import next_task
+    from app.imports import import_in_steps
+
     await pyodide_js.loadPackage("pyuegc")
+    await next_task()
+    await import_in_steps("pyuegc", ["_unicode", "egc"], next_task)
 
 
 def _chosen(field, kind: str):

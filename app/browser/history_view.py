@@ -1,7 +1,7 @@
 """The history panel: the drawer's list, resume, delete and undo (DESIGN.md §9 UI hooks).
 
-``create_history(clock)`` builds the IndexedDB backend, the ``HistoryService``
-and the runtime's ``HistoryRecorder`` (nothing is opened or read yet);
+``create_history(clock)`` builds the IndexedDB backend and the ``HistoryService``
+(nothing is opened or read yet; the page loads history after ready, ``app.browser.history_boot``);
 ``HistoryView.start()`` runs after ``html[data-ready]``: it reconciles
 ``maic-agent-threads`` with history and reads the shown course's turn meta
 (the only history read before the list is opened, DESIGN.md §9).
@@ -38,12 +38,13 @@ __all__ = ["HistoryView", "create_history"]
 _FOCUSABLE = "button, input, select, textarea, [tabindex]"
 
 
-def create_history(clock) -> tuple[HistoryService, HistoryRecorder]:
-    """The service over IndexedDB and the runtime's recorder; nothing is opened yet."""
+def create_history(clock) -> HistoryService:
+    """The service over IndexedDB (the runtime's recorder is made before it, ``app.browser.history_boot``);
+    nothing is opened yet."""
     backend = IndexedDbBackend()
     service = HistoryService(backend, clock=clock, prepare=_install_graphemes, pause=next_task)
     backend.on_event = service.on_backend_event
-    return service, HistoryRecorder(service)
+    return service
 
 
 def _report(task: asyncio.Future) -> None:

@@ -26,6 +26,7 @@ from pyscript.ffi import is_none
 
 from app import markdown
 from app.browser.tasks import next_task
+from app.imports import import_in_steps
 
 __all__ = ["is_ready", "render", "start_install"]
 
@@ -93,12 +94,13 @@ def _import_mdurl() -> None:
     import mdurl  # noqa: F401
 
 
-def _import_markdown_it() -> None:
-    import markdown_it  # noqa: F401
+MARKDOWN_IT_PARTS = ("common.utils", "rules_inline", "helpers", "rules_block", "rules_core", "main")
+"""``markdown_it``'s submodules imported one per task (``app.imports.import_in_steps``): ``import
+markdown_it`` was one task of 73-77 ms on a cold load (DESIGN.md §13)."""
 
-
-INSTALL_STEPS = (_import_mdurl, _import_markdown_it, markdown.parser, lambda: markdown.markdown_tree("warm *up*"))
-"""After the wheels are loaded: the imports, the parser's construction and one warm-up parse, one task each."""
+INSTALL_STEPS = (markdown.parser, lambda: markdown.markdown_tree("warm *up*"))
+"""After the wheels are loaded and markdown_it imported in steps: the parser's construction and one
+warm-up parse, one task each."""
 
 
 def _on_click(event) -> None:
@@ -119,13 +121,17 @@ async def _install(on_ready: Callable[[], None]) -> None:
     root = js.document.documentElement
     root.dataset.markdown = "loading"
     try:
-        import pyodide_js
+        from app.browser.wheels import install_in_steps
 
-        # Straight from the generated lock, which names mdurl as its dependency: importing micropip
-        # took 130-550 ms in one task here (its vendored packaging compiles dozens of regular
-        # expressions at import), against DESIGN.md §13's 50 ms after ready.
-        await pyodide_js.loadPackage("markdown-it-py")
+        # Straight from the generated lock (mdurl is its dependency): importing micropip took
+        # 130-550 ms in one task here, and loadPackage unpacks a wheel in one task (59-298 ms for
+        # markdown-it-py on a cold load), against DESIGN.md §13's 50 ms after ready.
+        await install_in_steps(["mdurl", "markdown-it-py"])
         # each step in a task of its own (DESIGN.md §13: nothing after ready over 50 ms)
+        await next_task()
+        _import_mdurl()
+        await next_task()
+        await import_in_steps("markdown_it", MARKDOWN_IT_PARTS, next_task)
         for step in INSTALL_STEPS:
             await next_task()
             step()

@@ -3,7 +3,8 @@ them, and the page's events, in named set-up steps that ``app.browser._boot`` ru
 
 ``Page(query)`` (locale, hydrate, services, views) → ``draw_first`` → ``bind_controls`` →
 ``join_tabs`` → ``drop_painted_bar`` → ``bind_history`` → ``finish()`` (awaited: scene
-documents, ready, then each later system in a task of its own, DESIGN.md §13; sync last, §16).
+documents, ready, then each later system in a task of its own, DESIGN.md §13: history's modules
+a module per task, ``app.browser.history_boot``; sync last, §16).
 """
 
 from __future__ import annotations
@@ -70,13 +71,14 @@ class Page:
         js.performance.mark("agentbar:hydrated")
         self.records = IndexedDbBackend()  # opened in finish(), before ready; scene versions live there (§10)
         self.checkpoints = SceneCheckpoints(RecordVersionBackend(self.records), pause=next_task)
-        from app.browser.history_view import HistoryView, create_history  # history's modules: after hydrate
         from app.browser.model_setup import ModelSetup
         from app.browser.signals import CrossTabSignals
-        from app.history.list_model import HistoryList
+        from app.history.recorder import HistoryRecorder
 
-        self.history, self.recorder = create_history(self.clock)  # nothing of history is read before its list opens (§9)
-        self.history_list = HistoryList()
+        # History's modules load after ready (app.browser.history_boot); what the runtime records
+        # before waits in the recorder's queue (DESIGN.md §9, §13).
+        self.recorder = HistoryRecorder()
+        self.history = self.history_list = self.history_view = None
         demo = DemoAgent(delay_ms=_delay_ms(query), scenes=self.checkpoints.document)
         self.model_setup = ModelSetup(demo, lambda: self.runtime.stage_id)  # DESIGN.md §12
         self.runtime = AgentRuntime(self.store, self.model_setup.agent, clock=self.clock, history=self.recorder,
@@ -89,9 +91,7 @@ class Page:
         self.stage_view = StageView(self.runtime, self.checkpoints, self.translator)
         covered = frozenset() if self.idb_available else frozenset({"checkpoint-unavailable"})
         self.checkpoint_view = CheckpointView(self.runtime, self.translator, self.clock, covered)
-        self.history_view = HistoryView(self.runtime, self.store, self.history, self.recorder, self.translator,
-                                        self.clock, self.history_list)
-        self.signals = CrossTabSignals(window, self.runtime, self.history, self.history_list, self.checkpoints)
+        self.signals = CrossTabSignals(window, self.runtime, None, None, self.checkpoints)  # history joins after ready
         self.ready = False
         self._stage_key: tuple | None = None  # what the stage and its versions were last drawn for
         self._composing = False  # an IME composition is open in the page (compositionstart … compositionend)
@@ -202,7 +202,10 @@ class Page:
         document.getElementById("agent-input").focus()
 
     def _on_new(self, _event) -> None:
-        self.history_view.new_conversation()  # asks first when history cannot keep the thread (DESIGN.md §5, §9)
+        if self.history_view is None:  # history still loading: the recorder's queue keeps the thread (§9)
+            self.runtime.clear_thread()
+        else:
+            self.history_view.new_conversation()  # asks first when history cannot keep the thread (DESIGN.md §5, §9)
 
     def _on_notice_click(self, event) -> None:
         dismiss = event.target.closest("[data-testid=agent-notice-dismiss]")
@@ -237,16 +240,39 @@ class Page:
         drop_painted_bar()
 
     def bind_history(self) -> None:
-        """The history drawer's events; with IndexedDB unusable from the start, history's own
-        "unavailable" notice is left to the one IndexedDB notice (DESIGN.md §5, §9)."""
+        """Before ready: clicks on history's controls are kept until its handlers are bound after ready."""
+        from app.browser.history_boot import HeldClicks
+
         window.agentbarCheckpoints = create_proxy(self.checkpoint_view.settle)  # tests and bench: await drawn lists
+        self.held_clicks = HeldClicks()
+        self.held_clicks.install()
+
+    async def load_history(self) -> None:
+        """After ready: import history's modules a module per task, build the service and the drawer,
+        join them to the other tabs and hand the service to the recorder (which runs what it queued);
+        with IndexedDB unusable from the start, history's own "unavailable" notice is left to the one
+        IndexedDB notice (DESIGN.md §5, §9, §13)."""
+        from app.browser.history_boot import import_history
+
+        await import_history()
+        from app.browser.history_view import HistoryView, create_history
+        from app.history.list_model import HistoryList
+
+        self.history, self.history_list = create_history(self.clock), HistoryList()
+        self.history_view = HistoryView(self.runtime, self.store, self.history, self.recorder, self.translator,
+                                        self.clock, self.history_list)
+        await next_task()  # building the views and binding the drawer were one task of 63 ms on a cold load
+        self.signals.attach_history(self.history, self.history_list)
         self.history_view.bind()
+        await next_task()
         from app.browser.backup_files import bind_backup  # backup hooks of the drawer (DESIGN.md §14)
         self.backup = bind_backup(self.records, self.store, self.translator, self.clock, self._after_restore,
                                   busy=lambda stage_id: stage_id in self.runtime.sessions.running())
         if not self.idb_available:
             say = self.history.on_notice
             self.history.on_notice = lambda notice: None if notice.code == "history-unavailable" else say(notice)
+        self.recorder.attach(self.history)
+        self.held_clicks.release()
 
     async def _after_restore(self, plan) -> None:
         """A backup was restored (``app.backup.format.MergePlan``, DESIGN.md §14): the course on screen
@@ -268,8 +294,9 @@ class Page:
 
     # -- after ready -----------------------------------------------------------------------
     async def finish(self) -> None:
-        """Open IndexedDB, read the shown course's documents, set ready; then the model settings and
-        history, each in a task of its own so the page can answer input between them (§13)."""
+        """Open IndexedDB, read the shown course's documents, set ready; then history's modules
+        (``load_history``), sync, the model settings and history's start, each in tasks of their own
+        so the page can answer input between them (§13)."""
         try:
             await self.records.open()
         except RecordStoreError as error:  # the first call falls back to memory and says so
@@ -286,9 +313,12 @@ class Page:
         take_over(self.runtime)  # a message sent before ready goes now, once (DESIGN.md §13)
         PaintKeeper(self.runtime, self.store, self.translator).start()
         await next_task()
+        await self.load_history()
+        await next_task()
         from app.browser.sync_setup import SyncSection, SyncSetup  # sync (§16): its client loads only when on
 
         self.sync = SyncSetup(self.history, self.translator, self.checkpoints, self.records)
+        await next_task()  # sync's modules and the settings dialog: a task each (together 40-135 ms on a cold load)
         self.model_setup.install_dialog(self.translator, self._redraw_messages,  # after ready: nothing added to start-up
                                         sections=(SyncSection(self.translator, self.sync),))
         js.performance.mark("agentbar:settings")

@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pyodide.ffi import create_proxy
 from pyscript.ffi import is_none
 
-from app.history.list_model import HistoryChange, HistoryList
 from app.store import STORAGE_KEY
+
+if TYPE_CHECKING:
+    from app.history.list_model import HistoryList
 
 __all__ = ["CHECKPOINT_CHANNEL", "HISTORY_CHANNEL", "CrossTabSignals"]
 
@@ -68,9 +70,11 @@ class Checkpoints(Protocol):
 class CrossTabSignals:
     """Joins the page's tabs for ``runtime``, ``history`` (with its list model ``history_list``)
     and ``checkpoints`` (module docstring). ``window``: the page's ``window``. Nothing listens
-    until ``install()``."""
+    until ``install()``. ``history`` and ``history_list`` may come later (``attach_history``:
+    history's modules load after ready, DESIGN.md §13); until then another tab's history change
+    still reaches the runtime."""
 
-    def __init__(self, window, runtime: Runtime, history: History, history_list: HistoryList,
+    def __init__(self, window, runtime: Runtime, history: History | None, history_list: HistoryList | None,
                  checkpoints: Checkpoints) -> None:
         self._window = window
         self._runtime, self._history, self._list, self._checkpoints = runtime, history, history_list, checkpoints
@@ -82,7 +86,8 @@ class CrossTabSignals:
     def install(self) -> None:
         """Listen for the ``storage`` event and both channels; post this tab's changes on them."""
         self._listen(self._window, "storage", self._on_storage)
-        self._history.on_change = self._history_changed_here
+        if self._history is not None:
+            self._history.on_change = self._history_changed_here
         if not hasattr(self._window, "BroadcastChannel"):
             return
         self._checkpoint_channel = self._window.BroadcastChannel.new(CHECKPOINT_CHANNEL)
@@ -103,19 +108,30 @@ class CrossTabSignals:
             self._runtime.on_storage_changed()
 
     # -- history -----------------------------------------------------------------------
+    def attach_history(self, history: History, history_list: HistoryList) -> None:
+        """History is loaded (after ready): its changes are posted, other tabs' reach it and its list."""
+        self._history, self._list = history, history_list
+        history.on_change = self._history_changed_here
+
     def _history_changed_here(self, kind: str, task_id: str, stage_id: str) -> None:
+        from app.history.list_model import HistoryChange
+
         change = HistoryChange(kind, task_id, stage_id)
         if self._history_channel is not None:
             self._history_channel.postMessage(change.to_json())
         self._list.changed(change)
 
     def _on_history_elsewhere(self, event) -> None:
+        from app.history.list_model import HistoryChange
+
         change = HistoryChange.from_json(str(event.data))
         if change is None:
             return
-        self._history.forget_active(change.stage_id)
+        if self._history is not None:
+            self._history.forget_active(change.stage_id)
         self._runtime.conversation_changed_elsewhere(change.stage_id, change.kind, change.task_id)
-        self._list.changed(change)
+        if self._list is not None:
+            self._list.changed(change)
 
     # -- checkpoints -------------------------------------------------------------------
     def _version_written_here(self, item) -> None:

@@ -9,9 +9,23 @@
 - ``service``: ``HistoryService``, the one face over them (and delete, undo, import);
 - ``recorder``: the runtime's queue of history writes; ``reconcile``: what start-up reads of the store;
 - ``export``: Markdown and JSON export, JSON import (loaded on first use).
+
+Importing the package imports none of them: each name below is imported when first asked for
+(PEP 562), so ``app.history.recorder`` can be imported before ready without history's modules
+(DESIGN.md §13: they are imported after ready, in slices, ``app.browser.page``).
 """
 
-from app.history.records import TaskMeta, TurnMeta
-from app.history.service import ConversationStats, HistoryService, Page, SearchHit
+from __future__ import annotations
+
+import importlib
 
 __all__ = ["ConversationStats", "HistoryService", "Page", "SearchHit", "TaskMeta", "TurnMeta"]
+
+_HOME = {"TaskMeta": "records", "TurnMeta": "records", "ConversationStats": "service", "HistoryService": "service",
+         "Page": "service", "SearchHit": "service"}
+
+
+def __getattr__(name: str):
+    if name in _HOME:
+        return getattr(importlib.import_module(f"app.history.{_HOME[name]}"), name)
+    raise AttributeError(f"module 'app.history' has no attribute {name!r}")

@@ -5,26 +5,45 @@ and ``archived`` synchronously; the recorder runs the service's writes as
 tasks, one after another in call order, so the turn's own completion (the
 localStorage save, §4) never waits for IndexedDB, and a history failure never
 reaches the runtime (the service turns it into one notice).
+
+The page makes the recorder before history is loaded (``HistoryRecorder()``, DESIGN.md §13:
+history's modules are imported after ready): what is queued until ``attach(service)`` waits
+for it, in call order, so a turn sent right at ready is still recorded.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from app.history.service import HistoryService
+if TYPE_CHECKING:
+    from app.history.service import HistoryService
 
 __all__ = ["HistoryRecorder"]
 
 
 class HistoryRecorder:
-    """Queues history writes of the runtime (module docstring); ``on_recorded(stage_id)`` after each."""
+    """Queues history writes of the runtime (module docstring); ``on_recorded(stage_id)`` after each.
+    ``service``: the ``HistoryService``, or ``None`` until ``attach``."""
 
-    def __init__(self, service: HistoryService, on_recorded: Callable[[str], None] | None = None) -> None:
+    def __init__(self, service: HistoryService | None = None, on_recorded: Callable[[str], None] | None = None) -> None:
         self.service = service
         self.on_recorded = on_recorded
         self._tail: asyncio.Future | None = None
+        self._attached: asyncio.Future | None = None
+
+    def attach(self, service: HistoryService) -> None:
+        """History is loaded: what was queued runs now, in call order, on ``service``."""
+        self.service = service
+        if self._attached is not None and not self._attached.done():
+            self._attached.set_result(None)
+
+    async def _loaded(self) -> None:
+        if self.service is None:
+            if self._attached is None:
+                self._attached = asyncio.get_running_loop().create_future()
+            await self._attached
 
     def _schedule(self, stage_id: str, make: Callable[[], Awaitable[Any]], *, told: bool = True) -> asyncio.Future:
         previous = self._tail
@@ -32,6 +51,7 @@ class HistoryRecorder:
         async def step():
             if previous is not None:
                 await asyncio.gather(previous, return_exceptions=True)
+            await self._loaded()
             result = await make()
             if told and self.on_recorded:
                 self.on_recorded(stage_id)
@@ -65,7 +85,7 @@ class HistoryRecorder:
     def keeps_conversations(self) -> bool:
         """True while history is open and can record conversations (``HistoryService.available`` and
         ``keeps_conversations``)."""
-        return self.service.available is True and bool(self.service.keeps_conversations)
+        return self.service is not None and self.service.available is True and bool(self.service.keeps_conversations)
 
     def archived(self, stage_id: str, messages: list[dict], updated_at: int | None) -> asyncio.Future:
         """New conversation: keep the thread in history and end it as the active one."""

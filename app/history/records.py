@@ -23,8 +23,8 @@ from typing import Annotated, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
 
-__all__ = ["Count", "MAX_SAFE_INTEGER", "Stats", "TaskMeta", "TurnMeta", "Usage", "TASK_ID", "Time", "iso", "new_task_id",
-           "parse_iso"]
+__all__ = ["Count", "MAX_SAFE_INTEGER", "MODELS", "Stats", "TaskMeta", "TurnMeta", "Usage", "TASK_ID", "Time",
+           "build_models", "iso", "new_task_id", "parse_iso"]
 
 MAX_SAFE_INTEGER = 2**53 - 1
 """The largest integer a JavaScript number (and so IndexedDB) holds exactly (DESIGN.md §14)."""
@@ -38,7 +38,10 @@ _ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)
+    # Each model's validator is built when first used, or by ``build_models`` (the page: after ready,
+    # a model per task; importing this module with the four built at once was one task of 51-86 ms
+    # on a cold load, DESIGN.md §13).
+    model_config = ConfigDict(extra="ignore", strict=True, defer_build=True)
 
 
 class Stats(_Record):
@@ -122,3 +125,15 @@ def parse_iso(text: str) -> int:
         raise ValueError(f"not an ISO 8601 UTC time with milliseconds: {text!r}")
     moment = _dt.datetime.strptime(text[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=_dt.timezone.utc)
     return int(moment.timestamp()) * 1000 + int(text[20:23])
+
+
+MODELS = (Stats, Usage, TaskMeta, TurnMeta)
+"""The record models, in the order ``build_models`` builds them."""
+
+
+def build_models():
+    """Build each record model's validator (``defer_build``), yielding after each: the caller may
+    pause between them (DESIGN.md §13). Building is what the first validation would do anyway."""
+    for model in MODELS:
+        model.model_rebuild(force=True)
+        yield model

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -159,10 +159,11 @@ class ListRange:
         return (cursor, self.high) if self.oldest else (self.low, cursor)
 
 
-def search_record(meta: TaskMeta, text: str) -> dict:
+def search_record(meta: TaskMeta, text: str, folded_map: tuple[str, list] | None = None) -> dict:
     """The ``search`` record of a conversation whose plain text is ``text`` (DESIGN.md §14 folding),
-    with its posting keys (``terms``: the index, written in the same transaction as the record)."""
-    folded, anchors = fold_map(text)
+    with its posting keys (``terms``: the index, written in the same transaction as the record).
+    ``folded_map``: ``fold_map(text)`` when the caller made it already (in a slice of its own)."""
+    folded, anchors = folded_map if folded_map is not None else fold_map(text)
     record = {"taskId": meta.taskId, "stageId": meta.stageId, "updatedAt": meta.updatedAt, "folded": folded,
               "fold": FOLD_VERSION, "terms": posting_keys(meta.stageId, meta.updatedAt, meta.taskId, text_terms(folded))}
     if anchors:  # where folded positions and text positions part
@@ -207,10 +208,24 @@ class Writes:
         ``new``: the meta is added, not put (should another tab store that task id meanwhile, the
         whole transaction aborts and nothing is written twice)."""
         text = plain_text(messages)
+        self._keep(meta, messages, turns, new, text, search_record(meta, text))
+
+    async def keep_in_steps(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], *,
+                            pause: Callable[[], Awaitable[None]], new: bool = False) -> None:
+        """``keep`` in two slices with ``pause`` awaited between them: the plain text and its folding,
+        then the index terms and the records (DESIGN.md §13: start-up adopts a course of 50 turns
+        without a task over 50 ms; each slice is about half of what ``keep`` does at once)."""
+        text = plain_text(messages)
+        folded_map = fold_map(text)
+        await pause()
+        self._keep(meta, messages, turns, new, text, search_record(meta, text, folded_map))
+
+    def _keep(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], new: bool, text: str,
+              search: dict) -> None:
         self._ops += [("add" if new else "put", "conversations", meta.model_dump()),
                       ("put", "messages", {"taskId": meta.taskId, "messages": messages}),
                       ("put", "turns", {"taskId": meta.taskId, "turns": [t.record() for t in turns]}),
-                      ("put", "search", search_record(meta, text)),
+                      ("put", "search", search),
                       ("put", "texts", {"taskId": meta.taskId, "text": text})]
 
     def make_head(self, stage_id: str, task_id: str, synced_at: int | None) -> None:

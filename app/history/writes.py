@@ -312,10 +312,12 @@ class HistoryWrites:
         return task_id
 
     async def _adopt(self, writes: Writes, stage_id: str, messages: list[dict], meta: TaskMeta | None, *,
-                     allocated: str | None) -> TaskMeta:
+                     allocated: str | None, pause: Callable[[], Awaitable[None]] | None = None) -> TaskMeta:
         """Keep ``messages`` as ``meta``'s conversation in ``writes`` (a continuation of it: its stored
         turn meta is kept, read from the store, not from this tab's cache, which a reload empties), or
-        as a new one (``allocated``: the id its head was allocated, if any). Returns the meta kept."""
+        as a new one (``allocated``: the id its head was allocated, if any). Returns the meta kept.
+        ``pause``: awaited after the title and between the slices of the search record (start-up,
+        DESIGN.md §13); without it all is built at once."""
         now = self._clock()
         turns: list[TurnMeta] = []
         if meta is None:
@@ -324,7 +326,11 @@ class HistoryWrites:
             turns = await self._repository.turns(meta.taskId)
             meta = meta.model_copy(update={"updatedAt": max(now, meta.updatedAt),
                                            "taskName": meta.taskName or title_of(messages) or ""})
-        writes.keep(meta, messages, turns)
+        if pause is None:
+            writes.keep(meta, messages, turns)
+        else:
+            await pause()
+            await writes.keep_in_steps(meta, messages, turns, pause=pause)
         return meta
 
     @guarded()
@@ -361,17 +367,20 @@ class HistoryWrites:
         adopted as a conversation. A thread that is the start of what the head holds (the later turns
         did not fit in localStorage) is that conversation: the head stays whole, nothing is copied.
         Reads only heads whose ``syncedAt`` differs. Returns the adopted/updated stage ids.
-        ``pause``: awaited after each course that was adopted or updated (the browser passes
-        ``app.browser.tasks.next_task``: one course per task, DESIGN.md §13)."""
+        ``pause``: awaited after each course that was adopted or updated, and within one between its
+        title, the halves of its search record and its transaction (the browser passes
+        ``app.browser.tasks.next_task``: no step of start-up over 50 ms, DESIGN.md §13). Each course is
+        written in a transaction of its own (its 5 records and its head)."""
         changed = []
         for stage_id, (messages, updated_at) in threads.items():
-            if messages and await self._reconcile_one(stage_id, messages, updated_at):
+            if messages and await self._reconcile_one(stage_id, messages, updated_at, pause):
                 changed.append(stage_id)
                 if pause is not None:
                     await pause()
         return changed
 
-    async def _reconcile_one(self, stage_id: str, messages: list[dict], updated_at: int) -> bool:
+    async def _reconcile_one(self, stage_id: str, messages: list[dict], updated_at: int,
+                             pause: Callable[[], Awaitable[None]] | None = None) -> bool:
         """``reconcile`` of one course; True when its head was adopted or updated."""
         head = await self._repository.head(stage_id)
         if head is not None and head.synced_at == updated_at:
@@ -387,7 +396,10 @@ class HistoryWrites:
             # quota): the same conversation, kept whole, never copied (DESIGN.md §5, §9)
             whole = meta is not None and not goes_on and continues(old, messages)
             if not whole:  # else another conversation: the stored head stays archived
-                meta = await self._adopt(writes, stage_id, messages, meta if goes_on else None, allocated=allocated)
+                meta = await self._adopt(writes, stage_id, messages, meta if goes_on else None, allocated=allocated,
+                                         pause=pause)
+                if pause is not None:
+                    await pause()  # the transaction (its JSON and the records' copy) is a slice of its own
             writes.make_head(stage_id, meta.taskId, updated_at)
             await self._repository.commit(writes)
             self._active.forget(stage_id)

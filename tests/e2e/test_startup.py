@@ -298,3 +298,35 @@ def test_a_reload_mid_reply_gives_the_message_back_as_a_draft_and_a_finished_tur
     agent.reload()
     assert field.input_value() == ""
     assert user_texts(agent).count("asked while history is busy") == 1
+
+
+CLICK_HISTORY_AT_READY = """() => new Promise((resolve) => {
+  const root = document.documentElement;
+  const go = () => {
+    const loading = !root.hasAttribute("data-history");
+    document.querySelector("[data-testid=history-open]").click();
+    resolve(loading);
+  };
+  if (root.dataset.ready === "true") go();
+  else new MutationObserver((_, observer) => {
+    if (root.dataset.ready === "true") { observer.disconnect(); go(); }
+  }).observe(root, { attributes: true, attributeFilter: ["data-ready"] });
+})"""
+
+
+def test_history_loads_after_ready_and_a_click_and_a_turn_at_ready_are_not_lost(agent):
+    """DESIGN.md §13: history's modules load after ready, in slices. The history button clicked at the
+    moment of ready (history not loaded yet) opens the drawer once it is; a turn sent then is recorded
+    in history (the recorder's queue waits for it): its conversation is listed, with its turn meta."""
+    agent.seed({KEY: envelope({COURSE: {"messages": stored_thread(2), "updatedAt": UPDATED}})})
+    agent.page.goto(agent.url(course=COURSE))
+    assert agent.page.evaluate(CLICK_HISTORY_AT_READY) is True  # clicked while history was still loading
+    field = agent.testid("agent-input")
+    field.fill("sent at ready")
+    field.press("Enter")
+    agent.testid("history-drawer").wait_for(state="visible")
+    agent.wait_idle()
+    agent.page.wait_for_function("() => document.documentElement.dataset.history === 'ready'")
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=turn-meta]').length === 1")
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 1"
+                                 " && document.querySelector('[data-testid=history-item]').dataset.current === 'true'")
