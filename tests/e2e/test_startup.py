@@ -290,7 +290,8 @@ def test_a_reload_mid_reply_gives_the_message_back_as_a_draft_and_a_finished_tur
     # A reload once the turn is saved but while its history write still waits (another connection's
     # transaction holds history's tables): the message is shown as saved, and no draft of it is kept
     # to be sent a second time.
-    agent.page.evaluate(HOLD_HISTORY_JS, 8000)
+    agent.page.wait_for_function("() => document.documentElement.dataset.history === 'ready'")  # opened
+    agent.page.evaluate(HOLD_HISTORY_JS, 20000)  # past the reply (about 6 s at delay 150), ended by the reload
     agent.send("asked while history is busy", wait=False)
     agent.page.wait_for_function(
         "t => (localStorage.getItem('maic-agent-threads') || '').includes(t)", arg="asked while history is busy")
