@@ -328,16 +328,19 @@ class HistoryView:
             if self._undo_timer is not None:
                 js.clearTimeout(self._undo_timer)
             self._undo_timer = js.setTimeout(create_proxy(lambda: setattr(undo, "hidden", True)), UNDO_MS)
+            self._say("delete", "history.deleted", result="ok")  # said, so a screen reader hears it too
 
-    def _say(self, kind: str, key: str) -> None:
-        """Why an action did not happen, in ``history-status`` (``data-kind`` = ``kind``)."""
+    def _say(self, kind: str, key: str, *, result: str = "error") -> None:
+        """What an action did, or why it did not happen (``result`` ``error``), in ``history-status``
+        (``data-kind`` = ``kind``, ``data-result`` = ``result``)."""
         status = self._by("history-status")
         status.setAttribute("data-kind", kind)
-        status.setAttribute("data-result", "error")
+        status.setAttribute("data-result", result)
         status.removeAttribute("data-reason")
         say(status, self.t(key))
 
     async def undo(self) -> None:
         """Bring back the conversation deleted last (the undo button)."""
         self._by("history-undo").hidden = True
-        await self.recorder.run(self.list.stage or "", self.service.undo)
+        if await self.recorder.run(self.list.stage or "", self.service.undo):
+            self._say("undo", "history.undone", result="ok")

@@ -183,11 +183,15 @@ def delete_and_undo_and_keyboard(agent, other, course: str) -> None:
     agent.page.locator(f"[data-testid=history-item][data-task-id={ids[1]}] [data-testid=history-delete]").click()
     agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '2'")
     assert ids[1] not in item_ids(agent)
+    said = ("k => { const s = document.querySelector('[data-testid=history-status]');"
+            " return s.dataset.kind === k && s.dataset.result === 'ok' && s.textContent.trim() !== ''; }")
+    agent.page.wait_for_function(said, arg="delete")  # the delete is said, not only shown by Undo
     other.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 2")
     undo = agent.testid("history-undo")
     assert undo.is_visible()
     undo.click()
     agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '3'")
+    agent.page.wait_for_function(said, arg="undo")
     assert item_ids(agent) == ids[::-1]
     other.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 3")
     # Keyboard: focus is on the first item; ArrowDown moves, Delete deletes, Escape closes.
