@@ -18,6 +18,7 @@ Usage::
 
     python tools/couchdb_server.py           # install when missing; print the binary's path
     python tools/couchdb_server.py --check   # exit 1 when it is not installed (no install)
+    python tools/couchdb_server.py --serve [--port N]   # run one (in memory) until Ctrl+C, to try sync
 
 Raises ``SystemExit`` when npm fails or the installed version is not the pinned one.
 """
@@ -173,10 +174,28 @@ def start(port: int | None = None) -> CouchServer:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when not installed (install nothing)")
+    parser.add_argument("--serve", action="store_true",
+                        help="install when missing, then run a server (in memory, 127.0.0.1) until interrupted")
+    parser.add_argument("--port", type=int, default=5984, help="with --serve: its port (default 5984)")
     args = parser.parse_args(argv)
     if args.check:
         return 0 if installed() else 1
     print(install())
+    if args.serve:
+        def interrupted(*_):
+            raise KeyboardInterrupt
+
+        signal.signal(signal.SIGTERM, interrupted)  # a plain kill ends the server it started too
+        server = start(args.port)
+        print(f"A CouchDB-protocol server (pouchdb-server, in memory) is running at {server.origin}; "
+              "Ctrl+C ends it and everything it holds.", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.stop()
     return 0
 
 
