@@ -74,12 +74,18 @@ class StageView:
         node.setAttribute("data-element-count", str(count))
         slide = node.querySelector(".slide")
         if not is_none(slide) and state.document is not None:
-            slide.setAttribute("aria-label", self._label(state))
+            slide.setAttribute("aria-label", self._label(node, state))
 
-    def _label(self, state) -> str:
+    def _label(self, node, state) -> str:
+        """The slide's accessible name: a version's own title and number, or for version 0 the scene's
+        title as the page shows it (a placeholder course's scenes are localised, ``app.courses.scene_text``;
+        the document keeps the course's own words)."""
         doc = state.document
-        return (self.t("checkpoints.slideLabel", title=doc.title, version=state.version_no) if state.version_no
-                else f"{doc.title} — {self.t('checkpoints.original')}")
+        if state.version_no:
+            return self.t("checkpoints.slideLabel", title=doc.title, version=state.version_no)
+        shown = node.querySelector("[data-testid=scene-title]")
+        title = doc.title if is_none(shown) else str(shown.textContent)
+        return f"{title} — {self.t('checkpoints.original')}"
 
     def _draw(self, node, state) -> None:
         slide = node.querySelector(".slide")
@@ -96,7 +102,7 @@ class StageView:
             return
         if state.version_no == 0 and not state.pending:  # the course's own version: drawn localised, as the course view shows it
             doc = course_document(find_course(self.runtime.stage_id), node.dataset.sceneId, self.t) or doc
-        slide.setAttribute("aria-label", self._label(state))
+        slide.setAttribute("aria-label", self._label(node, state))
         background = doc.background
         style = ""
         if background.kind == "color" and safe_color(background.value):

@@ -538,6 +538,13 @@ def test_in_arabic_slide_text_fits_and_the_checkpoint_bar_notice_is_dismissed_fr
     expect(stamp).to_have_count(1)
     assert re.search(r"[0-9]", stamp.inner_text()) and not re.search(r"[\u0660-\u0669\u06f0-\u06f9]", stamp.inner_text())
 
+    show(agent, "a-course-of-its-own")  # not a demo course: its scenes are named in the page's locale
+    first = scene(agent, "scene-1")
+    title = locale["course"]["scene"].replace("{index}", "1")
+    expect(first.locator("[data-testid=scene-title]")).to_have_text(title)
+    expect(first.locator("[data-testid=scene-slide]")).to_have_attribute(  # its slide is named the same way
+        "aria-label", f"{title} — {locale['checkpoints']['original']}")
+
 
 def bar_isolates_the_scene_title_inside_arabic_text(agent) -> None:
     """After a regenerate in an ar-SA page: the bar's scene title is one <bdi>, shown once."""
