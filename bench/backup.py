@@ -15,7 +15,8 @@ seed: T turns each, mixed Chinese/English text), then, each with the ``MessageCh
   first half of its conversation members, then the whole file: ``data-added`` must be the other
   half and ``data-present`` the first.
 
-N = 10,000 conversations × 10 turns (``--quick``: 2,000 × 10).
+N = 10,000 conversations × 10 turns (``--quick``: 2,000 × 10). Each step also runs under a Chrome
+trace (``bench.trace``): its main-thread tasks by thread CPU time beside the wall clock.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pathlib import Path
 
 from app.backup.format import SLICE
 from bench.history import COURSE, _open_app, seeded_page
+from bench.trace import cpu, traced
 
 GOALS = {"longtask_ms_max": 50}
 
@@ -92,19 +94,21 @@ def _step(name: str) -> None:
     print(f"  backup: {name} ({time.strftime('%H:%M:%S')})", flush=True)
 
 
-def _probed(page, act) -> dict:
-    """Run ``act()`` (it returns a dict) with the ``longtask`` observer on; adds the longest
-    main-thread task (``longest_task_ms``, 0 when none reached 50 ms) and how many passed 50 ms."""
+def _probed(run, page, act) -> dict:
+    """Run ``act()`` (it returns a dict) with the ``longtask`` observer on and under a Chrome trace
+    (``bench.trace``); adds the longest main-thread task (``longest_task_ms``, 0 when none reached
+    50 ms), how many passed 50 ms, and ``cpu``: the same tasks by thread CPU time."""
     page.evaluate(LONGTASKS)
+    traced(run, page)
     page.wait_for_timeout(100)
     out = act()
     page.wait_for_timeout(100)  # longtask entries arrive asynchronously
     tasks = page.evaluate(STOP_PROBES)
     return out | {"longest_task_ms": round(max(tasks, default=0.0), 1), "longtasks_over_50": len(tasks),
-                  "longtask_total_ms": round(sum(tasks))}
+                  "longtask_total_ms": round(sum(tasks)), "cpu": cpu(run)}
 
 
-def _restore(page, path: Path, timeout_ms: int) -> dict:
+def _restore(run, page, path: Path, timeout_ms: int) -> dict:
     page.evaluate(WATCH_JS, ["backup-import", "change"])
 
     def act():
@@ -113,7 +117,7 @@ def _restore(page, path: Path, timeout_ms: int) -> dict:
         return {"ms": round(ms), "result": result, "added": status.get("added"), "present": status.get("present"),
                 "reason": status.get("reason")}
     page.set_default_timeout(timeout_ms)
-    return _probed(page, act)
+    return _probed(run, page, act)
 
 
 def _half(data: bytes) -> tuple[bytes, int]:
@@ -163,8 +167,8 @@ def run(run, *, quick: bool) -> dict:
         ms, count, size = page.evaluate(BASELINE_JS, COURSE)
         return {"ms": round(ms), "records": count, "bytes": size}
     _step("JS baseline")
-    figures["baseline"] = _probed(page, baseline)
-    figures["idle"] = _probed(page, lambda: (page.wait_for_timeout(1000), {})[1])
+    figures["baseline"] = _probed(run, page, baseline)
+    figures["idle"] = _probed(run, page, lambda: (page.wait_for_timeout(1000), {})[1])
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "backup.zip"
@@ -177,14 +181,14 @@ def run(run, *, quick: bool) -> dict:
             info.value.save_as(path)
             return {"ms": round(ms), "result": result, "bytes": path.stat().st_size}
         _step("write")
-        figures["write"] = _probed(page, write)
+        figures["write"] = _probed(run, page, write)
         with zipfile.ZipFile(path) as archive:
             figures["write"]["counts"] = json.loads(archive.read("manifest.json"))["counts"]
         source.close()
 
         _step("restore into a fresh profile")
         context, fresh = _fresh(run)
-        figures["restore_fresh"] = _restore(fresh, path, timeout_ms)
+        figures["restore_fresh"] = _restore(run, fresh, path, timeout_ms)
         context.close()
 
         half_path = Path(folder) / "half.zip"
@@ -192,8 +196,8 @@ def run(run, *, quick: bool) -> dict:
         half_path.write_bytes(data)
         _step("restore into a profile holding half")
         context, holder = _fresh(run)
-        figures["restore_half_first"] = _restore(holder, half_path, timeout_ms)
-        figures["restore_over_half"] = _restore(holder, path, timeout_ms) | {"expected_added": n - half,
+        figures["restore_half_first"] = _restore(run, holder, half_path, timeout_ms)
+        figures["restore_over_half"] = _restore(run, holder, path, timeout_ms) | {"expected_added": n - half,
                                                                                "expected_present": half}
         context.close()
 
@@ -227,7 +231,10 @@ def report(figures: dict) -> None:
         if row is None:
             continue
         extra = {k: v for k, v in row.items() if k not in ("ms", "longest_task_ms", "longtasks_over_50",
-                                                             "longtask_total_ms")}
+                                                             "longtask_total_ms", "cpu")}
         took = f"{row['ms']} ms, " if "ms" in row else ""
+        c = row.get("cpu") or {}
+        by_cpu = (f"; by thread CPU longest {c['longest_cpu_ms']} ms, {c['over_50_cpu']} tasks > 50 ms"
+                  if c.get("tasks") else "")
         print(f"  {label}: {took}longest main-thread task {row['longest_task_ms']:.0f} ms "
-              f"({row['longtasks_over_50']} tasks > 50 ms, {row['longtask_total_ms']} ms in all) {extra or ''}")
+              f"({row['longtasks_over_50']} tasks > 50 ms, {row['longtask_total_ms']} ms in all{by_cpu}) {extra or ''}")
