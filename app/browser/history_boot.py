@@ -51,10 +51,13 @@ async def import_history() -> None:
 
 
 class HeldClicks:
-    """Clicks (and ``change`` of file inputs) on history's controls made before its handlers are bound,
-    played again by ``release()`` in their order. ``install()`` listens on the document (capture)."""
+    """Clicks (and ``change`` of file inputs) on the controls ``within`` (a CSS selector; history's by
+    default) made before their handlers are bound, played again by ``release()`` in their order.
+    ``install()`` listens on the document (capture). The settings button has one of its own: its
+    dialog is built after history's modules are loaded (DESIGN.md §13)."""
 
-    def __init__(self) -> None:
+    def __init__(self, within: str = _HELD_IN) -> None:
+        self._within = within
         self._held: list = []
         self._open = True
         self._proxy = None
@@ -67,7 +70,7 @@ class HeldClicks:
 
     def _keep(self, event) -> None:
         target = event.target
-        if not self._open or is_none(target) or not hasattr(target, "closest") or is_none(target.closest(_HELD_IN)):
+        if not self._open or is_none(target) or not hasattr(target, "closest") or is_none(target.closest(self._within)):
             return
         self._held.append((event.type, target))
 

@@ -246,6 +246,8 @@ class Page:
         window.agentbarCheckpoints = create_proxy(self.checkpoint_view.settle)  # tests and bench: await drawn lists
         self.held_clicks = HeldClicks()
         self.held_clicks.install()
+        self.held_settings = HeldClicks("#settings-open")  # its dialog is built after history's modules
+        self.held_settings.install()
 
     async def load_history(self) -> None:
         """After ready: import history's modules a module per task, build the service and the drawer,
@@ -294,9 +296,10 @@ class Page:
 
     # -- after ready -----------------------------------------------------------------------
     async def finish(self) -> None:
-        """Open IndexedDB, read the shown course's documents, set ready; then history's modules
-        (``load_history``), sync, the model settings and history's start, each in tasks of their own
-        so the page can answer input between them (§13)."""
+        """Open IndexedDB, read the shown course's documents, set ready; then the model settings (with
+        sync's section: the settings button works right after ready), history's modules
+        (``load_history``) and history's start, each in tasks of their own so the page can answer input
+        between them (§13). Sync starts once history is open (``SyncSetup.install``)."""
         try:
             await self.records.open()
         except RecordStoreError as error:  # the first call falls back to memory and says so
@@ -313,15 +316,17 @@ class Page:
         take_over(self.runtime)  # a message sent before ready goes now, once (DESIGN.md §13)
         PaintKeeper(self.runtime, self.store, self.translator).start()
         await next_task()
-        await self.load_history()
-        await next_task()
         from app.browser.sync_setup import SyncSection, SyncSetup  # sync (§16): its client loads only when on
 
-        self.sync = SyncSetup(self.history, self.translator, self.checkpoints, self.records)
+        self.sync = SyncSetup(None, self.translator, self.checkpoints, self.records)  # history: given below
         await next_task()  # sync's modules and the settings dialog: a task each (together 40-135 ms on a cold load)
         self.model_setup.install_dialog(self.translator, self._redraw_messages,  # after ready: nothing added to start-up
                                         sections=(SyncSection(self.translator, self.sync),))
+        self.held_settings.release()
         js.performance.mark("agentbar:settings")
+        await next_task()
+        await self.load_history()
+        self.sync.history = self.history
         await next_task()
         await self.history_view.start()
         self.root.dataset.history = "ready" if self.history.available else f"unavailable:{self.history.failure}"
@@ -330,4 +335,5 @@ class Page:
 
     def _redraw_messages(self) -> None:  # Markdown is there: messages rebuilt, their turn meta put back
         self.view.redraw_messages()
-        self.history_view.refresh_turn_meta()
+        if self.history_view is not None:  # else history, still loading, draws the turn meta when it starts
+            self.history_view.refresh_turn_meta()

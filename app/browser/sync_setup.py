@@ -81,8 +81,9 @@ class _Replica:
 
 
 class SyncSetup:
-    """Sync in this page for ``history`` (``HistoryService``), ``translator``, ``checkpoints``
-    (``SceneCheckpoints``) and ``records`` (the ``RecordBackend`` both live in)."""
+    """Sync in this page for ``history`` (``HistoryService``; ``None`` until the page loaded it, which
+    it does before ``install``), ``translator``, ``checkpoints`` (``SceneCheckpoints``) and ``records``
+    (the ``RecordBackend`` both live in)."""
 
     def __init__(self, history: Any, translator: Translator, checkpoints: Any = None, records: Any = None) -> None:
         self.history = history
@@ -143,7 +144,8 @@ class SyncSetup:
         return self.settings, self._password
 
     def save(self, settings: SyncSettings, password: str) -> bool:
-        """Store and apply ``settings``: sync starts, restarts with the new server, or stops."""
+        """Store and apply ``settings``: sync starts, restarts with the new server, or stops (saved
+        before ``install``, while history is still loading, it starts there)."""
         stored = save_sync_settings(self.local, self.session, settings, password)
         if not settings.enabled:  # what is made while sync is off goes out at the next first sync
             try:
@@ -152,6 +154,8 @@ class SyncSetup:
                 pass
         changed = (settings, password) != (self.settings, self._password)
         self.settings, self._password = settings, password
+        if self.node is None:  # not installed yet: install() starts it when it is on
+            return stored
         if changed or (settings.enabled and self.replication is None):
             self._spawn(self.restart())
         return stored
