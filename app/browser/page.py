@@ -263,6 +263,9 @@ class Page:
         self.history, self.history_list = create_history(self.clock), HistoryList()
         self.history_view = HistoryView(self.runtime, self.store, self.history, self.recorder, self.translator,
                                         self.clock, self.history_list)
+        if not self.idb_available:  # in the same task: a read the view makes meanwhile must not say it again
+            say = self.history.on_notice
+            self.history.on_notice = lambda notice: None if notice.code == "history-unavailable" else say(notice)
         await next_task()  # building the views and binding the drawer were one task of 63 ms on a cold load
         self.signals.attach_history(self.history, self.history_list)
         self.history_view.bind()
@@ -270,9 +273,6 @@ class Page:
         from app.browser.backup_files import bind_backup  # backup hooks of the drawer (DESIGN.md §14)
         self.backup = bind_backup(self.records, self.store, self.translator, self.clock, self._after_restore,
                                   busy=lambda stage_id: stage_id in self.runtime.sessions.running())
-        if not self.idb_available:
-            say = self.history.on_notice
-            self.history.on_notice = lambda notice: None if notice.code == "history-unavailable" else say(notice)
         self.recorder.attach(self.history)
         self.held_clicks.release()
 
