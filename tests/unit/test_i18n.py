@@ -98,7 +98,8 @@ def test_translations_are_not_english_copies():
     english = leaves(catalogue("en-US"))
     for locale in set(LOCALES) - {"en-US"}:
         own = leaves(catalogue(locale))
-        copied = [key for key, node in own.items() if node == english[key]]
+        copied = [key for key, node in own.items()  # a separator (no letters) may be the same as English
+                  if node == english[key] and not (isinstance(node, str) and not any(c.isalpha() for c in node))]
         assert not copied, (locale, copied)
 
 
