@@ -50,3 +50,66 @@ def test_the_demo_tool_cards_read_in_the_page_locale_and_the_stored_thread_keeps
     assert_demo_cards_read_in(agent, "ja-JP")
     agent.wait_ready()
     assert_demo_cards_read_in(agent, "ja-JP")
+
+
+IN_VIEW = """el => {
+  const box = el.getBoundingClientRect();
+  if (box.top < -0.5 || box.bottom > innerHeight + 0.5) return false;
+  for (let up = el.parentElement; up; up = up.parentElement) {  // and not hidden by a scrolled box around it
+    if (!/(auto|scroll|hidden)/.test(getComputedStyle(up).overflowY)) continue;
+    const clip = up.getBoundingClientRect();
+    if (box.top < clip.top - 0.5 || box.bottom > clip.bottom + 0.5) return false;
+  }
+  return true;
+}"""
+"""True when the element is wholly visible: inside the window and inside every box that clips it."""
+
+
+def test_in_a_narrow_right_to_left_window_the_history_list_scrolls_and_the_drawer_keeps_clear_of_the_composer(agent):
+    """ar-SA at 360 × 640, 14 conversations: the open drawer fits above the composer with every control
+    in view (the drawer itself never needs scrolling); its list scrolls, pages on at its end, and Tab
+    brings each item into view; the file pickers read the catalogue's words only."""
+    from tests.e2e.test_history import open_first_page, seed_conversations, wait_history
+
+    agent.page.set_viewport_size({"width": 360, "height": 640})
+    agent.open(course="narrow", lang="ar-SA")
+    wait_history(agent)
+    seed_conversations(agent, "narrow", [f"محادثة {i}" for i in range(14)])
+    agent.testid("history-open").scroll_into_view_if_needed()
+    listing = open_first_page(agent)
+    drawer, composer = agent.testid("history-drawer"), agent.page.locator("#agent-composer")
+    agent.testid("agent-panel").evaluate("p => p.scrollIntoView({block: 'end'})")
+    drawer_box, composer_box = drawer.bounding_box(), composer.bounding_box()
+    assert drawer_box["y"] + drawer_box["height"] <= composer_box["y"] + 0.5, (drawer_box, composer_box)
+    assert composer.evaluate(IN_VIEW) and agent.testid("agent-input").evaluate(IN_VIEW)
+    assert drawer.evaluate("d => d.scrollHeight <= d.clientHeight + 1"), "the drawer needs scrolling to show its controls"
+    for testid in ("history-search", "history-close", "export-markdown", "backup-export", "backup-import"):
+        control = agent.testid(testid)
+        target = control.locator("xpath=..") if testid == "backup-import" else control
+        assert target.evaluate(IN_VIEW), testid
+    assert listing.evaluate("l => l.scrollHeight > l.clientHeight && l.clientHeight >= 72")  # it scrolls, and shows some
+
+    items = agent.testid("history-item")
+    items.first.focus()
+    for n in range(1, 10):
+        agent.page.keyboard.press("Tab")
+        expect(items.nth(n)).to_be_focused()
+        assert items.nth(n).evaluate(IN_VIEW), f"item {n} focused out of view"
+    listing.evaluate("l => { l.scrollTop = l.scrollHeight; l.dispatchEvent(new Event('scroll')); }")
+    expect(items).to_have_count(14)
+    expect(listing).to_have_attribute("data-has-more", "false")
+    items.nth(13).focus()
+    assert items.nth(13).evaluate(IN_VIEW)
+
+    t = Translator("ar-SA")
+    for testid, key in (("import-json", "history.importJson"), ("import-chatgpt", "history.importChatgpt"),
+                        ("backup-import", "backup.import")):
+        picker = agent.testid(testid)
+        label = picker.locator("xpath=..")
+        assert label.inner_text().strip() == t(key)
+        assert picker.evaluate("i => getComputedStyle(i).opacity") == "0"  # the browser's own button text unseen
+        assert label.evaluate(IN_VIEW)
+    agent.testid("backup-export").focus()
+    agent.page.keyboard.press("Tab")  # the file picker after it is reached from the keyboard, its label ringed
+    expect(agent.testid("backup-import")).to_be_focused()
+    agent.assert_accessible("narrow drawer, right to left")
