@@ -9,7 +9,7 @@ import pytest
 from app.history.chatgpt import conversations_of, import_chatgpt, thread_path
 from app.history.export import ImportRefused, export_json, parse_export
 from app.history.records import TASK_ID, iso
-from tests.unit.test_build import _zip as zipped  # one zip writer for the unit tests
+from tests.archives import zip_bytes as zipped
 
 NOW_MS = 1_790_000_000_000  # 2026-09-21
 T0 = 1_780_000_000.25  # epoch seconds, as the export writes them
