@@ -31,6 +31,22 @@ def assert_demo_cards_read_in(agent, locale: str) -> None:
     expect(failed.locator("[data-testid=tool-card-actions]")).to_have_count(0)
 
 
+def assert_a_diff_leaves_its_checkpoint_item_in_view(agent, scene_id: str) -> None:
+    """Open ``scene_id``'s versions and its newest version's diff: the list does not scroll sideways
+    (its item is no wider than it), and the item's head (title, time) is wholly inside the list."""
+    node = agent.page.locator(f"[data-testid=scene][data-scene-id='{scene_id}']")
+    node.locator("[data-testid=scene-versions-open]").click()
+    item = node.locator("[data-testid=checkpoint-item]").first
+    item.locator("[data-testid=checkpoint-diff]").click()
+    expect(item.locator("[data-testid=checkpoint-diff-view]")).to_be_visible()
+    listing = node.locator("[data-testid=checkpoint-list]")
+    assert listing.evaluate("l => l.scrollWidth <= l.clientWidth + 1"), "the checkpoint list scrolls sideways"
+    outer = listing.bounding_box()
+    for part in (item.locator("time"), item.locator("[data-testid=checkpoint-diff]")):
+        box = part.bounding_box()
+        assert outer["x"] - 0.5 <= box["x"] and box["x"] + box["width"] <= outer["x"] + outer["width"] + 0.5, (box, outer)
+
+
 def test_the_demo_tool_cards_read_in_the_page_locale_and_the_stored_thread_keeps_the_tools_words(agent):
     """ja-JP: the cards' summaries and action names come from the catalogue, live, painted before
     Python after a reload, and drawn by Python again; ``maic-agent-threads`` keeps the tool's own
@@ -50,6 +66,7 @@ def test_the_demo_tool_cards_read_in_the_page_locale_and_the_stored_thread_keeps
     assert_demo_cards_read_in(agent, "ja-JP")
     agent.wait_ready()
     assert_demo_cards_read_in(agent, "ja-JP")
+    assert_a_diff_leaves_its_checkpoint_item_in_view(agent, "scene-2")
 
 
 IN_VIEW = """el => {
@@ -113,3 +130,7 @@ def test_in_a_narrow_right_to_left_window_the_history_list_scrolls_and_the_drawe
     agent.page.keyboard.press("Tab")  # the file picker after it is reached from the keyboard, its label ringed
     expect(agent.testid("backup-import")).to_be_focused()
     agent.assert_accessible("narrow drawer, right to left")
+
+    agent.testid("history-close").click()
+    agent.send("/regenerate scene-2")  # right to left, a diff's long lines start at the other side
+    assert_a_diff_leaves_its_checkpoint_item_in_view(agent, "scene-2")
