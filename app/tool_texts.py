@@ -81,10 +81,10 @@ def shown(text: str, translate: Callable[..., str]) -> str:
 def action_names(types: tuple[str, ...], translate: Callable[..., str]) -> str:
     """The action types of a card as one localised list: each known type by its catalogue name,
     another as stored, a missing one as ``?``; joined with the locale's list separator
-    (``edit.agent.tool.actionSeparator``).
+    (``app.listSeparator``).
 
-    >>> action_names(("add_element", "zoom", ""), lambda key, **p: {"edit.agent.tool.actionSeparator": ", "}.get(key, key[-11:]))
+    >>> action_names(("add_element", "zoom", ""), lambda key, **p: {"app.listSeparator": ", "}.get(key, key[-11:]))
     'add_element, zoom, ?'
     """
     names = [translate(f"edit.agent.tool.actionType.{t}") if t in ACTION_TYPES else t or "?" for t in types]
-    return translate("edit.agent.tool.actionSeparator").join(names)
+    return translate("app.listSeparator").join(names)

@@ -17,7 +17,7 @@ from app.agents.errors import describe as describe_error
 from app.browser.dom import element as _node
 from app.browser.files import download, read_text
 from app.browser.status_line import say
-from app.history.labels import import_refusal, markdown_meta
+from app.history.labels import import_refusal, markdown_meta, skipped_names
 from app.history.list_model import HistoryList
 from app.history.recorder import HistoryRecorder
 from app.history.service import HistoryService
@@ -223,8 +223,7 @@ class HistoryFiles:
         if existing:
             said.append(self.t("history.importExisting", count=existing))
         if skipped:
-            names = ", ".join(f"{s.title} ({s.reason})" for s in skipped[:5]) + (", …" if len(skipped) > 5 else "")
-            said.append(self.t("history.importSkipped", count=len(skipped), names=names))
+            said.append(self.t("history.importSkipped", count=len(skipped), names=skipped_names(self.t, skipped)))
         status.setAttribute("data-result", "ok" if imported or existing else "error")
         status.setAttribute("data-imported", str(imported))
         status.setAttribute("data-existing", str(existing))

@@ -7,6 +7,8 @@ Every test also proves, through the ``agent`` fixture, that no request left the 
 
 from __future__ import annotations
 
+import json
+
 from playwright.sync_api import expect
 
 from app.agent import action_count, element_count
@@ -25,7 +27,7 @@ def assert_demo_cards_read_in(agent, locale: str) -> None:
         t("edit.agent.tool.result.regenerated", sceneId="scene-2", count=element_count("scene-2")))
     names = list(catalogue(locale)["edit"]["agent"]["tool"]["actionType"].values())[:action_count("scene-2")]
     expect(done.locator("[data-testid=tool-card-actions]")).to_have_text(
-        t("edit.agent.tool.actions", count=len(names), types=t("edit.agent.tool.actionSeparator").join(names)))
+        t("edit.agent.tool.actions", count=len(names), types=t("app.listSeparator").join(names)))
     expect(failed.locator("[data-testid=tool-card-summary]")).to_have_text(
         t("edit.agent.tool.result.toldToFail", sceneId="scene-1"))
     expect(failed.locator("[data-testid=tool-card-actions]")).to_have_count(0)
@@ -82,7 +84,8 @@ IN_VIEW = """el => {
 """True when the element is wholly visible: inside the window and inside every box that clips it."""
 
 
-def test_in_a_narrow_right_to_left_window_the_history_list_scrolls_and_the_drawer_keeps_clear_of_the_composer(agent):
+def test_in_a_narrow_right_to_left_window_the_history_list_scrolls_and_the_drawer_keeps_clear_of_the_composer(
+        agent, tmp_path):
     """ar-SA at 360 × 640, 14 conversations: the open drawer fits above the composer with every control
     in view (the drawer itself never needs scrolling); its list scrolls, pages on at its end, and Tab
     brings each item into view; the file pickers read the catalogue's words only."""
@@ -130,6 +133,14 @@ def test_in_a_narrow_right_to_left_window_the_history_list_scrolls_and_the_drawe
     agent.page.keyboard.press("Tab")  # the file picker after it is reached from the keyboard, its label ringed
     expect(agent.testid("backup-import")).to_be_focused()
     agent.assert_accessible("narrow drawer, right to left")
+
+    from tests.e2e.test_import_chatgpt import choose, edited
+    export = tmp_path / "conversations.json"  # one conversation it can read, one it cannot: named, with why
+    export.write_text(json.dumps([edited("c-1", "Readable"), {"id": "c-2", "title": "Broken one"}]), encoding="utf-8")
+    said = choose(agent, export)
+    assert (said["imported"], said["skipped"]) == ("1", "1"), said
+    assert t("history.importSkipped", count=1, names=f"\u2068Broken one\u2069 ({t('history.skipReason.no-mapping')})") in said["text"]
+    assert "not a conversation" not in said["text"]
 
     agent.testid("history-close").click()
     agent.send("/regenerate scene-2")  # right to left, a diff's long lines start at the other side
