@@ -143,5 +143,25 @@ def test_in_a_narrow_right_to_left_window_the_history_list_scrolls_and_the_drawe
     assert "not a conversation" not in said["text"]
 
     agent.testid("history-close").click()
+    settings_hint_keeps_each_address_whole_in_right_to_left_text(agent, t)
     agent.send("/regenerate scene-2")  # right to left, a diff's long lines start at the other side
     assert_a_diff_leaves_its_checkpoint_item_in_view(agent, "scene-2")
+
+
+def settings_hint_keeps_each_address_whole_in_right_to_left_text(agent, t) -> None:
+    """The base URL's hint: the catalogue's text, each example address in its own left-to-right run;
+    the dialog fits the narrow window (nothing scrolls sideways)."""
+    from app.agents.settings import EXAMPLE_URLS
+
+    agent.testid("settings-open").click()
+    hint = agent.testid("settings-base-url-hint")
+    expect(hint).to_be_visible()
+    assert hint.inner_text() == t("model.settings.baseUrlHint", **EXAMPLE_URLS)
+    runs = hint.locator("bdi")
+    assert runs.all_inner_texts() == list(EXAMPLE_URLS.values())
+    assert runs.evaluate_all("rs => rs.map(r => getComputedStyle(r).direction + ' ' + getComputedStyle(r).unicodeBidi)") == [
+        "ltr isolate"] * 2
+    dialog = agent.page.locator("dialog[open]")
+    assert dialog.evaluate("d => d.scrollWidth <= d.clientWidth + 1")
+    agent.page.keyboard.press("Escape")
+    expect(dialog).to_have_count(0)
