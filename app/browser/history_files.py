@@ -19,6 +19,7 @@ from app.browser.files import download, read_text
 from app.browser.status_line import say
 from app.history.labels import import_refusal, markdown_meta, skipped_names
 from app.history.list_model import HistoryList
+from app.i18n import join_sentences
 from app.history.recorder import HistoryRecorder
 from app.history.service import HistoryService
 from app.projection import CUT_MARKER, failure_of
@@ -228,7 +229,7 @@ class HistoryFiles:
         status.setAttribute("data-imported", str(imported))
         status.setAttribute("data-existing", str(existing))
         status.setAttribute("data-skipped", str(len(skipped)))
-        say(status, " ".join(said))
+        say(status, join_sentences(said))
 
     async def _parsed(self, file):
         """The file's bundle, its text when it is a ``maic-agent-threads`` value, or ``None`` once its

@@ -32,7 +32,7 @@ from app.agents.errors import ModelError, describe
 from app.browser.dom import element as _make
 from app.agents.settings import (EXAMPLE_URLS, MAX_TURNS_LIMIT, CredentialsInUrl, ModelSettings, parse_max_turns,
                                  validate_base_url)
-from app.i18n import Translator
+from app.i18n import Translator, join_sentences
 from app.presentation import isolated_segments
 
 __all__ = ["SettingsDialog"]
@@ -258,8 +258,8 @@ class SettingsDialog:
         result.dataset.warnings = " ".join(code for code, _, _ in warnings)
         result.dataset.count = str(len(models))
         shown = ", ".join(models[:8]) + (" …" if len(models) > 8 else "")
-        result.textContent = " ".join([self.t("model.settings.testOk", count=len(models), models=shown)]
-                                      + [self.t(key, **params) for _, key, params in warnings])
+        result.textContent = join_sentences([self.t("model.settings.testOk", count=len(models), models=shown)]
+                                            + [self.t(key, **params) for _, key, params in warnings])
         self.models_list.replaceChildren(*[_make("option", attrs={"value": m}) for m in models])
         if not str(self.model.value).strip() and models:
             self.model.value = models[0]

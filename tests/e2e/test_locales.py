@@ -49,7 +49,7 @@ def assert_a_diff_leaves_its_checkpoint_item_in_view(agent, scene_id: str) -> No
         assert outer["x"] - 0.5 <= box["x"] and box["x"] + box["width"] <= outer["x"] + outer["width"] + 0.5, (box, outer)
 
 
-def test_the_demo_tool_cards_read_in_the_page_locale_and_the_stored_thread_keeps_the_tools_words(agent):
+def test_the_demo_tool_cards_read_in_the_page_locale_and_the_stored_thread_keeps_the_tools_words(agent, tmp_path):
     """ja-JP: the cards' summaries and action names come from the catalogue, live, painted before
     Python after a reload, and drawn by Python again; ``maic-agent-threads`` keeps the tool's own
     (English) result text and action types, as the storage contract has them (§3)."""
@@ -69,6 +69,23 @@ def test_the_demo_tool_cards_read_in_the_page_locale_and_the_stored_thread_keeps
     agent.wait_ready()
     assert_demo_cards_read_in(agent, "ja-JP")
     assert_a_diff_leaves_its_checkpoint_item_in_view(agent, "scene-2")
+    an_import_outcome_in_japanese_joins_its_sentences_without_spaces(agent, tmp_path)
+
+
+def an_import_outcome_in_japanese_joins_its_sentences_without_spaces(agent, tmp_path) -> None:
+    """A ChatGPT import with one conversation it reads and one it cannot: the outcome's sentences
+    follow each other as Japanese writes them (no space after 。)."""
+    from tests.e2e.test_history import open_list, wait_history
+    from tests.e2e.test_import_chatgpt import choose, edited
+
+    t = Translator("ja-JP")
+    wait_history(agent)
+    open_list(agent)
+    export = tmp_path / "conversations.json"
+    export.write_text(json.dumps([edited("c-1", "Readable"), {"id": "c-2", "title": "Broken"}]), encoding="utf-8")
+    said = choose(agent, export)
+    assert said["text"] == t("history.importedCount", count=1) + t(
+        "history.importSkipped", count=1, names=f"\u2068Broken\u2069 ({t('history.skipReason.no-mapping')})")
 
 
 IN_VIEW = """el => {
