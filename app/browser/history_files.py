@@ -22,6 +22,7 @@ from app.history.list_model import HistoryList
 from app.i18n import join_sentences
 from app.history.recorder import HistoryRecorder
 from app.history.service import HistoryService
+from app.presentation import card_text, tool_card_view
 from app.projection import CUT_MARKER, failure_of
 
 __all__ = ["HistoryFiles", "install_graphemes"]
@@ -131,8 +132,21 @@ class HistoryFiles:
             return _node("p", text=describe_error(self.t, failure), attrs={"dir": "auto"})
         if part == CUT_MARKER:  # a reply the server cut: its status, as the panel says it
             return _node("p", text=self.t("model.turnCut"), attrs={"dir": "auto"})
+        if part.get("type") == "tool-call":  # a tool call: its card's texts, as the panel reads them
+            return self._printed_card(part)
         text = part.get("text") if part.get("type") == "text" else json.dumps(part, ensure_ascii=False, indent=2)
         return _node("pre" if part.get("type") != "text" else "p", text=text, attrs={"dir": "auto"})
+
+    def _printed_card(self, part: dict):
+        from app.model import ToolCallPart
+
+        try:
+            card = card_text(tool_card_view(ToolCallPart.model_validate(part)), self.t)
+        except ValueError:  # not a tool call the panel could draw either: printed as stored
+            return _node("pre", text=json.dumps(part, ensure_ascii=False, indent=2), attrs={"dir": "auto"})
+        lines = [f"{card.name} · {card.badge}", card.elements, card.actions, card.summary]
+        return _node("p", text="\n".join(line for line in lines if line), classes="printed-tool-call",
+                     attrs={"dir": "auto"})
 
     async def import_file(self, field) -> None:
         """Import a JSON export into the shown course's history (DESIGN.md §14): a file over 50 MB is

@@ -69,7 +69,30 @@ def test_the_demo_tool_cards_read_in_the_page_locale_and_the_stored_thread_keeps
     agent.wait_ready()
     assert_demo_cards_read_in(agent, "ja-JP")
     assert_a_diff_leaves_its_checkpoint_item_in_view(agent, "scene-2")
+    the_printed_conversation_shows_each_tool_call_as_its_card_reads(agent)
     an_import_outcome_in_japanese_joins_its_sentences_without_spaces(agent, tmp_path)
+
+
+def the_printed_conversation_shows_each_tool_call_as_its_card_reads(agent) -> None:
+    """Print / PDF (the browser's print stubbed): each tool call is printed with its card's texts in the
+    page's locale, not as the stored JSON."""
+    from tests.e2e.test_history import open_list, wait_history
+
+    wait_history(agent)
+    open_list(agent)
+    agent.page.evaluate("() => { window.print = () => { window.__printed = (window.__printed || 0) + 1; }; }")
+    expect(agent.testid("history-print")).to_be_enabled()
+    agent.testid("history-print").click()
+    agent.page.wait_for_function("() => window.__printed === 1")
+    printed = agent.page.locator("#print-view .printed-tool-call")
+    expect(printed).to_have_count(2)
+    cards = [agent.testid("tool-card").nth(n) for n in (0, 1)]
+    for paper, card in zip(printed.all_inner_texts(), cards):
+        for testid in ("tool-card-summary",):
+            assert card.locator(f"[data-testid={testid}]").inner_text() in paper
+        assert card.locator(".tool-card-name").inner_text() in paper
+    assert "toolCallId" not in agent.page.locator("#print-view").inner_text()
+    agent.testid("history-close").click()
 
 
 def an_import_outcome_in_japanese_joins_its_sentences_without_spaces(agent, tmp_path) -> None:
