@@ -21,9 +21,11 @@ One turn is one or more ``POST <base>/chat/completions`` requests with
    and this agent does not offer them again (the tab keeps the agent while the
    settings stay); a server that ignores ``stream`` and answers one JSON
    completion is read as one chunk;
-   tool-call ids: the model's own go back unchanged in ``tool_calls`` and the
-   ``tool`` message; the stored id is the app's unique one with the model's
-   appended (``app.agents.protocol.stored_call_id``);
+   tool-call ids: the stored id is the app's unique one with the model's
+   appended (``app.agents.protocol.stored_call_id``); each request sends them
+   in the form every server accepts (``app.agents.protocol.wire_messages``:
+   the model's own when it has that form), so a conversation goes on after
+   the base URL changed to a server that checks the form;
    a prompt over the server's context (``app.agents.context``) is sent once
    more with fewer of the oldest turns, and the turn's ``UsageReported`` says
    how many were left out (``dropped_turns``); over it again, the turn fails
@@ -61,7 +63,7 @@ from app.agents.context import ContextOverflow, context_overflow, turns_that_fit
 from app.agents.errors import KeyMask, ModelError, TransportError, http_error, mask_key, scrub
 from app.agents.events import ReplyCut, TokenUsage, UsageReported, usage_from_chunk
 from app.agents.protocol import (DEFAULT_MAX_TURNS, past_turns, slim_result_text, stored_call_id, tool_call_message,
-                                 wire_call_id)
+                                 wire_messages)
 from app.agents.sse import SSEParser
 from app.agents.tools import TOOLS, error_result, run_tool
 from app.model import Message, ToolCallPart
@@ -263,7 +265,7 @@ class _ContextExceeded(Exception):
 class _PendingCall:
     name: str = ""
     arguments: str = ""
-    id: str | None = None  # the model's id for the call (sent back unchanged, DESIGN.md §12)
+    id: str | None = None  # the model's id for the call (kept in the stored id, DESIGN.md §12)
 
 
 @dataclass
@@ -350,7 +352,7 @@ class OpenAIAgent:
         for _ in range(self.max_tool_rounds + 1):
             while True:
                 result = _Round()
-                messages = head + [m for turn in kept for m in turn] + current
+                messages = wire_messages(head + [m for turn in kept for m in turn] + current)
                 try:
                     async for event in self._stream(messages, result, tools=self._offer_tools):
                         yield event
@@ -380,11 +382,10 @@ class OpenAIAgent:
         ``ToolCallFinished`` (arguments that are no JSON object fail the call); then append the
         assistant's tool-call message and one tool message per call to ``current`` (DESIGN.md §12)."""
         config = self.config
-        finished: list[tuple[str, str, str, dict[str, Any], dict[str, Any], bool]] = []
+        finished: list[tuple[str, str, dict[str, Any], dict[str, Any], bool]] = []
         for index in sorted(result.calls):
             pending = result.calls[index]
             call_id, name = stored_call_id(self._new_id(), pending.id), pending.name or "tool"
-            wire_id = pending.id if pending.id else wire_call_id(call_id)  # the model's, unchanged
             args, parsed = _parse_arguments(mask_key(pending.arguments, config.api_key))
             yield ToolCallStarted(call_id, name, args)
             if parsed:
@@ -394,11 +395,12 @@ class OpenAIAgent:
                 excerpt = scrub(pending.arguments, config.api_key, 80)
                 live, is_error = error_result(f"The call's arguments are not a JSON object: {excerpt}"), True
             yield ToolCallFinished(call_id, live, is_error=is_error)
-            finished.append((call_id, wire_id, name, args, live, is_error))
-        current.append(tool_call_message([(w, n, a) for _, w, n, a, _, _ in finished], result.text))
-        for call_id, wire_id, name, _, live, is_error in finished:
+            finished.append((call_id, name, args, live, is_error))
+        # stored ids, as in ``past_turns``: the request's ``wire_messages`` gives the sent ones
+        current.append(tool_call_message([(c, n, a) for c, n, a, _, _ in finished], result.text))
+        for call_id, name, _, live, is_error in finished:
             part = ToolCallPart(tool_call_id=call_id, tool_name=name, result=live, is_error=is_error or None)
-            current.append({"role": "tool", "tool_call_id": wire_id, "content": slim_result_text(part)})
+            current.append({"role": "tool", "tool_call_id": call_id, "content": slim_result_text(part)})
 
     async def _stream(self, messages: list[dict[str, Any]], result: _Round, *, tools: bool) -> AsyncIterator[TextDelta]:
         """One streamed request: yields text per chunk, fills ``result``; raises ``ModelError``

@@ -18,13 +18,19 @@ to the ``messages`` list of ``POST /chat/completions``:
   retry can leave out more of the oldest, ``app.agents.context``);
 - an optional system prompt comes first, the new user ``text`` last.
 
-Tool-call ids (§12 "Tool-call ids"): the id the model gave goes back unchanged.
-The id the thread stores (unique, §5) is the app's own, with the model's
-appended after ``CALL_ID_SEPARATOR`` (``stored_call_id``); ``wire_call_id``
-maps a stored id back to the model's, so a call and its ``tool`` message always
-match, also after a reload. A stored id without the model's (the demo agent's,
-or a call the server gave no usable id) goes out as nine alphanumerics derived
-from it, a form every provider accepts (Mistral checks exactly that).
+Tool-call ids (§12 "Tool-call ids"): the id the thread stores (unique, §5) is
+the app's own, with the model's appended after ``CALL_ID_SEPARATOR``
+(``stored_call_id``): the id stays as the server gave it. What goes out is a
+*sent* id in the one form every server accepts, nine ASCII letters and digits
+(Mistral's API and the Mistral chat templates of llama.cpp and vLLM refuse any
+other; OpenAI, llama.cpp's other templates, Ollama and vLLM accept any string):
+the model's own id when it already has that form, else nine characters derived
+from the stored id (``wire_call_id``). ``wire_messages`` puts the sent ids in
+a request's messages, so a call and its ``tool`` message always agree, also
+after a reload, and a conversation begun on one server (llama.cpp's ids are 32
+characters, OpenAI's ``call_…``) goes on on another; no two calls of a request
+share a sent id (a server that repeats its ids, a derived id that happens to
+match another: the later call gets the next derived candidate).
 
 Example::
 
@@ -39,13 +45,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from app.model import Message, TextPart, ToolCallPart
 
 __all__ = ["CALL_ID_SEPARATOR", "DEFAULT_MAX_TURNS", "chat_messages", "past_turns", "slim_result_text",
-           "stored_call_id", "tool_call_message", "wire_call_id"]
+           "stored_call_id", "tool_call_message", "wire_call_id", "wire_messages"]
 
 DEFAULT_MAX_TURNS = 20
 """Recent turns sent with each request unless the settings say otherwise."""
@@ -70,17 +77,63 @@ def stored_call_id(app_id: str, model_id: object) -> str:
     return f"{app_id}{CALL_ID_SEPARATOR}{model_id}" if usable else app_id
 
 
-def wire_call_id(stored_id: str) -> str:
-    """The id sent to the model for a stored tool call: the model's own (``stored_call_id``), else nine
-    alphanumerics derived from ``stored_id`` (the same every time, distinct for distinct ids).
+_SENT_FORM = re.compile(r"[A-Za-z0-9]{9}")
+"""The tool-call id form every server accepts (module docstring)."""
 
-    >>> wire_call_id("call_0a1b~Xy12ab9Zq"), len(wire_call_id("call_0a1b"))
-    ('Xy12ab9Zq', 9)
+
+def wire_call_id(stored_id: str, attempt: int = 0) -> str:
+    """The id sent to the model for a stored tool call: the model's own (``stored_call_id``) when it is
+    nine ASCII letters and digits, else nine lower-case hex digits derived from ``stored_id`` (the same
+    every time). ``attempt`` > 0: the next derived candidate, for when a call before it in the request
+    already took this one (``wire_messages``).
+
+    >>> wire_call_id("call_0a1b~Xy12ab9Zq"), wire_call_id("call_0a1b~0bHbjd8P9H4fim6Y5Yd6F4c4yRcAoEr5")
+    ('Xy12ab9Zq', 'afbf9a05b')
+    >>> len(wire_call_id("call_0a1b")), wire_call_id("call_0a1b~Xy12ab9Zq", 1) != "Xy12ab9Zq"
+    (9, True)
     """
     _, separator, model_id = stored_id.partition(CALL_ID_SEPARATOR)
-    if separator and model_id:
+    if attempt == 0 and separator and _SENT_FORM.fullmatch(model_id):
         return model_id
-    return hashlib.sha256(stored_id.encode("utf-8")).hexdigest()[:9]
+    seed = stored_id if attempt == 0 else f"{stored_id}#{attempt}"
+    return hashlib.sha256(seed.encode("utf-8")).hexdigest()[:9]
+
+
+def wire_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` (Chat Completions, carrying *stored* tool-call ids) with each id replaced by its
+    sent id (``wire_call_id``): the same stored id gets the same sent id in an assistant's
+    ``tool_calls`` and in its ``tool`` message; distinct stored ids get distinct sent ids (the first
+    call in the request keeps its candidate, a later one that would collide takes the next).
+    The given dicts are not changed; messages without tool-call ids are passed through as they are.
+
+    >>> sent = wire_messages([tool_call_message([("call_1~0bHbjd8P9H4fim6Y5Yd6F4c4yRcAoEr5", "t", {})], None),
+    ...                       {"role": "tool", "tool_call_id": "call_1~0bHbjd8P9H4fim6Y5Yd6F4c4yRcAoEr5", "content": "ok"}])
+    >>> sent[0]["tool_calls"][0]["id"], sent[1]["tool_call_id"]
+    ('c3fcefc08', 'c3fcefc08')
+    """
+    sent: dict[str, str] = {}  # stored id -> sent id
+    taken: set[str] = set()
+
+    def sent_id(stored_id: Any) -> Any:
+        if not isinstance(stored_id, str):
+            return stored_id
+        if stored_id not in sent:
+            attempt = 0
+            while (candidate := wire_call_id(stored_id, attempt)) in taken:
+                attempt += 1
+            sent[stored_id] = candidate
+            taken.add(candidate)
+        return sent[stored_id]
+
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.get("tool_calls"):
+            message = {**message, "tool_calls": [{**call, "id": sent_id(call.get("id"))} if isinstance(call, dict)
+                                                 else call for call in message["tool_calls"]]}
+        elif message.get("role") == "tool" and "tool_call_id" in message:
+            message = {**message, "tool_call_id": sent_id(message["tool_call_id"])}
+        out.append(message)
+    return out
 
 
 def slim_result_text(part: ToolCallPart) -> str:
@@ -121,10 +174,10 @@ def _assistant(message: Message) -> list[dict[str, Any]]:
 
     def flush_calls() -> None:
         if calls:
-            triples = [(wire_call_id(c.tool_call_id), c.tool_name,
+            triples = [(c.tool_call_id, c.tool_name,
                         {k: v for k, v in c.args.items() if k in _KEPT_ARGS and isinstance(v, str)}) for c in calls]
             out.append(tool_call_message(triples, "".join(text)))
-            out.extend({"role": "tool", "tool_call_id": wire_call_id(c.tool_call_id), "content": slim_result_text(c)}
+            out.extend({"role": "tool", "tool_call_id": c.tool_call_id, "content": slim_result_text(c)}
                        for c in calls)
             calls.clear()
             text.clear()
@@ -143,7 +196,8 @@ def _assistant(message: Message) -> list[dict[str, Any]]:
 
 def past_turns(history: Sequence[Message]) -> list[list[dict[str, Any]]]:
     """The thread's turns as Chat Completions messages, oldest first: one list per turn (its user
-    message, then its reply's messages). A turn whose reply sends nothing is left out (module docstring)."""
+    message, then its reply's messages). A turn whose reply sends nothing is left out (module docstring).
+    Tool calls carry their *stored* ids: the request's ``wire_messages`` gives them their sent ones."""
     turns: list[list[dict[str, Any]]] = []
     for message in history:
         if message.role == "user":
@@ -171,4 +225,4 @@ def chat_messages(history: Sequence[Message], text: str, *, max_turns: int = DEF
     for turn in kept:
         messages.extend(turn)
     messages.append({"role": "user", "content": text})
-    return messages
+    return wire_messages(messages)

@@ -9,9 +9,10 @@ import pytest
 from app.agent import regenerate_result
 from app.agents.settings import (KEY_STORAGE_KEY, SETTINGS_STORAGE_KEY, ModelSettings, load_settings, parse_max_turns,
                                  save_settings)
-from app.agents.protocol import chat_messages, slim_result_text, stored_call_id, wire_call_id
+from app.agents.protocol import (chat_messages, slim_result_text, stored_call_id, tool_call_message, wire_call_id,
+                                 wire_messages)
 from app.model import Message, MessageStatus, TextPart, ToolCallPart
-from app.projection import FAILED, STOPPED
+from app.projection import FAILED, STOPPED, serialize_thread
 from app.storage import MemoryStorage
 
 
@@ -93,22 +94,68 @@ def test_a_turn_whose_reply_sends_nothing_is_left_out_never_two_user_messages_in
         "user", "assistant", "user", "assistant", "tool", "user"]
 
 
-def test_tool_call_ids_go_back_as_the_model_gave_them_and_stored_ids_stay_unique():
-    """DESIGN.md §12: the model's id goes back unchanged (Mistral checks 9 alphanumerics); the stored id
-    is the app's unique one (§5), and maps back to the model's, also for a thread read back from storage."""
+def call(stored_id: str) -> ToolCallPart:
+    return ToolCallPart(tool_call_id=stored_id, tool_name="regenerate_scene", args={"sceneId": "scene-1"},
+                        result={"content": []})
+
+
+def sent_ids(messages) -> tuple[list[str], list[str]]:
+    """The ids of the assistants' ``tool_calls`` and of the ``tool`` messages, in order."""
+    calls = [c["id"] for m in messages for c in m.get("tool_calls") or []]
+    return calls, [m["tool_call_id"] for m in messages if m["role"] == "tool"]
+
+
+def test_tool_call_ids_stay_as_the_server_gave_them_in_storage_and_go_out_in_the_form_every_server_takes():
+    """DESIGN.md §12: the stored id is the app's unique one (§5) with the model's; a model id that is nine
+    letters and digits (Mistral's form) goes back unchanged, any other is sent as nine characters derived
+    from the stored id, the same in the call and in its tool message, also for a thread read back."""
     first, second = stored_call_id("call_aaaa", "AbC123xyZ"), stored_call_id("call_bbbb", "AbC123xyZ")
     assert first != second  # a server that reuses its ids still gives unique stored ids
-    history = [user("redo"), assistant(ToolCallPart(tool_call_id=first, tool_name="regenerate_scene",
-                                                    args={"sceneId": "scene-1"}, result={"content": []}))]
-    sent = chat_messages(history, "next")
+    sent = chat_messages([user("redo"), assistant(call(first))], "next")
     assert sent[1]["tool_calls"][0]["id"] == "AbC123xyZ" and sent[2]["tool_call_id"] == "AbC123xyZ"
-    # An id the model did not give (the demo agent's) goes out in a form every provider accepts, the same
-    # in the call and in its tool message.
-    demo = chat_messages([user("r"), assistant(ToolCallPart(tool_call_id="call-demo-1", tool_name="regenerate_scene",
-                                                            result={"content": []}))], "n")
-    wire = demo[1]["tool_calls"][0]["id"]
-    assert wire == demo[2]["tool_call_id"] and len(wire) == 9 and wire.isalnum()
+    for model_id in ("0bHbjd8P9H4fim6Y5Yd6F4c4yRcAoEr5", "call_abc123DEF456ghi789JKL0", "chatcmpl-tool-9f2e",
+                     "ABCDEFGH", "ABCDEFGHIJ", "abc_12345", "ÄbC123xyZ", None):
+        stored = stored_call_id("call_cccc", model_id)
+        calls, results = sent_ids(chat_messages([user("r"), assistant(call(stored))], "n"))
+        assert calls == results == [wire_call_id(stored)]
+        assert len(calls[0]) == 9 and calls[0].isascii() and calls[0].isalnum(), model_id
     assert stored_call_id("call_cccc", "has space") == "call_cccc" and stored_call_id("call_cccc", "") == "call_cccc"
+
+
+def test_a_llama_server_id_is_sent_the_same_every_time_and_the_stored_thread_is_not_changed():
+    stored = stored_call_id("call_dddd", "0DjVYperMUSkGWxFx5hEoyKi0Yjzj9TG")
+    history = [user("redo"), assistant(TextPart(text="On it."), call(stored), TextPart(text="Done."))]
+    before = serialize_thread(history)
+    once, again = chat_messages(history, "a"), chat_messages(history, "b")
+    assert sent_ids(once) == sent_ids(again) and sent_ids(once)[0][0] != "0DjVYperMUSkGWxFx5hEoyKi0Yjzj9TG"
+    assert serialize_thread(history) == before and history[1].content[1].tool_call_id == stored
+
+
+def test_no_two_calls_of_a_request_share_a_sent_id():
+    """The same model id on several calls (a server that repeats its ids), and a model id equal to the
+    id derived for another call: each stored id gets its own sent id; the first call keeps its candidate."""
+    derived = wire_call_id("call-demo-1")  # what the demo agent's call is sent as
+    repeated = [stored_call_id(f"call_{i}", "AbC123xyZ") for i in range(3)]
+    clash = stored_call_id("call_9", derived)
+    history = [user("a"), assistant(call("call-demo-1"), call(repeated[0])), user("b"),
+               assistant(call(repeated[1]), call(clash)), user("c"), assistant(call(repeated[2]))]
+    calls, results = sent_ids(chat_messages(history, "d"))
+    assert calls == results and len(set(calls)) == 5
+    assert calls[0] == derived and calls[1] == "AbC123xyZ"
+    assert all(len(i) == 9 and i.isascii() and i.isalnum() for i in calls)
+    many = [assistant(call(f"call_{i:05d}")) for i in range(2000)]
+    calls, results = sent_ids(chat_messages([m for a in many for m in (user("q"), a)], "n", max_turns=2000))
+    assert calls == results and len(set(calls)) == 2000
+
+
+def test_wire_messages_leaves_the_given_messages_as_they_were():
+    messages = [{"role": "user", "content": "x"},
+                tool_call_message([("call_1~0bHbjd8P9H4fim6Y5Yd6F4c4yRcAoEr5", "t", {})], None),
+                {"role": "tool", "tool_call_id": "call_1~0bHbjd8P9H4fim6Y5Yd6F4c4yRcAoEr5", "content": "ok"}]
+    before = json.dumps(messages)
+    sent = wire_messages(messages)
+    assert json.dumps(messages) == before and sent[0] is messages[0]
+    assert sent[1]["tool_calls"][0]["id"] == sent[2]["tool_call_id"] == wire_call_id(messages[2]["tool_call_id"])
 
 
 def test_slim_result_text_without_text_items():

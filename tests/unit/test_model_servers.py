@@ -12,6 +12,8 @@ from app.agents.context import context_overflow, turns_that_fit
 from app.agents.errors import KeyMask, ModelError
 from app.agents.events import ReplyCut, UsageReported
 from app.agents.openai import AgentConfig, OpenAIAgent, probe_tools, refuses_tools
+from app.agents.protocol import wire_call_id
+from app.agents.switch import SelectedAgent
 from app.history.labels import turn_meta_text
 from app.history.recorder import HistoryRecorder
 from app.history.service import HistoryService
@@ -238,19 +240,65 @@ async def test_the_cut_marker_is_not_text_for_search_or_the_model():
 
 # -- tool-call ids -------------------------------------------------------------------------------
 
-async def test_the_models_tool_call_id_goes_back_unchanged_from_a_recorded_llama_server_call():
+LLAMA_CALL_ID = "0bHbjd8P9H4fim6Y5Yd6F4c4yRcAoEr5"
+"""The tool-call id the recorded llama-server issued (32 characters: its own random form)."""
+
+
+async def test_a_recorded_llama_server_call_is_stored_with_its_id_and_sent_back_in_the_form_every_server_takes():
     transport = ScriptedTransport(transcript("stream-tool-call-auto.http", 211),
                                   ScriptedResponse(chunks=[sse(OK, "[DONE]")]))
     events = await collect(OpenAIAgent(transport, CONFIG))
     started = next(e for e in events if isinstance(e, ToolCallStarted))
-    model_id = "0bHbjd8P9H4fim6Y5Yd6F4c4yRcAoEr5"  # what the recorded server issued
-    assert started.tool_call_id.endswith(model_id) and started.tool_call_id != model_id
+    # Stored as the server gave it (after the app's unique part, DESIGN.md §5) ...
+    assert started.tool_call_id.endswith("~" + LLAMA_CALL_ID)
+    # ... sent as nine letters and digits derived from the stored id, the same in the call and its result.
     follow_up = transport.posts[1]["body"]["messages"]
-    assert follow_up[-2]["tool_calls"][0]["id"] == model_id and follow_up[-1]["tool_call_id"] == model_id
+    sent = follow_up[-2]["tool_calls"][0]["id"]
+    assert sent == wire_call_id(started.tool_call_id) == follow_up[-1]["tool_call_id"]
+    assert len(sent) == 9 and sent.isascii() and sent.isalnum()
+
+
+def switchable(storage: MemoryStorage, agents: dict[str, OpenAIAgent], chosen: list[str]) -> AgentRuntime:
+    """A runtime on ``storage`` whose turns run on ``agents[chosen[0]]`` (the settings' base URL)."""
+    runtime = AgentRuntime(ThreadStore(storage), SelectedAgent(lambda: agents[chosen[0]]),
+                           clock=lambda: 1_780_000_000_000)
+    runtime.hydrate()
+    runtime.set_stage("intro-ml")
+    return runtime
+
+
+async def test_a_conversation_with_a_llama_server_tool_call_goes_on_after_switching_to_a_server_that_checks_ids(
+        fake_server):
+    """The fresh tester's case: a tool call on llama.cpp (32-character id), then the base URL set to a
+    server that takes only nine letters and digits (Mistral's form; the fake refuses any other with
+    HTTP 400): every later turn failed. Now the turns go on, also after a reload, and the stored ids stay
+    as each server gave them."""
+    llama = OpenAIAgent(ScriptedTransport(transcript("stream-tool-call-auto.http", 211),
+                                          ScriptedResponse(chunks=[sse(OK, "[DONE]")])), CONFIG)
+    other = OpenAIAgent(UrllibTransport(), AgentConfig(base_url=f"{fake_server.origin}/v1", model="fake-model-1"))
+    storage, chosen = MemoryStorage(), ["llama"]
+    runtime = switchable(storage, {"llama": llama, "other": other}, chosen)
+    await runtime.send("Please regenerate scene 1")
+    chosen[0] = "other"
+    await runtime.send("and now?")
+    await runtime.send("#tool")  # a call of the new server's own, beside the old one
+    assert [m.status.type for m in runtime.messages if m.role == "assistant"] == ["complete"] * 3
+    stored = [p.tool_call_id for m in runtime.messages for p in m.content if hasattr(p, "tool_call_id")]
+    assert stored[0].endswith("~" + LLAMA_CALL_ID) and stored[1].endswith("~" + fake_openai.TOOL_CALL_ID)
+    reloaded = switchable(storage, {"llama": llama, "other": other}, chosen)  # read back from storage
+    await reloaded.send("still there?")
+    assert reloaded.messages[-1].status.type == "complete"
+    last = fake_server.posts()[-1]["body"]["messages"]
+    calls = [c["id"] for m in last for c in m.get("tool_calls") or []]
+    results = [m["tool_call_id"] for m in last if m["role"] == "tool"]
+    assert calls == results and len(set(calls)) == 2
+    assert calls == [wire_call_id(stored[0]), fake_openai.TOOL_CALL_ID]  # a well-formed id goes back unchanged
 
 
 async def test_tool_call_ids_against_a_server_that_checks_their_form(fake_server):
-    """The fake checks tool-call ids as Mistral does (9 alphanumerics): the app's own ids were refused."""
+    """The fake checks tool-call ids as Mistral does (9 alphanumerics): the app's own ids were refused.
+    It gives every call the same id: the first call keeps it, the later one is sent a derived id (no two
+    calls of a request share one)."""
     config = AgentConfig(base_url=f"{fake_server.origin}/v1", model="fake-model-1")
     runtime = AgentRuntime(ThreadStore(MemoryStorage()), OpenAIAgent(UrllibTransport(), config),
                            clock=lambda: 1_780_000_000_000)
@@ -262,7 +310,9 @@ async def test_tool_call_ids_against_a_server_that_checks_their_form(fake_server
     ids = [p.tool_call_id for m in runtime.messages for p in m.content if hasattr(p, "tool_call_id")]
     assert len(set(ids)) == 2  # the stored ids stay unique though the server reused its id
     last = fake_server.posts()[-1]["body"]["messages"]
-    assert {m["tool_call_id"] for m in last if m["role"] == "tool"} == {fake_openai.TOOL_CALL_ID}
+    sent = [m["tool_call_id"] for m in last if m["role"] == "tool"]
+    assert sent == [c["id"] for m in last for c in m.get("tool_calls") or []]
+    assert sent[0] == fake_openai.TOOL_CALL_ID and sent[1] != sent[0] and len(sent[1]) == 9
 
 
 # -- the API key echoed by the server ------------------------------------------------------------
