@@ -28,6 +28,8 @@ script is picked by the *last user message*, when it starts with a ``#word``:
                 length limit cut the reply)
 ``#echo``       a normal reply that repeats the bearer key it got, split
                 across two chunks (as a careless proxy or model might)
+``#pathmodel``  a normal reply whose chunks name the model by a file path
+                (``PATH_MODEL``), as llama-server started without ``--alias`` does
 anything else   a short text reply in several chunks, usage in the last chunk
 ==============  ==============================================================
 
@@ -66,7 +68,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["FakeOpenAIServer", "MODEL_NAME", "MODELS", "USAGE", "make_server", "start"]
+__all__ = ["FakeOpenAIServer", "MODEL_NAME", "MODELS", "PATH_MODEL", "USAGE", "make_server", "start"]
 
 MODEL_NAME = "fake-model-1"
 MODELS = ["fake-model-1", "fake-model-2"]
@@ -82,6 +84,8 @@ MARKDOWN_REPLY = (
     "<img src=x onerror=\"window.__xss=1\"> and <script>window.__xss=2</script>\n\n"
     "[safe link](https://example.org/page) and [bad link](javascript:window.__xss=3)\n"
 )
+PATH_MODEL = "/home/user/.cache/agentbar/models/66d68b13c8dfdf7e/tiny-tool.gguf"
+"""The model name of ``#pathmodel`` replies: the path of the file the server loaded."""
 TOOL_CALL_ID = "AbC123xyZ"
 """The id the fake gives its tool calls (Mistral's form: 9 alphanumerics)."""
 BIGLINE_CHARS = 10_000_000
@@ -98,9 +102,9 @@ ERROR_STATUSES = {"#401": 401, "#403": 403, "#404": 404, "#429": 429, "#500": 50
 
 
 def _chunk(delta: dict[str, Any] | None = None, *, finish: str | None = None, usage: dict | None = None,
-           choices: bool = True) -> bytes:
+           choices: bool = True, model: str = MODEL_NAME) -> bytes:
     body: dict[str, Any] = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1780000000,
-                            "model": MODEL_NAME,
+                            "model": model,
                             "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}] if choices else []}
     if usage is not None:
         body["usage"] = usage
@@ -273,6 +277,8 @@ class _Handler(BaseHTTPRequestHandler):
                 write(_chunk({"content": piece}))
             self.wfile.flush()
             self.close_connection = True  # no [DONE], no finish_reason: the stream is cut
+        elif command == "#pathmodel":
+            self._text(PLAIN_PIECES, usage=USAGE, model=PATH_MODEL)
         elif command == "#length":
             self._text(PLAIN_PIECES[:6], usage=USAGE, finish="length")
         elif command == "#echo":
@@ -300,16 +306,17 @@ class _Handler(BaseHTTPRequestHandler):
         write(_chunk(finish="stop"))
         write(DONE)
 
-    def _text(self, pieces: list[str], *, usage: dict | None, delay: float = 0.0, finish: str = "stop") -> None:
+    def _text(self, pieces: list[str], *, usage: dict | None, delay: float = 0.0, finish: str = "stop",
+              model: str = MODEL_NAME) -> None:
         write = self.wfile.write
-        write(_chunk({"role": "assistant", "content": ""}))
+        write(_chunk({"role": "assistant", "content": ""}, model=model))
         for piece in pieces:
-            write(_chunk({"content": piece}))
+            write(_chunk({"content": piece}, model=model))
             if delay:
                 time.sleep(delay)
-        write(_chunk(finish=finish))
+        write(_chunk(finish=finish, model=model))
         if usage is not None:
-            write(_chunk(choices=False, usage=usage))
+            write(_chunk(choices=False, usage=usage, model=model))
         write(DONE)
 
 

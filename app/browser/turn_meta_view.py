@@ -96,6 +96,7 @@ class TurnMetaView:
         else:
             line.setAttribute("data-total-tokens", str(turn.usage.totalTokens))
             line.removeAttribute("data-usage")
-        # shown through CSS (::after) so the message's own text stays what it was
+        # shown through CSS (::after) so the message's own text stays what it was; the model by its short
+        # name (a file path by its base name), the tooltip and data-model name it whole (DESIGN.md §12)
         line.setAttribute("data-label", label)
-        line.setAttribute("title", label)
+        line.setAttribute("title", turn_meta_text(self.t, turn, full_model=True))

@@ -10,11 +10,12 @@ then placed in the line's template (``history.stats``, ``history.itemStats``,
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 __all__ = ["backup_saved_text", "import_refusal", "skipped_names", "seconds_text", "turns_phrase", "tokens_phrase",
-           "stats_text", "item_stats_text", "turn_meta_text", "markdown_meta"]
+           "stats_text", "item_stats_text", "turn_meta_text", "markdown_meta", "model_short_name"]
 
 Translate = Callable[..., str]
 
@@ -56,15 +57,39 @@ def item_stats_text(t: Translate, stats: Any) -> str:
     return t("history.itemStats", turns=turns_phrase(t, stats.turns), tokens=_tokens_of(t, stats))
 
 
-def turn_meta_text(t: Translate, turn: Any) -> str:
+_FILE_PATH = re.compile(r"^(?:/|~[/\\]|\.{1,2}[/\\]|[A-Za-z]:[/\\])|\\|\.(?:gguf|ggml|bin|safetensors|llamafile)$",
+                        re.IGNORECASE)
+"""A model id that is a file path: absolute, home- or dot-relative, with a backslash, or a model file's name."""
+
+
+def model_short_name(model: str) -> str:
+    r"""The model as the turn meta shows it: a model id that is a file path (llama.cpp's server started
+    without ``--alias`` reports the path it loaded, vLLM the directory) by its base name; any other id
+    (``gpt-4o``, ``qwen2.5:7b``, a ``org/name`` repository id) as it is. The stored id stays whole.
+
+    >>> model_short_name("/root/.cache/agentbar/models/66d68b13c8dfdf7e/tiny-tool.gguf")
+    'tiny-tool.gguf'
+    >>> model_short_name(r"C:\models\qwen2.5-7b-q4_k_m.gguf"), model_short_name("/srv/models/Qwen2.5-7B/")
+    ('qwen2.5-7b-q4_k_m.gguf', 'Qwen2.5-7B')
+    >>> model_short_name("meta-llama/Llama-3.1-8B-Instruct"), model_short_name("models/tiny.gguf")
+    ('meta-llama/Llama-3.1-8B-Instruct', 'tiny.gguf')
+    """
+    if not _FILE_PATH.search(model):
+        return model
+    return re.split(r"[/\\]", model.rstrip("/\\"))[-1] or model
+
+
+def turn_meta_text(t: Translate, turn: Any, *, full_model: bool = False) -> str:
     """One assistant message's turn meta (``TurnMeta``): model, tokens (or "usage not reported"
     when ``turn.usage`` is None, DESIGN.md §12) and duration in seconds, then, when the server's
-    context was full, how many earlier turns were left out (``history.contextCut``, plural forms)."""
+    context was full, how many earlier turns were left out (``history.contextCut``, plural forms).
+    The model by its short name (``model_short_name``); ``full_model``: by its whole id (the tooltip)."""
     seconds = seconds_text(t, turn.duration)
+    model = turn.model if full_model else model_short_name(turn.model)
     if turn.usage is None:
-        line = t("history.turnMetaNoUsage", model=turn.model, seconds=seconds)
+        line = t("history.turnMetaNoUsage", model=model, seconds=seconds)
     else:
-        line = t("history.turnMeta", model=turn.model, tokens=tokens_phrase(t, turn.usage.totalTokens), seconds=seconds)
+        line = t("history.turnMeta", model=model, tokens=tokens_phrase(t, turn.usage.totalTokens), seconds=seconds)
     dropped = getattr(turn, "droppedTurns", None)
     if dropped:  # the server's context was full: say how many earlier turns the model did not see (§12)
         line += " · " + t("history.contextCut", count=int(dropped))

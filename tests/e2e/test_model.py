@@ -242,11 +242,13 @@ def markdown_reply_after_reload(agent, server, course: str) -> None:
 
 def history_shows_the_servers_token_counts(agent, server, course: str) -> None:
     """DESIGN.md §9, §12: a model turn's usage comes from the server's last chunk and is what
-    history shows, after a reload too; a server that sends no usage gives "not reported"."""
+    history shows, after a reload too; a server that sends no usage gives "not reported"; a server
+    that names its model by a file path (llama-server without --alias) is shown by the file's name."""
     agent.send("Hello there")
     agent.send("#nousage and again")
+    agent.send("#pathmodel")
     # history is written just after the turn ends: let it land before reloading
-    agent.page.wait_for_selector("[data-testid=conversation-stats][data-turns='2']", state="attached")
+    agent.page.wait_for_selector("[data-testid=conversation-stats][data-turns='3']", state="attached")
 
 
 def history_shows_the_servers_token_counts_after_reload(agent, server, course: str) -> None:
@@ -254,17 +256,22 @@ def history_shows_the_servers_token_counts_after_reload(agent, server, course: s
 
     assert wait_history(agent) == "ready"
     metas = agent.page.locator("[data-testid=agent-message][data-role=assistant] [data-testid=turn-meta]")
-    metas.nth(1).wait_for(state="attached")
-    first, second = metas.nth(0), metas.nth(1)
+    metas.nth(2).wait_for(state="attached")
+    first, second, third = metas.nth(0), metas.nth(1), metas.nth(2)
     assert first.get_attribute("data-total-tokens") == str(fake_openai.USAGE["total_tokens"])
     assert first.get_attribute("data-model") == fake_openai.MODEL_NAME
     assert second.get_attribute("data-usage") == "not-reported" and second.get_attribute("data-total-tokens") is None
+    # the model's whole id is kept (data-model, the tooltip); the line names the file only
+    assert third.get_attribute("data-model") == fake_openai.PATH_MODEL
+    assert "tiny-tool.gguf" in third.get_attribute("data-label") and "/" not in third.get_attribute("data-label")
+    assert fake_openai.PATH_MODEL in third.get_attribute("title")
+    total = 2 * fake_openai.USAGE["total_tokens"]
     stats = agent.testid("conversation-stats")
-    assert stats.get_attribute("data-total-tokens") == str(fake_openai.USAGE["total_tokens"])
-    assert stats.get_attribute("data-turns") == "2"
+    assert stats.get_attribute("data-total-tokens") == str(total)
+    assert stats.get_attribute("data-turns") == "3"
     open_list(agent)
     item = agent.testid("history-item").first
-    assert item.get_attribute("data-total-tokens") == str(fake_openai.USAGE["total_tokens"])
+    assert item.get_attribute("data-total-tokens") == str(total)
     agent.testid("history-close").click()
     agent.page.wait_for_selector("[data-testid=history-drawer]", state="hidden")
 

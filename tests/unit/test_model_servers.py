@@ -14,7 +14,7 @@ from app.agents.events import ReplyCut, UsageReported
 from app.agents.openai import AgentConfig, OpenAIAgent, probe_tools, refuses_tools
 from app.agents.protocol import wire_call_id
 from app.agents.switch import SelectedAgent
-from app.history.labels import turn_meta_text
+from app.history.labels import model_short_name, turn_meta_text
 from app.history.recorder import HistoryRecorder
 from app.history.service import HistoryService
 from app.i18n import Translator
@@ -168,6 +168,44 @@ async def test_the_turn_meta_says_how_many_earlier_turns_were_left_out_in_histor
         assert str(dropped) in line and t("history.contextCut", count=dropped) in line
     plain = turns[-1].model_copy(update={"droppedTurns": None})
     assert "droppedTurns" not in plain.record() and "context full" not in turn_meta_text(Translator("en-US"), plain)
+
+
+async def test_a_model_named_by_its_file_path_is_shown_by_the_files_name_and_stored_whole():
+    """llama-server started without --alias names its model by the path it loaded: the turn meta line
+    shows the file's name, history keeps the whole id (and the tooltip, ``full_model``, shows it)."""
+    path = "/root/.cache/agentbar/models/66d68b13c8dfdf7e/tiny-tool.gguf"
+    service = HistoryService(MemoryBackend(), clock=lambda: 1_780_000_000_000)
+    recorder = HistoryRecorder(service)
+    usage = {"choices": [], "usage": {"prompt_tokens": 2000, "completion_tokens": 253, "total_tokens": 2253}}
+    transport = ScriptedTransport(ScriptedResponse(chunks=[sse({**OK, "model": path}, {**usage, "model": path},
+                                                               "[DONE]")]))
+    runtime = AgentRuntime(ThreadStore(MemoryStorage()), OpenAIAgent(transport, CONFIG),
+                           clock=lambda: 1_780_000_000_000, history=recorder)
+    runtime.hydrate()
+    runtime.set_stage("intro-ml")
+    await runtime.send("hi")
+    await recorder.drain()
+    _, turns = await service.active("intro-ml")
+    assert turns[-1].model == path
+    for locale in ("en-US", "ja-JP", "ar-SA"):
+        t = Translator(locale)
+        line, tooltip = turn_meta_text(t, turns[-1]), turn_meta_text(t, turns[-1], full_model=True)
+        assert "tiny-tool.gguf" in line and "/root" not in line and path in tooltip
+    assert turn_meta_text(Translator("en-US"), turns[-1]).startswith("tiny-tool.gguf · 2,253 tokens")
+
+
+@pytest.mark.parametrize(("model", "shown"), [
+    ("/root/.cache/agentbar/models/66d68b13c8dfdf7e/tiny-tool.gguf", "tiny-tool.gguf"),
+    ("models/qwen2.5-0.5b-instruct-q4_k_m.gguf", "qwen2.5-0.5b-instruct-q4_k_m.gguf"),
+    (r"C:\Users\me\models\phi-3-mini.Q4_K_M.gguf", "phi-3-mini.Q4_K_M.gguf"),
+    ("./tiny.gguf", "tiny.gguf"), ("~/models/Qwen2.5-7B-Instruct/", "Qwen2.5-7B-Instruct"),
+    ("/srv/vllm/Qwen2.5-7B-Instruct", "Qwen2.5-7B-Instruct"),
+    # ids that are not file paths stay whole: a repository id, Ollama's tag, a hosted model
+    ("meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B-Instruct"), ("qwen2.5:7b", "qwen2.5:7b"),
+    ("gpt-4o-mini", "gpt-4o-mini"), ("tiny-tool", "tiny-tool"), ("", ""),
+])
+def test_model_short_name(model, shown):
+    assert model_short_name(model) == shown
 
 
 # -- a server without templates (--no-jinja) ------------------------------------------------------
