@@ -21,11 +21,14 @@ One turn is one or more ``POST <base>/chat/completions`` requests with
    and this agent does not offer them again (the tab keeps the agent while the
    settings stay); a server that ignores ``stream`` and answers one JSON
    completion is read as one chunk;
-   tool-call ids: the stored id is the app's unique one with the model's
-   appended (``app.agents.protocol.stored_call_id``); each request sends them
-   in the form every server accepts (``app.agents.protocol.wire_messages``:
-   the model's own when it has that form), so a conversation goes on after
-   the base URL changed to a server that checks the form;
+   tool-call ids: the model's own go back unchanged in ``tool_calls`` and the
+   ``tool`` message; the stored id is the app's unique one with the model's
+   appended (``app.agents.protocol.stored_call_id``); a 400 that refuses the
+   tool-call ids (``refuses_call_ids``: a conversation begun on another server,
+   whose ids this one does not take, e.g. Mistral's nine alphanumerics) is
+   sent again with every id in the form every server accepts
+   (``app.agents.protocol.wire_messages`` ``strict``), and this agent keeps
+   sending that form, so the conversation goes on after the base URL changed;
    a prompt over the server's context (``app.agents.context``) is sent once
    more with fewer of the oldest turns, and the turn's ``UsageReported`` says
    how many were left out (``dropped_turns``); over it again, the turn fails
@@ -53,6 +56,7 @@ import asyncio
 import inspect
 import json
 import os
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
@@ -249,6 +253,24 @@ async def check_connection(transport: Transport, config: AgentConfig) -> Connect
     return ConnectionCheck(models, config.model, tools)
 
 
+def refuses_call_ids(status: int, text: str) -> bool:
+    """True when a non-2xx answer (``status``, body ``text``) refuses the request's tool-call ids: a 400
+    naming them (Mistral's API: "Tool call id was … but must be a-z, A-Z, 0-9, with a length of 9";
+    its chat templates in llama.cpp and vLLM: "Tool call IDs should be alphanumeric strings with length
+    9"; DESIGN.md §12).
+
+    >>> refuses_call_ids(400, '{"message":"Tool call id was abc but must be a-z, A-Z, 0-9, with a length of 9."}')
+    True
+    >>> refuses_call_ids(400, "tool_call_id must be alphanumeric"), refuses_call_ids(400, "tools not supported")
+    (True, False)
+    """
+    return status == 400 and re.search(r"tool[\s_-]*call[\s_-]*ids?\b", text, re.IGNORECASE) is not None
+
+
+class _IdsRefused(Exception):
+    """The server refused the request's tool-call ids (``refuses_call_ids``)."""
+
+
 class _ToolsRefused(Exception):
     """The server refused the request's tools (``refuses_tools``)."""
 
@@ -311,6 +333,7 @@ class OpenAIAgent:
         self._new_id = new_id
         self.idle_timeout_s = idle_timeout_s
         self._offer_tools = offer_tools
+        self._strict_ids = False  # a server refused the ids as the models gave them: all sent in one form
         self._pause = pause
 
     async def _within(self, awaitable: Awaitable[Any]) -> Any:
@@ -352,11 +375,15 @@ class OpenAIAgent:
         for _ in range(self.max_tool_rounds + 1):
             while True:
                 result = _Round()
-                messages = wire_messages(head + [m for turn in kept for m in turn] + current)
+                stored = head + [m for turn in kept for m in turn] + current
+                messages = wire_messages(stored, strict=self._strict_ids)
+                ids = not self._strict_ids and wire_messages(stored, strict=True) != messages
                 try:
-                    async for event in self._stream(messages, result, tools=self._offer_tools):
+                    async for event in self._stream(messages, result, tools=self._offer_tools, ids=ids):
                         yield event
                     break
+                except _IdsRefused:  # ids another server gave: sent again, and from now on, in the one form
+                    self._strict_ids = True
                 except _ToolsRefused:  # no tool support, or no templates: ask again without tools
                     self._offer_tools = False
                 except _ContextExceeded as error:  # send fewer of the oldest turns, once per turn
@@ -402,10 +429,12 @@ class OpenAIAgent:
             part = ToolCallPart(tool_call_id=call_id, tool_name=name, result=live, is_error=is_error or None)
             current.append({"role": "tool", "tool_call_id": call_id, "content": slim_result_text(part)})
 
-    async def _stream(self, messages: list[dict[str, Any]], result: _Round, *, tools: bool) -> AsyncIterator[TextDelta]:
+    async def _stream(self, messages: list[dict[str, Any]], result: _Round, *, tools: bool,
+                      ids: bool = False) -> AsyncIterator[TextDelta]:
         """One streamed request: yields text per chunk, fills ``result``; raises ``ModelError``
-        (``_ToolsRefused`` when the server refused the tools, ``_ContextExceeded`` when the prompt is over
-        its context: both before anything was yielded)."""
+        (``_ToolsRefused`` when the server refused the tools, ``_IdsRefused`` when it refused the
+        tool-call ids and ``ids`` says the strict form would send others, ``_ContextExceeded`` when the
+        prompt is over its context: each before anything was yielded)."""
         config = self.config
         url = f"{config.base_url}/chat/completions"
         request: dict[str, Any] = {"model": config.model, "messages": messages, "stream": True,
@@ -420,7 +449,7 @@ class OpenAIAgent:
             raise _transport_error(error, url) from None
         try:
             if not 200 <= response.status <= 299:
-                await self._refused(response, tools=tools)
+                await self._refused(response, tools=tools, ids=ids)
             state = _StreamState(result, config.api_key)
             if "application/json" in response.headers.get("content-type", ""):
                 # A server that ignored ``stream: true`` (some do when tools are offered): one whole completion.
@@ -437,15 +466,18 @@ class OpenAIAgent:
         finally:
             await response.aclose()
 
-    async def _refused(self, response: StreamResponse, *, tools: bool) -> NoReturn:
+    async def _refused(self, response: StreamResponse, *, tools: bool, ids: bool = False) -> NoReturn:
         """Raise what a non-2xx answer means: ``_ContextExceeded`` (the prompt is over the server's
-        context), ``_ToolsRefused`` (tools were offered and refused), else ``http_error``'s
-        ``ModelError`` (DESIGN.md §12)."""
+        context), ``_IdsRefused`` (the tool-call ids were refused and ``ids``: others can be sent),
+        ``_ToolsRefused`` (tools were offered and refused), else ``http_error``'s ``ModelError``
+        (DESIGN.md §12)."""
         config = self.config
         text = (await response.text())[:MAX_ERROR_BODY]
         overflow = context_overflow(response.status, text)
         if overflow is not None:
             raise _ContextExceeded(overflow)
+        if ids and refuses_call_ids(response.status, text):
+            raise _IdsRefused()
         if tools and refuses_tools(response.status, text):
             raise _ToolsRefused()
         raise http_error(response.status, response.headers, text, model=config.model,

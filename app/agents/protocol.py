@@ -20,17 +20,18 @@ to the ``messages`` list of ``POST /chat/completions``:
 
 Tool-call ids (§12 "Tool-call ids"): the id the thread stores (unique, §5) is
 the app's own, with the model's appended after ``CALL_ID_SEPARATOR``
-(``stored_call_id``): the id stays as the server gave it. What goes out is a
-*sent* id in the one form every server accepts, nine ASCII letters and digits
-(Mistral's API and the Mistral chat templates of llama.cpp and vLLM refuse any
-other; OpenAI, llama.cpp's other templates, Ollama and vLLM accept any string):
-the model's own id when it already has that form, else nine characters derived
-from the stored id (``wire_call_id``). ``wire_messages`` puts the sent ids in
-a request's messages, so a call and its ``tool`` message always agree, also
-after a reload, and a conversation begun on one server (llama.cpp's ids are 32
-characters, OpenAI's ``call_…``) goes on on another; no two calls of a request
-share a sent id (a server that repeats its ids, a derived id that happens to
-match another: the later call gets the next derived candidate).
+(``stored_call_id``). The model's id goes back unchanged (``wire_call_id``),
+so a call and its ``tool`` message always match, also after a reload; a stored
+id without the model's (the demo agent's, or a call the server gave no usable
+id) goes out as nine letters and digits derived from it. ``wire_messages`` puts
+the sent ids in a request's messages; no two calls of a request share a sent id
+(a server that repeats its ids: the later call gets the next derived candidate).
+``strict``: every id in the one form every server accepts, nine ASCII letters
+and digits (Mistral's API and its chat templates in llama.cpp and vLLM refuse any
+other): the model's own when it has that form, else derived. The agent sends
+``strict`` ids once a server refused the ids a conversation begun on another
+server carries (llama.cpp's are 32 characters, OpenAI's ``call_…``), so the
+conversation goes on after the base URL changed (``app.agents.openai``).
 
 Example::
 
@@ -81,35 +82,37 @@ _SENT_FORM = re.compile(r"[A-Za-z0-9]{9}")
 """The tool-call id form every server accepts (module docstring)."""
 
 
-def wire_call_id(stored_id: str, attempt: int = 0) -> str:
-    """The id sent to the model for a stored tool call: the model's own (``stored_call_id``) when it is
-    nine ASCII letters and digits, else nine lower-case hex digits derived from ``stored_id`` (the same
-    every time). ``attempt`` > 0: the next derived candidate, for when a call before it in the request
-    already took this one (``wire_messages``).
+def wire_call_id(stored_id: str, attempt: int = 0, *, strict: bool = False) -> str:
+    """The id sent to the model for a stored tool call: the model's own (``stored_call_id``), unchanged,
+    else nine lower-case hex digits derived from ``stored_id`` (the same every time). ``strict``: the
+    model's own only when it is nine ASCII letters and digits. ``attempt`` > 0: the next derived
+    candidate, for when a call before it in the request already took this one (``wire_messages``).
 
     >>> wire_call_id("call_0a1b~Xy12ab9Zq"), wire_call_id("call_0a1b~0bHbjd8P9H4fim6Y5Yd6F4c4yRcAoEr5")
-    ('Xy12ab9Zq', 'afbf9a05b')
+    ('Xy12ab9Zq', '0bHbjd8P9H4fim6Y5Yd6F4c4yRcAoEr5')
+    >>> wire_call_id("call_0a1b~0bHbjd8P9H4fim6Y5Yd6F4c4yRcAoEr5", strict=True)
+    'afbf9a05b'
     >>> len(wire_call_id("call_0a1b")), wire_call_id("call_0a1b~Xy12ab9Zq", 1) != "Xy12ab9Zq"
     (9, True)
     """
     _, separator, model_id = stored_id.partition(CALL_ID_SEPARATOR)
-    if attempt == 0 and separator and _SENT_FORM.fullmatch(model_id):
+    if attempt == 0 and separator and model_id and (not strict or _SENT_FORM.fullmatch(model_id)):
         return model_id
     seed = stored_id if attempt == 0 else f"{stored_id}#{attempt}"
     return hashlib.sha256(seed.encode("utf-8")).hexdigest()[:9]
 
 
-def wire_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def wire_messages(messages: Sequence[dict[str, Any]], *, strict: bool = False) -> list[dict[str, Any]]:
     """``messages`` (Chat Completions, carrying *stored* tool-call ids) with each id replaced by its
-    sent id (``wire_call_id``): the same stored id gets the same sent id in an assistant's
+    sent id (``wire_call_id``, ``strict`` passed on): the same stored id gets the same sent id in an assistant's
     ``tool_calls`` and in its ``tool`` message; distinct stored ids get distinct sent ids (the first
     call in the request keeps its candidate, a later one that would collide takes the next).
     The given dicts are not changed; messages without tool-call ids are passed through as they are.
 
     >>> sent = wire_messages([tool_call_message([("call_1~0bHbjd8P9H4fim6Y5Yd6F4c4yRcAoEr5", "t", {})], None),
     ...                       {"role": "tool", "tool_call_id": "call_1~0bHbjd8P9H4fim6Y5Yd6F4c4yRcAoEr5", "content": "ok"}])
-    >>> sent[0]["tool_calls"][0]["id"], sent[1]["tool_call_id"]
-    ('c3fcefc08', 'c3fcefc08')
+    >>> sent[0]["tool_calls"][0]["id"] == sent[1]["tool_call_id"] == "0bHbjd8P9H4fim6Y5Yd6F4c4yRcAoEr5"
+    True
     """
     sent: dict[str, str] = {}  # stored id -> sent id
     taken: set[str] = set()
@@ -119,7 +122,7 @@ def wire_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             return stored_id
         if stored_id not in sent:
             attempt = 0
-            while (candidate := wire_call_id(stored_id, attempt)) in taken:
+            while (candidate := wire_call_id(stored_id, attempt, strict=strict)) in taken:
                 attempt += 1
             sent[stored_id] = candidate
             taken.add(candidate)
@@ -214,10 +217,11 @@ def past_turns(history: Sequence[Message]) -> list[list[dict[str, Any]]]:
 
 
 def chat_messages(history: Sequence[Message], text: str, *, max_turns: int = DEFAULT_MAX_TURNS,
-                  system: str | None = None) -> list[dict[str, Any]]:
+                  system: str | None = None, strict: bool = False) -> list[dict[str, Any]]:
     """The request's ``messages`` for the new user ``text`` after ``history`` (see the module docstring).
 
-    ``max_turns`` ≥ 0 past turns are kept (0: only the new text).
+    ``max_turns`` ≥ 0 past turns are kept (0: only the new text); ``strict``: the tool-call ids in the
+    one form every server accepts (``wire_messages``).
     """
     turns = past_turns(history)
     kept = turns[max(0, len(turns) - max_turns):] if max_turns > 0 else []  # fewer turns than the cap: all
@@ -225,4 +229,4 @@ def chat_messages(history: Sequence[Message], text: str, *, max_turns: int = DEF
     for turn in kept:
         messages.extend(turn)
     messages.append({"role": "user", "content": text})
-    return wire_messages(messages)
+    return wire_messages(messages, strict=strict)

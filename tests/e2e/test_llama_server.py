@@ -165,9 +165,8 @@ def tool_call_from_the_server_regenerates_the_scene_and_the_model_finishes(agent
     call = second["messages"][-2]["tool_calls"][0]
     assert json.loads(call["function"]["arguments"]) == {"sceneId": "scene-2", "instruction": "llama chart"}
     assert second["messages"][-1]["role"] == "tool" and second["messages"][-1]["tool_call_id"] == call["id"]
-    # llama.cpp's own 32-character id goes out as nine letters and digits (the form every server takes,
-    # DESIGN.md §12), and llama.cpp takes it: the model finished the turn
-    assert len(call["id"]) == 9 and call["id"].isascii() and call["id"].isalnum()
+    # llama.cpp's own 32-character id goes back unchanged (DESIGN.md §12), and llama.cpp takes it
+    assert len(call["id"]) == 32 and call["id"].isascii() and call["id"].isalnum()
 
 
 def a_conversation_that_outgrows_the_context_is_still_answered_with_fewer_turns(agent, server) -> None:

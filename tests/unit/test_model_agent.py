@@ -11,7 +11,6 @@ from app.agent import TextDelta, ToolCallFinished, ToolCallStarted, regenerate_r
 from app.agents.errors import ModelError, TransportError
 from app.agents.events import TokenUsage, UsageReported
 from app.agents.openai import AgentConfig, OpenAIAgent, list_models
-from app.agents.protocol import wire_call_id
 from app.agents.switch import SelectedAgent
 from app.model import Message, TextPart
 from app.projection import STOPPED_MARKER
@@ -104,13 +103,11 @@ async def test_tool_call_assembled_run_locally_and_result_sent_back():
                                       {"sceneId": "scene-3", "instruction": "more 图"})
     assert finished.result == regenerate_result("scene-3", "more 图") and not finished.is_error
     assert events[-1] == UsageReported("served-model", TokenUsage(16, 5, 21))
-    # ... and the follow-up carries one sent id in both places: "srv-1" is not of the form every server
-    # accepts (nine letters and digits), so one derived from the stored id (DESIGN.md §12).
+    # ... and the model gets its own id back, unchanged, in both places.
     follow_up = transport.posts[1]["body"]["messages"]
-    sent = wire_call_id("call-local-1~srv-1")
-    assert follow_up[-2]["tool_calls"][0]["id"] == sent and len(sent) == 9 and sent.isalnum()
+    assert follow_up[-2]["tool_calls"][0]["id"] == "srv-1"
     assert json.loads(follow_up[-2]["tool_calls"][0]["function"]["arguments"]) == started.args
-    assert follow_up[-1] == {"role": "tool", "tool_call_id": sent,
+    assert follow_up[-1] == {"role": "tool", "tool_call_id": "srv-1",
                              "content": finished.result["content"][0]["text"]}
 
 

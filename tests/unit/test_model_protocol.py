@@ -105,19 +105,24 @@ def sent_ids(messages) -> tuple[list[str], list[str]]:
     return calls, [m["tool_call_id"] for m in messages if m["role"] == "tool"]
 
 
-def test_tool_call_ids_stay_as_the_server_gave_them_in_storage_and_go_out_in_the_form_every_server_takes():
-    """DESIGN.md §12: the stored id is the app's unique one (§5) with the model's; a model id that is nine
-    letters and digits (Mistral's form) goes back unchanged, any other is sent as nine characters derived
-    from the stored id, the same in the call and in its tool message, also for a thread read back."""
+def test_tool_call_ids_go_back_as_the_model_gave_them_and_stored_ids_stay_unique():
+    """DESIGN.md §12: the model's id goes back unchanged (Mistral checks 9 alphanumerics); the stored id
+    is the app's unique one (§5), and maps back to the model's, also for a thread read back from storage.
+    ``strict`` (after a server refused the ids): every id in the form every server takes, nine letters
+    and digits, a model id already of that form unchanged, any other derived from the stored id."""
     first, second = stored_call_id("call_aaaa", "AbC123xyZ"), stored_call_id("call_bbbb", "AbC123xyZ")
     assert first != second  # a server that reuses its ids still gives unique stored ids
     sent = chat_messages([user("redo"), assistant(call(first))], "next")
     assert sent[1]["tool_calls"][0]["id"] == "AbC123xyZ" and sent[2]["tool_call_id"] == "AbC123xyZ"
+    assert chat_messages([user("redo"), assistant(call(first))], "next", strict=True) == sent
     for model_id in ("0bHbjd8P9H4fim6Y5Yd6F4c4yRcAoEr5", "call_abc123DEF456ghi789JKL0", "chatcmpl-tool-9f2e",
                      "ABCDEFGH", "ABCDEFGHIJ", "abc_12345", "ÄbC123xyZ", None):
         stored = stored_call_id("call_cccc", model_id)
-        calls, results = sent_ids(chat_messages([user("r"), assistant(call(stored))], "n"))
-        assert calls == results == [wire_call_id(stored)]
+        messages = chat_messages([user("r"), assistant(call(stored))], "n")
+        calls, results = sent_ids(messages)
+        assert calls == results == [model_id if stored != "call_cccc" else wire_call_id(stored)], model_id
+        calls, results = sent_ids(chat_messages([user("r"), assistant(call(stored))], "n", strict=True))
+        assert calls == results == [wire_call_id(stored, strict=True)]
         assert len(calls[0]) == 9 and calls[0].isascii() and calls[0].isalnum(), model_id
     assert stored_call_id("call_cccc", "has space") == "call_cccc" and stored_call_id("call_cccc", "") == "call_cccc"
 
@@ -126,7 +131,7 @@ def test_a_llama_server_id_is_sent_the_same_every_time_and_the_stored_thread_is_
     stored = stored_call_id("call_dddd", "0DjVYperMUSkGWxFx5hEoyKi0Yjzj9TG")
     history = [user("redo"), assistant(TextPart(text="On it."), call(stored), TextPart(text="Done."))]
     before = serialize_thread(history)
-    once, again = chat_messages(history, "a"), chat_messages(history, "b")
+    once, again = chat_messages(history, "a", strict=True), chat_messages(history, "b", strict=True)
     assert sent_ids(once) == sent_ids(again) and sent_ids(once)[0][0] != "0DjVYperMUSkGWxFx5hEoyKi0Yjzj9TG"
     assert serialize_thread(history) == before and history[1].content[1].tool_call_id == stored
 

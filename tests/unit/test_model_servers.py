@@ -282,18 +282,17 @@ LLAMA_CALL_ID = "0bHbjd8P9H4fim6Y5Yd6F4c4yRcAoEr5"
 """The tool-call id the recorded llama-server issued (32 characters: its own random form)."""
 
 
-async def test_a_recorded_llama_server_call_is_stored_with_its_id_and_sent_back_in_the_form_every_server_takes():
+async def test_a_recorded_llama_server_call_is_stored_with_its_id_and_sent_back_unchanged():
     transport = ScriptedTransport(transcript("stream-tool-call-auto.http", 211),
                                   ScriptedResponse(chunks=[sse(OK, "[DONE]")]))
     events = await collect(OpenAIAgent(transport, CONFIG))
     started = next(e for e in events if isinstance(e, ToolCallStarted))
     # Stored as the server gave it (after the app's unique part, DESIGN.md §5) ...
     assert started.tool_call_id.endswith("~" + LLAMA_CALL_ID)
-    # ... sent as nine letters and digits derived from the stored id, the same in the call and its result.
+    # ... and the model gets its own id back, unchanged, in the call and in its result (DESIGN.md §12).
     follow_up = transport.posts[1]["body"]["messages"]
     sent = follow_up[-2]["tool_calls"][0]["id"]
-    assert sent == wire_call_id(started.tool_call_id) == follow_up[-1]["tool_call_id"]
-    assert len(sent) == 9 and sent.isascii() and sent.isalnum()
+    assert sent == LLAMA_CALL_ID == wire_call_id(started.tool_call_id) == follow_up[-1]["tool_call_id"]
 
 
 def switchable(storage: MemoryStorage, agents: dict[str, OpenAIAgent], chosen: list[str]) -> AgentRuntime:
@@ -330,7 +329,10 @@ async def test_a_conversation_with_a_llama_server_tool_call_goes_on_after_switch
     calls = [c["id"] for m in last for c in m.get("tool_calls") or []]
     results = [m["tool_call_id"] for m in last if m["role"] == "tool"]
     assert calls == results and len(set(calls)) == 2
-    assert calls == [wire_call_id(stored[0]), fake_openai.TOOL_CALL_ID]  # a well-formed id goes back unchanged
+    # the server refused llama.cpp's id once: from then on every id goes in the one form, a well-formed id unchanged
+    assert calls == [wire_call_id(stored[0], strict=True), fake_openai.TOOL_CALL_ID]
+    # ... and that was asked once: the agent remembers the form for this server
+    assert sum(LLAMA_CALL_ID in json.dumps(post["body"]) for post in fake_server.posts()) == 1
 
 
 async def test_tool_call_ids_against_a_server_that_checks_their_form(fake_server):
