@@ -137,17 +137,21 @@ class Segment:
     text: str
 
 
-_URL = re.compile(r"https?://[^\s<>\"'`]+", re.IGNORECASE)
+_URL = re.compile(r"https?://[^\s<>\"'`\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]+", re.IGNORECASE)
+"""A link ends at white space, quotes, angle brackets and at bidi controls: a right-to-left override
+inside a URL would draw its text reversed, so the link shown would not read as the address it opens."""
 _TRAILING = ".,;:!?)]}。，！？）"
 
 
 def link_segments(text: str) -> list[Segment]:
     """Split ``text`` into plain runs and ``http(s)`` links (trailing punctuation stays text).
 
-    Any other scheme (``javascript:``, ``data:``) stays plain text.
+    Any other scheme (``javascript:``, ``data:``) stays plain text; a bidi control ends the link (``_URL``).
 
     >>> [s.kind for s in link_segments("see https://example.org.")]
     ['text', 'link', 'text']
+    >>> [(s.kind, s.text) for s in link_segments("https://example.com/\u202eabc")]
+    [('link', 'https://example.com/'), ('text', '\u202eabc')]
     """
     segments: list[Segment] = []
     position = 0

@@ -40,6 +40,17 @@ def test_only_http_and_https_become_links():
     assert "".join(s.text for s in segments) == "a https://x.org/p?q=1, b javascript:alert(1) c http://y.cn。"
 
 
+def test_a_bidi_control_ends_a_link_so_its_text_reads_as_the_address_it_opens():
+    """A right-to-left override inside a URL drew ``https://example.com/\u202eabc`` as ".../cba" while
+    the link opened ".../abc" (found by a tester): the link stops at any bidi control."""
+    for control in "\u202e\u202d\u202a\u202b\u202c\u2066\u2067\u2068\u2069\u200e\u200f\u061c":
+        text = f"see https://example.com/{control}abc now"
+        segments = link_segments(text)
+        assert [(s.kind, s.text) for s in segments] == [
+            ("text", "see "), ("link", "https://example.com/"), ("text", f"{control}abc now")], repr(control)
+        assert "".join(s.text for s in segments) == text
+
+
 def test_html_stays_text():
     assert [(s.kind, s.text) for s in link_segments("<img src=x onerror=alert(1)>")] == [
         ("text", "<img src=x onerror=alert(1)>")]
