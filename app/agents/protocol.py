@@ -37,7 +37,6 @@ Example::
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -80,6 +79,8 @@ def wire_call_id(stored_id: str) -> str:
     _, separator, model_id = stored_id.partition(CALL_ID_SEPARATOR)
     if separator and model_id:
         return model_id
+    import hashlib  # here, not at the top: hashlib is a start-up cost these rare ids need not add (§13)
+
     return hashlib.sha256(stored_id.encode("utf-8")).hexdigest()[:9]
 
 
