@@ -94,3 +94,40 @@ def test_the_lazily_imported_helpers_still_work():
     assert retry_after_seconds("Thu, 01 Jan 1970 00:01:00 GMT", 15.0) == 45
     assert len(wire_call_id("call_0a1b")) == 9
     assert "~" in segment("/" * 60)  # too long once escaped: shortened with a digest
+
+
+def test_models_first_used_after_ready_build_their_schema_at_first_use():
+    """The paint record's models (``PaintKeeper``, ``take_over``: after ready) and the version
+    records' (read when a course has stored versions) are ``defer_build``: importing their modules
+    before ready builds no validator; the first validation builds it and validates as before."""
+    import subprocess
+    import sys
+
+    code = ("import app.paint as p, app.checkpoints.versions as v, app.checkpoints.timeline as t\n"
+            "models = (p.PaintNode, p.PaintRecord, p.PendingSend, v._ArtifactRecord, v._VersionRecord, t.FileArtifact)\n"
+            "print([m.__pydantic_complete__ for m in models])\n"
+            "print(p.parse_pending('{\"stageId\": \"a\", \"text\": \"hi\", \"state\": \"queued\"}') is not None,"
+            " p.parse_pending('{\"stageId\": 1, \"text\": \"hi\", \"state\": \"queued\"}') is None)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=APP.parent, capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[:2] == ["[False, False, False, False, False, False]", "True True"]
+
+
+def test_a_thread_stored_as_written_now_is_not_walked_again(monkeypatch):
+    """Hydrate validates every stored course before ready (DESIGN.md §5): a thread whose stored
+    messages are what the projection writes now is compared as it is; only an older spelling
+    (``"content": {}``) is rewritten by ``_as_written_now`` for the comparison, still not damage."""
+    import app.store.decode as decode
+
+    calls = []
+    walk = decode._as_written_now
+    monkeypatch.setattr(decode, "_as_written_now", lambda value: calls.append(value) or walk(value))
+    call = {"type": "tool-call", "toolCallId": "call-1", "toolName": "regenerate_scene", "args": {"sceneId": "s1"},
+            "result": {"details": {"sceneId": "s1", "content": {"elements": []}}}}
+    messages = [{"role": "user", "content": [{"type": "text", "text": "go"}]}, {"role": "assistant", "content": [call]}]
+    thread, damaged = decode.validate_thread({"messages": messages, "updatedAt": 5})
+    assert thread is not None and not damaged and calls == []
+    call["result"]["details"]["content"] = {}  # as earlier versions wrote it
+    thread, damaged = decode.validate_thread({"messages": messages, "updatedAt": 6})
+    assert thread is not None and not damaged and calls  # walked (it recurses), and still no damage
+    thread, damaged = decode.validate_thread({"messages": messages + [{"role": "user"}], "updatedAt": 7})
+    assert thread is not None and damaged  # a message dropped: damage, as before
