@@ -131,3 +131,19 @@ def test_a_thread_stored_as_written_now_is_not_walked_again(monkeypatch):
     assert thread is not None and not damaged and calls  # walked (it recurses), and still no damage
     thread, damaged = decode.validate_thread({"messages": messages + [{"role": "user"}], "updatedAt": 7})
     assert thread is not None and damaged  # a message dropped: damage, as before
+
+
+def test_projecting_stored_messages_dumps_no_status_model_per_message(monkeypatch):
+    """``serialize_thread`` of stored (dict) messages compares each assistant status with the
+    stopped and cut statuses' wire form computed once, not dumped again per message (§13)."""
+    from app.model import WireModel
+    from app.projection import CUT_MARKER, serialize_thread
+
+    dumps = []
+    original = WireModel.to_wire
+    monkeypatch.setattr(WireModel, "to_wire", lambda self: dumps.append(type(self).__name__) or original(self))
+    stored = [{"role": "user", "content": [{"type": "text", "text": f"q{i}"}]} if i % 2 == 0 else
+              {"role": "assistant", "content": [{"type": "text", "text": f"a{i}"}]} for i in range(100)]
+    assert serialize_thread(stored) == stored and dumps == []
+    cut = {"role": "assistant", "content": [{"type": "text", "text": "long"}], "status": {"type": "incomplete", "reason": "length"}}
+    assert serialize_thread([cut])[0]["content"][-1] == CUT_MARKER and dumps == []
