@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import colorsys
 import math
 import os
 import random
@@ -180,6 +179,8 @@ def _png(width: int, height: int, rows: list[bytes]) -> bytes:
 
 
 def _rgb(hue: float, lightness: float, saturation: float) -> tuple[int, int, int]:
+    import colorsys  # here, not at the top: its import (hashlib, urllib) was 10-100 ms before ready (§13)
+
     red, green, blue = colorsys.hls_to_rgb(hue % 1.0, lightness, saturation)
     return round(red * 255), round(green * 255), round(blue * 255)
 

@@ -87,7 +87,7 @@ class PaintNode(BaseModel):
     """One node of a painted row: ``t`` a tag of ``PAINT_TAGS``, ``a`` attributes of
     ``PAINT_ATTRS`` (string values), ``x`` its text (set as ``textContent``), ``c`` children."""
 
-    model_config = ConfigDict(strict=True)
+    model_config = ConfigDict(strict=True, defer_build=True)  # built at first use, after ready (§13)
 
     t: Literal["div", "p", "span", "button"]
     a: dict[str, str] = Field(default_factory=dict)
@@ -106,7 +106,7 @@ class PaintNode(BaseModel):
 class PaintRecord(BaseModel):
     """A course's paint record (module docstring): ``updatedAt`` is the stored thread's, in ms."""
 
-    model_config = ConfigDict(strict=True)
+    model_config = ConfigDict(strict=True, defer_build=True)  # built at first use, after ready (§13)
 
     v: Literal[1]
     stageId: str
@@ -264,7 +264,7 @@ class PendingSend(BaseModel):
     (Send was pressed: Python sends it once when ready) or ``draft`` (the page was reloaded
     before ready: it is back in the composer, sent only when the user sends it)."""
 
-    model_config = ConfigDict(strict=True)
+    model_config = ConfigDict(strict=True, defer_build=True)  # built at first use, after ready (§13)
 
     stageId: str
     text: str

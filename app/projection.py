@@ -101,6 +101,10 @@ CUT = MessageStatus(type="incomplete", reason="length")
 CUT_MARKER: dict[str, str] = {"type": "text", "text": "\u2063turn-cut"}
 """The last part of a stored cut assistant message (module docstring)."""
 
+_STOPPED_WIRE, _CUT_WIRE = STOPPED.to_wire(), CUT.to_wire()
+# Every assistant message's status is compared with these: dumped once here, not twice per message
+# (hydrate projects every stored course before ready: 4,000 dumps for 20 × 100 messages, DESIGN.md §13).
+
 
 def failed_marker(error: dict[str, Json] | None) -> dict[str, str]:
     """The marker part stored at the end of a failed reply: ``{"type": "text", "text": FAILED_PREFIX + json}``.
@@ -198,8 +202,8 @@ def _slim_message(message: Json) -> dict[str, Json] | None:
     if not isinstance(message, dict) or message.get("role") not in STORED_ROLES:
         return None
     status = message.get("status") if message["role"] == "assistant" else None
-    stopped = status == STOPPED.to_wire()
-    cut = status == CUT.to_wire()
+    stopped = status == _STOPPED_WIRE
+    cut = status == _CUT_WIRE
     failed = isinstance(status, dict) and (status.get("type"), status.get("reason")) == ("incomplete", "error")
     content = message.get("content")
     if isinstance(content, str):  # ThreadMessageLike allows plain-string content

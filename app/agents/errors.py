@@ -42,7 +42,6 @@ out earlier turns, ``app.agents.context``) has ``detail`` only.
 
 from __future__ import annotations
 
-import email.utils
 from collections.abc import Mapping
 from typing import Any
 
@@ -147,6 +146,8 @@ def retry_after_seconds(value: str | None, now_s: float) -> int | None:
     value = value.strip()
     if value.isdigit():
         return int(value)
+    import email.utils  # here, not at the top: email.utils and urllib.parse cost 50-90 ms before ready (§13)
+
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):

@@ -44,7 +44,6 @@ Example::
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Sequence
@@ -98,6 +97,8 @@ def wire_call_id(stored_id: str, attempt: int = 0, *, strict: bool = False) -> s
     _, separator, model_id = stored_id.partition(CALL_ID_SEPARATOR)
     if attempt == 0 and separator and model_id and (not strict or _SENT_FORM.fullmatch(model_id)):
         return model_id
+    import hashlib  # here, not at the top: hashlib is a start-up cost these rare ids need not add (§13)
+
     seed = stored_id if attempt == 0 else f"{stored_id}#{attempt}"
     return hashlib.sha256(seed.encode("utf-8")).hexdigest()[:9]
 

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 import js
 
 from app.agent import Agent
-from app.agents.settings import ModelSettings, load_settings, save_settings
 from app.agents.switch import SelectedAgent
 from app.courses import find_course
 from app.i18n import Translator
 
 if TYPE_CHECKING:  # imported when first used: nothing of the model back end is loaded at start-up
     from app.agents.openai import AgentConfig, OpenAIAgent
+    from app.agents.settings import ModelSettings
     from app.browser.model_transport import FetchTransport
 
 __all__ = ["ModelSetup", "WebStorage", "system_prompt"]
@@ -67,12 +67,30 @@ class ModelSetup:
         self.local, self.session = WebStorage("localStorage"), WebStorage("sessionStorage")
         self.demo = demo
         self.stage = stage
-        self.settings, self._key = load_settings(self.local, self.session)
+        self._settings: tuple[ModelSettings, str] | None = None  # read at first use (``settings``)
         self.transport: Any = None
         self.agent = SelectedAgent(self.choose)
         self.dialog = None
         self._agent: Any = None
         self._tools_refused: set[tuple[str, str]] = set()  # (base URL, model) Test connection found refusing tools
+
+    def _stored(self) -> tuple[ModelSettings, str]:
+        # The settings' module (pydantic models) and the stored settings are read at first use (the
+        # first turn, the dialog after ready), not before ready: nothing of it restores the thread (§13).
+        if self._settings is None:
+            from app.agents.settings import load_settings
+
+            self._settings = load_settings(self.local, self.session)
+        return self._settings
+
+    @property
+    def settings(self) -> ModelSettings:
+        """This tab's model settings (``app.agents.settings.ModelSettings``), read at first use."""
+        return self._stored()[0]
+
+    @property
+    def _key(self) -> str:
+        return self._stored()[1]
 
     def _transport(self) -> "FetchTransport":
         if self.transport is None:
@@ -107,7 +125,9 @@ class ModelSetup:
 
     def save(self, settings: ModelSettings, key: str) -> bool:
         """Apply ``settings`` and ``key`` to this tab and store them; False when storage refused."""
-        self.settings, self._key = settings, key.strip()
+        from app.agents.settings import save_settings
+
+        self._settings = (settings, key.strip())
         js.document.documentElement.dataset.agent = settings.agent
         return save_settings(self.local, self.session, settings, key)
 

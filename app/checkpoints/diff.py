@@ -22,7 +22,6 @@ Example::
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 from app.checkpoints.documents import SceneDocument, canonical_json
@@ -34,6 +33,8 @@ def document_diff(before: SceneDocument, after: SceneDocument, *, before_label: 
                   context: int = 3) -> dict[str, Any]:
     """``{"unified": str, "lines": [str], "elements": {"added", "removed", "changed"},
     "title_changed": bool, "background_changed": bool, "stats": {"added_lines", "removed_lines"}}``."""
+    import difflib  # here: a diff is drawn on request, its import (~12 ms) is no start-up cost (§13)
+
     lines = list(difflib.unified_diff(canonical_json(before).splitlines(), canonical_json(after).splitlines(),
                                       fromfile=before_label, tofile=after_label, lineterm="", n=context))
     old = {e.id: e for e in before.elements}

@@ -27,7 +27,6 @@ Example::
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Callable
@@ -186,6 +185,8 @@ def parse_document(text: str | bytes) -> SceneDocument:
 def _abbreviate(value: Any) -> Any:
     if isinstance(value, str):
         if len(value) > LONG_DATA and _looks_like_data(value):
+            import hashlib  # here, not at the top: hashlib is a start-up cost these rare ids need not add (§13)
+
             digest = hashlib.sha256(value.encode("utf-8")).hexdigest()[:16]
             return f"<data {len(value)} chars sha256:{digest}>"
         return value

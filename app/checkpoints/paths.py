@@ -23,7 +23,6 @@ Example::
 
 from __future__ import annotations
 
-import hashlib
 
 __all__ = ["MAX_SEGMENT", "artifact_id", "scene_path", "segment", "snapshot_path", "version_id"]
 
@@ -40,6 +39,8 @@ def segment(raw: str) -> str:
             out.extend(f"%{byte:02X}" for byte in char.encode("utf-8", "surrogatepass"))
     text = "".join(out) or "%"  # "%" alone is never the encoding of a non-empty id
     if len(text) > MAX_SEGMENT:
+        import hashlib  # here, not at the top: hashlib is a start-up cost these rare ids need not add (§13)
+
         digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:16]
         text = f"{text[:48]}~{digest}"
     return text

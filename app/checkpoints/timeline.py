@@ -37,7 +37,7 @@ class FileArtifact(BaseModel):
     ``conversationId``, ``turnId``, ``toolCallId``, ``updatedAt`` (epoch ms),
     ``path``, ``source``, ``content``, ``metadata``."""
 
-    model_config = ConfigDict(populate_by_name=True, frozen=True, extra="ignore")
+    model_config = ConfigDict(populate_by_name=True, frozen=True, extra="ignore", defer_build=True)  # built at first use (§13)
 
     id: str
     conversation_id: str = Field(alias="conversationId")

@@ -152,7 +152,7 @@ class MemoryVersionBackend:
 
 
 class _ArtifactRecord(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+    model_config = ConfigDict(populate_by_name=True, extra="ignore", defer_build=True)  # built when first read (§13)
     schema_: int = Field(alias="schema")
     artifact_id: str = Field(alias="artifactId")
     stage_id: str = Field(alias="stageId")
@@ -165,7 +165,7 @@ class _ArtifactRecord(BaseModel):
 
 
 class _VersionRecord(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+    model_config = ConfigDict(populate_by_name=True, extra="ignore", defer_build=True)  # built when first read (§13)
     schema_: int = Field(alias="schema")
     version_id: str = Field(alias="versionId")
     artifact_id: str = Field(alias="artifactId")
