@@ -17,15 +17,22 @@ from app.agents.errors import describe as describe_error
 from app.browser.dom import element as _node
 from app.browser.files import download, read_text
 from app.browser.status_line import say
-from app.history.labels import import_refusal, markdown_meta, skipped_names
+from app.history.labels import import_outcome, import_refusal, markdown_meta
 from app.history.list_model import HistoryList
-from app.i18n import join_sentences
 from app.history.recorder import HistoryRecorder
 from app.history.service import HistoryService
 from app.presentation import card_text, tool_card_view
 from app.projection import CUT_MARKER, failure_of
 
-__all__ = ["HistoryFiles", "install_graphemes"]
+__all__ = ["HistoryFiles", "SLICE_S", "install_graphemes"]
+
+SLICE_S = 0.008
+"""An import gives the page its turn once a slice of reading a conversation took this long (seconds)."""
+
+
+async def _pause() -> None:
+    """Give the page its turn between two slices of writing an imported conversation."""
+    await asyncio.sleep(0)
 
 
 async def install_graphemes() -> None:
@@ -202,48 +209,61 @@ class HistoryFiles:
 
     async def _import_reads(self, status, reads, *, own_course: bool = False, importer: str = "json") -> None:
         """Write each conversation ``reads()`` gives (an iterable, or an awaitable of one, of ``(meta,
-        messages, turns, …)`` or ``Skipped``) into history, each in its own task: into the shown course, or
-        into its own (``own_course``: ``meta.stageId``); then say the counts in ``status``. A refusal
-        is said in ``importer``'s words (``app.history.labels.import_refusal``)."""
+        messages, turns, …)``, ``Skipped``, or ``None`` between slices of one conversation's reading)
+        into history, each in its own task and the page given its turn whenever a slice of reading took
+        ``SLICE_S``: into the shown course, or into its own (``own_course``: ``meta.stageId``); then
+        say the counts in ``status`` (``app.history.labels.import_outcome``: an import that stops
+        partway after adding some says what it added, never "nothing was changed"). A refusal before
+        anything was added is said in ``importer``'s words (``app.history.labels.import_refusal``)."""
+        import time
+
         from app.history.chatgpt import Skipped
         from app.history.export import ImportRefused
 
         shown = self.runtime.stage_id or ""
-        results, skipped, first = [], [], None
+        results, skipped, first, stopped = [], [], None, None
         try:
             found = reads()
+            began = time.perf_counter()
             for read in (await found) if asyncio.iscoroutine(found) else found:
+                if read is None:  # between two slices of one conversation
+                    if time.perf_counter() - began >= SLICE_S:
+                        await asyncio.sleep(0)
+                        began = time.perf_counter()
+                    continue
                 if isinstance(read, Skipped):
                     skipped.append(read)
                     continue
                 stage_id, bundle = read[0].stageId if own_course else shown, (read[0], read[1], read[2])
                 results.append(await self.recorder.run(
-                    stage_id, lambda s=stage_id, b=bundle: self.service.import_bundle(s, *b)))
+                    stage_id, lambda s=stage_id, b=bundle: self.service.import_bundle(s, *b, pause=_pause)))
+                if results[-1] == "unavailable":
+                    stopped = "unavailable"
+                    break
                 if results[-1] == "ok" and first is None and stage_id == shown:
                     first = read[0].taskId
                 await asyncio.sleep(0)
+                began = time.perf_counter()
         except ImportRefused as refused:
-            return self._refused(refused.reason, importer)
+            stopped = refused.reason
         except Exception as error:  # noqa: BLE001 - never a silent failure: the page says it (§14)
             js.console.error(f"import failed: {type(error).__name__}: {error}")
-            return self._refused("failed")
-        if "unavailable" in results:
-            return self._refused("unavailable")
-        self._say_counts(status, results.count("ok"), results.count("exists"), skipped)
+            stopped = "failed"
+        if stopped is not None and "ok" not in results:  # nothing was added: the file is refused
+            return self._refused(stopped, importer)
+        self._say_counts(status, results.count("ok"), results.count("exists"), skipped, stopped)
         if first and shown == self.list.stage:
             await self._on_imported(first)
 
-    def _say_counts(self, status, imported: int, existing: int, skipped: list) -> None:
-        said = [self.t("history.importedCount", count=imported)]
-        if existing:
-            said.append(self.t("history.importExisting", count=existing))
-        if skipped:
-            said.append(self.t("history.importSkipped", count=len(skipped), names=skipped_names(self.t, skipped)))
-        status.setAttribute("data-result", "ok" if imported or existing else "error")
+    def _say_counts(self, status, imported: int, existing: int, skipped: list, stopped: str | None = None) -> None:
+        result, text = import_outcome(self.t, imported, existing, skipped, stopped)
+        status.setAttribute("data-result", result)
         status.setAttribute("data-imported", str(imported))
         status.setAttribute("data-existing", str(existing))
         status.setAttribute("data-skipped", str(len(skipped)))
-        say(status, join_sentences(said))
+        if stopped is not None:
+            status.setAttribute("data-reason", "stopped")
+        say(status, text)
 
     async def _parsed(self, file):
         """The file's bundle, its text when it is a ``maic-agent-threads`` value, or ``None`` once its
