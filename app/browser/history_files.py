@@ -184,7 +184,7 @@ class HistoryFiles:
         from app.history.original import read_original
 
         read = read_original(text, self.clock())
-        yield from ((meta, messages, []) for meta, messages in read.documents)
+        yield from ((meta, messages, turns) for (meta, messages), turns in zip(read.documents, read.turns))
         yield from read.skipped
 
     async def import_chatgpt_file(self, field) -> None:
