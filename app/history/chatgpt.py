@@ -353,16 +353,19 @@ def _convert(raw: Any, index: int, stage_id: str, now_ms: int):
     if not messages:
         raise Unreadable("no-message", "no message to show")
     created, updated = _times(raw, said, now_ms)
+    slim: list[dict[str, Any]] = []
+    for start in range(0, len(messages), _SLICE):  # the slim projection is per message
+        slim += serialize_thread(messages[start:start + _SLICE])
+        yield
     source = raw.get("id") or raw.get("conversation_id")
     if not isinstance(source, str) or not source:  # no id: what it holds names it (two such are two)
-        source = "content:" + json.dumps([raw.get("title"), created, serialize_thread(messages)], sort_keys=True)
+        source = "content:" + json.dumps([raw.get("title"), created, slim], sort_keys=True)
     digest = hashlib.sha256(f"chatgpt:{source}".encode("utf-8", "surrogatepass")).digest()
     meta = {"taskId": new_task_id(created, lambda n: digest[:n]), "taskName": _title(raw, index),
             "stageId": stage_id, "createdAt": iso(created), "updatedAt": iso(updated), "stats": {}}
     default_model = raw.get("default_model_slug") if isinstance(raw.get("default_model_slug"), str) else ""
-    yield
     document = {"format": "agentbar-conversation", "version": 1, "meta": meta,
-                "messages": serialize_thread(messages), "turns": _turns(said, updated, default_model)}
+                "messages": slim, "turns": _turns(said, updated, default_model)}
     yield
     checked, slim, turns = yield from parse_steps(json.dumps(document, ensure_ascii=False), now_ms)
     return checked, slim, turns, stand_ins

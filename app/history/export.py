@@ -36,6 +36,8 @@ __all__ = ["FORMAT", "MAX_IMPORT_BYTES", "VERSION", "ImportRefused", "check_dept
 FORMAT = "agentbar-conversation"
 VERSION = 1
 _BACKTICKS = re.compile("`+")
+_TURN_SLICE = 256
+"""Turn metas ``parse_steps`` checks between two of its pauses."""
 
 
 class ImportRefused(ValueError):
@@ -250,7 +252,7 @@ def _turn_of(raw: Any, now_ms: int) -> TurnMeta:
 
 def parse_steps(text: str, now_ms: int):
     """``parse_export`` as a generator that yields between slices of work (each top-level value, each
-    message and turn decoded, then each message checked), so a caller can give the page its turn
+    message and turn decoded, then each message checked, then every ``_TURN_SLICE`` turns checked), so a caller can give the page its turn
     (``parse_export_sliced``); its return value is ``(meta, messages, turns)``. Raises
     ``ImportRefused`` (DESIGN.md §14)."""
     from app.projection import deserialize_thread, serialize_thread
@@ -273,7 +275,11 @@ def parse_steps(text: str, now_ms: int):
         yield
     if not isinstance(raw_turns, list):
         raise ImportRefused("turns", "not a list")
-    turns = [_turn_of(t, now_ms) for t in raw_turns]
+    turns = []
+    for turn in raw_turns:
+        turns.append(_turn_of(turn, now_ms))
+        if len(turns) % _TURN_SLICE == 0:
+            yield
     duration = sum(t.duration for t in turns)
     if duration > MAX_SAFE_INTEGER:
         raise ImportRefused("numbers", "the turns' durations add up past 2^53")
