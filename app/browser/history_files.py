@@ -6,7 +6,10 @@ history cannot keep exported before New conversation, and a JSON export imported
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import json
+import time
 from typing import Awaitable, Callable
 
 import js
@@ -28,6 +31,20 @@ __all__ = ["HistoryFiles", "SLICE_S", "install_graphemes"]
 
 SLICE_S = 0.008
 """An import gives the page its turn once a slice of reading a conversation took this long (seconds)."""
+
+
+@contextlib.contextmanager
+def _no_cycle_collection():
+    """Python's cycle collector held off while an import runs (its full passes over the import's
+    objects were its longest pauses: 1.6 s for a conversation of 30,000 turns); reference counting
+    still frees what the import lets go, and collection resumes as it was afterwards."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 async def _pause() -> None:
@@ -193,40 +210,54 @@ class HistoryFiles:
         ``import_bundle`` as a JSON export, one already kept left as it is. ``history-status`` says how
         many were added (``data-imported``), already there (``data-existing``) and could not be read
         (``data-skipped``, named in the text); a file of another shape is refused with what was expected."""
-        from app.history.chatgpt import conversations_of, read_conversations
+        from app.history.chatgpt import conversations_steps, read_conversations
         from app.history.export import check_size
 
         file, status = _chosen(field, "import-chatgpt")
         if file is None:
             return
 
+        def steps(data: bytes):  # decoded in slices too (None between them), then read one by one
+            raw = yield from conversations_steps(data)
+            yield from read_conversations(raw, self.runtime.stage_id or "", self.clock())
+
         async def reads():
             check_size(int(file.size))
-            raw = conversations_of((await file.arrayBuffer()).to_bytes())
-            return read_conversations(raw, self.runtime.stage_id or "", self.clock())
+            return steps((await file.arrayBuffer()).to_bytes())
 
         await self._import_reads(status, reads, importer="chatgpt")
 
     async def _import_reads(self, status, reads, *, own_course: bool = False, importer: str = "json") -> None:
         """Write each conversation ``reads()`` gives (an iterable, or an awaitable of one, of ``(meta,
-        messages, turns, …)``, ``Skipped``, or ``None`` between slices of one conversation's reading)
-        into history, each in its own task and the page given its turn whenever a slice of reading took
-        ``SLICE_S``: into the shown course, or into its own (``own_course``: ``meta.stageId``); then
-        say the counts in ``status`` (``app.history.labels.import_outcome``: an import that stops
+        messages, turns, …)``, ``Skipped``, or ``None`` between slices of reading) into history
+        (``_write_reads``): into the shown course, or into its own (``own_course``: ``meta.stageId``);
+        then say the counts in ``status`` (``app.history.labels.import_outcome``: an import that stops
         partway after adding some says what it added, never "nothing was changed"). A refusal before
         anything was added is said in ``importer``'s words (``app.history.labels.import_refusal``)."""
-        import time
+        shown = self.runtime.stage_id or ""
+        with _no_cycle_collection():
+            results, skipped, first, stopped = await self._write_reads(reads, shown, own_course)
+        if stopped is not None and "ok" not in results:  # nothing was added: the file is refused
+            return self._refused(stopped, importer)
+        self._say_counts(status, results.count("ok"), results.count("exists"), skipped, stopped)
+        if first and shown == self.list.stage:
+            await self._on_imported(first)
 
+    async def _write_reads(self, reads, shown: str, own_course: bool):
+        """``_import_reads``' writing: each conversation in its own task, the page given its turn
+        whenever a slice of reading took ``SLICE_S``. Returns ``(results, skipped, first, stopped)``:
+        ``import_bundle``'s result per conversation, the ``Skipped``, the first task id added to the
+        ``shown`` course, and why the import stopped partway (an ``ImportRefused`` reason,
+        ``unavailable`` or ``failed``; None when it went to the end)."""
         from app.history.chatgpt import Skipped
         from app.history.export import ImportRefused
 
-        shown = self.runtime.stage_id or ""
-        results, skipped, first, stopped = [], [], None, None
+        results, skipped, first = [], [], None
         try:
             found = reads()
             began = time.perf_counter()
             for read in (await found) if asyncio.iscoroutine(found) else found:
-                if read is None:  # between two slices of one conversation
+                if read is None:  # between two slices of reading
                     if time.perf_counter() - began >= SLICE_S:
                         await asyncio.sleep(0)
                         began = time.perf_counter()
@@ -238,22 +269,17 @@ class HistoryFiles:
                 results.append(await self.recorder.run(
                     stage_id, lambda s=stage_id, b=bundle: self.service.import_bundle(s, *b, pause=_pause)))
                 if results[-1] == "unavailable":
-                    stopped = "unavailable"
-                    break
+                    return results, skipped, first, "unavailable"
                 if results[-1] == "ok" and first is None and stage_id == shown:
                     first = read[0].taskId
                 await asyncio.sleep(0)
                 began = time.perf_counter()
         except ImportRefused as refused:
-            stopped = refused.reason
+            return results, skipped, first, refused.reason
         except Exception as error:  # noqa: BLE001 - never a silent failure: the page says it (§14)
             js.console.error(f"import failed: {type(error).__name__}: {error}")
-            stopped = "failed"
-        if stopped is not None and "ok" not in results:  # nothing was added: the file is refused
-            return self._refused(stopped, importer)
-        self._say_counts(status, results.count("ok"), results.count("exists"), skipped, stopped)
-        if first and shown == self.list.stage:
-            await self._on_imported(first)
+            return results, skipped, first, "failed"
+        return results, skipped, first, None
 
     def _say_counts(self, status, imported: int, existing: int, skipped: list, stopped: str | None = None) -> None:
         result, text = import_outcome(self.t, imported, existing, skipped, stopped)

@@ -46,11 +46,11 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from app.history import export
-from app.history.export import ImportRefused, check_depth, check_size, parse_export
+from app.history.export import _DECODER, ImportRefused, _depth_steps, _space, check_size
 from app.history.records import TaskMeta, TurnMeta, iso, new_task_id
 
-__all__ = ["MAX_CONVERSATION_CHARS", "Converted", "Skipped", "Unreadable", "conversations_of", "import_chatgpt",
-           "read_conversations", "thread_path"]
+__all__ = ["MAX_CONVERSATION_CHARS", "Converted", "Skipped", "Unreadable", "conversations_of", "conversations_steps",
+           "import_chatgpt", "read_conversations", "thread_path"]
 
 EXPECTED = "ChatGPT's conversations.json (an array of conversations, each with a mapping) or its export zip"
 """What a refused file was expected to be (the ``ImportRefused("format")`` detail)."""
@@ -100,16 +100,98 @@ class Converted(NamedTuple):
     turns: list[list[TurnMeta]] = []
 
 
-def _load(text: str, name: str) -> Any:
-    check_depth(text)
+_NODES_PER_SLICE = 2_000
+"""Values (conversations, or nodes of a conversation's ``mapping``) decoded between two pauses."""
+
+
+def _load_steps(text: str, name: str):
+    """A conversations file's ``text`` (``name``: its file name, for the detail) decoded in slices:
+    its depth checked (``_depth_steps``), then its top-level array conversation by conversation and
+    each conversation's ``mapping`` node by node, each value through ``json``'s own decoder, yielding
+    every ``_NODES_PER_SLICE`` values (a 13 MB conversation was one task of ``json.loads``). A
+    generator whose return value is the array; ``ImportRefused``: ``depth``, ``not-json``, ``format``
+    (valid JSON, not an array)."""
+    yield from _depth_steps(text)
+    at, items, count = _space(text, 0), [], [0]
+    if not text.startswith("[", at):
+        _whole(text, name)
+        raise ImportRefused("format", f"{EXPECTED}: {name} is not an array")
+    at = _space(text, at + 1)
+    if text.startswith("]", at):
+        at += 1
+    else:
+        while True:
+            item, at = yield from _value_steps(text, at, name, count, "mapping")  # a conversation
+            items.append(item)
+            if text.startswith("]", at):
+                at += 1
+                break
+            at = _next(text, at, name)
+    if _space(text, at) != len(text):
+        _whole(text, name)  # extra data after the array: json says so
+    return items
+
+
+def _whole(text: str, name: str) -> Any:
     try:
         return json.loads(text)
     except (ValueError, RecursionError) as error:
         raise ImportRefused("not-json", f"{name}: {error}") from None
 
 
+def _next(text: str, at: int, name: str) -> int:
+    """Past the ``,`` between two values at ``text[at]``, or ``ImportRefused("not-json")``."""
+    if not text.startswith(",", at):
+        raise ImportRefused("not-json", f"{name}: ',' was expected at {at}")
+    return _space(text, at + 1)
+
+
+def _decode(text: str, at: int, name: str) -> tuple[Any, int]:
+    try:
+        return _DECODER.raw_decode(text, at)
+    except (ValueError, RecursionError) as error:
+        raise ImportRefused("not-json", f"{name}: {error}") from None
+
+
+def _value_steps(text: str, at: int, name: str, count: list[int], split: str | None = None):
+    """The JSON value at ``text[at]`` and the position after it and its spaces. With ``split``, an
+    object is read key by key, and the value of key ``split`` (``*``: every value) the same way one
+    level down; any other value whole. ``count[0]`` counts the values read: a pause every
+    ``_NODES_PER_SLICE``."""
+    count[0] += 1
+    if count[0] % _NODES_PER_SLICE == 0:
+        yield
+    if split is None or not text.startswith("{", at):
+        value, end = _decode(text, at, name)
+        return value, _space(text, end)
+    value, at = {}, _space(text, at + 1)
+    if text.startswith("}", at):
+        return value, _space(text, at + 1)
+    while True:
+        key, at = _decode(text, at, name)
+        at = _space(text, at)
+        if not isinstance(key, str) or not text.startswith(":", at):
+            raise ImportRefused("not-json", f"{name}: a key and ':' were expected at {at}")
+        inner = "*" if split != "*" and key == split else None
+        value[key], at = yield from _value_steps(text, _space(text, at + 1), name, count, inner)
+        if text.startswith("}", at):
+            return value, _space(text, at + 1)
+        at = _next(text, at, name)
+
+
 def conversations_of(data: bytes) -> list[Any]:
-    """The raw conversations of an export file's ``data`` (``conversations.json`` or the zip).
+    """``conversations_steps`` run to the end: the raw conversations of ``data``."""
+    steps = conversations_steps(data)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+def conversations_steps(data: bytes):
+    """The raw conversations of an export file's ``data`` (``conversations.json`` or the zip), as a
+    generator that yields ``None`` between slices of decoding (``_load_steps``) and returns the list.
 
     Raises ``ImportRefused``: ``size`` (the file is over ``MAX_IMPORT_BYTES``), ``unpacked`` (a zip
     whose members to read unpack past ``MAX_IMPORT_BYTES``, counted by their declared size before any
@@ -139,7 +221,7 @@ def conversations_of(data: bytes) -> list[Any]:
     refusals: list[ImportRefused] = []
     for name, raw in sources:
         try:
-            found.extend(_member(name, raw))
+            found.extend((yield from _member(name, raw)))
         except ImportRefused as refused:
             if len(sources) == 1:
                 raise
@@ -154,8 +236,9 @@ _MEMBER_CODES = {"not-json": "not-json", "format": "not-conversations", "depth":
 """A zip member's refusal (``ImportRefused.reason``) as the code its ``Skipped`` is named with."""
 
 
-def _member(name: str, read: Callable[[], bytes]) -> list[Any]:
-    """The conversations of one file (``name``: its name in the zip; ``read()`` its bytes), or
+def _member(name: str, read: Callable[[], bytes]):
+    """The conversations of one file (``name``: its name in the zip; ``read()`` its bytes; a generator
+    of pauses, ``_load_steps``, whose return value is the list), or
     ``ImportRefused`` (``format`` for a member the zip cannot give back: damaged, a bad checksum)."""
     try:
         raw = read()
@@ -165,10 +248,7 @@ def _member(name: str, read: Callable[[], bytes]) -> list[Any]:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise ImportRefused("not-json", f"{name}: {error}") from None
-    value = _load(text, name)
-    if not isinstance(value, list):
-        raise ImportRefused("format", f"{EXPECTED}: {name} is not an array")
-    return value
+    return (yield from _load_steps(text, name))
 
 
 def thread_path(mapping: dict[str, Any], current_node: str) -> list[dict[str, Any]]:
@@ -257,7 +337,8 @@ def _turns(said: list[_Said], updated: int, default_model: str) -> list[dict[str
     question's ``create_time`` to its last reply's (0 when either is missing or they are out of order or
     past ``updated``); ``model`` the replies' ``model_slug``, else the conversation's
     ``default_model_slug``; ``timestamp`` the last reply's time, else (missing, or past ``updated``)
-    ``updated``. Returns the records as an export holds them."""
+    ``updated``. A generator that yields every ``_SLICE`` messages, returning the records as an
+    export holds them."""
     turns: list[dict[str, Any]] = []
     asked: _Said | None = None
     replies: list[_Said] = []
@@ -272,7 +353,9 @@ def _turns(said: list[_Said], updated: int, default_model: str) -> list[dict[str
         turns.append({"turnId": len(turns) + 1, "timestamp": iso(moment), "usage": None, "model": model,
                       "duration": end - start if known else 0})
 
-    for one in said:
+    for at, one in enumerate(said):
+        if at % _SLICE == _SLICE - 1:
+            yield
         if one.role == "user":
             close()
             asked, replies = one, []
@@ -365,9 +448,9 @@ def _convert(raw: Any, index: int, stage_id: str, now_ms: int):
             "stageId": stage_id, "createdAt": iso(created), "updatedAt": iso(updated), "stats": {}}
     default_model = raw.get("default_model_slug") if isinstance(raw.get("default_model_slug"), str) else ""
     document = {"format": "agentbar-conversation", "version": 1, "meta": meta,
-                "messages": slim, "turns": _turns(said, updated, default_model)}
+                "messages": slim, "turns": (yield from _turns(said, updated, default_model))}
     yield
-    checked, slim, turns = yield from parse_steps(json.dumps(document, ensure_ascii=False), now_ms)
+    checked, slim, turns = yield from parse_steps(json.dumps(document, ensure_ascii=False), now_ms, depth_checked=True)
     return checked, slim, turns, stand_ins
 
 

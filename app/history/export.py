@@ -142,11 +142,12 @@ def _space(text: str, at: int) -> int:
     return _SPACE.match(text, at).end()
 
 
-def _document_steps(text: str):
+def _document_steps(text: str, depth_checked: bool = False):
     """The top-level object of an export, decoded value by value and the items of its arrays one by
     one (each through ``json``'s own decoder), yielding between them: a generator whose return value
     is the document. Anything else than an object is decoded whole (refused as not an export)."""
-    yield from _depth_steps(text)
+    if not depth_checked:
+        yield from _depth_steps(text)
     at = _space(text, 0)
     if not text.startswith("{", at):
         value, end = _decode_at(text, at)
@@ -250,14 +251,15 @@ def _turn_of(raw: Any, now_ms: int) -> TurnMeta:
     return turn
 
 
-def parse_steps(text: str, now_ms: int):
+def parse_steps(text: str, now_ms: int, *, depth_checked: bool = False):
     """``parse_export`` as a generator that yields between slices of work (each top-level value, each
     message and turn decoded, then each message checked, then every ``_TURN_SLICE`` turns checked), so a caller can give the page its turn
     (``parse_export_sliced``); its return value is ``(meta, messages, turns)``. Raises
-    ``ImportRefused`` (DESIGN.md §14)."""
+    ``ImportRefused`` (DESIGN.md §14). ``depth_checked``: ``text`` was written by ``json.dumps`` of
+    values already read from JSON whose depth was checked (ChatGPT's import): not scanned again."""
     from app.projection import deserialize_thread, serialize_thread
 
-    document = yield from _document_steps(text)
+    document = yield from _document_steps(text, depth_checked)
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise ImportRefused("format")
     if document.get("version") != VERSION or type(document.get("version")) is not int:
