@@ -470,3 +470,43 @@ def test_an_import_that_stops_after_adding_some_says_what_it_added_never_that_no
     assert t("history.importStopped") in said
     assert import_refusal(t, "failed")[1] not in said
     assert import_outcome(t, 2, 0, [], None) == ("ok", t("history.importedCount", count=2))
+
+
+def test_a_file_is_decoded_in_slices_node_by_node_with_the_values_and_refusals_of_json_loads():
+    """A 13 MB file of one conversation was one ``json.loads`` task; ``conversations_steps`` reads it
+    conversation by conversation and its mapping node by node, pausing between slices."""
+    import random
+
+    from app.history.chatgpt import conversations_steps
+
+    def run(data):
+        steps, pauses = conversations_steps(data), 0
+        while True:
+            try:
+                next(steps)
+                pauses += 1
+            except StopIteration as done:
+                return done.value, pauses
+            except ImportRefused as refused:
+                return refused.reason, pauses
+
+    def expected(text):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return "not-json"
+        return value if isinstance(value, list) else "format"
+
+    nodes, parent = [node("r", None)], "r"
+    for i in range(3000):
+        nodes.append(node(f"n{i}", parent, "user", [f"q{i} \"quoted\" ]}}"], t=T0))
+        parent = f"n{i}"
+    chats = [conversation("c-big", "Big", nodes, parent), 5, "s", {"mapping": 3}, {}, edited()]
+    value, pauses = run(as_bytes(chats))
+    assert value == json.loads(as_bytes(chats)) and pauses >= 2
+    base = json.dumps([edited(), {"mapping": {"a": [1, {"b": None}]}, "t": "x"}])
+    rng = random.Random(1)
+    for _ in range(1500):
+        at = rng.randrange(len(base))
+        text = rng.choice([base[:at], base[:at] + rng.choice('{}[],:" 1') + base[at:], base[:at] + base[at + 1:]])
+        assert run(text.encode())[0] == expected(text), text
