@@ -6,7 +6,10 @@ history cannot keep exported before New conversation, and a JSON export imported
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import json
+import time
 from typing import Awaitable, Callable
 
 import js
@@ -17,15 +20,36 @@ from app.agents.errors import describe as describe_error
 from app.browser.dom import element as _node
 from app.browser.files import download, read_text
 from app.browser.status_line import say
-from app.history.labels import import_refusal, markdown_meta, skipped_names
+from app.history.labels import import_outcome, import_refusal, markdown_meta
 from app.history.list_model import HistoryList
-from app.i18n import join_sentences
 from app.history.recorder import HistoryRecorder
 from app.history.service import HistoryService
 from app.presentation import card_text, tool_card_view
 from app.projection import CUT_MARKER, failure_of
 
-__all__ = ["HistoryFiles", "install_graphemes"]
+__all__ = ["HistoryFiles", "SLICE_S", "install_graphemes"]
+
+SLICE_S = 0.008
+"""An import gives the page its turn once a slice of reading a conversation took this long (seconds)."""
+
+
+@contextlib.contextmanager
+def _no_cycle_collection():
+    """Python's cycle collector held off while an import runs (its full passes over the import's
+    objects were its longest pauses: 1.6 s for a conversation of 30,000 turns); reference counting
+    still frees what the import lets go, and collection resumes as it was afterwards."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
+async def _pause() -> None:
+    """Give the page its turn between two slices of writing an imported conversation."""
+    await asyncio.sleep(0)
 
 
 async def install_graphemes() -> None:
@@ -177,7 +201,7 @@ class HistoryFiles:
         from app.history.original import read_original
 
         read = read_original(text, self.clock())
-        yield from ((meta, messages, []) for meta, messages in read.documents)
+        yield from ((meta, messages, turns) for (meta, messages), turns in zip(read.documents, read.turns))
         yield from read.skipped
 
     async def import_chatgpt_file(self, field) -> None:
@@ -186,64 +210,86 @@ class HistoryFiles:
         ``import_bundle`` as a JSON export, one already kept left as it is. ``history-status`` says how
         many were added (``data-imported``), already there (``data-existing``) and could not be read
         (``data-skipped``, named in the text); a file of another shape is refused with what was expected."""
-        from app.history.chatgpt import conversations_of, read_conversations
+        from app.history.chatgpt import conversations_steps, read_conversations
         from app.history.export import check_size
 
         file, status = _chosen(field, "import-chatgpt")
         if file is None:
             return
 
+        def steps(data: bytes):  # decoded in slices too (None between them), then read one by one
+            raw = yield from conversations_steps(data)
+            yield from read_conversations(raw, self.runtime.stage_id or "", self.clock())
+
         async def reads():
             check_size(int(file.size))
-            raw = conversations_of((await file.arrayBuffer()).to_bytes())
-            return read_conversations(raw, self.runtime.stage_id or "", self.clock())
+            return steps((await file.arrayBuffer()).to_bytes())
 
         await self._import_reads(status, reads, importer="chatgpt")
 
     async def _import_reads(self, status, reads, *, own_course: bool = False, importer: str = "json") -> None:
         """Write each conversation ``reads()`` gives (an iterable, or an awaitable of one, of ``(meta,
-        messages, turns, …)`` or ``Skipped``) into history, each in its own task: into the shown course, or
-        into its own (``own_course``: ``meta.stageId``); then say the counts in ``status``. A refusal
-        is said in ``importer``'s words (``app.history.labels.import_refusal``)."""
+        messages, turns, …)``, ``Skipped``, or ``None`` between slices of reading) into history
+        (``_write_reads``): into the shown course, or into its own (``own_course``: ``meta.stageId``);
+        then say the counts in ``status`` (``app.history.labels.import_outcome``: an import that stops
+        partway after adding some says what it added, never "nothing was changed"). A refusal before
+        anything was added is said in ``importer``'s words (``app.history.labels.import_refusal``)."""
+        shown = self.runtime.stage_id or ""
+        with _no_cycle_collection():
+            results, skipped, first, stopped = await self._write_reads(reads, shown, own_course)
+        if stopped is not None and "ok" not in results:  # nothing was added: the file is refused
+            return self._refused(stopped, importer)
+        self._say_counts(status, results.count("ok"), results.count("exists"), skipped, stopped)
+        if first and shown == self.list.stage:
+            await self._on_imported(first)
+
+    async def _write_reads(self, reads, shown: str, own_course: bool):
+        """``_import_reads``' writing: each conversation in its own task, the page given its turn
+        whenever a slice of reading took ``SLICE_S``. Returns ``(results, skipped, first, stopped)``:
+        ``import_bundle``'s result per conversation, the ``Skipped``, the first task id added to the
+        ``shown`` course, and why the import stopped partway (an ``ImportRefused`` reason,
+        ``unavailable`` or ``failed``; None when it went to the end)."""
         from app.history.chatgpt import Skipped
         from app.history.export import ImportRefused
 
-        shown = self.runtime.stage_id or ""
         results, skipped, first = [], [], None
         try:
             found = reads()
+            began = time.perf_counter()
             for read in (await found) if asyncio.iscoroutine(found) else found:
+                if read is None:  # between two slices of reading
+                    if time.perf_counter() - began >= SLICE_S:
+                        await asyncio.sleep(0)
+                        began = time.perf_counter()
+                    continue
                 if isinstance(read, Skipped):
                     skipped.append(read)
                     continue
                 stage_id, bundle = read[0].stageId if own_course else shown, (read[0], read[1], read[2])
                 results.append(await self.recorder.run(
-                    stage_id, lambda s=stage_id, b=bundle: self.service.import_bundle(s, *b)))
+                    stage_id, lambda s=stage_id, b=bundle: self.service.import_bundle(s, *b, pause=_pause)))
+                if results[-1] == "unavailable":
+                    return results, skipped, first, "unavailable"
                 if results[-1] == "ok" and first is None and stage_id == shown:
                     first = read[0].taskId
                 await asyncio.sleep(0)
+                began = time.perf_counter()
         except ImportRefused as refused:
-            return self._refused(refused.reason, importer)
+            return results, skipped, first, refused.reason
         except Exception as error:  # noqa: BLE001 - never a silent failure: the page says it (§14)
             js.console.error(f"import failed: {type(error).__name__}: {error}")
-            return self._refused("failed")
-        if "unavailable" in results:
-            return self._refused("unavailable")
-        self._say_counts(status, results.count("ok"), results.count("exists"), skipped)
-        if first and shown == self.list.stage:
-            await self._on_imported(first)
+            return results, skipped, first, "failed"
+        return results, skipped, first, None
 
-    def _say_counts(self, status, imported: int, existing: int, skipped: list) -> None:
-        said = [self.t("history.importedCount", count=imported)]
-        if existing:
-            said.append(self.t("history.importExisting", count=existing))
-        if skipped:
-            said.append(self.t("history.importSkipped", count=len(skipped), names=skipped_names(self.t, skipped)))
-        status.setAttribute("data-result", "ok" if imported or existing else "error")
+    def _say_counts(self, status, imported: int, existing: int, skipped: list, stopped: str | None = None) -> None:
+        result, text = import_outcome(self.t, imported, existing, skipped, stopped)
+        status.setAttribute("data-result", result)
         status.setAttribute("data-imported", str(imported))
         status.setAttribute("data-existing", str(existing))
         status.setAttribute("data-skipped", str(len(skipped)))
-        say(status, join_sentences(said))
+        if stopped is not None:
+            status.setAttribute("data-reason", "stopped")
+        say(status, text)
 
     async def _parsed(self, file):
         """The file's bundle, its text when it is a ``maic-agent-threads`` value, or ``None`` once its

@@ -24,8 +24,14 @@ the same ``parse_export`` every import goes through, so it lands with the exact 
 task id is derived from the ChatGPT id (the same file imported twice gives the same ids, which the
 history merges instead of duplicating); its times are the export's (``create_time``,
 ``update_time``; a missing one is taken from the messages). A conversation that cannot be read is
-named with its reason in ``Converted.skipped``, never silently dropped; a file of another shape
-raises ``ImportRefused("format")``.
+named with its reason in ``Converted.skipped``, never silently dropped (whatever the reason: times
+out of range, a value of an unexpected type…); so is a conversation whose text passes
+``MAX_CONVERSATION_CHARS`` (``too-long``, found while its messages are read, before any is built) and
+a zip member that cannot be read while others can (named by its file name: the good members are
+imported). A file of another shape raises ``ImportRefused("format")``.
+
+A long conversation is read in slices (``read_conversations`` yields ``None`` between them), so the
+page keeps its turn while thousands of turns are converted (DESIGN.md §14: no long task).
 """
 
 from __future__ import annotations
@@ -36,13 +42,15 @@ import json
 import math
 import re
 import zipfile
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from app.history import export
-from app.history.export import ImportRefused, check_depth, check_size, parse_export
+from app.history.export import _DECODER, ImportRefused, _depth_steps, _space, check_size
 from app.history.records import TaskMeta, TurnMeta, iso, new_task_id
 
-__all__ = ["Converted", "Skipped", "Unreadable", "conversations_of", "import_chatgpt", "read_conversations", "thread_path"]
+__all__ = ["MAX_CONVERSATION_CHARS", "Converted", "Skipped", "Unreadable", "conversations_of", "conversations_steps",
+           "import_chatgpt", "read_conversations", "thread_path"]
 
 EXPECTED = "ChatGPT's conversations.json (an array of conversations, each with a mapping) or its export zip"
 """What a refused file was expected to be (the ``ImportRefused("format")`` detail)."""
@@ -51,6 +59,13 @@ _MEMBER = re.compile(r"(?:.*/)?conversations(?:-\d+)?\.json\Z")
 _HIDDEN_TYPES = frozenset({"user_editable_context", "model_editable_context", "thoughts", "reasoning_recap"})
 _ROLES = {"user": "user", "assistant": "assistant", "tool": "assistant"}
 _DAY_MS = 86_400_000
+_SLICE = 256
+"""Messages of a conversation read between two of ``read_conversations``' pauses."""
+
+MAX_CONVERSATION_CHARS = 2_000_000
+"""The most text (characters, all its messages together) a conversation may hold to be imported; one
+past it is skipped as ``too-long`` before its messages are built (the copies an import makes of a 40 M
+character message ran the page out of memory after a long freeze)."""
 
 
 class Skipped(NamedTuple):
@@ -65,7 +80,7 @@ class Skipped(NamedTuple):
 
 class Unreadable(ValueError):
     """Why one conversation cannot be read: ``code`` (``loop``, ``missing-node``, ``no-mapping``,
-    ``no-message``, ``no-time``, ``times``; each has its words, ``history.skipReason.<code>``) and the
+    ``no-message``, ``no-time``, ``times``, ``too-long``; each has its words, ``history.skipReason.<code>``) and the
     English detail as the message."""
 
     def __init__(self, code: str, detail: str) -> None:
@@ -85,23 +100,108 @@ class Converted(NamedTuple):
     turns: list[list[TurnMeta]] = []
 
 
-def _load(text: str, name: str) -> Any:
-    check_depth(text)
+_NODES_PER_SLICE = 2_000
+"""Values (conversations, or nodes of a conversation's ``mapping``) decoded between two pauses."""
+
+
+def _load_steps(text: str, name: str):
+    """A conversations file's ``text`` (``name``: its file name, for the detail) decoded in slices:
+    its depth checked (``_depth_steps``), then its top-level array conversation by conversation and
+    each conversation's ``mapping`` node by node, each value through ``json``'s own decoder, yielding
+    every ``_NODES_PER_SLICE`` values (a 13 MB conversation was one task of ``json.loads``). A
+    generator whose return value is the array; ``ImportRefused``: ``depth``, ``not-json``, ``format``
+    (valid JSON, not an array)."""
+    yield from _depth_steps(text)
+    at, items, count = _space(text, 0), [], [0]
+    if not text.startswith("[", at):
+        _whole(text, name)
+        raise ImportRefused("format", f"{EXPECTED}: {name} is not an array")
+    at = _space(text, at + 1)
+    if text.startswith("]", at):
+        at += 1
+    else:
+        while True:
+            item, at = yield from _value_steps(text, at, name, count, "mapping")  # a conversation
+            items.append(item)
+            if text.startswith("]", at):
+                at += 1
+                break
+            at = _next(text, at, name)
+    if _space(text, at) != len(text):
+        _whole(text, name)  # extra data after the array: json says so
+    return items
+
+
+def _whole(text: str, name: str) -> Any:
     try:
         return json.loads(text)
     except (ValueError, RecursionError) as error:
         raise ImportRefused("not-json", f"{name}: {error}") from None
 
 
+def _next(text: str, at: int, name: str) -> int:
+    """Past the ``,`` between two values at ``text[at]``, or ``ImportRefused("not-json")``."""
+    if not text.startswith(",", at):
+        raise ImportRefused("not-json", f"{name}: ',' was expected at {at}")
+    return _space(text, at + 1)
+
+
+def _decode(text: str, at: int, name: str) -> tuple[Any, int]:
+    try:
+        return _DECODER.raw_decode(text, at)
+    except (ValueError, RecursionError) as error:
+        raise ImportRefused("not-json", f"{name}: {error}") from None
+
+
+def _value_steps(text: str, at: int, name: str, count: list[int], split: str | None = None):
+    """The JSON value at ``text[at]`` and the position after it and its spaces. With ``split``, an
+    object is read key by key, and the value of key ``split`` (``*``: every value) the same way one
+    level down; any other value whole. ``count[0]`` counts the values read: a pause every
+    ``_NODES_PER_SLICE``."""
+    count[0] += 1
+    if count[0] % _NODES_PER_SLICE == 0:
+        yield
+    if split is None or not text.startswith("{", at):
+        value, end = _decode(text, at, name)
+        return value, _space(text, end)
+    value, at = {}, _space(text, at + 1)
+    if text.startswith("}", at):
+        return value, _space(text, at + 1)
+    while True:
+        key, at = _decode(text, at, name)
+        at = _space(text, at)
+        if not isinstance(key, str) or not text.startswith(":", at):
+            raise ImportRefused("not-json", f"{name}: a key and ':' were expected at {at}")
+        inner = "*" if split != "*" and key == split else None
+        value[key], at = yield from _value_steps(text, _space(text, at + 1), name, count, inner)
+        if text.startswith("}", at):
+            return value, _space(text, at + 1)
+        at = _next(text, at, name)
+
+
 def conversations_of(data: bytes) -> list[Any]:
-    """The raw conversations of an export file's ``data`` (``conversations.json`` or the zip).
+    """``conversations_steps`` run to the end: the raw conversations of ``data``."""
+    steps = conversations_steps(data)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+def conversations_steps(data: bytes):
+    """The raw conversations of an export file's ``data`` (``conversations.json`` or the zip), as a
+    generator that yields ``None`` between slices of decoding (``_load_steps``) and returns the list.
 
     Raises ``ImportRefused``: ``size`` (the file is over ``MAX_IMPORT_BYTES``), ``unpacked`` (a zip
     whose members to read unpack past ``MAX_IMPORT_BYTES``, counted by their declared size before any
     is read: a zip bomb guard), ``members`` (a zip, an empty one too, without ``conversations.json``
     or ``conversations-<n>.json``), ``not-json`` (not UTF-8 JSON), ``depth`` (nested deeper than any
     export) or ``format`` (not an array, or a damaged zip). A file opening with ``PK`` is a zip (no
-    JSON text opens so): its local header (``PK\\3\\4``), or an empty zip's end record (``PK\\5\\6``)."""
+    JSON text opens so): its local header (``PK\\3\\4``), or an empty zip's end record (``PK\\5\\6``).
+    In a zip of several members, one that cannot be read (not JSON, not an array, damaged) while
+    another can is in the list as a ``Skipped`` named by its file name (code ``not-json``,
+    ``not-conversations``, ``depth`` or ``unreadable``); the file is refused only when none can be."""
     check_size(len(data))
     if data[:2] == b"PK":
         try:
@@ -114,20 +214,41 @@ def conversations_of(data: bytes) -> list[Any]:
         unpacked = sum(i.file_size for i in members)
         if unpacked > export.MAX_IMPORT_BYTES:
             raise ImportRefused("unpacked", f"its conversations unpack to {unpacked} bytes")
-        sources = [(i.filename, archive.read(i)) for i in members]
+        sources = [(i.filename, lambda i=i: archive.read(i)) for i in members]
     else:
-        sources = [("conversations.json", data)]
+        sources = [("conversations.json", lambda: data)]
     found: list[Any] = []
+    refusals: list[ImportRefused] = []
     for name, raw in sources:
         try:
-            text = raw.decode("utf-8-sig")
-        except UnicodeDecodeError as error:
-            raise ImportRefused("not-json", f"{name}: {error}") from None
-        value = _load(text, name)
-        if not isinstance(value, list):
-            raise ImportRefused("format", f"{EXPECTED}: {name} is not an array")
-        found.extend(value)
+            found.extend((yield from _member(name, raw)))
+        except ImportRefused as refused:
+            if len(sources) == 1:
+                raise
+            refusals.append(refused)
+            found.append(Skipped(name, str(refused), _MEMBER_CODES.get(refused.reason, "unreadable")))
+    if len(refusals) == len(sources):  # no member could be read: the file is refused as the first was
+        raise refusals[0]
     return found
+
+
+_MEMBER_CODES = {"not-json": "not-json", "format": "not-conversations", "depth": "depth"}
+"""A zip member's refusal (``ImportRefused.reason``) as the code its ``Skipped`` is named with."""
+
+
+def _member(name: str, read: Callable[[], bytes]):
+    """The conversations of one file (``name``: its name in the zip; ``read()`` its bytes; a generator
+    of pauses, ``_load_steps``, whose return value is the list), or
+    ``ImportRefused`` (``format`` for a member the zip cannot give back: damaged, a bad checksum)."""
+    try:
+        raw = read()
+    except (zipfile.BadZipFile, ValueError, EOFError, OSError, NotImplementedError) as error:
+        raise ImportRefused("format", f"{name}: {error}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise ImportRefused("not-json", f"{name}: {error}") from None
+    return (yield from _load_steps(text, name))
 
 
 def thread_path(mapping: dict[str, Any], current_node: str) -> list[dict[str, Any]]:
@@ -216,7 +337,8 @@ def _turns(said: list[_Said], updated: int, default_model: str) -> list[dict[str
     question's ``create_time`` to its last reply's (0 when either is missing or they are out of order or
     past ``updated``); ``model`` the replies' ``model_slug``, else the conversation's
     ``default_model_slug``; ``timestamp`` the last reply's time, else (missing, or past ``updated``)
-    ``updated``. Returns the records as an export holds them."""
+    ``updated``. A generator that yields every ``_SLICE`` messages, returning the records as an
+    export holds them."""
     turns: list[dict[str, Any]] = []
     asked: _Said | None = None
     replies: list[_Said] = []
@@ -231,7 +353,9 @@ def _turns(said: list[_Said], updated: int, default_model: str) -> list[dict[str
         turns.append({"turnId": len(turns) + 1, "timestamp": iso(moment), "usage": None, "model": model,
                       "duration": end - start if known else 0})
 
-    for one in said:
+    for at, one in enumerate(said):
+        if at % _SLICE == _SLICE - 1:
+            yield
         if one.role == "user":
             close()
             asked, replies = one, []
@@ -247,28 +371,46 @@ def _model_slug(message: dict[str, Any]) -> str:
     return slug if isinstance(slug, str) else ""
 
 
-def _convert(raw: Any, index: int, stage_id: str, now_ms: int) -> tuple[TaskMeta, list[dict[str, Any]], list, int]:
-    """One conversation to ``(meta, messages, turns, parts_as_text)``; ``ValueError`` says why it cannot be."""
-    from app.model import Message, TextPart
-    from app.projection import serialize_thread
+def _when(ms: int) -> str:
+    """``ms`` as ISO 8601 for a reason's words, or as a number when no calendar holds it."""
+    try:
+        return iso(ms)
+    except (ValueError, OverflowError, OSError):
+        return f"{ms} ms"
 
-    if not isinstance(raw, dict) or not isinstance(raw.get("mapping"), dict):
-        raise Unreadable("no-mapping", "not a conversation with a mapping")
-    path = thread_path(raw["mapping"], raw.get("current_node"))
-    messages, said, stand_ins = [], [], 0
-    for node in path:
+
+def _read_path(path: list[dict[str, Any]]):
+    """The visible messages of a thread's nodes, as a generator that yields between slices of
+    ``_SLICE`` nodes; returns ``(messages, said, parts_as_text)``. Raises ``Unreadable("too-long")``
+    as soon as the texts pass ``MAX_CONVERSATION_CHARS``, before any message is built."""
+    from app.model import Message, TextPart
+
+    found, chars = [], 0
+    for at, node in enumerate(path):
         message = node.get("message")
+        if at % _SLICE == _SLICE - 1:
+            yield
         if not _visible(message):
             continue
         texts, count = _texts(message["content"])
-        if not texts:
-            continue
-        stand_ins += count
+        chars += sum(len(text) for text in texts)
+        if chars > MAX_CONVERSATION_CHARS:
+            raise Unreadable("too-long", f"its text passes {MAX_CONVERSATION_CHARS} characters")
+        if texts:
+            found.append((message, texts, count))
+    messages, said = [], []
+    for at, (message, texts, _) in enumerate(found):
+        if at % _SLICE == _SLICE - 1:
+            yield
         role = _ROLES[message["author"]["role"]]
         messages.append(Message(role=role, content=[TextPart(text=t) for t in texts]))
         said.append(_Said(role, _ms(message.get("create_time")), _model_slug(message)))
-    if not messages:
-        raise Unreadable("no-message", "no message to show")
+    return messages, said, sum(count for _, _, count in found)
+
+
+def _times(raw: dict[str, Any], said: list[_Said], now_ms: int) -> tuple[int, int]:
+    """``(created, updated)`` of a conversation (epoch ms), or ``Unreadable`` (``no-time``, ``times``:
+    out of order, before 1970, past any calendar or more than a day after ``now_ms``)."""
     times = [one.moment for one in said if one.moment is not None]
     created = _ms(raw.get("create_time"))
     created = created if created is not None else min(times, default=None)
@@ -277,34 +419,71 @@ def _convert(raw: Any, index: int, stage_id: str, now_ms: int) -> tuple[TaskMeta
     if created is None or updated is None:
         raise Unreadable("no-time", "no time in the conversation or its messages")
     if not 0 <= created <= updated <= now_ms + _DAY_MS:
-        raise Unreadable("times", f"times out of order or in the future: {iso(created)} .. {iso(updated)}")
+        raise Unreadable("times", f"times out of order or in the future: {_when(created)} .. {_when(updated)}")
+    return created, updated
+
+
+def _convert(raw: Any, index: int, stage_id: str, now_ms: int):
+    """One conversation to ``(meta, messages, turns, parts_as_text)``, as a generator that yields
+    between slices of work (its return value); ``ValueError`` says why it cannot be."""
+    from app.history.export import parse_steps
+    from app.projection import serialize_thread
+
+    if not isinstance(raw, dict) or not isinstance(raw.get("mapping"), dict):
+        raise Unreadable("no-mapping", "not a conversation with a mapping")
+    path = thread_path(raw["mapping"], raw.get("current_node"))
+    messages, said, stand_ins = yield from _read_path(path)
+    if not messages:
+        raise Unreadable("no-message", "no message to show")
+    created, updated = _times(raw, said, now_ms)
+    slim: list[dict[str, Any]] = []
+    for start in range(0, len(messages), _SLICE):  # the slim projection is per message
+        slim += serialize_thread(messages[start:start + _SLICE])
+        yield
     source = raw.get("id") or raw.get("conversation_id")
     if not isinstance(source, str) or not source:  # no id: what it holds names it (two such are two)
-        source = "content:" + json.dumps([raw.get("title"), created, serialize_thread(messages)], sort_keys=True)
+        source = "content:" + json.dumps([raw.get("title"), created, slim], sort_keys=True)
     digest = hashlib.sha256(f"chatgpt:{source}".encode("utf-8", "surrogatepass")).digest()
     meta = {"taskId": new_task_id(created, lambda n: digest[:n]), "taskName": _title(raw, index),
             "stageId": stage_id, "createdAt": iso(created), "updatedAt": iso(updated), "stats": {}}
     default_model = raw.get("default_model_slug") if isinstance(raw.get("default_model_slug"), str) else ""
     document = {"format": "agentbar-conversation", "version": 1, "meta": meta,
-                "messages": serialize_thread(messages), "turns": _turns(said, updated, default_model)}
-    checked, slim, turns = parse_export(json.dumps(document, ensure_ascii=False), now_ms)
+                "messages": slim, "turns": (yield from _turns(said, updated, default_model))}
+    yield
+    checked, slim, turns = yield from parse_steps(json.dumps(document, ensure_ascii=False), now_ms, depth_checked=True)
     return checked, slim, turns, stand_ins
 
 
 def read_conversations(conversations: list[Any], stage_id: str, now_ms: int):
     """Each raw conversation (``conversations_of``) read in turn: a generator of ``(meta, messages,
     turns, parts_as_text)`` for one that becomes a document (``turns``: its ``TurnMeta``s, one per
-    user→assistant turn, ``_turns``), or ``Skipped`` for one that cannot be (a caller can give the
-    page its turn between two, DESIGN.md §14: no long task)."""
+    user→assistant turn, ``_turns``), ``Skipped`` for one that cannot be (any error reading it: its
+    reason, never the whole import's failure; a ``Skipped`` among ``conversations`` is passed on), and
+    ``None`` between slices of a conversation's work (a caller gives the page its turn there,
+    DESIGN.md §14: no long task, even for a conversation of thousands of turns)."""
     for index, raw in enumerate(conversations):
+        if isinstance(raw, Skipped):
+            yield raw
+            continue
         try:
-            converted = _convert(raw, index, stage_id, now_ms)
-        except ValueError as error:  # Unreadable and ImportRefused (a ValueError too) name the reason
-            code = (error.code if isinstance(error, Unreadable) else error.reason if isinstance(error, ImportRefused)
-                    else "unreadable")
-            yield Skipped(_title(raw, index), str(error).splitlines()[0] if str(error) else "unreadable", code)
+            converted = yield from _convert(raw, index, stage_id, now_ms)
+        except Exception as error:  # noqa: BLE001 - a conversation that cannot be read is named, never fatal
+            yield Skipped(_title(raw, index), _first_line(error), _code_of(error))
             continue
         yield converted
+
+
+def _code_of(error: Exception) -> str:
+    """The ``Skipped.code`` of why a conversation could not be read."""
+    if isinstance(error, Unreadable):
+        return error.code
+    if isinstance(error, ImportRefused):
+        return error.reason
+    return "times" if isinstance(error, OverflowError) else "unreadable"
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
 
 
 def import_chatgpt(data: bytes, stage_id: str, now_ms: int) -> Converted:
@@ -314,6 +493,8 @@ def import_chatgpt(data: bytes, stage_id: str, now_ms: int) -> Converted:
     export (``conversations_of``); a conversation that cannot be read is in ``skipped``."""
     documents, skipped, stand_ins, turns = [], [], 0, []
     for read in read_conversations(conversations_of(data), stage_id, now_ms):
+        if read is None:  # a pause between slices: nothing to give back here
+            continue
         if isinstance(read, Skipped):
             skipped.append(read)
         else:

@@ -36,6 +36,8 @@ __all__ = ["FORMAT", "MAX_IMPORT_BYTES", "VERSION", "ImportRefused", "check_dept
 FORMAT = "agentbar-conversation"
 VERSION = 1
 _BACKTICKS = re.compile("`+")
+_TURN_SLICE = 256
+"""Turn metas ``parse_steps`` checks between two of its pauses."""
 
 
 class ImportRefused(ValueError):
@@ -140,11 +142,12 @@ def _space(text: str, at: int) -> int:
     return _SPACE.match(text, at).end()
 
 
-def _document_steps(text: str):
+def _document_steps(text: str, depth_checked: bool = False):
     """The top-level object of an export, decoded value by value and the items of its arrays one by
     one (each through ``json``'s own decoder), yielding between them: a generator whose return value
     is the document. Anything else than an object is decoded whole (refused as not an export)."""
-    yield from _depth_steps(text)
+    if not depth_checked:
+        yield from _depth_steps(text)
     at = _space(text, 0)
     if not text.startswith("{", at):
         value, end = _decode_at(text, at)
@@ -248,14 +251,15 @@ def _turn_of(raw: Any, now_ms: int) -> TurnMeta:
     return turn
 
 
-def parse_steps(text: str, now_ms: int):
+def parse_steps(text: str, now_ms: int, *, depth_checked: bool = False):
     """``parse_export`` as a generator that yields between slices of work (each top-level value, each
-    message and turn decoded, then each message checked), so a caller can give the page its turn
+    message and turn decoded, then each message checked, then every ``_TURN_SLICE`` turns checked), so a caller can give the page its turn
     (``parse_export_sliced``); its return value is ``(meta, messages, turns)``. Raises
-    ``ImportRefused`` (DESIGN.md §14)."""
+    ``ImportRefused`` (DESIGN.md §14). ``depth_checked``: ``text`` was written by ``json.dumps`` of
+    values already read from JSON whose depth was checked (ChatGPT's import): not scanned again."""
     from app.projection import deserialize_thread, serialize_thread
 
-    document = yield from _document_steps(text)
+    document = yield from _document_steps(text, depth_checked)
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise ImportRefused("format")
     if document.get("version") != VERSION or type(document.get("version")) is not int:
@@ -273,7 +277,11 @@ def parse_steps(text: str, now_ms: int):
         yield
     if not isinstance(raw_turns, list):
         raise ImportRefused("turns", "not a list")
-    turns = [_turn_of(t, now_ms) for t in raw_turns]
+    turns = []
+    for turn in raw_turns:
+        turns.append(_turn_of(turn, now_ms))
+        if len(turns) % _TURN_SLICE == 0:
+            yield
     duration = sum(t.duration for t in turns)
     if duration > MAX_SAFE_INTEGER:
         raise ImportRefused("numbers", "the turns' durations add up past 2^53")

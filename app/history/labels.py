@@ -131,7 +131,8 @@ def backup_saved_text(t: Translate, counts: dict[str, int]) -> str:
 
 
 SKIP_REASONS = frozenset({"loop", "missing-node", "no-mapping", "no-message", "no-time", "times", "meta", "messages",
-                          "turns", "numbers", "dates", "unreadable"})
+                          "turns", "numbers", "dates", "unreadable", "too-long", "not-json", "not-conversations",
+                          "depth"})
 """The codes of a conversation an import could not read that have words of their own
 (``history.skipReason.<code>``); any other reads as ``unreadable``."""
 
@@ -143,14 +144,46 @@ def skipped_names(t: Translate, skipped: list[Any]) -> str:
     """The conversations an import could not read (``app.history.chatgpt.Skipped``: ``title``,
     ``code``), as ``history-status`` names them (DESIGN.md §14: never silently dropped): each title,
     kept in its own bidi run (U+2068 … U+2069: a Latin title inside Arabic text stays whole), with
-    its reason in the page's locale; the first ``SHOWN_SKIPPED``, joined by the locale's list
-    separator (``app.listSeparator``).
+    its reason in the page's locale (``too-long`` says the limit, ``MAX_CONVERSATION_CHARS``); the
+    first ``SHOWN_SKIPPED``, joined by the locale's list separator (``app.listSeparator``).
 
     >>> from collections import namedtuple
     >>> S = namedtuple("S", "title code")
     >>> skipped_names(lambda key, **p: {"app.listSeparator": ", "}.get(key, key.rsplit(".")[-1]), [S("a", "loop"), S("b", "odd")])
     '\u2068a\u2069 (loop), \u2068b\u2069 (unreadable)'
     """
-    said = [f"\u2068{s.title}\u2069 ({t('history.skipReason.' + (s.code if s.code in SKIP_REASONS else 'unreadable'))})"
-            for s in skipped[:SHOWN_SKIPPED]]
+    from app.history.chatgpt import MAX_CONVERSATION_CHARS
+
+    def reason(code: str) -> str:
+        return t("history.skipReason." + (code if code in SKIP_REASONS else "unreadable"), count=MAX_CONVERSATION_CHARS)
+
+    said = [f"\u2068{s.title}\u2069 ({reason(s.code)})" for s in skipped[:SHOWN_SKIPPED]]
     return t("app.listSeparator").join(said) + (t("app.listSeparator") + "…" if len(skipped) > SHOWN_SKIPPED else "")
+
+
+def import_outcome(t: Translate, imported: int, existing: int, skipped: list[Any],
+                   stopped: str | None = None) -> tuple[str, str]:
+    """``(result, text)`` of an import of several conversations for ``history-status`` (DESIGN.md §14):
+    how many were added (``imported``), were already kept (``existing``) and could not be read
+    (``skipped``, named by ``skipped_names``). ``stopped``: the reason (an ``import_refusal`` reason,
+    e.g. ``failed``, ``unavailable``) the import stopped partway, or None when it went to the end. An
+    import that stopped after it added a conversation never says "nothing was changed": it says what
+    it added and that the rest could not be imported. ``result``: ``ok`` when a conversation was added
+    or kept and nothing stopped the import, else ``error``; ``stopped`` with nothing added is the
+    caller's refusal (``import_refusal``), not this text.
+
+    >>> t = lambda key, **p: {"history.importedCount": "{count} imported.", "history.importStopped": "Rest failed."
+    ...                       }.get(key, key).format(**p)
+    >>> import_outcome(t, 2, 0, [], "failed")
+    ('error', '2 imported. Rest failed.')
+    """
+    from app.i18n import join_sentences
+
+    said = [t("history.importedCount", count=imported)]
+    if existing:
+        said.append(t("history.importExisting", count=existing))
+    if skipped:
+        said.append(t("history.importSkipped", count=len(skipped), names=skipped_names(t, skipped)))
+    if stopped is not None:
+        said.append(t("history.importStopped"))
+    return ("ok" if (imported or existing) and stopped is None else "error"), join_sentences(said)

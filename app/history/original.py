@@ -6,7 +6,8 @@ The value is zustand-persist's envelope ``{"state": {"threads": {<stageId>: {"me
 (``app.store.decode``: migrated, each thread validated, invalid messages and parts dropped as the
 slim projection drops them). Each thread with a message becomes one conversation of its own course
 (the value's key: a user of the original finds each course's conversation where it was), titled by
-its first user text and dated by its ``updatedAt``. Its task id is derived from the course and the
+its first user text and dated by its ``updatedAt``; its turns are counted as an adopted thread's
+(``app.history.adopted.thread_turns``: one per answered question, tokens not reported). Its task id is derived from the course and the
 thread's content, so the same value imported twice adds nothing the second time. A thread that cannot
 be read, or has no message, is named in ``skipped``; a value of another shape raises
 ``ImportRefused("format")``.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from app.history.adopted import thread_turns
 from app.history.chatgpt import Converted, Skipped
 from app.history.export import ImportRefused, check_depth, parse_export
 from app.history.records import iso, new_task_id
@@ -42,7 +44,7 @@ def _envelope_like(text: str) -> bool:
 def read_original(text: str, now_ms: int) -> Converted:
     """The threads of a ``maic-agent-threads`` value ``text`` as history documents (``Converted``'s
     shape: ``documents`` of ``(meta, messages)``, each ``meta.stageId`` its course; ``skipped``;
-    ``parts_as_text`` always 0). ``now_ms``: the importing machine's clock (epoch ms), which no
+    ``parts_as_text`` always 0; ``turns``: each document's ``TurnMeta`` list). ``now_ms``: the importing machine's clock (epoch ms), which no
     ``updatedAt`` may pass by more than a day. Raises ``ImportRefused``: ``depth`` (nested
     deeper than any such value) or ``format`` (not such an envelope)."""
     check_depth(text)
@@ -51,7 +53,7 @@ def read_original(text: str, now_ms: int) -> Converted:
     _, threads, _ = decode(text)
     if threads is None:
         raise ImportRefused("format", EXPECTED)
-    documents, skipped = [], []
+    documents, skipped, turns = [], [], []
     for stage_id, raw in threads.items():
         thread, _ = validate_thread(raw)
         if thread is None or not thread.messages:
@@ -63,14 +65,15 @@ def read_original(text: str, now_ms: int) -> Converted:
                 "taskName": first_user_text(thread.messages) or "", "stageId": stage_id,
                 "createdAt": iso(updated), "updatedAt": iso(updated), "stats": {}}
         document = {"format": "agentbar-conversation", "version": 1, "meta": meta, "messages": thread.messages,
-                    "turns": []}
+                    "turns": [t.record() for t in thread_turns(thread.messages, updated)]}
         try:
-            checked, messages, _ = parse_export(json.dumps(document, ensure_ascii=False), now_ms)
+            checked, messages, kept = parse_export(json.dumps(document, ensure_ascii=False), now_ms)
         except ImportRefused as refused:
             skipped.append(Skipped(stage_id, str(refused), refused.reason))
             continue
         documents.append((checked, messages))
-    return Converted(documents, skipped, 0)
+        turns.append(kept)
+    return Converted(documents, skipped, 0, turns)
 
 
 _OPENING = re.compile(r'\s*\{\s*(?:"version"\s*:\s*-?\d+\s*,\s*)?"state"\s*:')

@@ -65,6 +65,10 @@ class ConversationStats:
                    round(meta.durationMs / meta.turnCount) if meta.turnCount else 0)
 
 
+async def _at_once() -> None:
+    """No pause: the slices of a write follow each other at once."""
+
+
 class HistoryService:
     """History of every course's conversations (module docstring).
 
@@ -258,11 +262,13 @@ class HistoryService:
         return await self._reads.bundle(task_id)
 
     @guarded(lambda: "unavailable")
-    async def import_bundle(self, stage_id: str, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta]) -> str:
+    async def import_bundle(self, stage_id: str, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta],
+                            pause: Callable[[], Awaitable[None]] | None = None) -> str:
         """Add an imported conversation to ``stage_id``'s history (archived). Returns ``"ok"``,
         ``"exists"`` (that task id is already kept: nothing changed) or ``"unavailable"``. A kept
         record of that task id that cannot be read (``Damaged``) is replaced: a corrected file
-        repairs it (DESIGN.md §14)."""
+        repairs it (DESIGN.md §14). ``pause``: awaited between the slices of its records
+        (``Writes.keep_in_steps``: a long conversation is not one task)."""
         if text_needs_segmenter(" ".join(meta.taskName.split())):
             await self._segmenter.for_titles([{"role": "user", "content": [{"type": "text", "text": meta.taskName}]}])
         async with self._writes.lock:
@@ -272,7 +278,8 @@ class HistoryService:
             # the file's title obeys the rule of every title: 50 grapheme clusters (DESIGN.md §9)
             record = meta.model_copy(update={"stageId": stage_id, "taskName": cut_title(meta.taskName)})
             writes = Writes()
-            writes.keep(record, messages, turns, new=not held)  # "add": another tab's import aborts this one
+            # "add" (new): another tab's import of it meanwhile aborts this one
+            await writes.keep_in_steps(record, messages, turns, pause=pause or _at_once, new=not held)
             await self._repository.commit(writes)
         self._changed("import", meta.taskId, stage_id)
         return "ok"

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from app.continuity import continues
+from app.history.adopted import adopted_meta
 from app.history.access import HistoryAccess, Segmenter, guarded
 from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta, Usage, iso, new_task_id
 from app.history.repository import HistoryRepository, Writes
@@ -138,6 +139,13 @@ class HistoryWrites:
     def lock(self) -> asyncio.Lock:
         """Held while a change reads and writes history (one at a time in this tab)."""
         return self._lock
+
+    def _adopted_meta(self, stage_id: str, messages: list[dict], now: int, task_id: str | None,
+                      updated_at: int | None) -> tuple[TaskMeta, list[TurnMeta]]:
+        """A new conversation of a thread whose turns ran without history: ``(meta, turns)``."""
+        at = min(updated_at, now) if updated_at is not None and updated_at > 0 else now
+        return adopted_meta(task_id or new_task_id(now, self._random), stage_id, title_of(messages) or "",
+                            messages, at)
 
     def _new_meta(self, stage_id: str, messages: list[dict], now: int, task_id: str | None = None) -> TaskMeta:
         return TaskMeta(taskId=task_id or new_task_id(now, self._random), taskName=title_of(messages) or "",
@@ -300,7 +308,8 @@ class HistoryWrites:
                 task_id = meta.taskId if meta else None
                 if meta is None or not continues(await self._repository.messages(meta.taskId), messages):
                     allocated = None if meta else await self._repository.head_id(stage_id)
-                    task_id = (await self._adopt(writes, stage_id, messages, meta, allocated=allocated)).taskId
+                    task_id = (await self._adopt(writes, stage_id, messages, meta, allocated=allocated,
+                                                 updated_at=synced_at)).taskId
             writes.end_head(stage_id)
             await self._repository.commit(writes)
             self._active.ended(stage_id)
@@ -312,16 +321,19 @@ class HistoryWrites:
         return task_id
 
     async def _adopt(self, writes: Writes, stage_id: str, messages: list[dict], meta: TaskMeta | None, *,
-                     allocated: str | None, pause: Callable[[], Awaitable[None]] | None = None) -> TaskMeta:
+                     allocated: str | None, pause: Callable[[], Awaitable[None]] | None = None,
+                     updated_at: int | None = None) -> TaskMeta:
         """Keep ``messages`` as ``meta``'s conversation in ``writes`` (a continuation of it: its stored
         turn meta is kept, read from the store, not from this tab's cache, which a reload empties), or
-        as a new one (``allocated``: the id its head was allocated, if any). Returns the meta kept.
+        as a new one (``allocated``: the id its head was allocated, if any), whose turns are counted
+        and dated by ``app.history.adopted`` (``updated_at``: the thread's ``updatedAt``, epoch ms;
+        the clock when None or later). Returns the meta kept.
         ``pause``: awaited after the title and between the slices of the search record (start-up,
         DESIGN.md §13); without it all is built at once."""
         now = self._clock()
         turns: list[TurnMeta] = []
         if meta is None:
-            meta = self._new_meta(stage_id, messages, now, allocated)
+            meta, turns = self._adopted_meta(stage_id, messages, now, allocated, updated_at)
         else:
             turns = await self._repository.turns(meta.taskId)
             meta = meta.model_copy(update={"updatedAt": max(now, meta.updatedAt),
@@ -351,7 +363,7 @@ class HistoryWrites:
             if current and (head is None or head.taskId != task_id):
                 if head is None or not continues(await self._repository.messages(head.taskId), current):
                     allocated = None if head else await self._repository.head_id(stage_id)
-                    await self._adopt(writes, stage_id, current, head, allocated=allocated)
+                    await self._adopt(writes, stage_id, current, head, allocated=allocated, updated_at=current_synced_at)
             meta = meta.model_copy(update={"stageId": stage_id})
             writes.make_head(stage_id, task_id, synced_at)
             await self._repository.commit(writes)
@@ -397,7 +409,7 @@ class HistoryWrites:
             whole = meta is not None and not goes_on and continues(old, messages)
             if not whole:  # else another conversation: the stored head stays archived
                 meta = await self._adopt(writes, stage_id, messages, meta if goes_on else None, allocated=allocated,
-                                         pause=pause)
+                                         pause=pause, updated_at=updated_at)
                 if pause is not None:
                     await pause()  # the transaction (its JSON and the records' copy) is a slice of its own
             writes.make_head(stage_id, meta.taskId, updated_at)

@@ -234,3 +234,34 @@ def test_history_at_scale_one_course_per_case(agent, second_agent, tmp_path):
         show_course(agent, "h-focus-trap")
         tab_stays_in_the_open_drawer_and_escape_closes_it_from_anywhere_in_it_and_axe_finds_nothing_serious(
             agent, "h-focus-trap")
+
+
+def test_a_thread_only_in_local_storage_is_adopted_with_its_turns_and_its_time(agent):
+    """The TS original's value (or a thread a wiped IndexedDB lacks) is adopted at start-up: it listed
+    "0 turns · 0 tokens" and "just now", and one more turn made it "1 turn" (DESIGN.md §9)."""
+    import time
+
+    from app.history.records import iso
+
+    updated = (int(time.time()) - 3 * 3600) * 1000
+    messages = []
+    for n in range(3):
+        messages += [{"role": "user", "content": [{"type": "text", "text": f"question {n}"}]},
+                     {"role": "assistant", "content": [{"type": "text", "text": f"answer {n}"}]}]
+    value = {"state": {"threads": {"intro-ml": {"messages": messages, "updatedAt": updated}}}, "version": 1}
+    agent.seed({"maic-agent-threads": json.dumps(value, separators=(",", ":"))})
+    agent.open(course="intro-ml")
+    assert wait_history(agent) == "ready"
+    stats = "() => document.querySelector('[data-testid=conversation-stats]').dataset.turns"
+    agent.page.wait_for_function(f"() => ({stats})() === '3'")
+    open_list(agent)
+    item = agent.page.locator("[data-testid=history-item]", has_text="question 0")
+    item.wait_for()
+    said = item.inner_text()
+    assert "3 turns" in said and "tokens not reported" in said and "0 tokens" not in said, said
+    when = item.locator("[data-testid=history-time]")
+    assert when.get_attribute("datetime") == iso(updated), said
+    assert "just now" not in said and "3 hours ago" in said, said
+    agent.testid("history-close").click()
+    agent.send("one more")
+    agent.page.wait_for_function(f"() => ({stats})() === '4'")

@@ -162,3 +162,68 @@ def test_chatgpt_exports_import_the_current_branch_report_what_they_could_not_re
     item = agent.page.locator("[data-testid=history-item]", has_text="original question")
     item.wait_for()
     assert len(item_ids(agent)) == 1
+
+
+def long_conversation(cid: str, title: str, turns: int) -> dict:
+    nodes, parent = [node("root", None)], "root"
+    for n in range(turns):
+        nodes += [node(f"q{n}", parent, "user", f"question {n}"), node(f"a{n}", f"q{n}", "assistant", f"answer {n}")]
+        parent = f"a{n}"
+    return {"id": cid, "title": title, "create_time": T0, "update_time": T0 + 60, "current_node": parent,
+            "mapping": dict(nodes)}
+
+
+def test_hostile_exports_import_what_can_be_read_name_the_rest_and_leave_the_page_its_turn(agent, tmp_path):
+    """A time past any calendar in one conversation failed the whole import after others were written
+    ("Nothing was changed", the list still empty); a zip with one broken member was refused whole as
+    "not JSON"; a 40 M character message froze the page then ran out of memory; a conversation of
+    thousands of turns was one long task (DESIGN.md §14)."""
+    agent.open(course="intro-ml")
+    assert wait_history(agent) == "ready"
+    listing = open_list(agent)
+
+    # the 4th of 5 conversations has a create_time no calendar holds: the other 4 import, it is named
+    chats = [edited(f"t-{n}", f"Timed {n}") for n in range(5)]
+    chats[3]["create_time"] = 1e20
+    timed = tmp_path / "conversations.json"
+    timed.write_text(json.dumps(chats), encoding="utf-8")
+    said = choose(agent, timed)
+    assert (said["result"], said["imported"], said["skipped"]) == ("ok", "4", "1"), said
+    assert "Timed 3" in said["text"] and "impossible dates" in said["text"], said
+    assert "Nothing was changed" not in said["text"] and "could not be imported" not in said["text"], said
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '4'")
+
+    # a zip of three members, the middle one broken: the others import, the broken one is named and why
+    newer = tmp_path / "export.zip"
+    newer.write_bytes(zip_bytes({"conversations-000.json": json.dumps([edited("z-1", "Zip one")]),
+                                 "conversations-001.json": "{broken",
+                                 "conversations-002.json": json.dumps([edited("z-3", "Zip three")])}))
+    said = choose(agent, newer)
+    assert (said["result"], said["imported"], said["skipped"]) == ("ok", "2", "1"), said
+    assert "conversations-001.json" in said["text"] and "not JSON" in said["text"], said
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '6'")
+
+    # a conversation past the limit of text is named as too long, with the limit, and the rest imports
+    giant = long_conversation("g-1", "Giant", 1)
+    giant["mapping"]["q0"]["message"]["content"]["parts"] = ["x" * 2_000_001]
+    big = tmp_path / "giant.json"
+    big.write_text(json.dumps([giant, edited("g-2", "Beside the giant")]), encoding="utf-8")
+    said = choose(agent, big)
+    assert (said["result"], said["imported"], said["skipped"]) == ("ok", "1", "1"), said
+    assert "Giant" in said["text"] and "too long" in said["text"] and "2,000,000" in said["text"], said
+
+    # 3,000 turns: read and written in slices, not in one task of the page
+    long = tmp_path / "long.json"
+    long.write_text(json.dumps([long_conversation("l-1", "Long one", 3000)]), encoding="utf-8")
+    agent.page.evaluate("() => { window.__longest = 0; new PerformanceObserver(list => { for (const e of"
+                        " list.getEntries()) window.__longest = Math.max(window.__longest, e.duration); })"
+                        ".observe({type: 'longtask'}); window.__began = performance.now(); }")
+    said = choose(agent, long)
+    took, longest = agent.page.evaluate("() => [performance.now() - window.__began, window.__longest]")
+    assert (said["result"], said["imported"]) == ("ok", "1"), said
+    item = agent.page.locator("[data-testid=history-item]", has_text="Long one")
+    item.wait_for()
+    assert "3,000 turns" in item.inner_text()
+    print(f"3,000 turns: import {took:.0f} ms, longest task {longest:.0f} ms")
+    assert longest < took / 3, (took, longest)
+    assert listing.get_attribute("data-total") == "8"

@@ -748,3 +748,71 @@ async def test_new_conversation_must_ask_while_history_cannot_keep_the_thread():
     gone, _, _ = service(backend=failing)
     failing.fail_next = "unavailable"
     assert await gone.total("s") == 0 and not gone.keeps_conversations
+
+
+# -- threads adopted without their turn meta (app/history/adopted.py) ----------------------------------
+
+def three_turns(*, created=None):
+    """A thread of 3 answered questions (slim, as maic-agent-threads holds it) and a last unanswered one."""
+    messages = []
+    for i in range(3):
+        messages += [user(f"question {i}", f"u{i}"), reply(f"answer {i}", f"a{i}")]
+    if created is not None:
+        for i, message in enumerate(messages):
+            message["createdAt"] = created + i * 1000
+    return messages + [user("unanswered", "u9")]
+
+
+async def test_a_thread_adopted_at_start_up_counts_its_turns_not_reported_and_takes_its_updated_at():
+    """The TS original's thread, or one a wiped history lacks, listed "0 turns · 0 tokens", "just now";
+    after one more turn it counted 1 turn."""
+    from app.history.labels import item_stats_text
+    from app.i18n import Translator
+
+    svc, _, clock = service()
+    updated = T0 - 3_600_000
+    assert await svc.reconcile({"s": (three_turns(), updated)}) == ["s"]
+    meta, turns = await svc.active("s")
+    assert (meta.turnCount, meta.createdAt, meta.updatedAt) == (3, updated, updated)
+    assert [(t.turnId, t.usage, t.timestamp) for t in turns] == [(n, None, iso(updated)) for n in (1, 2, 3)]
+    stats = ConversationStats.of(meta)
+    assert item_stats_text(Translator("en-US").t, stats) == "3 turns · tokens not reported"
+    [item] = (await svc.page("s")).items
+    assert (item.turnCount, item.updatedAt) == (3, updated)
+    messages = three_turns() + [reply("answer 9", "a9")]
+    await svc.record_turn("s", messages, updated + 1, usage={"inputTokens": 1, "outputTokens": 2, "totalTokens": 3},
+                          model="demo", duration_ms=10, message_id="a9")
+    meta, turns = await svc.active("s")
+    assert meta.turnCount == 4 and [t.turnId for t in turns] == [1, 2, 3, 4] and meta.stats.totalTokens == 3
+
+
+async def test_an_adopted_thread_takes_its_times_from_its_messages_created_at_where_present():
+    svc, _, _ = service()
+    created = T0 - 7_200_000
+    await svc.reconcile({"s": (three_turns(created=created), T0 - 3_600_000)})
+    meta, turns = await svc.active("s")
+    assert (meta.createdAt, meta.updatedAt) == (created, T0 - 3_600_000)
+    assert [(t.timestamp, t.duration) for t in turns] == [(iso(created + (2 * n + 1) * 1000), 1000) for n in range(3)]
+    assert meta.durationMs == 3000
+
+
+async def test_archive_and_resume_adopt_a_thread_history_lacks_with_its_turns():
+    svc, _, _ = service()
+    task_id = await svc.archive("s", three_turns(), T0 - 60_000)
+    meta = await svc.get(task_id)
+    assert (meta.turnCount, meta.updatedAt) == (3, T0 - 60_000)
+    other, _, _ = service()
+    first = await add(other, "s", "first")
+    await other.resume("s", first, three_turns(), T0 - 50_000, T0)
+    items = (await other.page("s")).items
+    assert sorted((i.turnCount, i.updatedAt == T0 - 50_000) for i in items) == [(1, False), (3, True)]
+
+
+def test_the_originals_value_imports_each_thread_with_its_turns_counted():
+    from app.history.original import read_original
+
+    value = json.dumps({"state": {"threads": {"k": {"messages": three_turns(), "updatedAt": T0}}}, "version": 1})
+    read = read_original(value, T0 + 1000)
+    [(meta, _)] = read.documents
+    [turns] = read.turns
+    assert meta.turnCount == 3 and [t.usage for t in turns] == [None] * 3 and meta.updatedAt == T0

@@ -375,3 +375,138 @@ def test_a_conversation_that_cannot_be_read_is_named_with_its_reason_in_the_page
             assert not any(s.reason in said for s in outcome.skipped), locale
     many = skipped_names(Translator("ja-JP"), outcome.skipped * 2)
     assert many.count("\u2068") == 5 and many.endswith("、…")
+
+
+# -- hostile files: a conversation that cannot be read never fails the import --------------------------
+@pytest.mark.parametrize("times", [{"create_time": 1e20}, {"update_time": 1e20}, {"create_time": -1e12},
+                                   {"create_time": 1e20, "update_time": 1e20}])
+def test_times_out_of_any_calendar_skip_that_conversation_with_impossible_dates_and_the_rest_import(times):
+    """A ``create_time`` of 1e20 s raised OverflowError out of the whole import (after earlier ones
+    were written, in the page); now it is one more conversation named with its reason."""
+    chats = [edited() | {"id": f"c{i}", "title": f"Chat {i}"} for i in range(5)]
+    chats[3] |= times
+    outcome = import_chatgpt(as_bytes(chats), "s", NOW_MS)
+    assert [meta.taskName for meta, _ in outcome.documents] == ["Chat 0", "Chat 1", "Chat 2", "Chat 4"]
+    assert [(s.title, s.code) for s in outcome.skipped] == [("Chat 3", "times")]
+    assert "year" not in outcome.skipped[0].reason
+
+
+def test_any_other_error_reading_one_conversation_names_it_as_unreadable():
+    """A value of an unexpected type (an ``author`` that is a string) raised out of the whole import."""
+    odd = conversation("c-o", "Odd", [node("q", None, "user", ["x"], t=T0)], "q")
+    odd["mapping"]["q"]["message"]["author"] = "user"
+    outcome = import_chatgpt(as_bytes([odd, edited()]), "s", NOW_MS)
+    assert [(s.title, s.code) for s in outcome.skipped] == [("Odd", "unreadable")]
+    assert [meta.taskName for meta, _ in outcome.documents] == ["Gradients"]
+
+
+def test_a_conversation_whose_text_passes_the_limit_is_skipped_as_too_long_before_its_messages_are_built(monkeypatch):
+    import app.history.chatgpt as chatgpt
+    import app.model
+
+    built, real = [], app.model.Message
+    monkeypatch.setattr(chatgpt, "MAX_CONVERSATION_CHARS", 1000)
+    monkeypatch.setattr(app.model, "Message", lambda **kw: built.append(kw) or real(**kw))
+    giant = conversation("c-g", "Giant", [node("r", None, children=["q"]), node("q", "r", "user", ["x" * 600], t=T0,
+                                                                                   children=["a"]),
+                                          node("a", "q", "assistant", ["y" * 401], t=T0)], "a")
+    assert [(s.title, s.code) for s in import_chatgpt(as_bytes([giant]), "s", NOW_MS).skipped] == [("Giant", "too-long")]
+    assert built == []
+    outcome = import_chatgpt(as_bytes([giant, edited()]), "s", NOW_MS)
+    assert [meta.taskName for meta, _ in outcome.documents] == ["Gradients"]
+
+
+def test_the_conversation_limit_is_said_with_its_reason_in_every_locale():
+    from app.history.chatgpt import MAX_CONVERSATION_CHARS, Skipped
+    from app.history.labels import skipped_names
+    from app.i18n import LOCALES, Translator
+
+    assert MAX_CONVERSATION_CHARS == 2_000_000
+    for locale in LOCALES:
+        t = Translator(locale)
+        said = skipped_names(t, [Skipped("Giant", "", "too-long")])
+        assert t("history.skipReason.too-long", count=MAX_CONVERSATION_CHARS) in said, locale
+        assert "000" in said.replace("\u202f", "").replace(" ", "").replace(",", "").replace(".", ""), locale
+
+
+def test_a_long_conversation_is_read_in_slices_with_pauses_between_them():
+    """``read_conversations`` yields ``None`` between slices of one conversation (the page's turn):
+    a conversation of 2,000 turns is many slices, not one."""
+    from app.history.chatgpt import read_conversations
+
+    nodes, parent = [node("r", None)], "r"
+    for i in range(2000):
+        nodes += [node(f"q{i}", parent, "user", [f"q{i}"], t=T0 + i), node(f"a{i}", f"q{i}", "assistant", [f"a{i}"], t=T0 + i)]
+        parent = f"a{i}"
+    chat = conversation("c-long", "Long", nodes, parent, update=T0 + 3000)
+    reads = list(read_conversations([chat], "s", NOW_MS))
+    assert reads.count(None) >= 20
+    [(meta, messages, turns, _)] = [r for r in reads if r is not None]
+    assert (len(messages), len(turns), meta.turnCount) == (4000, 2000, 2000)
+
+
+def test_a_zip_with_one_broken_member_imports_the_others_and_names_the_broken_one_with_why():
+    chats = [edited() | {"id": f"c{i}", "title": f"Chat {i}"} for i in range(3)]
+    data = zipped({"conversations-000.json": as_bytes(chats[:1]), "conversations-001.json": b"{broken",
+                   "conversations-002.json": as_bytes(chats[1:]), "conversations-003.json": b'{"a": 1}'})
+    outcome = import_chatgpt(data, "s", NOW_MS)
+    assert [meta.taskName for meta, _ in outcome.documents] == ["Chat 0", "Chat 1", "Chat 2"]
+    assert [(s.title, s.code) for s in outcome.skipped] == [
+        ("conversations-001.json", "not-json"), ("conversations-003.json", "not-conversations")]
+    with pytest.raises(ImportRefused) as refused:  # none can be read: the file is refused, as before
+        import_chatgpt(zipped({"conversations-000.json": b"{", "conversations-001.json": b"{"}), "s", NOW_MS)
+    assert refused.value.reason == "not-json"
+
+
+@pytest.mark.parametrize("locale", ["en-US", "ja-JP", "ru-RU"])
+def test_an_import_that_stops_after_adding_some_says_what_it_added_never_that_nothing_changed(locale):
+    from app.history.labels import import_outcome, import_refusal
+    from app.i18n import Translator
+
+    t = Translator(locale)
+    result, said = import_outcome(t, 2, 1, [], "failed")
+    assert result == "error"
+    assert t("history.importedCount", count=2) in said and t("history.importExisting", count=1) in said
+    assert t("history.importStopped") in said
+    assert import_refusal(t, "failed")[1] not in said
+    assert import_outcome(t, 2, 0, [], None) == ("ok", t("history.importedCount", count=2))
+
+
+def test_a_file_is_decoded_in_slices_node_by_node_with_the_values_and_refusals_of_json_loads():
+    """A 13 MB file of one conversation was one ``json.loads`` task; ``conversations_steps`` reads it
+    conversation by conversation and its mapping node by node, pausing between slices."""
+    import random
+
+    from app.history.chatgpt import conversations_steps
+
+    def run(data):
+        steps, pauses = conversations_steps(data), 0
+        while True:
+            try:
+                next(steps)
+                pauses += 1
+            except StopIteration as done:
+                return done.value, pauses
+            except ImportRefused as refused:
+                return refused.reason, pauses
+
+    def expected(text):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return "not-json"
+        return value if isinstance(value, list) else "format"
+
+    nodes, parent = [node("r", None)], "r"
+    for i in range(3000):
+        nodes.append(node(f"n{i}", parent, "user", [f"q{i} \"quoted\" ]}}"], t=T0))
+        parent = f"n{i}"
+    chats = [conversation("c-big", "Big", nodes, parent), 5, "s", {"mapping": 3}, {}, edited()]
+    value, pauses = run(as_bytes(chats))
+    assert value == json.loads(as_bytes(chats)) and pauses >= 2
+    base = json.dumps([edited(), {"mapping": {"a": [1, {"b": None}]}, "t": "x"}])
+    rng = random.Random(1)
+    for _ in range(1500):
+        at = rng.randrange(len(base))
+        text = rng.choice([base[:at], base[:at] + rng.choice('{}[],:" 1') + base[at:], base[:at] + base[at + 1:]])
+        assert run(text.encode())[0] == expected(text), text
