@@ -60,13 +60,35 @@ try {
       this.sync = null;
       // a local (IndexedDB) sequence is a number: as a string it would sort after every number
       const since = /^\d+$/.test(String(config.since || "0")) ? Number(config.since || 0) : config.since;
+      this.seen = since; // the last local sequence the feed handed over
+      this.fed = []; // [update_seq, callback]: called once the feed has handed over that sequence
       this.feed = this.db.changes({ since, live: true, include_docs: true })
         .on("change", (change) => {
           const doc = change.doc;
           const own = doc && this.written.has(doc._rev);
           this.waiting.push([own || !doc ? null : doc, String(change.seq)]);
+          this.seen = change.seq;
           if (this.waiting.length === 1) this.onChange();
+          this.feedReached();
         });
+    }
+
+    // callback() once the change feed has handed over every change the local database holds now
+    // (the replication writes a batch, then the feed reads it: a pause can come first), so the page
+    // has been told of them before it hears the pause (DESIGN.md §16: 'synced' once history holds them).
+    whenFed(callback) {
+      this.db.info().then((info) => {
+        this.fed.push([info.update_seq, callback]);
+        this.feedReached();
+      }, () => callback());
+    }
+
+    feedReached() {
+      const seen = Number(this.seen);
+      const reached = ([seq]) => !(seen < Number(seq)); // a sequence that is not a number: at once
+      const due = this.fed.filter(reached);
+      this.fed = this.fed.filter((entry) => !reached(entry));
+      for (const [, callback] of due) callback();
     }
 
     take(max) {
@@ -112,7 +134,10 @@ try {
         if (error) this.onStatus("error", statusOf(error), null);
         else if (sync.pushPaused && sync.pullPaused) {
           this.restartDelay = 0;
-          this.onStatus("paused", 0, null);
+          this.whenFed(() => {
+            const still = this.sync === sync && !failed.push && !failed.pull && sync.pushPaused && sync.pullPaused;
+            if (still) this.onStatus("paused", 0, null);
+          });
         }
       };
       // A 404 once replicating: the database is gone (deleted, or a server restarted without it).

@@ -100,6 +100,7 @@ class SyncSetup:
         self._proxies: list = []
         self._applying = False
         self._draining = None  # the replication whose waiting changes are being taken
+        self._reported: SyncStatus | None = None  # the replication's last status (SyncEngine.shown)
         self.node = None
         self.now_button = None
         self._hooked = False
@@ -187,6 +188,7 @@ class SyncSetup:
         if self.node is not None:
             self.node.dataset.starts = str(self._starts)
         self._show(SyncStatus("syncing"))
+        self._reported = None
         try:
             if getattr(js.window, "agentbarSync", None) is None:
                 await _load_script(SCRIPTS[0])
@@ -278,6 +280,8 @@ class SyncSetup:
             self._draining = None  # the next change that arrives calls _on_change again;
             if replication.changed:  # one that came while the answer was on its way did already
                 self._on_change()
+            elif replication is self.replication and self._reported is not None:
+                self._show(SyncEngine.shown(self._reported, applying=False))  # a 'synced' held back
             return
         try:
             docs = [doc for doc, _ in changes if isinstance(doc, dict)]
@@ -301,7 +305,10 @@ class SyncSetup:
                 parsed = json.loads(body)
             except ValueError:
                 parsed = body
-        self._show(SyncEngine.status(str(event), int(http_status or 0), parsed, welcomed=self._welcomed))
+        self._reported = SyncEngine.status(str(event), int(http_status or 0), parsed, welcomed=self._welcomed)
+        # 'synced' waits while history still takes changes in (the worker reports a pause only once
+        # its change feed handed every replicated change to this page, so the drain has begun)
+        self._show(SyncEngine.shown(self._reported, applying=self._draining is not None))
 
 
 def _report(task: asyncio.Future) -> None:

@@ -365,6 +365,14 @@ def test_status_of_replication_events():
     assert SyncEngine.status("off").key == "sync.state.off"
 
 
+def test_synced_waits_while_history_still_takes_replicated_changes_in():
+    caught_up = SyncEngine.status("paused")
+    assert SyncEngine.shown(caught_up, applying=True) == SyncStatus("syncing")
+    assert SyncEngine.shown(caught_up, applying=False) == SyncStatus("synced")
+    offline = SyncEngine.status("error", 0)
+    assert SyncEngine.shown(offline, applying=True) == offline
+
+
 
 def test_a_database_the_user_may_not_read_is_forbidden_not_a_wrong_password():
     # the welcome refused the credentials: a wrong user name or password
