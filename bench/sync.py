@@ -7,7 +7,10 @@ documents in the app's shape (``app.sync.documents.conversation_doc``; 10,000 ×
 - **app**: a fresh browser context with the app, sync turned on to that database through the
   settings dialog (``sync-enabled``, ``sync-url``, ``sync-database``, ``settings-save``): the time
   from the save until IndexedDB's ``conversations`` holds all N, and the longest main-thread task
-  meanwhile (``bench.checkpoints.LONGTASKS``: longtask observer and heartbeat);
+  meanwhile (``bench.checkpoints.LONGTASKS``: longtask observer and heartbeat); history's count is
+  watched in the page (``WATCH_JS``, every 50 ms), and the panel's ``sync-status`` changes are recorded
+  there as they happen (``STATES_JS``), so "synced" is timed against "all in history" by the page's
+  clock, whatever the benchmark did meanwhile (it stops and reads the trace before it looks);
 - **baseline**: a plain page of the same origin (``bench/pages/blank.html`` with the vendored
   ``static/vendor/pouchdb/pouchdb.min.js``) replicating the same database with PouchDB alone into a
   local PouchDB: its time and longest task, in the same run;
@@ -23,6 +26,7 @@ for a core. The goal is judged on the wall clock, as a user meets it.
 from __future__ import annotations
 
 import json
+import os
 import time
 import urllib.request
 from datetime import datetime, timezone
@@ -30,6 +34,7 @@ from datetime import datetime, timezone
 from bench.checkpoints import LONGTASKS, STOP_PROBES
 from bench.history import COURSE, SEED_JS, seeded_page
 from bench.history_search import CLEAR_JS, SEARCH_JS
+from bench.scripts import RUN_PY
 from bench.trace import cpu, traced
 
 GOALS = {"longtask_ms_max": 50}
@@ -69,6 +74,76 @@ STATES_JS = """() => {
     if (states[states.length - 1][1] !== node.dataset.state) states.push([performance.now(), node.dataset.state]);
   }).observe(node, { attributes: true, attributeFilter: ['data-state'] });
 }"""
+
+# In the page: a count of the app's `conversations` every 50 ms (a connection of its own) until it
+# reaches n; window.__allInHistory = [performance.now() when that count came back, count]. A count
+# waits for the write transactions begun before it, so this is the end of the last one, give or take
+# the interval.
+WATCH_JS = """(n) => {
+  window.__allInHistory = null;
+  const r = indexedDB.open('agentbar');
+  r.onsuccess = () => {
+    const db = r.result;
+    let busy = false;
+    const timer = setInterval(() => {
+      if (busy) return;
+      busy = true;
+      const q = db.transaction('conversations').objectStore('conversations').count();
+      q.onsuccess = () => {
+        busy = false;
+        if (q.result >= n && !window.__allInHistory) {
+          window.__allInHistory = [performance.now(), q.result];
+          clearInterval(timer);
+          db.close();
+        }
+      };
+      q.onerror = () => { busy = false; };
+    }, 50);
+  };
+}"""
+
+# Python in the app's page (``bench.scripts.RUN_PY``): time each asyncio step (``Handle._run``, the
+# page's clock) and keep those over STEP_MS with the coroutine stack where the step ended (innermost
+# last: the await it paused at), and each garbage collection's time; ``STEPS_READ`` reads them back.
+STEP_MS = 20
+STEPS_PY = """
+import asyncio, gc, js, json
+_now = js.performance.now
+_steps, _gcs, _gc_at = [], [], [0.0]
+_run = asyncio.events.Handle._run
+
+def _where(handle):
+    task = getattr(getattr(handle, "_callback", None), "__self__", None)
+    coro = task.get_coro() if isinstance(task, asyncio.Task) else None
+    names = []
+    while coro is not None and len(names) < 12:
+        frame = getattr(coro, "cr_frame", None)
+        if frame is not None:
+            names.append(f"{frame.f_code.co_qualname}:{frame.f_lineno}")
+        coro = getattr(coro, "cr_await", None)
+    return names or [repr(getattr(handle, "_callback", handle))[:80]]
+
+def _timed(handle):
+    t0 = _now()
+    gcs = len(_gcs)
+    try:
+        return _run(handle)
+    finally:
+        ms = _now() - t0
+        if ms > %(step_ms)s:
+            _steps.append([round(ms, 1), round(t0), sum(g[1] for g in _gcs[gcs:]), _where(handle)])
+
+def _gc(phase, info):
+    if phase == "start":
+        _gc_at[0] = _now()
+    else:
+        _gcs.append([info.get("generation"), round(_now() - _gc_at[0], 1)])
+
+asyncio.events.Handle._run = _timed
+gc.callbacks.append(_gc)
+json.dumps(True)
+""" % {"step_ms": STEP_MS}
+STEPS_READ = "json.dumps({'steps': _steps, 'gcs': _gcs})"
 
 # usage in bytes, and Chromium's split of it (indexedDB, caches: the service worker's copy of the app, …).
 ESTIMATE_JS = "async () => { const e = await navigator.storage.estimate(); return [e.usage, e.usageDetails || {}]; }"
@@ -135,17 +210,18 @@ def fill(origin: str, docs: list[dict]) -> dict:
 
 
 def _wait_count(page, n: int, timeout_s: float) -> tuple[float, int]:
-    """Poll ``COUNT_JS`` every 200 ms until it is ``n`` → (page time when seen, count)."""
+    """Wait until ``WATCH_JS`` (installed before) saw ``n`` conversations → (page time, count)."""
     deadline = time.monotonic() + timeout_s
     while True:
-        count = page.evaluate(COUNT_JS)
-        if count >= n:
-            return page.evaluate("() => performance.now()"), count
+        seen = page.evaluate("() => window.__allInHistory")
+        if seen:
+            return float(seen[0]), int(seen[1])
         if time.monotonic() > deadline:
+            count = page.evaluate(COUNT_JS)
             state = page.evaluate("() => { const s = document.querySelector('[data-testid=sync-status]');"
                                   " return s && [s.dataset.state, s.dataset.reason || ''] }")
             raise RuntimeError(f"sync: {count} of {n} conversations in history after {timeout_s:.0f} s (sync-status {state})")
-        time.sleep(0.2)
+        time.sleep(0.5)
 
 
 def bench_app(run, origin: str, n: int, timeout_s: float) -> dict:
@@ -160,7 +236,11 @@ def bench_app(run, origin: str, n: int, timeout_s: float) -> dict:
     page.fill("[data-testid=sync-database]", DATABASE)
     page.evaluate(LONGTASKS)
     page.evaluate(STATES_JS)
-    traced(run, page)
+    page.evaluate(WATCH_JS, n)
+    steps = os.environ.get("BENCH_SYNC_STEPS") == "1"
+    if steps:
+        page.evaluate(RUN_PY, STEPS_PY)
+    traced(run, page, detail=n <= 1000)  # the detail of 10,000 would be gigabytes
     t0 = page.evaluate("() => performance.now()")
     page.click("[data-testid=settings-save]")
     t1, count = _wait_count(page, n, timeout_s)
@@ -169,6 +249,7 @@ def bench_app(run, origin: str, n: int, timeout_s: float) -> dict:
     page.wait_for_function("() => { const s = document.querySelector('[data-testid=sync-status]'); return s && s.dataset.state === 'synced'; }",
                            timeout=int(timeout_s * 1000))
     states = page.evaluate("() => window.__syncStates")
+    python_steps = json.loads(page.evaluate(RUN_PY, STEPS_READ)) if steps else None
     time.sleep(1.0)  # writes in flight settle before the estimate
     usage, details = page.evaluate(ESTIMATE_JS)
     context.close()
@@ -176,12 +257,13 @@ def bench_app(run, origin: str, n: int, timeout_s: float) -> dict:
             **synced_times(states, t0, t1),
             "conversations_in_history": count, "longest_task_ms": round(float(probes["gap"]), 1),
             "longtask_entries": [round(d) for d in probes["longtasks"]],
-            "longtask_count": len(probes["longtasks"]), "storage_usage_bytes": usage, "cpu": cpu_figures}
+            "longtask_count": len(probes["longtasks"]), "storage_usage_bytes": usage, "cpu": cpu_figures,
+            "python_steps": python_steps}
 
 
 def synced_times(states: list, t0: float, t1: float) -> dict:
     """From ``STATES_JS``'s ``[[time, state], …]`` (page ms), Save at ``t0`` and history seen whole at
-    ``t1`` (polled every 200 ms, so up to that late): when the status first said ``synced``, when it
+    ``t1`` (``WATCH_JS``: counted every 50 ms, so up to that late): when the status first said ``synced``, when it
     last turned ``synced`` (it stays so), and that last time minus ``t1`` (negative: the panel said
     ``synced`` before history held every conversation), all in ms from ``t0`` but the last one.
 
@@ -289,6 +371,15 @@ def report(figures: dict) -> None:
             print(f"  {label}, main-thread tasks by thread CPU (Chrome trace): longest {c['longest_cpu_ms']} ms of CPU "
                   f"({c['its_wall_ms']} ms wall); longest by wall {c['longest_wall_ms']} ms with {c['its_cpu_ms']} ms "
                   f"of CPU; over 50 ms: {c['over_50_wall']} by wall, {c['over_50_cpu']} by CPU")
+    for task in (app.get("cpu") or {}).get("heaviest", [])[:5]:
+        print(f"    app task {task['cpu_ms']} ms CPU ({task['wall_ms']} ms wall): "
+              + "; ".join(f"{n} {w}/{c}" for n, w, c in task["parts"]))
+    found = app.get("python_steps")
+    if found:
+        print(f"  app, Python steps over {STEP_MS} ms (BENCH_SYNC_STEPS=1): {len(found['steps'])}; collections "
+              f"{len(found['gcs'])}, longest {max((g[1] for g in found['gcs']), default=0)} ms")
+        for ms, _, gc_ms, where in sorted(found["steps"], reverse=True)[:8]:
+            print(f"    {ms} ms (gc {gc_ms}): {' > '.join(where[-4:])}")
     print(f"  ratio app / PouchDB alone: {r['time_to_pouchdb_alone']:.2f}")
     print(f"  storage (navigator.storage.estimate usage): app after sync {app['storage_usage_bytes'] / 1e6:.1f} MB, "
           f"history without sync (seeded, index built) {hist['storage_usage_bytes'] / 1e6:.1f} MB, ratio "

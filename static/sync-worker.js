@@ -127,17 +127,19 @@ try {
       // The two-way sync's own "paused" carries no error: each direction's "requestError" (emitted
       // before it backs off) says why it stopped, and holds until that direction moves documents or
       // catches up again (a retry's "active" alone says nothing: the server may still be away).
+      // Caught up: each direction paused (with no error) since it last went active. The sync's own
+      // pushPaused/pullPaused start true, so the push finding nothing to send paused the whole sync
+      // before the pull had asked the server anything (a first sync read 'synced' for a moment).
       const failed = { push: null, pull: null };
+      const paused = { push: false, pull: false };
       const sync = this.sync;
+      const caughtUp = () => this.sync === sync && !failed.push && !failed.pull && paused.push && paused.pull;
       const report = () => {
         const error = failed.push || failed.pull;
         if (error) this.onStatus("error", statusOf(error), null);
-        else if (sync.pushPaused && sync.pullPaused) {
+        else if (caughtUp()) {
           this.restartDelay = 0;
-          this.whenFed(() => {
-            const still = this.sync === sync && !failed.push && !failed.pull && sync.pushPaused && sync.pullPaused;
-            if (still) this.onStatus("paused", 0, null);
-          });
+          this.whenFed(() => { if (caughtUp()) this.onStatus("paused", 0, null); });
         }
       };
       // A 404 once replicating: the database is gone (deleted, or a server restarted without it).
@@ -156,7 +158,12 @@ try {
         const replication = sync[direction];
         replication.on("requestError", (error) => { failed[direction] = error; report(); missing(error); });
         replication.on("change", () => { failed[direction] = null; });
-        replication.on("paused", (error) => { if (!error) failed[direction] = null; report(); });
+        replication.on("active", () => { paused[direction] = false; });
+        replication.on("paused", (error) => {
+          paused[direction] = !error;
+          if (!error) failed[direction] = null;
+          report();
+        });
       }
       sync
         .on("active", () => { if (!failed.push && !failed.pull) this.onStatus("active", 0, null); })

@@ -604,3 +604,23 @@ async def test_building_a_slice_of_new_conversations_gives_the_page_back_every_s
     await b.total("s")
     assert await SyncEngine(b, FakeReplica(), MemoryStorage()).remote_changed_many(docs) == ["added"] * 6
     assert 2 <= len(pauses) <= 6 and await b.total("s") == 6
+
+
+async def test_a_slice_is_encoded_in_a_step_of_its_own_after_its_records_are_built():
+    tasks, docs = await _documents_of(_device(1), "s", ["a", "b"])
+    log: list[str] = []
+
+    class LoggingBackend(CountingBackend):
+        async def write(self, ops):
+            log.append("write")
+            await super().write(ops)
+
+    async def pause():
+        log.append("pause")
+
+    # a clock that never moves: building two records is within SLICE_MS, yet the commit comes after a pause
+    b = HistoryService(LoggingBackend(), clock=lambda: DEVICE_T0, random_bytes=lambda n: bytes([9] * n), pause=pause)
+    await b.total("s")
+    log.clear()
+    assert await SyncEngine(b, FakeReplica(), MemoryStorage()).remote_changed_many(docs) == ["added"] * 2
+    assert log == ["pause", "write"]
