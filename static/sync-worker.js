@@ -4,7 +4,7 @@
 // thread of a plain page, held it 140 ms at a time). static/sync.js, the page's side, starts this
 // worker and forwards calls; the rules stay Python's (app/sync/engine.py, app/browser/sync_setup.py).
 //
-// Messages from the page: {id, op, args}: op "open" [config], "probe", "start", "take" [max],
+// Messages from the page: {id, op, args}: op "open" [config], "probe", "start", "take" [max, maxChars],
 //   "put" [docJson], "remove" [id], "syncNow", "stop"; each answered {id, result} or {id, error}.
 // Messages to the page: {event: "change"} (changes wait for take) and
 //   {event: "status", args: [event, httpStatus, bodyText]} (see static/sync.js).
@@ -91,8 +91,18 @@ try {
       for (const [, callback] of due) callback();
     }
 
-    take(max) {
-      return JSON.stringify(this.waiting.splice(0, max));
+    // The oldest waiting changes as JSON: up to max of them, and none more once their JSON reached
+    // maxChars (always one): a slice is bounded by the work of taking it in, not only by its count.
+    take(max, maxChars) {
+      const pieces = [];
+      let chars = 0;
+      while (pieces.length < Math.min(max, this.waiting.length) && (!pieces.length || !(chars >= maxChars))) {
+        const piece = JSON.stringify(this.waiting[pieces.length]);
+        pieces.push(piece);
+        chars += piece.length;
+      }
+      this.waiting.splice(0, pieces.length);
+      return "[" + pieces.join(",") + "]";
     }
 
     async probe() {
@@ -246,7 +256,7 @@ try {
     },
     probe: () => replication.probe(),
     start: () => replication.start(),
-    take: (max) => replication.take(max),
+    take: (max, maxChars) => replication.take(max, maxChars),
     put: (docJson) => replication.put(docJson),
     remove: (id) => replication.remove(id),
     syncNow: () => replication.syncNow(),
