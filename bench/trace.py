@@ -9,8 +9,15 @@ report both (``bench.history_search``, ``bench.sync``).
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 TRACE_CATEGORIES = ["toplevel", "disabled-by-default-v8.gc"]
+DETAIL_CATEGORIES = ["devtools.timeline"]
+"""With ``traced(..., detail=True)``: each task's JavaScript calls (``FunctionCall``: the script's file
+and function) and events, so ``trace_cpu`` can say what ran in the tasks of most CPU (``heaviest``)."""
+HEAVIEST = 8
+"""How many of the tasks of most thread CPU ``trace_cpu`` attributes."""
 
 
 def trace_cpu(trace: bytes) -> dict:
@@ -35,18 +42,51 @@ def trace_cpu(trace: bytes) -> dict:
     in_long = sum(g["dur"] for g in gcs if g["name"] in ("V8.GC_SCAVENGER", "V8.GC_MARK_COMPACTOR")
                   and any(t["ts"] <= g["ts"] <= t["ts"] + t["dur"] for t in long)) / 1000
     ms = lambda e, k: round(e.get(k, 0) / 1000, 1)  # noqa: E731
-    return {"tasks": len(tasks), "longest_cpu_ms": ms(by_cpu, "tdur"), "its_wall_ms": ms(by_cpu, "dur"),
+    heaviest = sorted(sane or tasks, key=lambda e: e.get("tdur", 0), reverse=True)[:HEAVIEST]
+    return {"tasks": len(tasks), "heaviest": [_inside(t, mine) for t in heaviest],
+            "longest_cpu_ms": ms(by_cpu, "tdur"), "its_wall_ms": ms(by_cpu, "dur"),
             "longest_wall_ms": ms(by_wall, "dur"), "its_cpu_ms": ms(by_wall, "tdur"),
             "over_50_wall": len(long), "over_50_cpu": sum(1 for t in sane if t.get("tdur", 0) > 50_000),
             "thread_time_above_wall": len(tasks) - len(sane),
             "v8_gc_ms_in_those": round(in_long, 1)}
 
 
-def traced(run, page) -> None:
-    """Start a Chrome trace of ``page`` (``TRACE_CATEGORIES``) on ``run``'s browser."""
-    run.browser.start_tracing(page=page, categories=TRACE_CATEGORIES)
+def _inside(task: dict, events: list[dict]) -> dict:
+    """A task's thread CPU and wall time (ms) and what ran in it: the events nested in it one level
+    down, by thread CPU, named by what they are (``FunctionCall``: ``file:function`` of the script;
+    ``EventDispatch``: the event's type; V8's collections), the 5 heaviest as ``[name, wall, cpu]``."""
+    start, end = task["ts"], task["ts"] + task.get("dur", 0)
+    inner = [e for e in events if e is not task and start <= e["ts"] and e["ts"] + e.get("dur", 0) <= end
+             and e["name"] != "ThreadControllerImpl::RunTask"]
+    top = [e for e in inner if not any(o is not e and o["ts"] <= e["ts"] and e["ts"] + e.get("dur", 0) <= o["ts"] + o.get("dur", 0)
+                                       and o.get("dur", 0) > e.get("dur", 0) for o in inner)]
+
+    def name(e: dict) -> str:
+        data = e.get("args", {}).get("data", {}) or {}
+        if e["name"] == "FunctionCall":
+            url = str(data.get("url", "")).rsplit("/", 1)[-1]
+            return f"{url}:{data.get('functionName', '')}"
+        if e["name"] == "EventDispatch":
+            return f"event:{data.get('type', '')}"
+        return e["name"]
+
+    top.sort(key=lambda e: e.get("tdur", e.get("dur", 0)), reverse=True)
+    return {"cpu_ms": round(task.get("tdur", 0) / 1000, 1), "wall_ms": round(task.get("dur", 0) / 1000, 1),
+            "parts": [[name(e), round(e.get("dur", 0) / 1000, 1), round(e.get("tdur", 0) / 1000, 1)] for e in top[:5]]}
+
+
+def traced(run, page, *, detail: bool = False) -> None:
+    """Start a Chrome trace of ``page`` (``TRACE_CATEGORIES``, and ``DETAIL_CATEGORIES`` with
+    ``detail``) on ``run``'s browser."""
+    run.browser.start_tracing(page=page, categories=TRACE_CATEGORIES + (DETAIL_CATEGORIES if detail else []))
 
 
 def cpu(run) -> dict:
-    """Stop the trace ``traced`` started and return its ``trace_cpu`` figures."""
-    return trace_cpu(run.browser.stop_tracing())
+    """Stop the trace ``traced`` started and return its ``trace_cpu`` figures. With
+    ``BENCH_TRACE_DIR`` set, the trace is also written there (``trace-<n>.json``, for DevTools)."""
+    trace = run.browser.stop_tracing()
+    folder = os.environ.get("BENCH_TRACE_DIR")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        (Path(folder) / f"trace-{len(list(Path(folder).glob('trace-*.json')))}.json").write_bytes(trace)
+    return trace_cpu(trace)

@@ -4,7 +4,7 @@
 // thread of a plain page, held it 140 ms at a time). static/sync.js, the page's side, starts this
 // worker and forwards calls; the rules stay Python's (app/sync/engine.py, app/browser/sync_setup.py).
 //
-// Messages from the page: {id, op, args}: op "open" [config], "probe", "start", "take" [max],
+// Messages from the page: {id, op, args}: op "open" [config], "probe", "start", "take" [max, maxChars],
 //   "put" [docJson], "remove" [id], "syncNow", "stop"; each answered {id, result} or {id, error}.
 // Messages to the page: {event: "change"} (changes wait for take) and
 //   {event: "status", args: [event, httpStatus, bodyText]} (see static/sync.js).
@@ -60,17 +60,49 @@ try {
       this.sync = null;
       // a local (IndexedDB) sequence is a number: as a string it would sort after every number
       const since = /^\d+$/.test(String(config.since || "0")) ? Number(config.since || 0) : config.since;
+      this.seen = since; // the last local sequence the feed handed over
+      this.fed = []; // [update_seq, callback]: called once the feed has handed over that sequence
       this.feed = this.db.changes({ since, live: true, include_docs: true })
         .on("change", (change) => {
           const doc = change.doc;
           const own = doc && this.written.has(doc._rev);
           this.waiting.push([own || !doc ? null : doc, String(change.seq)]);
+          this.seen = change.seq;
           if (this.waiting.length === 1) this.onChange();
+          this.feedReached();
         });
     }
 
-    take(max) {
-      return JSON.stringify(this.waiting.splice(0, max));
+    // callback() once the change feed has handed over every change the local database holds now
+    // (the replication writes a batch, then the feed reads it: a pause can come first), so the page
+    // has been told of them before it hears the pause (DESIGN.md §16: 'synced' once history holds them).
+    whenFed(callback) {
+      this.db.info().then((info) => {
+        this.fed.push([info.update_seq, callback]);
+        this.feedReached();
+      }, () => callback());
+    }
+
+    feedReached() {
+      const seen = Number(this.seen);
+      const reached = ([seq]) => !(seen < Number(seq)); // a sequence that is not a number: at once
+      const due = this.fed.filter(reached);
+      this.fed = this.fed.filter((entry) => !reached(entry));
+      for (const [, callback] of due) callback();
+    }
+
+    // The oldest waiting changes as JSON: up to max of them, and none more once their JSON reached
+    // maxChars (always one): a slice is bounded by the work of taking it in, not only by its count.
+    take(max, maxChars) {
+      const pieces = [];
+      let chars = 0;
+      while (pieces.length < Math.min(max, this.waiting.length) && (!pieces.length || !(chars >= maxChars))) {
+        const piece = JSON.stringify(this.waiting[pieces.length]);
+        pieces.push(piece);
+        chars += piece.length;
+      }
+      this.waiting.splice(0, pieces.length);
+      return "[" + pieces.join(",") + "]";
     }
 
     async probe() {
@@ -105,14 +137,19 @@ try {
       // The two-way sync's own "paused" carries no error: each direction's "requestError" (emitted
       // before it backs off) says why it stopped, and holds until that direction moves documents or
       // catches up again (a retry's "active" alone says nothing: the server may still be away).
+      // Caught up: each direction paused (with no error) since it last went active. The sync's own
+      // pushPaused/pullPaused start true, so the push finding nothing to send paused the whole sync
+      // before the pull had asked the server anything (a first sync read 'synced' for a moment).
       const failed = { push: null, pull: null };
+      const paused = { push: false, pull: false };
       const sync = this.sync;
+      const caughtUp = () => this.sync === sync && !failed.push && !failed.pull && paused.push && paused.pull;
       const report = () => {
         const error = failed.push || failed.pull;
         if (error) this.onStatus("error", statusOf(error), null);
-        else if (sync.pushPaused && sync.pullPaused) {
+        else if (caughtUp()) {
           this.restartDelay = 0;
-          this.onStatus("paused", 0, null);
+          this.whenFed(() => { if (caughtUp()) this.onStatus("paused", 0, null); });
         }
       };
       // A 404 once replicating: the database is gone (deleted, or a server restarted without it).
@@ -131,7 +168,12 @@ try {
         const replication = sync[direction];
         replication.on("requestError", (error) => { failed[direction] = error; report(); missing(error); });
         replication.on("change", () => { failed[direction] = null; });
-        replication.on("paused", (error) => { if (!error) failed[direction] = null; report(); });
+        replication.on("active", () => { paused[direction] = false; });
+        replication.on("paused", (error) => {
+          paused[direction] = !error;
+          if (!error) failed[direction] = null;
+          report();
+        });
       }
       sync
         .on("active", () => { if (!failed.push && !failed.pull) this.onStatus("active", 0, null); })
@@ -214,7 +256,7 @@ try {
     },
     probe: () => replication.probe(),
     start: () => replication.start(),
-    take: (max) => replication.take(max),
+    take: (max, maxChars) => replication.take(max, maxChars),
     put: (docJson) => replication.put(docJson),
     remove: (id) => replication.remove(id),
     syncNow: () => replication.syncNow(),

@@ -14,8 +14,9 @@
 //     body null when there was none), then the replication's "active", "paused", "denied", "error"
 //     (httpStatus of the failing request, 0 when the server did not answer)
 // Replication: probe() -> Promise<status> (reports "welcome"; rejects when the client did not load);
-//   start(); take(max) -> Promise<JSON text of up to max waiting changes, oldest first, each
-//   [doc | null, seq]> (null for this page's own writes: only the seq moves on); changed: true when
+//   start(); take(max, maxChars) -> Promise<JSON text of up to max waiting changes, oldest first, each
+//   [doc | null, seq] (null for this page's own writes: only the seq moves on), none more once their
+//   JSON reached maxChars (at least one)>; changed: true when
 //   onChange was called since the last take() began (its answer may have come before that change);
 //   put(docJson) -> Promise<"ok"|"same">; remove(id) -> Promise<"ok">; syncNow(); stop() (ends the
 //   worker; calls still waiting are rejected).
@@ -73,9 +74,9 @@
 
     start() { this.call("start").catch(() => {}); }
 
-    take(max) {
+    take(max, maxChars) {
       this.changed = false;
-      return this.call("take", max);
+      return this.call("take", max, maxChars);
     }
 
     put(docJson) { return this.call("put", docJson); }

@@ -103,8 +103,9 @@ class IndexedDbBackend:
                         bulk.append(field)
                 value = {k: None if isinstance(v, BulkValue) else v for k, v in value.items()}
             plain.append([kind, table, value])
-        # Encoded op by op, ending the task after big ones (a 2 MB message is ~6 MB of ops): no long task.
-        payload = _bytes(await dumps_in_steps(plain, pause=next_task))
+        # Encoded op by op, ending the task after big ones (a 2 MB message is ~6 MB of ops) and every
+        # json_steps.STEP_MS of encoding (a sync slice's many small ones): no long task.
+        payload = _bytes(await dumps_in_steps(plain, pause=next_task, clock=js.performance.now))
         if not bulk:
             await self._call("write", payload)
             return

@@ -13,7 +13,8 @@
   ``settings-save``; the password is kept like the model key (``app.sync.settings``).
 - The rules are ``app.sync.engine.SyncEngine``'s: this tab's history changes and the scene versions
   it writes (``SceneCheckpoints.on_recorded``) go out as documents, replicated documents come into
-  history and the version store in arrival order, ``SLICE`` per step (the adapter holds what waits,
+  history and the version store in arrival order, ``SLICE`` per step at most and ``SLICE_CHARS`` of
+  their JSON (the adapter holds what waits,
   so the replication's own work never runs Python per document); the local change sequence
   already applied is kept under ``SEQ_KEY`` so that a reload goes on from there. Once the server
   answered, everything stored here goes out at the first sync with that server and database
@@ -47,7 +48,11 @@ SEQ_KEY = "agentbar-sync-seq"
 SCRIPTS = ("static/sync.js",)
 """Loaded in the page when sync is on; it starts ``static/sync-worker.js``, which loads PouchDB."""
 SLICE = 10
-"""Replicated changes applied to history per step (the conversations new here in one transaction)."""
+"""Replicated changes applied to history per step at most (the conversations new here in one transaction)."""
+SLICE_CHARS = 64_000
+"""... and no more once their JSON reached this many characters (always one): a slice of long
+conversations is fewer of them (taking ten in, JSON and validation, is one step of the page; ten of
+the benchmark's 5,800-character conversations are a slice)."""
 
 
 async def _load_script(src: str) -> None:
@@ -100,6 +105,7 @@ class SyncSetup:
         self._proxies: list = []
         self._applying = False
         self._draining = None  # the replication whose waiting changes are being taken
+        self._reported: SyncStatus | None = None  # the replication's last status (SyncEngine.shown)
         self.node = None
         self.now_button = None
         self._hooked = False
@@ -187,6 +193,7 @@ class SyncSetup:
         if self.node is not None:
             self.node.dataset.starts = str(self._starts)
         self._show(SyncStatus("syncing"))
+        self._reported = None
         try:
             if getattr(js.window, "agentbarSync", None) is None:
                 await _load_script(SCRIPTS[0])
@@ -273,11 +280,13 @@ class SyncSetup:
             if self._draining is replication:
                 self._draining = None
             return
-        changes = json.loads(str(await replication.take(SLICE)))
+        changes = json.loads(str(await replication.take(SLICE, SLICE_CHARS)))
         if not changes:
             self._draining = None  # the next change that arrives calls _on_change again;
             if replication.changed:  # one that came while the answer was on its way did already
                 self._on_change()
+            elif replication is self.replication and self._reported is not None:
+                self._show(SyncEngine.shown(self._reported, applying=False))  # a 'synced' held back
             return
         try:
             docs = [doc for doc, _ in changes if isinstance(doc, dict)]
@@ -301,7 +310,10 @@ class SyncSetup:
                 parsed = json.loads(body)
             except ValueError:
                 parsed = body
-        self._show(SyncEngine.status(str(event), int(http_status or 0), parsed, welcomed=self._welcomed))
+        self._reported = SyncEngine.status(str(event), int(http_status or 0), parsed, welcomed=self._welcomed)
+        # 'synced' waits while history still takes changes in (the worker reports a pause only once
+        # its change feed handed every replicated change to this page, so the drain has begun)
+        self._show(SyncEngine.shown(self._reported, applying=self._draining is not None))
 
 
 def _report(task: asyncio.Future) -> None:

@@ -261,18 +261,24 @@ class HistoryWrites:
         transaction (``HistoryService.apply_synced_many``, DESIGN.md §16): whether each was added, all
         False when none was to add or the transaction aborted (another tab wrote one of those ids
         meanwhile: they are added, never put over); ``None`` when history is unavailable. ``pause`` is
-        awaited each time building the records took ``SLICE_MS`` (no long task)."""
+        awaited each time building the records took ``SLICE_MS``, and once more after the last one
+        built, so that the transaction's encoding (``commit``) starts a step of its own: no step holds
+        both building and encoding (no long task; at 10,000 conversations those two together made the
+        longest steps of a first sync)."""
         async with self._lock:
             held = await self._repository.held([meta.taskId for meta, _, _ in items])
-            writes, since = Writes(), self._clock()
+            writes, since, built = Writes(), self._clock(), False
             for (meta, messages, turns), kept in zip(items, held):
                 if not kept:
                     writes.keep(meta, messages, turns, new=True)  # its text and index terms: the costly part
+                    built = True
                     if pause is not None and self._clock() - since >= SLICE_MS:
                         await pause()  # the page's other work goes on between
-                        since = self._clock()
+                        since, built = self._clock(), False
             if not writes:
                 return [False] * len(items)
+            if pause is not None and built:
+                await pause()
             try:
                 await self._repository.commit(writes)
             except RecordStoreError as error:

@@ -22,7 +22,8 @@ calls, both ways:
 - ``send_all(target)``: at the first sync with ``target`` (the remote ``url/database``), every
   conversation and version stored here goes out, those made before sync was turned on included
   (``SENT_KEY`` remembers the target: later starts send only what changes);
-- ``status(...)`` turns what the replication reports into the ``SyncStatus`` the panel shows.
+- ``status(...)`` turns what the replication reports into a ``SyncStatus``, and ``shown(status,
+  applying)`` into the one the panel shows: ``synced`` only once history holds what was replicated.
 
 Ports: ``replica`` has ``async put(doc) -> None`` (stores the document over its current revision,
 nothing when its content is the same) and ``async remove(doc_id) -> None``; ``history`` is the
@@ -287,3 +288,18 @@ class SyncEngine:
         if welcomed and http_status is not None and (http_status == 404 or http_status >= 500):
             return SyncStatus.failed("unreachable")  # the server that welcomed us is restarting, or lost the database
         return SyncStatus.failed(failure_reason(http_status, body))
+
+    @staticmethod
+    def shown(status: SyncStatus, applying: bool) -> SyncStatus:
+        """What the panel shows for the replication's ``status`` while history is (``applying``) or is
+        not still taking in changes the replication brought: ``synced`` says both devices hold the same
+        conversations, so a replication that caught up reads ``syncing`` until history holds every
+        change it brought (DESIGN.md §16; in a first sync of 500 conversations the replication caught up
+        a second before history held them all). Any other status is shown as it is.
+
+        >>> [SyncEngine.shown(SyncStatus("synced"), a).state for a in (True, False)]
+        ['syncing', 'synced']
+        >>> SyncEngine.shown(SyncStatus("offline", "unreachable"), True).reason
+        'unreachable'
+        """
+        return SyncStatus("syncing") if applying and status.state == "synced" else status

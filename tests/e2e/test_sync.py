@@ -529,3 +529,50 @@ def test_a_turn_added_on_both_while_the_server_is_down_is_on_both_afterwards_in_
         context_a.close()
         context_b.close()
         server.stop()
+
+
+# At the moment sync-status turns 'synced', how many conversations IndexedDB's history holds (a read
+# begun right then, in a connection of its own): window.__heldAtSynced, a list, one count per 'synced'.
+HELD_AT_SYNCED_JS = """() => {
+  const node = document.querySelector('[data-testid=sync-status]');
+  const counts = (window.__heldAtSynced = []);
+  const count = () => new Promise((resolve, reject) => {
+    const r = indexedDB.open('agentbar');
+    r.onerror = () => reject(r.error);
+    r.onsuccess = () => {
+      const db = r.result;
+      const q = db.transaction('conversations').objectStore('conversations').count();
+      q.onsuccess = () => { db.close(); resolve(q.result); };
+      q.onerror = () => { db.close(); reject(q.error); };
+    };
+  });
+  let last = node.dataset.state;
+  new MutationObserver(() => {
+    if (node.dataset.state === 'synced' && last !== 'synced') count().then((n) => counts.push(n), () => counts.push(-1));
+    last = node.dataset.state;
+  }).observe(node, { attributes: true, attributeFilter: ['data-state'] });
+}"""
+
+
+def test_the_first_sync_says_synced_only_once_history_holds_every_conversation(browser, app_server, couch):
+    """A first sync into an empty profile: the replication catches up well before history has taken
+    every conversation in (Python writes them a slice at a time); ``synced`` waits for history (§16)."""
+    from bench.sync import documents
+
+    database, n = "agentbar-e2e-first", 300
+    url = f"{couch.origin}/{database}"
+    urllib.request.urlopen(urllib.request.Request(url, method="PUT"), timeout=10).close()
+    body = json.dumps({"docs": documents(n, 10)}).encode("utf-8")
+    request = urllib.request.Request(f"{url}/_bulk_docs", data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(request, timeout=60).close()
+    context, agent = _device(browser, app_server, couch)
+    try:
+        agent.open(course="intro-ml")
+        agent.page.wait_for_function(HISTORY_READY)
+        agent.page.evaluate(HELD_AT_SYNCED_JS)
+        _configure(agent, couch.origin, database=database)
+        agent.page.wait_for_function("() => window.__heldAtSynced.length > 0", timeout=120_000)
+        assert agent.page.evaluate("() => window.__heldAtSynced") == [n]
+    finally:
+        context.close()

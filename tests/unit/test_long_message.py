@@ -83,3 +83,23 @@ def test_js_json_fast_path_writes_what_the_surrogate_rules_write(text):
     reference = jsjson.SURROGATES.sub(
         jsjson.fix_surrogates, json.dumps(value, ensure_ascii=False, separators=(",", ":")))
     assert jsjson.js_json(value) == reference
+
+
+def test_dumps_in_steps_with_a_clock_pauses_after_each_step_ms_of_encoding():
+    from app.json_steps import STEP_MS
+
+    items = [["put", "search", {"taskId": f"t{i}", "terms": ["中文", "x"]}] for i in range(10)]
+    now, paused = [0.0], []
+
+    def clock():  # each reading is a third of STEP_MS later
+        now[0] += STEP_MS / 3
+        return now[0]
+
+    async def pause():
+        paused.append(now[0])
+
+    text = asyncio.run(dumps_in_steps(items, pause=pause, clock=clock))
+    assert text == json.dumps(items, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    assert len(paused) == 3  # small items all, yet a pause each STEP_MS
+    paused.clear()
+    assert asyncio.run(dumps_in_steps(items, pause=pause, clock=lambda: 0.0)) == text and paused == []

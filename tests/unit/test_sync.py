@@ -365,6 +365,14 @@ def test_status_of_replication_events():
     assert SyncEngine.status("off").key == "sync.state.off"
 
 
+def test_synced_waits_while_history_still_takes_replicated_changes_in():
+    caught_up = SyncEngine.status("paused")
+    assert SyncEngine.shown(caught_up, applying=True) == SyncStatus("syncing")
+    assert SyncEngine.shown(caught_up, applying=False) == SyncStatus("synced")
+    offline = SyncEngine.status("error", 0)
+    assert SyncEngine.shown(offline, applying=True) == offline
+
+
 
 def test_a_database_the_user_may_not_read_is_forbidden_not_a_wrong_password():
     # the welcome refused the credentials: a wrong user name or password
@@ -596,3 +604,23 @@ async def test_building_a_slice_of_new_conversations_gives_the_page_back_every_s
     await b.total("s")
     assert await SyncEngine(b, FakeReplica(), MemoryStorage()).remote_changed_many(docs) == ["added"] * 6
     assert 2 <= len(pauses) <= 6 and await b.total("s") == 6
+
+
+async def test_a_slice_is_encoded_in_a_step_of_its_own_after_its_records_are_built():
+    tasks, docs = await _documents_of(_device(1), "s", ["a", "b"])
+    log: list[str] = []
+
+    class LoggingBackend(CountingBackend):
+        async def write(self, ops):
+            log.append("write")
+            await super().write(ops)
+
+    async def pause():
+        log.append("pause")
+
+    # a clock that never moves: building two records is within SLICE_MS, yet the commit comes after a pause
+    b = HistoryService(LoggingBackend(), clock=lambda: DEVICE_T0, random_bytes=lambda n: bytes([9] * n), pause=pause)
+    await b.total("s")
+    log.clear()
+    assert await SyncEngine(b, FakeReplica(), MemoryStorage()).remote_changed_many(docs) == ["added"] * 2
+    assert log == ["pause", "write"]
