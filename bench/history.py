@@ -4,9 +4,10 @@ In one browser context the app's IndexedDB is filled with N conversations of
 one course (T turns each, mixed Chinese/English text with curly quotes and
 emoji; written by the JavaScript below in the app's record format), then:
 
-- **list open**: click ``history-open`` → the first 10 items drawn, against a JS
-  baseline reading the same 10 records from IndexedDB (Dexie, the paging index)
-  and writing them into the DOM, in the same page, interleaved;
+- **list open**: click ``history-open`` → the drawer shown with its first 10 items,
+  laid out, against a JS baseline reading the same 10 records from IndexedDB
+  (Dexie, the paging index) and writing them into the DOM, laid out, in the same
+  page, interleaved (``LIST_OPEN_JS`` says what each end point means);
 - **search**: a keyword typed → the results drawn, against a JS baseline that
   reads every stored message and scans each text part with ``includes`` (as
   NextChat does) and draws the hits; the absolute median is reported too;
@@ -83,24 +84,39 @@ async ([n, turns, course]) => {
 }
 """
 
-# Click → until the list holds 10 items (a MutationObserver on the list), then close it.
+# Click → until the drawer shows (not ``hidden``, computed ``visibility: visible``) with at least 10 items in
+# its list, laid out (``getBoundingClientRect``, as the baseline ends), then close it. The app may have
+# drawn the first page ahead, in the closed drawer (app/browser/history_view.py ``draw_ahead``): the
+# list is not emptied here (that would make the app show what it did not draw), so "drawn" is what the
+# page shows, and the time is the click's work until the 10 items are shown and laid out. The page
+# settles after closing (a frame drawn) before the click, so the close's own layout is not counted.
+# Returns [ms, whether the drawer showed in the click's own task (the list drawn ahead was current)].
 LIST_OPEN_JS = """
 async () => {
   const list = document.querySelector('[data-testid=history-list]');
   const drawer = document.querySelector('[data-testid=history-drawer]');
   if (!drawer.hidden) document.querySelector('[data-testid=history-close]').click();
-  list.replaceChildren();
   await new Promise((r) => setTimeout(r, 30));
+  await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+  const shown = () => !drawer.hidden && getComputedStyle(drawer).visibility === 'visible'
+    && list.querySelectorAll('[data-testid=history-item]').length >= 10;
   const done = new Promise((resolve) => {
-    const check = () => list.querySelectorAll('[data-testid=history-item]').length >= 10 && (obs.disconnect(), resolve(performance.now()));
+    const check = () => {
+      if (!shown()) return;
+      obs.disconnect();
+      list.getBoundingClientRect();
+      resolve(performance.now());
+    };
     const obs = new MutationObserver(check);
+    obs.observe(drawer, { attributes: true, attributeFilter: ['hidden'] });
     obs.observe(list, { childList: true });
   });
   const t0 = performance.now();
   document.querySelector('[data-testid=history-open]').click();
+  const atOnce = !drawer.hidden;
   const t1 = await done;
   document.querySelector('[data-testid=history-close]').click();
-  return t1 - t0;
+  return [t1 - t0, atOnce];
 }
 """
 
@@ -278,13 +294,16 @@ def run(run, *, quick: bool) -> dict:
     full = run.context()
     page = seeded_page(run, full, n, turns, figures)
 
-    app_open, js_open = [], []
+    app_open, js_open, at_once = [], [], 0
     page.evaluate(LIST_OPEN_JS)  # warm: first open loads nothing new but primes caches
     page.evaluate(LIST_BASELINE_JS, COURSE)
     for _ in range(reps):
-        app_open.append(page.evaluate(LIST_OPEN_JS))
+        ms, shown_at_once = page.evaluate(LIST_OPEN_JS)
+        app_open.append(ms)
+        at_once += bool(shown_at_once)
         js_open.append(page.evaluate(LIST_BASELINE_JS, COURSE))
-    figures["list_open_ms"] = {"app": _median(app_open), "js": _median(js_open)}
+    figures["list_open_ms"] = {"app": _median(app_open), "js": _median(js_open), "app_all": [round(x, 2) for x in app_open],
+                               "shown_in_the_click_task": at_once}
 
     page.click("[data-testid=history-open]")
     page.wait_for_selector("[data-testid=history-drawer]:not([hidden])")
@@ -368,7 +387,9 @@ def report(figures: dict) -> None:
           f"median of {figures['repetitions']}):")
     lo, se, st = figures["list_open_ms"], figures["search_ms"], figures["startup_ms"]
     r = figures["ratios"]
-    print(f"  list open → 10 items: app {lo['app']:.1f} ms, JS baseline {lo['js']:.1f} ms, ratio {r['list_open']:.2f}")
+    print(f"  list open → 10 items: app {lo['app']:.1f} ms, JS baseline {lo['js']:.1f} ms, ratio {r['list_open']:.2f}"
+          + (f" (drawn ahead, shown in the click's task: {lo['shown_in_the_click_task']} of {figures['repetitions']})"
+             if "shown_in_the_click_task" in lo else ""))
     print(f"  search → results:     app {se['app']:.1f} ms, JS includes-scan {se['js']:.1f} ms, ratio {r['search']:.2f}")
     print(f"    hits (keyword, app, JS): {figures['search_hits']}")
     if "first_search_ms" in figures:

@@ -10,14 +10,23 @@ import asyncio
 import json
 
 import js
-from pyodide.ffi import to_js
+from pyodide.ffi import create_once_callable, to_js
 from pyscript import document
 from pyscript.ffi import is_none
 
+from app.browser.tasks import when_idle
 from app.history.list_model import SEARCH_PAUSE_MS, HistoryChange, HistoryList, item_rows, list_line
 from app.history.service import HistoryService
 
 __all__ = ["HistoryListView"]
+
+
+def _report(task: asyncio.Future) -> None:
+    """Log a failed draw (with its traceback) instead of losing it."""
+    if not task.cancelled() and task.exception() is not None:
+        import traceback
+
+        js.console.error("".join(traceback.format_exception(task.exception())))
 
 
 class HistoryListView:
@@ -32,6 +41,48 @@ class HistoryListView:
         self.runtime, self.service, self.list, self.t, self.clock = runtime, service, history_list, translator, clock
         self._by = document.getElementById
         self._typing: asyncio.Future | None = None  # the wait (then search) for the last key typed
+        self._drawing_ahead = False  # a draw of the closed list waits for idle time
+        self._relabel = None  # the timer that draws the closed list afresh when a relative time turns
+
+    # -- drawn ahead (DESIGN.md §14) ---------------------------------------------------
+    def draw_ahead(self) -> None:
+        """Draw the closed drawer's list afresh once the page is idle, so that opening it only shows
+        it (``app.browser.history_view``); one draw for any number of calls before it runs. Nothing is
+        read while history is unusable (opening then reads and says so, as before)."""
+        if self._drawing_ahead:
+            return
+        self._drawing_ahead = True
+
+        def draw() -> None:
+            self._drawing_ahead = False
+            if self.list.open or self.service.available is False or self.ready():
+                return
+            self.list.live = True
+            asyncio.ensure_future(self.reload()).add_done_callback(_report)
+
+        when_idle(draw)
+
+    def relabel_later(self) -> None:
+        """Draw the closed list afresh (``draw_ahead``) when one of its relative times next reads
+        otherwise ("just now" becomes "1 minute ago"), so that it stays ready to show."""
+        if self._relabel is not None:
+            js.clearTimeout(self._relabel)
+            self._relabel = None
+        now = self.clock()
+        at = self.list.labels_change_at(now)
+        if at is not None:
+            self._relabel = js.setTimeout(create_once_callable(self._relabel_now), at - now + 50)
+
+    def _relabel_now(self) -> None:
+        self._relabel = None
+        if not self.list.open:
+            self.draw_ahead()
+
+    def ready(self) -> bool:
+        """True when the drawn list can be shown as it is for the course and controls as they are now
+        (``HistoryList.ready_to_show``)."""
+        return self.list.ready_to_show(self.runtime.stage_id, self._by("history-search").value,
+                                       self._by("history-sort").value, self._by("history-range").value, self.clock())
 
     def typed(self) -> asyncio.Future:
         """A key was typed in ``history-search``: search once typing pauses for ``SEARCH_PAUSE_MS``; the
@@ -46,8 +97,9 @@ class HistoryListView:
         await self.reload()
 
     async def reload(self) -> None:
-        """Draw the list afresh: the first page, or the search results."""
-        if not self.list.open:
+        """Draw the list afresh: the first page, or the search results (shown, or drawn ahead in the
+        closed drawer: ``HistoryList.live``)."""
+        if not self.list.live:
             return
         stage_id = self.runtime.stage_id
         self.list.restart(stage_id)
@@ -55,7 +107,8 @@ class HistoryListView:
         if stage_id is None:
             return
         # sort and range hold for the plain list too; its pages keep the ones it was drawn with
-        generation = self.list.begin(self._by("history-sort").value, self._by("history-range").value, self.clock())
+        generation = self.list.begin(self._by("history-sort").value, self._by("history-range").value, self.clock(),
+                                     keyword)
         if keyword.strip():
             await self._draw_search(stage_id, keyword, generation)
             return
@@ -68,6 +121,8 @@ class HistoryListView:
         listing.setAttribute("data-total", str(page.total))
         listing.setAttribute("data-query", "")
         self._empty(listing, "history.empty")
+        self.list.settled(generation)
+        self.relabel_later()
 
     async def _draw_search(self, stage_id: str, keyword: str, generation: int) -> None:
         found = await self.service.search(stage_id, keyword, sort=self.list.sort, since_ms=self.list.since)
@@ -79,6 +134,8 @@ class HistoryListView:
         self._search_total(found)
         listing.setAttribute("data-query", keyword)  # what the drawn results answer
         self._empty(listing, "history.noResults")
+        self.list.settled(generation)
+        self.relabel_later()
 
     def _search_total(self, found) -> None:
         """``data-total`` of search results: the hits' count when known, else those drawn so far."""
@@ -87,8 +144,9 @@ class HistoryListView:
 
     def _draw(self, entries, mode: str) -> None:
         """Draw ``(meta, snippet)`` entries in one crossing (``static/history-view.js``)."""
-        rows = item_rows(self.t, entries, self.clock(), self.list.current)
-        self.list.drawn(meta for meta, _ in entries)
+        now = self.clock()
+        rows = item_rows(self.t, entries, now, self.list.current)
+        self.list.drawn((meta for meta, _ in entries), now)
         js.agentbarHistoryDom.draw(self._by("history-list"), self.t.locale, json.dumps(rows), mode)
 
     def _empty(self, listing, key: str) -> None:
@@ -155,6 +213,13 @@ class HistoryListView:
             button = item.querySelector("[data-testid=history-delete]")
             if not is_none(button):
                 button.hidden = current
+
+    def rewind(self) -> None:
+        """The closed list starts at its top again, as a list drawn afresh does (it stays laid out
+        while closed, so it keeps its scroll position otherwise)."""
+        listing = self._by("history-list")
+        if listing.scrollTop:
+            listing.scrollTop = 0
 
     async def reveal(self, task_id: str) -> None:
         """Redraw the open list and page on (cursor pages, as scrolling does) until ``task_id`` is drawn,

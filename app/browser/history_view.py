@@ -11,6 +11,13 @@ forwards events. The stats and turn-meta lines are ``TurnMetaView``'s, export, p
 import ``HistoryFiles``'. Changes of history (this tab's, and other tabs' through
 ``app.browser.signals``) arrive as ``HistoryList.changed``. Text is set as ``textContent``;
 times use the browser's ``Intl``.
+
+Opening the list costs about a raw read of one page (DESIGN.md §14): after ``start()``, in idle
+time, the shown course's first page is drawn in the closed drawer (``HistoryList.live``), which
+stays laid out while closed (``static/app.css``: hidden by ``visibility``, out of the flow, so
+neither focusable nor exposed to assistive technology); every change of history that may concern
+it (``HistoryList.hear``) or a course switch draws it afresh in idle time, and a click shows it
+at once only when ``HistoryList.ready_to_show`` holds (else it reads and draws first, as before).
 """
 
 from __future__ import annotations
@@ -109,7 +116,7 @@ class HistoryView:
             self._by(element_id).addEventListener(event, proxy)
 
         files = self.files
-        on("history-open", "click", lambda e: _schedule(self.toggle()))
+        on("history-open", "click", lambda e: self.toggle())
         on("history-close", "click", lambda e: self.close())
         on("history-search", "input", lambda e: self._acted() or self.listing.typed().add_done_callback(_report))
         for control in ("history-sort", "history-range"):
@@ -141,6 +148,7 @@ class HistoryView:
         await self.recorder.run(self.runtime.stage_id or "", lambda: self.service.reconcile(threads, next_task))
         await next_task()
         await self.render_meta()
+        self.listing.draw_ahead()
 
     def _head_synced(self, stage_id: str, messages: list[dict]) -> None:
         """Another device changed ``stage_id``'s active conversation (sync): this device's active
@@ -157,6 +165,8 @@ class HistoryView:
             _schedule(self.render_meta())
             if self.list.open:
                 _schedule(self.listing.reload())
+            elif self.list.live:
+                self.listing.draw_ahead()
         else:
             self.meta.decorate()
 
@@ -170,17 +180,17 @@ class HistoryView:
         """Fill ``conversation-stats`` and each assistant message's ``turn-meta`` for the shown course."""
         if not await self.meta.render():
             return
-        if self.list.open:  # the list marks the active one as it is now (another tab may have resumed one)
+        if self.list.live:  # the list marks the active one as it is now (another tab may have resumed one)
             self.listing.mark_current()
         self.meta.decorate()
 
     # -- the list ------------------------------------------------------------------
-    async def toggle(self) -> None:
-        """Open the drawer, or close it when open."""
+    def toggle(self) -> None:
+        """Open the drawer (shown in this task when its list is drawn ahead and current), or close it."""
         if self.list.open:
             self.close()
-        else:
-            await self.open()
+        elif not self._show():
+            _schedule(self.open())
 
     def _acted(self) -> None:
         """The user took a next step in the list (opened it, searched, sorted, chose a range): the
@@ -189,28 +199,52 @@ class HistoryView:
         if status.getAttribute("data-kind") and status.getAttribute("data-result") != "pending":
             dismiss(status)
 
-    async def open(self) -> None:
-        """Open the shown course's list and draw its first page (an earlier outcome ends: ``_acted``)."""
+    def _show(self) -> bool:
+        """Show the drawer with the list drawn ahead, when it can be shown as it is (``_ready``), and
+        focus its first item; False (nothing done) otherwise."""
+        if not self.listing.ready():
+            return False
         self._acted()
         self.list.open = True
+        self._by("history-open").setAttribute("aria-expanded", "true")
+        self._by("history-drawer").hidden = False
+        self._focus_first()
+        return True
+
+    async def open(self) -> None:
+        """Open the shown course's list with its first page: the one drawn ahead when it is current,
+        else read and drawn now (an earlier outcome ends: ``_acted``)."""
+        if self._show():
+            return
+        self._acted()
+        self.list.open = self.list.live = True
         self._by("history-open").setAttribute("aria-expanded", "true")
         try:  # drawn while hidden: the drawer shows with its first page, no empty frame before it
             await self.listing.reload()
         finally:
             if self.list.open:
                 self._by("history-drawer").hidden = False
-        if not self.list.open:
-            return
+        if self.list.open:
+            self._focus_first()
+
+    def _focus_first(self) -> None:
         first = self._by("history-list").querySelector("[data-testid=history-item]")
         (first if not is_none(first) else self._by("history-search")).focus()
 
     def close(self) -> None:
-        """Close the drawer; focus goes back to its opener."""
+        """Close the drawer; focus goes back to its opener. Its list stays drawn, back at its top; it is
+        drawn afresh in idle time when it no longer is the first page as it stands now (a change
+        followed item by item while open, or later pages read)."""
         self.list.open = False
+        self.listing.rewind()  # before hiding: the layout is still current, reading it costs nothing
         self._by("history-drawer").hidden = True
         opener = self._by("history-open")
         opener.setAttribute("aria-expanded", "false")
         opener.focus()
+        if self.list.behind or self.list.pages > 1:
+            self.listing.draw_ahead()
+        else:
+            self.listing.relabel_later()
 
     # -- events --------------------------------------------------------------------
     def _item_of(self, target):
@@ -264,10 +298,14 @@ class HistoryView:
             _schedule(self.listing.more())
 
     def _on_change(self, change: HistoryChange) -> None:
-        """A change of history: the open list follows it; another tab's change of the shown course
-        redraws its stats and turn meta. This tab's import draws itself (``reveal``)."""
-        if change.elsewhere or change.kind != "import":
+        """A change of history: the open list follows it, the closed one is drawn afresh in idle time
+        (``draw_ahead``); another tab's change of the shown course redraws its stats and turn meta.
+        This tab's import draws itself (``reveal``)."""
+        concerns = self.list.hear(change)
+        if self.list.open and (change.elsewhere or change.kind != "import"):
             _schedule(self.listing.apply_change(change))
+        elif concerns and not self.list.open:
+            self.listing.draw_ahead()
         if change.elsewhere and change.stage_id == self.runtime.stage_id:
             _schedule(self.render_meta())
 

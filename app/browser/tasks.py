@@ -9,7 +9,9 @@ between. These two helpers cross a real task boundary:
   ``setTimeout``);
 - ``next_frame(callback)``: ``callback()`` before the next frame is drawn, and again
   ``FRAME_FALLBACK_MS`` later by a timer (a hidden tab draws no frames), for
-  ``app.frames.FrameCoalescer``, which ignores the second answer.
+  ``app.frames.FrameCoalescer``, which ignores the second answer;
+- ``when_idle(callback)``: ``callback()`` once the page is idle (``requestIdleCallback``, at the
+  latest after ``IDLE_TIMEOUT_MS``), else in a later task.
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from collections.abc import Callable
 import js
 from pyodide.ffi import create_once_callable
 
-__all__ = ["later", "next_frame", "next_task"]
+__all__ = ["IDLE_TIMEOUT_MS", "later", "next_frame", "next_task", "when_idle"]
 
 FRAME_FALLBACK_MS = 100
 """A hidden tab gets no animation frames: ``next_frame`` answers by a timer after this many ms too."""
+IDLE_TIMEOUT_MS = 1000
+"""``when_idle`` runs its callback after this many ms even when the page never idles."""
 
 
 def _scheduler():
@@ -53,3 +57,13 @@ def next_frame(callback: Callable[[], None]) -> None:
     from a ``FRAME_FALLBACK_MS`` timer; the caller ignores whichever comes second (DESIGN.md §12)."""
     js.requestAnimationFrame(create_once_callable(lambda _time: callback()))
     js.setTimeout(create_once_callable(callback), FRAME_FALLBACK_MS)
+
+
+def when_idle(callback: Callable[[], None]) -> None:
+    """Run ``callback()`` once the page is idle (``requestIdleCallback``; at the latest after
+    ``IDLE_TIMEOUT_MS``); where the browser has no idle callbacks, in a later task (``later``)."""
+    if not hasattr(js.globalThis, "requestIdleCallback"):
+        later(callback)
+        return
+    options = js.Object.fromEntries([["timeout", IDLE_TIMEOUT_MS]])
+    js.globalThis.requestIdleCallback(create_once_callable(lambda _deadline=None: callback()), options)

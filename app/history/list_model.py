@@ -8,6 +8,13 @@ forwards events. ``HistoryChange`` is one change of history (this tab's or anoth
 as the cross-tab channel carries it); ``HistoryList.effect`` says what it means for the list.
 ``item_rows`` decides every text and attribute of drawn items (``static/history-view.js``
 draws them). Nothing here imports the browser.
+
+The first page is drawn ahead (DESIGN.md §14: the list opens at about the cost of a raw read):
+after ready, in idle time, the shown course's first page is drawn in the closed drawer (``live``),
+so a click only shows it. ``HistoryList.ready_to_show`` says when what is drawn may be shown as it
+is: nothing changed since its read began (``heard``/``covered``: every change of history, this
+tab's, another tab's or sync's, arrives through ``heard``), drawn for the course, keyword, order
+and range asked for, one page, and every relative time still reading the same.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from typing import Any, Callable, Iterable, Literal
 from app.history.labels import item_stats_text
 from app.history.records import iso
 from app.history.service import ConversationStats
-from app.history.text import relative_label
+from app.history.text import relative_label, relative_label_until
 
 __all__ = ["RANGES_MS", "SEARCH_PAUSE_MS", "Effect", "HistoryChange", "HistoryList", "item_rows", "list_line"]
 
@@ -70,11 +77,13 @@ class HistoryList:
     ``open``: the drawer shows; ``stage``: the course the list was last drawn for; ``sort``
     (``newest``, ``oldest``, ``tokens``…) and ``since`` (epoch ms or ``None``) hold for its
     pages; ``cursor``/``has_more``: the next page; ``loading``: a page is being read;
-    ``current``: the course's active conversation (its item is marked, it cannot be deleted).
+    ``current``: the course's active conversation (its item is marked, it cannot be deleted);
+    ``live``: the list is drawn and kept (shown or drawn ahead in the closed drawer).
     """
 
     def __init__(self) -> None:
         self.open = False
+        self.live = False
         self.stage: str | None = None
         self.sort = "newest"
         self.since: int | None = None
@@ -83,36 +92,52 @@ class HistoryList:
         self.loading = False
         self.generation = 0
         self.current: str | None = None
+        self.query = ""  # the keyword the list was last read for ("": the plain list)
+        self.range_name = "all"
+        self.pages = 0  # pages drawn since the list was drawn afresh
+        self.drawn_generation = 0  # the generation whose first page (or results) is drawn
+        self.heard = 0  # changes of the list's course announced so far
+        self.covered = 0  # of those, announced before the read now drawn began
         self._keys: dict[str, tuple[int, str]] = {}  # drawn taskId -> its list key (updatedAt, taskId)
+        self._labels: dict[str, tuple[str, int]] = {}  # drawn taskId -> its relative-time label as drawn
         self._listeners: list[Callable[[HistoryChange], None]] = []
 
     # -- drawing afresh -------------------------------------------------------------
     def restart(self, stage_id: str | None) -> None:
         """The list is drawn afresh for course ``stage_id``: nothing drawn, no next page."""
         self.stage = stage_id
-        self._keys, self.cursor, self.has_more = {}, None, False
+        self._keys, self._labels, self.cursor, self.has_more, self.pages = {}, {}, None, False, 0
 
-    def begin(self, sort: str, range_name: str, now: int) -> int:
-        """Start a read of the first page (or search) in order ``sort`` over ``range_name``
-        (a ``RANGES_MS`` key; unknown: all) as of ``now`` (epoch ms); returns its generation."""
+    def begin(self, sort: str, range_name: str, now: int, query: str = "") -> int:
+        """Start a read of the first page (or of search results for ``query``) in order ``sort`` over
+        ``range_name`` (a ``RANGES_MS`` key; unknown: all) as of ``now`` (epoch ms); returns its
+        generation. The read sees every change announced before it (``heard``)."""
         span = RANGES_MS.get(range_name)
         self.sort, self.since = sort, None if span is None else now - span
+        self.query, self.range_name, self.covered = query, range_name, self.heard
         self.generation += 1
         return self.generation
+
+    def settled(self, generation: int) -> None:
+        """The first page (or results) read by ``generation`` is drawn."""
+        self.drawn_generation = generation
 
     def is_latest(self, generation: int) -> bool:
         """True when no read started after the one of ``generation`` (its result may be drawn)."""
         return generation == self.generation
 
     # -- pages ------------------------------------------------------------------------
-    def drawn(self, metas: Iterable[Any]) -> None:
-        """``metas`` (``TaskMeta`` or damaged records) are drawn now."""
+    def drawn(self, metas: Iterable[Any], now: int = 0) -> None:
+        """``metas`` (``TaskMeta`` or damaged records) are drawn now, their relative times as of
+        ``now`` (epoch ms)."""
         for meta in metas:
             self._keys[meta.taskId] = (meta.updatedAt, meta.taskId)
+            self._labels[meta.taskId] = relative_label(meta.updatedAt, now)
 
     def paged(self, cursor: tuple | None, has_more: bool) -> None:
         """The page just drawn ends at ``cursor``; ``has_more``: a next page exists."""
         self.cursor, self.has_more = cursor, has_more
+        self.pages += 1
 
     def can_page_on(self) -> bool:
         """True when scrolling to the end reads the next page (of the list or of search results,
@@ -144,6 +169,43 @@ class HistoryList:
     def removed(self, task_id: str) -> None:
         """``task_id``'s item is gone from the list."""
         self._keys.pop(task_id, None)
+        self._labels.pop(task_id, None)
+
+    # -- drawn ahead ------------------------------------------------------------------
+    def hear(self, change: HistoryChange) -> bool:
+        """Count ``change`` when it may concern the drawn list (its course, or no course named);
+        True when it does (what is drawn no longer shows it: ``ready_to_show`` is False until a
+        read begun after it is drawn)."""
+        if not self.live or change.stage_id not in (self.stage, ""):
+            return False
+        self.heard += 1
+        return True
+
+    @property
+    def behind(self) -> bool:
+        """True when a change was announced after the drawn read began (the open list follows it
+        item by item; the closed one is drawn afresh)."""
+        return self.covered != self.heard
+
+    def ready_to_show(self, stage_id: str | None, query: str, sort: str, range_name: str, now: int) -> bool:
+        """True when the drawn list can be shown as it is for course ``stage_id``, keyword ``query``,
+        order ``sort`` and range ``range_name`` at ``now`` (epoch ms): drawn and kept, its read done
+        and no change announced since it began, the same course, keyword, order and range ("all":
+        a range's start moves with the clock), one page, and every relative time reading as drawn."""
+        return (self.live and stage_id is not None and self.stage == stage_id and not self.behind
+                and self.drawn_generation == self.generation and not self.loading and self.pages == 1
+                and (self.query, self.sort, self.range_name) == (query, sort, range_name)
+                and RANGES_MS.get(range_name, None) is None and self.labels_hold(now))
+
+    def labels_change_at(self, now: int) -> int | None:
+        """The epoch ms at which a drawn item's relative time first reads otherwise than at ``now``;
+        ``None`` when none ever does (every one a date)."""
+        times = [at for at in (relative_label_until(key[0], now) for key in self._keys.values()) if at is not None]
+        return min(times, default=None)
+
+    def labels_hold(self, now: int) -> bool:
+        """True when every drawn item's relative time reads at ``now`` as when it was drawn."""
+        return all(relative_label(key[0], now) == self._labels.get(task_id) for task_id, key in self._keys.items())
 
     # -- changes ---------------------------------------------------------------------
     def effect(self, change: HistoryChange) -> Effect:

@@ -22,7 +22,7 @@ from typing import Any
 
 from app.projection import is_status_marker
 
-__all__ = ["TITLE_GRAPHEMES", "cut_title", "fold", "fold_map", "plain_text", "relative_label", "snippet", "source_index",
+__all__ = ["TITLE_GRAPHEMES", "cut_title", "fold", "fold_map", "plain_text", "relative_label", "relative_label_until", "snippet", "source_index",
            "title_of"]
 
 TITLE_GRAPHEMES = 50
@@ -328,3 +328,15 @@ def relative_label(then_ms: int, now_ms: int) -> tuple[str, int]:
     if age < 7 * _DAY:
         return ("day", age // _DAY)
     return ("date", 0)
+
+
+def relative_label_until(then_ms: int, now_ms: int) -> int | None:
+    """The epoch ms at which ``relative_label(then_ms, ·)`` first reads otherwise than at ``now_ms``
+    (a boundary of its unit); ``None`` when it never does (a date: 7 days or older)."""
+    age = now_ms - then_ms
+    if age < _MINUTE:
+        return then_ms + _MINUTE
+    for unit, limit in ((_MINUTE, _HOUR), (_HOUR, _DAY), (_DAY, 7 * _DAY)):
+        if age < limit:
+            return then_ms + (age // unit + 1) * unit
+    return None

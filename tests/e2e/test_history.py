@@ -29,13 +29,30 @@ def open_first_page(agent):
     return listing
 
 
+ANNOUNCE_JS = """stage => new Promise((resolve) => {
+  const heard = new BroadcastChannel('agentbar-history');  // made after the app's: its message comes after
+  heard.onmessage = () => { heard.close(); resolve(); };
+  const post = new BroadcastChannel('agentbar-history');
+  post.postMessage(JSON.stringify({ kind: 'import', taskId: '', stageId: stage }));
+  post.close();
+})"""
+
+
+def announce_written(agent, stage: str) -> None:
+    """Say on the history channel, as another tab does after it writes, that ``stage``'s history changed;
+    returns once the page has heard it. Every writer of history announces its writes (the list drawn
+    ahead in the closed drawer is drawn afresh on them, app/browser/history_view.py); a test that writes
+    IndexedDB behind the app's back announces it the same way."""
+    agent.page.evaluate(ANNOUNCE_JS, stage)
+
+
 def seed_conversations(agent, stage: str, texts: list[str], *, start_ms: int = 1_780_000_000_000,
                        tokens: list[int] | None = None) -> list[str]:
-    """Write archived conversations straight into IndexedDB (another connection of the page); their
-    updatedAt increases with the index; ``tokens``: each one's output tokens (default 1). Returns their
-    task ids, oldest first."""
+    """Write archived conversations straight into IndexedDB (another connection of the page, announced
+    as another tab's write: ``announce_written``); their updatedAt increases with the index; ``tokens``:
+    each one's output tokens (default 1). Returns their task ids, oldest first."""
     outputs = tokens or [1] * len(texts)
-    return run_py(agent.page, f"""
+    ids = run_py(agent.page, f"""
         from app.browser.history_view import _install_graphemes
         from app.history import HistoryService
         clock_ms = [{start_ms}]
@@ -53,6 +70,8 @@ def seed_conversations(agent, stage: str, texts: list[str], *, start_ms: int = 1
             ids.append(await svc.archive({stage!r}, msgs, i))
         json.dumps(ids)
     """)
+    announce_written(agent, stage)
+    return ids
 
 
 def item_ids(agent) -> list[str]:
@@ -356,6 +375,72 @@ def a_first_reply_streaming_while_another_tab_resumes_an_old_conversation_become
     assert sorted(slow.testid("history-title").all_inner_texts()) == ["fresh question", "old one"]
 
 
+CLOSED_LIST = """() => {
+  const drawer = document.querySelector('[data-testid=history-drawer]');
+  return { hidden: drawer.hidden, visibility: getComputedStyle(drawer).visibility,
+           ids: [...drawer.querySelectorAll('[data-testid=history-item]')].map((e) => e.dataset.taskId),
+           titles: [...drawer.querySelectorAll('[data-testid=history-title]')].map((e) => e.textContent),
+           total: drawer.querySelector('[data-testid=history-list]').dataset.total };
+}"""
+OPEN_AT_ONCE = """() => {
+  document.querySelector('[data-testid=history-open]').click();  // what shows in the click's own task
+  const drawer = document.querySelector('[data-testid=history-drawer]');
+  return { hidden: drawer.hidden, focused: document.activeElement.dataset.taskId || null,
+           titles: [...drawer.querySelectorAll('[data-testid=history-title]')].map((e) => e.textContent) };
+}"""
+
+
+def wait_closed_titles(agent, titles: list[str]) -> None:
+    """Wait until the closed drawer's list (drawn ahead) holds exactly ``titles``, its total counting them."""
+    agent.page.wait_for_function(f"""() => {{ const s = ({CLOSED_LIST})();
+      return s.hidden && s.total === '{len(titles)}' && JSON.stringify(s.titles) === {json.dumps(json.dumps(titles, separators=(",", ":")))}; }}""")
+
+
+def the_list_drawn_ahead_follows_every_write_and_stays_out_of_reach_while_closed(agent, other, course: str,
+                                                                                 tmp_path) -> None:
+    """The shown course's first page is drawn ahead in the closed drawer (DESIGN.md §14: opening costs
+    about a raw read): it is drawn afresh after this tab's write, another tab's write and another tab's
+    delete, so a click shows the current list in its own task; closed, the drawer is reachable neither
+    by Tab nor by focus() nor in the accessibility tree."""
+    agent.send("kept here")
+    agent.testid("agent-new-conversation").click()  # this tab's write (archive)
+    wait_closed_titles(agent, ["kept here"])
+    show_course(other, course)
+    open_list(other)
+    export = {"format": "agentbar-conversation", "version": 1,
+              "meta": {"taskId": "task_20260101_ahead1", "taskName": "kept in the other tab", "stageId": "elsewhere",
+                       "createdAt": "2026-01-01T00:00:00.000Z", "updatedAt": "2026-01-01T00:00:00.000Z",
+                       "stats": {"credits": 0, "totalTokens": 7, "inputTokens": 3, "outputTokens": 4}},
+              "messages": [{"role": "user", "id": "u1", "content": [{"type": "text", "text": "kept in the other tab"}]},
+                           {"role": "assistant", "id": "a1", "content": [{"type": "text", "text": "ok"}]}],
+              "turns": []}
+    path = tmp_path / "ahead.json"
+    path.write_text(json.dumps(export), encoding="utf-8")
+    other.testid("import-json").set_input_files(str(path))  # another tab's write (lands in its shown course)
+    wait_closed_titles(agent, ["kept here", "kept in the other tab"])
+    other.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 2")
+    other.page.locator("[data-testid=history-item][data-task-id=task_20260101_ahead1] [data-testid=history-delete]").click()
+    wait_closed_titles(agent, ["kept here"])  # another tab's delete
+    closed = agent.page.evaluate(CLOSED_LIST)
+    assert closed["visibility"] == "hidden" and len(closed["ids"]) == 1
+    # closed: not in the accessibility tree, not reachable by Tab, not focusable
+    snapshot = agent.page.locator("body").aria_snapshot()
+    assert "kept here" not in snapshot and "dialog" not in snapshot
+    assert agent.page.get_by_role("dialog").count() == 0
+    agent.testid("history-open").focus()
+    for _ in range(12):
+        agent.page.keyboard.press("Tab")
+        assert not agent.page.evaluate(
+            "() => document.querySelector('[data-testid=history-drawer]').contains(document.activeElement)")
+    assert agent.page.evaluate("""() => { const item = document.querySelector('[data-testid=history-item]');
+      item.focus(); return document.activeElement !== item; }""")
+    shown = agent.page.evaluate(OPEN_AT_ONCE)
+    assert shown == {"hidden": False, "focused": closed["ids"][0], "titles": ["kept here"]}
+    assert agent.page.get_by_role("dialog").count() == 1
+    agent.page.keyboard.press("Escape")
+    assert agent.page.evaluate("() => document.activeElement.dataset.testid") == "history-open"
+
+
 def sort_and_range_apply_to_the_plain_list_and_page_on_the_cursor(agent, course: str) -> None:
     outputs = [100 + (i * 7) % 12 for i in range(12)]  # no order of time: most tokens differs from newest
     old = seed_conversations(agent, course, [f"old {i:02d}" for i in range(12)], tokens=outputs)
@@ -450,6 +535,9 @@ def test_history_in_two_tabs_one_course_per_case(agent, second_agent, tmp_path):
         show_course(agent, "h-delete")
         show_course(slow, "h-delete")
         delete_and_undo_and_keyboard(agent, slow, "h-delete")
+    with case("the list drawn ahead follows every write and stays out of reach while closed"):
+        show_course(agent, "h-ahead")
+        the_list_drawn_ahead_follows_every_write_and_stays_out_of_reach_while_closed(agent, slow, "h-ahead", tmp_path)
     with case("an import shows in the open list at once with its title cut at 50 clusters"):
         show_course(agent, "h-import-open")
         an_import_shows_in_the_open_list_at_once_with_its_title_cut_at_50_clusters(agent, "h-import-open", tmp_path)

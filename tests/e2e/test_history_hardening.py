@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 
-from tests.e2e.test_history import case, item_ids, open_list, seed_conversations, show_course, wait_history
+from tests.e2e.test_history import (announce_written, case, item_ids, open_list, seed_conversations, show_course,
+                                    wait_history)
 from tests.e2e.test_indexeddb import run_py
 
 STATUS = "[data-testid=history-status]"
@@ -87,6 +88,7 @@ def a_damaged_record_is_listed_deletable_and_a_corrected_import_replaces_it(agen
                            ("put", "messages", {{"taskId": task_id, "messages": {json.dumps(document["messages"])}}})])
         json.dumps(True)
     """)
+    announce_written(agent, course)  # written behind the app's back: said as another tab's write is
     open_list(agent)
     agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item][data-damaged=true]').length === 2")
     assert total(agent) == "2"

@@ -127,3 +127,94 @@ def test_an_actions_outcome_stays_when_the_list_is_drawn_again_and_the_lists_own
         assert list_line(kind, False, "history.empty") is None
     assert list_line(None, False, "history.noResults") == "history.noResults"
     assert list_line("", True, "history.empty") == ""
+
+
+def drawn_ahead(model: HistoryList, stage: str = "s", now: int = T0 + 3_600_000) -> int:
+    """``model`` after its first page was read and drawn for ``stage`` (newest, all, no keyword) at ``now``."""
+    model.live = True
+    model.restart(stage)
+    generation = model.begin("newest", "all", now)
+    model.drawn([meta(1, T0), meta(2, T0)], now)
+    model.paged(("c",), True)
+    model.settled(generation)
+    return generation
+
+
+def test_a_list_drawn_ahead_shows_as_it_is_only_for_its_course_keyword_order_and_range():
+    """DESIGN.md §14: a click shows the list drawn ahead only when it is what the click asks for."""
+    model = HistoryList()
+    now = T0 + 3_600_000
+    assert not model.ready_to_show("s", "", "newest", "all", now)  # nothing drawn yet
+    drawn_ahead(model)
+    assert model.ready_to_show("s", "", "newest", "all", now)
+    assert not model.ready_to_show("other", "", "newest", "all", now)
+    assert not model.ready_to_show(None, "", "newest", "all", now)
+    assert not model.ready_to_show("s", "learning", "newest", "all", now)
+    assert not model.ready_to_show("s", "", "oldest", "all", now)
+    assert not model.ready_to_show("s", "", "newest", "7d", now)  # a range's start moves with the clock
+
+
+def test_a_change_heard_after_the_read_began_keeps_the_drawn_list_from_showing_until_read_again():
+    """This tab's write, another tab's or sync's, a delete: every change of the list's course is heard;
+    what was drawn before it is not shown as it is (never stale); a read begun after it is."""
+    for kind in ("record", "archive", "delete", "import", "sync", "undo", "resume"):
+        model = HistoryList()
+        now = T0 + 3_600_000
+        drawn_ahead(model)
+        assert not model.hear(HistoryChange(kind, "t", "another course", True))  # not this list's
+        assert model.ready_to_show("s", "", "newest", "all", now)
+        assert model.hear(HistoryChange(kind, "t", "s", kind == "sync"))
+        assert model.behind and not model.ready_to_show("s", "", "newest", "all", now)
+        generation = model.begin("newest", "all", now)  # drawn afresh: its read sees the change
+        assert not model.ready_to_show("s", "", "newest", "all", now)  # read, not drawn yet
+        model.restart("s")
+        model.drawn([meta(3, T0)], now)
+        model.paged(None, False)
+        model.settled(generation)
+        assert model.ready_to_show("s", "", "newest", "all", now)
+
+
+def test_a_change_heard_during_the_read_keeps_it_from_showing():
+    model = HistoryList()
+    model.live = True
+    model.restart("s")
+    generation = model.begin("newest", "all", T0)
+    model.hear(HistoryChange("archive", "t", "s"))  # the read began before it: may not show it
+    model.drawn([meta(1, T0)], T0)
+    model.paged(None, False)
+    model.settled(generation)
+    assert not model.ready_to_show("s", "", "newest", "all", T0)
+
+
+def test_a_list_not_drawn_ahead_hears_nothing():
+    model = HistoryList()
+    assert not model.hear(HistoryChange("archive", "t", "s"))
+    assert not model.behind
+
+
+def test_a_drawn_list_with_a_relative_time_that_reads_otherwise_now_or_more_pages_is_drawn_afresh():
+    model = HistoryList()
+    now = T0 + 3_600_000  # "1 hour ago" for both items
+    drawn_ahead(model, now=now)
+    assert model.labels_hold(now + 59_000)
+    assert not model.ready_to_show("s", "", "newest", "all", now + 3_600_000)  # now "2 hours ago"
+    model.paged(("d",), True)  # a second page read (scrolled)
+    assert not model.ready_to_show("s", "", "newest", "all", now)
+    drawn_ahead(model, now=now)
+    model.loading = True  # a next page being read
+    assert not model.ready_to_show("s", "", "newest", "all", now)
+
+
+def test_the_drawn_list_says_when_its_first_relative_time_turns():
+    """The closed list is drawn afresh then (app/browser/history_list_view.py ``relabel_later``), so a
+    click still finds it ready to show."""
+    model = HistoryList()
+    assert model.labels_change_at(T0) is None  # nothing drawn
+    model.drawn([meta(1, T0), meta(2, T0 - 100_000)], T0 + 1)
+    turns = model.labels_change_at(T0 + 1)
+    assert turns == T0 + 20_000  # "1 minute ago" becomes "2 minutes ago" before "just now" turns
+    assert HistoryList().labels_change_at(T0) is None
+    assert model.labels_hold(turns - 1) and not model.labels_hold(turns)
+    old = HistoryList()
+    old.drawn([meta(3, T0 - 8 * 86_400_000)], T0)
+    assert old.labels_change_at(T0) is None  # a date reads the same for ever
