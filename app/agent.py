@@ -51,6 +51,7 @@ from typing import Any, Protocol, Union
 from app.checkpoints.documents import (Background, Box, SceneDocument, SceneElement, base_document,
                                        document_json)
 from app.model import Message
+from app.tool_texts import ACTION_TYPES, written
 
 __all__ = [
     "Agent",
@@ -71,7 +72,6 @@ __all__ = [
 ]
 
 REGENERATE_TOOL = "regenerate_scene"
-ACTION_TYPES = ("update_element", "add_element", "remove_element", "set_background", "reorder_elements")
 _WORK_TICKS = 3
 """Ticks (of ``delay_ms``) a tool call spends running between its start and its result."""
 
@@ -354,7 +354,7 @@ def regenerate_result(scene_id: str, instruction: str = "", current: SceneDocume
     ]
     return {
         "content": [
-            {"type": "text", "text": f"Regenerated scene {scene_id} with {count} elements."},
+            {"type": "text", "text": written("regenerated", sceneId=scene_id, count=count)},
             {"type": "image", "data": _picture(rng, rng.random()).partition(",")[2], "mimeType": "image/png"},
         ],
         "details": {"sceneId": scene_id, "content": document.model_dump(mode="json", exclude_none=True), "actions": actions},
@@ -364,9 +364,9 @@ def regenerate_result(scene_id: str, instruction: str = "", current: SceneDocume
 def failure_result(scene_id: str, *, missing: bool = False) -> dict[str, Any]:
     """The live result of a failed ``regenerate_scene`` call (``details.content`` is ``None``);
     ``missing``: the course has no scene ``scene_id``."""
-    reason = "there is no such scene in this course" if missing else "the demo agent was told to fail"
+    text = written("noSuchScene" if missing else "toldToFail", sceneId=scene_id)
     return {
-        "content": [{"type": "text", "text": f"Regenerating scene {scene_id} failed: {reason}."}],
+        "content": [{"type": "text", "text": text}],
         "details": {"sceneId": scene_id, "content": None, "actions": []},
     }
 

@@ -45,6 +45,7 @@ __all__ = [
     "Translator",
     "catalogue",
     "is_rtl",
+    "join_sentences",
     "number_rules",
     "plural_category",
     "resolve_locale",
@@ -90,6 +91,24 @@ def resolve_locale(query_lang: str | None, browser_languages: Sequence[str]) -> 
 def is_rtl(locale: str) -> bool:
     """True for right-to-left locales (``ar-SA``)."""
     return locale.split("-")[0].lower() in _RTL_LANGUAGES
+
+
+_FULL_WIDTH_END = frozenset("。！？：；）」』")
+"""Marks that end a Chinese or Japanese sentence and carry their own space (full-width forms)."""
+
+
+def join_sentences(sentences: Sequence[str]) -> str:
+    """Sentences said one after the other (a status line's outcomes, an error and its hint): a space
+    between two, but none after a full-width mark that ends one ("已导入 1 个对话。1 个无法读取": Chinese
+    and Japanese write no space between sentences, DESIGN.md §7). Empty ones are left out.
+
+    >>> join_sentences(["Imported 1.", "", "1 skipped."]), join_sentences(["已导入 1 个。", "1 个无法读取。"])
+    ('Imported 1. 1 skipped.', '已导入 1 个。1 个无法读取。')
+    """
+    text = ""
+    for sentence in (s for s in sentences if s):
+        text += sentence if not text or text[-1] in _FULL_WIDTH_END else " " + sentence
+    return text
 
 
 class NumberRules(Protocol):

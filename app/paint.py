@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from app.agents.errors import describe as describe_error
 from app.model import Message, TextPart, ToolCallPart
-from app.presentation import RENDER_WINDOW, collapsed_prefix, tool_card_view
+from app.presentation import RENDER_WINDOW, card_text, collapsed_prefix, tool_card_view
 from app.store.jsjson import js_json
 
 __all__ = [
@@ -174,21 +174,15 @@ def _bubble(text: str, t: Callable[..., str]) -> PaintNode:
 
 def _card(part: ToolCallPart, running: bool, t: Callable[..., str]) -> PaintNode:
     card = tool_card_view(part, turn_running=running)
-    name = (t("edit.agent.tool.regenerateScene", sceneId=card.scene_id or "?") if card.tool_name == "regenerate_scene"
-            else t("edit.agent.tool.generic", name=card.tool_name))
-    badge = {"ok": "edit.agent.tool.done", "error": "edit.agent.tool.failed",
-             "interrupted": "edit.agent.tool.interrupted", "running": "edit.agent.tool.running"}[card.status]
-    lines = [_node("div", None, [_node("span", name, class_="tool-card-name", dir="auto"),
-                                 _node("span", t(badge), class_="badge")], class_="tool-card-head")]
-    if card.element_count is not None:
-        lines.append(_node("p", t("edit.agent.tool.elements", count=card.element_count), class_="tool-card-line",
-                           data_testid="tool-card-elements"))
-    if card.action_types:
-        types = ", ".join(x or "?" for x in card.action_types)
-        lines.append(_node("p", t("edit.agent.tool.actions", count=len(card.action_types), types=types),
-                           class_="tool-card-line"))
-    if card.summary:
-        lines.append(_node("p", card.summary, class_="tool-card-line", dir="auto"))
+    text = card_text(card, t)
+    lines = [_node("div", None, [_node("span", text.name, class_="tool-card-name", dir="auto"),
+                                 _node("span", text.badge, class_="badge")], class_="tool-card-head")]
+    if text.elements is not None:
+        lines.append(_node("p", text.elements, class_="tool-card-line", data_testid="tool-card-elements"))
+    if text.actions is not None:
+        lines.append(_node("p", text.actions, class_="tool-card-line", data_testid="tool-card-actions"))
+    if text.summary:
+        lines.append(_node("p", text.summary, class_="tool-card-line", data_testid="tool-card-summary", dir="auto"))
     return _node("div", None, lines, class_="tool-card", data_testid="tool-card", data_status=card.status,
                  data_tool_call_id=part.tool_call_id, data_tool_name=card.tool_name,
                  data_element_count=None if card.element_count is None else str(card.element_count))

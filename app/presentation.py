@@ -14,13 +14,15 @@ and the CPython tests check the derivations.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from app.model import ToolCallPart
+from app.tool_texts import action_names, shown
 
-__all__ = ["CardStatus", "RENDER_WINDOW", "RENDER_SLACK", "LONG_TEXT_CHARS", "COLLAPSED_CHARS", "CHUNK_CHARS",
-           "ToolCardView", "Segment", "tool_card_view", "link_segments", "window_start", "collapsed_prefix",
+__all__ = ["CardStatus", "CardText", "card_text", "RENDER_WINDOW", "RENDER_SLACK", "LONG_TEXT_CHARS",
+           "COLLAPSED_CHARS", "CHUNK_CHARS", "ToolCardView", "Segment", "tool_card_view", "link_segments", "window_start", "collapsed_prefix",
            "text_chunks", "isolated_segments", "streamed_text_update"]
 
 RENDER_WINDOW = 40
@@ -51,6 +53,41 @@ class ToolCardView:
     element_count: int | None
     action_types: tuple[str, ...]
     summary: str
+    texts: tuple[str, ...] = ()
+    """The text items of the result's ``content``, one by one (``summary`` joins them)."""
+
+
+@dataclass(frozen=True)
+class CardText:
+    """What a tool card reads in the page's locale (``card_text``): its ``name``, status ``badge``,
+    and its lines: ``elements`` and ``actions`` (``None`` when the card has none) and ``summary``
+    (``""`` when the result says nothing)."""
+
+    name: str
+    badge: str
+    elements: str | None
+    actions: str | None
+    summary: str
+
+
+_BADGES = {"ok": "edit.agent.tool.done", "error": "edit.agent.tool.failed",
+           "interrupted": "edit.agent.tool.interrupted", "running": "edit.agent.tool.running"}
+
+
+def card_text(card: ToolCardView, translate: Callable[..., str]) -> CardText:
+    """The texts of ``card`` in the reader's locale (DESIGN.md §6, §7): the tool's name, its badge,
+    the element count, the action types by their localised names, and each text of the result as
+    ``app.tool_texts.shown`` gives it (the app's own tool texts localised, any other as stored). The
+    stored result is not touched (§3). ``translate``: an ``app.i18n.Translator`` or any
+    ``(key, **params) -> str``. Both the live view and the paint record draw from it."""
+    t = translate
+    name = (t("edit.agent.tool.regenerateScene", sceneId=card.scene_id or "?") if card.tool_name == "regenerate_scene"
+            else t("edit.agent.tool.generic", name=card.tool_name))
+    elements = None if card.element_count is None else t("edit.agent.tool.elements", count=card.element_count)
+    actions = (t("edit.agent.tool.actions", count=len(card.action_types), types=action_names(card.action_types, t))
+               if card.action_types else None)
+    summary = "\n".join(shown(text, t) for text in card.texts) if card.texts else card.summary
+    return CardText(name=name, badge=t(_BADGES[card.status]), elements=elements, actions=actions, summary=summary)
 
 
 def _get(mapping: Any, key: str) -> Any:
@@ -76,7 +113,9 @@ def tool_card_view(part: ToolCallPart, *, turn_running: bool = False) -> ToolCar
         str(_get(action, "type")) if isinstance(_get(action, "type"), str) else ""
         for action in (actions if isinstance(actions, list) else [])
     )
-    texts = [_get(item, "text") for item in (_get(result, "content") or []) if _get(item, "type") == "text"]
+    items = _get(result, "content")
+    texts = [t for t in (_get(item, "text") for item in (items if isinstance(items, list) else [])
+                         if _get(item, "type") == "text") if isinstance(t, str)]
     scene_id = _get(details, "sceneId") if isinstance(_get(details, "sceneId"), str) else _get(part.args, "sceneId")
     return ToolCardView(
         status=status,
@@ -84,7 +123,8 @@ def tool_card_view(part: ToolCallPart, *, turn_running: bool = False) -> ToolCar
         scene_id=scene_id if isinstance(scene_id, str) else None,
         element_count=element_count,
         action_types=action_types,
-        summary="\n".join(t for t in texts if isinstance(t, str)),
+        summary="\n".join(texts),
+        texts=tuple(texts),
     )
 
 

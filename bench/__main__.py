@@ -116,14 +116,27 @@ pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(30)
 js.window.__benchCProfile = out.getvalue()
 """
 
+WRAP_EACH_PY = '''
+def wrap_each(wrap, targets):
+    """Call ``wrap(owner, name, label)`` for each ``(target, label)`` of ``targets``: ``target`` is
+    ``"module:Owner.name"`` or ``"module:name"`` (the module imported here), ``label`` defaults to the
+    part after the colon. One list of what a probe times, whatever the probe does with the times."""
+    import importlib
+    for target, *label in targets:
+        module, _, path = target.partition(":")
+        owner = importlib.import_module(module)
+        *parents, name = path.split(".")
+        for parent in parents:
+            owner = getattr(owner, parent)
+        wrap(owner, name, label[0] if label else path)
+'''
+"""Python source run in a page before the app (no wheel needed): ``wrap_each``, shared by the
+start-up profile (``TIME_BOOT_MODULE``) and ``bench.trace_startup``'s probes."""
+
 # Defined in the page (no wheel needed): wraps the boot steps with performance.measure.
-TIME_BOOT_MODULE = '''
+TIME_BOOT_MODULE = WRAP_EACH_PY + '''
 import js, sys, types
 def time_boot():
-    from app.store import ThreadStore
-    from app.runtime import AgentRuntime
-    from app.browser.view import PageView
-    import app.browser.local_storage as ls
     def wrap(owner, name, label):
         original = getattr(owner, name)
         def timed(*args, **kwargs):
@@ -133,13 +146,15 @@ def time_boot():
             finally:
                 js.performance.measure("bench:" + label, {"start": t0, "end": js.performance.now()})
         setattr(owner, name, timed)
-    wrap(ThreadStore, "hydrate", "hydrate")
-    wrap(AgentRuntime, "set_stage", "set_stage (load+deserialize)")
-    wrap(PageView, "render", "view.render")
-    wrap(PageView, "render_course", "view.render_course")
-    wrap(PageView, "translate_static", "view.translate_static")
-    wrap(PageView, "show_app", "view.show_app")
-    wrap(ls, "open_local_storage", "open_local_storage")
+    wrap_each(wrap, [
+        ("app.store:ThreadStore.hydrate", "hydrate"),
+        ("app.runtime:AgentRuntime.set_stage", "set_stage (load+deserialize)"),
+        ("app.browser.view:PageView.render", "view.render"),
+        ("app.browser.view:PageView.render_course", "view.render_course"),
+        ("app.browser.view:PageView.translate_static", "view.translate_static"),
+        ("app.browser.view:PageView.show_app", "view.show_app"),
+        ("app.browser.local_storage:open_local_storage",),
+    ])
 module = types.ModuleType("bench_boot")
 module.time_boot = time_boot
 sys.modules["bench_boot"] = module

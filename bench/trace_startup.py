@@ -28,7 +28,7 @@ import threading
 from collections import defaultdict
 
 from bench import data
-from bench.__main__ import CHROMIUM_FLAGS, ROOT, chromium_path, ensure_runtime, snapshot_site
+from bench.__main__ import CHROMIUM_FLAGS, ROOT, WRAP_EACH_PY, chromium_path, ensure_runtime, snapshot_site
 from bench.firstpaint import APP, COURSE, INIT, IDLE_S, PUT_RECORD, paint_record
 
 LOAF = """
@@ -64,7 +64,7 @@ LOAF = """
 })();
 """
 
-PROBE_PY = r'''
+PROBE_PY = WRAP_EACH_PY + r'''
 import gc, sys, time, types, functools, js
 trace = types.ModuleType("probe_trace")
 trace.spans = []
@@ -147,44 +147,24 @@ def install():
         finally:
             trace.spans.append(["unpack " + str(k.get("filename")), t0, now()])
     pl.unpack_buffer = unpack_buffer
-    import app.history.repository as repo, app.history.writes as writes, app.history.text as text
-    import app.browser.indexeddb as idb, app.json_steps as steps, json as _json
-    import app.history.terms as terms
-    wrap(repo.Writes, "keep", "Writes.keep")
-    wrap(repo.Writes, "_keep", "Writes._keep")
-    wrap(repo, "search_record", "search_record")
-    wrap(repo, "plain_text", "plain_text")
-    wrap(repo, "fold_map", "fold_map")
-    wrap(repo, "posting_keys", "posting_keys")
-    wrap(repo, "text_terms", "text_terms")
-    wrap(writes, "title_of", "title_of")
-    wrap(writes, "continues", "continues")
-    wrap(writes.HistoryWrites, "_new_meta", "HistoryWrites._new_meta")
-    wrap(repo.HistoryRepository, "meta_of", "HistoryRepository.meta_of")
-    wrap(repo.HistoryRepository, "_turns_of", "HistoryRepository._turns_of")
-    import app.history.access as access
-    wrap(access, "needs_segmenter", "needs_segmenter")
-    wrap(writes.ActiveConversations, "forget", "ActiveConversations.forget")
-    wrap(idb, "dumps_in_steps", "dumps_in_steps (first step)")
-    import app.history.records as records
-    wrap(records, "new_task_id", "new_task_id")
-    wrap(idb, "_bytes", "idb._bytes")
-    wrap(idb, "_parse", "idb._parse")
-    wrap(idb, "to_js", "idb.to_js")
-    wrap(steps.json, "dumps", "json.dumps")
-    import app.store as store
-    import app.wheels as wheels, zipfile
-    wrap(zipfile.ZipFile, "read", "zipfile.read")
-    import app.browser.model_setup as ms, app.browser.paint as paint, app.browser.turn_meta_view as tmv
-    wrap(ms.ModelSetup, "install_dialog", "ModelSetup.install_dialog")
-    wrap(paint, "take_over", "paint.take_over")
-    wrap(paint.PaintKeeper, "start", "PaintKeeper.start")
-    wrap(tmv.TurnMetaView, "decorate", "TurnMetaView.decorate")
-    import app.browser.view as view
-    wrap(view.PageView, "render", "PageView.render")
-    wrap(view.PageView, "redraw_messages", "PageView.redraw_messages")
-    for n in ("load", "updated_at"):
-        wrap(store.ThreadStore, n, "ThreadStore." + n)
+    import app.history.text, app.history.terms, app.wheels  # imported here as before
+    wrap_each(wrap, [
+        ("app.history.repository:Writes.keep",), ("app.history.repository:Writes._keep",),
+        ("app.history.repository:search_record",), ("app.history.repository:plain_text",),
+        ("app.history.repository:fold_map",), ("app.history.repository:posting_keys",),
+        ("app.history.repository:text_terms",), ("app.history.writes:title_of",),
+        ("app.history.writes:continues",), ("app.history.writes:HistoryWrites._new_meta",),
+        ("app.history.repository:HistoryRepository.meta_of",), ("app.history.repository:HistoryRepository._turns_of",),
+        ("app.history.access:needs_segmenter",), ("app.history.writes:ActiveConversations.forget",),
+        ("app.browser.indexeddb:dumps_in_steps", "dumps_in_steps (first step)"),
+        ("app.history.records:new_task_id",), ("app.browser.indexeddb:_bytes", "idb._bytes"),
+        ("app.browser.indexeddb:_parse", "idb._parse"), ("app.browser.indexeddb:to_js", "idb.to_js"),
+        ("app.json_steps:json.dumps",), ("zipfile:ZipFile.read", "zipfile.read"),
+        ("app.browser.model_setup:ModelSetup.install_dialog",), ("app.browser.paint:take_over", "paint.take_over"),
+        ("app.browser.paint:PaintKeeper.start",), ("app.browser.turn_meta_view:TurnMetaView.decorate",),
+        ("app.browser.view:PageView.render",), ("app.browser.view:PageView.redraw_messages",),
+        ("app.store:ThreadStore.load",), ("app.store:ThreadStore.updated_at",),
+    ])
 '''
 
 MAIN = PROBE_PY + """

@@ -46,6 +46,8 @@ import email.utils
 from collections.abc import Mapping
 from typing import Any
 
+from app.i18n import join_sentences
+
 __all__ = ["KeyMask", "ModelError", "TransportError", "error_payload", "http_error", "mask_key",
            "retry_after_seconds", "scrub"]
 
@@ -211,8 +213,5 @@ def describe(t: Any, payload: Mapping[str, Any] | None) -> str:
     text = t(key, **params)
     if text == key:
         text = t("model.error.unknown")
-    if params.get("detail"):
-        text += " " + t("model.error.detail", detail=params["detail"])
-    if code in REFUSED_CODES:
-        text += " " + t("model.settings.refusedHint")
-    return text
+    detail = t("model.error.detail", detail=params["detail"]) if params.get("detail") else ""
+    return join_sentences([text, detail, t("model.settings.refusedHint") if code in REFUSED_CODES else ""])

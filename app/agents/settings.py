@@ -37,8 +37,12 @@ from pydantic.alias_generators import to_camel
 
 from app.agents.protocol import DEFAULT_MAX_TURNS
 
-__all__ = ["KEY_STORAGE_KEY", "MAX_TURNS_LIMIT", "SETTINGS_STORAGE_KEY", "ModelSettings", "load_settings",
+__all__ = ["EXAMPLE_URLS", "KEY_STORAGE_KEY", "MAX_TURNS_LIMIT", "SETTINGS_STORAGE_KEY", "ModelSettings", "load_settings",
            "parse_max_turns", "save_settings", "validate_base_url"]
+
+EXAMPLE_URLS = {"ollamaUrl": "http://127.0.0.1:11434/v1", "lmStudioUrl": "http://127.0.0.1:1234/v1"}
+"""Base URLs the settings dialog gives as examples (the values of ``model.settings.baseUrlHint``;
+the first is the field's placeholder), DESIGN.md §12."""
 
 MAX_TURNS_LIMIT = 200  # the largest "Max turns" the settings accept
 

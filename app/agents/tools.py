@@ -20,6 +20,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from app.tool_texts import written
+
 __all__ = ["REGENERATE_TOOL", "TOOLS", "error_result", "regenerate", "run_tool"]
 
 _log = logging.getLogger(__name__)
@@ -70,17 +72,14 @@ def run_tool(name: str, args: dict[str, Any], *,
     without it, ``regenerate`` (no current document).
     """
     if name != REGENERATE_TOOL:
-        return error_result(f"Unknown tool {name!r}; the only tool is {REGENERATE_TOOL}."), True
+        return error_result(written("unknownTool", name=repr(name), tool=REGENERATE_TOOL)), True
     scene_id, instruction = args.get("sceneId"), args.get("instruction", "")
     if scene_id is None:
-        return error_result("regenerate_scene needs a sceneId (the id of one of the course's scenes, "
-                            "e.g. scene-1); the call gave none."), True
+        return error_result(written("noSceneId")), True
     if not isinstance(scene_id, str):
-        return error_result(f"regenerate_scene's sceneId must be a string such as scene-1; the call gave "
-                            f"{json.dumps(scene_id)[:40]}."), True
+        return error_result(written("sceneIdNotString", value=json.dumps(scene_id)[:40])), True
     if not scene_id.strip():
-        return error_result("regenerate_scene's sceneId is empty: give the id of one of the course's scenes, "
-                            "e.g. scene-1."), True
+        return error_result(written("sceneIdEmpty")), True
     if not isinstance(instruction, str):
         instruction = ""
     try:
@@ -89,4 +88,4 @@ def run_tool(name: str, args: dict[str, Any], *,
         return regenerate(scene_id.strip(), instruction.strip()), False
     except Exception as error:  # noqa: BLE001 - a failing tool becomes an error card, not a failed turn
         _log.warning("regenerate_scene %r failed: %s", scene_id, error)
-        return error_result(f"Regenerating scene {scene_id} failed: {error}", scene_id), True
+        return error_result(written("failed", sceneId=scene_id, error=error), scene_id), True

@@ -19,6 +19,7 @@ from app.browser.files import download, read_bytes
 from app.browser.status_line import say
 from app.browser.tasks import next_task
 from app.history.labels import backup_saved_text
+from app.i18n import join_sentences
 
 __all__ = ["BackupFiles"]
 
@@ -121,7 +122,7 @@ class BackupFiles:
         for key, value in values.items():
             status.setAttribute(_attr(key), str(value))
         status.setAttribute("data-result", "ok")
-        say(status, " ".join(said))
+        say(status, join_sentences(said))
         await self._on_restored(plan)
 
     def _refused(self, status, reason: str) -> None:

@@ -81,7 +81,26 @@ class HeldClicks:
             document.removeEventListener(kind, self._proxy, True)
         held, self._held = self._held, []
         for kind, target in held:
-            if kind == "click":
-                target.click()
-            else:
-                target.dispatchEvent(js.Event.new("change", js.Object.fromEntries([["bubbles", True]])))
+            try:
+                _play(kind, target)
+            except Exception as error:  # one click that cannot be played must not stop start-up
+                js.console.warn(f"a click held before ready was not played again: {error!r}")
+
+
+_CONTROL = "button, a[href], input, select, textarea, summary, label, [role=button]"
+"""What a held click is played again on: the control around its target (a click on a button's icon
+lands on its ``<svg>`` or ``<path>``, which has no ``click()``)."""
+
+
+def _play(kind: str, target) -> None:
+    """Play one held event again on ``target`` (a DOM node): a click on its control (``_CONTROL``,
+    else a bubbling ``MouseEvent`` on the node itself), a ``change`` as a bubbling event."""
+    if kind != "click":
+        target.dispatchEvent(js.Event.new("change", js.Object.fromEntries([["bubbles", True]])))
+        return
+    control = target.closest(_CONTROL)
+    if not is_none(control):
+        control.click()
+    else:
+        options = js.Object.fromEntries([["bubbles", True], ["cancelable", True]])
+        target.dispatchEvent(js.MouseEvent.new("click", options))

@@ -17,10 +17,12 @@ from app.agents.errors import describe as describe_error
 from app.browser.dom import element as _node
 from app.browser.files import download, read_text
 from app.browser.status_line import say
-from app.history.labels import import_refusal, markdown_meta
+from app.history.labels import import_refusal, markdown_meta, skipped_names
 from app.history.list_model import HistoryList
+from app.i18n import join_sentences
 from app.history.recorder import HistoryRecorder
 from app.history.service import HistoryService
+from app.presentation import card_text, tool_card_view
 from app.projection import CUT_MARKER, failure_of
 
 __all__ = ["HistoryFiles", "install_graphemes"]
@@ -130,8 +132,21 @@ class HistoryFiles:
             return _node("p", text=describe_error(self.t, failure), attrs={"dir": "auto"})
         if part == CUT_MARKER:  # a reply the server cut: its status, as the panel says it
             return _node("p", text=self.t("model.turnCut"), attrs={"dir": "auto"})
+        if part.get("type") == "tool-call":  # a tool call: its card's texts, as the panel reads them
+            return self._printed_card(part)
         text = part.get("text") if part.get("type") == "text" else json.dumps(part, ensure_ascii=False, indent=2)
         return _node("pre" if part.get("type") != "text" else "p", text=text, attrs={"dir": "auto"})
+
+    def _printed_card(self, part: dict):
+        from app.model import ToolCallPart
+
+        try:
+            card = card_text(tool_card_view(ToolCallPart.model_validate(part)), self.t)
+        except ValueError:  # not a tool call the panel could draw either: printed as stored
+            return _node("pre", text=json.dumps(part, ensure_ascii=False, indent=2), attrs={"dir": "auto"})
+        lines = [f"{card.name} · {card.badge}", card.elements, card.actions, card.summary]
+        return _node("p", text="\n".join(line for line in lines if line), classes="printed-tool-call",
+                     attrs={"dir": "auto"})
 
     async def import_file(self, field) -> None:
         """Import a JSON export into the shown course's history (DESIGN.md §14): a file over 50 MB is
@@ -223,13 +238,12 @@ class HistoryFiles:
         if existing:
             said.append(self.t("history.importExisting", count=existing))
         if skipped:
-            names = ", ".join(f"{s.title} ({s.reason})" for s in skipped[:5]) + (", …" if len(skipped) > 5 else "")
-            said.append(self.t("history.importSkipped", count=len(skipped), names=names))
+            said.append(self.t("history.importSkipped", count=len(skipped), names=skipped_names(self.t, skipped)))
         status.setAttribute("data-result", "ok" if imported or existing else "error")
         status.setAttribute("data-imported", str(imported))
         status.setAttribute("data-existing", str(existing))
         status.setAttribute("data-skipped", str(len(skipped)))
-        say(status, " ".join(said))
+        say(status, join_sentences(said))
 
     async def _parsed(self, file):
         """The file's bundle, its text when it is a ``maic-agent-threads`` value, or ``None`` once its

@@ -14,7 +14,7 @@ from app.agents.errors import describe as describe_error
 from app.browser import markdown_view
 from app.browser.dom import decorate
 from app.model import Message, TextPart, ToolCallPart
-from app.presentation import ToolCardView, collapsed_prefix, link_segments, text_chunks, tool_card_view
+from app.presentation import ToolCardView, card_text, collapsed_prefix, link_segments, text_chunks, tool_card_view
 
 __all__ = ["MessageNodes", "el"]
 
@@ -108,28 +108,21 @@ class MessageNodes:
 
     def _tool_card(self, card: ToolCardView, part: ToolCallPart):
         t = self.t
-        if card.tool_name == "regenerate_scene":
-            name = t("edit.agent.tool.regenerateScene", sceneId=card.scene_id or "?")
-        else:
-            name = t("edit.agent.tool.generic", name=card.tool_name)
-        badge = {"ok": "edit.agent.tool.done", "error": "edit.agent.tool.failed",
-                 "interrupted": "edit.agent.tool.interrupted", "running": "edit.agent.tool.running"}[card.status]
+        text = card_text(card, t)
         attrs = {"data-status": card.status, "data-tool-call-id": part.tool_call_id, "data-tool-name": card.tool_name}
         if card.element_count is not None:
             attrs["data-element-count"] = str(card.element_count)
         node = el(div,
-                   el(div, el(span, text=name, classes="tool-card-name", attrs={"dir": "auto"}),
-                       el(span, text=t(badge), classes="badge"), classes="tool-card-head"),
+                   el(div, el(span, text=text.name, classes="tool-card-name", attrs={"dir": "auto"}),
+                       el(span, text=text.badge, classes="badge"), classes="tool-card-head"),
                    classes="tool-card", testid="tool-card", attrs=attrs)
-        if card.element_count is not None:
-            node.append(el(p, text=t("edit.agent.tool.elements", count=card.element_count), classes="tool-card-line",
-                            testid="tool-card-elements"))
-        if card.action_types:
-            types = ", ".join(x or "?" for x in card.action_types)
-            node.append(el(p, text=t("edit.agent.tool.actions", count=len(card.action_types), types=types),
-                            classes="tool-card-line"))
-        if card.summary:
-            node.append(el(p, text=card.summary, classes="tool-card-line", attrs={"dir": "auto"}))
+        if text.elements is not None:
+            node.append(el(p, text=text.elements, classes="tool-card-line", testid="tool-card-elements"))
+        if text.actions is not None:
+            node.append(el(p, text=text.actions, classes="tool-card-line", testid="tool-card-actions"))
+        if text.summary:
+            node.append(el(p, text=text.summary, classes="tool-card-line", testid="tool-card-summary",
+                           attrs={"dir": "auto"}))
         if self.runtime.stage_edits.has_snapshot(part.tool_call_id):
             node.append(el(button, text=t("edit.agent.tool.restore"), classes="restore-button",
                             testid="tool-card-restore", attrs={"type": "button", "data-tool-call-id": part.tool_call_id}))

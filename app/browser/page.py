@@ -27,6 +27,7 @@ from app.browser.stage_view import StageView
 from app.browser.tasks import next_task
 from app.browser.view import PageView
 from app.checkpoints import SceneCheckpoints
+from app.checkpoints.documents import shown_base
 from app.checkpoints.record_backend import RecordVersionBackend
 from app.composer import composer_text
 from app.courses import DEFAULT_COURSE_ID, find_course
@@ -70,7 +71,10 @@ class Page:
         self.store.hydrate(self.clock())
         js.performance.mark("agentbar:hydrated")
         self.records = IndexedDbBackend()  # opened in finish(), before ready; scene versions live there (§10)
-        self.checkpoints = SceneCheckpoints(RecordVersionBackend(self.records), pause=next_task)
+        # version 0 as the page shows it (a placeholder course's scenes in the page's locale): a
+        # regenerate reads it, so the new version keeps the localised title (DESIGN.md §7, §10)
+        self.checkpoints = SceneCheckpoints(RecordVersionBackend(self.records), pause=next_task,
+                                            base=shown_base(self.translator))
         from app.browser.model_setup import ModelSetup
         from app.browser.signals import CrossTabSignals
         from app.history.recorder import HistoryRecorder

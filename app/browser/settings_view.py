@@ -30,9 +30,10 @@ from pyodide.ffi import create_proxy
 
 from app.agents.errors import ModelError, describe
 from app.browser.dom import element as _make
-from app.agents.settings import (MAX_TURNS_LIMIT, CredentialsInUrl, ModelSettings, parse_max_turns,
+from app.agents.settings import (EXAMPLE_URLS, MAX_TURNS_LIMIT, CredentialsInUrl, ModelSettings, parse_max_turns,
                                  validate_base_url)
-from app.i18n import Translator
+from app.i18n import Translator, join_sentences
+from app.presentation import isolated_segments
 
 __all__ = ["SettingsDialog"]
 
@@ -66,10 +67,17 @@ class SettingsDialog:
         self._proxies.append(proxy)
         node.addEventListener(event, proxy)
 
-    def _field(self, label_key: str, control, hint_key: str | None = None):
+    def _field(self, label_key: str, control, hint_key: str | None = None, hint_values: dict[str, str] | None = None):
+        """A labelled ``control``, with the hint ``hint_key`` under it: each of ``hint_values`` (an
+        address, say) in its own left-to-right run (``<bdi dir=ltr>``), so that right-to-left text around
+        it leaves it whole (ar-SA read "(LM http://…/v1" then ".Studio)" on the next line)."""
         label = _make("label", classes="settings-field", children=[_make("span", text=self.t(label_key)), control])
         if hint_key:
-            label.append(_make("small", text=self.t(hint_key), classes="settings-hint"))
+            values = hint_values or {}
+            label.append(_make("small", classes="settings-hint", testid=f"{control.getAttribute('data-testid')}-hint",
+                               children=[_make("bdi", text=piece.text, attrs={"dir": "ltr"})
+                                         if piece.kind == "isolate" else piece.text
+                                         for piece in isolated_segments(self.t, hint_key, values, tuple(values))]))
         return label
 
     def _build(self):
@@ -78,7 +86,7 @@ class SettingsDialog:
             _make("option", text=t("model.settings.agentDemo"), attrs={"value": "demo"}),
             _make("option", text=t("model.settings.agentOpenai"), attrs={"value": "openai"})])
         self.base_url = _make("input", testid="settings-base-url", attrs={
-            "type": "url", "placeholder": "http://127.0.0.1:11434/v1", "spellcheck": "false", "dir": "ltr"})
+            "type": "url", "placeholder": EXAMPLE_URLS["ollamaUrl"], "spellcheck": "false", "dir": "ltr"})
         self.model = _make("input", testid="settings-model", attrs={
             "type": "text", "list": "settings-model-list", "spellcheck": "false", "dir": "ltr", "autocomplete": "off"})
         self.models_list = _make("datalist", attrs={"id": "settings-model-list"})
@@ -97,7 +105,7 @@ class SettingsDialog:
         save = _make("button", text=t("model.settings.save"), testid="settings-save", classes="primary",
                      attrs={"type": "submit"})
         self.model_fields = _make("div", classes="settings-model-fields", children=[
-            self._field("model.settings.baseUrl", self.base_url, "model.settings.baseUrlHint"),
+            self._field("model.settings.baseUrl", self.base_url, "model.settings.baseUrlHint", EXAMPLE_URLS),
             self._field("model.settings.model", self.model), self.models_list,
             self._field("model.settings.apiKey", self.api_key),
             _make("label", classes="settings-check", children=[self.remember, _make("span", text=t("model.settings.remember"))]),
@@ -250,8 +258,8 @@ class SettingsDialog:
         result.dataset.warnings = " ".join(code for code, _, _ in warnings)
         result.dataset.count = str(len(models))
         shown = ", ".join(models[:8]) + (" …" if len(models) > 8 else "")
-        result.textContent = " ".join([self.t("model.settings.testOk", count=len(models), models=shown)]
-                                      + [self.t(key, **params) for _, key, params in warnings])
+        result.textContent = join_sentences([self.t("model.settings.testOk", count=len(models), models=shown)]
+                                            + [self.t(key, **params) for _, key, params in warnings])
         self.models_list.replaceChildren(*[_make("option", attrs={"value": m}) for m in models])
         if not str(self.model.value).strip() and models:
             self.model.value = models[0]

@@ -22,9 +22,7 @@ from pyscript import document
 from pyscript.ffi import is_none
 
 from app.browser.tasks import later
-from app.checkpoints.documents import course_document
 from app.checkpoints.slides import element_style, safe_color, safe_image
-from app.courses import find_course
 
 __all__ = ["SLICE_MS", "StageView"]
 
@@ -100,8 +98,6 @@ class StageView:
         if doc is None:
             slide.replaceChildren()
             return
-        if state.version_no == 0 and not state.pending:  # the course's own version: drawn localised, as the course view shows it
-            doc = course_document(find_course(self.runtime.stage_id), node.dataset.sceneId, self.t) or doc
         slide.setAttribute("aria-label", self._label(node, state))
         background = doc.background
         style = ""

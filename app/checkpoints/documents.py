@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -46,6 +47,7 @@ __all__ = [
     "SceneElement",
     "canonical_json",
     "course_document",
+    "shown_base",
     "document_json",
     "parse_document",
     "preview_text",
@@ -141,6 +143,22 @@ def base_document(stage_id: str, scene_id: str) -> SceneDocument | None:
     from app.courses import find_course
 
     return course_document(find_course(stage_id), scene_id)
+
+
+def shown_base(translate: Any) -> Callable[[str, str], SceneDocument | None]:
+    """``base(stage_id, scene_id)`` for ``SceneCheckpoints``: version 0 as the page shows it, a
+    placeholder course's scenes in the reader's locale (``course_document`` with ``translate``,
+    an ``app.i18n.Translator``; DESIGN.md §7, §10). A regenerate reads it, so the new version of
+    a placeholder scene keeps the localised title ("المشهد 2" in ar-SA, not "Scene 2"), as do its
+    checkpoint's title and the diff against version 0.
+
+    >>> base = shown_base(lambda key, **p: f"シーン {p['index']}" if key == "course.scene" else "…")
+    >>> base("my-course", "scene-2").title, base("intro-ml", "scene-2").title
+    ('シーン 2', 'Supervised learning')
+    """
+    from app.courses import find_course
+
+    return lambda stage_id, scene_id: course_document(find_course(stage_id), scene_id, translate)
 
 
 def document_json(document: SceneDocument) -> str:

@@ -42,7 +42,7 @@ from app.history import export
 from app.history.export import ImportRefused, check_depth, check_size, parse_export
 from app.history.records import TaskMeta, TurnMeta, iso, new_task_id
 
-__all__ = ["Converted", "Skipped", "conversations_of", "import_chatgpt", "read_conversations", "thread_path"]
+__all__ = ["Converted", "Skipped", "Unreadable", "conversations_of", "import_chatgpt", "read_conversations", "thread_path"]
 
 EXPECTED = "ChatGPT's conversations.json (an array of conversations, each with a mapping) or its export zip"
 """What a refused file was expected to be (the ``ImportRefused("format")`` detail)."""
@@ -54,11 +54,23 @@ _DAY_MS = 86_400_000
 
 
 class Skipped(NamedTuple):
-    """A conversation not imported: ``title`` (or its id, or ``#<index>``) and ``reason`` (English,
-    for the status line's detail)."""
+    """A conversation not imported: ``title`` (or its id, or ``#<index>``), ``reason`` (English, the
+    detail, for logs and tests) and ``code``, what the status line says in the page's locale
+    (``history.skipReason.<code>``: ``Unreadable.code`` or an ``ImportRefused.reason``)."""
 
     title: str
     reason: str
+    code: str = "unreadable"
+
+
+class Unreadable(ValueError):
+    """Why one conversation cannot be read: ``code`` (``loop``, ``missing-node``, ``no-mapping``,
+    ``no-message``, ``no-time``, ``times``; each has its words, ``history.skipReason.<code>``) and the
+    English detail as the message."""
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.code = code
 
 
 class Converted(NamedTuple):
@@ -125,10 +137,10 @@ def thread_path(mapping: dict[str, Any], current_node: str) -> list[dict[str, An
     path, seen, at = [], set(), current_node
     while at is not None:
         if at in seen:
-            raise ValueError("the mapping's parent links loop")
+            raise Unreadable("loop", "the mapping's parent links loop")
         node = mapping.get(at) if isinstance(at, str) else None
         if not isinstance(node, dict):
-            raise ValueError(f"node {at!r} is missing from the mapping")
+            raise Unreadable("missing-node", f"node {at!r} is missing from the mapping")
         seen.add(at)
         path.append(node)
         at = node.get("parent")
@@ -241,7 +253,7 @@ def _convert(raw: Any, index: int, stage_id: str, now_ms: int) -> tuple[TaskMeta
     from app.projection import serialize_thread
 
     if not isinstance(raw, dict) or not isinstance(raw.get("mapping"), dict):
-        raise ValueError("not a conversation with a mapping")
+        raise Unreadable("no-mapping", "not a conversation with a mapping")
     path = thread_path(raw["mapping"], raw.get("current_node"))
     messages, said, stand_ins = [], [], 0
     for node in path:
@@ -256,16 +268,16 @@ def _convert(raw: Any, index: int, stage_id: str, now_ms: int) -> tuple[TaskMeta
         messages.append(Message(role=role, content=[TextPart(text=t) for t in texts]))
         said.append(_Said(role, _ms(message.get("create_time")), _model_slug(message)))
     if not messages:
-        raise ValueError("no message to show")
+        raise Unreadable("no-message", "no message to show")
     times = [one.moment for one in said if one.moment is not None]
     created = _ms(raw.get("create_time"))
     created = created if created is not None else min(times, default=None)
     updated = _ms(raw.get("update_time"))
     updated = updated if updated is not None else max(times, default=created)
     if created is None or updated is None:
-        raise ValueError("no time in the conversation or its messages")
+        raise Unreadable("no-time", "no time in the conversation or its messages")
     if not 0 <= created <= updated <= now_ms + _DAY_MS:
-        raise ValueError(f"times out of order or in the future: {iso(created)} .. {iso(updated)}")
+        raise Unreadable("times", f"times out of order or in the future: {iso(created)} .. {iso(updated)}")
     source = raw.get("id") or raw.get("conversation_id")
     if not isinstance(source, str) or not source:  # no id: what it holds names it (two such are two)
         source = "content:" + json.dumps([raw.get("title"), created, serialize_thread(messages)], sort_keys=True)
@@ -286,9 +298,13 @@ def read_conversations(conversations: list[Any], stage_id: str, now_ms: int):
     page its turn between two, DESIGN.md §14: no long task)."""
     for index, raw in enumerate(conversations):
         try:
-            yield _convert(raw, index, stage_id, now_ms)
-        except (ValueError, ImportRefused) as error:  # ImportRefused is a ValueError: both name the reason
-            yield Skipped(_title(raw, index), str(error).splitlines()[0] if str(error) else "unreadable")
+            converted = _convert(raw, index, stage_id, now_ms)
+        except ValueError as error:  # Unreadable and ImportRefused (a ValueError too) name the reason
+            code = (error.code if isinstance(error, Unreadable) else error.reason if isinstance(error, ImportRefused)
+                    else "unreadable")
+            yield Skipped(_title(raw, index), str(error).splitlines()[0] if str(error) else "unreadable", code)
+            continue
+        yield converted
 
 
 def import_chatgpt(data: bytes, stage_id: str, now_ms: int) -> Converted:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["backup_saved_text", "import_refusal", "seconds_text", "turns_phrase", "tokens_phrase", "stats_text",
-           "item_stats_text", "turn_meta_text", "markdown_meta"]
+__all__ = ["backup_saved_text", "import_refusal", "skipped_names", "seconds_text", "turns_phrase", "tokens_phrase",
+           "stats_text", "item_stats_text", "turn_meta_text", "markdown_meta"]
 
 Translate = Callable[..., str]
 
@@ -103,3 +103,29 @@ def backup_saved_text(t: Translate, counts: dict[str, int]) -> str:
     thousands separator, then placed in ``backup.exported``."""
     return t("backup.exported", **{name: t(f"backup.{name}", count=int(counts.get(name, 0)))
                                    for name in ("conversations", "versions", "threads")})
+
+
+SKIP_REASONS = frozenset({"loop", "missing-node", "no-mapping", "no-message", "no-time", "times", "meta", "messages",
+                          "turns", "numbers", "dates", "unreadable"})
+"""The codes of a conversation an import could not read that have words of their own
+(``history.skipReason.<code>``); any other reads as ``unreadable``."""
+
+SHOWN_SKIPPED = 5
+"""Conversations an import could not read that its outcome names at most (then "…")."""
+
+
+def skipped_names(t: Translate, skipped: list[Any]) -> str:
+    """The conversations an import could not read (``app.history.chatgpt.Skipped``: ``title``,
+    ``code``), as ``history-status`` names them (DESIGN.md §14: never silently dropped): each title,
+    kept in its own bidi run (U+2068 … U+2069: a Latin title inside Arabic text stays whole), with
+    its reason in the page's locale; the first ``SHOWN_SKIPPED``, joined by the locale's list
+    separator (``app.listSeparator``).
+
+    >>> from collections import namedtuple
+    >>> S = namedtuple("S", "title code")
+    >>> skipped_names(lambda key, **p: {"app.listSeparator": ", "}.get(key, key.rsplit(".")[-1]), [S("a", "loop"), S("b", "odd")])
+    '\u2068a\u2069 (loop), \u2068b\u2069 (unreadable)'
+    """
+    said = [f"\u2068{s.title}\u2069 ({t('history.skipReason.' + (s.code if s.code in SKIP_REASONS else 'unreadable'))})"
+            for s in skipped[:SHOWN_SKIPPED]]
+    return t("app.listSeparator").join(said) + (t("app.listSeparator") + "…" if len(skipped) > SHOWN_SKIPPED else "")

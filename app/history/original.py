@@ -55,7 +55,7 @@ def read_original(text: str, now_ms: int) -> Converted:
     for stage_id, raw in threads.items():
         thread, _ = validate_thread(raw)
         if thread is None or not thread.messages:
-            skipped.append(Skipped(stage_id, "no message that can be read"))
+            skipped.append(Skipped(stage_id, "no message that can be read", "no-message"))
             continue
         updated = thread.updated_at if 0 < thread.updated_at <= now_ms + _DAY_MS else now_ms
         digest = hashlib.sha256(json.dumps([stage_id, thread.messages], sort_keys=True).encode()).digest()
@@ -67,7 +67,7 @@ def read_original(text: str, now_ms: int) -> Converted:
         try:
             checked, messages, _ = parse_export(json.dumps(document, ensure_ascii=False), now_ms)
         except ImportRefused as refused:
-            skipped.append(Skipped(stage_id, str(refused)))
+            skipped.append(Skipped(stage_id, str(refused), refused.reason))
             continue
         documents.append((checked, messages))
     return Converted(documents, skipped, 0)

@@ -14,6 +14,7 @@ import io
 import json
 import zipfile
 
+from tests.archives import zip_bytes
 from tests.e2e.conftest import AgentPage, _count_boot
 from tests.e2e.test_history import case, item_ids, open_list, show_course, wait_history
 from tests.e2e.test_import_chatgpt import choose
@@ -87,12 +88,6 @@ def everything(agent) -> dict:
             "lists": {c: listed(agent, c) for c in COURSES}, "shown": {c: shown(agent, c) for c in COURSES}}
 
 
-def rezip(members: dict[str, str | bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return buffer.getvalue()
 
 
 def members_of(data: bytes) -> dict[str, str]:
@@ -118,7 +113,7 @@ def one_course_of(members: dict[str, str], course: str) -> bytes:
            "versions/000001.jsonl": "".join(json.dumps(v) + "\n" for v in versions)}
     if "heads.json" in members:
         cut["heads.json"] = json.dumps([h for h in json.loads(members["heads.json"]) if h["stageId"] == course])
-    return rezip(cut)
+    return zip_bytes(cut)
 
 
 def fresh_profile(browser, app_server):
@@ -183,13 +178,13 @@ def test_backup_restores_everything_in_a_fresh_profile_merges_by_id_and_refuses_
             not_zip = tmp_path / "not-a-zip.zip"
             not_zip.write_text("just some text, not a zip")
             chatgpt = tmp_path / "chatgpt-export.zip"
-            chatgpt.write_bytes(rezip({"conversations-000.json": "[]", "chat.html": "<html></html>"}))
+            chatgpt.write_bytes(zip_bytes({"conversations-000.json": "[]", "chat.html": "<html></html>"}))
             foreign = tmp_path / "foreign-manifest.zip"
-            foreign.write_bytes(rezip({"manifest.json": json.dumps({"format": "something-else", "formatVersion": 1})}))
+            foreign.write_bytes(zip_bytes({"manifest.json": json.dumps({"format": "something-else", "formatVersion": 1})}))
             newer = tmp_path / "newer.zip"
-            newer.write_bytes(rezip(members | {"manifest.json": json.dumps(manifest | {"formatVersion": 2})}))
+            newer.write_bytes(zip_bytes(members | {"manifest.json": json.dumps(manifest | {"formatVersion": 2})}))
             damaged = tmp_path / "damaged.zip"  # every conversation valid, one version line broken: refused whole
-            damaged.write_bytes(rezip(members | {"versions/000001.jsonl": members["versions/000001.jsonl"]
+            damaged.write_bytes(zip_bytes(members | {"versions/000001.jsonl": members["versions/000001.jsonl"]
                                                  + '{"version": {"versionId": 5}, "snapshot": {}}\n'}))
             for path, reason in ((not_zip, "not-backup"), (not_zip, "not-backup"), (chatgpt, "not-backup"),
                                  (foreign, "not-backup"), (newer, "newer"), (damaged, "damaged")):

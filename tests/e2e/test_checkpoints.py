@@ -545,6 +545,15 @@ def test_in_arabic_slide_text_fits_and_the_checkpoint_bar_notice_is_dismissed_fr
     expect(first.locator("[data-testid=scene-title]")).to_have_text(title)
     expect(first.locator("[data-testid=scene-slide]")).to_have_attribute(  # its slide is named the same way
         "aria-label", f"{title} — {locale['checkpoints']['original']}")
+    agent.send("/regenerate scene-2")  # the new version keeps the scene's localised title (read from version 0)
+    second = scene(agent, "scene-2")
+    expect(second).to_have_attribute("data-version", "1")
+    title = locale["course"]["scene"].replace("{index}", "2")
+    slide_label = locale["checkpoints"]["slideLabel"].replace("{title}", title).replace("{version}", "1")
+    expect(second.locator("[data-testid=scene-slide]")).to_have_attribute("aria-label", slide_label)
+    expect(second.locator("[data-testid=scene-slide] .slide-el").first).to_have_text(title)
+    settle(agent)
+    expect(agent.testid("checkpoint-summary-title")).to_have_text(title)
 
 
 def bar_isolates_the_scene_title_inside_arabic_text(agent) -> None:

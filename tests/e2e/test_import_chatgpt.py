@@ -7,15 +7,10 @@ import io
 import json
 import zipfile
 
+from tests.archives import zip_bytes
 from tests.e2e.test_history import item_ids, open_list, wait_history
 
 
-def rezip(members: dict[str, str]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return buffer.getvalue()
 
 T0 = 1_780_000_000  # 2026-05-28, epoch seconds as the export writes them
 
@@ -92,14 +87,11 @@ def test_chatgpt_exports_import_the_current_branch_report_what_they_could_not_re
     assert "Broken one" in said["text"]
 
     # the 2026 export: a zip of several conversations-NNN.json beside other files
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("export_manifest.json", "{}")
-        archive.writestr("chat.html", "<html></html>")
-        archive.writestr("conversations-000.json", json.dumps([edited("z-1", "Zip one"), edited("z-2", "Zip two")]))
-        archive.writestr("conversations-001.json", json.dumps([edited("z-3", "Zip three")]))
     newer = tmp_path / "export.zip"
-    newer.write_bytes(buffer.getvalue())
+    newer.write_bytes(zip_bytes({
+        "export_manifest.json": "{}", "chat.html": "<html></html>",
+        "conversations-000.json": json.dumps([edited("z-1", "Zip one"), edited("z-2", "Zip two")]),
+        "conversations-001.json": json.dumps([edited("z-3", "Zip three")])}))
     said = choose(agent, newer)
     assert (said["result"], said["imported"], said["skipped"]) == ("ok", "3", "0"), said
     agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 5")
@@ -132,7 +124,7 @@ def test_chatgpt_exports_import_the_current_branch_report_what_they_could_not_re
     with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("conversations.json", "[" + " " * 60_000_000 + "]")
     cases = {"members.zip": (b"PK\x05\x06" + b"\0" * 18, "chatgpt-members", "conversations-000.json"),
-             "no-conversations.zip": (rezip({"chat.html": "<html></html>"}), "chatgpt-members", "conversations.json"),
+             "no-conversations.zip": (zip_bytes({"chat.html": "<html></html>"}), "chatgpt-members", "conversations.json"),
              "deep.json": (None, "chatgpt-depth", "ChatGPT"),
              "bomb.zip": (bomb.getvalue(), "unpacked", "zip")}
     for name, (data, reason, named) in cases.items():

@@ -305,7 +305,9 @@ CLICK_HISTORY_AT_READY = """() => new Promise((resolve) => {
   const root = document.documentElement;
   const go = () => {
     const loading = !root.hasAttribute("data-history");
-    document.querySelector("[data-testid=history-open]").click();
+    // where a mouse click on the button lands: its icon's path (an SVG element has no click())
+    const icon = document.querySelector("[data-testid=history-open] path");
+    icon.dispatchEvent(new MouseEvent("click", { bubbles: true, cancelable: true }));
     resolve(loading);
   };
   if (root.dataset.ready === "true") go();
@@ -317,7 +319,8 @@ CLICK_HISTORY_AT_READY = """() => new Promise((resolve) => {
 
 def test_history_loads_after_ready_and_a_click_and_a_turn_at_ready_are_not_lost(agent):
     """DESIGN.md §13: history's modules load after ready, in slices. The history button clicked at the
-    moment of ready (history not loaded yet) opens the drawer once it is; a turn sent then is recorded
+    moment of ready (history not loaded yet; the click lands on its icon, as a mouse's does) opens the
+    drawer once it is; a turn sent then is recorded
     in history (the recorder's queue waits for it): its conversation is listed, with its turn meta."""
     agent.seed({KEY: envelope({COURSE: {"messages": stored_thread(2), "updatedAt": UPDATED}})})
     agent.page.goto(agent.url(course=COURSE))

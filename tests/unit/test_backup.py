@@ -11,6 +11,7 @@ import pytest
 from app.backup.format import (FORMAT, BackupRefused, BackupWriter, MergePlan, open_backup, plan_merge,
                                plan_threads, plan_versions)
 from app.i18n import Translator
+from tests.archives import zip_bytes
 
 T0 = 1_780_000_000_000
 
@@ -50,12 +51,6 @@ def build(conversations: list[dict], versions: list[dict], per: int = 3) -> byte
     return writer.bytes()
 
 
-def zip_of(members: dict[str, str | bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for name, text in members.items():
-            archive.writestr(name, text)
-    return buffer.getvalue()
 
 
 MANIFEST = {"format": FORMAT, "formatVersion": 1, "appVersion": "0.1.0", "createdAt": T0,
@@ -133,7 +128,7 @@ def test_a_thread_is_restored_only_where_the_course_has_none():
 ])
 def test_hostile_or_foreign_files_are_refused_on_opening(members, reason):
     with pytest.raises(BackupRefused) as refused:
-        open_backup(zip_of(members))
+        open_backup(zip_bytes(members))
     assert refused.value.reason == reason
 
 
@@ -142,7 +137,7 @@ def test_not_a_zip_and_over_the_size_limits_are_refused():
         open_backup(b"PK\x03\x04 not really")
     with pytest.raises(BackupRefused, match="size"):
         open_backup(b"x" * 101, max_file=100)
-    bomb = zip_of({"manifest.json": json.dumps(MANIFEST), "conversations/000001.jsonl": b"\n" * 2_000_000})
+    bomb = zip_bytes({"manifest.json": json.dumps(MANIFEST), "conversations/000001.jsonl": b"\n" * 2_000_000})
     assert len(bomb) < 50_000  # deflate packs it small; its declared unpacked size gives it away
     for limits in ({"max_unpacked": 1_000_000}, {"max_member": 1_000_000}):
         with pytest.raises(BackupRefused) as refused:  # a small file: its unpacking is what is too large
@@ -192,7 +187,7 @@ def test_a_version_of_the_wrong_shape_and_counts_that_disagree_are_refused():
     bad["version"]["versionNo"] = 0
     with pytest.raises(BackupRefused, match="damaged"):
         open_backup(build([], [bad])).read_all()
-    lying = zip_of({"manifest.json": json.dumps({**MANIFEST, "counts": {**MANIFEST["counts"], "conversations": 2}}),
+    lying = zip_bytes({"manifest.json": json.dumps({**MANIFEST, "counts": {**MANIFEST["counts"], "conversations": 2}}),
                     "conversations/000001.jsonl": json.dumps(conversation(1))})
     with pytest.raises(BackupRefused, match="damaged"):
         open_backup(lying).read_all()
@@ -312,9 +307,9 @@ def test_the_head_of_a_diverged_conversation_names_its_fresh_id_and_a_missing_on
     members = {name: zipfile.ZipFile(io.BytesIO(data)).read(name) for name in zipfile.ZipFile(io.BytesIO(data)).namelist()}
     for bad in ('{"stage-a": 1}', '[{"stageId": "stage-a", "taskId": 3}]'):
         with pytest.raises(BackupRefused) as refused:
-            open_backup(zip_of(members | {"heads.json": bad}))
+            open_backup(zip_bytes(members | {"heads.json": bad}))
         assert refused.value.reason == "damaged"
-    nameless = zip_of({k: v for k, v in members.items() if k != "heads.json"})
+    nameless = zip_bytes({k: v for k, v in members.items() if k != "heads.json"})
     plan = asyncio.run(restore(_store([], []), nameless, _pause, local_thread=lambda s: False, new_id=lambda m: "x"))
     assert plan.threads_restored == 1 and plan.heads == {}  # adopted at the next start-up instead
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import io
 import json
 import zipfile
 from pathlib import Path
@@ -12,15 +11,10 @@ from pathlib import Path
 import brotli
 import pytest
 
+from tests.archives import zip_bytes
 from tools import build
 
 
-def _zip(members: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return buffer.getvalue()
 
 
 @pytest.fixture
@@ -46,8 +40,8 @@ def tree(tmp_path: Path) -> Path:
         "static/sync-worker.js": b"// sync worker\n",
         "static/vendor/test/zustand/vanilla.mjs": b"// test only\n",
         "static/vendor/zustand-like/x.mjs": b"// test only, by its lock entry\n",
-        "static/vendor/pyodide/python_stdlib.zip": _zip({"os.py": b"# os\n" * 200}),
-        "static/vendor/pyodide/demo-1.0-py3-none-any.whl": _zip({"demo/__init__.py": b"x = 1\n" * 300}),
+        "static/vendor/pyodide/python_stdlib.zip": zip_bytes({"os.py": b"# os\n" * 200}),
+        "static/vendor/pyodide/demo-1.0-py3-none-any.whl": zip_bytes({"demo/__init__.py": b"x = 1\n" * 300}),
     }
     lock = {"packages": {"demo": {"name": "demo", "file_name": "demo-1.0-py3-none-any.whl", "sha256": "old"}}}
     files["static/vendor/pyodide/pyodide-lock.json"] = json.dumps(lock).encode()

@@ -9,7 +9,7 @@ import pytest
 from app.history.chatgpt import conversations_of, import_chatgpt, thread_path
 from app.history.export import ImportRefused, export_json, parse_export
 from app.history.records import TASK_ID, iso
-from tests.unit.test_build import _zip as zipped  # one zip writer for the unit tests
+from tests.archives import zip_bytes as zipped
 
 NOW_MS = 1_790_000_000_000  # 2026-09-21
 T0 = 1_780_000_000.25  # epoch seconds, as the export writes them
@@ -346,3 +346,32 @@ def test_a_question_without_an_answer_or_a_reply_before_any_question_is_no_turn(
     ], "q2")
     [turns] = import_chatgpt(as_bytes([chat]), "s", NOW_MS).turns
     assert [(t.turnId, t.model, t.duration) for t in turns] == [(1, "o3", 3000)]
+
+
+def test_a_conversation_that_cannot_be_read_is_named_with_its_reason_in_the_page_locale():
+    """The reason an import gives for each conversation it skipped is the catalogue's, in every locale
+    (the English detail stays in ``Skipped.reason`` for logs); the title keeps its own bidi run."""
+    from app.history.labels import SKIP_REASONS, skipped_names
+    from app.history.original import read_original
+    from app.i18n import LOCALES, Translator, catalogue
+
+    future = edited() | {"id": "c-f", "title": "Future", "update_time": NOW_MS / 1000 + 2 * 86_400}
+    loop = conversation("c-l", "Loop", [node("a", "b", "user", ["x"], t=T0), node("b", "a", "assistant", ["y"])], "a")
+    empty = conversation("c-e", "Empty", [node("r", None)], "r")
+    outcome = import_chatgpt(as_bytes([future, loop, empty, {"id": "c-nm", "title": "Broken"}]), "s", NOW_MS)
+    assert [(s.title, s.code) for s in outcome.skipped] == [
+        ("Future", "times"), ("Loop", "loop"), ("Empty", "no-message"), ("Broken", "no-mapping")]
+    original = read_original('{"state":{"threads":{"k":{"messages":[],"updatedAt":1}}},"version":1}', NOW_MS)
+    assert [(s.title, s.code) for s in original.skipped] == [("k", "no-message")]
+    for locale in LOCALES:
+        t = Translator(locale)
+        said = skipped_names(t, outcome.skipped)
+        reasons = catalogue(locale)["history"]["skipReason"]
+        assert set(reasons) == SKIP_REASONS
+        assert said == t("app.listSeparator").join(
+            f"\u2068{title}\u2069 ({reasons[code]})" for title, code in
+            [("Future", "times"), ("Loop", "loop"), ("Empty", "no-message"), ("Broken", "no-mapping")]), locale
+        if locale != "en-US":
+            assert not any(s.reason in said for s in outcome.skipped), locale
+    many = skipped_names(Translator("ja-JP"), outcome.skipped * 2)
+    assert many.count("\u2068") == 5 and many.endswith("、…")

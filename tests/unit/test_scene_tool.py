@@ -37,3 +37,22 @@ def test_model_tool_regenerates_from_the_current_document():
         "regenerate_scene", {"sceneId": "scene-1", "instruction": "more"}, scene_tool=demo.regenerate_scene))
     assert not is_error and seen == [("intro-ml", "scene-1")]
     assert result == regenerate_result("scene-1", "more", base_document("intro-ml", "scene-1"))
+
+
+def test_a_regenerated_placeholder_scene_keeps_its_title_in_the_page_locale():
+    """Version 0 as the page shows it (``shown_base``) is what the tool reads: a placeholder course's
+    scene 2 regenerated in an ar-SA page is titled like its heading, not the English "Scene 2"."""
+    from app.checkpoints import SceneCheckpoints
+    from app.checkpoints.documents import shown_base
+    from app.i18n import Translator
+
+    translator = Translator("ar-SA")
+    checkpoints = SceneCheckpoints(base=shown_base(translator))
+    demo = DemoAgent(scenes=checkpoints.document)
+    result, is_error = _in_course("a-course-of-its-own", lambda: demo.regenerate_scene("scene-2"))
+    title = translator.t("course.scene", index=2)
+    assert not is_error and title != "Scene 2"
+    assert result["details"]["content"]["title"] == title
+    assert result["details"]["content"]["elements"][0]["text"] == title
+    assert checkpoints.original("a-course-of-its-own", "scene-2").title == title
+    assert shown_base(translator)("intro-ml", "scene-2").title == "Supervised learning"  # a demo course's own words

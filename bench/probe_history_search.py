@@ -1,5 +1,5 @@
 """Attribution of the main-thread tasks of history search at scale (DESIGN.md §14, bench part
-``historysearch``): ``.venv/bin/python tools/probe_history_search.py [N]`` (default 10,000).
+``historysearch``): ``.venv/bin/python -m bench.probe_history_search [N]`` (default 10,000).
 
 Seeds N conversations as ``bench/history_search.py`` does, then in the page: every Python garbage
 collection is timed (``gc.callbacks``: start, ms, generation, objects collected, objects tracked
@@ -18,14 +18,13 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from bench.__main__ import CHROMIUM_FLAGS, Run, chromium_path, ensure_runtime, snapshot_site
+from bench.history import seeded_page
+from bench.history_search import CLEAR_JS, SEARCH_JS, TYPE_JS
+from bench.scripts import RUN_PY
+from tools.serve import make_server
 
-from bench.__main__ import CHROMIUM_FLAGS, Run, chromium_path, ensure_runtime, snapshot_site  # noqa: E402
-from bench.history import seeded_page  # noqa: E402
-from bench.history_search import CLEAR_JS, SEARCH_JS, TYPE_JS  # noqa: E402
-from bench.scripts import RUN_PY  # noqa: E402
-from tools.serve import make_server  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 GC_PROBE = """
 import gc, js, json
