@@ -22,6 +22,7 @@ from playwright.sync_api import expect
 
 from app.agent import element_count
 from tests.e2e.conftest import AgentPage
+from tests.e2e.test_history import open_file_actions
 
 
 def scene(agent, scene_id: str):
@@ -336,6 +337,7 @@ def the_evidence_pack_of_the_active_conversation_holds_only_its_own_versions(age
 
     conversation = exported()["conversationId"]
     agent.testid("history-open").click()
+    open_file_actions(agent)
     expect(agent.testid("export-json")).to_be_enabled()
     assert download(agent, "export-json").suggested_filename == f"{conversation}.json"  # history's taskId
     agent.testid("history-close").click()
