@@ -478,6 +478,38 @@ def test_without_indexeddb_regenerate_works_in_memory_and_the_panel_says_so_once
     expect(s1).to_have_attribute("data-version", "0")
 
 
+OPEN_FAILS_FULL = """(() => {
+  const open = IDBFactory.prototype.open;
+  IDBFactory.prototype.open = function (name, version) {
+    const request = open.call(this, name, version);
+    if (name !== 'agentbar') return request;
+    request.addEventListener('success', (event) => {  // before the page's own handler: it never opens
+      event.stopImmediatePropagation();
+      Object.defineProperty(request, 'error', { value: new DOMException('disk full', 'QuotaExceededError') });
+      request.dispatchEvent(new Event('error'));
+    }, { capture: true });
+    return request;
+  };
+})()"""
+"""The app's database opens as far as the browser goes, then its open request fails: disk full."""
+
+
+def test_when_the_database_fails_to_open_the_panel_says_so_once_for_history_and_versions(agent):
+    """IndexedDB usable, but the app's database fails to open (QuotaExceededError): one IndexedDB notice
+    says what stays in memory, not three stacked (history unavailable, storage full, versions in
+    memory), which left one message row at 1280 x 720 (DESIGN.md §5: said once)."""
+    agent.page.add_init_script(OPEN_FAILS_FULL)
+    agent.open(course="intro-ml")
+    assert agent.page.wait_for_function("() => document.documentElement.dataset.history").json_value().startswith(
+        "unavailable")
+    agent.send("hello")
+    agent.send("/regenerate scene-1")
+    expect(scene(agent, "scene-1")).to_have_attribute("data-version", "1")
+    settle(agent)
+    expect(agent.page.locator("[data-testid=agent-notice][data-code=indexeddb-unavailable]")).to_have_count(1)
+    expect(agent.page.locator("[data-testid=agent-notice]")).to_have_count(1)
+
+
 def test_checkpoint_controls_have_accessible_names_and_work_from_the_keyboard(agent):
     agent.open(course="intro-ml", lang="ja-JP")
     agent.send("/regenerate scene-2")
