@@ -239,6 +239,11 @@ class CheckpointView:
             text.textContent = self.t("checkpoints.summaryNone")
         self._render_notices()
 
+    def cover(self, code: str) -> None:
+        """Leave notice ``code`` to another notice that now says it (IndexedDB's open failed)."""
+        self.covered = self.covered | {code}
+        self._render_notices()
+
     def _render_notices(self) -> None:
         if self._bar is None:
             return

@@ -15,7 +15,7 @@ from pyscript import document
 from pyscript.ffi import is_none
 
 from app.browser.tasks import when_idle
-from app.history.list_model import SEARCH_PAUSE_MS, HistoryChange, HistoryList, item_rows, list_line
+from app.history.list_model import SEARCH_PAUSE_MS, HistoryChange, HistoryList, empty_state, item_rows, list_line
 from app.history.service import HistoryService
 
 __all__ = ["HistoryListView"]
@@ -43,6 +43,7 @@ class HistoryListView:
         self._typing: asyncio.Future | None = None  # the wait (then search) for the last key typed
         self._drawing_ahead = False  # a draw of the closed list waits for idle time
         self._relabel = None  # the timer that draws the closed list afresh when a relative time turns
+        self._focus_next: str | None = None  # the item to focus once drawn (``focus_when_drawn``)
 
     # -- drawn ahead (DESIGN.md §14) ---------------------------------------------------
     def draw_ahead(self) -> None:
@@ -150,12 +151,21 @@ class HistoryListView:
         js.agentbarHistoryDom.draw(self._by("history-list"), self.t.locale, json.dumps(rows), mode)
 
     def _empty(self, listing, key: str) -> None:
-        """``history-status``'s own line once the list is drawn (``list_line``: an action's outcome stays)."""
+        """Once the list is drawn: ``history-empty`` says why it shows no item (``empty_state``), and
+        ``history-status`` is cleared unless an action's outcome holds it (``list_line``)."""
         status = self._by("history-status")
         empty_key = "history.unavailable" if self.service.available is False else key
-        line = list_line(status.getAttribute("data-kind"), listing.childElementCount > 0, empty_key)
+        listed = listing.childElementCount > 0
+        line = list_line(status.getAttribute("data-kind"), listed, "")  # the empty list says so below it
         if line is not None:
-            status.textContent = self.t(line) if line else ""
+            status.textContent = ""
+        empty, state = self._by("history-empty"), empty_state(listed, empty_key)
+        empty.hidden = state is None
+        empty.textContent = "" if state is None else self.t(state[0])
+        if state is None:
+            empty.removeAttribute("data-reason")
+        else:
+            empty.setAttribute("data-reason", state[1])
 
     def _paged(self, page) -> None:
         self.list.paged(page.cursor, page.has_more)
@@ -249,7 +259,24 @@ class HistoryListView:
                 item.remove()
             total = await self.service.total(change.stage_id, self.list.since)
             self._by("history-list").setAttribute("data-total", str(total))
+            self._empty(self._by("history-list"),
+                        "history.noResults" if self._by("history-search").value.strip() else "history.empty")
         elif effect == "reload":
             await self.reload()
         elif effect == "top":
             await self.refresh_top()
+        self._focus_pending()
+
+    def focus_when_drawn(self, task_id: str) -> None:
+        """Focus ``task_id``'s item now, or once a change draws it (``apply_change``): Undo delete hides
+        its button, whose focus fell to the page's body (the next Tab started from the page's top)."""
+        self._focus_next = task_id
+        self._focus_pending()
+
+    def _focus_pending(self) -> None:
+        if self._focus_next is None or not self.list.open:
+            return
+        item = self._by("history-list").querySelector(f'[data-task-id="{self._focus_next}"]')
+        if not is_none(item):
+            self._focus_next = None
+            item.focus()

@@ -100,8 +100,7 @@ class HistoryView:
         self.files = HistoryFiles(runtime, store, service, recorder, history_list, translator, clock,
                                   self.listing.reveal)
         self._by = document.getElementById
-        self._undo_timer = None
-        self._proxies: list = []
+        self._undo_timer, self._proxies = None, []
         service.on_notice = runtime.add_notice
         service.on_head_synced = self._head_synced
         recorder.on_recorded = lambda stage_id: _schedule(self.render_meta())
@@ -378,7 +377,8 @@ class HistoryView:
         say(status, self.t(key))
 
     async def undo(self) -> None:
-        """Bring back the conversation deleted last (the undo button)."""
+        """Bring back the conversation deleted last (the undo button, hidden: focus goes to the item)."""
         self._by("history-undo").hidden = True
-        if await self.recorder.run(self.list.stage or "", self.service.undo):
+        if restored := await self.recorder.run(self.list.stage or "", self.service.undo):
             self._say("undo", "history.undone", result="ok")
+            self.listing.focus_when_drawn(restored)

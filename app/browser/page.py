@@ -31,6 +31,7 @@ from app.checkpoints.documents import shown_base
 from app.checkpoints.record_backend import RecordVersionBackend
 from app.composer import composer_text
 from app.courses import DEFAULT_COURSE_ID, find_course
+from app.history.access import database_failed
 from app.i18n import Translator, resolve_locale
 from app.records import RecordStoreError
 from app.runtime import AgentRuntime
@@ -267,9 +268,8 @@ class Page:
         self.history, self.history_list = create_history(self.clock), HistoryList()
         self.history_view = HistoryView(self.runtime, self.store, self.history, self.recorder, self.translator,
                                         self.clock, self.history_list)
-        if not self.idb_available:  # in the same task: a read the view makes meanwhile must not say it again
-            say = self.history.on_notice
-            self.history.on_notice = lambda notice: None if notice.code == "history-unavailable" else say(notice)
+        say = self.history.on_notice  # in the same task: a read the view makes meanwhile must not say it apart
+        self.history.on_notice = lambda notice: self._history_notice(notice, say)
         await next_task()  # building the views and binding the drawer were one task of 63 ms on a cold load
         self.signals.attach_history(self.history, self.history_list)
         self.history_view.bind()
@@ -279,6 +279,17 @@ class Page:
                                   busy=lambda stage_id: stage_id in self.runtime.sessions.running())
         self.recorder.attach(self.history)
         self.held_clicks.release()
+
+    def _history_notice(self, notice, say) -> None:
+        """History's ``notice``, said by ``say``; when it tells that IndexedDB itself could not be opened
+        (unusable from the start, or its open failed: ``database_failed``), the one IndexedDB notice
+        instead, which covers scene versions too (three notices stacked: history unavailable, storage
+        full, versions in memory; DESIGN.md §5)."""
+        if database_failed(notice.code, self.history.available if self.idb_available else None):
+            self.runtime.add_notice(Notice(IDB_NOTICE))
+            self.checkpoint_view.cover("checkpoint-unavailable")
+        else:
+            say(notice)
 
     async def _after_restore(self, plan) -> None:
         """A backup was restored (``app.backup.format.MergePlan``, DESIGN.md §14): the course on screen

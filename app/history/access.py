@@ -34,6 +34,21 @@ NOTICE_CODES = {
 T = TypeVar("T")
 
 
+
+def database_failed(code: str, available: bool | None) -> bool:
+    """True when history's notice ``code`` says that the database itself could not be opened:
+    ``history-unavailable`` or ``history-full`` while history never opened (``available`` not True).
+    The page then says one IndexedDB notice for history and scene versions (DESIGN.md §5: storage
+    unavailable is said once); a blocked or version-changed database, or a failure after history
+    opened, keeps history's own notice.
+
+    >>> database_failed("history-full", None), database_failed("history-full", True)
+    (True, False)
+    >>> database_failed("history-blocked", False)
+    False
+    """
+    return code in ("history-unavailable", "history-full") and available is not True
+
 class HistoryAccess:
     """Availability of history's record store (module docstring). ``notify(Notice)``: where history
     notices go (each code once per session)."""

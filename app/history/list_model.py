@@ -270,3 +270,24 @@ def list_line(kind: str | None, listed: bool, empty_key: str) -> str | None:
     if kind:
         return None
     return "" if listed else empty_key
+
+
+EMPTY_STATES = {"history.empty": "empty", "history.noResults": "no-match", "history.unavailable": "unavailable"}
+
+
+def empty_state(listed: bool, empty_key: str) -> tuple[str, str] | None:
+    """What ``history-empty`` says under a list drawn with no item: ``(catalogue key, data-reason)``,
+    ``None`` when an item is listed. ``empty_key`` as in ``list_line``; its reason: ``empty`` (no
+    conversation), ``no-match`` (a search that found none), ``unavailable`` (DESIGN.md §9, §14).
+
+    The line is the list's own, so it is said even while an action's outcome holds ``history-status``
+    (a search with no hit after an import showed an empty list and no word).
+
+    >>> empty_state(False, "history.noResults")
+    ('history.noResults', 'no-match')
+    >>> empty_state(True, "history.noResults") is None
+    True
+    """
+    if listed:
+        return None
+    return empty_key, EMPTY_STATES[empty_key]

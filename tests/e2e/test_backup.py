@@ -16,7 +16,7 @@ import zipfile
 
 from tests.archives import zip_bytes
 from tests.e2e.conftest import AgentPage, _count_boot
-from tests.e2e.test_history import case, item_ids, open_list, show_course, wait_history
+from tests.e2e.test_history import case, item_ids, open_file_actions, open_list, show_course, wait_history
 from tests.e2e.test_import_chatgpt import choose
 from tests.e2e.test_indexeddb import run_py
 
@@ -151,6 +151,7 @@ def test_backup_restores_everything_in_a_fresh_profile_merges_by_id_and_refuses_
 
     with case("backup-export downloads the agentbar-backup zip"):
         open_list(agent)
+        open_file_actions(agent)
         agent.page.evaluate("() => { document.querySelector('[data-testid=history-status]').dataset.kind = ''; }")
         with agent.page.expect_download() as info:
             agent.testid("backup-export").click()

@@ -22,6 +22,7 @@ from playwright.sync_api import expect
 
 from app.agent import element_count
 from tests.e2e.conftest import AgentPage
+from tests.e2e.test_history import open_file_actions
 
 
 def scene(agent, scene_id: str):
@@ -336,6 +337,7 @@ def the_evidence_pack_of_the_active_conversation_holds_only_its_own_versions(age
 
     conversation = exported()["conversationId"]
     agent.testid("history-open").click()
+    open_file_actions(agent)
     expect(agent.testid("export-json")).to_be_enabled()
     assert download(agent, "export-json").suggested_filename == f"{conversation}.json"  # history's taskId
     agent.testid("history-close").click()
@@ -474,6 +476,38 @@ def test_without_indexeddb_regenerate_works_in_memory_and_the_panel_says_so_once
     expect(open_versions(agent, "scene-1")).to_have_count(1)
     agent.reload()
     expect(s1).to_have_attribute("data-version", "0")
+
+
+OPEN_FAILS_FULL = """(() => {
+  const open = IDBFactory.prototype.open;
+  IDBFactory.prototype.open = function (name, version) {
+    const request = open.call(this, name, version);
+    if (name !== 'agentbar') return request;
+    request.addEventListener('success', (event) => {  // before the page's own handler: it never opens
+      event.stopImmediatePropagation();
+      Object.defineProperty(request, 'error', { value: new DOMException('disk full', 'QuotaExceededError') });
+      request.dispatchEvent(new Event('error'));
+    }, { capture: true });
+    return request;
+  };
+})()"""
+"""The app's database opens as far as the browser goes, then its open request fails: disk full."""
+
+
+def test_when_the_database_fails_to_open_the_panel_says_so_once_for_history_and_versions(agent):
+    """IndexedDB usable, but the app's database fails to open (QuotaExceededError): one IndexedDB notice
+    says what stays in memory, not three stacked (history unavailable, storage full, versions in
+    memory), which left one message row at 1280 x 720 (DESIGN.md §5: said once)."""
+    agent.page.add_init_script(OPEN_FAILS_FULL)
+    agent.open(course="intro-ml")
+    assert agent.page.wait_for_function("() => document.documentElement.dataset.history").json_value().startswith(
+        "unavailable")
+    agent.send("hello")
+    agent.send("/regenerate scene-1")
+    expect(scene(agent, "scene-1")).to_have_attribute("data-version", "1")
+    settle(agent)
+    expect(agent.page.locator("[data-testid=agent-notice][data-code=indexeddb-unavailable]")).to_have_count(1)
+    expect(agent.page.locator("[data-testid=agent-notice]")).to_have_count(1)
 
 
 def test_checkpoint_controls_have_accessible_names_and_work_from_the_keyboard(agent):

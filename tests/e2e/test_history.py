@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 
+from playwright.sync_api import expect
+
+from app.i18n import Translator
 from tests.e2e.test_indexeddb import run_py
 
 HISTORY_READY = "() => document.documentElement.dataset.history"
@@ -20,6 +23,14 @@ def open_list(agent):
     agent.testid("history-open").click()
     agent.page.wait_for_selector("[data-testid=history-drawer]:not([hidden])")
     return agent.testid("history-list")
+
+
+def open_file_actions(agent) -> None:
+    """Open the drawer's file actions (export, print, import, backup and restore: one disclosure,
+    ``history-more``) through its test id; left open when it is."""
+    if not agent.testid("history-more").evaluate("d => d.open"):
+        agent.testid("history-more-toggle").click()
+    expect(agent.testid("history-more")).to_have_js_property("open", True)
 
 
 def open_first_page(agent):
@@ -208,10 +219,12 @@ def delete_and_undo_and_keyboard(agent, other, course: str) -> None:
     other.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 2")
     undo = agent.testid("history-undo")
     assert undo.is_visible()
-    undo.click()
+    undo.focus()
+    agent.page.keyboard.press("Enter")  # by keyboard: focus goes to the restored item, not to the page's body
     agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '3'")
     agent.page.wait_for_function(said, arg="undo")
     assert item_ids(agent) == ids[::-1]
+    agent.page.wait_for_function("id => document.activeElement.dataset.taskId === id", arg=ids[1])
     other.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 3")
     # Keyboard: focus is on the first item; ArrowDown moves, Delete deletes, Escape closes.
     first = agent.testid("history-item").first
@@ -264,6 +277,7 @@ def export_and_import_round_trip_and_a_bad_file_changes_nothing(agent, course: s
     agent.send("/regenerate scene-2 keep ```` ticks")
     agent.page.wait_for_function("() => document.querySelector('[data-testid=conversation-stats]').dataset.turns === '2'")
     open_list(agent)
+    open_file_actions(agent)
     with agent.page.expect_download() as info:
         agent.testid("export-json").click()
     download = info.value
@@ -301,6 +315,7 @@ def export_and_import_round_trip_and_a_bad_file_changes_nothing(agent, course: s
     agent.testid("history-item").first.click()
     agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 4")
     open_list(agent)
+    open_file_actions(agent)
     with agent.page.expect_download() as info:
         agent.testid("export-json").click()
     again = tmp_path / "b.json"
@@ -441,6 +456,46 @@ def the_list_drawn_ahead_follows_every_write_and_stays_out_of_reach_while_closed
     assert agent.page.evaluate("() => document.activeElement.dataset.testid") == "history-open"
 
 
+ROWS_IN_VIEW = """l => [...l.querySelectorAll('[data-testid=history-item]')].filter(i => {
+  const box = i.getBoundingClientRect(), clip = l.getBoundingClientRect();
+  return box.top >= clip.top - 0.5 && box.bottom <= clip.bottom + 0.5; }).length"""
+"""How many of the list's items are wholly inside its box."""
+
+
+def the_list_has_the_drawers_room_and_the_file_actions_wait_behind_one_disclosure(agent, course: str) -> None:
+    """At 1280 x 800 the open list shows at least eight conversations (the file actions below it left it
+    ~118 px: three rows); the disclosure is reached and opened by keyboard, and every file action in it
+    is then in view and reachable; axe finds nothing serious with it closed or open."""
+    size = agent.page.viewport_size
+    agent.page.set_viewport_size({"width": 1280, "height": 800})
+    try:
+        seed_conversations(agent, course, [f"conversation {i:02d}" for i in range(14)])
+        listing = open_first_page(agent)
+        more = agent.testid("history-more")
+        if more.evaluate("d => d.open"):
+            agent.testid("history-more-toggle").click()
+        expect(more).to_have_js_property("open", False)
+        assert listing.evaluate(ROWS_IN_VIEW) >= 8, listing.evaluate("l => l.clientHeight")
+        for testid in ("export-markdown", "export-json", "history-print", "backup-export"):
+            expect(agent.testid(testid)).to_be_hidden()
+        agent.assert_accessible("drawer, file actions closed")
+        agent.testid("history-more-toggle").focus()
+        agent.page.keyboard.press("Enter")
+        expect(more).to_have_js_property("open", True)
+        for testid in ("export-markdown", "export-json", "history-print", "backup-export"):
+            expect(agent.testid(testid)).to_be_visible()
+        for testid in ("import-json", "import-chatgpt", "backup-import"):
+            expect(agent.testid(testid).locator("xpath=..")).to_be_visible()
+        assert listing.evaluate(ROWS_IN_VIEW) >= 3  # open, the actions take room from the list, not the window
+        assert agent.testid("history-drawer").evaluate("d => d.scrollHeight <= d.clientHeight + 1")
+        agent.assert_accessible("drawer, file actions open")
+        agent.page.keyboard.press("Enter")  # and closed again from the keyboard
+        expect(more).to_have_js_property("open", False)
+        agent.testid("history-close").click()
+    finally:
+        agent.page.set_viewport_size(size)
+
+
 def sort_and_range_apply_to_the_plain_list_and_page_on_the_cursor(agent, course: str) -> None:
     outputs = [100 + (i * 7) % 12 for i in range(12)]  # no order of time: most tokens differs from newest
     old = seed_conversations(agent, course, [f"old {i:02d}" for i in range(12)], tokens=outputs)
@@ -493,6 +548,20 @@ def search_english_and_chinese_with_marked_snippets_sort_and_range(agent, course
     assert agent.page.locator("[data-testid=history-snippet] mark").inner_text() == "LEARNING"
     agent.testid("history-range").select_option("1d")  # seeded in 2026-05: older than a day
     agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 0")
+    empty = agent.testid("history-empty")
+    expect(empty).to_have_attribute("data-reason", "no-match")
+    expect(empty).to_have_text(Translator("zh-CN")("history.noResults"))
+    agent.testid("history-range").select_option("all")
+    agent.testid("history-search").fill("")
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 3")
+    expect(empty).to_be_hidden()
+    # a search with no hit while an action's outcome holds history-status still says so under the list
+    agent.testid("history-status").evaluate("s => { s.dataset.kind = 'import'; s.textContent = 'imported'; }")
+    agent.testid("history-search").fill("zzzznotthere")
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 0")
+    expect(empty).to_be_visible()
+    expect(empty).to_have_attribute("data-reason", "no-match")
+    expect(empty).to_have_text(Translator("zh-CN")("history.noResults"))
 
 
 SLOW_DELAY_MS = 150
@@ -554,6 +623,9 @@ def test_history_in_two_tabs_one_course_per_case(agent, second_agent, tmp_path):
     with case("a first reply streaming while another tab resumes an old conversation becomes its own"):
         show_course(slow, "h-kept-resume")
         a_first_reply_streaming_while_another_tab_resumes_an_old_conversation_becomes_its_own(slow, agent, "h-kept-resume")
+    with case("the list has the drawer's room and the file actions wait behind one disclosure"):
+        show_course(agent, "room-1280")
+        the_list_has_the_drawers_room_and_the_file_actions_wait_behind_one_disclosure(agent, "room-1280")
     with case("sort and range apply to the plain list and page on the cursor"):
         show_course(agent, "h-sort")
         sort_and_range_apply_to_the_plain_list_and_page_on_the_cursor(agent, "h-sort")
@@ -581,7 +653,8 @@ def test_indexeddb_blocked_leaves_the_core_working_with_one_notice(agent, second
     assert agent.messages().count() == 0 and agent.stored()["state"]["threads"].get("intro-ml") is None
     open_list(agent)
     assert agent.testid("history-item").count() == 0
-    assert agent.testid("history-status").inner_text() != ""
+    expect(agent.testid("history-empty")).to_have_attribute("data-reason", "unavailable")  # said under the list
+    expect(agent.testid("history-empty")).to_have_text(Translator("en-US")("history.unavailable"))
 
 
 def test_new_conversation_without_usable_indexeddb_asks_before_the_thread_is_lost(agent, tmp_path):

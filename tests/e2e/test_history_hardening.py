@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from tests.e2e.test_history import (announce_written, case, item_ids, open_list, seed_conversations, show_course,
-                                    wait_history)
+from tests.e2e.test_history import (announce_written, case, item_ids, open_file_actions, open_list, seed_conversations,
+                                    show_course, wait_history)
 from tests.e2e.test_indexeddb import run_py
 
 STATUS = "[data-testid=history-status]"
@@ -176,6 +176,7 @@ def tab_stays_in_the_open_drawer_and_escape_closes_it_from_anywhere_in_it_and_ax
     seed_conversations(agent, course, ["one", "two", "three"])
     open_list(agent)
     agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 3")
+    open_file_actions(agent)  # its file pickers are in the Tab order once open
     inside = "() => document.querySelector('[data-testid=history-drawer]').contains(document.activeElement)"
     seen = set()
     for key in ["Tab"] * 14 + ["Shift+Tab"] * 14:

@@ -76,10 +76,11 @@ def test_the_demo_tool_cards_read_in_the_page_locale_and_the_stored_thread_keeps
 def the_printed_conversation_shows_each_tool_call_as_its_card_reads(agent) -> None:
     """Print / PDF (the browser's print stubbed): each tool call is printed with its card's texts in the
     page's locale, not as the stored JSON."""
-    from tests.e2e.test_history import open_list, wait_history
+    from tests.e2e.test_history import open_file_actions, open_list, wait_history
 
     wait_history(agent)
     open_list(agent)
+    open_file_actions(agent)
     agent.page.evaluate("() => { window.print = () => { window.__printed = (window.__printed || 0) + 1; }; }")
     expect(agent.testid("history-print")).to_be_enabled()
     agent.testid("history-print").click()
@@ -129,7 +130,7 @@ def test_in_a_narrow_right_to_left_window_the_history_list_scrolls_and_the_drawe
     """ar-SA at 360 × 640, 14 conversations: the open drawer fits above the composer with every control
     in view (the drawer itself never needs scrolling); its list scrolls, pages on at its end, and Tab
     brings each item into view; the file pickers read the catalogue's words only."""
-    from tests.e2e.test_history import open_first_page, seed_conversations, wait_history
+    from tests.e2e.test_history import open_file_actions, open_first_page, seed_conversations, wait_history
 
     agent.page.set_viewport_size({"width": 360, "height": 640})
     agent.open(course="narrow", lang="ar-SA")
@@ -142,8 +143,10 @@ def test_in_a_narrow_right_to_left_window_the_history_list_scrolls_and_the_drawe
     drawer_box, composer_box = drawer.bounding_box(), composer.bounding_box()
     assert drawer_box["y"] + drawer_box["height"] <= composer_box["y"] + 0.5, (drawer_box, composer_box)
     assert composer.evaluate(IN_VIEW) and agent.testid("agent-input").evaluate(IN_VIEW)
+    open_file_actions(agent)  # the file actions wait behind one disclosure; open, they fit too
     assert drawer.evaluate("d => d.scrollHeight <= d.clientHeight + 1"), "the drawer needs scrolling to show its controls"
-    for testid in ("history-search", "history-close", "export-markdown", "backup-export", "backup-import"):
+    for testid in ("history-search", "history-close", "history-more-toggle", "export-markdown", "backup-export",
+                   "backup-import"):
         control = agent.testid(testid)
         target = control.locator("xpath=..") if testid == "backup-import" else control
         assert target.evaluate(IN_VIEW), testid

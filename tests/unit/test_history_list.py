@@ -218,3 +218,22 @@ def test_the_drawn_list_says_when_its_first_relative_time_turns():
     old = HistoryList()
     old.drawn([meta(3, T0 - 8 * 86_400_000)], T0)
     assert old.labels_change_at(T0) is None  # a date reads the same for ever
+
+
+def test_a_list_with_no_item_says_why_under_it_even_while_an_action_outcome_is_shown():
+    """``history-empty``: the reason of a list drawn empty (DESIGN.md §9, §14); ``None`` with an item."""
+    from app.history.list_model import empty_state
+
+    assert empty_state(False, "history.noResults") == ("history.noResults", "no-match")
+    assert empty_state(False, "history.empty") == ("history.empty", "empty")
+    assert empty_state(False, "history.unavailable") == ("history.unavailable", "unavailable")
+    assert empty_state(True, "history.empty") is None
+
+
+def test_history_failing_to_open_its_database_is_left_to_the_one_indexeddb_notice():
+    """DESIGN.md §5: storage unavailable is said once (app.browser.page leaves these to IndexedDB's)."""
+    from app.history.access import database_failed
+
+    assert database_failed("history-unavailable", False) and database_failed("history-full", None)
+    assert not database_failed("history-full", True)  # opened, then a write found the disk full: its own
+    assert not database_failed("history-blocked", False) and not database_failed("history-version-change", None)

@@ -243,3 +243,20 @@ def test_sentences_said_together_take_a_space_except_after_a_full_width_mark():
     zh = Translator("zh-CN")
     said = describe(zh, {"code": "network", "params": {"url": "http://127.0.0.1:9/v1", "detail": "refused"}})
     assert said == zh("model.error.network", url="http://127.0.0.1:9/v1") + zh("model.error.detail", detail="refused")
+
+
+def test_a_command_in_right_to_left_text_is_its_own_left_to_right_run():
+    """ar-SA: ``/regenerate scene-1`` in a catalogue value sits in a left-to-right isolate (U+2066 …
+    U+2069): a placeholder cannot hold markup, and with an LRM only the composer's placeholder drew the
+    slash on the wrong side of the command."""
+    for locale in (loc for loc in LOCALES if is_rtl(loc)):
+        for key, text in leaves(catalogue(locale)).items():
+            if isinstance(text, str) and "/regenerate" in text:
+                start = text.index("/regenerate")
+                assert text[start - 1] == "\u2066" and "\u2069" in text[start:], (locale, key, text)
+                assert "\u200e" not in text, (locale, key)
+
+
+def test_the_history_file_actions_disclosure_is_named_in_every_locale():
+    names = {locale: catalogue(locale)["history"]["more"] for locale in LOCALES}
+    assert len(set(names.values())) == len(LOCALES), names
