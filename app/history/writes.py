@@ -128,10 +128,7 @@ class HistoryWrites:
                  active: ActiveConversations, *, clock: Callable[[], int], changed: Changed,
                  random_bytes: Callable[[int], bytes] = os.urandom) -> None:
         self._repository, self._access, self._segmenter = repository, access, segmenter
-        self._active = active
-        self._clock = clock
-        self._changed = changed
-        self._random = random_bytes
+        self._active, self._clock, self._changed, self._random = active, clock, changed, random_bytes
         self._lock = asyncio.Lock()
         self.persist_requested = False
 
