@@ -172,6 +172,8 @@ def run(run, *, quick: bool) -> dict:
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "backup.zip"
+        page.click("[data-testid=history-more-toggle]")  # the file actions wait behind this disclosure
+        page.wait_for_selector("[data-testid=backup-export]", state="visible")
 
         def write():
             page.evaluate(WATCH_JS, ["backup-export", "click"])
