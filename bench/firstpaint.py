@@ -9,6 +9,9 @@ Interleaved rounds, each in fresh browser contexts (no HTTP cache, no service wo
   navigation → ``html[data-painted]`` (first paint) and → ``html[data-ready]``, then a
   reload → painted and ready.
 
+- **plain**: the app as above but started without its interpreter snapshot (``?snapshot=off``),
+  cold and reload → ready: what the snapshot (``tools/snapshot.py``) is worth, side by side.
+
 Ratios: first paint / floor ready (goal ≤ 0.15), app ready / floor ready (≤ 1.05), app
 reload / floor reload (≤ 0.8), each the median of per-round ratios.
 
@@ -87,6 +90,7 @@ PHASES_JS = """() => {
   const mark = (n) => { const e = performance.getEntriesByName(n); return e.length ? e[0].startTime : null; };
   const resources = performance.getEntriesByType("resource");
   const wasm = resources.find((e) => e.name.endsWith("pyodide.asm.wasm"));
+  const snap = resources.find((e) => e.name.endsWith("snapshot.bin.gz"));
   const wheels = resources.filter((e) => e.name.split("?")[0].endsWith(".whl"));
   const t = window.__fp;
   const progress = Object.fromEntries(t.progress.map(([label, at]) => [label, at]));
@@ -97,7 +101,11 @@ PHASES_JS = """() => {
            wasmCompileStart: inst ? inst[1] : null, wasmCompileEnd: inst ? inst[2] : null, progress,
            main: mark("agentbar:main"), imported: mark("agentbar:imported"), hydrated: mark("agentbar:hydrated"),
            rendered: mark("agentbar:rendered"), ready: mark("agentbar:ready"), afterReady: mark("agentbar:after-ready"),
-           settings: mark("agentbar:settings"), painted: t.painted, long: t.long, markdown: t.markdown };
+           settings: mark("agentbar:settings"), painted: t.painted, long: t.long, markdown: t.markdown,
+           snapshot: document.documentElement.dataset.snapshot || null,
+           snapshotFetchStart: snap ? snap.startTime : null, snapshotFetchEnd: snap ? snap.responseEnd : null,
+           inflated: mark("agentbar:snapshot-inflated"), restored: mark("agentbar:snapshot-restored"),
+           packagesLoaded: mark("agentbar:packages-loaded") };
 }"""
 
 PUT_RECORD = """async ([url, text]) => {
@@ -178,6 +186,19 @@ def _floor_round(run) -> dict:
     return {"cold": cold, "reload": reload}
 
 
+def _plain_round(run, seed: str, record: str) -> dict:
+    """The app started without its interpreter snapshot (``?snapshot=off``): cold → ready, reload → ready."""
+    context = _context(run)
+    page = context.new_page()
+    _seed_app(run, page, seed, record)
+    page.goto(run.base + APP + "&snapshot=off")
+    cold = _wait(page, "ready")["ready"]
+    page.reload()
+    reload = _wait(page, "ready")["ready"]
+    context.close()
+    return {"cold": cold, "reload": reload}
+
+
 def _app_round(run, seed: str, record: str) -> dict:
     context = _context(run)
     page = context.new_page()
@@ -212,6 +233,15 @@ def _phase_table(phases: list[dict]) -> list[dict]:
         ("wasm compile + instantiate", lambda p: span(p, "wasmCompileStart", "wasmCompileEnd")),
         ("fetch: the wheels (first request → last byte; overlaps the two above)",
          lambda p: span(p, "wheelStart", "wheelEnd")),
+        ("fetch: snapshot.bin.gz (request → last byte; preloaded by index.html)",
+         lambda p: span(p, "snapshotFetchStart", "snapshotFetchEnd")),
+        ("snapshot inflated (last byte → 31.5 MB inflated; inflating runs as it arrives, beside the wasm fetch)",
+         lambda p: span(p, "snapshotFetchEnd", "inflated")),
+        ("snapshot restored (inflated and wasm fetched → compiled, instantiated, memory restored)",
+         lambda p: None if None in (p.get("inflated"), p.get("wasmFetchEnd"), p.get("restored"))
+         else p["restored"] - max(p["inflated"], p["wasmFetchEnd"])),
+        ("packages after the restore (pydantic and the app wheel fetched, unpacked, loaded)",
+         lambda p: span(p, "restored", "packagesLoaded")),
         ("interpreter and packages (wasm instantiated → Loaded Pyodide: stdlib, unpacking the wheels)",
          lambda p: None if prog(p, "Loaded Pyodide") is None or p.get("wasmCompileEnd") is None
          else prog(p, "Loaded Pyodide") - p["wasmCompileEnd"]),
@@ -305,13 +335,19 @@ def run(run, *, quick: bool) -> dict:
     threads = {**data.others(19), COURSE: 100}  # 20 courses × 50 turns
     seed = data.envelope(threads)
     record = paint_record(data.BASE_TIME + list(threads).index(COURSE))
-    floor, app = [], []
+    floor, app, plain = [], [], []
     for i in range(rounds):
-        for name in (("floor", "app") if i % 2 == 0 else ("app", "floor")):
-            (floor if name == "floor" else app).append(_floor_round(run) if name == "floor" else _app_round(run, seed, record))
+        for name in (("floor", "app", "plain") if i % 2 == 0 else ("plain", "app", "floor")):
+            if name == "floor":
+                floor.append(_floor_round(run))
+            elif name == "app":
+                app.append(_app_round(run, seed, record))
+            else:
+                plain.append(_plain_round(run, seed, record))
         print(f"  firstpaint round {i + 1}/{rounds}: floor {floor[-1]['cold']:.0f} ms, app painted "
               f"{app[-1]['painted']:.0f} ms, ready {app[-1]['cold']:.0f} ms, reload {app[-1]['reload']:.0f} ms "
-              f"(floor {floor[-1]['reload']:.0f}); longest task after ready {app[-1]['longest_task_ms']:.0f} ms", flush=True)
+              f"(floor {floor[-1]['reload']:.0f}); longest task after ready {app[-1]['longest_task_ms']:.0f} ms; "
+              f"without the snapshot ready {plain[-1]['cold']:.0f} ms, reload {plain[-1]['reload']:.0f} ms", flush=True)
     pair = lambda key_a, key_b: _median([a[key_a] / f[key_b] for a, f in zip(app, floor)])  # noqa: E731
     archive = _archive_longest(run, seed, record, 1 if quick else 3)
     longest = max([a["longest_task_ms"] for a in app] + [a["reload_longest_task_ms"] for a in app])
@@ -327,6 +363,11 @@ def run(run, *, quick: bool) -> dict:
         "reload_painted_ms_median": _median([a["reload_painted"] for a in app]),
         "paint_ratio": pair("painted", "cold"), "ready_ratio": pair("cold", "cold"),
         "reload_ratio": pair("reload", "reload"), "reload_paint_ratio": pair("reload_painted", "reload"),
+        "plain": plain, "plain_ready_ms_median": _median([p["cold"] for p in plain]),
+        "plain_reload_ms_median": _median([p["reload"] for p in plain]),
+        "plain_ready_ratio": _median([p["cold"] / f["cold"] for p, f in zip(plain, floor)]),
+        "plain_reload_ratio": _median([p["reload"] / f["reload"] for p, f in zip(plain, floor)]),
+        "snapshot_used": sorted({a["phases"].get("snapshot") or "none" for a in app}),
         "phases": _phase_table([a["phases"] for a in app]),
         "reload_phases": _phase_table([a["reload_phases"] for a in app]),
         "longest_task_ms": longest, "archive": archive, "imports": import_cost(run),
@@ -355,8 +396,14 @@ def report(f: dict) -> None:
             ("ready (→ html[data-ready])", f["ready_ms_median"], f["floor_ready_ms_median"], f["ready_ratio"]),
             ("reload → ready", f["reload_ms_median"], f["floor_reload_ms_median"], f["reload_ratio"]),
             ("reload → painted", f["reload_painted_ms_median"], f["floor_reload_ms_median"], f["reload_paint_ratio"])]
+    if f.get("plain"):
+        rows += [("without the snapshot (?snapshot=off): ready", f["plain_ready_ms_median"], f["floor_ready_ms_median"],
+                  f["plain_ready_ratio"]),
+                 ("without the snapshot: reload → ready", f["plain_reload_ms_median"], f["floor_reload_ms_median"],
+                  f["plain_reload_ratio"])]
     for name, a, b, r in rows:
         print(f"  {name:<44}{a:>10.0f} ms{b:>9.0f} ms{r:>8.3f}")
+    print(f"  interpreter snapshot (html[data-snapshot]) on the app's loads: {', '.join(f.get('snapshot_used') or [])}")
     print(f"  phases (medians, ms){'':<60}{'cold':>8}{'reload':>8}")
     for row, again in zip(f["phases"], f["reload_phases"]):
         cells = ["—" if r["ms_median"] is None else f"{r['ms_median']:.0f}" for r in (row, again)]

@@ -221,11 +221,13 @@ def build(out: Path, root: Path = ROOT, quiet: bool = False, connect: list[str] 
         dest = out / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(data)
+        if rel.endswith(".gz"):  # compressed already (the interpreter snapshot): served as it is
+            continue
         for kind in ("br", "gz"):
             (out / f"{rel}.{kind}").write_bytes(_compressed(data, kind))
     if not quiet:
         raw = sum(len(d) for d in contents.values())
-        br = sum((out / f"{r}.br").stat().st_size for r in contents)
+        br = sum((out / f"{r}.br" if (out / f"{r}.br").exists() else out / r).stat().st_size for r in contents)
         print(f"build: {len(contents)} files in {out} (version {version}), {raw / 1e6:.2f} MB raw, "
               f"{br / 1e6:.2f} MB as Brotli", flush=True)
     return manifest

@@ -15,6 +15,8 @@ place with the pinned sha256 is neither fetched nor copied again.
 - The app itself is packed as a wheel (``agentbar``) so that Pyodide fetches it
   in parallel with pydantic while it boots, instead of PyScript fetching each
   file after the interpreter is ready (DESIGN.md §2).
+- ``static/vendor/pyodide/snapshot.bin.gz``: the interpreter's memory snapshot, made here under
+  Node when Pyodide changed (``tools/snapshot.py``, DESIGN.md §13).
 - ``static/vendor/pyodide/pyodide-lock.json`` is generated from the stock lock:
   it lists exactly the wheels served, each with the sha256 of the served file
   (a mismatch makes the page hang before ready, DESIGN.md §2).
@@ -282,6 +284,11 @@ def main(argv: list[str] | None = None) -> int:
     if first:  # those wheels were packed before Pyodide could start: pack them again with their .pyc files
         vendor_wheels(lock["wheels"])
         write_pyodide_lock(lock, build_app_wheel())
+    try:
+        from tools import snapshot
+    except ImportError:  # run as a script: tools/ is on sys.path
+        import snapshot
+    snapshot.make()  # the interpreter's memory snapshot the page boots from, when Pyodide changed
     return 0
 
 

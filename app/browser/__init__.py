@@ -29,6 +29,7 @@ def main() -> None:
 
     js.performance.mark("agentbar:main")
     try:
+        _settle_restored()
         finish = _boot()
     except Exception as error:  # noqa: BLE001 - any start-up failure must become visible
         _show_error(error)
@@ -54,6 +55,30 @@ def _show_error(error: BaseException) -> None:
     if box is not None:
         box.hidden = False
         box.textContent = message
+
+
+def _settle_restored() -> None:
+    """After a start from the interpreter snapshot (``static/pyodide-boot.mjs`` sets
+    ``agentbarBoot.snapshot = "restored"``), give Python this browser's zone, ``LANG`` and a fresh
+    ``random`` seed, as a fresh boot has them (``app.process_state``)."""
+    import os
+    import random
+    import time
+
+    import js
+
+    from app.process_state import EXECUTABLE_NAME, lang_variable, time_zone
+
+    boot = getattr(js, "agentbarBoot", None)
+    if boot is None or getattr(boot, "snapshot", None) != "restored":
+        return
+    year = js.Date.new().getFullYear()
+    january, july = js.Date.new(year, 0, 1), js.Date.new(year, 6, 1)
+    zone = time_zone(int(january.getTimezoneOffset()), int(july.getTimezoneOffset()))
+    time.timezone, time.altzone, time.daylight, time.tzname = zone
+    os.environ["LANG"] = lang_variable(list(js.navigator.languages or []))
+    os.environ["_"] = EXECUTABLE_NAME
+    random.seed()
 
 
 def _boot():

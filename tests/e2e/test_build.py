@@ -75,7 +75,11 @@ def test_dist_holds_only_what_the_page_needs(dist_site):
     assert {"index.html", "pyscript.toml", "static/boot.js", "static/vendor/pyodide/pyodide.asm.wasm"} <= shipped
     assert not [p for p in shipped if p.startswith(("bench/", "tests/", "static/vendor/test/")) or p.endswith(".map")]
     assert not [p for p in shipped if p.startswith("app/") and not p.startswith("app/locales/")]
+    assert "static/vendor/pyodide/snapshot.bin.gz" in shipped and "static/pyodide-boot.mjs" in shipped
     for rel in shipped:
+        if rel.endswith(".gz"):  # the interpreter snapshot: gzip already, served as it is
+            assert not (out / f"{rel}.br").exists()
+            continue
         assert (out / f"{rel}.br").is_file() and (out / f"{rel}.gz").is_file()
 
 

@@ -40,6 +40,7 @@ def tree(tmp_path: Path) -> Path:
         "static/sync-worker.js": b"// sync worker\n",
         "static/vendor/test/zustand/vanilla.mjs": b"// test only\n",
         "static/vendor/zustand-like/x.mjs": b"// test only, by its lock entry\n",
+        "static/vendor/pyodide/snapshot.bin.gz": gzip.compress(b"\0" * 4096, mtime=0),
         "static/vendor/pyodide/python_stdlib.zip": zip_bytes({"os.py": b"# os\n" * 200}),
         "static/vendor/pyodide/demo-1.0-py3-none-any.whl": zip_bytes({"demo/__init__.py": b"x = 1\n" * 300}),
     }
@@ -76,8 +77,12 @@ def test_build_writes_manifest_precompressed_files_and_worker(tree, tmp_path, mo
     for rel, entry in files.items():
         data = (out / rel).read_bytes()
         assert entry == {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+        if rel.endswith(".gz"):  # compressed already: no variants of it
+            assert not (out / f"{rel}.br").exists() and not (out / f"{rel}.gz").exists()
+            continue
         assert brotli.decompress((out / f"{rel}.br").read_bytes()) == data
         assert gzip.decompress((out / f"{rel}.gz").read_bytes()) == data
+    assert "static/vendor/pyodide/snapshot.bin.gz" in files
     assert json.loads((out / "manifest.json").read_text()) == manifest
 
     worker = (out / "sw.js").read_text()

@@ -1,0 +1,82 @@
+// PyScript's `interpreter` module (pyscript.toml): the vendored Pyodide, started from the memory
+// snapshot tools/snapshot.py makes (DESIGN.md §13: the interpreter's own start-up is most of the
+// floor). PyScript calls the `loadPyodide` exported here with its usual options; this restores the
+// snapshot, then loads PyScript's packages (pydantic, the app wheel). When the snapshot is missing,
+// damaged or refused (another Pyodide build), Pyodide boots as usual instead: nothing else changes.
+// Hooks: html[data-snapshot] = "restored" | "absent" | "failed" (data-snapshot-error: why) | "off"
+// (?snapshot=off), marks
+// agentbar:snapshot-inflated, agentbar:snapshot-restored, agentbar:packages-loaded.
+import { loadPyodide as loadStock, version } from "./vendor/pyodide/pyodide.mjs";
+
+export { version };
+
+const root = document.documentElement;
+const indexURL = new URL("./vendor/pyodide/", import.meta.url).href;
+const mark = (name) => performance.mark(`agentbar:${name}`);
+
+// Asked for when this module is first imported, while PyScript reads its configuration (index.html
+// preloads it earlier still). A page may ask for a boot without it (?snapshot=off: comparisons, tests).
+const wanted = new URLSearchParams(location.search).get("snapshot") !== "off";
+const opened = wanted ? openSnapshot().catch((error) => ({ error })) : Promise.resolve({});
+
+async function openSnapshot() {
+  const response = await fetch(indexURL + "snapshot.bin.gz");
+  if (response.status === 404) return {}; // not made here (no node at set-up): boot as usual
+  if (!response.ok) throw new Error(`snapshot: HTTP ${response.status}`);
+  return { response };
+}
+
+// Inflated as it arrives, while Pyodide fetches its wasm (loadPyodide awaits `_loadSnapshot` only
+// before it instantiates the module). A host that sent it with Content-Encoding: gzip has had the
+// browser inflate it already: the first bytes tell (gzip's magic number 1f 8b).
+async function inflate(response) {
+  const reader = response.body.getReader();
+  const first = await reader.read();
+  const head = first.value || new Uint8Array(0);
+  const body = new ReadableStream({
+    start(controller) {
+      if (head.length) controller.enqueue(head);
+      if (first.done) controller.close();
+    },
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (done) controller.close();
+      else controller.enqueue(value);
+    },
+    cancel(reason) { return reader.cancel(reason); },
+  });
+  const gzip = head[0] === 0x1f && head[1] === 0x8b;
+  const bytes = new Uint8Array(await new Response(gzip ? body.pipeThrough(new DecompressionStream("gzip")) : body).arrayBuffer());
+  mark("snapshot-inflated");
+  return bytes;
+}
+
+function report(state, error) {
+  root.dataset.snapshot = state;
+  globalThis.agentbarBoot = { snapshot: state };
+  if (error) {
+    root.dataset.snapshotError = String(error && error.message || error).slice(0, 200);
+    console.warn("AgentBar: starting without the interpreter snapshot:", error);
+  }
+}
+
+export async function loadPyodide(options = {}) {
+  const { packages, ...rest } = options;
+  let failure = null;
+  try {
+    const { response, error } = await opened;
+    if (error) throw error;
+    if (response) {
+      const pyodide = await loadStock({ ...rest, indexURL, _loadSnapshot: inflate(response) });
+      mark("snapshot-restored");
+      if (packages && packages.length) await pyodide.loadPackage(packages, { messageCallback: () => {} });
+      mark("packages-loaded");
+      report("restored");
+      return pyodide;
+    }
+  } catch (error) {
+    failure = error;
+  }
+  report(failure ? "failed" : wanted ? "absent" : "off", failure);
+  return loadStock({ ...options, indexURL });
+}

@@ -1,0 +1,82 @@
+"""The interpreter started from its memory snapshot (DESIGN.md §13; ``tools/snapshot.py``,
+``static/pyodide-boot.mjs``, ``app/process_state.py``).
+
+A restored interpreter must be what a fresh boot is, for this browser: the same time zone
+attributes and ``LANG`` as a boot without the snapshot in the same browser context, and its own
+``random`` sequence on every load. A snapshot that is missing, damaged or refused must leave a
+normal start, with nothing lost.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+
+from bench.scripts import RUN_PY
+from tests.e2e.conftest import AgentPage
+
+SNAPSHOT = "**/static/vendor/pyodide/snapshot.bin.gz"
+STATE = """
+import json, os, random, time
+json.dumps({"zone": [time.timezone, time.altzone, time.daylight, list(time.tzname)],
+            "lang": os.environ.get("LANG"), "underscore": os.environ.get("_"), "random": random.random()})
+"""
+
+
+def state_of(agent: AgentPage) -> dict:
+    return json.loads(agent.page.evaluate(RUN_PY, STATE))
+
+
+def snapshot_state(agent: AgentPage) -> str | None:
+    return agent.page.evaluate("() => document.documentElement.dataset.snapshot || null")
+
+
+def test_a_restored_interpreter_has_this_browsers_zone_and_language_and_its_own_random_sequence(browser, app_server):
+    context = browser.new_context(timezone_id="America/New_York", locale="de-DE")
+    try:
+        agent = AgentPage(context.new_page(), app_server)
+        agent.open(snapshot="off")
+        assert snapshot_state(agent) == "off"
+        fresh = state_of(agent)
+
+        agent.open()
+        assert snapshot_state(agent) == "restored"
+        restored = state_of(agent)
+        assert restored["zone"] == fresh["zone"] and restored["zone"][0] != 0  # not the maker's UTC
+        assert (restored["lang"], restored["underscore"]) == (fresh["lang"], fresh["underscore"])
+        agent.send("hello from a restored interpreter")
+
+        agent.reload()
+        assert snapshot_state(agent) == "restored"
+        again = state_of(agent)
+        assert again["random"] != restored["random"]  # reseeded: the snapshot's seed is shared by every load
+        assert "hello from a restored interpreter" in agent.messages().all_inner_texts()[0]
+        assert agent.off_origin_requests() == []
+    finally:
+        context.close()
+
+
+def test_a_missing_damaged_or_refused_snapshot_leaves_a_normal_start(agent):
+    agent.page.goto(f"{agent.base_url}static/icons/agentbar.svg")
+    real = bytes(agent.page.evaluate("async () => Array.from(new Uint8Array(await (await fetch("
+                                     "'static/vendor/pyodide/snapshot.bin.gz')).arrayBuffer()).slice(0, 1 << 20))"))
+    cases = [
+        ("absent", None),
+        ("failed", gzip.compress(os.urandom(1 << 20), mtime=0)),  # inflates; Pyodide refuses it
+        ("failed", real),  # the real one cut short: inflating fails
+    ]
+    def answering(body: bytes | None):
+        if body is None:
+            return lambda route: route.fulfill(status=404, body="not found")
+        return lambda route: route.fulfill(status=200, body=body, headers={"Content-Type": "application/gzip"})
+
+    for turn, (expected, body) in enumerate(cases):
+        agent.page.unroute(SNAPSHOT)
+        agent.page.route(SNAPSHOT, answering(body))
+        agent.open()
+        assert snapshot_state(agent) == expected
+        if expected == "failed":
+            assert agent.page.evaluate("() => document.documentElement.dataset.snapshotError")
+        agent.send(f"turn {turn} after a {expected} snapshot")
+        assert len(agent.messages().all()) == 2 * (turn + 1)  # every earlier turn still there
