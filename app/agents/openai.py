@@ -377,7 +377,11 @@ class OpenAIAgent:
                 result = _Round()
                 stored = head + [m for turn in kept for m in turn] + current
                 messages = wire_messages(stored, strict=self._strict_ids)
-                ids = not self._strict_ids and wire_messages(stored, strict=True) != messages
+
+                def ids(sent: list[dict[str, Any]] = messages, stored: list[dict[str, Any]] = stored) -> bool:
+                    """Asked only when a server refused the ids: would the strict form send other ones?"""
+                    return not self._strict_ids and wire_messages(stored, strict=True) != sent
+
                 try:
                     async for event in self._stream(messages, result, tools=self._offer_tools, ids=ids):
                         yield event
@@ -430,10 +434,10 @@ class OpenAIAgent:
             current.append({"role": "tool", "tool_call_id": call_id, "content": slim_result_text(part)})
 
     async def _stream(self, messages: list[dict[str, Any]], result: _Round, *, tools: bool,
-                      ids: bool = False) -> AsyncIterator[TextDelta]:
+                      ids: Callable[[], bool] = lambda: False) -> AsyncIterator[TextDelta]:
         """One streamed request: yields text per chunk, fills ``result``; raises ``ModelError``
         (``_ToolsRefused`` when the server refused the tools, ``_IdsRefused`` when it refused the
-        tool-call ids and ``ids`` says the strict form would send others, ``_ContextExceeded`` when the
+        tool-call ids and ``ids()`` says the strict form would send others, ``_ContextExceeded`` when the
         prompt is over its context: each before anything was yielded)."""
         config = self.config
         url = f"{config.base_url}/chat/completions"
@@ -466,9 +470,10 @@ class OpenAIAgent:
         finally:
             await response.aclose()
 
-    async def _refused(self, response: StreamResponse, *, tools: bool, ids: bool = False) -> NoReturn:
+    async def _refused(self, response: StreamResponse, *, tools: bool,
+                       ids: Callable[[], bool] = lambda: False) -> NoReturn:
         """Raise what a non-2xx answer means: ``_ContextExceeded`` (the prompt is over the server's
-        context), ``_IdsRefused`` (the tool-call ids were refused and ``ids``: others can be sent),
+        context), ``_IdsRefused`` (the tool-call ids were refused and ``ids()``: others can be sent),
         ``_ToolsRefused`` (tools were offered and refused), else ``http_error``'s ``ModelError``
         (DESIGN.md §12)."""
         config = self.config
@@ -476,7 +481,7 @@ class OpenAIAgent:
         overflow = context_overflow(response.status, text)
         if overflow is not None:
             raise _ContextExceeded(overflow)
-        if ids and refuses_call_ids(response.status, text):
+        if refuses_call_ids(response.status, text) and ids():
             raise _IdsRefused()
         if tools and refuses_tools(response.status, text):
             raise _ToolsRefused()
