@@ -69,6 +69,9 @@ export async function loadPyodide(options = {}) {
     if (response) {
       const pyodide = await loadStock({ ...rest, indexURL, _loadSnapshot: inflate(response) });
       mark("snapshot-restored");
+      // The import system's view of the files is Node's (tools/snapshot.py): the standard library's zip
+      // as the maker read it. A build serves that zip repacked (other offsets): read it again.
+      pyodide.runPython("import importlib\nimportlib.invalidate_caches()");
       if (packages && packages.length) await pyodide.loadPackage(packages, { messageCallback: () => {} });
       mark("packages-loaded");
       report("restored");
