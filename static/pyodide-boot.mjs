@@ -67,8 +67,13 @@ export async function loadPyodide(options = {}) {
     const { response, error } = await opened;
     if (error) throw error;
     if (response) {
-      const pyodide = await loadStock({ ...rest, indexURL, _loadSnapshot: inflate(response) });
+      const inflated = inflate(response);
+      const pyodide = await loadStock({ ...rest, indexURL, _loadSnapshot: inflated });
       mark("snapshot-restored");
+      // Copied into the wasm memory now; Pyodide keeps its options (this promise) for the page's life:
+      // let the 31.5 MB go.
+      const bytes = await inflated;
+      if (bytes.buffer.transfer) bytes.buffer.transfer(0);
       // The import system's view of the files is Node's (tools/snapshot.py): the standard library's zip
       // as the maker read it. A build serves that zip repacked (other offsets): read it again.
       pyodide.runPython("import importlib\nimportlib.invalidate_caches()");
