@@ -68,6 +68,7 @@ export async function loadPyodide(options = {}) {
     if (error) throw error;
     if (response) {
       const inflated = inflate(response);
+      inflated.catch(() => {}); // a failure is Pyodide's to see when it awaits it, not the page's (boot.js)
       const pyodide = await loadStock({ ...rest, indexURL, _loadSnapshot: inflated });
       mark("snapshot-restored");
       // Copied into the wasm memory now; Pyodide keeps its options (this promise) for the page's life:

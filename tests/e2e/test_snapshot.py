@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import time
 
 from bench.scripts import RUN_PY
 from tests.e2e.conftest import AgentPage
@@ -61,22 +62,35 @@ def test_a_missing_damaged_or_refused_snapshot_leaves_a_normal_start(agent):
     agent.page.goto(f"{agent.base_url}static/icons/agentbar.svg")
     real = bytes(agent.page.evaluate("async () => Array.from(new Uint8Array(await (await fetch("
                                      "'static/vendor/pyodide/snapshot.bin.gz')).arrayBuffer()).slice(0, 1 << 20))"))
-    cases = [
-        ("absent", None),
-        ("failed", gzip.compress(os.urandom(1 << 20), mtime=0)),  # inflates; Pyodide refuses it
-        ("failed", real),  # the real one cut short: inflating fails
+    broken = {"Content-Type": "application/octet-stream", "Content-Encoding": "gzip"}
+    cases = [  # (html[data-snapshot], body, headers)
+        # the connection's bytes fail mid-body (the browser cannot decode them), before Pyodide asks
+        ("failed", real[:4] + real[100:200_000], broken),
+        ("absent", None, {}),
+        ("failed", gzip.compress(os.urandom(1 << 20), mtime=0), {}),  # inflates; Pyodide refuses it
+        ("failed", real, {}),  # the real one cut short
     ]
-    def answering(body: bytes | None):
+
+    def answering(body: bytes | None, headers: dict):
         if body is None:
             return lambda route: route.fulfill(status=404, body="not found")
-        return lambda route: route.fulfill(status=200, body=body, headers={"Content-Type": "application/gzip"})
+        return lambda route: route.fulfill(status=200, body=body, headers={"Content-Type": "application/gzip", **headers})
 
-    for turn, (expected, body) in enumerate(cases):
+    def late(route):  # Pyodide's script held back: the snapshot fails before Pyodide awaits it
+        time.sleep(1.5)
+        route.continue_()
+
+    for turn, (expected, body, headers) in enumerate(cases):
         agent.page.unroute(SNAPSHOT)
-        agent.page.route(SNAPSHOT, answering(body))
+        agent.page.route(SNAPSHOT, answering(body, headers))
+        if headers:
+            agent.page.route("**/pyodide.asm.mjs", late)
         agent.open()
+        agent.page.unroute("**/pyodide.asm.mjs")
         assert snapshot_state(agent) == expected
         if expected == "failed":
             assert agent.page.evaluate("() => document.documentElement.dataset.snapshotError")
         agent.send(f"turn {turn} after a {expected} snapshot")
         assert len(agent.messages().all()) == 2 * (turn + 1)  # every earlier turn still there
+        # a failure seen before Pyodide asked for the bytes is not the page's start-up error
+        assert agent.page.evaluate("() => document.documentElement.getAttribute('data-error')") is None
