@@ -17,10 +17,15 @@ const mark = (name) => performance.mark(`agentbar:${name}`);
 // Asked for when this module is first imported, while PyScript reads its configuration (index.html
 // preloads it earlier still). A page may ask for a boot without it (?snapshot=off: comparisons, tests).
 const wanted = new URLSearchParams(location.search).get("snapshot") !== "off";
+// A snapshot not inflated within WAIT_MS of the interpreter being asked for (a slow or stalled host)
+// is given up and Pyodide boots as usual: the snapshot may save about two seconds, never cost more
+// than this.
+const WAIT_MS = 10000;
+const giveUp = new AbortController();
 const opened = wanted ? openSnapshot().catch((error) => ({ error })) : Promise.resolve({});
 
 async function openSnapshot() {
-  const response = await fetch(indexURL + "snapshot.bin.gz");
+  const response = await fetch(indexURL + "snapshot.bin.gz", { signal: giveUp.signal });
   if (response.status === 404) return {}; // not made here (no node at set-up): boot as usual
   if (!response.ok) throw new Error(`snapshot: HTTP ${response.status}`);
   return { response };
@@ -63,12 +68,14 @@ function report(state, error) {
 export async function loadPyodide(options = {}) {
   const { packages, ...rest } = options;
   let failure = null;
+  const timer = setTimeout(() => giveUp.abort(new Error(`snapshot: not here within ${WAIT_MS / 1000} s`)), WAIT_MS);
   try {
     const { response, error } = await opened;
     if (error) throw error;
     if (response) {
       const inflated = inflate(response);
       inflated.catch(() => {}); // a failure is Pyodide's to see when it awaits it, not the page's (boot.js)
+      inflated.then(() => clearTimeout(timer), () => {});
       const pyodide = await loadStock({ ...rest, indexURL, _loadSnapshot: inflated });
       mark("snapshot-restored");
       // Copied into the wasm memory now; Pyodide keeps its options (this promise) for the page's life:
@@ -86,6 +93,7 @@ export async function loadPyodide(options = {}) {
   } catch (error) {
     failure = error;
   }
+  clearTimeout(timer);
   report(failure ? "failed" : wanted ? "absent" : "off", failure);
   return loadStock({ ...options, indexURL });
 }

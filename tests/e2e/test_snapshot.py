@@ -94,3 +94,20 @@ def test_a_missing_damaged_or_refused_snapshot_leaves_a_normal_start(agent):
         assert len(agent.messages().all()) == 2 * (turn + 1)  # every earlier turn still there
         # a failure seen before Pyodide asked for the bytes is not the page's start-up error
         assert agent.page.evaluate("() => document.documentElement.getAttribute('data-error')") is None
+
+
+def test_a_snapshot_that_does_not_come_in_time_is_given_up(agent):
+    def stalled(route):  # a host that answers after the page's wait (10 s)
+        time.sleep(12)
+        try:
+            route.fulfill(status=200, body=b"late", headers={"Content-Type": "application/gzip"})
+        except Exception:  # noqa: BLE001 - the page gave the request up meanwhile
+            pass
+
+    agent.page.route(SNAPSHOT, stalled)
+    agent.open()
+    assert snapshot_state(agent) == "failed"
+    assert "not here within" in agent.page.evaluate("() => document.documentElement.dataset.snapshotError")
+    assert agent.page.evaluate("() => document.documentElement.getAttribute('data-error')") is None
+    agent.send("after giving the snapshot up")
+    assert len(agent.messages().all()) == 2
