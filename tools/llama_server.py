@@ -52,6 +52,12 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+
+if __package__:  # imported as tools.llama_server (tests, tools/couchdb_server.py)
+    from tools.vendor import sha256_of
+else:  # run as a script (its folder is on sys.path)
+    from vendor import sha256_of
+
 ROOT = Path(__file__).resolve().parent.parent
 LOCK_PATH = Path(__file__).resolve().parent / "llama_server.lock.json"
 MODEL_SCRIPT = Path(__file__).resolve().parent / "tiny_gguf.py"
@@ -76,15 +82,6 @@ def _key(*parts: object) -> str:
     """A short stable hex digest of ``parts`` (their JSON), for cache folder names."""
     text = json.dumps(parts, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-def sha256_of(path: Path) -> str:
-    """Hex sha256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _log(message: str) -> None:

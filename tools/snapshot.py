@@ -37,6 +37,12 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+
+if __package__:  # imported as tools.snapshot (tools/vendor.py, tests)
+    from tools.vendor import sha256_of
+else:  # run as a script (its folder is on sys.path)
+    from vendor import sha256_of
+
 ROOT = Path(__file__).resolve().parent.parent
 PYODIDE_DIR = ROOT / "static" / "vendor" / "pyodide"
 SCRIPT = Path(__file__).with_suffix(".mjs")
@@ -55,15 +61,6 @@ IMPORTS = (
     "io", "json", "json.decoder", "logging", "math", "pathlib", "random", "re", "struct", "time",
     "traceback", "types", "typing", "urllib.parse", "zipfile", "zlib",
 )
-
-
-def sha256_of(path: Path) -> str:
-    """Hex sha256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def inputs(pyodide_dir: Path = PYODIDE_DIR) -> dict[str, str]:
