@@ -46,7 +46,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from app.history import export
-from app.history.export import _DECODER, ImportRefused, _depth_steps, _space, check_size
+from app.history.export import ImportRefused, check_size, decode_at, depth_steps, run_steps, skip_space
 from app.history.records import TaskMeta, TurnMeta, iso, new_task_id
 
 __all__ = ["MAX_CONVERSATION_CHARS", "Converted", "Skipped", "Unreadable", "conversations_of", "conversations_steps",
@@ -106,17 +106,17 @@ _NODES_PER_SLICE = 2_000
 
 def _load_steps(text: str, name: str):
     """A conversations file's ``text`` (``name``: its file name, for the detail) decoded in slices:
-    its depth checked (``_depth_steps``), then its top-level array conversation by conversation and
+    its depth checked (``depth_steps``), then its top-level array conversation by conversation and
     each conversation's ``mapping`` node by node, each value through ``json``'s own decoder, yielding
     every ``_NODES_PER_SLICE`` values (a 13 MB conversation was one task of ``json.loads``). A
     generator whose return value is the array; ``ImportRefused``: ``depth``, ``not-json``, ``format``
     (valid JSON, not an array)."""
-    yield from _depth_steps(text)
-    at, items, count = _space(text, 0), [], [0]
+    yield from depth_steps(text)
+    at, items, count = skip_space(text, 0), [], [0]
     if not text.startswith("[", at):
         _whole(text, name)
         raise ImportRefused("format", f"{EXPECTED}: {name} is not an array")
-    at = _space(text, at + 1)
+    at = skip_space(text, at + 1)
     if text.startswith("]", at):
         at += 1
     else:
@@ -127,7 +127,7 @@ def _load_steps(text: str, name: str):
                 at += 1
                 break
             at = _next(text, at, name)
-    if _space(text, at) != len(text):
+    if skip_space(text, at) != len(text):
         _whole(text, name)  # extra data after the array: json says so
     return items
 
@@ -143,14 +143,7 @@ def _next(text: str, at: int, name: str) -> int:
     """Past the ``,`` between two values at ``text[at]``, or ``ImportRefused("not-json")``."""
     if not text.startswith(",", at):
         raise ImportRefused("not-json", f"{name}: ',' was expected at {at}")
-    return _space(text, at + 1)
-
-
-def _decode(text: str, at: int, name: str) -> tuple[Any, int]:
-    try:
-        return _DECODER.raw_decode(text, at)
-    except (ValueError, RecursionError) as error:
-        raise ImportRefused("not-json", f"{name}: {error}") from None
+    return skip_space(text, at + 1)
 
 
 def _value_steps(text: str, at: int, name: str, count: list[int], split: str | None = None):
@@ -162,31 +155,26 @@ def _value_steps(text: str, at: int, name: str, count: list[int], split: str | N
     if count[0] % _NODES_PER_SLICE == 0:
         yield
     if split is None or not text.startswith("{", at):
-        value, end = _decode(text, at, name)
-        return value, _space(text, end)
-    value, at = {}, _space(text, at + 1)
+        value, end = decode_at(text, at, name)
+        return value, skip_space(text, end)
+    value, at = {}, skip_space(text, at + 1)
     if text.startswith("}", at):
-        return value, _space(text, at + 1)
+        return value, skip_space(text, at + 1)
     while True:
-        key, at = _decode(text, at, name)
-        at = _space(text, at)
+        key, at = decode_at(text, at, name)
+        at = skip_space(text, at)
         if not isinstance(key, str) or not text.startswith(":", at):
             raise ImportRefused("not-json", f"{name}: a key and ':' were expected at {at}")
         inner = "*" if split != "*" and key == split else None
-        value[key], at = yield from _value_steps(text, _space(text, at + 1), name, count, inner)
+        value[key], at = yield from _value_steps(text, skip_space(text, at + 1), name, count, inner)
         if text.startswith("}", at):
-            return value, _space(text, at + 1)
+            return value, skip_space(text, at + 1)
         at = _next(text, at, name)
 
 
 def conversations_of(data: bytes) -> list[Any]:
     """``conversations_steps`` run to the end: the raw conversations of ``data``."""
-    steps = conversations_steps(data)
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return done.value
+    return run_steps(conversations_steps(data))
 
 
 def conversations_steps(data: bytes):

@@ -30,8 +30,9 @@ from app.history.records import MAX_SAFE_INTEGER, Stats, TaskMeta, TurnMeta, iso
 from app.history.text import clean
 from app.projection import CUT_MARKER, failure_of
 
-__all__ = ["FORMAT", "MAX_IMPORT_BYTES", "VERSION", "ImportRefused", "check_depth", "check_size", "export_json", "export_unkept",
-           "export_markdown", "fence_for", "parse_export", "parse_export_sliced", "parse_steps"]
+__all__ = ["FORMAT", "MAX_IMPORT_BYTES", "VERSION", "ImportRefused", "check_depth", "check_size", "decode_at",
+           "depth_steps", "export_json", "export_unkept", "export_markdown", "fence_for", "parse_export",
+           "parse_export_sliced", "parse_steps", "run_steps", "skip_space"]
 
 FORMAT = "agentbar-conversation"
 VERSION = 1
@@ -106,7 +107,7 @@ def check_size(size_bytes: int) -> None:
         raise ImportRefused("size", f"{size_bytes} bytes")
 
 
-def _depth_steps(text: str):
+def depth_steps(text: str):
     """Refuse (``ImportRefused("depth")``) a JSON ``text`` that nests arrays/objects deeper than
     ``MAX_DEPTH`` before ``json`` sees it (it would exhaust the browser's stack and kill Pyodide). It
     may well be JSON: the refusal says it is nested deeper than any export, not that it is not JSON.
@@ -125,21 +126,32 @@ def _depth_steps(text: str):
 
 def check_depth(text: str) -> None:
     """Refuse (``ImportRefused("depth")``) a JSON ``text`` nested deeper than ``MAX_DEPTH``, before
-    ``json`` is handed it (``_depth_steps`` run to the end, DESIGN.md §14)."""
-    for _ in _depth_steps(text):
-        pass
+    ``json`` is handed it (``depth_steps`` run to the end, DESIGN.md §14)."""
+    run_steps(depth_steps(text))
 
 
-def _decode_at(text: str, at: int) -> tuple[Any, int]:
-    """One JSON value at ``text[at]``; returns ``(value, end)``."""
+def decode_at(text: str, at: int, name: str = "") -> tuple[Any, int]:
+    """One JSON value at ``text[at]`` through ``json``'s own decoder; returns ``(value, end)``. Raises
+    ``ImportRefused("not-json")``, its detail led by ``name`` (a file's name) when given."""
     try:
         return _DECODER.raw_decode(text, at)
     except (ValueError, RecursionError) as error:
-        raise ImportRefused("not-json", str(error)) from None
+        raise ImportRefused("not-json", f"{name}: {error}" if name else str(error)) from None
 
 
-def _space(text: str, at: int) -> int:
+def skip_space(text: str, at: int) -> int:
+    """The position of the first character at or after ``at`` that is not JSON white space."""
     return _SPACE.match(text, at).end()
+
+
+def run_steps(steps):
+    """A generator of steps (it yields between slices of work, ``None``) run to the end: its return
+    value. Errors it raises pass through."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
 
 
 def _document_steps(text: str, depth_checked: bool = False):
@@ -147,56 +159,56 @@ def _document_steps(text: str, depth_checked: bool = False):
     one (each through ``json``'s own decoder), yielding between them: a generator whose return value
     is the document. Anything else than an object is decoded whole (refused as not an export)."""
     if not depth_checked:
-        yield from _depth_steps(text)
-    at = _space(text, 0)
+        yield from depth_steps(text)
+    at = skip_space(text, 0)
     if not text.startswith("{", at):
-        value, end = _decode_at(text, at)
-        if _space(text, end) != len(text):
+        value, end = decode_at(text, at)
+        if skip_space(text, end) != len(text):
             raise ImportRefused("not-json", "extra data after the document")
         return value
     document: dict[str, Any] = {}
-    at = _space(text, at + 1)
+    at = skip_space(text, at + 1)
     if text.startswith("}", at):
         at += 1
     else:
         while True:
             if not text.startswith('"', at):
                 raise ImportRefused("not-json", f"a key was expected at {at}")
-            key, at = _decode_at(text, at)
-            at = _space(text, at)
+            key, at = decode_at(text, at)
+            at = skip_space(text, at)
             if not text.startswith(":", at):
                 raise ImportRefused("not-json", f"':' was expected at {at}")
-            at = _space(text, at + 1)
+            at = skip_space(text, at + 1)
             if text.startswith("[", at):  # an array: item by item
                 items: list[Any] = []
-                at = _space(text, at + 1)
+                at = skip_space(text, at + 1)
                 if text.startswith("]", at):
                     at += 1
                 else:
                     while True:
-                        item, at = _decode_at(text, at)
+                        item, at = decode_at(text, at)
                         items.append(item)
                         yield
-                        at = _space(text, at)
+                        at = skip_space(text, at)
                         if text.startswith("]", at):
                             at += 1
                             break
                         if not text.startswith(",", at):
                             raise ImportRefused("not-json", f"',' or ']' was expected at {at}")
-                        at = _space(text, at + 1)
+                        at = skip_space(text, at + 1)
                 value = items
             else:
-                value, at = _decode_at(text, at)
+                value, at = decode_at(text, at)
                 yield
             document[key] = value
-            at = _space(text, at)
+            at = skip_space(text, at)
             if text.startswith("}", at):
                 at += 1
                 break
             if not text.startswith(",", at):
                 raise ImportRefused("not-json", f"',' or '}}' was expected at {at}")
-            at = _space(text, at + 1)
-    if _space(text, at) != len(text):
+            at = skip_space(text, at + 1)
+    if skip_space(text, at) != len(text):
         raise ImportRefused("not-json", "extra data after the document")
     return document
 
@@ -296,12 +308,7 @@ def parse_export(text: str, now_ms: int | None = None) -> tuple[TaskMeta, list[d
     ``depth`` (nested deeper than ``MAX_DEPTH``) | ``format`` | ``version`` | ``meta`` | ``messages`` |
     ``turns`` | ``numbers`` (an integer negative or past 2^53 − 1) | ``dates`` (``createdAt`` after
     ``updatedAt``, or in the future)."""
-    steps = parse_steps(text, _now(now_ms))
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return done.value
+    return run_steps(parse_steps(text, _now(now_ms)))
 
 
 async def parse_export_sliced(text: str, now_ms: int | None = None, *, budget_s: float = 0.008,
