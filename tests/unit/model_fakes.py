@@ -142,3 +142,27 @@ def transcript(name: str, chunk_size: int = 0) -> ScriptedResponse:
     size = chunk_size or max(1, len(body))
     chunks = [body[i:i + size] for i in range(0, len(body), size)] if status == 200 else []
     return ScriptedResponse(status, chunks=chunks, headers=headers, body=body.decode("utf-8"))
+
+
+NOW_MS = 1_780_000_000_000
+"""The fixed clock of ``recorded_runtime`` (epoch ms)."""
+
+
+def recorded_runtime(agent, store=None):
+    """``(runtime, service, recorder)``: an ``AgentRuntime`` on course ``intro-ml`` answering with
+    ``agent``, its thread in ``store`` (a fresh in-memory ``ThreadStore`` when None), each turn recorded
+    by a ``HistoryService`` in memory; the clock is ``NOW_MS``. ``await recorder.drain()`` after a turn."""
+    from app.history.recorder import HistoryRecorder
+    from app.history.service import HistoryService
+    from app.records import MemoryBackend
+    from app.runtime import AgentRuntime
+    from app.storage import MemoryStorage
+    from app.store import ThreadStore
+
+    service = HistoryService(MemoryBackend(), clock=lambda: NOW_MS)
+    recorder = HistoryRecorder(service)
+    runtime = AgentRuntime(store if store is not None else ThreadStore(MemoryStorage()), agent,
+                           clock=lambda: NOW_MS, history=recorder)
+    runtime.hydrate()
+    runtime.set_stage("intro-ml")
+    return runtime, service, recorder

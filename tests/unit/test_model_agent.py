@@ -17,7 +17,7 @@ from app.projection import STOPPED_MARKER
 from app.runtime import AgentRuntime
 from app.storage import MemoryStorage
 from app.store import ThreadStore
-from tests.unit.model_fakes import ScriptedResponse, ScriptedTransport, UrllibTransport, sse
+from tests.unit.model_fakes import ScriptedResponse, ScriptedTransport, UrllibTransport, recorded_runtime, sse
 from tools import fake_openai
 
 CONFIG = AgentConfig(base_url="http://127.0.0.1:9/v1", model="m1", api_key="sk-secret-123")
@@ -481,18 +481,8 @@ async def test_a_server_that_ignores_stream_gets_its_whole_completion_used():
 async def test_history_records_the_servers_usage_or_says_it_was_not_reported(reported):
     """DESIGN.md §12: usage and model of a turn come from the server's last chunk; without usage
     the turn meta says "not reported" (None), never invented numbers — and the stats add nothing."""
-    from app.history.recorder import HistoryRecorder
-    from app.history.service import HistoryService
-    from app.records import MemoryBackend
-
     body = sse(text_chunk("ok"), FINISH, *([USAGE] if reported else []), "[DONE]")
-    service = HistoryService(MemoryBackend(), clock=lambda: 1_780_000_000_000)
-    recorder = HistoryRecorder(service)
-    storage = MemoryStorage()
-    runtime = AgentRuntime(ThreadStore(storage), OpenAIAgent(ScriptedTransport(ScriptedResponse(chunks=[body])), CONFIG),
-                           clock=lambda: 1_780_000_000_000, history=recorder)
-    runtime.hydrate()
-    runtime.set_stage("intro-ml")
+    runtime, service, recorder = recorded_runtime(OpenAIAgent(ScriptedTransport(ScriptedResponse(chunks=[body])), CONFIG))
     await runtime.send("question")
     await recorder.drain()
     meta, turns = await service.active("intro-ml")
@@ -505,17 +495,8 @@ async def test_history_records_the_servers_usage_or_says_it_was_not_reported(rep
 
 
 async def test_a_failed_model_turn_records_the_model_it_asked_for():
-    from app.history.recorder import HistoryRecorder
-    from app.history.service import HistoryService
-    from app.records import MemoryBackend
-
-    service = HistoryService(MemoryBackend(), clock=lambda: 1_780_000_000_000)
-    recorder = HistoryRecorder(service)
     down = ScriptedResponse(503, body='{"error":{"message":"overloaded"}}')
-    runtime = AgentRuntime(ThreadStore(MemoryStorage()), OpenAIAgent(ScriptedTransport(down), CONFIG),
-                           clock=lambda: 1_780_000_000_000, history=recorder)
-    runtime.hydrate()
-    runtime.set_stage("intro-ml")
+    runtime, service, recorder = recorded_runtime(OpenAIAgent(ScriptedTransport(down), CONFIG))
     with pytest.raises(ModelError):
         await runtime.send("question")
     await recorder.drain()

@@ -24,7 +24,8 @@ from app.records import MemoryBackend
 from app.runtime import AgentRuntime
 from app.storage import MemoryStorage
 from app.store import ThreadStore
-from tests.unit.model_fakes import FIXTURES, ScriptedResponse, ScriptedTransport, UrllibTransport, sse, transcript
+from tests.unit.model_fakes import (FIXTURES, ScriptedResponse, ScriptedTransport, UrllibTransport, recorded_runtime, sse,
+                                   transcript)
 from tools import fake_openai
 
 KEY = "sk-secret-123"
@@ -145,17 +146,12 @@ async def test_a_long_conversation_stays_answerable_against_the_fake_llama_serve
 
 
 async def test_the_turn_meta_says_how_many_earlier_turns_were_left_out_in_history_and_in_every_locale():
-    service = HistoryService(MemoryBackend(), clock=lambda: 1_780_000_000_000)
-    recorder = HistoryRecorder(service)
     transport = ScriptedTransport(transcript("error-context-nonstream.http"),
                                   ScriptedResponse(chunks=[sse(OK, "[DONE]")]))
-    storage = MemoryStorage()
-    store = ThreadStore(storage)
+    store = ThreadStore(MemoryStorage())
     store.hydrate(1)
     store.save("intro-ml", serialize_thread(long_history(6)), 1)
-    runtime = AgentRuntime(store, OpenAIAgent(transport, CONFIG), clock=lambda: 1_780_000_000_000, history=recorder)
-    runtime.hydrate()
-    runtime.set_stage("intro-ml")
+    runtime, service, recorder = recorded_runtime(OpenAIAgent(transport, CONFIG), store)
     await runtime.send("now")
     await recorder.drain()
     _, turns = await service.active("intro-ml")
@@ -174,15 +170,10 @@ async def test_a_model_named_by_its_file_path_is_shown_by_the_files_name_and_sto
     """llama-server started without --alias names its model by the path it loaded: the turn meta line
     shows the file's name, history keeps the whole id (and the tooltip, ``full_model``, shows it)."""
     path = "/root/.cache/agentbar/models/66d68b13c8dfdf7e/tiny-tool.gguf"
-    service = HistoryService(MemoryBackend(), clock=lambda: 1_780_000_000_000)
-    recorder = HistoryRecorder(service)
     usage = {"choices": [], "usage": {"prompt_tokens": 2000, "completion_tokens": 253, "total_tokens": 2253}}
     transport = ScriptedTransport(ScriptedResponse(chunks=[sse({**OK, "model": path}, {**usage, "model": path},
                                                                "[DONE]")]))
-    runtime = AgentRuntime(ThreadStore(MemoryStorage()), OpenAIAgent(transport, CONFIG),
-                           clock=lambda: 1_780_000_000_000, history=recorder)
-    runtime.hydrate()
-    runtime.set_stage("intro-ml")
+    runtime, service, recorder = recorded_runtime(OpenAIAgent(transport, CONFIG))
     await runtime.send("hi")
     await recorder.drain()
     _, turns = await service.active("intro-ml")
