@@ -175,23 +175,15 @@ def _seed_app(run, page, seed: str, record: str) -> None:
     page.evaluate(PUT_RECORD, [run.base + "paint/" + COURSE, record])
 
 
-def _floor_round(run) -> dict:
+def _cold_and_reload(run, path: str, seeded: tuple[str, str] | None = None) -> dict:
+    """``path`` in a fresh context (``seeded``: the app's ``(seed, record)`` put there first): navigation
+    → ready, then a reload → ready (ms). The floor's round, and the app's without its interpreter
+    snapshot (``APP`` with ``&snapshot=off``)."""
     context = _context(run)
     page = context.new_page()
-    page.goto(run.base + FLOOR)
-    cold = _wait(page, "ready")["ready"]
-    page.reload()
-    reload = _wait(page, "ready")["ready"]
-    context.close()
-    return {"cold": cold, "reload": reload}
-
-
-def _plain_round(run, seed: str, record: str) -> dict:
-    """The app started without its interpreter snapshot (``?snapshot=off``): cold → ready, reload → ready."""
-    context = _context(run)
-    page = context.new_page()
-    _seed_app(run, page, seed, record)
-    page.goto(run.base + APP + "&snapshot=off")
+    if seeded is not None:
+        _seed_app(run, page, *seeded)
+    page.goto(run.base + path)
     cold = _wait(page, "ready")["ready"]
     page.reload()
     reload = _wait(page, "ready")["ready"]
@@ -339,11 +331,11 @@ def run(run, *, quick: bool) -> dict:
     for i in range(rounds):
         for name in (("floor", "app", "plain") if i % 2 == 0 else ("plain", "app", "floor")):
             if name == "floor":
-                floor.append(_floor_round(run))
+                floor.append(_cold_and_reload(run, FLOOR))
             elif name == "app":
                 app.append(_app_round(run, seed, record))
             else:
-                plain.append(_plain_round(run, seed, record))
+                plain.append(_cold_and_reload(run, APP + "&snapshot=off", (seed, record)))
         print(f"  firstpaint round {i + 1}/{rounds}: floor {floor[-1]['cold']:.0f} ms, app painted "
               f"{app[-1]['painted']:.0f} ms, ready {app[-1]['cold']:.0f} ms, reload {app[-1]['reload']:.0f} ms "
               f"(floor {floor[-1]['reload']:.0f}); longest task after ready {app[-1]['longest_task_ms']:.0f} ms; "

@@ -74,7 +74,7 @@ export async function loadPyodide(options = {}) {
     if (error) throw error;
     if (response) {
       const inflated = inflate(response);
-      inflated.catch(() => {}); // a failure is Pyodide's to see when it awaits it, not the page's (boot.js)
+      // in time: the wait ends; a failure is Pyodide's to see when it awaits it, not the page's (boot.js)
       inflated.then(() => clearTimeout(timer), () => {});
       const pyodide = await loadStock({ ...rest, indexURL, _loadSnapshot: inflated });
       mark("snapshot-restored");

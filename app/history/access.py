@@ -34,7 +34,6 @@ NOTICE_CODES = {
 T = TypeVar("T")
 
 
-
 def database_failed(code: str, available: bool | None) -> bool:
     """True when history's notice ``code`` says that the database itself could not be opened:
     ``history-unavailable`` or ``history-full`` while history never opened (``available`` not True).
@@ -48,6 +47,7 @@ def database_failed(code: str, available: bool | None) -> bool:
     False
     """
     return code in ("history-unavailable", "history-full") and available is not True
+
 
 class HistoryAccess:
     """Availability of history's record store (module docstring). ``notify(Notice)``: where history
