@@ -5,9 +5,13 @@
 // worker and forwards calls; the rules stay Python's (app/sync/engine.py, app/browser/sync_setup.py).
 //
 // Messages from the page: {id, op, args}: op "open" [config], "probe", "start", "take" [max, maxChars],
-//   "put" [docJson], "remove" [id], "syncNow", "stop"; each answered {id, result} or {id, error}.
+//   "put" [docJson], "remove" [id], "syncNow", "cancel" (ends the replication; the local database
+//   and its change feed stay), "stop"; each answered {id, result} or {id, error}.
 // Messages to the page: {event: "change"} (changes wait for take) and
-//   {event: "status", args: [event, httpStatus, bodyText]} (see static/sync.js).
+//   {event: "status", args: [event, httpStatus, bodyText]} (see static/sync.js): besides the
+//   replication's own events, "progress" when a batch of documents moved either way (the page's
+//   watchdog, app/sync/watchdog.py, restarts a replication that says it is active and moves
+//   nothing).
 // The password goes only into PouchDB's auth option and the probe's Authorization header: it is
 // never logged, stored or posted back.
 "use strict";
@@ -167,7 +171,10 @@ try {
       for (const direction of ["push", "pull"]) {
         const replication = sync[direction];
         replication.on("requestError", (error) => { failed[direction] = error; report(); missing(error); });
-        replication.on("change", () => { failed[direction] = null; });
+        replication.on("change", () => {
+          failed[direction] = null;
+          if (this.sync === sync) this.onStatus("progress", 0, null);
+        });
         replication.on("active", () => { paused[direction] = false; });
         replication.on("paused", (error) => {
           paused[direction] = !error;
@@ -260,6 +267,7 @@ try {
     put: (docJson) => replication.put(docJson),
     remove: (id) => replication.remove(id),
     syncNow: () => replication.syncNow(),
+    cancel: () => replication.stopReplication(),
     stop: () => replication && replication.stop(),
   };
 

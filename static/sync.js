@@ -12,13 +12,15 @@
 //     take() handed over all there were (never from inside the replication's own work per document)
 //   onStatus(event, httpStatus, bodyText): "welcome" (the answer of GET / of the server; status 0 and
 //     body null when there was none), then the replication's "active", "paused", "denied", "error"
-//     (httpStatus of the failing request, 0 when the server did not answer)
+//     (httpStatus of the failing request, 0 when the server did not answer), and "progress" each
+//     time a batch of documents moved either way (what app/sync/watchdog.py counts as progress)
 // Replication: probe() -> Promise<status> (reports "welcome"; rejects when the client did not load);
 //   start(); take(max, maxChars) -> Promise<JSON text of up to max waiting changes, oldest first, each
 //   [doc | null, seq] (null for this page's own writes: only the seq moves on), none more once their
 //   JSON reached maxChars (at least one)>; changed: true when
 //   onChange was called since the last take() began (its answer may have come before that change);
-//   put(docJson) -> Promise<"ok"|"same">; remove(id) -> Promise<"ok">; syncNow(); stop() (ends the
+//   put(docJson) -> Promise<"ok"|"same">; remove(id) -> Promise<"ok">; syncNow(); cancel() (ends the
+//   replication, a stalled one: puts and removes still reach the local database); stop() (ends the
 //   worker; calls still waiting are rejected).
 (function () {
   "use strict";
@@ -84,6 +86,8 @@
     remove(id) { return this.call("remove", id); }
 
     syncNow() { this.call("syncNow").catch(() => {}); }
+
+    cancel() { this.call("cancel").catch(() => {}); }
 
     stop() {
       const end = () => {

@@ -19,6 +19,13 @@
   already applied is kept under ``SEQ_KEY`` so that a reload goes on from there. Once the server
   answered, everything stored here goes out at the first sync with that server and database
   (``SyncEngine.send_all``; turning sync off forgets it, so what was made meanwhile goes out too).
+- A replication that says ``syncing`` and moves nothing is stalled (``app.sync.watchdog``, polled
+  every ``POLL_S``): it is cancelled (the worker and its local database stay, so this tab's
+  changes still go there), the status reads ``offline`` with the reason ``stalled`` (never
+  ``syncing`` while nothing moves, a restart's included) and it starts again on the watchdog's
+  backoff; Sync now starts it at once. Progress is a batch the worker moved either way; the
+  server's welcome and a slice taken into history keep the count from running out, but do not
+  end a stall.
 
 The password never reaches a log: errors are logged by their kind, never with the configuration.
 """
@@ -27,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -40,6 +48,7 @@ from app.i18n import Translator
 from app.browser.tasks import next_task
 from app.sync.engine import SENT_KEY, SyncEngine
 from app.sync.settings import SyncCredentials, SyncSettings, SyncStatus, load_sync_settings, save_sync_settings
+from app.sync.watchdog import ProgressWatchdog
 
 __all__ = ["SEQ_KEY", "SyncSection", "SyncSetup"]
 
@@ -53,6 +62,10 @@ SLICE_CHARS = 64_000
 """... and no more once their JSON reached this many characters (always one): a slice of long
 conversations is fewer of them (taking ten in, JSON and validation, is one step of the page; ten of
 the benchmark's 5,800-character conversations are a slice)."""
+POLL_S = 1.0
+"""Seconds between two looks of the watchdog (``app.sync.watchdog``) while sync is on."""
+STALLED = SyncStatus.failed("stalled")
+"""What the panel shows while the watchdog holds the replication stalled."""
 
 
 async def _load_script(src: str) -> None:
@@ -100,7 +113,9 @@ class SyncSetup:
         self.settings, self._password = load_sync_settings(self.local, self.session)
         self.engine: SyncEngine | None = None
         self.replication = None
-        self.status = SyncStatus("off")
+        self.status = SyncStatus("off")  # as the replication reports it (the panel may show STALLED)
+        self.watchdog = ProgressWatchdog(time.monotonic)
+        self._watching: asyncio.Future | None = None
         self._queue: asyncio.Future | None = None
         self._proxies: list = []
         self._applying = False
@@ -129,9 +144,17 @@ class SyncSetup:
             self._spawn(self.start())
 
     def _show(self, status: SyncStatus) -> None:
+        """The replication's ``status`` (the watchdog watches while it is ``syncing``), drawn."""
         self.status = status
+        self.watchdog.observe(status.state)
+        self._draw()
+
+    def _draw(self) -> None:
+        """Draw ``self.status``, or ``STALLED`` in its place while the watchdog holds a ``syncing``
+        replication stalled."""
         if self.node is None:
             return
+        status = STALLED if self.watchdog.stalled and self.status.state == "syncing" else self.status
         self.node.dataset.state = status.state
         if status.reason:
             self.node.dataset.reason = status.reason
@@ -139,6 +162,30 @@ class SyncSetup:
             self.node.removeAttribute("data-reason")
         self.node.textContent = self.t(status.key)
         self.now_button.disabled = not self.settings.enabled
+
+    def _moved(self) -> None:
+        """Documents moved (watchdog progress); a stall shown so far gives way to the status."""
+        stalled = self.watchdog.stalled
+        self.watchdog.moved()
+        if stalled:
+            self._draw()
+
+    async def _watch(self) -> None:
+        """While sync is on: every ``POLL_S``, stop a stalled replication (shown as ``STALLED``) and
+        start it again when the watchdog's backoff says so."""
+        try:
+            while self.settings.enabled:
+                await asyncio.sleep(POLL_S)
+                verdict = self.watchdog.poll()
+                if verdict == "stalled":  # cancelled; this tab's changes still reach the local database
+                    js.console.warn("sync: no progress; the replication is restarted")
+                    if self.replication is not None:
+                        self.replication.cancel()
+                    self._draw()
+                elif verdict == "restart" and self.settings.enabled:
+                    self._spawn(self.restart())
+        finally:
+            self._watching = None
 
     def _spawn(self, coro) -> None:
         task = asyncio.ensure_future(coro)
@@ -173,6 +220,7 @@ class SyncSetup:
         if self.settings.enabled:
             await self.start()
         else:
+            self.watchdog.stop()
             self._show(SyncStatus("off"))
 
     def stop(self) -> None:
@@ -192,6 +240,10 @@ class SyncSetup:
         self._starts += 1
         if self.node is not None:
             self.node.dataset.starts = str(self._starts)
+        self.watchdog.restarted()
+        if self._watching is None:
+            self._watching = asyncio.ensure_future(self._watch())
+            self._watching.add_done_callback(_report)
         self._show(SyncStatus("syncing"))
         self._reported = None
         try:
@@ -207,7 +259,7 @@ class SyncSetup:
         on_change = create_proxy(self._on_change)
         on_status = create_proxy(self._on_status)
         self._proxies += [on_change, on_status]
-        self.replication = js.window.agentbarSync.open(config, on_change, on_status)
+        replication = self.replication = js.window.agentbarSync.open(config, on_change, on_status)
         del config
         self.engine = SyncEngine(self.history, _Replica(self.replication), self.local, checkpoints=self.checkpoints,
                                  records=self.records, pause=next_task)
@@ -216,11 +268,13 @@ class SyncSetup:
         try:
             status = int(await self.replication.probe())
         except Exception as error:  # noqa: BLE001 - the client did not load in its worker, or it failed
+            if replication is not self.replication:  # stopped meanwhile (the watchdog, Sync now, off)
+                return
             js.console.error(f"sync: {type(error).__name__}")
             if self.status.state == "syncing":
                 self._show(SyncStatus("error", "unreachable"))
             return
-        if self.status.state == "syncing" and status == 200 and self.replication is not None:
+        if self.status.state == "syncing" and status == 200 and self.replication is replication:
             self._welcomed = True
             self.replication.start()
             engine, target = self.engine, credentials.remote
@@ -296,6 +350,7 @@ class SyncSetup:
                     await self.engine.remote_changed_many(docs)
                 finally:
                     self._applying = False
+            self.watchdog.worked()  # history takes in what came: not yet the replication moving again
             try:
                 self.local.set_item(SEQ_KEY, str(changes[-1][1]))
             except Exception:  # noqa: BLE001 - the next start applies these changes again (no harm)
@@ -304,6 +359,11 @@ class SyncSetup:
             self._enqueue(lambda: self._apply_slice(replication))
 
     def _on_status(self, event, http_status, body) -> None:
+        if event == "progress":  # a batch moved (not a status)
+            self._moved()
+            return
+        if event == "welcome":
+            self.watchdog.worked()
         parsed = None
         if isinstance(body, str):
             try:

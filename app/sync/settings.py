@@ -40,8 +40,9 @@ PASSWORD_STORAGE_KEY = "agentbar-sync-password"
 
 STATES = ("off", "syncing", "synced", "offline", "error")
 """``[data-testid=sync-status]``'s ``data-state`` values (DESIGN.md §16)."""
-REASONS = ("unauthorized", "forbidden", "notCouchdb", "unreachable")
-"""Why a sync is in ``error`` (``offline`` for ``unreachable``): the locale keys ``sync.reason.<reason>``."""
+REASONS = ("unauthorized", "forbidden", "notCouchdb", "unreachable", "stalled")
+"""Why a sync is in ``error`` (``offline`` for ``unreachable`` and ``stalled``): the locale keys
+``sync.reason.<reason>``. ``stalled``: the server stopped answering mid-sync (``app.sync.watchdog``)."""
 
 _DATABASE = re.compile(r"[a-z][a-z0-9_$()+/-]*\Z")  # CouchDB's rule for a database name
 
@@ -216,5 +217,10 @@ class SyncStatus:
 
     @classmethod
     def failed(cls, reason: str) -> "SyncStatus":
-        """``offline`` for an unreachable server (changes queue, §16), ``error`` for any other reason."""
-        return cls("offline" if reason == "unreachable" else "error", reason)
+        """``offline`` for a server that cannot be reached or stopped answering (changes queue,
+        §16), ``error`` for any other reason.
+
+        >>> [SyncStatus.failed(r).state for r in ("unreachable", "stalled", "forbidden")]
+        ['offline', 'offline', 'error']
+        """
+        return cls("offline" if reason in ("unreachable", "stalled") else "error", reason)

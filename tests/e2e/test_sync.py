@@ -15,12 +15,14 @@ turn kept) and starts it again (the turn reaches it, ``synced``).
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import base64
+import socket
 from pathlib import Path
 
 import pytest
@@ -576,3 +578,155 @@ def test_the_first_sync_says_synced_only_once_history_holds_every_conversation(b
         assert agent.page.evaluate("() => window.__heldAtSynced") == [n]
     finally:
         context.close()
+
+
+class _Relay:
+    """A TCP relay on 127.0.0.1 to the server on ``upstream`` (a port): the sync server the page is
+    given. It relays every connection until the page writes its ``hang_at``-th replication checkpoint
+    there (``PUT …/_local/…``, after each batch written); from then on, until ``resume()``, nothing
+    passes either way: connections are accepted and read, and no answer ever comes (a server that
+    stopped answering mid-sync, as one killed and restarted under load left the replication, never
+    told of an error). A connection that carried a request while hanging stays silent for good."""
+
+    CHECKPOINT = re.compile(rb"PUT [^ ]*/_local/")
+
+    def __init__(self, upstream: int, hang_at: int) -> None:
+        self.upstream = upstream
+        self.hang_at = hang_at
+        self.checkpoints = 0
+        self.hanging = threading.Event()
+        self.resumed = False
+        self.sockets: list = []
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.origin = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def resume(self) -> None:
+        """Relay again, for good (connections held while hanging stay silent)."""
+        self.resumed = True
+        self.hanging.clear()
+
+    def close(self) -> None:
+        self.listener.close()
+        for held in self.sockets:
+            try:
+                held.close()
+            except OSError:
+                pass
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            self.sockets.append(client)
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client) -> None:
+        held = [self.hanging.is_set()]  # accepted while hanging: this one never answers
+        upstream = None
+        if not held[0]:
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.upstream), timeout=5)
+                upstream.settimeout(None)
+            except OSError:
+                client.close()
+                return
+            self.sockets.append(upstream)
+            threading.Thread(target=self._back, args=(upstream, client, held), daemon=True).start()
+        while True:
+            try:
+                data = client.recv(65536)
+            except OSError:
+                return
+            if not data:
+                return
+            if not held[0] and not self.resumed:
+                self.checkpoints += len(self.CHECKPOINT.findall(data))
+                if self.checkpoints >= self.hang_at:
+                    self.hanging.set()
+            if held[0] or self.hanging.is_set():
+                held[0] = True  # a connection caught by the hang stays silent
+                continue
+            try:
+                upstream.sendall(data)
+            except OSError:
+                return
+
+    def _back(self, upstream, client, held: list) -> None:
+        while True:
+            try:
+                data = upstream.recv(65536)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            if held[0] or self.hanging.is_set():
+                held[0] = True  # an answer swallowed: this connection never answers again
+                continue
+            try:
+                client.sendall(data)
+            except OSError:
+                return
+        if not held[0]:  # the server closed an idle connection: so does the relay, as the server would
+            try:
+                client.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+HISTORY_COUNT_JS = """() => new Promise((resolve, reject) => {
+  const r = indexedDB.open('agentbar');
+  r.onerror = () => reject(r.error);
+  r.onsuccess = () => {
+    const db = r.result;
+    const q = db.transaction('conversations').objectStore('conversations').count();
+    q.onsuccess = () => { db.close(); resolve(q.result); };
+    q.onerror = () => { db.close(); reject(q.error); };
+  };
+})"""
+
+
+def test_a_server_that_stops_answering_mid_sync_is_noticed_reported_and_the_sync_restarted(browser, app_server, couch):
+    """The server stops answering in the middle of a first sync (requests accepted, never answered,
+    no error): the status leaves ``syncing`` for ``offline`` with the reason ``stalled`` once nothing
+    moved for the watchdog's time (app/sync/watchdog.py), the replication is restarted on its own
+    (no Sync now), and once the server answers again every conversation arrives and it reads
+    ``synced`` (DESIGN.md §16: a replication that makes no progress is noticed, restarted, reported)."""
+    from bench.sync import documents
+    from app.sync.watchdog import STALL_AFTER_S
+
+    database, n = "agentbar-e2e-stall", 200
+    url = f"{couch.origin}/{database}"
+    urllib.request.urlopen(urllib.request.Request(url, method="PUT"), timeout=10).close()
+    body = json.dumps({"docs": documents(n, 4)}).encode("utf-8")
+    urllib.request.urlopen(urllib.request.Request(f"{url}/_bulk_docs", data=body, method="POST",
+                                                  headers={"Content-Type": "application/json"}), timeout=60).close()
+    relay = _Relay(couch.port, hang_at=2)  # a batch or two of 25 pass, then nothing answers
+    context, agent = _device(browser, app_server, couch)
+    agent.allowed_origins.append(relay.origin)
+    try:
+        agent.open(course="intro-ml")
+        agent.page.wait_for_function(HISTORY_READY)
+        agent.page.evaluate(SEEN_STATES_JS)
+        _configure(agent, relay.origin, database=database)
+        agent.page.wait_for_function("() => window.__syncSeen.some(([state]) => state === 'syncing')")
+        agent.page.wait_for_function(  # before the watchdog, it said 'syncing' for good
+            "() => document.querySelector('[data-testid=sync-status]').dataset.state !== 'syncing'",
+            timeout=int((STALL_AFTER_S + 30) * 1000))
+        assert relay.hanging.is_set()  # the stall is the relay's, mid-sync
+        status = agent.testid("sync-status")
+        assert (status.get_attribute("data-state"), status.get_attribute("data-reason")) == ("offline", "stalled")
+        held = agent.page.evaluate(HISTORY_COUNT_JS)
+        assert 0 < held < n, held
+        seen = agent.page.evaluate("() => window.__syncSeen")
+        assert seen[-1] == ["offline", "stalled"] and ["syncing", None] in seen, seen
+        relay.resume()  # the server answers again: the watchdog's restart (no Sync now) takes the rest
+        _poll(lambda: agent.page.evaluate(HISTORY_COUNT_JS) == n, "every conversation after the restart")
+        assert _wait_state(agent, "synced") == "synced"
+        assert _starts(agent) >= 2  # saving the settings started it once; the watchdog again (no Sync now)
+    finally:
+        context.close()
+        relay.close()
+
