@@ -11,7 +11,8 @@
 //   {event: "status", args: [event, httpStatus, bodyText]} (see static/sync.js): besides the
 //   replication's own events, "progress" when a batch of documents moved either way (the page's
 //   watchdog, app/sync/watchdog.py, restarts a replication that says it is active and moves
-//   nothing).
+//   nothing), and "blocked" (bodyText: the server's origin) when this worker's Content-Security-Policy
+//   (connect-src) refused the request to the server.
 // The password goes only into PouchDB's auth option and the probe's Authorization header: it is
 // never logged, stored or posted back.
 "use strict";
@@ -25,6 +26,32 @@ try {
 
 (function () {
   const LOCAL_DB = "agentbar-sync";
+
+  // The URLs this worker's Content-Security-Policy refused (connect-src), the last 20: a worker
+  // follows the policy sent with its own script, and a refused fetch rejects like one with no server.
+  const refused = [];
+  self.addEventListener("securitypolicyviolation", (event) => {
+    if (String(event.effectiveDirective || event.violatedDirective || "").startsWith("connect-src")) {
+      refused.push(String(event.blockedURI || ""));
+      refused.splice(0, refused.length - 20);
+    }
+  });
+
+  function originOf(url) {
+    try {
+      return new URL(url).origin;
+    } catch (_error) {
+      return "";
+    }
+  }
+
+  // true when the policy refused a request to origin (the violation is reported as a task after the
+  // fetch rejected: wait for it a moment)
+  async function wasRefused(origin) {
+    const seen = () => Boolean(origin) && refused.some((uri) => uri === origin || uri.startsWith(origin + "/"));
+    for (let attempt = 0; attempt < 5 && !seen(); attempt += 1) await new Promise((ok) => setTimeout(ok, 20));
+    return seen();
+  }
 
   function canonical(value) {
     if (Array.isArray(value)) return "[" + value.map(canonical).join(",") + "]";
@@ -121,6 +148,11 @@ try {
         body = await answer.text();
       } catch (_error) {
         status = 0; // no answer: offline, refused, CORS or CSP
+        const origin = originOf(this.config.server);
+        if (await wasRefused(origin)) {
+          this.onStatus("blocked", 0, origin);
+          return status;
+        }
       }
       this.onStatus("welcome", status, body);
       return status;

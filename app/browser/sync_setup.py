@@ -26,6 +26,8 @@
   backoff; Sync now starts it at once. Progress is a batch the worker moved either way; the
   server's welcome and a slice taken into history keep the count from running out, but do not
   end a stall.
+- A server the worker's Content-Security-Policy refuses (``connect-src``, the build's
+  ``--connect-src``) is ``error`` with the reason ``blocked``, not ``offline``.
 
 The password never reaches a log: errors are logged by their kind, never with the configuration.
 """
@@ -37,6 +39,7 @@ import json
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import js
 from pyodide.ffi import create_proxy
@@ -160,7 +163,8 @@ class SyncSetup:
             self.node.dataset.reason = status.reason
         else:
             self.node.removeAttribute("data-reason")
-        self.node.textContent = self.t(status.key)
+        parts = urlsplit(self.settings.url)
+        self.node.textContent = self.t(status.key, origin=f"{parts.scheme}://{parts.netloc}")
         self.now_button.disabled = not self.settings.enabled
 
     def _moved(self) -> None:

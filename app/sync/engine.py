@@ -262,7 +262,8 @@ class SyncEngine:
         "not CouchDB");
         ``welcome`` (the answer of ``GET /`` before replicating, ``body`` parsed or None) →
         ``syncing`` when it is a CouchDB welcome, else ``notCouchdb`` (or ``unreachable`` with no
-        answer, or the HTTP reason); ``off``.
+        answer, or the HTTP reason); ``blocked`` (the page's Content-Security-Policy refused the
+        server) → ``error``/``blocked``; ``off``.
 
         >>> SyncEngine.status("error", 401).key, SyncEngine.status("paused").state
         ('sync.reason.unauthorized', 'synced')
@@ -277,6 +278,8 @@ class SyncEngine:
             return SyncStatus("syncing")
         if event == "paused":
             return SyncStatus("synced")
+        if event == "blocked":  # the worker's Content-Security-Policy refused the server (connect-src)
+            return SyncStatus.failed("blocked")
         if event == "welcome":
             if http_status == 200 and is_couchdb(body):
                 return SyncStatus("syncing")

@@ -40,9 +40,12 @@ PASSWORD_STORAGE_KEY = "agentbar-sync-password"
 
 STATES = ("off", "syncing", "synced", "offline", "error")
 """``[data-testid=sync-status]``'s ``data-state`` values (DESIGN.md §16)."""
-REASONS = ("unauthorized", "forbidden", "notCouchdb", "unreachable", "stalled")
+REASONS = ("unauthorized", "forbidden", "notCouchdb", "unreachable", "stalled", "blocked")
 """Why a sync is in ``error`` (``offline`` for ``unreachable`` and ``stalled``): the locale keys
-``sync.reason.<reason>``. ``stalled``: the server stopped answering mid-sync (``app.sync.watchdog``)."""
+``sync.reason.<reason>``. ``stalled``: the server stopped answering mid-sync (``app.sync.watchdog``);
+``blocked``: the page's Content-Security-Policy (``connect-src``) refuses the server, which only
+whoever deploys the page can change (the build's ``--connect-src``); its text names the server's
+origin (``{origin}``)."""
 
 _DATABASE = re.compile(r"[a-z][a-z0-9_$()+/-]*\Z")  # CouchDB's rule for a database name
 
@@ -218,9 +221,10 @@ class SyncStatus:
     @classmethod
     def failed(cls, reason: str) -> "SyncStatus":
         """``offline`` for a server that cannot be reached or stopped answering (changes queue,
-        §16), ``error`` for any other reason.
+        §16), ``error`` for any other reason (a CSP that blocks the server included: it does not
+        come back by waiting).
 
-        >>> [SyncStatus.failed(r).state for r in ("unreachable", "stalled", "forbidden")]
+        >>> [SyncStatus.failed(r).state for r in ("unreachable", "stalled", "blocked")]
         ['offline', 'offline', 'error']
         """
         return cls("offline" if reason in ("unreachable", "stalled") else "error", reason)

@@ -29,6 +29,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import AgentPage
+from tests.e2e.test_build import dist_site, source_tree  # noqa: F401 - the built site's fixtures
 from tools import couchdb_server
 
 DATABASE = "agentbar-e2e"
@@ -730,3 +731,18 @@ def test_a_server_that_stops_answering_mid_sync_is_noticed_reported_and_the_sync
         context.close()
         relay.close()
 
+
+def test_on_the_build_a_sync_server_the_csp_does_not_admit_is_an_error_that_says_so(page, dist_site, couch):
+    """The built site under its CSP (``connect-src 'self'``, sent with every file as README's
+    "Deploying" asks): a sync server the policy does not admit is ``error`` with the reason
+    ``blocked`` and a text that names the server and the build's ``--connect-src``, not "Offline…
+    will sync when it is back" (it never will); the model settings say the same of a model endpoint."""
+    agent = AgentPage(page, dist_site[0])
+    agent.allowed_origins.append(couch.origin)
+    agent.open(course="intro-ml")
+    agent.page.wait_for_function(HISTORY_READY)
+    before = _starts(agent)
+    _configure(agent, couch.origin)
+    assert _ended_after(agent, before) == ("error", "blocked")
+    text = agent.testid("sync-status").text_content()
+    assert couch.origin in text and f"--connect-src {couch.origin}" in text
