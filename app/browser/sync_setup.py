@@ -175,7 +175,7 @@ class SyncSetup:
             self._draw()
 
     async def _watch(self) -> None:
-        """While sync is on: every ``POLL_S``, stop a stalled replication (shown as ``STALLED``) and
+        """While sync is on: every ``POLL_S``, cancel a stalled replication (shown as ``STALLED``) and
         start it again when the watchdog's backoff says so."""
         try:
             while self.settings.enabled:

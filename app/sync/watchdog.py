@@ -19,6 +19,9 @@ it, show ``offline`` with the reason ``stalled``) and when to start it again.
 - Restarts follow ``Backoff``: 1 s after the first stall, doubling up to a cap; documents moving,
   or the replication catching up, start the schedule again from the first delay. "Sync now" is a
   restart at once (``restarted``), whatever the schedule said.
+- Patience grows too: each stall in a row doubles the time the next attempt is given
+  (``stall_after``, then twice, four times it…, at most ``max_stall_after``), so a link too slow to
+  move one batch in ``stall_after`` still gets through rather than being cut off for good.
 
     >>> now = [0.0]
     >>> dog = ProgressWatchdog(lambda: now[0], stall_after=20)
@@ -34,12 +37,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-__all__ = ["Backoff", "ProgressWatchdog", "STALL_AFTER_S"]
+__all__ = ["Backoff", "MAX_STALL_AFTER_S", "ProgressWatchdog", "STALL_AFTER_S"]
 
 STALL_AFTER_S = 20.0
 """Seconds without progress after which a replication that says ``syncing`` is stalled: a batch of
 25 documents takes well under a second (first sync of 10,000 conversations, README "Performance"),
 so this is many batches' time, even on a loaded machine."""
+MAX_STALL_AFTER_S = 300.0
+"""The most patience an attempt gets after stalls in a row (seconds)."""
 
 
 class Backoff:
@@ -72,16 +77,19 @@ class ProgressWatchdog:
     """Decides when a replication is stalled and when to restart it (module docstring).
 
     ``clock``: seconds, monotonic (``time.monotonic`` in the page; a fake in tests);
-    ``stall_after``: seconds without progress while ``syncing``; ``backoff``: the restart schedule."""
+    ``stall_after``: seconds without progress while ``syncing`` (doubled after each stall in a row, up
+    to ``max_stall_after``); ``backoff``: the restart schedule."""
 
     def __init__(self, clock: Callable[[], float], stall_after: float = STALL_AFTER_S,
-                 backoff: Backoff | None = None) -> None:
-        if stall_after <= 0:
-            raise ValueError("stall_after must be positive")
+                 backoff: Backoff | None = None, max_stall_after: float = MAX_STALL_AFTER_S) -> None:
+        if not 0 < stall_after <= max_stall_after:
+            raise ValueError("stall_after must be positive and at most max_stall_after")
         self.clock = clock
         self.stall_after = stall_after
+        self.max_stall_after = max_stall_after
         self.backoff = backoff or Backoff()
         self.stalled = False
+        self._stalls = 0  # stalls in a row (no progress between them)
         self._watching = False
         self._last = 0.0
         self._restart_at: float | None = None
@@ -98,7 +106,8 @@ class ProgressWatchdog:
         self._watching = False
         if self.stalled:
             self.stalled = False
-        if state == "synced":
+        if state == "synced":  # caught up: as good as progress
+            self._stalls = 0
             self.backoff.reset()
 
     def worked(self) -> None:
@@ -111,6 +120,7 @@ class ProgressWatchdog:
         again, a stall is over and the restart schedule starts again from its first delay."""
         self._last = self.clock()
         self.stalled = False
+        self._stalls = 0
         self._restart_at = None
         self.backoff.reset()
 
@@ -125,7 +135,19 @@ class ProgressWatchdog:
         self._watching = False
         self._restart_at = None
         self.stalled = False
+        self._stalls = 0
         self.backoff.reset()
+
+    @property
+    def patience(self) -> float:
+        """Seconds without progress the current attempt is given: ``stall_after`` doubled for each
+        stall in a row, at most ``max_stall_after``.
+
+        >>> dog = ProgressWatchdog(lambda: 0.0, stall_after=20, max_stall_after=60)
+        >>> dog.patience
+        20
+        """
+        return min(self.stall_after * 2 ** self._stalls, self.max_stall_after)
 
     def poll(self) -> Literal["stalled", "restart"] | None:
         """Call about once a second. ``"stalled"``: the replication is stalled now (cancel it and
@@ -137,9 +159,10 @@ class ProgressWatchdog:
                 return None
             self._restart_at = None
             return "restart"
-        if self._watching and now - self._last >= self.stall_after:
+        if self._watching and now - self._last >= self.patience:
             self._watching = False
             self.stalled = True
+            self._stalls += 1
             self._restart_at = now + self.backoff.next()
             return "stalled"
         return None

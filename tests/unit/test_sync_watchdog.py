@@ -81,7 +81,7 @@ def test_restarts_follow_a_capped_backoff_that_progress_resets():
     delays = []
     for _ in range(6):
         dog.observe("syncing")
-        clock.now += 20
+        clock.now += dog.patience
         assert dog.poll() == "stalled"
         stalled_at = clock.now
         while dog.poll() != "restart":
@@ -101,7 +101,7 @@ def test_caught_up_resets_the_backoff_and_sync_now_cancels_the_scheduled_restart
     dog, clock = _dog(first=1, factor=2, cap=60)
     for _ in range(3):
         dog.observe("syncing")
-        clock.now += 20
+        clock.now += dog.patience
         dog.poll()
         clock.now += 100
         assert dog.poll() == "restart"
@@ -133,6 +133,8 @@ def test_bad_parameters_are_refused():
         Backoff(first=10, cap=5)
     with pytest.raises(ValueError):
         ProgressWatchdog(Clock(), stall_after=0)
+    with pytest.raises(ValueError):
+        ProgressWatchdog(Clock(), stall_after=30, max_stall_after=20)
 
 
 def test_the_module_examples_hold():
@@ -141,3 +143,31 @@ def test_the_module_examples_hold():
     import app.sync.watchdog
 
     assert doctest.testmod(app.sync.watchdog).failed == 0
+
+
+def test_each_stall_in_a_row_gives_the_next_attempt_twice_the_patience_up_to_a_cap():
+    clock = Clock()
+    dog = ProgressWatchdog(clock, stall_after=20, max_stall_after=100)
+    stalls = []
+    for _ in range(10):  # a link that needs 90 s to move one batch
+        dog.observe("syncing")
+        started = clock.now
+        while clock.now - started < 90 and dog.poll() != "stalled":
+            clock.now += 1
+        if clock.now - started >= 90:
+            dog.moved()  # this attempt was given long enough: the batch got through
+            break
+        stalls.append(clock.now - started)
+        while dog.poll() != "restart":
+            clock.now += 1
+        dog.restarted()
+    assert stalls == [20, 40, 80] and not dog.stalled and dog.patience == 20
+    dog.observe("syncing")
+    for _ in range(4):
+        clock.now += dog.patience
+        assert dog.poll() == "stalled"
+        clock.now += 100
+        assert dog.poll() == "restart"
+        dog.restarted()
+        dog.observe("syncing")
+    assert dog.patience == 100  # capped
