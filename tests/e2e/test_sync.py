@@ -689,23 +689,30 @@ HISTORY_COUNT_JS = """() => new Promise((resolve, reject) => {
 })"""
 
 
-def test_a_server_that_stops_answering_mid_sync_is_noticed_reported_and_the_sync_restarted(browser, app_server, couch):
+def _seed(server, database: str, docs: list[dict]) -> None:
+    url = f"{server.origin}/{database}"
+    urllib.request.urlopen(urllib.request.Request(url, method="PUT"), timeout=10).close()
+    body = json.dumps({"docs": docs}).encode("utf-8")
+    urllib.request.urlopen(urllib.request.Request(f"{url}/_bulk_docs", data=body, method="POST",
+                                                  headers={"Content-Type": "application/json"}), timeout=60).close()
+
+
+def test_a_server_that_stops_answering_mid_sync_is_noticed_reported_and_the_sync_restarted(browser, app_server):
     """The server stops answering in the middle of a first sync (requests accepted, never answered,
     no error): the status leaves ``syncing`` for ``offline`` with the reason ``stalled`` once nothing
-    moved for the watchdog's time (app/sync/watchdog.py), the replication is restarted on its own
-    (no Sync now), and once the server answers again every conversation arrives and it reads
+    moved for the watchdog's time (app/sync/watchdog.py), even though the server behind was killed and
+    started again on its port with the same documents meanwhile. Once it answers again the
+    replication is restarted on its own (no Sync now), every conversation arrives and it reads
     ``synced`` (DESIGN.md §16: a replication that makes no progress is noticed, restarted, reported)."""
     from bench.sync import documents
     from app.sync.watchdog import STALL_AFTER_S
 
     database, n = "agentbar-e2e-stall", 200
-    url = f"{couch.origin}/{database}"
-    urllib.request.urlopen(urllib.request.Request(url, method="PUT"), timeout=10).close()
-    body = json.dumps({"docs": documents(n, 4)}).encode("utf-8")
-    urllib.request.urlopen(urllib.request.Request(f"{url}/_bulk_docs", data=body, method="POST",
-                                                  headers={"Content-Type": "application/json"}), timeout=60).close()
-    relay = _Relay(couch.port, hang_at=2)  # a batch or two of 25 pass, then nothing answers
-    context, agent = _device(browser, app_server, couch)
+    docs = documents(n, 4)
+    server = couchdb_server.start()
+    _seed(server, database, docs)
+    relay = _Relay(server.port, hang_at=2)  # a batch or two of 25 pass, then nothing answers
+    context, agent = _device(browser, app_server, server)
     agent.allowed_origins.append(relay.origin)
     try:
         agent.open(course="intro-ml")
@@ -713,6 +720,10 @@ def test_a_server_that_stops_answering_mid_sync_is_noticed_reported_and_the_sync
         agent.page.evaluate(SEEN_STATES_JS)
         _configure(agent, relay.origin, database=database)
         agent.page.wait_for_function("() => window.__syncSeen.some(([state]) => state === 'syncing')")
+        _poll(relay.hanging.is_set, "the server stops answering mid-sync")
+        server.stop()  # killed, and back on its port (in memory: its documents written again, same revisions)
+        server = couchdb_server.start(relay.upstream)
+        _seed(server, database, docs)
         agent.page.wait_for_function(  # before the watchdog, it said 'syncing' for good
             "() => document.querySelector('[data-testid=sync-status]').dataset.state !== 'syncing'",
             timeout=int((STALL_AFTER_S + 30) * 1000))
@@ -724,12 +735,24 @@ def test_a_server_that_stops_answering_mid_sync_is_noticed_reported_and_the_sync
         seen = agent.page.evaluate("() => window.__syncSeen")
         assert seen[-1] == ["offline", "stalled"] and ["syncing", None] in seen, seen
         relay.resume()  # the server answers again: the watchdog's restart (no Sync now) takes the rest
-        _poll(lambda: agent.page.evaluate(HISTORY_COUNT_JS) == n, "every conversation after the restart")
+        # (a restart that came before the resume stalls too, then the next one, 2 s later, goes through)
+        _poll(lambda: agent.page.evaluate(HISTORY_COUNT_JS) == n, "every conversation after the restart",
+              timeout_s=3 * STALL_AFTER_S + 30)
         assert _wait_state(agent, "synced") == "synced"
         assert _starts(agent) >= 2  # saving the settings started it once; the watchdog again (no Sync now)
+        assert len(_server_docs_of(server, database)) == n  # nothing more, nothing less: no conflict copies
     finally:
         context.close()
         relay.close()
+        server.stop()
+
+
+def _server_docs_of(server, database: str) -> dict:
+    with urllib.request.urlopen(f"{server.origin}/{database}/_all_docs?conflicts=true&include_docs=true",
+                                timeout=5) as answer:
+        rows = json.loads(answer.read())["rows"]
+    assert not [row["id"] for row in rows if row["doc"].get("_conflicts")]
+    return {row["id"]: row["doc"] for row in rows}
 
 
 def test_on_the_build_a_sync_server_the_csp_does_not_admit_is_an_error_that_says_so(page, dist_site, couch):
