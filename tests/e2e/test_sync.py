@@ -9,7 +9,10 @@ gone after both sync again; scene versions made on both keep distinct numbers an
 made on A. A page of its own checks a wrong password, a server that is not CouchDB and a database the
 user may not read (each a clear ``sync-status``, nothing lost, the password nowhere but
 ``sessionStorage``); another, with a server of its own, stops that server mid-sync (``offline``, the
-turn kept) and starts it again (the turn reaches it, ``synced``).
+turn kept) and starts it again (the turn reaches it, ``synced``). A first sync through a relay that
+stops answering mid-sync (its server killed and started again behind it) leaves ``syncing`` for
+``offline``/``stalled`` and completes once it answers (the watchdog's restart); on the built site
+under its CSP a server the policy does not admit is ``error``/``blocked``.
 """
 
 from __future__ import annotations
