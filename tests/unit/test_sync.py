@@ -179,7 +179,7 @@ def test_merge_never_drops_a_message_even_without_metas():
     local = ([{"role": "user", "content": "x"}], [])
     remote = ([{"role": "user", "content": "y"}, {"role": "assistant", "content": "z"}], [])
     merged = merge_conversation(local, remote)
-    assert sorted(m["content"] for m in merged.messages) == ["x", "y", "z"]
+    assert sorted(m["content"] for m in merged.messages if isinstance(m["content"], str)) == ["x", "y", "z"]
 
 
 def test_deleted_ids_do_not_come_back():
@@ -624,3 +624,51 @@ async def test_a_slice_is_encoded_in_a_step_of_its_own_after_its_records_are_bui
     log.clear()
     assert await SyncEngine(b, FakeReplica(), MemoryStorage()).remote_changed_many(docs) == ["added"] * 2
     assert log == ["pause", "write"]
+
+
+# -- conflicting revisions: every leaf's turns (app.history.merge.merge_leaves) -------------------
+def _roles(messages):
+    return [m["role"] for m in messages]
+
+
+def _no_two_users_in_a_row(messages):
+    return all(not (a["role"] == b["role"] == "user") for a, b in zip(messages, messages[1:]))
+
+
+def test_many_leaves_with_disjoint_histories_keep_every_turn_and_never_two_user_messages_in_a_row():
+    from app.history.merge import merge_leaves
+
+    leaves = []
+    for n in range(2000):  # a peer wrote each as a revision of its own, sharing no history
+        if n % 2:
+            leaves.append(([_user(f"q{n}", f"u{n}"), _reply(f"r{n}", f"a{n}")], [_turn(1, 1000 + n, f"a{n}")]))
+        else:  # a question with no answer (a turn cut off), as the hostile peer wrote them
+            leaves.append(([_user(f"q{n}", f"u{n}")], []))
+    merged = merge_leaves(leaves)
+    ids = [m.get("id") for m in merged.messages]
+    assert all(f"u{n}" in ids for n in range(2000)) and all(f"a{n}" in ids for n in range(1, 2000, 2))
+    assert _no_two_users_in_a_row(merged.messages)
+    assert len([t for t in merged.turns]) == 1000 and [t.turnId for t in merged.turns] == list(range(1, 1001))
+    again = merge_leaves(list(reversed(leaves)))  # in any order: the same turns, answered the same way
+    assert sorted(map(repr, again.messages)) == sorted(map(repr, merged.messages))
+
+
+def test_continuations_of_one_conversation_are_all_kept_in_time_order():
+    from app.history.merge import merge_leaves
+
+    (u1, t1), (a, ta), (b, tb), (c, tc) = _pair("1", 10), _pair("A", 30), _pair("B", 20), _pair("C", 40)
+    leaves = [(u1 + a, [t1, ta]), (u1 + b, [t1, tb]), (u1 + c, [t1, tc]), (u1, [t1])]
+    merged = merge_leaves(leaves)
+    assert [m["content"] for m in merged.messages] == ["1", "1", "B", "B", "A", "A", "C", "C"]
+    assert [t.messageId for t in merged.turns] == ["r1", "rB", "rA", "rC"]
+    # one leaf that continues another (a device went on from it) is that one, nothing doubled
+    assert merge_leaves([(u1, [t1]), (u1 + a, [t1, ta])]).messages == u1 + a
+    assert merge_leaves([(u1 + a, [t1, ta])]).how == "local"
+
+
+def test_a_two_way_merge_of_unanswered_questions_answers_each_with_a_stopped_reply():
+    from app.projection import STOPPED_MARKER
+
+    merged = merge_conversation(([_user("x", "ux")], []), ([_user("y", "uy")], []))
+    assert _roles(merged.messages) == ["user", "assistant", "user"]
+    assert merged.messages[1]["content"] == [STOPPED_MARKER]  # shown as a stopped reply, nothing made up
