@@ -360,10 +360,12 @@ class HistoryService:
         messages = record.get("messages") if isinstance(record, dict) else None
         return messages if isinstance(messages, list) else None
 
-    @guarded(bool)
-    async def remove_synced(self, task_id: str, seen: Callable[[list[dict]], list[bool]] | None = None) -> bool:
+    @guarded()
+    async def remove_synced(self, task_id: str, seen: Callable[[list[dict]], list[bool]] | None = None) -> str | None:
         """Another device deleted ``task_id``: remove it here too, with no undo (the delete was made
-        there; it wins, DESIGN.md §16). True when it was kept here. ``seen(messages)``: for each turn of
+        there; it wins, DESIGN.md §16). Returns the task id of the conversation kept apart (below),
+        ``""`` when nothing was kept apart, None when ``task_id`` was not kept here (or history is
+        unavailable). ``seen(messages)``: for each turn of
         ``messages`` (``app.history.merge.split_turns``), whether the deleting device had it (None: it
         had every turn). Turns it never had (made here while apart) are not lost: they become a
         conversation of their own, archived, or the course's active one when the deleted one was
@@ -377,7 +379,7 @@ class HistoryService:
             stored = await self._repository.stored(task_id)
             meta = stored.meta_record
             if meta is None:
-                return False
+                return None
             stage_id = meta.get("stageId", "") if isinstance(meta.get("stageId"), str) else ""
             was_head = bool(stage_id) and await self._repository.head_id(stage_id) == task_id
             held = await self._repository.conversation(task_id) if seen is not None else None
@@ -391,7 +393,9 @@ class HistoryService:
                 writes.end_head(stage_id)
                 if kept is not None:
                     writes.make_head(stage_id, kept.meta.taskId, None)
-                self._active.ended(stage_id)
+                    self._active.forget(stage_id)  # read again: the kept-apart one is active now
+                else:
+                    self._active.ended(stage_id)
             await self._repository.commit(writes)
         self._changed("delete", task_id, stage_id)
         if kept is not None:
@@ -401,7 +405,7 @@ class HistoryService:
             self._tell(Notice("sync-deleted-active", {}))
         if was_head and self.on_head_synced:
             self.on_head_synced(stage_id, kept.messages if kept is not None else [])
-        return True
+        return kept.meta.taskId if kept is not None else ""
 
 
 def _unseen(held: Conversation, seen: Callable[[list[dict]], list[bool]], task_id: str) -> Conversation | None:

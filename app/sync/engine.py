@@ -132,7 +132,10 @@ class SyncEngine:
         await self.push(task_id)
 
     async def push(self, task_id: str) -> bool:
-        """Write ``task_id``'s document as history holds it; False when history has none."""
+        """Write ``task_id``'s document as history holds it; False when history has none, or when its
+        id was deleted (a write over the deletion would bring it back, §16)."""
+        if not self.tombstones.admits(doc_id_of_task(task_id)):
+            return False
         bundle = await self.history.bundle(task_id)
         if bundle is None:
             return False
@@ -234,6 +237,7 @@ class SyncEngine:
                         run.append((index, doc_id.split(":", 1)[1], conversation_of(decision.live[0], self._clock())))
                     except ValueError:
                         outcomes[index] = self._damaged()
+                    await self._pause()  # each document's checks (an import's) are a step of their own
                     continue
                 await self._apply_run(run, outcomes)
                 if decision.what == "delete":
@@ -266,14 +270,16 @@ class SyncEngine:
 
     async def _delete(self, doc_id: str, decision: Decision) -> str:
         """The delete wins (``decide``): removed here, what this device made that the deleting one
-        never had kept apart (``HistoryService.remove_synced``), and every live leaf deleted, the
+        never had kept apart (``HistoryService.remove_synced``; that one is written out), and every live leaf deleted, the
         deletions saying what the deleting devices had. ``deleted``, or ``redeleted`` for an id
         deleted here before that another device wrote again."""
         again = not self.tombstones.admits(doc_id)
         self._forget_for_good(doc_id)
         seen = decision.seen
         had = None if seen is None else (lambda messages: [d in seen for d in turn_digests(messages)])
-        await self.history.remove_synced(doc_id.split(":", 1)[1], had)
+        apart = await self.history.remove_synced(doc_id.split(":", 1)[1], had)
+        if apart:  # a conversation of its own now: it goes out like any other
+            await self.push(apart)
         said = sorted(seen or ())
         by_rev = [deletion_doc(doc_id, said, leaf["_rev"]) for leaf in decision.live if leaf.get("_rev")]
         if by_rev:
