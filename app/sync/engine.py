@@ -5,8 +5,9 @@ calls, both ways:
 
 - out: ``local_changed(kind, task_id, stage_id)`` after this tab changed history
   (``HistoryService.on_change``): a delete removes the conversation's document (and keeps its id
-  as deleted, ``Tombstones``), anything else writes the conversation's document as history now
-  holds it (``app.sync.documents.conversation_doc``);
+  as deleted, ``Tombstones``), the deletion naming the turns this device had
+  (``app.sync.documents.deletion_doc``); anything else writes the conversation's document as
+  history now holds it (``app.sync.documents.conversation_doc``), never over an id deleted before;
 - in: ``remote_changed_many(docs)`` for the documents the replication brought, in arrival order
   (``remote_changed(doc)`` for one). A document in conflict carries every leaf revision under
   ``LEAVES`` (the adapter reads them, CouchDB's ``open_revs``), and ``app.sync.tombstones.decide``
