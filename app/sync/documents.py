@@ -36,12 +36,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.history.chatgpt import MAX_CONVERSATION_CHARS
-from app.history.export import FUTURE_SLACK_MS, export_json, parse_export
+from app.history.export import FUTURE_SLACK_MS, export_json, parse_steps, run_steps
 from app.history.merge import split_turns
 from app.history.records import TaskMeta, TurnMeta
 from app.history.text import plain_text
 
-__all__ = ["CONVERSATION", "DELETION", "VERSION", "conversation_doc", "conversation_of", "deletion_doc",
+__all__ = ["CONVERSATION", "DELETION", "VERSION", "conversation_doc", "conversation_of", "conversation_steps",
+           "deletion_doc",
            "doc_id_of_task", "doc_id_of_version", "kind_of", "turn_digests", "version_doc", "version_doc_of",
            "version_of", "version_record_of"]
 
@@ -96,6 +97,13 @@ def conversation_of(doc: dict[str, Any], now_ms: int | None = None) -> tuple[Tas
     """``(meta, messages, turns)`` of a conversation document; ``ValueError`` when it is not one,
     when its id and its meta's ``taskId`` differ, or when an import would refuse it (module
     docstring; ``now_ms``: this device's clock, epoch ms, the wall clock when None)."""
+    return run_steps(conversation_steps(doc, now_ms))
+
+
+def conversation_steps(doc: dict[str, Any], now_ms: int | None = None):
+    """``conversation_of`` as a generator that yields between slices of the import's checks
+    (``app.history.export.parse_steps``), so a caller can give the page its turn; its return value is
+    ``(meta, messages, turns)``; raises ``ValueError`` as ``conversation_of`` does."""
     try:
         meta = TaskMeta.model_validate(doc["meta"])
         turns = [TurnMeta.model_validate(turn) for turn in doc.get("turns") or []]
@@ -107,7 +115,9 @@ def conversation_of(doc: dict[str, Any], now_ms: int | None = None) -> tuple[Tas
         raise ValueError(f"not a conversation document: {doc.get('_id')!r}")
     if len(plain_text(messages)) > MAX_CONVERSATION_CHARS:
         raise ValueError(f"{doc['_id']!r}: its text passes {MAX_CONVERSATION_CHARS} characters")
-    parse_export(export_json(meta, messages, turns), _now(now_ms))  # the import's own rules (ImportRefused)
+    yield
+    # the import's own rules (ImportRefused); the text is json.dumps of values json read: depth checked
+    yield from parse_steps(export_json(meta, messages, turns), _now(now_ms), depth_checked=True)
     return meta, messages, turns
 
 

@@ -58,12 +58,12 @@ import time
 
 from app.history.merge import Merged, merge_leaves, merged_meta
 from app.store import Notice
-from app.sync.documents import (DELETION, conversation_doc, conversation_of, deletion_doc, doc_id_of_task, kind_of,
-                                turn_digests, version_doc_of, version_of, version_record_of)
+from app.sync.documents import (DELETION, conversation_doc, conversation_steps, deletion_doc, doc_id_of_task,
+                                kind_of, turn_digests, version_doc_of, version_of, version_record_of)
 from app.sync.tombstones import Decision, Tombstones, decide
 from app.sync.settings import SyncStatus, failure_reason, is_couchdb
 
-__all__ = ["DELETED_KEY", "LEAVES", "Replica", "SENT_KEY", "SLICE", "SyncEngine"]
+__all__ = ["BUDGET_S", "DELETED_KEY", "LEAVES", "Replica", "SENT_KEY", "SLICE", "SyncEngine"]
 
 LEAVES = "_leaves"
 """Key the adapter puts every leaf revision of a document in conflict under (winner included)."""
@@ -74,6 +74,8 @@ SENT_KEY = "agentbar-sync-sent"
 """``localStorage`` key of the remote (``url/database``, never credentials) everything was sent to."""
 SLICE = 50
 """Records read per slice by ``send_all``."""
+BUDGET_S = 0.008
+"""A replicated document's checks give the page its turn after this many seconds of work."""
 
 
 class Replica(Protocol):
@@ -235,10 +237,9 @@ class SyncEngine:
                 decision = decide(doc, doc.get(LEAVES), self.tombstones.admits(doc_id))
                 if decision.what == "one":
                     try:
-                        run.append((index, doc_id.split(":", 1)[1], conversation_of(decision.live[0], self._clock())))
+                        run.append((index, doc_id.split(":", 1)[1], await self._read(decision.live[0])))
                     except ValueError:
                         outcomes[index] = self._damaged()
-                    await self._pause()  # each document's checks (an import's) are a step of their own
                     continue
                 await self._apply_run(run, outcomes)
                 if decision.what == "delete":
@@ -252,6 +253,20 @@ class SyncEngine:
         if self.unreadable > before and self._notify is not None:
             self._notify(Notice("sync-unreadable", {"count": self.unreadable}))
         return [outcome or "unavailable" for outcome in outcomes]
+
+    async def _read(self, doc: dict[str, Any]) -> tuple:
+        """``conversation_of(doc)`` with the page given its turn (``pause``) whenever a slice of its
+        checks (an import's, ``conversation_steps``) took ``BUDGET_S``: no long task at intake."""
+        steps = conversation_steps(doc, self._clock())
+        began = time.perf_counter()
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value
+            if time.perf_counter() - began >= BUDGET_S:
+                await self._pause()
+                began = time.perf_counter()
 
     def _damaged(self) -> str:
         self.unreadable += 1
@@ -294,11 +309,10 @@ class SyncEngine:
         first), kept in history, then written over the winner with the losers deleted in one bulk
         write, so no ``_conflicts`` stay. Leaves that cannot be read count as unreadable (and are
         deleted with the losers). Returns ``apply_synced``'s outcome, or ``damaged``."""
-        now = self._clock()
         read = []
         for leaf in decision.live:
             try:
-                read.append(conversation_of(leaf, now))
+                read.append(await self._read(leaf))
             except ValueError:
                 self._damaged()
         if not read:

@@ -698,6 +698,22 @@ def test_a_delete_wins_on_both_devices_and_conflicting_revisions_are_merged_with
         assert [leaf for leaf in _leaves_of(couch, WINS, doc_id) if not leaf.get("_deleted")] == \
             [_doc(couch, WINS, doc_id)]  # one live leaf: the losers deleted
         _poll(lambda: wanted <= set(a.page.evaluate(USER_TEXTS_JS)), "A's panel shows every leaf's turns")
+
+        # -- what an import refuses does not come in by sync either, and one notice counts it ----------
+        from app.history.chatgpt import MAX_CONVERSATION_CHARS
+
+        huge = {**content, "_id": "conversation:task_20261201_huge00", "turns": [],
+                "meta": {**content["meta"], "taskId": "task_20261201_huge00"},
+                "messages": [{"role": "user", "content": [{"type": "text", "text": "x" * (MAX_CONVERSATION_CHARS + 1)}]}]}
+        broken = {"_id": "conversation:task_20261201_broken", "meta": "not a meta"}
+        request = urllib.request.Request(f"{couch.origin}/{WINS}/_bulk_docs", method="POST",
+                                         data=json.dumps({"docs": [huge, broken]}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(request, timeout=30).close()
+        notice = a.page.locator("[data-testid=agent-notice][data-code=sync-unreadable]")
+        expect(notice).to_have_count(1, timeout=SYNC_TIMEOUT_MS)
+        expect(notice).to_contain_text(LOCALE["notice"]["sync-unreadable"]["other"].format(count=2))
+        assert not {"task_20261201_huge00", "task_20261201_broken"} & set(_history_ids(a))
         for device in (a, b):
             assert device.off_origin_requests() == []
     finally:
