@@ -5,8 +5,9 @@
 // worker and forwards calls; the rules stay Python's (app/sync/engine.py, app/browser/sync_setup.py).
 //
 // Messages from the page: {id, op, args}: op "open" [config], "probe", "start", "take" [max, maxChars],
-//   "put" [docJson], "remove" [id], "syncNow", "cancel" (ends the replication; the local database
-//   and its change feed stay), "stop"; each answered {id, result} or {id, error}.
+//   "put" [docJson], "remove" [id, bodyJson], "resolve" [docsJson], "syncNow", "cancel" (ends the
+//   replication; the local database and its change feed stay), "stop"; each answered {id, result} or
+//   {id, error}.
 // Messages to the page: {event: "change"} (changes wait for take) and
 //   {event: "status", args: [event, httpStatus, bodyText]} (see static/sync.js): besides the
 //   replication's own events, "progress" when a batch of documents moved either way (the page's
@@ -93,11 +94,14 @@ try {
       const since = /^\d+$/.test(String(config.since || "0")) ? Number(config.since || 0) : config.since;
       this.seen = since; // the last local sequence the feed handed over
       this.fed = []; // [update_seq, callback]: called once the feed has handed over that sequence
-      this.feed = this.db.changes({ since, live: true, include_docs: true })
+      // style all_docs: a change names every leaf revision; a document with more than one (a conflict,
+      // or a deletion beside a live revision) is handed over with all of them (take)
+      this.feed = this.db.changes({ since, live: true, include_docs: true, style: "all_docs" })
         .on("change", (change) => {
           const doc = change.doc;
-          const own = doc && this.written.has(doc._rev);
-          this.waiting.push([own || !doc ? null : doc, String(change.seq)]);
+          const leaves = change.changes.length > 1;
+          const own = doc && !leaves && this.written.has(doc._rev);
+          this.waiting.push([own || !doc ? null : doc, String(change.seq), leaves]);
           this.seen = change.seq;
           if (this.waiting.length === 1) this.onChange();
           this.feedReached();
@@ -124,11 +128,18 @@ try {
 
     // The oldest waiting changes as JSON: up to max of them, and none more once their JSON reached
     // maxChars (always one): a slice is bounded by the work of taking it in, not only by its count.
-    take(max, maxChars) {
+    // A document with several leaf revisions carries them all under _leaves (CouchDB's open_revs).
+    async take(max, maxChars) {
       const pieces = [];
       let chars = 0;
       while (pieces.length < Math.min(max, this.waiting.length) && (!pieces.length || !(chars >= maxChars))) {
-        const piece = JSON.stringify(this.waiting[pieces.length]);
+        const [doc, seq, leaves] = this.waiting[pieces.length];
+        let shown = doc;
+        if (doc && leaves) {
+          const revs = await this.db.get(doc._id, { open_revs: "all" });
+          shown = Object.assign({}, doc, { _leaves: revs.filter((r) => r.ok).map((r) => r.ok) });
+        }
+        const piece = JSON.stringify([shown, seq]);
         pieces.push(piece);
         chars += piece.length;
       }
@@ -244,7 +255,9 @@ try {
       throw new Error("sync: put kept conflicting");
     }
 
-    async remove(id) {
+    // a deletion carrying bodyJson's fields (a conversation's says which turns this device had)
+    async remove(id, bodyJson) {
+      const body = bodyJson ? JSON.parse(bodyJson) : {};
       for (let attempt = 0; attempt < 5; attempt += 1) {
         let rev;
         try {
@@ -254,7 +267,9 @@ try {
           if (statusOf(error) !== 404) throw error;
         }
         try {
-          const result = await this.db.put(rev ? { _id: id, _rev: rev, _deleted: true } : { _id: id, _deleted: true });
+          const deletion = Object.assign({}, body, { _id: id, _deleted: true });
+          if (rev) deletion._rev = rev;
+          const result = await this.db.put(deletion);
           this.written.add(result.rev);
           return "ok";
         } catch (error) {
@@ -262,6 +277,19 @@ try {
         }
       }
       throw new Error("sync: remove kept conflicting");
+    }
+
+    // One bulk write of docs, each over the leaf revision its _rev names (a merged winner and its
+    // losers deleted, or every live leaf of a deleted conversation); returns how many were refused
+    // (a leaf written over meanwhile: its next change brings it again).
+    async resolve(docsJson) {
+      const results = await this.db.bulkDocs(JSON.parse(docsJson));
+      let refused = 0;
+      for (const result of results) {
+        if (result.ok) this.written.add(result.rev);
+        else refused += 1;
+      }
+      return refused;
     }
 
     syncNow() {
@@ -297,7 +325,8 @@ try {
     start: () => replication.start(),
     take: (max, maxChars) => replication.take(max, maxChars),
     put: (docJson) => replication.put(docJson),
-    remove: (id) => replication.remove(id),
+    remove: (id, bodyJson) => replication.remove(id, bodyJson),
+    resolve: (docsJson) => replication.resolve(docsJson),
     syncNow: () => replication.syncNow(),
     cancel: () => replication.stopReplication(),
     stop: () => replication && replication.stop(),

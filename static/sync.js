@@ -20,9 +20,11 @@
 //   [doc | null, seq] (null for this page's own writes: only the seq moves on), none more once their
 //   JSON reached maxChars (at least one)>; changed: true when
 //   onChange was called since the last take() began (its answer may have come before that change);
-//   put(docJson) -> Promise<"ok"|"same">; remove(id) -> Promise<"ok">; syncNow(); cancel() (ends the
-//   replication, a stalled one: puts and removes still reach the local database); stop() (ends the
-//   worker; calls still waiting are rejected).
+//   put(docJson) -> Promise<"ok"|"same">; remove(id, bodyJson) -> Promise<"ok"> (a deletion carrying
+//   bodyJson's fields); resolve(docsJson) -> Promise<number refused> (one bulk write, each document over
+//   the leaf its _rev names); syncNow(); cancel() (ends the replication, a stalled one: puts and removes
+//   still reach the local database); stop() (ends the worker; calls still waiting are rejected).
+//   A change of a document with several leaf revisions carries them all under _leaves.
 (function () {
   "use strict";
 
@@ -84,7 +86,9 @@
 
     put(docJson) { return this.call("put", docJson); }
 
-    remove(id) { return this.call("remove", id); }
+    remove(id, bodyJson) { return this.call("remove", id, bodyJson); }
+
+    resolve(docsJson) { return this.call("resolve", docsJson); }
 
     syncNow() { this.call("syncNow").catch(() => {}); }
 

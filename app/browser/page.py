@@ -342,6 +342,7 @@ class Page:
         await next_task()
         await self.load_history()
         self.sync.history = self.history
+        self.sync.dismiss = self.runtime.dismiss_notice  # a sync notice replaces its earlier count
         await next_task()
         await self.history_view.start()
         self.root.dataset.history = "ready" if self.history.available else f"unavailable:{self.history.failure}"

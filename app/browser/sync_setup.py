@@ -97,8 +97,11 @@ class _Replica:
     async def put(self, doc: dict[str, Any]) -> None:
         await self._replication.put(json.dumps(doc, ensure_ascii=False))
 
-    async def remove(self, doc_id: str) -> None:
-        await self._replication.remove(doc_id)
+    async def remove(self, doc_id: str, body: dict[str, Any] | None = None) -> None:
+        await self._replication.remove(doc_id, json.dumps(body or {}, ensure_ascii=False))
+
+    async def resolve(self, docs: list[dict[str, Any]]) -> None:
+        await self._replication.resolve(json.dumps(docs, ensure_ascii=False))
 
 
 class SyncSetup:
@@ -128,6 +131,7 @@ class SyncSetup:
         self.now_button = None
         self._hooked = False
         self._starts = 0
+        self.dismiss: Callable[[str], None] | None = None  # the panel's dismiss_notice (set by the page)
 
     # -- the panel -----------------------------------------------------------------
     def install(self) -> None:
@@ -266,7 +270,8 @@ class SyncSetup:
         replication = self.replication = js.window.agentbarSync.open(config, on_change, on_status)
         del config
         self.engine = SyncEngine(self.history, _Replica(self.replication), self.local, checkpoints=self.checkpoints,
-                                 records=self.records, pause=next_task)
+                                 records=self.records, pause=next_task, clock=lambda: int(js.Date.now()),
+                                 notify=self._notify)
         self._hook_history()
         self._welcomed = False
         try:
@@ -283,6 +288,14 @@ class SyncSetup:
             self.replication.start()
             engine, target = self.engine, credentials.remote
             self._enqueue(lambda: engine.send_all(target))
+
+    def _notify(self, notice) -> None:
+        """A sync notice (``sync-unreadable``: the count so far) in the panel, in place of the one
+        before it (``dismiss``: the page's ``runtime.dismiss_notice``)."""
+        if self.dismiss is not None:
+            self.dismiss(notice.code)
+        if self.history is not None and self.history.on_notice is not None:
+            self.history.on_notice(notice)
 
     def _since(self) -> str:
         try:

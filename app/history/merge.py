@@ -4,7 +4,10 @@
 
 ``merge_conversation(local, remote)``: remote continues local → take remote; local continues
 remote → keep local; diverged → the common messages, then the turns of both after them in time
-order (``"merged"``), never dropped. ``merged_meta`` gives the meta kept for the outcome.
+order (``"merged"``), never dropped, and never two user messages in a row (a question left without
+its answer gets a stopped reply, ``app.projection.STOPPED_MARKER``, before the next question).
+``merge_leaves(leaves)`` does it for every leaf of a document in conflict (CouchDB's conflicting
+revisions: any number, sharing history or not). ``merged_meta`` gives the meta kept for the outcome.
 Used by ``HistoryService.apply_synced`` (``app.sync.engine`` hands it what another device wrote).
 """
 
@@ -16,7 +19,7 @@ from typing import Literal
 from app.continuity import continues
 from app.history.records import Stats, TaskMeta, TurnMeta, parse_iso
 
-__all__ = ["Merged", "merge_conversation", "merged_meta", "split_turns"]
+__all__ = ["Merged", "answered", "merge_conversation", "merge_leaves", "merged_meta", "split_turns"]
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,60 @@ def merge_conversation(local: tuple[list[dict], list[TurnMeta]],
             by_message.setdefault(turn.messageId, turn)
     kept = sorted([*by_message.values(), *loose], key=lambda t: (_safe_time(t), t.turnId))
     turns = [t.model_copy(update={"turnId": n}) for n, t in enumerate(kept, start=1)]
-    return Merged("merged", messages, turns)
+    return Merged("merged", answered(messages), turns)
+
+
+def answered(messages: list[dict]) -> list[dict]:
+    """``messages`` with a stopped reply (an assistant message holding ``STOPPED_MARKER`` alone, as a
+    reply stopped before any output is stored, ``app.projection``) after each user message that another
+    user message follows: a merge never shows two user messages in a row (§16), and nothing is made up.
+
+    >>> [m["role"] for m in answered([{"role": "user"}, {"role": "user"}, {"role": "assistant"}])]
+    ['user', 'assistant', 'user', 'assistant']
+    """
+    from app.projection import STOPPED_MARKER
+
+    out: list[dict] = []
+    for message in messages:
+        if out and message.get("role") == "user" and out[-1].get("role") == "user":
+            out.append({"role": "assistant", "content": [dict(STOPPED_MARKER)]})
+        out.append(message)
+    return out
+
+
+def merge_leaves(leaves: list[tuple[list[dict], list[TurnMeta]]]) -> Merged:
+    """Merge every leaf of one conversation in conflict (§16; CouchDB's conflicting revisions, any
+    number): ``leaves`` are ``(messages, turns)``, the first this device's own (or the winning
+    revision). Every turn of every leaf is kept once, in time order, as ``merge_conversation`` keeps
+    two; a leaf another continues is that one. ``how`` is ``"local"`` when the first leaf continues
+    every other (nothing to add to it), else ``"merged"``/``"remote"`` as the pairs said. The leaves
+    are merged in pairs, then the pairs' results in pairs (a tournament: each turn is compared
+    ``log2(len(leaves))`` times, not once per leaf); raises ``ValueError`` for no leaves.
+
+    >>> a = [{"role": "user", "id": "u1"}]
+    >>> merge_leaves([(a, []), (a + [{"role": "assistant", "id": "r1"}], []), (a, [])]).how
+    'remote'
+    """
+    if not leaves:
+        raise ValueError("no leaves to merge")
+    first_messages, first_turns = leaves[0]
+    round_ = [Merged("local", list(first_messages), list(first_turns))]
+    round_ += [Merged("remote", list(m), list(t)) for m, t in leaves[1:]]
+    while len(round_) > 1:
+        paired = []
+        for at in range(0, len(round_), 2):
+            if at + 1 == len(round_):
+                paired.append(round_[at])
+                continue
+            left, right = round_[at], round_[at + 1]
+            both = merge_conversation((left.messages, left.turns), (right.messages, right.turns))
+            how = left.how if both.how == "local" else "merged" if left.how == "merged" else both.how
+            paired.append(Merged(how if at == 0 else "merged", both.messages, both.turns))
+        round_ = paired
+    result = round_[0]
+    if continues(result.messages, first_messages) and continues(first_messages, result.messages):
+        return Merged("local", list(first_messages), list(first_turns))
+    return result if result.how != "local" else Merged("merged", result.messages, result.turns)
 
 
 def merged_meta(local: TaskMeta, remote: TaskMeta, merged: Merged) -> TaskMeta:

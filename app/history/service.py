@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from app.history.access import NOTICE_CODES, HistoryAccess, Segmenter, guarded
 from app.history.merge import merge_conversation, merged_meta
 from app.history.reads import PAGE_SIZE, HistoryReads, Page, SearchHit, SearchPage
-from app.history.records import Stats, TaskMeta, TurnMeta
+from app.history.records import Stats, TaskMeta, TurnMeta, new_task_id
 from app.history.repository import Conversation, Damaged, HistoryRepository, Stored, Writes
 from app.history.text import cut_title, text_needs_segmenter
 from app.history.writes import ActiveConversations, HistoryWrites
@@ -92,6 +92,7 @@ class HistoryService:
         self.on_change = on_change
         self.on_head_synced: Callable[[str, list[dict]], None] | None = None
         self._clock = clock
+        self._random = random_bytes
         self._pause = pause
         self._repository = HistoryRepository(backend, on_damaged=lambda: self._access.notice("history-damaged"))
         self._access = HistoryAccess(self._repository, notify=self._tell)
@@ -350,21 +351,76 @@ class HistoryService:
                 outcomes.append(await self.apply_synced(meta, messages, turns))
         return outcomes
 
-    @guarded(bool)
-    async def remove_synced(self, task_id: str) -> bool:
+    def deleted_messages(self, task_id: str) -> list[dict] | None:
+        """The messages of ``task_id`` when it is the conversation this tab deleted last (kept for
+        ``undo``), else None: what a deletion says the deleting device had (``app.sync``, §16)."""
+        if self._deleted is None or self._deleted.stored.task_id != task_id:
+            return None
+        record = next((r for table, r in self._deleted.stored.records if table == "messages"), None)
+        messages = record.get("messages") if isinstance(record, dict) else None
+        return messages if isinstance(messages, list) else None
+
+    @guarded()
+    async def remove_synced(self, task_id: str, seen: Callable[[list[dict]], list[bool]] | None = None) -> str | None:
         """Another device deleted ``task_id``: remove it here too, with no undo (the delete was made
-        there). True when it was kept here. A course whose active conversation it was has none after."""
+        there; it wins, DESIGN.md §16). Returns the task id of the conversation kept apart (below),
+        ``""`` when nothing was kept apart, None when ``task_id`` was not kept here (or history is
+        unavailable). ``seen(messages)``: for each turn of
+        ``messages`` (``app.history.merge.split_turns``), whether the deleting device had it (None: it
+        had every turn). Turns it never had (made here while apart) are not lost: they become a
+        conversation of their own, archived, or the course's active one when the deleted one was
+        (``on_head_synced`` hears what the course's thread now is), and a ``sync-deleted-kept`` notice
+        says so (``title``: the deleted conversation's, ``count``: the turns kept). A course whose
+        active conversation it was and that keeps nothing has none after, its thread emptied
+        (``on_head_synced`` with ``[]``) and ``sync-deleted-active`` said: the panel never goes on
+        showing a deleted conversation as live (a next turn would bring it back under a new id)."""
+        kept: Conversation | None = None
         async with self._writes.lock:
             stored = await self._repository.stored(task_id)
             meta = stored.meta_record
             if meta is None:
-                return False
+                return None
             stage_id = meta.get("stageId", "") if isinstance(meta.get("stageId"), str) else ""
+            was_head = bool(stage_id) and await self._repository.head_id(stage_id) == task_id
+            held = await self._repository.conversation(task_id) if seen is not None else None
             writes = Writes()
             writes.remove(stored)
-            if stage_id and await self._repository.head_id(stage_id) == task_id:
+            if held is not None:
+                kept = _unseen(held, seen, new_task_id(self._clock(), self._random))
+                if kept is not None:
+                    writes.keep(*kept, new=True)
+            if was_head:
                 writes.end_head(stage_id)
-                self._active.ended(stage_id)
+                if kept is not None:
+                    writes.make_head(stage_id, kept.meta.taskId, None)
+                    self._active.forget(stage_id)  # read again: the kept-apart one is active now
+                else:
+                    self._active.ended(stage_id)
             await self._repository.commit(writes)
         self._changed("delete", task_id, stage_id)
-        return True
+        if kept is not None:
+            self._changed("import", kept.meta.taskId, stage_id)
+            self._tell(Notice("sync-deleted-kept", {"title": kept.meta.taskName, "count": len(kept.turns) or 1}))
+        elif was_head:
+            self._tell(Notice("sync-deleted-active", {}))
+        if was_head and self.on_head_synced:
+            self.on_head_synced(stage_id, kept.messages if kept is not None else [])
+        return kept.meta.taskId if kept is not None else ""
+
+
+def _unseen(held: Conversation, seen: Callable[[list[dict]], list[bool]], task_id: str) -> Conversation | None:
+    """The turns of ``held`` that ``seen`` says the deleting device never had, as a conversation of
+    id ``task_id`` (the title and course of ``held``; turn metas of its messages, renumbered; counts
+    from them, ``merged_meta``), or None when there are none."""
+    from app.history.merge import Merged, answered, split_turns
+
+    turns = split_turns(held.messages)
+    messages = [m for turn, had in zip(turns, seen(held.messages)) if not had for m in turn]
+    if not messages:
+        return None
+    messages = answered(messages)
+    ids = {m.get("id") for m in messages if m.get("id") is not None}
+    metas = [t.model_copy(update={"turnId": n}) for n, t in
+             enumerate((t for t in held.turns if t.messageId in ids), start=1)]
+    meta = merged_meta(held.meta, held.meta, Merged("merged", messages, metas))
+    return Conversation(meta.model_copy(update={"taskId": task_id}), messages, metas)

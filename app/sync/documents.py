@@ -10,21 +10,44 @@
   ``<artifactId>:v3`` are different versions, and each device numbers the other's past its own
   (``app.checkpoints.versions.VersionStore.adopt``); versions are never changed or deleted;
 - a delete is CouchDB's own (``_deleted``): it replicates as a delete and the id never comes back
-  (``apply_delete`` keeps it in the tombstones a later remote write of the same id is checked against).
+  (``app.sync.engine`` keeps it in the tombstones a later remote write of the same id is checked
+  against). The deletion of a conversation carries ``{"type": "deletion", "seen": [turn digests]}``
+  (``deletion_doc``): which turns the deleting device had, so that a device that added a turn the
+  other never saw keeps that turn as a conversation of its own (``turn_digests``,
+  ``app.sync.tombstones.decide``); a deletion without it (a losing revision deleted once merged, or
+  an older client's) says nothing of turns.
 
-Raises ``ValueError`` for a document that is not one of these (another app's, damaged).
+What comes in is held to the limits of an import (DESIGN.md §14, one set for every way data comes
+in): ``conversation_of`` and ``version_of`` take ``now_ms`` and refuse, as ``app.history.export``'s
+import does, what its rules refuse (not the slim projection, integers past 2^53, ``createdAt`` after
+``updatedAt``, a time more than ``FUTURE_SLACK_MS`` ahead) and a conversation whose text passes
+``MAX_CONVERSATION_CHARS`` (``app.history.chatgpt``).
+
+Raises ``ValueError`` for a document that is not one of these (another app's, damaged, past a limit).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import time
 from typing import Any
 
 from pydantic import ValidationError
 
+from app.history.chatgpt import MAX_CONVERSATION_CHARS
+from app.history.export import FUTURE_SLACK_MS, export_json, parse_steps, run_steps
+from app.history.merge import split_turns
 from app.history.records import TaskMeta, TurnMeta
+from app.history.text import plain_text
 
-__all__ = ["CONVERSATION", "VERSION", "conversation_doc", "conversation_of", "doc_id_of_task", "doc_id_of_version",
-           "kind_of", "version_doc", "version_doc_of", "version_of", "version_record_of"]
+__all__ = ["CONVERSATION", "DELETION", "VERSION", "conversation_doc", "conversation_of", "conversation_steps",
+           "deletion_doc",
+           "doc_id_of_task", "doc_id_of_version", "kind_of", "turn_digests", "version_doc", "version_doc_of",
+           "version_of", "version_record_of"]
+
+DELETION = "deletion"
+"""``type`` of a conversation's deletion document (``deletion_doc``)."""
 
 CONVERSATION = "conversation:"
 VERSION = "version:"
@@ -66,9 +89,21 @@ def conversation_doc(meta: TaskMeta, messages: list[dict], turns: list[TurnMeta]
             "messages": list(messages), "turns": [turn.model_dump() for turn in turns]}
 
 
-def conversation_of(doc: dict[str, Any]) -> tuple[TaskMeta, list[dict], list[TurnMeta]]:
+def _now(now_ms: int | None) -> int:
+    return int(time.time() * 1000) if now_ms is None else now_ms
+
+
+def conversation_of(doc: dict[str, Any], now_ms: int | None = None) -> tuple[TaskMeta, list[dict], list[TurnMeta]]:
     """``(meta, messages, turns)`` of a conversation document; ``ValueError`` when it is not one,
-    or when its id and its meta's ``taskId`` differ."""
+    when its id and its meta's ``taskId`` differ, or when an import would refuse it (module
+    docstring; ``now_ms``: this device's clock, epoch ms, the wall clock when None)."""
+    return run_steps(conversation_steps(doc, now_ms))
+
+
+def conversation_steps(doc: dict[str, Any], now_ms: int | None = None):
+    """``conversation_of`` as a generator that yields between slices of the import's checks
+    (``app.history.export.parse_steps``), so a caller can give the page its turn; its return value is
+    ``(meta, messages, turns)``; raises ``ValueError`` as ``conversation_of`` does."""
     try:
         meta = TaskMeta.model_validate(doc["meta"])
         turns = [TurnMeta.model_validate(turn) for turn in doc.get("turns") or []]
@@ -78,7 +113,37 @@ def conversation_of(doc: dict[str, Any]) -> tuple[TaskMeta, list[dict], list[Tur
     if doc.get("_id") != doc_id_of_task(meta.taskId) or not isinstance(messages, list) \
             or not all(isinstance(m, dict) for m in messages):
         raise ValueError(f"not a conversation document: {doc.get('_id')!r}")
+    if len(plain_text(messages)) > MAX_CONVERSATION_CHARS:
+        raise ValueError(f"{doc['_id']!r}: its text passes {MAX_CONVERSATION_CHARS} characters")
+    yield
+    # the import's own rules (ImportRefused); the text is json.dumps of values json read: depth checked
+    yield from parse_steps(export_json(meta, messages, turns), _now(now_ms), depth_checked=True)
     return meta, messages, turns
+
+
+def turn_digests(messages: list[dict]) -> list[str]:
+    """One digest per turn of ``messages`` (``app.history.merge.split_turns``): the first 16 hex digits
+    of the SHA-256 of its canonical JSON, the same on every device for the same turn; what a deletion
+    says the deleting device had (``deletion_doc``), never the text itself.
+
+    >>> turn_digests([{"role": "user", "content": "a"}]) == turn_digests([{"content": "a", "role": "user"}])
+    True
+    """
+    return [hashlib.sha256(json.dumps(turn, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+                           .encode("utf-8", "surrogatepass")).hexdigest()[:16] for turn in split_turns(messages)]
+
+
+def deletion_doc(doc_id: str, seen: list[str], rev: str | None = None) -> dict[str, Any]:
+    """The deletion of conversation ``doc_id`` (over revision ``rev`` when given): ``seen``, the
+    ``turn_digests`` of what the deleting device had.
+
+    >>> deletion_doc("conversation:t", ["ab"], "2-x")
+    {'_id': 'conversation:t', '_deleted': True, 'type': 'deletion', 'seen': ['ab'], '_rev': '2-x'}
+    """
+    doc: dict[str, Any] = {"_id": doc_id, "_deleted": True, "type": DELETION, "seen": sorted(set(seen))}
+    if rev is not None:
+        doc["_rev"] = rev
+    return doc
 
 
 _VERSION_FIELDS = ("artifactId", "stageId", "sceneId", "versionNo", "checkpointId", "createdAt", "item", "document")
@@ -98,15 +163,19 @@ def version_doc(version_id: str, **fields: Any) -> dict[str, Any]:
             **{name: fields[name] for name in _VERSION_FIELDS}}
 
 
-def version_of(doc: dict[str, Any]) -> dict[str, Any]:
+def version_of(doc: dict[str, Any], now_ms: int | None = None) -> dict[str, Any]:
     """The fields of a version document (``versionId`` and ``_VERSION_FIELDS``); ``ValueError`` when
     it is not one (``versionNo`` must be a whole number ≥ 1, the id its checkpoint's, ``item`` and
-    ``document`` objects)."""
+    ``document`` objects, ``createdAt`` epoch ms no more than ``FUTURE_SLACK_MS`` after ``now_ms``,
+    the import's rule: a version dated ahead would stay the current one)."""
     if kind_of(str(doc.get("_id", ""))) != "version" or any(name not in doc for name in (*_VERSION_FIELDS, "versionId")):
         raise ValueError(f"not a version document: {doc.get('_id')!r}")
     number = doc["versionNo"]
     if not isinstance(number, int) or isinstance(number, bool) or number < 1:
         raise ValueError(f"bad versionNo in {doc['_id']!r}")
+    created = doc["createdAt"]
+    if not isinstance(created, int) or isinstance(created, bool) or not 0 <= created <= _now(now_ms) + FUTURE_SLACK_MS:
+        raise ValueError(f"bad createdAt in {doc['_id']!r}")
     if doc["_id"] != doc_id_of_version(str(doc["checkpointId"])) or not isinstance(doc["item"], dict) \
             or not isinstance(doc["document"], dict) or not isinstance(doc["versionId"], str):
         raise ValueError(f"not a version document: {doc.get('_id')!r}")

@@ -5,15 +5,25 @@ calls, both ways:
 
 - out: ``local_changed(kind, task_id, stage_id)`` after this tab changed history
   (``HistoryService.on_change``): a delete removes the conversation's document (and keeps its id
-  as deleted, ``Tombstones``), anything else writes the conversation's document as history now
-  holds it (``app.sync.documents.conversation_doc``);
+  as deleted, ``Tombstones``), the deletion naming the turns this device had
+  (``app.sync.documents.deletion_doc``); anything else writes the conversation's document as
+  history now holds it (``app.sync.documents.conversation_doc``), never over an id deleted before;
 - in: ``remote_changed_many(docs)`` for the documents the replication brought, in arrival order
-  (``remote_changed(doc)`` for one): a deletion removes the conversation here
-  (``HistoryService.remove_synced``); a document of an id deleted before is deleted again rather
-  than brought back; any other conversation goes through ``HistoryService.apply_synced_many``
+  (``remote_changed(doc)`` for one). A document in conflict carries every leaf revision under
+  ``LEAVES`` (the adapter reads them, CouchDB's ``open_revs``), and ``app.sync.tombstones.decide``
+  says what it comes to: a deletion wins over every other leaf (CouchDB itself picks a live one):
+  the conversation is removed here (``HistoryService.remove_synced``, which keeps apart, with a
+  notice, the turns made here that the deleting device never had) and every live leaf deleted,
+  so the id never comes back, here or anywhere; a document of an id deleted before is deleted
+  again the same way. Several live leaves are merged (``app.history.merge.merge_leaves``: every
+  leaf's turns), the result kept in history and written over the winner while the losing leaves
+  are deleted, in one bulk write (``Replica.resolve``), as CouchDB's guide resolves conflicts; no
+  ``_conflicts`` stay. Any other conversation goes through ``HistoryService.apply_synced_many``
   (those new here written together; the others merged by ``app.history.merge``, through
   ``app.continuity``), and when this device's version continues it or both were merged, the
-  result is written back out;
+  result is written back out. What comes in is held to the import's limits
+  (``app.sync.documents``); what cannot be read is counted (``unreadable``) and ``notify`` hears
+  one ``sync-unreadable`` notice with the count so far;
 - scene versions, out: ``local_version(item)`` after this device wrote a version
   (``SceneCheckpoints.on_recorded``: the timeline item) writes its document with the whole scene
   document (``app.sync.documents.version_doc_of``); in: a version document goes to
@@ -26,11 +36,14 @@ calls, both ways:
   applying)`` into the one the panel shows: ``synced`` only once history holds what was replicated.
 
 Ports: ``replica`` has ``async put(doc) -> None`` (stores the document over its current revision,
-nothing when its content is the same) and ``async remove(doc_id) -> None``; ``history`` is the
+nothing when its content is the same), ``async remove(doc_id, body) -> None`` (deletes it, the
+deletion carrying ``body``) and ``async resolve(docs) -> None`` (one bulk write of ``docs``, each
+over the leaf revision its ``_rev`` names); ``history`` is the
 ``HistoryService``; ``deleted`` a ``StringStorage`` holding the deleted ids as a JSON list under
 ``DELETED_KEY`` (ids only: never credentials) and ``SENT_KEY``; ``checkpoints`` the
 ``SceneCheckpoints`` (None: versions are not synced); ``records`` the ``app.records.RecordBackend``
-both live in (read by ``send_all`` only), ``pause`` awaited between its slices. Failures of the replica raise; the browser layer logs
+both live in (read by ``send_all`` only), ``pause`` awaited between its slices; ``clock``: epoch ms
+(the intake's "not ahead of now"); ``notify(Notice)``: the ``sync-unreadable`` notice. Failures of the replica raise; the browser layer logs
 them (without credentials) and the next change or "sync now" tries again.
 """
 
@@ -41,12 +54,19 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from app.sync.documents import (conversation_doc, conversation_of, doc_id_of_task, kind_of, version_doc_of,
-                                version_of, version_record_of)
-from app.sync.tombstones import Tombstones
+import time
+
+from app.history.merge import Merged, merge_leaves, merged_meta
+from app.store import Notice
+from app.sync.documents import (DELETION, conversation_doc, conversation_steps, deletion_doc, doc_id_of_task,
+                                kind_of, turn_digests, version_doc_of, version_of, version_record_of)
+from app.sync.tombstones import Decision, Tombstones, decide
 from app.sync.settings import SyncStatus, failure_reason, is_couchdb
 
-__all__ = ["DELETED_KEY", "Replica", "SENT_KEY", "SLICE", "SyncEngine"]
+__all__ = ["BUDGET_S", "DELETED_KEY", "LEAVES", "Replica", "SENT_KEY", "SLICE", "SyncEngine"]
+
+LEAVES = "_leaves"
+"""Key the adapter puts every leaf revision of a document in conflict under (winner included)."""
 
 DELETED_KEY = "agentbar-sync-deleted"
 """``localStorage`` key of the ids deleted on any device (a JSON list of document ids)."""
@@ -54,6 +74,8 @@ SENT_KEY = "agentbar-sync-sent"
 """``localStorage`` key of the remote (``url/database``, never credentials) everything was sent to."""
 SLICE = 50
 """Records read per slice by ``send_all``."""
+BUDGET_S = 0.008
+"""A replicated document's checks give the page its turn after this many seconds of work."""
 
 
 class Replica(Protocol):
@@ -61,16 +83,23 @@ class Replica(Protocol):
 
     async def put(self, doc: dict[str, Any]) -> None: ...
 
-    async def remove(self, doc_id: str) -> None: ...
+    async def remove(self, doc_id: str, body: dict[str, Any] | None = None) -> None: ...
+
+    async def resolve(self, docs: list[dict[str, Any]]) -> None: ...
 
 
 class SyncEngine:
-    """History ↔ replica (module docstring)."""
+    """History ↔ replica (module docstring). ``unreadable``: how many replicated documents (or leaf
+    revisions) could not be read since this engine began."""
 
     def __init__(self, history: Any, replica: Replica, deleted: Any, *, checkpoints: Any = None, records: Any = None,
-                 pause: Callable[[], Awaitable[None]] | None = None) -> None:
+                 pause: Callable[[], Awaitable[None]] | None = None, clock: Callable[[], int] | None = None,
+                 notify: Callable[[Notice], None] | None = None) -> None:
         self.history = history
         self.replica = replica
+        self.unreadable = 0
+        self._clock = clock or (lambda: int(time.time() * 1000))
+        self._notify = notify
         self.checkpoints = checkpoints
         self.records = records
         self._pause = pause or (lambda: asyncio.sleep(0))
@@ -96,16 +125,20 @@ class SyncEngine:
     async def local_changed(self, kind: str, task_id: str, stage_id: str = "") -> None:
         """This tab changed conversation ``task_id`` (``HistoryService.on_change`` kinds)."""
         doc_id = doc_id_of_task(task_id)
-        if kind == "delete":
+        if kind == "delete":  # the deletion says which turns this device had (turn_digests), never their text
             self._forget_for_good(doc_id)
-            await self.replica.remove(doc_id)
+            had = getattr(self.history, "deleted_messages", lambda _t: None)(task_id) or []
+            await self.replica.remove(doc_id, {"type": DELETION, "seen": sorted(set(turn_digests(had)))})
             return
         if not self.tombstones.admits(doc_id):  # an undo after the delete went out: it stays deleted (§16)
             return
         await self.push(task_id)
 
     async def push(self, task_id: str) -> bool:
-        """Write ``task_id``'s document as history holds it; False when history has none."""
+        """Write ``task_id``'s document as history holds it; False when history has none, or when its
+        id was deleted (a write over the deletion would bring it back, §16)."""
+        if not self.tombstones.admits(doc_id_of_task(task_id)):
+            return False
         bundle = await self.history.bundle(task_id)
         if bundle is None:
             return False
@@ -188,26 +221,56 @@ class SyncEngine:
         return (await self.remote_changed_many([doc]))[0]
 
     async def remote_changed_many(self, docs: list[dict[str, Any]]) -> list[str]:
-        """Apply replicated documents in arrival order; one outcome each (``remote_changed``'s).
-        Each run of conversations in a row goes to history together
+        """Apply replicated documents in arrival order; one outcome each (``remote_changed``'s, and
+        ``merged``/``local``/… of a conflict resolved). Each run of conversations in a row that are
+        neither in conflict nor deleted goes to history together
         (``HistoryService.apply_synced_many``: those new here in one transaction); a deletion, a
-        version or any other document ends the run and is applied on its own, so what one id went
-        through stays in order."""
+        conflict, a version or any other document ends the run and is applied on its own, so what one
+        id went through stays in order. Documents that cannot be read end in one notice."""
+        before = self.unreadable
         outcomes: list[str | None] = [None] * len(docs)
         run: list[tuple[int, str, Any]] = []  # (index, task id, (meta, messages, turns))
         for index, doc in enumerate(docs):
             doc_id = str(doc.get("_id", ""))
             kind = kind_of(doc_id)
-            if kind == "conversation" and not doc.get("_deleted") and self.tombstones.admits(doc_id):
-                try:
-                    run.append((index, doc_id.split(":", 1)[1], conversation_of(doc)))
-                except ValueError:
-                    outcomes[index] = "damaged"
+            if kind == "conversation":
+                decision = decide(doc, doc.get(LEAVES), self.tombstones.admits(doc_id))
+                if decision.what == "one":
+                    try:
+                        run.append((index, doc_id.split(":", 1)[1], await self._read(decision.live[0])))
+                    except ValueError:
+                        outcomes[index] = self._damaged()
+                    continue
+                await self._apply_run(run, outcomes)
+                if decision.what == "delete":
+                    outcomes[index] = await self._delete(doc_id, decision)
+                else:
+                    outcomes[index] = await self._merge(doc_id, decision)
                 continue
             await self._apply_run(run, outcomes)
             outcomes[index] = await self._apply_one(doc_id, kind, doc)
         await self._apply_run(run, outcomes)
+        if self.unreadable > before and self._notify is not None:
+            self._notify(Notice("sync-unreadable", {"count": self.unreadable}))
         return [outcome or "unavailable" for outcome in outcomes]
+
+    async def _read(self, doc: dict[str, Any]) -> tuple:
+        """``conversation_of(doc)`` with the page given its turn (``pause``) whenever a slice of its
+        checks (an import's, ``conversation_steps``) took ``BUDGET_S``: no long task at intake."""
+        steps = conversation_steps(doc, self._clock())
+        began = time.perf_counter()
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value
+            if time.perf_counter() - began >= BUDGET_S:
+                await self._pause()
+                began = time.perf_counter()
+
+    def _damaged(self) -> str:
+        self.unreadable += 1
+        return "damaged"
 
     async def _apply_run(self, run: list[tuple[int, str, Any]], outcomes: list[str | None]) -> None:
         """Conversations in a row into history; each that this device continues, or that was
@@ -221,19 +284,59 @@ class SyncEngine:
                 await self.push(task_id)
         run.clear()
 
+    async def _delete(self, doc_id: str, decision: Decision) -> str:
+        """The delete wins (``decide``): removed here, what this device made that the deleting one
+        never had kept apart (``HistoryService.remove_synced``; that one is written out), and every live leaf deleted, the
+        deletions saying what the deleting devices had. ``deleted``, or ``redeleted`` for an id
+        deleted here before that another device wrote again."""
+        again = not self.tombstones.admits(doc_id)
+        self._forget_for_good(doc_id)
+        seen = decision.seen
+        had = None if seen is None else (lambda messages: [d in seen for d in turn_digests(messages)])
+        apart = await self.history.remove_synced(doc_id.split(":", 1)[1], had)
+        if apart:  # a conversation of its own now: it goes out like any other
+            await self.push(apart)
+        said = sorted(seen or ())
+        by_rev = [deletion_doc(doc_id, said, leaf["_rev"]) for leaf in decision.live if leaf.get("_rev")]
+        if by_rev:
+            await self.replica.resolve(by_rev)
+        elif decision.live:  # a live copy known only by its id: deleted over its current revision
+            await self.replica.remove(doc_id, {"type": DELETION, "seen": said})
+        return "redeleted" if again else "deleted"
+
+    async def _merge(self, doc_id: str, decision: Decision) -> str:
+        """Several live leaves (``decide``): every leaf's turns kept (``merge_leaves``, the winner
+        first), kept in history, then written over the winner with the losers deleted in one bulk
+        write, so no ``_conflicts`` stay. Leaves that cannot be read count as unreadable (and are
+        deleted with the losers). Returns ``apply_synced``'s outcome, or ``damaged``."""
+        read = []
+        for leaf in decision.live:
+            try:
+                read.append(await self._read(leaf))
+            except ValueError:
+                self._damaged()
+        if not read:
+            return "damaged"
+        merged = merge_leaves([(messages, turns) for _, messages, turns in read])
+        whole = Merged("merged", merged.messages, merged.turns)
+        meta = read[0][0]
+        for other, _, _ in read[1:]:
+            meta = merged_meta(meta, other, whole)
+        outcome = await self.history.apply_synced(meta, merged.messages, merged.turns)
+        bundle = await self.history.bundle(doc_id.split(":", 1)[1])
+        if bundle is None:
+            return outcome
+        winner = {**conversation_doc(*bundle), "_rev": decision.live[0]["_rev"]}
+        losers = [{"_id": doc_id, "_rev": leaf["_rev"], "_deleted": True} for leaf in decision.losers]
+        await self.replica.resolve([winner, *losers])
+        return outcome
+
     async def _apply_one(self, doc_id: str, kind: str | None, doc: dict[str, Any]) -> str:
-        """A document that is not a conversation to keep: a version, a deletion, one of an id
-        deleted here before, or another kind (``kind``: ``kind_of(doc_id)``)."""
+        """A document that is not a conversation: a version, or another kind (``kind``:
+        ``kind_of(doc_id)``)."""
         if kind == "version":
             return await self._apply_version(doc)
-        if kind != "conversation":
-            return "ignored"  # design documents, other apps' documents
-        if doc.get("_deleted"):
-            self._forget_for_good(doc_id)
-            await self.history.remove_synced(doc_id.split(":", 1)[1])
-            return "deleted"
-        await self.replica.remove(doc_id)  # a device that had not seen the delete: deleted again
-        return "redeleted"
+        return "ignored"  # design documents, other apps' documents
 
     async def _apply_version(self, doc: dict[str, Any]) -> str:
         """``added`` (kept here, numbered by ``VersionStore.adopt``), ``same`` (its checkpoint is here),
@@ -242,10 +345,10 @@ class SyncEngine:
         if self.checkpoints is None or doc.get("_deleted"):
             return "ignored"
         try:
-            record, document = version_record_of(version_of(doc))
+            record, document = version_record_of(version_of(doc, self._clock()))
             number = await self.checkpoints.adopt(record, document)
         except ValueError:
-            return "damaged"
+            return self._damaged()
         return "same" if number is None else "added"
 
     # -- status ----------------------------------------------------------------

@@ -772,3 +772,144 @@ def test_on_the_build_a_sync_server_the_csp_does_not_admit_is_an_error_that_says
     assert _ended_after(agent, before) == ("error", "blocked")
     text = agent.testid("sync-status").text_content()
     assert couch.origin in text and f"--connect-src {couch.origin}" in text
+WINS = "agentbar-e2e-wins"
+USER_TEXTS_JS = ("() => [...document.querySelectorAll('[data-testid=agent-message][data-role=user]')]"
+                 ".map((m) => m.textContent.trim())")
+
+
+def _doc(server, database: str, doc_id: str, query: str = "") -> dict | None:
+    """The server's document ``doc_id`` (``query``: e.g. ``?conflicts=true``), None when it has none."""
+    try:
+        with urllib.request.urlopen(f"{server.origin}/{database}/{doc_id}{query}", timeout=5) as answer:
+            return json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        if error.code == 404:
+            return None
+        raise
+
+
+def _leaves_of(server, database: str, doc_id: str) -> list[dict]:
+    """Every leaf revision of ``doc_id`` on the server (``open_revs=all``), deleted ones included."""
+    request = urllib.request.Request(f"{server.origin}/{database}/{doc_id}?open_revs=all",
+                                     headers={"Accept": "application/json"})
+    with urllib.request.urlopen(request, timeout=5) as answer:
+        return [row["ok"] for row in json.loads(answer.read()) if "ok" in row]
+
+
+def _user_texts(doc: dict) -> list[str]:
+    return [p["text"] for m in doc.get("messages", []) if m.get("role") == "user" for p in m.get("content", [])
+            if isinstance(p, dict) and p.get("type") == "text"]
+
+
+def test_a_delete_wins_on_both_devices_and_conflicting_revisions_are_merged_with_no_conflicts_left(
+        browser, app_server, couch):
+    """Two profiles on one server (DESIGN.md §16, §5). A deletes a conversation while B, apart, adds a
+    turn to it: gone on both and on the server, B keeps its turn as a conversation of its own and says
+    so, its panel no longer shows the deleted one. Then revisions written to the server with
+    ``new_edits=false`` (continuations and one with no shared history) are merged on sync: the
+    conversation holds every leaf's turns, never two user messages in a row, no ``_conflicts`` left."""
+    context_a, a = _device(browser, app_server, couch)
+    context_b, b = _device(browser, app_server, couch)
+    try:
+        for device in (a, b):
+            device.open(course="intro-ml")
+            device.page.wait_for_function(HISTORY_READY)
+            _configure(device, couch.origin, database=WINS)
+            assert _wait_state(device, "synced", "error", "offline") == "synced"
+        # -- a delete comes back no more --------------------------------------------------------
+        a.send("shared before the split")
+        doomed = _current_task(a)
+        _wait_history_ids(b, lambda ids, t: t in ids, doomed)
+        b.testid("history-open").click()
+        b.page.locator(f"[data-testid=history-item][data-task-id={doomed}]").click()  # B goes on with it
+        b.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 2")
+        _turn_off(b)  # B apart
+        b.send("made on B while apart")
+        a.testid("agent-new-conversation").click()  # archived on A, then deleted there
+        a.page.wait_for_function("() => document.querySelector('[data-testid=agent-new-conversation]').hidden")
+        a.testid("history-open").click()
+        a.page.locator(f"[data-testid=history-item][data-task-id={doomed}] [data-testid=history-delete]").click()
+        a.page.wait_for_function(
+            "t => !document.querySelector(`[data-testid=history-item][data-task-id=${t}]`)", arg=doomed)
+        a.testid("history-close").click()
+        _poll(lambda: _doc(couch, WINS, f"conversation:{doomed}") is None, "A's delete on the server")
+        _configure(b, couch.origin, database=WINS)  # B back: its turn and A's delete meet
+        expect(b.page.locator("[data-testid=agent-notice][data-code=sync-deleted-kept]")).to_be_visible(
+            timeout=SYNC_TIMEOUT_MS)
+        b.page.wait_for_function(f"() => JSON.stringify(({USER_TEXTS_JS})()) === "
+                                 "JSON.stringify(['made on B while apart'])", timeout=SYNC_TIMEOUT_MS)
+        kept = _current_task(b)
+        assert kept != doomed and doomed not in _history_ids(b)
+        kept_doc = _poll(lambda: _doc(couch, WINS, f"conversation:{kept}"), "B's kept turn on the server")
+        assert _user_texts(kept_doc) == ["made on B while apart"]
+        _wait_history_ids(a, lambda ids, t: t in ids, kept)  # A gets it as a conversation of its own
+        assert doomed not in _history_ids(a)
+        _poll(lambda: all(leaf.get("_deleted") for leaf in _leaves_of(couch, WINS, f"conversation:{doomed}")),
+              "every leaf of the deleted conversation deleted on the server")
+        for device in (a, b):  # both sync again, and B reloads: still gone, nothing adopted again
+            _sync_now(device)
+        b.reload()
+        b.page.wait_for_function(HISTORY_READY)
+        assert _wait_state(b, "synced", "error", "offline") == "synced"
+        b.send("after the reload on B")
+        assert doomed not in _history_ids(b) and _current_task(b) == kept
+        assert _doc(couch, WINS, f"conversation:{doomed}") is None
+        assert doomed not in _history_ids(a)
+
+        # -- conflicting revisions written straight to the server -----------------------------------
+        _switch(a, "linear-algebra")
+        a.send("the base turn")
+        task = _current_task(a)
+        doc_id = f"conversation:{task}"
+        base = _poll(lambda: _doc(couch, WINS, doc_id, "?revs=true"), "the base revision on the server")
+        generation, ids = base["_revisions"]["start"], base["_revisions"]["ids"]
+        content = {k: v for k, v in base.items() if not k.startswith("_")}
+        leaves = []
+        for n, text in enumerate(["continued one", "continued two", "continued three"]):
+            messages = content["messages"] + [
+                {"role": "user", "id": f"u-c{n}", "content": [{"type": "text", "text": text}]},
+                {"role": "assistant", "id": f"a-c{n}", "content": [{"type": "text", "text": "ok " + text}]}]
+            rev_hash = f"{n + 1:032x}"
+            leaves.append({**content, "messages": messages, "_id": doc_id, "_rev": f"{generation + 1}-{rev_hash}",
+                           "_revisions": {"start": generation + 1, "ids": [rev_hash, *ids]}})
+        stranger = [{"role": "user", "id": "u-s", "content": [{"type": "text", "text": "no shared history"}]}]
+        leaves.append({**content, "messages": stranger, "turns": [], "_id": doc_id, "_rev": f"1-{'f' * 32}",
+                       "_revisions": {"start": 1, "ids": ["f" * 32]}})
+        request = urllib.request.Request(f"{couch.origin}/{WINS}/_bulk_docs", method="POST",
+                                         data=json.dumps({"docs": leaves, "new_edits": False}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(request, timeout=10).close()
+        assert len(_doc(couch, WINS, doc_id, "?conflicts=true").get("_conflicts", [])) == 3  # four leaves
+        wanted = {"the base turn", "continued one", "continued two", "continued three", "no shared history"}
+
+        def resolved():
+            doc = _doc(couch, WINS, doc_id, "?conflicts=true")
+            return doc if doc and not doc.get("_conflicts") and set(_user_texts(doc)) == wanted else None
+        merged = _poll(resolved, "one merged revision on the server, holding every leaf's turns")
+        roles = [m["role"] for m in merged["messages"]]
+        assert not any(x == y == "user" for x, y in zip(roles, roles[1:]))
+        assert sorted(_user_texts(merged)) == sorted(wanted)  # each once
+        assert [leaf for leaf in _leaves_of(couch, WINS, doc_id) if not leaf.get("_deleted")] == \
+            [_doc(couch, WINS, doc_id)]  # one live leaf: the losers deleted
+        _poll(lambda: wanted <= set(a.page.evaluate(USER_TEXTS_JS)), "A's panel shows every leaf's turns")
+
+        # -- what an import refuses does not come in by sync either, and one notice counts it ----------
+        from app.history.chatgpt import MAX_CONVERSATION_CHARS
+
+        huge = {**content, "_id": "conversation:task_20261201_huge00", "turns": [],
+                "meta": {**content["meta"], "taskId": "task_20261201_huge00"},
+                "messages": [{"role": "user", "content": [{"type": "text", "text": "x" * (MAX_CONVERSATION_CHARS + 1)}]}]}
+        broken = {"_id": "conversation:task_20261201_broken", "meta": "not a meta"}
+        request = urllib.request.Request(f"{couch.origin}/{WINS}/_bulk_docs", method="POST",
+                                         data=json.dumps({"docs": [huge, broken]}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(request, timeout=30).close()
+        notice = a.page.locator("[data-testid=agent-notice][data-code=sync-unreadable]")
+        expect(notice).to_have_count(1, timeout=SYNC_TIMEOUT_MS)
+        expect(notice).to_contain_text(LOCALE["notice"]["sync-unreadable"]["other"].format(count=2))
+        assert not {"task_20261201_huge00", "task_20261201_broken"} & set(_history_ids(a))
+        for device in (a, b):
+            assert device.off_origin_requests() == []
+    finally:
+        context_a.close()
+        context_b.close()

@@ -121,7 +121,8 @@ def _turn(n, ms, message_id):
 
 
 def test_conversation_document_round_trip():
-    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "id": "r1", "content": "yo"}]
+    messages = [{"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                {"role": "assistant", "id": "r1", "content": [{"type": "text", "text": "yo"}]}]
     doc = conversation_doc(_meta(), messages, [_turn(1, 5, "r1")])
     assert doc["_id"] == "conversation:" + TASK and json.loads(json.dumps(doc)) == doc
     meta, back, turns = conversation_of(doc)
@@ -179,7 +180,7 @@ def test_merge_never_drops_a_message_even_without_metas():
     local = ([{"role": "user", "content": "x"}], [])
     remote = ([{"role": "user", "content": "y"}, {"role": "assistant", "content": "z"}], [])
     merged = merge_conversation(local, remote)
-    assert sorted(m["content"] for m in merged.messages) == ["x", "y", "z"]
+    assert sorted(m["content"] for m in merged.messages if isinstance(m["content"], str)) == ["x", "y", "z"]
 
 
 def test_deleted_ids_do_not_come_back():
@@ -205,7 +206,7 @@ import itertools  # noqa: E402
 import app.sync.engine  # noqa: E402
 from app.history import HistoryService  # noqa: E402
 from app.records import MemoryBackend  # noqa: E402
-from app.sync.engine import DELETED_KEY, SyncEngine  # noqa: E402
+from app.sync.engine import DELETED_KEY, LEAVES, SyncEngine  # noqa: E402
 
 DEVICE_T0 = 1_780_000_000_000
 
@@ -244,8 +245,8 @@ class FakeReplica:
             self.docs[doc["_id"]] = json.loads(json.dumps(doc))
             self.puts += 1
 
-    async def remove(self, doc_id):
-        self.docs[doc_id] = {"_id": doc_id, "_deleted": True}
+    async def remove(self, doc_id, body=None):
+        self.docs[doc_id] = {"_id": doc_id, "_deleted": True, **(body or {})}
 
 
 def test_engine_doctests():
@@ -335,7 +336,7 @@ async def test_a_delete_replicates_and_a_later_write_of_that_id_does_not_bring_i
     await engine_b.remote_changed(old)
     assert await a.delete(task)
     await engine_a.local_changed("delete", task, "s")
-    assert replica_a.docs[f"conversation:{task}"] == {"_id": f"conversation:{task}", "_deleted": True}
+    assert replica_a.docs[f"conversation:{task}"]["_deleted"] is True
     assert await engine_b.remote_changed(replica_a.docs[f"conversation:{task}"]) == "deleted"
     assert await b.bundle(task) is None and not b.can_undo()
     assert json.loads(deleted_b.get_item(DELETED_KEY)) == [f"conversation:{task}"]
@@ -624,3 +625,206 @@ async def test_a_slice_is_encoded_in_a_step_of_its_own_after_its_records_are_bui
     log.clear()
     assert await SyncEngine(b, FakeReplica(), MemoryStorage()).remote_changed_many(docs) == ["added"] * 2
     assert log == ["pause", "write"]
+
+
+# -- conflicting revisions: every leaf's turns (app.history.merge.merge_leaves) -------------------
+def _roles(messages):
+    return [m["role"] for m in messages]
+
+
+def _no_two_users_in_a_row(messages):
+    return all(not (a["role"] == b["role"] == "user") for a, b in zip(messages, messages[1:]))
+
+
+def test_many_leaves_with_disjoint_histories_keep_every_turn_and_never_two_user_messages_in_a_row():
+    from app.history.merge import merge_leaves
+
+    leaves = []
+    for n in range(2000):  # a peer wrote each as a revision of its own, sharing no history
+        if n % 2:
+            leaves.append(([_user(f"q{n}", f"u{n}"), _reply(f"r{n}", f"a{n}")], [_turn(1, 1000 + n, f"a{n}")]))
+        else:  # a question with no answer (a turn cut off), as the hostile peer wrote them
+            leaves.append(([_user(f"q{n}", f"u{n}")], []))
+    merged = merge_leaves(leaves)
+    ids = [m.get("id") for m in merged.messages]
+    assert all(f"u{n}" in ids for n in range(2000)) and all(f"a{n}" in ids for n in range(1, 2000, 2))
+    assert _no_two_users_in_a_row(merged.messages)
+    assert len([t for t in merged.turns]) == 1000 and [t.turnId for t in merged.turns] == list(range(1, 1001))
+    again = merge_leaves(list(reversed(leaves)))  # in any order: the same turns, answered the same way
+    assert sorted(map(repr, again.messages)) == sorted(map(repr, merged.messages))
+
+
+def test_continuations_of_one_conversation_are_all_kept_in_time_order():
+    from app.history.merge import merge_leaves
+
+    (u1, t1), (a, ta), (b, tb), (c, tc) = _pair("1", 10), _pair("A", 30), _pair("B", 20), _pair("C", 40)
+    leaves = [(u1 + a, [t1, ta]), (u1 + b, [t1, tb]), (u1 + c, [t1, tc]), (u1, [t1])]
+    merged = merge_leaves(leaves)
+    assert [m["content"] for m in merged.messages] == ["1", "1", "B", "B", "A", "A", "C", "C"]
+    assert [t.messageId for t in merged.turns] == ["r1", "rB", "rA", "rC"]
+    # one leaf that continues another (a device went on from it) is that one, nothing doubled
+    assert merge_leaves([(u1, [t1]), (u1 + a, [t1, ta])]).messages == u1 + a
+    assert merge_leaves([(u1 + a, [t1, ta])]).how == "local"
+
+
+def test_a_two_way_merge_of_unanswered_questions_answers_each_with_a_stopped_reply():
+    from app.projection import STOPPED_MARKER
+
+    merged = merge_conversation(([_user("x", "ux")], []), ([_user("y", "uy")], []))
+    assert _roles(merged.messages) == ["user", "assistant", "user"]
+    assert merged.messages[1]["content"] == [STOPPED_MARKER]  # shown as a stopped reply, nothing made up
+
+
+# -- a delete wins on every device; what the deleting device never saw is kept apart, said ---------
+class LeafReplica(FakeReplica):
+    """``FakeReplica`` that also records the bulk writes that resolve a conflict (``resolve``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.resolved: list[list[dict]] = []
+
+    async def remove(self, doc_id, body=None):
+        self.docs[doc_id] = {"_id": doc_id, "_deleted": True, **(body or {})}
+
+    async def resolve(self, docs):
+        self.resolved.append(json.loads(json.dumps(docs)))
+
+
+async def test_a_delete_on_a_wins_over_a_turn_b_added_offline_which_b_keeps_apart_and_says_so():
+    from app.sync.documents import doc_id_of_task
+
+    a, b = _device(1), _device(2)
+    task = await _device_turn(a, "s", "shared")
+    replica_a, replica_b = LeafReplica(), LeafReplica()
+    engine_a, engine_b = SyncEngine(a, replica_a, MemoryStorage()), SyncEngine(b, replica_b, MemoryStorage())
+    await engine_a.push(task)
+    doc_id = doc_id_of_task(task)
+    shared_doc = {**replica_a.docs[doc_id], "_rev": "1-s"}
+    await engine_b.remote_changed(shared_doc)
+    assert await b.resume("s", task, [], None, 5)  # B goes on with it, off-line
+    _, messages, _ = await b.bundle(task)
+    await b.record_turn_in(task, "s", messages + [_user("offline on B", "u-B"), _reply("r", "a-B")], usage=None,
+                           model="demo", duration_ms=5, message_id="a-B")
+    await engine_b.push(task)
+    b_doc = {**replica_b.docs[doc_id], "_rev": "2-b"}
+    notices, heads = [], []
+    b.on_notice = notices.append
+    b.on_head_synced = lambda stage_id, shown: heads.append((stage_id, [m.get("id") for m in shown]))
+    assert await a.delete(task)
+    await engine_a.local_changed("delete", task, "s")
+    deletion = {**replica_a.docs[doc_id], "_rev": "2-a"}
+    assert deletion["type"] == "deletion" and deletion["seen"]  # what A had, as digests, no text
+    assert "shared" not in json.dumps(deletion)
+    # B: CouchDB's winner is B's live revision (a live leaf beats a deletion), A's deletion a leaf beside it
+    outcome = await engine_b.remote_changed({**b_doc, "_leaves": [b_doc, deletion]})
+    assert outcome == "deleted" and await b.bundle(task) is None
+    (kept_apart,) = [m for m in (await b.page("s")).items]
+    assert kept_apart.taskId != task
+    _, kept_messages, kept_turns = await b.bundle(kept_apart.taskId)
+    assert [m.get("id") for m in kept_messages] == ["u-B", "a-B"] and [t.messageId for t in kept_turns] == ["a-B"]
+    assert [n.code for n in notices] == ["sync-deleted-kept"] and notices[0].params["count"] == 1
+    assert heads == [("s", ["u-B", "a-B"])]  # B's panel shows its own turn, no longer the deleted conversation
+    assert await b.head_task_id("s", allocate=False) == kept_apart.taskId
+    assert (await b.active("s"))[0].taskId == kept_apart.taskId  # what the panel's stats and list read
+    (bulk,) = replica_b.resolved  # B deletes its live leaf too: no live revision of the id is left
+    assert [(d["_rev"], d["_deleted"], d["type"]) for d in bulk] == [("2-b", True, "deletion")]
+    # A: B's revision arrives before B resolved (A's deletion a leaf beside it): deleted again, not adopted
+    assert await engine_a.remote_changed({**b_doc, "_leaves": [b_doc, deletion]}) == "redeleted"
+    assert await a.bundle(task) is None and await a.total("s") == 0
+    assert [(d["_rev"], d["_deleted"]) for d in replica_a.resolved[0]] == [("2-b", True)]
+    # B's kept-apart conversation went out as one of its own
+    assert await engine_a.remote_changed(replica_b.docs[doc_id_of_task(kept_apart.taskId)]) == "added"
+
+
+async def test_a_deleted_active_conversation_with_nothing_unseen_leaves_the_panel_with_a_notice():
+    from app.sync.documents import doc_id_of_task, turn_digests
+
+    b = _device(2)
+    task = await _device_turn(b, "s", "only")
+    _, messages, _ = await b.bundle(task)
+    notices, heads = [], []
+    b.on_notice, b.on_head_synced = notices.append, lambda stage_id, shown: heads.append((stage_id, shown))
+    engine = SyncEngine(b, LeafReplica(), MemoryStorage())
+    deletion = {"_id": doc_id_of_task(task), "_rev": "3-a", "_deleted": True, "type": "deletion",
+                "seen": turn_digests(messages)}
+    assert await engine.remote_changed(deletion) == "deleted"
+    assert await b.total("s") == 0 and heads == [("s", [])] and [n.code for n in notices] == ["sync-deleted-active"]
+    assert await b.head_task_id("s", allocate=False) is None
+
+
+def test_the_delete_wins_decision():
+    from app.sync.tombstones import decide
+
+    live = {"_id": "conversation:t", "_rev": "3-b", "meta": {}}
+    other = {**live, "_rev": "2-c"}
+    loser_deleted = {"_id": "conversation:t", "_rev": "4-d", "_deleted": True}  # a merged loser, not a delete
+    marked = {"_id": "conversation:t", "_rev": "2-a", "_deleted": True, "type": "deletion", "seen": ["d1", 5]}
+    assert decide(live, [live, loser_deleted], True).what == "one"
+    merge = decide(live, [other, loser_deleted, live], True)
+    assert merge.what == "merge" and [leaf["_rev"] for leaf in merge.live] == ["3-b", "2-c"]  # the winner first
+    assert [leaf["_rev"] for leaf in merge.losers] == ["2-c"]
+    delete = decide(live, [live, other, marked, {**marked, "_rev": "3-e", "seen": ["d2"]}], True)
+    assert delete.what == "delete" and delete.seen == {"d1", "d2"} and len(delete.live) == 2
+    assert decide(live, None, False).what == "delete" and decide(live, None, False).seen is None  # a tombstone here
+    assert decide({**loser_deleted}, [loser_deleted], True).what == "delete"  # every leaf deleted
+
+
+# -- conflicting revisions through the engine: merged, written over the winner, losers deleted ------
+async def test_conflicting_revisions_keep_every_leafs_turns_and_the_losing_leaves_are_deleted_in_one_bulk():
+    from app.sync.documents import doc_id_of_task
+
+    b = _device(2)
+    task = "task_20261201_abcdef"
+    doc_id = doc_id_of_task(task)
+
+    def leaf(rev, texts, at):
+        messages = [m for n, text in enumerate(texts) for m in (_user(text, f"u-{text}"), _reply(text, f"a-{text}"))]
+        turns = [TurnMeta(turnId=n + 1, timestamp=iso(DEVICE_T0 + at + n), messageId=f"a-{text}")
+                 for n, text in enumerate(texts)]
+        meta = TaskMeta(taskId=task, taskName="t", stageId="s", createdAt=DEVICE_T0, updatedAt=DEVICE_T0 + at + 9)
+        return {**conversation_doc(meta, messages, turns), "_rev": rev}
+
+    # three proper continuations of one first turn, and two revisions sharing no history with it
+    leaves = [leaf("3-w", ["base", "w"], 10), leaf("2-x", ["base", "x"], 20), leaf("2-y", ["base", "y"], 30),
+              leaf("1-z", ["z"], 40), leaf("1-q", ["q"], 5)]
+    replica = LeafReplica()
+    engine = SyncEngine(b, replica, MemoryStorage(), clock=lambda: DEVICE_T0 + 10_000)
+    await engine.remote_changed({**leaves[0], LEAVES: leaves})
+    _, messages, turns = await b.bundle(task)
+    said = [m["content"][0]["text"] for m in messages if m["role"] == "user"]
+    assert sorted(said) == ["base", "q", "w", "x", "y", "z"] and said.count("base") == 1
+    assert _no_two_users_in_a_row(messages) and len(turns) == 6
+    (bulk,) = replica.resolved
+    assert bulk[0]["_rev"] == "3-w" and not bulk[0].get("_deleted") and bulk[0]["messages"] == messages
+    assert sorted((d["_rev"], d["_deleted"]) for d in bulk[1:]) == [("1-q", True), ("1-z", True), ("2-x", True),
+                                                                    ("2-y", True)]
+    assert all("type" not in d for d in bulk[1:])  # a merged loser's deletion is not the conversation's
+
+
+async def test_sync_intake_refuses_what_an_import_refuses_and_says_how_many_documents_could_not_be_read():
+    from app.history.chatgpt import MAX_CONVERSATION_CHARS
+    from app.sync.documents import doc_id_of_task
+
+    b = _device(2)
+    now = DEVICE_T0 + 10_000
+    notices = []
+    engine = SyncEngine(b, LeafReplica(), MemoryStorage(), clock=lambda: now, notify=notices.append)
+    meta = TaskMeta(taskId="task_20261201_abcdef", taskName="t", stageId="s", createdAt=DEVICE_T0, updatedAt=now)
+    fine = conversation_doc(meta, [_user("hi", "u1"), _reply("yo", "a1")], [])
+    huge = conversation_doc(meta.model_copy(update={"taskId": "task_20261201_huge00"}),
+                            [_user("x" * (MAX_CONVERSATION_CHARS + 1), "u2")], [])
+    ahead = conversation_doc(meta.model_copy(update={"taskId": "task_20261201_ahead0",
+                                                     "updatedAt": now + 3 * 365 * 86_400_000}), [], [])
+    not_slim = {**conversation_doc(meta.model_copy(update={"taskId": "task_20261201_slim00"}), [], []),
+                "messages": [{"role": "user", "content": "not parts"}]}
+    malformed = {"_id": doc_id_of_task("task_20261201_broken"), "meta": "?"}
+    outcomes = await engine.remote_changed_many([huge, ahead, not_slim, malformed, fine])
+    assert outcomes == ["damaged"] * 4 + ["added"]
+    assert [m.taskId for m in (await b.page("s")).items] == ["task_20261201_abcdef"]
+    assert [(n.code, n.params) for n in notices] == [("sync-unreadable", {"count": 4})]  # one notice, the count
+    checkpoints = _checkpoints(MemoryBackend(), 3)
+    versions = SyncEngine(b, LeafReplica(), MemoryStorage(), checkpoints=checkpoints, clock=lambda: now)
+    ahead_version = app.sync.documents.version_doc(
+        "a:v1", artifactId="a", stageId="s", sceneId="c", versionNo=1, checkpointId="fc_ahead",
+        createdAt=now + 3 * 365 * 86_400_000, item={}, document={})
+    assert await versions.remote_changed(ahead_version) == "damaged" and versions.unreadable == 1
