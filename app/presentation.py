@@ -18,12 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from app.courses import find_course
 from app.model import ToolCallPart
 from app.tool_texts import action_names, shown
 
 __all__ = ["CardStatus", "CardText", "card_text", "RENDER_WINDOW", "RENDER_SLACK", "LONG_TEXT_CHARS",
            "COLLAPSED_CHARS", "CHUNK_CHARS", "ToolCardView", "Segment", "tool_card_view", "link_segments", "window_start", "collapsed_prefix",
-           "text_chunks", "isolated_segments", "streamed_text_update"]
+           "text_chunks", "isolated_segments", "notice_segments", "streamed_text_update"]
 
 RENDER_WINDOW = 40
 """Messages rendered when a thread is shown; older ones follow on request ("show
@@ -299,3 +300,24 @@ def isolated_segments(translate: Any, key: str, params: dict[str, Any], isolate:
         elif piece:
             segments.append(Segment("text", piece))
     return segments
+
+
+NOTICE_ISOLATED = ("backup_key", "file_name", "stage_id")
+"""Notice params drawn in their own bidi run (a key, a file name, a course's title or id)."""
+
+
+def notice_segments(translate: Any, code: str, params: dict[str, Any]) -> list[Segment]:
+    """The text of notice ``code`` (``notice.<code>``) as ``isolated_segments``, with a course
+    named by its title where one is known: ``stage_id`` becomes the demo course's title
+    (``app.courses.find_course``); a course opened by URL keeps its id (it has no title of its own).
+
+    >>> t = lambda key, **p: f"course {p['stage_id']} is full"
+    >>> [s.text for s in notice_segments(t, "storage-full", {"stage_id": "intro-ml"}) if s.kind == "isolate"]
+    ['Introduction to Machine Learning']
+    """
+    values = dict(params)
+    stage_id = values.get("stage_id")
+    if isinstance(stage_id, str):
+        course = find_course(stage_id)
+        values["stage_id"] = stage_id if course.is_placeholder else course.title
+    return isolated_segments(translate, f"notice.{code}", values, NOTICE_ISOLATED)

@@ -20,7 +20,7 @@ from app.browser.message_nodes import MessageNodes, el as _el
 from app.courses import Course, picker_courses, scene_text
 from app.i18n import Translator
 from app.model import Message, TextPart
-from app.presentation import RENDER_WINDOW, isolated_segments, streamed_text_update, window_start
+from app.presentation import RENDER_WINDOW, notice_segments, streamed_text_update, window_start
 
 __all__ = ["PageView"]
 
@@ -174,7 +174,7 @@ class PageView:
                           attrs={"type": "button", "aria-label": self.t("edit.agent.dismiss"),
                                  "title": self.t("edit.agent.dismiss"), "data-code": notice.code})
             text = _el(span)
-            for segment in isolated_segments(self.t, f"notice.{notice.code}", params, ("backup_key", "file_name")):
+            for segment in notice_segments(self.t, notice.code, params):
                 if segment.kind == "isolate":  # a storage key: its own LTR run inside RTL text
                     text.append(_el(span, text=segment.text, classes="notice-key", testid="agent-notice-key",
                                     attrs={"dir": "ltr"}))

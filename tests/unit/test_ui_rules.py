@@ -8,7 +8,7 @@ from app.courses import COURSES, find_course, picker_courses, scene_text
 from app.i18n import LOCALES, Translator
 from app.presentation import (
     CHUNK_CHARS, COLLAPSED_CHARS, LONG_TEXT_CHARS, RENDER_SLACK, RENDER_WINDOW, collapsed_prefix,
-    isolated_segments, text_chunks, window_start,
+    isolated_segments, notice_segments, text_chunks, window_start,
 )
 from app.storage import MemoryStorage
 from app.store import ThreadStore
@@ -87,6 +87,22 @@ def test_notices_without_the_param_are_one_text_segment():
     t = Translator("ar-SA")
     segments = isolated_segments(t, "notice.storage-full", {}, ("backup_key",))
     assert [(s.kind, s.text) for s in segments] == [("text", t("notice.storage-full"))]
+
+
+def test_a_notice_names_a_course_by_its_title_where_one_is_known():
+    for locale in LOCALES:
+        t = Translator(locale)
+        for code in ("storage-full", "storage-pruned-elsewhere"):
+            segments = notice_segments(t, code, {"stage_id": "intro-ml"})
+            text = "".join(s.text for s in segments)
+            assert "Introduction to Machine Learning" in text and "intro-ml" not in text, (locale, code)
+            assert [s.text for s in segments if s.kind == "isolate"] == ["Introduction to Machine Learning"]
+    # a course opened by URL has no title of its own: its id names it, isolated as well
+    segments = notice_segments(Translator("ar-SA"), "storage-full", {"stage_id": "my-course"})
+    assert [s.text for s in segments if s.kind == "isolate"] == ["my-course"]
+    key = "maic-agent-threads.backup.1"
+    assert [s.text for s in notice_segments(Translator("en-US"), "storage-corrupt", {"backup_key": key})
+            if s.kind == "isolate"] == [key]
 
 
 # ---- placeholder scenes, localised (DESIGN.md §7) ----------------------------------------------
