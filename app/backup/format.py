@@ -41,6 +41,7 @@ from pydantic import ValidationError
 
 from app.continuity import continues
 from app.history.records import MAX_SAFE_INTEGER, TaskMeta, TurnMeta
+from app.history.text import copy_title
 from app.store.jsjson import js_json
 
 __all__ = [
@@ -325,7 +326,8 @@ def plan_merge(incoming: Iterable[dict], local_messages: Callable[[str], list | 
     ``app.continuity.continues``): ``local_messages(taskId)`` gives the local conversation's messages
     or ``None`` (not here). Not here → added; incoming continues local (and is longer) → replaces
     it; local continues incoming → present; diverged → the incoming is added under
-    ``new_id(meta)`` (a fresh ``task_…`` id), so both are kept."""
+    ``new_id(meta)`` (a fresh ``task_…`` id) and ``app.history.text.copy_title``, so both are kept
+    and told apart."""
     plan = plan if plan is not None else MergePlan()
     for item in incoming:
         task_id = item["meta"]["taskId"]
@@ -340,7 +342,10 @@ def plan_merge(incoming: Iterable[dict], local_messages: Callable[[str], list | 
             plan.extended += 1
         else:
             fresh = new_id(item["meta"])
-            plan.conversations.append({**item, "meta": {**item["meta"], "taskId": fresh}})
+            # its own title too, or the list shows two rows alike (DESIGN.md §9's title rule holds)
+            title = item["meta"].get("taskName")
+            meta = {**item["meta"], "taskId": fresh, "taskName": copy_title(title) if isinstance(title, str) else title}
+            plan.conversations.append({**item, "meta": meta})
             plan.renames[task_id] = fresh
             plan.added += 1
             plan.renamed += 1

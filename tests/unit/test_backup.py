@@ -10,6 +10,7 @@ import pytest
 
 from app.backup.format import (FORMAT, BackupRefused, BackupWriter, MergePlan, open_backup, plan_merge,
                                plan_threads, plan_versions)
+from app.history.text import copy_title
 from app.i18n import Translator
 from tests.archives import zip_bytes
 
@@ -94,6 +95,9 @@ def test_longer_side_is_kept_and_a_diverged_thread_is_kept_twice():
     assert (plan.added, plan.renamed) == (1, 1)
     assert plan.conversations[0]["meta"]["taskId"] == "task_20260601_zzzzzz"
     assert plan.conversations[0]["messages"] == diverged["messages"]
+    # the copy is told apart from the original in the list (two rows, two titles)
+    assert plan.conversations[0]["meta"]["taskName"] == copy_title(diverged["meta"]["taskName"])
+    assert plan.conversations[0]["meta"]["taskName"] != diverged["meta"]["taskName"]
 
 
 def test_versions_already_present_are_skipped_and_new_ones_renumbered_past_the_local_highest():
