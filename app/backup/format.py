@@ -22,7 +22,7 @@ that unpack past ``MAX_UNPACKED_BYTES`` / one member past ``MAX_MEMBER_BYTES``: 
 small the file; said apart from ``size`` so a small file is not called large), ``not-backup``
 (not a zip, no manifest, another format name, a member name outside the layout), ``newer``
 (a format version above ``FORMAT_VERSION``), ``damaged`` (bad CRC, invalid JSON, a wrong type,
-an integer beyond ±(2^53 − 1), a record that fails its shape, counts that disagree).
+an integer beyond ±(2^53 − 1), a record that fails its shape, counts that disagree, a member twice).
 A refused file is refused whole, before anything is written.
 """
 
@@ -248,8 +248,10 @@ def open_backup(data: bytes, *, max_file: int = MAX_FILE_BYTES, max_unpacked: in
     names = [info.filename for info in infos]
     if "manifest.json" not in names:
         raise BackupRefused("not-backup", "no manifest.json")
-    if len(set(names)) != len(names) or not all(_MEMBER.match(n) for n in names):
+    if not all(_MEMBER.match(n) for n in names):
         raise BackupRefused("not-backup", "a member name outside the layout")
+    if len(set(names)) != len(names):  # a backup's layout, some member written twice: which one is it?
+        raise BackupRefused("damaged", "a member twice")
     if any(info.file_size > max_member for info in infos) or sum(i.file_size for i in infos) > max_unpacked:
         raise BackupRefused("unpacked", "members unpack too large")
     reader = BackupReader(archive, {}, {})

@@ -136,6 +136,18 @@ def test_hostile_or_foreign_files_are_refused_on_opening(members, reason):
     assert refused.value.reason == reason
 
 
+@pytest.mark.filterwarnings("ignore:Duplicate name")
+def test_a_backup_with_a_member_twice_is_damaged_not_foreign():
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("manifest.json", json.dumps(MANIFEST))
+        for text in ('{"state":{"threads":{}},"version":1}', '{"state":{"threads":{"x":{}}},"version":1}'):
+            archive.writestr("threads.json", text)  # which one is the backup's? neither can be trusted
+    with pytest.raises(BackupRefused) as refused:
+        open_backup(buffer.getvalue())
+    assert refused.value.reason == "damaged"
+
+
 def test_not_a_zip_and_over_the_size_limits_are_refused():
     with pytest.raises(BackupRefused, match="not-backup"):
         open_backup(b"PK\x03\x04 not really")
