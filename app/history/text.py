@@ -22,7 +22,7 @@ from typing import Any
 
 from app.projection import is_status_marker
 
-__all__ = ["TITLE_GRAPHEMES", "copy_title", "cut_title", "fold", "fold_map", "plain_text", "relative_label", "relative_label_until", "snippet", "source_index",
+__all__ = ["TITLE_GRAPHEMES", "copy_title", "cut_title", "shown_title", "fold", "fold_map", "plain_text", "relative_label", "relative_label_until", "snippet", "source_index",
            "title_of"]
 
 TITLE_GRAPHEMES = 50
@@ -108,6 +108,22 @@ def cut_title(text: str, *, graphemes: Callable[[str], list[str]] = _graphemes) 
             len(clusters) == TITLE_GRAPHEMES + 1 and clusters[-1] == "…")):
         return collapsed
     return "".join(clusters[:TITLE_GRAPHEMES]) + "…"
+
+
+_BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
+"""Explicit bidi embeddings, overrides and isolates (LRE, RLE, PDF, LRO, RLO, LRI, RLI, FSI, PDI)."""
+
+
+def shown_title(text: str) -> str:
+    """``text`` (a title, a snippet piece) as the list draws it: without explicit bidi embeddings,
+    overrides and isolates, so a right-to-left override cannot draw a title reversed ("invoice‮gpj.exe"
+    reading "invoiceexe.jpg") nor spill into the rest of its row; the marks (LRM, RLM, ALM) stay, they
+    reorder nothing around them. The stored title is left as it is.
+
+    >>> shown_title("invoice\u202egpj.exe")
+    'invoicegpj.exe'
+    """
+    return _BIDI_CONTROLS.sub("", text) if _BIDI_CONTROLS.search(text) else text
 
 
 _NUMBERED = re.compile(r"(.*) \((\d{1,9})\)\Z", re.DOTALL)
