@@ -84,7 +84,7 @@ class Page:
         # before waits in the recorder's queue (DESIGN.md §9, §13).
         self.recorder = HistoryRecorder()
         self.history = self.history_list = self.history_view = None
-        demo = DemoAgent(delay_ms=_delay_ms(query), scenes=self.checkpoints.document)
+        demo = DemoAgent(delay_ms=_delay_ms(query), scenes=self.checkpoints.document, translate=self.translator)
         self.model_setup = ModelSetup(demo, lambda: self.runtime.stage_id)  # DESIGN.md §12
         self.runtime = AgentRuntime(self.store, self.model_setup.agent, clock=self.clock, history=self.recorder,
                                     checkpoints=self.checkpoints)
