@@ -24,7 +24,7 @@ from app.tool_texts import action_names, shown
 
 __all__ = ["CardStatus", "CardText", "card_text", "RENDER_WINDOW", "RENDER_SLACK", "LONG_TEXT_CHARS",
            "COLLAPSED_CHARS", "CHUNK_CHARS", "ToolCardView", "Segment", "tool_card_view", "link_segments", "window_start", "collapsed_prefix",
-           "text_chunks", "isolated_segments", "notice_segments", "streamed_text_update"]
+           "text_chunks", "isolated_segments", "notice_segments", "command_segments", "streamed_text_update"]
 
 RENDER_WINDOW = 40
 """Messages rendered when a thread is shown; older ones follow on request ("show
@@ -321,3 +321,28 @@ def notice_segments(translate: Any, code: str, params: dict[str, Any]) -> list[S
         course = find_course(stage_id)
         values["stage_id"] = stage_id if course.is_placeholder else course.title
     return isolated_segments(translate, f"notice.{code}", values, NOTICE_ISOLATED)
+
+
+_COMMAND = re.compile("[\u2066\u2068]?(/(?:regenerate|fail)[ \u00a0]scene-[0-9]+)\u2069?")
+"""A demo command in a hint (``/regenerate scene-1``), with the isolate a catalogue may wrap it in."""
+
+
+def command_segments(text: str) -> list[Segment]:
+    """``text`` (a hint naming a demo command) split into text runs and ``"isolate"`` runs holding each
+    command (the catalogue's own LRI … PDI around it dropped), so the view draws the command as one
+    left-to-right run kept on one line (``<bdi dir=ltr>``): in right-to-left text it was broken over two
+    lines and read in the wrong order.
+
+    >>> command_segments("أو جرّب \u2066/regenerate scene-1\u2069.")
+    [Segment(kind='text', text='أو جرّب '), Segment(kind='isolate', text='/regenerate scene-1'), Segment(kind='text', text='.')]
+    """
+    segments: list[Segment] = []
+    position = 0
+    for found in _COMMAND.finditer(text):
+        if found.start() > position:
+            segments.append(Segment("text", text[position:found.start()]))
+        segments.append(Segment("isolate", found.group(1).replace("\u00a0", " ")))
+        position = found.end()
+    if position < len(text) or not segments:
+        segments.append(Segment("text", text[position:]))
+    return segments
