@@ -204,6 +204,9 @@ def paging_past_ten_with_items_arriving_from_another_tab_while_open(agent, other
     assert titles[1:] == [f"conversation {i:02d}" for i in range(22, -1, -1)]
 
 
+FOCUSED_ITEM = "() => [document.activeElement.dataset.testid || document.activeElement.tagName, document.activeElement.dataset.taskId]"
+
+
 def delete_and_undo_and_keyboard(agent, other, course: str) -> None:
     ids = seed_conversations(agent, course, ["alpha", "beta", "gamma"])
     open_list(other)
@@ -213,6 +216,8 @@ def delete_and_undo_and_keyboard(agent, other, course: str) -> None:
     agent.page.locator(f"[data-testid=history-item][data-task-id={ids[1]}] [data-testid=history-delete]").click()
     agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '2'")
     assert ids[1] not in item_ids(agent)
+    # focus goes to the next item, not to the page's body with the removed item's button
+    assert agent.page.evaluate(FOCUSED_ITEM) == ["history-item", ids[0]]
     said = ("k => { const s = document.querySelector('[data-testid=history-status]');"
             " return s.dataset.kind === k && s.dataset.result === 'ok' && s.textContent.trim() !== ''; }")
     agent.page.wait_for_function(said, arg="delete")  # the delete is said, not only shown by Undo
@@ -233,6 +238,7 @@ def delete_and_undo_and_keyboard(agent, other, course: str) -> None:
     assert agent.page.evaluate("() => document.activeElement.dataset.taskId") == ids[1]
     agent.page.keyboard.press("Delete")
     agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '2'")
+    assert agent.page.evaluate(FOCUSED_ITEM) == ["history-item", ids[0]]
     agent.page.keyboard.press("Escape")
     assert agent.testid("history-drawer").is_hidden()
     assert agent.page.evaluate("() => document.activeElement.dataset.testid") == "history-open"
