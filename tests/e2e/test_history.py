@@ -468,6 +468,13 @@ ROWS_IN_VIEW = """l => [...l.querySelectorAll('[data-testid=history-item]')].fil
 """How many of the list's items are wholly inside its box."""
 
 
+PLACEHOLDER_ROOM = """i => {
+  const s = getComputedStyle(i), pen = document.createElement('canvas').getContext('2d');
+  pen.font = `${s.fontStyle} ${s.fontWeight} ${s.fontSize} ${s.fontFamily}`;
+  return [pen.measureText(i.placeholder).width, i.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight)];
+}"""
+
+
 def the_list_has_the_drawers_room_and_the_file_actions_wait_behind_one_disclosure(agent, course: str) -> None:
     """At 1280 x 800 the open list shows at least eight conversations (the file actions below it left it
     ~118 px: three rows); the disclosure is reached and opened by keyboard, and every file action in it
@@ -482,6 +489,8 @@ def the_list_has_the_drawers_room_and_the_file_actions_wait_behind_one_disclosur
             agent.testid("history-more-toggle").click()
         expect(more).to_have_js_property("open", False)
         assert listing.evaluate(ROWS_IN_VIEW) >= 8, listing.evaluate("l => l.clientHeight")
+        placeholder, room = agent.testid("history-search").evaluate(PLACEHOLDER_ROOM)
+        assert placeholder <= room, f"the search field's placeholder is cut: {placeholder:.0f} px in {room:.0f} px"
         for testid in ("export-markdown", "export-json", "history-print", "backup-export"):
             expect(agent.testid(testid)).to_be_hidden()
         agent.assert_accessible("drawer, file actions closed")
