@@ -22,8 +22,8 @@ from typing import Any
 
 from app.projection import is_status_marker
 
-__all__ = ["TITLE_GRAPHEMES", "copy_title", "cut_title", "shown_title", "fold", "fold_map", "plain_text", "relative_label", "relative_label_until", "snippet", "source_index",
-           "title_of"]
+__all__ = ["TITLE_GRAPHEMES", "copy_title", "cut_title", "shown_title", "fold", "fold_map", "plain_text",
+           "relative_label", "relative_label_until", "snippet", "source_index", "title_of"]
 
 TITLE_GRAPHEMES = 50
 _LONE = re.compile("[\ud800-\udfff]")

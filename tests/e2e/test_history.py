@@ -204,7 +204,8 @@ def paging_past_ten_with_items_arriving_from_another_tab_while_open(agent, other
     assert titles[1:] == [f"conversation {i:02d}" for i in range(22, -1, -1)]
 
 
-FOCUSED_ITEM = "() => [document.activeElement.dataset.testid || document.activeElement.tagName, document.activeElement.dataset.taskId]"
+FOCUSED_ITEM = ("() => [document.activeElement.dataset.testid || document.activeElement.tagName,"
+                " document.activeElement.dataset.taskId]")
 
 
 def delete_and_undo_and_keyboard(agent, other, course: str) -> None:

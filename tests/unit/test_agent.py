@@ -258,6 +258,7 @@ async def test_the_demo_agent_answers_in_the_pages_language(locale):
         assert "{" not in text and "demo." not in text, text  # every key and placeholder filled
     if locale != "en-US":  # not the English text
         english = Translator("en-US")
-        assert done != english("demo.done", scene="scene-2", elements=english("demo.elements", count=element_count("scene-2")),
+        assert done != english("demo.done", scene="scene-2",
+                               elements=english("demo.elements", count=element_count("scene-2")),
                                actions=english("demo.actions", count=action_count("scene-2")))
         assert not reply.startswith("You said")
