@@ -57,6 +57,11 @@ def test_the_demo_tool_cards_read_in_the_page_locale_and_the_stored_thread_keeps
     agent.send("/regenerate scene-2 brighter")
     agent.send("/fail scene-1")
     assert_demo_cards_read_in(agent, "ja-JP")
+    t = Translator("ja-JP")  # the demo agent answers in the page's language too
+    done = t("demo.done", scene="scene-2", elements=t("demo.elements", count=element_count("scene-2")),
+             actions=t("demo.actions", count=action_count("scene-2")))
+    replies = agent.messages().all_inner_texts()
+    assert done in replies[1] and t("demo.failed", scene="scene-1") in replies[3], replies
     parts = [p for m in agent.stored()["state"]["threads"]["intro-ml"]["messages"] for p in m["content"]
              if p["type"] == "tool-call"]
     assert parts[0]["result"]["content"] == [
