@@ -10,7 +10,8 @@ choice is derived from the input through ``zlib.crc32`` and a seeded
 across courses, conversations and tabs (DESIGN.md §5), since a scene's restore
 snapshot is keyed by its call's id:
 
-- plain text → a streamed reply that quotes the text, at least ten tokens, one
+- plain text → a streamed reply that quotes the text (in the page's language,
+  ``demo.*`` of app/locales), at least ten tokens, one
   token (a word or a punctuation mark, with its leading space) every
   ``delay_ms``;
 - ``/regenerate <sceneId> [instruction]`` (any whitespace after the command:
@@ -378,8 +379,18 @@ QUOTE_LIMIT = 160
 """Characters of the user's text the demo reply quotes at most."""
 
 
-def reply_text(text: str) -> str:
-    """The demo agent's answer to plain ``text`` (at least ten tokens)."""
+Translate = Callable[..., str]
+
+
+def _english() -> Translate:
+    from app.i18n import DEFAULT_LOCALE, Translator
+
+    return Translator(DEFAULT_LOCALE)
+
+
+def reply_text(text: str, translate: Translate | None = None) -> str:
+    """The demo agent's answer to plain ``text`` (at least ten tokens in every locale), in the page's
+    language: ``translate`` (``app.i18n.Translator``; en-US when ``None``) of ``demo.reply``."""
     words, size = [], 0
     for word in _WORD.finditer(text):  # lazily: a 2 MB message is not split whole
         words.append(word.group())
@@ -389,10 +400,7 @@ def reply_text(text: str) -> str:
     quoted = " ".join(words)
     if len(quoted) > QUOTE_LIMIT:  # quote long input in part: the reply stays short
         quoted = quoted[:QUOTE_LIMIT].rstrip() + "…"
-    return (
-        f"You said: “{quoted}”. I am the built-in demo agent, so I answer offline, one token at a time. "
-        "Try /regenerate scene-1 to rebuild a scene, or /fail scene-1 to see a failing tool call."
-    )
+    return (translate or _english())("demo.reply", quoted=quoted)
 
 
 def parse_command(text: str) -> tuple[str, str, str]:
@@ -412,12 +420,16 @@ class DemoAgent:
     ``delay_ms``: pause before each streamed token (``?delay=`` in the URL);
     ``sleep``: the awaitable pause (``asyncio.sleep``; tests inject their own).
     ``new_id``: makes each tool call's id (default: 64 random bits as hex).
+    ``translate``: the page's ``app.i18n.Translator``: its replies and summaries are the locale's
+    ``demo.*`` texts (the in-browser demo speaks the page's language); en-US when ``None``.
     Even with ``delay_ms=0`` it yields to the event loop between tokens.
     """
 
     def __init__(self, delay_ms: int = 0, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
                  new_id: Callable[[], str] = lambda: os.urandom(8).hex(),
-                 scenes: Callable[[str, str], SceneDocument | None] | None = None) -> None:
+                 scenes: Callable[[str, str], SceneDocument | None] | None = None,
+                 translate: Translate | None = None) -> None:
+        self._translate = translate
         self.delay_ms = max(0, int(delay_ms))
         self._sleep = sleep
         self._new_id = new_id
@@ -441,6 +453,12 @@ class DemoAgent:
         if current is None:
             return failure_result(scene_id, missing=True), True
         return regenerate_result(scene_id, instruction, current), False
+
+    @property
+    def _t(self) -> Translate:
+        if self._translate is None:
+            self._translate = _english()
+        return self._translate
 
     async def _tick(self) -> None:
         await self._sleep(self.delay_ms / 1000)
@@ -467,7 +485,7 @@ class DemoAgent:
         yield UsageReport(usage[0], usage[1], self.MODEL)
         command, scene_id, instruction = parse_command(text)
         if command not in ("/regenerate", "/fail") or not scene_id:
-            async for event in self._stream(reply_text(text), usage):
+            async for event in self._stream(reply_text(text, self._t), usage):
                 yield event
             return
         call_id = f"call-{self._new_id()}"
@@ -484,10 +502,12 @@ class DemoAgent:
         else:
             result, is_error = self.regenerate_scene(scene_id, instruction.strip())
         yield ToolCallFinished(call_id, result, is_error=is_error)
+        t = self._t
         if is_error:
-            summary = f"Sorry, scene {scene_id} could not be regenerated. Nothing was changed."
+            summary = t("demo.failed", scene=scene_id)
         else:
-            summary = f"Done: scene {scene_id} now has {element_count(scene_id)} elements, after {action_count(scene_id)} actions."
+            summary = t("demo.done", scene=scene_id, elements=t("demo.elements", count=element_count(scene_id)),
+                        actions=t("demo.actions", count=action_count(scene_id)))
         usage[1] += 1
         yield UsageReport(usage[0], usage[1], self.MODEL)
         async for event in self._stream(summary, usage):

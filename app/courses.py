@@ -3,7 +3,9 @@
 A course is a stage with scenes. The course picker lists ``COURSES``; the URL
 ``?course=<stageId>`` opens any id at all: ids not in the list get a generic
 placeholder course that carries the id unchanged (``42``, ``__proto__``, long or
-non-ASCII ids included), so each still has its own thread.
+non-ASCII ids included), so each still has its own thread. An id holding a
+control character (``?course=%00``) is refused: the URL opens the default course
+instead, and the picker does not list a course stored under such an id.
 
 Titles are plain text in the course's own language; the page renders them as
 text, never as HTML.
@@ -19,10 +21,12 @@ Example::
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-__all__ = ["COURSES", "DEFAULT_COURSE_ID", "Course", "Scene", "find_course", "scene_text", "picker_courses"]
+__all__ = ["COURSES", "DEFAULT_COURSE_ID", "Course", "Scene", "course_from_url", "course_id_allowed", "find_course",
+           "scene_text", "picker_courses"]
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,26 @@ _PLACEHOLDER_SCENES = (
 )
 
 
+def course_id_allowed(stage_id: str) -> bool:
+    """True when ``stage_id`` may name a course: not empty and no control character (Unicode
+    category ``Cc``: C0, DEL, C1), which would make a course no one can read or type again.
+
+    >>> course_id_allowed("课程-α"), course_id_allowed("a\x00b"), course_id_allowed("")
+    (True, False, False)
+    """
+    return bool(stage_id) and not any(unicodedata.category(ch) == "Cc" for ch in stage_id)
+
+
+def course_from_url(value: str | None) -> str:
+    """The course the URL's ``course`` parameter opens: ``value`` when allowed
+    (``course_id_allowed``), else ``DEFAULT_COURSE_ID``.
+
+    >>> course_from_url("42"), course_from_url("\x00") == DEFAULT_COURSE_ID
+    ('42', True)
+    """
+    return value if isinstance(value, str) and course_id_allowed(value) else DEFAULT_COURSE_ID
+
+
 def find_course(stage_id: str) -> Course:
     """Return the demo course ``stage_id``, or a placeholder course with that id (never raises).
 
@@ -115,7 +139,8 @@ def scene_text(course: Course, scene: Scene, translate: Callable[..., str]) -> t
 def picker_courses(stored_ids: Iterable[str], current: str | None = None) -> list[Course]:
     """The courses the course picker lists (DESIGN.md §6; a course opened by URL stays reachable):
     every demo course, then a placeholder course for each id in ``stored_ids`` (courses with a
-    stored thread) or ``current`` that is not a demo course, sorted by id, each once.
+    stored thread) or ``current`` that is not a demo course, sorted by id, each once; ids refused by
+    ``course_id_allowed`` are left out.
 
     >>> [c.id for c in picker_courses(["zeta", "intro-ml", "42"], current="my-course")][3:]
     ['42', 'my-course', 'zeta']
@@ -123,4 +148,5 @@ def picker_courses(stored_ids: Iterable[str], current: str | None = None) -> lis
     extra = {i for i in stored_ids if i not in _BY_ID}
     if current is not None and current not in _BY_ID:
         extra.add(current)
+    extra = {i for i in extra if course_id_allowed(i)}
     return list(COURSES) + [find_course(i) for i in sorted(extra)]

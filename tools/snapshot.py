@@ -10,7 +10,9 @@ with the standard-library modules of ``IMPORTS`` already imported, and writes
   gzip-compressed (about 7 MB) so that any static host serves it small; the page inflates it with
   the browser's ``DecompressionStream`` (``static/pyodide-boot.mjs``);
 - ``static/vendor/pyodide/snapshot.json``: what it was made from (``inputs``: sha256 of the
-  Pyodide files, this module's ``IMPORTS`` and ``tools/snapshot.mjs``) and its figures.
+  Pyodide files, this module's ``IMPORTS`` and ``tools/snapshot.mjs``), its digests (``sha256`` of
+  the file as sent, ``inflatedSha256`` of the memory: the page checks the bytes it got against one
+  of them before restoring, whichever it has, and boots as usual on a mismatch) and its figures.
 
 It is made again only when ``inputs`` changed (idempotent, about 3 s). It is not a pinned vendored
 file: it is built here, like the app wheel. Pyodide itself refuses a snapshot of another build
@@ -73,7 +75,8 @@ def inputs(pyodide_dir: Path = PYODIDE_DIR) -> dict[str, str]:
 
 
 def is_current(pyodide_dir: Path = PYODIDE_DIR) -> bool:
-    """True when ``snapshot.bin.gz`` exists and ``snapshot.json`` names the current ``inputs``."""
+    """True when ``snapshot.bin.gz`` exists and ``snapshot.json`` names the current ``inputs``, the
+    file's digest and the inflated memory's digest."""
     manifest, snapshot = pyodide_dir / MANIFEST.name, pyodide_dir / SNAPSHOT.name
     if not (manifest.is_file() and snapshot.is_file()):
         return False
@@ -81,7 +84,8 @@ def is_current(pyodide_dir: Path = PYODIDE_DIR) -> bool:
         recorded = json.loads(manifest.read_text())
     except (OSError, ValueError):
         return False
-    return recorded.get("inputs") == inputs(pyodide_dir) and recorded.get("sha256") == sha256_of(snapshot)
+    return (recorded.get("inputs") == inputs(pyodide_dir) and recorded.get("sha256") == sha256_of(snapshot)
+            and isinstance(recorded.get("inflatedSha256"), str))
 
 
 def make(pyodide_dir: Path = PYODIDE_DIR, force: bool = False) -> dict | None:
@@ -106,6 +110,7 @@ def make(pyodide_dir: Path = PYODIDE_DIR, force: bool = False) -> dict | None:
     part.write_bytes(packed)
     part.replace(pyodide_dir / SNAPSHOT.name)
     manifest = {"inputs": inputs(pyodide_dir), "sha256": hashlib.sha256(packed).hexdigest(),
+                "inflatedSha256": hashlib.sha256(data).hexdigest(),
                 "bytes": len(data), "gzipBytes": len(packed), "imports": list(IMPORTS), "made": figures}
     (pyodide_dir / MANIFEST.name).write_text(json.dumps(manifest, indent=1) + "\n")
     print(f"snapshot: {len(data) / 1e6:.1f} MB ({len(packed) / 1e6:.1f} MB gzip), "

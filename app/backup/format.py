@@ -22,7 +22,7 @@ that unpack past ``MAX_UNPACKED_BYTES`` / one member past ``MAX_MEMBER_BYTES``: 
 small the file; said apart from ``size`` so a small file is not called large), ``not-backup``
 (not a zip, no manifest, another format name, a member name outside the layout), ``newer``
 (a format version above ``FORMAT_VERSION``), ``damaged`` (bad CRC, invalid JSON, a wrong type,
-an integer beyond ±(2^53 − 1), a record that fails its shape, counts that disagree).
+an integer beyond ±(2^53 − 1), a record that fails its shape, counts that disagree, a member twice).
 A refused file is refused whole, before anything is written.
 """
 
@@ -41,6 +41,7 @@ from pydantic import ValidationError
 
 from app.continuity import continues
 from app.history.records import MAX_SAFE_INTEGER, TaskMeta, TurnMeta
+from app.history.text import copy_title
 from app.store.jsjson import js_json
 
 __all__ = [
@@ -247,8 +248,10 @@ def open_backup(data: bytes, *, max_file: int = MAX_FILE_BYTES, max_unpacked: in
     names = [info.filename for info in infos]
     if "manifest.json" not in names:
         raise BackupRefused("not-backup", "no manifest.json")
-    if len(set(names)) != len(names) or not all(_MEMBER.match(n) for n in names):
+    if not all(_MEMBER.match(n) for n in names):
         raise BackupRefused("not-backup", "a member name outside the layout")
+    if len(set(names)) != len(names):  # a backup's layout, some member written twice: which one is it?
+        raise BackupRefused("damaged", "a member twice")
     if any(info.file_size > max_member for info in infos) or sum(i.file_size for i in infos) > max_unpacked:
         raise BackupRefused("unpacked", "members unpack too large")
     reader = BackupReader(archive, {}, {})
@@ -325,7 +328,8 @@ def plan_merge(incoming: Iterable[dict], local_messages: Callable[[str], list | 
     ``app.continuity.continues``): ``local_messages(taskId)`` gives the local conversation's messages
     or ``None`` (not here). Not here → added; incoming continues local (and is longer) → replaces
     it; local continues incoming → present; diverged → the incoming is added under
-    ``new_id(meta)`` (a fresh ``task_…`` id), so both are kept."""
+    ``new_id(meta)`` (a fresh ``task_…`` id) and ``app.history.text.copy_title``, so both are kept
+    and told apart."""
     plan = plan if plan is not None else MergePlan()
     for item in incoming:
         task_id = item["meta"]["taskId"]
@@ -340,7 +344,10 @@ def plan_merge(incoming: Iterable[dict], local_messages: Callable[[str], list | 
             plan.extended += 1
         else:
             fresh = new_id(item["meta"])
-            plan.conversations.append({**item, "meta": {**item["meta"], "taskId": fresh}})
+            # its own title too, or the list shows two rows alike (DESIGN.md §9's title rule holds)
+            title = item["meta"].get("taskName")
+            meta = {**item["meta"], "taskId": fresh, "taskName": copy_title(title) if isinstance(title, str) else title}
+            plan.conversations.append({**item, "meta": meta})
             plan.renames[task_id] = fresh
             plan.added += 1
             plan.renamed += 1

@@ -186,9 +186,7 @@ class HistoryListView:
                 if not self.list.is_latest(generation) or keyword != self._by("history-search").value:
                     return
                 self._draw([(h.meta, h.snippet) for h in found.items if self.list.unseen([h.meta])], "append")
-                self._paged(found)
-                if found.total is None:
-                    self._search_total(found)
+                self._paged(found)  # data-total: the first page's, every match counted
                 return
             page = await self.service.page(self.list.stage, self.list.cursor, sort=self.list.sort,
                                            since_ms=self.list.since)

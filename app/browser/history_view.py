@@ -255,7 +255,7 @@ class HistoryView:
         if item is None:
             return
         if not is_none(event.target.closest("[data-testid=history-delete]")):
-            _schedule(self.delete(item.dataset.taskId))
+            self._delete_item(item)
         else:
             _schedule(self.resume(item.dataset.taskId))
 
@@ -271,10 +271,7 @@ class HistoryView:
             self._say("delete", "history.deleteCurrent")
         elif event.key == "Delete":
             event.preventDefault()
-            nxt = item.nextElementSibling if not is_none(item.nextElementSibling) else item.previousElementSibling
-            _schedule(self.delete(item.dataset.taskId))
-            if not is_none(nxt):
-                nxt.focus()
+            self._delete_item(item)
         elif event.key in ("ArrowDown", "ArrowUp"):
             event.preventDefault()
             target = item.nextElementSibling if event.key == "ArrowDown" else item.previousElementSibling
@@ -282,6 +279,14 @@ class HistoryView:
                 target.focus()
             elif event.key == "ArrowDown":
                 _schedule(self.listing.more())
+
+    def _delete_item(self, item) -> None:
+        """Delete ``item``'s conversation (its × button or the Delete key). Focus goes to the next item
+        (the previous one at the list's end; the search field when it was the only one): with the item
+        and its button removed, it fell to the page's body, where Escape no longer closes the drawer."""
+        nxt = item.nextElementSibling if not is_none(item.nextElementSibling) else item.previousElementSibling
+        _schedule(self.delete(item.dataset.taskId))
+        (nxt if not is_none(nxt) else self._by("history-search")).focus()
 
     def _on_drawer_key(self, event) -> None:
         """Escape closes the drawer wherever focus is in it; Tab keeps focus in it (§6)."""

@@ -30,7 +30,7 @@ from app.checkpoints import SceneCheckpoints
 from app.checkpoints.documents import shown_base
 from app.checkpoints.record_backend import RecordVersionBackend
 from app.composer import composer_text
-from app.courses import DEFAULT_COURSE_ID, find_course
+from app.courses import course_from_url, find_course
 from app.history.access import database_failed
 from app.i18n import Translator, resolve_locale
 from app.records import RecordStoreError
@@ -84,7 +84,7 @@ class Page:
         # before waits in the recorder's queue (DESIGN.md §9, §13).
         self.recorder = HistoryRecorder()
         self.history = self.history_list = self.history_view = None
-        demo = DemoAgent(delay_ms=_delay_ms(query), scenes=self.checkpoints.document)
+        demo = DemoAgent(delay_ms=_delay_ms(query), scenes=self.checkpoints.document, translate=self.translator)
         self.model_setup = ModelSetup(demo, lambda: self.runtime.stage_id)  # DESIGN.md §12
         self.runtime = AgentRuntime(self.store, self.model_setup.agent, clock=self.clock, history=self.recorder,
                                     checkpoints=self.checkpoints)
@@ -134,7 +134,7 @@ class Page:
 
         # Until the stage id is known the runtime holds no thread and writes nothing
         # (DESIGN.md §4); the first render happens once the course's thread is loaded.
-        self.show_course(self.query.get("course") or DEFAULT_COURSE_ID)
+        self.show_course(course_from_url(self.query.get("course")))
         self.runtime.subscribe(self.view.render)
         self.runtime.subscribe(self._on_runtime_change)
         self.checkpoints.subscribe(self.render_stage)
@@ -170,7 +170,7 @@ class Page:
 
     def _on_popstate(self, _event) -> None:  # Back/Forward between courses: switch in the page, no reload
         course = js.URLSearchParams.new(window.location.search).get("course")
-        self.show_course(course if isinstance(course, str) and course else DEFAULT_COURSE_ID)
+        self.show_course(course_from_url(course))
 
     def _on_submit(self, event) -> None:
         event.preventDefault()

@@ -16,11 +16,12 @@ from pyscript import document
 from pyscript.ffi import is_none
 from pyscript.web import button, div, h2, h3, li, option, p, span, ul
 
+from app.browser.dom import element
 from app.browser.message_nodes import MessageNodes, el as _el
 from app.courses import Course, picker_courses, scene_text
 from app.i18n import Translator
 from app.model import Message, TextPart
-from app.presentation import RENDER_WINDOW, isolated_segments, streamed_text_update, window_start
+from app.presentation import RENDER_WINDOW, command_segments, notice_segments, streamed_text_update, window_start
 
 __all__ = ["PageView"]
 
@@ -174,7 +175,7 @@ class PageView:
                           attrs={"type": "button", "aria-label": self.t("edit.agent.dismiss"),
                                  "title": self.t("edit.agent.dismiss"), "data-code": notice.code})
             text = _el(span)
-            for segment in isolated_segments(self.t, f"notice.{notice.code}", params, ("backup_key", "file_name")):
+            for segment in notice_segments(self.t, notice.code, params):
                 if segment.kind == "isolate":  # a storage key: its own LTR run inside RTL text
                     text.append(_el(span, text=segment.text, classes="notice-key", testid="agent-notice-key",
                                     attrs={"dir": "ltr"}))
@@ -197,7 +198,10 @@ class PageView:
             if not self._rendered and not is_none(container.querySelector(".empty-hint")):
                 return
             self._rendered = []
-            container.replaceChildren(_el(p, text=self.t("edit.agent.emptyHint"), classes="empty-hint")._dom_element)
+            hint = element("p", classes="empty-hint", children=(  # the command: one LTR run, kept whole
+                element("bdi", text=s.text, classes="command", attrs={"dir": "ltr"}) if s.kind == "isolate" else s.text
+                for s in command_segments(self.t("edit.agent.emptyHint"))))
+            container.replaceChildren(hint)
             return
         if not self._rendered or self._offset > len(messages):
             self._rendered = []

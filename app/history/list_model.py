@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Literal
 from app.history.labels import item_stats_text
 from app.history.records import iso
 from app.history.service import ConversationStats
-from app.history.text import relative_label, relative_label_until
+from app.history.text import relative_label, relative_label_until, shown_title
 
 __all__ = ["RANGES_MS", "SEARCH_PAUSE_MS", "Effect", "HistoryChange", "HistoryList", "item_rows", "list_line"]
 
@@ -244,14 +244,15 @@ def item_rows(t: Callable[..., str], entries: Iterable[tuple[Any, tuple[str, str
     rows = []
     for meta, piece in entries:
         damaged = bool(getattr(meta, "damaged", False))  # a record field only damaged ones have
-        title = damaged_title if damaged else meta.taskName or untitled
+        title = damaged_title if damaged else shown_title(meta.taskName) or untitled
         unit, count = relative_label(meta.updatedAt, now)
         rows.append({"taskId": meta.taskId, "current": meta.taskId == current, "damaged": damaged,
                      "totalTokens": meta.stats.totalTokens,
                      "title": title, "iso": iso(meta.updatedAt), "unit": unit, "count": count,
-                     "justNow": just_now, "snippet": list(piece) if piece else None,
+                     "justNow": just_now, "snippet": [shown_title(p) for p in piece] if piece else None,
                      "stats": item_stats_text(t, ConversationStats.of(meta)),
-                     "deleteLabel": t("history.delete", title=title)})
+                     # an attribute has no <bdi>: the title is isolated by FSI … PDI
+                     "deleteLabel": t("history.delete", title=f"\u2068{title}\u2069")})
     return rows
 
 

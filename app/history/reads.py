@@ -55,8 +55,9 @@ class SearchHit:
 class SearchPage:
     """One page of search results, paged like the list (DESIGN.md §14): ``items`` in the order
     asked; ``cursor`` for the next page (the last hit's ``(updatedAt, taskId)``, or its ``tokens``
-    key ``(-totalTokens, -updatedAt, taskId)``); ``has_more``; ``total``: how many hits there are
-    when known without reading them all (a one-term keyword, or every hit read), else ``None``."""
+    key ``(-totalTokens, -updatedAt, taskId)``); ``has_more``; ``total``: how many hits there are,
+    on the first page (a one-term keyword: its index count; several terms or a CJK run: every match
+    walked), else ``None`` (a later page)."""
 
     items: list[SearchHit]
     cursor: tuple | None
@@ -176,12 +177,16 @@ class HistoryReads:
         if sort == "tokens":
             return await self._tokens_search(stage_id, query, cursor, since_ms, lead)
         oldest = sort == "oldest"
+        # the first page of a query the index cannot count alone (several terms, a CJK run to check)
+        # walks every match, so its total is the matches' count, not the page's (a page of 10 of 20
+        # read "10"); later pages stop at the page
+        whole = cursor is None and not exact
         keys = await self._repository.matching(stage_id, query, since_ms=since_ms, after=cursor, oldest=oldest,
-                                               want=PAGE_SIZE + 1, lead=lead)
+                                               want=0 if whole else PAGE_SIZE + 1, lead=lead)
+        total = counts[0] if exact else (len(keys) if whole else None)
         has_more = len(keys) > PAGE_SIZE
         keys = keys[:PAGE_SIZE]
         hits = await self._hits(query, [task for _, task in keys])
-        total = counts[0] if exact else (len(hits) if cursor is None and not has_more else None)
         return SearchPage(hits, tuple(keys[-1]) if keys else cursor, has_more, total)
 
     async def _tokens_search(self, stage_id: str, query: SearchQuery, cursor: tuple | None, since_ms: int | None,

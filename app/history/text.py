@@ -22,8 +22,8 @@ from typing import Any
 
 from app.projection import is_status_marker
 
-__all__ = ["TITLE_GRAPHEMES", "cut_title", "fold", "fold_map", "plain_text", "relative_label", "relative_label_until", "snippet", "source_index",
-           "title_of"]
+__all__ = ["TITLE_GRAPHEMES", "copy_title", "cut_title", "shown_title", "fold", "fold_map", "plain_text",
+           "relative_label", "relative_label_until", "snippet", "source_index", "title_of"]
 
 TITLE_GRAPHEMES = 50
 _LONE = re.compile("[\ud800-\udfff]")
@@ -108,6 +108,56 @@ def cut_title(text: str, *, graphemes: Callable[[str], list[str]] = _graphemes) 
             len(clusters) == TITLE_GRAPHEMES + 1 and clusters[-1] == "…")):
         return collapsed
     return "".join(clusters[:TITLE_GRAPHEMES]) + "…"
+
+
+_BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
+"""Explicit bidi embeddings, overrides and isolates (LRE, RLE, PDF, LRO, RLO, LRI, RLI, FSI, PDI)."""
+
+
+def shown_title(text: str) -> str:
+    """``text`` (a title, a snippet piece) as the list draws it: without explicit bidi embeddings,
+    overrides and isolates, so a right-to-left override cannot draw a title reversed ("invoice‮gpj.exe"
+    reading "invoiceexe.jpg") nor spill into the rest of its row; the marks (LRM, RLM, ALM) stay, they
+    reorder nothing around them. The stored title is left as it is.
+
+    >>> shown_title("invoice\u202egpj.exe")
+    'invoicegpj.exe'
+    """
+    return _BIDI_CONTROLS.sub("", text) if _BIDI_CONTROLS.search(text) else text
+
+
+_NUMBERED = re.compile(r"(.*) \((\d{1,9})\)\Z", re.DOTALL)
+
+
+def copy_title(title: str, *, graphemes: Callable[[str], list[str]] = _graphemes) -> str:
+    """The title of a copy of a conversation titled ``title`` (a restored conversation that diverged
+    from the one kept here is added beside it, DESIGN.md §14), told apart by a number: "Title (2)",
+    and "Title (3)" for a copy of "Title (2)". It keeps the rule of every title (``cut_title``, at most
+    ``TITLE_GRAPHEMES`` clusters): a long title is cut ("…") to leave room for the number. ``""``
+    (untitled: the view names it) stays ``""``.
+
+    >>> copy_title("Hello"), copy_title("Hello (2)")
+    ('Hello (2)', 'Hello (3)')
+    """
+    title = cut_title(title, graphemes=graphemes)
+    if not title:
+        return ""
+    numbered = _NUMBERED.match(title)
+    base, number = (numbered.group(1), int(numbered.group(2)) + 1) if numbered else (title, 2)
+    suffix = f" ({number})"
+    room = TITLE_GRAPHEMES - len(suffix)
+    if len(base) <= room or _SIMPLE.match(base):
+        clusters = list(base)  # no more clusters than code points: nothing to segment
+    else:
+        try:
+            clusters = graphemes(base)
+        except ImportError:  # the segmenter is not loaded in this page (a backup restore): code points
+            clusters = list(base)  # are never fewer than clusters, so the cut still keeps the rule
+    if len(clusters) > room:
+        if clusters[-1] == "…":
+            clusters.pop()
+        base = "".join(clusters[: room - 1]) + "…"
+    return base + suffix
 
 
 def title_of(messages: Sequence[dict[str, Any]], *, graphemes: Callable[[str], list[str]] = _graphemes) -> str | None:

@@ -153,6 +153,8 @@ def test_one_visit_from_a_sub_path_then_offline_then_a_redeploy(dist_agent, dist
     agent = dist_agent
     agent.open(course="intro-ml")
     assert agent.page.evaluate("() => location.pathname") == BASE + "index.html"
+    # the snapshot's digest (snapshot.json) is checked on this server too, and holds
+    assert agent.page.evaluate("() => document.documentElement.dataset.snapshot") == "restored"
     built_checkpoint_list_is_drawn_by_its_module_under_the_csp(agent, first)
 
     agent.page.evaluate(ACTIVE_JS)
@@ -170,6 +172,7 @@ def test_one_visit_from_a_sub_path_then_offline_then_a_redeploy(dist_agent, dist
     expect(agent.testid("course-select")).to_have_value("linear-algebra")
     context.set_offline(True)
     agent.reload()
+    assert agent.page.evaluate("() => document.documentElement.dataset.snapshot") == "restored"  # from the worker
     agent.send("hello without a network")
     assert agent.messages().count() == 2
     assert len(agent.stored()["state"]["threads"]["linear-algebra"]["messages"]) == 2

@@ -204,6 +204,10 @@ def paging_past_ten_with_items_arriving_from_another_tab_while_open(agent, other
     assert titles[1:] == [f"conversation {i:02d}" for i in range(22, -1, -1)]
 
 
+FOCUSED_ITEM = ("() => [document.activeElement.dataset.testid || document.activeElement.tagName,"
+                " document.activeElement.dataset.taskId]")
+
+
 def delete_and_undo_and_keyboard(agent, other, course: str) -> None:
     ids = seed_conversations(agent, course, ["alpha", "beta", "gamma"])
     open_list(other)
@@ -213,6 +217,8 @@ def delete_and_undo_and_keyboard(agent, other, course: str) -> None:
     agent.page.locator(f"[data-testid=history-item][data-task-id={ids[1]}] [data-testid=history-delete]").click()
     agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '2'")
     assert ids[1] not in item_ids(agent)
+    # focus goes to the next item, not to the page's body with the removed item's button
+    assert agent.page.evaluate(FOCUSED_ITEM) == ["history-item", ids[0]]
     said = ("k => { const s = document.querySelector('[data-testid=history-status]');"
             " return s.dataset.kind === k && s.dataset.result === 'ok' && s.textContent.trim() !== ''; }")
     agent.page.wait_for_function(said, arg="delete")  # the delete is said, not only shown by Undo
@@ -233,6 +239,7 @@ def delete_and_undo_and_keyboard(agent, other, course: str) -> None:
     assert agent.page.evaluate("() => document.activeElement.dataset.taskId") == ids[1]
     agent.page.keyboard.press("Delete")
     agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '2'")
+    assert agent.page.evaluate(FOCUSED_ITEM) == ["history-item", ids[0]]
     agent.page.keyboard.press("Escape")
     assert agent.testid("history-drawer").is_hidden()
     assert agent.page.evaluate("() => document.activeElement.dataset.testid") == "history-open"
@@ -462,6 +469,13 @@ ROWS_IN_VIEW = """l => [...l.querySelectorAll('[data-testid=history-item]')].fil
 """How many of the list's items are wholly inside its box."""
 
 
+PLACEHOLDER_ROOM = """i => {
+  const s = getComputedStyle(i), pen = document.createElement('canvas').getContext('2d');
+  pen.font = `${s.fontStyle} ${s.fontWeight} ${s.fontSize} ${s.fontFamily}`;
+  return [pen.measureText(i.placeholder).width, i.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight)];
+}"""
+
+
 def the_list_has_the_drawers_room_and_the_file_actions_wait_behind_one_disclosure(agent, course: str) -> None:
     """At 1280 x 800 the open list shows at least eight conversations (the file actions below it left it
     ~118 px: three rows); the disclosure is reached and opened by keyboard, and every file action in it
@@ -476,6 +490,8 @@ def the_list_has_the_drawers_room_and_the_file_actions_wait_behind_one_disclosur
             agent.testid("history-more-toggle").click()
         expect(more).to_have_js_property("open", False)
         assert listing.evaluate(ROWS_IN_VIEW) >= 8, listing.evaluate("l => l.clientHeight")
+        placeholder, room = agent.testid("history-search").evaluate(PLACEHOLDER_ROOM)
+        assert placeholder <= room, f"the search field's placeholder is cut: {placeholder:.0f} px in {room:.0f} px"
         for testid in ("export-markdown", "export-json", "history-print", "backup-export"):
             expect(agent.testid(testid)).to_be_hidden()
         agent.assert_accessible("drawer, file actions closed")

@@ -57,6 +57,11 @@ def test_the_demo_tool_cards_read_in_the_page_locale_and_the_stored_thread_keeps
     agent.send("/regenerate scene-2 brighter")
     agent.send("/fail scene-1")
     assert_demo_cards_read_in(agent, "ja-JP")
+    t = Translator("ja-JP")  # the demo agent answers in the page's language too
+    done = t("demo.done", scene="scene-2", elements=t("demo.elements", count=element_count("scene-2")),
+             actions=t("demo.actions", count=action_count("scene-2")))
+    replies = agent.messages().all_inner_texts()
+    assert done in replies[1] and t("demo.failed", scene="scene-1") in replies[3], replies
     parts = [p for m in agent.stored()["state"]["threads"]["intro-ml"]["messages"] for p in m["content"]
              if p["type"] == "tool-call"]
     assert parts[0]["result"]["content"] == [
@@ -125,6 +130,40 @@ IN_VIEW = """el => {
 """True when the element is wholly visible: inside the window and inside every box that clips it."""
 
 
+COMMAND_LINES = """() => {
+  const hint = document.querySelector('[data-testid=agent-messages] .empty-hint'), broken = [];
+  const glyphs = () => {
+    const out = [], walk = document.createTreeWalker(hint, NodeFilter.SHOW_TEXT);
+    let text = '', nodes = [];
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) { nodes.push([n, text.length]); text += n.data; }
+    const at = text.indexOf('/regenerate');
+    for (const [n, start] of nodes)
+      for (let i = 0; i < n.data.length; i++) {
+        const k = start + i;
+        if (k < at || k >= at + '/regenerate scene-1'.length || !n.data[i].trim()) continue;
+        const r = document.createRange(); r.setStart(n, i); r.setEnd(n, i + 1);
+        const box = r.getBoundingClientRect();
+        out.push([n.data[i], box.left, Math.round(box.top)]);
+      }
+    return out;
+  };
+  for (let width = 120; width <= 420; width += 6) {  // every place a line could break in it
+    hint.style.width = `${width}px`;
+    const g = glyphs(), lefts = g.map((x) => x[1]);
+    if (g.map((x) => x[0]).join('') !== '/regeneratescene-1' || new Set(g.map((x) => x[2])).size !== 1
+        || lefts.some((x, i) => i && x < lefts[i - 1])) broken.push([width, g.map((x) => x[0]).join('')]);
+  }
+  hint.style.width = '';
+  return broken; }"""
+
+
+def the_command_in_the_empty_state_reads_left_to_right_on_one_line(agent) -> None:
+    """ar-SA: ``/regenerate scene-1`` in the empty state was broken over two lines where the line
+    ended inside it, its halves read in right-to-left order; at every width it is one
+    left-to-right run, never broken."""
+    assert agent.page.evaluate(COMMAND_LINES) == []
+
+
 def test_in_a_narrow_right_to_left_window_the_history_list_scrolls_and_the_drawer_keeps_clear_of_the_composer(
         agent, tmp_path):
     """ar-SA at 360 × 640, 14 conversations: the open drawer fits above the composer with every control
@@ -134,6 +173,7 @@ def test_in_a_narrow_right_to_left_window_the_history_list_scrolls_and_the_drawe
 
     agent.page.set_viewport_size({"width": 360, "height": 640})
     agent.open(course="narrow", lang="ar-SA")
+    the_command_in_the_empty_state_reads_left_to_right_on_one_line(agent)
     wait_history(agent)
     seed_conversations(agent, "narrow", [f"محادثة {i}" for i in range(14)])
     agent.testid("history-open").scroll_into_view_if_needed()

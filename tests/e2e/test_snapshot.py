@@ -15,7 +15,7 @@ import os
 import time
 
 from bench.scripts import RUN_PY
-from tests.e2e.conftest import AgentPage
+from tests.e2e.conftest import ROOT, AgentPage
 
 SNAPSHOT = "**/static/vendor/pyodide/snapshot.bin.gz"
 STATE = """
@@ -63,6 +63,9 @@ def test_a_missing_damaged_or_refused_snapshot_leaves_a_normal_start(agent):
     real = bytes(agent.page.evaluate("async () => Array.from(new Uint8Array(await (await fetch("
                                      "'static/vendor/pyodide/snapshot.bin.gz')).arrayBuffer()).slice(0, 1 << 20))"))
     broken = {"Content-Type": "application/octet-stream", "Content-Encoding": "gzip"}
+    memory = bytearray(gzip.decompress((ROOT / "static/vendor/pyodide/snapshot.bin.gz").read_bytes()))
+    memory[-4096:] = bytes(b ^ 0x5A for b in memory[-4096:])  # altered memory that still gunzips
+    altered = gzip.compress(bytes(memory), compresslevel=1, mtime=0)
     cases = [  # (html[data-snapshot], body, headers)
         # sent as Content-Encoding: gzip but not decodable: from a real host the body fails mid-way,
         # before Pyodide asks for it (the fresh tester's proxy); through Playwright's route the page
@@ -71,6 +74,7 @@ def test_a_missing_damaged_or_refused_snapshot_leaves_a_normal_start(agent):
         ("absent", None, {}),
         ("failed", gzip.compress(os.urandom(1 << 20), mtime=0), {}),  # inflates; Pyodide refuses it
         ("failed", real, {}),  # the real one cut short
+        ("failed", altered, {}),  # not what snapshot.json's digest names: never restored
     ]
 
     def answering(body: bytes | None, headers: dict):
@@ -92,6 +96,8 @@ def test_a_missing_damaged_or_refused_snapshot_leaves_a_normal_start(agent):
         assert snapshot_state(agent) == expected
         if expected == "failed":
             assert agent.page.evaluate("() => document.documentElement.dataset.snapshotError")
+        if body is altered:
+            assert "digest" in agent.page.evaluate("() => document.documentElement.dataset.snapshotError")
         agent.send(f"turn {turn} after a {expected} snapshot")
         assert len(agent.messages().all()) == 2 * (turn + 1)  # every earlier turn still there
         # a failure seen before Pyodide asked for the bytes is not the page's start-up error

@@ -235,3 +235,30 @@ def test_a_whitespace_run_no_token_follows_never_reaches_the_token_pattern(monke
     result = getattr(agent, name)(text)
     assert seen == ["Hi, you."]
     assert (len(result) if name == "tokenize" else result) == 4
+
+
+@pytest.mark.parametrize("locale", ["en-US", "zh-CN", "zh-TW", "ja-JP", "ko-KR", "ar-SA", "ru-RU", "pt-BR"])
+async def test_the_demo_agent_answers_in_the_pages_language(locale):
+    """The demo is the in-browser demo's voice: its replies and summaries are the locale's own text
+    (``demo.*`` in app/locales), each at least ten tokens, quoting the user's words."""
+    from app.i18n import Translator
+
+    t = Translator(locale)
+    agent = DemoAgent(translate=t)
+    reply = "".join(e.text for e in await collect(agent, "What is overfitting?"))
+    assert "What is overfitting?" in reply and "/regenerate scene-1" in reply
+    assert reply.startswith(t("demo.reply", quoted="What is overfitting?")[:4])
+    assert len(tokenize(reply)) >= 10
+    done = "".join(e.text for e in await collect(agent, "/regenerate scene-2") if isinstance(e, TextDelta))
+    assert done == t("demo.done", scene="scene-2", elements=t("demo.elements", count=element_count("scene-2")),
+                     actions=t("demo.actions", count=action_count("scene-2")))
+    failed = "".join(e.text for e in await collect(agent, "/fail scene-3") if isinstance(e, TextDelta))
+    assert failed == t("demo.failed", scene="scene-3")
+    for text in (reply, done, failed):
+        assert "{" not in text and "demo." not in text, text  # every key and placeholder filled
+    if locale != "en-US":  # not the English text
+        english = Translator("en-US")
+        assert done != english("demo.done", scene="scene-2",
+                               elements=english("demo.elements", count=element_count("scene-2")),
+                               actions=english("demo.actions", count=action_count("scene-2")))
+        assert not reply.startswith("You said")

@@ -10,6 +10,7 @@ import pytest
 
 from app.backup.format import (FORMAT, BackupRefused, BackupWriter, MergePlan, open_backup, plan_merge,
                                plan_threads, plan_versions)
+from app.history.text import copy_title
 from app.i18n import Translator
 from tests.archives import zip_bytes
 
@@ -94,6 +95,9 @@ def test_longer_side_is_kept_and_a_diverged_thread_is_kept_twice():
     assert (plan.added, plan.renamed) == (1, 1)
     assert plan.conversations[0]["meta"]["taskId"] == "task_20260601_zzzzzz"
     assert plan.conversations[0]["messages"] == diverged["messages"]
+    # the copy is told apart from the original in the list (two rows, two titles)
+    assert plan.conversations[0]["meta"]["taskName"] == copy_title(diverged["meta"]["taskName"])
+    assert plan.conversations[0]["meta"]["taskName"] != diverged["meta"]["taskName"]
 
 
 def test_versions_already_present_are_skipped_and_new_ones_renumbered_past_the_local_highest():
@@ -130,6 +134,18 @@ def test_hostile_or_foreign_files_are_refused_on_opening(members, reason):
     with pytest.raises(BackupRefused) as refused:
         open_backup(zip_bytes(members))
     assert refused.value.reason == reason
+
+
+@pytest.mark.filterwarnings("ignore:Duplicate name")
+def test_a_backup_with_a_member_twice_is_damaged_not_foreign():
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("manifest.json", json.dumps(MANIFEST))
+        for text in ('{"state":{"threads":{}},"version":1}', '{"state":{"threads":{"x":{}}},"version":1}'):
+            archive.writestr("threads.json", text)  # which one is the backup's? neither can be trusted
+    with pytest.raises(BackupRefused) as refused:
+        open_backup(buffer.getvalue())
+    assert refused.value.reason == "damaged"
 
 
 def test_not_a_zip_and_over_the_size_limits_are_refused():

@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.courses import COURSES, DEFAULT_COURSE_ID, find_course
+from app.courses import COURSES, DEFAULT_COURSE_ID, course_from_url, course_id_allowed, find_course, picker_courses
 
 
 def test_demo_courses_have_distinct_ids_and_scenes():
@@ -26,3 +26,17 @@ def test_any_unknown_id_opens_a_placeholder_course_with_that_id(stage_id):
     course = find_course(stage_id)
     assert course.id == stage_id and course.is_placeholder
     assert course.scenes and stage_id in course.title
+
+
+@pytest.mark.parametrize("raw", ["\x00", "a\x00b", "\x1b[31m", "tab\there", "line\nbreak", "del\x7f", "c1\x85", ""])
+def test_a_course_id_with_a_control_character_is_refused_for_the_default_course(raw):
+    assert not course_id_allowed(raw)
+    assert course_from_url(raw) == DEFAULT_COURSE_ID
+    ids = [c.id for c in picker_courses([raw, "kept"], current=raw)]
+    assert raw not in ids and "kept" in ids  # a course stored before the rule is no longer listed
+
+
+@pytest.mark.parametrize("stage_id", ["42", "__proto__", "x" * 500, "课程-α", "a b/c?d=<e>", "intro-ml"])
+def test_any_other_course_id_opens_as_named(stage_id):
+    assert course_id_allowed(stage_id) and course_from_url(stage_id) == stage_id
+    assert course_from_url(None) == DEFAULT_COURSE_ID

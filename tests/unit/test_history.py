@@ -13,7 +13,7 @@ from app.history.export import ImportRefused, export_json, export_markdown, fenc
 from app.history.records import TASK_ID, TaskMeta, iso, new_task_id, parse_iso
 from app.history.recorder import HistoryRecorder
 from app.history.service import PAGE_SIZE, UNDO_MS, ConversationStats
-from app.history.text import fold, relative_label, snippet, title_of
+from app.history.text import TITLE_GRAPHEMES, copy_title, cut_title, fold, relative_label, snippet, title_of
 from app.records import MemoryBackend
 from app.runtime import AgentRuntime
 from app.storage import MemoryStorage
@@ -76,6 +76,18 @@ def test_titles_cut_at_50_grapheme_clusters_whitespace_collapsed_none_without_us
     long = title_of([user("字" * 10_000)])
     assert long == "字" * 50 + "…"
     assert title_of([user("bad \ud800 half")]) == "bad \ufffd half"
+
+
+def test_a_copys_title_is_told_apart_and_keeps_the_title_rule():
+    assert copy_title("Hello there") == "Hello there (2)"
+    assert copy_title("Hello there (2)") == "Hello there (3)" and copy_title("Version (9)") == "Version (10)"
+    assert copy_title("") == ""  # untitled stays untitled: the view names it
+    family = "👨‍👩‍👧‍👦"
+    for original in ("x" * 50, "x" * 50 + "…", family * 50 + "…", "字" * 48, "Version (49)" + "y" * 38):
+        copied = copy_title(original)
+        assert copied != original and copied.endswith(")")
+        assert cut_title(copied) == copied  # within the 50 grapheme clusters every title keeps
+    assert copy_title(family * 50 + "…") == family * (TITLE_GRAPHEMES - 5) + "… (2)"
 
 
 def test_fold_and_snippets_mark_the_match():

@@ -321,3 +321,21 @@ async def test_search_by_most_tokens_reads_metas_in_slices_and_snippets_for_the_
     second = await svc.search("s", "centriole", first.cursor, sort="tokens")
     assert ids(first) + ids(second) == made[::-1][:2 * PAGE_SIZE] and first.total == 30 and second.has_more
     assert reads.most("bulk_get") <= PAGE_SIZE  # metas 4 a read, the page's 10 snippets; never all 30 at once
+
+
+async def test_a_cjk_run_found_on_more_than_a_page_is_counted_whole():
+    """"量子纠缠" (three bigrams and a run to check) in 20 of 60 conversations: the search said 10
+    (the first page drawn) where a scan of the texts finds 20; the total counts every match, and the
+    pages hold them all."""
+    svc, _, _ = service()
+    made = []
+    for i in range(60):
+        rare = " 关于量子纠缠 (Quantum entanglement) 的问题" if i % 3 == 1 else ""
+        made.append(await add(svc, "s", f"我们今天讨论机器学习的基本概念 #{i}{rare} 量子 纠缠"))
+    wanted = made[1::3][::-1]
+    first = await svc.search("s", "量子纠缠")
+    assert first.total == len(wanted) == 20 and first.has_more
+    second = await svc.search("s", "量子纠缠", first.cursor)
+    assert ids(first) + ids(second) == wanted and not second.has_more
+    assert (await svc.search("s", "量子纠缠", sort="oldest")).total == 20
+    assert (await svc.search("s", "learning 量子纠缠")).total == 0

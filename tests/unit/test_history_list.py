@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.history.list_model import RANGES_MS, HistoryChange, HistoryList, item_rows
+from app.history.text import shown_title
 from app.history.records import Stats, TaskMeta, iso
 from app.history.service import Damaged
 from app.i18n import Translator
@@ -106,8 +107,21 @@ def test_item_rows_decide_every_text_and_mark_the_current_conversation():
     assert (rows[0]["unit"], rows[0]["count"]) == ("minute", 2) and rows[1]["unit"] == "now"
     assert rows[0]["iso"] == iso(current.updatedAt) and rows[0]["totalTokens"] == 7
     assert rows[1]["snippet"] == ["a ", "hit", " b"] and rows[0]["snippet"] is None
-    assert rows[0]["deleteLabel"] == t("history.delete", title="Kept")
+    assert rows[0]["deleteLabel"] == t("history.delete", title="\u2068Kept\u2069")
     assert rows[0]["justNow"] == t("history.justNow") and rows[0]["stats"]
+
+
+def test_bidi_controls_in_a_title_are_neutralised_when_drawn():
+    """A right-to-left override in a title drew the rest of its row reversed: explicit embeddings,
+    overrides and isolates are dropped from the drawn title and snippet (the stored title keeps
+    them), and the delete label isolates the title (FSI … PDI), as a <bdi> would."""
+    t = Translator("ar-SA")
+    hostile = "invoice\u202egpj.exe\u202c \u2067x\u2069 \u202a\u202b\u202d\u2066\u2068end\u200f"
+    (row,) = item_rows(t, [(meta(1, T0, hostile), ("\u202eb", "hit", "a\u202e"))], T0, None)
+    assert row["title"] == "invoicegpj.exe x end\u200f"  # a mark (RLM) scopes nothing: kept
+    assert row["snippet"] == ["b", "hit", "a"]
+    assert row["deleteLabel"] == t("history.delete", title="\u2068invoicegpj.exe x end\u200f\u2069")
+    assert shown_title("كتاب \u202eabc") == "كتاب abc" and shown_title("plain") == "plain"
 
 
 def test_a_damaged_record_is_listed_under_the_damaged_title_so_that_it_can_be_deleted():

@@ -5,6 +5,7 @@ the real snapshot is exercised in Chromium by tests/e2e/test_snapshot.py."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import subprocess
 from pathlib import Path
@@ -51,6 +52,19 @@ def test_made_once_then_current_until_an_input_changes(pyodide_dir, node_runs):
     assert not snapshot.is_current(pyodide_dir)
     snapshot.make(pyodide_dir)
     assert len(node_runs) == 2 and snapshot.is_current(pyodide_dir)
+
+
+def test_the_manifest_names_the_digests_the_page_checks_before_restoring(pyodide_dir, node_runs):
+    """The page (static/pyodide-boot.mjs) checks the bytes it got against ``sha256`` (as sent,
+    compressed) or ``inflatedSha256`` (a host that sent it with Content-Encoding: gzip has had the
+    browser inflate it); a manifest from before names only the first, so it is made again."""
+    manifest = snapshot.make(pyodide_dir)
+    packed = (pyodide_dir / "snapshot.bin.gz").read_bytes()
+    assert manifest["sha256"] == hashlib.sha256(packed).hexdigest()
+    assert manifest["inflatedSha256"] == hashlib.sha256(b"memory" * 1000).hexdigest()
+    del manifest["inflatedSha256"]
+    (pyodide_dir / "snapshot.json").write_text(json.dumps(manifest))
+    assert not snapshot.is_current(pyodide_dir)
 
 
 def test_a_damaged_snapshot_file_is_made_again(pyodide_dir, node_runs):

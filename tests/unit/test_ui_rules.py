@@ -8,7 +8,7 @@ from app.courses import COURSES, find_course, picker_courses, scene_text
 from app.i18n import LOCALES, Translator
 from app.presentation import (
     CHUNK_CHARS, COLLAPSED_CHARS, LONG_TEXT_CHARS, RENDER_SLACK, RENDER_WINDOW, collapsed_prefix,
-    isolated_segments, text_chunks, window_start,
+    Segment, command_segments, isolated_segments, notice_segments, text_chunks, window_start,
 )
 from app.storage import MemoryStorage
 from app.store import ThreadStore
@@ -87,6 +87,37 @@ def test_notices_without_the_param_are_one_text_segment():
     t = Translator("ar-SA")
     segments = isolated_segments(t, "notice.storage-full", {}, ("backup_key",))
     assert [(s.kind, s.text) for s in segments] == [("text", t("notice.storage-full"))]
+
+
+def test_a_notice_names_a_course_by_its_title_where_one_is_known():
+    for locale in LOCALES:
+        t = Translator(locale)
+        for code in ("storage-full", "storage-pruned-elsewhere"):
+            segments = notice_segments(t, code, {"stage_id": "intro-ml"})
+            text = "".join(s.text for s in segments)
+            assert "Introduction to Machine Learning" in text and "intro-ml" not in text, (locale, code)
+            assert [s.text for s in segments if s.kind == "isolate"] == ["Introduction to Machine Learning"]
+    # a course opened by URL has no title of its own: its id names it, isolated as well
+    segments = notice_segments(Translator("ar-SA"), "storage-full", {"stage_id": "my-course"})
+    assert [s.text for s in segments if s.kind == "isolate"] == ["my-course"]
+    key = "maic-agent-threads.backup.1"
+    assert [s.text for s in notice_segments(Translator("en-US"), "storage-corrupt", {"backup_key": key})
+            if s.kind == "isolate"] == [key]
+
+
+def test_the_demo_command_in_the_empty_state_is_its_own_left_to_right_run_in_every_locale():
+    """ar-SA drew ``/regenerate scene-1`` broken over two lines, read right to left: the view draws
+    the command segment as ``<bdi dir=ltr>`` kept on one line; the catalogue's own isolates are not
+    drawn twice."""
+    for locale in LOCALES:
+        text = Translator(locale)("edit.agent.emptyHint")
+        segments = command_segments(text)
+        assert [s.text for s in segments if s.kind == "isolate"] == ["/regenerate scene-1"], locale
+        assert "".join(s.text for s in segments) == text.replace("\u2066", "").replace("\u2069", "")
+        # the placeholder is an attribute (no element in it): the command is isolated and unbreakable there
+        placeholder = Translator(locale)("edit.agent.inputPlaceholder")
+        assert "\u2066/regenerate\u00a0scene-1\u2069" in placeholder, locale
+    assert command_segments("no command here") == [Segment("text", "no command here")]
 
 
 # ---- placeholder scenes, localised (DESIGN.md §7) ----------------------------------------------
