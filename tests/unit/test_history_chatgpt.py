@@ -231,6 +231,26 @@ def test_the_originals_value_becomes_one_conversation_per_course_in_its_own_cour
     assert [m.taskId for m, _ in read_original(text, NOW_MS).documents] == [meta.taskId]  # twice: same id
 
 
+async def test_the_same_thread_under_two_courses_imports_as_two_conversations():
+    """The original keeps one thread per course; the same messages under two courses (a question
+    asked in both) are two conversations, each in its course: neither is taken for the other and
+    left out as already in history."""
+    from app.history import HistoryService
+    from app.history.original import read_original
+    from app.records import MemoryBackend
+
+    messages = [{"role": "user", "content": [{"type": "text", "text": "What is a gradient?"}]},
+                {"role": "assistant", "id": "a1", "content": [{"type": "text", "text": "A slope."}]}]
+    thread = {"messages": messages, "updatedAt": 1_780_000_000_123}
+    read = read_original(original_value({"intro-ml": thread, "calculus": thread}), NOW_MS)
+    assert sorted(meta.stageId for meta, _ in read.documents) == ["calculus", "intro-ml"]
+    assert len({meta.taskId for meta, _ in read.documents}) == 2
+    history = HistoryService(MemoryBackend(), clock=lambda: NOW_MS)
+    added = [await history.import_bundle(meta.stageId, meta, kept, turns)
+             for (meta, kept), turns in zip(read.documents, read.turns, strict=True)]
+    assert added == ["ok", "ok"] and [await history.total(c) for c in ("intro-ml", "calculus")] == [1, 1]
+
+
 def test_a_value_of_another_shape_is_refused_as_not_the_originals():
     from app.history.original import read_original
 
