@@ -316,7 +316,7 @@ def _ms(seconds: Any) -> int | None:
     if seconds is None:
         return None
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
-        raise Unreadable("times", f"a time that is no number: {seconds!r}")
+        raise Unreadable("times", f"a time that is no number: {seconds!r:.40}")
     return round(seconds * 1000)
 
 

@@ -303,7 +303,8 @@ class HistoryWrites:
     @guarded(writes=True)
     async def archive(self, stage_id: str, messages: list[dict], synced_at: int | None) -> str | None:
         """New conversation: keep the active conversation (``messages`` as last shown; adopted if history
-        lacks it) and end it as the head. Returns its task id. Asks for persistent storage once (``_ask_persist``, not awaited).
+        lacks it) and end it as the head. Returns its task id. Asks for persistent storage once
+        (``_ask_persist``, never awaited: no write waits for the browser's answer).
         (``synced_at``: the thread's ``updatedAt``; the archived conversation has no head to stamp.)"""
         task_id = None
         async with self._lock:
@@ -332,7 +333,7 @@ class HistoryWrites:
         the answer or failure, it is logged, never raised."""
         try:
             granted = await self._repository.persist()
-        except Exception as error:  # noqa: BLE001 — a refusal or a dead page must not surface as an unhandled task
+        except Exception as error:  # noqa: BLE001 - a refusal or a dead page must not surface as an unhandled task
             _log.warning("persistent storage not asked: %s", error)
         else:
             _log.info("persistent storage %s", "granted" if granted else "not granted")
