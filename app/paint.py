@@ -8,7 +8,9 @@ direction, and the course title. It lives outside ``maic-agent-threads``
 threads for the ``localStorage`` quota.
 
 On the next visit ``static/paint.js`` draws it with ``textContent`` only, before
-Pyodide loads, when it ``matches`` the stored thread; Python's first render then
+Pyodide loads, when it matches the stored thread (same course, locale and
+``updatedAt``: ``recordMatches`` there, the rule's one place, since it decides
+before Python runs; ``tests/unit/test_paint.py`` runs it); Python's first render then
 replaces the painted rows in one task. The script checks every node against the
 same allow-lists as ``validate_record`` (``PAINT_TAGS``, ``PAINT_ATTRS``,
 ``MAX_NODES``, ``MAX_DEPTH``, ``MAX_TEXT``) and draws nothing when any check
@@ -42,7 +44,7 @@ from app.store.jsjson import js_json
 __all__ = [
     "PAINT_VERSION", "PAINT_TAGS", "PAINT_ATTRS", "MAX_NODES", "MAX_DEPTH", "MAX_TEXT", "PENDING_KEY",
     "PaintNode", "PaintRecord", "PendingSend", "build_record", "checkpoint_bar", "encode_record", "validate_record",
-    "matches", "parse_pending", "pending_to_send", "paint_cache_key", "in_flight_text",
+    "parse_pending", "pending_to_send", "paint_cache_key", "in_flight_text",
 ]
 
 PAINT_VERSION = 1
@@ -140,18 +142,6 @@ def validate_record(text: str) -> PaintRecord | None:
         if count > MAX_NODES or depth > MAX_DEPTH or chars > MAX_TEXT:
             return None
     return record
-
-
-def matches(record: PaintRecord | None, stage_id: str, locale: str, stored_updated_at: int | None) -> bool:
-    """Whether ``record`` may be drawn for the page of course ``stage_id`` in ``locale`` while the
-    stored thread of that course has ``stored_updated_at`` (``None``: no stored thread): same
-    course, same locale, same ``updatedAt`` (DESIGN.md §13). ``static/paint.js`` applies the same rule.
-
-    >>> matches(None, "a", "en-US", 1)
-    False
-    """
-    return (record is not None and record.stageId == stage_id and record.locale == locale
-            and stored_updated_at is not None and record.updatedAt == stored_updated_at)
 
 
 def _node(tag: str, text: str | None = None, children: list[PaintNode] | None = None, **attrs: str | None) -> PaintNode:

@@ -3,7 +3,7 @@
 //
 // - The record is read from Cache Storage ("agentbar.paint", request paint/<id>), outside
 //   localStorage, so it never competes with maic-agent-threads for its quota. It is drawn only
-//   when it matches the stored thread (same course, locale and updatedAt: app.paint.matches)
+//   when it matches the stored thread (same course, locale and updatedAt: recordMatches, below)
 //   and every node passes the allow-lists below (app.paint.validate_record: the same lists,
 //   checked by tests/unit/test_paint.py); otherwise nothing is drawn. Text goes in as
 //   textContent only: no HTML from storage, ever.
@@ -74,6 +74,15 @@ function validRecord(r) {
     && (r.labels === undefined || (isObject(r.labels) && Object.values(r.labels).every(isText)))
     && validNodes(r.bar === undefined ? r.rows : [...(Array.isArray(r.rows) ? r.rows : [null]), ...(Array.isArray(r.bar) ? r.bar : [null])],
       1, { nodes: 0, chars: 0 });
+}
+
+// Whether a record may be drawn for the page of course stageId in locale while the stored thread of
+// that course has storedUpdatedAt (null: no stored thread): same course, same locale, same updatedAt
+// (DESIGN.md §13). The rule's one place: it decides before Python loads (tests/unit/test_paint.py
+// runs it).
+export function recordMatches(record, stageId, locale, storedUpdatedAt) {
+  return isObject(record) && record.stageId === stageId && record.locale === locale
+    && storedUpdatedAt !== null && record.updatedAt === storedUpdatedAt;
 }
 
 function build(node) {
@@ -256,8 +265,7 @@ export async function paint(locale) {
     const text = await readRecord(stageId);
     if (text === null || root.dataset.ready === "true" || byId("agent-messages").childElementCount) return;
     const record = JSON.parse(text);
-    if (!validRecord(record) || record.stageId !== stageId || record.locale !== locale || record.updatedAt !== updatedAt)
-      return;
+    if (!validRecord(record) || !recordMatches(record, stageId, locale, updatedAt)) return;
     draw(record);
     globalThis.agentbarPaint.painted = { stageId, updatedAt };
   } catch (error) {

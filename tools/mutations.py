@@ -1,6 +1,6 @@
-"""Mutation check: apply each of ten DESIGN rules' mutations alone, run the unit suite, say which it kills.
+"""Mutation check: apply each of fourteen DESIGN rules' mutations alone, run the unit suite, say which it kills.
 
-    .venv/bin/python tools/mutations.py        # from the repository root; ~10 unit-suite runs
+    .venv/bin/python tools/mutations.py        # from the repository root; ~14 unit-suite runs
 
 Each mutation breaks one rule the design states (the section is named); a mutation the unit suite does not
 kill is a rule no test proves. The file is restored after each run, also when a run is interrupted. Exit
@@ -39,6 +39,14 @@ MUTATIONS = [  # (rule, file, text, mutated text)
     ("a tool result keeps content items of any type (§3)", "app/projection.py",
      'if isinstance(c, dict) and c.get("type") == "text" and isinstance(c.get("text"), str)',
      'if isinstance(c, dict) and isinstance(c.get("text"), str)'),
+    ("a merge takes a turn for one on both devices when its first message matches (§16)", "app/history/merge.py",
+     "key = repr(turn)", "key = repr(turn[0])"),
+    ("the original's thread gets a task id without its course (§14)", "app/history/original.py",
+     "json.dumps([stage_id, thread.messages], sort_keys=True)", "json.dumps([thread.messages], sort_keys=True)"),
+    ("a paint record of another locale is drawn (§13)", "static/paint.js",
+     "record.stageId === stageId && record.locale === locale", "record.stageId === stageId"),
+    ("the paint record's text is drawn as HTML (§13)", "static/paint.js",
+     "if (isText(node.x)) element.textContent = node.x;", "if (isText(node.x)) element.innerHTML = node.x;"),
 ]
 
 

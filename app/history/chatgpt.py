@@ -15,9 +15,11 @@ an edited message's other branches are left out. Nodes without a message, ``syst
 messages the export marks hidden (``metadata.is_visually_hidden_from_conversation``) and ChatGPT's
 own notes (content types ``user_editable_context``, ``model_editable_context``, ``thoughts``,
 ``reasoning_recap``) are not part of the conversation a user saw and are passed over. Text parts are
-kept verbatim; every other part is kept as a text saying what it was (``[image]``, ``[audio]``,
-``[<content type>]``), so nothing the user saw disappears without a trace. ``tool`` messages (the
-results of browsing, code and file tools) become assistant text.
+kept verbatim; every other part of a named kind is kept as a text saying what it was (``[image]``,
+``[audio]``, ``[<content type>]``), so nothing the user saw disappears without a trace; a part that
+names no kind (null, a number, an object without ``content_type``) says nothing and is passed over.
+``tool`` messages (the results of browsing, code and file tools) become assistant text. The title is
+the export's when it is text, else the first question (§9's rule).
 
 Each conversation becomes one AgentBar export document (``app.history.export``'s format), checked by
 the same ``parse_export`` every import goes through, so it lands with the exact record shapes. Its
@@ -25,7 +27,8 @@ task id is derived from the ChatGPT id (the same file imported twice gives the s
 history merges instead of duplicating); its times are the export's (``create_time``,
 ``update_time``; a missing one is taken from the messages). A conversation that cannot be read is
 named with its reason in ``Converted.skipped``, never silently dropped (whatever the reason: times
-out of range, a value of an unexpected type…); so is a conversation whose text passes
+out of range or that are no number, ``NaN`` and ``Infinity`` included, a value of an unexpected
+type…); so is a conversation whose text passes
 ``MAX_CONVERSATION_CHARS`` (``too-long``, found while its messages are read, before any is built) and
 a zip member that cannot be read while others can (named by its file name: the good members are
 imported). A file of another shape raises ``ImportRefused("format")``.
@@ -48,6 +51,7 @@ from typing import Any, NamedTuple
 from app.history import export
 from app.history.export import ImportRefused, check_size, decode_at, depth_steps, run_steps, skip_space
 from app.history.records import TaskMeta, TurnMeta, iso, new_task_id
+from app.history.text import TITLE_GRAPHEMES, first_user_text
 
 __all__ = ["MAX_CONVERSATION_CHARS", "Converted", "Skipped", "Unreadable", "conversations_of", "conversations_steps",
            "import_chatgpt", "read_conversations", "thread_path"]
@@ -256,23 +260,32 @@ def thread_path(mapping: dict[str, Any], current_node: str) -> list[dict[str, An
     return path[::-1]
 
 
+def _stand_in(kind: Any) -> str:
+    """The text a part or content of ``kind`` (its ``content_type``) is kept as: ``[image]``,
+    ``[audio]``, ``[<content type>]``; ``""`` (passed over) when it names no kind, as a part of the
+    wrong type (null, a number, a list, an object without a content type) does: what the export
+    does not say is never named by a guess."""
+    if not isinstance(kind, str) or not kind.strip():
+        return ""
+    if kind.startswith("image"):
+        return "[image]"
+    return "[audio]" if kind.startswith("audio") else f"[{kind}]"
+
+
 def _part_text(part: Any) -> tuple[str, bool]:
-    """One content part as ``(text, is_a_stand_in)``."""
+    """One content part as ``(text, is_a_stand_in)``; ``("", …)`` for a part passed over."""
     if isinstance(part, str):
         return part, False
-    kind = part.get("content_type") if isinstance(part, dict) else None
-    if isinstance(part, dict) and isinstance(part.get("text"), str):  # an audio transcription, for one
+    if not isinstance(part, dict):
+        return "", False
+    if isinstance(part.get("text"), str):  # an audio transcription, for one
         return part["text"], False
-    if isinstance(kind, str) and kind.startswith("image"):
-        return "[image]", True
-    if isinstance(kind, str) and kind.startswith("audio"):
-        return "[audio]", True
-    return f"[{kind or type(part).__name__}]", True
+    return _stand_in(part.get("content_type")), True
 
 
 def _texts(content: dict[str, Any]) -> tuple[list[str], int]:
-    """The texts of a message's ``content`` and how many are stand-ins for non-text parts."""
-    kind = content.get("content_type")
+    """The texts of a message's ``content`` and how many are stand-ins for non-text parts (a part
+    or content that names no kind is passed over, ``_stand_in``)."""
     parts = content.get("parts")
     if isinstance(parts, list):
         pairs = [_part_text(p) for p in parts]
@@ -281,7 +294,7 @@ def _texts(content: dict[str, Any]) -> tuple[list[str], int]:
     elif isinstance(content.get("result"), str):
         pairs = [(content["result"], False)]
     else:
-        pairs = [(f"[{kind}]", True)]
+        pairs = [(_stand_in(content.get("content_type")), True)]
     kept = [(text, stand_in) for text, stand_in in pairs if text.strip()]
     return [text for text, _ in kept], sum(stand_in for _, stand_in in kept)
 
@@ -297,12 +310,29 @@ def _visible(message: Any) -> bool:
 
 
 def _ms(seconds: Any) -> int | None:
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+    """A time of the export (epoch seconds) in epoch ms; ``None`` when it is missing (absent or
+    null). ``Unreadable("times")`` for one that is no number (``NaN``, ``Infinity``, a string…):
+    refused as a time out of range is, never replaced by another (DESIGN.md §14)."""
+    if seconds is None:
         return None
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+        raise Unreadable("times", f"a time that is no number: {seconds!r:.40}")
     return round(seconds * 1000)
 
 
+def _task_name(raw: dict[str, Any], slim: list[dict[str, Any]]) -> str:
+    """The conversation's title: the export's ``title`` when it is text that is not blank; else
+    (absent, or a number or any other value) the rule of every title, its first question (DESIGN.md
+    §9; cut to its clusters where history keeps it, ``HistoryService.import_bundle``)."""
+    title = raw.get("title")
+    if isinstance(title, str) and title.strip():
+        return title
+    return first_user_text(slim, TITLE_GRAPHEMES * 8) or ""
+
+
 def _title(raw: Any, index: int) -> str:
+    """How a conversation that cannot be read is named in ``Skipped``: its title, else its id, else
+    ``#<index + 1>``."""
     if isinstance(raw, dict):
         for key in ("title", "id", "conversation_id"):
             if isinstance(raw.get(key), str) and raw[key].strip():
@@ -432,7 +462,7 @@ def _convert(raw: Any, index: int, stage_id: str, now_ms: int):
     if not isinstance(source, str) or not source:  # no id: what it holds names it (two such are two)
         source = "content:" + json.dumps([raw.get("title"), created, slim], sort_keys=True)
     digest = hashlib.sha256(f"chatgpt:{source}".encode("utf-8", "surrogatepass")).digest()
-    meta = {"taskId": new_task_id(created, lambda n: digest[:n]), "taskName": _title(raw, index),
+    meta = {"taskId": new_task_id(created, lambda n: digest[:n]), "taskName": _task_name(raw, slim),
             "stageId": stage_id, "createdAt": iso(created), "updatedAt": iso(updated), "stats": {}}
     default_model = raw.get("default_model_slug") if isinstance(raw.get("default_model_slug"), str) else ""
     document = {"format": "agentbar-conversation", "version": 1, "meta": meta,

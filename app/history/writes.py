@@ -4,7 +4,7 @@ Pure Python, over ``HistoryRepository``; which thread goes on from which is ``ap
 - a completed turn is written with its meta in ONE transaction (``record_turn``); a turn of a
   conversation another tab replaced as the head goes to that conversation (``record_turn_in``);
 - New conversation archives: the head goes, the conversation stays (``archive``); the first
-  archive asks for persistent storage;
+  archive asks for persistent storage, never waiting for the answer (a prompt may stay open);
 - resume makes a past conversation the head; the caller writes the active thread once (``resume``);
 - reconciliation at start-up: localStorage wins for a course's active thread; a thread only there
   is adopted (``reconcile``);
@@ -14,7 +14,7 @@ Pure Python, over ``HistoryRepository``; which thread goes on from which is ``ap
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -28,6 +28,8 @@ from app.history.text import title_of
 from app.records import RecordStoreError
 
 __all__ = ["ActiveConversations", "HistoryWrites", "SLICE_MS", "Turn", "carried_over", "with_turn"]
+
+_log = logging.getLogger(__name__)
 
 SLICE_MS = 12
 """``HistoryWrites.add_synced`` gives the page back (its ``pause``) once building records took this long (ms)."""
@@ -131,6 +133,7 @@ class HistoryWrites:
         self._active, self._clock, self._changed, self._random = active, clock, changed, random_bytes
         self._lock = asyncio.Lock()
         self.persist_requested = False
+        self._persisting: asyncio.Future | None = None  # the one request of the page (a reference keeps it alive)
 
     @property
     def lock(self) -> asyncio.Lock:
@@ -300,7 +303,8 @@ class HistoryWrites:
     @guarded(writes=True)
     async def archive(self, stage_id: str, messages: list[dict], synced_at: int | None) -> str | None:
         """New conversation: keep the active conversation (``messages`` as last shown; adopted if history
-        lacks it) and end it as the head. Returns its task id. Asks for persistent storage once.
+        lacks it) and end it as the head. Returns its task id. Asks for persistent storage once
+        (``_ask_persist``, never awaited: no write waits for the browser's answer).
         (``synced_at``: the thread's ``updatedAt``; the archived conversation has no head to stamp.)"""
         task_id = None
         async with self._lock:
@@ -318,10 +322,21 @@ class HistoryWrites:
             self._active.ended(stage_id)
         if not self.persist_requested:
             self.persist_requested = True
-            with contextlib.suppress(RecordStoreError):
-                await self._repository.persist()
+            self._persisting = asyncio.ensure_future(self._ask_persist())  # asked, never awaited here
         self._changed("archive", task_id or "", stage_id)
         return task_id
+
+    async def _ask_persist(self) -> None:
+        """Ask the browser to keep this origin's storage (DESIGN.md §9: at the first archive), as a task
+        of its own that no write waits for: Firefox answers with a permission prompt that stays pending
+        until the person answers it, maybe never, and history's writes go one after another. Whatever
+        the answer or failure, it is logged, never raised."""
+        try:
+            granted = await self._repository.persist()
+        except Exception as error:  # noqa: BLE001 - a refusal or a dead page must not surface as an unhandled task
+            _log.warning("persistent storage not asked: %s", error)
+        else:
+            _log.info("persistent storage %s", "granted" if granted else "not granted")
 
     async def _adopt(self, writes: Writes, stage_id: str, messages: list[dict], meta: TaskMeta | None, *,
                      allocated: str | None, pause: Callable[[], Awaitable[None]] | None = None,

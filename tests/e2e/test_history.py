@@ -154,12 +154,35 @@ def after_reload_resume_the_archived_one_and_continue(agent, course: str) -> Non
     assert agent.page.evaluate("() => document.querySelector('[data-testid=history-list]').dataset.total") == "1"
 
 
+UNANSWERED_PERSIST = """(() => {
+  window.persistAsked = 0;
+  StorageManager.prototype.persist = function () { window.persistAsked += 1; return new Promise(() => {}); };
+})()"""
+"""``navigator.storage.persist()`` as Firefox answers it: a permission prompt that stays pending until
+the person answers, here never (an init script of the test's browser context)."""
+
+
 def new_conversation_with_working_history_archives_without_asking(agent) -> None:
+    """New conversation archives without asking; the page's request for persistent storage (at the
+    first archive, on another course) is still unanswered (``UNANSWERED_PERSIST``), and no write waits
+    for it: the next conversation's turn ends with its record written, the archived one is listed
+    and resumes (DESIGN.md §9)."""
     agent.send("keep me in history")
     agent.testid("agent-new-conversation").click()
     assert agent.messages().count() == 0 and agent.testid("discard-confirm").is_hidden()
+    agent.send("a conversation after the prompt")
+    expect(agent.testid("conversation-stats")).to_have_attribute("data-turns", "1")  # its record is written
+    expect(agent.testid("turn-meta")).to_have_attribute("data-model", "demo")
+    assert agent.page.evaluate("() => window.persistAsked") == 1  # asked once, at the page's first archive
     open_list(agent)
-    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '1'")
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '2'")
+    archived = agent.page.locator("[data-testid=history-item][data-current=false]")
+    expect(archived).to_have_count(1)
+    expect(archived.locator("[data-testid=history-title]")).to_have_text("keep me in history")
+    archived.click()  # resumed: its thread is the course's again
+    agent.page.wait_for_function("""() => JSON.parse(localStorage.getItem('maic-agent-threads'))
+      .state.threads['h-archive-no-ask'].messages[0].content[0].text === 'keep me in history'""")
+    assert user_texts(agent, "h-archive-no-ask") == ["keep me in history"] and agent.messages().count() == 2
 
 
 def a_turn_ends_with_slow_indexeddb_commits(agent) -> None:
@@ -174,7 +197,8 @@ def a_turn_ends_with_slow_indexeddb_commits(agent) -> None:
 
 
 def after_reload_the_turn_meta_is_there(agent) -> None:
-    """A reload right after a turn ends keeps its meta (2/2): the page booted on this course."""
+    """A reload right after a turn ends keeps its meta (2/2): the page booted on this course. The turn
+    ran after the page's request for persistent storage, which was never answered."""
     stats = agent.testid("conversation-stats")
     assert stats.get_attribute("data-turns") == "1" and int(stats.get_attribute("data-total-tokens")) > 10
     meta = agent.testid("turn-meta")
@@ -590,11 +614,13 @@ def test_history_in_two_tabs_one_course_per_case(agent, second_agent, tmp_path):
     """Archive, reload, resume and continue; New conversation archiving; a reload right after a turn;
     paging, delete/undo and keyboard with a second tab; import into the open list; export/import round
     trip; resume while streaming; replies streaming while the other tab starts or resumes a
-    conversation; sort and range; search in Chinese. One course per case, switched in place (no
+    conversation; sort and range; search in Chinese; all with ``navigator.storage.persist()`` never
+    answered (``UNANSWERED_PERSIST``). One course per case, switched in place (no
     boot); three boots in all: ``agent`` (delay 0, en-US) and its one reload, and ``slow``
     (``second_agent``, delay ``SLOW_DELAY_MS``, lang ``SLOW_LANG``). The sort and range case and
     the search case come last on their tabs: the drawer's search, sort and range stay set."""
     slow = second_agent
+    agent.page.context.add_init_script(UNANSWERED_PERSIST)  # every case runs with the prompt unanswered
     agent.open(course="intro-ml")
     assert wait_history(agent) == "ready"
     with case("archive, reload, resume and continue: before the reload"):

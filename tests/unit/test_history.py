@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 
@@ -125,6 +126,7 @@ async def test_archive_keeps_the_conversation_and_resume_makes_it_active_again()
     svc, _, _ = service(backend=backend)
     first = await add(svc, "s", "first")
     assert backend.raw("heads") == {} and first in backend.raw("conversations")
+    await asyncio.sleep(0)  # the request is a task of its own, which no write waits for
     assert backend.persisted  # persistent storage asked at the first archive
     await svc.record_turn("s", [user("second")], 9, usage={}, model="demo", duration_ms=1, message_id=None)
     messages = await svc.resume("s", first, [user("second")], 9, 10)
@@ -374,6 +376,64 @@ async def test_runtime_records_turns_with_demo_usage_and_duration_and_new_conver
     await runtime.send("more")
     await recorder.drain()
     assert len((await svc.active("s"))[1]) == 2 and await svc.total("s") == 1  # continuing appends
+
+
+class UnansweredPrompt(MemoryBackend):
+    """``persist()`` as Firefox answers it: a permission prompt that stays pending until the person
+    answers, here never (an asyncio future never set)."""
+
+    def __init__(self):
+        super().__init__()
+        self.prompts = []
+
+    async def persist(self):
+        self.prompts.append(asyncio.get_running_loop().create_future())
+        return await self.prompts[-1]
+
+
+async def test_a_persist_prompt_nobody_answers_holds_no_history_write(monkeypatch):
+    """New conversation asks for persistent storage (DESIGN.md §9) but never waits for the answer: the
+    archive, the head of the next conversation and its turns are written while the prompt stays
+    open; the next New conversation does not ask again (once per page)."""
+    import app.runtime as runtime_module
+    monkeypatch.setattr(runtime_module, "RECORD_WAIT_S", 3600.0)  # the panel waits for history as long as it takes
+    clock, backend = Clock(), UnansweredPrompt()
+    svc, notices, _ = service(clock=clock, backend=backend)
+    recorder = HistoryRecorder(svc)
+    runtime = AgentRuntime(ThreadStore(MemoryStorage()), DemoAgent(), clock=clock, history=recorder)
+    runtime.hydrate()
+    runtime.set_stage("s")
+    await runtime.send("first question")
+    await recorder.drain()
+    runtime.clear_thread()
+    # a guard that turns a stalled queue into a failure rather than a hung suite; nothing here is timed
+    sent, _ = await asyncio.wait({asyncio.ensure_future(runtime.send("second question"))}, timeout=10)
+    drained, _ = await asyncio.wait({asyncio.ensure_future(recorder.drain())}, timeout=10)
+    await asyncio.sleep(0)  # the turn ends once its record is written
+    assert sent and drained and not runtime.is_running
+    assert len(backend.prompts) == 1 and not backend.prompts[0].done()  # asked, and still unanswered
+    page = await svc.page("s")
+    assert sorted(item.taskName for item in page.items) == ["first question", "second question"]
+    meta, turns = await svc.active("s")
+    assert meta.taskName == "second question" and turns[0].model == "demo" and turns[0].usage.totalTokens > 0
+    runtime.clear_thread()
+    await asyncio.wait({asyncio.ensure_future(recorder.drain())}, timeout=10)
+    assert len(backend.prompts) == 1 and await svc.active("s") == (None, []) and notices == []
+
+
+async def test_a_failed_persist_request_is_logged_and_the_archive_stands(caplog):
+    """However the request for persistent storage fails, the archive is written and the failure is
+    logged, not raised (nor left as an unhandled task error)."""
+    class Refusing(MemoryBackend):
+        async def persist(self):
+            raise RuntimeError("no storage manager")
+
+    backend = Refusing()
+    svc, notices, _ = service(backend=backend)
+    first = await add(svc, "s", "first")
+    await asyncio.sleep(0)
+    assert first in backend.raw("conversations") and backend.raw("heads") == {} and notices == []
+    assert "no storage manager" in caplog.text
 
 
 async def test_a_turn_too_big_for_local_storage_is_not_lost_by_the_turn_after_a_reload():

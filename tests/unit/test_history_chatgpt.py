@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -230,6 +231,26 @@ def test_the_originals_value_becomes_one_conversation_per_course_in_its_own_cour
     assert [m.taskId for m, _ in read_original(text, NOW_MS).documents] == [meta.taskId]  # twice: same id
 
 
+async def test_the_same_thread_under_two_courses_imports_as_two_conversations():
+    """The original keeps one thread per course; the same messages under two courses (a question
+    asked in both) are two conversations, each in its course: neither is taken for the other and
+    left out as already in history."""
+    from app.history import HistoryService
+    from app.history.original import read_original
+    from app.records import MemoryBackend
+
+    messages = [{"role": "user", "content": [{"type": "text", "text": "What is a gradient?"}]},
+                {"role": "assistant", "id": "a1", "content": [{"type": "text", "text": "A slope."}]}]
+    thread = {"messages": messages, "updatedAt": 1_780_000_000_123}
+    read = read_original(original_value({"intro-ml": thread, "calculus": thread}), NOW_MS)
+    assert sorted(meta.stageId for meta, _ in read.documents) == ["calculus", "intro-ml"]
+    assert len({meta.taskId for meta, _ in read.documents}) == 2
+    history = HistoryService(MemoryBackend(), clock=lambda: NOW_MS)
+    added = [await history.import_bundle(meta.stageId, meta, kept, turns)
+             for (meta, kept), turns in zip(read.documents, read.turns, strict=True)]
+    assert added == ["ok", "ok"] and [await history.total(c) for c in ("intro-ml", "calculus")] == [1, 1]
+
+
 def test_a_value_of_another_shape_is_refused_as_not_the_originals():
     from app.history.original import read_original
 
@@ -379,16 +400,63 @@ def test_a_conversation_that_cannot_be_read_is_named_with_its_reason_in_the_page
 
 # -- hostile files: a conversation that cannot be read never fails the import --------------------------
 @pytest.mark.parametrize("times", [{"create_time": 1e20}, {"update_time": 1e20}, {"create_time": -1e12},
-                                   {"create_time": 1e20, "update_time": 1e20}])
+                                   {"create_time": 1e20, "update_time": 1e20}, {"update_time": 4_102_444_800},
+                                   {"create_time": math.nan}, {"update_time": math.inf},
+                                   {"create_time": -math.inf, "update_time": math.nan}])
 def test_times_out_of_any_calendar_skip_that_conversation_with_impossible_dates_and_the_rest_import(times):
     """A ``create_time`` of 1e20 s raised OverflowError out of the whole import (after earlier ones
-    were written, in the page); now it is one more conversation named with its reason."""
+    were written, in the page); now it is one more conversation named with its reason. A year-2100
+    time and a time that is no number (``NaN``, ``Infinity``: JSON as Python writes it) are refused
+    the same way, never replaced by the messages' times."""
     chats = [edited() | {"id": f"c{i}", "title": f"Chat {i}"} for i in range(5)]
     chats[3] |= times
     outcome = import_chatgpt(as_bytes(chats), "s", NOW_MS)
     assert [meta.taskName for meta, _ in outcome.documents] == ["Chat 0", "Chat 1", "Chat 2", "Chat 4"]
     assert [(s.title, s.code) for s in outcome.skipped] == [("Chat 3", "times")]
     assert "year" not in outcome.skipped[0].reason
+
+
+@pytest.mark.parametrize("moment", [math.nan, math.inf, -math.inf])
+def test_a_message_time_that_is_no_number_skips_its_conversation_as_impossible_dates(moment):
+    """A message's ``create_time`` of ``NaN`` or ``Infinity`` was taken as a missing one (its turn
+    dated by the conversation's time); it is refused as an out-of-range time is."""
+    chats = [edited() | {"id": f"c{i}", "title": f"Chat {i}"} for i in range(3)]
+    chats[1]["mapping"]["a2"]["message"]["create_time"] = moment
+    outcome = import_chatgpt(as_bytes(chats), "s", NOW_MS)
+    assert [meta.taskName for meta, _ in outcome.documents] == ["Chat 0", "Chat 2"]
+    assert [(s.title, s.code) for s in outcome.skipped] == [("Chat 1", "times")]
+
+
+@pytest.mark.parametrize("title", [42, 3.5, None, True, ["Gradients"], {"text": "Gradients"}, "   "])
+def test_a_title_that_is_no_text_is_taken_as_absent_and_the_first_question_titles_it(title):
+    """A numeric (or any non-text) title named the conversation by its ChatGPT id; it is absent, and
+    the rule of every title applies: the first question (DESIGN.md §9)."""
+    outcome = import_chatgpt(as_bytes([edited() | {"title": title}]), "s", NOW_MS)
+    [(meta, _)] = outcome.documents
+    assert meta.taskName == "What is a gradient, simply?"
+    untitled = {k: v for k, v in edited().items() if k != "title"}
+    assert import_chatgpt(as_bytes([untitled]), "s", NOW_MS).documents[0][0].taskName == meta.taskName
+
+
+def test_parts_that_are_not_text_nor_a_known_kind_are_passed_over_never_named_by_a_python_type():
+    """Parts of the wrong type (null, numbers, lists, objects without a content type) became texts
+    like ``[NoneType]``, ``[int]``, ``[dict]``; they are passed over (a message of nothing else is not
+    shown), as is a content of no type; a part of a named kind is still said (``[image]``)."""
+    image = {"content_type": "image_asset_pointer", "asset_pointer": "file-service://file-1"}
+    chat = conversation("c-odd", "Odd parts", [
+        node("root", None, children=["q"]),
+        node("q", "root", "user", content={"content_type": "multimodal_text",
+                                           "parts": [None, 7, 2.5, True, ["x"], {"width": 8}, image, "Real question"]},
+             t=T0, children=["junk"]),
+        node("junk", "q", "assistant", content={"content_type": "text", "parts": [None, {}, 0]}, children=["untyped"]),
+        node("untyped", "junk", "assistant", content={"content_type": 5}, children=["blank"]),
+        node("blank", "untyped", "assistant", content={"parts": None}, children=["a"]),
+        node("a", "blank", "assistant", ["Real answer"], t=T0 + 5),
+    ], "a")
+    outcome = import_chatgpt(as_bytes([chat]), "s", NOW_MS)
+    [(_, messages)] = outcome.documents
+    assert texts(messages) == [("user", ["[image]", "Real question"]), ("assistant", ["Real answer"])]
+    assert outcome.parts_as_text == 1
 
 
 def test_any_other_error_reading_one_conversation_names_it_as_unreadable():

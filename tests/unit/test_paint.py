@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,7 @@ import pytest
 from app import paint
 from app.i18n import Translator
 from app.paint import (
-    MAX_DEPTH, MAX_NODES, PAINT_ATTRS, PAINT_TAGS, PendingSend, build_record, encode_record, matches,
+    MAX_DEPTH, MAX_NODES, PAINT_ATTRS, PAINT_TAGS, PendingSend, build_record, encode_record,
     paint_cache_key, parse_pending, pending_to_send, validate_record,
 )
 from app.presentation import COLLAPSED_CHARS, RENDER_WINDOW
@@ -138,14 +140,50 @@ def test_text_that_looks_like_html_is_kept_as_text():
     assert texts(record.rows[0]) == ["<script>alert(1)</script><img src=x>"]
 
 
+RECORD_MATCHES_JS = """
+globalThis.document = { documentElement: { dataset: {} } };  // all paint.js reads on import
+const source = require("fs").readFileSync(process.argv[1], "utf8");
+import("data:text/javascript," + encodeURIComponent(source)).then(({ recordMatches }) => {
+  const cases = JSON.parse(require("fs").readFileSync(0, "utf8"));
+  console.log(JSON.stringify(cases.map((args) => recordMatches(...args))));
+});
+"""
+
+
+def js_record_matches(cases: list[list]) -> list[bool]:
+    """``recordMatches(record, stageId, locale, storedUpdatedAt)`` of ``static/paint.js`` (the match
+    rule's one place: it decides before Python loads) for each case, run by Node (the build tools'
+    runtime, ``tools/precompile.py``)."""
+    node = shutil.which("node")
+    assert node, "Node.js runs static/paint.js's rule (bash tools/dev.sh test installs it)"
+    run = subprocess.run([node, "-e", RECORD_MATCHES_JS, str(ROOT / "static" / "paint.js")],
+                         input=json.dumps(cases), capture_output=True, text=True, check=True)
+    return json.loads(run.stdout)
+
+
 def test_a_record_matches_only_its_course_locale_and_stored_updated_at():
-    record = record_of(thread(1))
-    assert matches(record, "intro-ml", "en-US", 1_780_000_000_000)
-    assert not matches(record, "intro-ml", "en-US", 1_780_000_000_001)  # another tab saved since
-    assert not matches(record, "intro-ml", "en-US", None)  # the thread is gone
-    assert not matches(record, "other", "en-US", 1_780_000_000_000)
-    assert not matches(record, "intro-ml", "ar-SA", 1_780_000_000_000)
-    assert not matches(None, "intro-ml", "en-US", 1_780_000_000_000)
+    """The rule static/paint.js draws by (DESIGN.md §13), run as the page runs it."""
+    record = json.loads(encode_record(record_of(thread(1))))
+    at = record["updatedAt"]
+    assert js_record_matches([
+        [record, "intro-ml", "en-US", at],
+        [record, "intro-ml", "en-US", at + 1],  # another tab saved since
+        [record, "intro-ml", "en-US", None],  # the thread is gone
+        [record, "other", "en-US", at],
+        [record, "intro-ml", "ar-SA", at],
+        [{**record, "updatedAt": str(at)}, "intro-ml", "en-US", at],  # the same number, as text
+        [None, "intro-ml", "en-US", at],
+    ]) == [True, False, False, False, False, False, False]
+
+
+def test_the_drawing_script_never_parses_html():
+    """static/paint.js draws stored text with ``textContent`` and ``setAttribute`` only: no call that
+    parses a string as HTML (the record comes from storage; DESIGN.md §13), which nothing but an
+    end-to-end run would notice."""
+    code = re.sub(r"//[^\n]*|/\*.*?\*/", "", PAINT_JS, flags=re.S)  # what runs, not what comments say
+    assert "textContent" in code and "createElement" in code
+    assert re.findall(r"innerHTML|outerHTML|insertAdjacentHTML|document\s*\.\s*write|DOMParser|"
+                      r"createContextualFragment|setHTML|parseHTML|srcdoc|\[\s*[\"'`]innerHTML", code) == []
 
 
 def _js_list(name: str) -> list:

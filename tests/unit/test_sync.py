@@ -183,6 +183,23 @@ def test_merge_never_drops_a_message_even_without_metas():
     assert sorted(m["content"] for m in merged.messages if isinstance(m["content"], str)) == ["x", "y", "z"]
 
 
+def test_turns_that_open_with_the_same_question_and_differ_after_it_are_both_kept():
+    """Two devices that imported different ChatGPT branches of one conversation (messages without
+    ids; the first question was edited): each branch goes on with the same follow-up question,
+    answered differently. A turn is on both devices only when all of it is, so neither answer is
+    dropped (§16: nothing of either is)."""
+    def said(*texts):
+        return [{"role": "user" if n % 2 == 0 else "assistant", "content": t} for n, t in enumerate(texts)]
+
+    one = said("What is a gradient?", "A vector of partial derivatives.", "And the learning rate?", "The step size.")
+    two = said("What is a gradient, simply?", "The steepest way up.", "And the learning rate?", "How far a step goes.")
+    for local, remote in ((one, two), (two, one)):
+        merged = merge_conversation((local, []), (remote, []))
+        assert merged.how == "merged"
+        assert sorted(m["content"] for m in merged.messages) == sorted(m["content"] for m in one + two)
+        assert [m["role"] for m in merged.messages] == ["user", "assistant"] * 4
+
+
 def test_deleted_ids_do_not_come_back():
     stones = Tombstones()
     stones.delete("conversation:" + TASK)
