@@ -22,7 +22,7 @@ from typing import Any
 
 from app.projection import is_status_marker
 
-__all__ = ["TITLE_GRAPHEMES", "cut_title", "fold", "fold_map", "plain_text", "relative_label", "relative_label_until", "snippet", "source_index",
+__all__ = ["TITLE_GRAPHEMES", "cut_title", "fold", "fold_map", "fold_map_steps", "plain_text", "relative_label", "relative_label_until", "snippet", "source_index",
            "title_of"]
 
 TITLE_GRAPHEMES = 50
@@ -260,6 +260,32 @@ def fold_map(text: str) -> tuple[str, list[list[int]]]:
         source, target = source + len(piece), target + len(folded)
         if len(piece) != len(folded):
             anchors.append([target, source])
+    return "".join(out), anchors
+
+
+FOLD_SLICE_CHARS = 64_000
+"""Characters of text ``fold_map_steps`` folds between two of its yields."""
+
+
+def fold_map_steps(text: str, *, slice_chars: int = FOLD_SLICE_CHARS):
+    """``fold_map`` as a generator that yields (``None``) between slices of about ``slice_chars``
+    characters, so a text of millions of characters (an imported message, DESIGN.md §14) is folded
+    without a long task; its return value is ``fold_map(text)``, exactly. The text is cut only before
+    a character that joins nothing before it (``_joins``: normalization never reaches across such a
+    boundary, as ``_pieces`` relies on), and each slice's anchors are moved by the slices before it."""
+    if len(text) <= slice_chars:
+        return fold_map(text)
+    out, anchors, source, target = [], [], 0, 0
+    while source < len(text):
+        end = min(source + max(slice_chars, 1), len(text))
+        while end < len(text) and _joins(text[end]):
+            end += 1
+        folded, moved = fold_map(text[source:end])
+        anchors += [[at + target, from_ + source] for at, from_ in moved]
+        out.append(folded)
+        source, target = end, target + len(folded)
+        if source < len(text):
+            yield
     return "".join(out), anchors
 
 

@@ -77,3 +77,37 @@ async def test_a_damaged_meta_is_listed_by_its_task_id_and_reported_once_per_rea
 def test_a_head_names_a_task_id_only_when_it_is_well_formed():
     assert Head(TASK, None).allocated == TASK
     assert Head("task_x", None).allocated is None and Head(None, 3).allocated is None
+
+
+LONG_TEXT_PIECES = ["Deep LEARNING, for_all: Straße! ", "我们今天讨论机器学习的基本概念", " İstanbul cafe\u0301 ＦＵＬＬ ",
+                    "x" * 70, "\n", "한국어를 ", "gpt-4 “quoted” 😀 "]
+
+
+def long_text(characters: int) -> str:
+    """Mixed text (words, CJK, accents that change length when folded, a combining mark) of about ``characters``."""
+    out, size, i = [], 0, 0
+    while size < characters:
+        piece = LONG_TEXT_PIECES[i % len(LONG_TEXT_PIECES)] + str(i)
+        out.append(piece)
+        size += len(piece)
+        i += 1
+    return "".join(out)
+
+
+async def test_a_long_conversation_is_kept_in_bounded_slices_with_the_same_records_as_at_once():
+    """A 2,000,000-character message (DESIGN.md §14: an import has no task over 50 ms): its folding and
+    its index terms are made in slices with a pause between them, not in one; the records are those
+    ``keep`` writes at once."""
+    messages = [{"role": "user", "id": "u1", "content": [{"type": "text", "text": long_text(2_000_000)}]},
+                {"role": "assistant", "id": "a1", "content": [{"type": "text", "text": "短い 答え"}]}]
+    turns = [TurnMeta(turnId=1, timestamp="2026-05-28T00:00:00.000Z")]
+    pauses = []
+
+    async def pause():
+        pauses.append(1)
+
+    sliced, whole = Writes(), Writes()
+    await sliced.keep_in_steps(meta(), messages, turns, pause=pause)
+    whole.keep(meta(), messages, turns)
+    assert sliced.ops == whole.ops
+    assert len(pauses) >= 2_000_000 // 250_000  # both the folding and the terms go in slices of the text
