@@ -34,7 +34,7 @@ from pydantic import ValidationError
 from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta
 from app.history.terms import (SearchQuery, parse_posting, posting_keys, posting_prefix, presence_prefix,
                                term_bounds, text_terms, text_terms_steps, time_hex)
-from app.history.text import fold_map, fold_map_steps, plain_text
+from app.history.text import fold_map, fold_map_steps, plain_text, plain_text_steps
 from app.records import HIGHEST, LOWEST, RecordBackend, WriteOp
 
 __all__ = ["Conversation", "Damaged", "FOLD_VERSION", "Head", "HistoryRepository", "ListRange", "Stored",
@@ -227,12 +227,12 @@ class Writes:
 
     async def keep_in_steps(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], *,
                             pause: Callable[[], Awaitable[None]], new: bool = False) -> None:
-        """``keep`` in slices with ``pause`` awaited between them: the plain text and its folding
-        (``fold_map_steps``), then the index terms (``text_terms_steps``), then the records (DESIGN.md
+        """``keep`` in slices with ``pause`` awaited between them: the plain text (``plain_text_steps``)
+        and its folding (``fold_map_steps``), then the index terms (``text_terms_steps``), then the records (DESIGN.md
         §13: start-up adopts a course of 50 turns without a task over 50 ms, in two slices; §14: a
         conversation of millions of characters, an import, is folded and indexed in many). The ops
         are those ``keep`` adds."""
-        text = plain_text(messages)
+        text = await _paused_steps(plain_text_steps(messages), pause)
         folded_map = await _paused_steps(fold_map_steps(text), pause)
         await pause()
         terms = await _paused_steps(text_terms_steps(folded_map[0]), pause)

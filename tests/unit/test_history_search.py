@@ -102,3 +102,22 @@ def test_folding_in_steps_is_the_folding_of_the_whole_text(text):
 
     for chars in (1, 7, 64, 10_000):
         assert run_steps(fold_map_steps(text, slice_chars=chars)) == fold_map(text)
+
+
+def test_plain_text_in_steps_is_the_plain_text_lone_surrogates_replaced_in_every_slice():
+    """``plain_text_steps`` (an import's slices, DESIGN.md §14) gives ``plain_text`` exactly, a lone
+    surrogate on either side of a cut included, and yields between slices of a long text part."""
+    from app.history.text import plain_text, plain_text_steps
+
+    long = ("ab\ud800c" + "x" * 5 + "\udfff") * 400 + "😀"
+    messages = [{"role": "user", "content": [{"type": "text", "text": long}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "short \ud83d"}, {"type": "tool-call"}]}]
+    steps, yields = plain_text_steps(messages, slice_chars=7), 0
+    while True:
+        try:
+            next(steps)
+            yields += 1
+        except StopIteration as done:
+            assert done.value == plain_text(messages) and "\ud800" not in done.value
+            break
+    assert yields >= len(long) // 7 - 1
