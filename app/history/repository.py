@@ -62,6 +62,8 @@ RUN_CHECK_BATCH = 16
 """``search`` records read per step when candidates are checked for a query's unspaced runs."""
 META_SLICE = 200
 """Metas read per step when every hit of a search is ordered by tokens."""
+TOKENS_SLICE = 500
+"""Metas read per step when a course is ordered by tokens (``HistoryRepository.by_tokens``)."""
 SNIPPET_FIELDS = ["folded", "anchors"]
 """What a hit's snippet needs of its ``search`` record (its posting keys, most of it, stay in the store)."""
 REFOLD_BATCH = 50
@@ -416,10 +418,22 @@ class HistoryRepository:
 
     async def by_tokens(self, stage_id: str, since_ms: int | None) -> list[tuple[tuple, dict]]:
         """Every raw meta of ``stage_id`` in range with its ``tokens`` sort key
-        ``(-totalTokens, -updatedAt, taskId)``, in that order (no index holds tokens)."""
+        ``(-totalTokens, -updatedAt, taskId)``, in that order (no index holds tokens). Read
+        ``TOKENS_SLICE`` at a time along the list's index, each read a task of its own (DESIGN.md
+        §14: 10,000 conversations in one read and its parsing were one task of 170-310 ms)."""
         span = ListRange(stage_id, since_ms)
-        rows = await self._db.query("conversations", LIST_INDEX, span.low, span.high)
-        return sorted(((_tokens_key(r), r) for r in rows), key=lambda kr: kr[0])
+        keyed: list[tuple[tuple, dict]] = []
+        lower, lower_open = span.low, False
+        while True:
+            rows = await self._db.query("conversations", LIST_INDEX, lower, span.high, lower_open=lower_open,
+                                        limit=TOKENS_SLICE)
+            keyed += [(_tokens_key(r), r) for r in rows]
+            if len(rows) < TOKENS_SLICE:
+                break
+            last = rows[-1]  # in the index: its key fields are there and valid keys
+            lower, lower_open = [stage_id, last["updatedAt"], last["taskId"]], True
+        keyed.sort(key=lambda kr: kr[0])
+        return keyed
 
     async def above(self, stage_id: str, top: tuple[int, str] | None) -> list[dict]:
         """The raw metas above ``top`` (the list's first ``(updatedAt, taskId)``), newest first."""

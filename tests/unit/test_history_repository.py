@@ -111,3 +111,33 @@ async def test_a_long_conversation_is_kept_in_bounded_slices_with_the_same_recor
     whole.keep(meta(), messages, turns)
     assert sliced.ops == whole.ops
     assert len(pauses) >= 2_000_000 // 250_000  # both the folding and the terms go in slices of the text
+
+
+async def test_the_tokens_order_reads_a_course_in_bounded_slices_and_orders_it_whole():
+    """DESIGN.md §14: sorting 10,000 conversations by most tokens has no task over 50 ms; no index
+    holds tokens, so every meta of the course is read, but a bounded number per read (each read a
+    task of its own), never the course in one."""
+    from app.history.repository import TOKENS_SLICE
+
+    repository, _ = await opened()
+    writes = Writes()
+    count = 2 * TOKENS_SLICE + 7
+    for i in range(count):
+        task = f"task_20260528_{i:06d}"
+        kept = meta(task, at=T0 + i % 5).model_copy(update={"stats": meta().stats.model_copy(
+            update={"totalTokens": i % 13})})
+        writes.keep(kept, [], [])
+    writes.keep(meta("task_20260528_zzzzzz", stage="other"), [], [])
+    await repository.commit(writes)
+    reads = []
+    query = repository._db.query
+
+    async def counted(*args, **kwargs):
+        rows = await query(*args, **kwargs)
+        reads.append((kwargs.get("limit", 0), len(rows)))
+        return rows
+    repository._db.query = counted
+    ordered = await repository.by_tokens("s", None)
+    assert len(ordered) == count and [k for k, _ in ordered] == sorted(k for k, _ in ordered)
+    assert [r["taskId"] for _, r in ordered][:2] == ["task_20260528_000064", "task_20260528_000129"]
+    assert len(reads) >= 3 and all(0 < limit <= TOKENS_SLICE and n <= limit for limit, n in reads)
