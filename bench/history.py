@@ -239,6 +239,7 @@ def bench_import(run, *, quick: bool) -> dict:
     from pathlib import Path
 
     from bench.checkpoints import LONGTASKS, STOP_PROBES
+    from bench.trace import cpu, traced
 
     figures = {}
     context = run.context()
@@ -251,12 +252,13 @@ def bench_import(run, *, quick: bool) -> dict:
             size = _export_file(path, characters)
             page.evaluate(IMPORT_WATCH_JS)
             page.evaluate(LONGTASKS)
+            traced(run, page)
             page.set_input_files("[data-testid=import-json]", str(path))
             ms, result, reason, text = page.evaluate("() => window.__import")
             probes = page.evaluate(STOP_PROBES)
             figures[name] = {"bytes": size, "ms_to_outcome": round(ms, 1), "result": result, "reason": reason,
                              "message": text, "longest_task_ms": round(probes["gap"], 1),
-                             "longtask_entries": [round(d) for d in probes["longtasks"]]}
+                             "longtask_entries": [round(d) for d in probes["longtasks"]], "cpu": cpu(run)}
             path.unlink()
     context.close()
     return figures
@@ -403,3 +405,12 @@ def report(figures: dict) -> None:
             print(f"  {label} ({row['bytes'] / 1e6:.1f} MB): {row['result']} {row['reason'] or ''} after "
                   f"{row['ms_to_outcome']:.0f} ms, longest main-thread task {row['longest_task_ms']:.0f} ms "
                   f"(longtask entries: {row['longtask_entries'] or 'none'})")
+            _print_cpu(row.get("cpu"))
+
+
+def _print_cpu(cpu: dict | None, indent: str = "    ") -> None:
+    """One line: the longest main-thread task by thread CPU and by wall clock (``bench.trace``)."""
+    if cpu and cpu.get("tasks"):
+        print(f"{indent}thread CPU (Chrome trace): longest by CPU {cpu['longest_cpu_ms']} ms (wall {cpu['its_wall_ms']}), "
+              f"longest by wall {cpu['longest_wall_ms']} ms (CPU {cpu['its_cpu_ms']}); over 50 ms: "
+              f"{cpu['over_50_wall']} by wall, {cpu['over_50_cpu']} by CPU")
