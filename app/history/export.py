@@ -105,48 +105,60 @@ def check_size(size_bytes: int) -> None:
         raise ImportRefused("size", f"{size_bytes} bytes")
 
 
-DEPTH_SLICE_CHARS = 256_000
-"""Characters of text ``depth_steps`` walks between two of its yields."""
+DEPTH_SLICE_CHARS = 32_000
+"""Characters of text ``depth_steps`` checks between two of its yields."""
+
+_STRING = re.compile(r'"[^"]*"')  # a JSON string once its escaped backslashes and quotes are gone
+_BACKSLASHES = re.compile(r"\\*")
 
 
 def depth_steps(text: str, *, slice_chars: int = DEPTH_SLICE_CHARS):
     """Refuse (``ImportRefused("depth")``) a JSON ``text`` that nests arrays/objects deeper than
     ``MAX_DEPTH`` before ``json`` sees it (it would exhaust the browser's stack and kill Pyodide). It
     may well be JSON: the refusal says it is nested deeper than any export, not that it is not JSON.
-    Only brackets outside strings count: the text is walked from quote to quote (``str.find``, at C
-    speed; a quote after an odd run of backslashes is inside its string), the brackets between two
-    strings found by a regular expression, and it yields (``None``) once ``slice_chars`` more of the
-    text were walked, inside a long string too (DESIGN.md §14: a file is checked in slices; the whole
-    text in one pass was a task of 200-300 ms for 8 MB). An unterminated string runs to the end (the
-    decoder then says it is not JSON)."""
-    depth, at, size, walked = 0, 0, len(text), 0
+    Only brackets outside strings count. The text is checked a window of about ``slice_chars`` at a
+    time with a yield between windows (DESIGN.md §14: a file is checked in slices; the whole text at
+    once was a task of 200-300 ms for 8 MB): a window starts outside a string; its escaped
+    backslashes, escaped quotes and then its strings are removed with linear, C-speed passes and its
+    brackets counted. A window whose end falls inside a string ends at that string's opening quote
+    instead, and the string is walked from quote to quote (``str.find``; a quote after an odd run of
+    backslashes is inside it), yielding inside it too. An unterminated string runs to the end (the
+    decoder then says the file is not JSON)."""
+    depth, at, size = 0, 0, len(text)
     while at < size:
-        quote = text.find('"', at)
-        end = size if quote < 0 else quote
-        for match in _BRACKET.finditer(text, at, end):
+        end = min(at + max(slice_chars, 1), size)
+        if text[end - 1] == "\\":  # never between a backslash and what it escapes: past the run and one more
+            end = min(_BACKSLASHES.match(text, end).end() + 1, size)
+        window = text[at:end]
+        flat = window.replace("\\\\", "").replace('\\"', "")
+        opening = None
+        if flat.count('"') % 2:  # the window ends inside a string: cut it at that string's opening quote
+            opening = window.rfind('"')
+            while _backslashes_before(window, opening) % 2:
+                opening = window.rfind('"', 0, opening)
+            flat = window[:opening].replace("\\\\", "").replace('\\"', "")
+        for match in _BRACKET.finditer(_STRING.sub("", flat)):
             depth += 1 if match.group() in "[{" else -1
             if depth > MAX_DEPTH:
                 raise ImportRefused("depth", f"nested deeper than {MAX_DEPTH} levels")
-        if quote < 0:
-            break
-        at = quote + 1
-        while True:  # to the quote that closes this string
-            if at - walked >= slice_chars:
-                yield
-                walked = at
-            close = text.find('"', at, at + slice_chars)
-            if close < 0:
-                if at + slice_chars >= size:
-                    at = size
-                    break
-                at += slice_chars
-                continue
-            at = close + 1
-            if _backslashes_before(text, close) % 2 == 0:
-                break
-        if at - walked >= slice_chars:
+        at = end if opening is None else (yield from _string_steps(text, at + opening + 1, slice_chars))
+        yield
+
+
+def _string_steps(text: str, at: int, slice_chars: int):
+    """From ``at``, inside a string, to just past its closing quote (``len(text)`` when it has none),
+    ``slice_chars`` of it a step: a generator whose return value is that position."""
+    while True:
+        close = text.find('"', at, at + slice_chars)
+        if close < 0:
+            if at + slice_chars >= len(text):
+                return len(text)
+            at += slice_chars
             yield
-            walked = at
+            continue
+        at = close + 1
+        if _backslashes_before(text, close) % 2 == 0:
+            return at
 
 
 def _backslashes_before(text: str, at: int) -> int:
