@@ -24,7 +24,7 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-__all__ = ["STEP_CHARS", "STEP_MS", "dumps_in_steps"]
+__all__ = ["LIFT_CHARS", "STEP_CHARS", "STEP_MS", "dumps_in_steps", "lift_long_texts"]
 
 STEP_CHARS = 256 * 1024
 """Items whose JSON is longer than this (characters) are followed by a pause."""
@@ -52,3 +52,46 @@ async def dumps_in_steps(items: Sequence[Any], *, step_chars: int = STEP_CHARS,
             await pause()
             since = clock() if clock is not None else 0.0
     return "[" + ",".join(pieces) + "]"
+
+
+LIFT_CHARS = 65_536
+"""Strings at least this long (characters) leave a write's JSON text (``lift_long_texts``)."""
+
+
+def lift_long_texts(values: list, *, min_chars: int = LIFT_CHARS) -> tuple[list, list[tuple[list, str]]]:
+    """``(kept, lifted)``: ``values`` (JSON-shaped: dicts, lists, tuples, strings, numbers) with
+    every string of at least ``min_chars`` characters set to ``None``, and those strings as ``(path,
+    text)``, ``path`` the keys and indexes that lead to it from ``values``. A write of an imported
+    message of millions of characters (its plain text and folding too, DESIGN.md §14) sends the
+    rest as JSON and each long string to the page's store on its own, in pieces, which puts it back
+    at its path: encoding it as JSON, decoding and parsing it again, held the page for seconds in
+    one task. Containers on a lifted path are copied (tuples become lists); ``values`` is left as
+    it was, and when nothing is lifted it is returned itself."""
+    lifted: list[tuple[list, str]] = []
+    _find_long(values, [], min_chars, lifted)
+    if not lifted:
+        return values, []
+    kept: Any = list(values)
+    for path, _ in lifted:
+        at = kept
+        for key in path[:-1]:
+            inner = at[key]
+            at[key] = dict(inner) if isinstance(inner, dict) else list(inner)
+            at = at[key]
+        at[path[-1]] = None
+    return kept, lifted
+
+
+def _find_long(value: Any, path: list, min_chars: int, into: list) -> None:
+    """Each string of ``value`` of at least ``min_chars`` characters, with its path, into ``into``
+    (``path``: the keys that lead to ``value``, appended to and taken back as the walk goes)."""
+    if isinstance(value, str):
+        if len(value) >= min_chars:
+            into.append((list(path), value))
+        return
+    pairs = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for key, inner in pairs:
+        if isinstance(inner, (str, dict, list, tuple)) and not (isinstance(inner, str) and len(inner) < min_chars):
+            path.append(key)
+            _find_long(inner, path, min_chars, into)
+            path.pop()

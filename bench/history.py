@@ -17,10 +17,13 @@ emoji; written by the JavaScript below in the app's record format), then:
   until the turn's meta is recorded in history.
 - **import** (DESIGN.md §14): ``import-json`` given an export whose one user
   message is 50 M characters (over 50 MB: refused unread), then a valid one
-  under the limit (40 M characters; 8 M with ``--quick``): the time from the
-  input's ``change`` to ``history-status`` saying the outcome, and the longest
-  main-thread task meanwhile (the ``MessageChannel`` heartbeat of
-  ``bench/checkpoints.py`` and the ``longtask`` observer).
+  under the limit (40 M characters; 8 M with ``--quick``); then ``import-chatgpt``
+  given 3,000 ChatGPT conversations (12 MB; 300 with ``--quick``: the page's
+  first ChatGPT import) and a zip whose member declares 1,000 bytes but unpacks
+  to 40 MB (5 MB with ``--quick``): the time from the input's ``change`` to
+  ``history-status`` saying the outcome, and the longest main-thread task
+  meanwhile (the ``MessageChannel`` heartbeat of ``bench/checkpoints.py`` and
+  the ``longtask`` observer), with each task's thread CPU (``bench.trace``).
 
 The seeded ``search`` records are folded with ``toLowerCase`` and carry neither
 folding tag nor the index's terms (as version 1 stored them), so the course's
@@ -30,6 +33,7 @@ searches). The search at 10,000 conversations is ``bench/history_search.py``.
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 
@@ -195,8 +199,8 @@ LONGTASK_JS = """
 
 
 IMPORT_WATCH_JS = """
-() => {
-  const field = document.querySelector('[data-testid=import-json]');
+(testid = 'import-json') => {
+  const field = document.querySelector(`[data-testid=${testid}]`);
   const status = document.querySelector('[data-testid=history-status]');
   status.removeAttribute('data-result');
   window.__import = new Promise((resolve) => {
@@ -233,30 +237,78 @@ def _export_file(path, characters: int) -> int:
     return path.stat().st_size
 
 
+def _chatgpt_file(path, conversations: int, turns: int = 4) -> int:
+    """Write a ChatGPT ``conversations.json`` of ``conversations`` conversations of ``turns`` turns
+    (about 4 KB each: 3,000 are 12 MB); its bytes."""
+    line = "How does backpropagation work? 我们今天讨论机器学习的基本概念 “quoted” 😀 "
+
+    def message(node: str, role: str, text: str, at: float) -> dict:
+        return {"id": node, "author": {"role": role}, "content": {"content_type": "text", "parts": [text]},
+                "create_time": at, "metadata": {}}
+    items = []
+    for i in range(conversations):
+        at = 1_760_000_000.0 + i * 60
+        mapping = {"root": {"id": "root", "message": None, "parent": None, "children": ["q0"]}}
+        parent = "root"
+        for t in range(turns):
+            for role, node in (("user", f"q{t}"), ("assistant", f"a{t}")):
+                mapping[parent]["children"] = [node]
+                mapping[node] = {"id": node, "message": message(node, role, f"{line * 3} #{i}-{t}", at + t),
+                                 "parent": parent, "children": []}
+                parent = node
+        items.append({"id": f"bench-{i:06d}", "title": f"Bench chat {i}", "create_time": at,
+                      "update_time": at + turns, "current_node": parent, "mapping": mapping})
+    path.write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
+    return path.stat().st_size
+
+
+def _lying_zip(path, unpacked: int) -> int:
+    """Write a ChatGPT export zip whose ``conversations.json`` declares 1,000 bytes in its headers but
+    whose data unpack to ``unpacked`` bytes (it passes the size guard; its checksum refuses it); its bytes."""
+    import io
+    import struct
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("conversations.json", b"[" + b" " * (unpacked - 2) + b"]")
+    data = bytearray(buffer.getvalue())
+    struct.pack_into("<I", data, 22, 1000)  # the local header's uncompressed size
+    struct.pack_into("<I", data, data.index(b"PK\x01\x02") + 24, 1000)  # the central directory's
+    path.write_bytes(bytes(data))
+    return len(data)
+
+
 def bench_import(run, *, quick: bool) -> dict:
     """Import a 50 MB export (refused before reading) and one under the limit; see the module docstring."""
     import tempfile
     from pathlib import Path
 
     from bench.checkpoints import LONGTASKS, STOP_PROBES
+    from bench.trace import cpu, traced
 
     figures = {}
     context = run.context()
     page = _open_app(run, context)
     page.click("[data-testid=history-open]")
     page.wait_for_selector("[data-testid=history-drawer]:not([hidden])")
+    cases = (("refused_50mb", "import-json", lambda p: _export_file(p, 50_000_000)),
+             ("accepted", "import-json", lambda p: _export_file(p, 8_000_000 if quick else 40_000_000)),
+             ("chatgpt_conversations", "import-chatgpt", lambda p: _chatgpt_file(p, 300 if quick else 3_000)),
+             ("chatgpt_lying_zip", "import-chatgpt", lambda p: _lying_zip(p, 5_000_000 if quick else 40_000_000)))
     with tempfile.TemporaryDirectory() as folder:
-        for name, characters in (("refused_50mb", 50_000_000), ("accepted", 8_000_000 if quick else 40_000_000)):
-            path = Path(folder) / f"{name}.json"
-            size = _export_file(path, characters)
-            page.evaluate(IMPORT_WATCH_JS)
+        for name, testid, write in cases:
+            path = Path(folder) / (f"{name}.zip" if name.endswith("zip") else f"{name}.json")
+            size = write(path)
+            page.evaluate(IMPORT_WATCH_JS, testid)
             page.evaluate(LONGTASKS)
-            page.set_input_files("[data-testid=import-json]", str(path))
+            traced(run, page)
+            page.set_input_files(f"[data-testid={testid}]", str(path))
             ms, result, reason, text = page.evaluate("() => window.__import")
             probes = page.evaluate(STOP_PROBES)
             figures[name] = {"bytes": size, "ms_to_outcome": round(ms, 1), "result": result, "reason": reason,
                              "message": text, "longest_task_ms": round(probes["gap"], 1),
-                             "longtask_entries": [round(d) for d in probes["longtasks"]]}
+                             "longtask_entries": [round(d) for d in probes["longtasks"]], "cpu": cpu(run)}
             path.unlink()
     context.close()
     return figures
@@ -397,9 +449,20 @@ def report(figures: dict) -> None:
     print(f"  start-up (reload → ready): with {st['with']:.0f} ms, none {st['none']:.0f} ms, ratio {r['startup']:.3f}")
     print(f"  longest main-thread task during a turn: {figures['longtask_max_ms']:.0f} ms "
           f"(per turn: {', '.join(f'{x:.0f}' for x in figures.get('longtask_per_turn_ms', []))})")
-    for name, label in (("refused_50mb", "import of a 50 MB export"), ("accepted", "import under the limit")):
+    for name, label in (("refused_50mb", "import of a 50 MB export"), ("accepted", "import under the limit"),
+                        ("chatgpt_conversations", "the session's first ChatGPT import, many conversations"),
+                        ("chatgpt_lying_zip", "a ChatGPT zip whose member unpacks past its declared size")):
         row = figures.get("import", {}).get(name)
         if row:
             print(f"  {label} ({row['bytes'] / 1e6:.1f} MB): {row['result']} {row['reason'] or ''} after "
                   f"{row['ms_to_outcome']:.0f} ms, longest main-thread task {row['longest_task_ms']:.0f} ms "
                   f"(longtask entries: {row['longtask_entries'] or 'none'})")
+            _print_cpu(row.get("cpu"))
+
+
+def _print_cpu(cpu: dict | None, indent: str = "    ") -> None:
+    """One line: the longest main-thread task by thread CPU and by wall clock (``bench.trace``)."""
+    if cpu and cpu.get("tasks"):
+        print(f"{indent}thread CPU (Chrome trace): longest by CPU {cpu['longest_cpu_ms']} ms (wall {cpu['its_wall_ms']}), "
+              f"longest by wall {cpu['longest_wall_ms']} ms (CPU {cpu['its_cpu_ms']}); over 50 ms: "
+              f"{cpu['over_50_wall']} by wall, {cpu['over_50_cpu']} by CPU")

@@ -159,12 +159,19 @@ globalThis.agentbarIndexedDbAdapter = {
   // read-write transaction: all are written or none (an "add" of an existing key aborts the whole).
   // "patch" {key, if: {field: value}, set: {field: value}}: the record of `key`, when it exists and
   // holds every `if` value (compared as JSON), gets the `set` fields and is put back; else nothing.
-  write(ops, slots, objects) {
+  write(ops, slots, objects, textPaths, texts) {
     return guard(async (d) => {
       const list = parse(ops);
       // Large values (app.records.BulkValue) come as objects made in Python, each put in its slot
       // [op index, field] instead of travelling as JSON text.
       if (objects) JSON.parse(slots).forEach(([index, field], k) => { list[index][2][field] = objects[k]; });
+      // Long strings (app.json_steps.lift_long_texts) come as arrays of pieces, each joined and put
+      // at its path [op index, key, …] in the ops.
+      if (texts) JSON.parse(textPaths).forEach((path, k) => {
+        let at = list;
+        for (const key of path.slice(0, -1)) at = at[key];
+        at[path[path.length - 1]] = texts[k].join("");
+      });
       const tables = [...new Set(list.map((op) => op[1]))];
       await d.transaction("rw", tables, async () => {
         for (const [kind, table, value] of list) {

@@ -188,7 +188,8 @@ class HistoryFiles:
             return await self._import_reads(status, lambda: self._original_reads(bundle), own_course=True)
         stage_id = self.runtime.stage_id or ""
         try:
-            result = await self.recorder.run(stage_id, lambda: self.service.import_bundle(stage_id, *bundle))
+            result = await self.recorder.run(  # paused between slices: a long message is not one task (§14)
+                stage_id, lambda: self.service.import_bundle(stage_id, *bundle, pause=_pause))
         except Exception as error:  # noqa: BLE001 - never a silent failure: the page says it (§14)
             js.console.error(f"import failed: {type(error).__name__}: {error}")
             return self._refused("failed")

@@ -28,7 +28,7 @@ import js
 from pyodide.ffi import JsException, create_proxy, to_js
 
 from app.browser.tasks import next_task
-from app.json_steps import dumps_in_steps
+from app.json_steps import STEP_MS, dumps_in_steps, lift_long_texts
 from app.records import DB_NAME, SCHEMA, BulkValue, RecordStoreError, WriteOp
 
 __all__ = ["IndexedDbBackend"]
@@ -103,15 +103,19 @@ class IndexedDbBackend:
                         bulk.append(field)
                 value = {k: None if isinstance(v, BulkValue) else v for k, v in value.items()}
             plain.append([kind, table, value])
-        # Encoded op by op, ending the task after big ones (a 2 MB message is ~6 MB of ops) and every
-        # json_steps.STEP_MS of encoding (a sync slice's many small ones): no long task.
+        # Long strings (an imported message of millions of characters, its plain text and folding)
+        # cross on their own, in pieces; the rest is encoded op by op, ending the task after big ones
+        # and every json_steps.STEP_MS of encoding (a sync slice's many small ones): no long task.
+        plain, lifted = lift_long_texts(plain)
+        texts = await _js_texts([text for _, text in lifted]) if lifted else None
         payload = _bytes(await dumps_in_steps(plain, pause=next_task, clock=js.performance.now))
+        paths = json.dumps([path for path, _ in lifted])
         if not bulk:
-            await self._call("write", payload)
+            await self._call("write", payload, "[]", None, paths, texts)
             return
         objects = to_js(bulk, dict_converter=js.Object.fromEntries)  # strings copied to JavaScript once
         await next_task()  # converting was this task's work; storing (a structured clone) is the next one's
-        await self._call("write", payload, json.dumps(slots), objects)
+        await self._call("write", payload, json.dumps(slots), objects, paths, texts)
 
     async def scan(self, table: str, index: str, lower, upper, field: str, needle: str,
                    before: int, after: int, show_table: str, show_field: str) -> list[tuple[Any, int, str]]:
@@ -162,6 +166,27 @@ def _range(lower: Any, upper: Any, **flags: bool | int):
     """A key range for the adapter, one JSON object: ``{lower, upper}`` and the flags given
     (``lowerOpen``, ``upperOpen``, ``reverse``, ``limit``; absent: closed, forward, no limit)."""
     return _payload({"lower": lower, "upper": upper, **flags})
+
+
+TEXT_PIECE_CHARS = 262_144
+"""Characters of a long string copied to JavaScript at a time (``_js_texts``)."""
+
+
+async def _js_texts(texts: list[str]):
+    """``texts`` as a JavaScript array of arrays of string pieces (``TEXT_PIECE_CHARS`` each),
+    the task ended every ``json_steps.STEP_MS`` of copying: a string of millions of characters
+    crosses without a long task (the adapter joins each one's pieces)."""
+    out = js.Array.new()
+    began = js.performance.now()
+    for text in texts:
+        pieces = js.Array.new()
+        for at in range(0, len(text), TEXT_PIECE_CHARS):
+            pieces.push(text[at:at + TEXT_PIECE_CHARS])
+            if js.performance.now() - began >= STEP_MS:
+                await next_task()
+                began = js.performance.now()
+        out.push(pieces)
+    return out
 
 
 def _bytes(text: str):

@@ -206,9 +206,9 @@ def conversations_steps(data: bytes):
         unpacked = sum(i.file_size for i in members)
         if unpacked > export.MAX_IMPORT_BYTES:
             raise ImportRefused("unpacked", f"its conversations unpack to {unpacked} bytes")
-        sources = [(i.filename, lambda i=i: archive.read(i)) for i in members]
+        sources = [(i.filename, lambda i=i: _unpacked_steps(archive, i)) for i in members]
     else:
-        sources = [("conversations.json", lambda: data)]
+        sources = [("conversations.json", lambda: _as_is(data))]
     found: list[Any] = []
     refusals: list[ImportRefused] = []
     for name, raw in sources:
@@ -228,12 +228,36 @@ _MEMBER_CODES = {"not-json": "not-json", "format": "not-conversations", "depth":
 """A zip member's refusal (``ImportRefused.reason``) as the code its ``Skipped`` is named with."""
 
 
-def _member(name: str, read: Callable[[], bytes]):
-    """The conversations of one file (``name``: its name in the zip; ``read()`` its bytes; a generator
-    of pauses, ``_load_steps``, whose return value is the list), or
-    ``ImportRefused`` (``format`` for a member the zip cannot give back: damaged, a bad checksum)."""
+UNPACK_PIECE = 1 << 20
+"""Bytes of a zip member unpacked between two pauses (``_unpacked_steps``)."""
+
+
+def _unpacked_steps(archive: zipfile.ZipFile, info: zipfile.ZipInfo):
+    """A zip member's bytes, unpacked ``UNPACK_PIECE`` at a time with a yield between pieces (a
+    generator whose return value is the bytes): never more than its declared size, and never more
+    than a piece in one step, also when its data unpack to far more than it declares (read whole,
+    such a member was one long task of the page). Raises what ``zipfile`` raises (a bad checksum)."""
+    pieces = []
+    with archive.open(info) as stream:
+        while piece := stream.read(UNPACK_PIECE):
+            pieces.append(piece)
+            yield
+    return b"".join(pieces)
+
+
+def _as_is(data: bytes):
+    """``data`` as the return value of a generator of no steps (a file that is no zip)."""
+    yield from ()
+    return data
+
+
+def _member(name: str, read: Callable[[], Any]):
+    """The conversations of one file (``name``: its name in the zip; ``read()`` a generator of pauses
+    whose return value is its bytes; then a generator of pauses, ``_load_steps``, whose return value
+    is the list), or ``ImportRefused`` (``format`` for a member the zip cannot give back: damaged, a
+    bad checksum)."""
     try:
-        raw = read()
+        raw = yield from read()
     except (zipfile.BadZipFile, ValueError, EOFError, OSError, NotImplementedError) as error:
         raise ImportRefused("format", f"{name}: {error}") from None
     try:

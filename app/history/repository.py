@@ -33,8 +33,8 @@ from pydantic import ValidationError
 
 from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta
 from app.history.terms import (SearchQuery, parse_posting, posting_keys, posting_prefix, presence_prefix,
-                               term_bounds, text_terms, time_hex)
-from app.history.text import fold_map, plain_text
+                               term_bounds, text_terms, text_terms_steps, time_hex)
+from app.history.text import fold_map, fold_map_steps, plain_text, plain_text_steps
 from app.records import HIGHEST, LOWEST, RecordBackend, WriteOp
 
 __all__ = ["Conversation", "Damaged", "FOLD_VERSION", "Head", "HistoryRepository", "ListRange", "Stored",
@@ -62,6 +62,8 @@ RUN_CHECK_BATCH = 16
 """``search`` records read per step when candidates are checked for a query's unspaced runs."""
 META_SLICE = 200
 """Metas read per step when every hit of a search is ordered by tokens."""
+TOKENS_SLICE = 500
+"""Metas read per step when a course is ordered by tokens (``HistoryRepository.by_tokens``)."""
 SNIPPET_FIELDS = ["folded", "anchors"]
 """What a hit's snippet needs of its ``search`` record (its posting keys, most of it, stay in the store)."""
 REFOLD_BATCH = 50
@@ -159,13 +161,17 @@ class ListRange:
         return (cursor, self.high) if self.oldest else (self.low, cursor)
 
 
-def search_record(meta: TaskMeta, text: str, folded_map: tuple[str, list] | None = None) -> dict:
+def search_record(meta: TaskMeta, text: str, folded_map: tuple[str, list] | None = None,
+                  terms: set[str] | None = None) -> dict:
     """The ``search`` record of a conversation whose plain text is ``text`` (DESIGN.md §14 folding),
     with its posting keys (``terms``: the index, written in the same transaction as the record).
-    ``folded_map``: ``fold_map(text)`` when the caller made it already (in a slice of its own)."""
+    ``folded_map``: ``fold_map(text)``, and ``terms``: ``text_terms`` of its folding, when the caller
+    made them already (in slices of their own)."""
     folded, anchors = folded_map if folded_map is not None else fold_map(text)
+    if terms is None:
+        terms = text_terms(folded)
     record = {"taskId": meta.taskId, "stageId": meta.stageId, "updatedAt": meta.updatedAt, "folded": folded,
-              "fold": FOLD_VERSION, "terms": posting_keys(meta.stageId, meta.updatedAt, meta.taskId, text_terms(folded))}
+              "fold": FOLD_VERSION, "terms": posting_keys(meta.stageId, meta.updatedAt, meta.taskId, terms)}
     if anchors:  # where folded positions and text positions part
         record["anchors"] = anchors
     return record
@@ -191,6 +197,17 @@ def indexed_fields(record: dict, text: str | None) -> dict | None:
     return fields
 
 
+async def _paused_steps(steps, pause: Callable[[], Awaitable[None]]):
+    """A generator of steps (``None`` between slices of work) run to the end with ``pause`` awaited
+    between its slices: its return value."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+        await pause()
+
+
 class Writes:
     """The changes of ONE transaction, named for what they do; ``HistoryRepository.commit`` stores
     them all or none (``RecordBackend.write``)."""
@@ -212,13 +229,16 @@ class Writes:
 
     async def keep_in_steps(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], *,
                             pause: Callable[[], Awaitable[None]], new: bool = False) -> None:
-        """``keep`` in two slices with ``pause`` awaited between them: the plain text and its folding,
-        then the index terms and the records (DESIGN.md §13: start-up adopts a course of 50 turns
-        without a task over 50 ms; each slice is about half of what ``keep`` does at once)."""
-        text = plain_text(messages)
-        folded_map = fold_map(text)
+        """``keep`` in slices with ``pause`` awaited between them: the plain text (``plain_text_steps``)
+        and its folding (``fold_map_steps``), then the index terms (``text_terms_steps``), then the records (DESIGN.md
+        §13: start-up adopts a course of 50 turns without a task over 50 ms, in two slices; §14: a
+        conversation of millions of characters, an import, is folded and indexed in many). The ops
+        are those ``keep`` adds."""
+        text = await _paused_steps(plain_text_steps(messages), pause)
+        folded_map = await _paused_steps(fold_map_steps(text), pause)
         await pause()
-        self._keep(meta, messages, turns, new, text, search_record(meta, text, folded_map))
+        terms = await _paused_steps(text_terms_steps(folded_map[0]), pause)
+        self._keep(meta, messages, turns, new, text, search_record(meta, text, folded_map, terms))
 
     def _keep(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], new: bool, text: str,
               search: dict) -> None:
@@ -398,10 +418,22 @@ class HistoryRepository:
 
     async def by_tokens(self, stage_id: str, since_ms: int | None) -> list[tuple[tuple, dict]]:
         """Every raw meta of ``stage_id`` in range with its ``tokens`` sort key
-        ``(-totalTokens, -updatedAt, taskId)``, in that order (no index holds tokens)."""
+        ``(-totalTokens, -updatedAt, taskId)``, in that order (no index holds tokens). Read
+        ``TOKENS_SLICE`` at a time along the list's index, each read a task of its own (DESIGN.md
+        §14: 10,000 conversations in one read and its parsing were one task of 170-310 ms)."""
         span = ListRange(stage_id, since_ms)
-        rows = await self._db.query("conversations", LIST_INDEX, span.low, span.high)
-        return sorted(((_tokens_key(r), r) for r in rows), key=lambda kr: kr[0])
+        keyed: list[tuple[tuple, dict]] = []
+        lower, lower_open = span.low, False
+        while True:
+            rows = await self._db.query("conversations", LIST_INDEX, lower, span.high, lower_open=lower_open,
+                                        limit=TOKENS_SLICE)
+            keyed += [(_tokens_key(r), r) for r in rows]
+            if len(rows) < TOKENS_SLICE:
+                break
+            last = rows[-1]  # in the index: its key fields are there and valid keys
+            lower, lower_open = [stage_id, last["updatedAt"], last["taskId"]], True
+        keyed.sort(key=lambda kr: kr[0])
+        return keyed
 
     async def above(self, stage_id: str, top: tuple[int, str] | None) -> list[dict]:
         """The raw metas above ``top`` (the list's first ``(updatedAt, taskId)``), newest first."""

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 
 __all__ = ["SearchQuery", "TERM_CHARS", "parse_query", "parse_posting", "posting_keys", "posting_prefix",
-           "presence_prefix", "term_bounds", "text_terms", "time_hex"]
+           "presence_prefix", "term_bounds", "text_terms", "text_terms_steps", "time_hex"]
 
 TERM_CHARS = 32
 """A word term keeps its first 32 characters (a longer word, a hash or base64 run, is cut alike in
@@ -61,6 +61,49 @@ def text_terms(folded: str) -> set[str]:
     for run in _RUN.findall(folded):
         _terms_of_run(run, terms)
     return terms
+
+
+TERMS_SLICE_RUNS = 8_000
+"""Runs of word characters ``text_terms_steps`` walks between two of its yields."""
+TERMS_SLICE_CHARS = 32_000
+"""Characters of new runs ``text_terms_steps`` splits into terms between two of its yields."""
+
+
+def text_terms_steps(folded: str, *, slice_runs: int = TERMS_SLICE_RUNS, slice_chars: int = TERMS_SLICE_CHARS):
+    """``text_terms`` as a generator that yields (``None``) between slices of work, so a text of
+    millions of characters (an imported message, DESIGN.md §14) is indexed without a long task; its
+    return value is the set of terms. A run met before is skipped (its terms are in already); an
+    unspaced run longer than ``slice_chars`` has its unigrams and bigrams taken window by window."""
+    terms: set[str] = set()
+    seen: set[str] = set()
+    runs = chars = 0
+    for match in _RUN.finditer(folded):
+        run = match.group()
+        runs += 1
+        if run not in seen:
+            seen.add(run)
+            if len(run) <= slice_chars:
+                _terms_of_run(run, terms)
+                chars += len(run)
+            else:
+                yield from _long_run_steps(run, terms, slice_chars)
+        if runs >= slice_runs or chars >= slice_chars:
+            yield
+            runs = chars = 0
+    return terms
+
+
+def _long_run_steps(run: str, into: set[str], slice_chars: int):
+    """``_terms_of_run`` of a run longer than ``slice_chars``, yielding between windows of it."""
+    for unspaced, word in _PIECE.findall(run):
+        if word:
+            into.add(word[:TERM_CHARS])
+            continue
+        for at in range(0, len(unspaced), slice_chars):
+            window = unspaced[at:at + slice_chars + 1]  # one character more: the bigram across the cut
+            into.update(window)
+            into.update(window[i:i + 2] for i in range(len(window) - 1))
+            yield
 
 
 def time_hex(ms: int) -> str:

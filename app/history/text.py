@@ -22,8 +22,9 @@ from typing import Any
 
 from app.projection import is_status_marker
 
-__all__ = ["TITLE_GRAPHEMES", "copy_title", "cut_title", "shown_title", "fold", "fold_map", "plain_text",
-           "relative_label", "relative_label_until", "snippet", "source_index", "title_of"]
+__all__ = ["TITLE_GRAPHEMES", "copy_title", "cut_title", "shown_title", "fold", "fold_map", "fold_map_steps",
+           "plain_text", "plain_text_steps", "relative_label", "relative_label_until", "snippet", "source_index",
+           "title_of"]
 
 TITLE_GRAPHEMES = 50
 _LONE = re.compile("[\ud800-\udfff]")
@@ -178,12 +179,37 @@ def title_of(messages: Sequence[dict[str, Any]], *, graphemes: Callable[[str], l
 def plain_text(messages: Sequence[dict[str, Any]]) -> str:
     """Searchable text of slim messages: every text part, one per line (a reply's status marker,
     ``app.projection.is_status_marker``: stopped, failed or cut, is not text and is left out)."""
+    steps = plain_text_steps(messages, slice_chars=0)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+CLEAN_SLICE_CHARS = 256_000
+"""Characters of a text part ``plain_text_steps`` cleans between two of its yields."""
+
+
+def plain_text_steps(messages: Sequence[dict[str, Any]], *, slice_chars: int = CLEAN_SLICE_CHARS):
+    """``plain_text`` as a generator that yields (``None``) after each ``slice_chars`` characters of
+    a long text part (``0``: never), so a message of millions of characters (an import, DESIGN.md
+    §14) is cleaned without a long task; its return value is ``plain_text(messages)``. ``clean``
+    replaces each surrogate on its own, so a part cleaned slice by slice is the part cleaned whole."""
     lines = []
     for message in messages:
         for part in message.get("content") or [] if isinstance(message, dict) else []:
             if (isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
                     and not is_status_marker(part)):
-                lines.append(clean(part["text"]))
+                text = part["text"]
+                if not slice_chars or len(text) <= slice_chars:
+                    lines.append(clean(text))
+                    continue
+                pieces = []
+                for at in range(0, len(text), slice_chars):
+                    pieces.append(clean(text[at:at + slice_chars]))
+                    yield
+                lines.append("".join(pieces))
     return "\n".join(lines)
 
 
@@ -310,6 +336,32 @@ def fold_map(text: str) -> tuple[str, list[list[int]]]:
         source, target = source + len(piece), target + len(folded)
         if len(piece) != len(folded):
             anchors.append([target, source])
+    return "".join(out), anchors
+
+
+FOLD_SLICE_CHARS = 64_000
+"""Characters of text ``fold_map_steps`` folds between two of its yields."""
+
+
+def fold_map_steps(text: str, *, slice_chars: int = FOLD_SLICE_CHARS):
+    """``fold_map`` as a generator that yields (``None``) between slices of about ``slice_chars``
+    characters, so a text of millions of characters (an imported message, DESIGN.md §14) is folded
+    without a long task; its return value is ``fold_map(text)``, exactly. The text is cut only before
+    a character that joins nothing before it (``_joins``: normalization never reaches across such a
+    boundary, as ``_pieces`` relies on), and each slice's anchors are moved by the slices before it."""
+    if len(text) <= slice_chars:
+        return fold_map(text)
+    out, anchors, source, target = [], [], 0, 0
+    while source < len(text):
+        end = min(source + max(slice_chars, 1), len(text))
+        while end < len(text) and _joins(text[end]):
+            end += 1
+        folded, moved = fold_map(text[source:end])
+        anchors += [[at + target, from_ + source] for at, from_ in moved]
+        out.append(folded)
+        source, target = end, target + len(folded)
+        if source < len(text):
+            yield
     return "".join(out), anchors
 
 

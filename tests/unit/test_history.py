@@ -888,3 +888,31 @@ def test_the_originals_value_imports_each_thread_with_its_turns_counted():
     [(meta, _)] = read.documents
     [turns] = read.turns
     assert meta.turnCount == 3 and [t.usage for t in turns] == [None] * 3 and meta.updatedAt == T0
+
+
+@pytest.mark.parametrize("text,deep,sliced", [
+    ('{"a":"' + "x" * 5000 + '","b":[' + '"[[[\\"\\\\",' * 300 + "1]}", False, True),
+    ('["\\\\\\\\", "\\"", "]]]]", ' + "[" * 70 + "]" * 70 + "]", True, True),
+    ('["' + "\\\\" * 3000 + '", ' + "[" * 63 + "]" * 63 + "]", False, False),  # one run: passed at C speed
+    ('["' + "\\\\" * 3000 + '\\"]]", ' + "[" * 63 + "]" * 63 + '"]', False, False),
+    ('["' + "z" * 3000 + '\\"]]", ' + "[" * 63 + "]" * 63 + '"]', False, True),
+    ("[" * 65 + '"' + "y" * 20_000 + '"' + "]" * 65, True, True),
+    ('["unterminated ' + "[" * 100, False, False),
+])
+def test_the_depth_check_walks_strings_in_slices_and_counts_only_brackets_outside_them(text, deep, sliced):
+    """``depth_steps`` (DESIGN.md §14: an import is checked in slices) skips strings, escaped quotes
+    and backslashes inside them included, and yields between windows of the text and inside a long
+    string: a text of millions of characters is never one step over the whole of it."""
+    from app.history.export import DEPTH_SLICE_CHARS, ImportRefused, depth_steps
+
+    steps, yields = depth_steps(text, slice_chars=500), 0
+    try:
+        for _ in steps:
+            yields += 1
+        refused = False
+    except ImportRefused as error:
+        assert error.reason == "depth"
+        refused = True
+    assert refused is deep
+    assert yields >= len(text) // 500 - 2 or refused or not sliced
+    assert DEPTH_SLICE_CHARS >= 10_000  # a window is not a step per character

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from app.history.chatgpt import conversations_of, import_chatgpt, thread_path
-from app.history.export import ImportRefused, export_json, parse_export
+from app.history.export import ImportRefused, export_json, parse_export, run_steps
 from app.history.records import TASK_ID, iso
 from tests.archives import zip_bytes as zipped
 
@@ -578,3 +578,37 @@ def test_a_file_is_decoded_in_slices_node_by_node_with_the_values_and_refusals_o
         at = rng.randrange(len(base))
         text = rng.choice([base[:at], base[:at] + rng.choice('{}[],:" 1') + base[at:], base[:at] + base[at + 1:]])
         assert run(text.encode())[0] == expected(text), text
+
+
+def test_a_zip_member_that_unpacks_past_its_declared_size_is_unpacked_in_bounded_pieces_and_refused(monkeypatch):
+    """A member whose headers declare 1,000 bytes but whose data unpack to 5 MB passes the size
+    guard; it is unpacked a bounded piece per slice (DESIGN.md §14: no long task; it was unpacked
+    whole in one), stops at its declared size and is refused as damaged."""
+    import struct
+    import zipfile as zf
+
+    from app.history.chatgpt import conversations_steps
+
+    data = bytearray(zipped({"conversations.json": b"[" + b" " * 5_000_000 + b"]"}))
+    struct.pack_into("<I", data, 22, 1000)  # the local header's uncompressed size
+    central = data.index(b"PK\x01\x02")
+    struct.pack_into("<I", data, central + 24, 1000)  # the central directory's
+    outputs = []
+    original = zf._get_decompressor
+
+    class Counted:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def decompress(self, chunk, *limit):
+            out = self.inner.decompress(chunk, *limit)
+            outputs.append(len(out))
+            return out
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+    monkeypatch.setattr(zf, "_get_decompressor", lambda kind: Counted(original(kind)))
+    with pytest.raises(ImportRefused) as refused:
+        run_steps(conversations_steps(bytes(data)))
+    assert refused.value.reason == "format"
+    assert outputs and max(outputs) <= 1 << 20

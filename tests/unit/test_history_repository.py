@@ -77,3 +77,67 @@ async def test_a_damaged_meta_is_listed_by_its_task_id_and_reported_once_per_rea
 def test_a_head_names_a_task_id_only_when_it_is_well_formed():
     assert Head(TASK, None).allocated == TASK
     assert Head("task_x", None).allocated is None and Head(None, 3).allocated is None
+
+
+LONG_TEXT_PIECES = ["Deep LEARNING, for_all: Straße! ", "我们今天讨论机器学习的基本概念", " İstanbul cafe\u0301 ＦＵＬＬ ",
+                    "x" * 70, "\n", "한국어를 ", "gpt-4 “quoted” 😀 "]
+
+
+def long_text(characters: int) -> str:
+    """Mixed text (words, CJK, accents that change length when folded, a combining mark) of about ``characters``."""
+    out, size, i = [], 0, 0
+    while size < characters:
+        piece = LONG_TEXT_PIECES[i % len(LONG_TEXT_PIECES)] + str(i)
+        out.append(piece)
+        size += len(piece)
+        i += 1
+    return "".join(out)
+
+
+async def test_a_long_conversation_is_kept_in_bounded_slices_with_the_same_records_as_at_once():
+    """A 2,000,000-character message (DESIGN.md §14: an import has no task over 50 ms): its folding and
+    its index terms are made in slices with a pause between them, not in one; the records are those
+    ``keep`` writes at once."""
+    messages = [{"role": "user", "id": "u1", "content": [{"type": "text", "text": long_text(2_000_000)}]},
+                {"role": "assistant", "id": "a1", "content": [{"type": "text", "text": "短い 答え"}]}]
+    turns = [TurnMeta(turnId=1, timestamp="2026-05-28T00:00:00.000Z")]
+    pauses = []
+
+    async def pause():
+        pauses.append(1)
+
+    sliced, whole = Writes(), Writes()
+    await sliced.keep_in_steps(meta(), messages, turns, pause=pause)
+    whole.keep(meta(), messages, turns)
+    assert sliced.ops == whole.ops
+    assert len(pauses) >= 2_000_000 // 250_000  # both the folding and the terms go in slices of the text
+
+
+async def test_the_tokens_order_reads_a_course_in_bounded_slices_and_orders_it_whole():
+    """DESIGN.md §14: sorting 10,000 conversations by most tokens has no task over 50 ms; no index
+    holds tokens, so every meta of the course is read, but a bounded number per read (each read a
+    task of its own), never the course in one."""
+    from app.history.repository import TOKENS_SLICE
+
+    repository, _ = await opened()
+    writes = Writes()
+    count = 2 * TOKENS_SLICE + 7
+    for i in range(count):
+        task = f"task_20260528_{i:06d}"
+        kept = meta(task, at=T0 + i % 5).model_copy(update={"stats": meta().stats.model_copy(
+            update={"totalTokens": i % 13})})
+        writes.keep(kept, [], [])
+    writes.keep(meta("task_20260528_zzzzzz", stage="other"), [], [])
+    await repository.commit(writes)
+    reads = []
+    query = repository._db.query
+
+    async def counted(*args, **kwargs):
+        rows = await query(*args, **kwargs)
+        reads.append((kwargs.get("limit", 0), len(rows)))
+        return rows
+    repository._db.query = counted
+    ordered = await repository.by_tokens("s", None)
+    assert len(ordered) == count and [k for k, _ in ordered] == sorted(k for k, _ in ordered)
+    assert [r["taskId"] for _, r in ordered][:2] == ["task_20260528_000064", "task_20260528_000129"]
+    assert len(reads) >= 3 and all(0 < limit <= TOKENS_SLICE and n <= limit for limit, n in reads)

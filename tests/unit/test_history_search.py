@@ -88,3 +88,36 @@ async def test_search_records_of_the_earlier_folding_are_folded_again_and_indexe
     calls = backend.calls
     await reloaded.search("s", "istanbul")
     assert backend.calls - calls == second <= 5  # count, keys, metas, search, texts: no course-wide read
+
+
+@pytest.mark.parametrize("text", [
+    "", "plain ascii only", "Straße İstanbul cafe\u0301 ＦＵＬＬ 한국어 ﬁne\n" * 40, "é" * 300, "x" * 500 + "\u0301" * 5,
+    "A\u0301" * 200, "\u1100\u1161" * 150 + " ok", "한국어를" * 100, "😀İ" * 120, "ǅ ß" * 99 + "\n" + "Σ" * 80,
+])
+def test_folding_in_steps_is_the_folding_of_the_whole_text(text):
+    """``fold_map_steps`` (an import's slices, DESIGN.md §14) cuts the text only before a character
+    that stands alone, so its folding and anchors are ``fold_map``'s, whatever the slice size."""
+    from app.history.export import run_steps
+    from app.history.text import fold_map, fold_map_steps
+
+    for chars in (1, 7, 64, 10_000):
+        assert run_steps(fold_map_steps(text, slice_chars=chars)) == fold_map(text)
+
+
+def test_plain_text_in_steps_is_the_plain_text_lone_surrogates_replaced_in_every_slice():
+    """``plain_text_steps`` (an import's slices, DESIGN.md §14) gives ``plain_text`` exactly, a lone
+    surrogate on either side of a cut included, and yields between slices of a long text part."""
+    from app.history.text import plain_text, plain_text_steps
+
+    long = ("ab\ud800c" + "x" * 5 + "\udfff") * 400 + "😀"
+    messages = [{"role": "user", "content": [{"type": "text", "text": long}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "short \ud83d"}, {"type": "tool-call"}]}]
+    steps, yields = plain_text_steps(messages, slice_chars=7), 0
+    while True:
+        try:
+            next(steps)
+            yields += 1
+        except StopIteration as done:
+            assert done.value == plain_text(messages) and "\ud800" not in done.value
+            break
+    assert yields >= len(long) // 7 - 1

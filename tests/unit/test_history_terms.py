@@ -93,3 +93,22 @@ def test_term_bounds_cover_time_range_and_cursor():
     assert inside(term_bounds("s", "x", since_ms=10)) == [(10, "task_0"), (10, "task_10"), (20, "task_20")]
     assert inside(term_bounds("s", "x", after=(10, "task_10"))) == [(5, "task_5"), (10, "task_0")]
     assert inside(term_bounds("s", "x", after=(10, "task_0"), oldest=True)) == [(10, "task_10"), (20, "task_20")]
+
+
+def test_terms_made_in_steps_are_the_terms_of_the_whole_text():
+    """``text_terms_steps`` (an import's slices, DESIGN.md §14) gives what ``text_terms`` gives, a run
+    longer than a slice (an unspaced script with no break) included, and yields between slices."""
+    from app.history.terms import text_terms_steps
+    from app.history.text import fold_map
+
+    text = fold_map("Deep LEARNING, for_all: Straße! 我们今天讨论机器学习的基本概念 " * 500 + "机器学习" * 3000
+                    + " " + "y" * 90 + " gpt-4")[0]
+    steps, yields = text_terms_steps(text, slice_runs=50, slice_chars=1000), 0
+    while True:
+        try:
+            next(steps)
+            yields += 1
+        except StopIteration as done:
+            assert done.value == text_terms(text)
+            break
+    assert yields >= 3000 * 4 // 1000

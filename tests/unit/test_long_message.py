@@ -103,3 +103,30 @@ def test_dumps_in_steps_with_a_clock_pauses_after_each_step_ms_of_encoding():
     assert len(paused) == 3  # small items all, yet a pause each STEP_MS
     paused.clear()
     assert asyncio.run(dumps_in_steps(items, pause=pause, clock=lambda: 0.0)) == text and paused == []
+
+
+def test_long_texts_are_lifted_out_of_a_write_and_put_back_where_they_were():
+    """``lift_long_texts``: a write's long strings (an imported message of millions of characters,
+    its plain text and folding, DESIGN.md §14) leave the JSON text and cross to the page's store
+    on their own, in pieces; each comes with the path to put it back, and what stays is small."""
+    import copy
+    import json
+
+    from app.json_steps import lift_long_texts
+
+    long, other = "x“" * 40, "y" * 100
+    ops = [["put", "messages", {"taskId": "t", "messages": [{"role": "user", "content": [{"type": "text", "text": long}]},
+                                                            {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}]}],
+           ["put", "texts", {"taskId": "t", "text": other}], ["delete", "heads", "s"], ["put", "search", {"k": long[:5]}]]
+    before = copy.deepcopy(ops)
+    kept, lifted = lift_long_texts(ops, min_chars=50)
+    assert ops == before  # the caller's records are left as they were
+    assert [path for path, _ in lifted] == [[0, 2, "messages", 0, "content", 0, "text"], [1, 2, "text"]]
+    assert len(json.dumps(kept)) < 400
+    for path, text in lifted:  # what the page's adapter does
+        at = kept
+        for key in path[:-1]:
+            at = at[key]
+        at[path[-1]] = text
+    assert kept == ops
+    assert lift_long_texts(ops, min_chars=1_000) == (ops, [])

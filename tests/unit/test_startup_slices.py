@@ -65,7 +65,7 @@ async def test_adopting_a_course_builds_title_folding_terms_and_transaction_in_s
         monkeypatch.setattr(module, name, call)
 
     logged(writes, "title_of", "title")
-    logged(repository, "fold_map", "fold")
+    logged(repository, "fold_map_steps", "fold")
     logged(repository, "posting_keys", "terms")
     from app.records import MemoryBackend
 
