@@ -168,6 +168,23 @@ def _server_docs(couch) -> dict:
     return {row["id"]: row["doc"] for row in rows}
 
 
+def _synced_on(devices, course: str, origin: str, database: str = DATABASE) -> None:
+    """Open ``course`` on each device, turn sync on to ``origin``/``database`` and wait for ``synced``."""
+    for device in devices:
+        device.open(course=course)
+        device.page.wait_for_function(HISTORY_READY)
+        _configure(device, origin, database=database)
+        assert _wait_state(device, "synced", "error", "offline") == "synced"
+
+
+def _continue_on(agent, task_id: str, shown: int = 2) -> None:
+    """Resume conversation ``task_id`` from the history list on ``agent`` (another device's), then wait
+    until its ``shown`` messages are drawn."""
+    agent.testid("history-open").click()
+    agent.page.locator(f"[data-testid=history-item][data-task-id={task_id}]").click()
+    agent.page.wait_for_function(f"() => document.querySelectorAll('[data-testid=agent-message]').length === {shown}")
+
+
 def _current_task(agent) -> str:
     agent.testid("history-open").click()
     item = agent.page.wait_for_selector("[data-testid=history-item][data-current=true]")
@@ -491,17 +508,11 @@ def test_a_turn_added_on_both_while_the_server_is_down_is_on_both_afterwards_in_
     context_a, a = _device(browser, app_server, server)
     context_b, b = _device(browser, app_server, server)
     try:
-        for device in (a, b):
-            device.open(course="poetry-tang")
-            device.page.wait_for_function(HISTORY_READY)
-            _configure(device, server.origin)
-            assert _wait_state(device, "synced", "error", "offline") == "synced"
+        _synced_on((a, b), "poetry-tang", server.origin)
         a.send("the common first turn")
         task = _current_task(a)
         _wait_history_ids(b, lambda ids, t: t in ids, task)
-        b.testid("history-open").click()
-        b.page.locator(f"[data-testid=history-item][data-task-id={task}]").click()  # B goes on with it
-        b.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 2")
+        _continue_on(b, task)  # B goes on with it
         server.stop()
         a.send("turn on A while away")
         b.page.wait_for_timeout(50)  # B's turn is the later one
@@ -811,18 +822,12 @@ def test_a_delete_wins_on_both_devices_and_conflicting_revisions_are_merged_with
     context_a, a = _device(browser, app_server, couch)
     context_b, b = _device(browser, app_server, couch)
     try:
-        for device in (a, b):
-            device.open(course="intro-ml")
-            device.page.wait_for_function(HISTORY_READY)
-            _configure(device, couch.origin, database=WINS)
-            assert _wait_state(device, "synced", "error", "offline") == "synced"
+        _synced_on((a, b), "intro-ml", couch.origin, database=WINS)
         # -- a delete comes back no more --------------------------------------------------------
         a.send("shared before the split")
         doomed = _current_task(a)
         _wait_history_ids(b, lambda ids, t: t in ids, doomed)
-        b.testid("history-open").click()
-        b.page.locator(f"[data-testid=history-item][data-task-id={doomed}]").click()  # B goes on with it
-        b.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 2")
+        _continue_on(b, doomed)  # B goes on with it
         _turn_off(b)  # B apart
         b.send("made on B while apart")
         a.testid("agent-new-conversation").click()  # archived on A, then deleted there
