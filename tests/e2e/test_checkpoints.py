@@ -22,7 +22,7 @@ from playwright.sync_api import expect
 
 from app.agent import element_count
 from tests.e2e.conftest import AgentPage
-from tests.e2e.test_core import new_conversation_button_and_counts_are_in_the_pages_locale
+from tests.e2e.test_core import new_conversation_button_and_counts_are_in_the_pages_locale, switch_course
 from tests.e2e.test_history import open_file_actions
 
 
@@ -513,8 +513,10 @@ def test_when_the_database_fails_to_open_the_panel_says_so_once_for_history_and_
     expect(agent.page.locator("[data-testid=agent-notice]")).to_have_count(1)
 
 
-def test_checkpoint_controls_have_accessible_names_and_work_from_the_keyboard(agent):
-    agent.open(course="intro-ml", lang="ja-JP")
+def checkpoint_controls_have_accessible_names_and_work_from_the_keyboard(agent, course: str) -> None:
+    """In a ja-JP page (the locale is read at boot: test_locales' ja-JP page runs it), in ``course`` of
+    its own: the versions button is named in Japanese; it and a version's diff open from the keyboard."""
+    switch_course(agent, course)
     agent.send("/regenerate scene-2")
     button = scene(agent, "scene-2").locator("[data-testid=scene-versions-open]")
     assert button.get_attribute("aria-label") == "シーン scene-2 のバージョン"
