@@ -323,7 +323,7 @@ def import_cost(run) -> dict:
 
 
 def run(run, *, quick: bool) -> dict:
-    rounds = 2 if quick else 5
+    rounds = 1 if quick else 5
     threads = {**data.others(19), COURSE: 100}  # 20 courses × 50 turns
     seed = data.envelope(threads)
     record = paint_record(data.BASE_TIME + list(threads).index(COURSE))
