@@ -420,7 +420,7 @@ def run(run, *, quick: bool) -> dict:
         "diff": bench_diff(run, 2 if quick else 9),
         "export": bench_export(run, 60 if quick else 250),
         "list": bench_list(run, 2 if quick else 9, 20 if quick else 200),
-        "startup": bench_startup(run, 2 if quick else 9, 2 if quick else 20, 3, 2 if quick else 50),
+        "startup": bench_startup(run, 1 if quick else 9, 2 if quick else 20, 3, 2 if quick else 50),
     }
     r, d, l, s = figures["record"], figures["diff"], figures["list"], figures["startup"]
     h = figures["huge"]

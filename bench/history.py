@@ -341,7 +341,7 @@ def seeded_page(run, context, n: int, turns: int, figures: dict):
 
 def run(run, *, quick: bool) -> dict:
     n, turns = (200, 10) if quick else (1000, 50)
-    reps = 3 if quick else 9
+    reps = 1 if quick else 9
     figures: dict = {"conversations": n, "turns_each": turns, "repetitions": reps}
     full = run.context()
     page = seeded_page(run, full, n, turns, figures)

@@ -2,7 +2,7 @@
 
 One page at ``delay=0`` runs turns back to back through the composer (value
 set, Send clicked, until ``data-running`` is ``false`` and a frame is painted),
-300 turns (600 messages; ``--quick``: 60 turns). Per-turn time is the median
+300 turns (600 messages; ``--quick``: 30 turns). Per-turn time is the median
 of the 5 turns ending at each checkpoint; at each checkpoint the DOM node
 count (CDP ``Memory.getDOMCounters``), the messages rendered, and the JS heap
 (CDP ``Runtime.getHeapUsage``, after a forced GC) are read, and 3 more turns
@@ -70,8 +70,8 @@ async ([keep, count]) => {
 
 def run(run, *, quick: bool) -> dict:
     """Per-turn ms, DOM nodes and JS heap at checkpoints (message counts), and ``goals``."""
-    turns = 60 if quick else 300
-    checkpoints = [5, 50, 100, 200, 300] if not quick else [5, 30, 60]
+    turns = 30 if quick else 300
+    checkpoints = [5, 50, 100, 200, 300] if not quick else [5, 30]
     checkpoints = [c for c in checkpoints if c <= turns]
     context = run.context()
     page = context.new_page()
@@ -114,7 +114,7 @@ def run(run, *, quick: bool) -> dict:
     run.wait_ready(fresh)
     fresh.evaluate(TURNS, [0, 4])  # 8 messages, then the paired rounds start at message 10
     paired_long, paired_short = [], []
-    for i in range(PAIRED_ROUNDS if not quick else 4):
+    for i in range(PAIRED_ROUNDS if not quick else 2):
         paired_long += page.evaluate(TURNS, [done + i, 1])
         paired_short += fresh.evaluate(TURNS, [4 + i, 1])
     fresh_context.close()

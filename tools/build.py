@@ -156,14 +156,17 @@ def repack_stored(data: bytes) -> bytes:
     return buffer.getvalue()
 
 
-def _compressed(data: bytes, kind: str) -> bytes:
-    key = COMPRESS_CACHE / f"{sha256_bytes(data)}.{kind}"
+def _compressed(data: bytes, kind: str, quality: int = 11) -> bytes:
+    """``data`` as ``kind`` (``br`` at Brotli ``quality``, ``gz`` at level 9), cached by its sha256 (a
+    quality other than 11 under a name of its own)."""
+    suffix = kind if kind != "br" or quality == 11 else f"br{quality}"
+    key = COMPRESS_CACHE / f"{sha256_bytes(data)}.{suffix}"
     if key.exists():
         return key.read_bytes()
     if kind == "br":
         import brotli
 
-        out = brotli.compress(data, quality=11)
+        out = brotli.compress(data, quality=quality)
     else:
         out = gzip.compress(data, compresslevel=9, mtime=0)
     key.parent.mkdir(parents=True, exist_ok=True)
@@ -181,9 +184,11 @@ def _rewrite_index(html: str, files_hash: str, policy: str = CSP) -> str:
     return html.replace('<meta charset="utf-8">', head, 1)
 
 
-def build(out: Path, root: Path = ROOT, quiet: bool = False, connect: list[str] | tuple[str, ...] = ()) -> dict:
+def build(out: Path, root: Path = ROOT, quiet: bool = False, connect: list[str] | tuple[str, ...] = (),
+          brotli_quality: int = 11) -> dict:
     """Write ``out`` (replacing it) and return the manifest ``{"version", "files"}``; ``connect``: origins
-    the CSP admits besides the page's own (``csp``)."""
+    the CSP admits besides the page's own (``csp``); ``brotli_quality``: 11 unless the build only has to
+    work (the quick benchmark: quality 11 costs about 2 s of CPU a megabyte, cold)."""
     policy = csp(connect)
     if not (root / "static/vendor/pyodide/pyodide-lock.json").exists():
         raise SystemExit("build: static/vendor/ is not laid out; run tools/vendor.py first")
@@ -224,7 +229,7 @@ def build(out: Path, root: Path = ROOT, quiet: bool = False, connect: list[str] 
         if rel.endswith(".gz"):  # compressed already (the interpreter snapshot): served as it is
             continue
         for kind in ("br", "gz"):
-            (out / f"{rel}.{kind}").write_bytes(_compressed(data, kind))
+            (out / f"{rel}.{kind}").write_bytes(_compressed(data, kind, brotli_quality))
     if not quiet:
         raw = sum(len(d) for d in contents.values())
         br = sum((out / f"{r}.br" if (out / f"{r}.br").exists() else out / r).stat().st_size for r in contents)

@@ -4,6 +4,7 @@
 #   bash tools/dev.sh test [pytest args] run every test (unit + end-to-end in Chromium)
 #   bash tools/dev.sh bench [--quick]    run the benchmarks (see README)
 #   bash tools/dev.sh build              write dist/, the deployable offline build (see README)
+#   bash tools/dev.sh llama [--tools]    build llama.cpp's server for the model tests (.ci/run: in the background)
 #   bash tools/dev.sh serve --dist [--base /some/where/]   serve dist/ (built first) like a host
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,13 +51,20 @@ unit_only() { # true when every test path given is under tests/unit (no browser,
   [ "$paths" -gt 0 ] && [ "$paths" -eq "$unit" ]
 }
 
+setup_llama_tools() { # what llama.cpp's build needs (apt), when llama-server is not built yet
+  if "$python_bin" tools/llama_server.py --check; then return; fi
+  need cmake || apt_install cmake
+  need g++ || apt_install g++
+  need make || need ninja || apt_install make
+}
+
 setup_llama_server() { # llama.cpp's server and tiny models for the model tests (tools/llama_server.py),
-  # cached outside the tree; not for a run of unit tests alone (they need no server)
-  if unit_only "$@"; then return; fi
+  # cached outside the tree; not for a run of unit tests alone (they need no server), nor while
+  # .ci/run builds it in the background (AGENTBAR_LLAMA_BACKGROUND: the llama-server tests wait for
+  # that build, tools/llama_server.py's lock, and the other tests need not)
+  if unit_only "$@" || [ -n "${AGENTBAR_LLAMA_BACKGROUND:-}" ]; then return; fi
   if ! "$python_bin" tools/llama_server.py --check; then  # the first time only: a C++ build (see README)
-    need cmake || apt_install cmake
-    need g++ || apt_install g++
-    need make || need ninja || apt_install make
+    setup_llama_tools
     "$python_bin" tools/llama_server.py >/dev/null
   fi
 }
@@ -100,6 +108,11 @@ case "$cmd" in
     fi
     exec .venv/bin/python -m pytest "$@"
     ;;
+  llama)  # build llama-server and its models when missing (--tools: only install what the build needs)
+    setup_llama_tools
+    if [ "${1:-}" = --tools ]; then exit 0; fi
+    exec "$python_bin" tools/llama_server.py
+    ;;
   bench)
     setup_runtime
     setup_venv
@@ -107,7 +120,7 @@ case "$cmd" in
     exec .venv/bin/python -m bench "$@"
     ;;
   *)
-    echo "usage: bash tools/dev.sh serve|test|bench|build [args]" >&2
+    echo "usage: bash tools/dev.sh serve|test|bench|build|llama [args]" >&2
     exit 2
     ;;
 esac

@@ -10,7 +10,7 @@
   seeds ``localStorage`` before the app loads, and reads the stored value.
 - Boots: every main-frame document request for the app's page (``index.html``
   or a folder's index) in any browser context starts Pyodide once; the run's
-  terminal summary prints how many there were (what the suite costs).
+  terminal summary prints how many there were against the goal (``boots.py``).
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ import json
 import os
 import shutil
 import threading
-from collections import Counter
 from pathlib import Path
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 import pytest
 
 from tests.e2e import renderer_crashes
+from tests.e2e.boots import BootCounter
 from tools import fake_openai, vendor
 from tools.serve import SHUTDOWN_POLL_S, make_server
 
@@ -71,14 +71,15 @@ def _browser_holder(launch_browser):
 
 @pytest.fixture
 def browser(_browser_holder):
-    """pytest-playwright's shared browser, launched anew after a renderer crash (renderer_crashes)."""
-    return _browser_holder.get()
+    """pytest-playwright's shared browser, launched anew after a renderer crash (renderer_crashes);
+    every context made from it counts its Pyodide boots (BOOTS)."""
+    return BOOTS.watch(_browser_holder.get())
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     renderer_crashes.mark_test_start()
-    BOOTS["file"] = Path(str(item.fspath)).name
+    BOOTS.file = Path(str(item.fspath)).name
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -90,39 +91,16 @@ def pytest_runtest_makereport(item, call):
         report.sections.append(("renderer crash", renderer_crashes.note(item.nodeid, attempt)))
 
 
-BOOTS = {"file": "", "by_file": Counter()}
-"""Pyodide boots in this run: main-frame navigations (goto, reload) to the app's page, per
-test file (``by_file``: file name -> boots; the run's total is its ``total()``); ``file``:
-the running test's file name."""
-
-
-def _is_app_document(request) -> bool:
-    if not request.is_navigation_request():
-        return False
-    try:
-        if request.frame.parent_frame is not None:
-            return False
-    except Exception:  # a service worker's own request has no frame
-        return False
-    return urlsplit(request.url).path.endswith(("/index.html", "/"))
-
-
-def _count_boot(request) -> None:
-    if _is_app_document(request):
-        BOOTS["by_file"][BOOTS["file"]] += 1
-
-
-@pytest.fixture
-def context(context):
-    """pytest-playwright's browser context, with every app navigation of its pages counted (BOOTS)."""
-    context.on("request", _count_boot)
-    return context
+BOOTS = BootCounter()
+"""Pyodide boots in this run, per test file (tests/e2e/boots.py)."""
 
 
 def pytest_terminal_summary(terminalreporter):
-    if BOOTS["by_file"]:
-        terminalreporter.write_sep("-", f"Pyodide boots: {BOOTS['by_file'].total()}")
-        terminalreporter.write_line("  " + ", ".join(f"{name} {n}" for name, n in BOOTS["by_file"].most_common()))
+    lines = BOOTS.summary_lines()
+    if lines:
+        terminalreporter.write_sep("-", lines[0])
+        for line in lines[1:]:
+            terminalreporter.write_line(line, yellow=line.startswith("WARNING"))
     lines = renderer_crashes.summary_lines()
     if lines:
         terminalreporter.write_sep("-", "Chromium renderer crashes")

@@ -15,7 +15,7 @@ import json
 import zipfile
 
 from tests.archives import zip_bytes
-from tests.e2e.conftest import AgentPage, _count_boot
+from tests.e2e.conftest import AgentPage
 from tests.e2e.test_history import case, item_ids, open_file_actions, open_list, show_course, wait_history
 from tests.e2e.test_import_chatgpt import choose
 from tests.e2e.test_indexeddb import run_py
@@ -117,9 +117,9 @@ def one_course_of(members: dict[str, str], course: str) -> bytes:
 
 
 def fresh_profile(browser, app_server):
-    """A new browser context (its own localStorage and IndexedDB) with one page on the app."""
+    """A new browser context (its own localStorage and IndexedDB) with one page on the app (its boots
+    counted, as every context's: tests/e2e/boots.py)."""
     context = browser.new_context()
-    context.on("request", _count_boot)
     return context, AgentPage(context.new_page(), app_server)
 
 

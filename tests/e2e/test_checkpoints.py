@@ -22,6 +22,7 @@ from playwright.sync_api import expect
 
 from app.agent import element_count
 from tests.e2e.conftest import AgentPage
+from tests.e2e.test_core import new_conversation_button_and_counts_are_in_the_pages_locale, switch_course
 from tests.e2e.test_history import open_file_actions
 
 
@@ -452,12 +453,14 @@ def test_versions_restores_exports_and_two_tabs_in_courses_of_one_page_across_tw
 
 
 def test_no_slide_text_overflows_its_box_in_chinese_and_russian_own_and_regenerated_slides(agent):
-    """en-US is checked in the shared page above, ar-SA with the checkpoint bar's notice below."""
+    """en-US is checked in the shared page above, ar-SA with the checkpoint bar's notice below. The
+    ru-RU page also shows New conversation and the counts in its locale (test_core's case)."""
     agent.page.set_viewport_size(SLIDE_VIEWPORT)
     for course, lang, commands in [("poetry-tang", "zh-CN", ["/regenerate scene-1 更亮，加一张图表，突出月光"]),
                                    ("my-own-course", "ru-RU", ["/regenerate scene-3 сделай ярче"])]:
         agent.open(course=course, lang=lang)
         assert_no_slide_text_overflows(agent, course, lang, commands)
+    new_conversation_button_and_counts_are_in_the_pages_locale(agent, "ru-RU", "core-locale")
 
 
 def test_without_indexeddb_regenerate_works_in_memory_and_the_panel_says_so_once(agent):
@@ -510,8 +513,10 @@ def test_when_the_database_fails_to_open_the_panel_says_so_once_for_history_and_
     expect(agent.page.locator("[data-testid=agent-notice]")).to_have_count(1)
 
 
-def test_checkpoint_controls_have_accessible_names_and_work_from_the_keyboard(agent):
-    agent.open(course="intro-ml", lang="ja-JP")
+def checkpoint_controls_have_accessible_names_and_work_from_the_keyboard(agent, course: str) -> None:
+    """In a ja-JP page (the locale is read at boot: test_locales' ja-JP page runs it), in ``course`` of
+    its own: the versions button is named in Japanese; it and a version's diff open from the keyboard."""
+    switch_course(agent, course)
     agent.send("/regenerate scene-2")
     button = scene(agent, "scene-2").locator("[data-testid=scene-versions-open]")
     assert button.get_attribute("aria-label") == "シーン scene-2 のバージョン"
@@ -541,7 +546,8 @@ PLANT_DAMAGED = """async (record) => {
 def test_in_arabic_slide_text_fits_and_the_checkpoint_bar_notice_is_dismissed_from_the_keyboard(agent):
     """One ar-SA page: linear-algebra's own slides fit their boxes; then intro-ml, whose stored record
     is damaged: its notice is dismissed from the keyboard and stays closed, and once a scene is
-    regenerated the bar isolates its title inside the Arabic text."""
+    regenerated the bar isolates its title inside the Arabic text; a course of one's own names its
+    scenes in the page's locale; New conversation and the counts in ar-SA (test_core's case)."""
     from pathlib import Path
 
     agent.page.set_viewport_size(SLIDE_VIEWPORT)
@@ -588,6 +594,8 @@ def test_in_arabic_slide_text_fits_and_the_checkpoint_bar_notice_is_dismissed_fr
     expect(second.locator("[data-testid=scene-slide] .slide-el").first).to_have_text(title)
     settle(agent)
     expect(agent.testid("checkpoint-summary-title")).to_have_text(title)
+
+    new_conversation_button_and_counts_are_in_the_pages_locale(agent, "ar-SA", "core-locale")
 
 
 def bar_isolates_the_scene_title_inside_arabic_text(agent) -> None:

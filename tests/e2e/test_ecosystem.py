@@ -186,8 +186,9 @@ def test_axe_loading_screen_then_startup_error(agent):
     agent.assert_accessible("start-up error")
 
 
-def every_card_status_notices_and_collapsed_panel_pass_axe(agent, lang: str) -> None:
-    """On the course holding ``ALL_STATUSES``; the damaged value and the collapsed panel stay: the last case."""
+def every_card_status_notices_and_collapsed_panel_pass_axe(agent, lang: str, with_notice=None) -> None:
+    """On the course holding ``ALL_STATUSES``; the damaged value and the collapsed panel stay: the last case.
+    ``with_notice(agent)``, when given, checks more while the damaged value's notice is shown."""
     statuses = [c.get_attribute("data-status") for c in agent.testid("tool-card").all()]
     assert statuses == ["ok", "error", "interrupted"]
     assert agent.page.evaluate("() => document.documentElement.dir") == ("rtl" if lang == "ar-SA" else "ltr")
@@ -197,16 +198,32 @@ def every_card_status_notices_and_collapsed_panel_pass_axe(agent, lang: str) -> 
     agent.page.evaluate("k => window.dispatchEvent(new StorageEvent('storage', {key: k}))", KEY)
     agent.page.wait_for_selector("[data-testid=agent-notice]")
     agent.assert_accessible(f"{lang}: with a notice")
+    if with_notice:
+        with_notice(agent)
 
     agent.testid("agent-collapse").click()
     assert agent.testid("agent-panel").get_attribute("data-collapsed") == "true"
     agent.assert_accessible(f"{lang}: collapsed panel")
 
 
+def backup_key_in_the_notice_is_isolated_as_ltr_text(agent) -> None:
+    """The damaged value's backup key, named in the notice, is one left-to-right isolate set as text."""
+    key = agent.testid("agent-notice-key")
+    assert key.count() == 1
+    stored_keys = agent.page.evaluate("() => Object.keys(localStorage)")
+    backup = [k for k in stored_keys if k.startswith(KEY + ".backup.")]
+    assert key.text_content() == backup[0]
+    assert key.get_attribute("dir") == "ltr"
+    assert key.evaluate("k => getComputedStyle(k).unicodeBidi") == "isolate"
+    assert key.evaluate("k => k.children.length") == 0  # set as text
+
+
 def test_axe_every_card_status_notices_and_collapsed_panel_in_arabic(agent):
+    """Also: the backup key in the Arabic notice is isolated as left-to-right text."""
     agent.seed({KEY: json.dumps(ALL_STATUSES), KEY + ".extra": None})
     agent.open(course=CARDS_COURSE, lang="ar-SA")
-    every_card_status_notices_and_collapsed_panel_pass_axe(agent, "ar-SA")
+    every_card_status_notices_and_collapsed_panel_pass_axe(agent, "ar-SA",
+                                                           with_notice=backup_key_in_the_notice_is_isolated_as_ltr_text)
 
 
 def test_one_slow_page_in_english_keyboard_axe_and_announcements(agent):

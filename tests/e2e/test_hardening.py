@@ -219,10 +219,22 @@ def partly_stopped_reply_says_it_was_stopped_after_reload(agent, partial: str) -
     assert reply.inner_text().startswith(partial.splitlines()[0])
 
 
+def escape_before_the_first_token_shows_a_stopped_reply(agent) -> None:
+    switch_course(agent, "hardening-escape-at-once")
+    agent.send("stop me", wait=False)
+    agent.page.keyboard.press("Escape")
+    agent.wait_idle()
+    reply = agent.messages().nth(1)
+    assert reply.get_attribute("data-status") == "incomplete"
+    assert reply.inner_text().strip()
+
+
 def test_stopped_replies_before_and_after_some_output_survive_a_reload_as_stopped(agent):
-    """Both stops in one slow boot (2 s a token: the first stop lands before any output), then one
-    fast boot that reads both back."""
+    """Both stops in one slow boot (2 s a token: the first stop lands before any output; Escape
+    before the first token shows a stopped reply too), then one fast boot that reads both back."""
     agent.open(course="intro-ml", delay=2_000)
+    with case("Escape before the first token"):
+        escape_before_the_first_token_shows_a_stopped_reply(agent)
     with case("stopped before any output"):
         reply_is_stopped_before_any_output(agent)
     with case("stopped part way"):

@@ -205,6 +205,41 @@ def axe_finds_nothing_serious_in_the_drawer_with_items_and_the_settings_dialog(a
     agent.assert_accessible("settings dialog open")
 
 
+def adopted_thread_value() -> tuple[str, int]:
+    """A stored value whose intro-ml thread (3 turns, updated 3 hours ago) only localStorage holds:
+    ``(value, updatedAt)``."""
+    import time
+
+    updated = (int(time.time()) - 3 * 3600) * 1000
+    messages = []
+    for n in range(3):
+        messages += [{"role": "user", "content": [{"type": "text", "text": f"question {n}"}]},
+                     {"role": "assistant", "content": [{"type": "text", "text": f"answer {n}"}]}]
+    value = {"state": {"threads": {"intro-ml": {"messages": messages, "updatedAt": updated}}}, "version": 1}
+    return json.dumps(value, separators=(",", ":")), updated
+
+
+def a_thread_only_in_local_storage_is_adopted_with_its_turns_and_its_time(agent, updated: int) -> None:
+    """The TS original's value (or a thread a wiped IndexedDB lacks) is adopted at start-up: it listed
+    "0 turns · 0 tokens" and "just now", and one more turn made it "1 turn" (DESIGN.md §9). The page
+    booted on intro-ml with ``adopted_thread_value()`` stored."""
+    from app.history.records import iso
+
+    stats = "() => document.querySelector('[data-testid=conversation-stats]').dataset.turns"
+    agent.page.wait_for_function(f"() => ({stats})() === '3'")
+    open_list(agent)
+    item = agent.page.locator("[data-testid=history-item]", has_text="question 0")
+    item.wait_for()
+    said = item.inner_text()
+    assert "3 turns" in said and "tokens not reported" in said and "0 tokens" not in said, said
+    when = item.locator("[data-testid=history-time]")
+    assert when.get_attribute("datetime") == iso(updated), said
+    assert "just now" not in said and "3 hours ago" in said, said
+    agent.testid("history-close").click()
+    agent.send("one more")
+    agent.page.wait_for_function(f"() => ({stats})() === '4'")
+
+
 BIG_TASK_ID = "task_20260101_big001"
 """The big import's task id (task ids are keys of the whole database: another case has its own)."""
 
@@ -212,10 +247,16 @@ BIG_TASK_ID = "task_20260101_big001"
 def test_history_at_scale_one_course_per_case(agent, second_agent, tmp_path):
     """Every case in its own course of one page, switched in place (no boot); the second tab boots
     once, in the two-tab case. The search case clears its search box; the focus-trap case leaves the
-    settings dialog open, so it comes last."""
-    agent.open(course="h-big-import")
+    settings dialog open, so it comes last. The page boots on intro-ml with a thread only localStorage
+    holds (its adoption at start-up is the first case)."""
+    value, updated = adopted_thread_value()
+    agent.seed({"maic-agent-threads": value})
+    agent.open(course="intro-ml")
     assert wait_history(agent) == "ready"
+    with case("a thread only in localStorage is adopted with its turns and its time"):
+        a_thread_only_in_local_storage_is_adopted_with_its_turns_and_its_time(agent, updated)
     with case("an import over 50 MB is refused unread and a big one under it imports"):
+        show_course(agent, "h-big-import")
         an_import_over_50_mb_is_refused_unread_and_a_big_one_under_it_imports(agent, tmp_path)
     with case("impossible numbers and dates are refused with a message"):
         show_course(agent, "h-impossible")
@@ -237,34 +278,3 @@ def test_history_at_scale_one_course_per_case(agent, second_agent, tmp_path):
         show_course(agent, "h-focus-trap")
         tab_stays_in_the_open_drawer_and_escape_closes_it_from_anywhere_in_it_and_axe_finds_nothing_serious(
             agent, "h-focus-trap")
-
-
-def test_a_thread_only_in_local_storage_is_adopted_with_its_turns_and_its_time(agent):
-    """The TS original's value (or a thread a wiped IndexedDB lacks) is adopted at start-up: it listed
-    "0 turns · 0 tokens" and "just now", and one more turn made it "1 turn" (DESIGN.md §9)."""
-    import time
-
-    from app.history.records import iso
-
-    updated = (int(time.time()) - 3 * 3600) * 1000
-    messages = []
-    for n in range(3):
-        messages += [{"role": "user", "content": [{"type": "text", "text": f"question {n}"}]},
-                     {"role": "assistant", "content": [{"type": "text", "text": f"answer {n}"}]}]
-    value = {"state": {"threads": {"intro-ml": {"messages": messages, "updatedAt": updated}}}, "version": 1}
-    agent.seed({"maic-agent-threads": json.dumps(value, separators=(",", ":"))})
-    agent.open(course="intro-ml")
-    assert wait_history(agent) == "ready"
-    stats = "() => document.querySelector('[data-testid=conversation-stats]').dataset.turns"
-    agent.page.wait_for_function(f"() => ({stats})() === '3'")
-    open_list(agent)
-    item = agent.page.locator("[data-testid=history-item]", has_text="question 0")
-    item.wait_for()
-    said = item.inner_text()
-    assert "3 turns" in said and "tokens not reported" in said and "0 tokens" not in said, said
-    when = item.locator("[data-testid=history-time]")
-    assert when.get_attribute("datetime") == iso(updated), said
-    assert "just now" not in said and "3 hours ago" in said, said
-    agent.testid("history-close").click()
-    agent.send("one more")
-    agent.page.wait_for_function(f"() => ({stats})() === '4'")

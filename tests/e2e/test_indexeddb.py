@@ -246,25 +246,3 @@ def test_indexeddb_layer_and_its_failures_in_one_page(agent, second_agent):
     versionchange_from_another_tab_closes_and_says_so_then_deletion_is_reported(agent.page, second_agent.page)
     version_1_is_upgraded_past_another_tab_and_its_conversations_are_indexed(agent.page, second_agent.page,
                                                                              agent.base_url)
-
-
-def test_a_reload_while_another_tab_holds_an_older_version_starts_and_says_history_is_in_use(agent, second_agent):
-    """Another tab keeps an older version of the database open and never lets go: the app starts
-    with history unavailable and says why (DESIGN.md §9), and so does a reload of it, whose open
-    request the browser queues behind the first page's (still waiting) with no "blocked" event of
-    its own; it once waited there for ever, the loading screen up. Turns are still saved."""
-    second_agent.page.goto(f"{second_agent.base_url}static/icons/agentbar.svg")
-    second_agent.page.evaluate("""() => new Promise((resolve, reject) => {
-      const request = indexedDB.open('agentbar', 5);  // older than Dexie's 10 for version 1, never closed
-      request.onsuccess = () => { window.held = request.result; resolve(); };
-      request.onerror = () => reject(request.error);
-    })""")
-    agent.open()
-    for attempt in range(2):
-        agent.page.wait_for_function("() => document.documentElement.dataset.history")
-        assert agent.page.evaluate("() => document.documentElement.dataset.history") == "unavailable:blocked", attempt
-        agent.page.wait_for_selector("[data-testid=agent-notice][data-code=history-blocked]")
-        if attempt == 0:
-            agent.reload()
-    agent.send("kept while history is in use elsewhere")
-    assert "kept while history is in use elsewhere" in agent.stored_raw()

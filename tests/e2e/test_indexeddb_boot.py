@@ -9,7 +9,11 @@ PyScript runs on the in-memory substitute.
 
 from __future__ import annotations
 
+import json
+
 from tests.e2e.conftest import AgentPage
+from tests.e2e.test_core import switch_course
+from tests.e2e.test_history import wait_history
 from tests.e2e.test_indexeddb import run_py
 
 NOTICE = "indexeddb-unavailable"
@@ -52,9 +56,46 @@ def notice_codes(agent) -> list[str]:
 ORDER = ["open-throws", "missing", "fails-async"]
 
 
-def test_app_starts_in_memory_when_indexeddb_is_unusable(agent, context, app_server):
+def new_conversation_asks_before_the_thread_is_lost(agent, course: str, tmp_path) -> None:
+    """IndexedDB unusable from the start (static/indexeddb-guard.js): history cannot keep the thread,
+    so New conversation says so and waits for a choice; keeping it changes nothing (DESIGN.md §5).
+    Run in ``course`` of its own, which it leaves with no thread."""
+    switch_course(agent, course)
+    assert wait_history(agent) == "unavailable:unavailable"
+    agent.send("do not lose me")
+    confirm = agent.testid("discard-confirm")
+    assert confirm.is_hidden()
+    agent.testid("agent-new-conversation").click()
+    assert confirm.is_visible() and agent.testid("discard-confirm-text").inner_text().strip() != ""
+    assert agent.page.evaluate("() => document.activeElement.dataset.testid") == "discard-confirm-keep"
+    agent.assert_accessible("new conversation asks before discarding")
+    assert agent.messages().count() == 2 and agent.stored()["state"]["threads"][course]
+    with agent.page.expect_download() as info:  # a careful way out: keep a copy first
+        agent.testid("discard-confirm-export").click()
+    saved = tmp_path / info.value.suggested_filename
+    info.value.save_as(saved)
+    document = json.loads(saved.read_text(encoding="utf-8"))
+    assert document["format"] == "agentbar-conversation" and saved.name == document["meta"]["taskId"] + ".json"
+    assert document["messages"] == agent.stored()["state"]["threads"][course]["messages"]
+    assert document["meta"]["taskName"] == "do not lose me"
+    assert confirm.is_visible() and agent.messages().count() == 2  # downloading discards nothing
+    agent.testid("discard-confirm-keep").click()
+    assert confirm.is_hidden() and agent.messages().count() == 2
+    assert len(agent.stored()["state"]["threads"][course]["messages"]) == 2
+    agent.testid("agent-new-conversation").click()
+    agent.page.keyboard.press("Escape")  # Escape keeps it too
+    assert confirm.is_hidden() and agent.messages().count() == 2
+    agent.testid("agent-new-conversation").click()
+    agent.testid("discard-confirm-yes").click()
+    assert confirm.is_hidden() and agent.messages().count() == 0
+    assert agent.stored()["state"]["threads"].get(course) is None
+
+
+def test_app_starts_in_memory_when_indexeddb_is_unusable(agent, context, app_server, tmp_path):
     """One boot per breakage, each in its own tab of one browser context (its init script runs
-    before any page script there): each boot also shows the turns the boots before it saved."""
+    before any page script there): each boot also shows the turns the boots before it saved. The
+    first (open throwing) also shows New conversation asking before a thread history cannot keep
+    is lost, in a course of its own."""
     assert sorted(ORDER) == sorted(BREAKAGES)
     tabs = [agent]
     for n, case in enumerate(ORDER):
@@ -82,6 +123,7 @@ def test_app_starts_in_memory_when_indexeddb_is_unusable(agent, context, app_ser
 
         if case != "open-throws":
             continue  # the rest does not depend on how IndexedDB broke: one case shows it
+        new_conversation_asks_before_the_thread_is_lost(tab, "idb-discard", tmp_path)
         # The adapter believes the boot guard's flag, not the in-memory substitute; with no indexedDB
         # at all it is unavailable too (tests/e2e/test_indexeddb.py's helpers run Python in the page).
         flagged = run_py(tab.page, "json.dumps(await attempt(IndexedDbBackend().open()))")

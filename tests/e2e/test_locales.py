@@ -13,6 +13,7 @@ from playwright.sync_api import expect
 
 from app.agent import action_count, element_count
 from app.i18n import Translator, catalogue
+from tests.e2e.test_checkpoints import checkpoint_controls_have_accessible_names_and_work_from_the_keyboard
 
 
 def card_of(agent, n: int):
@@ -52,7 +53,8 @@ def assert_a_diff_leaves_its_checkpoint_item_in_view(agent, scene_id: str) -> No
 def test_the_demo_tool_cards_read_in_the_page_locale_and_the_stored_thread_keeps_the_tools_words(agent, tmp_path):
     """ja-JP: the cards' summaries and action names come from the catalogue, live, painted before
     Python after a reload, and drawn by Python again; ``maic-agent-threads`` keeps the tool's own
-    (English) result text and action types, as the storage contract has them (§3)."""
+    (English) result text and action types, as the storage contract has them (§3). Then, in that page,
+    the printed conversation, an import's outcome and the checkpoint controls read in Japanese."""
     agent.open(course="intro-ml", lang="ja-JP")
     agent.send("/regenerate scene-2 brighter")
     agent.send("/fail scene-1")
@@ -76,6 +78,7 @@ def test_the_demo_tool_cards_read_in_the_page_locale_and_the_stored_thread_keeps
     assert_a_diff_leaves_its_checkpoint_item_in_view(agent, "scene-2")
     the_printed_conversation_shows_each_tool_call_as_its_card_reads(agent)
     an_import_outcome_in_japanese_joins_its_sentences_without_spaces(agent, tmp_path)
+    checkpoint_controls_have_accessible_names_and_work_from_the_keyboard(agent, "l-checkpoint-keyboard")
 
 
 def the_printed_conversation_shows_each_tool_call_as_its_card_reads(agent) -> None:

@@ -269,10 +269,43 @@ HOLD_HISTORY_JS = """(ms) => new Promise((resolve, reject) => {
 })"""
 
 
-def test_a_reload_mid_reply_gives_the_message_back_as_a_draft_and_a_finished_turn_leaves_none(agent):
-    """DESIGN.md §4: a refresh mid-stream loses the in-flight turn (nothing is written mid-stream);
-    the message it answered comes back in the composer instead of vanishing."""
-    agent.open(course=COURSE, delay=150)
+CLICK_HISTORY_AT_READY = """() => new Promise((resolve) => {
+  const root = document.documentElement;
+  const go = () => {
+    const loading = !root.hasAttribute("data-history");
+    // where a mouse click on the button lands: its icon's path (an SVG element has no click())
+    const icon = document.querySelector("[data-testid=history-open] path");
+    icon.dispatchEvent(new MouseEvent("click", { bubbles: true, cancelable: true }));
+    resolve(loading);
+  };
+  if (root.dataset.ready === "true") go();
+  else new MutationObserver((_, observer) => {
+    if (root.dataset.ready === "true") { observer.disconnect(); go(); }
+  }).observe(root, { attributes: true, attributeFilter: ["data-ready"] });
+})"""
+
+
+def test_a_click_and_a_turn_at_ready_are_not_lost_then_a_reload_mid_reply_gives_the_message_back_as_a_draft(agent):
+    """DESIGN.md §13: history's modules load after ready, in slices. The history button clicked at the
+    moment of ready (history not loaded yet; the click lands on its icon, as a mouse's does) opens the
+    drawer once it is; a turn sent then is recorded in history (the recorder's queue waits for it): its
+    conversation is listed, with its turn meta.
+    Then, in that page, DESIGN.md §4: a refresh mid-stream loses the in-flight turn (nothing is written
+    mid-stream); the message it answered comes back in the composer instead of vanishing."""
+    agent.seed({KEY: envelope({COURSE: {"messages": stored_thread(2), "updatedAt": UPDATED}})})
+    agent.page.goto(agent.url(course=COURSE, delay=150))
+    assert agent.page.evaluate(CLICK_HISTORY_AT_READY) is True  # clicked while history was still loading
+    field = agent.testid("agent-input")
+    field.fill("sent at ready")
+    field.press("Enter")
+    agent.testid("history-drawer").wait_for(state="visible")
+    agent.wait_idle()
+    agent.page.wait_for_function("() => document.documentElement.dataset.history === 'ready'")
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=turn-meta]').length === 1")
+    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 1"
+                                 " && document.querySelector('[data-testid=history-item]').dataset.current === 'true'")
+    agent.testid("history-close").click()
+
     agent.send("asked while it streams", wait=False)
     agent.page.wait_for_function("() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'")
     agent.page.wait_for_timeout(600)  # some of the reply is shown
@@ -299,38 +332,3 @@ def test_a_reload_mid_reply_gives_the_message_back_as_a_draft_and_a_finished_tur
     agent.reload()
     assert field.input_value() == ""
     assert user_texts(agent).count("asked while history is busy") == 1
-
-
-CLICK_HISTORY_AT_READY = """() => new Promise((resolve) => {
-  const root = document.documentElement;
-  const go = () => {
-    const loading = !root.hasAttribute("data-history");
-    // where a mouse click on the button lands: its icon's path (an SVG element has no click())
-    const icon = document.querySelector("[data-testid=history-open] path");
-    icon.dispatchEvent(new MouseEvent("click", { bubbles: true, cancelable: true }));
-    resolve(loading);
-  };
-  if (root.dataset.ready === "true") go();
-  else new MutationObserver((_, observer) => {
-    if (root.dataset.ready === "true") { observer.disconnect(); go(); }
-  }).observe(root, { attributes: true, attributeFilter: ["data-ready"] });
-})"""
-
-
-def test_history_loads_after_ready_and_a_click_and_a_turn_at_ready_are_not_lost(agent):
-    """DESIGN.md §13: history's modules load after ready, in slices. The history button clicked at the
-    moment of ready (history not loaded yet; the click lands on its icon, as a mouse's does) opens the
-    drawer once it is; a turn sent then is recorded
-    in history (the recorder's queue waits for it): its conversation is listed, with its turn meta."""
-    agent.seed({KEY: envelope({COURSE: {"messages": stored_thread(2), "updatedAt": UPDATED}})})
-    agent.page.goto(agent.url(course=COURSE))
-    assert agent.page.evaluate(CLICK_HISTORY_AT_READY) is True  # clicked while history was still loading
-    field = agent.testid("agent-input")
-    field.fill("sent at ready")
-    field.press("Enter")
-    agent.testid("history-drawer").wait_for(state="visible")
-    agent.wait_idle()
-    agent.page.wait_for_function("() => document.documentElement.dataset.history === 'ready'")
-    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=turn-meta]').length === 1")
-    agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 1"
-                                 " && document.querySelector('[data-testid=history-item]').dataset.current === 'true'")

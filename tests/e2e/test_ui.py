@@ -254,16 +254,3 @@ def test_one_slow_page_in_chinese_placeholder_scenes_then_escape(agent):
         placeholder_scenes_are_localised_and_demo_scenes_stay_as_written(agent)
     with case("Escape stops the reply only outside IME composition and the course picker"):
         escape_stops_the_reply_only_outside_ime_composition_and_the_course_picker(agent)
-
-
-def test_backup_key_in_the_arabic_notice_is_isolated_as_ltr_text(agent):
-    agent.seed({KEY: "garbage{"})
-    agent.open(course="intro-ml", lang="ar-SA")
-    key = agent.testid("agent-notice-key")
-    assert key.count() == 1
-    stored_keys = agent.page.evaluate("() => Object.keys(localStorage)")
-    backup = [k for k in stored_keys if k.startswith(KEY + ".backup.")]
-    assert key.text_content() == backup[0]
-    assert key.get_attribute("dir") == "ltr"
-    assert key.evaluate("k => getComputedStyle(k).unicodeBidi") == "isolate"
-    assert key.evaluate("k => k.children.length") == 0  # set as text
