@@ -60,8 +60,9 @@ def test_the_llama_build_overlaps_the_quick_bench_and_the_tests_leave_the_wait_t
 def test_the_run_ends_with_each_phases_wall_time_and_the_total_after_the_test_summary(tmp_path):
     out, _ = run_ci(tmp_path)
     lines = out.splitlines()
-    summary = max(i for i, line in enumerate(lines) if re.fullmatch(r"=+ 7 passed in [0-9.]+s =+", line))
-    tail = lines[summary + 1:]
+    summaries = [i for i, line in enumerate(lines) if re.fullmatch(r"=+ 7 passed in [0-9.]+s =+", line)]
+    assert len(summaries) == 2 and summaries[1] == len(lines) - 1  # said again last, after the phases
+    tail = lines[summaries[0] + 1:-1]
     assert [re.sub(r"[0-9]+ s", "N s", line) for line in tail] == [
         "ci: llama.cpp build tools N s",
         "ci: quick bench N s",
