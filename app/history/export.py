@@ -30,9 +30,10 @@ from app.history.records import MAX_SAFE_INTEGER, Stats, TaskMeta, TurnMeta, iso
 from app.history.text import clean
 from app.projection import CUT_MARKER, failure_of
 
-__all__ = ["FORMAT", "MAX_IMPORT_BYTES", "VERSION", "ImportRefused", "check_depth", "check_size", "checked_steps", "decode_at",
-           "DEPTH_SLICE_CHARS", "depth_steps", "export_document", "export_json", "export_unkept", "export_markdown", "fence_for", "parse_export",
-           "parse_export_sliced", "parse_steps", "run_steps", "skip_space"]
+__all__ = ["FORMAT", "MAX_IMPORT_BYTES", "VERSION", "ImportRefused", "check_depth", "check_size", "checked_steps",
+           "decode_at", "DEPTH_SLICE_CHARS", "depth_steps", "export_document", "export_json", "export_unkept",
+           "export_markdown", "fence_for", "parse_export", "parse_export_sliced", "parse_steps", "run_steps",
+           "skip_space"]
 
 FORMAT = "agentbar-conversation"
 VERSION = 1
