@@ -25,6 +25,10 @@ if str(ROOT) not in sys.path:
 from bench import data  # noqa: E402
 from bench.scripts import BRIDGE_WRAP, goto_hooked  # noqa: E402
 from tools.serve import make_server  # noqa: E402
+from app.i18n import use_number_rules  # noqa: E402
+from tools.cldr_numbers import cldr_numbers  # noqa: E402
+
+use_number_rules(cldr_numbers)  # the demo's texts built here in CPython (bench.data) count as the page does
 
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

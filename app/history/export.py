@@ -30,9 +30,10 @@ from app.history.records import MAX_SAFE_INTEGER, Stats, TaskMeta, TurnMeta, iso
 from app.history.text import clean
 from app.projection import CUT_MARKER, failure_of
 
-__all__ = ["FORMAT", "MAX_IMPORT_BYTES", "VERSION", "ImportRefused", "check_depth", "check_size", "decode_at",
-           "DEPTH_SLICE_CHARS", "depth_steps", "export_json", "export_unkept", "export_markdown", "fence_for", "parse_export",
-           "parse_export_sliced", "parse_steps", "run_steps", "skip_space"]
+__all__ = ["FORMAT", "MAX_IMPORT_BYTES", "VERSION", "ImportRefused", "check_depth", "check_size", "checked_steps",
+           "decode_at", "DEPTH_SLICE_CHARS", "depth_steps", "export_document", "export_json", "export_unkept",
+           "export_markdown", "fence_for", "parse_export", "parse_export_sliced", "parse_steps", "run_steps",
+           "skip_space"]
 
 FORMAT = "agentbar-conversation"
 VERSION = 1
@@ -65,9 +66,14 @@ def export_json(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[Turn
     page's ``Blob`` would save U+FFFD in its place."""
     from app.store.jsjson import js_json
 
-    document = {"format": FORMAT, "version": VERSION, "meta": _meta_out(meta), "messages": messages,
-                "turns": [t.record() for t in turns]}
-    return js_json(document)
+    return js_json(export_document(meta, messages, turns))
+
+
+def export_document(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[TurnMeta]) -> dict[str, Any]:
+    """The export as the value ``export_json`` encodes (``messages`` the same list, not copied):
+    what ``checked_steps`` holds to the import's rules without a text between them."""
+    return {"format": FORMAT, "version": VERSION, "meta": _meta_out(meta), "messages": messages,
+            "turns": [t.record() for t in turns]}
 
 
 def export_unkept(stage_id: str, messages: list[dict[str, Any]], now_ms: int, random_bytes=None) -> tuple[str, str]:
@@ -318,9 +324,17 @@ def parse_steps(text: str, now_ms: int, *, depth_checked: bool = False):
     (``parse_export_sliced``); its return value is ``(meta, messages, turns)``. Raises
     ``ImportRefused`` (DESIGN.md §14). ``depth_checked``: ``text`` was written by ``json.dumps`` of
     values already read from JSON whose depth was checked (ChatGPT's import): not scanned again."""
+    document = yield from _document_steps(text, depth_checked)
+    return (yield from checked_steps(document, now_ms))
+
+
+def checked_steps(document: Any, now_ms: int):
+    """The rules ``parse_steps`` holds a decoded export to (``document``: the value its text decodes
+    to, or ``export_document``'s), as a generator that yields after each message and every
+    ``_TURN_SLICE`` turns; its return value is ``(meta, messages, turns)`` (``messages`` the
+    document's own list). Raises ``ImportRefused`` as ``parse_steps`` does (DESIGN.md §14)."""
     from app.projection import deserialize_thread, serialize_thread
 
-    document = yield from _document_steps(text, depth_checked)
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise ImportRefused("format")
     if document.get("version") != VERSION or type(document.get("version")) is not int:

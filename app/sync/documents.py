@@ -36,7 +36,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.history.chatgpt import MAX_CONVERSATION_CHARS
-from app.history.export import FUTURE_SLACK_MS, export_json, parse_steps, run_steps
+from app.history.export import FUTURE_SLACK_MS, checked_steps, export_document, run_steps
 from app.history.merge import split_turns
 from app.history.records import TaskMeta, TurnMeta
 from app.history.text import plain_text
@@ -102,7 +102,7 @@ def conversation_of(doc: dict[str, Any], now_ms: int | None = None) -> tuple[Tas
 
 def conversation_steps(doc: dict[str, Any], now_ms: int | None = None):
     """``conversation_of`` as a generator that yields between slices of the import's checks
-    (``app.history.export.parse_steps``), so a caller can give the page its turn; its return value is
+    (``app.history.export.checked_steps``), so a caller can give the page its turn; its return value is
     ``(meta, messages, turns)``; raises ``ValueError`` as ``conversation_of`` does."""
     try:
         meta = TaskMeta.model_validate(doc["meta"])
@@ -116,8 +116,9 @@ def conversation_steps(doc: dict[str, Any], now_ms: int | None = None):
     if len(plain_text(messages)) > MAX_CONVERSATION_CHARS:
         raise ValueError(f"{doc['_id']!r}: its text passes {MAX_CONVERSATION_CHARS} characters")
     yield
-    # the import's own rules (ImportRefused); the text is json.dumps of values json read: depth checked
-    yield from parse_steps(export_json(meta, messages, turns), _now(now_ms), depth_checked=True)
+    # the import's own rules (ImportRefused), held to the export's value itself: the document is
+    # already values JSON read, so writing it as an export's text to decode that again checks nothing more
+    yield from checked_steps(export_document(meta, messages, turns), _now(now_ms))
     return meta, messages, turns
 
 

@@ -916,3 +916,45 @@ def test_the_depth_check_walks_strings_in_slices_and_counts_only_brackets_outsid
     assert refused is deep
     assert yields >= len(text) // 500 - 2 or refused or not sliced
     assert DEPTH_SLICE_CHARS >= 10_000  # a window is not a step per character
+
+
+def _parse_iso_by_strptime(text):
+    """``parse_iso`` as it was first written (``strptime``): the reference its faster reading keeps to."""
+    import datetime as dt
+    import re
+
+    if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", text):
+        raise ValueError(text)
+    moment = dt.datetime.strptime(text[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=dt.timezone.utc)
+    return int(moment.timestamp()) * 1000 + int(text[20:23])
+
+
+@pytest.mark.parametrize("text", [
+    "2026-05-28T20:26:40.123Z", "1970-01-01T00:00:00.000Z", "1969-12-31T23:59:59.999Z", "0001-01-01T00:00:00.000Z",
+    "9999-12-31T23:59:59.999Z", "2024-02-29T12:00:00.000Z", "2023-02-29T12:00:00.000Z", "2026-04-31T00:00:00.000Z",
+    "2026-13-01T00:00:00.000Z", "2026-00-10T00:00:00.000Z", "2026-01-00T00:00:00.000Z", "2026-01-32T00:00:00.000Z",
+    "2026-01-01T24:00:00.000Z", "2026-01-01T23:60:00.000Z", "2026-01-01T23:59:60.000Z", "2026-01-01T23:59:61.000Z",
+    "0000-01-01T00:00:00.000Z", "2026-05-28T20:26:40Z", "2026-05-28T20:26:40.12Z", "2026-05-28T20:26:40.1234Z",
+    "2026-05-28T20:26:40.123+00:00", "2026-05-28 20:26:40.123Z", "2026-05-28T20:26:40.123z", "2026-05-28T20:26:40.123Z\n",
+    " 2026-05-28T20:26:40.123Z", "+2026-05-28T20:26:40.123Z", "2026-5-28T20:26:40.123Z", "", "Z",
+    "٢٠٢٦-٠٥-٢٨T٢٠:٢٦:٤٠.١٢٣Z", "２０２６-０５-２８T２０:２６:４０.１２３Z", "2026-05-28T20:26:40.１２３Z",
+])
+def test_parse_iso_takes_and_refuses_exactly_what_strptime_did(text):
+    try:
+        expected = _parse_iso_by_strptime(text)
+    except ValueError:
+        with pytest.raises(ValueError):
+            parse_iso(text)
+    else:
+        assert parse_iso(text) == expected
+
+
+def test_parse_iso_reads_back_every_iso_time():
+    import random
+
+    rng = random.Random(7)
+    for ms in [0, -1, 1, 951_782_400_000, 253_402_300_799_999, -30_610_224_000_000] + \
+            [rng.randrange(-30_610_224_000_000, 253_402_300_800_000) for _ in range(2000)]:
+        assert parse_iso(iso(ms)) == ms == _parse_iso_by_strptime(iso(ms))
+    with pytest.raises(TypeError):
+        parse_iso(None)

@@ -845,3 +845,30 @@ async def test_sync_intake_refuses_what_an_import_refuses_and_says_how_many_docu
         "a:v1", artifactId="a", stageId="s", sceneId="c", versionNo=1, checkpointId="fc_ahead",
         createdAt=now + 3 * 365 * 86_400_000, item={}, document={})
     assert await versions.remote_changed(ahead_version) == "damaged" and versions.unreadable == 1
+
+
+def test_sync_intake_holds_a_document_to_the_import_rules_without_writing_it_as_an_exports_text(monkeypatch):
+    import app.history.export
+    import app.store.jsjson
+
+    def as_text(*_args, **_kwargs):
+        raise AssertionError("the document was written as an export's text, or such a text decoded")
+
+    monkeypatch.setattr(app.store.jsjson, "js_json", as_text)
+    monkeypatch.setattr(app.history.export, "decode_at", as_text)
+    now = DEVICE_T0 + 10_000
+    meta = TaskMeta(taskId=TASK, taskName="t", stageId="s", createdAt=DEVICE_T0, updatedAt=now)
+    messages = [_user("hi \ud83d", "u1"), _reply("yo 😀", "a1")]
+    turns = [TurnMeta(turnId=1, timestamp=iso(DEVICE_T0 + 5), messageId="a1", duration=3)]
+    assert conversation_of(conversation_doc(meta, messages, turns), now) == (meta, messages, turns)
+    refused = [
+        conversation_doc(meta.model_copy(update={"updatedAt": now + 2 * 86_400_000}), messages, turns),
+        conversation_doc(meta, messages, [turns[0].model_copy(update={"timestamp": iso(now + 2 * 86_400_000)})]),
+        conversation_doc(meta, messages, [turns[0].model_copy(update={"timestamp": "2026-02-30T00:00:00.000Z"})]),
+        conversation_doc(meta.model_copy(update={"createdAt": now + 1}), messages, turns),
+        {**conversation_doc(meta, messages, turns), "messages": [{"role": "user", "content": "not parts"}]},
+        {**conversation_doc(meta, messages, turns), "messages": [{**messages[0], "extra": 1}]},
+    ]
+    for doc in refused:
+        with pytest.raises(ValueError):
+            conversation_of(doc, now)
