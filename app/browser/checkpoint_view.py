@@ -325,7 +325,9 @@ class CheckpointView:
     def _saved_turns(self) -> set[str]:
         """The ids of the shown thread's saved messages (a reply still running is not saved, DESIGN.md §4):
         a version of any other turn is exported as naming no turn (``app.checkpoints.timeline.as_saved``)."""
-        return {m.id for m in self.runtime.messages if m.id and (m.status is None or m.status.type != "running")}
+        from app.checkpoints.timeline import saved_turn_ids
+
+        return saved_turn_ids(self.runtime.messages)
 
     async def _export(self, kind: str) -> None:
         from app.browser.tasks import next_task

@@ -18,7 +18,7 @@ rewritten; ``maic-agent-threads`` is unchanged by them.
 
 from __future__ import annotations
 
-from typing import Any, Collection
+from typing import Any, Collection, Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,7 +26,7 @@ from app.checkpoints.documents import preview_text, validation_issues
 from app.checkpoints.events import ArtifactSnapshot
 from app.checkpoints.paths import snapshot_path, version_id
 
-__all__ = ["CONTENT_LIMIT", "UNSAVED_TURN", "FileArtifact", "as_saved", "file_artifact", "timeline_turns"]
+__all__ = ["CONTENT_LIMIT", "UNSAVED_TURN", "FileArtifact", "as_saved", "file_artifact", "saved_turn_ids", "timeline_turns"]
 
 CONTENT_LIMIT = 2000
 """Characters of document text an item's ``content`` keeps at most."""
@@ -86,6 +86,13 @@ def file_artifact(event: ArtifactSnapshot, version_no: int, checkpoint_id: str) 
 UNSAVED_TURN = "unsavedTurnId"
 """The ``metadata`` key that keeps the turn id a version was made under when that turn was never
 saved (``as_saved``)."""
+
+
+def saved_turn_ids(messages: Iterable[Any]) -> set[str]:
+    """The ids of the saved ones among a thread's ``messages`` (``app.model.Message``: ``id``,
+    ``status``): a reply still running is not saved yet (DESIGN.md §4), so a version it made names
+    no turn in an export taken meanwhile (``as_saved``)."""
+    return {m.id for m in messages if m.id and (m.status is None or m.status.type != "running")}
 
 
 def as_saved(items: list[FileArtifact], saved_turns: Collection[str] | None) -> list[FileArtifact]:
