@@ -322,6 +322,13 @@ class CheckpointView:
         elif kind in ("export-evidence", "export-replay"):
             self._spawn(self._export(kind))
 
+    def _saved_turns(self) -> set[str]:
+        """The ids of the shown thread's saved messages (a reply still running is not saved, DESIGN.md §4):
+        a version of any other turn is exported as naming no turn (``app.checkpoints.timeline.as_saved``)."""
+        from app.checkpoints.timeline import saved_turn_ids
+
+        return saved_turn_ids(self.runtime.messages)
+
     async def _export(self, kind: str) -> None:
         from app.browser.tasks import next_task
         from app.checkpoints.exports import evidence_pack, replay_case
@@ -332,7 +339,7 @@ class CheckpointView:
         build = evidence_pack if kind == "export-evidence" else replay_case
         data = await build(self.checkpoints.read_model, stage_id=stage_id,
                            conversation_id=await self.runtime.conversation(stage_id), exported_at=self._clock(),
-                           pause=next_task)
+                           pause=next_task, saved_turns=self._saved_turns())
         name = f"agentbar-{segment(stage_id)}-{'evidence-pack' if kind == 'export-evidence' else 'replay-case'}.zip"
         download(data, "application/zip", name)
 

@@ -122,8 +122,10 @@ class HistoryListView:
         listing.setAttribute("data-total", str(page.total))
         listing.setAttribute("data-query", "")
         self._empty(listing, "history.empty")
-        self.list.settled(generation)
+        owed = self.list.settled(generation)
         self.relabel_later()
+        if owed and self.list.open:  # a change heard while the page was read: it may not show it
+            await self.refresh_top()
 
     async def _draw_search(self, stage_id: str, keyword: str, generation: int) -> None:
         found = await self.service.search(stage_id, keyword, sort=self.list.sort, since_ms=self.list.since)
@@ -144,10 +146,12 @@ class HistoryListView:
         self._by("history-list").setAttribute("data-total", str(total))
 
     def _draw(self, entries, mode: str) -> None:
-        """Draw ``(meta, snippet)`` entries in one crossing (``static/history-view.js``)."""
+        """Draw ``(meta, snippet)`` entries in one crossing (``static/history-view.js``), each task id
+        once: those ``HistoryList.place`` keeps for ``mode``."""
         now = self.clock()
+        snippets = {meta.taskId: piece for meta, piece in entries}
+        entries = [(meta, snippets[meta.taskId]) for meta in self.list.place([m for m, _ in entries], mode, now)]
         rows = item_rows(self.t, entries, now, self.list.current)
-        self.list.drawn((meta for meta, _ in entries), now)
         js.agentbarHistoryDom.draw(self._by("history-list"), self.t.locale, json.dumps(rows), mode)
 
     def _empty(self, listing, key: str) -> None:
@@ -185,24 +189,31 @@ class HistoryListView:
                                                   since_ms=self.list.since)
                 if not self.list.is_latest(generation) or keyword != self._by("history-search").value:
                     return
-                self._draw([(h.meta, h.snippet) for h in found.items if self.list.unseen([h.meta])], "append")
+                self._draw([(h.meta, h.snippet) for h in found.items], "append")  # those not drawn
                 self._paged(found)  # data-total: the first page's, every match counted
                 return
             page = await self.service.page(self.list.stage, self.list.cursor, sort=self.list.sort,
                                            since_ms=self.list.since)
             if not self.list.is_latest(generation):
                 return  # redrawn meanwhile (sort, range, course): this page belongs to the old list
-            self._draw([(m, None) for m in self.list.unseen(page.items)], "append")
+            self._draw([(m, None) for m in page.items], "append")  # those not drawn (moved up)
             self._paged(page)
         finally:
             self.list.loading = False
 
     async def refresh_top(self) -> None:
-        """Items that arrived or moved above the list's top while it was open: drawn first, once."""
+        """Items that arrived or moved above the list's top while it was open: drawn first, once. Not
+        while the first page is read (it is refreshed once drawn), nor when drawn afresh meanwhile
+        (``HistoryList.refresh_generation``)."""
         if not self.list.tops_by_prepending(self._by("history-search").value):
             return await self.reload()  # only newest-first has its changes at the top
+        generation = self.list.refresh_generation()
+        if generation is None:
+            return
         listing = self._by("history-list")
         newer = await self.service.newer(self.list.stage, self.list.top())
+        if not self.list.is_latest(generation):
+            return  # drawn afresh meanwhile: that read began after the change and shows it
         self._draw([(m, None) for m in newer], "prepend")
         listing.setAttribute("data-total", str(await self.service.total(self.list.stage, self.list.since)))
         self.mark_current()

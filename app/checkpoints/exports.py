@@ -47,7 +47,7 @@ import asyncio
 import io
 import json
 import zipfile
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Collection
 
 from app.checkpoints.documents import abbreviated
 from app.checkpoints.read_model import CheckpointReadModel, iso_time
@@ -98,12 +98,15 @@ def _cell(value: Any) -> str:
 
 
 async def evidence_pack(model: CheckpointReadModel, *, stage_id: str, conversation_id: str,
-                        exported_at: int, pause: Pause | None = None) -> bytes:
+                        exported_at: int, pause: Pause | None = None,
+                        saved_turns: Collection[str] | None = None) -> bytes:
     """The evidence pack zip of ``conversation_id`` (see the module docstring); ``exported_at`` in epoch ms;
-    ``pause()``: awaited between steps of documents (the page passes ``app.browser.tasks.next_task``)."""
-    listed = await model.list_conversation(conversation_id)
-    summary = await model.summary(conversation_id)
-    items = await model.timeline(conversation_id)
+    ``pause()``: awaited between steps of documents (the page passes ``app.browser.tasks.next_task``);
+    ``saved_turns``: the ids of the conversation's saved messages, so that a version of a reply never
+    saved names no turn (``CheckpointReadModel.timeline``)."""
+    listed = await model.list_conversation(conversation_id, saved_turns)
+    summary = await model.summary(conversation_id, saved_turns)
+    items = await model.timeline(conversation_id, saved_turns)
     checkpoints, count = listed["checkpoints"], listed["checkpoint_count"]
     when = iso_time(exported_at)
     recent: dict[str, dict[str, Any]] = {}
@@ -133,11 +136,12 @@ async def evidence_pack(model: CheckpointReadModel, *, stage_id: str, conversati
 
 
 async def replay_case(model: CheckpointReadModel, *, stage_id: str, conversation_id: str,
-                      exported_at: int, pause: Pause | None = None) -> bytes:
-    """The replay case zip of ``conversation_id`` (see the module docstring; ``pause`` as for
-    ``evidence_pack``)."""
-    items = await model.timeline(conversation_id)
-    listed = await model.list_conversation(conversation_id)
+                      exported_at: int, pause: Pause | None = None,
+                      saved_turns: Collection[str] | None = None) -> bytes:
+    """The replay case zip of ``conversation_id`` (see the module docstring; ``pause`` and
+    ``saved_turns`` as for ``evidence_pack``)."""
+    items = await model.timeline(conversation_id, saved_turns)
+    listed = await model.list_conversation(conversation_id, saved_turns)
     checkpoints, count = listed["checkpoints"], listed["checkpoint_count"]
     when = iso_time(exported_at)
     newest: dict[str, dict[str, Any]] = {}

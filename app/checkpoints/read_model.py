@@ -30,12 +30,12 @@ Shapes (Lime's snake_case names inside camelCase envelopes):
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 from app.checkpoints.diff import document_diff
 from app.checkpoints.documents import SceneDocument, base_document
 from app.checkpoints.paths import artifact_id, version_id
-from app.checkpoints.timeline import FileArtifact
+from app.checkpoints.timeline import FileArtifact, as_saved
 from app.checkpoints.versions import VersionStore
 
 __all__ = ["CheckpointNotFound", "CheckpointReadModel", "checkpoint_item", "iso_time"]
@@ -109,21 +109,25 @@ class CheckpointReadModel:
         checkpoints.sort(key=lambda c: (c["version_no"] or 0, c["updated_at"]), reverse=True)
         return {"checkpoints": checkpoints, "checkpoint_count": len(checkpoints)}
 
-    async def list_conversation(self, conversation_id: str) -> dict[str, Any]:
-        """Every checkpoint made in one conversation, newest first."""
-        checkpoints = _unique([checkpoint_item(i) for i in await self.timeline(conversation_id)])
+    async def list_conversation(self, conversation_id: str,
+                                saved_turns: Collection[str] | None = None) -> dict[str, Any]:
+        """Every checkpoint made in one conversation, newest first; ``saved_turns`` as for ``timeline``."""
+        checkpoints = _unique([checkpoint_item(i) for i in await self.timeline(conversation_id, saved_turns)])
         checkpoints.sort(key=lambda c: c["path"])
         checkpoints.sort(key=lambda c: (c["updated_at"], c["version_no"] or 0), reverse=True)
         return {"checkpoints": checkpoints, "checkpoint_count": len(checkpoints)}
 
-    async def timeline(self, conversation_id: str) -> list[FileArtifact]:
-        """The conversation's ``FileArtifact`` timeline items, oldest first (what exports list)."""
-        items = await self._store.conversation_items(conversation_id)
+    async def timeline(self, conversation_id: str, saved_turns: Collection[str] | None = None) -> list[FileArtifact]:
+        """The conversation's ``FileArtifact`` timeline items, oldest first (what exports list).
+        ``saved_turns``: the ids of the conversation's saved messages; an item of a turn not among
+        them names no turn (``app.checkpoints.timeline.as_saved``); ``None``: items as stored."""
+        items = as_saved(await self._store.conversation_items(conversation_id), saved_turns)
         return sorted(items, key=lambda i: (i.updated_at, i.path, i.metadata.get("artifactVersionNo", 0)))
 
-    async def summary(self, conversation_id: str) -> dict[str, Any]:
-        """``{count, latest_checkpoint}`` of one conversation (what the panel shows)."""
-        listed = await self.list_conversation(conversation_id)
+    async def summary(self, conversation_id: str, saved_turns: Collection[str] | None = None) -> dict[str, Any]:
+        """``{count, latest_checkpoint}`` of one conversation (what the panel shows); ``saved_turns``
+        as for ``timeline``."""
+        listed = await self.list_conversation(conversation_id, saved_turns)
         checkpoints = listed["checkpoints"]
         return {"count": len(checkpoints), "latest_checkpoint": checkpoints[0] if checkpoints else None}
 

@@ -18,7 +18,7 @@ rewritten; ``maic-agent-threads`` is unchanged by them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Collection, Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,7 +26,7 @@ from app.checkpoints.documents import preview_text, validation_issues
 from app.checkpoints.events import ArtifactSnapshot
 from app.checkpoints.paths import snapshot_path, version_id
 
-__all__ = ["CONTENT_LIMIT", "FileArtifact", "file_artifact", "timeline_turns"]
+__all__ = ["CONTENT_LIMIT", "UNSAVED_TURN", "FileArtifact", "as_saved", "file_artifact", "saved_turn_ids", "timeline_turns"]
 
 CONTENT_LIMIT = 2000
 """Characters of document text an item's ``content`` keeps at most."""
@@ -81,6 +81,34 @@ def file_artifact(event: ArtifactSnapshot, version_no: int, checkpoint_id: str) 
     return FileArtifact(id=checkpoint_id, conversation_id=event.conversation_id, turn_id=event.turn_id,
                         tool_call_id=event.tool_call_id, updated_at=event.at, path=event.path,
                         source=event.source, content="\n".join(texts)[:CONTENT_LIMIT], metadata=metadata)
+
+
+UNSAVED_TURN = "unsavedTurnId"
+"""The ``metadata`` key that keeps the turn id a version was made under when that turn was never
+saved (``as_saved``)."""
+
+
+def saved_turn_ids(messages: Iterable[Any]) -> set[str]:
+    """The ids of the saved ones among a thread's ``messages`` (``app.model.Message``: ``id``,
+    ``status``): a reply still running is not saved yet (DESIGN.md §4), so a version it made names
+    no turn in an export taken meanwhile (``as_saved``)."""
+    return {m.id for m in messages if m.id and (m.status is None or m.status.type != "running")}
+
+
+def as_saved(items: list[FileArtifact], saved_turns: Collection[str] | None) -> list[FileArtifact]:
+    """``items`` as the conversation holds them, in the same order. A version is recorded when its
+    tool call's result arrives, before the turn is saved (DESIGN.md §4: nothing is written to the
+    thread mid-stream), so a reload while ``/regenerate`` streams leaves a version whose ``turn_id``
+    names a reply that was never saved. Such an item (``turn_id`` not in ``saved_turns``, the ids of
+    the conversation's saved messages) stays, since the slide did change (§10: the course's one
+    timeline; §5: nothing lost silently), but names no turn: ``turn_id`` ``None`` (listed with the
+    restores, under ``turnId: null``) and ``metadata[UNSAVED_TURN]`` the id it was made under. Items
+    with no turn, or of a saved one, are returned as they are; ``saved_turns`` ``None``: all of
+    them (as stored). Stored items are never rewritten: this is how they are read and exported."""
+    if saved_turns is None:
+        return list(items)
+    return [item if item.turn_id is None or item.turn_id in saved_turns else item.model_copy(
+        update={"turn_id": None, "metadata": {**item.metadata, UNSAVED_TURN: item.turn_id}}) for item in items]
 
 
 def timeline_turns(items: list[FileArtifact]) -> list[dict[str, Any]]:

@@ -98,6 +98,7 @@ class HistoryList:
         self.drawn_generation = 0  # the generation whose first page (or results) is drawn
         self.heard = 0  # changes of the list's course announced so far
         self.covered = 0  # of those, announced before the read now drawn began
+        self.owed = False  # a refresh of the top was asked for while the first page was read
         self._keys: dict[str, tuple[int, str]] = {}  # drawn taskId -> its list key (updatedAt, taskId)
         self._labels: dict[str, tuple[str, int]] = {}  # drawn taskId -> its relative-time label as drawn
         self._listeners: list[Callable[[HistoryChange], None]] = []
@@ -116,11 +117,34 @@ class HistoryList:
         self.sort, self.since = sort, None if span is None else now - span
         self.query, self.range_name, self.covered = query, range_name, self.heard
         self.generation += 1
+        self.owed = False
         return self.generation
 
-    def settled(self, generation: int) -> None:
-        """The first page (or results) read by ``generation`` is drawn."""
+    def settled(self, generation: int) -> bool:
+        """The first page (or results) read by ``generation`` is drawn. True when a refresh of the top
+        was asked for while it was read (``refresh_generation``): the view refreshes it now, since that
+        read may have begun before the change it was asked for was written."""
         self.drawn_generation = generation
+        owed, self.owed = self.owed, False
+        return owed
+
+    def refresh_generation(self) -> int | None:
+        """The generation a read of what arrived above the top (``HistoryService.newer``) belongs to;
+        its result is drawn only while ``is_latest`` holds for it (a list drawn afresh meanwhile read
+        after the change, so it shows it). ``None`` when nothing may be read now: no course, or the
+        first page of the latest read is not drawn yet (the list has no top: ``newer()`` of no top is
+        every conversation, drawn over a page about to replace it, and its keys left behind hid those
+        rows from every later page); the refresh is then owed (``settled`` returns True).
+
+        Two tabs on one course: a turn then New conversation in one, a change that drew the other's
+        list afresh in between, and the reads landing in another order (Firefox, WebKit) left most of
+        the course's conversations undrawn while the model counted them drawn (DESIGN.md §9, §14)."""
+        if self.stage is None:
+            return None
+        if self.drawn_generation != self.generation:
+            self.owed = True
+            return None
+        return self.generation
 
     def is_latest(self, generation: int) -> bool:
         """True when no read started after the one of ``generation`` (its result may be drawn)."""
@@ -133,6 +157,23 @@ class HistoryList:
         for meta in metas:
             self._keys[meta.taskId] = (meta.updatedAt, meta.taskId)
             self._labels[meta.taskId] = relative_label(meta.updatedAt, now)
+
+    def place(self, metas: Iterable[Any], mode: str, now: int = 0) -> list[Any]:
+        """The ``metas`` (``TaskMeta`` or damaged records) to draw in ``mode`` (as ``static/history-view.js``
+        draws: ``replace``, ``append``, ``prepend``), each task id once, and record them as drawn at
+        ``now`` (epoch ms). ``replace``: the drawn keys become exactly these (nothing drawn before, or by
+        a late read, stays counted); ``append``: only those not drawn (an item that moved up is not drawn
+        twice); ``prepend``: all of them (each replacing its old node). A row's key is drawn once
+        whatever order reads land in (DESIGN.md §9)."""
+        if mode == "replace":
+            self._keys, self._labels = {}, {}
+        chosen: dict[str, Any] = {}
+        for meta in metas:
+            if meta.taskId not in chosen and (mode != "append" or meta.taskId not in self._keys):
+                chosen[meta.taskId] = meta
+        placed = list(chosen.values())
+        self.drawn(placed, now)
+        return placed
 
     def paged(self, cursor: tuple | None, has_more: bool) -> None:
         """The page just drawn ends at ``cursor``; ``has_more``: a next page exists."""

@@ -334,6 +334,7 @@ def the_evidence_pack_of_the_active_conversation_holds_only_its_own_versions(age
         runtime_json = json.loads(unzip(download(agent, "export-evidence")).read("runtime.json"))
         assert [c["checkpoint_id"] for c in runtime_json["fileCheckpoints"]] == [second]
         assert runtime_json["fileCheckpointCount"] == 1
+        assert runtime_json["fileCheckpoints"][0]["turn_id"]  # its reply was saved: it names that turn
         return runtime_json
 
     conversation = exported()["conversationId"]

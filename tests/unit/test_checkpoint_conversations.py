@@ -14,7 +14,9 @@ import itertools
 
 from app.agent import DemoAgent
 from app.checkpoints import MemoryVersionBackend, SceneCheckpoints
+from app.checkpoints.exports import replay_case
 from app.checkpoints.record_backend import RecordVersionBackend
+from app.checkpoints.timeline import saved_turn_ids
 from app.history import HistoryService
 from app.history.records import TASK_ID
 from app.history.recorder import HistoryRecorder
@@ -38,7 +40,7 @@ class Clock:
 class Page:
     """One tab: runtime, checkpoints and history over shared stores."""
 
-    def __init__(self, records, storage, *, history_records=None, versions=None, clock=None):
+    def __init__(self, records, storage, *, history_records=None, versions=None, clock=None, sleep=None):
         self.clock = clock or Clock()
         self.store = ThreadStore(storage)
         self.store.hydrate(self.clock())
@@ -47,7 +49,8 @@ class Page:
         self.history = HistoryService(history_records if history_records is not None else records, clock=self.clock,
                                       random_bytes=lambda n: bytes([next(counter) % 256] * n))
         self.recorder = HistoryRecorder(self.history)
-        self.runtime = AgentRuntime(self.store, DemoAgent(scenes=self.checkpoints.document), clock=self.clock,
+        agent = DemoAgent(scenes=self.checkpoints.document, **({"delay_ms": 1, "sleep": sleep} if sleep else {}))
+        self.runtime = AgentRuntime(self.store, agent, clock=self.clock,
                                     history=self.recorder, checkpoints=self.checkpoints)
         self.runtime.set_stage(STAGE)
 
@@ -198,3 +201,43 @@ async def test_the_conversation_key_changes_on_new_conversation_and_resume_even_
     assert seen[2][0] is None and seen[2] != seen[1]  # both None, still told apart
     assert await tab.runtime.conversation(STAGE, allocate=False) == first
     assert (await tab.summary(first))["count"] == 1
+
+
+async def test_a_reload_while_regenerate_streams_leaves_a_version_of_no_saved_turn_that_stays_listed():
+    """A reload while ``/regenerate`` streams (DESIGN.md §4: the reply is saved only when the turn
+    ends): the version written when the tool call's result arrived names the head's id and the reply's
+    id. After the reload the next turn takes the head and so the version, which stays in the scene's
+    list and the conversation's exports but names no turn: the reply it names was never saved."""
+    records, storage = await opened(), MemoryStorage()
+    written, frozen = asyncio.Event(), asyncio.Event()
+
+    async def sleep(_seconds):
+        if written.is_set():
+            await frozen.wait()  # the tab is gone mid-stream: never resumed
+
+    tab = Page(records, storage, sleep=sleep)
+    tab.checkpoints.on_recorded(lambda item: written.set())
+    running = asyncio.ensure_future(tab.runtime.send("/regenerate scene-1"))
+    await written.wait()
+    while tab.checkpoints.busy:
+        await asyncio.sleep(0)
+    (item,) = (await tab.checkpoints.read_model.list_scene(STAGE, "scene-1"))["checkpoints"]
+
+    reloaded = Page(records, storage)
+    await reloaded.checkpoints.load_stage(STAGE)
+    saved = saved_turn_ids(reloaded.runtime.messages)
+    assert item["turn_id"] not in saved  # the reply that made it was never saved
+    await reloaded.send("hello")
+    conversation = reloaded.runtime.conversation_id(STAGE)
+    saved = saved_turn_ids(reloaded.runtime.messages)
+    assert len(saved) >= 1 and item["turn_id"] not in saved
+    listed = await reloaded.checkpoints.read_model.list_conversation(conversation, saved)
+    assert [(c["checkpoint_id"], c["turn_id"]) for c in listed["checkpoints"]] == [(item["checkpoint_id"], None)]
+    import io, json, zipfile
+    case = zipfile.ZipFile(io.BytesIO(await replay_case(reloaded.checkpoints.read_model, stage_id=STAGE,
+                                                          conversation_id=conversation, exported_at=1,
+                                                          saved_turns=saved)))
+    assert json.loads(case.read("input.json"))["runtimeContext"]["fileCheckpoints"][0]["turn_id"] is None
+    scene = await reloaded.checkpoints.read_model.list_scene(STAGE, "scene-1")
+    assert [c["checkpoint_id"] for c in scene["checkpoints"]] == [item["checkpoint_id"]]  # the slide did change
+    running.cancel()

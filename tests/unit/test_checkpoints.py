@@ -759,3 +759,37 @@ def test_two_regenerates_of_a_scene_diff_as_changed_elements_not_as_removed_and_
     assert summary["added"] == [] and summary["removed"] == []
     assert len(summary["changed"]) == len(second.elements) - 1  # every element but the kept title was redone
     assert regenerate_document("scene-1", "a calmer layout", first) == second  # still deterministic
+
+
+async def test_a_version_whose_turn_was_never_saved_stays_in_the_timeline_naming_no_turn(new_backend):
+    """A reload while ``/regenerate`` streams: the version was written when the tool call's result
+    arrived, the reply never saved (DESIGN.md §4). It stays in the course's timeline and the
+    conversation's exports (§10: the slide did change; §5: nothing lost silently) but names no turn
+    the conversation does not hold: ``turn_id`` null, the id it was made under kept as
+    ``unsavedTurnId``; a version of a saved turn keeps its turn."""
+    checkpoints = SceneCheckpoints(new_backend())
+    kept = ArtifactSnapshot(stage_id="intro-ml", scene_id="scene-1", document=doc("kept"), source="regenerate_scene",
+                            conversation_id="conv", turn_id="m2", tool_call_id="c1", at=1)
+    cut = ArtifactSnapshot(stage_id="intro-ml", scene_id="scene-1", document=doc("cut"), source="regenerate_scene",
+                           conversation_id="conv", turn_id="m9", tool_call_id="c2", at=2)
+    first, second = await checkpoints.submit(kept), await checkpoints.submit(cut)
+    kwargs = {"stage_id": "intro-ml", "conversation_id": "conv", "exported_at": 1_780_000_000_000,
+              "saved_turns": {"m1", "m2"}}
+    evidence = zipfile.ZipFile(io.BytesIO(await evidence_pack(checkpoints.read_model, **kwargs)))
+    replay = zipfile.ZipFile(io.BytesIO(await replay_case(checkpoints.read_model, **kwargs)))
+    runtime_json = json.loads(evidence.read("runtime.json"))
+    assert {c["checkpoint_id"]: c["turn_id"] for c in runtime_json["fileCheckpoints"]} == {first.id: "m2",
+                                                                                          second.id: None}
+    assert runtime_json["fileCheckpointCount"] == 2
+    timeline = json.loads(evidence.read("timeline.json"))
+    items = {i["id"]: i for i in timeline["items"]}
+    assert items[second.id]["turnId"] is None and items[second.id]["metadata"]["unsavedTurnId"] == "m9"
+    assert items[first.id]["turnId"] == "m2" and "unsavedTurnId" not in items[first.id]["metadata"]
+    assert {(t["turnId"], tuple(t["itemIds"])) for t in timeline["turns"]} == {("m2", (first.id,)),
+                                                                             (None, (second.id,))}
+    replay_input = json.loads(replay.read("input.json"))
+    assert [c["turn_id"] for c in replay_input["runtimeContext"]["fileCheckpoints"]] == [None, "m2"]
+    listed = await checkpoints.read_model.list_scene("intro-ml", "scene-1")  # the course's timeline: both
+    assert [c["checkpoint_id"] for c in listed["checkpoints"]] == [second.id, first.id]
+    stored = await checkpoints.read_model.timeline("conv")  # as stored: never rewritten
+    assert [i.turn_id for i in stored] == ["m2", "m9"]

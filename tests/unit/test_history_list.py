@@ -251,3 +251,104 @@ def test_history_failing_to_open_its_database_is_left_to_the_one_indexeddb_notic
     assert database_failed("history-unavailable", False) and database_failed("history-full", None)
     assert not database_failed("history-full", True)  # opened, then a write found the disk full: its own
     assert not database_failed("history-blocked", False) and not database_failed("history-version-change", None)
+
+
+class _Screen:
+    """The history list as ``app.browser.history_list_view`` drives it over ``HistoryList``, with a
+    store of metas (newest first, pages of ``size``) and the drawn rows as ``static/history-view.js``
+    draws them (``replace``, ``append``, ``prepend`` each replacing its old node). Each read is two
+    steps (begun, landed) so that a test can interleave them as IndexedDB and the channels may."""
+
+    def __init__(self, model: HistoryList, metas: list[TaskMeta], size: int = 12) -> None:
+        self.model, self.metas, self.size, self.rows = model, metas, size, []
+
+    def ordered(self) -> list[TaskMeta]:
+        return sorted(self.metas, key=lambda m: (m.updatedAt, m.taskId), reverse=True)
+
+    def draw(self, metas, mode: str) -> None:
+        shown = [m.taskId for m in self.model.place(metas, mode, T0)]
+        if mode == "replace":
+            self.rows = shown
+        elif mode == "append":
+            self.rows += shown
+        else:
+            self.rows = shown + [row for row in self.rows if row not in shown]
+
+    def reload(self):
+        """``reload`` up to its read: returns the step that lands it."""
+        self.model.restart("s")
+        generation = self.model.begin("newest", "all", T0)
+        page = self.ordered()[:self.size]  # the read's snapshot
+        has_more = len(self.metas) > self.size
+
+        def land() -> bool:
+            if not self.model.is_latest(generation):
+                return False
+            self.draw(page, "replace")
+            self.model.paged((page[-1].updatedAt, page[-1].taskId) if page else None, has_more)
+            return self.model.settled(generation)
+        return land
+
+    def refresh_top(self):
+        """``refresh_top`` up to its ``newer()`` read: returns the step that lands it (None: nothing read)."""
+        generation = self.model.refresh_generation()
+        if generation is None:
+            return None
+        top = self.model.top()
+        newer = [m for m in self.ordered() if top is None or (m.updatedAt, m.taskId) > top]
+
+        def land() -> None:
+            if self.model.is_latest(generation):
+                self.draw(newer, "prepend")
+        return land
+
+    def scroll_to_the_end(self) -> None:
+        while self.model.can_page_on():
+            cursor = self.model.cursor
+            page = [m for m in self.ordered() if (m.updatedAt, m.taskId) < cursor][:self.size]
+            self.draw(page, "append")
+            last = page[-1] if page else None
+            self.model.paged((last.updatedAt, last.taskId) if last else cursor, len(page) == self.size and
+                             any((m.updatedAt, m.taskId) < (last.updatedAt, last.taskId) for m in self.metas))
+
+
+def test_changes_met_by_a_read_in_flight_draw_each_conversation_once_and_none_is_lost():
+    """Two tabs on one course (issue: a turn then New conversation listed twice in the other tab): the
+    other tab's list hears a recorded turn, then a change that draws it afresh, then the archive, while
+    its reads are in flight and land in another order (Firefox, WebKit). A refresh of the top asked for
+    while the first page is read reads nothing (``newer()`` with no top is every conversation) and is
+    owed once the page is drawn; one that read before the list was drawn afresh is dropped. Every
+    conversation reaches the list exactly once, and the model's drawn keys are the rows drawn."""
+    metas = [meta(n, T0 + n) for n in range(1, 31)]
+    model = HistoryList()
+    model.open = model.live = True
+    screen = _Screen(model, metas)
+    assert not screen.reload()()  # the open list, its first page drawn
+    metas[9] = meta(10, T0 + 100)  # a turn in the other tab moves conversation 10 to the top
+    turn = screen.refresh_top()
+    assert turn is not None
+    redraw = screen.reload()  # a change that draws the list afresh (an undo, an import)
+    metas.append(meta(31, T0 + 200))  # New conversation there: the archived one arrives
+    assert screen.refresh_top() is None  # the page is being read: no top to read above
+    turn()  # read before the list was drawn afresh: dropped
+    owed = redraw()
+    assert owed  # the archive was heard while the page was read: one refresh follows it
+    screen.refresh_top()()
+    screen.scroll_to_the_end()
+    expected = [m.taskId for m in screen.ordered()]
+    assert screen.rows == expected
+    assert model.count == len(expected) and all(model.shows(row) for row in screen.rows)
+
+
+def test_place_draws_a_key_once_whatever_the_mode():
+    """``HistoryList.place``: a page that names one conversation twice draws it once; a replace makes
+    the drawn keys exactly its rows; an append skips what is drawn; a prepend draws each row anew
+    (its old node is replaced)."""
+    model = HistoryList()
+    model.drawn([meta(9, T0 + 9)])
+    assert [m.taskId for m in model.place([meta(1, T0 + 1), meta(1, T0 + 1), meta(2, T0 + 2)], "replace", T0)] \
+        == [meta(1).taskId, meta(2).taskId]
+    assert not model.shows(meta(9).taskId) and model.count == 2
+    assert [m.taskId for m in model.place([meta(2, T0 + 2), meta(3, T0)], "append", T0)] == [meta(3).taskId]
+    assert [m.taskId for m in model.place([meta(2, T0 + 5)], "prepend", T0)] == [meta(2).taskId]
+    assert model.top() == (T0 + 5, meta(2).taskId) and model.count == 3
