@@ -276,6 +276,9 @@ def test_a_reload_mid_reply_gives_the_message_back_as_a_draft_and_a_finished_tur
     agent.send("asked while it streams", wait=False)
     agent.page.wait_for_function("() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'")
     agent.page.wait_for_timeout(600)  # some of the reply is shown
+    # the draft is written only as the page goes away: a turn never pays for a long message's
+    # sessionStorage write (DESIGN.md §13; 70–630 ms for 2,000,000 characters)
+    assert agent.page.evaluate("() => sessionStorage.getItem('agentbar-pending-send')") is None
     agent.reload()
     field = agent.testid("agent-input")
     assert field.input_value() == "asked while it streams"
