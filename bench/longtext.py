@@ -7,7 +7,9 @@ For a 200 KB and a 2 MB paragraph of mixed Latin and Chinese without newlines
 - *send*: the text is put into the composer (what a paste does; its own layout
   is reported apart, as "composer"), then Send is clicked; measured until the
   turn is saved and two frames are painted: the longest main-thread task
-  (``PerformanceObserver`` ``longtask``) and the wall time;
+  (``PerformanceObserver`` ``longtask``) and the wall time, and each task's
+  thread CPU beside its wall clock (a Chrome trace, ``bench.trace``) with what
+  ran in the heaviest three;
 - *restore by switching*: the course picker goes to another course and back
   (store → thread → DOM), longest task;
 - *show all*: the collapsed message is expanded and collapsed again (for
