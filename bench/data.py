@@ -18,8 +18,12 @@ import functools
 import json
 
 from app.agent import REGENERATE_TOOL, regenerate_result, reply_text
+from app.i18n import use_number_rules
 from app.model import COMPLETE, Message, TextPart, ToolCallPart
 from app.projection import serialize_thread
+from tools.cldr_numbers import cldr_numbers
+
+use_number_rules(cldr_numbers)  # the demo reply writes its numbers as the page's Intl does (CLDR data)
 
 STORAGE_KEY = "maic-agent-threads"
 REGENERATE_EVERY = 10

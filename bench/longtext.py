@@ -7,7 +7,9 @@ For a 200 KB and a 2 MB paragraph of mixed Latin and Chinese without newlines
 - *send*: the text is put into the composer (what a paste does; its own layout
   is reported apart, as "composer"), then Send is clicked; measured until the
   turn is saved and two frames are painted: the longest main-thread task
-  (``PerformanceObserver`` ``longtask``) and the wall time;
+  (``PerformanceObserver`` ``longtask``) and the wall time, and each task's
+  thread CPU beside its wall clock (a Chrome trace, ``bench.trace``) with what
+  ran in the heaviest three;
 - *restore by switching*: the course picker goes to another course and back
   (store → thread → DOM), longest task;
 - *show all*: the collapsed message is expanded and collapsed again (for
@@ -32,6 +34,7 @@ import time
 from urllib.parse import urlencode
 
 from bench.scripts import LONGTASKS
+from bench.trace import cpu, traced
 
 KEY = "maic-agent-threads"
 SIZES = (200_000, 2_000_000)
@@ -86,6 +89,7 @@ def _send_and_restore(run, size: int) -> tuple[dict, str]:
 
     t0 = page.evaluate(NOW)
     wall = time.perf_counter()
+    traced(run, page, detail=True)
     page.evaluate("() => document.querySelector('[data-testid=agent-send]').click()")
     page.wait_for_function(
         "([key, course]) => document.querySelector('[data-testid=agent-panel]').dataset.running === 'false'"
@@ -93,6 +97,7 @@ def _send_and_restore(run, size: int) -> tuple[dict, str]:
         arg=[KEY, course], polling=100, timeout=600_000)
     page.evaluate(SETTLE)
     out["send_wall_ms"] = (time.perf_counter() - wall) * 1000
+    out["send_cpu"] = cpu(run)  # each task's thread CPU beside its wall clock (Chrome trace)
     out["send_longest_task_ms"] = page.evaluate(LONGEST_SINCE, t0)
     out["send_tasks"] = page.evaluate(TASKS_SINCE, t0)  # [ms after the click, duration] of each task over 50 ms
     out["rendered_chars"] = page.evaluate(
@@ -226,3 +231,16 @@ def report(figures: dict) -> None:
     for size, x in figures.get("sizes", {}).items():
         tasks = ", ".join(f"{d:.0f} ms at +{t:.0f}" for t, d in x.get("send_tasks") or []) or "none"
         print(f"  {int(size):,} chars, tasks over 50 ms after Send: {tasks}")
+        _print_cpu(x.get("send_cpu"))
+
+
+def _print_cpu(cpu: dict | None) -> None:
+    """The send's longest task by thread CPU and by wall clock, and what ran in the heaviest three."""
+    if not cpu or not cpu.get("tasks"):
+        return
+    print(f"    send, thread CPU (Chrome trace): longest by CPU {cpu['longest_cpu_ms']} ms (wall {cpu['its_wall_ms']}), "
+          f"longest by wall {cpu['longest_wall_ms']} ms (CPU {cpu['its_cpu_ms']}); over 50 ms: "
+          f"{cpu['over_50_wall']} by wall, {cpu['over_50_cpu']} by CPU")
+    for task in cpu.get("heaviest", [])[:3]:
+        parts = "; ".join(f"{name} {wall}/{tcpu}" for name, wall, tcpu in task["parts"])
+        print(f"      {task['cpu_ms']} ms CPU ({task['wall_ms']} wall): {parts}")

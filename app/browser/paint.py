@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyodide.ffi import create_proxy
 from pyscript import document, window
 from pyscript.ffi import is_none
 
@@ -57,6 +58,7 @@ class PaintKeeper:
         self._keys: list[str] | None = None
         self._scheduled = False
         self._in_flight = False
+        self._in_flight_proxy: Any = None  # hands the in-flight text over only when asked (pagehide)
         adapter = _adapter()
         painted = getattr(adapter, "painted", None) if adapter is not None else None
         if painted is not None and not is_none(painted):  # the record drawn at boot is current
@@ -86,11 +88,12 @@ class PaintKeeper:
             later(self._write)
 
     def _follow_turn(self) -> None:
-        """While a turn of the shown course runs, its user message is kept as a draft in
-        ``sessionStorage`` (``static/paint.js``), dropped when the turn ends and its thread is saved
-        (not when its history write lands after that: a reload then shows the message saved, and a
-        draft of it would be sent twice): a reload mid-reply loses the turn (DESIGN.md §4) but gives
-        the message back in the composer."""
+        """While a turn of the shown course runs, its user message is handed to ``static/paint.js``
+        (as a function that returns it), which writes it as a draft in ``sessionStorage`` only as the page goes away (``pagehide``: a
+        turn never pays for a long message's write, DESIGN.md §13); dropped when the turn ends and
+        its thread is saved (not when its history write lands after that: a reload then shows the
+        message saved, and a draft of it would be sent twice): a reload mid-reply loses the turn
+        (DESIGN.md §4) but gives the message back in the composer."""
         running = self.runtime.turn_in_flight
         if running == self._in_flight:
             return
@@ -99,10 +102,19 @@ class PaintKeeper:
         if adapter is None:
             return
         text = in_flight_text(self.runtime.messages) if running else None
+        self._drop_in_flight_proxy()
         if text is not None and self.runtime.stage_id is not None:
-            adapter.keepInFlight(self.runtime.stage_id, text)
+            # a function, not the text: a long message crosses to JavaScript only as the page goes
+            # away (2,000,000 characters took hundreds of ms to convert in the send's task)
+            self._in_flight_proxy = create_proxy(lambda: text)
+            adapter.keepInFlight(self.runtime.stage_id, self._in_flight_proxy)
         else:
             adapter.endInFlight()
+
+    def _drop_in_flight_proxy(self) -> None:
+        proxy, self._in_flight_proxy = self._in_flight_proxy, None
+        if proxy is not None:
+            proxy.destroy()
 
     def _write(self) -> None:
         self._scheduled = False

@@ -26,7 +26,7 @@ from app.history.reads import PAGE_SIZE, HistoryReads, Page, SearchHit, SearchPa
 from app.history.records import Stats, TaskMeta, TurnMeta, new_task_id
 from app.history.repository import Conversation, Damaged, HistoryRepository, Stored, Writes
 from app.history.text import cut_title, text_needs_segmenter
-from app.history.writes import ActiveConversations, HistoryWrites
+from app.history.writes import ActiveConversations, HistoryWrites, _at_once
 from app.records import RecordBackend, RecordStoreError
 from app.store import Notice
 
@@ -65,10 +65,6 @@ class ConversationStats:
                    round(meta.durationMs / meta.turnCount) if meta.turnCount else 0)
 
 
-async def _at_once() -> None:
-    """No pause: the slices of a write follow each other at once."""
-
-
 class HistoryService:
     """History of every course's conversations (module docstring).
 
@@ -99,7 +95,7 @@ class HistoryService:
         segmenter = Segmenter(prepare)
         self._active = ActiveConversations()
         self._writes = HistoryWrites(self._repository, self._access, segmenter, self._active, clock=clock,
-                                     changed=self._changed, random_bytes=random_bytes)
+                                     changed=self._changed, random_bytes=random_bytes, pause=pause)
         self._reads = HistoryReads(self._repository, self._access, segmenter, pause=pause)
         self._segmenter = segmenter
         self._deleted: _Deleted | None = None

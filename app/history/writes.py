@@ -122,15 +122,23 @@ class ActiveConversations:
         self._turns.pop(stage_id, None)
 
 
+async def _at_once() -> None:
+    """No pause: the slices of a write follow each other at once."""
+
+
 class HistoryWrites:
     """Turns, archive, resume, reconciliation and synced additions (module docstring). ``clock``: epoch ms;
-    ``random_bytes``: for task ids; ``changed``: told after each change this tab made."""
+    ``random_bytes``: for task ids; ``changed``: told after each change this tab made; ``pause``: awaited
+    between the slices of a turn's search record (``Writes.keep_in_steps``: a message of millions of
+    characters is folded and indexed without a long task, DESIGN.md §13, §14); without it, at once."""
 
     def __init__(self, repository: HistoryRepository, access: HistoryAccess, segmenter: Segmenter,
                  active: ActiveConversations, *, clock: Callable[[], int], changed: Changed,
-                 random_bytes: Callable[[int], bytes] = os.urandom) -> None:
+                 random_bytes: Callable[[int], bytes] = os.urandom,
+                 pause: Callable[[], Awaitable[None]] | None = None) -> None:
         self._repository, self._access, self._segmenter = repository, access, segmenter
         self._active, self._clock, self._changed, self._random = active, clock, changed, random_bytes
+        self._pause = pause
         self._lock = asyncio.Lock()
         self.persist_requested = False
         self._persisting: asyncio.Future | None = None  # the one request of the page (a reference keeps it alive)
@@ -210,7 +218,7 @@ class HistoryWrites:
                 meta = self._new_meta(stage_id, messages, self._clock(), await self._repository.head_id(stage_id))
             meta, added = with_turn(meta, turns, messages, turn, self._clock())
             writes = Writes()
-            writes.keep(meta, messages, turns, new=diverged)
+            await writes.keep_in_steps(meta, messages, turns, pause=self._pause or _at_once, new=diverged)
             writes.make_head(stage_id, meta.taskId, synced_at)
             await self._repository.commit(writes)
             self._active.set(stage_id, meta, turns)
@@ -247,7 +255,7 @@ class HistoryWrites:
                 meta = self._new_meta(stage_id, messages, self._clock(), task_id)
             meta, added = with_turn(meta, turns, messages, turn, self._clock())
             writes = Writes()
-            writes.keep(meta, messages, turns)
+            await writes.keep_in_steps(meta, messages, turns, pause=self._pause or _at_once)
             await self._repository.commit(writes)
             if self._active.task_id(stage_id) == task_id:  # this tab still took it for the active one
                 self._active.forget(stage_id)

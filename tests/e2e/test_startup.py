@@ -309,6 +309,9 @@ def test_a_click_and_a_turn_at_ready_are_not_lost_then_a_reload_mid_reply_gives_
     agent.send("asked while it streams", wait=False)
     agent.page.wait_for_function("() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'")
     agent.page.wait_for_timeout(600)  # some of the reply is shown
+    # the draft is written only as the page goes away: a turn never pays for a long message's
+    # sessionStorage write (DESIGN.md §13; 70–630 ms for 2,000,000 characters)
+    assert agent.page.evaluate("() => sessionStorage.getItem('agentbar-pending-send')") is None
     agent.reload()
     field = agent.testid("agent-input")
     assert field.input_value() == "asked while it streams"

@@ -958,3 +958,25 @@ def test_parse_iso_reads_back_every_iso_time():
         assert parse_iso(iso(ms)) == ms == _parse_iso_by_strptime(iso(ms))
     with pytest.raises(TypeError):
         parse_iso(None)
+async def test_a_turn_of_a_long_message_is_indexed_in_slices_with_the_records_of_one_step():
+    """DESIGN.md §13, §14: a turn's search record (folding, terms) of a 300,000-character message is
+    built in slices with the page's pause awaited between them, not in one step; what is stored is
+    what the service without pauses stores."""
+    pauses = []
+
+    async def pause():
+        pauses.append(1)
+
+    long_text = ("lorem ipsum dolor sit amet 中文 " * 12_000)[:300_000]
+    msgs = [user(long_text, "u-long"), reply("ok", "a-long")]
+    stored = []
+    for kw in ({}, {"pause": pause}):
+        backend = MemoryBackend()
+        svc, _, _ = service(backend=backend, **kw)
+        await svc.record_turn("s", msgs, 1, usage={}, model="demo", duration_ms=1, message_id="a-long")
+        later = msgs + [user("again " + long_text, "u-2"), reply("ok", "a-2")]
+        await svc.record_turn_in((await svc.active("s"))[0].taskId, "s", later, usage={}, model="demo",
+                                 duration_ms=1, message_id="a-2")
+        stored.append({table: backend.raw(table) for table in ("conversations", "messages", "search", "texts")})
+    assert len(pauses) >= 20  # each of the two turns: its text, folding and terms in many slices
+    assert stored[0] == stored[1] and stored[0]["search"]
