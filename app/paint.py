@@ -209,14 +209,15 @@ def _row(message: Message, t: Callable[..., str]) -> PaintNode:
 
 
 def checkpoint_bar(summary: str, t: Callable[..., str]) -> PaintNode:
-    """The panel's scene-version bar as ``app.browser.checkpoint_view`` draws it, holding the
-    ``summary`` text it showed, its export buttons disabled until Python is ready (DESIGN.md §10):
-    painted so that the log keeps its height when Python's own bar takes its place."""
+    """The panel's status line as ``app.browser.checkpoint_view`` draws it, holding the
+    ``summary`` text it showed and its menu button (``app.browser.panel_menu``), closed and disabled
+    until Python is ready (DESIGN.md §10): painted so that the log keeps its height when Python's
+    own line takes its place."""
     return _node("div", None, [
         _node("span", summary, class_="checkpoint-summary-text"),
-        _node("div", None, [_node("button", t(key), class_="export-button", type="button", disabled="")
-                            for key in ("checkpoints.exportEvidence", "checkpoints.exportReplay")],
-              class_="checkpoint-exports", role="group", aria_label=t("checkpoints.exports")),
+        _node("div", None, [_node("button", "⋯", class_="panel-menu-button", type="button", disabled="",
+                                  aria_expanded="false", aria_label=t("edit.agent.menu"))],
+              class_="panel-menu"),
     ], class_="checkpoint-bar", data_painted="true")
 
 

@@ -7,8 +7,8 @@ Hooks: ``scene-versions-open`` (a button in each scene, ``aria-expanded``),
 ``checkpoint-list``, ``checkpoint-item`` (``data-version``,
 ``data-checkpoint-id``, ``data-source``, ``data-current``), ``checkpoint-diff``
 and ``checkpoint-diff-view`` (``<ins>``/``<del>`` lines), ``checkpoint-restore``,
-``checkpoint-summary`` (``data-count``, ``data-latest``), ``export-evidence``,
-``export-replay``; notices of the version store as ``agent-notice`` items in the
+``checkpoint-summary`` (``data-count``, ``data-latest``: the panel's one status line, whose
+menu, ``app.browser.panel_menu``, holds ``export-evidence`` and ``export-replay``); notices of the version store as ``agent-notice`` items in the
 summary bar, each with its ``agent-notice-dismiss`` button. Another tab's versions arrive through
 ``app.browser.signals`` as a ``SceneCheckpoints.load_stage``, whose notice redraws what changed.
 
@@ -28,6 +28,7 @@ from pyscript.ffi import is_none
 
 from app.browser.dom import element as _node
 from app.browser.files import download
+from app.browser.panel_menu import PanelMenu
 from app.checkpoints.diff import line_kind
 from app.checkpoints.listing import list_rows
 from app.checkpoints.paths import segment
@@ -68,21 +69,24 @@ class CheckpointView:
         self._summary_generation = 0
         self._summary_key: tuple | None = None
         self._bar = None
+        self.menu: PanelMenu | None = None
         self._proxies: list = []
         self.tasks: set[asyncio.Task] = set()
 
     # ---- set-up ------------------------------------------------------------
     def install(self) -> None:
-        """Create the summary bar and listen for clicks on it and on the stage."""
+        """Create the summary bar (the panel's status line and its menu) and listen for clicks on it
+        and on the stage."""
         global CURRENT
         CURRENT = self
         bar = _node("section", classes="checkpoint-bar", testid="checkpoint-summary",
-                    attrs={"data-count": "0", "data-latest": "", "aria-live": "polite"})
-        bar.append(_node("span", classes="checkpoint-summary-text", text=self.t("checkpoints.summaryNone")))
-        group = _node("div", classes="checkpoint-exports", attrs={"role": "group", "aria-label": self.t("checkpoints.exports")})
+                    attrs={"data-count": "0", "data-latest": ""})
+        bar.append(_node("span", classes="checkpoint-summary-text", text=self.t("checkpoints.summaryNone"),
+                         attrs={"aria-live": "polite"}))
+        self.menu = PanelMenu(self.t)  # the exports (and Sync now, app.browser.sync_setup) are its actions
+        self.menu.install(bar)
         for testid, key in (("export-evidence", "checkpoints.exportEvidence"), ("export-replay", "checkpoints.exportReplay")):
-            group.append(_node("button", text=self.t(key), classes="export-button", testid=testid, attrs={"type": "button"}))
-        bar.append(group)
+            self.menu.add(_node("button", text=self.t(key), classes="export-button", testid=testid, attrs={"type": "button"}))
         notices = document.getElementById("agent-notices")  # the panel's own notices stay first
         notices.parentNode.insertBefore(bar, notices.nextSibling)
         self._bar = bar
@@ -237,6 +241,7 @@ class CheckpointView:
                     text.append(piece.text)
         else:
             text.textContent = self.t("checkpoints.summaryNone")
+        text.title = text.textContent  # the line may cut it short; the whole of it on hover
         self._render_notices()
 
     def cover(self, code: str) -> None:
@@ -262,12 +267,12 @@ class CheckpointView:
             self._bar.prepend(notice)
 
     def dismiss_notice(self, code: str) -> None:
-        """Close the version store's notice ``code`` (its × button); focus goes to the bar's first
-        export button so a keyboard user stays in the bar."""
+        """Close the version store's notice ``code`` (its × button); focus goes to the bar's menu
+        button so a keyboard user stays in the bar."""
         self._dismissed.add(code)
         self._render_notices()
-        if self._bar is not None:
-            self._bar.querySelector("[data-testid=export-evidence]").focus()
+        if self.menu is not None:
+            self.menu.button.focus()
 
     # ---- events --------------------------------------------------------------
     def _on_stage_click(self, event) -> None:

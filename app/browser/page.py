@@ -346,7 +346,7 @@ class Page:
         await next_task()
         await self.history_view.start()
         self.root.dataset.history = "ready" if self.history.available else f"unavailable:{self.history.failure}"
-        self.sync.install()  # history is open: replicated conversations can come in
+        self.sync.install(self.checkpoint_view.menu)  # history is open: replicated conversations can come in
         js.performance.mark("agentbar:after-ready")
 
     def _redraw_messages(self) -> None:  # Markdown is there: messages rebuilt, their turn meta put back

@@ -2,7 +2,8 @@
 
 - ``SyncSetup.install()`` runs after ready (``app.browser.page.Page.finish``): it draws
   ``[data-testid=sync-status]`` (``data-state`` ``off``/``syncing``/``synced``/``offline``/``error``,
-  ``data-reason`` for the last two, a localized text) and ``[data-testid=sync-now]`` in the panel
+  ``data-reason`` for the last two, a localized text) in the panel's status line and
+  ``[data-testid=sync-now]`` in the panel's menu, both hidden while sync is off
   (``data-starts`` on the status: how many times this page started replicating),
   and, only when the stored settings say sync is on, loads ``static/sync.js``, which runs PouchDB
   (``static/vendor/pouchdb/pouchdb.min.js``) and its replication in a worker,
@@ -134,15 +135,22 @@ class SyncSetup:
         self.dismiss: Callable[[str], None] | None = None  # the panel's dismiss_notice (set by the page)
 
     # -- the panel -----------------------------------------------------------------
-    def install(self) -> None:
-        """Draw the status and Sync now in the panel; start when the stored settings say so."""
-        self.node = element("p", testid="sync-status", classes="sync-status",
+    def install(self, menu=None) -> None:
+        """Draw the status in the panel's status line and Sync now in its ``menu``
+        (``app.browser.panel_menu.PanelMenu``; without one, both in a row of their own at the top of
+        the panel); start when the stored settings say so. While sync is off both are hidden."""
+        self.node = element("span", testid="sync-status", classes="sync-status",
                             attrs={"role": "status", "aria-live": "polite", "data-state": "off"})
         self.now_button = element("button", text=self.t("sync.now"), testid="sync-now", classes="sync-now",
                                   attrs={"type": "button"})
-        bar = element("div", classes="sync-bar", attrs={"id": "sync-bar"}, children=[self.node, self.now_button])
-        body = document.getElementById("agent-body")
-        body.insertBefore(bar, body.firstChild)
+        if menu is not None and menu.button is not None:
+            line = menu.button.closest("[data-testid=checkpoint-summary]")
+            line.insertBefore(self.node, menu.button.parentNode)
+            menu.add(self.now_button)
+        else:
+            bar = element("div", classes="sync-bar", attrs={"id": "sync-bar"}, children=[self.node, self.now_button])
+            body = document.getElementById("agent-body")
+            body.insertBefore(bar, body.firstChild)
         proxy = create_proxy(lambda _e: self.sync_now())
         self._proxies.append(proxy)
         self.now_button.addEventListener("click", proxy)
@@ -169,7 +177,7 @@ class SyncSetup:
             self.node.removeAttribute("data-reason")
         parts = urlsplit(self.settings.url)
         self.node.textContent = self.t(status.key, origin=f"{parts.scheme}://{parts.netloc}")
-        self.now_button.disabled = not self.settings.enabled
+        self.node.hidden = self.now_button.hidden = status.state == "off"  # off: nothing to show or press
 
     def _moved(self) -> None:
         """Documents moved (watchdog progress); a stall shown so far gives way to the status."""

@@ -191,6 +191,13 @@ class AgentPage:
     def testid(self, name: str):
         return self.page.locator(f"[data-testid={name}]")
 
+    def panel_action(self, name: str) -> None:
+        """Click the panel's action ``name`` (``export-evidence``, ``export-replay``, ``sync-now``),
+        which sits in the panel's menu: the menu is opened first."""
+        if self.testid("panel-menu").get_attribute("aria-expanded") != "true":
+            self.testid("panel-menu").click()
+        self.testid(name).click()
+
     def send(self, text: str, wait: bool = True) -> None:
         """Type ``text`` into the composer, press send, and by default wait for the turn to end."""
         self.testid("agent-input").fill(text)

@@ -104,7 +104,7 @@ def assert_no_slide_text_overflows(agent, course: str, lang: str, commands: list
 
 def download(agent, testid: str):
     with agent.page.expect_download() as info:
-        agent.testid(testid).click()
+        agent.panel_action(testid)
     return info.value
 
 
@@ -567,7 +567,8 @@ def test_in_arabic_slide_text_fits_and_the_checkpoint_bar_notice_is_dismissed_fr
     dismiss.focus()
     agent.page.keyboard.press("Enter")
     expect(bar.locator("[data-testid=agent-notice]")).to_have_count(0)
-    expect(agent.testid("export-evidence")).to_be_focused()  # focus stays in the bar
+    expect(agent.testid("panel-menu")).to_be_focused()  # focus stays in the bar
+    the_panel_chrome_is_one_status_line_and_a_keyboard_menu(agent)
     agent.send("/regenerate scene-2")  # the bar is drawn again: the closed notice stays closed
     expect(scene(agent, "scene-2")).to_have_attribute("data-version", "1")
     settle(agent)
@@ -597,6 +598,45 @@ def test_in_arabic_slide_text_fits_and_the_checkpoint_bar_notice_is_dismissed_fr
     expect(agent.testid("checkpoint-summary-title")).to_have_text(title)
 
     new_conversation_button_and_counts_are_in_the_pages_locale(agent, "ar-SA", "core-locale")
+
+
+def the_panel_chrome_is_one_status_line_and_a_keyboard_menu(agent) -> None:
+    """With sync off: no Sync now and no sync row, the status (``data-state=off``) kept hidden in the
+    one status line; the scene-version summary and the menu button share that line. The menu opens
+    from the keyboard with its first action focused, holds Evidence pack and Replay case, moves with
+    the arrow keys, and Escape closes it with focus back on its button."""
+    bar, menu, button = agent.testid("checkpoint-summary"), agent.testid("panel-menu-list"), agent.testid("panel-menu")
+    status = agent.testid("sync-status")
+    expect(status).to_have_attribute("data-state", "off")
+    expect(status).to_be_hidden()
+    assert status.evaluate("(n, bar) => bar.contains(n)", bar.element_handle())
+    expect(agent.testid("sync-now")).to_be_hidden()
+    assert agent.page.locator(".sync-bar").count() == 0
+    line = bar.locator(".checkpoint-summary-text").bounding_box()
+    box = button.bounding_box()
+    assert box["y"] < line["y"] + line["height"] and line["y"] < box["y"] + box["height"]  # one line
+    expect(button).to_have_attribute("aria-haspopup", "menu")
+    expect(button).to_have_attribute("aria-expanded", "false")
+    expect(menu).to_be_hidden()
+    button.focus()
+    agent.page.keyboard.press("Enter")
+    expect(button).to_have_attribute("aria-expanded", "true")
+    expect(menu).to_be_visible()
+    items = menu.locator("[role=menuitem]:visible")
+    assert [i.get_attribute("data-testid") for i in items.all()] == ["export-evidence", "export-replay"]
+    expect(agent.testid("export-evidence")).to_be_focused()
+    agent.page.keyboard.press("ArrowDown")
+    expect(agent.testid("export-replay")).to_be_focused()
+    agent.assert_accessible("the panel menu open")
+    agent.page.keyboard.press("Escape")
+    expect(menu).to_be_hidden()
+    expect(button).to_have_attribute("aria-expanded", "false")
+    expect(button).to_be_focused()
+    assert agent.testid("agent-panel").get_attribute("data-running") == "false"
+    agent.page.keyboard.press(" ")  # Space opens it as well
+    expect(menu).to_be_visible()
+    agent.page.keyboard.press("Escape")
+    expect(button).to_be_focused()
 
 
 def bar_isolates_the_scene_title_inside_arabic_text(agent) -> None:

@@ -92,6 +92,13 @@ ROWS = """() => [...document.querySelectorAll('[data-testid=agent-messages] [dat
   cards: [...m.querySelectorAll('[data-testid=tool-card]')].map((n) => [n.dataset.status, n.dataset.elementCount]),
 }))"""
 
+# The panel's status line as shown: its summary, its visible buttons (the menu's, closed) and its height.
+BAR = """() => { const b = document.querySelector('.checkpoint-bar'); return {
+  text: b.querySelector('.checkpoint-summary-text').textContent, height: Math.round(b.getBoundingClientRect().height),
+  buttons: [...b.querySelectorAll('button')].filter((n) => n.getClientRects().length)
+    .map((n) => [n.className, n.textContent, n.getAttribute('aria-label')]),
+  visible: [...b.children].filter((n) => n.getClientRects().length).map((n) => n.className) }; }"""
+
 # Every animation frame from now on: how many rows are shown, and how far the log is from its end.
 WATCH_FRAMES = """() => {
   window.__frames = [];
@@ -118,6 +125,7 @@ def test_the_painted_thread_matches_the_live_one_in_arabic_and_python_takes_over
     agent.seed({KEY: envelope({COURSE: {"messages": messages, "updatedAt": UPDATED}})})
     agent.open(course=COURSE, lang="ar-SA")
     live = agent.page.evaluate(ROWS)
+    live_bar = agent.page.evaluate(BAR)
     assert agent.page.evaluate(HAS_LONE_SURROGATE) == 1
     agent.page.wait_for_function(  # the app wrote the course's record after ready
         "url => caches.open('agentbar.paint').then((c) => c.match(url)).then(Boolean)",
@@ -133,6 +141,8 @@ def test_the_painted_thread_matches_the_live_one_in_arabic_and_python_takes_over
     assert all(row["painted"] == "true" and row["dir"] == "rtl" for row in painted)
     assert [dict(r, painted=None) for r in painted] == live
     assert painted[-2]["long"] == ["collapsed"] and painted[-1]["cards"] == [["ok", "2"]]
+    assert agent.page.evaluate(BAR) == live_bar  # the status line and its menu button, as Python draws them
+    assert live_bar["visible"] == ["checkpoint-summary-text", "panel-menu"]  # sync off: nothing of it shown
     assert agent.testid("agent-load-earlier").is_disabled()
     assert agent.testid("history-open").is_disabled() and agent.testid("agent-input").is_editable()
     agent.assert_accessible("painted before Python")

@@ -99,7 +99,7 @@ def _configure(agent, url: str, *, user: str = "", password: str = "", database:
 def _sync_now(agent) -> None:
     """Press Sync now and wait until that new start of the replication has caught up."""
     starts = int(agent.testid("sync-status").get_attribute("data-starts") or 0)
-    agent.testid("sync-now").click()
+    agent.panel_action("sync-now")
     handle = agent.page.wait_for_function(
         "n => { const s = document.querySelector('[data-testid=sync-status]');"
         " return Number(s.dataset.starts) > n && ['synced', 'error', 'offline'].includes(s.dataset.state)"
@@ -370,6 +370,10 @@ def test_wrong_password_and_a_server_that_is_not_couchdb_end_in_a_clear_status(b
         assert _ended_after(agent, before) == ("error", "forbidden")
         status = agent.testid("sync-status")
         assert status.text_content() == LOCALE["sync"]["reason"]["forbidden"]
+        # sync on: its status shown in the panel's one status line, Sync now in the panel's menu
+        assert status.is_visible() and status.evaluate(
+            "n => n.parentElement.matches('[data-testid=checkpoint-summary]')")
+        assert agent.testid("panel-menu-list").locator("[data-testid=sync-now]").count() == 1
         assert agent.messages().count() == 2 and "kept whatever the server says" in (agent.stored_raw() or "")
         _admin(closed, "PUT", f"/{CLOSED}/_security", {"admins": {"names": [], "roles": []},
                                                        "members": {"names": ["ann", "bob"], "roles": []}})
@@ -522,7 +526,7 @@ def test_a_turn_added_on_both_while_the_server_is_down_is_on_both_afterwards_in_
         server = couchdb_server.start(port)
         urllib.request.urlopen(urllib.request.Request(f"{server.origin}/{DATABASE}", method="PUT"), timeout=5).close()
         for device in (a, b):
-            device.testid("sync-now").click()
+            device.panel_action("sync-now")
         wanted = ["the common first turn", "turn on A while away", "turn on B while away"]
 
         def on_server():

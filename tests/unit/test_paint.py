@@ -86,6 +86,19 @@ def test_a_tool_card_is_painted_with_its_status_count_and_localized_name():
     assert record.dir == "rtl" and record.locale == "ar-SA"
 
 
+def test_the_painted_status_line_is_the_summary_and_a_closed_menu_button_with_no_action_shown():
+    """The panel's chrome is one line (app.browser.checkpoint_view): the summary and the ⋯ menu
+    button, named in the record's locale; the actions live in the menu Python draws."""
+    (bar,) = record_of(thread(1), locale="ar-SA", bar_summary="ملخص").bar
+    summary, menu = bar.c
+    assert (summary.a["class"], summary.x) == ("checkpoint-summary-text", "ملخص")
+    (button,) = menu.c
+    assert menu.a["class"] == "panel-menu" and button.a["class"] == "panel-menu-button"
+    assert button.a["aria-label"] == Translator("ar-SA")("edit.agent.menu") != Translator("en-US")("edit.agent.menu")
+    assert button.a["aria-expanded"] == "false" and "disabled" in button.a
+    assert validate_record(encode_record(record_of(thread(1), bar_summary="x"))) is not None
+
+
 def test_labels_are_the_shell_keys_in_the_records_locale():
     record = record_of(thread(1), locale="ja-JP")
     assert record.labels == {"edit.agent.send": Translator("ja-JP")("edit.agent.send"),
