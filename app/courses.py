@@ -91,20 +91,30 @@ _PLACEHOLDER_SCENES = (
 
 
 def course_id_allowed(stage_id: str) -> bool:
-    """True when ``stage_id`` may name a course: not empty and no control character (Unicode
-    category ``Cc``: C0, DEL, C1), which would make a course no one can read or type again.
+    """True when ``stage_id`` may name a course: it has a visible character, and no character that
+    would make a course no one can read, tell apart or type again: control characters (Unicode
+    category ``Cc``: C0, DEL, C1), format characters (``Cf``: the bidirectional overrides, embeddings
+    and isolates that draw U+202E "gpj.exe" as "exe.jpg", zero-width characters), line and paragraph
+    separators (``Zl``, ``Zp``), surrogates (``Cs``), private use (``Co``) and unassigned code points or
+    noncharacters (``Cn``, such as U+FFFE).
 
-    >>> course_id_allowed("课程-α"), course_id_allowed("a\x00b"), course_id_allowed("")
-    (True, False, False)
+    >>> course_id_allowed("课程-α"), course_id_allowed("a" + chr(0)), course_id_allowed(""), course_id_allowed(" ")
+    (True, False, False, False)
+    >>> course_id_allowed(chr(0x202E) + "gpj.exe"), course_id_allowed("a b")
+    (False, True)
     """
-    return bool(stage_id) and not any(unicodedata.category(ch) == "Cc" for ch in stage_id)
+    return bool(stage_id.strip()) and not any(unicodedata.category(ch) in _UNREADABLE for ch in stage_id)
+
+
+_UNREADABLE = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+"""Unicode categories no course id may hold (``course_id_allowed``)."""
 
 
 def course_from_url(value: str | None) -> str:
     """The course the URL's ``course`` parameter opens: ``value`` when allowed
     (``course_id_allowed``), else ``DEFAULT_COURSE_ID``.
 
-    >>> course_from_url("42"), course_from_url("\x00") == DEFAULT_COURSE_ID
+    >>> course_from_url("42"), course_from_url(chr(0)) == DEFAULT_COURSE_ID
     ('42', True)
     """
     return value if isinstance(value, str) and course_id_allowed(value) else DEFAULT_COURSE_ID

@@ -28,8 +28,12 @@ def test_any_unknown_id_opens_a_placeholder_course_with_that_id(stage_id):
     assert course.scenes and stage_id in course.title
 
 
-@pytest.mark.parametrize("raw", ["\x00", "a\x00b", "\x1b[31m", "tab\there", "line\nbreak", "del\x7f", "c1\x85", ""])
+@pytest.mark.parametrize("raw", ["\x00", "a\x00b", "\x1b[31m", "tab\there", "line\nbreak", "del\x7f", "c1\x85", "",
+                                 "\u202egpj.exe", "\u202e", "a\u2066b\u2069", "zero\u200bwidth", " ", "\u3000",
+                                 "\u2028", "para\u2029", "\ufffe", "\ue000", "\U0010ffff"])
 def test_a_course_id_with_a_control_character_is_refused_for_the_default_course(raw):
+    """A course id no one can read, tell apart or type again (control, bidi and zero-width format
+    characters, separators, blanks only, noncharacters, private use) opens the default course."""
     assert not course_id_allowed(raw)
     assert course_from_url(raw) == DEFAULT_COURSE_ID
     ids = [c.id for c in picker_courses([raw, "kept"], current=raw)]
