@@ -26,7 +26,8 @@ Transformations (the dev tree is left as it is):
 
 Output: every file also as ``.br`` (quality 11) and ``.gz`` (level 9),
 ``manifest.json`` (``{"version", "files": {path: {"sha256", "size"}}}``, the
-content-hashed manifest) and ``sw.js`` (the manifest inlined as ``{"version", "files": {path:
+content-hashed manifest), ``headers.json`` (the response headers of this build, ``headers``: a host
+sends them with every file) and ``sw.js`` (the manifest inlined as ``{"version", "files": {path:
 sha256}, "onDemand": [path]}``, so any change of any file changes the worker's bytes and the
 browser installs the new version; ``onDemand``: the files of ``ON_DEMAND``, not precached).
 Compressed bytes are cached under ``.cache/build/`` by content sha256, so a
@@ -34,7 +35,7 @@ rebuild recompresses only what changed.
 
 Usage::
 
-    python tools/build.py [--out dist] [--quiet]
+    python tools/build.py [--out dist] [--quiet] [--connect-src ORIGIN]... [--keep-connect-src]
 
 Raises ``SystemExit`` when the vendored runtime is missing (run tools/vendor.py).
 """
@@ -110,12 +111,45 @@ CSP = csp()
 (``frame-ancestors``) are listed in ``HEADERS``. ``--connect-src ORIGIN`` (or
 ``AGENTBAR_CONNECT_SRC``, origins separated by spaces) admits a model endpoint or a sync server."""
 
-HEADERS = {
-    "Content-Security-Policy": CSP + "; frame-ancestors 'none'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-}
-"""Response headers a host should send with every file of dist/ (tools/serve.py --dist does)."""
+HEADERS_FILE = "headers.json"
+"""Written into dist/ by ``build``: ``headers(policy)`` of that build as a JSON object (name → value)."""
+
+
+def headers(policy: str = CSP) -> dict[str, str]:
+    """Response headers a host sends with every file of a build whose policy is ``policy`` (``csp``):
+    the policy plus ``frame-ancestors`` (a header-only directive). ``build`` writes them to
+    ``dist/headers.json``; tools/serve.py --dist sends what that file holds (README "Deploying")."""
+    return {
+        "Content-Security-Policy": policy + "; frame-ancestors 'none'",
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+    }
+
+
+HEADERS = headers(CSP)
+"""``headers`` of a build admitting no other origin (``--connect-src`` not given)."""
+
+
+def recorded_connect(out: Path) -> list[str]:
+    """The origins besides the page's own that the build in ``out`` admits, read from its
+    ``headers.json``; ``[]`` when ``out`` holds no build (or one that records none)."""
+    try:
+        policy = json.loads((out / HEADERS_FILE).read_text())["Content-Security-Policy"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    for directive in policy.split(";"):
+        words = directive.split()
+        if words[:2] == ["connect-src", "'self'"]:
+            return words[2:]
+    return []
+
+
+def connect_origins(given: list[str], env: str, out: Path, keep: bool = False) -> list[str]:
+    """The origins a build admits: ``env`` (``AGENTBAR_CONNECT_SRC``, separated by spaces) and then
+    ``given`` (``--connect-src``); when both are empty and ``keep`` (``--keep-connect-src``, what
+    ``bash tools/dev.sh serve --dist`` rebuilds with), those of the build already in ``out``."""
+    origins = [*env.split(), *given]
+    return origins if origins or not keep else recorded_connect(out)
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -219,6 +253,7 @@ def build(out: Path, root: Path = ROOT, quiet: bool = False, connect: list[str] 
               f"const BUILD = {json.dumps(inlined, indent=1)};\n" + (root / SW_TEMPLATE).read_text())
     contents["sw.js"] = worker.encode()
     contents["manifest.json"] = (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()
+    contents[HEADERS_FILE] = (json.dumps(headers(policy), indent=1) + "\n").encode()
 
     if out.exists():
         shutil.rmtree(out)
@@ -244,8 +279,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--connect-src", action="append", default=[], metavar="ORIGIN",
                         help="an origin the page may connect to (model endpoint, sync server); repeatable")
+    parser.add_argument("--keep-connect-src", action="store_true",
+                        help="with no origins given, admit those of the build already in --out")
     args = parser.parse_args(argv)
-    connect = [*os.environ.get("AGENTBAR_CONNECT_SRC", "").split(), *args.connect_src]
+    connect = connect_origins(args.connect_src, os.environ.get("AGENTBAR_CONNECT_SRC", ""), Path(args.out),
+                              keep=args.keep_connect_src)
     policy = csp(connect)  # checked before anything is built
     vendor.main([])  # idempotent: the pinned runtime and a current app wheel
     build(Path(args.out), quiet=args.quiet, connect=connect)

@@ -5,7 +5,8 @@
 #   bash tools/dev.sh bench [--quick]    run the benchmarks (see README)
 #   bash tools/dev.sh build              write dist/, the deployable offline build (see README)
 #   bash tools/dev.sh llama [--tools]    build llama.cpp's server for the model tests (.ci/run: in the background)
-#   bash tools/dev.sh serve --dist [--base /some/where/]   serve dist/ (built first) like a host
+#   bash tools/dev.sh serve --dist [--base /some/where/] [--connect-src ORIGIN]   serve dist/ (built first,
+#     keeping its --connect-src unless given) like a host, with the headers the build wrote
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -83,8 +84,8 @@ shift || true
 case "$cmd" in
   serve)
     setup_runtime
-    case " $* " in
-      *" --dist "*) setup_venv; .venv/bin/python tools/build.py ;;
+    case " $* " in  # dist/ rebuilt first, with serve's --connect-src or else the one it was built with
+      *" --dist "*) setup_venv; exec .venv/bin/python tools/serve.py --build "$@" ;;
     esac
     exec "$python_bin" tools/serve.py "$@"
     ;;

@@ -12,10 +12,14 @@ beside ``FILE`` and the request's ``Accept-Encoding`` admits ``br`` (or
 
 Usage::
 
-    python tools/serve.py [--port 8000] [--host 127.0.0.1] [--quiet] [--dist] [--base /some/where/]
+    python tools/serve.py [--port 8000] [--host 127.0.0.1] [--quiet] [--dist [--build] [--connect-src ORIGIN]...]
+                          [--base /some/where/]
 
 ``--dist`` serves ``dist/`` (``bash tools/dev.sh build``) with the headers a
-host should send (``tools.build.HEADERS``: the Content-Security-Policy);
+host should send, those the build wrote to ``dist/headers.json`` (``dist_headers``: the
+Content-Security-Policy of ``dist/index.html``, with its ``connect-src``); ``--build`` (what
+``bash tools/dev.sh serve --dist`` passes) rebuilds ``dist/`` first with ``--connect-src`` as given
+here or else the origins of the build already there;
 ``--base`` serves the folder under that sub-path only (anything else is 404).
 Prints ``AgentBar is running at http://HOST:PORT/BASE`` once listening; port 0
 picks a free port (tests use that).
@@ -27,6 +31,7 @@ import argparse
 import email.utils
 import functools
 import http.server
+import json
 import os
 import sys
 from pathlib import Path
@@ -151,6 +156,20 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             super().log_message(format, *args)
 
 
+def dist_headers(root: Path) -> dict[str, str]:
+    """The response headers of the build in ``root``: its ``headers.json`` (``tools.build.headers``
+    of the policy in its ``index.html``). Raises ``SystemExit`` when ``root`` has none (a build
+    from before the file existed: build again)."""
+    from tools.build import HEADERS_FILE
+
+    try:
+        recorded = json.loads((root / HEADERS_FILE).read_text())
+    except (OSError, ValueError) as error:
+        raise SystemExit(f"serve: {root / HEADERS_FILE} is missing or unreadable ({error}): "
+                         "run bash tools/dev.sh build") from None
+    return {str(name): str(value) for name, value in recorded.items()}
+
+
 def make_server(host: str = "127.0.0.1", port: int = 8000, root: Path = ROOT, quiet: bool = False,
                 base: str = "/", headers: dict[str, str] | None = None, count_bytes: bool = False,
                 log_requests: bool = False):
@@ -178,15 +197,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--dist", action="store_true", help="serve dist/ (bash tools/dev.sh build) with its headers")
     parser.add_argument("--base", default="/", help="serve under this sub-path, e.g. /some/where/")
+    parser.add_argument("--build", action="store_true",
+                        help="with --dist: rebuild dist/ first, keeping its --connect-src unless given here")
+    parser.add_argument("--connect-src", action="append", default=[], metavar="ORIGIN",
+                        help="with --dist --build: an origin the build admits (tools/build.py); repeatable")
     args = parser.parse_args(argv)
     base = "/" + args.base.strip("/") + "/" if args.base.strip("/") else "/"
     root, headers = ROOT, {}
+    if args.connect_src and not (args.dist and args.build):
+        parser.error("--connect-src is an option of the build: use it with --dist --build")
     if args.dist:
-        from tools.build import HEADERS
+        root = ROOT / "dist"
+        if args.build:
+            from tools import build
 
-        root, headers = ROOT / "dist", HEADERS
+            build.main(["--keep-connect-src", *[w for o in args.connect_src for w in ("--connect-src", o)]])
         if not (root / "index.html").exists():
             parser.error("dist/ is missing: run bash tools/dev.sh build")
+        headers = dist_headers(root)
     server = make_server(args.host, args.port, root=root, quiet=args.quiet, base=base, headers=headers)
     host, port = server.server_address[:2]
     print(f"AgentBar is running at http://{host}:{port}{base}", flush=True)

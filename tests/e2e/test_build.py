@@ -20,7 +20,7 @@ from playwright.sync_api import expect
 from bench.scripts import ACTIVE_JS
 from tests.e2e.conftest import ROOT, AgentPage
 from tools import build, vendor
-from tools.serve import SHUTDOWN_POLL_S, make_server
+from tools.serve import SHUTDOWN_POLL_S, dist_headers, make_server
 
 BASE = "/some/where/"
 
@@ -46,7 +46,7 @@ def dist_site(source_tree, tmp_path):
     """(base URL, server, served folder, manifest) of a fresh build served under BASE."""
     out = tmp_path / "dist"
     manifest = build.build(out, root=source_tree, quiet=True)
-    server = make_server("127.0.0.1", 0, root=out, quiet=True, base=BASE, headers=build.HEADERS,
+    server = make_server("127.0.0.1", 0, root=out, quiet=True, base=BASE, headers=dist_headers(out),
                          count_bytes=True, log_requests=True)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_S}, daemon=True).start()
     host, port = server.server_address[:2]

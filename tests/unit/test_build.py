@@ -134,3 +134,21 @@ def test_the_csp_admits_only_the_origins_the_deployer_names(tree, tmp_path, monk
     for bad in ["https://couch.example/db", "*", "'unsafe-inline'", "https://a.example; script-src *"]:
         with pytest.raises(SystemExit):
             build.csp([bad])
+
+
+def test_the_build_records_its_headers_and_a_rebuild_can_keep_its_origins(tree, tmp_path, monkeypatch):
+    """dist/headers.json: the headers a host sends with every file, the policy of dist/index.html; a
+    rebuild with ``--keep-connect-src`` and no origins of its own admits the ones dist/ was built with."""
+    monkeypatch.setattr(build, "COMPRESS_CACHE", tmp_path / "cache")
+    out = tmp_path / "dist"
+    build.build(out, root=tree, quiet=True, connect=["http://127.0.0.1:5993"])
+    headers = json.loads((out / "headers.json").read_text())
+    policy = build.csp(["http://127.0.0.1:5993"])
+    assert headers == {**build.headers(policy)}
+    assert headers["Content-Security-Policy"] == policy + "; frame-ancestors 'none'"
+    assert build.recorded_connect(out) == ["http://127.0.0.1:5993"]
+    assert build.recorded_connect(tmp_path / "none") == []
+    assert build.connect_origins([], "", out, keep=True) == ["http://127.0.0.1:5993"]
+    assert build.connect_origins(["https://b.example"], "", out, keep=True) == ["https://b.example"]
+    assert build.connect_origins([], "https://c.example", out, keep=True) == ["https://c.example"]
+    assert build.connect_origins([], "", out, keep=False) == []

@@ -1,5 +1,6 @@
 """The development server: the runtime's MIME types, and nothing from dot folders."""
 
+import json
 import threading
 import urllib.error
 import urllib.request
@@ -133,3 +134,56 @@ def test_byte_counter_sums_bodies_sent(dist_tree):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_build_admitting_an_origin_is_served_with_that_origin_in_every_files_header(tmp_path, monkeypatch):
+    """README "Deploying": the header sent with every file of dist/ (the sync worker follows only the
+    one sent with static/sync-worker.js) carries the build's own policy, the one in its index.html."""
+    from tests.unit.test_build import tree as tree_fixture
+    from tools import build, serve
+
+    monkeypatch.setattr(build, "COMPRESS_CACHE", tmp_path / "cache")
+    out = tmp_path / "dist"
+    build.build(out, root=tree_fixture.__wrapped__(tmp_path), quiet=True, connect=["http://127.0.0.1:5993"])
+    headers = serve.dist_headers(out)
+    meta = (out / "index.html").read_text().split('http-equiv="Content-Security-Policy" content="')[1].split('"')[0]
+    assert "connect-src 'self' http://127.0.0.1:5993;" in meta
+    server, url = _serve(out, headers=headers)
+    try:
+        for rel in ["", "index.html", "static/sync-worker.js", "sw.js", "static/vendor/pouchdb/pouchdb.min.js"]:
+            with _get(f"{url}/{rel}", **{"Accept-Encoding": "br"}) as response:
+                policy = response.headers["Content-Security-Policy"]
+            assert policy.startswith(meta + ";") and "frame-ancestors 'none'" in policy, rel
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_serve_dist_rebuilds_with_its_own_connect_src_or_else_the_one_dist_was_built_with(tmp_path, monkeypatch):
+    """``bash tools/dev.sh serve --dist`` (``serve.py --dist --build``): the rebuild keeps the options of
+    the build in dist/ unless serve is given origins of its own (which it passes on), and the server
+    sends the headers that build wrote, not a fixed set."""
+    from tools import build, serve
+
+    calls, served = [], []
+    monkeypatch.setattr(build, "main", lambda argv: calls.append(argv) or 0)
+
+    class Stub:
+        server_address = ("127.0.0.1", 1)
+
+        def serve_forever(self):
+            raise KeyboardInterrupt
+
+        def server_close(self):
+            pass
+
+    monkeypatch.setattr(serve, "make_server", lambda *a, **k: served.append(k["headers"]) or Stub())
+    written = {"Content-Security-Policy": "connect-src 'self' http://127.0.0.1:5993; frame-ancestors 'none'"}
+    (tmp_path / "dist").mkdir()
+    (tmp_path / "dist/index.html").write_text("<!doctype html>")
+    (tmp_path / "dist/headers.json").write_text(json.dumps(written))
+    monkeypatch.setattr(serve, "ROOT", tmp_path)
+    serve.main(["--dist", "--build", "--quiet"])
+    serve.main(["--dist", "--build", "--connect-src", "http://127.0.0.1:5993", "--quiet"])
+    assert calls == [["--keep-connect-src"], ["--keep-connect-src", "--connect-src", "http://127.0.0.1:5993"]]
+    assert served == [written, written]
