@@ -20,10 +20,15 @@ Layout (format version 1), every member UTF-8 JSON, compact as ``JSON.stringify`
 Refusal (``BackupRefused.reason``): ``size`` (file over ``MAX_FILE_BYTES``), ``unpacked`` (members
 that unpack past ``MAX_UNPACKED_BYTES`` / one member past ``MAX_MEMBER_BYTES``: a zip bomb, however
 small the file; said apart from ``size`` so a small file is not called large), ``not-backup``
-(not a zip, no manifest, another format name, a member name outside the layout), ``newer``
+(not a zip, no manifest, another format name, a member name that climbs out of the archive:
+absolute, with a ``..`` part or a backslash), ``newer``
 (a format version above ``FORMAT_VERSION``), ``damaged`` (bad CRC, invalid JSON, a wrong type,
 an integer beyond ±(2^53 − 1), a record that fails its shape, counts that disagree, a member twice).
 A refused file is refused whole, before anything is written.
+
+Read as an archiver may have written it again (``_members``): folder entries (``conversations/``)
+are skipped, a leading ``./`` is read as the plain name, and members outside the layout
+(``readme.txt``) are ignored, never read; the manifest makes the file a backup.
 """
 
 from __future__ import annotations
@@ -183,15 +188,17 @@ class BackupReader:
     ``heads``: stage id → task id of its active conversation (empty when the file has none)."""
 
     def __init__(self, archive: zipfile.ZipFile, manifest: dict, threads: dict,
-                 heads: dict[str, str] | None = None) -> None:
+                 heads: dict[str, str] | None = None, *, members: dict[str, zipfile.ZipInfo] | None = None) -> None:
         self._zip = archive
+        # layout name → its entry (``_members``); by default every entry under its own name
+        self._members = members if members is not None else {i.filename: i for i in archive.infolist()}
         self.manifest = manifest
         self.threads = threads
         self.heads = heads or {}
 
     def _read(self, name: str) -> str:
         try:
-            return self._zip.read(name).decode("utf-8")
+            return self._zip.read(self._members[name]).decode("utf-8")
         except (zipfile.BadZipFile, zlib.error, UnicodeDecodeError, EOFError, OSError, ValueError) as error:
             raise BackupRefused("damaged", f"{name}: {error}") from None
 
@@ -200,7 +207,7 @@ class BackupReader:
         pieces of whole lines instead, a piece ending at the line that brings it to ``piece_chars``
         characters (``PIECE_CHARS``: the caller pauses between pieces). Raises ``BackupRefused`` on
         the first bad line."""
-        for name in sorted(n for n in self._zip.namelist() if n.endswith(".jsonl")):
+        for name in sorted(n for n in self._members if n.endswith(".jsonl")):
             kind = name.split("/", 1)[0]
             check = _conversation if kind == "conversations" else _version
             piece: list[dict] = []
@@ -245,16 +252,15 @@ def open_backup(data: bytes, *, max_file: int = MAX_FILE_BYTES, max_unpacked: in
         infos = archive.infolist()
     except (zipfile.BadZipFile, ValueError, EOFError, OSError):
         raise BackupRefused("not-backup", "not a zip") from None
-    names = [info.filename for info in infos]
+    members = _members(infos)
+    names = [name for name, _ in members]
     if "manifest.json" not in names:
         raise BackupRefused("not-backup", "no manifest.json")
-    if not all(_MEMBER.match(n) for n in names):
-        raise BackupRefused("not-backup", "a member name outside the layout")
     if len(set(names)) != len(names):  # a backup's layout, some member written twice: which one is it?
         raise BackupRefused("damaged", "a member twice")
     if any(info.file_size > max_member for info in infos) or sum(i.file_size for i in infos) > max_unpacked:
         raise BackupRefused("unpacked", "members unpack too large")
-    reader = BackupReader(archive, {}, {})
+    reader = BackupReader(archive, {}, {}, members=dict(members))
     manifest = _loads(reader._read("manifest.json"))
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise BackupRefused("not-backup", "another format")
@@ -280,6 +286,23 @@ def open_backup(data: bytes, *, max_file: int = MAX_FILE_BYTES, max_unpacked: in
     reader.manifest = manifest
     reader.threads = threads
     return reader
+
+
+def _members(infos: list[zipfile.ZipInfo]) -> list[tuple[str, zipfile.ZipInfo]]:
+    """The layout's members of a zip as (name, entry), names read without a leading ``./``; folder
+    entries and names outside the layout are left out (an archiver's re-zip, a ``readme.txt``). A
+    name that climbs out of the archive (absolute, a ``..`` part, a backslash) raises
+    ``BackupRefused("not-backup")``: no backup is written so."""
+    found = []
+    for info in infos:
+        name = info.filename
+        if name.startswith("/") or "\\" in name or ".." in name.split("/"):
+            raise BackupRefused("not-backup", "a member name that climbs out of the archive")
+        while name.startswith("./"):
+            name = name[2:]
+        if not info.is_dir() and _MEMBER.match(name):
+            found.append((name, info))
+    return found
 
 
 def _heads(value: Any) -> dict[str, str]:

@@ -101,6 +101,7 @@ class HistoryView:
                                   self.listing.reveal)
         self._by = document.getElementById
         self._undo_timer, self._proxies = None, []
+        self._deleted_place = 0  # the list index of the item deleted last (focus goes there if Undo had it)
         service.on_notice = runtime.add_notice
         service.on_head_synced = self._head_synced
         recorder.on_recorded = lambda stage_id: _schedule(self.render_meta())
@@ -285,8 +286,23 @@ class HistoryView:
         (the previous one at the list's end; the search field when it was the only one): with the item
         and its button removed, it fell to the page's body, where Escape no longer closes the drawer."""
         nxt = item.nextElementSibling if not is_none(item.nextElementSibling) else item.previousElementSibling
+        self._deleted_place = js.Array.prototype.indexOf.call(self._by("history-list").children, item)
         _schedule(self.delete(item.dataset.taskId))
         (nxt if not is_none(nxt) else self._by("history-search")).focus()
+
+    def _undo_expired(self) -> None:
+        """Hide Undo when ``UNDO_MS`` has run out. If it held focus, focus goes to the item now at the
+        deleted place (the previous one past the list's end; the search field when the list is empty),
+        as after a delete: hidden with focus, it left focus on the page's body, where Escape no longer
+        closes the drawer (§6)."""
+        self._undo_timer = None
+        undo = self._by("history-undo")
+        held = undo.contains(document.activeElement)
+        undo.hidden = True
+        if held:
+            items = self._by("history-list").querySelectorAll("[data-testid=history-item]")
+            place = min(max(self._deleted_place, 0), items.length - 1)
+            (items.item(place) if place >= 0 else self._by("history-search")).focus()
 
     def _on_drawer_key(self, event) -> None:
         """Escape closes the drawer wherever focus is in it; Tab keeps focus in it (§6)."""
@@ -369,7 +385,7 @@ class HistoryView:
             undo.hidden = False
             if self._undo_timer is not None:
                 js.clearTimeout(self._undo_timer)
-            self._undo_timer = js.setTimeout(create_proxy(lambda: setattr(undo, "hidden", True)), UNDO_MS)
+            self._undo_timer = js.setTimeout(create_proxy(self._undo_expired), UNDO_MS)
             self._say("delete", "history.deleted", result="ok")  # said, so a screen reader hears it too
 
     def _say(self, kind: str, key: str, *, result: str = "error") -> None:

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 
 from playwright.sync_api import expect
 
+from app.history.service import UNDO_MS
 from app.i18n import Translator
 from tests.e2e.test_indexeddb import run_py
 
@@ -264,6 +265,21 @@ def delete_and_undo_and_keyboard(agent, other, course: str) -> None:
     agent.page.keyboard.press("Delete")
     agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '2'")
     assert agent.page.evaluate(FOCUSED_ITEM) == ["history-item", ids[0]]
+    # Tab to Undo and let its UNDO_MS run out there: focus goes to the item at the deleted place,
+    # not to the page's body (where Escape would no longer close the drawer)
+    for _ in range(20):
+        if agent.page.evaluate("() => document.activeElement.dataset.testid") == "history-undo":
+            break
+        agent.page.keyboard.press("Tab")
+    assert agent.page.evaluate("() => document.activeElement.dataset.testid") == "history-undo"
+    undo.wait_for(state="hidden", timeout=UNDO_MS + 10_000)
+    assert agent.page.evaluate(FOCUSED_ITEM) == ["history-item", ids[0]]
+    # the last item deleted with the mouse, Undo focused until it goes: focus goes to the previous item
+    agent.page.locator(f"[data-testid=history-item][data-task-id={ids[0]}] [data-testid=history-delete]").click()
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '1'")
+    undo.focus()
+    undo.wait_for(state="hidden", timeout=UNDO_MS + 10_000)
+    assert agent.page.evaluate(FOCUSED_ITEM) == ["history-item", ids[2]]
     agent.page.keyboard.press("Escape")
     assert agent.testid("history-drawer").is_hidden()
     assert agent.page.evaluate("() => document.activeElement.dataset.testid") == "history-open"

@@ -148,6 +148,63 @@ def test_a_backup_with_a_member_twice_is_damaged_not_foreign():
     assert refused.value.reason == "damaged"
 
 
+def rezipped(data: bytes, *, extra: dict[str, str] | None = None, folders: bool = False) -> bytes:
+    """``data``'s members written again (as an archiver does after unzipping): with an entry for
+    each folder first when ``folders``, then ``extra`` (name → text) after them."""
+    original = zipfile.ZipFile(io.BytesIO(data))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        names = sorted(original.namelist())
+        if folders:
+            for folder in sorted({n.rsplit("/", 1)[0] + "/" for n in names if "/" in n}):
+                archive.mkdir(folder)
+        for name in names:
+            archive.writestr(name, original.read(name))
+        for name, text in (extra or {}).items():
+            archive.writestr(name, text)
+    return buffer.getvalue()
+
+
+def test_a_rezipped_backup_with_folder_entries_restores_as_the_original():
+    convs, vers = [conversation(n) for n in range(4)], [version("stage-a/s1", 1, "fc_1")]
+    data = build(convs, vers)
+    again = rezipped(data, folders=True)
+    assert "conversations/" in zipfile.ZipFile(io.BytesIO(again)).namelist()
+    reader = open_backup(again)
+    assert reader.threads == THREADS and reader.read_all() == (convs, vers)
+    # and a folder entry added to the file as it was written
+    reader = open_backup(rezipped(data, extra={"conversations/": ""}))
+    assert reader.read_all() == (convs, vers)
+
+
+def test_unknown_members_beside_the_manifest_are_ignored():
+    convs = [conversation(n) for n in range(2)]
+    data = build(convs, [])
+    for extra in ({"readme.txt": "my backup"}, {"notes/2026.jsonl": "not a record"},
+                  {"conversations/old.jsonl": "{}"}):
+        reader = open_backup(rezipped(data, extra=extra))
+        assert reader.threads == THREADS and reader.read_all() == (convs, [])
+
+
+def test_a_dot_slash_prefix_is_read_as_the_plain_name():
+    convs = [conversation(n) for n in range(2)]
+    plain = zipfile.ZipFile(io.BytesIO(build(convs, [])))
+    dotted = zip_bytes({f"./{name}": plain.read(name) for name in plain.namelist()})
+    reader = open_backup(dotted)
+    assert reader.threads == THREADS and reader.read_all() == (convs, [])
+    # the original and ./manifest.json: the manifest twice, which one is the backup's is unknown
+    with pytest.raises(BackupRefused) as refused:
+        open_backup(rezipped(build(convs, []), extra={"./manifest.json": json.dumps(MANIFEST)}))
+    assert refused.value.reason == "damaged"
+
+
+def test_a_zip_without_a_manifest_stays_not_a_backup_even_with_the_layouts_folders():
+    for members in ({"conversations/": "", "readme.txt": "x"}, {"./threads.json": "{}", "notes/manifest.json": "{}"}):
+        with pytest.raises(BackupRefused) as refused:
+            open_backup(zip_bytes(members))
+        assert refused.value.reason == "not-backup"
+
+
 def test_not_a_zip_and_over_the_size_limits_are_refused():
     with pytest.raises(BackupRefused, match="not-backup"):
         open_backup(b"PK\x03\x04 not really")
