@@ -127,7 +127,7 @@ class SyncEngine:
         doc_id = doc_id_of_task(task_id)
         if kind == "delete":  # the deletion says which turns this device had (turn_digests), never their text
             self._forget_for_good(doc_id)
-            had = getattr(self.history, "deleted_messages", lambda _t: None)(task_id) or []
+            had = self.history.deleted_messages(task_id) or []
             await self.replica.remove(doc_id, {"type": DELETION, "seen": sorted(set(turn_digests(had)))})
             return
         if not self.tombstones.admits(doc_id):  # an undo after the delete went out: it stays deleted (§16)

@@ -552,21 +552,25 @@ def test_a_turn_added_on_both_while_the_server_is_down_is_on_both_afterwards_in_
         server.stop()
 
 
+# How many conversations IndexedDB's history holds (a read in a connection of its own).
+HISTORY_COUNT_JS = """() => new Promise((resolve, reject) => {
+  const r = indexedDB.open('agentbar');
+  r.onerror = () => reject(r.error);
+  r.onsuccess = () => {
+    const db = r.result;
+    const q = db.transaction('conversations').objectStore('conversations').count();
+    q.onsuccess = () => { db.close(); resolve(q.result); };
+    q.onerror = () => { db.close(); reject(q.error); };
+  };
+})"""
+
+
 # At the moment sync-status turns 'synced', how many conversations IndexedDB's history holds (a read
-# begun right then, in a connection of its own): window.__heldAtSynced, a list, one count per 'synced'.
+# begun right then): window.__heldAtSynced, a list, one count per 'synced'.
 HELD_AT_SYNCED_JS = """() => {
   const node = document.querySelector('[data-testid=sync-status]');
   const counts = (window.__heldAtSynced = []);
-  const count = () => new Promise((resolve, reject) => {
-    const r = indexedDB.open('agentbar');
-    r.onerror = () => reject(r.error);
-    r.onsuccess = () => {
-      const db = r.result;
-      const q = db.transaction('conversations').objectStore('conversations').count();
-      q.onsuccess = () => { db.close(); resolve(q.result); };
-      q.onerror = () => { db.close(); reject(q.error); };
-    };
-  });
+  const count = """ + HISTORY_COUNT_JS + """;
   let last = node.dataset.state;
   new MutationObserver(() => {
     if (node.dataset.state === 'synced' && last !== 'synced') count().then((n) => counts.push(n), () => counts.push(-1));
@@ -693,18 +697,6 @@ class _Relay:
                 client.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
-
-
-HISTORY_COUNT_JS = """() => new Promise((resolve, reject) => {
-  const r = indexedDB.open('agentbar');
-  r.onerror = () => reject(r.error);
-  r.onsuccess = () => {
-    const db = r.result;
-    const q = db.transaction('conversations').objectStore('conversations').count();
-    q.onsuccess = () => { db.close(); resolve(q.result); };
-    q.onerror = () => { db.close(); reject(q.error); };
-  };
-})"""
 
 
 def _seed(server, database: str, docs: list[dict]) -> None:
