@@ -243,6 +243,18 @@ def _device(seed: int):
                           random_bytes=lambda n: bytes([next(counter) % 256] * n))
 
 
+async def _syncing_pair(stage, text, replica=None):
+    """Devices A and B, a turn ``text`` recorded on A in ``stage``, and each device's sync engine over a
+    replica of its own (``replica``: the class, ``FakeReplica`` when None). Returns ``(a, b, task,
+    replica_a, replica_b, engine_a, engine_b)``."""
+    replica = replica or FakeReplica
+    a, b = _device(1), _device(2)
+    task = await _device_turn(a, stage, text)
+    replica_a, replica_b = replica(), replica()
+    engine_a, engine_b = SyncEngine(a, replica_a, MemoryStorage()), SyncEngine(b, replica_b, MemoryStorage())
+    return a, b, task, replica_a, replica_b, engine_a, engine_b
+
+
 async def _device_turn(svc, stage, text, task_id=None):
     await svc.record_turn(stage, [_user(text, f"u-{text}"), _reply("ok " + text, f"a-{text}")], 1,
                           usage={"inputTokens": 1, "outputTokens": 2, "totalTokens": 3}, model="demo",
@@ -271,10 +283,7 @@ def test_engine_doctests():
 
 
 async def test_a_conversation_made_on_a_is_kept_on_b_archived_and_comes_back_unchanged():
-    a, b = _device(1), _device(2)
-    task = await _device_turn(a, "intro-ml", "hello from A")
-    replica_a, replica_b = FakeReplica(), FakeReplica()
-    engine_a, engine_b = SyncEngine(a, replica_a, MemoryStorage()), SyncEngine(b, replica_b, MemoryStorage())
+    a, b, task, replica_a, replica_b, engine_a, engine_b = await _syncing_pair("intro-ml", "hello from A")
     changes = []
     b.on_change = lambda *c: changes.append(c)
     await engine_a.local_changed("record", task, "intro-ml")
@@ -289,10 +298,7 @@ async def test_a_conversation_made_on_a_is_kept_on_b_archived_and_comes_back_unc
 
 
 async def test_turns_added_on_both_are_merged_in_time_order_and_sent_back():
-    a, b = _device(1), _device(2)
-    task = await _device_turn(a, "s", "first")
-    replica_a, replica_b = FakeReplica(), FakeReplica()
-    engine_a, engine_b = SyncEngine(a, replica_a, MemoryStorage()), SyncEngine(b, replica_b, MemoryStorage())
+    a, b, task, replica_a, replica_b, engine_a, engine_b = await _syncing_pair("s", "first")
     await engine_a.push(task)
     await engine_b.remote_changed(replica_a.docs[f"conversation:{task}"])
     meta, messages, turns = await a.bundle(task)
@@ -710,10 +716,7 @@ class LeafReplica(FakeReplica):
 async def test_a_delete_on_a_wins_over_a_turn_b_added_offline_which_b_keeps_apart_and_says_so():
     from app.sync.documents import doc_id_of_task
 
-    a, b = _device(1), _device(2)
-    task = await _device_turn(a, "s", "shared")
-    replica_a, replica_b = LeafReplica(), LeafReplica()
-    engine_a, engine_b = SyncEngine(a, replica_a, MemoryStorage()), SyncEngine(b, replica_b, MemoryStorage())
+    a, b, task, replica_a, replica_b, engine_a, engine_b = await _syncing_pair("s", "shared", LeafReplica)
     await engine_a.push(task)
     doc_id = doc_id_of_task(task)
     shared_doc = {**replica_a.docs[doc_id], "_rev": "1-s"}
