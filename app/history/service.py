@@ -26,7 +26,7 @@ from app.history.reads import PAGE_SIZE, HistoryReads, Page, SearchHit, SearchPa
 from app.history.records import Stats, TaskMeta, TurnMeta, new_task_id
 from app.history.repository import Conversation, Damaged, HistoryRepository, Stored, Writes
 from app.history.text import cut_title, text_needs_segmenter
-from app.history.writes import ActiveConversations, HistoryWrites, _at_once
+from app.history.writes import ActiveConversations, HistoryWrites, at_once
 from app.records import RecordBackend, RecordStoreError
 from app.store import Notice
 
@@ -276,7 +276,7 @@ class HistoryService:
             record = meta.model_copy(update={"stageId": stage_id, "taskName": cut_title(meta.taskName)})
             writes = Writes()
             # "add" (new): another tab's import of it meanwhile aborts this one
-            await writes.keep_in_steps(record, messages, turns, pause=pause or _at_once, new=not held)
+            await writes.keep_in_steps(record, messages, turns, pause=pause or at_once, new=not held)
             await self._repository.commit(writes)
         self._changed("import", meta.taskId, stage_id)
         return "ok"

@@ -27,7 +27,7 @@ from app.history.repository import HistoryRepository, Writes
 from app.history.text import title_of
 from app.records import RecordStoreError
 
-__all__ = ["ActiveConversations", "HistoryWrites", "SLICE_MS", "Turn", "carried_over", "with_turn"]
+__all__ = ["ActiveConversations", "HistoryWrites", "SLICE_MS", "Turn", "at_once", "carried_over", "with_turn"]
 
 _log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ class ActiveConversations:
         self._turns.pop(stage_id, None)
 
 
-async def _at_once() -> None:
+async def at_once() -> None:
     """No pause: the slices of a write follow each other at once."""
 
 
@@ -138,7 +138,7 @@ class HistoryWrites:
                  pause: Callable[[], Awaitable[None]] | None = None) -> None:
         self._repository, self._access, self._segmenter = repository, access, segmenter
         self._active, self._clock, self._changed, self._random = active, clock, changed, random_bytes
-        self._pause = pause
+        self._pause = pause or at_once
         self._lock = asyncio.Lock()
         self.persist_requested = False
         self._persisting: asyncio.Future | None = None  # the one request of the page (a reference keeps it alive)
@@ -218,7 +218,7 @@ class HistoryWrites:
                 meta = self._new_meta(stage_id, messages, self._clock(), await self._repository.head_id(stage_id))
             meta, added = with_turn(meta, turns, messages, turn, self._clock())
             writes = Writes()
-            await writes.keep_in_steps(meta, messages, turns, pause=self._pause or _at_once, new=diverged)
+            await writes.keep_in_steps(meta, messages, turns, pause=self._pause, new=diverged)
             writes.make_head(stage_id, meta.taskId, synced_at)
             await self._repository.commit(writes)
             self._active.set(stage_id, meta, turns)
@@ -255,7 +255,7 @@ class HistoryWrites:
                 meta = self._new_meta(stage_id, messages, self._clock(), task_id)
             meta, added = with_turn(meta, turns, messages, turn, self._clock())
             writes = Writes()
-            await writes.keep_in_steps(meta, messages, turns, pause=self._pause or _at_once)
+            await writes.keep_in_steps(meta, messages, turns, pause=self._pause)
             await self._repository.commit(writes)
             if self._active.task_id(stage_id) == task_id:  # this tab still took it for the active one
                 self._active.forget(stage_id)
