@@ -19,7 +19,7 @@ from pyscript.ffi import is_none
 from app.agent import DemoAgent
 from app.browser.checkpoint_view import CheckpointView
 from app.browser.dom import field_text
-from app.browser.indexed_db import NOTICE_CODE as IDB_NOTICE, indexed_db_status
+from app.browser.indexeddb_status import NOTICE_CODE as IDB_NOTICE, indexed_db_status
 from app.browser.indexeddb import IndexedDbBackend
 from app.browser.intl import IntlNumbers
 from app.browser.local_storage import open_local_storage
