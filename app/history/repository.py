@@ -12,7 +12,8 @@ the database in ``app.records.SCHEMA``):
   with the record (``app.history.terms``; ``folded`` made by ``app.history.text.fold_map``, §14);
 - ``texts``: ``{taskId, text}`` (the unfolded text, read only for the hits' snippets);
 - ``heads``: ``{stageId, taskId, syncedAt}``: the conversation that is a course's active thread in
-  ``maic-agent-threads``; ``syncedAt`` is that thread's ``updatedAt`` when history last matched it.
+  ``maic-agent-threads``; ``syncedAt`` is that thread's ``updatedAt`` when history last matched it
+  (``Head.matched_at`` in Python: "synced" there is not CouchDB sync, §16; the stored key keeps its name).
 
 Reads return typed values (``TaskMeta``, ``TurnMeta``, ``Head``); a stored record that cannot be
 read is reported through ``on_damaged`` (once per read) and read as missing, or listed as
@@ -96,11 +97,11 @@ class Damaged:
 @dataclass(frozen=True)
 class Head:
     """A course's head as ``heads`` keeps it: ``task_id`` (the stored value when it is a string, else
-    None) and ``synced_at`` (the active thread's ``updatedAt`` when history last matched it; None
+    None) and ``matched_at`` (the active thread's ``updatedAt`` when history last matched it; None
     until its first turn), DESIGN.md §9."""
 
     task_id: str | None
-    synced_at: Any
+    matched_at: Any
 
     @property
     def allocated(self) -> str | None:
@@ -248,9 +249,9 @@ class Writes:
                       ("put", "search", search),
                       ("put", "texts", {"taskId": meta.taskId, "text": text})]
 
-    def make_head(self, stage_id: str, task_id: str, synced_at: int | None) -> None:
-        """Make ``task_id`` the head of ``stage_id``, matched to the thread of ``updatedAt`` ``synced_at``."""
-        self._ops.append(("put", "heads", {"stageId": stage_id, "taskId": task_id, "syncedAt": synced_at}))
+    def make_head(self, stage_id: str, task_id: str, matched_at: int | None) -> None:
+        """Make ``task_id`` the head of ``stage_id``, matched to the thread of ``updatedAt`` ``matched_at``."""
+        self._ops.append(("put", "heads", {"stageId": stage_id, "taskId": task_id, "syncedAt": matched_at}))
 
     def end_head(self, stage_id: str) -> None:
         """``stage_id`` has no active conversation any more (its conversation stays, archived)."""

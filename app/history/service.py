@@ -144,11 +144,11 @@ class HistoryService:
         """``HistoryWrites.head_task_id``: the task id of ``stage_id``'s head, allocated when missing."""
         return await self._writes.head_task_id(stage_id, allocate=allocate)
 
-    async def record_turn(self, stage_id: str, messages: list[dict], synced_at: int, *, usage: dict[str, int] | None,
+    async def record_turn(self, stage_id: str, messages: list[dict], matched_at: int, *, usage: dict[str, int] | None,
                           model: str, duration_ms: int, message_id: str | None, task_id: str | None = None,
                           own: list[dict] | None = None, dropped_turns: int = 0) -> TurnMeta | None:
         """``HistoryWrites.record_turn``: a completed turn on ``stage_id``'s active conversation."""
-        return await self._writes.record_turn(stage_id, messages, synced_at, usage=usage, model=model,
+        return await self._writes.record_turn(stage_id, messages, matched_at, usage=usage, model=model,
                                               duration_ms=duration_ms, message_id=message_id, task_id=task_id,
                                               own=own, dropped_turns=dropped_turns)
 
@@ -168,14 +168,14 @@ class HistoryService:
         """Drop the cached active meta of ``stage_id`` (another tab changed it)."""
         self._active.forget(stage_id)
 
-    async def archive(self, stage_id: str, messages: list[dict], synced_at: int | None) -> str | None:
+    async def archive(self, stage_id: str, messages: list[dict], matched_at: int | None) -> str | None:
         """``HistoryWrites.archive``: New conversation keeps the active one and ends it as the head."""
-        return await self._writes.archive(stage_id, messages, synced_at)
+        return await self._writes.archive(stage_id, messages, matched_at)
 
-    async def resume(self, stage_id: str, task_id: str, current: list[dict], current_synced_at: int | None,
-                     synced_at: int) -> list[dict] | None:
+    async def resume(self, stage_id: str, task_id: str, current: list[dict], current_matched_at: int | None,
+                     matched_at: int) -> list[dict] | None:
         """``HistoryWrites.resume``: make ``task_id`` the head of ``stage_id``; returns its messages."""
-        return await self._writes.resume(stage_id, task_id, current, current_synced_at, synced_at)
+        return await self._writes.resume(stage_id, task_id, current, current_matched_at, matched_at)
 
     async def reconcile(self, threads: dict[str, tuple[list[dict], int]],
                         pause: Callable[[], Awaitable[None]] | None = None) -> list[str]:

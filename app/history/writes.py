@@ -176,11 +176,11 @@ class HistoryWrites:
             return task_id
 
     # -- turns -------------------------------------------------------------
-    async def record_turn(self, stage_id: str, messages: list[dict], synced_at: int, *, usage: dict[str, int] | None,
+    async def record_turn(self, stage_id: str, messages: list[dict], matched_at: int, *, usage: dict[str, int] | None,
                           model: str, duration_ms: int, message_id: str | None, task_id: str | None = None,
                           own: list[dict] | None = None, dropped_turns: int = 0) -> TurnMeta | None:
         """A completed turn on ``stage_id``'s active conversation (created at its first turn):
-        ``messages`` the whole slim thread as saved, ``synced_at`` its ``updatedAt``. Returns the turn meta.
+        ``messages`` the whole slim thread as saved, ``matched_at`` its ``updatedAt``. Returns the turn meta.
 
         ``task_id``: the conversation the turn continues (taken when it started). When another tab
         made another conversation the head meanwhile, in a moment this tab's save could not see
@@ -194,7 +194,7 @@ class HistoryWrites:
         if task_id is not None and TASK_ID.match(task_id) and own is not None \
                 and await self._moved_on(stage_id, task_id):
             return await self._record_in(task_id, stage_id, own, turn)
-        return await self._record_on_head(stage_id, messages, synced_at, turn)
+        return await self._record_on_head(stage_id, messages, matched_at, turn)
 
     @guarded(bool)
     async def _moved_on(self, stage_id: str, task_id: str) -> bool:
@@ -204,7 +204,7 @@ class HistoryWrites:
         return head != task_id if head is not None else await self._repository.holds(task_id)
 
     @guarded(writes=True)
-    async def _record_on_head(self, stage_id: str, messages: list[dict], synced_at: int, turn: Turn) -> TurnMeta:
+    async def _record_on_head(self, stage_id: str, messages: list[dict], matched_at: int, turn: Turn) -> TurnMeta:
         await self._segmenter.for_titles(messages)
         async with self._lock:
             meta = await self._repository.head_meta(stage_id)
@@ -219,7 +219,7 @@ class HistoryWrites:
             meta, added = with_turn(meta, turns, messages, turn, self._clock())
             writes = Writes()
             await writes.keep_in_steps(meta, messages, turns, pause=self._pause, new=diverged)
-            writes.make_head(stage_id, meta.taskId, synced_at)
+            writes.make_head(stage_id, meta.taskId, matched_at)
             await self._repository.commit(writes)
             self._active.set(stage_id, meta, turns)
         self._changed("record", meta.taskId, stage_id)
@@ -309,11 +309,11 @@ class HistoryWrites:
 
     # -- archive, resume ---------------------------------------------------
     @guarded(writes=True)
-    async def archive(self, stage_id: str, messages: list[dict], synced_at: int | None) -> str | None:
+    async def archive(self, stage_id: str, messages: list[dict], matched_at: int | None) -> str | None:
         """New conversation: keep the active conversation (``messages`` as last shown; adopted if history
         lacks it) and end it as the head. Returns its task id. Asks for persistent storage once
         (``_ask_persist``, never awaited: no write waits for the browser's answer).
-        (``synced_at``: the thread's ``updatedAt``; the archived conversation has no head to stamp.)"""
+        (``matched_at``: the thread's ``updatedAt``; the archived conversation has no head to stamp.)"""
         task_id = None
         async with self._lock:
             meta = await self._repository.head_meta(stage_id)
@@ -324,7 +324,7 @@ class HistoryWrites:
                 if meta is None or not continues(await self._repository.messages(meta.taskId), messages):
                     allocated = None if meta else await self._repository.head_id(stage_id)
                     task_id = (await self._adopt(writes, stage_id, messages, meta, allocated=allocated,
-                                                 updated_at=synced_at)).taskId
+                                                 updated_at=matched_at)).taskId
             writes.end_head(stage_id)
             await self._repository.commit(writes)
             self._active.ended(stage_id)
@@ -372,11 +372,11 @@ class HistoryWrites:
         return meta
 
     @guarded()
-    async def resume(self, stage_id: str, task_id: str, current: list[dict], current_synced_at: int | None,
-                     synced_at: int) -> list[dict] | None:
+    async def resume(self, stage_id: str, task_id: str, current: list[dict], current_matched_at: int | None,
+                     matched_at: int) -> list[dict] | None:
         """Make ``task_id`` the head of ``stage_id``; returns its messages for the caller's one write
-        of ``maic-agent-threads`` (stamped ``synced_at``), or None when it does not exist.
-        ``current``: the active thread now (of ``updatedAt`` ``current_synced_at``); kept in history
+        of ``maic-agent-threads`` (stamped ``matched_at``), or None when it does not exist.
+        ``current``: the active thread now (of ``updatedAt`` ``current_matched_at``); kept in history
         if it is not there yet."""
         await self._segmenter.for_titles(current)
         async with self._lock:
@@ -389,9 +389,9 @@ class HistoryWrites:
             if current and (head is None or head.taskId != task_id):
                 if head is None or not continues(await self._repository.messages(head.taskId), current):
                     allocated = None if head else await self._repository.head_id(stage_id)
-                    await self._adopt(writes, stage_id, current, head, allocated=allocated, updated_at=current_synced_at)
+                    await self._adopt(writes, stage_id, current, head, allocated=allocated, updated_at=current_matched_at)
             meta = meta.model_copy(update={"stageId": stage_id})
-            writes.make_head(stage_id, task_id, synced_at)
+            writes.make_head(stage_id, task_id, matched_at)
             await self._repository.commit(writes)
             self._active.set(stage_id, meta, await self._repository.turns(task_id))
         self._changed("resume", task_id, stage_id)
@@ -421,7 +421,7 @@ class HistoryWrites:
                              pause: Callable[[], Awaitable[None]] | None = None) -> bool:
         """``reconcile`` of one course; True when its head was adopted or updated."""
         head = await self._repository.head(stage_id)
-        if head is not None and head.synced_at == updated_at:
+        if head is not None and head.matched_at == updated_at:
             return False
         await self._segmenter.for_titles(messages)
         async with self._lock:

@@ -87,7 +87,7 @@ def test_the_start_up_modules_import_nothing_the_thread_does_not_need():
 def test_the_lazily_imported_helpers_still_work():
     from app.agent import _hex
     from app.agents.errors import retry_after_seconds
-    from app.agents.protocol import wire_call_id
+    from app.agents.chat_completions import wire_call_id
     from app.checkpoints.paths import segment
 
     assert _hex(0.0, 0.5, 1.0) == "#ff0000"
