@@ -48,10 +48,12 @@ from pyscript import document
 
 from app.browser.dom import element
 from app.browser.model_setup import WebStorage
+from app.browser.sync_tabs import SyncTabs
 from app.i18n import Translator
 from app.browser.tasks import next_task
 from app.sync.engine import SENT_KEY, SyncEngine
 from app.sync.settings import SyncCredentials, SyncSettings, SyncStatus, load_sync_settings, save_sync_settings
+from app.sync.tabs import lock_name
 from app.sync.watchdog import ProgressWatchdog
 
 __all__ = ["SEQ_KEY", "SyncSection", "SyncSetup"]
@@ -240,10 +242,13 @@ class SyncSetup:
             self._show(SyncStatus("off"))
 
     def stop(self) -> None:
-        """End the replication of this page (the local database stays)."""
+        """End the replication of this page (the local database stays); with sync off, let the
+        replicating tab's lock go (another tab waiting for it takes over)."""
         if self.replication is not None:
             self.replication.stop()
             self.replication = None
+        if not self.settings.enabled and self._tabs is not None:
+            self._tabs.release()
 
     def sync_now(self) -> None:
         """The Sync now button: probe the server again and replicate at once."""
@@ -268,6 +273,9 @@ class SyncSetup:
         except RuntimeError as error:
             js.console.error(f"sync: {error}")
             self._show(SyncStatus("error", "unreachable"))
+            return
+        if not await self._tabs_of().claim(lock_name(self.settings)):  # another tab replicates: follow it
+            self._follow()
             return
         credentials = SyncCredentials.of(self.settings, self._password)
         config = json.dumps({"server": self.settings.url, "remote": credentials.remote, "user": credentials.user,
@@ -399,6 +407,63 @@ class SyncSetup:
         # 'synced' waits while history still takes changes in (the worker reports a pause only once
         # its change feed handed every replicated change to this page, so the drain has begun)
         self._show(SyncEngine.shown(self._reported, applying=self._draining is not None))
+
+    # -- one tab replicates (app.browser.sync_tabs) --------------------------------------
+    _tabs: SyncTabs | None = None  # made at the first start (after install drew the status)
+    _follows = 0  # starts of this page as a tab that follows
+
+    def _tabs_of(self) -> SyncTabs:
+        if self._tabs is None:
+            self._tabs = SyncTabs(self.node, self.t, take_over=lambda: self._spawn(self.restart()),
+                                  sync_now=self.sync_now, wake=self._wake, show=self._followed)
+        return self._tabs
+
+    def _wake(self) -> None:
+        if self.replication is not None:
+            self.replication.wake()
+
+    def _followed(self, status: SyncStatus) -> None:
+        """The replicating tab's ``status``, drawn as this tab's (nothing is watched here)."""
+        self.status = status
+        self._draw()
+
+    def _follow(self) -> None:
+        """Start as a tab that follows: this tab's history changes and versions go into the local
+        database (the replicating tab is told, ``wrote``), nothing is replicated or taken in here
+        (another tab's writes to history reach this one by history's own signals); the status is the
+        replicating tab's, asked for at the first start; a later start (Sync now) asks that tab to
+        start again."""
+        self.watchdog.stop()  # nothing replicates here: nothing to watch
+        quiet = create_proxy(lambda *_args: None)
+        self._proxies.append(quiet)
+        replication = self.replication = js.window.agentbarSync.open(json.dumps({"feed": False}), quiet, quiet)
+        tabs = self._tabs_of()
+        self.engine = SyncEngine(self.history, _TabReplica(replication, lambda: tabs.post("wrote")), self.local,
+                                 checkpoints=self.checkpoints, records=self.records, pause=next_task,
+                                 clock=lambda: int(js.Date.now()), notify=self._notify)
+        self._hook_history()
+        self._follows += 1
+        tabs.post("ask" if self._follows == 1 else "now")
+
+
+class _TabReplica(_Replica):
+    """``_Replica`` of a tab that follows: after each write, ``wrote()`` (the replicating tab reads it)."""
+
+    def __init__(self, replication, wrote: Callable[[], None]) -> None:
+        super().__init__(replication)
+        self._wrote = wrote
+
+    async def put(self, doc: dict[str, Any]) -> None:
+        await super().put(doc)
+        self._wrote()
+
+    async def remove(self, doc_id: str, body: dict[str, Any] | None = None) -> None:
+        await super().remove(doc_id, body)
+        self._wrote()
+
+    async def resolve(self, docs: list[dict[str, Any]]) -> None:
+        await super().resolve(docs)
+        self._wrote()
 
 
 def _report(task: asyncio.Future) -> None:
