@@ -8,9 +8,9 @@
 
 The list's state is ``app.history.list_model.HistoryList`` (pure); this view draws it and
 forwards events. The stats and turn-meta lines are ``TurnMetaView``'s, export, print and
-import ``HistoryFiles``'. Changes of history (this tab's, and other tabs' through
-``app.browser.signals``) arrive as ``HistoryList.changed``. Text is set as ``textContent``;
-times use the browser's ``Intl``.
+import ``HistoryFiles``'. Changes of history (this tab's, sync's, and other tabs' through
+``app.browser.signals``) arrive on history's hub (``HistoryService.changes``). Text is set as
+``textContent``; times use the browser's ``Intl``.
 
 Opening the list costs about a raw read of one page (DESIGN.md §14): after ``start()``, in idle
 time, the shown course's first page is drawn in the closed drawer (``HistoryList.live``), which
@@ -35,7 +35,8 @@ from app.browser.indexeddb import IndexedDbBackend
 from app.browser.status_line import dismiss, say
 from app.browser.tasks import next_task
 from app.browser.turn_meta_view import TurnMetaView
-from app.history.list_model import HistoryChange, HistoryList
+from app.history.changes import ChangeHub, HistoryChange
+from app.history.list_model import HistoryList
 from app.history.reconcile import iter_stored_threads
 from app.history.recorder import HistoryRecorder
 from app.history.service import UNDO_MS, HistoryService
@@ -45,12 +46,14 @@ __all__ = ["HistoryView", "create_history"]
 _FOCUSABLE = "button, input, select, textarea, [tabindex]"
 
 
-def create_history(clock) -> HistoryService:
-    """The service over IndexedDB (the runtime's recorder is made before it, ``app.browser.history_boot``);
-    nothing is opened yet."""
-    backend = IndexedDbBackend()
-    service = HistoryService(backend, clock=clock, prepare=_install_graphemes, pause=next_task)
-    backend.on_event = service.on_backend_event
+def create_history(clock, changes: ChangeHub, on_notice) -> HistoryService:
+    """The service over IndexedDB, publishing on ``changes`` and saying its notices to ``on_notice``
+    (the runtime's recorder is made before it, ``app.browser.history_boot``); nothing is opened yet.
+    The backend's closed connection (another tab upgrades, the database deleted) reaches the service."""
+    service: HistoryService | None = None
+    backend = IndexedDbBackend(on_event=lambda kind, detail: service.on_backend_event(kind, detail))
+    service = HistoryService(backend, clock=clock, prepare=_install_graphemes, pause=next_task, changes=changes,
+                             on_notice=on_notice)
     return service
 
 
@@ -85,8 +88,8 @@ def _keep_focus_in(drawer, event) -> None:
 class HistoryView:
     """Binds the history drawer and the stats/turn-meta hooks to one runtime (module docstring).
 
-    ``history_list``: the list's pure state, shared with the cross-tab adapter that announces
-    changes on it; ``store``: the ``ThreadStore`` (reconciled with history at start, the current
+    ``history_list``: the list's pure state; the view hears history's changes on
+    ``service.changes`` and the recorder's writes (``HistoryRecorder.subscribe``); ``store``: the ``ThreadStore`` (reconciled with history at start, the current
     thread given to a resume); ``clock``: epoch ms.
     """
 
@@ -102,10 +105,8 @@ class HistoryView:
         self._by = document.getElementById
         self._undo_timer, self._proxies = None, []
         self._deleted_place = 0  # the list index of the item deleted last (focus goes there if Undo had it)
-        service.on_notice = runtime.add_notice
-        service.on_head_synced = self._head_synced
-        recorder.on_recorded = lambda stage_id: _schedule(self.render_meta())
-        history_list.subscribe(self._on_change)
+        recorder.subscribe(lambda stage_id: _schedule(self.render_meta()))
+        service.changes.subscribe(self._on_change)
 
     # -- wiring ----------------------------------------------------------------
     def bind(self) -> None:
@@ -320,7 +321,8 @@ class HistoryView:
     def _on_change(self, change: HistoryChange) -> None:
         """A change of history: the open list follows it, the closed one is drawn afresh in idle time
         (``draw_ahead``); another tab's change of the shown course redraws its stats and turn meta.
-        This tab's import draws itself (``reveal``)."""
+        This tab's import draws itself (``reveal``). A change that moved the course's active
+        thread (sync: ``head``) rebuilds it here (``_head_synced``)."""
         concerns = self.list.hear(change)
         if self.list.open and (change.elsewhere or change.kind != "import"):
             _schedule(self.listing.apply_change(change))
@@ -328,6 +330,8 @@ class HistoryView:
             self.listing.draw_ahead()
         if change.elsewhere and change.stage_id == self.runtime.stage_id:
             _schedule(self.render_meta())
+        if change.head is not None:
+            self._head_synced(change.stage_id, change.head)
 
     # -- commands ------------------------------------------------------------------
     def new_conversation(self) -> None:

@@ -78,11 +78,13 @@ class Page:
                                             base=shown_base(self.translator))
         from app.browser.model_setup import ModelSetup
         from app.browser.signals import CrossTabSignals
+        from app.history.changes import ChangeHub
         from app.history.recorder import HistoryRecorder
 
         # History's modules load after ready (app.browser.history_boot); what the runtime records
         # before waits in the recorder's queue (DESIGN.md §9, §13).
         self.recorder = HistoryRecorder()
+        self.changes = ChangeHub()  # history's one hub: other tabs' changes arrive on it before history loads (§15)
         self.history = self.history_list = self.history_view = None
         demo = DemoAgent(delay_ms=_delay_ms(query), scenes=self.checkpoints.document, translate=self.translator)
         self.model_setup = ModelSetup(demo, lambda: self.runtime.stage_id)  # DESIGN.md §12
@@ -96,7 +98,7 @@ class Page:
         self.stage_view = StageView(self.runtime, self.checkpoints, self.translator)
         covered = frozenset() if self.idb_available else frozenset({"checkpoint-unavailable"})
         self.checkpoint_view = CheckpointView(self.runtime, self.translator, self.clock, covered)
-        self.signals = CrossTabSignals(window, self.runtime, None, None, self.checkpoints)  # history joins after ready
+        self.signals = CrossTabSignals(window, self.runtime, self.changes, self.checkpoints)
         self.ready = False
         self._stage_key: tuple | None = None  # what the stage and its versions were last drawn for
         self._composing = False  # an IME composition is open in the page (compositionstart … compositionend)
@@ -265,13 +267,10 @@ class Page:
         from app.browser.history_view import HistoryView, create_history
         from app.history.list_model import HistoryList
 
-        self.history, self.history_list = create_history(self.clock), HistoryList()
+        self.history, self.history_list = create_history(self.clock, self.changes, self._history_notice), HistoryList()
         self.history_view = HistoryView(self.runtime, self.store, self.history, self.recorder, self.translator,
                                         self.clock, self.history_list)
-        say = self.history.on_notice  # in the same task: a read the view makes meanwhile must not say it apart
-        self.history.on_notice = lambda notice: self._history_notice(notice, say)
         await next_task()  # building the views and binding the drawer were one task of 63 ms on a cold load
-        self.signals.attach_history(self.history, self.history_list)
         self.history_view.bind()
         await next_task()
         from app.browser.backup_files import bind_backup  # backup hooks of the drawer (DESIGN.md §14)
@@ -280,8 +279,8 @@ class Page:
         self.recorder.attach(self.history)
         self.held_clicks.release()
 
-    def _history_notice(self, notice, say) -> None:
-        """History's ``notice``, said by ``say``; when it tells that IndexedDB itself could not be opened
+    def _history_notice(self, notice) -> None:
+        """History's ``notice``, said in the panel; when it tells that IndexedDB itself could not be opened
         (unusable from the start, or its open failed: ``database_failed``), the one IndexedDB notice
         instead, which covers scene versions too (three notices stacked: history unavailable, storage
         full, versions in memory; DESIGN.md §5)."""
@@ -289,7 +288,7 @@ class Page:
             self.runtime.add_notice(Notice(IDB_NOTICE))
             self.checkpoint_view.cover("checkpoint-unavailable")
         else:
-            say(notice)
+            self.runtime.add_notice(notice)
 
     async def _after_restore(self, plan) -> None:
         """A backup was restored (``app.backup.format.MergePlan``, DESIGN.md §14): the course on screen
@@ -305,9 +304,10 @@ class Page:
             await self.checkpoints.load_stage(shown)
         await self.history_view.render_meta()
         await self.history_view.listing.reload()
-        if self.history.on_change is not None:
-            for stage_id in stages | plan.stages:
-                self.history.on_change("import", "", stage_id)
+        from app.history.changes import HistoryChange
+
+        for stage_id in stages | plan.stages:
+            self.changes.publish(HistoryChange("import", "", stage_id, "import"))
 
     # -- after ready -----------------------------------------------------------------------
     async def finish(self) -> None:
@@ -333,7 +333,8 @@ class Page:
         await next_task()
         from app.browser.sync_setup import SyncSection, SyncSetup  # sync (§16): its client loads only when on
 
-        self.sync = SyncSetup(None, self.translator, self.checkpoints, self.records)  # history: given below
+        self.sync = SyncSetup(None, self.translator, self.checkpoints, self.records,  # history: given below
+                              changes=self.changes, say=self.runtime.add_notice, dismiss=self.runtime.dismiss_notice)
         await next_task()  # sync's modules and the settings dialog: a task each (together 40-135 ms on a cold load)
         self.model_setup.install_dialog(self.translator, self._redraw_messages,  # after ready: nothing added to start-up
                                         sections=(SyncSection(self.translator, self.sync),))
@@ -342,7 +343,6 @@ class Page:
         await next_task()
         await self.load_history()
         self.sync.history = self.history
-        self.sync.dismiss = self.runtime.dismiss_notice  # a sync notice replaces its earlier count
         await next_task()
         await self.history_view.start()
         self.root.dataset.history = "ready" if self.history.available else f"unavailable:{self.history.failure}"

@@ -210,15 +210,23 @@ async def _paused_steps(steps, pause: Callable[[], Awaitable[None]]):
 
 class Writes:
     """The changes of ONE transaction, named for what they do; ``HistoryRepository.commit`` stores
-    them all or none (``RecordBackend.write``)."""
+    them all or none (``RecordBackend.write``). What it keeps whole is remembered (``kept``): the
+    change history announces after the commit carries it (``app.history.changes``, DESIGN.md §15)."""
 
     def __init__(self) -> None:
         self._ops: list[WriteOp] = []
+        self._kept: dict[str, Conversation] = {}
 
     @property
     def ops(self) -> list[WriteOp]:
         """The backend's write ops, in order."""
         return list(self._ops)
+
+    def kept(self, task_id: str) -> Conversation | None:
+        """The conversation ``task_id`` as these writes keep it whole (``keep``), None when they do not
+        (its meta, messages and turns are those written: a later change of the lists passed in does not
+        reach it)."""
+        return self._kept.get(task_id)
 
     def keep(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], *, new: bool = False) -> None:
         """Store a conversation whole: meta, slim messages, turns, its search and text records.
@@ -242,6 +250,7 @@ class Writes:
 
     def _keep(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], new: bool, text: str,
               search: dict) -> None:
+        self._kept[meta.taskId] = Conversation(meta, list(messages), list(turns))
         self._ops += [("add" if new else "put", "conversations", meta.model_dump()),
                       ("put", "messages", {"taskId": meta.taskId, "messages": messages}),
                       ("put", "turns", {"taskId": meta.taskId, "turns": [t.record() for t in turns]}),

@@ -3,8 +3,9 @@
 ``SyncEngine`` is what the browser adapter (``app.browser.sync_setup`` over ``static/sync.js``)
 calls, both ways:
 
-- out: ``local_changed(kind, task_id, stage_id)`` after this tab changed history
-  (``HistoryService.on_change``): a delete removes the conversation's document (and keeps its id
+- out: ``local_changed(change)`` for each change history's hub announces that ``sends`` admits
+  (this tab's and an import's, ``app.history.changes``; never sync's own, never another tab's,
+  which that tab sends): a delete removes the conversation's document (and keeps its id
   as deleted, ``Tombstones``), the deletion naming the turns this device had
   (``app.sync.documents.deletion_doc``); anything else writes the conversation's document as
   history now holds it (``app.sync.documents.conversation_doc``), never over an id deleted before;
@@ -56,6 +57,7 @@ from typing import Any, Protocol
 
 import time
 
+from app.history.changes import HistoryChange
 from app.history.merge import Merged, merge_leaves, merged_meta
 from app.store import Notice
 from app.sync.documents import (DELETION, conversation_doc, conversation_steps, deletion_doc, doc_id_of_task,
@@ -122,10 +124,24 @@ class SyncEngine:
             pass
 
     # -- out -------------------------------------------------------------------
-    async def local_changed(self, kind: str, task_id: str, stage_id: str = "") -> None:
-        """This tab changed conversation ``task_id`` (``HistoryService.on_change`` kinds)."""
+    @staticmethod
+    def sends(change: HistoryChange) -> bool:
+        """True when ``change`` goes out: made in this tab or imported here. A change sync itself
+        applied (another device's) is not sent back; another tab's is that tab's to send.
+
+        >>> [SyncEngine.sends(HistoryChange("record", "t", "s", source)) for source in ("this-tab", "import", "sync", "other-tab")]
+        [True, True, False, False]
+        """
+        return change.source in ("this-tab", "import")
+
+    async def local_changed(self, change: HistoryChange) -> None:
+        """History changed conversation ``change.task_id`` here (``sends``; a change of no
+        conversation, a restored backup's, sends nothing)."""
+        task_id = change.task_id
+        if not self.sends(change) or not task_id:
+            return
         doc_id = doc_id_of_task(task_id)
-        if kind == "delete":  # the deletion says which turns this device had (turn_digests), never their text
+        if change.kind == "delete":  # the deletion says which turns this device had (turn_digests), never their text
             self._forget_for_good(doc_id)
             had = self.history.deleted_messages(task_id) or []
             await self.replica.remove(doc_id, {"type": DELETION, "seen": sorted(set(turn_digests(had)))})
