@@ -7,8 +7,9 @@ calls, both ways:
   (this tab's and an import's, ``app.history.changes``; never sync's own, never another tab's,
   which that tab sends): a delete removes the conversation's document (and keeps its id
   as deleted, ``Tombstones``), the deletion naming the turns this device had
-  (``app.sync.documents.deletion_doc``); anything else writes the conversation's document as
-  history now holds it (``app.sync.documents.conversation_doc``), never over an id deleted before;
+  (``app.sync.documents.deletion_doc``); anything else writes the conversation's document
+  (``app.sync.documents.conversation_doc``) of what the change carries as written, or as history
+  now holds it when it carries none, never over an id deleted before;
 - in: ``remote_changed_many(docs)`` for the documents the replication brought, in arrival order
   (``remote_changed(doc)`` for one). A document in conflict carries every leaf revision under
   ``LEAVES`` (the adapter reads them, CouchDB's ``open_revs``), and ``app.sync.tombstones.decide``
@@ -136,7 +137,9 @@ class SyncEngine:
 
     async def local_changed(self, change: HistoryChange) -> None:
         """History changed conversation ``change.task_id`` here (``sends``; a change of no
-        conversation, a restored backup's, sends nothing)."""
+        conversation, a restored backup's, sends nothing). A delete removes its document; a change
+        that carries what it wrote (``change.written``) writes the document of that, reading
+        nothing back; any other writes it as history holds it (``push``)."""
         task_id = change.task_id
         if not self.sends(change) or not task_id:
             return
@@ -148,7 +151,10 @@ class SyncEngine:
             return
         if not self.tombstones.admits(doc_id):  # an undo after the delete went out: it stays deleted (§16)
             return
-        await self.push(task_id)
+        if change.written is not None:  # what history just wrote: sent as it is, nothing read back (§15)
+            await self.replica.put(conversation_doc(*change.written))
+        else:  # a change that carries no records (a resume, an undo): history holds what goes out
+            await self.push(task_id)
 
     async def push(self, task_id: str) -> bool:
         """Write ``task_id``'s document as history holds it; False when history has none, or when its

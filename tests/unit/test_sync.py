@@ -887,3 +887,42 @@ def test_sync_intake_holds_a_document_to_the_import_rules_without_writing_it_as_
     for doc in refused:
         with pytest.raises(ValueError):
             conversation_of(doc, now)
+
+
+class ReadCountingBackend(MemoryBackend):
+    """A MemoryBackend that counts every read it answers (records, pages, counts, keys)."""
+
+    def __init__(self):
+        super().__init__()
+        self.reads = 0
+
+    def __getattribute__(self, name):
+        if name in ("get", "bulk_get", "query", "count", "query_count", "keys", "primary_keys", "scan"):
+            object.__setattr__(self, "reads", object.__getattribute__(self, "reads") + 1)
+        return object.__getattribute__(self, name)
+
+
+async def test_a_finished_turn_goes_out_as_history_wrote_it_without_reading_history_back():
+    """DESIGN.md §15: the change history announces carries what it wrote, so sync sends the
+    conversation's document from it and reads no record back (it read three per turn)."""
+    from app.sync.documents import doc_id_of_task
+
+    backend = ReadCountingBackend()
+    device = HistoryService(backend, clock=lambda: DEVICE_T0, random_bytes=lambda n: bytes([5] * n))
+    replica = FakeReplica()
+    engine = SyncEngine(device, replica, MemoryStorage())
+    heard = []
+    device.changes.subscribe(lambda change: SyncEngine.sends(change) and heard.append(change))
+    thread = []
+    for n in range(2):
+        thread += [_user(f"q{n}", f"u{n}"), _reply(f"r{n}", f"a{n}")]
+        await device.record_turn("s", list(thread), n + 1, usage=None, model="demo", duration_ms=5,
+                                 message_id=f"a{n}")
+        (change,) = heard
+        heard.clear()
+        before = backend.reads
+        await engine.local_changed(change)
+        assert backend.reads == before  # nothing read back
+        document = replica.docs[doc_id_of_task(change.task_id)]
+        assert document == json.loads(json.dumps(conversation_doc(*await device.bundle(change.task_id))))
+        assert [m["id"] for m in document["messages"]] == [m["id"] for m in thread]
