@@ -35,6 +35,7 @@ from app.browser.indexeddb import IndexedDbBackend
 from app.browser.status_line import dismiss, say
 from app.browser.tasks import next_task
 from app.browser.turn_meta_view import TurnMetaView
+from app.history.active_thread import ActiveThread
 from app.history.changes import ChangeHub, HistoryChange
 from app.history.list_model import HistoryList
 from app.history.reconcile import iter_stored_threads
@@ -89,15 +90,17 @@ class HistoryView:
     """Binds the history drawer and the stats/turn-meta hooks to one runtime (module docstring).
 
     ``history_list``: the list's pure state; the view hears history's changes on
-    ``service.changes`` and the recorder's writes (``HistoryRecorder.subscribe``); ``store``: the ``ThreadStore`` (reconciled with history at start, the current
-    thread given to a resume); ``clock``: epoch ms.
+    ``service.changes`` and the recorder's writes (``HistoryRecorder.subscribe``); ``store``: the
+    ``ThreadStore`` (reconciled with history at start); ``clock``: epoch ms; ``threads``: the
+    ``ActiveThread`` service through which a resume, and sync's change of the course's active
+    conversation, reach the runtime.
     """
 
     def __init__(self, runtime, store, service: HistoryService, recorder: HistoryRecorder, translator, clock,
-                 history_list: HistoryList) -> None:
+                 history_list: HistoryList, threads: ActiveThread) -> None:
         self.runtime, self.store, self.service, self.recorder, self.t, self.clock = (
             runtime, store, service, recorder, translator, clock)
-        self.list = history_list
+        self.list, self.threads = history_list, threads
         self.listing = HistoryListView(runtime, service, history_list, translator, clock)
         self.meta = TurnMetaView(runtime, service, history_list, translator)
         self.files = HistoryFiles(runtime, store, service, recorder, history_list, translator, clock,
@@ -150,14 +153,6 @@ class HistoryView:
         await next_task()
         await self.render_meta()
         self.listing.draw_ahead()
-
-    def _head_synced(self, stage_id: str, messages: list[dict]) -> None:
-        """Another device changed ``stage_id``'s active conversation (sync): this device's active
-        thread is rebuilt from history (DESIGN.md §16), one write of ``maic-agent-threads`` as a resume
-        makes, so the next turn goes on from what both devices said. While a turn runs there the
-        thread stays; where that turn ends is ``app.continuity``'s (it does not go on from the head)."""
-        if self.store.load(stage_id) != messages and self.runtime.replace_thread(stage_id, messages):
-            _schedule(self.render_meta())
 
     def _on_runtime(self) -> None:
         if self.runtime.stage_id != self.meta.stage or not self.runtime.has_messages:
@@ -321,8 +316,9 @@ class HistoryView:
     def _on_change(self, change: HistoryChange) -> None:
         """A change of history: the open list follows it, the closed one is drawn afresh in idle time
         (``draw_ahead``); another tab's change of the shown course redraws its stats and turn meta.
-        This tab's import draws itself (``reveal``). A change that moved the course's active
-        thread (sync: ``head``) rebuilds it here (``_head_synced``)."""
+        This tab's import draws itself (``reveal``). A change by which sync moved the course's active
+        thread (``head``) rebuilds it through ``ActiveThread.follow`` (DESIGN.md §16); its stats and
+        turn meta are drawn again when it was."""
         concerns = self.list.hear(change)
         if self.list.open and (change.elsewhere or change.kind != "import"):
             _schedule(self.listing.apply_change(change))
@@ -330,8 +326,8 @@ class HistoryView:
             self.listing.draw_ahead()
         if change.elsewhere and change.stage_id == self.runtime.stage_id:
             _schedule(self.render_meta())
-        if change.head is not None:
-            self._head_synced(change.stage_id, change.head)
+        if self.threads.follow(change):
+            _schedule(self.render_meta())
 
     # -- commands ------------------------------------------------------------------
     def new_conversation(self) -> None:
@@ -369,12 +365,8 @@ class HistoryView:
         if not is_none(item) and item.getAttribute("data-damaged") == "true":
             self._say("resume", "history.damagedOpen")  # it cannot be read: it can be deleted
             return
-        current = self.store.load(stage_id) or []
-        messages = await self.recorder.run(stage_id, lambda: self.service.resume(
-            stage_id, task_id, current, self.store.updated_at(stage_id), self.clock()))
-        if messages is None:
+        if await self.threads.resume(stage_id, task_id) is None:
             return
-        self.runtime.replace_thread(stage_id, messages)
         await self.render_meta()
         self.close()
 
