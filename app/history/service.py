@@ -17,7 +17,7 @@ The service is the one face the page and the runtime use; its parts each hold on
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from app.history.access import NOTICE_CODES, HistoryAccess, Segmenter, guarded
@@ -263,6 +263,11 @@ class HistoryService:
     async def bundle(self, task_id: str) -> Conversation | None:
         """(meta, messages, turns) of one conversation, for export."""
         return await self._reads.bundle(task_id)
+
+    def conversation_pages(self, per: int) -> AsyncIterator[list[Conversation]]:
+        """Every conversation kept, ``per`` at a time (``HistoryRepository.conversation_pages``: what
+        sync sends at its first sync, §16). A failure of the store is raised as it is."""
+        return self._repository.conversation_pages(per)
 
     @guarded(lambda: "unavailable")
     async def import_bundle(self, stage_id: str, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta],

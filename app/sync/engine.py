@@ -44,7 +44,9 @@ over the leaf revision its ``_rev`` names); ``history`` is the
 ``HistoryService``; ``deleted`` a ``StringStorage`` holding the deleted ids as a JSON list under
 ``DELETED_KEY`` (ids only: never credentials) and ``SENT_KEY``; ``checkpoints`` the
 ``SceneCheckpoints`` (None: versions are not synced); ``records`` the ``app.records.RecordBackend``
-both live in (read by ``send_all`` only), ``pause`` awaited between its slices; ``clock``: epoch ms
+the versions live in (``send_all`` reads them through ``app.history.repository.version_pages``, the
+conversations through ``HistoryService.conversation_pages``: no table is named here), ``pause``
+awaited between their pages; ``clock``: epoch ms
 (the intake's "not ahead of now"); ``notify(Notice)``: the ``sync-unreadable`` notice. Failures of the replica raise; the browser layer logs
 them (without credentials) and the next change or "sync now" tries again.
 """
@@ -60,6 +62,7 @@ import time
 
 from app.history.changes import HistoryChange
 from app.history.merge import Merged, merge_leaves, merged_meta
+from app.history.repository import version_pages
 from app.store import Notice
 from app.sync.documents import (DELETION, conversation_doc, conversation_steps, deletion_doc, doc_id_of_task,
                                 kind_of, turn_digests, version_doc_of, version_of, version_record_of)
@@ -130,7 +133,8 @@ class SyncEngine:
         """True when ``change`` goes out: made in this tab or imported here. A change sync itself
         applied (another device's) is not sent back; another tab's is that tab's to send.
 
-        >>> [SyncEngine.sends(HistoryChange("record", "t", "s", source)) for source in ("this-tab", "import", "sync", "other-tab")]
+        >>> sources = ("this-tab", "import", "sync", "other-tab")
+        >>> [SyncEngine.sends(HistoryChange("record", "t", "s", source)) for source in sources]
         [True, True, False, False]
         """
         return change.source in ("this-tab", "import")
@@ -197,37 +201,26 @@ class SyncEngine:
         if self.records is None or self._get(SENT_KEY) == target:
             return 0
         sent = 0
-        async for rows in self._slices("conversations", "taskId"):
-            for row in rows:
-                if self.tombstones.admits(doc_id_of_task(row["taskId"])) and await self.push(row["taskId"]):
+        async for page in self.history.conversation_pages(SLICE):
+            for conversation in page:
+                if self.tombstones.admits(doc_id_of_task(conversation.meta.taskId)):
+                    await self.replica.put(conversation_doc(*conversation))
                     sent += 1
+            await self._pause()
         if self.checkpoints is not None:
-            async for rows in self._slices("versions", "versionId"):
-                snapshots = await self.records.bulk_get("snapshots", [row["versionId"] for row in rows])
-                for row, snapshot in zip(rows, snapshots):
+            async for page in version_pages(self.records, SLICE):
+                for row, snapshot in page:
                     document = snapshot.get("document") if isinstance(snapshot, dict) else None
                     try:
                         sent += await self.push_version(row, document) if document is not None else 0
                     except (KeyError, ValueError):  # a damaged record stays here, unsent
                         continue
+                await self._pause()
         try:
             self._deleted_store.set_item(SENT_KEY, target)
         except Exception:  # noqa: BLE001 - the next start sends again (puts of the same content are no-ops)
             pass
         return sent
-
-    async def _slices(self, table: str, key: str):
-        lower, is_open = "", False
-        while True:
-            rows = await self.records.query(table, key, lower, "\uffff", lower_open=is_open, limit=SLICE)
-            rows = [row for row in rows if isinstance(row, dict) and isinstance(row.get(key), str)]
-            if not rows:
-                return
-            yield rows
-            await self._pause()
-            if len(rows) < SLICE:
-                return
-            lower, is_open = rows[-1][key], True
 
     def _get(self, key: str) -> str | None:
         try:

@@ -926,3 +926,46 @@ async def test_a_finished_turn_goes_out_as_history_wrote_it_without_reading_hist
         document = replica.docs[doc_id_of_task(change.task_id)]
         assert document == json.loads(json.dumps(conversation_doc(*await device.bundle(change.task_id))))
         assert [m["id"] for m in document["messages"]] == [m["id"] for m in thread]
+
+
+async def test_the_first_sync_reads_history_a_page_at_a_time_not_three_records_per_conversation():
+    """``send_all`` takes conversations from history's repository in pages (meta, messages and turns
+    of a page in one read each), not a query then three reads per conversation (DESIGN.md §15)."""
+    from app.sync.documents import doc_id_of_task
+
+    backend = ReadCountingBackend()
+    counter = itertools.count(3)
+    history = HistoryService(backend, clock=lambda: DEVICE_T0, random_bytes=lambda n: bytes([next(counter)] * n))
+    tasks = []
+    for n in range(6):
+        tasks.append(await _device_turn(history, f"course-{n}", f"turn {n}"))
+    replica = FakeReplica()
+    engine = SyncEngine(history, replica, MemoryStorage(), records=backend, pause=lambda: asyncio.sleep(0))
+    before = backend.reads
+    assert await engine.send_all("http://h/db") == 6
+    assert backend.reads - before <= 3  # one page: the metas, then the messages and turns of all of them
+    for task in tasks:
+        sent = conversation_doc(*await history.bundle(task))
+        assert replica.docs[doc_id_of_task(task)] == json.loads(json.dumps(sent))
+
+
+def test_sync_and_the_browser_layer_name_no_history_table():
+    """Only ``app.history.repository`` (and the stores' own adapters) name the record tables: sync and
+    the browser layer reach them through its verbs (DESIGN.md §15)."""
+    import ast
+    import pathlib
+    import re
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    tables = set(re.findall(r'^\s+"(\w+)":\s*"', (root / "app" / "records.py").read_text(encoding="utf-8"), re.M))
+    assert {"conversations", "versions", "snapshots"} <= tables
+    named = []
+    for folder in ("sync", "browser"):
+        for path in sorted((root / "app" / folder).glob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                dict_verb = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in ("get", "pop", "setdefault")  # a dict's key, not a table
+                if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                        and node.args[0].value in tables and not dict_verb:
+                    named.append(f"{path.name}:{node.lineno} {node.args[0].value}")
+    assert named == []
