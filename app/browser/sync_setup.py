@@ -12,7 +12,8 @@
 - ``SyncSection``: the settings dialog's sync fields (``sync-enabled``, ``sync-url``,
   ``sync-database``, ``sync-user``, ``sync-password``, ``sync-remember``), saved by
   ``settings-save``; the password is kept like the model key (``app.sync.settings``).
-- The rules are ``app.sync.engine.SyncEngine``'s: this tab's history changes and the scene versions
+- The rules are ``app.sync.engine.SyncEngine``'s: this tab's history changes (heard on history's hub,
+  ``app.history.changes``; ``SyncEngine.sends`` says which) and the scene versions
   it writes (``SceneCheckpoints.on_recorded``) go out as documents, replicated documents come into
   history and the version store in arrival order, ``SLICE`` per step at most and ``SLICE_CHARS`` of
   their JSON (the adapter holds what waits,
@@ -51,6 +52,8 @@ from app.browser.model_setup import WebStorage
 from app.browser.sync_tabs import SyncTabs
 from app.i18n import Translator
 from app.browser.tasks import next_task
+from app.history.changes import ChangeHub, HistoryChange
+from app.store import Notice
 from app.sync.engine import SENT_KEY, SyncEngine
 from app.sync.settings import SyncCredentials, SyncSettings, SyncStatus, load_sync_settings, save_sync_settings
 from app.sync.tabs import lock_name
@@ -110,12 +113,17 @@ class _Replica:
 class SyncSetup:
     """Sync in this page for ``history`` (``HistoryService``; ``None`` until the page loaded it, which
     it does before ``install``), ``translator``, ``checkpoints`` (``SceneCheckpoints``) and ``records``
-    (the ``RecordBackend`` both live in)."""
+    (the ``RecordBackend`` both live in). ``changes``: history's hub (``ChangeHub``), heard once sync
+    starts; ``say(Notice)`` / ``dismiss(code)``: the panel's ``add_notice`` and ``dismiss_notice`` (a
+    sync notice replaces its earlier count)."""
 
-    def __init__(self, history: Any, translator: Translator, checkpoints: Any = None, records: Any = None) -> None:
+    def __init__(self, history: Any, translator: Translator, checkpoints: Any = None, records: Any = None, *,
+                 changes: ChangeHub, say: Callable[[Notice], None],
+                 dismiss: Callable[[str], None] | None = None) -> None:
         self.history = history
         self.checkpoints = checkpoints
         self.records = records
+        self._changes, self._say, self.dismiss = changes, say, dismiss
         self._welcomed = False
         self.t = translator
         self.local, self.session = WebStorage("localStorage"), WebStorage("sessionStorage")
@@ -127,14 +135,12 @@ class SyncSetup:
         self._watching: asyncio.Future | None = None
         self._queue: asyncio.Future | None = None
         self._proxies: list = []
-        self._applying = False
         self._draining = None  # the replication whose waiting changes are being taken
         self._reported: SyncStatus | None = None  # the replication's last status (SyncEngine.shown)
         self.node = None
         self.now_button = None
         self._hooked = False
         self._starts = 0
-        self.dismiss: Callable[[str], None] | None = None  # the panel's dismiss_notice (set by the page)
 
     # -- the panel -----------------------------------------------------------------
     def install(self, menu=None) -> None:
@@ -310,8 +316,7 @@ class SyncSetup:
         before it (``dismiss``: the page's ``runtime.dismiss_notice``)."""
         if self.dismiss is not None:
             self.dismiss(notice.code)
-        if self.history is not None and self.history.on_notice is not None:
-            self.history.on_notice(notice)
+        self._say(notice)
 
     def _since(self) -> str:
         try:
@@ -323,15 +328,12 @@ class SyncSetup:
         if self._hooked:
             return
         self._hooked = True
-        previous: Callable | None = self.history.on_change
 
-        def changed(kind: str, task_id: str, stage_id: str) -> None:
-            if previous is not None:
-                previous(kind, task_id, stage_id)
-            if self.engine is not None and not self._applying and self.settings.enabled:
-                self._enqueue(lambda: self.engine.local_changed(kind, task_id, stage_id))
+        def changed(change: HistoryChange) -> None:  # sync's own changes (source "sync") never go back out
+            if self.engine is not None and self.settings.enabled and SyncEngine.sends(change):
+                self._enqueue(lambda: self.engine.local_changed(change))
 
-        self.history.on_change = changed
+        self._changes.subscribe(changed)
         if self.checkpoints is not None:
             def recorded(item) -> None:
                 if self.engine is not None and self.settings.enabled:
@@ -378,11 +380,7 @@ class SyncSetup:
         try:
             docs = [doc for doc, _ in changes if isinstance(doc, dict)]
             if docs:
-                self._applying = True
-                try:
-                    await self.engine.remote_changed_many(docs)
-                finally:
-                    self._applying = False
+                await self.engine.remote_changed_many(docs)
             self.watchdog.worked()  # history takes in what came: not yet the replication moving again
             try:
                 self.local.set_item(SEQ_KEY, str(changes[-1][1]))

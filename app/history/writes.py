@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from app.continuity import continues
 from app.history.adopted import adopted_meta
 from app.history.access import HistoryAccess, Segmenter, guarded
+from app.history.changes import HistoryChange
 from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta, Usage, iso, new_task_id
 from app.history.repository import HistoryRepository, Writes
 from app.history.text import title_of
@@ -34,8 +35,8 @@ _log = logging.getLogger(__name__)
 SLICE_MS = 12
 """``HistoryWrites.add_synced`` gives the page back (its ``pause``) once building records took this long (ms)."""
 
-Changed = Callable[[str, str, str], None]
-"""``changed(kind, task_id, stage_id)``: after this tab changed history."""
+Changed = Callable[[HistoryChange], None]
+"""``changed(change)``: after this tab changed history (``ChangeHub.publish``)."""
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,8 @@ async def at_once() -> None:
 
 class HistoryWrites:
     """Turns, archive, resume, reconciliation and synced additions (module docstring). ``clock``: epoch ms;
-    ``random_bytes``: for task ids; ``changed``: told after each change this tab made; ``pause``: awaited
+    ``random_bytes``: for task ids; ``changed``: told each change this tab made (``HistoryChange``, carrying
+    the conversation as written); ``pause``: awaited
     between the slices of a turn's search record (``Writes.keep_in_steps``: a message of millions of
     characters is folded and indexed without a long task, DESIGN.md §13, §14); without it, at once."""
 
@@ -222,7 +224,7 @@ class HistoryWrites:
             writes.make_head(stage_id, meta.taskId, matched_at)
             await self._repository.commit(writes)
             self._active.set(stage_id, meta, turns)
-        self._changed("record", meta.taskId, stage_id)
+        self._changed(HistoryChange("record", meta.taskId, stage_id, written=writes.kept(meta.taskId)))
         return added
 
     async def record_turn_in(self, task_id: str, stage_id: str, messages: list[dict], *,
@@ -259,7 +261,7 @@ class HistoryWrites:
             await self._repository.commit(writes)
             if self._active.task_id(stage_id) == task_id:  # this tab still took it for the active one
                 self._active.forget(stage_id)
-        self._changed("record", meta.taskId, stage_id)
+        self._changed(HistoryChange("record", meta.taskId, stage_id, written=writes.kept(meta.taskId)))
         return added
 
     @guarded(lambda: None)
@@ -331,7 +333,8 @@ class HistoryWrites:
         if not self.persist_requested:
             self.persist_requested = True
             self._persisting = asyncio.ensure_future(self._ask_persist())  # asked, never awaited here
-        self._changed("archive", task_id or "", stage_id)
+        self._changed(HistoryChange("archive", task_id or "", stage_id,
+                                    written=writes.kept(task_id) if task_id else None))
         return task_id
 
     async def _ask_persist(self) -> None:
@@ -394,7 +397,7 @@ class HistoryWrites:
             writes.make_head(stage_id, task_id, matched_at)
             await self._repository.commit(writes)
             self._active.set(stage_id, meta, await self._repository.turns(task_id))
-        self._changed("resume", task_id, stage_id)
+        self._changed(HistoryChange("resume", task_id, stage_id))
         return messages
 
     @guarded(list)

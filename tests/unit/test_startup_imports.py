@@ -16,6 +16,7 @@ APP = Path(__file__).resolve().parents[2] / "app"
 # Imported by app.browser.main before html[data-ready]: app.browser.page at the top, the rest inside
 # Page's set-up steps (__init__, draw_first, drop_painted_bar, bind_history).
 BEFORE_READY = ["app.browser.page", "app.browser.model_setup", "app.browser.signals", "app.history.recorder",
+                "app.history.changes",
                 "app.browser.paint", "app.browser.history_boot", "app.browser.tasks", "app.frames"]
 
 # 10-90 ms each in a cold load's imports (bench.trace_startup --imports), none of it imported by the floor.
