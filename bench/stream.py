@@ -33,6 +33,7 @@ from typing import Any
 
 from bench import data
 from bench.scripts import LONGTASKS
+from bench import pysteps
 from bench.trace import cpu, traced
 from tools import fake_openai
 
@@ -199,9 +200,11 @@ def run(run: Any, *, quick: bool) -> dict:
         page.bring_to_front()
         page.click("[data-testid=agent-new-conversation]")
         page.wait_for_function("() => !document.querySelector('[data-role=assistant]')")
+        pysteps.watch(page)
         traced(run, page, detail=True)
         big = page.evaluate(BIGLINE)
         big["cpu"] = cpu(run)  # each task's thread CPU beside its wall clock (Chrome trace)
+        big["python_steps"] = pysteps.steps(page)  # the longest Python steps, named
         big["longest_task_ms"] = _longest(page, big["t0"], big["t1"])
         baseline.bring_to_front()
         body = json.dumps({"model": fake_openai.MODEL_NAME, "stream": True,
@@ -232,6 +235,7 @@ def run(run: Any, *, quick: bool) -> dict:
         "baseline": {"longest_task_ms": max(b["longest_task_ms"] or 0 for b in base_rows),
                      "tokens": _median([b["tokens"] for b in base_rows])},
         "bigline": {"chars": big["chars"], "ms": big["ms"], "longest_task_ms": big["longest_task_ms"], "cpu": big["cpu"],
+                    "python_steps": big["python_steps"],
                     "baseline_ms": big_base["ms"], "baseline_longest_task_ms": big_base["longest_task_ms"]},
     }
     out["goals"] = {
@@ -270,6 +274,7 @@ def report(figures: dict) -> None:
     print(f"| one 10 MB line: send → idle, ms | {big['ms']:,.0f} | {big['baseline_ms']:,.0f} |")
     print(f"| one 10 MB line: longest task, ms | {task(big['longest_task_ms'])} | {task(big['baseline_longest_task_ms'])} |")
     _print_cpu(big.get("cpu"))
+    pysteps.report(big.get("python_steps"))
 
 
 def _print_cpu(cpu: dict | None) -> None:
