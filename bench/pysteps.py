@@ -23,13 +23,17 @@ from asyncio import events as _events
 def _where(callback):
     owner = getattr(callback, "__self__", None)
     coro = owner.get_coro() if isinstance(owner, asyncio.Task) else None
-    last = None
+    chain = []
     while coro is not None:
         frame = getattr(coro, "cr_frame", None) or getattr(coro, "ag_frame", None)
         if frame is not None:
-            last = f"{frame.f_code.co_filename.rsplit('/app/', 1)[-1]}:{frame.f_code.co_name}:{frame.f_lineno}"
+            name = frame.f_code.co_filename.rsplit("/app/", 1)[-1]
+            if name != "browser/tasks.py":  # the pause itself names nothing
+                chain.append(f"{name}:{frame.f_code.co_name}:{frame.f_lineno}")
         coro = getattr(coro, "cr_await", None) or getattr(coro, "ag_await", None)
-    return last or getattr(callback, "__qualname__", repr(callback))[:80]
+    if chain:  # the innermost coroutine, and the one that runs it when they differ
+        return chain[-1] if len(chain) == 1 else f"{chain[-1]} (in {chain[-2]})"
+    return getattr(callback, "__qualname__", repr(callback))[:80]
 
 if not hasattr(_events.Handle, "_bench_run"):
     _events.Handle._bench_run = _events.Handle._run
