@@ -1,5 +1,6 @@
 """Compact JSON of a list, encoded item by item with a pause after each big one (a long message
-sends without a long main-thread task).
+sends without a long main-thread task); one long JSON text parsed in steps (``loads_in_steps``:
+a 10 MB server-sent event reads without one).
 
 A turn holding a 2 MB message hands IndexedDB about 6 MB of JSON (the messages,
 their plain text and its folded form, DESIGN.md §9); encoded in one go that is
@@ -21,10 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Sequence
+import os
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import Any
 
-__all__ = ["LIFT_CHARS", "STEP_CHARS", "STEP_MS", "dumps_in_steps", "lift_long_texts"]
+__all__ = ["LIFT_CHARS", "STEP_CHARS", "STEP_MS", "dumps_in_steps", "lift_long_texts", "loads_in_steps"]
 
 STEP_CHARS = 256 * 1024
 """Items whose JSON is longer than this (characters) are followed by a pause."""
@@ -95,3 +97,127 @@ def _find_long(value: Any, path: list, min_chars: int, into: list) -> None:
             path.append(key)
             _find_long(inner, path, min_chars, into)
             path.pop()
+
+
+def loads_in_steps(text: str, *, step_chars: int = STEP_CHARS) -> Generator[None, None, Any]:
+    """A generator of steps whose return value is ``json.loads(text)``: it yields ``None`` between
+    slices of about ``step_chars`` characters of work, so a caller can give the page its turn
+    (a server-sent event of 10 MB, DESIGN.md §12, was one ``json.loads`` of 100–250 ms in Pyodide).
+
+    Each string value of at least ``step_chars`` characters is cut out of the text and decoded
+    piece by piece (never inside an escape, never between the two escapes of a surrogate pair);
+    the rest, small once those are out, is parsed whole and the strings put back. A text shorter
+    than ``step_chars`` is parsed at once, with no step. Raises ``ValueError``
+    (``json.JSONDecodeError``) where ``json.loads`` does.
+    """
+    if len(text) < step_chars:
+        return json.loads(text)
+    nonce = os.urandom(8).hex()  # a placeholder the text cannot have guessed
+    kept: list[str] = []
+    lifted: list[tuple[int, int]] = []
+    at = since = 0
+    while True:
+        start = text.find('"', at)
+        if start < 0:
+            break
+        end = start + 1
+        while True:  # the closing quote: one not escaped by an odd run of backslashes
+            end = text.find('"', end)
+            if end < 0:
+                return json.loads(text)  # a string that never ends: json.loads says where
+            run = end - 1
+            while text[run] == "\\":
+                run -= 1
+            if (end - 1 - run) % 2 == 0:
+                break
+            end += 1
+            if end - since >= step_chars:
+                yield
+                since = end
+        after = end + 1
+        while after < len(text) and text[after] in " \t\n\r":
+            after += 1
+        if end - start > step_chars and not text.startswith(":", after):  # a long value (a key stays)
+            kept.append(text[at:start])
+            kept.append(f'"\\u0000{nonce}-{len(lifted)}"')
+            lifted.append((start + 1, end))
+        else:
+            kept.append(text[at:end + 1])
+        at = end + 1
+        if at - since >= step_chars:
+            yield
+            since = at
+    if not lifted:
+        return json.loads(text)
+    kept.append(text[at:])
+    value = json.loads("".join(kept))
+    strings = {}
+    for number, (start, end) in enumerate(lifted):
+        pieces = []
+        while start < end:
+            cut = _cut(text, start, min(start + step_chars, end), end)
+            yield
+            pieces.append(json.loads('"' + text[start:cut] + '"'))
+            start = cut
+        strings[f"\u0000{nonce}-{number}"] = "".join(pieces)
+    found: list[str] = []
+    value = _put_back(value, strings, found)
+    if len(found) != len(strings) or len(set(found)) != len(found):  # a placeholder dropped (a key given
+        return json.loads(text)  # twice keeps its last value) or doubled: the text is parsed whole
+    return value
+
+
+def _put_back(value: Any, strings: dict[str, str], found: list[str]) -> Any:
+    """``value`` with each string that is a key of ``strings`` replaced by its value (containers
+    changed in place), each key met appended to ``found``."""
+    if isinstance(value, str):
+        if value in strings:
+            found.append(value)
+            return strings[value]
+        return value
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if isinstance(inner, (str, dict, list)):
+                value[key] = _put_back(inner, strings, found)
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            if isinstance(inner, (str, dict, list)):
+                value[index] = _put_back(inner, strings, found)
+    return value
+
+
+def _cut(text: str, start: int, cut: int, end: int) -> int:
+    """Where a piece of the JSON string ``text[start:end]`` that would end at ``cut`` can end: never
+    inside an escape (at most 6 characters) nor between the two escapes of a ``\\uD8xx\\uDCxx``
+    pair. Backslashes in a run escape each other two by two from the run's start."""
+    if cut >= end:
+        return end
+    last = text.rfind("\\", start, cut)
+    if last < cut - 12:
+        return cut  # no escape reaches ``cut``: a plain character ends the piece
+    run = last
+    while run > start and text[run - 1] == "\\":
+        run -= 1
+    if last < cut - 1 and (last - run) % 2 == 1:
+        return cut  # an even run ends before ``cut``: plain characters after it
+    if last == cut - 1:
+        at = run + 2 * ((cut - run) // 2)  # the run may go on past ``cut``: cut between two escapes
+    else:
+        at = last  # the escape ``last`` opens (its letter after it) may reach ``cut``
+        if text[last + 1] != "u" or last + 6 < cut:
+            at = cut
+        elif last + 6 == cut and not (_high_escape(text, last, start) and text.startswith("\\u", cut)):
+            at = cut
+    if text.startswith("\\u", at) and at - 6 >= start and _high_escape(text, at - 6, start):
+        at -= 6  # the low half of a pair: the piece ends before the high half
+    return at if at > start else end
+
+
+def _high_escape(text: str, at: int, start: int) -> bool:
+    """Whether ``text[at:at + 6]`` is an unescaped ``\\uD800``–``\\uDBFF`` escape."""
+    if not text.startswith("\\u", at) or text[at + 2:at + 3] not in ("d", "D") or text[at + 3:at + 4] not in tuple("89abAB"):
+        return False
+    run = at
+    while run > start and text[run - 1] == "\\":
+        run -= 1
+    return (at - run) % 2 == 0

@@ -21,17 +21,22 @@ measured in the same page and run.
 - start-up: reloads of the app with 20 courses × 3 scenes × 50 versions stored
   against reloads with none (same browser, the two interleaved; goal: ≤ 1.03×).
 
-Run: ``bash tools/dev.sh bench --only checkpoints [--quick]``.
+Run: ``bash tools/dev.sh bench --only checkpoints [--quick]``; ``BENCH_CHECKPOINTS_CASES=record,huge``
+runs those cases alone (goals and the table then name only them). Each recording also prints its
+tasks by thread CPU (``bench.trace``) and its longest Python steps (``bench.pysteps``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import textwrap
 import time
 from urllib.parse import urlencode
 
+from bench import pysteps
+from bench.trace import cpu, traced
 from bench.scripts import RUN_PY
 
 
@@ -158,6 +163,8 @@ def bench_record(run, reps: int) -> dict:
     for i in range(reps):
         run_py(page, f"DOC = big_document({i}); json.dumps(len(DOC.elements))")
         page.evaluate(LONGTASKS)
+        pysteps.watch(page)
+        traced(run, page, detail=True)
         out = run_py(page, f"""
             t0 = now()
             item = await CP.submit(snap("intro-ml", "scene-1", DOC, {1_780_000_000_000 + i}))
@@ -166,6 +173,8 @@ def bench_record(run, reps: int) -> dict:
             json.dumps({{"record_ms": t1 - t0, "version": item.metadata["artifactVersionNo"],
                          "bytes": len(DOC.model_dump_json())}})
         """)
+        out["cpu"] = cpu(run)  # each task's thread CPU beside its wall clock (Chrome trace)
+        out["python_steps"] = pysteps.steps(page)  # the longest Python steps, named
         page.wait_for_timeout(100)  # longtask entries are delivered asynchronously
         probes = page.evaluate(STOP_PROBES)
         out["longtasks_ms"] = probes["longtasks"]
@@ -189,6 +198,8 @@ def bench_huge(run, reps: int) -> dict:
         size = run_py(page, f"DOC = huge_document({i}); json.dumps(len(DOC.model_dump_json(exclude_none=True)))")
         page.evaluate(LONGTASKS)
         page.wait_for_timeout(50)
+        pysteps.watch(page)
+        traced(run, page, detail=True)
         out = run_py(page, f"""
             t0 = now()
             item = await CP.submit(snap("intro-ml", "scene-3", DOC, {1_780_000_000_000 + i}))
@@ -196,6 +207,8 @@ def bench_huge(run, reps: int) -> dict:
             await VIEW.settle()
             json.dumps({{"record_ms": t1 - t0, "version": item.metadata["artifactVersionNo"]}})
         """)
+        out["cpu"] = cpu(run)
+        out["python_steps"] = pysteps.steps(page)
         page.wait_for_timeout(100)
         probes = page.evaluate(STOP_PROBES)
         out.update(bytes=size, longtasks_ms=probes["longtasks"], longest_gap_ms=probes["gap"])
@@ -414,14 +427,25 @@ def bench_startup(run, loads: int, courses: int, scenes: int, versions: int) -> 
 def run(run, *, quick: bool) -> dict:
     """Run the part (see the module docstring); ``quick`` keeps it under about a minute."""
     started = time.time()
-    figures = {
-        "record": bench_record(run, 1 if quick else 5),
-        "huge": bench_huge(run, 1 if quick else 3),
-        "diff": bench_diff(run, 2 if quick else 9),
-        "export": bench_export(run, 60 if quick else 250),
-        "list": bench_list(run, 2 if quick else 9, 20 if quick else 200),
-        "startup": bench_startup(run, 1 if quick else 9, 2 if quick else 20, 3, 2 if quick else 50),
+    cases = {
+        "record": lambda: bench_record(run, 1 if quick else 5),
+        "huge": lambda: bench_huge(run, 1 if quick else 3),
+        "diff": lambda: bench_diff(run, 2 if quick else 9),
+        "export": lambda: bench_export(run, 60 if quick else 250),
+        "list": lambda: bench_list(run, 2 if quick else 9, 20 if quick else 200),
+        "startup": lambda: bench_startup(run, 1 if quick else 9, 2 if quick else 20, 3, 2 if quick else 50),
     }
+    chosen = [c.strip() for c in os.environ.get("BENCH_CHECKPOINTS_CASES", "").split(",") if c.strip()]
+    figures = {name: case() for name, case in cases.items() if not chosen or name in chosen}
+    if chosen:
+        figures["goals"] = {}
+        for name in ("record", "huge"):
+            if name in figures:
+                value = figures[name]["longest_task_ms"]
+                figures["goals"][f"{name}: longest main-thread task (ms)"] = {"value": value, "limit": 50,
+                                                                                "pass": value <= 50}
+        figures["elapsed_s"] = round(time.time() - started, 1)
+        return figures
     r, d, l, s = figures["record"], figures["diff"], figures["list"], figures["startup"]
     h = figures["huge"]
     figures["goals"] = {
@@ -441,20 +465,27 @@ def run(run, *, quick: bool) -> dict:
 
 def report(figures: dict) -> None:
     """Print the part's table."""
-    r, d, l, s = figures["record"], figures["diff"], figures["list"], figures["startup"]
+    r, d, l, s = (figures.get(name) for name in ("record", "diff", "list", "startup"))
     h = figures.get("huge")
-    print(f"  record a 500-element version ({r['document_bytes'] / 1e6:.2f} MB JSON): median {r['record_ms_median']:.1f} ms;"
-          f" longest main-thread task {r['longest_task_ms']:.0f} ms (heartbeat gap; {r['longtask_count']} longtask entries);"
-          f" slide drew {r['element_count_drawn']} elements; observer check saw {r['observer_check_ms']}")
+    if r:
+        print(f"  record a 500-element version ({r['document_bytes'] / 1e6:.2f} MB JSON): median {r['record_ms_median']:.1f} ms;"
+              f" longest main-thread task {r['longest_task_ms']:.0f} ms (heartbeat gap; {r['longtask_count']} longtask entries);"
+              f" slide drew {r['element_count_drawn']} elements; observer check saw {r['observer_check_ms']}")
+        _print_cpu(r["samples"][-1].get("cpu"))
+        pysteps.report(r["samples"][-1].get("python_steps"), "    ")
     if h:
         print(f"  record a {h['document_bytes'] / 1e6:.1f} MB document ({h['images_drawn']} images drawn): median"
               f" {h['record_ms_median']:.0f} ms; longest main-thread task {h['longest_task_ms']:.0f} ms"
               f" ({h['longtask_count']} longtask entries)")
+        _print_cpu(h["samples"][-1].get("cpu"))
+        pysteps.report(h["samples"][-1].get("python_steps"), "    ")
     e = figures.get("export")
     if e:
         print(f"  evidence pack of {e['versions']} versions ({e['files']} files, {e['zip_bytes'] / 1e6:.2f} MB zip):"
               f" median {e['export_ms_median']:.0f} ms vs the conversation's list alone {e['list_ms_median']:.0f} ms"
               f" → ratio {e['ratio']:.1f}; longest main-thread task {e['longest_task_ms']:.0f} ms")
+    if not (d and l and s):
+        return
     print(f"  diff of two 500-element versions ({d['canonical_lines'][0]}/{d['canonical_lines'][1]} canonical lines,"
           f" {d['diff_lines']} diff lines, elements {d['elements']}): difflib alone {d['difflib_ms_median']:.1f} ms,"
           f" read model diff {d['model_ms_median']:.1f} ms, drawn {d['view_ms_median']:.1f} ms → ratio {d['ratio']:.2f}")
@@ -466,3 +497,15 @@ def report(figures: dict) -> None:
           f" ({s['snapshot_chars'] / 1e6:.1f} M chars of snapshots): {s['seeded_ms_median']:.0f} ms vs none"
           f" {s['none_ms_median']:.0f} ms → ratio {s['ratio']:.3f} (paired {s['paired_ratio_median']:.3f});"
           f" scenes drawn at versions {s['seeded_scene_versions']}")
+
+
+def _print_cpu(cpu: dict | None) -> None:
+    """A recording's longest task by thread CPU and by wall clock, and what ran in the heaviest three."""
+    if not cpu or not cpu.get("tasks"):
+        return
+    print(f"    thread CPU (Chrome trace): longest by CPU {cpu['longest_cpu_ms']} ms (wall {cpu['its_wall_ms']}), "
+          f"longest by wall {cpu['longest_wall_ms']} ms (CPU {cpu['its_cpu_ms']}); over 50 ms: "
+          f"{cpu['over_50_wall']} by wall, {cpu['over_50_cpu']} by CPU")
+    for heavy in cpu.get("heaviest", [])[:3]:
+        parts = "; ".join(f"{name} {wall}/{tcpu}" for name, wall, tcpu in heavy["parts"])
+        print(f"      {heavy['cpu_ms']} ms CPU ({heavy['wall_ms']} wall): {parts}")

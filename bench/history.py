@@ -37,6 +37,8 @@ import json
 import statistics
 import time
 
+from bench import pysteps
+
 GOALS = {"list_open_ratio_max": 1.5, "search_ratio_max": 1.0, "startup_ratio_max": 1.03, "longtask_ms_max": 50}
 COURSE = "intro-ml"
 SEARCH_PAUSE_MS = 150
@@ -302,13 +304,15 @@ def bench_import(run, *, quick: bool) -> dict:
             size = write(path)
             page.evaluate(IMPORT_WATCH_JS, testid)
             page.evaluate(LONGTASKS)
+            pysteps.watch(page)
             traced(run, page)
             page.set_input_files(f"[data-testid={testid}]", str(path))
             ms, result, reason, text = page.evaluate("() => window.__import")
             probes = page.evaluate(STOP_PROBES)
             figures[name] = {"bytes": size, "ms_to_outcome": round(ms, 1), "result": result, "reason": reason,
                              "message": text, "longest_task_ms": round(probes["gap"], 1),
-                             "longtask_entries": [round(d) for d in probes["longtasks"]], "cpu": cpu(run)}
+                             "longtask_entries": [round(d) for d in probes["longtasks"]], "cpu": cpu(run),
+                             "python_steps": pysteps.steps(page)}
             path.unlink()
     context.close()
     return figures
@@ -458,6 +462,7 @@ def report(figures: dict) -> None:
                   f"{row['ms_to_outcome']:.0f} ms, longest main-thread task {row['longest_task_ms']:.0f} ms "
                   f"(longtask entries: {row['longtask_entries'] or 'none'})")
             _print_cpu(row.get("cpu"))
+            pysteps.report(row.get("python_steps"), "    ")
 
 
 def _print_cpu(cpu: dict | None, indent: str = "    ") -> None:

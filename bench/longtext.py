@@ -9,7 +9,8 @@ For a 200 KB and a 2 MB paragraph of mixed Latin and Chinese without newlines
   turn is saved and two frames are painted: the longest main-thread task
   (``PerformanceObserver`` ``longtask``) and the wall time, and each task's
   thread CPU beside its wall clock (a Chrome trace, ``bench.trace``) with what
-  ran in the heaviest three;
+  ran in the heaviest three, and the three longest Python steps named
+  (``bench.pysteps``);
 - *restore by switching*: the course picker goes to another course and back
   (store → thread → DOM), longest task;
 - *show all*: the collapsed message is expanded and collapsed again (for
@@ -21,6 +22,9 @@ For a 200 KB and a 2 MB paragraph of mixed Latin and Chinese without newlines
   longest task after ``html[data-ready]``. The start-up goal uses the median
   of the per-round ratios (each round loads the three pages back to back).
 
+``--quick`` sends the 200 KB paragraph only; ``BENCH_LONGTEXT_SIZES=2000000`` (sizes, comma-separated)
+picks the sizes in either mode.
+
 Goals: no task over 200 ms on send and on restore (switching, and after
 ready on a reload), 2 MB included; start-up of the long course ≤ 1.1× the
 ordinary course's.
@@ -29,11 +33,13 @@ ordinary course's.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import time
 from urllib.parse import urlencode
 
 from bench.scripts import LONGTASKS
+from bench import pysteps
 from bench.trace import cpu, traced
 
 KEY = "maic-agent-threads"
@@ -89,6 +95,7 @@ def _send_and_restore(run, size: int) -> tuple[dict, str]:
 
     t0 = page.evaluate(NOW)
     wall = time.perf_counter()
+    pysteps.watch(page)
     traced(run, page, detail=True)
     page.evaluate("() => document.querySelector('[data-testid=agent-send]').click()")
     page.wait_for_function(
@@ -98,6 +105,7 @@ def _send_and_restore(run, size: int) -> tuple[dict, str]:
     page.evaluate(SETTLE)
     out["send_wall_ms"] = (time.perf_counter() - wall) * 1000
     out["send_cpu"] = cpu(run)  # each task's thread CPU beside its wall clock (Chrome trace)
+    out["send_python_steps"] = pysteps.steps(page)  # the longest Python steps, named
     out["send_longest_task_ms"] = page.evaluate(LONGEST_SINCE, t0)
     out["send_tasks"] = page.evaluate(TASKS_SINCE, t0)  # [ms after the click, duration] of each task over 50 ms
     out["rendered_chars"] = page.evaluate(
@@ -179,7 +187,8 @@ def run(run, *, quick: bool) -> dict:
     """Figures per size (see the module docstring) and ``goals``."""
     figures: dict = {"sizes": {}, "goals": {}}
     # The ordinary course has a short thread of its own in the same stored value.
-    for size in SIZES[:1] if quick else SIZES:  # --quick: the smaller size proves the part runs
+    sizes = [int(x) for x in os.environ.get("BENCH_LONGTEXT_SIZES", "").split(",") if x.strip()]
+    for size in sizes or (SIZES[:1] if quick else SIZES):  # --quick: the smaller size proves the part runs
         print(f"  longtext {size:,} chars: send, switch, show all …", flush=True)
         out, stored = _send_and_restore(run, size)
         out["stored_utf16"] = len(stored.encode("utf-16-le")) // 2
@@ -232,6 +241,7 @@ def report(figures: dict) -> None:
         tasks = ", ".join(f"{d:.0f} ms at +{t:.0f}" for t, d in x.get("send_tasks") or []) or "none"
         print(f"  {int(size):,} chars, tasks over 50 ms after Send: {tasks}")
         _print_cpu(x.get("send_cpu"))
+        pysteps.report(x.get("send_python_steps"), "    ")
 
 
 def _print_cpu(cpu: dict | None) -> None:

@@ -33,6 +33,8 @@ from typing import Any
 
 from bench import data
 from bench.scripts import LONGTASKS
+from bench import pysteps
+from bench.trace import cpu, traced
 from tools import fake_openai
 
 COURSE = "bench-stream"
@@ -198,7 +200,11 @@ def run(run: Any, *, quick: bool) -> dict:
         page.bring_to_front()
         page.click("[data-testid=agent-new-conversation]")
         page.wait_for_function("() => !document.querySelector('[data-role=assistant]')")
+        pysteps.watch(page)
+        traced(run, page, detail=True)
         big = page.evaluate(BIGLINE)
+        big["cpu"] = cpu(run)  # each task's thread CPU beside its wall clock (Chrome trace)
+        big["python_steps"] = pysteps.steps(page)  # the longest Python steps, named
         big["longest_task_ms"] = _longest(page, big["t0"], big["t1"])
         baseline.bring_to_front()
         body = json.dumps({"model": fake_openai.MODEL_NAME, "stream": True,
@@ -228,7 +234,8 @@ def run(run: Any, *, quick: bool) -> dict:
                 "stop_longest_task_ms": max(r["stop_longest_task_ms"] or 0 for r in rows)},
         "baseline": {"longest_task_ms": max(b["longest_task_ms"] or 0 for b in base_rows),
                      "tokens": _median([b["tokens"] for b in base_rows])},
-        "bigline": {"chars": big["chars"], "ms": big["ms"], "longest_task_ms": big["longest_task_ms"],
+        "bigline": {"chars": big["chars"], "ms": big["ms"], "longest_task_ms": big["longest_task_ms"], "cpu": big["cpu"],
+                    "python_steps": big["python_steps"],
                     "baseline_ms": big_base["ms"], "baseline_longest_task_ms": big_base["longest_task_ms"]},
     }
     out["goals"] = {
@@ -266,3 +273,17 @@ def report(figures: dict) -> None:
     print(f"| longest task from Stop to idle, ms | {task(a['stop_longest_task_ms'])} | — |")
     print(f"| one 10 MB line: send → idle, ms | {big['ms']:,.0f} | {big['baseline_ms']:,.0f} |")
     print(f"| one 10 MB line: longest task, ms | {task(big['longest_task_ms'])} | {task(big['baseline_longest_task_ms'])} |")
+    _print_cpu(big.get("cpu"))
+    pysteps.report(big.get("python_steps"))
+
+
+def _print_cpu(cpu: dict | None) -> None:
+    """The 10 MB line's longest task by thread CPU and by wall clock, and what ran in the heaviest three."""
+    if not cpu or not cpu.get("tasks"):
+        return
+    print(f"  one 10 MB line, thread CPU (Chrome trace): longest by CPU {cpu['longest_cpu_ms']} ms (wall "
+          f"{cpu['its_wall_ms']}), longest by wall {cpu['longest_wall_ms']} ms (CPU {cpu['its_cpu_ms']}); over 50 ms: "
+          f"{cpu['over_50_wall']} by wall, {cpu['over_50_cpu']} by CPU")
+    for heavy in cpu.get("heaviest", [])[:3]:
+        parts = "; ".join(f"{name} {wall}/{tcpu}" for name, wall, tcpu in heavy["parts"])
+        print(f"    {heavy['cpu_ms']} ms CPU ({heavy['wall_ms']} wall): {parts}")

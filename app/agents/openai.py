@@ -58,7 +58,7 @@ import json
 import os
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, NoReturn, Protocol
 
@@ -70,6 +70,7 @@ from app.agents.chat_completions import (DEFAULT_MAX_TURNS, past_turns, slim_res
                                          tool_call_message, wire_messages)
 from app.agents.sse import SSEParser
 from app.agents.tools import TOOLS, error_result, run_tool
+from app.json_steps import loads_in_steps
 from app.model import Message, ToolCallPart
 
 __all__ = ["AgentConfig", "ConnectionCheck", "OpenAIAgent", "StreamResponse", "Transport", "check_connection",
@@ -89,7 +90,8 @@ PROBE_TIMEOUT_S = 60.0
 
 FEED_BYTES = 256 * 1024
 """A network read longer than this is parsed in slices of this many bytes, with ``pause`` between
-them: one read of megabytes (a 10 MB line) never becomes one long task of the page (DESIGN.md §12)."""
+them: one read of megabytes (a 10 MB line) never becomes one long task of the page (DESIGN.md §12).
+An event's JSON longer than this many characters is decoded in slices of this size too."""
 
 
 class StreamResponse(Protocol):
@@ -503,7 +505,7 @@ class OpenAIAgent:
                 for start in range(0, len(chunk), FEED_BYTES):
                     if start:
                         await self._pause()
-                    pieces = state.take(parser.feed(memoryview(chunk)[start:start + FEED_BYTES]))
+                    pieces = await self._taken(state, parser.feed(memoryview(chunk)[start:start + FEED_BYTES]))
                     if state.error is not None or state.done:
                         pieces += state.rest()
                     if pieces:
@@ -515,7 +517,7 @@ class OpenAIAgent:
         except TransportError:
             raise ModelError("stream-cut") from None
         if not state.done:
-            pieces = state.take(parser.close())  # what the decoder still held (an unterminated event is dropped)
+            pieces = await self._taken(state, parser.close())  # what the decoder still held (an unterminated event is dropped)
             pieces += state.rest()
             if pieces:
                 yield pieces
@@ -523,6 +525,17 @@ class OpenAIAgent:
                 raise state.error
         if not (state.done or state.finished):
             raise ModelError("stream-cut")
+
+
+    async def _taken(self, state: _StreamState, events) -> str:
+        """``state.take(events)``, with ``pause`` awaited between the slices of an event's long JSON."""
+        steps = state.take_steps(events)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value
+            await self._pause()
 
 
 class _StreamState:
@@ -541,9 +554,11 @@ class _StreamState:
         self.finished = False
         self.error: ModelError | None = None
 
-    def _decode(self, events) -> list[tuple[Any, Any]]:
-        """``(event, parsed JSON)`` up to ``[DONE]``; the events of one read are parsed in one
-        ``json.loads`` (one call instead of one per token), item by item only to find a bad one."""
+    def _decode(self, events) -> Generator[None, None, list[tuple[Any, Any]]]:
+        """Steps whose value is ``(event, parsed JSON)`` up to ``[DONE]``; the events of one read are
+        parsed in one ``json.loads`` (one call instead of one per token), item by item only to find a
+        bad one. When one event's JSON is over ``FEED_BYTES`` characters, each is parsed on its own and
+        that one in slices (``loads_in_steps``), a step between them."""
         datas: list[str] = []
         kept = []
         for event in events:
@@ -555,6 +570,16 @@ class _StreamState:
             kept.append(event)
         if not datas:
             return []
+        if any(len(data) > FEED_BYTES for data in datas):
+            parsed = []
+            for data in datas:
+                try:
+                    parsed.append((yield from loads_in_steps(data, step_chars=FEED_BYTES)))
+                except ValueError:
+                    self.error = ModelError("bad-event", excerpt=scrub(data, self.secret, 80))
+                    break
+                yield
+            return list(zip(kept, parsed))
         try:
             parsed = json.loads("[" + ",".join(datas) + "]")
             if len(parsed) != len(datas):
@@ -571,11 +596,21 @@ class _StreamState:
 
     def take(self, events) -> str:
         """The text of ``events`` up to ``[DONE]`` or the first failing event (then ``error`` is set)."""
+        steps = self.take_steps(events)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value
+
+    def take_steps(self, events) -> Generator[None, None, str]:
+        """``take`` as a generator of steps (``None`` between the slices of a long event's JSON, see
+        ``_decode``) whose value is the text."""
         if self.done or self.error is not None:
             return ""
         pieces: list[str] = []
         result = self.result
-        for event, chunk in self._decode(events):
+        for event, chunk in (yield from self._decode(events)):
             if not isinstance(chunk, dict):
                 self.error = ModelError("bad-event", excerpt=scrub(event.data.strip(), self.secret, 80))
                 break
@@ -601,7 +636,10 @@ class _StreamState:
                 if choice.get("finish_reason"):
                     self.finished = True
                     result.finish_reason = str(choice["finish_reason"])
-        text = self.mask.feed("".join(pieces))
+        joined = "".join(pieces)
+        if len(joined) > FEED_BYTES:
+            yield  # masking the key and keeping the text copy megabytes: a step of their own
+        text = self.mask.feed(joined)
         result.text += text
         return text
 

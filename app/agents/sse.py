@@ -78,7 +78,20 @@ class SSEParser:
             self._pending.append(text)  # (adding each piece to one string copied it all again: quadratic)
             return []
         events: list[SSEEvent] = []
-        buffer = "".join(self._pending) + text if self._pending else text
+        if self._pending and "\r" not in text and self._pending[0].startswith("data: "):
+            # a long data line ends in this chunk: its value is joined once (no joined line, then a
+            # split and a slice of it: three more copies of megabytes, DESIGN.md §12)
+            end = text.index("\n")
+            pending, self._pending = self._pending, []
+            pending[0] = pending[0][6:]
+            pending.append(text[:end])
+            self._data.append("".join(pending))
+            text = text[end + 1:]
+            if "\n" not in text:
+                if text:
+                    self._pending.append(text)
+                return events
+        buffer = "".join([*self._pending, text]) if self._pending else text
         self._pending = []
         if "\r" not in text:  # the common case (LF only): split in C; "data: …" lines inline
             lines = buffer.split("\n")

@@ -66,6 +66,35 @@ def records_round_trip_in_order_and_an_aborted_transaction_writes_nothing(page) 
     assert result["aborted"] == "aborted" and result["count"] == 5 and result["new"] is None
 
 
+def a_big_object_crosses_to_javascript_in_slices_and_is_stored_whole(page) -> None:
+    """A scene document of hundreds of elements (a ``BulkValue``) is copied to JavaScript element
+    by element, the task ended between slices (here every element: no time allowed per slice),
+    and read back as it was written."""
+    result = run_py(page, """
+        import app.browser.indexeddb as adapter_module
+        from app.records import BulkValue
+        pauses, real_pause, real_step = [], adapter_module.next_task, adapter_module.STEP_MS
+        async def counted():
+            pauses.append(1)
+            await real_pause()
+        document = {"title": "Big 中文", "background": {"kind": "color", "value": "#fff"},
+                    "elements": [{"id": f"el-{i}", "kind": "text", "box": {"x": i, "y": 1, "w": 2.5, "h": 3},
+                                  "text": f"Point {i} “x” 😀"} for i in range(300)]}
+        adapter_module.next_task, adapter_module.STEP_MS = counted, 0
+        try:
+            b = IndexedDbBackend()
+            await b.open()
+            await b.write([("put", "snapshots", {"versionId": "v-big", "document": BulkValue(document)})])
+        finally:
+            adapter_module.next_task, adapter_module.STEP_MS = real_pause, real_step
+        stored = await b.get("snapshots", "v-big")
+        del adapter_module  # the page's globals are shared with the later checks
+        json.dumps({"same": stored["document"] == document, "pauses": len(pauses)})
+    """)
+    assert result["same"], result
+    assert result["pauses"] >= 300, result
+
+
 def quota_exceeded_writes_nothing(page, base_url: str) -> None:
     cdp = page.context.new_cdp_session(page)
     origin = base_url.rstrip("/")
@@ -231,8 +260,9 @@ def test_indexeddb_layer_and_its_failures_in_one_page(agent, second_agent):
     nothing; ``open`` throwing is unavailable; an open request failing in a later event leaves
     every call failing cleanly; another tab holding an older version blocks the open until it
     closes; another tab upgrading closes the connection and says so, and the database deleted is
-    reported. The quota first, on the freshly booted page; every later check on a database deleted
-    before it (fresh_database), each breakage undone before the next check."""
+    reported; a big object crosses to JavaScript in slices. The quota first, on the freshly booted
+    page; every later check on a database deleted before it (fresh_database), each breakage undone
+    before the next check."""
     agent.open()
     working_indexeddb_is_reported_available_without_notice(agent)
     quota_exceeded_writes_nothing(agent.page, agent.base_url)  # first: the usage it measures is the page's own
@@ -241,6 +271,7 @@ def test_indexeddb_layer_and_its_failures_in_one_page(agent, second_agent):
     open_request_failing_asynchronously(agent.page)
     open_throwing_is_unavailable(agent.page)
     records_round_trip_in_order_and_an_aborted_transaction_writes_nothing(agent.page)
+    a_big_object_crosses_to_javascript_in_slices_and_is_stored_whole(agent.page)
     second_agent.page.goto(f"{second_agent.base_url}static/icons/agentbar.svg")
     blocked_by_another_tab_holding_an_older_version(agent.page, second_agent.page)
     versionchange_from_another_tab_closes_and_says_so_then_deletion_is_reported(agent.page, second_agent.page)

@@ -518,7 +518,34 @@ async def test_one_huge_read_is_parsed_in_slices_with_a_pause_between_and_arrive
     agent = OpenAIAgent(ScriptedTransport(ScriptedResponse(chunks=[body])), CONFIG, pause=pause)
     events = await collect(agent)
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "<" + content + ">"
-    assert len(pauses) == (len(body) - 1) // FEED_BYTES  # one read of 3 MB: parsed in 256 KB slices
+    assert len(pauses) >= (len(body) - 1) // FEED_BYTES  # one read of 3 MB: parsed in 256 KB slices (and decoded in slices)
+
+
+async def test_one_huge_event_is_decoded_in_slices_with_a_pause_between_and_arrives_whole(monkeypatch):
+    from app.agents.openai import FEED_BYTES
+
+    content = ("x" * 98 + '"\n') * 30_000 + "é🎨"  # 3 MB of text in one event's JSON string
+    body = sse(text_chunk("<"), text_chunk(content), text_chunk(">"), FINISH, "[DONE]")
+    log = []
+    loads = json.loads
+
+    def logged_loads(text, *args, **kwargs):
+        log.append(len(text))
+        return loads(text, *args, **kwargs)
+
+    async def pause():
+        log.append("pause")
+        await asyncio.sleep(0)
+
+    monkeypatch.setattr(json, "loads", logged_loads)
+    agent = OpenAIAgent(ScriptedTransport(ScriptedResponse(chunks=[body])), CONFIG, pause=pause)
+    events = await collect(agent)
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "<" + content + ">"
+    parsed = [n for n in log if n != "pause"]
+    assert sum(parsed) >= len(content)  # every character was parsed ...
+    assert max(parsed) <= 2 * FEED_BYTES  # ... never 3 MB in one call: the decode is sliced ...
+    big = [i for i, n in enumerate(log) if n != "pause" and n > 1000]  # ... with a pause between slices
+    assert len(big) >= len(content) // (2 * FEED_BYTES) and all("pause" in log[i:j] for i, j in zip(big, big[1:]))
 
 
 async def test_a_multi_byte_character_cut_between_two_slices_stays_whole():
