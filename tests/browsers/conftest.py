@@ -48,3 +48,35 @@ def shots() -> Path:
     folder = ROOT / "test-results" / "engines"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+@pytest.fixture(scope="session")
+def dist_folder(tmp_path_factory) -> Path:
+    """The deployable build (``tools/build.py``) of the code under test, made once for the session."""
+    from tests.e2e import test_build as built
+    from tools import build, vendor
+
+    vendor.main([])  # idempotent: the build holds the code under test
+    source = built._source_tree(tmp_path_factory.mktemp("source"))
+    out = tmp_path_factory.mktemp("dist") / "dist"
+    build.build(out, root=source, quiet=True)
+    return out
+
+
+@pytest.fixture
+def dist_server(dist_folder):
+    """``(base URL, server)``: the build served under ``/some/where/`` with the headers it wrote, on a
+    new port (a new origin: no worker of an earlier test); the test may shut it down (offline)."""
+    import threading
+
+    from tests.e2e.test_build import BASE
+    from tools.serve import SHUTDOWN_POLL_S, dist_headers, make_server
+
+    server = make_server("127.0.0.1", 0, root=dist_folder, quiet=True, base=BASE, headers=dist_headers(dist_folder))
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_S}, daemon=True)
+    thread.start()
+    host, port = server.server_address[:2]
+    yield f"http://{host}:{port}{BASE}", server
+    if thread.is_alive():
+        server.shutdown()
+        server.server_close()

@@ -12,6 +12,9 @@ import json
 from contextlib import contextmanager
 from urllib.parse import urlencode
 
+from bench.scripts import ACTIVE_JS
+from tests.e2e.test_build import BASE
+
 READY = ("document.documentElement.dataset.ready === 'true'"
          " || document.documentElement.getAttribute('data-error')")
 IDLE = "document.querySelector('[data-testid=agent-panel]').dataset.running === 'false'"
@@ -38,10 +41,18 @@ def wait_ready(engine) -> None:
 
 
 def send(engine, text: str) -> None:
-    """Type ``text`` in the composer, press send, and wait for the turn to end."""
+    """Type ``text`` in the composer, press send, and wait for the turn to end (its two messages shown)."""
+    before = engine.js(MESSAGES)
     engine.fill(engine.testid("agent-input"), text)
     engine.click(engine.testid("agent-send"))
-    engine.wait(f"{IDLE} && {MESSAGES} > 0")
+    engine.wait(f"{IDLE} && {MESSAGES} >= {before + 2}")
+
+
+def scene_version(engine, scene_id: str) -> str:
+    return engine.js(f"document.querySelector('[data-testid=scene][data-scene-id={scene_id}]').dataset.version")
+
+
+VERSIONS = "document.querySelectorAll('[data-testid=scene][data-scene-id=scene-1] [data-testid=checkpoint-item]')"
 
 
 USER_TEXTS = ("[...document.querySelectorAll('[data-testid=agent-message][data-role=user] [data-testid=agent-message-text]')]"
@@ -77,8 +88,9 @@ def assert_header_on_one_row(engine, width: int) -> None:
 
 
 def test_boot_send_reload_new_conversation_resume_search(engine, app_server, shots):
-    """Boot with the memory snapshot, a turn kept across a reload, New conversation, the archived one
-    resumed from history, history search, and the drawer's header on one row at 1280 and 390 px."""
+    """Boot with the memory snapshot, a turn and a checkpoint restore kept across a reload, New
+    conversation, the archived one resumed from history, history search, and the drawer's header on
+    one row at 1280 and 390 px."""
     course = f"x-{engine.name}"
     first = f"gradients question in {engine.name}"
     with case(engine, "boot with the snapshot restored"):
@@ -86,13 +98,23 @@ def test_boot_send_reload_new_conversation_resume_search(engine, app_server, sho
         engine.goto(app_url(app_server, course=course))
         wait_ready(engine)
         assert engine.js("document.documentElement.dataset.snapshot") == "restored"
-    with case(engine, "send, reload, the turn is there"):
+    with case(engine, "send a turn"):
         send(engine, first)
-        assert engine.js(MESSAGES) == 2
+        assert engine.js(MESSAGES) == 2 and user_texts(engine) == [first]
+    with case(engine, "a scene regenerated twice, its first version restored"):
+        send(engine, "/regenerate scene-1 brighter")
+        send(engine, "/regenerate scene-1 again")
+        assert scene_version(engine, "scene-1") == "2"
+        engine.click("[data-testid=scene][data-scene-id=scene-1] [data-testid=scene-versions-open]")
+        engine.wait(f"{VERSIONS}.length === 2")
+        engine.click("[data-testid=scene][data-scene-id=scene-1] [data-testid=checkpoint-item][data-version='1'] [data-testid=checkpoint-restore]")
+        engine.wait(f"{VERSIONS}.length === 3 && {VERSIONS}[0].dataset.source === 'restore'")
+        assert scene_version(engine, "scene-1") == "3"
+    with case(engine, "reload: the turns and the restored version are there"):
         engine.reload()
         wait_ready(engine)
-        engine.wait(f"{MESSAGES} === 2")
-        assert user_texts(engine) == [first]
+        engine.wait(f"{MESSAGES} === 6")
+        assert user_texts(engine)[0] == first and scene_version(engine, "scene-1") == "3"
     with case(engine, "New conversation, whose turns end with their record written"):
         engine.click(engine.testid("agent-new-conversation"))
         engine.wait(f"{MESSAGES} === 0")
@@ -103,8 +125,8 @@ def test_boot_send_reload_new_conversation_resume_search(engine, app_server, sho
         open_history(engine)
         engine.wait("document.querySelector('[data-testid=history-list]').dataset.total === '2'")
         engine.click("[data-testid=history-item][data-current=false]")
-        engine.wait(f"{USER_TEXTS}.join() === {json.dumps(first)}")
-        assert engine.js(MESSAGES) == 2
+        engine.wait(f"{USER_TEXTS}[0] === {json.dumps(first)}")
+        assert engine.js(MESSAGES) == 6
     with case(engine, "history search finds it"):
         open_history(engine)
         engine.fill(engine.testid("history-search"), "gradients")
@@ -120,3 +142,28 @@ def test_boot_send_reload_new_conversation_resume_search(engine, app_server, sho
         engine.wait("document.querySelectorAll('[data-testid=history-item]').length > 0")
         engine.screenshot(shots / f"{engine.name}-390.png")
         assert_header_on_one_row(engine, 390)
+
+
+def test_build_under_a_sub_path_with_the_worker_then_offline(engine, dist_server):
+    """The build served under a sub-path: the snapshot restored, the service worker in control after a
+    reload, and with the server gone a reload under the worker and a turn saved (DESIGN.md §11)."""
+    url, server = dist_server
+    with case(engine, "first visit of the build under a sub-path"):
+        engine.goto(f"{url}index.html?course=linear-algebra&delay=0")
+        wait_ready(engine)
+        assert engine.js("location.pathname") == f"{BASE}index.html"
+        assert engine.js("document.documentElement.dataset.snapshot") == "restored"
+        assert engine.js(f"({ACTIVE_JS})()") is True  # the build is precached
+    with case(engine, "a reload under the worker"):
+        engine.reload()
+        wait_ready(engine)
+        assert engine.js("!!navigator.serviceWorker.controller") is True
+    with case(engine, "the server gone: a reload under the worker, a turn saved"):
+        server.shutdown()
+        server.server_close()
+        engine.reload()
+        wait_ready(engine)
+        assert engine.js("document.documentElement.dataset.snapshot") == "restored"
+        send(engine, "hello without a server")
+        stored = engine.js("JSON.parse(localStorage.getItem('maic-agent-threads')).state.threads['linear-algebra'].messages.length")
+        assert stored == 2
