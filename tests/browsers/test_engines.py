@@ -140,6 +140,7 @@ def test_boot_send_reload_new_conversation_resume_search(engine, app_server, sho
             wait_ready(engine)
         open_history(engine)
         engine.wait("document.querySelectorAll('[data-testid=history-item]').length > 0")
+        engine.js("document.querySelector('[data-testid=history-drawer]').scrollIntoView({block: 'center'})")
         engine.screenshot(shots / f"{engine.name}-390.png")
         assert_header_on_one_row(engine, 390)
 
