@@ -70,13 +70,13 @@ new MutationObserver((records) => {
 
 
 // A build (tools/build.py: <meta name="agentbar-build">) runs under the service worker
-// (sw.js beside index.html, DESIGN.md §11). Before PyScript loads anything, a page under the
-// worker asks the server for a newer sw.js (bounded wait; offline it fails at once). A newer
-// version installs (only changed files are fetched), then takes over if this page is the only
-// one open, and the page reloads on it: a change shows on the next load, and a page never runs
-// on a mix of two versions (with other tabs open it stays on its version until they close).
+// (sw.js beside index.html, DESIGN.md §11). A page under the worker asks the server for a newer
+// sw.js while the interpreter starts beside it (no start waits for the server; offline the check
+// fails at once). A newer version installs (only changed files are fetched), then, when it is
+// ready before the app is and this page is the only one open, takes over and the page reloads on
+// it: a change shows on the next load, and a page never runs on a mix of two versions (found once
+// the app is ready, or with other tabs open, it waits and takes over at a later load).
 const isBuild = !!document.querySelector('meta[name="agentbar-build"]');
-const UPDATE_CHECK_MS = 1500;
 const INSTALL_WAIT_MS = 20000;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -85,8 +85,7 @@ async function takeUpdate() {
   if (!sw || !sw.controller) return;
   const registration = await sw.getRegistration();
   if (!registration) return;
-  if (!registration.waiting && navigator.onLine !== false)
-    await Promise.race([registration.update().catch(() => {}), sleep(UPDATE_CHECK_MS)]);
+  if (!registration.waiting && navigator.onLine !== false) await registration.update().catch(() => {});
   const next = registration.installing || registration.waiting;
   if (!next) return;
   if (next.state === "installing")
@@ -94,6 +93,7 @@ async function takeUpdate() {
       if (next.state !== "installing") resolve();
     }))]);
   if (registration.waiting !== next) return; // failed or too slow: run the version in control
+  if (root.dataset.ready === "true") return; // the app is in use: the new version takes over at a later load
   await new Promise((resolve) => {
     sw.addEventListener("message", (event) => {
       if (event.data && event.data.type === "agentbar:busy") resolve(); // other tabs: stay on this version
@@ -115,9 +115,11 @@ function registerWorker() {
 }
 
 // PyScript's core is imported only once IndexedDB is known to work or has been replaced by
-// the in-memory substitute (static/indexeddb-guard.js); index.html preloads it meanwhile.
+// the in-memory substitute (static/indexeddb-guard.js); index.html preloads it meanwhile. The
+// service worker's update check runs beside it (agentbar:update-checked marks its end).
 const mark = (name) => (value) => (performance.mark(`agentbar:${name}`), value);
-Promise.all([guardIndexedDb().then(mark("indexeddb-checked")), takeUpdate().catch(() => {}).then(mark("update-checked"))])
+takeUpdate().catch(() => {}).then(mark("update-checked"));
+guardIndexedDb().then(mark("indexeddb-checked"))
   .then(() => import("./vendor/pyscript/core.js"))
   .then(registerWorker)
   .catch((error) => fail(error && (error.message || error)));

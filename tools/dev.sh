@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # AgentBar's two commands; each does its own set-up, idempotently.
 #   bash tools/dev.sh serve [--port N]   serve the app, printing its local URL
-#   bash tools/dev.sh test [pytest args] run every test (unit + end-to-end in Chromium)
+#   bash tools/dev.sh test [pytest args] run every test (unit + end-to-end in Chromium, then in Firefox
+#     ESR and WebKitGTK: tests/browsers, which `bash tools/dev.sh test tests/browsers` runs alone)
 #   bash tools/dev.sh bench [--quick]    run the benchmarks (see README)
 #   bash tools/dev.sh build              write dist/, the deployable offline build (see README)
 #   bash tools/dev.sh llama [--tools]    build llama.cpp's server for the model tests (.ci/run: in the background)
@@ -39,6 +40,30 @@ setup_venv() { # .venv with requirements-dev.txt, reinstalled only when that fil
 
 setup_browser() { # Debian's chromium: playwright cannot download its own browser here
   if [ -z "${AGENTBAR_CHROMIUM:-}" ] && ! need chromium; then apt_install chromium; fi
+}
+
+wants_engines() { # true when the run includes tests/browsers: no test path given, or one under it
+  local arg paths=0
+  for arg in "$@"; do
+    case "$arg" in
+      tests/browsers*|tests|tests/) return 0 ;;
+      tests*|*.py*) paths=$((paths + 1)) ;;
+    esac
+  done
+  [ "$paths" -eq 0 ]
+}
+
+setup_engines() { # Firefox ESR, WebKitGTK's driver and Xvfb (Debian's), and puppeteer-core (pinned by
+  # tests/browsers/package-lock.json) for the cross-browser suite; Selenium comes with requirements-dev.txt
+  if ! wants_engines "$@"; then return; fi
+  local missing=()
+  need firefox-esr || missing+=(firefox-esr)
+  need WebKitWebDriver || missing+=(webkit2gtk-driver)
+  need Xvfb || missing+=(xvfb)
+  need node || missing+=(nodejs)
+  need npm || missing+=(npm)
+  if [ "${#missing[@]}" -gt 0 ]; then apt_install "${missing[@]}"; fi
+  "$python_bin" tools/engines.py --check || "$python_bin" tools/engines.py >/dev/null
 }
 
 unit_only() { # true when every test path given is under tests/unit (no browser, no model server)
@@ -100,6 +125,7 @@ case "$cmd" in
     setup_browser
     setup_llama_server "$@"
     setup_couchdb_server "$@"
+    setup_engines "$@"
     # pytest's rewritten test modules (and every import's bytecode) cached outside the tree, so a
     # second run skips the rewrite (~3 s of the unit suite) even where PYTHONDONTWRITEBYTECODE is set
     unset PYTHONDONTWRITEBYTECODE

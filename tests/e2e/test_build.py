@@ -144,6 +144,19 @@ def redeploy(source_tree_copy: Path, out: Path, first: dict) -> dict:
     return second
 
 
+HOLD_KEY = "agentbar-test-hold-update-check"
+HOLD_UPDATE_CHECK = """(() => {
+  if (!sessionStorage.getItem('%s') || !window.ServiceWorkerRegistration) return;
+  const update = ServiceWorkerRegistration.prototype.update;
+  window.heldUpdateChecks = [];
+  ServiceWorkerRegistration.prototype.update = function () {
+    return new Promise((resolve, reject) => window.heldUpdateChecks.push(() => update.call(this).then(resolve, reject)));
+  };
+})()""" % HOLD_KEY
+"""The service worker's update check held unanswered (a slow server) until the test answers it: an init
+script of the context, active while ``sessionStorage`` holds ``HOLD_KEY``."""
+
+
 SYNC_CLIENT_CACHED = """async () => {
   for (const name of await caches.keys())
     if (await (await caches.open(name)).match(new URL('static/vendor/pouchdb/pouchdb.min.js', document.baseURI)))
@@ -154,7 +167,8 @@ SYNC_CLIENT_CACHED = """async () => {
 
 def test_one_visit_from_a_sub_path_then_offline_then_a_redeploy(dist_agent, dist_site, context, tmp_path):
     """One built page, in order: the checkpoint list drawn by its module (first visit); the worker in
-    control, a reload fetching only sw.js; offline, a turn saved, its paint record kept and a slide's
+    control, a reload fetching only sw.js, the interpreter started beside its update check (ready while
+    the check is unanswered); offline, a turn saved, its paint record kept and a slide's
     images drawn; then a changed file, shown on the next load and alone fetched, the offline turn
     still there and painted under the CSP."""
     _, server, out, first = dist_site
@@ -168,7 +182,13 @@ def test_one_visit_from_a_sub_path_then_offline_then_a_redeploy(dist_agent, dist
 
     agent.page.evaluate(ACTIVE_JS)
     before = len(server.request_log)
-    agent.reload()
+    context.add_init_script(HOLD_UPDATE_CHECK)
+    agent.page.evaluate(f"() => sessionStorage.setItem('{HOLD_KEY}', '1')")
+    agent.reload()  # the interpreter starts beside the update check: ready while it is still unanswered
+    assert agent.page.evaluate("() => window.heldUpdateChecks.length") == 1
+    assert agent.page.evaluate("() => performance.getEntriesByName('agentbar:update-checked').length") == 0
+    agent.page.evaluate(f"() => {{ sessionStorage.removeItem('{HOLD_KEY}'); window.heldUpdateChecks.forEach((answer) => answer()); }}")
+    agent.page.wait_for_function("() => performance.getEntriesByName('agentbar:update-checked').length === 1")
     assert agent.page.evaluate("() => !!navigator.serviceWorker.controller")
     assert set(_served_paths(server, before)) == {"sw.js"}  # the update check, nothing else
     assert agent.page.evaluate(SYNC_CLIENT_CACHED) is False  # sync is off: its client is not precached
