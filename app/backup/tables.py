@@ -1,9 +1,10 @@
-"""Backup and restore over the record store (DESIGN.md §14 "Backup", §9, §10): the tables read
+"""Backup and restore over the record store (DESIGN.md §14 "Backup", §9, §10): the records read
 and written slice by slice, ``pause()`` awaited between slices so the page keeps its turn.
 
 Pure async code over ``app.records.RecordBackend`` (IndexedDB in the page, ``MemoryBackend`` in
-CPython tests); the zip rules live in ``app.backup.format``, the page's files and status in
-``app.browser.backup_files``.
+CPython tests), reached through history's repository (``app.history.repository``: its pages of
+conversations and of versions as stored, and ``Writes``), never by table names (§15); the zip rules
+live in ``app.backup.format``, the page's files and status in ``app.browser.backup_files``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 from app.backup.format import (PIECE_CHARS, SLICE, BackupReader, BackupWriter, MergePlan, check_counts, open_backup,
                                plan_heads, plan_merge, plan_threads, plan_versions)
 from app.history.records import TaskMeta, TurnMeta
-from app.history.repository import Writes
+from app.history.repository import HistoryRepository, Writes, held_artifacts, version_pages, version_records
 from app.records import BulkValue, RecordBackend
 
 __all__ = ["read_backup", "restore", "write_backup"]
@@ -31,19 +32,9 @@ STEP = 10
 (200 at once is a main-thread task of 200–500 ms in Pyodide)."""
 
 
-async def _pages(backend: RecordBackend, table: str, key: str, pause: Pause, per: int = SLICE):
-    """Every record of ``table`` by primary key ``key``, ``per`` at a time."""
-    lower: Any = ""  # string keys: "" is the lowest, U+FFFF above every UTF-16 unit of an id
-    is_open = False
-    while True:
-        rows = await backend.query(table, key, lower, "\uffff", lower_open=is_open, limit=per)
-        if not rows:
-            return
-        yield rows
-        await pause()
-        if len(rows) < per:
-            return
-        lower, is_open = rows[-1][key], True
+def _repository(backend: RecordBackend) -> HistoryRepository:
+    """History's records over ``backend``, read as stored (a backup checks nothing it copies)."""
+    return HistoryRepository(backend, on_damaged=lambda: None)
 
 
 def _no_none(value: Any) -> Any:
@@ -64,20 +55,16 @@ async def write_backup(backend: RecordBackend, threads: dict, created_at: int, p
     ``created_at``: epoch ms. Raises ``RecordStoreError`` when the store fails."""
     writer = BackupWriter(created_at)
     writer.add_threads(threads)
+    repository = _repository(backend)
     stages = list(((threads or {}).get("state") or {}).get("threads") or {})
-    heads = await backend.bulk_get("heads", stages) if stages else []
-    writer.add_heads([h for h in heads if h is not None and isinstance(h.get("taskId"), str)])
-    async for metas in _pages(backend, "conversations", "taskId", pause, per):
-        ids = [m["taskId"] for m in metas]
-        messages = await backend.bulk_get("messages", ids)
-        turns = await backend.bulk_get("turns", ids)
-        writer.add_conversations([{"meta": meta, "messages": (m or {}).get("messages") or [],
-                                   "turns": (t or {}).get("turns") or []}
-                                  for meta, m, t in zip(metas, messages, turns)])
+    writer.add_heads(await repository.head_records(stages))
+    async for conversations in repository.conversation_records(per):
         await pause()
-    async for versions in _pages(backend, "versions", "versionId", pause, per):
-        snapshots = await backend.bulk_get("snapshots", [v["versionId"] for v in versions])
-        writer.add_versions([{"version": v, "snapshot": s} for v, s in zip(versions, snapshots) if s is not None])
+        writer.add_conversations(conversations)
+        await pause()
+    async for page in version_pages(backend, per):
+        await pause()
+        writer.add_versions([{"version": v, "snapshot": s} for v, s in page if s is not None])
         await pause()
     return writer.bytes()
 
@@ -125,17 +112,14 @@ async def restore(backend: RecordBackend, data: bytes, pause: Pause, *, local_th
     plan_threads(reader.threads, local_thread, plan)
     plan_heads(reader.heads, known.__contains__, plan)
     newest = await _write_versions(backend, plan, pause, per)
-    present = await backend.bulk_get("artifacts", list(newest))
-    ops = [("put", "artifacts", {"schema": v.get("schema", 1), "artifactId": v["artifactId"], "stageId": v["stageId"],
-                                 "sceneId": v["sceneId"], "path": (v.get("item") or {}).get("path", ""),
-                                 "versionNo": v["versionNo"], "versionId": v["versionId"],
-                                 "updatedAt": v.get("updatedAt", 0), "latest": v.get("item")})
-           for (artifact, v), here in zip(newest.items(), present) if here is None]
-    ops += [("put", "heads", {"stageId": stage_id, "taskId": task_id,
-                              "syncedAt": int(plan.threads[stage_id].get("updatedAt") or 0)})
-            for stage_id, task_id in plan.heads.items()]
-    if ops:
-        await backend.write(ops)
+    last = Writes()
+    for version, here in zip(newest.values(), await held_artifacts(backend, list(newest))):
+        if not here:
+            last.current_version(version)
+    for stage_id, task_id in plan.heads.items():
+        last.make_head(stage_id, task_id, int(plan.threads[stage_id].get("updatedAt") or 0))
+    if last:
+        await backend.write(last.ops)
     return plan
 
 
@@ -161,6 +145,7 @@ async def _restore_conversations(backend: RecordBackend, reader, pause: Pause, n
     """``restore``'s first step: the conversations ``step`` at a time (``_chunks``), planned against
     what the store holds (``plan_merge``) and written in one transaction each, a pause after each.
     Returns the task ids here or written by this restore (``plan.stages`` gets their courses)."""
+    repository = _repository(backend)
     taken: set[str] = set()
     known: set[str] = set()  # task ids here or written by this restore
 
@@ -171,10 +156,7 @@ async def _restore_conversations(backend: RecordBackend, reader, pause: Pause, n
         return task_id
 
     async for chunk in _chunks(reader, pause, step):
-        ids = [c["meta"]["taskId"] for c in chunk]
-        metas = await backend.bulk_get("conversations", ids)
-        held = await backend.bulk_get("messages", ids)
-        local = {i: (m or {}).get("messages") or [] for i, meta, m in zip(ids, metas, held) if meta is not None}
+        local = await repository.held_messages([c["meta"]["taskId"] for c in chunk])
         taken.update(local)
         known.update(local)
         plan_merge(chunk, local.get, new_id=fresh, plan=plan)
@@ -197,10 +179,11 @@ async def _local_versions(backend: RecordBackend, pause: Pause, per: int) -> tup
     read a page of ``per`` at a time."""
     local_checkpoints: set[str] = set()
     highest: dict[str, int] = {}
-    async for rows in _pages(backend, "versions", "versionId", pause, per):
+    async for rows in version_records(backend, per):
         for row in rows:
             local_checkpoints.add(row.get("checkpointId"))
             highest[row["artifactId"]] = max(highest.get(row["artifactId"], 0), row.get("versionNo", 0))
+        await pause()
     return local_checkpoints, highest
 
 
@@ -209,13 +192,11 @@ async def _write_versions(backend: RecordBackend, plan: MergePlan, pause: Pause,
     last written version (by artifact id), whose artifact record ``restore`` writes when none is here."""
     newest: dict[str, dict] = {}
     for start in range(0, len(plan.versions), per):
-        ops = []
+        writes = Writes()
         for item in plan.versions[start:start + per]:
             version = item["version"]
-            ops += [("put", "versions", version),
-                    ("put", "snapshots", {"versionId": version["versionId"],
-                                          "document": BulkValue(_no_none(item["snapshot"].get("document") or {}))})]
+            writes.put_version(version, BulkValue(_no_none(item["snapshot"].get("document") or {})))
             newest[version["artifactId"]] = version
-        await backend.write(ops)
+        await backend.write(writes.ops)
         await pause()
     return newest

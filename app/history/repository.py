@@ -19,8 +19,10 @@ Reads return typed values (``TaskMeta``, ``TurnMeta``, ``Head``); a stored recor
 read is reported through ``on_damaged`` (once per read) and read as missing, or listed as
 ``Damaged`` when it still names a conversation. Sync reads every conversation a page at a time
 through ``HistoryRepository.conversation_pages`` and every scene version (``versions`` with its
-``snapshots`` document) through ``version_pages``: no module above names a table (§15). Writes are
-collected in a ``Writes`` (one transaction: all stored or none) and stored with
+``snapshots`` document) through ``version_pages``; a backup reads them as stored
+(``conversation_records``, ``head_records``, ``version_records``) and a restore writes them through
+``Writes`` (``put_version``, ``current_version``, ``make_head``): no module above names a table
+(§15). Writes are collected in a ``Writes`` (one transaction: all stored or none) and stored with
 ``HistoryRepository.commit``. Every backend failure is the backend's ``RecordStoreError``, raised as is.
 """
 
@@ -41,7 +43,7 @@ from app.history.text import fold_map, fold_map_steps, plain_text, plain_text_st
 from app.records import HIGHEST, LOWEST, RecordBackend, WriteOp
 
 __all__ = ["Conversation", "Damaged", "FOLD_VERSION", "Head", "HistoryRepository", "ListRange", "Stored",
-           "Writes", "SNIPPET_AFTER", "SNIPPET_BEFORE", "version_pages"]
+           "Writes", "SNIPPET_AFTER", "SNIPPET_BEFORE", "held_artifacts", "version_pages", "version_records"]
 
 LIST_INDEX = "[stageId+updatedAt+taskId]"
 SEARCH_INDEX = "[stageId+updatedAt]"
@@ -264,6 +266,21 @@ class Writes:
         """Make ``task_id`` the head of ``stage_id``, matched to the thread of ``updatedAt`` ``matched_at``."""
         self._ops.append(("put", "heads", {"stageId": stage_id, "taskId": task_id, "syncedAt": matched_at}))
 
+    def put_version(self, version: dict, document: Any) -> None:
+        """Store a scene version (DESIGN.md §10) over any of its id, with its whole ``document`` (a
+        ``BulkValue`` holding no ``None``, ``app.records``) in its ``snapshots`` record."""
+        self._ops += [("put", "versions", version),
+                      ("put", "snapshots", {"versionId": version["versionId"], "document": document})]
+
+    def current_version(self, version: dict) -> None:
+        """Make ``version`` (a stored scene version with its timeline ``item``) its scene's artifact
+        record: the scene's current version and latest timeline item (DESIGN.md §10)."""
+        self._ops.append(("put", "artifacts", {
+            "schema": version.get("schema", 1), "artifactId": version["artifactId"], "stageId": version["stageId"],
+            "sceneId": version["sceneId"], "path": (version.get("item") or {}).get("path", ""),
+            "versionNo": version["versionNo"], "versionId": version["versionId"],
+            "updatedAt": version.get("updatedAt", 0), "latest": version.get("item")}))
+
     def end_head(self, stage_id: str) -> None:
         """``stage_id`` has no active conversation any more (its conversation stays, archived)."""
         self._ops.append(("delete", "heads", stage_id))
@@ -362,6 +379,12 @@ class HistoryRepository:
         task_id = record.get("taskId")
         return Head(task_id if isinstance(task_id, str) else None, record.get("syncedAt"))
 
+    async def head_records(self, stage_ids: list[str]) -> list[dict]:
+        """The heads of ``stage_ids`` that name a task id, as stored (``{stageId, taskId, syncedAt}``),
+        read in one request, in the order of ``stage_ids``: what a backup keeps (§14)."""
+        records = await self._db.bulk_get("heads", list(stage_ids)) if stage_ids else []
+        return [r for r in records if isinstance(r, dict) and isinstance(r.get("taskId"), str)]
+
     async def head_id(self, stage_id: str) -> str | None:
         """The well-formed task id the head of ``stage_id`` names (it may have no conversation yet)."""
         head = await self.head(stage_id)
@@ -380,6 +403,15 @@ class HistoryRepository:
         """For each of ``task_ids``: True when a ``conversations`` record of it is stored (readable
         or not), read in one request."""
         return [raw is not None for raw in await self._db.bulk_get("conversations", task_ids)]
+
+    async def held_messages(self, task_ids: list[str]) -> dict[str, list]:
+        """The stored slim messages of those of ``task_ids`` that have a ``conversations`` record
+        (readable or not), by task id (``[]`` when its messages record is missing or holds none); two
+        requests. What a restore merges a backup's conversations against (§14)."""
+        metas = await self._db.bulk_get("conversations", task_ids)
+        held = await self._db.bulk_get("messages", task_ids)
+        return {task_id: (m or {}).get("messages") or []
+                for task_id, meta, m in zip(task_ids, metas, held) if meta is not None}
 
     async def meta(self, task_id: str) -> TaskMeta | None:
         """One conversation's meta (None: none stored, or damaged)."""
@@ -407,16 +439,29 @@ class HistoryRepository:
         """Every conversation stored, ``per`` at a time in task-id order, each page read in three reads
         (the metas, then the messages and turns of all of them). One whose meta cannot be read
         (``on_damaged``) or whose messages record is missing is left out of its page."""
-        async for metas in _pages(self._db, "conversations", "taskId", per):
-            ids = [raw["taskId"] for raw in metas]
-            messages = await self._db.bulk_get("messages", ids)
-            turns = await self._db.bulk_get("turns", ids)
+        async for metas, messages, turns in self._record_pages(per):
             page = []
             for raw, held, turns_record in zip(metas, messages, turns):
                 meta = self.meta_of(raw)
                 if meta is not None and isinstance(held, dict):
                     page.append(Conversation(meta, held.get("messages") or [], self._turns_of(turns_record)))
             yield page
+
+    async def conversation_records(self, per: int) -> AsyncIterator[list[dict]]:
+        """Every conversation stored, ``per`` at a time in task-id order, as stored and unchecked: one
+        ``{"meta": conversations record, "messages": [...], "turns": [...]}`` for each ``conversations``
+        record (``[]`` for a missing messages or turns record); three reads a page. What a backup
+        writes (§14): a damaged record goes into the file as it is, and the restore checks it."""
+        async for metas, messages, turns in self._record_pages(per):
+            yield [{"meta": meta, "messages": (m or {}).get("messages") or [], "turns": (t or {}).get("turns") or []}
+                   for meta, m, t in zip(metas, messages, turns)]
+
+    async def _record_pages(self, per: int) -> AsyncIterator[tuple[list[dict], list, list]]:
+        """The ``conversations`` records ``per`` at a time in task-id order, each page with the
+        ``messages`` and ``turns`` records of the same task ids (None where missing)."""
+        async for metas in _pages(self._db, "conversations", "taskId", per):
+            ids = [raw["taskId"] for raw in metas]
+            yield metas, await self._db.bulk_get("messages", ids), await self._db.bulk_get("turns", ids)
 
     async def stored(self, task_id: str) -> Stored:
         """Every record of ``task_id`` as stored (for a delete and its undo)."""
@@ -624,9 +669,21 @@ class HistoryRepository:
 async def version_pages(backend: RecordBackend, per: int) -> AsyncIterator[list[tuple[dict, dict | None]]]:
     """Every scene version stored in ``backend`` (DESIGN.md §10), ``per`` at a time in version-id order,
     each with its ``snapshots`` record (None when missing): what sync sends at its first sync (§16)."""
-    async for versions in _pages(backend, "versions", "versionId", per):
+    async for versions in version_records(backend, per):
         snapshots = await backend.bulk_get("snapshots", [row["versionId"] for row in versions])
         yield list(zip(versions, snapshots))
+
+
+async def version_records(backend: RecordBackend, per: int) -> AsyncIterator[list[dict]]:
+    """Every scene version record stored in ``backend`` (DESIGN.md §10), without its document, ``per``
+    at a time in version-id order: what a restore numbers the backup's versions against (§14)."""
+    async for versions in _pages(backend, "versions", "versionId", per):
+        yield versions
+
+
+async def held_artifacts(backend: RecordBackend, artifact_ids: list[str]) -> list[bool]:
+    """For each of ``artifact_ids``: True when its scene's artifact record is stored (one request)."""
+    return [record is not None for record in await backend.bulk_get("artifacts", list(artifact_ids))]
 
 
 async def _pages(backend: RecordBackend, table: str, key: str, per: int) -> AsyncIterator[list[dict]]:

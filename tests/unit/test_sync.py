@@ -949,23 +949,35 @@ async def test_the_first_sync_reads_history_a_page_at_a_time_not_three_records_p
         assert replica.docs[doc_id_of_task(task)] == json.loads(json.dumps(sent))
 
 
-def test_sync_and_the_browser_layer_name_no_history_table():
-    """Only ``app.history.repository`` (and the stores' own adapters) name the record tables: sync and
-    the browser layer reach them through its verbs (DESIGN.md §15)."""
+def test_sync_backup_and_the_browser_layer_name_no_history_table():
+    """Only ``app.history.repository`` (and the stores' own adapters) name the record tables: sync,
+    backup and the browser layer reach them through its verbs (DESIGN.md §15). A table is named by a
+    call that takes its name (a dict's key and a call of the module's own method aside: ``self.x("versions")``
+    in the backup format is a file member) or by a write op ``(verb, table, …)``."""
     import ast
     import pathlib
     import re
 
     root = pathlib.Path(__file__).resolve().parents[2]
     tables = set(re.findall(r'^\s+"(\w+)":\s*"', (root / "app" / "records.py").read_text(encoding="utf-8"), re.M))
-    assert {"conversations", "versions", "snapshots"} <= tables
+    assert {"conversations", "versions", "snapshots", "heads", "artifacts"} <= tables
+
+    def names_table(node: ast.AST) -> bool:
+        if isinstance(node, ast.Call):
+            func = node.func
+            dict_verb = isinstance(func, ast.Attribute) and func.attr in ("get", "pop", "setdefault") \
+                and len(node.args) == 1  # a dict's key, not a table (a backend's get takes a key too)
+            own = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
+            return not dict_verb and not own and any(
+                isinstance(arg, ast.Constant) and arg.value in tables for arg in node.args)
+        return isinstance(node, ast.Tuple) and len(node.elts) >= 2 and all(
+            isinstance(e, ast.Constant) for e in node.elts[:2]) and node.elts[0].value in (
+            "add", "put", "delete", "patch") and node.elts[1].value in tables
+
     named = []
-    for folder in ("sync", "browser"):
+    for folder in ("sync", "backup", "browser"):
         for path in sorted((root / "app" / folder).glob("*.py")):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                dict_verb = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and node.func.attr in ("get", "pop", "setdefault")  # a dict's key, not a table
-                if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
-                        and node.args[0].value in tables and not dict_verb:
-                    named.append(f"{path.name}:{node.lineno} {node.args[0].value}")
+                if names_table(node):
+                    named.append(f"{folder}/{path.name}:{node.lineno}")
     assert named == []
