@@ -102,10 +102,26 @@ class HistoryReads:
         order: ``newest`` / ``oldest`` (``updatedAt``, then ``taskId``) or ``tokens`` (most total tokens
         first, then newest); only those updated at or after ``since_ms`` when given (DESIGN.md §9).
         ``cursor`` is the previous page's ``Page.cursor`` with the same ``sort`` and ``since_ms``: the key
-        of its last item, never an offset, so nothing is shown twice or skipped."""
+        of its last item, never an offset, so nothing is shown twice or skipped. The course's pinned
+        conversations lead the first page, most recently pinned first, and are left out of the sorted
+        rest (DESIGN.md §18): a page after them may hold fewer than ``PAGE_SIZE``."""
         if sort == "tokens":
-            return await self._tokens_page(stage_id, cursor, since_ms)
-        return await self._time_page(ListRange(stage_id, since_ms, cursor, sort == "oldest", PAGE_SIZE + 1))
+            page = await self._tokens_page(stage_id, cursor, since_ms)
+        else:
+            page = await self._time_page(ListRange(stage_id, since_ms, cursor, sort == "oldest", PAGE_SIZE + 1))
+        return await self._pinned_first(stage_id, page, cursor is None, since_ms)
+
+    @guarded(lambda: None)
+    async def _pins(self, stage_id: str, since_ms: int | None) -> list[TaskMeta] | None:
+        return await self._repository.pinned(stage_id, since_ms)
+
+    async def _pinned_first(self, stage_id: str, page: Page, first: bool, since_ms: int | None) -> Page:
+        """``page`` of the sorted list without its pinned conversations, led by them on the first page."""
+        rest = [m for m in page.items if getattr(m, "pinnedAt", None) is None]
+        pins = await self._pins(stage_id, since_ms) if first else []
+        if len(rest) == len(page.items) and not pins:
+            return page
+        return Page([*(pins or []), *rest], page.cursor, page.has_more, page.total)
 
     @guarded(_no_page)
     async def _time_page(self, span: ListRange) -> Page:

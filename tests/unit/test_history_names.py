@@ -106,3 +106,210 @@ def test_a_meta_never_named_nor_pinned_is_stored_as_before():
                                         "turnCount", "durationMs"}
     pinned = pinned_meta(meta(), True, now=T0 + 1)
     assert TaskMeta.model_validate(pinned.model_dump()) == pinned
+
+
+# -- the service: rename, pin, the list's order, search ------------------------------
+from app.history import HistoryService  # noqa: E402
+from app.history.export import export_json, parse_export  # noqa: E402
+from app.records import SCHEMA, MemoryBackend  # noqa: E402
+
+
+class Clock:
+    def __init__(self, now=T0):
+        self.now = now
+
+    def __call__(self):
+        self.now += 1
+        return self.now
+
+
+def service(backend=None):
+    counter = itertools.count()
+    clock = Clock()
+    changes = []
+    svc = HistoryService(backend or MemoryBackend(), clock=clock, random_bytes=lambda n: bytes([next(counter) % 256] * n),
+                         on_change=lambda *c: changes.append(c))
+    return svc, clock, changes
+
+
+async def add(svc, stage, text):
+    msgs = [user(text, f"u-{text}"), {"role": "assistant", "id": f"a-{text}", "content": [{"type": "text", "text": "ok"}]}]
+    await svc.record_turn(stage, msgs, 1, usage={"inputTokens": 1, "outputTokens": 2, "totalTokens": 3},
+                          model="demo", duration_ms=10, message_id=f"a-{text}")
+    return await svc.archive(stage, msgs, 1)
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_a_rename_is_kept_and_said_and_empty_gives_back_the_first_question():
+    async def go():
+        svc, _, changes = service()
+        task = await add(svc, "s", "How do plants eat?")
+        meta = await svc.rename(task, "  Botany   notes ")
+        assert meta.taskName == "Botany notes" and (await svc.get(task)).taskName == "Botany notes"
+        assert changes[-1] == ("rename", task, "s")
+        back = await svc.rename(task, "")
+        assert back.taskName == "How do plants eat?" and (await svc.get(task)).taskName == "How do plants eat?"
+        assert await svc.rename("task_20990101_zzzzzz", "x") is None
+    run(go())
+
+
+def test_pinned_conversations_come_first_most_recently_pinned_first_then_the_chosen_sort():
+    async def go():
+        svc, _, changes = service()
+        tasks = [await add(svc, "s", f"question {n}") for n in range(14)]  # newest last
+        await svc.pin(tasks[2], True)
+        await svc.pin(tasks[5], True)
+        assert changes[-1] == ("pin", tasks[5], "s")
+        first = await svc.page("s")
+        ids = [m.taskId for m in first.items]
+        assert ids[:2] == [tasks[5], tasks[2]]
+        rest = [t for t in reversed(tasks) if t not in (tasks[2], tasks[5])]
+        ids += [m.taskId for m in (await svc.page("s", first.cursor)).items]
+        assert ids == [tasks[5], tasks[2], *rest]  # each once, the pinned ones not again further down
+        oldest = await svc.page("s", sort="oldest")
+        assert [m.taskId for m in oldest.items][:3] == [tasks[5], tasks[2], tasks[0]]
+        tokens = await svc.page("s", sort="tokens")
+        assert [m.taskId for m in tokens.items][:2] == [tasks[5], tasks[2]]
+        await svc.pin(tasks[5], False)
+        assert [m.taskId for m in (await svc.page("s")).items][:2] == [tasks[2], tasks[13]]
+    run(go())
+
+
+def test_search_finds_a_conversation_by_a_word_of_its_new_title_and_does_not_reorder_by_pins():
+    async def go():
+        svc, _, _ = service()
+        old = await add(svc, "s", "alpha first")
+        new = await add(svc, "s", "alpha second")
+        assert (await svc.search("s", "zoology")).items == []
+        await svc.rename(old, "Zoology revision")
+        hits = (await svc.search("s", "zoology")).items
+        assert [h.meta.taskId for h in hits] == [old]
+        await svc.rename(old, "Botany")
+        assert (await svc.search("s", "zoology")).items == []  # the old title's words are gone
+        assert [h.meta.taskId for h in (await svc.search("s", "botany")).items] == [old]
+        assert [h.meta.taskId for h in (await svc.search("s", "first")).items] == [old]  # message words stay
+        await svc.pin(old, True)
+        assert [h.meta.taskId for h in (await svc.search("s", "alpha")).items] == [new, old]
+    run(go())
+
+
+def test_a_word_in_both_title_and_text_stays_found_after_the_title_changes():
+    async def go():
+        svc, _, _ = service()
+        task = await add(svc, "s", "alpha first")
+        await svc.rename(task, "alpha plan")
+        await svc.rename(task, "other")
+        assert [h.meta.taskId for h in (await svc.search("s", "alpha")).items] == [task]
+    run(go())
+
+
+def test_names_and_pins_survive_a_reopen_of_the_store():
+    async def go():
+        backend = MemoryBackend(SCHEMA)
+        svc, _, _ = service(backend)
+        task = await add(svc, "s", "q one")
+        await svc.rename(task, "Kept name")
+        await svc.pin(task, True)
+        again, _, _ = service(backend)
+        meta = await again.get(task)
+        assert meta.taskName == "Kept name" and meta.pinned
+    run(go())
+
+
+def test_export_carries_name_and_pin_and_imports_them_back():
+    async def go():
+        svc, _, _ = service()
+        task = await add(svc, "s", "q one")
+        await svc.rename(task, "é" * 150 + " long name kept whole")
+        await svc.pin(task, True)
+        bundle = await svc.bundle(task)
+        text = export_json(*bundle)
+        data = json.loads(text)
+        assert data["meta"]["pinned"] is True and data["meta"]["taskName"] == bundle.meta.taskName
+        meta, _, _ = parse_export(text, T0 + 10_000)
+        assert meta == bundle.meta
+        other, _, _ = service()
+        assert await other.import_bundle("t", *parse_export(text, T0 + 10_000)) == "ok"
+        kept = await other.get(task)
+        assert kept.taskName == bundle.meta.taskName and kept.pinned  # 171 clusters: not cut to 50
+    run(go())
+
+
+def test_a_file_without_pinned_still_imports_unpinned():
+    async def go():
+        svc, _, _ = service()
+        task = await add(svc, "s", "q one")
+        data = json.loads(export_json(*await svc.bundle(task)))
+        assert "pinned" not in data["meta"]  # never pinned: the file is as before §18
+        meta, _, _ = parse_export(json.dumps(data), T0 + 10_000)
+        assert not meta.pinned
+    run(go())
+
+
+def test_a_synced_rename_and_a_pin_made_on_two_devices_both_arrive():
+    from app.sync.documents import conversation_doc, conversation_of
+
+    async def go():
+        a, clock_a, _ = service()
+        task = await add(a, "s", "shared question")
+        b, clock_b, _ = service()
+        bundle = await a.bundle(task)
+        assert await b.apply_synced(*conversation_of(conversation_doc(*bundle), T0 + 10_000)) == "added"
+        clock_b.now = clock_a.now + 100
+        await a.rename(task, "Renamed on A")
+        await b.pin(task, True)
+        from_a = conversation_of(conversation_doc(*await a.bundle(task)), T0 + 10_000)
+        from_b = conversation_of(conversation_doc(*await b.bundle(task)), T0 + 10_000)
+        await b.apply_synced(*from_a)
+        await a.apply_synced(*from_b)
+        for svc in (a, b):
+            meta = await svc.get(task)
+            assert meta.taskName == "Renamed on A" and meta.pinned
+        assert [h.meta.taskId for h in (await b.search("s", "renamed")).items] == [task]
+    run(go())
+
+
+async def test_a_rename_of_a_conversation_deleted_on_another_device_does_not_bring_it_back():
+    from app.sync.documents import doc_id_of_task
+    from app.sync.engine import SyncEngine
+    from app.storage import MemoryStorage
+
+    class Replica:
+        def __init__(self):
+            self.docs, self.resolved = {}, []
+
+        async def put(self, doc):
+            self.docs[doc["_id"]] = json.loads(json.dumps(doc))
+
+        async def remove(self, doc_id, body=None):
+            self.docs[doc_id] = {"_id": doc_id, "_deleted": True, **(body or {})}
+
+        async def resolve(self, docs):
+            self.resolved.append(json.loads(json.dumps(docs)))
+
+    a, _, _ = service()
+    b, _, _ = service()
+    replica_a, replica_b = Replica(), Replica()
+    engine_a, engine_b = SyncEngine(a, replica_a, MemoryStorage()), SyncEngine(b, replica_b, MemoryStorage())
+    task = await add(a, "s", "shared question")
+    await engine_a.push(task)
+    doc_id = doc_id_of_task(task)
+    assert await engine_b.remote_changed({**replica_a.docs[doc_id], "_rev": "1-s"}) == "added"
+    await b.rename(task, "Renamed on B")
+    await b.pin(task, True)
+    await engine_b.push(task)
+    renamed = {**replica_b.docs[doc_id], "_rev": "2-b"}
+    assert renamed["meta"]["taskName"] == "Renamed on B"
+    assert await a.delete(task)
+    await engine_a.local_changed("delete", task, "s")
+    deletion = {**replica_a.docs[doc_id], "_rev": "2-a"}
+    # B: its renamed revision and A's deletion are two leaves; the deletion wins, nothing is kept apart
+    assert await engine_b.remote_changed({**renamed, "_leaves": [renamed, deletion]}) == "deleted"
+    assert await b.bundle(task) is None and await b.total("s") == 0
+    # A: B's rename arrives beside its deletion: deleted again, not brought back
+    assert await engine_a.remote_changed({**renamed, "_leaves": [renamed, deletion]}) == "redeleted"
+    assert await a.bundle(task) is None and await a.total("s") == 0
+    assert await engine_a.remote_changed(renamed) != "added" and await a.total("s") == 0
