@@ -100,6 +100,7 @@ class HistoryList:
         self.covered = 0  # of those, announced before the read now drawn began
         self.owed = False  # a refresh of the top was asked for while the first page was read
         self._keys: dict[str, tuple[int, str]] = {}  # drawn taskId -> its list key (updatedAt, taskId)
+        self._pinned: set[str] = set()  # drawn taskIds that are pinned (they lead the list, §18)
         self._labels: dict[str, tuple[str, int]] = {}  # drawn taskId -> its relative-time label as drawn
         self._listeners: list[Callable[[HistoryChange], None]] = []
 
@@ -108,6 +109,7 @@ class HistoryList:
         """The list is drawn afresh for course ``stage_id``: nothing drawn, no next page."""
         self.stage = stage_id
         self._keys, self._labels, self.cursor, self.has_more, self.pages = {}, {}, None, False, 0
+        self._pinned = set()
 
     def begin(self, sort: str, range_name: str, now: int, query: str = "") -> int:
         """Start a read of the first page (or of search results for ``query``) in order ``sort`` over
@@ -157,6 +159,10 @@ class HistoryList:
         for meta in metas:
             self._keys[meta.taskId] = (meta.updatedAt, meta.taskId)
             self._labels[meta.taskId] = relative_label(meta.updatedAt, now)
+            if getattr(meta, "pinnedAt", None) is not None:
+                self._pinned.add(meta.taskId)
+            else:
+                self._pinned.discard(meta.taskId)
 
     def place(self, metas: Iterable[Any], mode: str, now: int = 0) -> list[Any]:
         """The ``metas`` (``TaskMeta`` or damaged records) to draw in ``mode`` (as ``static/history-view.js``
@@ -166,7 +172,7 @@ class HistoryList:
         twice); ``prepend``: all of them (each replacing its old node). A row's key is drawn once
         whatever order reads land in (DESIGN.md §9)."""
         if mode == "replace":
-            self._keys, self._labels = {}, {}
+            self._keys, self._labels, self._pinned = {}, {}, set()
         chosen: dict[str, Any] = {}
         for meta in metas:
             if meta.taskId not in chosen and (mode != "append" or meta.taskId not in self._keys):
@@ -204,13 +210,15 @@ class HistoryList:
 
     def tops_by_prepending(self, query: str) -> bool:
         """True when what arrived above the top can be drawn first (open, newest first, not search
-        results); otherwise the list is drawn afresh."""
-        return self.open and not query.strip() and self.sort == "newest"
+        results, no pinned item drawn: pinned ones lead the list, DESIGN.md §18); otherwise the list
+        is drawn afresh."""
+        return self.open and not query.strip() and self.sort == "newest" and not self._pinned
 
     def removed(self, task_id: str) -> None:
         """``task_id``'s item is gone from the list."""
         self._keys.pop(task_id, None)
         self._labels.pop(task_id, None)
+        self._pinned.discard(task_id)
 
     # -- drawn ahead ------------------------------------------------------------------
     def hear(self, change: HistoryChange) -> bool:
@@ -252,12 +260,13 @@ class HistoryList:
     def effect(self, change: HistoryChange) -> Effect:
         """What ``change`` does to the list as it is now: nothing when it is closed or shows
         another course; a delete removes its item; an undo or import puts one back or in at its own
-        place (maybe far down): drawn afresh; anything else arrives at the top."""
+        place (maybe far down), a rename or pin changes an item where it is or moves it (§18): drawn
+        afresh; anything else arrives at the top."""
         if not self.open or change.stage_id != self.stage:
             return "none"
         if change.kind == "delete":
             return "remove"
-        if change.kind in ("undo", "import"):
+        if change.kind in ("undo", "import", "rename", "pin"):
             return "reload"
         return "top"
 

@@ -233,6 +233,9 @@ class HistoryReads:
             match = word.search(folded)
             at = match.start() if match else folded.find(query.mark)
             text = kept.get("text") if isinstance(kept, dict) else None
+            if at < 0 and query.mark in fold(meta.taskName):  # found by its title alone (§18): the title marked
+                found.append((meta, meta.taskName, False))
+                continue
             if not isinstance(text, str):
                 text, start = folded, at
             else:

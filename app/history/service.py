@@ -347,14 +347,15 @@ class HistoryService:
 
     async def _take_names(self, held: TaskMeta, other: TaskMeta) -> TaskMeta:
         """``held`` with the name and pin of ``other`` where ``other`` changed them later (DESIGN.md §18),
-        stored (a new name re-indexes the title) and told as ``sync`` when that changed anything."""
+        stored (a new name re-indexes the title) and told as ``rename`` (or ``pin`` when only the pin
+        changed) when that changed anything: the open list draws it afresh."""
         named = merged_names(held, other)
         if named != held:
             writes = Writes()
             search = await self._repository.search_record(held.taskId) if named.taskName != held.taskName else None
             writes.set_names(named, search)
             await self._repository.commit(writes)
-            self._changed("sync", held.taskId, held.stageId)
+            self._changed("rename" if search is not None else "pin", held.taskId, held.stageId)
         return named
 
     async def apply_synced_many(self, items: list[Conversation]) -> list[str]:

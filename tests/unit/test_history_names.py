@@ -313,3 +313,71 @@ async def test_a_rename_of_a_conversation_deleted_on_another_device_does_not_bri
     assert await engine_a.remote_changed({**renamed, "_leaves": [renamed, deletion]}) == "redeleted"
     assert await a.bundle(task) is None and await a.total("s") == 0
     assert await engine_a.remote_changed(renamed) != "added" and await a.total("s") == 0
+
+
+async def test_a_backup_round_trip_keeps_names_and_pins_and_finds_them_by_title():
+    from app.backup.tables import restore, write_backup
+
+    async def pause():
+        await asyncio.sleep(0)
+
+    source = MemoryBackend(SCHEMA)
+    svc, _, _ = service(source)
+    tasks = [await add(svc, "s", f"question {n}") for n in range(3)]
+    await svc.rename(tasks[0], "Herbarium catalogue")
+    await svc.pin(tasks[0], True)
+    data = await write_backup(source, {"state": {"threads": {}}, "version": 1}, T0, pause)
+    target = MemoryBackend(SCHEMA)
+    await target.open()
+    plan = await restore(target, data, pause, local_thread=lambda s: False, new_id=lambda m: "x")
+    assert plan.added == 3
+    other, _, _ = service(target)
+    assert await other.get(tasks[0]) == await svc.get(tasks[0])
+    assert [m.taskId for m in (await other.page("s")).items][0] == tasks[0]
+    assert [h.meta.taskId for h in (await other.search("s", "herbarium")).items] == [tasks[0]]
+
+
+# -- the open list ------------------------------------------------------------------
+def test_a_rename_or_pin_draws_the_open_list_afresh():
+    from app.history.list_model import HistoryChange, HistoryList
+
+    shown = HistoryList()
+    shown.open, shown.stage = True, "s"
+    assert shown.effect(HistoryChange("rename", TASK, "s")) == "reload"
+    assert shown.effect(HistoryChange("pin", TASK, "s", elsewhere=True)) == "reload"
+    assert shown.effect(HistoryChange("record", TASK, "s")) == "top"
+
+
+def test_what_arrives_above_the_top_is_not_drawn_over_pinned_items():
+    from app.history.list_model import HistoryList
+
+    shown = HistoryList()
+    shown.open, shown.stage = True, "s"
+    shown.place([meta()], "replace")
+    assert shown.tops_by_prepending("")
+    shown.place([pinned_meta(meta(), True, now=T0)], "replace")
+    assert not shown.tops_by_prepending("")  # drawn afresh: the new item goes below the pinned ones
+
+
+def test_a_hit_found_by_its_title_alone_marks_the_title():
+    async def go():
+        svc, _, _ = service()
+        task = await add(svc, "s", "alpha first")
+        await svc.rename(task, "Zoology revision")
+        (hit,) = (await svc.search("s", "zoology")).items
+        assert hit.snippet[1] == "Zoology" and hit.snippet[2].startswith(" revision")
+    run(go())
+
+
+def test_a_synced_rename_of_an_unchanged_conversation_is_announced_as_a_rename():
+    from app.sync.documents import conversation_doc, conversation_of
+
+    async def go():
+        a, _, _ = service()
+        b, _, heard = service()
+        task = await add(a, "s", "shared question")
+        await b.apply_synced(*await a.bundle(task))
+        await a.rename(task, "New name")
+        assert await b.apply_synced(*conversation_of(conversation_doc(*await a.bundle(task)), T0 + 10_000)) == "same"
+        assert heard[-1] == ("rename", task, "s")
+    run(go())
