@@ -288,7 +288,9 @@ def item_rows(t: Callable[..., str], entries: Iterable[tuple[Any, tuple[str, str
     ``taskId``, ``current`` (the active conversation: no delete button), ``damaged`` (listed so that
     it can be deleted, DESIGN.md §14), ``totalTokens``, ``title``, ``iso`` and the relative-time
     ``unit``/``count`` as of ``now`` (epoch ms), ``justNow``, ``snippet`` (before, match, after),
-    ``stats`` and ``deleteLabel``. ``t``: the page's ``app.i18n.Translator``."""
+    ``stats`` and ``deleteLabel``; ``pinned``, ``name`` (the title the rename field starts from, ``""``
+    when untitled), ``renameLabel``, ``renameFieldLabel`` and ``pinLabel`` (DESIGN.md §18). ``t``: the
+    page's ``app.i18n.Translator``."""
     just_now, untitled = t("history.justNow"), t("history.untitled")  # once per draw, not per item
     damaged_title = t("history.damaged")
     rows = []
@@ -302,7 +304,13 @@ def item_rows(t: Callable[..., str], entries: Iterable[tuple[Any, tuple[str, str
                      "justNow": just_now, "snippet": [shown_title(p) for p in piece] if piece else None,
                      "stats": item_stats_text(t, ConversationStats.of(meta)),
                      # an attribute has no <bdi>: the title is isolated by FSI … PDI
-                     "deleteLabel": t("history.delete", title=f"\u2068{title}\u2069")})
+                     "deleteLabel": t("history.delete", title=f"\u2068{title}\u2069"),
+                     # §18: the pin toggle's state (aria-pressed, data-pinned), the name the rename field starts from
+                     "pinned": getattr(meta, "pinnedAt", None) is not None,
+                     "name": "" if damaged else shown_title(meta.taskName),
+                     "renameLabel": t("history.rename", title=f"\u2068{title}\u2069"),
+                     "renameFieldLabel": t("history.renameField", title=f"\u2068{title}\u2069"),
+                     "pinLabel": t("history.pin", title=f"\u2068{title}\u2069")})
     return rows
 
 

@@ -381,3 +381,20 @@ def test_a_synced_rename_of_an_unchanged_conversation_is_announced_as_a_rename()
         assert await b.apply_synced(*conversation_of(conversation_doc(*await a.bundle(task)), T0 + 10_000)) == "same"
         assert heard[-1] == ("rename", task, "s")
     run(go())
+
+
+def test_item_rows_say_the_pin_state_and_label_rename_and_pin_in_every_locale():
+    from app.history.list_model import item_rows
+    from app.i18n import Translator
+
+    pinned = pinned_meta(renamed_meta(meta(), "Plan ‮x", [], now=T0), True, now=T0)
+    for locale in ("en-US", "ar-SA", "ja-JP", "ko-KR", "pt-BR", "ru-RU", "zh-CN", "zh-TW"):
+        t = Translator(locale)
+        row, plain = item_rows(t, [(pinned, None), (meta(taskId="task_20260601_other1", taskName=""), None)], T0, None)
+        assert row["pinned"] and not plain["pinned"]
+        assert row["name"] == "Plan x" and plain["name"] == ""  # what the rename field starts from (bidi controls out)
+        for key, label in (("history.rename", row["renameLabel"]), ("history.pin", row["pinLabel"]),
+                           ("history.renameField", row["renameFieldLabel"])):
+            assert label == t(key, title="\u2068Plan x\u2069") and label != key and "\u2068Plan x\u2069" in label
+        if locale != "en-US":
+            assert row["renameLabel"] != Translator("en-US")("history.rename", title="\u2068Plan x\u2069")
