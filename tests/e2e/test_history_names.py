@@ -1,6 +1,6 @@
 """Naming and pinning conversations in Chromium (DESIGN.md §18): rename in place and pin from the
-history list, by mouse and keyboard; both survive a reload; a renamed conversation is found by a word
-of its new title."""
+history list, by mouse and keyboard; both show in a second tab's open list and survive a reload; a
+renamed conversation is found by a word of its new title."""
 
 from __future__ import annotations
 
@@ -15,11 +15,16 @@ def item(agent, task_id: str):
     return agent.page.locator(f"[data-testid=history-item][data-task-id='{task_id}']")
 
 
-def test_rename_and_pin_from_the_list_survive_a_reload_and_the_new_title_is_found(agent):
+def test_rename_and_pin_from_the_list_reach_another_tab_survive_a_reload_and_the_new_title_is_found(
+        agent, second_agent):
+    other_tab = second_agent
     agent.open(course=COURSE)
     assert wait_history(agent) == "ready"
     ids = seed_conversations(agent, COURSE, ["photosynthesis in leaves", "gradient descent steps",
                                              "eigenvalues of a matrix"])
+    other_tab.open(course=COURSE)
+    assert wait_history(other_tab) == "ready"
+    expect(open_list(other_tab)).to_have_attribute("data-total", "3")
     listing = open_list(agent)
     expect(listing).to_have_attribute("data-total", "3")
     first, middle, newest = ids
@@ -65,6 +70,10 @@ def test_rename_and_pin_from_the_list_survive_a_reload_and_the_new_title_is_foun
     expect(item(agent, first)).to_be_focused()
     assert item_ids(agent) == [first, newest, middle]
     assert agent.messages().count() == 0  # neither button resumed a conversation
+    # the other tab's open list heard both
+    expect(item(other_tab, first).locator("[data-testid=history-title]")).to_have_text("Botany herbarium notes")
+    expect(item(other_tab, first)).to_have_attribute("data-pinned", "true")
+    assert item_ids(other_tab) == [first, newest, middle]
     agent.reload()
     assert wait_history(agent) == "ready"
     open_list(agent)
