@@ -25,7 +25,8 @@ from app.history.merge import merge_conversation, merged_meta
 from app.history.reads import PAGE_SIZE, HistoryReads, Page, SearchHit, SearchPage
 from app.history.records import Stats, TaskMeta, TurnMeta, new_task_id
 from app.history.repository import Conversation, Damaged, HistoryRepository, Stored, Writes
-from app.history.names import NAME_GRAPHEMES, merged_names, pinned_meta, renamed_meta
+from app.history.name_writes import NameWrites
+from app.history.names import NAME_GRAPHEMES, pinned_meta, renamed_meta
 from app.history.text import TITLE_GRAPHEMES, cut_title, text_needs_segmenter
 from app.history.writes import ActiveConversations, HistoryWrites, at_once
 from app.records import RecordBackend, RecordStoreError
@@ -97,6 +98,8 @@ class HistoryService:
         self._active = ActiveConversations()
         self._writes = HistoryWrites(self._repository, self._access, segmenter, self._active, clock=clock,
                                      changed=self._changed, random_bytes=random_bytes, pause=pause)
+        self._names = NameWrites(self._repository, self._access, segmenter, self._active, self._writes.lock,
+                                 self._changed)
         self._reads = HistoryReads(self._repository, self._access, segmenter, pause=pause)
         self._segmenter = segmenter
         self._deleted: _Deleted | None = None
@@ -237,7 +240,7 @@ class HistoryService:
         first-question title; at most 200 clusters). Returns the new meta (None: not kept, or history
         unavailable); ``on_change`` hears ``rename``."""
         now = self._clock()
-        return await self._writes.set_names(task_id, lambda meta, messages: renamed_meta(meta, text, messages, now=now),
+        return await self._names.set_names(task_id, lambda meta, messages: renamed_meta(meta, text, messages, now=now),
                                             "rename", text)
 
     async def pin(self, task_id: str, pinned: bool) -> TaskMeta | None:
@@ -245,7 +248,7 @@ class HistoryService:
         most recently pinned first. Returns the new meta (None: not kept, or history unavailable);
         ``on_change`` hears ``pin``."""
         now = self._clock()
-        return await self._writes.set_names(task_id, lambda meta, _: pinned_meta(meta, pinned, now=now), "pin")
+        return await self._names.set_names(task_id, lambda meta, _: pinned_meta(meta, pinned, now=now), "pin")
 
     # -- list, search (app.history.reads) ------------------------------------
     async def total(self, stage_id: str, since_ms: int | None = None) -> int:
@@ -329,7 +332,7 @@ class HistoryService:
             else:
                 merged = merge_conversation((held.messages, held.turns), (messages, turns))
                 if merged.how == "local":
-                    named = await self._take_names(held.meta, meta)  # the later rename or pin of each (§18)
+                    named = await self._names.take_names(held.meta, meta)  # the later rename or pin of each (§18)
                     same = held.messages == messages and held.turns == turns and named == meta
                     return "same" if same else "local"
                 kept = merged_meta(held.meta, meta, merged)
@@ -344,19 +347,6 @@ class HistoryService:
         if head is not None and self.on_head_synced:
             self.on_head_synced(meta.stageId, head)
         return outcome
-
-    async def _take_names(self, held: TaskMeta, other: TaskMeta) -> TaskMeta:
-        """``held`` with the name and pin of ``other`` where ``other`` changed them later (DESIGN.md §18),
-        stored (a new name re-indexes the title) and told as ``rename`` (or ``pin`` when only the pin
-        changed) when that changed anything: the open list draws it afresh."""
-        named = merged_names(held, other)
-        if named != held:
-            writes = Writes()
-            search = await self._repository.search_record(held.taskId) if named.taskName != held.taskName else None
-            writes.set_names(named, search)
-            await self._repository.commit(writes)
-            self._changed("rename" if search is not None else "pin", held.taskId, held.stageId)
-        return named
 
     async def apply_synced_many(self, items: list[Conversation]) -> list[str]:
         """``apply_synced`` for each of ``items`` ((meta, messages, turns), in arrival order): one

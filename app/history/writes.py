@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from app.continuity import continues
 from app.history.adopted import adopted_meta
 from app.history.access import HistoryAccess, Segmenter, guarded
-from app.history.names import NAME_GRAPHEMES
 from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta, Usage, iso, new_task_id
 from app.history.repository import HistoryRepository, Writes
 from app.history.text import title_of
@@ -443,36 +442,3 @@ class HistoryWrites:
             await self._repository.commit(writes)
             self._active.forget(stage_id)
         return not whole
-
-    # -- names and pins (DESIGN.md §18) --------------------------------------
-    @guarded(writes=True)
-    async def set_names(self, task_id: str, change: Callable[[TaskMeta, list[dict]], TaskMeta],
-                        kind: str, name: str | None = None) -> TaskMeta | None:
-        """Apply ``change(meta, messages)`` (``app.history.names``' ``renamed_meta`` or ``pinned_meta``)
-        to ``task_id``'s stored meta and store it (a rename re-indexes the title, ``Writes.set_names``);
-        ``changed`` hears ``kind`` (``rename`` or ``pin``); ``name``: a rename's text (the grapheme
-        segmenter is loaded first when cutting it, or the first-question title it gives back, needs it). Returns the new meta; None when ``task_id``
-        has no readable meta. ``updatedAt`` stays: the list's recency is the conversation's last turn."""
-        async with self._lock:
-            meta = await self._repository.meta(task_id)
-            if meta is None:
-                return None
-            held = await self._repository.messages(task_id)
-            messages = held if isinstance(held, list) else []
-            if name is not None and not name.strip():
-                await self._segmenter.for_titles(messages)
-            elif name is not None and len(name) > NAME_GRAPHEMES:
-                await self._segmenter.load()  # a long name is cut on grapheme clusters (never half an emoji)
-            changed = change(meta, messages)
-            if changed == meta:
-                return meta
-            writes = Writes()
-            search = await self._repository.search_record(task_id) if changed.taskName != meta.taskName else None
-            writes.set_names(changed, search)
-            await self._repository.commit(writes)
-            if self._active.task_id(meta.stageId) == task_id:
-                _, turns = self._active.known(meta.stageId) or (None, [])
-                self._active.set(meta.stageId, changed, turns)
-        self._changed(kind, task_id, meta.stageId)
-        return changed
-
