@@ -223,7 +223,7 @@ class HistoryReads:
     async def _hits(self, query: SearchQuery, task_ids: list[str]) -> list[SearchHit]:
         """The ``SearchHit`` of each of ``task_ids`` (in that order): its meta and its snippet around
         the first place its folded text holds the keyword's mark (a damaged one is left out)."""
-        found: list[tuple[TaskMeta, str, bool]] = []
+        found: list[tuple[TaskMeta, str, bool, bool]] = []  # meta, excerpt, cut before it, cut after it
         word = re.compile(r"(?<![^\W_])" + re.escape(query.mark))
         for raw, record, kept in await self._repository.snippets_of(task_ids):
             meta = self._repository.meta_of(raw)
@@ -234,19 +234,19 @@ class HistoryReads:
             at = match.start() if match else folded.find(query.mark)
             text = kept.get("text") if isinstance(kept, dict) else None
             if at < 0 and query.mark in fold(meta.taskName):  # found by its title alone (§18): the title marked
-                found.append((meta, meta.taskName, False))
+                found.append((meta, meta.taskName, False, False))
                 continue
             if not isinstance(text, str):
                 text, start = folded, at
             else:
                 start = source_index(record.get("anchors") or [], max(at, 0))
             excerpt = text[max(0, start - SNIPPET_BEFORE): start + len(query.mark) + SNIPPET_AFTER]
-            found.append((meta, excerpt, start > SNIPPET_BEFORE))
-        if any(needs_clusters(excerpt) for _, excerpt, _ in found):
+            found.append((meta, excerpt, start > SNIPPET_BEFORE, True))
+        if any(needs_clusters(excerpt) for _, excerpt, _, _ in found):
             await self._segmenter.load()  # a snippet marks whole grapheme clusters (§14)
         hits = []
-        for meta, excerpt, cut in found:
-            piece = snippet(excerpt, query.mark, cut_before=cut, cut_after=True)
+        for meta, excerpt, cut, cut_after in found:
+            piece = snippet(excerpt, query.mark, cut_before=cut, cut_after=cut_after)
             hits.append(SearchHit(meta, piece or ("", "", excerpt)))
         return hits
 
