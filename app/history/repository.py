@@ -305,6 +305,12 @@ class Writes:
         return bool(self._ops)
 
 
+def _title_holds(raw: Any, query: SearchQuery) -> bool:
+    """True when the raw meta ``raw``'s folded title holds every unspaced run of ``query``."""
+    title = raw.get("taskName") if isinstance(raw, dict) else None
+    return isinstance(title, str) and query.matches(fold(title))
+
+
 def _tokens_key(raw: Any) -> tuple:
     """The order of the ``tokens`` sort of a raw meta: most total tokens, then newest, then task id."""
     if not isinstance(raw, dict):
@@ -552,14 +558,19 @@ class HistoryRepository:
         return [p for p in batch if p in held]
 
     async def _with_runs(self, query: SearchQuery, batch: list[tuple[int, str]]) -> list[tuple[int, str]]:
-        """Those of ``batch`` whose folded text holds every unspaced run of ``query``, their ``search``
-        records' ``folded`` read ``RUN_CHECK_BATCH`` at a time."""
+        """Those of ``batch`` whose folded text, or title (DESIGN.md §18), holds every unspaced run of
+        ``query``, their ``search`` records' ``folded`` read ``RUN_CHECK_BATCH`` at a time (and the metas
+        of those whose title has words of its own and whose text does not hold them)."""
         kept = []
         for start in range(0, len(batch), RUN_CHECK_BATCH):
             part = batch[start:start + RUN_CHECK_BATCH]
-            records = await self._db.bulk_get("search", [task for _, task in part], fields=["folded"])
-            kept += [p for p, r in zip(part, records)
-                     if isinstance(r, dict) and isinstance(r.get("folded"), str) and query.matches(r["folded"])]
+            records = await self._db.bulk_get("search", [task for _, task in part], fields=["folded", "titleOnly"])
+            held = [isinstance(r, dict) and isinstance(r.get("folded"), str) and query.matches(r["folded"])
+                    for r in records]
+            # a title with words of its own (a rename, §18) may hold the runs the messages do not
+            titled = [p[1] for p, r, h in zip(part, records, held) if not h and isinstance(r, dict) and r.get("titleOnly")]
+            metas = dict(zip(titled, await self._db.bulk_get("conversations", titled))) if titled else {}
+            kept += [p for p, h in zip(part, held) if h or _title_holds(metas.get(p[1]), query)]
         return kept
 
     async def metas_of(self, task_ids: list[str]) -> list[TaskMeta]:

@@ -398,3 +398,13 @@ def test_item_rows_say_the_pin_state_and_label_rename_and_pin_in_every_locale():
             assert label == t(key, title="\u2068Plan x\u2069") and label != key and "\u2068Plan x\u2069" in label
         if locale != "en-US":
             assert row["renameLabel"] != Translator("en-US")("history.rename", title="\u2068Plan x\u2069")
+
+
+def test_a_chinese_title_is_found_by_a_keyword_inside_it():
+    async def go():
+        svc, _, _ = service()
+        task = await add(svc, "s", "alpha first")
+        await svc.rename(task, "量子纠缠复习笔记")
+        assert [h.meta.taskId for h in (await svc.search("s", "纠缠复习")).items] == [task]
+        assert (await svc.search("s", "纠缠笔记")).items == []  # not a run of the title
+    run(go())
