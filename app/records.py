@@ -9,7 +9,8 @@ then indexes; ``[a+b]`` is a compound index). The browser adapter
 Version 1 is the first release; a table added before release goes into
 version 1, a change after release gets a new version: version 2 adds the
 search index (the multiEntry index ``*terms`` of ``search``, DESIGN.md §14;
-``app.history.terms``). An index is added by Dexie's upgrade without touching
+``app.history.terms``), version 3 the pinned conversations' index
+``[stageId+pinnedAt]`` of ``conversations`` (DESIGN.md §18). An index is added by Dexie's upgrade without touching
 any record; records stored before it are indexed afterwards, in slices
 (``app.history.repository.HistoryRepository.reindex``). An index spec starting
 with ``*`` is multiEntry: a record with a list in that field is found under each
@@ -75,6 +76,12 @@ SCHEMA[2] = {
     **SCHEMA[1],
     # {…, terms: [posting key…]}: the search index (DESIGN.md §14, app/history/terms.py), written with the record
     "search": "taskId, [stageId+updatedAt], *terms",
+}
+SCHEMA[3] = {
+    **SCHEMA[2],
+    # a course's pinned conversations, most recently pinned first (DESIGN.md §18); an unpinned meta has
+    # no pinnedAt, so it is not in this index
+    "conversations": "taskId, [stageId+updatedAt+taskId], [stageId+pinnedAt]",
 }
 """Database versions → table → Dexie key spec. The one declaration of the database."""
 

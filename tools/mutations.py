@@ -1,6 +1,6 @@
-"""Mutation check: apply each of sixteen DESIGN rules' mutations alone, run the unit suite, say which it kills.
+"""Mutation check: apply each of nineteen DESIGN rules' mutations alone, run the unit suite, say which it kills.
 
-    .venv/bin/python tools/mutations.py        # from the repository root; ~16 unit-suite runs
+    .venv/bin/python tools/mutations.py        # from the repository root; ~19 unit-suite runs
 
 Each mutation breaks one rule the design states (the section is named); a mutation the unit suite does not
 kill is a rule no test proves. The file is restored after each run, also when a run is interrupted. Exit
@@ -16,6 +16,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 MUTATIONS = [  # (rule, file, text, mutated text)
+    ("the earlier change of a conversation's name or pin wins in sync (§18)", "app/history/names.py",
+     "return a if ta > tb else b", "return a if ta < tb else b"),
+    ("a course's pinned conversations are listed after the rest (§18)", "app/history/reads.py",
+     "return Page([*(pins or []), *rest], page.cursor, page.has_more, page.total)",
+     "return Page([*rest, *(pins or [])], page.cursor, page.has_more, page.total)"),
+    ("a rename leaves the old title's words in the search index (§18)", "app/history/terms.py",
+     "body = held - set(title_only)", "body = held"),
     ("continues ignores a thread's last message (DESIGN.md §15)", "app/continuity.py",
      "thread[: len(base)] == base", "thread[: len(base) - 1] == base[:-1]"),
     ("quota pruning drops the newest course first (§5)", "app/store/quota.py",

@@ -14,6 +14,7 @@ from pyodide.ffi import create_once_callable, to_js
 from pyscript import document
 from pyscript.ffi import is_none
 
+from app.browser.history_names_view import HistoryNamesView
 from app.browser.tasks import when_idle
 from app.history.changes import HistoryChange
 from app.history.list_model import SEARCH_PAUSE_MS, HistoryList, empty_state, item_rows, list_line
@@ -45,6 +46,8 @@ class HistoryListView:
         self._drawing_ahead = False  # a draw of the closed list waits for idle time
         self._relabel = None  # the timer that draws the closed list afresh when a relative time turns
         self._focus_next: str | None = None  # the item to focus once drawn (``focus_when_drawn``)
+        self._focus_in: str | None = None  # the test id of the item's control to focus instead, if any
+        self.names = HistoryNamesView(service, self)
 
     # -- drawn ahead (DESIGN.md §14) ---------------------------------------------------
     def draw_ahead(self) -> None:
@@ -288,5 +291,16 @@ class HistoryListView:
             return
         item = self._by("history-list").querySelector(f'[data-task-id="{self._focus_next}"]')
         if not is_none(item):
-            self._focus_next = None
-            item.focus()
+            control = item.querySelector(f"[data-testid={self._focus_in}]") if self._focus_in else None
+            self._focus_next = self._focus_in = None
+            (item if control is None or is_none(control) else control).focus()
+
+    def focus_after_draw(self, task_id: str, control: str | None = None) -> None:
+        """Once a change draws the list again (``apply_change``), focus ``task_id``'s item, or its
+        control of test id ``control``: the drawn item replaces the one that had focus."""
+        self._focus_next, self._focus_in = task_id, control
+
+    def bind_names(self) -> None:
+        """Listen for rename and pin in the list (``HistoryNamesView.bind``)."""
+        self.names.bind()
+

@@ -125,6 +125,7 @@ class HistoryView:
         on("history-search", "input", lambda e: self._acted() or self.listing.typed().add_done_callback(_report))
         for control in ("history-sort", "history-range"):
             on(control, "change", lambda e: self._acted() or _schedule(self.listing.reload()))
+        self.listing.bind_names()  # rename and pin (§18): before the list's own click and keys
         on("history-list", "click", self._on_list_click)
         on("history-list", "keydown", self._on_list_key)
         on("history-list", "scroll", self._on_scroll)

@@ -2,6 +2,8 @@
 
 JSON: ``{"format":"agentbar-conversation","version":1,"meta":{…},"messages":[…],"turns":[…]}``
 with ``meta`` = ``{taskId, taskName, stageId, createdAt, updatedAt, stats}``
+and, once the conversation was renamed or pinned, ``pinned``, ``pinnedAt`` and
+``changedAt`` (DESIGN.md §18; optional: a file without them imports unpinned)
 (times ISO 8601 UTC with milliseconds), ``messages`` the slim projection (§3)
 unchanged, ``turns`` the per-turn meta. ``import_json(export_json(x))`` gives
 back ``x`` exactly. ``parse_export`` refuses (``ImportRefused`` with a
@@ -54,8 +56,31 @@ class ImportRefused(ValueError):
 
 
 def _meta_out(meta: TaskMeta) -> dict[str, Any]:
-    return {"taskId": meta.taskId, "taskName": meta.taskName, "stageId": meta.stageId,
-            "createdAt": iso(meta.createdAt), "updatedAt": iso(meta.updatedAt), "stats": meta.stats.model_dump()}
+    out = {"taskId": meta.taskId, "taskName": meta.taskName, "stageId": meta.stageId,
+           "createdAt": iso(meta.createdAt), "updatedAt": iso(meta.updatedAt), "stats": meta.stats.model_dump()}
+    times = {name: iso(at) for name, at in meta.changedAt.model_dump().items() if at}
+    if meta.pinned or times:  # never renamed nor pinned: the file is as before (DESIGN.md §18)
+        out["pinned"] = meta.pinned
+        if meta.pinnedAt is not None:
+            out["pinnedAt"] = iso(meta.pinnedAt)
+        out["changedAt"] = times
+    return out
+
+
+def _names_of(raw_meta: dict) -> dict[str, Any]:
+    """The optional name and pin fields of a file's meta (DESIGN.md §18: ``pinned``, a boolean;
+    ``pinnedAt`` and ``changedAt``'s times in the export's ISO form) as record fields; a file without
+    them is unpinned, its fields never changed. Raises ``ValueError`` for a value of another shape."""
+    pinned = raw_meta.get("pinned", False)
+    if not isinstance(pinned, bool):
+        raise ValueError("pinned is not true or false")
+    times = raw_meta.get("changedAt", {})
+    if not isinstance(times, dict):
+        raise ValueError("changedAt is not an object")
+    changed = {name: parse_iso(times[name]) for name in ("taskName", "pinned") if name in times}
+    at = raw_meta.get("pinnedAt")
+    pinned_at = (parse_iso(at) if at is not None else changed.get("pinned", 0)) if pinned else None
+    return {"pinnedAt": pinned_at, "changedAt": changed}
 
 
 def export_json(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[TurnMeta]) -> str:
@@ -278,6 +303,7 @@ def _meta_of(raw_meta: Any, now_ms: int) -> TaskMeta:
         raise ImportRefused("meta", "meta is not an object")
     try:
         created, updated = parse_iso(raw_meta.get("createdAt", "")), parse_iso(raw_meta.get("updatedAt", ""))
+        names = _names_of(raw_meta)
         stats = raw_meta.get("stats", {})
         if not isinstance(stats, dict):
             raise ValueError("stats is not an object")
@@ -292,7 +318,7 @@ def _meta_of(raw_meta: Any, now_ms: int) -> TaskMeta:
     if updated > now_ms + FUTURE_SLACK_MS:
         raise ImportRefused("dates", "updatedAt is more than a day in the future")
     try:
-        return TaskMeta.model_validate({**raw_meta, "createdAt": created, "updatedAt": updated,
+        return TaskMeta.model_validate({**raw_meta, **names, "createdAt": created, "updatedAt": updated,
                                         "stats": Stats.model_validate(stats).model_dump()})
     except ValidationError as error:
         raise ImportRefused("meta", _first_line(error)) from None

@@ -72,6 +72,7 @@ class HistoryList:
         self.covered = 0  # of those, announced before the read now drawn began
         self.owed = False  # a refresh of the top was asked for while the first page was read
         self._keys: dict[str, tuple[int, str]] = {}  # drawn taskId -> its list key (updatedAt, taskId)
+        self._pinned: set[str] = set()  # drawn taskIds that are pinned (they lead the list, §18)
         self._labels: dict[str, tuple[str, int]] = {}  # drawn taskId -> its relative-time label as drawn
 
     # -- drawing afresh -------------------------------------------------------------
@@ -79,6 +80,7 @@ class HistoryList:
         """The list is drawn afresh for course ``stage_id``: nothing drawn, no next page."""
         self.stage = stage_id
         self._keys, self._labels, self.cursor, self.has_more, self.pages = {}, {}, None, False, 0
+        self._pinned = set()
 
     def begin(self, sort: str, range_name: str, now: int, query: str = "") -> int:
         """Start a read of the first page (or of search results for ``query``) in order ``sort`` over
@@ -128,6 +130,10 @@ class HistoryList:
         for meta in metas:
             self._keys[meta.taskId] = (meta.updatedAt, meta.taskId)
             self._labels[meta.taskId] = relative_label(meta.updatedAt, now)
+            if getattr(meta, "pinnedAt", None) is not None:
+                self._pinned.add(meta.taskId)
+            else:
+                self._pinned.discard(meta.taskId)
 
     def place(self, metas: Iterable[Any], mode: str, now: int = 0) -> list[Any]:
         """The ``metas`` (``TaskMeta`` or damaged records) to draw in ``mode`` (as ``static/history-view.js``
@@ -137,7 +143,7 @@ class HistoryList:
         twice); ``prepend``: all of them (each replacing its old node). A row's key is drawn once
         whatever order reads land in (DESIGN.md §9)."""
         if mode == "replace":
-            self._keys, self._labels = {}, {}
+            self._keys, self._labels, self._pinned = {}, {}, set()
         chosen: dict[str, Any] = {}
         for meta in metas:
             if meta.taskId not in chosen and (mode != "append" or meta.taskId not in self._keys):
@@ -175,13 +181,15 @@ class HistoryList:
 
     def tops_by_prepending(self, query: str) -> bool:
         """True when what arrived above the top can be drawn first (open, newest first, not search
-        results); otherwise the list is drawn afresh."""
-        return self.open and not query.strip() and self.sort == "newest"
+        results, no pinned item drawn: pinned ones lead the list, DESIGN.md §18); otherwise the list
+        is drawn afresh."""
+        return self.open and not query.strip() and self.sort == "newest" and not self._pinned
 
     def removed(self, task_id: str) -> None:
         """``task_id``'s item is gone from the list."""
         self._keys.pop(task_id, None)
         self._labels.pop(task_id, None)
+        self._pinned.discard(task_id)
 
     # -- drawn ahead ------------------------------------------------------------------
     def hear(self, change: HistoryChange) -> bool:
@@ -223,12 +231,13 @@ class HistoryList:
     def effect(self, change: HistoryChange) -> Effect:
         """What ``change`` does to the list as it is now: nothing when it is closed or shows
         another course; a delete removes its item; an undo or import puts one back or in at its own
-        place (maybe far down): drawn afresh; anything else arrives at the top."""
+        place (maybe far down), a rename or pin changes an item where it is or moves it (§18): drawn
+        afresh; anything else arrives at the top."""
         if not self.open or change.stage_id != self.stage:
             return "none"
         if change.kind == "delete":
             return "remove"
-        if change.kind in ("undo", "import"):
+        if change.kind in ("undo", "import", "rename", "pin"):
             return "reload"
         return "top"
 
@@ -239,7 +248,9 @@ def item_rows(t: Callable[..., str], entries: Iterable[tuple[Any, tuple[str, str
     ``taskId``, ``current`` (the active conversation: no delete button), ``damaged`` (listed so that
     it can be deleted, DESIGN.md §14), ``totalTokens``, ``title``, ``iso`` and the relative-time
     ``unit``/``count`` as of ``now`` (epoch ms), ``justNow``, ``snippet`` (before, match, after),
-    ``stats`` and ``deleteLabel``. ``t``: the page's ``app.i18n.Translator``."""
+    ``stats`` and ``deleteLabel``; ``pinned``, ``name`` (the title the rename field starts from, ``""``
+    when untitled), ``renameLabel``, ``renameFieldLabel`` and ``pinLabel`` (DESIGN.md §18). ``t``: the
+    page's ``app.i18n.Translator``."""
     just_now, untitled = t("history.justNow"), t("history.untitled")  # once per draw, not per item
     damaged_title = t("history.damaged")
     rows = []
@@ -253,7 +264,13 @@ def item_rows(t: Callable[..., str], entries: Iterable[tuple[Any, tuple[str, str
                      "justNow": just_now, "snippet": [shown_title(p) for p in piece] if piece else None,
                      "stats": item_stats_text(t, ConversationStats.of(meta)),
                      # an attribute has no <bdi>: the title is isolated by FSI … PDI
-                     "deleteLabel": t("history.delete", title=f"\u2068{title}\u2069")})
+                     "deleteLabel": t("history.delete", title=f"\u2068{title}\u2069"),
+                     # §18: the pin toggle's state (aria-pressed, data-pinned), the name the rename field starts from
+                     "pinned": getattr(meta, "pinnedAt", None) is not None,
+                     "name": "" if damaged else shown_title(meta.taskName),
+                     "renameLabel": t("history.rename", title=f"\u2068{title}\u2069"),
+                     "renameFieldLabel": t("history.renameField", title=f"\u2068{title}\u2069"),
+                     "pinLabel": t("history.pin", title=f"\u2068{title}\u2069")})
     return rows
 
 

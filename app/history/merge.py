@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from app.continuity import continues
+from app.history.names import merged_names
 from app.history.records import Stats, TaskMeta, TurnMeta, parse_iso
 
 __all__ = ["Merged", "answered", "merge_conversation", "merge_leaves", "merged_meta", "split_turns"]
@@ -168,7 +169,8 @@ def merge_leaves(leaves: list[tuple[list[dict], list[TurnMeta]]]) -> Merged:
 
 def merged_meta(local: TaskMeta, remote: TaskMeta, merged: Merged) -> TaskMeta:
     """The meta kept for ``merged`` (§16): ``local``'s for ``how == "local"``, ``remote``'s for
-    ``"remote"``; for ``"merged"`` the local meta (title, course) spanning both: the earlier
+    ``"remote"``, each with its name and pin taken from whichever changed it later
+    (``app.history.names.merged_names``, §18); for ``"merged"`` the local meta (course) spanning both: the earlier
     ``createdAt``, the later ``updatedAt``, token stats and turn count from the kept turns (turns whose
     usage was not reported count zero), ``durationMs`` their durations' sum, the larger credits.
 
@@ -179,17 +181,18 @@ def merged_meta(local: TaskMeta, remote: TaskMeta, merged: Merged) -> TaskMeta:
     (3, 9, 'a')
     """
     if merged.how == "local":
-        return local
+        return merged_names(local, remote)
     if merged.how == "remote":
-        return remote
+        return merged_names(remote, local)
     reported = [t.usage for t in merged.turns if t.usage is not None]
     stats = Stats(credits=max(local.stats.credits, remote.stats.credits),
                   inputTokens=sum(u.inputTokens for u in reported), outputTokens=sum(u.outputTokens for u in reported),
                   totalTokens=sum(u.totalTokens for u in reported))
-    return local.model_copy(update={"createdAt": min(local.createdAt, remote.createdAt),
-                                    "updatedAt": max(local.updatedAt, remote.updatedAt), "stats": stats,
-                                    "turnCount": len(merged.turns),
-                                    "durationMs": sum(t.duration for t in merged.turns)})
+    spanning = local.model_copy(update={"createdAt": min(local.createdAt, remote.createdAt),
+                                        "updatedAt": max(local.updatedAt, remote.updatedAt), "stats": stats,
+                                        "turnCount": len(merged.turns),
+                                        "durationMs": sum(t.duration for t in merged.turns)})
+    return merged_names(spanning, remote)
 
 
 def _safe_time(turn: TurnMeta) -> int:

@@ -102,10 +102,26 @@ class HistoryReads:
         order: ``newest`` / ``oldest`` (``updatedAt``, then ``taskId``) or ``tokens`` (most total tokens
         first, then newest); only those updated at or after ``since_ms`` when given (DESIGN.md §9).
         ``cursor`` is the previous page's ``Page.cursor`` with the same ``sort`` and ``since_ms``: the key
-        of its last item, never an offset, so nothing is shown twice or skipped."""
+        of its last item, never an offset, so nothing is shown twice or skipped. The course's pinned
+        conversations lead the first page, most recently pinned first, and are left out of the sorted
+        rest (DESIGN.md §18): a page after them may hold fewer than ``PAGE_SIZE``."""
         if sort == "tokens":
-            return await self._tokens_page(stage_id, cursor, since_ms)
-        return await self._time_page(ListRange(stage_id, since_ms, cursor, sort == "oldest", PAGE_SIZE + 1))
+            page = await self._tokens_page(stage_id, cursor, since_ms)
+        else:
+            page = await self._time_page(ListRange(stage_id, since_ms, cursor, sort == "oldest", PAGE_SIZE + 1))
+        return await self._pinned_first(stage_id, page, cursor is None, since_ms)
+
+    @guarded(lambda: None)
+    async def _pins(self, stage_id: str, since_ms: int | None) -> list[TaskMeta] | None:
+        return await self._repository.pinned(stage_id, since_ms)
+
+    async def _pinned_first(self, stage_id: str, page: Page, first: bool, since_ms: int | None) -> Page:
+        """``page`` of the sorted list without its pinned conversations, led by them on the first page."""
+        rest = [m for m in page.items if getattr(m, "pinnedAt", None) is None]
+        pins = await self._pins(stage_id, since_ms) if first else []
+        if len(rest) == len(page.items) and not pins:
+            return page
+        return Page([*(pins or []), *rest], page.cursor, page.has_more, page.total)
 
     @guarded(_no_page)
     async def _time_page(self, span: ListRange) -> Page:
@@ -207,7 +223,7 @@ class HistoryReads:
     async def _hits(self, query: SearchQuery, task_ids: list[str]) -> list[SearchHit]:
         """The ``SearchHit`` of each of ``task_ids`` (in that order): its meta and its snippet around
         the first place its folded text holds the keyword's mark (a damaged one is left out)."""
-        found: list[tuple[TaskMeta, str, bool]] = []
+        found: list[tuple[TaskMeta, str, bool, bool]] = []  # meta, excerpt, cut before it, cut after it
         word = re.compile(r"(?<![^\W_])" + re.escape(query.mark))
         for raw, record, kept in await self._repository.snippets_of(task_ids):
             meta = self._repository.meta_of(raw)
@@ -217,17 +233,20 @@ class HistoryReads:
             match = word.search(folded)
             at = match.start() if match else folded.find(query.mark)
             text = kept.get("text") if isinstance(kept, dict) else None
+            if at < 0 and query.mark in fold(meta.taskName):  # found by its title alone (§18): the title marked
+                found.append((meta, meta.taskName, False, False))
+                continue
             if not isinstance(text, str):
                 text, start = folded, at
             else:
                 start = source_index(record.get("anchors") or [], max(at, 0))
             excerpt = text[max(0, start - SNIPPET_BEFORE): start + len(query.mark) + SNIPPET_AFTER]
-            found.append((meta, excerpt, start > SNIPPET_BEFORE))
-        if any(needs_clusters(excerpt) for _, excerpt, _ in found):
+            found.append((meta, excerpt, start > SNIPPET_BEFORE, True))
+        if any(needs_clusters(excerpt) for _, excerpt, _, _ in found):
             await self._segmenter.load()  # a snippet marks whole grapheme clusters (§14)
         hits = []
-        for meta, excerpt, cut in found:
-            piece = snippet(excerpt, query.mark, cut_before=cut, cut_after=True)
+        for meta, excerpt, cut, cut_after in found:
+            piece = snippet(excerpt, query.mark, cut_before=cut, cut_after=cut_after)
             hits.append(SearchHit(meta, piece or ("", "", excerpt)))
         return hits
 

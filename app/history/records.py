@@ -21,9 +21,9 @@ from collections.abc import Callable
 
 from typing import Annotated, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_serializer, model_validator
 
-__all__ = ["Count", "MAX_SAFE_INTEGER", "MODELS", "Stats", "TaskMeta", "TurnMeta", "Usage", "TASK_ID", "Time",
+__all__ = ["Count", "FieldTimes", "MAX_SAFE_INTEGER", "MODELS", "Stats", "TaskMeta", "TurnMeta", "Usage", "TASK_ID", "Time",
            "build_models", "iso", "new_task_id", "parse_iso"]
 
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -53,6 +53,15 @@ class Stats(_Record):
     outputTokens: Count = 0
 
 
+class FieldTimes(_Record):
+    """When each field a person sets on a conversation last changed (epoch ms; 0: never), so that sync
+    keeps the later change of each field (DESIGN.md §18): ``taskName`` (a rename) and ``pinned``
+    (a pin or an unpin)."""
+
+    taskName: Time = 0
+    pinned: Time = 0
+
+
 class TaskMeta(_Record):
     """A conversation's meta as stored: times in epoch ms; ``turnCount``/``durationMs`` feed the stats.
 
@@ -67,8 +76,28 @@ class TaskMeta(_Record):
     stats: Stats = Field(default_factory=Stats)
     turnCount: Count = 0
     durationMs: Count = 0
+    pinnedAt: Time | None = None
+    """When the conversation was pinned (epoch ms); None: not pinned (DESIGN.md §18). Absent from the
+    list's pin index when None (``app.records.SCHEMA`` version 3)."""
+    changedAt: FieldTimes = Field(default_factory=FieldTimes)
+    """When its name and its pin last changed (``FieldTimes``)."""
     damaged: ClassVar[bool] = False
     """Always False (a record that cannot be read is listed as ``app.history.repository.Damaged``)."""
+
+    @property
+    def pinned(self) -> bool:
+        """True when the conversation is pinned (its ``pinnedAt`` is set)."""
+        return self.pinnedAt is not None
+
+    @model_serializer(mode="wrap")
+    def _without_unset_names(self, handler) -> dict:
+        # a conversation never renamed nor pinned is stored, exported and synced as before §18
+        data = handler(self)
+        if data.get("pinnedAt", 0) is None:
+            del data["pinnedAt"]
+        if data.get("changedAt") == {"taskName": 0, "pinned": 0}:
+            del data["changedAt"]
+        return data
 
     @model_validator(mode="after")
     def _created_before_updated(self) -> "TaskMeta":
@@ -138,7 +167,7 @@ def parse_iso(text: str) -> int:
     return (moment - _EPOCH) // _SECOND * 1000 + ms
 
 
-MODELS = (Stats, Usage, TaskMeta, TurnMeta)
+MODELS = (Stats, Usage, FieldTimes, TaskMeta, TurnMeta)
 """The record models, in the order ``build_models`` builds them."""
 
 

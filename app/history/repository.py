@@ -4,12 +4,14 @@ The one module that knows history's table and index names and the shape of its r
 above it speaks of conversations, heads, turns and list ranges. Tables (declared with the rest of
 the database in ``app.records.SCHEMA``):
 
-- ``conversations``: ``TaskMeta`` records, index ``[stageId+updatedAt+taskId]`` (a course's list);
+- ``conversations``: ``TaskMeta`` records, index ``[stageId+updatedAt+taskId]`` (a course's list) and
+  ``[stageId+pinnedAt]`` (its pinned conversations: an unpinned record has no ``pinnedAt``, §18);
 - ``messages``: ``{taskId, messages}`` (the slim projection, §3);
 - ``turns``: ``{taskId, turns}`` (``TurnMeta`` records);
-- ``search``: ``{taskId, stageId, updatedAt, folded, fold, anchors?, terms}``, indexes
+- ``search``: ``{taskId, stageId, updatedAt, folded, fold, anchors?, terms, titleOnly?}``, indexes
   ``[stageId+updatedAt]`` and the multiEntry ``*terms``: the search index, its posting keys written
-  with the record (``app.history.terms``; ``folded`` made by ``app.history.text.fold_map``, §14);
+  with the record (``app.history.terms``; ``folded`` made by ``app.history.text.fold_map``, §14),
+  the title's terms among them (``titleOnly``: those no message holds, §18);
 - ``texts``: ``{taskId, text}`` (the unfolded text, read only for the hits' snippets);
 - ``heads``: ``{stageId, taskId, syncedAt}``: the conversation that is a course's active thread in
   ``maic-agent-threads``; ``syncedAt`` is that thread's ``updatedAt`` when history last matched it
@@ -38,14 +40,16 @@ from pydantic import ValidationError
 
 from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta
 from app.history.terms import (SearchQuery, parse_posting, posting_keys, posting_prefix, presence_prefix,
-                               term_bounds, text_terms, text_terms_steps, time_hex)
-from app.history.text import fold_map, fold_map_steps, plain_text, plain_text_steps
+                               term_bounds, text_terms, text_terms_steps, time_hex, titled_terms)
+from app.history.text import fold, fold_map, fold_map_steps, plain_text, plain_text_steps
 from app.records import HIGHEST, LOWEST, RecordBackend, WriteOp
 
 __all__ = ["Conversation", "Damaged", "FOLD_VERSION", "Head", "HistoryRepository", "ListRange", "Stored",
            "Writes", "SNIPPET_AFTER", "SNIPPET_BEFORE", "held_artifacts", "version_pages", "version_records"]
 
 LIST_INDEX = "[stageId+updatedAt+taskId]"
+PIN_INDEX = "[stageId+pinnedAt]"
+"""A course's pinned conversations (``app.records.SCHEMA`` version 3, DESIGN.md §18)."""
 SEARCH_INDEX = "[stageId+updatedAt]"
 TERMS_INDEX = "terms"
 """The multiEntry index of ``search`` records' posting keys (``app.records.SCHEMA`` version 2)."""
@@ -175,11 +179,26 @@ def search_record(meta: TaskMeta, text: str, folded_map: tuple[str, list] | None
     folded, anchors = folded_map if folded_map is not None else fold_map(text)
     if terms is None:
         terms = text_terms(folded)
+    title_only = sorted(text_terms(fold(meta.taskName)) - terms)  # the title is found too (§18)
     record = {"taskId": meta.taskId, "stageId": meta.stageId, "updatedAt": meta.updatedAt, "folded": folded,
-              "fold": FOLD_VERSION, "terms": posting_keys(meta.stageId, meta.updatedAt, meta.taskId, terms)}
+              "fold": FOLD_VERSION,
+              "terms": posting_keys(meta.stageId, meta.updatedAt, meta.taskId, terms.union(title_only))}
     if anchors:  # where folded positions and text positions part
         record["anchors"] = anchors
+    if title_only:
+        record["titleOnly"] = title_only
     return record
+
+
+def retitled_fields(record: dict, meta: TaskMeta) -> dict:
+    """The fields of ``record`` (a ``search`` record) that change when its conversation is renamed to
+    ``meta.taskName``: ``terms`` and ``titleOnly``, the title's terms taken out and the new title's
+    put in (``titled_terms``); the messages are not indexed again (DESIGN.md §18)."""
+    keys = record.get("terms")
+    only = record.get("titleOnly")
+    terms, title_only = titled_terms(keys if isinstance(keys, list) else [], only if isinstance(only, list) else [],
+                                     text_terms(fold(meta.taskName)))
+    return {"terms": posting_keys(meta.stageId, meta.updatedAt, meta.taskId, terms), "titleOnly": title_only}
 
 
 def indexed_fields(record: dict, text: str | None) -> dict | None:
@@ -262,6 +281,15 @@ class Writes:
                       ("put", "search", search),
                       ("put", "texts", {"taskId": meta.taskId, "text": text})]
 
+    def set_names(self, meta: TaskMeta, search: dict | None) -> None:
+        """Store ``meta`` with a new name or pin (DESIGN.md §18) over its record; a new name also
+        re-indexes the title in ``search`` (its ``search`` record as read, None: left as it is), as a
+        patch applied only while that record is the one read (same ``updatedAt``)."""
+        self._ops.append(("put", "conversations", meta.model_dump()))
+        if search is not None and isinstance(search.get("terms"), list):
+            self._ops.append(("patch", "search", {"key": meta.taskId, "if": {"updatedAt": search.get("updatedAt")},
+                                                  "set": retitled_fields(search, meta)}))
+
     def make_head(self, stage_id: str, task_id: str, matched_at: int | None) -> None:
         """Make ``task_id`` the head of ``stage_id``, matched to the thread of ``updatedAt`` ``matched_at``."""
         self._ops.append(("put", "heads", {"stageId": stage_id, "taskId": task_id, "syncedAt": matched_at}))
@@ -304,6 +332,12 @@ class Writes:
 
     def __bool__(self) -> bool:
         return bool(self._ops)
+
+
+def _title_holds(raw: Any, query: SearchQuery) -> bool:
+    """True when the raw meta ``raw``'s folded title holds every unspaced run of ``query``."""
+    title = raw.get("taskName") if isinstance(raw, dict) else None
+    return isinstance(title, str) and query.matches(fold(title))
 
 
 def _tokens_key(raw: Any) -> tuple:
@@ -416,6 +450,20 @@ class HistoryRepository:
     async def meta(self, task_id: str) -> TaskMeta | None:
         """One conversation's meta (None: none stored, or damaged)."""
         return self.meta_of(await self._db.get("conversations", task_id))
+
+    async def search_record(self, task_id: str) -> dict | None:
+        """The ``search`` record of ``task_id`` without its folded text (its posting keys, times)."""
+        record = await self._db.get("search", task_id)
+        return record if isinstance(record, dict) else None
+
+    async def pinned(self, stage_id: str, since_ms: int | None = None) -> list[TaskMeta]:
+        """The readable metas of ``stage_id``'s pinned conversations (updated at or after ``since_ms``
+        when given), most recently pinned first (DESIGN.md §18; ``app.history.names.pinned_first``)."""
+        from app.history.names import pinned_first
+
+        rows = await self._db.query("conversations", PIN_INDEX, [stage_id, LOWEST], [stage_id, HIGHEST])
+        metas = [m for m in map(self.meta_of, rows) if m is not None]
+        return pinned_first(m for m in metas if since_ms is None or m.updatedAt >= since_ms)
 
     async def messages(self, task_id: str) -> Any:
         """The stored slim messages of ``task_id`` as they are (a list, or None when missing; a
@@ -582,14 +630,19 @@ class HistoryRepository:
         return [p for p in batch if p in held]
 
     async def _with_runs(self, query: SearchQuery, batch: list[tuple[int, str]]) -> list[tuple[int, str]]:
-        """Those of ``batch`` whose folded text holds every unspaced run of ``query``, their ``search``
-        records' ``folded`` read ``RUN_CHECK_BATCH`` at a time."""
+        """Those of ``batch`` whose folded text, or title (DESIGN.md §18), holds every unspaced run of
+        ``query``, their ``search`` records' ``folded`` read ``RUN_CHECK_BATCH`` at a time (and the metas
+        of those whose title has words of its own and whose text does not hold them)."""
         kept = []
         for start in range(0, len(batch), RUN_CHECK_BATCH):
             part = batch[start:start + RUN_CHECK_BATCH]
-            records = await self._db.bulk_get("search", [task for _, task in part], fields=["folded"])
-            kept += [p for p, r in zip(part, records)
-                     if isinstance(r, dict) and isinstance(r.get("folded"), str) and query.matches(r["folded"])]
+            records = await self._db.bulk_get("search", [task for _, task in part], fields=["folded", "titleOnly"])
+            held = [isinstance(r, dict) and isinstance(r.get("folded"), str) and query.matches(r["folded"])
+                    for r in records]
+            # a title with words of its own (a rename, §18) may hold the runs the messages do not
+            titled = [p[1] for p, r, h in zip(part, records, held) if not h and isinstance(r, dict) and r.get("titleOnly")]
+            metas = dict(zip(titled, await self._db.bulk_get("conversations", titled))) if titled else {}
+            kept += [p for p, h in zip(part, held) if h or _title_holds(metas.get(p[1]), query)]
         return kept
 
     async def metas_of(self, task_ids: list[str]) -> list[TaskMeta]:

@@ -26,7 +26,9 @@ from app.history.merge import merge_conversation, merged_meta
 from app.history.reads import PAGE_SIZE, HistoryReads, Page, SearchHit, SearchPage
 from app.history.records import Stats, TaskMeta, TurnMeta, new_task_id
 from app.history.repository import Conversation, Damaged, HistoryRepository, Stored, Writes
-from app.history.text import cut_title, text_needs_segmenter
+from app.history.name_writes import NameWrites
+from app.history.names import NAME_GRAPHEMES, pinned_meta, renamed_meta
+from app.history.text import TITLE_GRAPHEMES, cut_title, text_needs_segmenter
 from app.history.writes import ActiveConversations, HistoryWrites, at_once
 from app.records import RecordBackend, RecordStoreError
 from app.store import Notice
@@ -98,6 +100,8 @@ class HistoryService:
         self._active = ActiveConversations()
         self._writes = HistoryWrites(self._repository, self._access, segmenter, self._active, clock=clock,
                                      changed=self._changed, random_bytes=random_bytes, pause=pause)
+        self._names = NameWrites(self._repository, self._access, segmenter, self._active, self._writes.lock,
+                                 self._changed)
         self._reads = HistoryReads(self._repository, self._access, segmenter, pause=pause)
         self._segmenter = segmenter
         self._deleted: _Deleted | None = None
@@ -236,6 +240,22 @@ class HistoryService:
         """True when the conversation the last delete removed was its course's active one."""
         return bool(self._deleted and self._deleted.was_head)
 
+    # -- names and pins (DESIGN.md §18) ----------------------------------------
+    async def rename(self, task_id: str, text: str) -> TaskMeta | None:
+        """Rename ``task_id`` to ``text`` (``app.history.names.named``: blank gives back the
+        first-question title; at most 200 clusters). Returns the new meta (None: not kept, or history
+        unavailable); the hub (``changes``) hears ``rename``."""
+        now = self._clock()
+        return await self._names.set_names(task_id, lambda meta, messages: renamed_meta(meta, text, messages, now=now),
+                                            "rename", text)
+
+    async def pin(self, task_id: str, pinned: bool) -> TaskMeta | None:
+        """Pin (``pinned`` True) or unpin ``task_id``: pinned conversations lead their course's list,
+        most recently pinned first. Returns the new meta (None: not kept, or history unavailable);
+        the hub (``changes``) hears ``pin``."""
+        now = self._clock()
+        return await self._names.set_names(task_id, lambda meta, _: pinned_meta(meta, pinned, now=now), "pin")
+
     # -- list, search (app.history.reads) ------------------------------------
     async def total(self, stage_id: str, since_ms: int | None = None) -> int:
         """How many conversations ``stage_id`` has (updated at or after ``since_ms`` when given)."""
@@ -279,12 +299,16 @@ class HistoryService:
         (``Writes.keep_in_steps``: a long conversation is not one task)."""
         if text_needs_segmenter(" ".join(meta.taskName.split())):
             await self._segmenter.for_titles([{"role": "user", "content": [{"type": "text", "text": meta.taskName}]}])
+        if meta.changedAt.taskName and len(meta.taskName) > NAME_GRAPHEMES:
+            await self._segmenter.load()  # a name past 200 code points may be cut past the 400 checked above
         async with self._writes.lock:
             held = await self._repository.holds(meta.taskId)
             if held and await self._repository.meta(meta.taskId) is not None:
                 return "exists"
-            # the file's title obeys the rule of every title: 50 grapheme clusters (DESIGN.md §9)
-            record = meta.model_copy(update={"stageId": stage_id, "taskName": cut_title(meta.taskName)})
+            # the file's title obeys the rule of every title: 50 grapheme clusters (DESIGN.md §9), or 200
+            # for a name a person gave it (§18: its export says when it was renamed)
+            limit = NAME_GRAPHEMES if meta.changedAt.taskName else TITLE_GRAPHEMES
+            record = meta.model_copy(update={"stageId": stage_id, "taskName": cut_title(meta.taskName, limit=limit)})
             writes = Writes()
             # "add" (new): another tab's import of it meanwhile aborts this one
             await writes.keep_in_steps(record, messages, turns, pause=pause or at_once, new=not held)
@@ -320,7 +344,8 @@ class HistoryService:
             else:
                 merged = merge_conversation((held.messages, held.turns), (messages, turns))
                 if merged.how == "local":
-                    same = held.messages == messages and held.turns == turns and held.meta == meta
+                    named = await self._names.take_names(held.meta, meta)  # the later rename or pin of each (§18)
+                    same = held.messages == messages and held.turns == turns and named == meta
                     return "same" if same else "local"
                 kept = merged_meta(held.meta, meta, merged)
                 writes.keep(kept, merged.messages, merged.turns)

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 
 __all__ = ["SearchQuery", "TERM_CHARS", "parse_query", "parse_posting", "posting_keys", "posting_prefix",
-           "presence_prefix", "term_bounds", "text_terms", "text_terms_steps", "time_hex"]
+           "posting_term", "presence_prefix", "term_bounds", "text_terms", "text_terms_steps", "time_hex", "titled_terms"]
 
 TERM_CHARS = 32
 """A word term keeps its first 32 characters (a longer word, a hash or base64 run, is cut alike in
@@ -126,6 +126,33 @@ def posting_keys(stage_id: str, updated_at: int, task_id: str, terms: set[str] |
     (sorted, so the same text gives the same record)."""
     tail = f"{time_hex(updated_at)}\0{task_id}"
     return [presence_prefix(stage_id) + tail] + [posting_prefix(stage_id, t) + tail for t in sorted(terms)]
+
+
+def posting_term(key: str) -> str | None:
+    """The term of a posting key (``""`` for a presence key); ``None`` for a string that is not one.
+
+    >>> posting_term(posting_keys("s", 5, "task_20260101_abcdef", ["plan"])[1])
+    'plan'
+    """
+    if not isinstance(key, str):
+        return None
+    size, dot, rest = key.partition(".")
+    if not dot or not size.isdigit() or len(rest) <= int(size):
+        return None
+    term, nul, _ = rest[int(size) + 1:].partition("\0")
+    return term if nul else None
+
+
+def titled_terms(keys: list[str], title_only: list[str], title_terms: set[str]) -> tuple[set[str], list[str]]:
+    """A conversation's terms once its title's terms are ``title_terms`` (DESIGN.md §18: a renamed
+    conversation is found by its title, through the same index as its messages). ``keys``: its
+    ``search`` record's posting keys now; ``title_only``: the terms those keys hold for the title
+    alone (not in any message). Returns ``(terms, title_only)`` of the record: the messages' terms,
+    which a rename leaves as they are, and the new title's. Only the title is indexed again."""
+    held = {term for term in map(posting_term, keys) if term}
+    body = held - set(title_only)
+    only = sorted(title_terms - body)
+    return body | set(only), only
 
 
 def parse_posting(key: str) -> tuple[int, str] | None:

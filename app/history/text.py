@@ -94,21 +94,23 @@ def text_needs_segmenter(text: str | None) -> bool:
     return text is not None and len(text) > TITLE_GRAPHEMES and not _SIMPLE.match(text[: TITLE_GRAPHEMES * 8])
 
 
-def cut_title(text: str, *, graphemes: Callable[[str], list[str]] = _graphemes) -> str:
+def cut_title(text: str, *, graphemes: Callable[[str], list[str]] = _graphemes, limit: int = TITLE_GRAPHEMES) -> str:
     """A title given as text (an imported ``taskName``) under the rule of every title (DESIGN.md §9):
-    lone surrogates replaced, whitespace collapsed, at most ``TITLE_GRAPHEMES`` grapheme clusters (then
-    "…"). A title this rule already cut (``TITLE_GRAPHEMES`` clusters and "…") is kept as it is, so an
-    export imports back unchanged. ``""`` for a blank text (the view shows "Untitled conversation")."""
+    lone surrogates replaced, whitespace collapsed, at most ``limit`` grapheme clusters (then "…";
+    ``TITLE_GRAPHEMES`` for a title made of a question, ``app.history.names.NAME_GRAPHEMES`` for a
+    name a person gave, §18). A title this rule already cut (``limit`` clusters and "…") is kept as
+    it is, so an export imports back unchanged. ``""`` for a blank text (the view shows "Untitled
+    conversation")."""
     collapsed = " ".join(clean(text).split())
-    if len(collapsed) <= TITLE_GRAPHEMES + 1:  # at most 50 clusters, or 50 and the cut mark
-        if len(collapsed) <= TITLE_GRAPHEMES or collapsed.endswith("…"):
+    if len(collapsed) <= limit + 1:  # at most ``limit`` clusters, or ``limit`` and the cut mark
+        if len(collapsed) <= limit or collapsed.endswith("…"):
             return collapsed
-    head = collapsed[: (TITLE_GRAPHEMES + 1) * 8]
+    head = collapsed[: (limit + 1) * 8]
     clusters = list(head) if _SIMPLE.match(head) else graphemes(head)
-    if len(head) == len(collapsed) and (len(clusters) <= TITLE_GRAPHEMES or (
-            len(clusters) == TITLE_GRAPHEMES + 1 and clusters[-1] == "…")):
+    if len(head) == len(collapsed) and (len(clusters) <= limit or (
+            len(clusters) == limit + 1 and clusters[-1] == "…")):
         return collapsed
-    return "".join(clusters[:TITLE_GRAPHEMES]) + "…"
+    return "".join(clusters[:limit]) + "…"
 
 
 _BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")

@@ -196,6 +196,7 @@ def test_in_a_narrow_right_to_left_window_the_history_list_scrolls_and_the_drawe
     assert listing.evaluate("l => l.scrollHeight > l.clientHeight && l.clientHeight >= 72")  # it scrolls, and shows some
 
     items = agent.testid("history-item")
+    names_read_right_to_left(items.first, Translator("ar-SA"))
     items.first.focus()
     for n in range(1, 10):
         agent.page.keyboard.press("Tab")
@@ -232,6 +233,24 @@ def test_in_a_narrow_right_to_left_window_the_history_list_scrolls_and_the_drawe
     settings_hint_keeps_each_address_whole_in_right_to_left_text(agent, t)
     agent.send("/regenerate scene-2")  # right to left, a diff's long lines start at the other side
     assert_a_diff_leaves_its_checkpoint_item_in_view(agent, "scene-2")
+
+
+def names_read_right_to_left(item, t) -> None:
+    """ar-SA: an item's rename and pin buttons (DESIGN.md §18) sit at its inline end, the left, with
+    the catalogue's labels; the rename field reads right to left from the title's start."""
+    title = item.locator("[data-testid=history-title]")
+    label = f"\u2068{title.inner_text()}\u2069"
+    rename, pin = item.locator("[data-testid=history-rename]"), item.locator("[data-testid=history-pin]")
+    assert rename.get_attribute("aria-label") == t("history.rename", title=label)
+    assert pin.get_attribute("aria-label") == t("history.pin", title=label)
+    item_box, pin_box = item.bounding_box(), pin.bounding_box()
+    assert pin_box["x"] + pin_box["width"] < item_box["x"] + item_box["width"] / 2, (pin_box, item_box)
+    rename.click()
+    field = item.locator("[data-testid=history-rename-input]")
+    expect(field).to_be_focused()
+    assert field.evaluate("f => getComputedStyle(f).direction") == "rtl"
+    field.press("Escape")
+    expect(field).to_have_count(0)
 
 
 def settings_hint_keeps_each_address_whole_in_right_to_left_text(agent, t) -> None:

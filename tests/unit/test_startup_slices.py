@@ -120,6 +120,6 @@ def test_record_models_are_built_one_at_a_time_and_validate_as_before():
 
     for model in records.build_models():
         assert model.__pydantic_complete__  # this one is built, before the next one is
-    assert [m.__name__ for m in records.MODELS] == ["Stats", "Usage", "TaskMeta", "TurnMeta"]
+    assert [m.__name__ for m in records.MODELS] == ["Stats", "Usage", "FieldTimes", "TaskMeta", "TurnMeta"]
     with pytest.raises(Exception):
         records.TaskMeta(taskId="task_20260101_abcdef", taskName="x", stageId="s", createdAt=3, updatedAt=2)

@@ -1,0 +1,80 @@
+"""Writing a conversation's name and pin (DESIGN.md §18). Pure Python, over ``HistoryRepository``;
+the rules (what a name is, which change wins) are ``app.history.names``'.
+
+- ``set_names``: a rename or a pin made here, one transaction (a rename re-indexes the title only);
+- ``take_names``: another device's later rename or pin of a conversation kept here (§16).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from app.history.access import HistoryAccess, Segmenter, guarded
+from app.history.changes import HistoryChange
+from app.history.names import NAME_GRAPHEMES, merged_names
+from app.history.records import TaskMeta
+from app.history.repository import HistoryRepository, Writes
+from app.history.writes import ActiveConversations, Changed
+
+__all__ = ["NameWrites"]
+
+
+class NameWrites:
+    """Names and pins written to history (module docstring). ``lock``: the history writes' lock (one
+    change at a time in this tab, ``HistoryWrites.lock``); ``changed``: told after each change, a
+    ``HistoryChange`` of kind ``rename`` or ``pin`` (source ``this-tab`` for ``set_names``, ``sync``
+    for ``take_names``: sync never sends its own changes back); ``active``: this tab's active conversations, kept in step."""
+
+    def __init__(self, repository: HistoryRepository, access: HistoryAccess, segmenter: Segmenter,
+                 active: ActiveConversations, lock: asyncio.Lock, changed: Changed) -> None:
+        self._repository, self._access, self._segmenter = repository, access, segmenter
+        self._active, self._lock, self._changed = active, lock, changed
+
+    @guarded(writes=True)
+    async def set_names(self, task_id: str, change: Callable[[TaskMeta, list[dict]], TaskMeta],
+                        kind: str, name: str | None = None) -> TaskMeta | None:
+        """Apply ``change(meta, messages)`` (``app.history.names``' ``renamed_meta`` or ``pinned_meta``)
+        to ``task_id``'s stored meta and store it (a rename re-indexes the title, ``Writes.set_names``);
+        ``changed`` hears ``kind`` (``rename`` or ``pin``); ``name``: a rename's text (the grapheme
+        segmenter is loaded first when cutting it, or the first-question title it gives back, needs it). Returns the new meta; None when ``task_id``
+        has no readable meta. ``updatedAt`` stays: the list's recency is the conversation's last turn."""
+        async with self._lock:
+            meta = await self._repository.meta(task_id)
+            if meta is None:
+                return None
+            held = await self._repository.messages(task_id)
+            messages = held if isinstance(held, list) else []
+            if name is not None and not name.strip():
+                await self._segmenter.for_titles(messages)
+            elif name is not None and len(name) > NAME_GRAPHEMES:
+                await self._segmenter.load()  # a long name is cut on grapheme clusters (never half an emoji)
+            changed = change(meta, messages)
+            if changed == meta:
+                return meta
+            await self._store_names(meta, changed)
+        self._changed(HistoryChange(kind, task_id, meta.stageId))
+        return changed
+
+    async def take_names(self, held: TaskMeta, other: TaskMeta) -> TaskMeta:
+        """``held`` (a stored meta) with the name and pin of ``other`` (another device's meta of the same
+        conversation) where ``other`` changed them later (``merged_names``, DESIGN.md §16, §18), stored
+        when that changed anything and told as ``rename`` (``pin`` when only the pin changed): the
+        open list draws it afresh. The caller holds ``lock``."""
+        named = merged_names(held, other)
+        if named != held:
+            await self._store_names(held, named)
+            kind = "rename" if named.taskName != held.taskName else "pin"
+            self._changed(HistoryChange(kind, held.taskId, held.stageId, "sync"))
+        return named
+
+    async def _store_names(self, meta: TaskMeta, changed: TaskMeta) -> None:
+        """Store ``changed`` over ``meta`` (a new name re-indexes the title, ``Writes.set_names``), and
+        keep this tab's active conversation in step."""
+        writes = Writes()
+        search = await self._repository.search_record(meta.taskId) if changed.taskName != meta.taskName else None
+        writes.set_names(changed, search)
+        await self._repository.commit(writes)
+        if self._active.task_id(meta.stageId) == meta.taskId:
+            _, turns = self._active.known(meta.stageId) or (None, [])
+            self._active.set(meta.stageId, changed, turns)

@@ -1,0 +1,88 @@
+"""Naming and pinning a conversation (DESIGN.md §18): the one place of their rules. Pure Python.
+
+- ``named``: what a rename stores: the text with whitespace collapsed, at most ``NAME_GRAPHEMES``
+  grapheme clusters cut like §9's titles (``app.history.text.cut_title``: never half an emoji, then
+  "…"); an empty one gives back the first-question title (``title_of``, §9);
+- ``renamed_meta`` / ``pinned_meta``: a meta with its name or pin changed and the field's change
+  time (``TaskMeta.changedAt``) set; neither moves ``updatedAt`` (the list's recency is the
+  conversation's last turn, not its name's);
+- ``merged_names``: two devices' metas of one conversation: each field takes its later change (§16);
+- ``pinned_first``: a list's pinned conversations, most recently pinned first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from app.history.records import TaskMeta
+from app.history.text import _graphemes, cut_title, title_of
+
+__all__ = ["NAME_GRAPHEMES", "merged_names", "named", "pinned_first", "pinned_meta", "renamed_meta"]
+
+NAME_GRAPHEMES = 200
+"""The most grapheme clusters a name a person gives keeps (DESIGN.md §18)."""
+
+
+def named(text: str, messages: Sequence[dict[str, Any]], *,
+          graphemes: Callable[[str], list[str]] = _graphemes) -> str:
+    """The title stored for a rename to ``text`` of a conversation holding ``messages`` (slim, §3):
+    ``text`` collapsed and cut at ``NAME_GRAPHEMES`` clusters ("…" after), or, when blank, the
+    first-question title (``title_of``: 50 clusters), ``""`` when there is no user text either.
+    ``graphemes``: the segmenter (pyuegc's, loaded on first use; the caller loads it in the page).
+
+    >>> named("  Exam   plan ", []), named("", [{"role": "user", "content": [{"type": "text", "text": "Why?"}]}])
+    ('Exam plan', 'Why?')
+    """
+    name = cut_title(text, graphemes=graphemes, limit=NAME_GRAPHEMES)
+    return name if name else (title_of(messages, graphemes=graphemes) or "")
+
+
+def renamed_meta(meta: TaskMeta, text: str, messages: Sequence[dict[str, Any]], *, now: int,
+                 graphemes: Callable[[str], list[str]] = _graphemes) -> TaskMeta:
+    """``meta`` renamed to ``named(text, messages)``, its name's change time ``now`` (epoch ms)."""
+    times = meta.changedAt.model_copy(update={"taskName": now})
+    return meta.model_copy(update={"taskName": named(text, messages, graphemes=graphemes), "changedAt": times})
+
+
+def pinned_meta(meta: TaskMeta, pinned: bool, *, now: int) -> TaskMeta:
+    """``meta`` pinned (``pinnedAt`` = ``now``; one already pinned keeps its time, so its place) or
+    unpinned (``pinnedAt`` None); the pin's change time is ``now`` either way."""
+    times = meta.changedAt.model_copy(update={"pinned": now})
+    at = (meta.pinnedAt if meta.pinnedAt is not None else now) if pinned else None
+    return meta.model_copy(update={"pinnedAt": at, "changedAt": times})
+
+
+def _later(a: TaskMeta, b: TaskMeta, field: str, value: Callable[[TaskMeta], Any]) -> TaskMeta:
+    """Whichever of ``a``, ``b`` changed ``field`` later; at the same time, the one whose value sorts
+    higher (both devices then pick the same, whichever merges)."""
+    ta, tb = getattr(a.changedAt, field), getattr(b.changedAt, field)
+    if ta != tb:
+        return a if ta > tb else b
+    return a if repr(value(a)) >= repr(value(b)) else b
+
+
+def merged_names(kept: TaskMeta, other: TaskMeta) -> TaskMeta:
+    """``kept`` with its name and pin each taken from whichever of ``kept`` and ``other`` changed it
+    later (DESIGN.md §16, §18: a rename on one device and a pin on the other both arrive on both).
+    Every other field is ``kept``'s.
+
+    >>> from app.history.records import FieldTimes
+    >>> a = TaskMeta(taskId="task_20260101_abcdef", taskName="a", stageId="s", createdAt=1, updatedAt=1,
+    ...              changedAt=FieldTimes(taskName=5))
+    >>> b = a.model_copy(update={"taskName": "b", "pinnedAt": 9, "changedAt": FieldTimes(taskName=3, pinned=9)})
+    >>> m = merged_names(a, b); (m.taskName, m.pinnedAt)
+    ('a', 9)
+    """
+    name = _later(kept, other, "taskName", lambda m: m.taskName)
+    pin = _later(kept, other, "pinned", lambda m: m.pinnedAt)
+    times = kept.changedAt.model_copy(update={"taskName": name.changedAt.taskName, "pinned": pin.changedAt.pinned})
+    merged = kept.model_copy(update={"taskName": name.taskName, "pinnedAt": pin.pinnedAt, "changedAt": times})
+    return kept if merged == kept else merged
+
+
+def pinned_first(metas: Iterable[Any]) -> list[Any]:
+    """The pinned of ``metas`` (a ``pinnedAt`` that is not None), most recently pinned first (then by
+    task id, so the order is the same on every read)."""
+    pinned = [m for m in metas if getattr(m, "pinnedAt", None) is not None]
+    return sorted(pinned, key=lambda m: (-m.pinnedAt, m.taskId))
