@@ -64,53 +64,72 @@ class SSEParser:
         return events
 
     def _consume(self, text: str) -> list[SSEEvent]:
+        text = self._opening(text)
         if not text:
             return []
-        if not self._bom_checked:
-            self._bom_checked = True
-            if text.startswith("\ufeff"):
-                text = text[1:]
-        if self._skip_lf:
-            self._skip_lf = False
-            if text.startswith("\n"):
-                text = text[1:]
         if "\n" not in text and "\r" not in text:  # a long line arriving in pieces: joined once, at its end
             self._pending.append(text)  # (adding each piece to one string copied it all again: quadratic)
             return []
-        events: list[SSEEvent] = []
         if self._pending and "\r" not in text and self._pending[0].startswith("data: "):
-            # a long data line ends in this chunk: its value is joined once (no joined line, then a
-            # split and a slice of it: three more copies of megabytes, DESIGN.md §12)
-            end = text.index("\n")
-            pending, self._pending = self._pending, []
-            pending[0] = pending[0][6:]
-            pending.append(text[:end])
-            self._data.append("".join(pending))
-            text = text[end + 1:]
+            text = self._end_long_data_line(text)
             if "\n" not in text:
                 if text:
                     self._pending.append(text)
-                return events
+                return []
         buffer = "".join([*self._pending, text]) if self._pending else text
         self._pending = []
-        if "\r" not in text:  # the common case (LF only): split in C; "data: …" lines inline
-            lines = buffer.split("\n")
-            rest = lines.pop()
-            if rest:
-                self._pending.append(rest)
-            data = self._data
-            for line in lines:
-                if line.startswith("data: "):
-                    data.append(line[6:])
-                elif line:
-                    self._line(line)  # appends to the same self._data list
-                elif data:
-                    events.append(SSEEvent("\n".join(data), self._event or "message", self._last_id))
-                    data = self._data = []
-                    self._event = ""
-                else:
-                    self._event = ""
-            return events
+        if "\r" not in text:  # the common case (LF only): split in C
+            return self._lf_lines(buffer)
+        return self._any_lines(buffer)
+
+    def _opening(self, text: str) -> str:
+        """``text`` without the stream's byte-order mark (its first chunk only) and without the LF
+        of a CR LF that the chunk before ended between."""
+        if text and not self._bom_checked:
+            self._bom_checked = True
+            if text.startswith("\ufeff"):
+                text = text[1:]
+        if text and self._skip_lf:
+            self._skip_lf = False
+            if text.startswith("\n"):
+                text = text[1:]
+        return text
+
+    def _end_long_data_line(self, text: str) -> str:
+        """A long data line (its pieces pending) ends in ``text``: its value is joined once (no joined
+        line, then a split and a slice of it: three more copies of megabytes, DESIGN.md §12); returns
+        what follows that line's LF."""
+        end = text.index("\n")
+        pending, self._pending = self._pending, []
+        pending[0] = pending[0][6:]
+        pending.append(text[:end])
+        self._data.append("".join(pending))
+        return text[end + 1:]
+
+    def _lf_lines(self, buffer: str) -> list[SSEEvent]:
+        """The events of ``buffer``'s LF-ended lines ("data: …" lines inline); the unended rest waits."""
+        events: list[SSEEvent] = []
+        lines = buffer.split("\n")
+        rest = lines.pop()
+        if rest:
+            self._pending.append(rest)
+        data = self._data
+        for line in lines:
+            if line.startswith("data: "):
+                data.append(line[6:])
+            elif line:
+                self._line(line)  # appends to the same self._data list
+            elif data:
+                events.append(SSEEvent("\n".join(data), self._event or "message", self._last_id))
+                data = self._data = []
+                self._event = ""
+            else:
+                self._event = ""
+        return events
+
+    def _any_lines(self, buffer: str) -> list[SSEEvent]:
+        """The events of ``buffer``'s lines ended by CR, LF or CR LF; the unended rest waits."""
+        events: list[SSEEvent] = []
         start = 0
         length = len(buffer)
         while True:
