@@ -151,6 +151,18 @@ def loads_in_steps(text: str, *, step_chars: int = STEP_CHARS) -> Generator[None
         return json.loads(text)
     kept.append(text[at:])
     value = json.loads("".join(kept))
+    strings = yield from _lifted_strings(text, lifted, nonce, step_chars)
+    found: list[str] = []
+    value = _put_back(value, strings, found)
+    if len(found) != len(strings) or len(set(found)) != len(found):  # a placeholder dropped (a key given
+        return json.loads(text)  # twice keeps its last value) or doubled: the text is parsed whole
+    return value
+
+
+def _lifted_strings(text: str, lifted: list[tuple[int, int]], nonce: str,
+                   step_chars: int) -> Generator[None, None, dict[str, str]]:
+    """The long strings ``loads_in_steps`` cut out of ``text`` (``lifted``: each one's span inside its
+    quotes), decoded a piece of about ``step_chars`` characters per step, as placeholder → value."""
     strings = {}
     for number, (start, end) in enumerate(lifted):
         pieces = []
@@ -160,11 +172,7 @@ def loads_in_steps(text: str, *, step_chars: int = STEP_CHARS) -> Generator[None
             pieces.append(json.loads('"' + text[start:cut] + '"'))
             start = cut
         strings[f"\u0000{nonce}-{number}"] = "".join(pieces)
-    found: list[str] = []
-    value = _put_back(value, strings, found)
-    if len(found) != len(strings) or len(set(found)) != len(found):  # a placeholder dropped (a key given
-        return json.loads(text)  # twice keeps its last value) or doubled: the text is parsed whole
-    return value
+    return strings
 
 
 def _put_back(value: Any, strings: dict[str, str], found: list[str]) -> Any:

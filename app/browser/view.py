@@ -195,13 +195,7 @@ class PageView:
     def _render_messages(self, messages: list[Message]) -> None:
         container = self._by("agent-messages")
         if not messages:
-            if not self._rendered and not is_none(container.querySelector(".empty-hint")):
-                return
-            self._rendered = []
-            hint = element("p", classes="empty-hint", children=(  # the command: one LTR run, kept whole
-                element("bdi", text=s.text, classes="command", attrs={"dir": "ltr"}) if s.kind == "isolate" else s.text
-                for s in command_segments(self.t("edit.agent.emptyHint"))))
-            container.replaceChildren(hint)
+            self._render_empty(container)
             return
         if not self._rendered or self._offset > len(messages):
             self._rendered = []
@@ -253,6 +247,16 @@ class PageView:
         self._sync_earlier_button(container)
         if stick:
             container.scrollTop = container.scrollHeight
+
+    def _render_empty(self, container) -> None:
+        """An empty thread: the hint that says how to start (drawn once; kept while it is there)."""
+        if not self._rendered and not is_none(container.querySelector(".empty-hint")):
+            return
+        self._rendered = []
+        hint = element("p", classes="empty-hint", children=(  # the command: one LTR run, kept whole
+            element("bdi", text=s.text, classes="command", attrs={"dir": "ltr"}) if s.kind == "isolate" else s.text
+            for s in command_segments(self.t("edit.agent.emptyHint"))))
+        container.replaceChildren(hint)
 
     def redraw_messages(self) -> None:
         """Rebuild the shown assistant messages in place (once Markdown rendering is available);
