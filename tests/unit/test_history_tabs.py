@@ -15,6 +15,7 @@ from app.records import MemoryBackend
 from app.runtime import AgentRuntime
 from app.storage import MemoryStorage
 from app.store import ThreadStore
+from tests.unit.turn_events import ended
 
 T0 = 1_780_000_000_000
 
@@ -261,8 +262,8 @@ async def test_a_turn_recorded_after_the_head_moved_goes_to_its_own_conversation
     alpha = a.store.load("s")
     await b.resume(old)
     own = alpha + [{"role": "user", "id": "u-beta", "content": [{"type": "text", "text": "beta"}]}]
-    await a.service.record_turn("s", own, 5, usage=None, model="demo", duration_ms=1, message_id="x",
-                                task_id=current, own=own)
+    await a.service.record_turn(ended("s", own, usage=None, model="demo", duration_ms=1, message_id="x",
+                                      conversation_id=current), 5, own)
     _, messages, turns = await b.service.bundle(old)
     assert texts(messages) == ["old topic"] and len(turns) == 1
     _, messages, turns = await b.service.bundle(current)
@@ -290,7 +291,8 @@ async def test_a_turn_that_does_not_go_on_from_its_conversation_is_never_written
     a, _ = await two_tabs()
     old = await archived_then_active(a, _)
     fresh = [{"role": "user", "id": "u-f", "content": [{"type": "text", "text": "fresh"}]}]
-    turn = await a.service.record_turn_in(old, "s", fresh, usage=None, model="demo", duration_ms=1, message_id=None)
+    turn = await a.service.record_turn_in(old, ended("s", fresh, usage=None, model="demo", duration_ms=1,
+                                                     message_id=None))
     assert turn is not None
     _, messages, _ = await a.service.bundle(old)
     assert texts(messages) == ["old topic"]
