@@ -18,7 +18,7 @@ import logging
 import os
 from collections.abc import Awaitable, Callable
 
-from app.continuity import continues
+from app.continuity import continues, home_of_ending_turn
 from app.history.adopted import adopted_meta
 from app.history.access import HistoryAccess, Segmenter, guarded
 from app.history.changes import HistoryChange
@@ -169,8 +169,9 @@ class HistoryWrites:
         ``thread`` the course's whole slim thread as saved (another tab's turns merged in; ``None``:
         ``event.messages``), ``matched_at`` its ``updatedAt``. Returns the turn meta.
 
-        When another tab made another conversation the head (or archived it) in a moment this tab's
-        save could not see, the turn goes to ``event.conversation_id`` with
+        The turn goes where ``app.continuity.home_of_ending_turn`` says, asked with what history
+        holds: when another tab made another conversation the head (or archived it) in a moment
+        this tab's save could not see, the turn goes to ``event.conversation_id`` with
         ``event.messages`` (this tab's thread, before any merge), as ``record_turn_in``: never onto
         the other conversation's messages (DESIGN.md §9: a turn stays with the conversation it
         continues). A thread that neither goes on from the head's messages nor is their start (the
@@ -178,17 +179,26 @@ class HistoryWrites:
         thread) becomes a conversation of its own and the course's head; the old one stays whole,
         archived (DESIGN.md §9: nothing is deleted but by a delete)."""
         task_id = event.conversation_id
-        if task_id is not None and TASK_ID.match(task_id) and await self._moved_on(event.stage_id, task_id):
-            return await self._record_in(task_id, event.stage_id, event.messages, event)
+        if task_id is not None and TASK_ID.match(task_id):
+            switched_to = await self._switched_to(event.stage_id, task_id)
+            # the runtime asked the thread store before it published the turn: here only history's head tells
+            home = home_of_ending_turn(task_id, keeps_conversations=True, switched_to=switched_to,
+                                       thread_replaced=lambda: False)
+            if home is not None:
+                return await self._record_in(home, event.stage_id, event.messages, event)
         return await self._record_on_head(event.stage_id, event.messages if thread is None else thread, matched_at,
                                           event)
 
-    @guarded(bool)
-    async def _moved_on(self, stage_id: str, task_id: str) -> bool:
-        """True when ``task_id`` is no longer ``stage_id``'s head: another is, or there is none and
-        ``task_id`` was kept (archived)."""
+    @guarded()
+    async def _switched_to(self, stage_id: str, task_id: str) -> str | None:
+        """``stage_id``'s head as history holds it, in the terms of ``app.continuity.switched_after``:
+        the head's id (``task_id`` itself while it still is the head); ``""`` when there is none and
+        ``task_id`` was kept (archived by New conversation); ``None`` when history holds neither (no
+        signal) or could not be read."""
         head = await self._repository.head_id(stage_id)
-        return head != task_id if head is not None else await self._repository.holds(task_id)
+        if head is not None:
+            return head
+        return "" if await self._repository.holds(task_id) else None
 
     @guarded(writes=True)
     async def _record_on_head(self, stage_id: str, messages: list[dict], matched_at: int, turn: TurnEnded) -> TurnMeta:

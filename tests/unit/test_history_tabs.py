@@ -271,6 +271,21 @@ async def test_a_turn_recorded_after_the_head_moved_goes_to_its_own_conversation
     assert await b.service.head_task_id("s", allocate=False) == old
 
 
+async def test_a_turn_recorded_after_another_tab_archived_its_conversation_stays_in_it():
+    """New conversation in another tab left the course without a head (``switched_to`` ``""``): the turn
+    goes to the conversation it continued (``home_of_ending_turn``), no new head is made for it."""
+    a, b = await two_tabs()
+    await archived_then_active(a, b)
+    current = await a.service.head_task_id("s", allocate=False)
+    alpha = a.store.load("s")
+    await b.service.archive("s", b.store.load("s"), 1)
+    own = alpha + [{"role": "user", "id": "u-beta", "content": [{"type": "text", "text": "beta"}]}]
+    await a.service.record_turn(ended("s", own, message_id="x", conversation_id=current), 5)
+    _, messages, turns = await b.service.bundle(current)
+    assert texts(messages) == ["alpha", "beta"] and len(turns) == 2
+    assert await b.service.head_task_id("s", allocate=False) is None
+
+
 async def test_resume_and_archive_never_write_a_stale_view_over_newer_turns():
     a, b = await two_tabs()
     old = await archived_then_active(a, b)
