@@ -18,12 +18,41 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Awaitable, Hashable
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-__all__ = ["CheckpointsPort", "HistoryPort", "NoticeLike", "SaveOutcome", "ThreadStorePort"]
+__all__ = ["CheckpointsPort", "HistoryPort", "NoticeLike", "SaveOutcome", "ThreadStorePort", "TurnEnded"]
 
 Slim = list[dict[str, Any]]
 """A thread as the slim projection stores it (``app.projection.serialize_thread``, DESIGN.md §3)."""
+
+
+@dataclass(frozen=True)
+class TurnEnded:
+    """One turn's end, on course ``stage_id`` (DESIGN.md §15).
+
+    ``messages``: the course's live thread after the turn, as the slim projection (serialized once,
+    ``app.projection.serialize_thread``; do not mutate); ``base``: the stored thread it was built
+    on; ``usage``: ``{"inputTokens", "outputTokens", "totalTokens"}`` or ``None`` when not reported;
+    ``model``: the model's name (``""`` unknown); ``duration_ms``: from send to the end, ms;
+    ``conversation_id``: the conversation the turn continued (``None`` while not known);
+    ``message_id``: the reply's id; ``at``: epoch ms of the end (the save's ``updatedAt``);
+    ``dropped_turns``: earlier turns left out for the server's context (§12).
+
+    Made by the runtime (``app.runtime.turns``); each floor that records it (``HistoryPort``,
+    ``HistoryRecorder``, ``HistoryService``, ``HistoryWrites``) takes it whole.
+    """
+
+    stage_id: str
+    messages: list[dict[str, Any]] = field(repr=False)
+    base: list[dict[str, Any]] = field(repr=False)
+    usage: dict[str, int] | None
+    model: str
+    duration_ms: int
+    conversation_id: str | None
+    message_id: str
+    at: int
+    dropped_turns: int = 0
 
 
 class NoticeLike(Hashable, Protocol):
@@ -98,16 +127,13 @@ class HistoryPort(Protocol):
     def keeps_conversations(self) -> bool:
         """True while history can record a turn in a conversation of its own (§9)."""
 
-    def turn_completed(self, stage_id: str, messages: Slim, updated_at: int | None, usage: dict[str, int] | None,
-                       model: str, duration_ms: int, message_id: str | None, task_id: str | None = None,
-                       own: Slim | None = None, *, dropped_turns: int = 0) -> Awaitable[Any]:
-        """Record a turn saved to the course's thread (``messages``: the thread as stored)."""
+    def turn_completed(self, event: TurnEnded, updated_at: int | None, thread: Slim | None = None) -> Awaitable[Any]:
+        """Record the turn ``event`` saved to its course's thread, whose ``updatedAt`` is ``updated_at``:
+        ``thread`` the thread as stored (another tab's turns merged in), ``None``: ``event.messages``."""
 
-    def turn_completed_in(self, task_id: str, stage_id: str, messages: Slim, usage: dict[str, int] | None,
-                          model: str, duration_ms: int, message_id: str | None, *,
-                          dropped_turns: int = 0) -> Awaitable[Any]:
-        """Record a turn in conversation ``task_id`` (another tab moved the course on); ``None`` result:
-        history could not."""
+    def turn_completed_in(self, task_id: str, event: TurnEnded) -> Awaitable[Any]:
+        """Record the turn ``event`` in conversation ``task_id`` (another tab moved the course on);
+        ``None`` result: history could not."""
 
     def archived(self, stage_id: str, messages: Slim, updated_at: int | None) -> Awaitable[Any]:
         """New conversation: keep the thread in history and end it as the active one."""

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from app.history.service import HistoryService
+    from app.ports import TurnEnded
 
 __all__ = ["HistoryRecorder"]
 
@@ -68,27 +69,20 @@ class HistoryRecorder:
         self._tail = asyncio.ensure_future(step())
         return self._tail
 
-    def turn_completed(self, stage_id: str, messages: list[dict], updated_at: int | None, usage: dict[str, int] | None,
-                       model: str, duration_ms: int, message_id: str | None, task_id: str | None = None,
-                       own: list[dict] | None = None, *, dropped_turns: int = 0) -> asyncio.Future:
-        """A saved turn: record it with its meta (usage — ``None`` when not reported —, model, duration in ms,
-        ``dropped_turns``: earlier turns left out for the server's context, DESIGN.md §12);
-        ``task_id`` / ``own``: the conversation it continues and this tab's thread before any merge
+    def turn_completed(self, event: TurnEnded, updated_at: int | None,
+                       thread: list[dict] | None = None) -> asyncio.Future:
+        """The turn ``event`` saved to its course's thread: record it with its meta (usage, model, duration,
+        dropped turns; DESIGN.md §12, §15) on ``thread``, the course's thread as stored (another tab's turns
+        merged in; ``None``: ``event.messages``), whose ``updatedAt`` is ``updated_at``
         (``HistoryService.record_turn``)."""
-        return self._schedule(stage_id, lambda: self.service.record_turn(
-            stage_id, list(messages), updated_at, usage=usage, model=model, duration_ms=duration_ms,
-            message_id=message_id, task_id=task_id, own=None if own is None else list(own),
-            dropped_turns=dropped_turns))
+        kept = list(event.messages if thread is None else thread)
+        return self._schedule(event.stage_id, lambda: self.service.record_turn(event, updated_at, kept))
 
-    def turn_completed_in(self, task_id: str, stage_id: str, messages: list[dict], usage: dict[str, int] | None,
-                          model: str, duration_ms: int, message_id: str | None, *,
-                          dropped_turns: int = 0) -> asyncio.Future:
-        """A turn of conversation ``task_id``, which another tab replaced as ``stage_id``'s active one while
-        the turn ran: record it there (``HistoryService.record_turn_in``; the future's result is ``None``
-        when history could not)."""
-        return self._schedule(stage_id, lambda: self.service.record_turn_in(
-            task_id, stage_id, list(messages), usage=usage, model=model, duration_ms=duration_ms,
-            message_id=message_id, dropped_turns=dropped_turns))
+    def turn_completed_in(self, task_id: str, event: TurnEnded) -> asyncio.Future:
+        """The turn ``event`` of conversation ``task_id``, which another tab replaced as its course's active
+        one while the turn ran: record it there (``HistoryService.record_turn_in``; the future's result is
+        ``None`` when history could not)."""
+        return self._schedule(event.stage_id, lambda: self.service.record_turn_in(task_id, event))
 
     @property
     def keeps_conversations(self) -> bool:

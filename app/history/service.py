@@ -30,6 +30,7 @@ from app.history.name_writes import NameWrites
 from app.history.names import NAME_GRAPHEMES, pinned_meta, renamed_meta
 from app.history.text import TITLE_GRAPHEMES, cut_title, text_needs_segmenter
 from app.history.writes import ActiveConversations, HistoryWrites, at_once
+from app.ports import TurnEnded
 from app.records import RecordBackend, RecordStoreError
 from app.store import Notice
 
@@ -154,21 +155,13 @@ class HistoryService:
         """``HistoryWrites.head_task_id``: the task id of ``stage_id``'s head, allocated when missing."""
         return await self._writes.head_task_id(stage_id, allocate=allocate)
 
-    async def record_turn(self, stage_id: str, messages: list[dict], matched_at: int, *, usage: dict[str, int] | None,
-                          model: str, duration_ms: int, message_id: str | None, task_id: str | None = None,
-                          own: list[dict] | None = None, dropped_turns: int = 0) -> TurnMeta | None:
-        """``HistoryWrites.record_turn``: a completed turn on ``stage_id``'s active conversation."""
-        return await self._writes.record_turn(stage_id, messages, matched_at, usage=usage, model=model,
-                                              duration_ms=duration_ms, message_id=message_id, task_id=task_id,
-                                              own=own, dropped_turns=dropped_turns)
+    async def record_turn(self, event: TurnEnded, matched_at: int, thread: list[dict] | None = None) -> TurnMeta | None:
+        """``HistoryWrites.record_turn``: the turn ``event`` on its course's active conversation."""
+        return await self._writes.record_turn(event, matched_at, thread)
 
-    async def record_turn_in(self, task_id: str, stage_id: str, messages: list[dict], *,
-                             usage: dict[str, int] | None, model: str, duration_ms: int,
-                             message_id: str | None, dropped_turns: int = 0) -> TurnMeta | None:
-        """``HistoryWrites.record_turn_in``: a completed turn of a conversation no longer the head."""
-        return await self._writes.record_turn_in(task_id, stage_id, messages, usage=usage, model=model,
-                                                 duration_ms=duration_ms, message_id=message_id,
-                                                 dropped_turns=dropped_turns)
+    async def record_turn_in(self, task_id: str, event: TurnEnded) -> TurnMeta | None:
+        """``HistoryWrites.record_turn_in``: the turn ``event`` of a conversation no longer the head."""
+        return await self._writes.record_turn_in(task_id, event)
 
     async def active(self, stage_id: str) -> tuple[TaskMeta | None, list[TurnMeta]]:
         """The active conversation's meta and turns (read once per course, then kept)."""

@@ -17,18 +17,18 @@ import asyncio
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
-from app.continuity import continues
+from app.continuity import continues, home_of_ending_turn
 from app.history.adopted import adopted_meta
 from app.history.access import HistoryAccess, Segmenter, guarded
 from app.history.changes import HistoryChange
 from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta, Usage, iso, new_task_id
 from app.history.repository import HistoryRepository, Writes
 from app.history.text import title_of
+from app.ports import TurnEnded
 from app.records import RecordStoreError
 
-__all__ = ["ActiveConversations", "HistoryWrites", "SLICE_MS", "Turn", "at_once", "carried_over", "with_turn"]
+__all__ = ["ActiveConversations", "HistoryWrites", "SLICE_MS", "at_once", "carried_over", "with_turn"]
 
 _log = logging.getLogger(__name__)
 
@@ -39,21 +39,7 @@ Changed = Callable[[HistoryChange], None]
 """``changed(change)``: after this tab changed history (``ChangeHub.publish``)."""
 
 
-@dataclass(frozen=True)
-class Turn:
-    """What the runtime reports of a completed turn (DESIGN.md §9 per-turn meta): ``usage`` token
-    counts (None: not reported, §12), ``model``, ``duration_ms`` from send to completion,
-    ``message_id`` of its assistant message, ``dropped_turns`` earlier turns left out for the
-    server's context (§12)."""
-
-    usage: dict[str, int] | None
-    model: str
-    duration_ms: int
-    message_id: str | None
-    dropped_turns: int = 0
-
-
-def with_turn(meta: TaskMeta, turns: list[TurnMeta], messages: list[dict], turn: Turn,
+def with_turn(meta: TaskMeta, turns: list[TurnMeta], messages: list[dict], turn: TurnEnded,
               now: int) -> tuple[TaskMeta, TurnMeta]:
     """Append ``turn``'s meta (at ``now``, epoch ms) to ``turns`` (in place) and return ``meta`` with
     its stats, turn count, duration and title brought up to date, and the new turn meta (DESIGN.md §9
@@ -178,35 +164,44 @@ class HistoryWrites:
             return task_id
 
     # -- turns -------------------------------------------------------------
-    async def record_turn(self, stage_id: str, messages: list[dict], matched_at: int, *, usage: dict[str, int] | None,
-                          model: str, duration_ms: int, message_id: str | None, task_id: str | None = None,
-                          own: list[dict] | None = None, dropped_turns: int = 0) -> TurnMeta | None:
-        """A completed turn on ``stage_id``'s active conversation (created at its first turn):
-        ``messages`` the whole slim thread as saved, ``matched_at`` its ``updatedAt``. Returns the turn meta.
+    async def record_turn(self, event: TurnEnded, matched_at: int, thread: list[dict] | None = None) -> TurnMeta | None:
+        """The completed turn ``event`` on its course's active conversation (created at its first turn):
+        ``thread`` the course's whole slim thread as saved (another tab's turns merged in; ``None``:
+        ``event.messages``), ``matched_at`` its ``updatedAt``. Returns the turn meta.
 
-        ``task_id``: the conversation the turn continues (taken when it started). When another tab
-        made another conversation the head meanwhile, in a moment this tab's save could not see
-        (DESIGN.md §9: a turn stays with the conversation it continues), the turn goes to ``task_id``
-        with ``own`` (this tab's thread, before any merge), as ``record_turn_in``: never onto the
-        other conversation's messages. A thread that neither goes on from the head's messages nor is
-        their start (the head kept a turn too big for localStorage, and a reload went on from the
-        shorter stored thread) becomes a conversation of its own and the course's head; the old one
-        stays whole, archived (DESIGN.md §9: nothing is deleted but by a delete)."""
-        turn = Turn(usage, model, duration_ms, message_id, dropped_turns)
-        if task_id is not None and TASK_ID.match(task_id) and own is not None \
-                and await self._moved_on(stage_id, task_id):
-            return await self._record_in(task_id, stage_id, own, turn)
-        return await self._record_on_head(stage_id, messages, matched_at, turn)
+        The turn goes where ``app.continuity.home_of_ending_turn`` says, asked with what history
+        holds: when another tab made another conversation the head (or archived it) in a moment
+        this tab's save could not see, the turn goes to ``event.conversation_id`` with
+        ``event.messages`` (this tab's thread, before any merge), as ``record_turn_in``: never onto
+        the other conversation's messages (DESIGN.md §9: a turn stays with the conversation it
+        continues). A thread that neither goes on from the head's messages nor is their start (the
+        head kept a turn too big for localStorage, and a reload went on from the shorter stored
+        thread) becomes a conversation of its own and the course's head; the old one stays whole,
+        archived (DESIGN.md §9: nothing is deleted but by a delete)."""
+        task_id = event.conversation_id
+        if task_id is not None and TASK_ID.match(task_id):
+            switched_to = await self._switched_to(event.stage_id, task_id)
+            # the runtime asked the thread store before it published the turn: here only history's head tells
+            home = home_of_ending_turn(task_id, keeps_conversations=True, switched_to=switched_to,
+                                       thread_replaced=lambda: False)
+            if home is not None:
+                return await self._record_in(home, event.stage_id, event.messages, event)
+        return await self._record_on_head(event.stage_id, event.messages if thread is None else thread, matched_at,
+                                          event)
 
-    @guarded(bool)
-    async def _moved_on(self, stage_id: str, task_id: str) -> bool:
-        """True when ``task_id`` is no longer ``stage_id``'s head: another is, or there is none and
-        ``task_id`` was kept (archived)."""
+    @guarded()
+    async def _switched_to(self, stage_id: str, task_id: str) -> str | None:
+        """``stage_id``'s head as history holds it, in the terms of ``app.continuity.switched_after``:
+        the head's id (``task_id`` itself while it still is the head); ``""`` when there is none and
+        ``task_id`` was kept (archived by New conversation); ``None`` when history holds neither (no
+        signal) or could not be read."""
         head = await self._repository.head_id(stage_id)
-        return head != task_id if head is not None else await self._repository.holds(task_id)
+        if head is not None:
+            return head
+        return "" if await self._repository.holds(task_id) else None
 
     @guarded(writes=True)
-    async def _record_on_head(self, stage_id: str, messages: list[dict], matched_at: int, turn: Turn) -> TurnMeta:
+    async def _record_on_head(self, stage_id: str, messages: list[dict], matched_at: int, turn: TurnEnded) -> TurnMeta:
         await self._segmenter.for_titles(messages)
         async with self._lock:
             meta = await self._repository.head_meta(stage_id)
@@ -227,24 +222,21 @@ class HistoryWrites:
         self._changed(HistoryChange("record", meta.taskId, stage_id, written=writes.kept(meta.taskId)))
         return added
 
-    async def record_turn_in(self, task_id: str, stage_id: str, messages: list[dict], *,
-                             usage: dict[str, int] | None, model: str, duration_ms: int,
-                             message_id: str | None, dropped_turns: int = 0) -> TurnMeta | None:
-        """A completed turn of conversation ``task_id`` of ``stage_id`` that is no longer the course's
+    async def record_turn_in(self, task_id: str, event: TurnEnded) -> TurnMeta | None:
+        """The completed turn ``event`` of conversation ``task_id`` of its course, no longer the course's
         active one: another tab resumed another conversation or started a new one while the turn ran
-        (DESIGN.md §9: its turns stay with the conversation they continue). ``messages``: that
+        (DESIGN.md §9: its turns stay with the conversation they continue). ``event.messages``: that
         conversation's whole slim thread with the turn. The head is left as it is; the conversation
-        is created under ``task_id`` if history has no record of it yet; should ``messages`` not go on
+        is created under ``task_id`` if history has no record of it yet; should the messages not go on
         from what ``task_id`` holds, they become a conversation of their own (nothing is written over
         a conversation's messages). Returns the turn meta, or
         ``None`` when history could not write it (``ValueError`` for a malformed ``task_id``)."""
         if not TASK_ID.match(task_id):
             raise ValueError(f"not a task id: {task_id!r}")
-        return await self._record_in(task_id, stage_id, messages,
-                                     Turn(usage, model, duration_ms, message_id, dropped_turns))
+        return await self._record_in(task_id, event.stage_id, event.messages, event)
 
     @guarded(writes=True)
-    async def _record_in(self, task_id: str, stage_id: str, messages: list[dict], turn: Turn) -> TurnMeta:
+    async def _record_in(self, task_id: str, stage_id: str, messages: list[dict], turn: TurnEnded) -> TurnMeta:
         await self._segmenter.for_titles(messages)
         async with self._lock:
             meta = await self._repository.meta(task_id)

@@ -14,39 +14,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from app.ports import HistoryPort, ThreadStorePort
+from app.ports import HistoryPort, ThreadStorePort, TurnEnded
 
 __all__ = ["HistoryTurns", "TurnEnded", "TurnSubscriber"]
 
 _log = logging.getLogger("app.runtime")
-
-
-@dataclass(frozen=True)
-class TurnEnded:
-    """One turn's end, on course ``stage_id`` (DESIGN.md §15).
-
-    ``messages``: the course's live thread after the turn, as the slim projection (serialized once,
-    ``app.projection.serialize_thread``; do not mutate); ``base``: the stored thread it was built
-    on; ``usage``: ``{"inputTokens", "outputTokens", "totalTokens"}`` or ``None`` when not reported;
-    ``model``: the model's name (``""`` unknown); ``duration_ms``: from send to the end, ms;
-    ``conversation_id``: the conversation the turn continued (``None`` while not known);
-    ``message_id``: the reply's id; ``at``: epoch ms of the end (the save's ``updatedAt``);
-    ``dropped_turns``: earlier turns left out for the server's context (§12).
-    """
-
-    stage_id: str
-    messages: list[dict[str, Any]] = field(repr=False)
-    base: list[dict[str, Any]] = field(repr=False)
-    usage: dict[str, int] | None
-    model: str
-    duration_ms: int
-    conversation_id: str | None
-    message_id: str
-    at: int
-    dropped_turns: int = 0
 
 
 TurnSubscriber = Callable[[TurnEnded], Awaitable[Any] | None]
@@ -70,10 +44,7 @@ class HistoryTurns:
         """Record a turn saved to its course's thread: the thread as stored (another tab's turns merged
         in), with this tab's own thread beside it (``HistoryService.record_turn``)."""
         stored = self._store.load(event.stage_id)
-        return self._history.turn_completed(
-            event.stage_id, event.messages if stored is None else stored, self._store.updated_at(event.stage_id),
-            event.usage, event.model, event.duration_ms, event.message_id, event.conversation_id, event.messages,
-            dropped_turns=event.dropped_turns)
+        return self._history.turn_completed(event, self._store.updated_at(event.stage_id), stored)
 
     def archived(self, stage_id: str, base: list[dict[str, Any]]) -> None:
         """New conversation on ``stage_id``: the stored thread ``base`` stays in history (§4, §9)."""
@@ -85,9 +56,7 @@ class HistoryTurns:
         one (``app.continuity.home_of_ending_turn``); returns the write. ``kept()`` once it landed;
         ``fallback()`` (once) when history failed or did not finish within ``wait_s`` seconds: the
         caller saves the turn to the course's thread instead, never lost (DESIGN.md §5, §9)."""
-        pending = self._history.turn_completed_in(task_id, event.stage_id, event.messages, event.usage, event.model,
-                                                  event.duration_ms, event.message_id,
-                                                  dropped_turns=event.dropped_turns)
+        pending = self._history.turn_completed_in(task_id, event)
         fell_back: list[bool] = []
 
         def fall_back() -> None:

@@ -67,6 +67,7 @@ def seed_conversations(agent, stage: str, texts: list[str], *, start_ms: int = 1
     ids = run_py(agent.page, f"""
         from app.browser.history_view import _install_graphemes
         from app.history import HistoryService
+        from app.ports import TurnEnded
         clock_ms = [{start_ms}]
         def clock():
             clock_ms[0] += 1000
@@ -77,8 +78,9 @@ def seed_conversations(agent, stage: str, texts: list[str], *, start_ms: int = 1
             msgs = [{{"role": "user", "id": f"u{{i}}", "content": [{{"type": "text", "text": text}}]}},
                     {{"role": "assistant", "id": f"a{{i}}", "content": [{{"type": "text", "text": "ok " + text}}]}}]
             out = {json.dumps(outputs)}[i]
-            await svc.record_turn({stage!r}, msgs, i, usage={{"inputTokens": i, "outputTokens": out, "totalTokens": i + out}},
-                                  model="demo", duration_ms=10, message_id=f"a{{i}}")
+            await svc.record_turn(TurnEnded(stage_id={stage!r}, messages=msgs, base=[], at=i, model="demo",
+                                            usage={{"inputTokens": i, "outputTokens": out, "totalTokens": i + out}},
+                                            duration_ms=10, conversation_id=None, message_id=f"a{{i}}"), i)
             ids.append(await svc.archive({stage!r}, msgs, i))
         json.dumps(ids)
     """)

@@ -24,6 +24,7 @@ from app.records import MemoryBackend
 from app.runtime import AgentRuntime
 from app.storage import MemoryStorage
 from app.store import ThreadStore
+from tests.unit.turn_events import ended
 
 STAGE = "intro-ml"
 
@@ -170,7 +171,7 @@ async def test_head_task_id_is_allocated_once_taken_by_the_first_turn_and_by_rec
     allocated = await history.head_task_id("s")
     assert await history.head_task_id("s") == allocated and records.raw("heads")["s"]["taskId"] == allocated
     msgs = [{"role": "user", "id": "u", "content": [{"type": "text", "text": "hi"}]}]
-    await history.record_turn("s", msgs, 5, usage=None, model="demo", duration_ms=1, message_id=None)
+    await history.record_turn(ended("s", msgs, usage=None, model="demo", duration_ms=1, message_id=None), 5)
     assert (await history.active("s"))[0].taskId == allocated
     await history.archive("s", msgs, 5)
     assert await history.head_task_id("s", allocate=False) is None

@@ -19,6 +19,7 @@ from app.records import MemoryBackend
 from app.runtime import AgentRuntime
 from app.storage import MemoryStorage
 from app.store import ThreadStore
+from tests.unit.turn_events import ended
 
 T0 = 1_780_000_000_000
 
@@ -51,8 +52,9 @@ def service(**kw):
 
 async def add(svc, stage, text, *, tokens=(1, 2)):
     msgs = [user(text, f"u-{text}"), reply("ok", f"a-{text}")]
-    await svc.record_turn(stage, msgs, 1, usage={"inputTokens": tokens[0], "outputTokens": tokens[1],
-                                                 "totalTokens": sum(tokens)}, model="demo", duration_ms=100, message_id=f"a-{text}")
+    await svc.record_turn(ended(stage, msgs, usage={"inputTokens": tokens[0], "outputTokens": tokens[1],
+                                                "totalTokens": sum(tokens)},
+                                model="demo", duration_ms=100, message_id=f"a-{text}"), 1)
     return await svc.archive(stage, msgs, 1)
 
 
@@ -109,11 +111,11 @@ def test_relative_labels_future_is_just_now(age, label):
 async def test_turns_are_recorded_with_meta_and_stats():
     svc, _, _ = service()
     msgs = [user("Hello 世界"), reply("hi")]
-    turn = await svc.record_turn("s", msgs, 5, usage={"inputTokens": 3, "outputTokens": 7, "totalTokens": 10},
-                                 model="demo", duration_ms=250, message_id="a")
-    await svc.record_turn("s", msgs + [user("again", "u2"), reply("yes", "a2")], 6,
-                          usage={"inputTokens": 5, "outputTokens": 1, "totalTokens": 6}, model="demo", duration_ms=50,
-                          message_id="a2")
+    turn = await svc.record_turn(ended("s", msgs, usage={"inputTokens": 3, "outputTokens": 7, "totalTokens": 10},
+                                       model="demo", duration_ms=250, message_id="a"), 5)
+    await svc.record_turn(ended("s", msgs + [user("again", "u2"), reply("yes", "a2")],
+                                usage={"inputTokens": 5, "outputTokens": 1, "totalTokens": 6}, model="demo",
+                                duration_ms=50, message_id="a2"), 6)
     meta, turns = await svc.active("s")
     assert turn.turnId == 1 and [t.turnId for t in turns] == [1, 2] and turns[1].messageId == "a2"
     assert meta.taskName == "Hello 世界" and meta.stats.totalTokens == 16 and meta.stats.inputTokens == 8
@@ -128,7 +130,7 @@ async def test_archive_keeps_the_conversation_and_resume_makes_it_active_again()
     assert backend.raw("heads") == {} and first in backend.raw("conversations")
     await asyncio.sleep(0)  # the request is a task of its own, which no write waits for
     assert backend.persisted  # persistent storage asked at the first archive
-    await svc.record_turn("s", [user("second")], 9, usage={}, model="demo", duration_ms=1, message_id=None)
+    await svc.record_turn(ended("s", [user("second")], usage={}, model="demo", duration_ms=1, message_id=None), 9)
     messages = await svc.resume("s", first, [user("second")], 9, 10)
     assert messages == [user("first", "u-first"), reply("ok", "a-first")]
     assert backend.raw("heads")["s"]["taskId"] == first
@@ -144,7 +146,7 @@ async def test_archive_adopts_a_thread_history_lacks():
 async def test_reconcile_local_storage_wins_and_threads_only_there_are_adopted():
     backend = MemoryBackend()
     svc, _, _ = service(backend=backend)
-    await svc.record_turn("s", [user("a")], 1, usage={}, model="demo", duration_ms=1, message_id=None)
+    await svc.record_turn(ended("s", [user("a")], usage={}, model="demo", duration_ms=1, message_id=None), 1)
     longer = [user("a"), reply("b"), user("c", "u3")]
     changed = await svc.reconcile({"s": (longer, 2), "__proto__": ([user("old app")], 7), "same": ([], 1)})
     assert changed == ["s", "__proto__"]
@@ -178,11 +180,11 @@ async def test_cursor_pages_newest_first_never_duplicate_or_skip_when_items_arri
     top = (first.items[0].updatedAt, first.items[0].taskId)
     arrived = await add(svc, "s", "new")  # arrives while the list is open
     moved = ids[3]  # not shown yet; it moves to the top
-    await svc.record_turn("s", [user("c3", "u-c3")], 1, usage={}, model="demo", duration_ms=1, message_id=None)
+    await svc.record_turn(ended("s", [user("c3", "u-c3")], usage={}, model="demo", duration_ms=1, message_id=None), 1)
     await svc.resume("s", moved, [], None, 99)
     meta = await svc.get(moved)
-    await svc.record_turn("s", [user("c3", "u-c3"), reply("ok", "a-c3"), user("more", "u-more"), reply("more")], 100,
-                          usage={}, model="demo", duration_ms=1, message_id=None)  # goes on from what it holds
+    await svc.record_turn(ended("s", [user("c3", "u-c3"), reply("ok", "a-c3"), user("more", "u-more"), reply("more")],
+                                usage={}, model="demo", duration_ms=1, message_id=None), 100)  # goes on from it
     shown = [m.taskId for m in first.items]
     second = await svc.page("s", first.cursor)
     third = await svc.page("s", second.cursor)
@@ -239,7 +241,8 @@ async def test_quota_and_versionchange_notices():
     svc, notices, _ = service(backend=backend)
     await add(svc, "s", "x")
     backend.quota_chars = 10
-    assert await svc.record_turn("s", [user("big" * 100)], 1, usage={}, model="demo", duration_ms=1, message_id=None) is None
+    assert await svc.record_turn(ended("s", [user("big" * 100)], usage={}, model="demo", duration_ms=1,
+                                       message_id=None), 1) is None
     backend.quota_chars = None
     backend.on_event = svc.on_backend_event
     backend.simulate_event("versionchange", "20")
@@ -253,8 +256,8 @@ async def test_json_export_round_trips_exactly_and_imports_back():
     svc, _, _ = service()
     msgs = [user("导出 `code` ```"), {"role": "assistant", "id": "a", "content": [
         {"type": "tool-call", "toolCallId": "c1", "toolName": "regenerate_scene", "args": {"sceneId": "s1"}, "isError": True}]}]
-    await svc.record_turn("s", msgs, 1, usage={"inputTokens": 1, "outputTokens": 2, "totalTokens": 3}, model="demo",
-                          duration_ms=42, message_id="a")
+    await svc.record_turn(ended("s", msgs, usage={"inputTokens": 1, "outputTokens": 2, "totalTokens": 3},
+                                model="demo", duration_ms=42, message_id="a"), 1)
     task_id = await svc.archive("s", msgs, 1)
     text = export_json(*await svc.bundle(task_id))
     document = json.loads(text)
@@ -281,8 +284,8 @@ async def test_a_json_export_of_a_lone_surrogate_round_trips_exactly_and_markdow
     svc, _, _ = service()
     msgs = [user("cut \ud83d here"), {"role": "assistant", "id": "a", "content": [
         {"type": "text", "text": "tail \ude00 and a pair \U0001f600"}]}]
-    await svc.record_turn("s", msgs, 1, usage={"inputTokens": 1, "outputTokens": 2, "totalTokens": 3}, model="demo",
-                          duration_ms=42, message_id="a")
+    await svc.record_turn(ended("s", msgs, usage={"inputTokens": 1, "outputTokens": 2, "totalTokens": 3},
+                                model="demo", duration_ms=42, message_id="a"), 1)
     task_id = await svc.archive("s", msgs, 1)
     text = export_json(*await svc.bundle(task_id))
     assert "\\ud83d" in text and "\\ude00" in text and "\U0001f600" in text
@@ -524,12 +527,13 @@ async def test_the_segmenter_is_loaded_only_for_a_title_that_needs_it():
     async def prepare():
         loads.append(1)
     svc, _, _ = service(prepare=prepare)
-    await svc.record_turn("s", [user("plain ascii and 中文 " * 10)], 1, usage={}, model="demo", duration_ms=1, message_id=None)
-    await svc.record_turn("s", [user("plain ascii and 中文 " * 10), user("😀" * 60, "u2")], 2, usage={}, model="demo",
-                          duration_ms=1, message_id=None)
+    await svc.record_turn(ended("s", [user("plain ascii and 中文 " * 10)], usage={}, model="demo", duration_ms=1,
+                                message_id=None), 1)
+    await svc.record_turn(ended("s", [user("plain ascii and 中文 " * 10), user("😀" * 60, "u2")], usage={}, model="demo",
+                                duration_ms=1, message_id=None), 2)
     assert loads == []  # the title comes from the first user text, which needs no segmenter
     await svc.archive("s", [user("plain ascii and 中文 " * 10)], 2)
-    await svc.record_turn("s", [user("👍🏽" * 60)], 3, usage={}, model="demo", duration_ms=1, message_id=None)
+    await svc.record_turn(ended("s", [user("👍🏽" * 60)], usage={}, model="demo", duration_ms=1, message_id=None), 3)
     assert loads == [1]
     assert (await svc.active("s"))[0].taskName == "👍🏽" * 50 + "…"
 
@@ -541,7 +545,7 @@ async def test_a_turn_without_reported_usage_stays_not_reported_when_read_back_a
     svc, _, _ = service()
     msgs = [{"role": "user", "content": [{"type": "text", "text": "q"}]},
             {"role": "assistant", "id": "a1", "content": [{"type": "text", "text": "r"}]}]
-    await svc.record_turn("intro-ml", msgs, 1, usage=None, model="m", duration_ms=5, message_id="a1")
+    await svc.record_turn(ended("intro-ml", msgs, usage=None, model="m", duration_ms=5, message_id="a1"), 1)
     svc.forget_active("intro-ml")  # read back from the backend, as after a reload
     meta, turns = await svc.active("intro-ml")
     assert turns[0].usage is None and meta.stats.totalTokens == 0
@@ -747,8 +751,9 @@ async def test_oldest_first_pages_reach_what_arrives_or_moves_while_the_list_is_
     assert [m.taskId for m in first.items] == ids[:10]
     arrived = await add(svc, "s", "new")
     await svc.resume("s", ids[12], [], None, clock())  # not shown yet; moves to the end
-    await svc.record_turn("s", [user("c12", "u-c12"), reply("ok", "a-c12"), user("more", "u-more"), reply("more")],
-                          clock(), usage=None, model="demo", duration_ms=1, message_id=None)
+    await svc.record_turn(ended("s",
+                                [user("c12", "u-c12"), reply("ok", "a-c12"), user("more", "u-more"), reply("more")],
+                                usage=None, model="demo", duration_ms=1, message_id=None), clock())
     rest = await svc.page("s", first.cursor, sort="oldest")
     shown = [m.taskId for m in first.items + rest.items]
     assert not rest.has_more and len(shown) == len(set(shown)) == 16
@@ -808,13 +813,14 @@ async def test_new_conversation_must_ask_while_history_cannot_keep_the_thread():
     assert svc.keeps_conversations
     await add(svc, "s", "x")
     backend.quota_chars = 10
-    assert await svc.record_turn("s", [user("big" * 100)], 1, usage={}, model="demo", duration_ms=1,
-                                 message_id=None) is None
+    assert await svc.record_turn(ended("s", [user("big" * 100)], usage={}, model="demo", duration_ms=1,
+                                       message_id=None), 1) is None
     assert not svc.keeps_conversations
     await svc.page("s")  # reading works on a full disk: it proves nothing about space
     assert not svc.keeps_conversations
     backend.quota_chars = None
-    assert await svc.record_turn("s", [user("small")], 2, usage={}, model="demo", duration_ms=1, message_id=None)
+    assert await svc.record_turn(ended("s", [user("small")], usage={}, model="demo", duration_ms=1,
+                                       message_id=None), 2)
     assert svc.keeps_conversations
     failing = MemoryBackend()
     gone, _, _ = service(backend=failing)
@@ -852,8 +858,8 @@ async def test_a_thread_adopted_at_start_up_counts_its_turns_not_reported_and_ta
     [item] = (await svc.page("s")).items
     assert (item.turnCount, item.updatedAt) == (3, updated)
     messages = three_turns() + [reply("answer 9", "a9")]
-    await svc.record_turn("s", messages, updated + 1, usage={"inputTokens": 1, "outputTokens": 2, "totalTokens": 3},
-                          model="demo", duration_ms=10, message_id="a9")
+    await svc.record_turn(ended("s", messages, usage={"inputTokens": 1, "outputTokens": 2, "totalTokens": 3},
+                                model="demo", duration_ms=10, message_id="a9"), updated + 1)
     meta, turns = await svc.active("s")
     assert meta.turnCount == 4 and [t.turnId for t in turns] == [1, 2, 3, 4] and meta.stats.totalTokens == 3
 
@@ -973,10 +979,10 @@ async def test_a_turn_of_a_long_message_is_indexed_in_slices_with_the_records_of
     for kw in ({}, {"pause": pause}):
         backend = MemoryBackend()
         svc, _, _ = service(backend=backend, **kw)
-        await svc.record_turn("s", msgs, 1, usage={}, model="demo", duration_ms=1, message_id="a-long")
+        await svc.record_turn(ended("s", msgs, usage={}, model="demo", duration_ms=1, message_id="a-long"), 1)
         later = msgs + [user("again " + long_text, "u-2"), reply("ok", "a-2")]
-        await svc.record_turn_in((await svc.active("s"))[0].taskId, "s", later, usage={}, model="demo",
-                                 duration_ms=1, message_id="a-2")
+        await svc.record_turn_in((await svc.active("s"))[0].taskId, ended("s", later, usage={}, model="demo",
+                                                                          duration_ms=1, message_id="a-2"))
         stored.append({table: backend.raw(table) for table in ("conversations", "messages", "search", "texts")})
     assert len(pauses) >= 20  # each of the two turns: its text, folding and terms in many slices
     assert stored[0] == stored[1] and stored[0]["search"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.history.changes import ChangeHub, HistoryChange
+from tests.unit.turn_events import ended
 
 
 def test_subscribers_hear_each_change_in_the_order_they_subscribed():
@@ -85,7 +86,7 @@ async def test_the_recorders_subscribers_hear_each_queued_write_until_they_unsub
     stop = recorder.subscribe(heard.append)
     thread = [{"role": "user", "id": "u", "content": [{"type": "text", "text": "hi"}]},
               {"role": "assistant", "id": "a", "content": [{"type": "text", "text": "ok"}]}]
-    await recorder.turn_completed("s", thread, 1, None, "demo", 5, "a")
+    await recorder.turn_completed(ended("s", thread, usage=None, model="demo", duration_ms=5, message_id="a"), 1)
     await recorder.head_task_id("s")  # nothing recorded: not told
     stop()
     await recorder.archived("s", thread, 1)
@@ -101,7 +102,7 @@ async def test_a_finished_turn_announces_the_conversation_it_wrote():
     service.changes.subscribe(heard.append)
     thread = [{"role": "user", "id": "u", "content": [{"type": "text", "text": "hi"}]},
               {"role": "assistant", "id": "a", "content": [{"type": "text", "text": "ok"}]}]
-    await service.record_turn("s", thread, 1, usage=None, model="demo", duration_ms=5, message_id="a")
+    await service.record_turn(ended("s", thread, usage=None, model="demo", duration_ms=5, message_id="a"), 1)
     (change,) = heard
     assert (change.kind, change.source, change.stage_id) == ("record", "this-tab", "s")
     assert change.written == await service.bundle(change.task_id)  # what was committed, as a read gives it

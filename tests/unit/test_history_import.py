@@ -10,6 +10,7 @@ from app.history.export import (MAX_IMPORT_BYTES, ImportRefused, check_size, exp
                                 parse_export_sliced)
 from app.history.records import MAX_SAFE_INTEGER, TaskMeta, parse_iso
 from tests.unit.test_history import T0, reply, service, user
+from tests.unit.turn_events import ended
 
 NOW = T0 + 86_400_000 * 30
 DAY = 86_400_000
@@ -186,8 +187,8 @@ async def test_an_archive_over_an_older_copy_keeps_the_later_turns_and_the_store
     backend = MemoryBackend()
     svc, _, clock = service(backend=backend)
     first, both = two_turns()
-    await svc.record_turn("s", first, 1, usage={"inputTokens": 1, "outputTokens": 2, "totalTokens": 3},
-                          model="demo", duration_ms=10, message_id="a1")
+    await svc.record_turn(ended("s", first, usage={"inputTokens": 1, "outputTokens": 2, "totalTokens": 3},
+                                model="demo", duration_ms=10, message_id="a1"), 1)
     reloaded, _, _ = service(backend=backend, clock=clock)
     task_id = await reloaded.archive("s", both, 2)
     assert backend.raw("messages")[task_id]["messages"] == both
@@ -205,8 +206,8 @@ async def test_a_reload_after_a_turn_too_big_for_local_storage_keeps_one_convers
     svc, _, clock = service(backend=backend)
     first, both = two_turns()
     for messages, synced, message_id in ((first, 1, "a1"), (both, 2, "a2")):
-        await svc.record_turn("s", messages, synced, usage={"inputTokens": 1, "outputTokens": 1, "totalTokens": 2},
-                              model="demo", duration_ms=5, message_id=message_id)
+        await svc.record_turn(ended("s", messages, usage={"inputTokens": 1, "outputTokens": 1, "totalTokens": 2},
+                                    model="demo", duration_ms=5, message_id=message_id), synced)
     reloaded, _, _ = service(backend=backend, clock=clock)
     await reloaded.reconcile({"s": (first, 1)})
     assert await reloaded.total("s") == 1

@@ -15,6 +15,7 @@ from app.records import MemoryBackend
 from app.runtime import AgentRuntime
 from app.storage import MemoryStorage
 from app.store import ThreadStore
+from tests.unit.turn_events import ended
 
 T0 = 1_780_000_000_000
 
@@ -261,13 +262,28 @@ async def test_a_turn_recorded_after_the_head_moved_goes_to_its_own_conversation
     alpha = a.store.load("s")
     await b.resume(old)
     own = alpha + [{"role": "user", "id": "u-beta", "content": [{"type": "text", "text": "beta"}]}]
-    await a.service.record_turn("s", own, 5, usage=None, model="demo", duration_ms=1, message_id="x",
-                                task_id=current, own=own)
+    await a.service.record_turn(ended("s", own, usage=None, model="demo", duration_ms=1, message_id="x",
+                                      conversation_id=current), 5, own)
     _, messages, turns = await b.service.bundle(old)
     assert texts(messages) == ["old topic"] and len(turns) == 1
     _, messages, turns = await b.service.bundle(current)
     assert texts(messages) == ["alpha", "beta"] and len(turns) == 2
     assert await b.service.head_task_id("s", allocate=False) == old
+
+
+async def test_a_turn_recorded_after_another_tab_archived_its_conversation_stays_in_it():
+    """New conversation in another tab left the course without a head (``switched_to`` ``""``): the turn
+    goes to the conversation it continued (``home_of_ending_turn``), no new head is made for it."""
+    a, b = await two_tabs()
+    await archived_then_active(a, b)
+    current = await a.service.head_task_id("s", allocate=False)
+    alpha = a.store.load("s")
+    await b.service.archive("s", b.store.load("s"), 1)
+    own = alpha + [{"role": "user", "id": "u-beta", "content": [{"type": "text", "text": "beta"}]}]
+    await a.service.record_turn(ended("s", own, message_id="x", conversation_id=current), 5)
+    _, messages, turns = await b.service.bundle(current)
+    assert texts(messages) == ["alpha", "beta"] and len(turns) == 2
+    assert await b.service.head_task_id("s", allocate=False) is None
 
 
 async def test_resume_and_archive_never_write_a_stale_view_over_newer_turns():
@@ -290,7 +306,8 @@ async def test_a_turn_that_does_not_go_on_from_its_conversation_is_never_written
     a, _ = await two_tabs()
     old = await archived_then_active(a, _)
     fresh = [{"role": "user", "id": "u-f", "content": [{"type": "text", "text": "fresh"}]}]
-    turn = await a.service.record_turn_in(old, "s", fresh, usage=None, model="demo", duration_ms=1, message_id=None)
+    turn = await a.service.record_turn_in(old, ended("s", fresh, usage=None, model="demo", duration_ms=1,
+                                                     message_id=None))
     assert turn is not None
     _, messages, _ = await a.service.bundle(old)
     assert texts(messages) == ["old topic"]

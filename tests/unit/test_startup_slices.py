@@ -6,6 +6,7 @@ import pytest
 
 from app.history.reconcile import iter_stored_threads, stored_threads
 from tests.unit.test_history import reply, service, user
+from tests.unit.turn_events import ended
 
 
 class Store:
@@ -93,7 +94,8 @@ async def test_a_turn_recorded_before_history_is_loaded_waits_in_the_queue_and_i
 
     recorder = HistoryRecorder()
     assert not recorder.keeps_conversations
-    first = recorder.turn_completed("a", [user("x"), reply("y")], 1, None, "demo", 5, "a")
+    first = recorder.turn_completed(ended("a", [user("x"), reply("y")], usage=None, model="demo", duration_ms=5,
+                                          message_id="a"), 1)
     then = recorder.archived("a", [user("x"), reply("y")], 1)
     await asyncio.sleep(0.01)
     assert not first.done() and not then.done()

@@ -22,6 +22,7 @@ from app.history.merge import merge_conversation
 from app.sync.tombstones import Tombstones
 from app.sync.settings import (PASSWORD_STORAGE_KEY, SETTINGS_STORAGE_KEY, SyncCredentials, SyncSettings, SyncStatus,
                                failure_reason, load_sync_settings, save_sync_settings)
+from tests.unit.turn_events import ended
 
 TASK = "task_20261201_abcdef"
 
@@ -272,9 +273,9 @@ async def _syncing_pair(stage, text, replica=None, b_notices=None):
 
 
 async def _device_turn(svc, stage, text, task_id=None):
-    await svc.record_turn(stage, [_user(text, f"u-{text}"), _reply("ok " + text, f"a-{text}")], 1,
-                          usage={"inputTokens": 1, "outputTokens": 2, "totalTokens": 3}, model="demo",
-                          duration_ms=10, message_id=f"a-{text}")
+    await svc.record_turn(ended(stage, [_user(text, f"u-{text}"), _reply("ok " + text, f"a-{text}")],
+                                usage={"inputTokens": 1, "outputTokens": 2, "totalTokens": 3}, model="demo",
+                                duration_ms=10, message_id=f"a-{text}"), 1)
     return await svc.head_task_id(stage, allocate=False)
 
 
@@ -317,12 +318,12 @@ async def test_turns_added_on_both_are_merged_in_time_order_and_sent_back():
     await engine_a.push(task)
     await engine_b.remote_changed(replica_a.docs[f"conversation:{task}"])
     meta, messages, turns = await a.bundle(task)
-    await a.record_turn_in(task, "s", messages + [_user("on A", "u-A"), _reply("r", "a-A")], usage=None,
-                           model="demo", duration_ms=5, message_id="a-A")
+    await a.record_turn_in(task, ended("s", messages + [_user("on A", "u-A"), _reply("r", "a-A")], usage=None,
+                                       model="demo", duration_ms=5, message_id="a-A"))
     await engine_a.push(task)
     _, b_messages, _ = await b.bundle(task)
-    await b.record_turn_in(task, "s", b_messages + [_user("on B", "u-B"), _reply("r", "a-B")], usage=None,
-                           model="demo", duration_ms=5, message_id="a-B")
+    await b.record_turn_in(task, ended("s", b_messages + [_user("on B", "u-B"), _reply("r", "a-B")], usage=None,
+                                       model="demo", duration_ms=5, message_id="a-B"))
     assert await engine_b.remote_changed(replica_a.docs[f"conversation:{task}"]) == "merged"
     _, merged, merged_turns = await b.bundle(task)
     ids = [m["id"] for m in merged]
@@ -346,15 +347,16 @@ async def test_a_change_from_another_device_of_the_active_conversation_rebuilds_
     _, messages, _ = await b.bundle(task)
     assert await b.resume("s", task, [], None, 5) == messages  # B goes on with A's conversation
     meta, a_messages, _ = await a.bundle(task)
-    await a.record_turn_in(task, "s", a_messages + [_user("on A", "u-A"), _reply("r", "a-A")], usage=None,
-                           model="demo", duration_ms=5, message_id="a-A")
+    await a.record_turn_in(task, ended("s", a_messages + [_user("on A", "u-A"), _reply("r", "a-A")], usage=None,
+                                       model="demo", duration_ms=5, message_id="a-A"))
     await engine_a.push(task)
     assert await engine_b.remote_changed(replica_a.docs[f"conversation:{task}"]) == "remote"
     assert heads == [("s", ["u-first", "a-first", "u-A", "a-A"])]  # B's active thread is rebuilt from it
     assert await engine_b.remote_changed(replica_a.docs[f"conversation:{task}"]) == "same" and len(heads) == 1
     other_doc = json.loads(json.dumps(replica_a.docs[f"conversation:{other}"]))
-    await a.record_turn_in(other, "s2", (await a.bundle(other)).messages + [_user("more", "u-m"), _reply("r", "a-m")],
-                           usage=None, model="demo", duration_ms=5, message_id="a-m")
+    await a.record_turn_in(other, ended("s2",
+                                        (await a.bundle(other)).messages + [_user("more", "u-m"), _reply("r", "a-m")],
+                                        usage=None, model="demo", duration_ms=5, message_id="a-m"))
     await engine_a.push(other)
     assert other_doc != replica_a.docs[f"conversation:{other}"]
     assert await engine_b.remote_changed(replica_a.docs[f"conversation:{other}"]) == "remote"
@@ -590,8 +592,8 @@ async def test_a_slice_of_mixed_documents_ends_as_the_same_documents_one_by_one(
     a = _device(1)
     tasks, docs = await _documents_of(a, "s", ["one", "two", "three"])
     meta, messages, _ = await a.bundle(tasks[0])
-    await a.record_turn_in(tasks[0], "s", messages + [_user("more", "u-more"), _reply("r", "a-more")], usage=None,
-                           model="demo", duration_ms=5, message_id="a-more")
+    await a.record_turn_in(tasks[0], ended("s", messages + [_user("more", "u-more"), _reply("r", "a-more")],
+                                           usage=None, model="demo", duration_ms=5, message_id="a-more"))
     replica_a = FakeReplica()
     await SyncEngine(a, replica_a, MemoryStorage()).push(tasks[0])
     longer = replica_a.docs[f"conversation:{tasks[0]}"]
@@ -737,8 +739,8 @@ async def test_a_delete_on_a_wins_over_a_turn_b_added_offline_which_b_keeps_apar
     await engine_b.remote_changed(shared_doc)
     assert await b.resume("s", task, [], None, 5)  # B goes on with it, off-line
     _, messages, _ = await b.bundle(task)
-    await b.record_turn_in(task, "s", messages + [_user("offline on B", "u-B"), _reply("r", "a-B")], usage=None,
-                           model="demo", duration_ms=5, message_id="a-B")
+    await b.record_turn_in(task, ended("s", messages + [_user("offline on B", "u-B"), _reply("r", "a-B")], usage=None,
+                                       model="demo", duration_ms=5, message_id="a-B"))
     await engine_b.push(task)
     b_doc = {**replica_b.docs[doc_id], "_rev": "2-b"}
     heads = _heads(b)
@@ -916,8 +918,8 @@ async def test_a_finished_turn_goes_out_as_history_wrote_it_without_reading_hist
     thread = []
     for n in range(2):
         thread += [_user(f"q{n}", f"u{n}"), _reply(f"r{n}", f"a{n}")]
-        await device.record_turn("s", list(thread), n + 1, usage=None, model="demo", duration_ms=5,
-                                 message_id=f"a{n}")
+        await device.record_turn(ended("s", list(thread), usage=None, model="demo", duration_ms=5,
+                                       message_id=f"a{n}"), n + 1)
         (change,) = heard
         heard.clear()
         before = backend.reads
