@@ -111,6 +111,7 @@ def test_a_meta_never_named_nor_pinned_is_stored_as_before():
 
 # -- the service: rename, pin, the list's order, search ------------------------------
 from app.history import HistoryService  # noqa: E402
+from tests.unit.turn_events import ended  # noqa: E402
 from app.history.export import export_json, parse_export  # noqa: E402
 from app.records import SCHEMA, MemoryBackend  # noqa: E402
 
@@ -135,8 +136,8 @@ def service(backend=None):
 
 async def add(svc, stage, text):
     msgs = [user(text, f"u-{text}"), {"role": "assistant", "id": f"a-{text}", "content": [{"type": "text", "text": "ok"}]}]
-    await svc.record_turn(stage, msgs, 1, usage={"inputTokens": 1, "outputTokens": 2, "totalTokens": 3},
-                          model="demo", duration_ms=10, message_id=f"a-{text}")
+    await svc.record_turn(ended(stage, msgs, usage={"inputTokens": 1, "outputTokens": 2, "totalTokens": 3},
+                                model="demo", duration_ms=10, message_id=f"a-{text}"), 1)
     return await svc.archive(stage, msgs, 1)
 
 
