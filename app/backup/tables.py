@@ -15,7 +15,8 @@ from typing import Any
 from app.backup.format import (PIECE_CHARS, SLICE, BackupReader, BackupWriter, MergePlan, check_counts, open_backup,
                                plan_heads, plan_merge, plan_threads, plan_versions)
 from app.history.records import TaskMeta, TurnMeta
-from app.history.repository import HistoryRepository, Writes, held_artifacts, version_pages, version_records
+from app.history.repository import (Writes, conversation_records, head_records, held_artifacts,
+                                    held_messages, version_pages, version_records)
 from app.records import BulkValue, RecordBackend
 
 __all__ = ["read_backup", "restore", "write_backup"]
@@ -30,11 +31,6 @@ STEP = 10
 """Conversations a restore plans and writes per transaction: their search records are built
 (``Writes.keep``), the ops encoded and parsed again in JavaScript in the task that writes them
 (200 at once is a main-thread task of 200–500 ms in Pyodide)."""
-
-
-def _repository(backend: RecordBackend) -> HistoryRepository:
-    """History's records over ``backend``, read as stored (a backup checks nothing it copies)."""
-    return HistoryRepository(backend, on_damaged=lambda: None)
 
 
 def _no_none(value: Any) -> Any:
@@ -55,10 +51,9 @@ async def write_backup(backend: RecordBackend, threads: dict, created_at: int, p
     ``created_at``: epoch ms. Raises ``RecordStoreError`` when the store fails."""
     writer = BackupWriter(created_at)
     writer.add_threads(threads)
-    repository = _repository(backend)
     stages = list(((threads or {}).get("state") or {}).get("threads") or {})
-    writer.add_heads(await repository.head_records(stages))
-    async for conversations in repository.conversation_records(per):
+    writer.add_heads(await head_records(backend, stages))
+    async for conversations in conversation_records(backend, per):
         await pause()
         writer.add_conversations(conversations)
         await pause()
@@ -145,7 +140,6 @@ async def _restore_conversations(backend: RecordBackend, reader, pause: Pause, n
     """``restore``'s first step: the conversations ``step`` at a time (``_chunks``), planned against
     what the store holds (``plan_merge``) and written in one transaction each, a pause after each.
     Returns the task ids here or written by this restore (``plan.stages`` gets their courses)."""
-    repository = _repository(backend)
     taken: set[str] = set()
     known: set[str] = set()  # task ids here or written by this restore
 
@@ -156,7 +150,7 @@ async def _restore_conversations(backend: RecordBackend, reader, pause: Pause, n
         return task_id
 
     async for chunk in _chunks(reader, pause, step):
-        local = await repository.held_messages([c["meta"]["taskId"] for c in chunk])
+        local = await held_messages(backend, [c["meta"]["taskId"] for c in chunk])
         taken.update(local)
         known.update(local)
         plan_merge(chunk, local.get, new_id=fresh, plan=plan)

@@ -45,7 +45,8 @@ from app.history.text import fold, fold_map, fold_map_steps, plain_text, plain_t
 from app.records import HIGHEST, LOWEST, RecordBackend, WriteOp
 
 __all__ = ["Conversation", "Damaged", "FOLD_VERSION", "Head", "HistoryRepository", "ListRange", "Stored",
-           "Writes", "SNIPPET_AFTER", "SNIPPET_BEFORE", "held_artifacts", "version_pages", "version_records"]
+           "Writes", "SNIPPET_AFTER", "SNIPPET_BEFORE", "conversation_records", "head_records", "held_artifacts",
+           "held_messages", "version_pages", "version_records"]
 
 LIST_INDEX = "[stageId+updatedAt+taskId]"
 PIN_INDEX = "[stageId+pinnedAt]"
@@ -413,12 +414,6 @@ class HistoryRepository:
         task_id = record.get("taskId")
         return Head(task_id if isinstance(task_id, str) else None, record.get("syncedAt"))
 
-    async def head_records(self, stage_ids: list[str]) -> list[dict]:
-        """The heads of ``stage_ids`` that name a task id, as stored (``{stageId, taskId, syncedAt}``),
-        read in one request, in the order of ``stage_ids``: what a backup keeps (§14)."""
-        records = await self._db.bulk_get("heads", list(stage_ids)) if stage_ids else []
-        return [r for r in records if isinstance(r, dict) and isinstance(r.get("taskId"), str)]
-
     async def head_id(self, stage_id: str) -> str | None:
         """The well-formed task id the head of ``stage_id`` names (it may have no conversation yet)."""
         head = await self.head(stage_id)
@@ -437,15 +432,6 @@ class HistoryRepository:
         """For each of ``task_ids``: True when a ``conversations`` record of it is stored (readable
         or not), read in one request."""
         return [raw is not None for raw in await self._db.bulk_get("conversations", task_ids)]
-
-    async def held_messages(self, task_ids: list[str]) -> dict[str, list]:
-        """The stored slim messages of those of ``task_ids`` that have a ``conversations`` record
-        (readable or not), by task id (``[]`` when its messages record is missing or holds none); two
-        requests. What a restore merges a backup's conversations against (§14)."""
-        metas = await self._db.bulk_get("conversations", task_ids)
-        held = await self._db.bulk_get("messages", task_ids)
-        return {task_id: (m or {}).get("messages") or []
-                for task_id, meta, m in zip(task_ids, metas, held) if meta is not None}
 
     async def meta(self, task_id: str) -> TaskMeta | None:
         """One conversation's meta (None: none stored, or damaged)."""
@@ -487,29 +473,13 @@ class HistoryRepository:
         """Every conversation stored, ``per`` at a time in task-id order, each page read in three reads
         (the metas, then the messages and turns of all of them). One whose meta cannot be read
         (``on_damaged``) or whose messages record is missing is left out of its page."""
-        async for metas, messages, turns in self._record_pages(per):
+        async for metas, messages, turns in _record_pages(self._db, per):
             page = []
             for raw, held, turns_record in zip(metas, messages, turns):
                 meta = self.meta_of(raw)
                 if meta is not None and isinstance(held, dict):
                     page.append(Conversation(meta, held.get("messages") or [], self._turns_of(turns_record)))
             yield page
-
-    async def conversation_records(self, per: int) -> AsyncIterator[list[dict]]:
-        """Every conversation stored, ``per`` at a time in task-id order, as stored and unchecked: one
-        ``{"meta": conversations record, "messages": [...], "turns": [...]}`` for each ``conversations``
-        record (``[]`` for a missing messages or turns record); three reads a page. What a backup
-        writes (§14): a damaged record goes into the file as it is, and the restore checks it."""
-        async for metas, messages, turns in self._record_pages(per):
-            yield [{"meta": meta, "messages": (m or {}).get("messages") or [], "turns": (t or {}).get("turns") or []}
-                   for meta, m, t in zip(metas, messages, turns)]
-
-    async def _record_pages(self, per: int) -> AsyncIterator[tuple[list[dict], list, list]]:
-        """The ``conversations`` records ``per`` at a time in task-id order, each page with the
-        ``messages`` and ``turns`` records of the same task ids (None where missing)."""
-        async for metas in _pages(self._db, "conversations", "taskId", per):
-            ids = [raw["taskId"] for raw in metas]
-            yield metas, await self._db.bulk_get("messages", ids), await self._db.bulk_get("turns", ids)
 
     async def stored(self, task_id: str) -> Stored:
         """Every record of ``task_id`` as stored (for a delete and its undo)."""
@@ -717,6 +687,41 @@ class HistoryRepository:
                 done += len(writes.ops)
             await pause()
         return done
+
+
+async def head_records(backend: RecordBackend, stage_ids: list[str]) -> list[dict]:
+    """The heads of ``stage_ids`` that name a task id, as stored (``{stageId, taskId, syncedAt}``),
+    read in one request, in the order of ``stage_ids``: what a backup keeps (§14)."""
+    records = await backend.bulk_get("heads", list(stage_ids)) if stage_ids else []
+    return [r for r in records if isinstance(r, dict) and isinstance(r.get("taskId"), str)]
+
+
+async def held_messages(backend: RecordBackend, task_ids: list[str]) -> dict[str, list]:
+    """The stored slim messages of those of ``task_ids`` that have a ``conversations`` record
+    (readable or not), by task id (``[]`` when its messages record is missing or holds none); two
+    requests. What a restore merges a backup's conversations against (§14)."""
+    metas = await backend.bulk_get("conversations", task_ids)
+    held = await backend.bulk_get("messages", task_ids)
+    return {task_id: (m or {}).get("messages") or []
+            for task_id, meta, m in zip(task_ids, metas, held) if meta is not None}
+
+
+async def conversation_records(backend: RecordBackend, per: int) -> AsyncIterator[list[dict]]:
+    """Every conversation stored, ``per`` at a time in task-id order, as stored and unchecked: one
+    ``{"meta": conversations record, "messages": [...], "turns": [...]}`` for each ``conversations``
+    record (``[]`` for a missing messages or turns record); three reads a page. What a backup
+    writes (§14): a damaged record goes into the file as it is, and the restore checks it."""
+    async for metas, messages, turns in _record_pages(backend, per):
+        yield [{"meta": meta, "messages": (m or {}).get("messages") or [], "turns": (t or {}).get("turns") or []}
+               for meta, m, t in zip(metas, messages, turns)]
+
+
+async def _record_pages(backend: RecordBackend, per: int) -> AsyncIterator[tuple[list[dict], list, list]]:
+    """The ``conversations`` records ``per`` at a time in task-id order, each page with the
+    ``messages`` and ``turns`` records of the same task ids (None where missing)."""
+    async for metas in _pages(backend, "conversations", "taskId", per):
+        ids = [raw["taskId"] for raw in metas]
+        yield metas, await backend.bulk_get("messages", ids), await backend.bulk_get("turns", ids)
 
 
 async def version_pages(backend: RecordBackend, per: int) -> AsyncIterator[list[tuple[dict, dict | None]]]:
