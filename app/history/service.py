@@ -22,13 +22,13 @@ from dataclasses import dataclass
 
 from app.history.access import NOTICE_CODES, HistoryAccess, Segmenter, guarded
 from app.history.changes import ChangeHub, HistoryChange
-from app.history.merge import merge_conversation, merged_meta
 from app.history.reads import PAGE_SIZE, HistoryReads, Page, SearchHit, SearchPage
-from app.history.records import Stats, TaskMeta, TurnMeta, new_task_id
+from app.history.records import Stats, TaskMeta, TurnMeta
 from app.history.repository import Conversation, Damaged, HistoryRepository, Stored, Writes
 from app.history.name_writes import NameWrites
 from app.history.names import NAME_GRAPHEMES, pinned_meta, renamed_meta
 from app.history.text import TITLE_GRAPHEMES, cut_title, text_needs_segmenter
+from app.history.synced_writes import SyncedWrites
 from app.history.writes import ActiveConversations, HistoryWrites, at_once
 from app.ports import TurnEnded
 from app.records import RecordBackend, RecordStoreError
@@ -103,6 +103,9 @@ class HistoryService:
                                      changed=self._changed, random_bytes=random_bytes, pause=pause)
         self._names = NameWrites(self._repository, self._access, segmenter, self._active, self._writes.lock,
                                  self._changed)
+        self._synced = SyncedWrites(self._repository, self._access, self._writes, self._active, self._names,
+                                    changed=self._changed, tell=self._tell, clock=clock, random_bytes=random_bytes,
+                                    pause=self._pause)
         self._reads = HistoryReads(self._repository, self._access, segmenter, pause=pause)
         self._segmenter = segmenter
         self._deleted: _Deleted | None = None
@@ -309,72 +312,16 @@ class HistoryService:
         self._changed(HistoryChange("import", meta.taskId, stage_id, "import", written=writes.kept(meta.taskId)))
         return "ok"
 
-    # -- sync (DESIGN.md §16) ------------------------------------------------
-    @guarded(lambda: "unavailable")
+    # -- sync (DESIGN.md §16; app.history.synced_writes) -----------------------
     async def apply_synced(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta]) -> str:
-        """Keep another device's version of a conversation (a synced document, ``app.sync.documents``).
-        Which conversation continues which is ``app.continuity``'s through
-        ``app.history.merge.merge_conversation``. Returns
-
-        - ``"added"``: not kept here before, now kept archived (which conversation is a course's active
-          one stays per device); ``"remote"``: the other device's continues this one's and replaced it;
-        - ``"merged"``: both changed it; the turns of both are kept, in time order (the caller sends
-          the merged one back); ``"local"``: this one continues the other's (the caller sends this
-          one); ``"same"``: nothing to do; ``"unavailable"``: history cannot be written.
-
-        The change published (source ``sync``, carrying what was kept) says ``import`` for an added
-        one, ``sync`` for a changed one; a changed one that is its course's active conversation
-        carries its messages as ``head`` (the device's active thread is rebuilt from history,
-        DESIGN.md §16)."""
-        head = None
-        writes = Writes()
-        async with self._writes.lock:
-            held = await self._repository.conversation(meta.taskId)
-            if held is None:
-                writes.keep(meta, messages, turns, new=not await self._repository.holds(meta.taskId))
-                await self._repository.commit(writes)
-                outcome = "added"
-            else:
-                merged = merge_conversation((held.messages, held.turns), (messages, turns))
-                if merged.how == "local":
-                    named = await self._names.take_names(held.meta, meta)  # the later rename or pin of each (§18)
-                    same = held.messages == messages and held.turns == turns and named == meta
-                    return "same" if same else "local"
-                kept = merged_meta(held.meta, meta, merged)
-                writes.keep(kept, merged.messages, merged.turns)
-                await self._repository.commit(writes)
-                if (await self._repository.head_id(kept.stageId)) == kept.taskId:
-                    self._active.forget(kept.stageId)
-                    head = merged.messages
-                outcome = merged.how
-        self._changed(HistoryChange("import" if outcome == "added" else "sync", meta.taskId, meta.stageId, "sync",
-                                    written=writes.kept(meta.taskId), head=head))
-        return outcome
+        """Keep another device's version of a conversation (``SyncedWrites.apply``: ``"added"``,
+        ``"remote"``, ``"merged"``, ``"local"``, ``"same"`` or ``"unavailable"``)."""
+        return await self._synced.apply(meta, messages, turns)
 
     async def apply_synced_many(self, items: list[Conversation]) -> list[str]:
-        """``apply_synced`` for each of ``items`` ((meta, messages, turns), in arrival order): one
-        outcome each, in order. The conversations not kept here (most of them in a first sync) are
-        written together in ONE transaction, after one read that tells them apart; the others, and a
-        task id met again later in ``items``, go one by one through ``apply_synced`` after them (a
-        later one of the same id then builds on the earlier). Should that transaction abort (another
-        tab wrote one of those ids meanwhile: they are added, never put over), each goes one by one
-        instead; ``"unavailable"`` for every item when history cannot be read or written (§16)."""
-        first: dict[str, int] = {}
-        for index, (meta, _, _) in enumerate(items):
-            first.setdefault(meta.taskId, index)
-        added = await self._writes.add_synced([items[i] for i in first.values()], self._pause)
-        if added is None:
-            return ["unavailable"] * len(items)
-        added_at = {index for index, was_added in zip(first.values(), added) if was_added}
-        outcomes = []
-        for index, (meta, messages, turns) in enumerate(items):
-            if index in added_at:
-                outcomes.append("added")
-                self._changed(HistoryChange("import", meta.taskId, meta.stageId, "sync",
-                                            written=Conversation(meta, messages, turns)))
-            else:
-                outcomes.append(await self.apply_synced(meta, messages, turns))
-        return outcomes
+        """``apply_synced`` for each of ``items`` in arrival order, those new here in one transaction
+        (``SyncedWrites.apply_many``): one outcome each, in order."""
+        return await self._synced.apply_many(items)
 
     def deleted_messages(self, task_id: str) -> list[dict] | None:
         """The messages of ``task_id`` when it is the conversation this tab deleted last (kept for
@@ -385,69 +332,8 @@ class HistoryService:
         messages = record.get("messages") if isinstance(record, dict) else None
         return messages if isinstance(messages, list) else None
 
-    @guarded()
     async def remove_synced(self, task_id: str, seen: Callable[[list[dict]], list[bool]] | None = None) -> str | None:
-        """Another device deleted ``task_id``: remove it here too, with no undo (the delete was made
-        there; it wins, DESIGN.md §16). Returns the task id of the conversation kept apart (below),
-        ``""`` when nothing was kept apart, None when ``task_id`` was not kept here (or history is
-        unavailable). ``seen(messages)``: for each turn of
-        ``messages`` (``app.history.merge.split_turns``), whether the deleting device had it (None: it
-        had every turn). Turns it never had (made here while apart) are not lost: they become a
-        conversation of their own, archived, or the course's active one when the deleted one was
-        (its change carries what the course's thread now is as ``head``), and a ``sync-deleted-kept``
-        notice says so (``title``: the deleted conversation's, ``count``: the turns kept), said before
-        the changes are published. A course whose active conversation it was and that keeps nothing
-        has none after, its thread emptied (the delete's change carries ``head`` ``[]``) and
-        ``sync-deleted-active`` said: the panel never goes on showing a deleted conversation as live
-        (a next turn would bring it back under a new id). Changes have the source ``sync``."""
-        kept: Conversation | None = None
-        async with self._writes.lock:
-            stored = await self._repository.stored(task_id)
-            meta = stored.meta_record
-            if meta is None:
-                return None
-            stage_id = meta.get("stageId", "") if isinstance(meta.get("stageId"), str) else ""
-            was_head = bool(stage_id) and await self._repository.head_id(stage_id) == task_id
-            held = await self._repository.conversation(task_id) if seen is not None else None
-            writes = Writes()
-            writes.remove(stored)
-            if held is not None:
-                kept = _unseen(held, seen, new_task_id(self._clock(), self._random))
-                if kept is not None:
-                    writes.keep(*kept, new=True)
-            if was_head:
-                writes.end_head(stage_id)
-                if kept is not None:
-                    writes.make_head(stage_id, kept.meta.taskId, None)
-                    self._active.forget(stage_id)  # read again: the kept-apart one is active now
-                else:
-                    self._active.ended(stage_id)
-            await self._repository.commit(writes)
-        if kept is not None:  # said before the thread is rebuilt: the panel draws both at once
-            self._tell(Notice("sync-deleted-kept", {"title": kept.meta.taskName, "count": len(kept.turns) or 1}))
-        elif was_head:
-            self._tell(Notice("sync-deleted-active", {}))
-        self._changed(HistoryChange("delete", task_id, stage_id, "sync",
-                                    head=[] if was_head and kept is None else None))
-        if kept is not None:
-            self._changed(HistoryChange("import", kept.meta.taskId, stage_id, "sync", written=kept,
-                                        head=kept.messages if was_head else None))
-        return kept.meta.taskId if kept is not None else ""
-
-
-def _unseen(held: Conversation, seen: Callable[[list[dict]], list[bool]], task_id: str) -> Conversation | None:
-    """The turns of ``held`` that ``seen`` says the deleting device never had, as a conversation of
-    id ``task_id`` (the title and course of ``held``; turn metas of its messages, renumbered; counts
-    from them, ``merged_meta``), or None when there are none."""
-    from app.history.merge import Merged, answered, split_turns
-
-    turns = split_turns(held.messages)
-    messages = [m for turn, had in zip(turns, seen(held.messages)) if not had for m in turn]
-    if not messages:
-        return None
-    messages = answered(messages)
-    ids = {m.get("id") for m in messages if m.get("id") is not None}
-    metas = [t.model_copy(update={"turnId": n}) for n, t in
-             enumerate((t for t in held.turns if t.messageId in ids), start=1)]
-    meta = merged_meta(held.meta, held.meta, Merged("merged", messages, metas))
-    return Conversation(meta.model_copy(update={"taskId": task_id}), messages, metas)
+        """Another device deleted ``task_id``: removed here too, no undo, the turns it never had kept
+        apart (``SyncedWrites.remove``). Returns the kept-apart task id, ``""`` when nothing was kept
+        apart, None when ``task_id`` was not kept here (or history is unavailable)."""
+        return await self._synced.remove(task_id, seen)
