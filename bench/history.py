@@ -25,6 +25,10 @@ emoji; written by the JavaScript below in the app's record format), then:
   meanwhile (the ``MessageChannel`` heartbeat of ``bench/checkpoints.py`` and
   the ``longtask`` observer), with each task's thread CPU (``bench.trace``).
 
+``--quick``: 200 conversations × 10 turns, one repetition, and no boot only for a measure's own
+page: the start-up's page with the conversations is the one the list, search and turns ran in, and
+the imports run in its page with none (the full run boots each anew).
+
 The seeded ``search`` records are folded with ``toLowerCase`` and carry neither
 folding tag nor the index's terms (as version 1 stored them), so the course's
 first search folds and indexes them again (reported apart, before the timed
@@ -283,8 +287,10 @@ def _lying_zip(path, unpacked: int) -> int:
     return len(data)
 
 
-def bench_import(run, *, quick: bool) -> dict:
-    """Import a 50 MB export (refused before reading) and one under the limit; see the module docstring."""
+def bench_import(run, *, quick: bool, page=None) -> dict:
+    """Import a 50 MB export (refused before reading) and one under the limit; see the module docstring.
+    ``page``: a ready app page on ``COURSE`` to import in (the quick run's: no boot of its own), closed
+    here with its context; otherwise one of its own."""
     import tempfile
     from pathlib import Path
 
@@ -292,8 +298,11 @@ def bench_import(run, *, quick: bool) -> dict:
     from bench.trace import cpu, traced
 
     figures = {}
-    context = run.context()
-    page = _open_app(run, context)
+    if page is None:
+        context = run.context()
+        page = _open_app(run, context)
+    else:
+        context = page.context
     page.click("[data-testid=history-open]")
     page.wait_for_selector("[data-testid=history-drawer]:not([hidden])")
     lying = 5_000_000 if quick else 40_000_000  # what the lying zip's member unpacks to
@@ -398,14 +407,18 @@ def run(run, *, quick: bool) -> dict:
     figures["longtask_max_ms"] = max(longest)
     figures["longtask_per_turn_ms"] = longest
     stored = page.evaluate("() => localStorage.getItem('maic-agent-threads')")
-    page.close()
+    if quick:  # the page goes on as the start-up's page with the N conversations (reloaded below)
+        full_page = page
+    else:
+        page.close()
 
     # Start-up: reloads of a context with the N conversations vs one with none (the same
     # maic-agent-threads value in both), interleaved.
     empty = run.context()
     empty_page = _open_app(run, empty)
     empty_page.evaluate("v => localStorage.setItem('maic-agent-threads', v)", stored)
-    full_page = _open_app(run, full)
+    if not quick:
+        full_page = _open_app(run, full)
     with_n, without = [], []
     for round_ in range(reps):
         order = ((full_page, with_n), (empty_page, without))
@@ -417,9 +430,11 @@ def run(run, *, quick: bool) -> dict:
     figures["startup_ms"] = {"with": _median(with_n), "none": _median(without),
                              "with_all": [round(x) for x in with_n], "none_all": [round(x) for x in without]}
     full.close()
-    empty.close()
-
-    figures["import"] = bench_import(run, quick=quick)
+    if quick:  # the imports go on in the page with none (no conversations seeded there): no boot of their own
+        figures["import"] = bench_import(run, quick=quick, page=empty_page)
+    else:
+        empty.close()
+        figures["import"] = bench_import(run, quick=quick)
 
     ratio = lambda a, b: (a / b) if a is not None and b else None  # noqa: E731
     figures["ratios"] = {"list_open": ratio(app_open and _median(app_open), _median(js_open)),
