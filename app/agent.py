@@ -58,7 +58,7 @@ __all__ = [
     "AgentEvent",
     "DemoAgent",
     "TextDelta",
-    "UsageReport",
+    "UsageSoFar",
     "ToolCallFinished",
     "ToolCallStarted",
     "RUN_STAGE",
@@ -102,7 +102,7 @@ class ToolCallFinished:
 
 
 @dataclass(frozen=True)
-class UsageReport:
+class UsageSoFar:
     """The agent's own token counts for this turn so far (cumulative) and its model (DESIGN.md §9).
 
     The runtime keeps the last one of a turn, so a stopped turn records what it had.
@@ -118,7 +118,7 @@ class UsageReport:
                                                "totalTokens": self.input_tokens + self.output_tokens}}
 
 
-AgentEvent = Union[TextDelta, ToolCallStarted, ToolCallFinished, UsageReport]
+AgentEvent = Union[TextDelta, ToolCallStarted, ToolCallFinished, UsageSoFar]
 
 
 class Agent(Protocol):
@@ -470,7 +470,7 @@ class DemoAgent:
             await self._tick()
             yield TextDelta(token)
             usage[1] += 1
-            yield UsageReport(usage[0], usage[1], self.MODEL)
+            yield UsageSoFar(usage[0], usage[1], self.MODEL)
 
     async def run(self, history: list[Message], text: str) -> AsyncIterator[AgentEvent]:
         """Answer ``text``; each tool call gets a fresh id from ``new_id``.
@@ -482,7 +482,7 @@ class DemoAgent:
             yield event
 
     async def _answer(self, history: list[Message], text: str, usage: list[int]) -> AsyncIterator[AgentEvent]:
-        yield UsageReport(usage[0], usage[1], self.MODEL)
+        yield UsageSoFar(usage[0], usage[1], self.MODEL)
         command, scene_id, instruction = parse_command(text)
         if command not in ("/regenerate", "/fail") or not scene_id:
             async for event in self._stream(reply_text(text, self._t), usage):
@@ -494,7 +494,7 @@ class DemoAgent:
         await self._tick()
         yield ToolCallStarted(call_id, REGENERATE_TOOL, args)
         usage[1] += 1
-        yield UsageReport(usage[0], usage[1], self.MODEL)
+        yield UsageSoFar(usage[0], usage[1], self.MODEL)
         for _ in range(_WORK_TICKS):
             await self._tick()
         if failing:
@@ -509,7 +509,7 @@ class DemoAgent:
             summary = t("demo.done", scene=scene_id, elements=t("demo.elements", count=element_count(scene_id)),
                         actions=t("demo.actions", count=action_count(scene_id)))
         usage[1] += 1
-        yield UsageReport(usage[0], usage[1], self.MODEL)
+        yield UsageSoFar(usage[0], usage[1], self.MODEL)
         async for event in self._stream(summary, usage):
             yield event
 

@@ -36,9 +36,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from app.agents.errors import describe as describe_error
-from app.model import Message, TextPart, ToolCallPart
-from app.presentation import RENDER_WINDOW, card_text, collapsed_prefix, tool_card_view
+from app.message_row import CardPiece, Piece, TextPiece, message_row
+from app.model import Message, TextPart
+from app.presentation import RENDER_WINDOW
 from app.store.jsjson import js_json
 
 __all__ = [
@@ -149,63 +149,40 @@ def _node(tag: str, text: str | None = None, children: list[PaintNode] | None = 
     return PaintNode(t=tag, a=clean, x=text, c=children or [])
 
 
-def _bubble(text: str, t: Callable[..., str]) -> PaintNode:
-    """The live bubble of ``app.browser.view.PageView._bubble``, collapsed (a fresh render
-    never starts expanded); painted text is plain (links come with Python's render)."""
-    prefix = collapsed_prefix(text)
-    if prefix is None:
-        return _node("div", text, class_="bubble", data_testid="agent-message-text", dir="auto")
+def _bubble(piece: TextPiece, t: Callable[..., str]) -> PaintNode:
+    """The live bubble of ``app.browser.message_nodes.MessageNodes``, collapsed (a fresh render
+    never starts expanded); painted text is plain (links and Markdown come with Python's render)."""
+    if piece.collapsed is None:
+        return _node("div", piece.text, class_="bubble", data_testid="agent-message-text", dir="auto")
     return _node("div", None, [
-        _node("div", prefix + "…", class_="text-chunk", data_testid="agent-text-chunk"),
+        _node("div", piece.collapsed + "…", class_="text-chunk", data_testid="agent-text-chunk"),
         _node("button", t("longText.showAll"), class_="expand-button", data_testid="agent-message-expand",
-              type="button", aria_expanded="false", data_chars=str(len(text)), disabled=""),
+              type="button", aria_expanded="false", data_chars=str(len(piece.text)), disabled=""),
     ], class_="bubble", data_testid="agent-message-text", dir="auto", data_long="collapsed")
 
 
-def _card(part: ToolCallPart, running: bool, t: Callable[..., str]) -> PaintNode:
-    card = tool_card_view(part, turn_running=running)
-    text = card_text(card, t)
-    lines = [_node("div", None, [_node("span", text.name, class_="tool-card-name", dir="auto"),
-                                 _node("span", text.badge, class_="badge")], class_="tool-card-head")]
-    if text.elements is not None:
-        lines.append(_node("p", text.elements, class_="tool-card-line", data_testid="tool-card-elements"))
-    if text.actions is not None:
-        lines.append(_node("p", text.actions, class_="tool-card-line", data_testid="tool-card-actions"))
-    if text.summary:
-        lines.append(_node("p", text.summary, class_="tool-card-line", data_testid="tool-card-summary", dir="auto"))
-    return _node("div", None, lines, class_="tool-card", data_testid="tool-card", data_status=card.status,
-                 data_tool_call_id=part.tool_call_id, data_tool_name=card.tool_name,
-                 data_element_count=None if card.element_count is None else str(card.element_count))
+def _card(piece: CardPiece) -> PaintNode:
+    lines = [PaintNode(t="div", a={"class": "tool-card-head"}, c=[
+        _node("span", piece.name, class_="tool-card-name", dir="auto"), _node("span", piece.badge, class_="badge")])]
+    lines += [_node("p", line.text, class_="tool-card-line", data_testid=line.testid, dir="auto" if line.auto_dir else None)
+              for line in piece.lines]
+    return PaintNode(t="div", a=dict(piece.attrs), c=lines)
+
+
+def _piece(piece: Piece, t: Callable[..., str]) -> PaintNode:
+    if isinstance(piece, TextPiece):
+        return _bubble(piece, t)
+    if isinstance(piece, CardPiece):
+        return _card(piece)
+    attrs = {"class": piece.classes, **({"data-testid": piece.testid} if piece.testid else {}), **piece.attrs}
+    return PaintNode(t=piece.tag, a=attrs, x=piece.text)
 
 
 def _row(message: Message, t: Callable[..., str]) -> PaintNode:
-    """One message as ``PageView._message_node`` draws it on a fresh render (no snapshot buttons:
-    a reload has none), marked ``data-painted="true"``."""
-    status = message.status
-    running = status is not None and status.type == "running"
-    failed = status is not None and status.reason == "error"
-    children: list[PaintNode] = []
-    for part in message.content:
-        if isinstance(part, TextPart):
-            children.append(_bubble(part.text, t))
-        elif isinstance(part, ToolCallPart):
-            children.append(_card(part, running, t))
-    if not message.content and message.role == "assistant" and not failed:
-        placeholder = {"running": "edit.agent.thinking", "incomplete": "edit.agent.stopped"}.get(
-            status.type if status else "")
-        if placeholder:
-            children.append(_node("div", t(placeholder), class_="bubble muted",
-                                  data_testid="agent-stopped" if placeholder == "edit.agent.stopped" else None))
-    elif status is not None and status.type == "incomplete" and status.reason == "cancelled":
-        children.append(_node("div", t("edit.agent.stopped"), class_="bubble muted", data_testid="agent-stopped"))
-    if failed:
-        error = status.error or {}
-        children.append(_node("p", describe_error(t, error), class_="turn-error", data_testid="turn-error",
-                              role="alert", data_code=str(error.get("code") or "unknown")))
-    return _node("div", None, children, class_="message", data_testid="agent-message", data_role=message.role,
-                 data_message_id=message.id or None, data_status=status.type if status else None, tabindex="-1",
-                 aria_label=t("edit.agent.you" if message.role == "user" else "edit.agent.assistant"),
-                 data_painted="true")
+    """One message's row (``app.message_row``, as the live panel draws it on a fresh render: no
+    snapshot buttons, a reload has none), marked ``data-painted="true"``."""
+    row = message_row(message, t)
+    return PaintNode(t="div", a={**row.attrs, "data-painted": "true"}, c=[_piece(piece, t) for piece in row.pieces])
 
 
 def checkpoint_bar(summary: str, t: Callable[..., str]) -> PaintNode:

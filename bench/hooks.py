@@ -15,7 +15,7 @@ What it exposes (``window.agentbarBench``):
   panel reads as running, DESIGN.md §9), runs one real turn through ``runtime.send`` and
   resolves, after the runtime's own completion callback has saved it, to the
   timing record of that completion, taken from the runtime's public trace hook
-  (``runtime.trace``, ``app.runtime.TRACE_PHASES``): ``finish`` (``turn-end``: the
+  (``app.runtime.trace``, dev-only; ``app.runtime.TRACE_PHASES``): ``finish`` (``turn-end``: the
   callback starts, the turn is complete), ``saveIn`` / ``saveOut`` (``thread-save`` /
   ``thread-saved``: ``store.save``), ``end`` (``turn-ended``: the callback returns,
   the view rendered); the JavaScript side times the bridge itself.
@@ -101,7 +101,7 @@ def install(window, runtime, store) -> None:
 
     original_save = store.save  # profile_save and save_steps call the store itself
 
-    def observe(phase: str, _stage_id) -> None:  # runtime.trace: the public hook (app.runtime.TRACE_PHASES)
+    def observe(phase: str, _stage_id) -> None:  # app.runtime.trace: the runtime's hook (TRACE_PHASES)
         if phase == "turn-end":
             current["record"] = {"finish": _now()}
         elif phase in ("thread-save", "thread-saved") and "record" in current:
@@ -157,7 +157,9 @@ def install(window, runtime, store) -> None:
     if original_get is not None:
         storage.get_item = timed_get
     store.reload = timed_reload
-    runtime.trace(observe)
+    from app.runtime.trace import trace
+
+    trace(runtime, observe)
 
     async def _turn(text: str) -> str:
         before = len(records)
@@ -230,7 +232,7 @@ def install(window, runtime, store) -> None:
 
         Mirrors what a completion does on that path: ``serialize_thread`` in the
         runtime, then the store's own public trace of a steady save
-        (``ThreadStore.trace_save``, ``app.store.trace``): the compare with the last
+        (``app.store.trace.trace_save``, dev-only): the compare with the last
         written value (``unchanged()``), the new thread's fragment, ``splice_for``
         (key order and offsets over every stored thread, the entry text), the
         splice into storage, split here into what ``LocalStorage.splice_item`` does
@@ -247,6 +249,7 @@ def install(window, runtime, store) -> None:
         import js
         from app.projection import serialize_thread
         from app.store import STORAGE_KEY
+        from app.store.trace import trace_save
 
         bridge = getattr(js, "agentbarStorage", None)
         if bridge is None:
@@ -270,7 +273,7 @@ def install(window, runtime, store) -> None:
             slim = serialize_thread(runtime.messages)
             row = {"serialize_thread (runtime)": _now() - t0}
             try:
-                trace = store.trace_save(stage_id, slim, int(_now()) + i, clock=_now, splice=splice)
+                trace = trace_save(store, stage_id, slim, int(_now()) + i, clock=_now, splice=splice)
             except LookupError as error:
                 return _compact({"error": str(error)})
             for name, ms in trace.steps.items():

@@ -10,7 +10,7 @@
 // The real status is what the app reads, never the substitute's:
 //   window.agentbarIndexedDb = {available: true|false, reason: string|null, substitute: null|"fake-indexeddb"}
 // History and checkpoints (Dexie) must check `available` and degrade as DESIGN.md §9/§10 say
-// instead of storing into the in-memory substitute; app/browser/indexed_db.py shows the notice.
+// instead of storing into the in-memory substitute; app/browser/indexeddb_status.py shows the notice.
 
 const PROBE_DB = "agentbar-probe";
 const PROBE_TIMEOUT_MS = 2000;

@@ -6,8 +6,9 @@
 //
 // Messages from the page: {id, op, args}: op "open" [config], "probe", "start", "take" [max, maxChars],
 //   "put" [docJson], "remove" [id, bodyJson], "resolve" [docsJson], "syncNow", "cancel" (ends the
-//   replication; the local database and its change feed stay), "stop"; each answered {id, result} or
-//   {id, error}.
+//   replication; the local database and its change feed stay), "wake" (another tab wrote to the
+//   local database), "stop"; each answered {id, result} or {id, error}. config.feed false: no
+//   change feed (a tab that follows the one replicating only writes).
 // Messages to the page: {event: "change"} (changes wait for take) and
 //   {event: "status", args: [event, httpStatus, bodyText]} (see static/sync.js): besides the
 //   replication's own events, "progress" when a batch of documents moved either way (the page's
@@ -96,7 +97,7 @@ try {
       this.fed = []; // [update_seq, callback]: called once the feed has handed over that sequence
       // style all_docs: a change names every leaf revision; a document with more than one (a conflict,
       // or a deletion beside a live revision) is handed over with all of them (take)
-      this.feed = this.db.changes({ since, live: true, include_docs: true, style: "all_docs" })
+      this.feed = config.feed === false ? null : this.db.changes({ since, live: true, include_docs: true, style: "all_docs" })
         .on("change", (change) => {
           const doc = change.doc;
           const leaves = change.changes.length > 1;
@@ -296,6 +297,15 @@ try {
       if (this.sync) this.start();
     }
 
+    // Another tab wrote to the local database. PouchDB tells the live listeners of a database (the
+    // replication's push, this worker's change feed) of the writes made through this worker's own
+    // handle only (across windows it signals through localStorage, which a worker has not): a live
+    // feed opened here tells them all to read what is new, and is closed again at once.
+    async wake() {
+      const info = await this.db.info();
+      this.db.changes({ since: info.update_seq, live: true }).cancel();
+    }
+
     stopReplication() {
       clearTimeout(this.restartTimer);
       this.restartTimer = null;
@@ -307,7 +317,7 @@ try {
 
     stop() {
       this.stopReplication();
-      this.feed.cancel();
+      if (this.feed) this.feed.cancel();
     }
   }
 
@@ -329,6 +339,7 @@ try {
     resolve: (docsJson) => replication.resolve(docsJson),
     syncNow: () => replication.syncNow(),
     cancel: () => replication.stopReplication(),
+    wake: () => replication.wake(),
     stop: () => replication && replication.stop(),
   };
 

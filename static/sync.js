@@ -25,6 +25,16 @@
 //   the leaf its _rev names); syncNow(); cancel() (ends the replication, a stalled one: puts and removes
 //   still reach the local database); stop() (ends the worker; calls still waiting are rejected).
 //   A change of a document with several leaf revisions carries them all under _leaves.
+//   configJson's "feed": false opens the local database without its change feed (a tab that
+//   follows: it writes, onChange is never called, take() has nothing); wake(): another tab wrote to
+//   the local database, so this worker's replication and feed read it (PouchDB tells only its own
+//   handle's listeners of a write).
+// window.agentbarSync.lead(name, onLead) -> {ready, release()}: asks for the Web Lock `name`
+//   (navigator.locks, one holder per origin; a closed tab's lock is released by the browser) and
+//   calls onLead() once it is held; ready: a Promise of true when it was free and is held now, false
+//   when another tab holds it (this one waits: onLead() comes when that tab lets it go); release()
+//   lets it go, or stops waiting for it. Without Web Locks onLead() is called at once (every tab
+//   replicates, as before).
 (function () {
   "use strict";
 
@@ -94,6 +104,8 @@
 
     cancel() { this.call("cancel").catch(() => {}); }
 
+    wake() { this.call("wake").catch(() => {}); }
+
     stop() {
       const end = () => {
         this.worker.terminate();
@@ -106,6 +118,36 @@
   window.agentbarSync = {
     open(configJson, onChange, onStatus) {
       return new Replication(configJson, onChange, onStatus);
+    },
+
+    lead(name, onLead) {
+      const locks = navigator.locks;
+      if (!locks || typeof locks.request !== "function") {
+        onLead();
+        return { ready: Promise.resolve(true), release() {} };
+      }
+      const waiting = new AbortController();
+      let release = null;
+      const hold = () => new Promise((done) => {
+        release = done;
+        onLead();
+      });
+      const handle = {
+        release() {
+          if (release) release();
+          else waiting.abort();
+        },
+      };
+      handle.ready = new Promise((answered) => {
+        locks.request(name, { ifAvailable: true }, (lock) => {
+          answered(Boolean(lock));
+          if (lock) return hold();
+          // held by another tab: wait for it (stopped waiting by release())
+          locks.request(name, { signal: waiting.signal }, hold).catch(() => {});
+          return null;
+        }).catch(() => answered(false));
+      });
+      return handle;
     },
   };
 })();

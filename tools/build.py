@@ -10,11 +10,14 @@ everything under ``static/`` except
 - PyScript chunks that only its editor, terminal, game and archive features
   import (``PYSCRIPT_UNUSED``): the page has none of them.
 
-The app's Python source ships inside the app wheel; benchmark hooks live in
+The app's Python source ships inside the app wheel, less the dev-only modules (``DEV_ONLY``:
+hooks that only the development server's tests and the benchmark use); benchmark hooks live in
 ``bench/`` and are never shipped.
 
 Transformations (the dev tree is left as it is):
 
+- the app wheel loses the ``DEV_ONLY`` modules, their compiled ``.pyc`` files and their
+  ``RECORD`` rows (``without_dev_only``);
 - zip files Pyodide opens (``python_stdlib.zip`` and the wheels) are re-packed
   *stored* (same members, no deflate) so Brotli compresses the whole archive:
   about 6.0 MB instead of 7.6 MB on the wire; ``pyodide-lock.json`` gets the
@@ -77,6 +80,41 @@ REPACK = ["static/vendor/pyodide/python_stdlib.zip", "static/vendor/pyodide/*.wh
 ON_DEMAND = ["static/sync.js", "static/sync-worker.js", "static/vendor/pouchdb/*"]
 """Globs of files that only sync loads (``app.browser.sync_setup.SCRIPTS``, DESIGN.md §16: with sync
 off nothing of it is loaded). The worker does not precache them; it keeps each at its first use."""
+
+APP_WHEEL = "static/vendor/pyodide/agentbar-*.whl"
+
+DEV_ONLY = ["app/store/trace.py", "app/runtime/trace.py", "app/browser/dev_hooks.py"]
+"""Modules of the app wheel that dist/ leaves out (DESIGN.md §15: nothing the benchmark needs ships):
+a save timed step by step (``trace_save``), the runtime's phase observers (``trace``) and
+``window.agentbarCheckpoints``. No shipped module imports them but through an import that may fail
+(``tests/unit/test_build.py`` checks both)."""
+
+
+def _dev_only(member: str) -> bool:
+    """Whether wheel ``member`` is a ``DEV_ONLY`` module or its compiled ``__pycache__/<name>.<tag>.pyc``."""
+    if member in DEV_ONLY:
+        return True
+    folder, _, name = member.rpartition("/")
+    parent, _, cache = folder.rpartition("/")
+    return cache == "__pycache__" and name.endswith(".pyc") and f"{parent}/{name.split('.')[0]}.py" in DEV_ONLY
+
+
+def without_dev_only(data: bytes) -> bytes:
+    """The app wheel ``data`` less its ``DEV_ONLY`` members (``_dev_only``) and their ``RECORD`` rows;
+    the other members as they were, in their order."""
+    source = zipfile.ZipFile(io.BytesIO(data))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as out:
+        for info in source.infolist():
+            if _dev_only(info.filename):
+                continue
+            body = source.read(info)
+            if info.filename.endswith(".dist-info/RECORD"):
+                rows = body.decode().splitlines(keepends=True)
+                body = "".join(r for r in rows if not _dev_only(r.split(",", 1)[0])).encode()
+            out.writestr(info, body)
+    return buffer.getvalue()
+
 
 def csp(connect: list[str] | tuple[str, ...] = ()) -> str:
     """The Content-Security-Policy of the build; ``connect``: origins besides the page's own that the
@@ -230,6 +268,8 @@ def build(out: Path, root: Path = ROOT, quiet: bool = False, connect: list[str] 
 
     repacked: dict[str, str] = {}
     for rel in list(contents):
+        if fnmatch.fnmatch(rel, APP_WHEEL):
+            contents[rel] = without_dev_only(contents[rel])
         if any(fnmatch.fnmatch(rel, g) for g in REPACK):
             contents[rel] = repack_stored(contents[rel])
             repacked[Path(rel).name] = sha256_bytes(contents[rel])

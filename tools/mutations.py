@@ -1,6 +1,6 @@
-"""Mutation check: apply each of fourteen DESIGN rules' mutations alone, run the unit suite, say which it kills.
+"""Mutation check: apply each of sixteen DESIGN rules' mutations alone, run the unit suite, say which it kills.
 
-    .venv/bin/python tools/mutations.py        # from the repository root; ~14 unit-suite runs
+    .venv/bin/python tools/mutations.py        # from the repository root; ~16 unit-suite runs
 
 Each mutation breaks one rule the design states (the section is named); a mutation the unit suite does not
 kill is a rule no test proves. The file is restored after each run, also when a run is interrupted. Exit
@@ -47,6 +47,10 @@ MUTATIONS = [  # (rule, file, text, mutated text)
      "record.stageId === stageId && record.locale === locale", "record.stageId === stageId"),
     ("the paint record's text is drawn as HTML (§13)", "static/paint.js",
      "if (isText(node.x)) element.textContent = node.x;", "if (isText(node.x)) element.innerHTML = node.x;"),
+    ("a reply cut at the length limit is drawn as stopped (§12, §13)", "app/message_row.py",
+     'return {"error": "failed", "length": "cut"}.get(', 'return {"error": "failed"}.get('),
+    ("the app wheel in dist/ keeps the dev-only hooks (§15)", "tools/build.py",
+     "        if fnmatch.fnmatch(rel, APP_WHEEL):\n", "        if False:\n"),
 ]
 
 

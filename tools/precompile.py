@@ -10,7 +10,7 @@ the sha256 of each source, so only changed modules are compiled again.
 ``compiled(sources)`` maps ``{"app/x.py": source bytes}`` to
 ``{"app/__pycache__/x.cpython-314.pyc": bytes}``; it returns ``{}`` (and the wheel
 ships sources only, as before) when Node or the vendored Pyodide is missing or
-fails. Measured gain: see README, "First paint and start-up".
+fails. Measured gain: see docs/performance-before-snapshot.md, "First paint and start-up".
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ One turn is one or more ``POST <base>/chat/completions`` requests with
 
 0. first, ``UsageReported(configured model, None)``: a turn that fails later
    still names its model (usage not reported);
-1. the thread (``app.agents.protocol.chat_messages``) goes out; the reply
+1. the thread (``app.agents.chat_completions.chat_messages``) goes out; the reply
    streams back as server-sent events (``app.agents.sse.SSEParser``); text
    pieces become ``TextDelta`` events, one per network chunk (the pieces a read
    delivers are joined, so the panel redraws once per read, not per token);
@@ -23,11 +23,11 @@ One turn is one or more ``POST <base>/chat/completions`` requests with
    completion is read as one chunk;
    tool-call ids: the model's own go back unchanged in ``tool_calls`` and the
    ``tool`` message; the stored id is the app's unique one with the model's
-   appended (``app.agents.protocol.stored_call_id``); a 400 that refuses the
+   appended (``app.agents.chat_completions.stored_call_id``); a 400 that refuses the
    tool-call ids (``refuses_call_ids``: a conversation begun on another server,
    whose ids this one does not take, e.g. Mistral's nine alphanumerics) is
    sent again with every id in the form every server accepts
-   (``app.agents.protocol.wire_messages`` ``strict``), and this agent keeps
+   (``app.agents.chat_completions.wire_messages`` ``strict``), and this agent keeps
    sending that form, so the conversation goes on after the base URL changed;
    a prompt over the server's context (``app.agents.context``) is sent once
    more with fewer of the oldest turns, and the turn's ``UsageReported`` says
@@ -66,8 +66,8 @@ from app.agent import AgentEvent, TextDelta, ToolCallFinished, ToolCallStarted
 from app.agents.context import ContextOverflow, context_overflow, turns_that_fit
 from app.agents.errors import KeyMask, ModelError, TransportError, http_error, mask_key, scrub
 from app.agents.events import ReplyCut, TokenUsage, UsageReported, usage_from_chunk
-from app.agents.protocol import (DEFAULT_MAX_TURNS, past_turns, slim_result_text, stored_call_id, tool_call_message,
-                                 wire_messages)
+from app.agents.chat_completions import (DEFAULT_MAX_TURNS, past_turns, slim_result_text, stored_call_id,
+                                         tool_call_message, wire_messages)
 from app.agents.sse import SSEParser
 from app.agents.tools import TOOLS, error_result, run_tool
 from app.model import Message, ToolCallPart

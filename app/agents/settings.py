@@ -35,7 +35,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
-from app.agents.protocol import DEFAULT_MAX_TURNS
+from app.agents.chat_completions import DEFAULT_MAX_TURNS
 
 __all__ = ["EXAMPLE_URLS", "KEY_STORAGE_KEY", "MAX_TURNS_LIMIT", "SETTINGS_STORAGE_KEY", "ModelSettings", "load_settings",
            "parse_max_turns", "save_settings", "validate_base_url"]

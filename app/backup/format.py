@@ -28,7 +28,8 @@ A refused file is refused whole, before anything is written.
 
 Read as an archiver may have written it again (``_members``): folder entries (``conversations/``)
 are skipped, a leading ``./`` is read as the plain name, and members outside the layout
-(``readme.txt``) are ignored, never read; the manifest makes the file a backup.
+(``readme.txt``) are ignored, never read nor counted toward the unpacked limits; the manifest makes
+the file a backup.
 """
 
 from __future__ import annotations
@@ -258,7 +259,8 @@ def open_backup(data: bytes, *, max_file: int = MAX_FILE_BYTES, max_unpacked: in
         raise BackupRefused("not-backup", "no manifest.json")
     if len(set(names)) != len(names):  # a backup's layout, some member written twice: which one is it?
         raise BackupRefused("damaged", "a member twice")
-    if any(info.file_size > max_member for info in infos) or sum(i.file_size for i in infos) > max_unpacked:
+    layout = [info for _, info in members]  # members outside the layout are never read, so never counted
+    if any(info.file_size > max_member for info in layout) or sum(i.file_size for i in layout) > max_unpacked:
         raise BackupRefused("unpacked", "members unpack too large")
     reader = BackupReader(archive, {}, {}, members=dict(members))
     manifest = _loads(reader._read("manifest.json"))

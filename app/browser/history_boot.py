@@ -25,14 +25,14 @@ from pyscript.ffi import is_none
 
 from app.browser.tasks import next_task
 
-__all__ = ["HISTORY_MODULES", "HeldClicks", "import_history"]
+__all__ = ["HISTORY_MODULES", "HeldClicks", "HistoryLoading", "import_history"]
 
 HISTORY_MODULES = (
     "app.history.records", "app.history.terms", "app.history.text", "app.history.repository",
     "app.history.access", "app.history.merge", "app.history.reads", "app.history.writes",
     "app.history.service", "app.history.labels", "app.history.list_model", "app.history.reconcile",
-    "app.browser.turn_meta_view", "app.browser.history_list_view", "app.browser.history_files",
-    "app.browser.history_view", "app.browser.backup_files",
+    "app.history.active_thread", "app.browser.turn_meta_view", "app.browser.history_list_view",
+    "app.browser.history_files", "app.browser.history_view", "app.browser.backup_files", "app.browser.history_part",
 )
 """History's modules in the order they are imported after ready, each one after those it imports
 (so each task runs one module's body)."""
@@ -48,6 +48,22 @@ async def import_history() -> None:
         if name == "app.history.records":
             for _model in module.build_models():  # their validators, a model per task
                 await next_task()
+
+
+class HistoryLoading:
+    """History while its modules load (after ready, DESIGN.md §13), in the page's ``history`` until
+    ``app.browser.history_part.HistoryPart`` takes its place, with the same verbs. ``runtime``: the
+    ``AgentRuntime``."""
+
+    def __init__(self, runtime) -> None:
+        self._runtime = runtime
+
+    def new_conversation(self) -> None:
+        """New conversation: the thread is cleared; the recorder's queue keeps it for history (§9)."""
+        self._runtime.clear_thread()
+
+    def refresh_turn_meta(self) -> None:
+        """Nothing to put back: history's start draws the turn meta."""
 
 
 class HeldClicks:

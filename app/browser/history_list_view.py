@@ -15,7 +15,8 @@ from pyscript import document
 from pyscript.ffi import is_none
 
 from app.browser.tasks import when_idle
-from app.history.list_model import SEARCH_PAUSE_MS, HistoryChange, HistoryList, empty_state, item_rows, list_line
+from app.history.changes import HistoryChange
+from app.history.list_model import SEARCH_PAUSE_MS, HistoryList, empty_state, item_rows, list_line
 from app.history.service import HistoryService
 
 __all__ = ["HistoryListView"]

@@ -8,9 +8,9 @@
 
 The list's state is ``app.history.list_model.HistoryList`` (pure); this view draws it and
 forwards events. The stats and turn-meta lines are ``TurnMetaView``'s, export, print and
-import ``HistoryFiles``'. Changes of history (this tab's, and other tabs' through
-``app.browser.signals``) arrive as ``HistoryList.changed``. Text is set as ``textContent``;
-times use the browser's ``Intl``.
+import ``HistoryFiles``'. Changes of history (this tab's, sync's, and other tabs' through
+``app.browser.signals``) arrive on history's hub (``HistoryService.changes``). Text is set as
+``textContent``; times use the browser's ``Intl``.
 
 Opening the list costs about a raw read of one page (DESIGN.md §14): after ``start()``, in idle
 time, the shown course's first page is drawn in the closed drawer (``HistoryList.live``), which
@@ -35,7 +35,9 @@ from app.browser.indexeddb import IndexedDbBackend
 from app.browser.status_line import dismiss, say
 from app.browser.tasks import next_task
 from app.browser.turn_meta_view import TurnMetaView
-from app.history.list_model import HistoryChange, HistoryList
+from app.history.active_thread import ActiveThread
+from app.history.changes import ChangeHub, HistoryChange
+from app.history.list_model import HistoryList
 from app.history.reconcile import iter_stored_threads
 from app.history.recorder import HistoryRecorder
 from app.history.service import UNDO_MS, HistoryService
@@ -45,12 +47,14 @@ __all__ = ["HistoryView", "create_history"]
 _FOCUSABLE = "button, input, select, textarea, [tabindex]"
 
 
-def create_history(clock) -> HistoryService:
-    """The service over IndexedDB (the runtime's recorder is made before it, ``app.browser.history_boot``);
-    nothing is opened yet."""
-    backend = IndexedDbBackend()
-    service = HistoryService(backend, clock=clock, prepare=_install_graphemes, pause=next_task)
-    backend.on_event = service.on_backend_event
+def create_history(clock, changes: ChangeHub, on_notice) -> HistoryService:
+    """The service over IndexedDB, publishing on ``changes`` and saying its notices to ``on_notice``
+    (the runtime's recorder is made before it, ``app.browser.history_boot``); nothing is opened yet.
+    The backend's closed connection (another tab upgrades, the database deleted) reaches the service."""
+    service: HistoryService | None = None
+    backend = IndexedDbBackend(on_event=lambda kind, detail: service.on_backend_event(kind, detail))
+    service = HistoryService(backend, clock=clock, prepare=_install_graphemes, pause=next_task, changes=changes,
+                             on_notice=on_notice)
     return service
 
 
@@ -85,16 +89,18 @@ def _keep_focus_in(drawer, event) -> None:
 class HistoryView:
     """Binds the history drawer and the stats/turn-meta hooks to one runtime (module docstring).
 
-    ``history_list``: the list's pure state, shared with the cross-tab adapter that announces
-    changes on it; ``store``: the ``ThreadStore`` (reconciled with history at start, the current
-    thread given to a resume); ``clock``: epoch ms.
+    ``history_list``: the list's pure state; the view hears history's changes on
+    ``service.changes`` and the recorder's writes (``HistoryRecorder.subscribe``); ``store``: the
+    ``ThreadStore`` (reconciled with history at start); ``clock``: epoch ms; ``threads``: the
+    ``ActiveThread`` service through which a resume, and sync's change of the course's active
+    conversation, reach the runtime.
     """
 
     def __init__(self, runtime, store, service: HistoryService, recorder: HistoryRecorder, translator, clock,
-                 history_list: HistoryList) -> None:
+                 history_list: HistoryList, threads: ActiveThread) -> None:
         self.runtime, self.store, self.service, self.recorder, self.t, self.clock = (
             runtime, store, service, recorder, translator, clock)
-        self.list = history_list
+        self.list, self.threads = history_list, threads
         self.listing = HistoryListView(runtime, service, history_list, translator, clock)
         self.meta = TurnMetaView(runtime, service, history_list, translator)
         self.files = HistoryFiles(runtime, store, service, recorder, history_list, translator, clock,
@@ -102,10 +108,8 @@ class HistoryView:
         self._by = document.getElementById
         self._undo_timer, self._proxies = None, []
         self._deleted_place = 0  # the list index of the item deleted last (focus goes there if Undo had it)
-        service.on_notice = runtime.add_notice
-        service.on_head_synced = self._head_synced
-        recorder.on_recorded = lambda stage_id: _schedule(self.render_meta())
-        history_list.subscribe(self._on_change)
+        recorder.subscribe(lambda stage_id: _schedule(self.render_meta()))
+        service.changes.subscribe(self._on_change)
 
     # -- wiring ----------------------------------------------------------------
     def bind(self) -> None:
@@ -149,14 +153,6 @@ class HistoryView:
         await next_task()
         await self.render_meta()
         self.listing.draw_ahead()
-
-    def _head_synced(self, stage_id: str, messages: list[dict]) -> None:
-        """Another device changed ``stage_id``'s active conversation (sync): this device's active
-        thread is rebuilt from history (DESIGN.md §16), one write of ``maic-agent-threads`` as a resume
-        makes, so the next turn goes on from what both devices said. While a turn runs there the
-        thread stays; where that turn ends is ``app.continuity``'s (it does not go on from the head)."""
-        if self.store.load(stage_id) != messages and self.runtime.replace_thread(stage_id, messages):
-            _schedule(self.render_meta())
 
     def _on_runtime(self) -> None:
         if self.runtime.stage_id != self.meta.stage or not self.runtime.has_messages:
@@ -320,13 +316,17 @@ class HistoryView:
     def _on_change(self, change: HistoryChange) -> None:
         """A change of history: the open list follows it, the closed one is drawn afresh in idle time
         (``draw_ahead``); another tab's change of the shown course redraws its stats and turn meta.
-        This tab's import draws itself (``reveal``)."""
+        This tab's import draws itself (``reveal``). A change by which sync moved the course's active
+        thread (``head``) rebuilds it through ``ActiveThread.follow`` (DESIGN.md §16); its stats and
+        turn meta are drawn again when it was."""
         concerns = self.list.hear(change)
         if self.list.open and (change.elsewhere or change.kind != "import"):
             _schedule(self.listing.apply_change(change))
         elif concerns and not self.list.open:
             self.listing.draw_ahead()
         if change.elsewhere and change.stage_id == self.runtime.stage_id:
+            _schedule(self.render_meta())
+        if self.threads.follow(change):
             _schedule(self.render_meta())
 
     # -- commands ------------------------------------------------------------------
@@ -365,12 +365,8 @@ class HistoryView:
         if not is_none(item) and item.getAttribute("data-damaged") == "true":
             self._say("resume", "history.damagedOpen")  # it cannot be read: it can be deleted
             return
-        current = self.store.load(stage_id) or []
-        messages = await self.recorder.run(stage_id, lambda: self.service.resume(
-            stage_id, task_id, current, self.store.updated_at(stage_id), self.clock()))
-        if messages is None:
+        if await self.threads.resume(stage_id, task_id) is None:
             return
-        self.runtime.replace_thread(stage_id, messages)
         await self.render_meta()
         self.close()
 

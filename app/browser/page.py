@@ -19,7 +19,7 @@ from pyscript.ffi import is_none
 from app.agent import DemoAgent
 from app.browser.checkpoint_view import CheckpointView
 from app.browser.dom import field_text
-from app.browser.indexed_db import NOTICE_CODE as IDB_NOTICE, indexed_db_status
+from app.browser.indexeddb_status import NOTICE_CODE as IDB_NOTICE, indexed_db_status
 from app.browser.indexeddb import IndexedDbBackend
 from app.browser.intl import IntlNumbers
 from app.browser.local_storage import open_local_storage
@@ -78,16 +78,20 @@ class Page:
                                             base=shown_base(self.translator))
         from app.browser.model_setup import ModelSetup
         from app.browser.signals import CrossTabSignals
+        from app.history.changes import ChangeHub
         from app.history.recorder import HistoryRecorder
 
         # History's modules load after ready (app.browser.history_boot); what the runtime records
-        # before waits in the recorder's queue (DESIGN.md §9, §13).
+        # before waits in the recorder's queue (DESIGN.md §9, §13); HistoryLoading stands in for them.
         self.recorder = HistoryRecorder()
-        self.history = self.history_list = self.history_view = None
+        self.changes = ChangeHub()  # history's one hub: other tabs' changes arrive on it before history loads (§15)
         demo = DemoAgent(delay_ms=_delay_ms(query), scenes=self.checkpoints.document, translate=self.translator)
         self.model_setup = ModelSetup(demo, lambda: self.runtime.stage_id)  # DESIGN.md §12
         self.runtime = AgentRuntime(self.store, self.model_setup.agent, clock=self.clock, history=self.recorder,
                                     checkpoints=self.checkpoints)
+        from app.browser.history_boot import HistoryLoading
+
+        self.history = HistoryLoading(self.runtime)  # HistoryPart once history's modules are loaded
         self.idb_available = indexed_db_status(window).available
         if not self.idb_available:  # PyScript runs on the in-memory substitute; this one notice covers history and versions
             self.runtime.add_notice(Notice(IDB_NOTICE))
@@ -96,7 +100,7 @@ class Page:
         self.stage_view = StageView(self.runtime, self.checkpoints, self.translator)
         covered = frozenset() if self.idb_available else frozenset({"checkpoint-unavailable"})
         self.checkpoint_view = CheckpointView(self.runtime, self.translator, self.clock, covered)
-        self.signals = CrossTabSignals(window, self.runtime, None, None, self.checkpoints)  # history joins after ready
+        self.signals = CrossTabSignals(window, self.runtime, self.changes, self.checkpoints)
         self.ready = False
         self._stage_key: tuple | None = None  # what the stage and its versions were last drawn for
         self._composing = False  # an IME composition is open in the page (compositionstart … compositionend)
@@ -207,10 +211,7 @@ class Page:
         document.getElementById("agent-input").focus()
 
     def _on_new(self, _event) -> None:
-        if self.history_view is None:  # history still loading: the recorder's queue keeps the thread (§9)
-            self.runtime.clear_thread()
-        else:
-            self.history_view.new_conversation()  # asks first when history cannot keep the thread (DESIGN.md §5, §9)
+        self.history.new_conversation()  # asks first when history cannot keep the thread (DESIGN.md §5, §9)
 
     def _on_notice_click(self, event) -> None:
         dismiss = event.target.closest("[data-testid=agent-notice-dismiss]")
@@ -248,66 +249,54 @@ class Page:
         """Before ready: clicks on history's controls are kept until its handlers are bound after ready."""
         from app.browser.history_boot import HeldClicks
 
-        window.agentbarCheckpoints = create_proxy(self.checkpoint_view.settle)  # tests and bench: await drawn lists
+        try:  # tests and bench await drawn lists by it; dev-only, not in dist/ (tools/build.py DEV_ONLY)
+            from app.browser.dev_hooks import install as install_dev_hooks
+        except ImportError:
+            pass
+        else:
+            install_dev_hooks(self.checkpoint_view)
         self.held_clicks = HeldClicks()
         self.held_clicks.install()
         self.held_settings = HeldClicks("#settings-open")  # its dialog is built after history's modules
         self.held_settings.install()
 
     async def load_history(self) -> None:
-        """After ready: import history's modules a module per task, build the service and the drawer,
-        join them to the other tabs and hand the service to the recorder (which runs what it queued);
+        """After ready: import history's modules a module per task, then build history's part whole
+        (``app.browser.history_part.HistoryPart``: the service, the drawer, the backup hooks; the
+        recorder then runs what it queued) in the page's ``history``, where ``HistoryLoading`` stood;
         with IndexedDB unusable from the start, history's own "unavailable" notice is left to the one
         IndexedDB notice (DESIGN.md §5, §9, §13)."""
         from app.browser.history_boot import import_history
 
         await import_history()
-        from app.browser.history_view import HistoryView, create_history
-        from app.history.list_model import HistoryList
+        from app.browser.history_part import HistoryPart
 
-        self.history, self.history_list = create_history(self.clock), HistoryList()
-        self.history_view = HistoryView(self.runtime, self.store, self.history, self.recorder, self.translator,
-                                        self.clock, self.history_list)
-        say = self.history.on_notice  # in the same task: a read the view makes meanwhile must not say it apart
-        self.history.on_notice = lambda notice: self._history_notice(notice, say)
-        await next_task()  # building the views and binding the drawer were one task of 63 ms on a cold load
-        self.signals.attach_history(self.history, self.history_list)
-        self.history_view.bind()
-        await next_task()
-        from app.browser.backup_files import bind_backup  # backup hooks of the drawer (DESIGN.md §14)
-        self.backup = bind_backup(self.records, self.store, self.translator, self.clock, self._after_restore,
-                                  busy=lambda stage_id: stage_id in self.runtime.sessions.running())
-        self.recorder.attach(self.history)
+        self.history = await HistoryPart.load(
+            self.runtime, self.store, self.recorder, self.changes, self.translator, self.clock, records=self.records,
+            say=self._history_notice, threads_restored=self._threads_restored,
+            busy=lambda stage_id: stage_id in self.runtime.sessions.running())
         self.held_clicks.release()
 
-    def _history_notice(self, notice, say) -> None:
-        """History's ``notice``, said by ``say``; when it tells that IndexedDB itself could not be opened
-        (unusable from the start, or its open failed: ``database_failed``), the one IndexedDB notice
-        instead, which covers scene versions too (three notices stacked: history unavailable, storage
-        full, versions in memory; DESIGN.md §5)."""
-        if database_failed(notice.code, self.history.available if self.idb_available else None):
+    def _history_notice(self, notice, available: bool | None) -> None:
+        """History's ``notice`` (``available``: whether history is open), said in the panel; when it tells
+        that IndexedDB itself could not be opened (unusable from the start, or its open failed:
+        ``database_failed``), the one IndexedDB notice instead, which covers scene versions too (three
+        notices stacked: history unavailable, storage full, versions in memory; DESIGN.md §5)."""
+        if database_failed(notice.code, available if self.idb_available else None):
             self.runtime.add_notice(Notice(IDB_NOTICE))
             self.checkpoint_view.cover("checkpoint-unavailable")
         else:
-            say(notice)
+            self.runtime.add_notice(notice)
 
-    async def _after_restore(self, plan) -> None:
-        """A backup was restored (``app.backup.format.MergePlan``, DESIGN.md §14): the course on screen
-        shows its restored thread, its scenes' current versions, stats and list at once (no reload);
-        the picker lists the restored courses; other tabs hear of it as an import."""
-        stages = set(plan.threads)
-        for stage_id in stages:
-            self.history.forget_active(stage_id)
+    async def _threads_restored(self, stages: set[str]) -> None:
+        """The page's part of a restored backup (``HistoryPart.restored``, DESIGN.md §14): the course on
+        screen shows its restored thread and its scenes' current versions at once (no reload); the
+        picker lists the restored courses."""
         self.runtime.threads_restored(stages)
         shown = self.runtime.stage_id
         if shown is not None:
             self.view.render_course(find_course(shown), self.store.stage_ids())
             await self.checkpoints.load_stage(shown)
-        await self.history_view.render_meta()
-        await self.history_view.listing.reload()
-        if self.history.on_change is not None:
-            for stage_id in stages | plan.stages:
-                self.history.on_change("import", "", stage_id)
 
     # -- after ready -----------------------------------------------------------------------
     async def finish(self) -> None:
@@ -333,7 +322,8 @@ class Page:
         await next_task()
         from app.browser.sync_setup import SyncSection, SyncSetup  # sync (§16): its client loads only when on
 
-        self.sync = SyncSetup(None, self.translator, self.checkpoints, self.records)  # history: given below
+        self.sync = SyncSetup(None, self.translator, self.checkpoints, self.records,  # history: given below
+                              changes=self.changes, say=self.runtime.add_notice, dismiss=self.runtime.dismiss_notice)
         await next_task()  # sync's modules and the settings dialog: a task each (together 40-135 ms on a cold load)
         self.model_setup.install_dialog(self.translator, self._redraw_messages,  # after ready: nothing added to start-up
                                         sections=(SyncSection(self.translator, self.sync),))
@@ -341,15 +331,13 @@ class Page:
         js.performance.mark("agentbar:settings")
         await next_task()
         await self.load_history()
-        self.sync.history = self.history
-        self.sync.dismiss = self.runtime.dismiss_notice  # a sync notice replaces its earlier count
+        self.sync.history = self.history.service
         await next_task()
-        await self.history_view.start()
-        self.root.dataset.history = "ready" if self.history.available else f"unavailable:{self.history.failure}"
+        await self.history.start()
+        self.root.dataset.history = self.history.state
         self.sync.install(self.checkpoint_view.menu)  # history is open: replicated conversations can come in
         js.performance.mark("agentbar:after-ready")
 
     def _redraw_messages(self) -> None:  # Markdown is there: messages rebuilt, their turn meta put back
         self.view.redraw_messages()
-        if self.history_view is not None:  # else history, still loading, draws the turn meta when it starts
-            self.history_view.refresh_turn_meta()
+        self.history.refresh_turn_meta()  # still loading: its start draws the turn meta

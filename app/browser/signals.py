@@ -5,30 +5,30 @@ services' and models' own change callbacks):
 - the ``storage`` event of ``maic-agent-threads`` (or of a cleared ``localStorage``) →
   ``AgentRuntime.on_storage_changed`` (DESIGN.md §4, §5);
 - ``BroadcastChannel`` ``agentbar-history`` (archive, resume, delete, undo, import, a recorded
-  turn) → ``HistoryService.forget_active``, ``AgentRuntime.conversation_changed_elsewhere`` and
-  ``HistoryList.changed`` (DESIGN.md §9);
+  turn) → ``AgentRuntime.conversation_changed_elsewhere``, then published on history's hub
+  (``app.history.changes``, source ``other-tab``), where the service, the list and the rest hear
+  it (DESIGN.md §9, §15);
 - ``BroadcastChannel`` ``agentbar-checkpoints`` (a version written, or one kept from another
   device by sync) → ``SceneCheckpoints.load_stage``
   of the shown course, which notifies its subscribers (DESIGN.md §10).
 
-The way out is here too: this tab's history changes (``HistoryService.on_change``) and versions
-(``SceneCheckpoints.on_recorded``, and ``on_adopted`` for another device's) are posted on the
-same channels. A browser without ``BroadcastChannel`` still gets the ``storage`` event; its history changes still reach its own list.
+The way out is here too: this tab's history changes (every change on the hub that did not come
+from another tab) and versions (``SceneCheckpoints.on_recorded``, and ``on_adopted`` for another
+device's) are posted on the same channels. A browser without ``BroadcastChannel`` still gets the
+``storage`` event.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from pyodide.ffi import create_proxy
 from pyscript.ffi import is_none
 
+from app.history.changes import ChangeHub, HistoryChange
 from app.store import STORAGE_KEY
-
-if TYPE_CHECKING:
-    from app.history.list_model import HistoryList
 
 __all__ = ["CHECKPOINT_CHANNEL", "HISTORY_CHANNEL", "CrossTabSignals"]
 
@@ -49,14 +49,6 @@ class Runtime(Protocol):
     def conversation_changed_elsewhere(self, stage_id: str, kind: str, task_id: str) -> None: ...
 
 
-class History(Protocol):
-    """What the adapter uses of ``app.history.service.HistoryService``."""
-
-    on_change: Any
-
-    def forget_active(self, stage_id: str) -> None: ...
-
-
 class Checkpoints(Protocol):
     """What the adapter uses of ``app.checkpoints.SceneCheckpoints``."""
 
@@ -68,16 +60,13 @@ class Checkpoints(Protocol):
 
 
 class CrossTabSignals:
-    """Joins the page's tabs for ``runtime``, ``history`` (with its list model ``history_list``)
-    and ``checkpoints`` (module docstring). ``window``: the page's ``window``. Nothing listens
-    until ``install()``. ``history`` and ``history_list`` may come later (``attach_history``:
-    history's modules load after ready, DESIGN.md §13); until then another tab's history change
-    still reaches the runtime."""
+    """Joins the page's tabs for ``runtime``, history's hub ``changes`` (made by the page before
+    ready; history's modules load after, DESIGN.md §13, and subscribe then) and ``checkpoints``
+    (module docstring). ``window``: the page's ``window``. Nothing listens until ``install()``."""
 
-    def __init__(self, window, runtime: Runtime, history: History | None, history_list: HistoryList | None,
-                 checkpoints: Checkpoints) -> None:
+    def __init__(self, window, runtime: Runtime, changes: ChangeHub, checkpoints: Checkpoints) -> None:
         self._window = window
-        self._runtime, self._history, self._list, self._checkpoints = runtime, history, history_list, checkpoints
+        self._runtime, self._changes, self._checkpoints = runtime, changes, checkpoints
         self._history_channel = None
         self._checkpoint_channel = None
         self._proxies: list = []  # kept alive as long as the page
@@ -86,8 +75,6 @@ class CrossTabSignals:
     def install(self) -> None:
         """Listen for the ``storage`` event and both channels; post this tab's changes on them."""
         self._listen(self._window, "storage", self._on_storage)
-        if self._history is not None:
-            self._history.on_change = self._history_changed_here
         if not hasattr(self._window, "BroadcastChannel"):
             return
         self._checkpoint_channel = self._window.BroadcastChannel.new(CHECKPOINT_CHANNEL)
@@ -96,6 +83,7 @@ class CrossTabSignals:
         self._checkpoints.on_adopted(self._announce_version)
         self._history_channel = self._window.BroadcastChannel.new(HISTORY_CHANNEL)
         self._listen(self._history_channel, "message", self._on_history_elsewhere)
+        self._changes.subscribe(self._history_changed_here)
 
     def _listen(self, target, event: str, handler) -> None:
         proxy = create_proxy(handler)
@@ -108,30 +96,17 @@ class CrossTabSignals:
             self._runtime.on_storage_changed()
 
     # -- history -----------------------------------------------------------------------
-    def attach_history(self, history: History, history_list: HistoryList) -> None:
-        """History is loaded (after ready): its changes are posted, other tabs' reach it and its list."""
-        self._history, self._list = history, history_list
-        history.on_change = self._history_changed_here
-
-    def _history_changed_here(self, kind: str, task_id: str, stage_id: str) -> None:
-        from app.history.list_model import HistoryChange
-
-        change = HistoryChange(kind, task_id, stage_id)
-        if self._history_channel is not None:
+    def _history_changed_here(self, change: HistoryChange) -> None:
+        """A change of this tab's history (its own, sync's, an import's): posted to the other tabs."""
+        if not change.elsewhere:
             self._history_channel.postMessage(change.to_json())
-        self._list.changed(change)
 
     def _on_history_elsewhere(self, event) -> None:
-        from app.history.list_model import HistoryChange
-
         change = HistoryChange.from_json(str(event.data))
         if change is None:
             return
-        if self._history is not None:
-            self._history.forget_active(change.stage_id)
         self._runtime.conversation_changed_elsewhere(change.stage_id, change.kind, change.task_id)
-        if self._list is not None:
-            self._list.changed(change)
+        self._changes.publish(change)
 
     # -- checkpoints -------------------------------------------------------------------
     def _version_written_here(self, item) -> None:

@@ -12,7 +12,8 @@
 - ``SyncSection``: the settings dialog's sync fields (``sync-enabled``, ``sync-url``,
   ``sync-database``, ``sync-user``, ``sync-password``, ``sync-remember``), saved by
   ``settings-save``; the password is kept like the model key (``app.sync.settings``).
-- The rules are ``app.sync.engine.SyncEngine``'s: this tab's history changes and the scene versions
+- The rules are ``app.sync.engine.SyncEngine``'s: this tab's history changes (heard on history's hub,
+  ``app.history.changes``; ``SyncEngine.sends`` says which) and the scene versions
   it writes (``SceneCheckpoints.on_recorded``) go out as documents, replicated documents come into
   history and the version store in arrival order, ``SLICE`` per step at most and ``SLICE_CHARS`` of
   their JSON (the adapter holds what waits,
@@ -48,10 +49,14 @@ from pyscript import document
 
 from app.browser.dom import element
 from app.browser.model_setup import WebStorage
+from app.browser.sync_tabs import SyncTabs
 from app.i18n import Translator
 from app.browser.tasks import next_task
+from app.history.changes import ChangeHub, HistoryChange
+from app.store import Notice
 from app.sync.engine import SENT_KEY, SyncEngine
 from app.sync.settings import SyncCredentials, SyncSettings, SyncStatus, load_sync_settings, save_sync_settings
+from app.sync.tabs import lock_name
 from app.sync.watchdog import ProgressWatchdog
 
 __all__ = ["SEQ_KEY", "SyncSection", "SyncSetup"]
@@ -108,12 +113,17 @@ class _Replica:
 class SyncSetup:
     """Sync in this page for ``history`` (``HistoryService``; ``None`` until the page loaded it, which
     it does before ``install``), ``translator``, ``checkpoints`` (``SceneCheckpoints``) and ``records``
-    (the ``RecordBackend`` both live in)."""
+    (the ``RecordBackend`` both live in). ``changes``: history's hub (``ChangeHub``), heard once sync
+    starts; ``say(Notice)`` / ``dismiss(code)``: the panel's ``add_notice`` and ``dismiss_notice`` (a
+    sync notice replaces its earlier count)."""
 
-    def __init__(self, history: Any, translator: Translator, checkpoints: Any = None, records: Any = None) -> None:
+    def __init__(self, history: Any, translator: Translator, checkpoints: Any = None, records: Any = None, *,
+                 changes: ChangeHub, say: Callable[[Notice], None],
+                 dismiss: Callable[[str], None] | None = None) -> None:
         self.history = history
         self.checkpoints = checkpoints
         self.records = records
+        self._changes, self._say, self.dismiss = changes, say, dismiss
         self._welcomed = False
         self.t = translator
         self.local, self.session = WebStorage("localStorage"), WebStorage("sessionStorage")
@@ -125,14 +135,12 @@ class SyncSetup:
         self._watching: asyncio.Future | None = None
         self._queue: asyncio.Future | None = None
         self._proxies: list = []
-        self._applying = False
         self._draining = None  # the replication whose waiting changes are being taken
         self._reported: SyncStatus | None = None  # the replication's last status (SyncEngine.shown)
         self.node = None
         self.now_button = None
         self._hooked = False
         self._starts = 0
-        self.dismiss: Callable[[str], None] | None = None  # the panel's dismiss_notice (set by the page)
 
     # -- the panel -----------------------------------------------------------------
     def install(self, menu=None) -> None:
@@ -240,10 +248,13 @@ class SyncSetup:
             self._show(SyncStatus("off"))
 
     def stop(self) -> None:
-        """End the replication of this page (the local database stays)."""
+        """End the replication of this page (the local database stays); with sync off, let the
+        replicating tab's lock go (another tab waiting for it takes over)."""
         if self.replication is not None:
             self.replication.stop()
             self.replication = None
+        if not self.settings.enabled and self._tabs is not None:
+            self._tabs.release()
 
     def sync_now(self) -> None:
         """The Sync now button: probe the server again and replicate at once."""
@@ -268,6 +279,9 @@ class SyncSetup:
         except RuntimeError as error:
             js.console.error(f"sync: {error}")
             self._show(SyncStatus("error", "unreachable"))
+            return
+        if not await self._tabs_of().claim(lock_name(self.settings)):  # another tab replicates: follow it
+            self._follow()
             return
         credentials = SyncCredentials.of(self.settings, self._password)
         config = json.dumps({"server": self.settings.url, "remote": credentials.remote, "user": credentials.user,
@@ -302,8 +316,7 @@ class SyncSetup:
         before it (``dismiss``: the page's ``runtime.dismiss_notice``)."""
         if self.dismiss is not None:
             self.dismiss(notice.code)
-        if self.history is not None and self.history.on_notice is not None:
-            self.history.on_notice(notice)
+        self._say(notice)
 
     def _since(self) -> str:
         try:
@@ -315,15 +328,12 @@ class SyncSetup:
         if self._hooked:
             return
         self._hooked = True
-        previous: Callable | None = self.history.on_change
 
-        def changed(kind: str, task_id: str, stage_id: str) -> None:
-            if previous is not None:
-                previous(kind, task_id, stage_id)
-            if self.engine is not None and not self._applying and self.settings.enabled:
-                self._enqueue(lambda: self.engine.local_changed(kind, task_id, stage_id))
+        def changed(change: HistoryChange) -> None:  # sync's own changes (source "sync") never go back out
+            if self.engine is not None and self.settings.enabled and SyncEngine.sends(change):
+                self._enqueue(lambda: self.engine.local_changed(change))
 
-        self.history.on_change = changed
+        self._changes.subscribe(changed)
         if self.checkpoints is not None:
             def recorded(item) -> None:
                 if self.engine is not None and self.settings.enabled:
@@ -370,11 +380,7 @@ class SyncSetup:
         try:
             docs = [doc for doc, _ in changes if isinstance(doc, dict)]
             if docs:
-                self._applying = True
-                try:
-                    await self.engine.remote_changed_many(docs)
-                finally:
-                    self._applying = False
+                await self.engine.remote_changed_many(docs)
             self.watchdog.worked()  # history takes in what came: not yet the replication moving again
             try:
                 self.local.set_item(SEQ_KEY, str(changes[-1][1]))
@@ -399,6 +405,63 @@ class SyncSetup:
         # 'synced' waits while history still takes changes in (the worker reports a pause only once
         # its change feed handed every replicated change to this page, so the drain has begun)
         self._show(SyncEngine.shown(self._reported, applying=self._draining is not None))
+
+    # -- one tab replicates (app.browser.sync_tabs) --------------------------------------
+    _tabs: SyncTabs | None = None  # made at the first start (after install drew the status)
+    _follows = 0  # starts of this page as a tab that follows
+
+    def _tabs_of(self) -> SyncTabs:
+        if self._tabs is None:
+            self._tabs = SyncTabs(self.node, self.t, take_over=lambda: self._spawn(self.restart()),
+                                  sync_now=self.sync_now, wake=self._wake, show=self._followed)
+        return self._tabs
+
+    def _wake(self) -> None:
+        if self.replication is not None:
+            self.replication.wake()
+
+    def _followed(self, status: SyncStatus) -> None:
+        """The replicating tab's ``status``, drawn as this tab's (nothing is watched here)."""
+        self.status = status
+        self._draw()
+
+    def _follow(self) -> None:
+        """Start as a tab that follows: this tab's history changes and versions go into the local
+        database (the replicating tab is told, ``wrote``), nothing is replicated or taken in here
+        (another tab's writes to history reach this one by history's own signals); the status is the
+        replicating tab's, asked for at the first start; a later start (Sync now) asks that tab to
+        start again."""
+        self.watchdog.stop()  # nothing replicates here: nothing to watch
+        quiet = create_proxy(lambda *_args: None)
+        self._proxies.append(quiet)
+        replication = self.replication = js.window.agentbarSync.open(json.dumps({"feed": False}), quiet, quiet)
+        tabs = self._tabs_of()
+        self.engine = SyncEngine(self.history, _TabReplica(replication, lambda: tabs.post("wrote")), self.local,
+                                 checkpoints=self.checkpoints, records=self.records, pause=next_task,
+                                 clock=lambda: int(js.Date.now()), notify=self._notify)
+        self._hook_history()
+        self._follows += 1
+        tabs.post("ask" if self._follows == 1 else "now")
+
+
+class _TabReplica(_Replica):
+    """``_Replica`` of a tab that follows: after each write, ``wrote()`` (the replicating tab reads it)."""
+
+    def __init__(self, replication, wrote: Callable[[], None]) -> None:
+        super().__init__(replication)
+        self._wrote = wrote
+
+    async def put(self, doc: dict[str, Any]) -> None:
+        await super().put(doc)
+        self._wrote()
+
+    async def remove(self, doc_id: str, body: dict[str, Any] | None = None) -> None:
+        await super().remove(doc_id, body)
+        self._wrote()
+
+    async def resolve(self, docs: list[dict[str, Any]]) -> None:
+        await super().resolve(docs)
+        self._wrote()
 
 
 def _report(task: asyncio.Future) -> None:

@@ -4,8 +4,9 @@
 the cursor of its next page, whether more pages exist, which items are drawn, which
 conversation is the course's active one (``current``), and a generation that tells a late
 read from a list drawn since. ``app.browser.history_view.HistoryView`` only draws it and
-forwards events. ``HistoryChange`` is one change of history (this tab's or another tab's,
-as the cross-tab channel carries it); ``HistoryList.effect`` says what it means for the list.
+forwards events. A ``HistoryChange`` (``app.history.changes``: this tab's, another tab's, sync's or
+an import's, as history's hub announces it) is heard by the view, and ``HistoryList.effect`` says
+what it means for the list.
 ``item_rows`` decides every text and attribute of drawn items (``static/history-view.js``
 draws them). Nothing here imports the browser.
 
@@ -19,16 +20,15 @@ and range asked for, one page, and every relative time still reading the same.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Literal
 
+from app.history.changes import HistoryChange
 from app.history.labels import item_stats_text
 from app.history.records import iso
 from app.history.service import ConversationStats
 from app.history.text import relative_label, relative_label_until, shown_title
 
-__all__ = ["RANGES_MS", "SEARCH_PAUSE_MS", "Effect", "HistoryChange", "HistoryList", "item_rows", "list_line"]
+__all__ = ["RANGES_MS", "SEARCH_PAUSE_MS", "Effect", "HistoryList", "item_rows", "list_line"]
 
 SEARCH_PAUSE_MS = 150
 """Typing in ``history-search`` searches once it pauses this long (ms); a key typed meanwhile starts
@@ -40,34 +40,6 @@ RANGES_MS: dict[str, int | None] = {"all": None, "1d": 86_400_000, "7d": 7 * 86_
 Effect = Literal["none", "remove", "reload", "top"]
 """What a history change does to the open list: nothing, remove its item, draw afresh, or draw
 what arrived above the top (``HistoryList.effect``)."""
-
-
-@dataclass(frozen=True)
-class HistoryChange:
-    """One change of history: ``kind`` (``archive``, ``resume``, ``delete``, ``undo``, ``import``,
-    ``record``…, as ``HistoryService.on_change`` names it) of conversation ``task_id`` in course
-    ``stage_id``; ``elsewhere``: another tab made it (it arrived on the cross-tab channel)."""
-
-    kind: str
-    task_id: str
-    stage_id: str
-    elsewhere: bool = False
-
-    def to_json(self) -> str:
-        """The channel payload: ``{"kind", "taskId", "stageId"}`` (what every tab version sends)."""
-        return json.dumps({"kind": self.kind, "taskId": self.task_id, "stageId": self.stage_id})
-
-    @classmethod
-    def from_json(cls, text: str) -> "HistoryChange | None":
-        """Another tab's change from its channel payload (``elsewhere`` True); ``None`` when the
-        payload is not a JSON object (a message no tab version sends)."""
-        try:
-            data = json.loads(text)
-        except ValueError:
-            return None
-        if not isinstance(data, dict):
-            return None
-        return cls(str(data.get("kind", "")), str(data.get("taskId", "")), str(data.get("stageId", "")), True)
 
 
 class HistoryList:
@@ -101,7 +73,6 @@ class HistoryList:
         self.owed = False  # a refresh of the top was asked for while the first page was read
         self._keys: dict[str, tuple[int, str]] = {}  # drawn taskId -> its list key (updatedAt, taskId)
         self._labels: dict[str, tuple[str, int]] = {}  # drawn taskId -> its relative-time label as drawn
-        self._listeners: list[Callable[[HistoryChange], None]] = []
 
     # -- drawing afresh -------------------------------------------------------------
     def restart(self, stage_id: str | None) -> None:
@@ -260,17 +231,6 @@ class HistoryList:
         if change.kind in ("undo", "import"):
             return "reload"
         return "top"
-
-    def subscribe(self, listener: Callable[[HistoryChange], None]) -> Callable[[], None]:
-        """Call ``listener(change)`` for each change of history announced with ``changed``;
-        returns the unsubscribe function."""
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
-
-    def changed(self, change: HistoryChange) -> None:
-        """Announce ``change`` (this tab's, or another tab's from the cross-tab adapter)."""
-        for listener in list(self._listeners):
-            listener(change)
 
 
 def item_rows(t: Callable[..., str], entries: Iterable[tuple[Any, tuple[str, str, str] | None]], now: int,

@@ -24,12 +24,13 @@ __all__ = ["HistoryRecorder"]
 
 
 class HistoryRecorder:
-    """Queues history writes of the runtime (module docstring); ``on_recorded(stage_id)`` after each.
-    ``service``: the ``HistoryService``, or ``None`` until ``attach``."""
+    """Queues history writes of the runtime (module docstring); each subscriber (``subscribe``) hears
+    ``stage_id`` after each, whether it wrote or failed. ``service``: the ``HistoryService``, or
+    ``None`` until ``attach``."""
 
-    def __init__(self, service: HistoryService | None = None, on_recorded: Callable[[str], None] | None = None) -> None:
+    def __init__(self, service: HistoryService | None = None) -> None:
         self.service = service
-        self.on_recorded = on_recorded
+        self._listeners: dict[object, Callable[[str], None]] = {}
         self._tail: asyncio.Future | None = None
         self._attached: asyncio.Future | None = None
 
@@ -38,6 +39,13 @@ class HistoryRecorder:
         self.service = service
         if self._attached is not None and not self._attached.done():
             self._attached.set_result(None)
+
+    def subscribe(self, listener: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``listener(stage_id)`` after each queued write of course ``stage_id`` from now on (the
+        stats and turn meta are drawn again); returns the function that ends the subscription."""
+        key = object()
+        self._listeners[key] = listener
+        return lambda: self._listeners.pop(key, None) and None
 
     async def _loaded(self) -> None:
         if self.service is None:
@@ -53,8 +61,9 @@ class HistoryRecorder:
                 await asyncio.gather(previous, return_exceptions=True)
             await self._loaded()
             result = await make()
-            if told and self.on_recorded:
-                self.on_recorded(stage_id)
+            if told:
+                for listener in list(self._listeners.values()):
+                    listener(stage_id)
             return result
         self._tail = asyncio.ensure_future(step())
         return self._tail
@@ -94,7 +103,7 @@ class HistoryRecorder:
     def head_task_id(self, stage_id: str, *, allocate: bool = True) -> asyncio.Future:
         """The task id of ``stage_id``'s active conversation, allocated when ``allocate`` and there is
         none (``HistoryService.head_task_id``), after the writes queued before (an archive ends the head
-        first). ``on_recorded`` is not called: nothing was recorded."""
+        first). Its subscribers are not told: nothing was recorded."""
         return self._schedule(stage_id, lambda: self.service.head_task_id(stage_id, allocate=allocate), told=False)
 
     def run(self, stage_id: str, make: Callable[[], Awaitable[Any]]) -> asyncio.Future:

@@ -12,20 +12,23 @@ the database in ``app.records.SCHEMA``):
   with the record (``app.history.terms``; ``folded`` made by ``app.history.text.fold_map``, §14);
 - ``texts``: ``{taskId, text}`` (the unfolded text, read only for the hits' snippets);
 - ``heads``: ``{stageId, taskId, syncedAt}``: the conversation that is a course's active thread in
-  ``maic-agent-threads``; ``syncedAt`` is that thread's ``updatedAt`` when history last matched it.
+  ``maic-agent-threads``; ``syncedAt`` is that thread's ``updatedAt`` when history last matched it
+  (``Head.matched_at`` in Python: "synced" there is not CouchDB sync, §16; the stored key keeps its name).
 
 Reads return typed values (``TaskMeta``, ``TurnMeta``, ``Head``); a stored record that cannot be
 read is reported through ``on_damaged`` (once per read) and read as missing, or listed as
-``Damaged`` when it still names a conversation. Writes are collected in a ``Writes`` (one
-transaction: all stored or none) and stored with ``HistoryRepository.commit``. Every backend
-failure is the backend's ``RecordStoreError``, raised as is.
+``Damaged`` when it still names a conversation. Sync reads every conversation a page at a time
+through ``HistoryRepository.conversation_pages`` and every scene version (``versions`` with its
+``snapshots`` document) through ``version_pages``: no module above names a table (§15). Writes are
+collected in a ``Writes`` (one transaction: all stored or none) and stored with
+``HistoryRepository.commit``. Every backend failure is the backend's ``RecordStoreError``, raised as is.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -38,7 +41,7 @@ from app.history.text import fold_map, fold_map_steps, plain_text, plain_text_st
 from app.records import HIGHEST, LOWEST, RecordBackend, WriteOp
 
 __all__ = ["Conversation", "Damaged", "FOLD_VERSION", "Head", "HistoryRepository", "ListRange", "Stored",
-           "Writes", "SNIPPET_AFTER", "SNIPPET_BEFORE"]
+           "Writes", "SNIPPET_AFTER", "SNIPPET_BEFORE", "version_pages"]
 
 LIST_INDEX = "[stageId+updatedAt+taskId]"
 SEARCH_INDEX = "[stageId+updatedAt]"
@@ -96,11 +99,11 @@ class Damaged:
 @dataclass(frozen=True)
 class Head:
     """A course's head as ``heads`` keeps it: ``task_id`` (the stored value when it is a string, else
-    None) and ``synced_at`` (the active thread's ``updatedAt`` when history last matched it; None
+    None) and ``matched_at`` (the active thread's ``updatedAt`` when history last matched it; None
     until its first turn), DESIGN.md §9."""
 
     task_id: str | None
-    synced_at: Any
+    matched_at: Any
 
     @property
     def allocated(self) -> str | None:
@@ -210,15 +213,23 @@ async def _paused_steps(steps, pause: Callable[[], Awaitable[None]]):
 
 class Writes:
     """The changes of ONE transaction, named for what they do; ``HistoryRepository.commit`` stores
-    them all or none (``RecordBackend.write``)."""
+    them all or none (``RecordBackend.write``). What it keeps whole is remembered (``kept``): the
+    change history announces after the commit carries it (``app.history.changes``, DESIGN.md §15)."""
 
     def __init__(self) -> None:
         self._ops: list[WriteOp] = []
+        self._kept: dict[str, Conversation] = {}
 
     @property
     def ops(self) -> list[WriteOp]:
         """The backend's write ops, in order."""
         return list(self._ops)
+
+    def kept(self, task_id: str) -> Conversation | None:
+        """The conversation ``task_id`` as these writes keep it whole (``keep``), None when they do not
+        (its meta, messages and turns are those written: a later change of the lists passed in does not
+        reach it)."""
+        return self._kept.get(task_id)
 
     def keep(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], *, new: bool = False) -> None:
         """Store a conversation whole: meta, slim messages, turns, its search and text records.
@@ -242,15 +253,16 @@ class Writes:
 
     def _keep(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], new: bool, text: str,
               search: dict) -> None:
+        self._kept[meta.taskId] = Conversation(meta, list(messages), list(turns))
         self._ops += [("add" if new else "put", "conversations", meta.model_dump()),
                       ("put", "messages", {"taskId": meta.taskId, "messages": messages}),
                       ("put", "turns", {"taskId": meta.taskId, "turns": [t.record() for t in turns]}),
                       ("put", "search", search),
                       ("put", "texts", {"taskId": meta.taskId, "text": text})]
 
-    def make_head(self, stage_id: str, task_id: str, synced_at: int | None) -> None:
-        """Make ``task_id`` the head of ``stage_id``, matched to the thread of ``updatedAt`` ``synced_at``."""
-        self._ops.append(("put", "heads", {"stageId": stage_id, "taskId": task_id, "syncedAt": synced_at}))
+    def make_head(self, stage_id: str, task_id: str, matched_at: int | None) -> None:
+        """Make ``task_id`` the head of ``stage_id``, matched to the thread of ``updatedAt`` ``matched_at``."""
+        self._ops.append(("put", "heads", {"stageId": stage_id, "taskId": task_id, "syncedAt": matched_at}))
 
     def end_head(self, stage_id: str) -> None:
         """``stage_id`` has no active conversation any more (its conversation stays, archived)."""
@@ -390,6 +402,21 @@ class HistoryRepository:
         if meta is None or not isinstance(stored, dict):
             return None
         return Conversation(meta, stored.get("messages") or [], await self.turns(task_id))
+
+    async def conversation_pages(self, per: int) -> AsyncIterator[list[Conversation]]:
+        """Every conversation stored, ``per`` at a time in task-id order, each page read in three reads
+        (the metas, then the messages and turns of all of them). One whose meta cannot be read
+        (``on_damaged``) or whose messages record is missing is left out of its page."""
+        async for metas in _pages(self._db, "conversations", "taskId", per):
+            ids = [raw["taskId"] for raw in metas]
+            messages = await self._db.bulk_get("messages", ids)
+            turns = await self._db.bulk_get("turns", ids)
+            page = []
+            for raw, held, turns_record in zip(metas, messages, turns):
+                meta = self.meta_of(raw)
+                if meta is not None and isinstance(held, dict):
+                    page.append(Conversation(meta, held.get("messages") or [], self._turns_of(turns_record)))
+            yield page
 
     async def stored(self, task_id: str) -> Stored:
         """Every record of ``task_id`` as stored (for a delete and its undo)."""
@@ -592,3 +619,27 @@ class HistoryRepository:
                 done += len(writes.ops)
             await pause()
         return done
+
+
+async def version_pages(backend: RecordBackend, per: int) -> AsyncIterator[list[tuple[dict, dict | None]]]:
+    """Every scene version stored in ``backend`` (DESIGN.md §10), ``per`` at a time in version-id order,
+    each with its ``snapshots`` record (None when missing): what sync sends at its first sync (§16)."""
+    async for versions in _pages(backend, "versions", "versionId", per):
+        snapshots = await backend.bulk_get("snapshots", [row["versionId"] for row in versions])
+        yield list(zip(versions, snapshots))
+
+
+async def _pages(backend: RecordBackend, table: str, key: str, per: int) -> AsyncIterator[list[dict]]:
+    """The records of ``table`` in the order of their string ``key`` (its index), ``per`` at a time,
+    each page read from the last key of the one before (never an offset); a record without a string
+    ``key`` is left out."""
+    lower, is_open = "", False
+    while True:
+        rows = await backend.query(table, key, lower, "\uffff", lower_open=is_open, limit=per)
+        rows = [row for row in rows if isinstance(row, dict) and isinstance(row.get(key), str)]
+        if not rows:
+            return
+        yield rows
+        if len(rows) < per:
+            return
+        lower, is_open = rows[-1][key], True

@@ -17,10 +17,11 @@ The service is the one face the page and the runtime use; its parts each hold on
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from app.history.access import NOTICE_CODES, HistoryAccess, Segmenter, guarded
+from app.history.changes import ChangeHub, HistoryChange
 from app.history.merge import merge_conversation, merged_meta
 from app.history.reads import PAGE_SIZE, HistoryReads, Page, SearchHit, SearchPage
 from app.history.records import Stats, TaskMeta, TurnMeta, new_task_id
@@ -71,22 +72,23 @@ class HistoryService:
     ``backend``: an ``app.records.RecordBackend``; ``clock``: epoch ms;
     ``random_bytes``: for task ids; ``prepare``: awaited once before the first
     title is made (the browser installs the grapheme wheel there);
-    ``on_notice(Notice)``: history notices (``history-*`` codes);
-    ``on_change(kind, task_id, stage_id)``: after this tab changed history
-    (``record``, ``archive``, ``resume``, ``delete``, ``undo``, ``import``),
-    for the view and other tabs. ``on_head_synced(stage_id, messages)``: another device's version
-    changed a course's active conversation (``apply_synced``); ``messages`` is what it now holds.
+    ``on_notice(Notice)``: history notices (``history-*`` codes, and sync's ``sync-deleted-*``);
+    ``changes``: the ``ChangeHub`` on which every change is published (``HistoryChange``: ``record``,
+    ``archive``, ``resume``, ``delete``, ``undo``, ``import``, ``sync``, with its source and what it
+    wrote; a change of the course's active conversation by sync carries its thread as ``head``),
+    for the list, the active thread, other tabs and sync; one is made when none is given. The
+    service hears its hub too: another tab's change makes it read that course's active
+    conversation again (``forget_active``).
     """
 
     def __init__(self, backend: RecordBackend, *, clock: Callable[[], int],
                  random_bytes: Callable[[int], bytes] = os.urandom,
                  prepare: Callable[[], Awaitable[None]] | None = None,
                  on_notice: Callable[[Notice], None] | None = None,
-                 on_change: Callable[[str, str, str], None] | None = None,
+                 changes: ChangeHub | None = None,
                  pause: Callable[[], Awaitable[None]] | None = None) -> None:
-        self.on_notice = on_notice
-        self.on_change = on_change
-        self.on_head_synced: Callable[[str, list[dict]], None] | None = None
+        self._on_notice = on_notice
+        self.changes = changes if changes is not None else ChangeHub()
         self._clock = clock
         self._random = random_bytes
         self._pause = pause
@@ -99,14 +101,18 @@ class HistoryService:
         self._reads = HistoryReads(self._repository, self._access, segmenter, pause=pause)
         self._segmenter = segmenter
         self._deleted: _Deleted | None = None
+        self.changes.subscribe(self._heard)
 
     def _tell(self, notice: Notice) -> None:
-        if self.on_notice:
-            self.on_notice(notice)
+        if self._on_notice:
+            self._on_notice(notice)
 
-    def _changed(self, kind: str, task_id: str, stage_id: str) -> None:
-        if self.on_change:
-            self.on_change(kind, task_id, stage_id)
+    def _changed(self, change: HistoryChange) -> None:
+        self.changes.publish(change)
+
+    def _heard(self, change: HistoryChange) -> None:
+        if change.elsewhere:  # another tab changed that course's active conversation, maybe
+            self.forget_active(change.stage_id)
 
     # -- availability ------------------------------------------------------
     @property
@@ -144,11 +150,11 @@ class HistoryService:
         """``HistoryWrites.head_task_id``: the task id of ``stage_id``'s head, allocated when missing."""
         return await self._writes.head_task_id(stage_id, allocate=allocate)
 
-    async def record_turn(self, stage_id: str, messages: list[dict], synced_at: int, *, usage: dict[str, int] | None,
+    async def record_turn(self, stage_id: str, messages: list[dict], matched_at: int, *, usage: dict[str, int] | None,
                           model: str, duration_ms: int, message_id: str | None, task_id: str | None = None,
                           own: list[dict] | None = None, dropped_turns: int = 0) -> TurnMeta | None:
         """``HistoryWrites.record_turn``: a completed turn on ``stage_id``'s active conversation."""
-        return await self._writes.record_turn(stage_id, messages, synced_at, usage=usage, model=model,
+        return await self._writes.record_turn(stage_id, messages, matched_at, usage=usage, model=model,
                                               duration_ms=duration_ms, message_id=message_id, task_id=task_id,
                                               own=own, dropped_turns=dropped_turns)
 
@@ -168,14 +174,14 @@ class HistoryService:
         """Drop the cached active meta of ``stage_id`` (another tab changed it)."""
         self._active.forget(stage_id)
 
-    async def archive(self, stage_id: str, messages: list[dict], synced_at: int | None) -> str | None:
+    async def archive(self, stage_id: str, messages: list[dict], matched_at: int | None) -> str | None:
         """``HistoryWrites.archive``: New conversation keeps the active one and ends it as the head."""
-        return await self._writes.archive(stage_id, messages, synced_at)
+        return await self._writes.archive(stage_id, messages, matched_at)
 
-    async def resume(self, stage_id: str, task_id: str, current: list[dict], current_synced_at: int | None,
-                     synced_at: int) -> list[dict] | None:
+    async def resume(self, stage_id: str, task_id: str, current: list[dict], current_matched_at: int | None,
+                     matched_at: int) -> list[dict] | None:
         """``HistoryWrites.resume``: make ``task_id`` the head of ``stage_id``; returns its messages."""
-        return await self._writes.resume(stage_id, task_id, current, current_synced_at, synced_at)
+        return await self._writes.resume(stage_id, task_id, current, current_matched_at, matched_at)
 
     async def reconcile(self, threads: dict[str, tuple[list[dict], int]],
                         pause: Callable[[], Awaitable[None]] | None = None) -> list[str]:
@@ -202,7 +208,7 @@ class HistoryService:
                 self._active.ended(stage_id)
             await self._repository.commit(writes)
             self._deleted = _Deleted(self._clock(), stored, was_head, stage_id)
-        self._changed("delete", task_id, stage_id)
+        self._changed(HistoryChange("delete", task_id, stage_id))
         return True
 
     def can_undo(self) -> bool:
@@ -222,7 +228,7 @@ class HistoryService:
             writes = Writes()
             writes.restore(deleted.stored)
             await self._repository.commit(writes)
-        self._changed("undo", deleted.stored.task_id, deleted.stage_id)
+        self._changed(HistoryChange("undo", deleted.stored.task_id, deleted.stage_id))
         return deleted.stored.task_id
 
     @property
@@ -258,6 +264,11 @@ class HistoryService:
         """(meta, messages, turns) of one conversation, for export."""
         return await self._reads.bundle(task_id)
 
+    def conversation_pages(self, per: int) -> AsyncIterator[list[Conversation]]:
+        """Every conversation kept, ``per`` at a time (``HistoryRepository.conversation_pages``: what
+        sync sends at its first sync, §16). A failure of the store is raised as it is."""
+        return self._repository.conversation_pages(per)
+
     @guarded(lambda: "unavailable")
     async def import_bundle(self, stage_id: str, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta],
                             pause: Callable[[], Awaitable[None]] | None = None) -> str:
@@ -278,7 +289,7 @@ class HistoryService:
             # "add" (new): another tab's import of it meanwhile aborts this one
             await writes.keep_in_steps(record, messages, turns, pause=pause or at_once, new=not held)
             await self._repository.commit(writes)
-        self._changed("import", meta.taskId, stage_id)
+        self._changed(HistoryChange("import", meta.taskId, stage_id, "import", written=writes.kept(meta.taskId)))
         return "ok"
 
     # -- sync (DESIGN.md §16) ------------------------------------------------
@@ -294,14 +305,15 @@ class HistoryService:
           the merged one back); ``"local"``: this one continues the other's (the caller sends this
           one); ``"same"``: nothing to do; ``"unavailable"``: history cannot be written.
 
-        ``on_change`` says ``import`` for an added one, ``sync`` for a changed one; ``on_head_synced``
-        hears a changed one that is its course's active conversation (the device's active thread is
-        rebuilt from history, DESIGN.md §16)."""
+        The change published (source ``sync``, carrying what was kept) says ``import`` for an added
+        one, ``sync`` for a changed one; a changed one that is its course's active conversation
+        carries its messages as ``head`` (the device's active thread is rebuilt from history,
+        DESIGN.md §16)."""
         head = None
+        writes = Writes()
         async with self._writes.lock:
             held = await self._repository.conversation(meta.taskId)
             if held is None:
-                writes = Writes()
                 writes.keep(meta, messages, turns, new=not await self._repository.holds(meta.taskId))
                 await self._repository.commit(writes)
                 outcome = "added"
@@ -311,16 +323,14 @@ class HistoryService:
                     same = held.messages == messages and held.turns == turns and held.meta == meta
                     return "same" if same else "local"
                 kept = merged_meta(held.meta, meta, merged)
-                writes = Writes()
                 writes.keep(kept, merged.messages, merged.turns)
                 await self._repository.commit(writes)
                 if (await self._repository.head_id(kept.stageId)) == kept.taskId:
                     self._active.forget(kept.stageId)
                     head = merged.messages
                 outcome = merged.how
-        self._changed("import" if outcome == "added" else "sync", meta.taskId, meta.stageId)
-        if head is not None and self.on_head_synced:
-            self.on_head_synced(meta.stageId, head)
+        self._changed(HistoryChange("import" if outcome == "added" else "sync", meta.taskId, meta.stageId, "sync",
+                                    written=writes.kept(meta.taskId), head=head))
         return outcome
 
     async def apply_synced_many(self, items: list[Conversation]) -> list[str]:
@@ -342,7 +352,8 @@ class HistoryService:
         for index, (meta, messages, turns) in enumerate(items):
             if index in added_at:
                 outcomes.append("added")
-                self._changed("import", meta.taskId, meta.stageId)
+                self._changed(HistoryChange("import", meta.taskId, meta.stageId, "sync",
+                                            written=Conversation(meta, messages, turns)))
             else:
                 outcomes.append(await self.apply_synced(meta, messages, turns))
         return outcomes
@@ -365,11 +376,12 @@ class HistoryService:
         ``messages`` (``app.history.merge.split_turns``), whether the deleting device had it (None: it
         had every turn). Turns it never had (made here while apart) are not lost: they become a
         conversation of their own, archived, or the course's active one when the deleted one was
-        (``on_head_synced`` hears what the course's thread now is), and a ``sync-deleted-kept`` notice
-        says so (``title``: the deleted conversation's, ``count``: the turns kept). A course whose
-        active conversation it was and that keeps nothing has none after, its thread emptied
-        (``on_head_synced`` with ``[]``) and ``sync-deleted-active`` said: the panel never goes on
-        showing a deleted conversation as live (a next turn would bring it back under a new id)."""
+        (its change carries what the course's thread now is as ``head``), and a ``sync-deleted-kept``
+        notice says so (``title``: the deleted conversation's, ``count``: the turns kept), said before
+        the changes are published. A course whose active conversation it was and that keeps nothing
+        has none after, its thread emptied (the delete's change carries ``head`` ``[]``) and
+        ``sync-deleted-active`` said: the panel never goes on showing a deleted conversation as live
+        (a next turn would bring it back under a new id). Changes have the source ``sync``."""
         kept: Conversation | None = None
         async with self._writes.lock:
             stored = await self._repository.stored(task_id)
@@ -393,14 +405,15 @@ class HistoryService:
                 else:
                     self._active.ended(stage_id)
             await self._repository.commit(writes)
-        self._changed("delete", task_id, stage_id)
-        if kept is not None:
-            self._changed("import", kept.meta.taskId, stage_id)
+        if kept is not None:  # said before the thread is rebuilt: the panel draws both at once
             self._tell(Notice("sync-deleted-kept", {"title": kept.meta.taskName, "count": len(kept.turns) or 1}))
         elif was_head:
             self._tell(Notice("sync-deleted-active", {}))
-        if was_head and self.on_head_synced:
-            self.on_head_synced(stage_id, kept.messages if kept is not None else [])
+        self._changed(HistoryChange("delete", task_id, stage_id, "sync",
+                                    head=[] if was_head and kept is None else None))
+        if kept is not None:
+            self._changed(HistoryChange("import", kept.meta.taskId, stage_id, "sync", written=kept,
+                                        head=kept.messages if was_head else None))
         return kept.meta.taskId if kept is not None else ""
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from app.continuity import continues
 from app.history.adopted import adopted_meta
 from app.history.access import HistoryAccess, Segmenter, guarded
+from app.history.changes import HistoryChange
 from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta, Usage, iso, new_task_id
 from app.history.repository import HistoryRepository, Writes
 from app.history.text import title_of
@@ -34,8 +35,8 @@ _log = logging.getLogger(__name__)
 SLICE_MS = 12
 """``HistoryWrites.add_synced`` gives the page back (its ``pause``) once building records took this long (ms)."""
 
-Changed = Callable[[str, str, str], None]
-"""``changed(kind, task_id, stage_id)``: after this tab changed history."""
+Changed = Callable[[HistoryChange], None]
+"""``changed(change)``: after this tab changed history (``ChangeHub.publish``)."""
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,8 @@ async def at_once() -> None:
 
 class HistoryWrites:
     """Turns, archive, resume, reconciliation and synced additions (module docstring). ``clock``: epoch ms;
-    ``random_bytes``: for task ids; ``changed``: told after each change this tab made; ``pause``: awaited
+    ``random_bytes``: for task ids; ``changed``: told each change this tab made (``HistoryChange``, carrying
+    the conversation as written); ``pause``: awaited
     between the slices of a turn's search record (``Writes.keep_in_steps``: a message of millions of
     characters is folded and indexed without a long task, DESIGN.md §13, §14); without it, at once."""
 
@@ -176,11 +178,11 @@ class HistoryWrites:
             return task_id
 
     # -- turns -------------------------------------------------------------
-    async def record_turn(self, stage_id: str, messages: list[dict], synced_at: int, *, usage: dict[str, int] | None,
+    async def record_turn(self, stage_id: str, messages: list[dict], matched_at: int, *, usage: dict[str, int] | None,
                           model: str, duration_ms: int, message_id: str | None, task_id: str | None = None,
                           own: list[dict] | None = None, dropped_turns: int = 0) -> TurnMeta | None:
         """A completed turn on ``stage_id``'s active conversation (created at its first turn):
-        ``messages`` the whole slim thread as saved, ``synced_at`` its ``updatedAt``. Returns the turn meta.
+        ``messages`` the whole slim thread as saved, ``matched_at`` its ``updatedAt``. Returns the turn meta.
 
         ``task_id``: the conversation the turn continues (taken when it started). When another tab
         made another conversation the head meanwhile, in a moment this tab's save could not see
@@ -194,7 +196,7 @@ class HistoryWrites:
         if task_id is not None and TASK_ID.match(task_id) and own is not None \
                 and await self._moved_on(stage_id, task_id):
             return await self._record_in(task_id, stage_id, own, turn)
-        return await self._record_on_head(stage_id, messages, synced_at, turn)
+        return await self._record_on_head(stage_id, messages, matched_at, turn)
 
     @guarded(bool)
     async def _moved_on(self, stage_id: str, task_id: str) -> bool:
@@ -204,7 +206,7 @@ class HistoryWrites:
         return head != task_id if head is not None else await self._repository.holds(task_id)
 
     @guarded(writes=True)
-    async def _record_on_head(self, stage_id: str, messages: list[dict], synced_at: int, turn: Turn) -> TurnMeta:
+    async def _record_on_head(self, stage_id: str, messages: list[dict], matched_at: int, turn: Turn) -> TurnMeta:
         await self._segmenter.for_titles(messages)
         async with self._lock:
             meta = await self._repository.head_meta(stage_id)
@@ -219,10 +221,10 @@ class HistoryWrites:
             meta, added = with_turn(meta, turns, messages, turn, self._clock())
             writes = Writes()
             await writes.keep_in_steps(meta, messages, turns, pause=self._pause, new=diverged)
-            writes.make_head(stage_id, meta.taskId, synced_at)
+            writes.make_head(stage_id, meta.taskId, matched_at)
             await self._repository.commit(writes)
             self._active.set(stage_id, meta, turns)
-        self._changed("record", meta.taskId, stage_id)
+        self._changed(HistoryChange("record", meta.taskId, stage_id, written=writes.kept(meta.taskId)))
         return added
 
     async def record_turn_in(self, task_id: str, stage_id: str, messages: list[dict], *,
@@ -259,7 +261,7 @@ class HistoryWrites:
             await self._repository.commit(writes)
             if self._active.task_id(stage_id) == task_id:  # this tab still took it for the active one
                 self._active.forget(stage_id)
-        self._changed("record", meta.taskId, stage_id)
+        self._changed(HistoryChange("record", meta.taskId, stage_id, written=writes.kept(meta.taskId)))
         return added
 
     @guarded(lambda: None)
@@ -309,11 +311,11 @@ class HistoryWrites:
 
     # -- archive, resume ---------------------------------------------------
     @guarded(writes=True)
-    async def archive(self, stage_id: str, messages: list[dict], synced_at: int | None) -> str | None:
+    async def archive(self, stage_id: str, messages: list[dict], matched_at: int | None) -> str | None:
         """New conversation: keep the active conversation (``messages`` as last shown; adopted if history
         lacks it) and end it as the head. Returns its task id. Asks for persistent storage once
         (``_ask_persist``, never awaited: no write waits for the browser's answer).
-        (``synced_at``: the thread's ``updatedAt``; the archived conversation has no head to stamp.)"""
+        (``matched_at``: the thread's ``updatedAt``; the archived conversation has no head to stamp.)"""
         task_id = None
         async with self._lock:
             meta = await self._repository.head_meta(stage_id)
@@ -324,14 +326,15 @@ class HistoryWrites:
                 if meta is None or not continues(await self._repository.messages(meta.taskId), messages):
                     allocated = None if meta else await self._repository.head_id(stage_id)
                     task_id = (await self._adopt(writes, stage_id, messages, meta, allocated=allocated,
-                                                 updated_at=synced_at)).taskId
+                                                 updated_at=matched_at)).taskId
             writes.end_head(stage_id)
             await self._repository.commit(writes)
             self._active.ended(stage_id)
         if not self.persist_requested:
             self.persist_requested = True
             self._persisting = asyncio.ensure_future(self._ask_persist())  # asked, never awaited here
-        self._changed("archive", task_id or "", stage_id)
+        self._changed(HistoryChange("archive", task_id or "", stage_id,
+                                    written=writes.kept(task_id) if task_id else None))
         return task_id
 
     async def _ask_persist(self) -> None:
@@ -372,11 +375,11 @@ class HistoryWrites:
         return meta
 
     @guarded()
-    async def resume(self, stage_id: str, task_id: str, current: list[dict], current_synced_at: int | None,
-                     synced_at: int) -> list[dict] | None:
+    async def resume(self, stage_id: str, task_id: str, current: list[dict], current_matched_at: int | None,
+                     matched_at: int) -> list[dict] | None:
         """Make ``task_id`` the head of ``stage_id``; returns its messages for the caller's one write
-        of ``maic-agent-threads`` (stamped ``synced_at``), or None when it does not exist.
-        ``current``: the active thread now (of ``updatedAt`` ``current_synced_at``); kept in history
+        of ``maic-agent-threads`` (stamped ``matched_at``), or None when it does not exist.
+        ``current``: the active thread now (of ``updatedAt`` ``current_matched_at``); kept in history
         if it is not there yet."""
         await self._segmenter.for_titles(current)
         async with self._lock:
@@ -389,12 +392,12 @@ class HistoryWrites:
             if current and (head is None or head.taskId != task_id):
                 if head is None or not continues(await self._repository.messages(head.taskId), current):
                     allocated = None if head else await self._repository.head_id(stage_id)
-                    await self._adopt(writes, stage_id, current, head, allocated=allocated, updated_at=current_synced_at)
+                    await self._adopt(writes, stage_id, current, head, allocated=allocated, updated_at=current_matched_at)
             meta = meta.model_copy(update={"stageId": stage_id})
-            writes.make_head(stage_id, task_id, synced_at)
+            writes.make_head(stage_id, task_id, matched_at)
             await self._repository.commit(writes)
             self._active.set(stage_id, meta, await self._repository.turns(task_id))
-        self._changed("resume", task_id, stage_id)
+        self._changed(HistoryChange("resume", task_id, stage_id))
         return messages
 
     @guarded(list)
@@ -421,7 +424,7 @@ class HistoryWrites:
                              pause: Callable[[], Awaitable[None]] | None = None) -> bool:
         """``reconcile`` of one course; True when its head was adopted or updated."""
         head = await self._repository.head(stage_id)
-        if head is not None and head.synced_at == updated_at:
+        if head is not None and head.matched_at == updated_at:
             return False
         await self._segmenter.for_titles(messages)
         async with self._lock:

@@ -72,7 +72,7 @@ RECORD_WAIT_S = 5.0
 # FAILED (from app.projection): status of an assistant message whose agent raised; stored with what
 # it had and a marker holding the error, so a reload shows the failure (DESIGN.md §5, §12).
 TRACE_PHASES = ("turn-end", "thread-save", "thread-saved", "turn-ended", "storage-event", "storage-event-done")
-"""What ``AgentRuntime.trace`` observers hear, in order: a turn's done callback starts, the thread
+"""What the runtime's phase observers hear (``app.runtime.trace``, dev-only), in order: a turn's done callback starts, the thread
 store's write starts and returns, the callback returns (listeners called); another tab's write is
 handled (``on_storage_changed``) and that is done."""
 
@@ -170,12 +170,6 @@ class AgentRuntime:
         """Hand every ``TurnEnded`` that goes to its course's thread to ``subscriber`` too, after the
         thread store and history (wiring time; DESIGN.md §15)."""
         self._turns.subscribe(subscriber)
-
-    def trace(self, observer: Callable[[str, str | None], None]) -> Callable[[], None]:
-        """Call ``observer(phase, stage_id)`` at each of ``TRACE_PHASES``: the public way a measuring
-        tool (the benchmark, DESIGN.md §13, §15) times a turn's end; returns the unsubscribe function."""
-        self._observers.append(observer)
-        return lambda: self._observers.remove(observer) if observer in self._observers else None
 
     def notify_through(self, deliver: Callable[[Callable[[], None]], None] | None) -> None:
         """Call the listeners through ``deliver(call_listeners)`` from now on (``None``: at once, the

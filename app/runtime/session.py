@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.agent import AgentEvent, TextDelta, ToolCallFinished, ToolCallStarted, UsageReport
+from app.agent import AgentEvent, TextDelta, ToolCallFinished, ToolCallStarted, UsageSoFar
 from app.agents.errors import error_payload
 from app.agents.events import UsageReported
 from app.model import COMPLETE, Message, MessageStatus, TextPart, ToolCallPart
@@ -46,7 +46,7 @@ class Session:
     base: list[dict[str, Any]] = field(default_factory=list, repr=False)
     task: asyncio.Task[None] | None = field(default=None, repr=False)
     started_at: int = 0  # clock() at send, for the turn's duration (DESIGN.md §9)
-    usage: UsageReport | UsageReported | None = None  # the agent's last usage report of the turn in flight
+    usage: UsageSoFar | UsageReported | None = None  # the agent's last usage report of the turn in flight
     recording: asyncio.Future | None = field(default=None, repr=False)  # the ended turn's history write (§9)
     conversation: asyncio.Future | None = field(default=None, repr=False)  # id of the conversation the turn continues
     switched_to: str | None = None  # during the turn another tab resumed this id ("" for New conversation)

@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from app.agent import REGENERATE_TOOL, RUN_STAGE, Agent, UsageReport
+from app.agent import REGENERATE_TOOL, RUN_STAGE, Agent, UsageSoFar
 from app.agents.events import ReplyCut, UsageReported
 from app.continuity import home_of_ending_turn
 from app.model import Message, TextPart
@@ -77,7 +77,7 @@ class Turns:
         RUN_STAGE.set(session.stage_id)  # the tool reads this course's scenes (this task's context only)
         writes: list[Awaitable[Any]] = []
         async for event in self._agent.run(history, text):
-            if isinstance(event, (UsageReport, UsageReported)):  # the demo's and the model back end's
+            if isinstance(event, (UsageSoFar, UsageReported)):  # the demo's and the model back end's
                 session.usage = event
                 continue
             if isinstance(event, ReplyCut):

@@ -28,7 +28,6 @@ from app.store.reading import Taken, take_in
 from app.store.results import Mode, Notice, NoticeQueue, SaveResult
 from app.store.stored import StoredValue
 from app.store.tabs import rebase, replaced
-from app.store.trace import SaveTrace
 
 __all__ = ["ThreadStore"]
 
@@ -186,17 +185,6 @@ class ThreadStore:
         self._read()
         after = self._kept.views(self._stored.threads)
         return {k for k in before.keys() | after.keys() if before.get(k) is not after.get(k)}
-
-    def trace_save(self, stage_id: str, messages: Messages, updated_at: int, *, clock: Callable[[], float],
-                   splice: Callable[[int, int, str], bool] | None = None) -> SaveTrace:
-        """The benchmark's profiling entry point (DESIGN.md §15): one steady save (this tab wrote
-        last), spliced step by step and timed with ``clock`` (``StoredValue.trace_splice``).
-        Raises ``LookupError`` (nothing written) when the store is not on the splice path."""
-        if self._mode != "persistent":
-            raise LookupError(f"store not on the splice path (mode {self._mode})")
-        trace = self._stored.trace_splice(stage_id, Thread(messages, updated_at), clock, splice)
-        self._kept.drop(stage_id)
-        return trace
 
     # --- internals: the one place the mode changes and notices are queued -------------
 

@@ -17,14 +17,12 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable
 
 from app.storage import MemoryStorage, QuotaExceeded, StringStorage, UnparseableValue
 from app.store.backups import back_up
 from app.store.envelope import Entries, Thread, entry_spans, envelope, merge_changes, splice_for
 from app.store.pruned import PruneNotes, forget_pruned, read_pruned
 from app.store.quota import Pruned, write_pruning
-from app.store.trace import SaveTrace, trace_splice
 
 __all__ = ["StoredValue"]
 
@@ -137,20 +135,3 @@ class StoredValue:
         self.storage.set_item(self.key, envelope(threads))
         self.storage.get_item(self.key)  # seen: later saves splice
         self.take(threads, layout_known=True)
-
-    def trace_splice(self, stage_id: str, thread: Thread, clock: Callable[[], float],
-                     splice: Callable[[int, int, str], bool] | None) -> SaveTrace:
-        """``app.store.trace.trace_splice`` of ``thread`` into this value, then its bookkeeping
-        (timed too). Raises ``LookupError`` (nothing written) when the layout is not known, or
-        the trace stopped (the layout is then unknown: the next save writes whole, as after a
-        failed splice)."""
-        if self.written is None:
-            raise LookupError("store not on the splice path (no value written by this tab since its last read)")
-        threads, trace = trace_splice(self.storage, self.key, self.written or {}, dict(self.threads),
-                                      stage_id, thread, clock, splice)
-        if threads is None:
-            self.written = None
-            raise LookupError(trace.error)
-        t0 = clock()
-        self.take(threads, layout_known=True)
-        return trace.with_step("bookkeeping (what is stored now)", clock() - t0)

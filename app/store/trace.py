@@ -1,6 +1,9 @@
 """A steady save taken apart and timed step by step: the store's profiling entry point
-(``ThreadStore.trace_save``), so the benchmark reaches the store through a public hook, not
-its private fields (DESIGN.md §15).
+(``trace_save``), so the benchmark reaches the store through one hook, not by reading its fields.
+
+Dev-only (DESIGN.md §15): the development server's app wheel holds this module, for the
+benchmark (``bench/hooks.py``); ``tools/build.py`` leaves it out of ``dist/`` (``DEV_ONLY``) and
+no shipped module imports it.
 
 Example::
 
@@ -20,11 +23,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
 
+from typing import TYPE_CHECKING, Any
+
 from app.storage import QuotaExceeded, StringStorage, utf16_len
 from app.store.envelope import Thread, splice_for
 from app.store.jsjson import js_json, js_key_order
 
-__all__ = ["SaveTrace", "trace_splice"]
+if TYPE_CHECKING:
+    from app.store.facade import ThreadStore
+
+__all__ = ["SaveTrace", "trace_save", "trace_splice"]
 
 
 @dataclass(frozen=True)
@@ -85,3 +93,29 @@ def trace_splice(storage: StringStorage, key: str, written: dict[str, Thread], t
         utf16_len(js_json(k)) + 1 + utf16_len(threads[k].fragment())
     steps["once after a full write: UTF-16 length of the entries before it"] = clock() - t4
     return threads, SaveTrace(steps, len(order), utf16_len(text), end - start)
+
+
+def trace_save(store: ThreadStore, stage_id: str, messages: list[dict[str, Any]], updated_at: int, *,
+               clock: Callable[[], float], splice: Callable[[int, int, str], bool] | None = None) -> SaveTrace:
+    """One steady save of ``messages`` (stored form) as ``stage_id``'s thread at ``updated_at`` (ms)
+    into ``store`` (an ``app.store.ThreadStore`` whose tab wrote the stored value last), spliced step
+    by step (``trace_splice``) and timed with ``clock``, then the store's bookkeeping (timed too).
+    ``splice(start, end, text)`` replaces the storage's splice (default ``storage.splice_item``).
+    Raises ``LookupError`` (nothing written) when the store is not on the splice path: not
+    persistent, or no value written by this tab since its last read; or when the trace stopped (the
+    layout is then unknown: the next save writes whole, as after a failed splice)."""
+    if store.mode != "persistent":
+        raise LookupError(f"store not on the splice path (mode {store.mode})")
+    stored = store._stored  # the store package's own value: this module is the store's, kept out of dist/
+    if stored.written is None:
+        raise LookupError("store not on the splice path (no value written by this tab since its last read)")
+    threads, trace = trace_splice(stored.storage, stored.key, stored.written or {}, dict(stored.threads),
+                                  stage_id, Thread(messages, updated_at), clock, splice)
+    if threads is None:
+        stored.written = None
+        raise LookupError(trace.error)
+    t0 = clock()
+    stored.take(threads, layout_known=True)
+    trace = trace.with_step("bookkeeping (what is stored now)", clock() - t0)
+    store._kept.drop(stage_id)
+    return trace

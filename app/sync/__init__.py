@@ -10,4 +10,6 @@
   history's one rule for another writer (``app.history.merge`` through ``app.continuity``, §15: a
   device is another writer); a scene version whose number is taken here is renumbered past the
   highest (``app.checkpoints.versions.place_versions``).
+- ``tabs``: one tab of a browser replicates (the Web Lock's name); the others follow it (the
+  messages they pass).
 """

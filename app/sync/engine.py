@@ -3,11 +3,13 @@
 ``SyncEngine`` is what the browser adapter (``app.browser.sync_setup`` over ``static/sync.js``)
 calls, both ways:
 
-- out: ``local_changed(kind, task_id, stage_id)`` after this tab changed history
-  (``HistoryService.on_change``): a delete removes the conversation's document (and keeps its id
+- out: ``local_changed(change)`` for each change history's hub announces that ``sends`` admits
+  (this tab's and an import's, ``app.history.changes``; never sync's own, never another tab's,
+  which that tab sends): a delete removes the conversation's document (and keeps its id
   as deleted, ``Tombstones``), the deletion naming the turns this device had
-  (``app.sync.documents.deletion_doc``); anything else writes the conversation's document as
-  history now holds it (``app.sync.documents.conversation_doc``), never over an id deleted before;
+  (``app.sync.documents.deletion_doc``); anything else writes the conversation's document
+  (``app.sync.documents.conversation_doc``) of what the change carries as written, or as history
+  now holds it when it carries none, never over an id deleted before;
 - in: ``remote_changed_many(docs)`` for the documents the replication brought, in arrival order
   (``remote_changed(doc)`` for one). A document in conflict carries every leaf revision under
   ``LEAVES`` (the adapter reads them, CouchDB's ``open_revs``), and ``app.sync.tombstones.decide``
@@ -42,7 +44,9 @@ over the leaf revision its ``_rev`` names); ``history`` is the
 ``HistoryService``; ``deleted`` a ``StringStorage`` holding the deleted ids as a JSON list under
 ``DELETED_KEY`` (ids only: never credentials) and ``SENT_KEY``; ``checkpoints`` the
 ``SceneCheckpoints`` (None: versions are not synced); ``records`` the ``app.records.RecordBackend``
-both live in (read by ``send_all`` only), ``pause`` awaited between its slices; ``clock``: epoch ms
+the versions live in (``send_all`` reads them through ``app.history.repository.version_pages``, the
+conversations through ``HistoryService.conversation_pages``: no table is named here), ``pause``
+awaited between their pages; ``clock``: epoch ms
 (the intake's "not ahead of now"); ``notify(Notice)``: the ``sync-unreadable`` notice. Failures of the replica raise; the browser layer logs
 them (without credentials) and the next change or "sync now" tries again.
 """
@@ -56,7 +60,9 @@ from typing import Any, Protocol
 
 import time
 
+from app.history.changes import HistoryChange
 from app.history.merge import Merged, merge_leaves, merged_meta
+from app.history.repository import version_pages
 from app.store import Notice
 from app.sync.documents import (DELETION, conversation_doc, conversation_steps, deletion_doc, doc_id_of_task,
                                 kind_of, turn_digests, version_doc_of, version_of, version_record_of)
@@ -122,17 +128,37 @@ class SyncEngine:
             pass
 
     # -- out -------------------------------------------------------------------
-    async def local_changed(self, kind: str, task_id: str, stage_id: str = "") -> None:
-        """This tab changed conversation ``task_id`` (``HistoryService.on_change`` kinds)."""
+    @staticmethod
+    def sends(change: HistoryChange) -> bool:
+        """True when ``change`` goes out: made in this tab or imported here. A change sync itself
+        applied (another device's) is not sent back; another tab's is that tab's to send.
+
+        >>> sources = ("this-tab", "import", "sync", "other-tab")
+        >>> [SyncEngine.sends(HistoryChange("record", "t", "s", source)) for source in sources]
+        [True, True, False, False]
+        """
+        return change.source in ("this-tab", "import")
+
+    async def local_changed(self, change: HistoryChange) -> None:
+        """History changed conversation ``change.task_id`` here (``sends``; a change of no
+        conversation, a restored backup's, sends nothing). A delete removes its document; a change
+        that carries what it wrote (``change.written``) writes the document of that, reading
+        nothing back; any other writes it as history holds it (``push``)."""
+        task_id = change.task_id
+        if not self.sends(change) or not task_id:
+            return
         doc_id = doc_id_of_task(task_id)
-        if kind == "delete":  # the deletion says which turns this device had (turn_digests), never their text
+        if change.kind == "delete":  # the deletion says which turns this device had (turn_digests), never their text
             self._forget_for_good(doc_id)
             had = self.history.deleted_messages(task_id) or []
             await self.replica.remove(doc_id, {"type": DELETION, "seen": sorted(set(turn_digests(had)))})
             return
         if not self.tombstones.admits(doc_id):  # an undo after the delete went out: it stays deleted (§16)
             return
-        await self.push(task_id)
+        if change.written is not None:  # what history just wrote: sent as it is, nothing read back (§15)
+            await self.replica.put(conversation_doc(*change.written))
+        else:  # a change that carries no records (a resume, an undo): history holds what goes out
+            await self.push(task_id)
 
     async def push(self, task_id: str) -> bool:
         """Write ``task_id``'s document as history holds it; False when history has none, or when its
@@ -175,37 +201,26 @@ class SyncEngine:
         if self.records is None or self._get(SENT_KEY) == target:
             return 0
         sent = 0
-        async for rows in self._slices("conversations", "taskId"):
-            for row in rows:
-                if self.tombstones.admits(doc_id_of_task(row["taskId"])) and await self.push(row["taskId"]):
+        async for page in self.history.conversation_pages(SLICE):
+            for conversation in page:
+                if self.tombstones.admits(doc_id_of_task(conversation.meta.taskId)):
+                    await self.replica.put(conversation_doc(*conversation))
                     sent += 1
+            await self._pause()
         if self.checkpoints is not None:
-            async for rows in self._slices("versions", "versionId"):
-                snapshots = await self.records.bulk_get("snapshots", [row["versionId"] for row in rows])
-                for row, snapshot in zip(rows, snapshots):
+            async for page in version_pages(self.records, SLICE):
+                for row, snapshot in page:
                     document = snapshot.get("document") if isinstance(snapshot, dict) else None
                     try:
                         sent += await self.push_version(row, document) if document is not None else 0
                     except (KeyError, ValueError):  # a damaged record stays here, unsent
                         continue
+                await self._pause()
         try:
             self._deleted_store.set_item(SENT_KEY, target)
         except Exception:  # noqa: BLE001 - the next start sends again (puts of the same content are no-ops)
             pass
         return sent
-
-    async def _slices(self, table: str, key: str):
-        lower, is_open = "", False
-        while True:
-            rows = await self.records.query(table, key, lower, "\uffff", lower_open=is_open, limit=SLICE)
-            rows = [row for row in rows if isinstance(row, dict) and isinstance(row.get(key), str)]
-            if not rows:
-                return
-            yield rows
-            await self._pause()
-            if len(rows) < SLICE:
-                return
-            lower, is_open = rows[-1][key], True
 
     def _get(self, key: str) -> str | None:
         try:

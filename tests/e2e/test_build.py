@@ -10,8 +10,10 @@ One built page shows all of it, in order (each Pyodide boot is costly).
 
 from __future__ import annotations
 
+import fnmatch
 import shutil
 import threading
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -76,6 +78,12 @@ def test_dist_holds_only_what_the_page_needs(dist_site):
     assert not [p for p in shipped if p.startswith(("bench/", "tests/", "static/vendor/test/")) or p.endswith(".map")]
     assert not [p for p in shipped if p.startswith("app/") and not p.startswith("app/locales/")]
     assert "static/vendor/pyodide/snapshot.bin.gz" in shipped and "static/pyodide-boot.mjs" in shipped
+    (wheel,) = [p for p in shipped if fnmatch.fnmatch(p, build.APP_WHEEL)]
+    with zipfile.ZipFile(out / wheel) as archive:  # the dev-only hooks stay on the development server
+        members = set(archive.namelist())
+    assert "app/runtime/__init__.py" in members and "app/store/facade.py" in members
+    assert not [m for m in members if "dev_hooks" in m or m.endswith(("store/trace.py", "runtime/trace.py"))
+                or "/trace.cpython-" in m]
     for rel in shipped:
         if rel.endswith(".gz"):  # the interpreter snapshot: gzip already, served as it is
             assert not (out / f"{rel}.br").exists()
@@ -156,6 +164,7 @@ def test_one_visit_from_a_sub_path_then_offline_then_a_redeploy(dist_agent, dist
     # the snapshot's digest (snapshot.json) is checked on this server too, and holds
     assert agent.page.evaluate("() => document.documentElement.dataset.snapshot") == "restored"
     built_checkpoint_list_is_drawn_by_its_module_under_the_csp(agent, first)
+    assert agent.page.evaluate("() => typeof window.agentbarCheckpoints") == "undefined"  # a dev-only hook
 
     agent.page.evaluate(ACTIVE_JS)
     before = len(server.request_log)

@@ -208,6 +208,79 @@ def the_loading_screen_then_a_startup_error_pass_axe(agent, module: HeldModule) 
     agent.assert_accessible("start-up error")
 
 
+# Each row in a normal form: its own attributes, then every element inside it that has a test id, with
+# its status, code and text (a bubble's text, or a long one's shown start).
+NORMAL_ROWS = """() => [...document.querySelectorAll('[data-testid=agent-messages] [data-testid=agent-message]')].map((m) => [
+  m.dataset.role, m.dataset.status || null, m.dataset.painted || null,
+  ...[...m.querySelectorAll('[data-testid]')].map((n) => [n.dataset.testid, n.dataset.status || null,
+    n.dataset.code || null, n.dataset.long ? null : n.textContent.trim()])])"""
+
+# The rows as Python's first render leaves them: kept in the microtask after data-ready is set.
+KEEP_ROWS_AT_READY = """() => {
+  const rows = %s;
+  const root = document.documentElement;
+  new MutationObserver((_, observer) => {
+    if (root.dataset.ready === "true") { observer.disconnect(); window.__rowsAtReady = rows(); }
+  }).observe(root, { attributes: true, attributeFilter: ["data-ready"] });
+}""" % NORMAL_ROWS
+
+
+def every_status() -> list[dict]:
+    """A stored thread with a reply of every status and a tool card of every status a reload shows."""
+    from app.model import Message, MessageStatus, TextPart, ToolCallPart
+    from app.projection import CUT, FAILED, STOPPED, serialize_thread
+
+    def ask(text: str) -> Message:
+        return Message(role="user", content=[TextPart(text=text)])
+
+    def reply(*parts, status) -> Message:
+        return Message(role="assistant", content=list(parts), status=status)
+
+    def card(call_id: str, result, *, is_error: bool | None = None) -> ToolCallPart:
+        return ToolCallPart(tool_call_id=call_id, tool_name="regenerate_scene", args={"sceneId": "scene-1"},
+                            result=result, is_error=is_error)
+
+    done = MessageStatus(type="complete", reason="stop")
+    failed = FAILED.model_copy(update={"error": {"code": "server", "params": {"status": 500}}})
+    return serialize_thread([
+        ask("complete"), reply(TextPart(text="a whole answer"), status=done),
+        ask("stopped"), reply(TextPart(text="half an answer"), status=STOPPED),
+        ask("stopped early"), reply(status=STOPPED),
+        ask("failed"), reply(TextPart(text="so far"), status=failed),
+        ask("failed early"), reply(status=failed),
+        ask("cut"), reply(TextPart(text="as long as allowed"), status=CUT),
+        ask("cut early"), reply(status=CUT),
+        ask("cards"), reply(card("c-ok", {"content": [{"type": "text", "text": "Scene regenerated"}],
+                                          "details": {"content": {"elements": [{}, {}]}}}),
+                            card("c-error", {"content": [{"type": "text", "text": "no such scene"}]}, is_error=True),
+                            card("c-none", None), TextPart(text="three cards"), status=done),
+        ask("long"), reply(TextPart(text=LONG), status=done),
+    ])
+
+
+def test_rows_of_every_status_are_painted_as_python_first_renders_them(agent):
+    """One row model draws the paint record and the panel (DESIGN.md §13, §15): a reply complete,
+    stopped, failed or cut at the length limit, with text or without, and tool cards done, failed and
+    interrupted, are painted before Python starts exactly as Python's first render then draws them."""
+    messages = every_status()
+    agent.seed({KEY: envelope({COURSE: {"messages": messages, "updatedAt": UPDATED}})})
+    put_record(agent, COURSE, record_text(messages, locale="ja-JP"))
+    held = Held(agent.page)
+    agent.page.goto(agent.url(course=COURSE, lang="ja-JP"))
+    agent.page.wait_for_function("() => document.documentElement.dataset.painted === 'true'")
+    painted = agent.page.evaluate(NORMAL_ROWS)
+    agent.page.evaluate(KEEP_ROWS_AT_READY)
+    held.release()
+    agent.wait_ready()
+    first = agent.page.evaluate("() => window.__rowsAtReady")
+    assert [row[2] for row in painted] == ["true"] * len(messages) and [row[2] for row in first] == [None] * len(messages)
+    assert [row[:2] + row[3:] for row in painted] == [row[:2] + row[3:] for row in first]
+    notes = [[n[0] for n in row[3:] if n[0] in ("agent-stopped", "turn-error", "turn-cut")] for row in first]
+    assert notes[1::2] == [[], ["agent-stopped"], ["agent-stopped"], ["turn-error"], ["turn-error"], ["turn-cut"],
+                           ["turn-cut"], [], []]
+    assert [n[1] for n in first[-3][3:] if n[0] == "tool-card"] == ["ok", "error", "interrupted"]
+
+
 def test_a_damaged_record_draws_nothing_and_breaks_nothing(agent):
     """(A stale record draws nothing either: the last boot of the test below.) The first boot also holds
     Pyodide's module: the loading screen, then a start-up error, pass axe."""

@@ -17,7 +17,8 @@ it, ``synced``). A first sync into an empty profile says ``synced`` only once hi
 conversation. A first sync through a relay that stops answering mid-sync (its server killed and
 started again behind it) leaves ``syncing`` for ``offline``/``stalled`` and completes once it answers
 (the watchdog's restart); on the built site under its CSP a server the policy does not admit is
-``error``/``blocked``.
+``error``/``blocked``. Two tabs of one profile: one replicates (Web Locks), the other follows it, and
+takes over when it closes.
 """
 
 from __future__ import annotations
@@ -179,6 +180,15 @@ def _server_docs(couch) -> dict:
     with urllib.request.urlopen(f"{couch.origin}/{DATABASE}/_all_docs?include_docs=true", timeout=5) as answer:
         rows = json.loads(answer.read())["rows"]
     return {row["id"]: row["doc"] for row in rows}
+
+
+def _synced_on(devices, course: str, origin: str, database: str = DATABASE) -> None:
+    """Open ``course`` on each device, turn sync on to ``origin``/``database`` and wait for ``synced``."""
+    for device in devices:
+        device.open(course=course)
+        device.page.wait_for_function(HISTORY_READY)
+        _configure(device, origin, database=database)
+        assert _wait_state(device, "synced", "error", "offline") == "synced"
 
 
 def _continue_on(agent, task_id: str, shown: int = 2) -> None:
@@ -708,11 +718,13 @@ class _Relay:
     told of an error). A connection that carried a request while hanging stays silent for good."""
 
     CHECKPOINT = re.compile(rb"PUT [^ ]*/_local/")
+    FEED = re.compile(rb"GET [^ ]*/_changes")
 
     def __init__(self, upstream: int, hang_at: int) -> None:
         self.upstream = upstream
         self.hang_at = hang_at
         self.checkpoints = 0
+        self.feeds = 0  # the _changes requests the server got through this relay
         self.hanging = threading.Event()
         self.resumed = False
         self.sockets: list = []
@@ -761,6 +773,7 @@ class _Relay:
                 return
             if not data:
                 return
+            self.feeds += len(self.FEED.findall(data))
             if not held[0] and not self.resumed:
                 self.checkpoints += len(self.CHECKPOINT.findall(data))
                 if self.checkpoints >= self.hang_at:
@@ -901,3 +914,72 @@ def _leaves_of(server, database: str, doc_id: str) -> list[dict]:
 def _user_texts(doc: dict) -> list[str]:
     return [p["text"] for m in doc.get("messages", []) if m.get("role") == "user" for p in m.get("content", [])
             if isinstance(p, dict) and p.get("type") == "text"]
+
+
+TABS = "agentbar-e2e-tabs"
+
+
+def _changes_feeds(agent, origin: str) -> int:
+    """How many ``_changes`` requests of the sync server this tab (its worker included) has made: one
+    per poll of a replication's pull."""
+    return sum(1 for url in agent.requests if url.startswith(origin + "/") and "/_changes" in url)
+
+
+def test_one_tab_of_a_browser_replicates_the_others_hear_it_and_one_takes_over_when_it_closes(
+        browser, app_server, couch):
+    """Two tabs of one profile with sync on (DESIGN.md §15, §16): only one replicates (Web Locks): the
+    server (through a counting relay) gets ``_changes`` feeds from it alone, the other shows its
+    status (``data-role`` ``following``); a conversation another device wrote shows in both tabs; a
+    turn made in the tab that follows goes out through the one that replicates; Sync now there asks
+    that one; closing the replicating tab hands the lock over: the other replicates (and brings a new
+    change in) itself."""
+    relay = _Relay(couch.port, hang_at=1_000_000)  # never hangs: it counts what the profile's tabs ask
+    context_a, first = _device(browser, app_server, couch)
+    second = AgentPage(context_a.new_page(), app_server)
+    for tab in (first, second):
+        tab.allowed_origins.append(relay.origin)
+    context_b, b = _device(browser, app_server, couch)
+    try:
+        first.open(course="intro-ml")
+        first.page.wait_for_function(HISTORY_READY)
+        _configure(first, relay.origin, database=TABS)
+        assert _wait_state(first, "synced", "error", "offline") == "synced"
+        second.open(course="intro-ml")  # the same profile: its settings say sync is on
+        second.page.wait_for_function(HISTORY_READY)
+        _synced_on([b], "intro-ml", couch.origin, database=TABS)
+        b.send("made on device B")
+        from_b = _current_task(b)
+        for tab in (first, second):  # both tabs show it; one of them brought it in
+            _wait_history_ids(tab, lambda ids, t: t in ids, from_b)
+        assert _changes_feeds(first, relay.origin) > 0  # the first tab replicates ...
+        assert _changes_feeds(second, relay.origin) == 0  # ... and the second does not:
+        _poll(lambda: relay.feeds == _changes_feeds(first, relay.origin),  # every feed the server got is the first's
+              "the server's _changes feeds from this profile all the first tab's")
+        expect(second.testid("sync-status")).to_have_attribute("data-role", "following")
+        expect(first.testid("sync-status")).to_have_attribute("data-role", "replicating")
+        expect(second.testid("sync-status")).to_have_attribute("data-state", "synced")  # the first tab's, relayed
+
+        second.send("made in the second tab")  # into the local database; the first tab sends it
+        from_second = _current_task(second)
+        _wait_history_ids(b, lambda ids, t: t in ids, from_second)
+        starts = _starts(first)
+        second.panel_action("sync-now")  # asks the replicating tab
+        first.page.wait_for_function("n => Number(document.querySelector('[data-testid=sync-status]')"
+                                     ".dataset.starts) > n", arg=starts, timeout=SYNC_TIMEOUT_MS)
+        assert _changes_feeds(second, relay.origin) == 0
+
+        first.page.close()  # its lock is released: the second tab takes over
+        expect(second.testid("sync-status")).to_have_attribute("data-role", "replicating", timeout=SYNC_TIMEOUT_MS)
+        assert _wait_state(second, "synced", "error", "offline") == "synced"
+        b.testid("agent-new-conversation").click()
+        b.page.wait_for_function("() => document.querySelector('[data-testid=agent-new-conversation]').hidden")
+        b.send("made on device B after the first tab closed")
+        later = _current_task(b)
+        _wait_history_ids(second, lambda ids, t: t in ids, later)
+        assert _changes_feeds(second, relay.origin) > 0
+        for device in (second, b):
+            assert device.off_origin_requests() == []
+    finally:
+        context_a.close()
+        context_b.close()
+        relay.close()

@@ -16,13 +16,13 @@ from app.agent import (
     regenerate_result,
     tokenize,
 )
-from app.agent import UsageReport
+from app.agent import UsageSoFar
 from app.model import Message, TextPart
 
 
 async def collect(agent, text, history=()):
     """The agent's message events (its usage reports are tested on their own below)."""
-    return [event async for event in agent.run(list(history), text) if not isinstance(event, UsageReport)]
+    return [event async for event in agent.run(list(history), text) if not isinstance(event, UsageSoFar)]
 
 
 class RecordingSleep:
@@ -133,7 +133,7 @@ async def test_cancelling_the_consumer_stops_the_stream():
 
     async def consume():
         async for event in DemoAgent(sleep=blocking_sleep).run([], "hello"):
-            if not isinstance(event, UsageReport):
+            if not isinstance(event, UsageSoFar):
                 seen.append(event)
 
     task = asyncio.create_task(consume())
@@ -179,8 +179,8 @@ async def test_a_command_followed_by_any_whitespace_is_still_a_tool_call(gap):
 async def test_usage_is_reported_cumulatively_with_model_demo_so_a_stopped_turn_has_what_it_had():
     history = [Message(id="u", role="user", content=[TextPart(text="one two")])]
     events = [e async for e in DemoAgent().run(history, "hello there")]
-    reports = [e for e in events if isinstance(e, UsageReport)]
-    deltas = [e for e in events if not isinstance(e, UsageReport)]
+    reports = [e for e in events if isinstance(e, UsageSoFar)]
+    deltas = [e for e in events if not isinstance(e, UsageSoFar)]
     assert {r.model for r in reports} == {"demo"}
     assert reports[0].input_tokens == 4 and reports[0].output_tokens == 0  # 2 history + 2 new tokens read
     assert [r.output_tokens for r in reports] == list(range(len(deltas) + 1))  # after every token

@@ -186,6 +186,17 @@ def test_unknown_members_beside_the_manifest_are_ignored():
         assert reader.threads == THREADS and reader.read_all() == (convs, [])
 
 
+def test_an_ignored_member_is_never_counted_toward_the_unpacked_limits():
+    """Members outside the layout are never read (module docstring of ``app.backup.format``), so their
+    declared sizes cannot make a backup too large to unpack: a backup with a big ``readme.txt`` beside it
+    still restores whole."""
+    convs = [conversation(n) for n in range(2)]
+    data = rezipped(build(convs, []), extra={"readme.txt": b"x" * 2_000_000, "notes/big.bin": b"y" * 2_000_000})
+    for limits in ({"max_unpacked": 1_000_000}, {"max_member": 1_000_000}):
+        reader = open_backup(data, **limits)
+        assert reader.threads == THREADS and reader.read_all() == (convs, [])
+
+
 def test_a_dot_slash_prefix_is_read_as_the_plain_name():
     convs = [conversation(n) for n in range(2)]
     plain = zipfile.ZipFile(io.BytesIO(build(convs, [])))

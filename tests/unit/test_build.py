@@ -111,6 +111,79 @@ def test_archives_are_repacked_stored_and_the_lock_follows(tree, tmp_path, monke
         assert archive.read("os.py") == b"# os\n" * 200
 
 
+DEV_ONLY_MODULES = ["app/store/trace.py", "app/runtime/trace.py", "app/browser/dev_hooks.py"]
+"""What only the development server and the benchmark use (a save timed step by step, the runtime's
+phase observers, ``window.agentbarCheckpoints``): kept out of dist/ (DESIGN.md §15)."""
+
+
+def test_the_app_wheel_in_dist_leaves_out_the_dev_only_modules_and_the_lock_follows(tree, tmp_path, monkeypatch):
+    monkeypatch.setattr(build, "COMPRESS_CACHE", tmp_path / "cache")
+    name = "agentbar-0.1.0-py3-none-any.whl"
+    members = {"app/__init__.py": b"", "app/store/facade.py": b"# shipped\n",
+               "app/store/__pycache__/facade.cpython-314.pyc": b"pyc"}
+    for module in DEV_ONLY_MODULES:
+        parent, _, file = module.rpartition("/")
+        members[module] = b"# dev only\n"
+        members[f"{parent}/__pycache__/{file[:-3]}.cpython-314.pyc"] = b"pyc"
+    record = "".join(f"{path},sha256=x,{len(data)}\n" for path, data in members.items())
+    members["agentbar-0.1.0.dist-info/RECORD"] = (record + "agentbar-0.1.0.dist-info/RECORD,,\n").encode()
+    (tree / "static/vendor/pyodide" / name).write_bytes(zip_bytes(members))
+    lock_path = tree / "static/vendor/pyodide/pyodide-lock.json"
+    lock = json.loads(lock_path.read_text())
+    lock["packages"]["agentbar"] = {"name": "agentbar", "file_name": name, "sha256": "old"}
+    lock_path.write_text(json.dumps(lock))
+
+    out = tmp_path / "dist"
+    build.build(out, root=tree, quiet=True)
+    wheel = out / "static/vendor/pyodide" / name
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        shipped_record = archive.read("agentbar-0.1.0.dist-info/RECORD").decode()
+    assert {"app/store/facade.py", "app/store/__pycache__/facade.cpython-314.pyc"} <= names
+    for module in DEV_ONLY_MODULES:
+        stem = module.rpartition("/")[2][:-3]
+        assert not [n for n in names if n == module or n.endswith(f"/__pycache__/{stem}.cpython-314.pyc")
+                    and n.startswith(module.rpartition("/")[0])], module
+        assert module not in shipped_record
+    assert "app/store/facade.py,sha256=x" in shipped_record
+    lock = json.loads((out / "static/vendor/pyodide/pyodide-lock.json").read_text())
+    assert lock["packages"]["agentbar"]["sha256"] == hashlib.sha256(wheel.read_bytes()).hexdigest()
+
+
+def test_the_dev_only_modules_are_the_builds_and_no_shipped_module_needs_them():
+    """Every dev-only hook lives in a module the build leaves out; a shipped module reaches one only
+    through an import that may fail (the hook is then not installed)."""
+    import ast
+
+    root = Path(build.__file__).resolve().parents[1]
+    assert sorted(build.DEV_ONLY) == sorted(DEV_ONLY_MODULES)
+    assert all((root / module).is_file() for module in DEV_ONLY_MODULES)
+    dev_modules = {module[:-3].replace("/", ".") for module in DEV_ONLY_MODULES}
+    for path in sorted((root / "app").rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel in DEV_ONLY_MODULES:
+            continue
+        source = path.read_text()
+        for hook in ("trace_save", "trace_splice", "agentbarCheckpoints", "SaveTrace"):
+            assert hook not in source, (rel, hook)
+        tree = ast.parse(source)
+        guarded = {id(node) for block in ast.walk(tree) if isinstance(block, ast.Try)
+                   and any(isinstance(h.type, ast.Name) and h.type.id in ("ImportError", "ModuleNotFoundError")
+                           for h in block.handlers)
+                   for stmt in block.body for node in ast.walk(stmt)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+            elif isinstance(node, ast.Import):
+                names = {a.name for a in node.names}
+            else:
+                continue
+            assert not (names & dev_modules) or id(node) in guarded, (rel, sorted(names & dev_modules))
+    from app.runtime import AgentRuntime
+    from app.store import ThreadStore
+    assert not hasattr(AgentRuntime, "trace") and not hasattr(ThreadStore, "trace_save")
+
+
 def test_any_changed_file_changes_the_worker_and_only_its_manifest_entry(tree, tmp_path, monkeypatch):
     monkeypatch.setattr(build, "COMPRESS_CACHE", tmp_path / "cache")
     first = build.build(tmp_path / "a", root=tree, quiet=True)

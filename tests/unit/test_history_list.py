@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from app.history.list_model import RANGES_MS, HistoryChange, HistoryList, item_rows
+from app.history.changes import HistoryChange
+from app.history.list_model import RANGES_MS, HistoryList, item_rows
 from app.history.text import shown_title
 from app.history.records import Stats, TaskMeta, iso
 from app.history.service import Damaged
@@ -73,29 +74,9 @@ def test_a_change_touches_the_list_only_when_it_is_open_on_that_course():
     assert model.effect(HistoryChange("delete", "t", "other")) == "none"
     assert model.effect(HistoryChange("delete", "t", "s")) == "remove"
     assert model.effect(HistoryChange("undo", "t", "s")) == "reload"
-    assert model.effect(HistoryChange("import", "t", "s", elsewhere=True)) == "reload"
+    assert model.effect(HistoryChange("import", "t", "s", "other-tab")) == "reload"
     assert model.effect(HistoryChange("archive", "t", "s")) == "top"
     assert model.effect(HistoryChange("resume", "t", "s")) == "top"
-
-
-def test_changes_reach_every_subscriber_until_it_unsubscribes():
-    model, seen = HistoryList(), []
-    stop = model.subscribe(seen.append)
-    change = HistoryChange("archive", "t", "s")
-    model.changed(change)
-    stop()
-    model.changed(change)
-    assert seen == [change]
-
-
-def test_the_channel_payload_round_trips_and_odd_messages_are_ignored():
-    """Every tab version sends ``{"kind", "taskId", "stageId"}``; what else arrives is dropped."""
-    change = HistoryChange("resume", "task_x", "s")
-    back = HistoryChange.from_json(change.to_json())
-    assert back == HistoryChange("resume", "task_x", "s", elsewhere=True)
-    assert HistoryChange.from_json("not json") is None
-    assert HistoryChange.from_json("[1, 2]") is None
-    assert HistoryChange.from_json("{}") == HistoryChange("", "", "", elsewhere=True)
 
 
 def test_item_rows_decide_every_text_and_mark_the_current_conversation():
@@ -175,9 +156,9 @@ def test_a_change_heard_after_the_read_began_keeps_the_drawn_list_from_showing_u
         model = HistoryList()
         now = T0 + 3_600_000
         drawn_ahead(model)
-        assert not model.hear(HistoryChange(kind, "t", "another course", True))  # not this list's
+        assert not model.hear(HistoryChange(kind, "t", "another course", "other-tab"))  # not this list's
         assert model.ready_to_show("s", "", "newest", "all", now)
-        assert model.hear(HistoryChange(kind, "t", "s", kind == "sync"))
+        assert model.hear(HistoryChange(kind, "t", "s", "sync" if kind == "sync" else "this-tab"))
         assert model.behind and not model.ready_to_show("s", "", "newest", "all", now)
         generation = model.begin("newest", "all", now)  # drawn afresh: its read sees the change
         assert not model.ready_to_show("s", "", "newest", "all", now)  # read, not drawn yet

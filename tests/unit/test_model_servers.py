@@ -12,7 +12,7 @@ from app.agents.context import context_overflow, turns_that_fit
 from app.agents.errors import KeyMask, ModelError
 from app.agents.events import ReplyCut, UsageReported
 from app.agents.openai import AgentConfig, OpenAIAgent, probe_tools, refuses_tools
-from app.agents.protocol import wire_call_id
+from app.agents.chat_completions import wire_call_id
 from app.agents.switch import SelectedAgent
 from app.history.labels import model_short_name, turn_meta_text
 from app.history.recorder import HistoryRecorder
@@ -259,7 +259,7 @@ async def test_a_cut_reply_is_stored_with_its_marker_and_restored_cut():
 
 async def test_the_cut_marker_is_not_text_for_search_or_the_model():
     from app.history.text import plain_text
-    from app.agents.protocol import chat_messages
+    from app.agents.chat_completions import chat_messages
 
     stored = [{"role": "user", "content": [{"type": "text", "text": "go"}]},
               {"role": "assistant", "content": [{"type": "text", "text": "partial"}, CUT_MARKER]}]

@@ -258,3 +258,20 @@ def test_the_in_flight_text_is_the_last_user_message_a_running_turn_answers():
     assert paint.in_flight_text(messages[:2]) == "first"
     assert paint.in_flight_text([]) is None
     assert paint.in_flight_text(deserialize_thread([{"role": "user", "content": [{"type": "text", "text": " "}]}])) is None
+
+
+def test_a_reply_cut_at_the_length_limit_is_painted_cut_as_the_panel_draws_it_not_stopped():
+    """A reply the server cut at its length limit (DESIGN.md §12 ``turn-cut``) is painted with its
+    note, as the live panel draws it: painted as "stopped", Python redrew it at ready (a flash, §13)."""
+    from app.projection import CUT, serialize_thread
+    from app.model import Message, TextPart
+
+    messages = [Message(role="user", content=[TextPart(text="q")]),
+                Message(role="assistant", content=[TextPart(text="half an answer")], status=CUT),
+                Message(role="user", content=[TextPart(text="again")]),
+                Message(role="assistant", content=[], status=CUT)]
+    record = record_of(deserialize_thread(serialize_thread(messages)))
+    for row in (record.rows[1], record.rows[3]):
+        testids = [child.a.get("data-testid") for child in row.c]
+        assert "agent-stopped" not in testids and testids[-1] == "turn-cut"
+        assert row.c[-1].x == Translator("en-US")("model.turnCut") and row.c[-1].a["role"] == "note"

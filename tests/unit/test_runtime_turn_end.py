@@ -15,6 +15,7 @@ from app.agent import DemoAgent
 from app.continuity import conversation_goes_stale, home_of_ending_turn, switched_after
 from app.projection import serialize_thread
 from app.runtime import TRACE_PHASES, AgentRuntime, TurnEnded
+from app.runtime.trace import trace
 from app.storage import MemoryStorage
 from app.store import STORAGE_KEY, ThreadStore
 
@@ -114,7 +115,7 @@ async def test_a_superseded_turn_publishes_nothing():
 async def test_the_trace_hook_hears_each_phase_of_a_turn_end_and_of_a_storage_event_in_order():
     runtime = runtime_on()
     phases = []
-    stop = runtime.trace(lambda phase, stage_id: phases.append((phase, stage_id)))
+    stop = trace(runtime, lambda phase, stage_id: phases.append((phase, stage_id)))
     await runtime.send("hello")
     runtime.on_storage_changed()
     assert [p for p, _ in phases] == list(TRACE_PHASES)

@@ -16,6 +16,7 @@ APP = Path(__file__).resolve().parents[2] / "app"
 # Imported by app.browser.main before html[data-ready]: app.browser.page at the top, the rest inside
 # Page's set-up steps (__init__, draw_first, drop_painted_bar, bind_history).
 BEFORE_READY = ["app.browser.page", "app.browser.model_setup", "app.browser.signals", "app.history.recorder",
+                "app.history.changes",
                 "app.browser.paint", "app.browser.history_boot", "app.browser.tasks", "app.frames"]
 
 # 10-90 ms each in a cold load's imports (bench.trace_startup --imports), none of it imported by the floor.
@@ -87,7 +88,7 @@ def test_the_start_up_modules_import_nothing_the_thread_does_not_need():
 def test_the_lazily_imported_helpers_still_work():
     from app.agent import _hex
     from app.agents.errors import retry_after_seconds
-    from app.agents.protocol import wire_call_id
+    from app.agents.chat_completions import wire_call_id
     from app.checkpoints.paths import segment
 
     assert _hex(0.0, 0.5, 1.0) == "#ff0000"

@@ -9,6 +9,7 @@ import pytest
 import app.store.envelope as envelope_module
 from app.storage import MemoryStorage, UnparseableValue
 from app.store import MIGRATIONS, STORAGE_KEY, Notice, SaveResult, ThreadStore
+from app.store.trace import trace_save
 
 NOW = 1_780_000_000_000
 
@@ -939,7 +940,7 @@ def test_trace_save_splices_like_a_save_and_times_each_step():
     for n, stage_id in enumerate("abc"):
         store.save(stage_id, thread(stage_id), n + 1)
     ticks = iter(range(1_000))
-    trace = store.trace_save("b", thread("traced “一”"), 9, clock=lambda: float(next(ticks)))
+    trace = trace_save(store, "b", thread("traced “一”"), 9, clock=lambda: float(next(ticks)))
     assert storage.handed[-1][0] == "splice"
     assert store.load("b") == thread("traced “一”") and store.updated_at("b") == 9
     assert_canonical(storage, store)
@@ -958,7 +959,7 @@ def test_trace_save_refuses_off_the_splice_path_and_writes_nothing():
     MemoryStorage.shared_with(storage).set_item(STORAGE_KEY, stored_value({"a": good("other tab")}))
     before = storage.dump()
     with pytest.raises(LookupError):
-        store.trace_save("a", thread("traced"), 2, clock=lambda: 0.0)
+        trace_save(store, "a", thread("traced"), 2, clock=lambda: 0.0)
     assert storage.dump() == before
     assert store.save("a", thread("mine"), 3).written and stored_threads(storage) == {"a": good("mine", 3)}
     newer = MemoryStorage()
@@ -966,4 +967,4 @@ def test_trace_save_refuses_off_the_splice_path_and_writes_nothing():
     read_only = open_store(newer)
     assert read_only.mode == "read-only"
     with pytest.raises(LookupError):
-        read_only.trace_save("a", thread("x"), 1, clock=lambda: 0.0)
+        trace_save(read_only, "a", thread("x"), 1, clock=lambda: 0.0)

@@ -222,6 +222,7 @@ import itertools  # noqa: E402
 
 import app.sync.engine  # noqa: E402
 from app.history import HistoryService  # noqa: E402
+from app.history.changes import HistoryChange  # noqa: E402
 from app.records import MemoryBackend  # noqa: E402
 from app.sync.engine import DELETED_KEY, LEAVES, SyncEngine  # noqa: E402
 
@@ -236,19 +237,34 @@ def _reply(text, id):
     return {"role": "assistant", "id": id, "content": [{"type": "text", "text": text}]}
 
 
-def _device(seed: int):
+def _device(seed: int, on_notice=None):
     now = itertools.count(DEVICE_T0 + seed * 1000)
     counter = itertools.count(seed * 50)
     return HistoryService(MemoryBackend(), clock=lambda: next(now),
-                          random_bytes=lambda n: bytes([next(counter) % 256] * n))
+                          random_bytes=lambda n: bytes([next(counter) % 256] * n), on_notice=on_notice)
 
 
-async def _syncing_pair(stage, text, replica=None):
+def _heads(device):
+    """The course threads ``device``'s changes say sync moved, as ``(stage id, message ids)``, as they come."""
+    heads = []
+    device.changes.subscribe(lambda change: change.head is not None and heads.append(
+        (change.stage_id, [m.get("id") for m in change.head])))
+    return heads
+
+
+def _changes(device):
+    """``(kind, task id, stage id, source)`` of each change ``device`` announces from now on."""
+    changes = []
+    device.changes.subscribe(lambda c: changes.append((c.kind, c.task_id, c.stage_id, c.source)))
+    return changes
+
+
+async def _syncing_pair(stage, text, replica=None, b_notices=None):
     """Devices A and B, a turn ``text`` recorded on A in ``stage``, and each device's sync engine over a
-    replica of its own (``replica``: the class, ``FakeReplica`` when None). Returns ``(a, b, task,
-    replica_a, replica_b, engine_a, engine_b)``."""
+    replica of its own (``replica``: the class, ``FakeReplica`` when None; ``b_notices``: B's history
+    notices go there). Returns ``(a, b, task, replica_a, replica_b, engine_a, engine_b)``."""
     replica = replica or FakeReplica
-    a, b = _device(1), _device(2)
+    a, b = _device(1), _device(2, on_notice=None if b_notices is None else b_notices.append)
     task = await _device_turn(a, stage, text)
     replica_a, replica_b = replica(), replica()
     engine_a, engine_b = SyncEngine(a, replica_a, MemoryStorage()), SyncEngine(b, replica_b, MemoryStorage())
@@ -284,13 +300,12 @@ def test_engine_doctests():
 
 async def test_a_conversation_made_on_a_is_kept_on_b_archived_and_comes_back_unchanged():
     a, b, task, replica_a, replica_b, engine_a, engine_b = await _syncing_pair("intro-ml", "hello from A")
-    changes = []
-    b.on_change = lambda *c: changes.append(c)
-    await engine_a.local_changed("record", task, "intro-ml")
+    changes = _changes(b)
+    await engine_a.local_changed(HistoryChange("record", task, "intro-ml"))
     doc = replica_a.docs[f"conversation:{task}"]
     assert doc["messages"][0]["content"][0]["text"] == "hello from A" and doc["type"] == "conversation"
     assert await engine_b.remote_changed(doc) == "added"
-    assert changes == [("import", task, "intro-ml")]
+    assert changes == [("import", task, "intro-ml", "sync")]
     meta, messages, turns = await b.bundle(task)
     assert (meta, messages, turns) == await a.bundle(task)
     assert await b.head_task_id("intro-ml", allocate=False) is None  # the active conversation stays per device
@@ -322,8 +337,7 @@ async def test_a_change_from_another_device_of_the_active_conversation_rebuilds_
     replica_a = FakeReplica()
     engine_a, engine_b = SyncEngine(a, replica_a, MemoryStorage()), SyncEngine(b, FakeReplica(), MemoryStorage())
     await engine_a.push(task)
-    heads = []
-    b.on_head_synced = lambda stage_id, messages: heads.append((stage_id, [m["id"] for m in messages]))
+    heads = _heads(b)
     assert await engine_b.remote_changed(replica_a.docs[f"conversation:{task}"]) == "added"
     assert heads == []  # kept archived: which conversation is active stays per device
     other = await _device_turn(a, "s2", "elsewhere")  # a conversation that is not B's active one
@@ -358,7 +372,7 @@ async def test_a_delete_replicates_and_a_later_write_of_that_id_does_not_bring_i
     old = replica_a.docs[f"conversation:{task}"]
     await engine_b.remote_changed(old)
     assert await a.delete(task)
-    await engine_a.local_changed("delete", task, "s")
+    await engine_a.local_changed(HistoryChange("delete", task, "s"))
     assert replica_a.docs[f"conversation:{task}"]["_deleted"] is True
     assert await engine_b.remote_changed(replica_a.docs[f"conversation:{task}"]) == "deleted"
     assert await b.bundle(task) is None and not b.can_undo()
@@ -367,7 +381,7 @@ async def test_a_delete_replicates_and_a_later_write_of_that_id_does_not_bring_i
     assert await again.remote_changed(old) == "redeleted"
     assert await b.bundle(task) is None and replica_b.docs[f"conversation:{task}"]["_deleted"] is True
     await a.undo()  # an undo after the delete went out stays local: the id stays deleted everywhere
-    await engine_a.local_changed("undo", task, "s")
+    await engine_a.local_changed(HistoryChange("undo", task, "s"))
     assert replica_a.docs[f"conversation:{task}"]["_deleted"] is True
 
 
@@ -561,14 +575,13 @@ async def test_a_first_sync_writes_the_conversations_new_here_in_one_transaction
     tasks, docs = await _documents_of(_device(1), "s", [f"turn {i}" for i in range(6)])
     backend = CountingBackend()
     b = HistoryService(backend, clock=lambda: DEVICE_T0, random_bytes=lambda n: bytes([9] * n))
-    changes = []
-    b.on_change = lambda *c: changes.append(c)
+    changes = _changes(b)
     engine = SyncEngine(b, FakeReplica(), MemoryStorage())
     await b.total("s")  # opened
     before = backend.writes
     assert await engine.remote_changed_many(docs) == ["added"] * 6
     assert backend.writes - before == 1
-    assert changes == [("import", t, "s") for t in tasks]
+    assert changes == [("import", t, "s", "sync") for t in tasks]
     assert await b.total("s") == 6
     assert [m["content"][0]["text"] for m in (await b.bundle(tasks[3])).messages][0] == "turn 3"
 
@@ -716,7 +729,8 @@ class LeafReplica(FakeReplica):
 async def test_a_delete_on_a_wins_over_a_turn_b_added_offline_which_b_keeps_apart_and_says_so():
     from app.sync.documents import doc_id_of_task
 
-    a, b, task, replica_a, replica_b, engine_a, engine_b = await _syncing_pair("s", "shared", LeafReplica)
+    notices = []
+    a, b, task, replica_a, replica_b, engine_a, engine_b = await _syncing_pair("s", "shared", LeafReplica, notices)
     await engine_a.push(task)
     doc_id = doc_id_of_task(task)
     shared_doc = {**replica_a.docs[doc_id], "_rev": "1-s"}
@@ -727,11 +741,9 @@ async def test_a_delete_on_a_wins_over_a_turn_b_added_offline_which_b_keeps_apar
                            model="demo", duration_ms=5, message_id="a-B")
     await engine_b.push(task)
     b_doc = {**replica_b.docs[doc_id], "_rev": "2-b"}
-    notices, heads = [], []
-    b.on_notice = notices.append
-    b.on_head_synced = lambda stage_id, shown: heads.append((stage_id, [m.get("id") for m in shown]))
+    heads = _heads(b)
     assert await a.delete(task)
-    await engine_a.local_changed("delete", task, "s")
+    await engine_a.local_changed(HistoryChange("delete", task, "s"))
     deletion = {**replica_a.docs[doc_id], "_rev": "2-a"}
     assert deletion["type"] == "deletion" and deletion["seen"]  # what A had, as digests, no text
     assert "shared" not in json.dumps(deletion)
@@ -759,11 +771,11 @@ async def test_a_delete_on_a_wins_over_a_turn_b_added_offline_which_b_keeps_apar
 async def test_a_deleted_active_conversation_with_nothing_unseen_leaves_the_panel_with_a_notice():
     from app.sync.documents import doc_id_of_task, turn_digests
 
-    b = _device(2)
+    notices = []
+    b = _device(2, on_notice=notices.append)
     task = await _device_turn(b, "s", "only")
     _, messages, _ = await b.bundle(task)
-    notices, heads = [], []
-    b.on_notice, b.on_head_synced = notices.append, lambda stage_id, shown: heads.append((stage_id, shown))
+    heads = _heads(b)
     engine = SyncEngine(b, LeafReplica(), MemoryStorage())
     deletion = {"_id": doc_id_of_task(task), "_rev": "3-a", "_deleted": True, "type": "deletion",
                 "seen": turn_digests(messages)}
@@ -875,3 +887,85 @@ def test_sync_intake_holds_a_document_to_the_import_rules_without_writing_it_as_
     for doc in refused:
         with pytest.raises(ValueError):
             conversation_of(doc, now)
+
+
+class ReadCountingBackend(MemoryBackend):
+    """A MemoryBackend that counts every read it answers (records, pages, counts, keys)."""
+
+    def __init__(self):
+        super().__init__()
+        self.reads = 0
+
+    def __getattribute__(self, name):
+        if name in ("get", "bulk_get", "query", "count", "query_count", "keys", "primary_keys", "scan"):
+            object.__setattr__(self, "reads", object.__getattribute__(self, "reads") + 1)
+        return object.__getattribute__(self, name)
+
+
+async def test_a_finished_turn_goes_out_as_history_wrote_it_without_reading_history_back():
+    """DESIGN.md §15: the change history announces carries what it wrote, so sync sends the
+    conversation's document from it and reads no record back (it read three per turn)."""
+    from app.sync.documents import doc_id_of_task
+
+    backend = ReadCountingBackend()
+    device = HistoryService(backend, clock=lambda: DEVICE_T0, random_bytes=lambda n: bytes([5] * n))
+    replica = FakeReplica()
+    engine = SyncEngine(device, replica, MemoryStorage())
+    heard = []
+    device.changes.subscribe(lambda change: SyncEngine.sends(change) and heard.append(change))
+    thread = []
+    for n in range(2):
+        thread += [_user(f"q{n}", f"u{n}"), _reply(f"r{n}", f"a{n}")]
+        await device.record_turn("s", list(thread), n + 1, usage=None, model="demo", duration_ms=5,
+                                 message_id=f"a{n}")
+        (change,) = heard
+        heard.clear()
+        before = backend.reads
+        await engine.local_changed(change)
+        assert backend.reads == before  # nothing read back
+        document = replica.docs[doc_id_of_task(change.task_id)]
+        assert document == json.loads(json.dumps(conversation_doc(*await device.bundle(change.task_id))))
+        assert [m["id"] for m in document["messages"]] == [m["id"] for m in thread]
+
+
+async def test_the_first_sync_reads_history_a_page_at_a_time_not_three_records_per_conversation():
+    """``send_all`` takes conversations from history's repository in pages (meta, messages and turns
+    of a page in one read each), not a query then three reads per conversation (DESIGN.md §15)."""
+    from app.sync.documents import doc_id_of_task
+
+    backend = ReadCountingBackend()
+    counter = itertools.count(3)
+    history = HistoryService(backend, clock=lambda: DEVICE_T0, random_bytes=lambda n: bytes([next(counter)] * n))
+    tasks = []
+    for n in range(6):
+        tasks.append(await _device_turn(history, f"course-{n}", f"turn {n}"))
+    replica = FakeReplica()
+    engine = SyncEngine(history, replica, MemoryStorage(), records=backend, pause=lambda: asyncio.sleep(0))
+    before = backend.reads
+    assert await engine.send_all("http://h/db") == 6
+    assert backend.reads - before <= 3  # one page: the metas, then the messages and turns of all of them
+    for task in tasks:
+        sent = conversation_doc(*await history.bundle(task))
+        assert replica.docs[doc_id_of_task(task)] == json.loads(json.dumps(sent))
+
+
+def test_sync_and_the_browser_layer_name_no_history_table():
+    """Only ``app.history.repository`` (and the stores' own adapters) name the record tables: sync and
+    the browser layer reach them through its verbs (DESIGN.md §15)."""
+    import ast
+    import pathlib
+    import re
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    tables = set(re.findall(r'^\s+"(\w+)":\s*"', (root / "app" / "records.py").read_text(encoding="utf-8"), re.M))
+    assert {"conversations", "versions", "snapshots"} <= tables
+    named = []
+    for folder in ("sync", "browser"):
+        for path in sorted((root / "app" / folder).glob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                dict_verb = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in ("get", "pop", "setdefault")  # a dict's key, not a table
+                if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                        and node.args[0].value in tables and not dict_verb:
+                    named.append(f"{path.name}:{node.lineno} {node.args[0].value}")
+    assert named == []

@@ -1,4 +1,4 @@
-"""Thread → Chat Completions messages (app/agents/protocol.py) and the model settings (app/agents/settings.py)."""
+"""Thread → Chat Completions messages (app/agents/chat_completions.py) and the model settings (app/agents/settings.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from app.agent import regenerate_result
 from app.agents.settings import (KEY_STORAGE_KEY, SETTINGS_STORAGE_KEY, ModelSettings, load_settings, parse_max_turns,
                                  save_settings)
-from app.agents.protocol import (chat_messages, slim_result_text, stored_call_id, tool_call_message, wire_call_id,
-                                 wire_messages)
+from app.agents.chat_completions import (chat_messages, slim_result_text, stored_call_id, tool_call_message,
+                                         wire_call_id, wire_messages)
 from app.model import Message, MessageStatus, TextPart, ToolCallPart
 from app.projection import FAILED, STOPPED, serialize_thread
 from app.storage import MemoryStorage

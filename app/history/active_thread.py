@@ -1,0 +1,57 @@
+"""A course's active thread made a history conversation's (DESIGN.md §9 resume, §16 sync), the
+service the drawer calls (§15: a view calls services; services never call views). Pure Python.
+
+- ``resume``: a kept conversation becomes the course's active one: history's head moves (in the
+  recorder's queue, after the writes queued before it) and its messages become the active thread
+  with ONE write of ``maic-agent-threads`` (``AgentRuntime.replace_thread``);
+- ``follow``: another device's version of the course's active conversation (a change on history's
+  hub carrying ``head``, ``HistoryService.apply_synced``/``remove_synced``) is rebuilt as the
+  active thread the same way, so the next turn goes on from what both devices said; while a turn
+  runs there the thread stays (where that turn ends is ``app.continuity``'s).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from app.history.changes import HistoryChange
+
+if TYPE_CHECKING:
+    from app.history.recorder import HistoryRecorder
+    from app.history.service import HistoryService
+
+__all__ = ["ActiveThread"]
+
+
+class ActiveThread:
+    """Resume and sync's rebuild of a course's active thread (module docstring).
+
+    ``runtime``: the ``AgentRuntime`` (``replace_thread``); ``store``: its ``ThreadStore``
+    (``load``, ``updated_at``); ``service``: the ``HistoryService``; ``recorder``: the runtime's
+    ``HistoryRecorder`` (history's writes, one after another); ``clock``: epoch ms."""
+
+    def __init__(self, runtime: Any, store: Any, service: HistoryService, recorder: HistoryRecorder,
+                 clock: Callable[[], int]) -> None:
+        self._runtime, self._store, self._service, self._recorder, self._clock = (
+            runtime, store, service, recorder, clock)
+
+    async def resume(self, stage_id: str, task_id: str) -> list[dict] | None:
+        """Make conversation ``task_id`` course ``stage_id``'s active one (``HistoryService.resume``:
+        the thread shown now is kept in history if it is not there yet) and its messages the active
+        thread. Returns them, or None when history holds no such conversation (nothing changed)."""
+        current = self._store.load(stage_id) or []
+        messages = await self._recorder.run(stage_id, lambda: self._service.resume(
+            stage_id, task_id, current, self._store.updated_at(stage_id), self._clock()))
+        if messages is None:
+            return None
+        self._runtime.replace_thread(stage_id, messages)
+        return messages
+
+    def follow(self, change: HistoryChange) -> bool:
+        """When ``change`` moved its course's active thread (``change.head``: what it now holds, ``[]``
+        when another device deleted it), make that the active thread: True when it was rebuilt; False
+        when the change moved none, the thread already is that, or a turn runs on the course."""
+        if change.head is None or self._store.load(change.stage_id) == change.head:
+            return False
+        return bool(self._runtime.replace_thread(change.stage_id, change.head))

@@ -1,0 +1,84 @@
+"""The course's active thread made a history conversation's, through a service (app/history/active_thread.py;
+DESIGN.md §9 resume, §16 another device's version of the active conversation, §15 "a view calls services")."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+
+from app.agent import DemoAgent
+from app.history import HistoryService
+from app.history.active_thread import ActiveThread
+from app.history.changes import HistoryChange
+from app.history.recorder import HistoryRecorder
+from app.records import MemoryBackend
+from app.runtime import AgentRuntime
+from app.storage import MemoryStorage
+from app.store import ThreadStore
+
+T0 = 1_780_000_000_000
+
+
+class _Gate:
+    def __init__(self):
+        self.event = asyncio.Event()
+        self.event.set()
+
+    async def sleep(self, _seconds):
+        await self.event.wait()
+
+
+async def _course():
+    """A runtime on course ``s`` over history, its thread store, recorder, service and ``ActiveThread``."""
+    now, counter = itertools.count(T0), itertools.count()
+    clock = lambda: next(now)  # noqa: E731
+    service = HistoryService(MemoryBackend(), clock=clock, random_bytes=lambda n: bytes([next(counter) % 256] * n))
+    await service.open()
+    recorder, store, gate = HistoryRecorder(service), ThreadStore(MemoryStorage()), _Gate()
+    runtime = AgentRuntime(store, DemoAgent(delay_ms=1, sleep=gate.sleep), clock=clock, history=recorder)
+    runtime.hydrate()
+    runtime.set_stage("s")
+    return runtime, store, service, recorder, gate, ActiveThread(runtime, store, service, recorder, clock)
+
+
+async def _turn(runtime, recorder, text):
+    await runtime.send(text)
+    await recorder.drain()
+
+
+def _texts(messages):
+    return [part["text"] for m in messages for part in m["content"] if part.get("type") == "text"][::2]
+
+
+async def test_resume_makes_a_kept_conversation_the_active_thread_in_one_write_and_history_follows():
+    runtime, store, service, recorder, _, threads = await _course()
+    await _turn(runtime, recorder, "old topic")
+    runtime.clear_thread()
+    await recorder.drain()
+    old = (await service.page("s")).items[0].taskId
+    await _turn(runtime, recorder, "new topic")
+    messages = await threads.resume("s", old)
+    assert _texts(messages) == ["old topic"] and store.load("s") == messages
+    assert await service.head_task_id("s", allocate=False) == old
+    assert (await service.page("s")).total == 2  # the thread it left is kept
+    assert await threads.resume("s", "task_20260101_000000") is None and store.load("s") == messages
+
+
+async def test_a_synced_head_rebuilds_the_active_thread_once_and_never_while_a_turn_runs():
+    runtime, store, service, recorder, gate, threads = await _course()
+    await _turn(runtime, recorder, "mine")
+    task = await service.head_task_id("s", allocate=False)
+    theirs = [*store.load("s"), {"role": "user", "id": "u-x", "content": [{"type": "text", "text": "theirs"}]},
+              {"role": "assistant", "id": "a-x", "content": [{"type": "text", "text": "ok"}]}]
+    assert not threads.follow(HistoryChange("sync", task, "s", "sync"))  # it moved no thread
+    assert threads.follow(HistoryChange("sync", task, "s", "sync", head=theirs))
+    assert store.load("s") == theirs and runtime.has_messages
+    assert not threads.follow(HistoryChange("sync", task, "s", "sync", head=theirs))  # already shown
+    gate.event.clear()
+    running = runtime.send("more")
+    await asyncio.sleep(0.01)
+    assert not threads.follow(HistoryChange("delete", task, "s", "sync", head=[]))  # the turn keeps its thread
+    gate.event.set()
+    await running
+    await recorder.drain()
+    assert threads.follow(HistoryChange("delete", task, "s", "sync", head=[])) and not store.load("s")
