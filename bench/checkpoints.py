@@ -151,9 +151,39 @@ def _open_app(run, context, course: str):
     return page
 
 
-def bench_record(run, reps: int) -> dict:
-    context = run.context()
-    page = _open_app(run, context, "intro-ml")
+SHOW_COURSE = """async (id) => {
+  const url = new URL(location.href);
+  url.searchParams.set("course", id);
+  history.pushState({}, "", url.href);
+  dispatchEvent(new PopStateEvent("popstate"));
+  const select = document.querySelector("[data-testid=course-select]");
+  while (select.value !== id) await new Promise((resolve) => setTimeout(resolve, 20));
+  await window.agentbarCheckpoints();
+}"""
+"""Show course ``id`` in a booted page as Back/Forward does (no boot), its scenes drawn."""
+
+
+class _Page:
+    """The page a case runs in: ``shared`` (the quick run's one page, left open for the next case,
+    switched to ``course``) or a new context booted on ``course`` (closed by ``close()``)."""
+
+    def __init__(self, run, course: str, shared=None) -> None:
+        self.shared = shared is not None
+        if self.shared:
+            self.context, self.page = None, shared
+            shared.evaluate(SHOW_COURSE, course)
+        else:
+            self.context = run.context()
+            self.page = _open_app(run, self.context, course)
+
+    def close(self) -> None:
+        if not self.shared:
+            self.context.close()
+
+
+def bench_record(run, reps: int, shared=None) -> dict:
+    case = _Page(run, "intro-ml", shared)
+    page = case.page
     page.evaluate(LONGTASKS)  # the observer sees a deliberate 80 ms task, or its zero proves nothing
     page.wait_for_timeout(50)
     page.evaluate("() => { const t = performance.now(); while (performance.now() - t < 80) {} }")
@@ -181,18 +211,18 @@ def bench_record(run, reps: int) -> dict:
         out["longest_gap_ms"] = probes["gap"]
         samples.append(out)
     drawn = page.evaluate("() => document.querySelector('[data-scene-id=scene-1]').getAttribute('data-element-count')")
-    context.close()
+    case.close()
     worst = [max(max(s["longtasks_ms"], default=0.0), s["longest_gap_ms"]) for s in samples]
     return {"observer_check_ms": observer_check, "samples": samples, "record_ms_median": _median([s["record_ms"] for s in samples]),
             "longest_task_ms": max(worst), "longtask_count": sum(len(s["longtasks_ms"]) for s in samples),
             "document_bytes": samples[0]["bytes"], "element_count_drawn": int(drawn)}
 
 
-def bench_huge(run, reps: int) -> dict:
+def bench_huge(run, reps: int, shared=None) -> dict:
     """Recording a document over 5 MB (many base64 images) while the page is watched: the longest
     main-thread task (longtask observer and heartbeat), as for ``bench_record``."""
-    context = run.context()
-    page = _open_app(run, context, "intro-ml")
+    case = _Page(run, "intro-ml", shared)
+    page = case.page
     samples = []
     for i in range(reps):
         size = run_py(page, f"DOC = huge_document({i}); json.dumps(len(DOC.model_dump_json(exclude_none=True)))")
@@ -214,19 +244,19 @@ def bench_huge(run, reps: int) -> dict:
         out.update(bytes=size, longtasks_ms=probes["longtasks"], longest_gap_ms=probes["gap"])
         samples.append(out)
     drawn = page.evaluate("() => document.querySelectorAll('[data-scene-id=scene-3] .slide img').length")
-    context.close()
+    case.close()
     worst = [max(max(s["longtasks_ms"], default=0.0), s["longest_gap_ms"]) for s in samples]
     return {"samples": samples, "document_bytes": samples[0]["bytes"], "images_drawn": drawn,
             "record_ms_median": _median([s["record_ms"] for s in samples]), "longest_task_ms": max(worst),
             "longtask_count": sum(len(s["longtasks_ms"]) for s in samples)}
 
 
-def bench_export(run, versions: int) -> dict:
+def bench_export(run, versions: int, shared=None) -> dict:
     """The evidence pack of one conversation holding ``versions`` regenerated versions over three
     scenes: its time and the longest main-thread task while it is built, against the read model's
     list of the conversation alone (both medians of three)."""
-    context = run.context()
-    page = _open_app(run, context, "intro-ml")
+    case = _Page(run, "intro-ml", shared)
+    page = case.page
     run_py(page, f"""
         from app.agent import regenerate_document
         docs = {{}}
@@ -259,7 +289,7 @@ def bench_export(run, versions: int) -> dict:
         probes = page.evaluate(STOP_PROBES)
         out.update(longtasks_ms=probes["longtasks"], longest_gap_ms=probes["gap"])
         samples.append(out)
-    context.close()
+    case.close()
     worst = [max(max(s["longtasks_ms"], default=0.0), s["longest_gap_ms"]) for s in samples]
     export_ms, list_ms = _median([s["export_ms"] for s in samples]), _median([s["list_ms"] for s in samples])
     return {"samples": samples, "versions": samples[0]["checkpoints"], "files": samples[0]["files"],
@@ -267,9 +297,9 @@ def bench_export(run, versions: int) -> dict:
             "ratio": export_ms / list_ms if list_ms else None, "longest_task_ms": max(worst)}
 
 
-def bench_diff(run, reps: int) -> dict:
-    context = run.context()
-    page = _open_app(run, context, "intro-ml")
+def bench_diff(run, reps: int, shared=None) -> dict:
+    case = _Page(run, "intro-ml", shared)
+    page = case.page
     setup = run_py(page, """
         A = big_document(1); B = big_document(2, base=A)
         a = await CP.submit(snap("intro-ml", "scene-2", A, 1_780_000_000_001))
@@ -297,7 +327,7 @@ def bench_diff(run, reps: int) -> dict:
         json.dumps({{"difflib_ms": difflib_ms, "model_ms": model_ms, "view_ms": view_ms, "diff_lines": lines,
                     "elements": {{k: len(v) for k, v in d["diff"]["elements"].items()}}}})
     """)
-    context.close()
+    case.close()
     out["canonical_lines"] = setup["lines"]
     out["difflib_ms_median"] = _median(out["difflib_ms"])
     out["model_ms_median"] = _median(out["model_ms"])
@@ -306,9 +336,9 @@ def bench_diff(run, reps: int) -> dict:
     return out
 
 
-def bench_list(run, reps: int, versions: int) -> dict:
-    context = run.context()
-    page = _open_app(run, context, "linear-algebra")
+def bench_list(run, reps: int, versions: int, shared=None) -> dict:
+    case = _Page(run, "linear-algebra", shared)
+    page = case.page
     run_py(page, f"""
         from app.checkpoints.documents import base_document
         base = base_document("linear-algebra", "scene-1")
@@ -339,7 +369,7 @@ def bench_list(run, reps: int, versions: int) -> dict:
         listing.remove()
         json.dumps({{"read_ms": read_ms, "draw_ms": draw_ms}})
     """)
-    context.close()
+    case.close()
     app_median, js_median = _median(app_ms), _median(baseline["times"])
     return {"read_model_ms_median": _median(parts["read_ms"]), "draw_ms_median": _median(parts["draw_ms"]),
             "versions": versions, "items_drawn": items, "records_read_by_js": baseline["count"],
@@ -425,18 +455,39 @@ def bench_startup(run, loads: int, courses: int, scenes: int, versions: int) -> 
 
 
 def run(run, *, quick: bool) -> dict:
-    """Run the part (see the module docstring); ``quick`` keeps it under about a minute."""
+    """Run the part (see the module docstring); ``quick`` keeps it under about a minute: fewer rounds
+    and sizes, and the cases that run in the page share one booted page (the full run boots one each)."""
     started = time.time()
-    cases = {
-        "record": lambda: bench_record(run, 1 if quick else 5),
-        "huge": lambda: bench_huge(run, 1 if quick else 3),
-        "diff": lambda: bench_diff(run, 2 if quick else 9),
-        "export": lambda: bench_export(run, 60 if quick else 250),
-        "list": lambda: bench_list(run, 2 if quick else 9, 20 if quick else 200),
-        "startup": lambda: bench_startup(run, 1 if quick else 9, 2 if quick else 20, 3, 2 if quick else 50),
-    }
     chosen = [c.strip() for c in os.environ.get("BENCH_CHECKPOINTS_CASES", "").split(",") if c.strip()]
-    figures = {name: case() for name, case in cases.items() if not chosen or name in chosen}
+
+    def wanted(name: str) -> bool:
+        return not chosen or name in chosen
+
+    if quick:  # one booted page for the cases in the page, each on scenes of its own: the export first,
+        # while its conversation holds only its own versions; then record, huge, diff; the list on
+        # linear-algebra, shown in place
+        figures = {}
+        in_page = [name for name in ("export", "record", "huge", "diff", "list") if wanted(name)]
+        if in_page:
+            context = run.context()
+            shared = _open_app(run, context, "intro-ml")
+            cases = {"export": lambda: bench_export(run, 60, shared), "record": lambda: bench_record(run, 1, shared),
+                     "huge": lambda: bench_huge(run, 1, shared), "diff": lambda: bench_diff(run, 2, shared),
+                     "list": lambda: bench_list(run, 2, 20, shared)}
+            figures = {name: cases[name]() for name in in_page}
+            context.close()
+        if wanted("startup"):
+            figures["startup"] = bench_startup(run, 1, 2, 3, 2)
+    else:
+        cases = {
+            "record": lambda: bench_record(run, 5),
+            "huge": lambda: bench_huge(run, 3),
+            "diff": lambda: bench_diff(run, 9),
+            "export": lambda: bench_export(run, 250),
+            "list": lambda: bench_list(run, 9, 200),
+            "startup": lambda: bench_startup(run, 9, 20, 3, 50),
+        }
+        figures = {name: case() for name, case in cases.items() if wanted(name)}
     if chosen:
         figures["goals"] = {}
         for name in ("record", "huge"):

@@ -15,6 +15,9 @@ Interleaved rounds, each in fresh browser contexts (no HTTP cache, no service wo
 Ratios: first paint / floor ready (goal ≤ 0.15), app ready / floor ready (≤ 1.05), app
 reload / floor reload (≤ 0.8), each the median of per-round ratios.
 
+``--quick``: one round; the archive's reload and the imports' measure go on in the app round's
+context (the full run boots a context for each).
+
 **Phases** of the cold app load (medians, ms from navigation): resource timing of
 ``pyodide.asm.wasm`` (fetch), ``WebAssembly.instantiate*`` wrapped by the init script
 (wasm compile + instantiate), PyScript's ``py:progress`` labels (interpreter, packages),
@@ -191,7 +194,9 @@ def _cold_and_reload(run, path: str, seeded: tuple[str, str] | None = None) -> d
     return {"cold": cold, "reload": reload}
 
 
-def _app_round(run, seed: str, record: str) -> dict:
+def _app_round(run, seed: str, record: str, keep: bool = False) -> dict:
+    """The app's cold load and reload in a fresh context (``seed`` and ``record`` put there first);
+    ``keep``: the context is left open, its page in the result's ``page`` (the quick run goes on in it)."""
     context = _context(run)
     page = context.new_page()
     _seed_app(run, page, seed, record)
@@ -203,11 +208,12 @@ def _app_round(run, seed: str, record: str) -> dict:
     again = _wait(page, "ready")
     reload_longest = _wait_idle(page)
     reload_phases = page.evaluate(PHASES_JS)
-    context.close()
+    if not keep:
+        context.close()
     return {"painted": state["painted"], "cold": state["ready"], "reload_painted": again["painted"],
             "reload": again["ready"], "longest_task_ms": longest, "reload_longest_task_ms": reload_longest,
             "long_tasks": attribute(phases), "reload_long_tasks": attribute(reload_phases),
-            "phases": phases, "reload_phases": reload_phases}
+            "phases": phases, "reload_phases": reload_phases, **({"page": page} if keep else {})}
 
 
 def _phase_table(phases: list[dict]) -> list[dict]:
@@ -251,18 +257,22 @@ def _phase_table(phases: list[dict]) -> list[dict]:
 
 
 def _archive_longest(run, seed: str, record: str, reloads: int, conversations: int = 1000,
-                     versions_each: int = 50) -> dict:
+                     versions_each: int = 50, page=None) -> dict:
     """Longest task after ready on reloads of a context holding ``conversations`` conversations and
-    20 courses × 3 scenes × ``versions_each`` versions (1,000 and 3,000; ``--quick`` 200 and 600)."""
+    20 courses × 3 scenes × ``versions_each`` versions (1,000 and 3,000; ``--quick`` 200 and 600).
+    ``page``: the app's page, ready and seeded as here, to go on in (the quick run's: no boot of its
+    own); it is left open."""
     from bench.checkpoints import SEED_IDB, _seed_records
     from bench.history import SEED_JS
 
     versions = _seed_records(20, 3, versions_each)
-    context = _context(run)
-    page = context.new_page()
-    _seed_app(run, page, seed, record)
-    page.goto(run.base + APP)
-    _wait(page, "ready")
+    context = None
+    if page is None:
+        context = _context(run)
+        page = context.new_page()
+        _seed_app(run, page, seed, record)
+        page.goto(run.base + APP)
+        _wait(page, "ready")
     conversations = page.evaluate(SEED_JS, [conversations, 10, COURSE])
     for table, rows in versions.items():
         for start in range(0, len(rows), 200):
@@ -272,7 +282,8 @@ def _archive_longest(run, seed: str, record: str, reloads: int, conversations: i
         page.reload()
         _wait(page, "ready")
         out.append(_wait_idle(page))
-    context.close()
+    if context is not None:
+        context.close()
     return {"conversations": conversations, "versions": len(versions["versions"]), "longest_task_ms": out}
 
 
@@ -307,17 +318,21 @@ json.dumps(out)
 """
 
 
-def import_cost(run) -> dict:
-    """Fresh imports of every app module from precompiled bytecode vs from source (ms, 3 pairs)."""
+def import_cost(run, page=None) -> dict:
+    """Fresh imports of every app module from precompiled bytecode vs from source (ms, 3 pairs), in a
+    page of its own, or in ``page`` (ready and idle: the quick run's, closed here)."""
     import json
 
     from bench.scripts import RUN_PY
 
-    context = _context(run)
-    page = context.new_page()
-    page.goto(run.base + APP)
-    _wait(page, "ready")
-    _wait_idle(page)
+    if page is None:
+        context = _context(run)
+        page = context.new_page()
+        page.goto(run.base + APP)
+        _wait(page, "ready")
+        _wait_idle(page)
+    else:
+        context = page.context
     out = json.loads(page.evaluate(RUN_PY, IMPORT_PY))
     context.close()
     out["ratio"] = _median(out["pyc"]) / _median(out["source"]) if out["source"] else None
@@ -335,7 +350,7 @@ def run(run, *, quick: bool) -> dict:
             if name == "floor":
                 floor.append(_cold_and_reload(run, FLOOR))
             elif name == "app":
-                app.append(_app_round(run, seed, record))
+                app.append(_app_round(run, seed, record, keep=quick))
             else:
                 plain.append(_cold_and_reload(run, APP + "&snapshot=off", (seed, record)))
         print(f"  firstpaint round {i + 1}/{rounds}: floor {floor[-1]['cold']:.0f} ms, app painted "
@@ -344,7 +359,9 @@ def run(run, *, quick: bool) -> dict:
               f"without the snapshot ready {plain[-1]['cold']:.0f} ms, reload {plain[-1]['reload']:.0f} ms", flush=True)
     pair = lambda key_a, key_b: _median([a[key_a] / f[key_b] for a, f in zip(app, floor)])  # noqa: E731
     reloads, stored, versions_each = (1, 200, 10) if quick else (3, 1000, 50)
-    archive = _archive_longest(run, seed, record, reloads, stored, versions_each)
+    # --quick: the archive's reload and the imports go on in the app round's page (no boot of their own)
+    shared = app[-1].pop("page", None)
+    archive = _archive_longest(run, seed, record, reloads, stored, versions_each, page=shared)
     longest = max([a["longest_task_ms"] for a in app] + [a["reload_longest_task_ms"] for a in app])
     archive_longest = max(archive["longest_task_ms"])
     result = {
@@ -365,7 +382,7 @@ def run(run, *, quick: bool) -> dict:
         "snapshot_used": sorted({a["phases"].get("snapshot") or "none" for a in app}),
         "phases": _phase_table([a["phases"] for a in app]),
         "reload_phases": _phase_table([a["reload_phases"] for a in app]),
-        "longest_task_ms": longest, "archive": archive, "imports": import_cost(run),
+        "longest_task_ms": longest, "archive": archive, "imports": import_cost(run, page=shared),
     }
     result["goals"] = {
         "first paint / floor ready": {"value": result["paint_ratio"], "limit": GOALS["paint_ratio_max"],

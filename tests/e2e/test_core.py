@@ -238,7 +238,7 @@ def test_each_courses_thread_and_tool_cards_survive_one_shared_reload(agent):
 # Each catalogue's label and plural forms are unit-proven for all eight locales (tests/unit/test_i18n.py);
 # the page shows they are drawn, with the document's direction, and counted through Intl: one
 # left-to-right locale with three plural forms, and the right-to-left one. The locale is read at boot:
-# this case runs in a course of its own in test_checkpoints' ru-RU and ar-SA pages.
+# this case runs in a course of its own in test_checkpoints' ru-RU page and test_startup's ar-SA page.
 def new_conversation_button_and_counts_are_in_the_pages_locale(agent, locale: str, course: str) -> None:
     switch_course(agent, course)
     agent.send("hello")

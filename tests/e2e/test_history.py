@@ -636,7 +636,9 @@ def test_history_in_two_tabs_one_course_per_case(agent, second_agent, tmp_path):
     answered (``UNANSWERED_PERSIST``). One course per case, switched in place (no
     boot); three boots in all: ``agent`` (delay 0, en-US) and its one reload, and ``slow``
     (``second_agent``, delay ``SLOW_DELAY_MS``, lang ``SLOW_LANG``). The sort and range case and
-    the search case come last on their tabs: the drawer's search, sort and range stay set."""
+    the search case come last of the history cases on their tabs: the drawer's search, sort and range
+    stay set. Then the slow tab runs test_ui's Chinese cases (placeholder scenes, Escape during slow
+    replies) and test_checkpoints' Chinese slides."""
     slow = second_agent
     agent.page.context.add_init_script(UNANSWERED_PERSIST)  # every case runs with the prompt unanswered
     agent.open(course="intro-ml")
@@ -692,6 +694,24 @@ def test_history_in_two_tabs_one_course_per_case(agent, second_agent, tmp_path):
     with case("search English and Chinese with marked snippets, sort and range (zh-CN)"):
         show_course(slow, "h-search-zh")
         search_english_and_chinese_with_marked_snippets_sort_and_range(slow, "h-search-zh")
+
+    # The slow Chinese tab's boot serves the cases of test_ui and test_checkpoints that need one (both
+    # lang and delay are read at boot), each in a course of its own.
+    from tests.e2e.test_checkpoints import SLIDE_VIEWPORT, assert_no_slide_text_overflows
+    from tests.e2e.test_ui import (
+        escape_stops_the_reply_only_outside_ime_composition_and_the_course_picker,
+        placeholder_scenes_are_localised_and_demo_scenes_stay_as_written)
+
+    with case("placeholder scenes are localised and demo scenes stay as written (zh-CN)"):
+        show_course(slow, "my-course")
+        placeholder_scenes_are_localised_and_demo_scenes_stay_as_written(slow)
+    with case("Escape stops the reply only outside IME composition and the course picker"):
+        show_course(slow, "u-escape")
+        escape_stops_the_reply_only_outside_ime_composition_and_the_course_picker(slow)
+    with case("no slide text overflows its box in Chinese, own and regenerated slides"):
+        slow.page.set_viewport_size(SLIDE_VIEWPORT)
+        show_course(slow, "poetry-tang")
+        assert_no_slide_text_overflows(slow, "poetry-tang", "zh-CN", ["/regenerate scene-1 更亮，加一张图表，突出月光"])
 
 
 def test_indexeddb_blocked_leaves_the_core_working_with_one_notice_and_so_does_a_reload(agent, second_agent):

@@ -1,5 +1,6 @@
 """ChatGPT's data export imported in Chromium (DESIGN.md §14 "Import from other tools",
-``[data-testid=import-chatgpt]``): one page, every case after the other."""
+``[data-testid=import-chatgpt]``): one page (booted once, reloaded once), every case after the
+other; the hostile exports last, in a course of their own."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 import zipfile
 
 from tests.archives import zip_bytes
-from tests.e2e.test_history import item_ids, open_list, wait_history
+from tests.e2e.test_history import item_ids, open_list, show_course, wait_history
 
 
 
@@ -163,6 +164,8 @@ def test_chatgpt_exports_import_the_current_branch_report_what_they_could_not_re
     item.wait_for()
     assert len(item_ids(agent)) == 1
 
+    hostile_exports_import_what_can_be_read_name_the_rest_and_leave_the_page_its_turn(agent, tmp_path)
+
 
 def long_conversation(cid: str, title: str, turns: int) -> dict:
     nodes, parent = [node("root", None)], "root"
@@ -173,12 +176,13 @@ def long_conversation(cid: str, title: str, turns: int) -> dict:
             "mapping": dict(nodes)}
 
 
-def test_hostile_exports_import_what_can_be_read_name_the_rest_and_leave_the_page_its_turn(agent, tmp_path):
-    """A time past any calendar in one conversation failed the whole import after others were written
-    ("Nothing was changed", the list still empty); a zip with one broken member was refused whole as
-    "not JSON"; a 40 M character message froze the page then ran out of memory; a conversation of
-    thousands of turns was one long task (DESIGN.md §14)."""
-    agent.open(course="intro-ml")
+def hostile_exports_import_what_can_be_read_name_the_rest_and_leave_the_page_its_turn(agent, tmp_path) -> None:
+    """In ``c-hostile``, a course of its own (no conversation yet): a time past any calendar in one
+    conversation failed the whole import after others were written ("Nothing was changed", the list
+    still empty); a zip with one broken member was refused whole as "not JSON"; a 40 M character
+    message froze the page then ran out of memory; a conversation of thousands of turns was one long
+    task (DESIGN.md §14)."""
+    show_course(agent, "c-hostile")
     assert wait_history(agent) == "ready"
     listing = open_list(agent)
 
@@ -194,10 +198,11 @@ def test_hostile_exports_import_what_can_be_read_name_the_rest_and_leave_the_pag
     agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '4'")
 
     # a zip of three members, the middle one broken: the others import, the broken one is named and why
+    # (ids of their own: the same ChatGPT ids imported into another course above are "existing")
     newer = tmp_path / "export.zip"
-    newer.write_bytes(zip_bytes({"conversations-000.json": json.dumps([edited("z-1", "Zip one")]),
+    newer.write_bytes(zip_bytes({"conversations-000.json": json.dumps([edited("hz-1", "Zip one")]),
                                  "conversations-001.json": "{broken",
-                                 "conversations-002.json": json.dumps([edited("z-3", "Zip three")])}))
+                                 "conversations-002.json": json.dumps([edited("hz-3", "Zip three")])}))
     said = choose(agent, newer)
     assert (said["result"], said["imported"], said["skipped"]) == ("ok", "2", "1"), said
     assert "conversations-001.json" in said["text"] and "not JSON" in said["text"], said

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 
 from tests.e2e.conftest import AgentPage
+from tests.e2e.test_checkpoints import (
+    versions_made_in_memory_are_gone_at_the_next_boot, without_indexeddb_regenerate_works_in_memory_and_the_panel_says_so_once)
 from tests.e2e.test_core import switch_course
 from tests.e2e.test_history import wait_history
 from tests.e2e.test_indexeddb import run_py
@@ -94,8 +96,9 @@ def new_conversation_asks_before_the_thread_is_lost(agent, course: str, tmp_path
 def test_app_starts_in_memory_when_indexeddb_is_unusable(agent, context, app_server, tmp_path):
     """One boot per breakage, each in its own tab of one browser context (its init script runs
     before any page script there): each boot also shows the turns the boots before it saved. The
-    first (open throwing) also shows New conversation asking before a thread history cannot keep
-    is lost, in a course of its own."""
+    first (open throwing) also makes scene versions in memory, with one notice for history and
+    versions (the second boot shows none of them), and shows New conversation asking before a thread
+    history cannot keep is lost, each in a course of its own."""
     assert sorted(ORDER) == sorted(BREAKAGES)
     tabs = [agent]
     for n, case in enumerate(ORDER):
@@ -121,8 +124,11 @@ def test_app_starts_in_memory_when_indexeddb_is_unusable(agent, context, app_ser
         assert len(stored["state"]["threads"]["intro-ml"]["messages"]) == 2 * n + 2, case
         assert notice_codes(tab) == [NOTICE], f"{case}: said once, not again per turn"
 
+        if case == "missing":  # the boot after the versions made in memory: none of them
+            versions_made_in_memory_are_gone_at_the_next_boot(tab, "idb-versions")
         if case != "open-throws":
             continue  # the rest does not depend on how IndexedDB broke: one case shows it
+        without_indexeddb_regenerate_works_in_memory_and_the_panel_says_so_once(tab, "idb-versions")
         new_conversation_asks_before_the_thread_is_lost(tab, "idb-discard", tmp_path)
         # The adapter believes the boot guard's flag, not the in-memory substitute; with no indexedDB
         # at all it is unavailable too (tests/e2e/test_indexeddb.py's helpers run Python in the page).

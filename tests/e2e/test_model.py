@@ -337,14 +337,19 @@ def connection_test_warns_of_a_server_without_tools_or_without_the_model(agent, 
     agent.page.keyboard.press("Escape")
 
 
-def test_model_turns_in_japanese_each_case_in_its_own_course_then_one_reload(agent, fake_model):
-    """One page (ja-JP, the server requiring the key of the first case's settings): settings and a
-    streamed reply, a tool call, bad tool arguments, Stop, every server error, Markdown, usage in
-    history, an outgrown context; one reload checks what each stored; then a server without tools."""
+def test_model_turns_in_japanese_each_case_in_its_own_course_then_one_reload(agent, fake_model, tmp_path):
+    """One page (ja-JP, the server requiring the key of the first case's settings). First, before any
+    model is set, the demo agent's cards in Japanese (locale_cases; its second boot, on intro-ml, is
+    this page's). Then settings and a streamed reply, a tool call, bad tool arguments, Stop, every
+    server error, Markdown, usage in history, an outgrown context; one reload checks what each
+    stored; then a server without tools."""
+    from tests.e2e.locale_cases import the_demo_tool_cards_read_in_the_page_locale_and_the_stored_thread_keeps_the_tools_words
+
     console: list[str] = []
     agent.page.on("console", lambda message: console.append(message.text))
     fake_model.required_key = KEY
-    agent.open(course="m-settings", lang="ja-JP")
+    agent.open(course="intro-ml", lang="ja-JP")
+    the_demo_tool_cards_read_in_the_page_locale_and_the_stored_thread_keeps_the_tools_words(agent, tmp_path)
     with in_case(agent, "settings, send, streamed reply", "m-settings") as course:
         settings_send_streamed_reply(agent, fake_model, course)
     with in_case(agent, "tool call", "linear-algebra") as course:
@@ -357,7 +362,7 @@ def test_model_turns_in_japanese_each_case_in_its_own_course_then_one_reload(age
         every_server_error_fails_the_turn_with_a_localized_message(agent, fake_model, course, console)
     with in_case(agent, "token counts in history", "m-usage") as course:
         history_shows_the_servers_token_counts(agent, fake_model, course)
-    with in_case(agent, "outgrown context", "intro-ml") as course:
+    with in_case(agent, "outgrown context", "m-context") as course:
         a_conversation_that_outgrows_the_servers_context_stays_answerable(agent, fake_model, course)
     with in_case(agent, "markdown", "m-markdown") as course:  # the course the reload opens
         markdown_reply_is_rendered_safely_and_stored_raw(agent, fake_model, course)
@@ -371,7 +376,7 @@ def test_model_turns_in_japanese_each_case_in_its_own_course_then_one_reload(age
         tool_call_after_reload(agent, fake_model, course)
     with in_case(agent, "every server error after the reload", "m-errors") as course:
         every_server_error_after_reload(agent, fake_model, course)
-    with in_case(agent, "outgrown context after the reload", "intro-ml") as course:
+    with in_case(agent, "outgrown context after the reload", "m-context") as course:
         a_conversation_that_outgrows_the_context_after_reload(agent, fake_model, course)
     with in_case(agent, "token counts in history after the reload", "m-usage") as course:
         history_shows_the_servers_token_counts_after_reload(agent, fake_model, course)

@@ -117,12 +117,17 @@ HAS_LONE_SURROGATE = """() => [...document.querySelectorAll('[data-testid=agent-
   .filter((m) => m.textContent.includes('half \\ud800 pair')).length"""
 
 
-def test_the_painted_thread_matches_the_live_one_in_arabic_and_python_takes_over_without_a_flash(agent):
+def test_the_painted_thread_matches_the_live_one_in_arabic_and_python_takes_over_without_a_flash(agent, tmp_path):
+    """Then, in that ar-SA page, the right-to-left cases (locale_cases; the locale is read at boot)."""
+    from tests.e2e.test_ecosystem import ALL_STATUSES, CARDS_COURSE
+    from tests.e2e.locale_cases import right_to_left_cases
+
     # One stored text holds a lone surrogate: the store keeps it exactly; writing the paint record of
     # it once raised in pydantic's encoder, so no record was written.
     messages = stored_thread(45, extra=[{"role": "user", "content": [{"type": "text", "text": "half \ud800 pair"}]},
                                         {"role": "user", "content": [{"type": "text", "text": LONG}]}, CARD])
-    agent.seed({KEY: envelope({COURSE: {"messages": messages, "updatedAt": UPDATED}})})
+    agent.seed({KEY: envelope({COURSE: {"messages": messages, "updatedAt": UPDATED},
+                               CARDS_COURSE: ALL_STATUSES["state"]["threads"][CARDS_COURSE]})})
     agent.open(course=COURSE, lang="ar-SA")
     live = agent.page.evaluate(ROWS)
     live_bar = agent.page.evaluate(BAR)
@@ -156,6 +161,51 @@ def test_the_painted_thread_matches_the_live_one_in_arabic_and_python_takes_over
     assert min(f[0] for f in frames) == 40, frames  # never an empty or half-drawn log
     assert max(f[1] for f in frames) <= 1, frames  # kept at its newest message throughout
     assert agent.testid("history-open").is_enabled()
+
+    right_to_left_cases(agent, tmp_path)
+
+
+class HeldModule:
+    """Holds Pyodide's module (``pyodide.asm.mjs``, a preload and the import too) unanswered until
+    ``fail()`` answers every request for it 404: the loading screen stays up, then a start-up error."""
+
+    def __init__(self, page) -> None:
+        self.page = page
+        self.routes: list = []
+        self.failing = False
+        page.route("**/pyodide.asm.mjs", self._hold)
+
+    def _hold(self, route) -> None:
+        if self.failing:
+            route.fulfill(status=404, body="missing")
+        else:
+            self.routes.append(route)
+
+    def fail(self) -> None:
+        self.failing = True
+        for route in self.routes:
+            route.fulfill(status=404, body="missing")
+
+    def release(self) -> None:
+        self.page.unroute("**/pyodide.asm.mjs", self._hold)
+
+
+def the_loading_screen_then_a_startup_error_pass_axe(agent, module: HeldModule) -> None:
+    """With Pyodide's module held (``module``), the page stays on its loading screen: axe finds nothing
+    serious; the module then answered 404: the start-up error, axe again."""
+    agent.page.wait_for_function("() => document.getElementById('boot-text').textContent.length > 0")
+    for _ in range(600):
+        if module.routes:
+            break
+        agent.page.wait_for_timeout(100)
+    assert module.routes, "pyodide.asm.mjs was never requested"
+    assert not agent.page.evaluate("() => document.documentElement.hasAttribute('data-error')")
+    assert agent.page.evaluate("() => document.documentElement.dataset.ready") != "true"
+    agent.assert_accessible("loading screen")
+    module.fail()
+    agent.page.wait_for_function("() => document.documentElement.hasAttribute('data-error')")
+    assert agent.testid("app-loading").is_visible()
+    agent.assert_accessible("start-up error")
 
 
 # Each row in a normal form: its own attributes, then every element inside it that has a test id, with
@@ -232,7 +282,8 @@ def test_rows_of_every_status_are_painted_as_python_first_renders_them(agent):
 
 
 def test_a_damaged_record_draws_nothing_and_breaks_nothing(agent):
-    """(A stale record draws nothing either: the last boot of the test below.)"""
+    """(A stale record draws nothing either: the last boot of the test below.) The first boot also holds
+    Pyodide's module: the loading screen, then a start-up error, pass axe."""
     messages = stored_thread(3)
     agent.seed({KEY: envelope({COURSE: {"messages": messages, "updatedAt": UPDATED + 1}})})
     held = Held(agent.page)
@@ -244,6 +295,7 @@ def test_a_damaged_record_draws_nothing_and_breaks_nothing(agent):
     for number, damaged in enumerate(damaged_records):  # each one boot: the record is read before Python
         put_record(agent, COURSE, damaged)
         if number == 0:
+            module = HeldModule(agent.page)
             agent.page.goto(agent.url(course=COURSE))
         else:
             agent.page.reload()
@@ -251,6 +303,9 @@ def test_a_damaged_record_draws_nothing_and_breaks_nothing(agent):
         assert agent.page.evaluate("() => document.documentElement.hasAttribute('data-painted')") is False, damaged
         assert agent.page.evaluate("() => document.querySelectorAll('#agent-messages > *').length") == 0
         assert agent.page.locator("#app").is_hidden()
+        if number == 0:
+            the_loading_screen_then_a_startup_error_pass_axe(agent, module)
+            module.release()
 
     held.release()
     agent.wait_ready()  # the last damaged record broke nothing: the stored thread is shown

@@ -2,17 +2,23 @@
 localStorage and IndexedDB) against a real CouchDB-protocol server on 127.0.0.1 that the suite starts
 (``pouchdb-server --in-memory``, ``tools/couchdb_server.py``).
 
-One pair of booted pages carries the cases, each in a course of its own (switched in the page):
-sync off loads nothing and sends nothing off the origin; a conversation made before sync was on goes
-out at the first sync; a conversation made on A appears on B; a delete on A is gone on B and stays
-gone after both sync again; scene versions made on both keep distinct numbers and B restores one
-made on A. A page of its own checks a wrong password, a server that is not CouchDB and a database the
-user may not read (each a clear ``sync-status``, nothing lost, the password nowhere but
-``sessionStorage``); another, with a server of its own, stops that server mid-sync (``offline``, the
-turn kept) and starts it again (the turn reaches it, ``synced``). A first sync through a relay that
-stops answering mid-sync (its server killed and started again behind it) leaves ``syncing`` for
-``offline``/``stalled`` and completes once it answers (the watchdog's restart); on the built site
-under its CSP a server the policy does not admit is ``error``/``blocked``.
+One pair of booted pages carries the cases, each in a course of its own (switched in the page), and
+B is reloaded once for all of them: sync off loads nothing and sends nothing off the origin; a
+conversation made before sync was on goes out at the first sync; a conversation made on A appears on
+B; a delete on A is gone on B and stays gone after both sync again; scene versions made on both keep
+distinct numbers and B restores one made on A; a delete on A while B, apart, adds a turn wins on both,
+B's turn kept as a conversation of its own; conflicting revisions written to the server are merged
+with no conflicts left, and what an import refuses does not come in by sync; the two devices, on a
+server of their own that is stopped, each add a turn and find both in time order once it is back. A
+page of its own checks a wrong password, a server that is not CouchDB and a database the user may not
+read (each a clear ``sync-status``, nothing lost, the password nowhere but ``sessionStorage``), then
+stops a server of its own mid-sync (``offline``, the turn kept) and starts it again (the turn reaches
+it, ``synced``). A first sync into an empty profile says ``synced`` only once history holds every
+conversation. A first sync through a relay that stops answering mid-sync (its server killed and
+started again behind it) leaves ``syncing`` for ``offline``/``stalled`` and completes once it answers
+(the watchdog's restart); on the built site under its CSP a server the policy does not admit is
+``error``/``blocked``. Two tabs of one profile: one replicates (Web Locks), the other follows it, and
+takes over when it closes.
 """
 
 from __future__ import annotations
@@ -141,6 +147,14 @@ def _switch(agent, course: str) -> None:
     agent.page.wait_for_function("c => new URLSearchParams(location.search).get('course') === c", arg=course)
 
 
+def _show(agent, course: str) -> None:
+    """Switch the booted page to ``course``, one the picker need not list, as Back/Forward does (no
+    boot; the URL's course is then ``course``, so a reload boots into it)."""
+    agent.page.evaluate("""id => { const url = new URL(location.href); url.searchParams.set('course', id);
+      history.pushState({}, '', url.href); dispatchEvent(new PopStateEvent('popstate')); }""", course)
+    expect(agent.testid("course-select")).to_have_value(course)
+
+
 def _history_ids(agent) -> list[str]:
     agent.testid("history-open").click()
     agent.page.wait_for_selector("[data-testid=history-drawer]:not([hidden])")
@@ -194,8 +208,13 @@ def _current_task(agent) -> str:
 
 
 def test_two_devices_one_course_per_case(browser, app_server, couch):
+    """Two profiles booted once each (and B reloaded once, for every case): each case in a course of
+    its own. The last one stops a server of the devices' own (``away``) and starts it again."""
+    away = couchdb_server.start()
     context_a, a = _device(browser, app_server, couch)
     context_b, b = _device(browser, app_server, couch)
+    for device in (a, b):
+        device.allowed_origins.append(away.origin)
     try:
         # -- sync off: nothing loaded, nothing sent off the origin -----------------------------
         a.open(course="intro-ml")
@@ -299,15 +318,155 @@ def test_two_devices_one_course_per_case(browser, app_server, couch):
         restored_doc = _poll(lambda: _server_docs(couch).get(f"version:{restored}"), "the restore on the server")
         assert "made on A" in json.dumps(restored_doc["document"])  # A's document, restored on B
         assert "made on B" not in json.dumps(restored_doc["document"])
-        b.reload()  # after a reload B still has the three, numbered as before
+        # -- a delete made while B is apart wins, B's turn is kept on its own --------------------------------------------------------
+        for device in (a, b):
+            _show(device, "sync-delete-wins")
+        a.send("shared before the split")
+        deleted = _current_task(a)
+        _wait_history_ids(b, lambda ids, t: t in ids, deleted)
+        _continue_on(b, deleted)  # B goes on with it
+        _turn_off(b)  # B apart
+        b.send("made on B while apart")
+        a.testid("agent-new-conversation").click()  # archived on A, then deleted there
+        a.page.wait_for_function("() => document.querySelector('[data-testid=agent-new-conversation]').hidden")
+        a.testid("history-open").click()
+        a.page.locator(f"[data-testid=history-item][data-task-id={deleted}] [data-testid=history-delete]").click()
+        a.page.wait_for_function(
+            "t => !document.querySelector(`[data-testid=history-item][data-task-id=${t}]`)", arg=deleted)
+        a.testid("history-close").click()
+        _poll(lambda: _doc(couch, DATABASE, f"conversation:{deleted}") is None, "A's delete on the server")
+        _configure(b, couch.origin)  # B back: its turn and A's delete meet
+        expect(b.page.locator("[data-testid=agent-notice][data-code=sync-deleted-kept]")).to_be_visible(
+            timeout=SYNC_TIMEOUT_MS)
+        b.page.wait_for_function(f"() => JSON.stringify(({USER_TEXTS_JS})()) === "
+                                 "JSON.stringify(['made on B while apart'])", timeout=SYNC_TIMEOUT_MS)
+        kept = _current_task(b)
+        assert kept != deleted and deleted not in _history_ids(b)
+        kept_doc = _poll(lambda: _doc(couch, DATABASE, f"conversation:{kept}"), "B's kept turn on the server")
+        assert _user_texts(kept_doc) == ["made on B while apart"]
+        _wait_history_ids(a, lambda ids, t: t in ids, kept)  # A gets it as a conversation of its own
+        assert deleted not in _history_ids(a)
+        _poll(lambda: all(leaf.get("_deleted") for leaf in _leaves_of(couch, DATABASE, f"conversation:{deleted}")),
+              "every leaf of the deleted conversation deleted on the server")
+        for device in (a, b):  # both sync again, and B reloads: still gone, nothing adopted again
+            _sync_now(device)
+
+        # -- one reload of B for every case above ----------------------------------------------------
+        b.reload()  # boots on sync-delete-wins (the URL's course)
+        b.page.wait_for_function(HISTORY_READY)
+        assert _wait_state(b, "synced", "error", "offline") == "synced"
+        b.send("after the reload on B")  # the delete made while B was apart: still gone, nothing adopted again
+        assert deleted not in _history_ids(b) and _current_task(b) == kept
+        assert _doc(couch, DATABASE, f"conversation:{deleted}") is None
+        assert deleted not in _history_ids(a)
+        _switch(b, "linear-algebra")  # the delete on A: still gone on B
+        assert doomed not in _history_ids(b)
+        _switch(b, "intro-ml")
+        assert task_a in _history_ids(b)  # what came before stays
+        _switch(b, "poetry-tang")  # B still has the three versions, numbered as before
         items_b = _versions(b, "scene-2")
         expect(items_b).to_have_count(3)
         assert [v for v, _, _ in _listed(items_b)] == ["3", "2", "1"]
+
+        # -- conflicting revisions written straight to the server -----------------------------------
+        _show(a, "sync-revisions")
+        a.send("the base turn")
+        task = _current_task(a)
+        doc_id = f"conversation:{task}"
+        base = _poll(lambda: _doc(couch, DATABASE, doc_id, "?revs=true"), "the base revision on the server")
+        generation, ids = base["_revisions"]["start"], base["_revisions"]["ids"]
+        content = {k: v for k, v in base.items() if not k.startswith("_")}
+        leaves = []
+        for n, text in enumerate(["continued one", "continued two", "continued three"]):
+            messages = content["messages"] + [
+                {"role": "user", "id": f"u-c{n}", "content": [{"type": "text", "text": text}]},
+                {"role": "assistant", "id": f"a-c{n}", "content": [{"type": "text", "text": "ok " + text}]}]
+            rev_hash = f"{n + 1:032x}"
+            leaves.append({**content, "messages": messages, "_id": doc_id, "_rev": f"{generation + 1}-{rev_hash}",
+                           "_revisions": {"start": generation + 1, "ids": [rev_hash, *ids]}})
+        stranger = [{"role": "user", "id": "u-s", "content": [{"type": "text", "text": "no shared history"}]}]
+        leaves.append({**content, "messages": stranger, "turns": [], "_id": doc_id, "_rev": f"1-{'f' * 32}",
+                       "_revisions": {"start": 1, "ids": ["f" * 32]}})
+        request = urllib.request.Request(f"{couch.origin}/{DATABASE}/_bulk_docs", method="POST",
+                                         data=json.dumps({"docs": leaves, "new_edits": False}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(request, timeout=10).close()
+        assert len(_doc(couch, DATABASE, doc_id, "?conflicts=true").get("_conflicts", [])) == 3  # four leaves
+        wanted = {"the base turn", "continued one", "continued two", "continued three", "no shared history"}
+
+        def resolved():
+            doc = _doc(couch, DATABASE, doc_id, "?conflicts=true")
+            return doc if doc and not doc.get("_conflicts") and set(_user_texts(doc)) == wanted else None
+        merged = _poll(resolved, "one merged revision on the server, holding every leaf's turns")
+        roles = [m["role"] for m in merged["messages"]]
+        assert not any(x == y == "user" for x, y in zip(roles, roles[1:]))
+        assert sorted(_user_texts(merged)) == sorted(wanted)  # each once
+        assert [leaf for leaf in _leaves_of(couch, DATABASE, doc_id) if not leaf.get("_deleted")] == \
+            [_doc(couch, DATABASE, doc_id)]  # one live leaf: the losers deleted
+        _poll(lambda: wanted <= set(a.page.evaluate(USER_TEXTS_JS)), "A's panel shows every leaf's turns")
+
+        # -- what an import refuses does not come in by sync either, and one notice counts it ----------
+        from app.history.chatgpt import MAX_CONVERSATION_CHARS
+
+        huge = {**content, "_id": "conversation:task_20261201_huge00", "turns": [],
+                "meta": {**content["meta"], "taskId": "task_20261201_huge00"},
+                "messages": [{"role": "user", "content": [{"type": "text", "text": "x" * (MAX_CONVERSATION_CHARS + 1)}]}]}
+        broken = {"_id": "conversation:task_20261201_broken", "meta": "not a meta"}
+        request = urllib.request.Request(f"{couch.origin}/{DATABASE}/_bulk_docs", method="POST",
+                                         data=json.dumps({"docs": [huge, broken]}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(request, timeout=30).close()
+        notice = a.page.locator("[data-testid=agent-notice][data-code=sync-unreadable]")
+        expect(notice).to_have_count(1, timeout=SYNC_TIMEOUT_MS)
+        expect(notice).to_contain_text(LOCALE["notice"]["sync-unreadable"]["other"].format(count=2))
+        assert not {"task_20261201_huge00", "task_20261201_broken"} & set(_history_ids(a))
+
+        # -- a turn added on both while a server of their own is down: on both afterwards, in time order
+        port = away.port
+        for device in (a, b):
+            _show(device, "sync-both-away")
+            before = _starts(device)
+            _configure(device, away.origin)
+            assert _ended_after(device, before)[0] == "synced"
+        a.send("the common first turn")
+        task = _current_task(a)
+        _wait_history_ids(b, lambda ids, t: t in ids, task)
+        _continue_on(b, task)  # B goes on with it
+        away.stop()
+        a.send("turn on A while away")
+        b.page.wait_for_timeout(50)  # B's turn is the later one
+        b.send("turn on B while away")
+        for device in (a, b):
+            assert _wait_state(device, "offline", "error") == "offline"
+        away = couchdb_server.start(port)
+        urllib.request.urlopen(urllib.request.Request(f"{away.origin}/{DATABASE}", method="PUT"), timeout=5).close()
+        for device in (a, b):
+            device.panel_action("sync-now")
+        wanted = ["the common first turn", "turn on A while away", "turn on B while away"]
+
+        def on_server():
+            doc = _server_docs(away).get(f"conversation:{task}")
+            texts = [t for t in _doc_texts(doc or {}) if t in wanted]
+            return texts if texts == wanted else None
+        assert _poll(on_server, "the server's conversation holds both turns in order") == wanted
+        for device in (a, b):
+            _poll(lambda: all(text in device.page.evaluate(IDB_DUMP_JS) for text in wanted),
+                  "both turns in each device's history")
+        assert "turn on A while away" in (a.stored_raw() or "") and "turn on B while away" in (b.stored_raw() or "")
+        # each device's active thread is rebuilt from the merged conversation: its panel shows both
+        # turns in order, and the next turn goes on in that conversation (no second one of the same title)
+        shown = ("() => [...document.querySelectorAll('[data-testid=agent-message][data-role=user]')]"
+                 ".map((m) => m.textContent.trim())")
+        for device in (a, b):
+            device.page.wait_for_function(f"w => JSON.stringify(({shown})()) === JSON.stringify(w)", arg=wanted)
+        a.send("after the merge on A")
+        assert _current_task(a) == task and _history_ids(a) == [task]
         for device in (a, b):
             assert device.off_origin_requests() == []
     finally:
         context_a.close()
         context_b.close()
+        away.stop()
 
 
 class _NotCouch(BaseHTTPRequestHandler):
@@ -326,11 +485,12 @@ class _NotCouch(BaseHTTPRequestHandler):
         pass
 
 
-def test_wrong_password_and_a_server_that_is_not_couchdb_end_in_a_clear_status(browser, app_server, couch):
+def test_a_wrong_password_a_server_not_couchdb_a_closed_database_and_a_stopped_server_end_in_a_clear_status(
+        browser, app_server, couch):
     other = ThreadingHTTPServer(("127.0.0.1", 0), _NotCouch)
     threading.Thread(target=other.serve_forever, daemon=True).start()
     not_couch = f"http://127.0.0.1:{other.server_address[1]}"
-    closed = None
+    closed = server = None
     context, agent = _device(browser, app_server, couch)
     agent.allowed_origins.append(not_couch)
     logged: list[str] = []
@@ -383,13 +543,49 @@ def test_wrong_password_and_a_server_that_is_not_couchdb_end_in_a_clear_status(b
             rows = _admin(closed, "GET", f"/{CLOSED}/_all_docs?include_docs=true")[1].get("rows", [])
             return any("kept whatever the server says" in _doc_texts(row["doc"]) for row in rows)
         _poll(on_closed, "the turn on the database once the user may read it")
+
+        # -- a server stopped mid-sync: offline, a turn made meanwhile kept and sent once it is back on
+        #    the same port (DESIGN.md §16: off-line first, changes queue) ---------------------------------
+        server = couchdb_server.start()
+        port = server.port
+        agent.allowed_origins.append(server.origin)
+        _switch(agent, "linear-algebra")
+        before = _starts(agent)
+        _configure(agent, server.origin)
+        assert _ended_after(agent, before)[0] == "synced"
+        server.stop()
+        agent.send("made while the server is away")
+        assert _wait_state(agent, "offline", "error") == "offline"
+        assert agent.testid("sync-status").get_attribute("data-reason") == "unreachable"
+        assert "made while the server is away" in (agent.stored_raw() or "")
+        task = _current_task(agent)
+        agent.page.evaluate(SEEN_STATES_JS)
+        server = couchdb_server.start(port)  # back without its database (in memory): the app makes it again
+        deadline = time.monotonic() + SYNC_TIMEOUT_MS / 1000
+        while True:
+            try:
+                docs = _server_docs(server)
+            except OSError:
+                docs = {}
+            if f"conversation:{task}" in docs:
+                break
+            if time.monotonic() > deadline:
+                pytest.fail("the turn made while the server was away never reached it")
+            time.sleep(0.5)
+        texts = [p.get("text") for m in docs[f"conversation:{task}"]["messages"] for p in m.get("content", [])
+                 if isinstance(p, dict)]
+        assert "made while the server is away" in texts
+        assert _wait_state(agent, "synced") == "synced"
+        seen = agent.page.evaluate("() => window.__syncSeen")
+        assert seen and all(reason != "notCouchdb" for _, reason in seen), seen  # never taken for another server
         assert agent.off_origin_requests() == []
     finally:
         context.close()
         other.shutdown()
         other.server_close()
-        if closed is not None:
-            closed.stop()
+        for server_started in (closed, server):
+            if server_started is not None:
+                server_started.stop()
 
 
 CLOSED = "agentbar-closed"
@@ -423,47 +619,6 @@ def _secure(server, members: list[str]) -> None:
         urllib.request.urlopen(urllib.request.Request(f"{server.origin}/{CLOSED}", headers={
             "Authorization": "Basic " + base64.b64encode(b"bob:bob-pw-456").decode()}), timeout=5)
     assert refused.value.code in (401, 403)
-
-
-def test_server_stopped_mid_sync_goes_offline_keeps_the_turn_and_sends_it_when_back(browser, app_server):
-    """The server goes away: ``offline``; a turn made meanwhile is kept and reaches the server when it is
-    back on the same port (DESIGN.md §16: off-line first, changes queue)."""
-    server = couchdb_server.start()
-    port = server.port
-    context, agent = _device(browser, app_server, server)
-    try:
-        agent.open(course="linear-algebra")
-        agent.page.wait_for_function(HISTORY_READY)
-        _configure(agent, server.origin)
-        assert _wait_state(agent, "synced", "error", "offline") == "synced"
-        server.stop()
-        agent.send("made while the server is away")
-        assert _wait_state(agent, "offline", "error") == "offline"
-        assert agent.testid("sync-status").get_attribute("data-reason") == "unreachable"
-        assert "made while the server is away" in (agent.stored_raw() or "")
-        task = _current_task(agent)
-        agent.page.evaluate(SEEN_STATES_JS)
-        server = couchdb_server.start(port)  # back without its database (in memory): the app makes it again
-        deadline = time.monotonic() + SYNC_TIMEOUT_MS / 1000
-        while True:
-            try:
-                docs = _server_docs(server)
-            except OSError:
-                docs = {}
-            if f"conversation:{task}" in docs:
-                break
-            if time.monotonic() > deadline:
-                pytest.fail("the turn made while the server was away never reached it")
-            time.sleep(0.5)
-        texts = [p.get("text") for m in docs[f"conversation:{task}"]["messages"] for p in m.get("content", [])
-                 if isinstance(p, dict)]
-        assert "made while the server is away" in texts
-        assert _wait_state(agent, "synced") == "synced"
-        seen = agent.page.evaluate("() => window.__syncSeen")
-        assert seen and all(reason != "notCouchdb" for _, reason in seen), seen  # never taken for another server
-    finally:
-        context.close()
-        server.stop()
 
 
 SEEN_STATES_JS = """() => {
@@ -501,55 +656,6 @@ def _poll(check, what: str, timeout_s: float = SYNC_TIMEOUT_MS / 1000):
         if time.monotonic() > deadline:
             pytest.fail(f"never: {what}")
         time.sleep(0.5)
-
-
-def test_a_turn_added_on_both_while_the_server_is_down_is_on_both_afterwards_in_time_order(browser, app_server):
-    """Both devices continue one conversation while the server is away; once it is back, the
-    conversation holds the turns of both, in the order they were made, on the server and on both
-    devices (DESIGN.md §16: conflicts keep both; app.continuity via app.history.merge)."""
-    server = couchdb_server.start()
-    port = server.port
-    context_a, a = _device(browser, app_server, server)
-    context_b, b = _device(browser, app_server, server)
-    try:
-        _synced_on((a, b), "poetry-tang", server.origin)
-        a.send("the common first turn")
-        task = _current_task(a)
-        _wait_history_ids(b, lambda ids, t: t in ids, task)
-        _continue_on(b, task)  # B goes on with it
-        server.stop()
-        a.send("turn on A while away")
-        b.page.wait_for_timeout(50)  # B's turn is the later one
-        b.send("turn on B while away")
-        for device in (a, b):
-            assert _wait_state(device, "offline", "error") == "offline"
-        server = couchdb_server.start(port)
-        urllib.request.urlopen(urllib.request.Request(f"{server.origin}/{DATABASE}", method="PUT"), timeout=5).close()
-        for device in (a, b):
-            device.panel_action("sync-now")
-        wanted = ["the common first turn", "turn on A while away", "turn on B while away"]
-
-        def on_server():
-            doc = _server_docs(server).get(f"conversation:{task}")
-            texts = [t for t in _doc_texts(doc or {}) if t in wanted]
-            return texts if texts == wanted else None
-        assert _poll(on_server, "the server's conversation holds both turns in order") == wanted
-        for device in (a, b):
-            _poll(lambda: all(text in device.page.evaluate(IDB_DUMP_JS) for text in wanted),
-                  "both turns in each device's history")
-        assert "turn on A while away" in (a.stored_raw() or "") and "turn on B while away" in (b.stored_raw() or "")
-        # each device's active thread is rebuilt from the merged conversation: its panel shows both
-        # turns in order, and the next turn goes on in that conversation (no second one of the same title)
-        shown = ("() => [...document.querySelectorAll('[data-testid=agent-message][data-role=user]')]"
-                 ".map((m) => m.textContent.trim())")
-        for device in (a, b):
-            device.page.wait_for_function(f"w => JSON.stringify(({shown})()) === JSON.stringify(w)", arg=wanted)
-        a.send("after the merge on A")
-        assert _current_task(a) == task and _history_ids(a) == [task]
-    finally:
-        context_a.close()
-        context_b.close()
-        server.stop()
 
 
 # How many conversations IndexedDB's history holds (a read in a connection of its own).
@@ -782,7 +888,6 @@ def test_on_the_build_a_sync_server_the_csp_does_not_admit_is_an_error_that_says
     assert _ended_after(agent, before) == ("error", "blocked")
     text = agent.testid("sync-status").text_content()
     assert couch.origin in text and f"--connect-src {couch.origin}" in text
-WINS = "agentbar-e2e-wins"
 USER_TEXTS_JS = ("() => [...document.querySelectorAll('[data-testid=agent-message][data-role=user]')]"
                  ".map((m) => m.textContent.trim())")
 
@@ -809,114 +914,6 @@ def _leaves_of(server, database: str, doc_id: str) -> list[dict]:
 def _user_texts(doc: dict) -> list[str]:
     return [p["text"] for m in doc.get("messages", []) if m.get("role") == "user" for p in m.get("content", [])
             if isinstance(p, dict) and p.get("type") == "text"]
-
-
-def test_a_delete_wins_on_both_devices_and_conflicting_revisions_are_merged_with_no_conflicts_left(
-        browser, app_server, couch):
-    """Two profiles on one server (DESIGN.md §16, §5). A deletes a conversation while B, apart, adds a
-    turn to it: gone on both and on the server, B keeps its turn as a conversation of its own and says
-    so, its panel no longer shows the deleted one. Then revisions written to the server with
-    ``new_edits=false`` (continuations and one with no shared history) are merged on sync: the
-    conversation holds every leaf's turns, never two user messages in a row, no ``_conflicts`` left."""
-    context_a, a = _device(browser, app_server, couch)
-    context_b, b = _device(browser, app_server, couch)
-    try:
-        _synced_on((a, b), "intro-ml", couch.origin, database=WINS)
-        # -- a delete comes back no more --------------------------------------------------------
-        a.send("shared before the split")
-        doomed = _current_task(a)
-        _wait_history_ids(b, lambda ids, t: t in ids, doomed)
-        _continue_on(b, doomed)  # B goes on with it
-        _turn_off(b)  # B apart
-        b.send("made on B while apart")
-        a.testid("agent-new-conversation").click()  # archived on A, then deleted there
-        a.page.wait_for_function("() => document.querySelector('[data-testid=agent-new-conversation]').hidden")
-        a.testid("history-open").click()
-        a.page.locator(f"[data-testid=history-item][data-task-id={doomed}] [data-testid=history-delete]").click()
-        a.page.wait_for_function(
-            "t => !document.querySelector(`[data-testid=history-item][data-task-id=${t}]`)", arg=doomed)
-        a.testid("history-close").click()
-        _poll(lambda: _doc(couch, WINS, f"conversation:{doomed}") is None, "A's delete on the server")
-        _configure(b, couch.origin, database=WINS)  # B back: its turn and A's delete meet
-        expect(b.page.locator("[data-testid=agent-notice][data-code=sync-deleted-kept]")).to_be_visible(
-            timeout=SYNC_TIMEOUT_MS)
-        b.page.wait_for_function(f"() => JSON.stringify(({USER_TEXTS_JS})()) === "
-                                 "JSON.stringify(['made on B while apart'])", timeout=SYNC_TIMEOUT_MS)
-        kept = _current_task(b)
-        assert kept != doomed and doomed not in _history_ids(b)
-        kept_doc = _poll(lambda: _doc(couch, WINS, f"conversation:{kept}"), "B's kept turn on the server")
-        assert _user_texts(kept_doc) == ["made on B while apart"]
-        _wait_history_ids(a, lambda ids, t: t in ids, kept)  # A gets it as a conversation of its own
-        assert doomed not in _history_ids(a)
-        _poll(lambda: all(leaf.get("_deleted") for leaf in _leaves_of(couch, WINS, f"conversation:{doomed}")),
-              "every leaf of the deleted conversation deleted on the server")
-        for device in (a, b):  # both sync again, and B reloads: still gone, nothing adopted again
-            _sync_now(device)
-        b.reload()
-        b.page.wait_for_function(HISTORY_READY)
-        assert _wait_state(b, "synced", "error", "offline") == "synced"
-        b.send("after the reload on B")
-        assert doomed not in _history_ids(b) and _current_task(b) == kept
-        assert _doc(couch, WINS, f"conversation:{doomed}") is None
-        assert doomed not in _history_ids(a)
-
-        # -- conflicting revisions written straight to the server -----------------------------------
-        _switch(a, "linear-algebra")
-        a.send("the base turn")
-        task = _current_task(a)
-        doc_id = f"conversation:{task}"
-        base = _poll(lambda: _doc(couch, WINS, doc_id, "?revs=true"), "the base revision on the server")
-        generation, ids = base["_revisions"]["start"], base["_revisions"]["ids"]
-        content = {k: v for k, v in base.items() if not k.startswith("_")}
-        leaves = []
-        for n, text in enumerate(["continued one", "continued two", "continued three"]):
-            messages = content["messages"] + [
-                {"role": "user", "id": f"u-c{n}", "content": [{"type": "text", "text": text}]},
-                {"role": "assistant", "id": f"a-c{n}", "content": [{"type": "text", "text": "ok " + text}]}]
-            rev_hash = f"{n + 1:032x}"
-            leaves.append({**content, "messages": messages, "_id": doc_id, "_rev": f"{generation + 1}-{rev_hash}",
-                           "_revisions": {"start": generation + 1, "ids": [rev_hash, *ids]}})
-        stranger = [{"role": "user", "id": "u-s", "content": [{"type": "text", "text": "no shared history"}]}]
-        leaves.append({**content, "messages": stranger, "turns": [], "_id": doc_id, "_rev": f"1-{'f' * 32}",
-                       "_revisions": {"start": 1, "ids": ["f" * 32]}})
-        request = urllib.request.Request(f"{couch.origin}/{WINS}/_bulk_docs", method="POST",
-                                         data=json.dumps({"docs": leaves, "new_edits": False}).encode(),
-                                         headers={"Content-Type": "application/json"})
-        urllib.request.urlopen(request, timeout=10).close()
-        assert len(_doc(couch, WINS, doc_id, "?conflicts=true").get("_conflicts", [])) == 3  # four leaves
-        wanted = {"the base turn", "continued one", "continued two", "continued three", "no shared history"}
-
-        def resolved():
-            doc = _doc(couch, WINS, doc_id, "?conflicts=true")
-            return doc if doc and not doc.get("_conflicts") and set(_user_texts(doc)) == wanted else None
-        merged = _poll(resolved, "one merged revision on the server, holding every leaf's turns")
-        roles = [m["role"] for m in merged["messages"]]
-        assert not any(x == y == "user" for x, y in zip(roles, roles[1:]))
-        assert sorted(_user_texts(merged)) == sorted(wanted)  # each once
-        assert [leaf for leaf in _leaves_of(couch, WINS, doc_id) if not leaf.get("_deleted")] == \
-            [_doc(couch, WINS, doc_id)]  # one live leaf: the losers deleted
-        _poll(lambda: wanted <= set(a.page.evaluate(USER_TEXTS_JS)), "A's panel shows every leaf's turns")
-
-        # -- what an import refuses does not come in by sync either, and one notice counts it ----------
-        from app.history.chatgpt import MAX_CONVERSATION_CHARS
-
-        huge = {**content, "_id": "conversation:task_20261201_huge00", "turns": [],
-                "meta": {**content["meta"], "taskId": "task_20261201_huge00"},
-                "messages": [{"role": "user", "content": [{"type": "text", "text": "x" * (MAX_CONVERSATION_CHARS + 1)}]}]}
-        broken = {"_id": "conversation:task_20261201_broken", "meta": "not a meta"}
-        request = urllib.request.Request(f"{couch.origin}/{WINS}/_bulk_docs", method="POST",
-                                         data=json.dumps({"docs": [huge, broken]}).encode(),
-                                         headers={"Content-Type": "application/json"})
-        urllib.request.urlopen(request, timeout=30).close()
-        notice = a.page.locator("[data-testid=agent-notice][data-code=sync-unreadable]")
-        expect(notice).to_have_count(1, timeout=SYNC_TIMEOUT_MS)
-        expect(notice).to_contain_text(LOCALE["notice"]["sync-unreadable"]["other"].format(count=2))
-        assert not {"task_20261201_huge00", "task_20261201_broken"} & set(_history_ids(a))
-        for device in (a, b):
-            assert device.off_origin_requests() == []
-    finally:
-        context_a.close()
-        context_b.close()
 
 
 TABS = "agentbar-e2e-tabs"

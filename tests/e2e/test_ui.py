@@ -1,5 +1,6 @@
 """Panel behaviour only a browser shows: long text, course history, Escape rules, the bounded
-render window, narrow screens, focus, bidi isolation.
+render window, narrow screens, focus, bidi isolation, typed text sent unchanged. The cases that need a
+Chinese page with slow replies (Escape rules, placeholder scenes) run in test_history's slow tab.
 
 Every test also proves, through the ``agent`` fixture, that no request left the local server.
 """
@@ -122,7 +123,8 @@ def after_a_reload_the_course_opened_by_url_is_still_offered(agent) -> None:
 
 
 def escape_stops_the_reply_only_outside_ime_composition_and_the_course_picker(agent) -> None:
-    """Three slow replies: Escape during IME composition or on the course picker does not stop the
+    """In a page booted with a slow ``delay`` (test_history's slow tab), in a course with no turn yet.
+    Three slow replies: Escape during IME composition or on the course picker does not stop the
     first, Escape in the composer does; Escape with focus nowhere stops the second; the third shows
     focus moving to the composer when the focused Stop button hides."""
     agent.send("a slow reply please", wait=False)
@@ -207,7 +209,8 @@ def focus_moves_to_the_first_shown_message_when_the_focused_show_earlier_button_
 
 
 def placeholder_scenes_are_localised_and_demo_scenes_stay_as_written(agent) -> None:
-    """On the page booted with ``course=my-course`` and ``lang=zh-CN``; ends on intro-ml."""
+    """In a page booted with ``lang=zh-CN`` (test_history's slow tab), on ``my-course``, a course of
+    its own; ends on intro-ml."""
     titles = agent.testid("scene-title").all_text_contents()
     assert titles == ["场景 1", "场景 2", "场景 3"]
     assert "Scene" not in agent.testid("stage-view").inner_text()
@@ -215,9 +218,46 @@ def placeholder_scenes_are_localised_and_demo_scenes_stay_as_written(agent) -> N
     expect(agent.testid("scene-title").first).to_have_text("What is learning?")
 
 
+# -- what the composer sends is exactly what was typed (it crosses into Python as UTF-8 bytes,
+#    ``app.browser.dom.field_text``, fast for a long message) ------------------------------------------
+
+
+def type_and_send(agent, value: str) -> None:
+    agent.page.evaluate("v => { document.querySelector('[data-testid=agent-input]').value = v; }", value)
+    agent.testid("agent-send").click()
+    agent.wait_idle()
+
+
+def sent_texts(agent, course: str) -> list[str]:
+    messages = json.loads(agent.stored_raw())["state"]["threads"][course]["messages"]
+    return [m["content"][0]["text"] for m in messages if m["role"] == "user"]
+
+
+TYPED = [
+    "\n\n    indented 代码\tand 🎨 e\u0301 “quotes” \u3000 عربى\n  next\n\n",
+    ("lorem ipsum dolor sit amet 中文 " * 10_000)[:300_000],
+]
+
+
+def typed_text_arrives_unchanged_even_with_a_lone_surrogate(agent, course: str) -> None:
+    """In ``course``, with no turn yet, one turn per value: each arrives as ``composer_text`` of what
+    was typed."""
+    from app.composer import composer_text
+
+    for i, value in enumerate(TYPED):
+        type_and_send(agent, value)
+        assert sent_texts(agent, course) == [composer_text(v) for v in TYPED[:i + 1]]
+        assert agent.testid("agent-input").input_value() == ""
+    agent.page.evaluate("() => { document.querySelector('[data-testid=agent-input]').value = 'half \\ud800 of a pair'; }")
+    agent.testid("agent-send").click()
+    agent.wait_idle()
+    assert "\\ud800" in agent.stored_raw()
+    assert sent_texts(agent, course)[-1] == "half \ud800 of a pair"
+
+
 def test_one_page_in_english_one_course_per_case(agent):
     """Course by URL, long paragraph (both checked again after the one reload), bounded window, focus
-    after Show earlier, 390 px: every case in its own course of one page, switched in place (no boot);
+    after Show earlier, typed text sent unchanged, 390 px: every case in its own course of one page, switched in place (no boot);
     their threads seeded at once before it boots. The 390 px case comes last (the page stays narrow)."""
     agent.seed({KEY: envelope({"stored-elsewhere": thread(turns(1, "else ")),
                                "u-window": thread(turns(WINDOW_SEEDED // 2)),
@@ -240,17 +280,10 @@ def test_one_page_in_english_one_course_per_case(agent):
     with case("focus moves to the first shown message when the focused Show earlier button goes"):
         show_course(agent, "u-focus")
         focus_moves_to_the_first_shown_message_when_the_focused_show_earlier_button_goes(agent)
+    with case("typed text arrives unchanged, even with a lone surrogate"):
+        show_course(agent, "u-typed")
+        typed_text_arrives_unchanged_even_with_a_lone_surrogate(agent, "u-typed")
     with case("panel at 390px keeps the viewport height and the composer in view"):
         agent.page.set_viewport_size({"width": 390, "height": 844})
         show_course(agent, "u-narrow")
         panel_at_390px_keeps_the_viewport_height_and_the_composer_in_view(agent)
-
-
-def test_one_slow_page_in_chinese_placeholder_scenes_then_escape(agent):
-    """``lang`` and ``delay`` are read at boot: one page with both. The placeholder case (no reply)
-    ends on intro-ml, where the Escape case runs its slow replies."""
-    agent.open(course="my-course", lang="zh-CN", delay=300)
-    with case("placeholder scenes are localised and demo scenes stay as written"):
-        placeholder_scenes_are_localised_and_demo_scenes_stay_as_written(agent)
-    with case("Escape stops the reply only outside IME composition and the course picker"):
-        escape_stops_the_reply_only_outside_ime_composition_and_the_course_picker(agent)

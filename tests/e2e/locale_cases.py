@@ -1,8 +1,11 @@
 """The app in the reader's locale, in Chromium (DESIGN.md §6, §7): what the user reads is in the
-page's language, and the layout holds in a narrow window and right to left.
+page's language, and the layout holds in a narrow window and right to left. The locale is read at
+boot: these cases run in pages of other tests booted in it, the Japanese ones in test_model's ja-JP
+page, the right-to-left ones in test_startup's ar-SA page.
 
 Texts are compared with the catalogue's own strings (``app.i18n.Translator``), never written here.
-Every test also proves, through the ``agent`` fixture, that no request left the local server.
+Every test running them also proves, through the ``agent`` fixture, that no request left the local
+server.
 """
 
 from __future__ import annotations
@@ -50,12 +53,13 @@ def assert_a_diff_leaves_its_checkpoint_item_in_view(agent, scene_id: str) -> No
         assert outer["x"] - 0.5 <= box["x"] and box["x"] + box["width"] <= outer["x"] + outer["width"] + 0.5, (box, outer)
 
 
-def test_the_demo_tool_cards_read_in_the_page_locale_and_the_stored_thread_keeps_the_tools_words(agent, tmp_path):
-    """ja-JP: the cards' summaries and action names come from the catalogue, live, painted before
-    Python after a reload, and drawn by Python again; ``maic-agent-threads`` keeps the tool's own
-    (English) result text and action types, as the storage contract has them (§3). Then, in that page,
-    the printed conversation, an import's outcome and the checkpoint controls read in Japanese."""
-    agent.open(course="intro-ml", lang="ja-JP")
+def the_demo_tool_cards_read_in_the_page_locale_and_the_stored_thread_keeps_the_tools_words(agent, tmp_path) -> None:
+    """In a ja-JP page booted on intro-ml with no turn yet, the demo agent answering (test_model's
+    Japanese page runs it first, then boots it again here): the cards' summaries and action names come
+    from the catalogue, live, painted before Python after a reload, and drawn by Python again;
+    ``maic-agent-threads`` keeps the tool's own (English) result text and action types, as the storage
+    contract has them (§3). Then, in that page, the printed conversation, an import's outcome and the
+    checkpoint controls read in Japanese."""
     agent.send("/regenerate scene-2 brighter")
     agent.send("/fail scene-1")
     assert_demo_cards_read_in(agent, "ja-JP")
@@ -167,15 +171,38 @@ def the_command_in_the_empty_state_reads_left_to_right_on_one_line(agent) -> Non
     assert agent.page.evaluate(COMMAND_LINES) == []
 
 
-def test_in_a_narrow_right_to_left_window_the_history_list_scrolls_and_the_drawer_keeps_clear_of_the_composer(
-        agent, tmp_path):
-    """ar-SA at 360 × 640, 14 conversations: the open drawer fits above the composer with every control
-    in view (the drawer itself never needs scrolling); its list scrolls, pages on at its end, and Tab
-    brings each item into view; the file pickers read the catalogue's words only."""
+def right_to_left_cases(agent, tmp_path) -> None:
+    """In an ar-SA page (the locale is read at boot: test_startup's Arabic page runs them) whose stored
+    value held ``test_ecosystem.ALL_STATUSES``' thread at boot, each case in a course of its own: a
+    narrow window, then the checkpoint bar's notice and slides that fit (test_checkpoints), then every
+    card status, a notice and the collapsed panel pass axe (test_ecosystem; last: it leaves a damaged
+    value and the panel collapsed)."""
+    from tests.e2e.test_checkpoints import in_arabic_slide_text_fits_and_the_checkpoint_bar_notice_is_dismissed_from_the_keyboard
+    from tests.e2e.test_ecosystem import (
+        CARDS_COURSE, backup_key_in_the_notice_is_isolated_as_ltr_text, every_card_status_notices_and_collapsed_panel_pass_axe)
+    from tests.e2e.test_history import case, show_course
+
+    with case("in a narrow right-to-left window the history list scrolls and the drawer keeps clear of the composer"):
+        agent.page.set_viewport_size({"width": 360, "height": 640})
+        show_course(agent, "narrow")
+        in_a_narrow_right_to_left_window_the_history_list_scrolls_and_the_drawer_keeps_clear_of_the_composer(
+            agent, tmp_path)
+    with case("in Arabic slide text fits and the checkpoint bar's notice is dismissed from the keyboard"):
+        in_arabic_slide_text_fits_and_the_checkpoint_bar_notice_is_dismissed_from_the_keyboard(agent)
+    with case("axe: every card status, notices and collapsed panel (ar-SA); the backup key isolated"):
+        show_course(agent, CARDS_COURSE)
+        every_card_status_notices_and_collapsed_panel_pass_axe(
+            agent, "ar-SA", with_notice=backup_key_in_the_notice_is_isolated_as_ltr_text)
+
+
+def in_a_narrow_right_to_left_window_the_history_list_scrolls_and_the_drawer_keeps_clear_of_the_composer(
+        agent, tmp_path) -> None:
+    """ar-SA at 360 × 640 in ``narrow``, a course with no conversation yet, 14 conversations: the open
+    drawer fits above the composer with every control in view (the drawer itself never needs
+    scrolling); its list scrolls, pages on at its end, and Tab brings each item into view; the file
+    pickers read the catalogue's words only."""
     from tests.e2e.test_history import open_file_actions, open_first_page, seed_conversations, wait_history
 
-    agent.page.set_viewport_size({"width": 360, "height": 640})
-    agent.open(course="narrow", lang="ar-SA")
     the_command_in_the_empty_state_reads_left_to_right_on_one_line(agent)
     wait_history(agent)
     seed_conversations(agent, "narrow", [f"محادثة {i}" for i in range(14)])
