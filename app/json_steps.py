@@ -1,6 +1,8 @@
 """Compact JSON of a list, encoded item by item with a pause after each big one (a long message
 sends without a long main-thread task); one long JSON text parsed in steps (``loads_in_steps``:
-a 10 MB server-sent event reads without one).
+a 10 MB server-sent event reads without one). A generator of steps (it yields ``None`` between
+slices of work and returns its result) is run by ``run_steps`` (at once) or ``run_paused`` (a pause
+awaited between its slices): the one idiom of sliced work in the house.
 
 A turn holding a 2 MB message hands IndexedDB about 6 MB of JSON (the messages,
 their plain text and its folded form, DESIGN.md §9); encoded in one go that is
@@ -26,12 +28,34 @@ import os
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import Any
 
-__all__ = ["LIFT_CHARS", "STEP_CHARS", "STEP_MS", "dumps_in_steps", "lift_long_texts", "loads_in_steps"]
+__all__ = ["LIFT_CHARS", "STEP_CHARS", "STEP_MS", "dumps_in_steps", "lift_long_texts", "loads_in_steps", "run_paused",
+           "run_steps"]
 
 STEP_CHARS = 256 * 1024
 """Items whose JSON is longer than this (characters) are followed by a pause."""
 STEP_MS = 8
 """With a clock, the encoding pauses once this many ms went by since the last pause (DESIGN.md §16)."""
+
+
+def run_steps(steps: Generator[None, None, Any]) -> Any:
+    """A generator of steps (it yields ``None`` between slices of work) run to the end at once: its
+    return value. Errors it raises pass through."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+async def run_paused(steps: Generator[None, None, Any], pause: Callable[[], Awaitable[None]]) -> Any:
+    """A generator of steps run to the end with ``pause()`` awaited between its slices (the page
+    gets its turn): its return value. Errors it raises pass through."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+        await pause()
 
 
 async def dumps_in_steps(items: Sequence[Any], *, step_chars: int = STEP_CHARS,

@@ -70,7 +70,7 @@ from app.agents.chat_completions import (DEFAULT_MAX_TURNS, past_turns, slim_res
                                          tool_call_message, wire_messages)
 from app.agents.sse import SSEParser
 from app.agents.tools import TOOLS, error_result, run_tool
-from app.json_steps import loads_in_steps
+from app.json_steps import loads_in_steps, run_paused, run_steps
 from app.model import Message, ToolCallPart
 
 __all__ = ["AgentConfig", "ConnectionCheck", "OpenAIAgent", "StreamResponse", "Transport", "check_connection",
@@ -529,13 +529,7 @@ class OpenAIAgent:
 
     async def _taken(self, state: _StreamState, events) -> str:
         """``state.take(events)``, with ``pause`` awaited between the slices of an event's long JSON."""
-        steps = state.take_steps(events)
-        while True:
-            try:
-                next(steps)
-            except StopIteration as done:
-                return done.value
-            await self._pause()
+        return await run_paused(state.take_steps(events), self._pause)
 
 
 class _StreamState:
@@ -596,12 +590,7 @@ class _StreamState:
 
     def take(self, events) -> str:
         """The text of ``events`` up to ``[DONE]`` or the first failing event (then ``error`` is set)."""
-        steps = self.take_steps(events)
-        while True:
-            try:
-                next(steps)
-            except StopIteration as done:
-                return done.value
+        return run_steps(self.take_steps(events))
 
     def take_steps(self, events) -> Generator[None, None, str]:
         """``take`` as a generator of steps (``None`` between the slices of a long event's JSON, see

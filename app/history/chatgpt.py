@@ -49,9 +49,10 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from app.history import export
-from app.history.export import ImportRefused, check_size, decode_at, depth_steps, run_steps, skip_space
+from app.history.export import ImportRefused, check_size, decode_at, depth_steps, skip_space
 from app.history.records import TaskMeta, TurnMeta, iso, new_task_id
 from app.history.text import TITLE_GRAPHEMES, first_user_text
+from app.json_steps import run_steps
 
 __all__ = ["MAX_CONVERSATION_CHARS", "Converted", "Skipped", "Unreadable", "conversations_of", "conversations_steps",
            "import_chatgpt", "read_conversations", "thread_path"]

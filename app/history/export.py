@@ -30,11 +30,12 @@ from pydantic import ValidationError
 
 from app.history.records import MAX_SAFE_INTEGER, Stats, TaskMeta, TurnMeta, iso, parse_iso
 from app.history.text import clean
+from app.json_steps import run_steps
 from app.projection import CUT_MARKER, failure_of
 
 __all__ = ["FORMAT", "MAX_IMPORT_BYTES", "VERSION", "ImportRefused", "check_depth", "check_size", "checked_steps",
            "decode_at", "DEPTH_SLICE_CHARS", "depth_steps", "export_document", "export_json", "export_unkept",
-           "export_markdown", "fence_for", "parse_export", "parse_export_sliced", "parse_steps", "run_steps",
+           "export_markdown", "fence_for", "parse_export", "parse_export_sliced", "parse_steps",
            "skip_space"]
 
 FORMAT = "agentbar-conversation"
@@ -222,16 +223,6 @@ def decode_at(text: str, at: int, name: str = "") -> tuple[Any, int]:
 def skip_space(text: str, at: int) -> int:
     """The position of the first character at or after ``at`` that is not JSON white space."""
     return _SPACE.match(text, at).end()
-
-
-def run_steps(steps):
-    """A generator of steps (it yields between slices of work, ``None``) run to the end: its return
-    value. Errors it raises pass through."""
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return done.value
 
 
 def _document_steps(text: str, depth_checked: bool = False):

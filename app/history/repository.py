@@ -42,6 +42,7 @@ from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta
 from app.history.terms import (SearchQuery, parse_posting, posting_keys, posting_prefix, presence_prefix,
                                term_bounds, text_terms, text_terms_steps, time_hex, titled_terms)
 from app.history.text import fold, fold_map, fold_map_steps, plain_text, plain_text_steps
+from app.json_steps import run_paused
 from app.records import HIGHEST, LOWEST, RecordBackend, WriteOp
 
 __all__ = ["Conversation", "Damaged", "FOLD_VERSION", "Head", "HistoryRepository", "ListRange", "Stored",
@@ -222,17 +223,6 @@ def indexed_fields(record: dict, text: str | None) -> dict | None:
     return fields
 
 
-async def _paused_steps(steps, pause: Callable[[], Awaitable[None]]):
-    """A generator of steps (``None`` between slices of work) run to the end with ``pause`` awaited
-    between its slices: its return value."""
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return done.value
-        await pause()
-
-
 class Writes:
     """The changes of ONE transaction, named for what they do; ``HistoryRepository.commit`` stores
     them all or none (``RecordBackend.write``). What it keeps whole is remembered (``kept``): the
@@ -267,10 +257,10 @@ class Writes:
         §13: start-up adopts a course of 50 turns without a task over 50 ms, in two slices; §14: a
         conversation of millions of characters, an import, is folded and indexed in many). The ops
         are those ``keep`` adds."""
-        text = await _paused_steps(plain_text_steps(messages), pause)
-        folded_map = await _paused_steps(fold_map_steps(text), pause)
+        text = await run_paused(plain_text_steps(messages), pause)
+        folded_map = await run_paused(fold_map_steps(text), pause)
         await pause()
-        terms = await _paused_steps(text_terms_steps(folded_map[0]), pause)
+        terms = await run_paused(text_terms_steps(folded_map[0]), pause)
         self._keep(meta, messages, turns, new, text, search_record(meta, text, folded_map, terms))
 
     def _keep(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], new: bool, text: str,

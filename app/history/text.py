@@ -20,6 +20,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from app.json_steps import run_steps
 from app.projection import is_status_marker
 
 __all__ = ["TITLE_GRAPHEMES", "copy_title", "cut_title", "shown_title", "fold", "fold_map", "fold_map_steps",
@@ -181,12 +182,7 @@ def title_of(messages: Sequence[dict[str, Any]], *, graphemes: Callable[[str], l
 def plain_text(messages: Sequence[dict[str, Any]]) -> str:
     """Searchable text of slim messages: every text part, one per line (a reply's status marker,
     ``app.projection.is_status_marker``: stopped, failed or cut, is not text and is left out)."""
-    steps = plain_text_steps(messages, slice_chars=0)
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return done.value
+    return run_steps(plain_text_steps(messages, slice_chars=0))
 
 
 CLEAN_SLICE_CHARS = 256_000

@@ -111,18 +111,10 @@ def test_a_meta_never_named_nor_pinned_is_stored_as_before():
 
 # -- the service: rename, pin, the list's order, search ------------------------------
 from app.history import HistoryService  # noqa: E402
+from tests.unit.test_history import Clock  # noqa: E402
 from tests.unit.turn_events import ended  # noqa: E402
 from app.history.export import export_json, parse_export  # noqa: E402
 from app.records import SCHEMA, MemoryBackend  # noqa: E402
-
-
-class Clock:
-    def __init__(self, now=T0):
-        self.now = now
-
-    def __call__(self):
-        self.now += 1
-        return self.now
 
 
 def service(backend=None):
