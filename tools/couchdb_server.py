@@ -26,14 +26,12 @@ Raises ``SystemExit`` when npm fails or the installed version is not the pinned 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
@@ -41,29 +39,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 if __package__:  # imported as tools.couchdb_server (tests)
-    from tools.llama_server import cache_root
+    from tools.npm_tree import NpmTree
 else:  # run as python tools/couchdb_server.py
-    from llama_server import cache_root
+    from npm_tree import NpmTree
 
 HERE = Path(__file__).resolve().parent / "pouchdb-server"
 PACKAGE = "pouchdb-server"
 START_TIMEOUT_S = 30.0
-
-
-def _lock() -> dict:
-    return json.loads((HERE / "package-lock.json").read_text(encoding="utf-8"))
+TREE = NpmTree(HERE, PACKAGE, "pouchdb-server", "couchdb_server")
 
 
 def pinned() -> tuple[str, str]:
     """``(version, integrity)`` of ``pouchdb-server`` as the committed lock pins it."""
-    entry = _lock()["packages"][f"node_modules/{PACKAGE}"]
+    entry = TREE.lock_entry()
     return entry["version"], entry["integrity"]
 
 
 def install_dir() -> Path:
     """Where the pinned tree is installed: keyed by the lock's sha256."""
-    digest = hashlib.sha256((HERE / "package-lock.json").read_bytes()).hexdigest()[:16]
-    return cache_root() / "pouchdb-server" / digest
+    return TREE.install_dir()
 
 
 def binary() -> Path:
@@ -73,34 +67,15 @@ def binary() -> Path:
 
 def installed() -> bool:
     """True when the pinned version is installed (its ``package.json`` says so) with its command."""
-    manifest = install_dir() / "node_modules" / PACKAGE / "package.json"
-    try:
-        version = json.loads(manifest.read_text(encoding="utf-8")).get("version")
-    except (OSError, ValueError):
-        return False
-    return version == pinned()[0] and binary().exists()
+    return TREE.installed_version() == pinned()[0] and binary().exists()
 
 
 def install() -> Path:
     """``npm ci`` the pinned tree when it is not installed; returns the command's path."""
-    if installed():
-        return binary()
-    target = install_dir()
-    staging = target.with_name(target.name + f".part{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    for name in ("package.json", "package-lock.json"):
-        shutil.copyfile(HERE / name, staging / name)
-    print(f"couchdb_server: npm ci {PACKAGE}@{pinned()[0]} into {target}", file=sys.stderr, flush=True)
-    done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=staging,
-                          stdout=subprocess.DEVNULL)
-    if done.returncode != 0:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise SystemExit(f"couchdb_server: npm ci failed ({done.returncode})")
-    shutil.rmtree(target, ignore_errors=True)
-    staging.rename(target)
     if not installed():
-        raise SystemExit(f"couchdb_server: {target} does not hold {PACKAGE}@{pinned()[0]}")
+        TREE.npm_ci()
+        if not binary().exists():
+            raise SystemExit(f"couchdb_server: {install_dir()} holds no {PACKAGE} command")
     return binary()
 
 

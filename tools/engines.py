@@ -19,65 +19,37 @@ Raises ``SystemExit`` when npm fails or the installed version is not the pinned 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
-import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 if __package__:  # imported as tools.engines (tests)
-    from tools.llama_server import cache_root
+    from tools.npm_tree import NpmTree
 else:  # run as python tools/engines.py
-    from llama_server import cache_root
+    from npm_tree import NpmTree
 
 HERE = Path(__file__).resolve().parents[1] / "tests" / "browsers"
 PACKAGE = "puppeteer-core"
+TREE = NpmTree(HERE, PACKAGE, "engines", "engines", scripts=False)
 
 
 def pinned() -> str:
     """The version of ``puppeteer-core`` the committed lock pins."""
-    lock = json.loads((HERE / "package-lock.json").read_text(encoding="utf-8"))
-    return lock["packages"][f"node_modules/{PACKAGE}"]["version"]
+    return TREE.lock_entry()["version"]
 
 
 def install_dir() -> Path:
     """Where the pinned tree is installed (it holds ``node_modules``): keyed by the lock's sha256."""
-    digest = hashlib.sha256((HERE / "package-lock.json").read_bytes()).hexdigest()[:16]
-    return cache_root() / "engines" / digest
+    return TREE.install_dir()
 
 
 def installed() -> bool:
     """True when the pinned ``puppeteer-core`` is installed (its ``package.json`` says so)."""
-    manifest = install_dir() / "node_modules" / PACKAGE / "package.json"
-    try:
-        return json.loads(manifest.read_text(encoding="utf-8")).get("version") == pinned()
-    except (OSError, ValueError):
-        return False
+    return TREE.installed_version() == pinned()
 
 
 def install() -> Path:
     """``npm ci`` the pinned tree when it is not installed; returns the install folder."""
-    target = install_dir()
-    if installed():
-        return target
-    staging = target.with_name(target.name + f".part{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    for name in ("package.json", "package-lock.json"):
-        shutil.copyfile(HERE / name, staging / name)
-    print(f"engines: npm ci {PACKAGE}@{pinned()} into {target}", file=sys.stderr, flush=True)
-    done = subprocess.run(["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"],
-                          cwd=staging, stdout=subprocess.DEVNULL)
-    if done.returncode != 0:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise SystemExit(f"engines: npm ci failed ({done.returncode})")
-    shutil.rmtree(target, ignore_errors=True)
-    staging.rename(target)
-    if not installed():
-        raise SystemExit(f"engines: {target} does not hold {PACKAGE}@{pinned()}")
-    return target
+    return install_dir() if installed() else TREE.npm_ci()
 
 
 def main(argv: list[str] | None = None) -> int:
