@@ -36,7 +36,7 @@ import time
 from urllib.parse import urlencode
 
 from bench import pysteps
-from bench.trace import cpu, traced
+from bench.trace import cpu, print_cpu, traced
 from bench.scripts import RUN_PY
 
 
@@ -522,13 +522,13 @@ def report(figures: dict) -> None:
         print(f"  record a 500-element version ({r['document_bytes'] / 1e6:.2f} MB JSON): median {r['record_ms_median']:.1f} ms;"
               f" longest main-thread task {r['longest_task_ms']:.0f} ms (heartbeat gap; {r['longtask_count']} longtask entries);"
               f" slide drew {r['element_count_drawn']} elements; observer check saw {r['observer_check_ms']}")
-        _print_cpu(r["samples"][-1].get("cpu"))
+        print_cpu(r["samples"][-1].get("cpu"), "", "    ")
         pysteps.report(r["samples"][-1].get("python_steps"), "    ")
     if h:
         print(f"  record a {h['document_bytes'] / 1e6:.1f} MB document ({h['images_drawn']} images drawn): median"
               f" {h['record_ms_median']:.0f} ms; longest main-thread task {h['longest_task_ms']:.0f} ms"
               f" ({h['longtask_count']} longtask entries)")
-        _print_cpu(h["samples"][-1].get("cpu"))
+        print_cpu(h["samples"][-1].get("cpu"), "", "    ")
         pysteps.report(h["samples"][-1].get("python_steps"), "    ")
     e = figures.get("export")
     if e:
@@ -548,15 +548,3 @@ def report(figures: dict) -> None:
           f" ({s['snapshot_chars'] / 1e6:.1f} M chars of snapshots): {s['seeded_ms_median']:.0f} ms vs none"
           f" {s['none_ms_median']:.0f} ms → ratio {s['ratio']:.3f} (paired {s['paired_ratio_median']:.3f});"
           f" scenes drawn at versions {s['seeded_scene_versions']}")
-
-
-def _print_cpu(cpu: dict | None) -> None:
-    """A recording's longest task by thread CPU and by wall clock, and what ran in the heaviest three."""
-    if not cpu or not cpu.get("tasks"):
-        return
-    print(f"    thread CPU (Chrome trace): longest by CPU {cpu['longest_cpu_ms']} ms (wall {cpu['its_wall_ms']}), "
-          f"longest by wall {cpu['longest_wall_ms']} ms (CPU {cpu['its_cpu_ms']}); over 50 ms: "
-          f"{cpu['over_50_wall']} by wall, {cpu['over_50_cpu']} by CPU")
-    for heavy in cpu.get("heaviest", [])[:3]:
-        parts = "; ".join(f"{name} {wall}/{tcpu}" for name, wall, tcpu in heavy["parts"])
-        print(f"      {heavy['cpu_ms']} ms CPU ({heavy['wall_ms']} wall): {parts}")

@@ -42,6 +42,7 @@ import statistics
 import time
 
 from bench import pysteps
+from bench.trace import print_cpu
 
 GOALS = {"list_open_ratio_max": 1.5, "search_ratio_max": 1.0, "startup_ratio_max": 1.03, "longtask_ms_max": 50}
 COURSE = "intro-ml"
@@ -490,13 +491,5 @@ def report(figures: dict) -> None:
             print(f"  {label} ({size}): {row['result']} {row['reason'] or ''} after "
                   f"{row['ms_to_outcome']:.0f} ms, longest main-thread task {row['longest_task_ms']:.0f} ms "
                   f"(longtask entries: {row['longtask_entries'] or 'none'})")
-            _print_cpu(row.get("cpu"))
+            print_cpu(row.get("cpu"), "", "    ", heaviest=0)
             pysteps.report(row.get("python_steps"), "    ")
-
-
-def _print_cpu(cpu: dict | None, indent: str = "    ") -> None:
-    """One line: the longest main-thread task by thread CPU and by wall clock (``bench.trace``)."""
-    if cpu and cpu.get("tasks"):
-        print(f"{indent}thread CPU (Chrome trace): longest by CPU {cpu['longest_cpu_ms']} ms (wall {cpu['its_wall_ms']}), "
-              f"longest by wall {cpu['longest_wall_ms']} ms (CPU {cpu['its_cpu_ms']}); over 50 ms: "
-              f"{cpu['over_50_wall']} by wall, {cpu['over_50_cpu']} by CPU")

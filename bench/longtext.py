@@ -40,7 +40,7 @@ from urllib.parse import urlencode
 
 from bench.scripts import LONGTASKS
 from bench import pysteps
-from bench.trace import cpu, traced
+from bench.trace import cpu, print_cpu, traced
 
 KEY = "maic-agent-threads"
 SIZES = (200_000, 2_000_000)
@@ -240,17 +240,5 @@ def report(figures: dict) -> None:
     for size, x in figures.get("sizes", {}).items():
         tasks = ", ".join(f"{d:.0f} ms at +{t:.0f}" for t, d in x.get("send_tasks") or []) or "none"
         print(f"  {int(size):,} chars, tasks over 50 ms after Send: {tasks}")
-        _print_cpu(x.get("send_cpu"))
+        print_cpu(x.get("send_cpu"), "send", "    ")
         pysteps.report(x.get("send_python_steps"), "    ")
-
-
-def _print_cpu(cpu: dict | None) -> None:
-    """The send's longest task by thread CPU and by wall clock, and what ran in the heaviest three."""
-    if not cpu or not cpu.get("tasks"):
-        return
-    print(f"    send, thread CPU (Chrome trace): longest by CPU {cpu['longest_cpu_ms']} ms (wall {cpu['its_wall_ms']}), "
-          f"longest by wall {cpu['longest_wall_ms']} ms (CPU {cpu['its_cpu_ms']}); over 50 ms: "
-          f"{cpu['over_50_wall']} by wall, {cpu['over_50_cpu']} by CPU")
-    for task in cpu.get("heaviest", [])[:3]:
-        parts = "; ".join(f"{name} {wall}/{tcpu}" for name, wall, tcpu in task["parts"])
-        print(f"      {task['cpu_ms']} ms CPU ({task['wall_ms']} wall): {parts}")

@@ -34,7 +34,7 @@ from typing import Any
 from bench import data
 from bench.scripts import LONGTASKS
 from bench import pysteps
-from bench.trace import cpu, traced
+from bench.trace import cpu, print_cpu, traced
 from tools import fake_openai
 
 COURSE = "bench-stream"
@@ -273,17 +273,5 @@ def report(figures: dict) -> None:
     print(f"| longest task from Stop to idle, ms | {task(a['stop_longest_task_ms'])} | — |")
     print(f"| one 10 MB line: send → idle, ms | {big['ms']:,.0f} | {big['baseline_ms']:,.0f} |")
     print(f"| one 10 MB line: longest task, ms | {task(big['longest_task_ms'])} | {task(big['baseline_longest_task_ms'])} |")
-    _print_cpu(big.get("cpu"))
+    print_cpu(big.get("cpu"), "one 10 MB line", "  ")
     pysteps.report(big.get("python_steps"))
-
-
-def _print_cpu(cpu: dict | None) -> None:
-    """The 10 MB line's longest task by thread CPU and by wall clock, and what ran in the heaviest three."""
-    if not cpu or not cpu.get("tasks"):
-        return
-    print(f"  one 10 MB line, thread CPU (Chrome trace): longest by CPU {cpu['longest_cpu_ms']} ms (wall "
-          f"{cpu['its_wall_ms']}), longest by wall {cpu['longest_wall_ms']} ms (CPU {cpu['its_cpu_ms']}); over 50 ms: "
-          f"{cpu['over_50_wall']} by wall, {cpu['over_50_cpu']} by CPU")
-    for heavy in cpu.get("heaviest", [])[:3]:
-        parts = "; ".join(f"{name} {wall}/{tcpu}" for name, wall, tcpu in heavy["parts"])
-        print(f"    {heavy['cpu_ms']} ms CPU ({heavy['wall_ms']} wall): {parts}")

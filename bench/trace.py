@@ -90,3 +90,18 @@ def cpu(run) -> dict:
         Path(folder).mkdir(parents=True, exist_ok=True)
         (Path(folder) / f"trace-{len(list(Path(folder).glob('trace-*.json')))}.json").write_bytes(trace)
     return trace_cpu(trace)
+
+
+def print_cpu(cpu_figures: dict | None, label: str = "", indent: str = "    ", heaviest: int = 3) -> None:
+    """Print ``cpu``'s figures: the longest main-thread task by thread CPU and by wall clock, the
+    tasks over 50 ms by each, then what ran in the ``heaviest`` heaviest tasks (name wall/CPU ms).
+    ``label`` names what was recorded ("send", "one 10 MB line"); nothing is printed for no trace."""
+    if not cpu_figures or not cpu_figures.get("tasks"):
+        return
+    c = cpu_figures
+    print(f"{indent}{label + ', ' if label else ''}thread CPU (Chrome trace): longest by CPU {c['longest_cpu_ms']} ms "
+          f"(wall {c['its_wall_ms']}), longest by wall {c['longest_wall_ms']} ms (CPU {c['its_cpu_ms']}); over 50 ms: "
+          f"{c['over_50_wall']} by wall, {c['over_50_cpu']} by CPU")
+    for heavy in c.get("heaviest", [])[:heaviest]:
+        parts = "; ".join(f"{name} {wall}/{tcpu}" for name, wall, tcpu in heavy["parts"])
+        print(f"{indent}  {heavy['cpu_ms']} ms CPU ({heavy['wall_ms']} wall): {parts}")
