@@ -10,7 +10,8 @@ back ``x`` exactly. ``parse_export`` refuses (``ImportRefused`` with a
 ``reason`` code) anything else: not JSON, another format, another version,
 a bad meta or turn, messages that are not the slim projection, and what the
 exact record shapes forbid (DESIGN.md §14: integers within ±2^53, counts ≥ 0,
-``createdAt`` ≤ ``updatedAt``, nothing more than a day in the future). A file
+``createdAt`` ≤ ``updatedAt``, nothing more than a day in the future: a name's or pin's change
+time neither). A file
 over 50 MB is refused before it is read (``check_size``); ``parse_export_sliced``
 parses in slices that leave the page its turn.
 
@@ -308,6 +309,9 @@ def _meta_of(raw_meta: Any, now_ms: int) -> TaskMeta:
         raise ImportRefused("dates", "createdAt is after updatedAt")
     if updated > now_ms + FUTURE_SLACK_MS:
         raise ImportRefused("dates", "updatedAt is more than a day in the future")
+    if any(at > now_ms + FUTURE_SLACK_MS for at in (names["pinnedAt"] or 0, *names["changedAt"].values())):
+        # a change dated ahead would win every later rename or pin on every device (§16, §18)
+        raise ImportRefused("dates", "a name or pin change is more than a day in the future")
     try:
         return TaskMeta.model_validate({**raw_meta, **names, "createdAt": created, "updatedAt": updated,
                                         "stats": Stats.model_validate(stats).model_dump()})

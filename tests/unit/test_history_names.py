@@ -243,6 +243,33 @@ def test_a_file_without_pinned_still_imports_unpinned():
     run(go())
 
 
+def test_a_name_or_pin_dated_more_than_a_day_ahead_is_refused_like_any_future_date():
+    """A file (or a synced document: the same checks) whose ``changedAt`` or ``pinnedAt`` lies more
+    than a day ahead would win every later rename or pin on every device (the later change of each
+    field wins, §18): refused as ``dates``, as a future ``updatedAt`` is (§14)."""
+    from app.history.export import ImportRefused
+    from app.sync.documents import conversation_doc, conversation_of
+
+    async def go():
+        svc, _, _ = service()
+        task = await add(svc, "s", "q one")
+        await svc.pin(task, True)
+        await svc.rename(task, "named")
+        data = json.loads(export_json(*await svc.bundle(task)))
+        now = T0 + 10_000
+        assert parse_export(json.dumps(data), now)[0].pinned  # as exported: accepted
+        far = "9999-12-31T00:00:00.000Z"
+        for change in ({"changedAt": {"taskName": far}}, {"changedAt": {"pinned": far}}, {"pinnedAt": far}):
+            with pytest.raises(ImportRefused) as refused:
+                parse_export(json.dumps({**data, "meta": {**data["meta"], **change}}), now)
+            assert refused.value.reason == "dates"
+        doc = conversation_doc(*await svc.bundle(task))
+        doc["meta"]["changedAt"] = {"taskName": 253402214400000, "pinned": 0}
+        with pytest.raises(ValueError):
+            conversation_of(doc, now)
+    run(go())
+
+
 def test_a_synced_rename_and_a_pin_made_on_two_devices_both_arrive():
     from app.sync.documents import conversation_doc, conversation_of
 
