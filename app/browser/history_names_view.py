@@ -1,6 +1,7 @@
 """Rename and pin in the history list (DESIGN.md §18 UI hooks): each item's ``history-rename`` opens
 ``history-rename-input`` over its title (Enter or leaving the field saves, Escape cancels, focus
-returns where the rename began), its ``history-pin`` toggles the pin; the focused item's F2 and P do
+returns where the rename began; the list drawn again under the field by another tab's or device's
+change is not leaving it: the draft stays open, unsaved), its ``history-pin`` toggles the pin; the focused item's F2 and P do
 the same (the buttons are out of the Tab order, as the delete button is). The names' rules are
 ``app.history.names``'; the list is drawn again by the ``rename``/``pin`` change each one announces.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 import asyncio
 
 import js
-from pyodide.ffi import create_proxy
+from pyodide.ffi import create_once_callable, create_proxy
 from pyscript import document
 from pyscript.ffi import is_none
 
@@ -95,10 +96,28 @@ class HistoryNamesView:
 
     def _on_focusout(self, event) -> None:
         if self._renaming is not None and event.target == self._renaming[1]:
-            self.finish_rename(save=True, refocus=False)  # leaving the field saves
+            renaming = self._renaming  # decided once this task is over: was the field left, or drawn over?
+            js.setTimeout(create_once_callable(lambda: self._left(renaming)), 0)
 
-    def start_rename(self, item, *, back: str) -> None:
-        """Open the rename field over ``item``'s title, holding its name, all of it selected; ``back``:
+    def _left(self, renaming: tuple) -> None:
+        """The rename field ``renaming`` lost focus. Still in the list: the person left it, and that
+        saves. Gone with the list drawn again under it (another tab's or device's change arrived): the
+        draft is not saved over that change, and opens again, as typed, on the redrawn item (§18)."""
+        if self._renaming is not renaming:  # closed (Enter, Escape) or another rename began meanwhile
+            return
+        task_id, field, back = renaming
+        if field.isConnected:
+            self.finish_rename(save=True, refocus=False)  # leaving the field saves
+            return
+        self._renaming = None
+        for item in document.querySelectorAll("#history-list [data-testid=history-item]"):
+            if item.dataset.taskId == task_id:
+                self.start_rename(item, back=back, draft=field.value)
+                return
+
+    def start_rename(self, item, *, back: str, draft: str | None = None) -> None:
+        """Open the rename field over ``item``'s title, holding its name, all of it selected (or
+        ``draft``, a rename being typed when the list was drawn again, the caret at its end); ``back``:
         where focus returns (``item``, or the test id of its control: ``history-rename``)."""
         if self._renaming is not None:
             self.finish_rename(save=True, refocus=False)
@@ -110,12 +129,13 @@ class HistoryNamesView:
         for name, value in (("type", "text"), ("data-testid", "history-rename-input"), ("class", "history-rename-input"),
                             ("dir", "auto"), ("aria-label", button.dataset.fieldLabel), ("autocomplete", "off")):
             field.setAttribute(name, value)
-        field.value = button.dataset.name
+        field.value = button.dataset.name if draft is None else draft
         title.hidden = True
         title.after(field)
         self._renaming = (item.dataset.taskId, field, back)
         field.focus()
-        field.select()
+        if draft is None:
+            field.select()
 
     def finish_rename(self, *, save: bool, refocus: bool) -> None:
         """Close the rename field; ``save``: store its text (``HistoryService.rename``: blank gives back

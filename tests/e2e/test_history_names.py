@@ -74,6 +74,21 @@ def test_rename_and_pin_from_the_list_reach_another_tab_survive_a_reload_and_the
     expect(item(other_tab, first).locator("[data-testid=history-title]")).to_have_text("Botany herbarium notes")
     expect(item(other_tab, first)).to_have_attribute("data-pinned", "true")
     assert item_ids(other_tab) == [first, newest, middle]
+    # a rename being typed in the other tab when this tab's rename of the same item redraws its list:
+    # the draft stays open as typed and unsaved (it was saved over this tab's name before), and Escape
+    # there leaves this tab's name on both
+    item(other_tab, middle).locator("[data-testid=history-rename]").click()
+    draft = item(other_tab, middle).locator("[data-testid=history-rename-input]")
+    draft.fill("half-typed")
+    item(agent, middle).locator("[data-testid=history-rename]").click()
+    item(agent, middle).locator("[data-testid=history-rename-input]").fill("Gradient notes")
+    item(agent, middle).locator("[data-testid=history-rename-input]").press("Enter")
+    expect(item(other_tab, middle).locator("[data-testid=history-title]")).to_have_text("Gradient notes")
+    expect(draft).to_have_value("half-typed")
+    draft.press("Escape")
+    expect(draft).to_have_count(0)
+    expect(item(other_tab, middle).locator("[data-testid=history-title]")).to_have_text("Gradient notes")
+    expect(item(agent, middle).locator("[data-testid=history-title]")).to_have_text("Gradient notes")
     agent.reload()
     assert wait_history(agent) == "ready"
     open_list(agent)
