@@ -1,8 +1,10 @@
 """Naming and pinning a conversation (DESIGN.md §18): the one place of their rules. Pure Python.
 
-- ``named``: what a rename stores: the text with whitespace collapsed, at most ``NAME_GRAPHEMES``
+- ``named``: what a rename stores: the text without bidi controls (an override would draw it
+  reversed wherever it is not dropped: a Markdown heading), whitespace collapsed, at most ``NAME_GRAPHEMES``
   grapheme clusters cut like §9's titles (``app.history.text.cut_title``: never half an emoji, then
-  "…"); an empty one gives back the first-question title (``title_of``, §9);
+  "…"); an empty one, or one of invisible characters only (format characters: zero-width,
+  soft hyphen), gives back the first-question title (``title_of``, §9);
 - ``renamed_meta`` / ``pinned_meta``: a meta with its name or pin changed and the field's change
   time (``TaskMeta.changedAt``) set; neither moves ``updatedAt`` (the list's recency is the
   conversation's last turn, not its name's);
@@ -12,11 +14,12 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from app.history.records import TaskMeta
-from app.history.text import _graphemes, cut_title, title_of
+from app.history.text import _graphemes, cut_title, shown_title, title_of
 
 __all__ = ["NAME_GRAPHEMES", "merged_names", "named", "pinned_first", "pinned_meta", "renamed_meta"]
 
@@ -34,7 +37,9 @@ def named(text: str, messages: Sequence[dict[str, Any]], *,
     >>> named("  Exam   plan ", []), named("", [{"role": "user", "content": [{"type": "text", "text": "Why?"}]}])
     ('Exam plan', 'Why?')
     """
-    name = cut_title(text, graphemes=graphemes, limit=NAME_GRAPHEMES)
+    name = cut_title(shown_title(text), graphemes=graphemes, limit=NAME_GRAPHEMES)
+    if not any(not ch.isspace() and unicodedata.category(ch) != "Cf" for ch in name):  # nothing to see
+        name = ""
     return name if name else (title_of(messages, graphemes=graphemes) or "")
 
 

@@ -38,6 +38,10 @@ def test_an_empty_name_gives_back_the_first_question_title():
     assert named("", messages) == "What is photosynthesis?"
     assert named(" \n\t ", messages) == "What is photosynthesis?"
     assert named("", []) == ""  # no user text: the view says "Untitled conversation"
+    # a name of invisible characters only (zero-width, soft hyphen, bidi controls) shows nothing: blank too
+    assert named("\u200b\u2066\u2069\u00ad \u200d\u202e", messages) == "What is photosynthesis?"
+    # bidi controls are not kept in a name (the list drops them; an export's Markdown heading would not)
+    assert named("report\u202egnp.exe", messages) == "reportgnp.exe"
 
 
 def test_a_name_over_200_clusters_is_cut_like_titles_never_half_an_emoji():
