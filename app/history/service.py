@@ -27,7 +27,7 @@ from app.history.records import Stats, TaskMeta, TurnMeta
 from app.history.repository import Conversation, Damaged, HistoryRepository, Stored, Writes
 from app.history.name_writes import NameWrites
 from app.history.names import NAME_GRAPHEMES, pinned_meta, renamed_meta
-from app.history.text import TITLE_GRAPHEMES, cut_title, text_needs_segmenter
+from app.history.text import TITLE_GRAPHEMES, cut_title, text_needs_segmenter, title_of
 from app.history.synced_writes import SyncedWrites
 from app.history.writes import ActiveConversations, HistoryWrites, at_once
 from app.ports import TurnEnded
@@ -304,7 +304,11 @@ class HistoryService:
             # the file's title obeys the rule of every title: 50 grapheme clusters (DESIGN.md §9), or 200
             # for a name a person gave it (§18: its export says when it was renamed)
             limit = NAME_GRAPHEMES if meta.changedAt.taskName else TITLE_GRAPHEMES
-            record = meta.model_copy(update={"stageId": stage_id, "taskName": cut_title(meta.taskName, limit=limit)})
+            title = cut_title(meta.taskName, limit=limit)
+            if not title:  # a file with a blank title: its first question titles it, as any title (§9)
+                await self._segmenter.for_titles(messages)
+                title = title_of(messages) or ""
+            record = meta.model_copy(update={"stageId": stage_id, "taskName": title})
             writes = Writes()
             # "add" (new): another tab's import of it meanwhile aborts this one
             await writes.keep_in_steps(record, messages, turns, pause=pause or at_once, new=not held)

@@ -236,6 +236,19 @@ def test_export_carries_name_and_pin_and_imports_them_back():
     run(go())
 
 
+def test_a_file_with_a_blank_title_is_titled_by_its_first_question():
+    async def go():
+        svc, _, _ = service()
+        task = await add(svc, "s", "one first topic")
+        data = json.loads(export_json(*await svc.bundle(task)))
+        data["meta"]["taskName"] = "  "
+        other, _, _ = service()
+        meta, messages, turns = parse_export(json.dumps(data), T0 + 10_000)
+        assert await other.import_bundle("s", meta, messages, turns) == "ok"
+        assert (await other.get(task)).taskName == "one first topic"
+    run(go())
+
+
 def test_a_file_without_pinned_still_imports_unpinned():
     async def go():
         svc, _, _ = service()
