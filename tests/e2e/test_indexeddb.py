@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import textwrap
 
+from app.records import SCHEMA
 from bench.scripts import RUN_PY
 
 
@@ -177,17 +178,18 @@ def versionchange_from_another_tab_closes_and_says_so_then_deletion_is_reported(
         await idb.write([("put", "heads", {"stageId": "__proto__", "taskId": "t"})])
         json.dumps(1)
     """)
-    other_tab.evaluate("""() => new Promise((resolve, reject) => {
-      const request = indexedDB.open('agentbar', 30);  // a newer app upgrading (Dexie's 20 is version 2)
+    newer = (max(SCHEMA) + 1) * 10  # a newer app upgrading: Dexie opens schema version n as n × 10
+    other_tab.evaluate("""(newer) => new Promise((resolve, reject) => {
+      const request = indexedDB.open('agentbar', newer);
       request.onsuccess = () => { request.result.close(); resolve(); };
       request.onerror = () => reject(request.error);
-    })""")
+    })""", newer)
     after = run_py(page, """
         import builtins
         json.dumps([builtins.idb_events, await attempt(builtins.idb.get("heads", "__proto__")),
                     await attempt(IndexedDbBackend().open())])
     """)
-    assert after[0] == [["versionchange", "30"]]
+    assert after[0] == [["versionchange", str(newer)]]
     assert after[1][0] == "closed"
     # Dexie 4 opens a database that a newer version upgraded when the tables it declares are there
     assert after[2] == ["ok", None]
@@ -208,8 +210,8 @@ def versionchange_from_another_tab_closes_and_says_so_then_deletion_is_reported(
 
 def version_1_is_upgraded_past_another_tab_and_its_conversations_are_indexed(page, other_tab, base_url) -> None:
     """A database of version 1 (records without the search index's terms), still open in another tab:
-    opening version 2 closes the other tab's connection (its ``versionchange``), adds the index and
-    keeps every record; the first search of the course indexes them (DESIGN.md §14)."""
+    opening the current version (``app.records.SCHEMA``'s highest) closes the other tab's connection
+    (its ``versionchange``), adds the indexes and keeps every record; the first search of the course indexes them (DESIGN.md §14)."""
     fresh_database(page)
     records = run_py(page, """
         from app.history.records import TaskMeta
@@ -250,7 +252,7 @@ def version_1_is_upgraded_past_another_tab_and_its_conversations_are_indexed(pag
     assert found["indexed"] == found["kept"] == found["texts"] == 12
     assert other_tab.evaluate("() => window.oldDb.isOpen()") is False
     assert page.evaluate("""() => new Promise((resolve) => { const r = indexedDB.open('agentbar');
-      r.onsuccess = () => { const v = r.result.version; r.result.close(); resolve(v); }; })""") == 20
+      r.onsuccess = () => { const v = r.result.version; r.result.close(); resolve(v); }; })""") == max(SCHEMA) * 10
 
 
 def test_indexeddb_layer_and_its_failures_in_one_page(agent, second_agent):
