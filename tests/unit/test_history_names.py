@@ -137,6 +137,13 @@ async def add(svc, stage, text):
     return await svc.archive(stage, msgs, 1)
 
 
+async def exported(question):
+    """A service holding one conversation that asks ``question``, its task id and its JSON export (parsed)."""
+    svc, _, _ = service()
+    task = await add(svc, "s", question)
+    return svc, task, json.loads(export_json(*await svc.bundle(task)))
+
+
 def run(coro):
     return asyncio.run(coro)
 
@@ -238,9 +245,7 @@ def test_export_carries_name_and_pin_and_imports_them_back():
 
 def test_a_file_with_a_blank_title_is_titled_by_its_first_question():
     async def go():
-        svc, _, _ = service()
-        task = await add(svc, "s", "one first topic")
-        data = json.loads(export_json(*await svc.bundle(task)))
+        _, task, data = await exported("one first topic")
         data["meta"]["taskName"] = "  "
         other, _, _ = service()
         meta, messages, turns = parse_export(json.dumps(data), T0 + 10_000)
@@ -251,9 +256,7 @@ def test_a_file_with_a_blank_title_is_titled_by_its_first_question():
 
 def test_a_file_without_pinned_still_imports_unpinned():
     async def go():
-        svc, _, _ = service()
-        task = await add(svc, "s", "q one")
-        data = json.loads(export_json(*await svc.bundle(task)))
+        _, _, data = await exported("q one")
         assert "pinned" not in data["meta"]  # never pinned: the file is as before §18
         meta, _, _ = parse_export(json.dumps(data), T0 + 10_000)
         assert not meta.pinned
