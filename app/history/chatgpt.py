@@ -50,6 +50,7 @@ from typing import Any, NamedTuple
 
 from app.history import export
 from app.history.export import ImportRefused, check_size, decode_at, depth_steps, skip_space
+from app.history.limits import MAX_CONVERSATION_CHARS  # one past it is skipped as too-long before its messages are built
 from app.history.records import TaskMeta, TurnMeta, iso, new_task_id
 from app.history.text import TITLE_GRAPHEMES, first_user_text
 from app.json_steps import run_steps
@@ -67,10 +68,6 @@ _DAY_MS = 86_400_000
 _SLICE = 256
 """Messages of a conversation read between two of ``read_conversations``' pauses."""
 
-MAX_CONVERSATION_CHARS = 2_000_000
-"""The most text (characters, all its messages together) a conversation may hold to be imported; one
-past it is skipped as ``too-long`` before its messages are built (the copies an import makes of a 40 M
-character message ran the page out of memory after a long freeze)."""
 
 
 class Skipped(NamedTuple):

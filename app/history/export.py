@@ -11,7 +11,8 @@ back ``x`` exactly. ``parse_export`` refuses (``ImportRefused`` with a
 a bad meta or turn, messages that are not the slim projection, and what the
 exact record shapes forbid (DESIGN.md §14: integers within ±2^53, counts ≥ 0,
 ``createdAt`` ≤ ``updatedAt``, nothing more than a day in the future: a name's or pin's change
-time neither). A file
+time neither) and the one limit of every way in: at most ``MAX_CONVERSATION_CHARS`` characters of
+text (``app.history.limits``, ``too-long``). A file
 over 50 MB is refused before it is read (``check_size``); ``parse_export_sliced``
 parses in slices that leave the page its turn.
 
@@ -29,6 +30,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from app.history.limits import MAX_CONVERSATION_CHARS, text_chars
 from app.history.records import MAX_SAFE_INTEGER, Stats, TaskMeta, TurnMeta, iso, parse_iso
 from app.history.text import clean
 from app.json_steps import run_steps
@@ -49,7 +51,8 @@ _TURN_SLICE = 256
 class ImportRefused(ValueError):
     """A file that is not an AgentBar conversation export; ``reason``: ``size`` | ``not-json`` |
     ``depth`` (valid JSON, maybe, but nested deeper than ``MAX_DEPTH``: no export is) | ``format`` |
-    ``version`` | ``meta`` | ``messages`` | ``turns`` | ``numbers`` | ``dates`` (each has its message,
+    ``version`` | ``meta`` | ``messages`` | ``turns`` | ``numbers`` | ``dates`` | ``too-long`` (more text
+    than ``app.history.limits.MAX_CONVERSATION_CHARS``) (each has its message,
     ``history.importError.<reason>``, said by ``app.history.labels.import_refusal``)."""
 
     def __init__(self, reason: str, detail: str = "") -> None:
@@ -364,6 +367,8 @@ def checked_steps(document: Any, now_ms: int):
     meta = _meta_of(document.get("meta"), now_ms)
     if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
         raise ImportRefused("messages", "not a list of messages")
+    if text_chars(messages) > MAX_CONVERSATION_CHARS:  # the one limit of every way in (app.history.limits)
+        raise ImportRefused("too-long", f"its text passes {MAX_CONVERSATION_CHARS} characters")
     for message in messages:  # the projection is per message: each is checked on its own
         try:
             if serialize_thread(deserialize_thread([message])) != [message]:
@@ -391,7 +396,7 @@ def parse_export(text: str, now_ms: int | None = None) -> tuple[TaskMeta, list[d
     time may pass by more than a day. Raises ``ImportRefused`` with ``reason`` ``not-json`` |
     ``depth`` (nested deeper than ``MAX_DEPTH``) | ``format`` | ``version`` | ``meta`` | ``messages`` |
     ``turns`` | ``numbers`` (an integer negative or past 2^53 − 1) | ``dates`` (``createdAt`` after
-    ``updatedAt``, or in the future)."""
+    ``updatedAt``, or in the future) | ``too-long`` (text past ``MAX_CONVERSATION_CHARS``)."""
     return run_steps(parse_steps(text, _now(now_ms)))
 
 

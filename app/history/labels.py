@@ -116,9 +116,10 @@ def import_refusal(t: Translate, reason: str, importer: str = "json") -> tuple[s
     or a ``maic-agent-threads`` value) or ``chatgpt``, whose refusals of shape name ChatGPT's export.
     ``key`` is the ``history.importError`` key (the status's ``data-reason``)."""
     from app.history.export import MAX_DEPTH
+    from app.history.limits import MAX_CONVERSATION_CHARS
 
     key = f"chatgpt-{reason}" if importer == "chatgpt" and reason in _CHATGPT_OWN else reason
-    return key, t(f"history.importError.{key}", max=MAX_DEPTH)
+    return key, t(f"history.importError.{key}", max=MAX_DEPTH, count=MAX_CONVERSATION_CHARS)
 
 
 def backup_saved_text(t: Translate, counts: dict[str, int]) -> str:
@@ -152,7 +153,7 @@ def skipped_names(t: Translate, skipped: list[Any]) -> str:
     >>> skipped_names(lambda key, **p: {"app.listSeparator": ", "}.get(key, key.rsplit(".")[-1]), [S("a", "loop"), S("b", "odd")])
     '\u2068a\u2069 (loop), \u2068b\u2069 (unreadable)'
     """
-    from app.history.chatgpt import MAX_CONVERSATION_CHARS
+    from app.history.limits import MAX_CONVERSATION_CHARS
 
     def reason(code: str) -> str:
         return t("history.skipReason." + (code if code in SKIP_REASONS else "unreadable"), count=MAX_CONVERSATION_CHARS)

@@ -82,11 +82,15 @@ def test_stored_records_cannot_hold_impossible_values_either():
 _HEAP_SCRIPT = f"""
 import json, resource
 resource.setrlimit(resource.RLIMIT_AS, (1_500_000_000, 1_500_000_000))
-from app.history.export import parse_export
+from app.history.export import ImportRefused, parse_export
 from tests.unit.test_history_import import document
 text = 'a"b\\\\c\\n' * 6_000_000  # escapes everywhere: the worst case for skipping strings
-meta, messages, _ = parse_export(json.dumps(document(text=text)), {NOW})
-assert messages[0]["content"][0]["text"] == text
+try:  # checked for depth and decoded whole, then refused for its length (app.history.limits)
+    parse_export(json.dumps(document(text=text)), {NOW})
+except ImportRefused as refused:
+    assert refused.reason == "too-long", refused
+else:
+    raise AssertionError("a message past the limit was accepted")
 print("ok", len(text))
 """
 _HEAP_CHILD: list = []
@@ -216,3 +220,64 @@ async def test_a_reload_after_a_turn_too_big_for_local_storage_keeps_one_convers
     meta, turns = await reloaded.active("s")
     assert meta.turnCount == 2 and [t.messageId for t in turns] == ["a1", "a2"]
     assert await reloaded.reconcile({"s": (first, 1)}) == []  # in line now: not read again
+
+
+# -- one set of limits for every way data comes in (DESIGN.md §14; app/history/limits.py) ----------
+
+def test_the_text_counted_against_the_limit_is_the_searchable_text_without_building_it():
+    from app.history.limits import text_chars
+    from app.history.text import plain_text
+
+    messages = [user("héllo 中文"), reply("ok"), {"role": "assistant", "content": [
+        {"type": "text", "text": "partial"}, {"type": "text", "text": "[stopped]", "status": "stopped"}]},
+        {"role": "user", "content": []}, user("\ud800 lone")]
+    assert text_chars(messages) == len(plain_text(messages))
+    assert text_chars([]) == len(plain_text([])) == 0
+
+
+def test_a_json_export_whose_text_passes_the_conversation_limit_is_refused_as_too_long():
+    """Sync intake and the ChatGPT import refuse a conversation of more than ``MAX_CONVERSATION_CHARS``
+    characters of text; the JSON import keeps to the same limit (it accepted a 2,000,001-character
+    message)."""
+    from app.history.limits import MAX_CONVERSATION_CHARS
+
+    at_limit = MAX_CONVERSATION_CHARS - len("\nok")  # the question, a newline, the reply "ok"
+    meta, messages, _ = parse_export(json.dumps(document(text="x" * at_limit)), NOW)
+    assert messages[0]["content"][0]["text"] == "x" * at_limit
+    assert refused(document(text="x" * (at_limit + 1))) == "too-long"
+
+
+def test_a_maic_agent_threads_value_skips_a_thread_past_the_limit_as_too_long():
+    from app.history.limits import MAX_CONVERSATION_CHARS
+    from app.history.original import read_original
+
+    value = {"state": {"threads": {
+        "big": {"messages": [user("x" * (MAX_CONVERSATION_CHARS + 1)), reply("ok")], "updatedAt": T0},
+        "small": {"messages": [user("hi"), reply("ok")], "updatedAt": T0}}}, "version": 1}
+    read = read_original(json.dumps(value), NOW)
+    assert [(s.title, s.code) for s in read.skipped] == [("big", "too-long")]
+    assert [meta.stageId for meta, _ in read.documents] == ["small"]
+
+
+def test_the_refusal_of_a_too_long_conversation_says_the_limit_in_every_locale():
+    from app.history.labels import import_refusal
+    from app.history.limits import MAX_CONVERSATION_CHARS
+    from app.i18n import LOCALES, Translator
+
+    for locale in LOCALES:
+        t = Translator(locale)
+        key, said = import_refusal(t, "too-long")
+        assert key == "too-long" and said == t("history.importError.too-long", count=MAX_CONVERSATION_CHARS), locale
+        assert said != "history.importError.too-long" and "{count}" not in said, locale
+        assert "000" in said.replace("\u202f", "").replace("\u00a0", "").replace(" ", "").replace(",", "")\
+            .replace(".", ""), locale
+
+
+def test_every_way_in_reads_the_one_limit():
+    import app.history.chatgpt as chatgpt
+    import app.sync.documents as documents
+    from app.history import limits
+
+    assert limits.MAX_CONVERSATION_CHARS == 2_000_000
+    assert chatgpt.MAX_CONVERSATION_CHARS is limits.MAX_CONVERSATION_CHARS
+    assert documents.MAX_CONVERSATION_CHARS is limits.MAX_CONVERSATION_CHARS
