@@ -33,6 +33,7 @@ from json.decoder import scanstring
 from typing import Any
 
 from app.storage import utf16_len
+from app.store.encoded import Encoded, thread_json
 from app.store.jsjson import js_json, js_key_order
 
 __all__ = [
@@ -53,15 +54,20 @@ Entries = dict[str, tuple[Json, "str | None"]]
 
 class Thread:
     """One stored thread (slim ``messages``, ``updated_at`` ms) with its encoded JSON fragment,
-    computed once. The messages list is kept as given: do not mutate it."""
+    computed once, message by message (``app.store.encoded.thread_json``). ``like``: the thread
+    this one replaces, whose messages' JSON is reused for the messages both hold (a save encodes
+    only what the turn added). The messages list is kept as given: do not mutate it."""
 
-    __slots__ = ("messages", "updated_at", "_fragment", "_units")
+    __slots__ = ("messages", "updated_at", "_fragment", "_units", "_parts", "_like")
 
-    def __init__(self, messages: list[dict[str, Json]], updated_at: int) -> None:
+    def __init__(self, messages: list[dict[str, Json]], updated_at: int, like: Thread | None = None) -> None:
         self.messages = messages
         self.updated_at = updated_at
         self._fragment: str | None = None
         self._units: int | None = None
+        self._parts: list[Encoded] | None = None  # each message's JSON, once built here
+        # what is reused from `like` (never `like` itself: no chain of threads is kept alive)
+        self._like = (like.messages, like._parts) if like is not None and like._parts is not None else None
 
     def stored(self) -> dict[str, Json]:
         """The thread as the envelope holds it: ``{"messages": [...], "updatedAt": ms}``."""
@@ -70,13 +76,15 @@ class Thread:
     def adopt(self, text: str | None) -> Thread:
         """Take ``text`` (this thread as the stored value writes it) as the fragment; returns self."""
         if text is not None and text != self._fragment:
-            self._fragment, self._units = text, None
+            self._fragment, self._units, self._parts, self._like = text, None, None, None
         return self
 
     def fragment(self) -> str:
-        """``JSON.stringify`` of ``stored()``, cached."""
+        """``JSON.stringify`` of ``stored()``, cached; built from each message's JSON, those of the
+        messages ``like`` held reused."""
         if self._fragment is None:
-            self._fragment = js_json(self.stored())
+            held, self._like = self._like, None
+            self._fragment, self._units, self._parts = thread_json(self.messages, self.updated_at, held)
         return self._fragment
 
     def units(self) -> int:

@@ -144,7 +144,7 @@ class ThreadStore:
             nonlocal merged
             current = self._kept.view(stage_id, self._stored.threads)
             thread, merged = rebase(messages, base, current.messages if current is not None else [])
-            return Thread(thread, updated_at)
+            return Thread(thread, updated_at, like=current)  # the messages it held are not encoded again
         result = self._write_on_fresh(stage_id, rebased)
         return replace(result, merged=True) if merged else result
 

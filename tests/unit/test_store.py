@@ -6,7 +6,9 @@ import json
 
 import pytest
 
+import app.store.encoded as encoded_module
 import app.store.envelope as envelope_module
+from app.store.jsjson import js_json as json_stringify
 from app.storage import MemoryStorage, UnparseableValue
 from app.store import MIGRATIONS, STORAGE_KEY, Notice, SaveResult, ThreadStore
 from app.store.trace import trace_save
@@ -150,10 +152,27 @@ def test_save_reencodes_only_the_changed_thread(monkeypatch):
     for i in range(5):
         store.save(f"s{i}", thread(f"t{i}"), i)
     encoded: list = []
-    real = envelope_module.js_json
-    monkeypatch.setattr(envelope_module, "js_json", lambda v: encoded.append(v) or real(v))
+    real = encoded_module.js_json
+    monkeypatch.setattr(encoded_module, "js_json", lambda v: encoded.append(v) or real(v))
     store.save("s2", thread("changed"), 9)
-    assert [v for v in encoded if isinstance(v, dict)] == [{"messages": thread("changed"), "updatedAt": 9}]
+    assert [v for v in encoded if isinstance(v, (dict, list))] == thread("changed")
+
+
+def test_a_save_that_adds_a_turn_encodes_only_the_turns_messages_and_writes_the_same_value(monkeypatch):
+    """The end of a turn re-encoded the whole thread (a 2,000,000-character message once more at
+    every later turn); the messages the stored thread already held keep their JSON."""
+    storage = MemoryStorage()
+    store = open_store(storage)
+    first = thread("héllo 中文 \ud83d\ude00 " * 5) + [{"role": "assistant", "content": [{"type": "text", "text": "ok"}]}]
+    store.save("a", first, 1)
+    encoded: list = []
+    real = encoded_module.js_json
+    monkeypatch.setattr(encoded_module, "js_json", lambda v: encoded.append(v) or real(v))
+    turn = thread("next") + [{"role": "assistant", "content": [{"type": "text", "text": "\ud800 lone"}]}]
+    store.save("a", [*store.load("a"), *turn], 2, base=store.load("a"))
+    assert [v for v in encoded if isinstance(v, (dict, list))] == turn
+    assert storage.get_item(STORAGE_KEY) == json_stringify({"state": {"threads": {"a": {
+        "messages": first + turn, "updatedAt": 2}}}, "version": 1})
 
 
 def test_save_does_not_reread_storage_no_other_tab_wrote():
