@@ -24,12 +24,19 @@ from app.runtime.notices import Notices
 from app.runtime.scenes import SceneVersions
 from app.runtime.session import RUNNING, Session, Sessions, apply_event, end_reply, new_id
 from app.runtime.turn_end import HistoryTurns, TurnEnded, TurnSubscriber
+from app.json_steps import run_paused
 from app.store import Notice
+from app.store.encoded import encode_ahead_steps
 
 __all__ = ["Turns"]
 
 VERSION_WAIT_S = 5.0
 """A turn waits at most this long (seconds) for the versions it made to be stored before it ends."""
+
+
+def _next_task():
+    """The event loop's next round (the browser runs its other tasks, input and paint, first)."""
+    return asyncio.sleep(0)
 
 
 class Turns:
@@ -94,6 +101,10 @@ class Turns:
                 self._notify()
         if writes:  # the turn ends once its versions are stored: at idle the stage shows them (DESIGN.md §10)
             await asyncio.wait(writes, timeout=VERSION_WAIT_S)  # not gather: a Stop leaves the writes running
+        # The turn's long texts (a pasted document, a reply of megabytes) are encoded for the thread
+        # store now, in slices with the page's turn between them: the save at the turn's end (_finish,
+        # one task) takes them as encoded instead of encoding them there (DESIGN.md §16).
+        await run_paused(encode_ahead_steps(serialize_thread(session.messages[-2:])), _next_task)
 
     def _finish(self, session: Session, reply: Message, task: asyncio.Task[None]) -> None:
         """Done callback of every turn (runs even if the task was cancelled before it started): the

@@ -123,3 +123,41 @@ async def test_the_trace_hook_hears_each_phase_of_a_turn_end_and_of_a_storage_ev
     stop()
     await runtime.send("again")
     assert len(phases) == len(TRACE_PHASES)
+
+
+async def test_a_turns_long_texts_are_encoded_in_slices_before_its_end_and_the_save_only_joins_them(monkeypatch):
+    """A 2,000,000-character message was encoded for the thread store in the turn's done callback, one
+    main-thread task of about 80 ms in the browser (a 10 MB reply: about 200 ms); the turn now encodes
+    it in slices, the event loop getting its turn between them, and the save takes it as encoded."""
+    import asyncio
+
+    import app.store.encoded as encoded
+
+    long = ("lorem ipsum 中文 " * 200_000)[:2_000_000]
+    storage = MemoryStorage()
+    runtime = runtime_on(ThreadStore(storage))
+    ticks, slices, saved_whole = [0], [], []
+    real_js_json = encoded.js_json
+
+    def js_json(value, **kw):
+        if isinstance(value, str) and len(value) == len(long):
+            saved_whole.append(len(value))
+        elif isinstance(value, str) and len(value) > 1000:
+            slices.append(ticks[0])  # how often the event loop came round before this slice
+        return real_js_json(value, **kw)
+
+    async def ticker():
+        while True:
+            ticks[0] += 1
+            await asyncio.sleep(0)
+
+    monkeypatch.setattr(encoded, "js_json", js_json)
+    ticking = asyncio.ensure_future(ticker())
+    await runtime.send(long)
+    ticking.cancel()
+    assert saved_whole == [], "the save encoded the long text itself, in the turn's end"
+    assert len(slices) == -(-2_000_000 // encoded.SLICE_CHARS)
+    assert all(a < b for a, b in zip(slices, slices[1:])), "no other task ran between two slices"
+    stored = json.loads(storage.get_item(STORAGE_KEY))
+    assert stored["state"]["threads"]["intro-ml"]["messages"][0]["content"][0]["text"] == long
+    assert storage.get_item(STORAGE_KEY) == real_js_json(stored)
