@@ -16,14 +16,18 @@ emoji; written by the JavaScript below in the app's record format), then:
 - **long tasks**: ``PerformanceObserver('longtask')`` during turns, from send
   until the turn's meta is recorded in history.
 - **import** (DESIGN.md §14): ``import-json`` given an export whose one user
-  message is 50 M characters (over 50 MB: refused unread), then a valid one
-  under the limit (40 M characters; 8 M with ``--quick``); then ``import-chatgpt``
+  message is 50 M characters (over 50 MB: refused unread), then one past the
+  conversation limit (40 M characters; 8 M with ``--quick``: read, then refused as
+  ``too-long``), then a valid one at the limit (``app.history.limits``: 2 M
+  characters of text); then ``import-chatgpt``
   given 3,000 ChatGPT conversations (12 MB; 300 with ``--quick``: the page's
   first ChatGPT import) and a zip whose member declares half of what it unpacks
   to, 40 MB (5 MB with ``--quick``; its checksum refuses it once read to its declared size): the time from the input's ``change`` to
   ``history-status`` saying the outcome, and the longest main-thread task
   meanwhile (the ``MessageChannel`` heartbeat of ``bench/checkpoints.py`` and
   the ``longtask`` observer), with each task's thread CPU (``bench.trace``).
+
+``BENCH_HISTORY_IMPORT_ONLY=1``: the imports only (in a page of their own), none of the other measures.
 
 ``--quick``: 200 conversations × 10 turns, one repetition, and no boot only for a measure's own
 page: the start-up's page with the conversations is the one the list, search and turns ran in, and
@@ -38,6 +42,7 @@ searches). The search at 10,000 conversations is ``bench/history_search.py``.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import time
 
@@ -226,8 +231,9 @@ IMPORT_WATCH_JS = """
 """
 
 
-def _export_file(path, characters: int) -> int:
-    """Write a valid conversation export whose one user message is ``characters`` long; its bytes."""
+def _export_file(path, characters: int, *, exact: bool = False) -> int:
+    """Write a valid conversation export whose one user message is about ``characters`` long (``exact``:
+    just that long, the message's text the whole conversation's); its bytes."""
     head = ('{"format":"agentbar-conversation","version":1,"meta":{"taskId":"task_20260101_bench' + str(characters % 10)
             + '","taskName":"big","stageId":"x","createdAt":"2026-01-01T00:00:00.000Z","updatedAt":'
             '"2026-01-01T00:00:00.000Z","stats":{"credits":0,"totalTokens":0,"inputTokens":0,"outputTokens":0}},'
@@ -236,7 +242,10 @@ def _export_file(path, characters: int) -> int:
     line = "The quick brown fox, “quoted” \\n and more. "
     with open(path, "w", encoding="utf-8") as out:
         out.write(head)
-        written = 0
+        if exact:
+            text = json.loads(f'"{line}"')
+            out.write(json.dumps((text * (characters // len(text) + 1))[:characters], ensure_ascii=False)[1:-1])
+        written = characters if exact else 0
         while written < characters:
             out.write(line)
             written += len(line)
@@ -309,8 +318,11 @@ def bench_import(run, *, quick: bool, page=None) -> dict:
     page.click("[data-testid=history-open]")
     page.wait_for_selector("[data-testid=history-drawer]:not([hidden])")
     lying = 5_000_000 if quick else 40_000_000  # what the lying zip's member unpacks to
+    from app.history.limits import MAX_CONVERSATION_CHARS
+
     cases = (("refused_50mb", "import-json", lambda p: _export_file(p, 50_000_000)),
-             ("accepted", "import-json", lambda p: _export_file(p, 8_000_000 if quick else 40_000_000)),
+             ("refused_too_long", "import-json", lambda p: _export_file(p, 8_000_000 if quick else 40_000_000)),
+             ("accepted", "import-json", lambda p: _export_file(p, MAX_CONVERSATION_CHARS, exact=True)),
              ("chatgpt_conversations", "import-chatgpt", lambda p: _chatgpt_file(p, 300 if quick else 3_000)),
              ("chatgpt_lying_zip", "import-chatgpt", lambda p: _lying_zip(p, lying)))
     with tempfile.TemporaryDirectory() as folder:
@@ -364,6 +376,8 @@ def seeded_page(run, context, n: int, turns: int, figures: dict):
 
 
 def run(run, *, quick: bool) -> dict:
+    if os.environ.get("BENCH_HISTORY_IMPORT_ONLY") == "1":
+        return {"import": bench_import(run, quick=quick), "goals": {}}
     n, turns = (200, 10) if quick else (1000, 50)
     reps = 1 if quick else 9
     figures: dict = {"conversations": n, "turns_each": turns, "repetitions": reps}
@@ -465,6 +479,10 @@ def run(run, *, quick: bool) -> dict:
 
 def report(figures: dict) -> None:
     """Print the history table."""
+    if "list_open_ms" not in figures:  # BENCH_HISTORY_IMPORT_ONLY
+        print("\nHistory: the imports only")
+        _report_imports(figures)
+        return
     print(f"\nHistory ({figures['conversations']} conversations × {figures['turns_each']} turns, "
           f"median of {figures['repetitions']}):")
     lo, se, st = figures["list_open_ms"], figures["search_ms"], figures["startup_ms"]
@@ -479,7 +497,14 @@ def report(figures: dict) -> None:
     print(f"  start-up (reload → ready): with {st['with']:.0f} ms, none {st['none']:.0f} ms, ratio {r['startup']:.3f}")
     print(f"  longest main-thread task during a turn: {figures['longtask_max_ms']:.0f} ms "
           f"(per turn: {', '.join(f'{x:.0f}' for x in figures.get('longtask_per_turn_ms', []))})")
-    for name, label in (("refused_50mb", "import of a 50 MB export"), ("accepted", "import under the limit"),
+    _report_imports(figures)
+
+
+def _report_imports(figures: dict) -> None:
+    """Print each import's row."""
+    for name, label in (("refused_50mb", "import of a 50 MB export"),
+                        ("refused_too_long", "import of an export past the conversation limit"),
+                        ("accepted", "import at the conversation limit"),
                         ("chatgpt_conversations", "the session's first ChatGPT import, many conversations"),
                         ("chatgpt_lying_zip", "a ChatGPT zip whose member unpacks past its declared size")):
         row = figures.get("import", {}).get(name)
@@ -491,5 +516,5 @@ def report(figures: dict) -> None:
             print(f"  {label} ({size}): {row['result']} {row['reason'] or ''} after "
                   f"{row['ms_to_outcome']:.0f} ms, longest main-thread task {row['longest_task_ms']:.0f} ms "
                   f"(longtask entries: {row['longtask_entries'] or 'none'})")
-            print_cpu(row.get("cpu"), "", "    ", heaviest=0)
+            print_cpu(row.get("cpu"), "", "    ", heaviest=2)
             pysteps.report(row.get("python_steps"), "    ")
