@@ -45,7 +45,7 @@ def prune_order(threads: dict[str, Thread], stage_id: str) -> list[str]:
 
 
 def write_pruning(storage: StringStorage, key: str, threads: dict[str, Thread], stage_id: str,
-                  notes: PruneNotes | None = None) -> Pruned:
+                  notes: PruneNotes | None = None, *, tried: bool = False) -> Pruned:
     """Write ``envelope(threads)`` whole under ``key``; on ``QuotaExceeded`` drop the next thread of
     ``prune_order`` and retry, until it fits or only ``stage_id``'s is left and does not fit.
 
@@ -53,14 +53,15 @@ def write_pruning(storage: StringStorage, key: str, threads: dict[str, Thread], 
     that prunes; when that write does not fit, the record is taken back and the write tried
     once more without it (so the record never costs a pruned thread), then written after.
     A write is never partial: the stored value is either the returned ``threads`` or unchanged.
-    Raises ``StorageUnavailable``.
+    ``tried``: ``envelope(threads)`` itself was just found not to fit (a splice into the same value):
+    the first write is a pruning one. Raises ``StorageUnavailable``.
     """
     victims = prune_order(threads, stage_id)
     candidate = dict(threads)
     pruned: list[str] = []
     while True:
         noted = bool(pruned) and notes is not None and notes.note(pruned)
-        written = _fits(storage, key, candidate)
+        written = not (tried and not pruned) and _fits(storage, key, candidate)
         if not written and noted:
             notes.take_back()
             noted, written = False, _fits(storage, key, candidate)

@@ -37,6 +37,7 @@ class StoredValue:
         self.key = key
         self.threads: dict[str, Thread] = {}
         self.written: dict[str, Thread] | None = None
+        self._spliced_over_quota = False  # the last splice's value did not fit
 
     def take(self, threads: dict[str, Thread], *, layout_known: bool) -> None:
         """Hold ``threads`` as what is stored; ``layout_known``: the value is ``envelope(threads)``."""
@@ -76,7 +77,10 @@ class StoredValue:
         spliced = self.splice(candidate, stage_id)
         if spliced is None:
             return None
-        return Pruned(candidate) if spliced else self.write_pruning(candidate, stage_id)
+        if spliced:
+            return Pruned(candidate)
+        # a splice that did not fit was this very value: it is not tried whole again (megabytes copied for nothing)
+        return self.write_pruning(candidate, stage_id, tried=self._spliced_over_quota)
 
     def rewrite(self) -> bool:
         """Write what is held whole (a migrated or repaired value); False when it does not fit."""
@@ -96,6 +100,7 @@ class StoredValue:
         """Write only ``stage_id``'s entry of ``threads``: True when done; False when that is not
         possible (layout unknown, other changes, no room: write whole); ``None`` when another
         tab wrote in between (nothing written, the layout is no longer known)."""
+        self._spliced_over_quota = False
         edit = None if self.written is None else splice_for(self.written, threads, stage_id)
         if edit is None:
             return False
@@ -104,15 +109,17 @@ class StoredValue:
                 self.take(threads, layout_known=True)
                 return True
         except QuotaExceeded:
+            self._spliced_over_quota = True  # envelope(threads) does not fit
             return False
         self.written = None
         return None
 
-    def write_pruning(self, threads: dict[str, Thread], stage_id: str) -> Pruned:
+    def write_pruning(self, threads: dict[str, Thread], stage_id: str, *, tried: bool = False) -> Pruned:
         """Write ``threads`` whole, pruning for quota (``app.store.quota.write_pruning``) and saying
-        what it pruned (``app.store.pruned``)."""
+        what it pruned (``app.store.pruned``). ``tried``: ``envelope(threads)`` was just found not to
+        fit (it is not written again)."""
         notes = PruneNotes(self.storage, self.key, threads)
-        outcome = write_pruning(self.storage, self.key, threads, stage_id, notes)
+        outcome = write_pruning(self.storage, self.key, threads, stage_id, notes, tried=tried)
         if outcome.threads is not None:
             self.take(outcome.threads, layout_known=True)
         return outcome

@@ -486,6 +486,41 @@ def test_failed_save_prunes_nothing():
     assert store.notices == [Notice("storage-full", {"stage_id": "huge"})]
 
 
+class CountingStorage(MemoryStorage):
+    """Records the size (UTF-16 units) of each value a write tried to store, whether it fitted or not."""
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.tried: list[int] = []
+
+    def set_item(self, key: str, value: str) -> None:
+        if key == STORAGE_KEY:
+            self.tried.append(len(value))
+        super().set_item(key, value)
+
+    def splice_item(self, key: str, start: int, end: int, text: str) -> bool:
+        if key == STORAGE_KEY:
+            self.tried.append(-1)  # a splice: its value is the whole that set_item then records
+        return super().splice_item(key, start, end, text)
+
+
+def test_a_save_whose_splice_did_not_fit_never_tries_the_same_whole_value_again():
+    """A reply of megabytes that does not fit: the splice, then the same value written whole, were
+    two attempts of the same size (each a copy of megabytes into storage in the turn's end task)."""
+    storage = CountingStorage()
+    store = open_store(storage)
+    fill(store, {"a": 1, "b": 2})
+    storage.quota = storage.used + 50
+    storage.tried.clear()
+    result = store.save("huge", thread("h" * 10_000), 3)
+    assert result == SaveResult(written=False, kept_in_memory=True)
+    assert storage.tried[0] == -1 and storage.tried.count(storage.tried[1]) == 1, storage.tried
+    assert all(size < storage.tried[1] for size in storage.tried[2:]) and len(storage.tried) > 2  # pruned ones
+    storage.tried.clear()
+    assert store.save("a", thread("a" * 200), 4).pruned == ("b",)  # it fits once another course is pruned
+    assert storage.tried[0] == -1 and storage.tried.count(storage.tried[1]) == 1, storage.tried
+
+
 def test_storage_full_said_once_and_save_resumes_when_space_frees():
     storage = MemoryStorage()
     store = open_store(storage)
