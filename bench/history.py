@@ -234,7 +234,7 @@ IMPORT_WATCH_JS = """
 def _export_file(path, characters: int, *, exact: bool = False) -> int:
     """Write a valid conversation export whose one user message is about ``characters`` long (``exact``:
     just that long, the message's text the whole conversation's); its bytes."""
-    head = ('{"format":"agentbar-conversation","version":1,"meta":{"taskId":"task_20260101_bench' + str(characters % 10)
+    head = ('{"format":"agentbar-conversation","version":1,"meta":{"taskId":"task_20260101_bench' + ("l" if exact else str(characters % 10))
             + '","taskName":"big","stageId":"x","createdAt":"2026-01-01T00:00:00.000Z","updatedAt":'
             '"2026-01-01T00:00:00.000Z","stats":{"credits":0,"totalTokens":0,"inputTokens":0,"outputTokens":0}},'
             '"messages":[{"role":"user","id":"u1","content":[{"type":"text","text":"')
