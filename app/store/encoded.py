@@ -10,7 +10,7 @@ A text of at least ``LONG_CHARS`` characters (a pasted document, a reply of mega
 costly part of those: ``encode_ahead_steps`` encodes it beforehand as a generator of steps
 (``app.json_steps.run_paused`` gives the page its turn between slices of ``SLICE_CHARS``),
 and keeps the result (its JSON string literal and UTF-16 length) for the next ``thread_json``
-that meets the same text. Slices never split a surrogate pair, so the pieces join to exactly the
+that meets the same text, which takes it (it is kept no longer). Slices never split a surrogate pair, so the pieces join to exactly the
 text ``js_json`` writes for the whole.
 
 Example::
@@ -105,7 +105,7 @@ def encode_ahead_steps(messages: Sequence[dict[str, Json]], *,
 
 
 def _literal(text: str) -> Encoded:
-    held = _ahead.get(text)
+    held = _ahead.pop(text, None)  # taken once: the thread keeps its messages' JSON from then on
     if held is not None:
         return held
     encoded = js_json(text)

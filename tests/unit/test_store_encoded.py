@@ -72,13 +72,14 @@ def test_a_text_encoded_ahead_is_taken_as_encoded_and_the_thread_is_the_same(mon
     messages = [message("q"), message(long, role="assistant")]
     count, done = steps_of(encode_ahead_steps(messages, slice_chars=100_000))
     assert (count, done) == (2, 1)
+    assert run_steps(encode_ahead_steps(messages)) == 0  # kept: not encoded again
     seen: list = []
     real = encoded.js_json
     monkeypatch.setattr(encoded, "js_json", lambda v: seen.append(v) or real(v))
     text, units, _ = thread_json(messages, 7)
     assert text == real({"messages": messages, "updatedAt": 7}) and units == utf16_len(text)
     assert all(not isinstance(v, str) or len(v) < encoded.LONG_CHARS for v in seen)
-    assert run_steps(encode_ahead_steps(messages)) == 0  # kept: not encoded again
+    assert long not in encoded._ahead  # taken by the save: the thread keeps its messages' JSON from then on
 
 
 def test_texts_kept_ahead_are_let_go_oldest_first_past_the_bound(monkeypatch):
