@@ -27,8 +27,8 @@ def total(agent) -> str:
     return agent.page.evaluate("() => document.querySelector('[data-testid=history-list]').dataset.total")
 
 
-def refused_with(agent, reason: str) -> str:
-    agent.page.wait_for_selector(f"{STATUS}[data-result=error][data-reason={reason}]")
+def refused_with(agent, reason: str, timeout: float = 30_000) -> str:
+    agent.page.wait_for_selector(f"{STATUS}[data-result=error][data-reason={reason}]", timeout=timeout)
     text = agent.testid("history-status").inner_text()
     assert text.strip()
     return text
@@ -42,8 +42,16 @@ def an_import_over_50_mb_is_refused_unread_and_a_big_one_under_it_imports(agent,
     agent.testid("import-json").set_input_files(str(huge))
     refused_with(agent, "size")
     assert total(agent) == "0"
-    big = tmp_path / "big.json"  # escape-dense text with 2-, 3- and 4-byte characters across 1 MB slices
-    text = 'a"b\\c\n中文é😀' * 900_000
+    unit = 'a"b\\c\n中文é😀'  # escape-dense text with 2-, 3- and 4-byte characters across 1 MB slices
+    too_long = tmp_path / "too-long.json"  # past the one limit of every way in (app.history.limits): refused
+    too_long.write_text(json.dumps(export_document(task_id=BIG_TASK_ID, text=unit * 210_000), ensure_ascii=False),
+                        encoding="utf-8")
+    agent.testid("import-json").set_input_files(str(too_long))
+    said = refused_with(agent, "too-long", timeout=120_000)  # read and checked whole first
+    assert "000" in said.replace(",", "").replace(".", "").replace("\u202f", "").replace(" ", "")
+    assert total(agent) == "0"
+    big = tmp_path / "big.json"
+    text = unit * 199_000  # 1,990,000 characters, and the reply's two: under the limit
     big.write_text(json.dumps(export_document(task_id=BIG_TASK_ID, text=text), ensure_ascii=False), encoding="utf-8")
     agent.testid("import-json").set_input_files(str(big))
     agent.page.wait_for_selector(f"{STATUS}[data-result=ok]", timeout=120_000)
