@@ -213,9 +213,13 @@ class HistoryWrites:
                 meta, turns = carried_over(self._new_meta(stage_id, messages, self._clock()), turns, messages)
             elif meta is None:  # the first turn: the conversation takes the id allocated for its head
                 meta = self._new_meta(stage_id, messages, self._clock(), await self._repository.head_id(stage_id))
+            # the stored index of a conversation this turn goes on from: only the new messages are indexed
+            goes_on = held is not None and not diverged and continues(messages, held)
+            search = await self._repository.search_record(meta.taskId) if goes_on else None
             meta, added = with_turn(meta, turns, messages, turn, self._clock())
             writes = Writes()
-            await writes.keep_in_steps(meta, messages, turns, pause=self._pause, new=diverged)
+            await writes.keep_in_steps(meta, messages, turns, pause=self._pause, new=diverged, held_messages=held,
+                                       held_search=search)
             writes.make_head(stage_id, meta.taskId, matched_at)
             await self._repository.commit(writes)
             self._active.set(stage_id, meta, turns)
@@ -247,9 +251,11 @@ class HistoryWrites:
                 meta, turns = carried_over(self._new_meta(stage_id, messages, self._clock()), turns, messages)
             elif meta is None:
                 meta = self._new_meta(stage_id, messages, self._clock(), task_id)
+            goes_on = meta is not None and meta.taskId == task_id and continues(messages, held)
+            search = await self._repository.search_record(task_id) if goes_on else None
             meta, added = with_turn(meta, turns, messages, turn, self._clock())
             writes = Writes()
-            await writes.keep_in_steps(meta, messages, turns, pause=self._pause)
+            await writes.keep_in_steps(meta, messages, turns, pause=self._pause, held_messages=held, held_search=search)
             await self._repository.commit(writes)
             if self._active.task_id(stage_id) == task_id:  # this tab still took it for the active one
                 self._active.forget(stage_id)
