@@ -13,7 +13,7 @@ sync said ``synced`` again (``SETTLE_MS`` later):
   (every app encode goes through it: ``app.store.jsjson``, ``app.json_steps``, sync's documents) and
   JavaScript's ``JSON.stringify`` whose text holds the turn's question (a marker of its own) and a
   message's ``"role"`` (its messages, not the search text);
-- **reads**: IndexedDB reads, the calls of the app's adapter (``agentbarIndexedDbAdapter``: ``get``,
+- **reads**: IndexedDB reads, the calls of the app's adapter (``agentbarIndexedDbAdapter``: ``get``, ``getAll``,
   ``bulkGet``, ``query``, ``queryCount``, ``count``, ``keys``, ``primaryKeys``, ``scan``);
 - **write**: the history write's time, ``HistoryWrites.record_turn`` from its call to its return
   (page clock, ms), on the 1,000-turn conversation against the 10-turn one (ratio of medians).
@@ -45,7 +45,7 @@ COUNT_JS = """() => {
   if (window.__turnCount) return;
   const c = (window.__turnCount = { on: false, marker: '', reads: {}, encodes: [] });
   const adapter = window.agentbarIndexedDbAdapter;
-  for (const name of ['get', 'bulkGet', 'query', 'queryCount', 'count', 'keys', 'primaryKeys', 'scan']) {
+  for (const name of ['get', 'getAll', 'bulkGet', 'query', 'queryCount', 'count', 'keys', 'primaryKeys', 'scan']) {
     const f = adapter[name];
     adapter[name] = function (...args) {
       if (c.on) c.reads[name + ' ' + args[0]] = (c.reads[name + ' ' + args[0]] || 0) + 1;

@@ -46,7 +46,7 @@ from app.history.text import fold, fold_map, fold_map_steps, plain_text, plain_t
 from app.json_steps import run_paused
 from app.records import HIGHEST, LOWEST, RecordBackend, WriteOp
 
-__all__ = ["Conversation", "Damaged", "FOLD_VERSION", "Head", "HistoryRepository", "ListRange", "Stored",
+__all__ = ["Conversation", "Damaged", "FOLD_VERSION", "Head", "HeldTurn", "HistoryRepository", "ListRange", "Stored",
            "Writes", "SNIPPET_AFTER", "SNIPPET_BEFORE", "conversation_records", "head_records", "held_artifacts",
            "held_messages", "version_pages", "version_records"]
 
@@ -130,6 +130,22 @@ class Conversation(NamedTuple):
 
 
 @dataclass(frozen=True)
+class HeldTurn:
+    """What a turn on conversation ``task_id`` needs of history, read together (``HistoryRepository.
+    for_turn``): its course's ``head`` (None: none), the conversation's ``meta`` (None: none or
+    damaged; ``held``: whether a record is stored at all), its stored ``messages`` (as stored, None
+    when missing), readable ``turns`` and its ``search`` record (None when missing)."""
+
+    task_id: str
+    head: Head | None
+    meta: TaskMeta | None
+    held: bool
+    messages: Any
+    turns: list[TurnMeta]
+    search: dict | None
+
+
+@dataclass(frozen=True)
 class Stored:
     """Every record of one conversation exactly as stored, ``(table, record)`` pairs, meta first:
     what a delete removes and its undo puts back (DESIGN.md §9)."""
@@ -179,8 +195,9 @@ def search_record(meta: TaskMeta, text: str, folded_map: tuple[str, list] | None
     with its posting keys (``terms``: the index, written in the same transaction as the record).
     ``folded_map``: ``fold_map(text)``, and ``terms``: ``text_terms`` of its folding, when the caller
     made them already (in slices of their own). ``message_count``: how many slim messages ``text``
-    is the plain text of, kept as ``messageCount`` so that the next turn indexes only the messages
-    after them (``indexed_prefix``); None: not kept (the next turn indexes the whole)."""
+    is the plain text of, kept as ``messageCount`` with the text's length (``textChars``) so that the
+    next turn indexes only the messages after them (``indexed_prefix``); None: neither is kept (the
+    next turn indexes the whole)."""
     folded, anchors = folded_map if folded_map is not None else fold_map(text)
     if terms is None:
         terms = text_terms(folded)
@@ -189,7 +206,7 @@ def search_record(meta: TaskMeta, text: str, folded_map: tuple[str, list] | None
               "fold": FOLD_VERSION,
               "terms": posting_keys(meta.stageId, meta.updatedAt, meta.taskId, terms.union(title_only))}
     if message_count is not None:
-        record["messageCount"] = message_count
+        record["messageCount"], record["textChars"] = message_count, len(text)
     if anchors:  # where folded positions and text positions part
         record["anchors"] = anchors
     if title_only:
@@ -227,7 +244,10 @@ def extended_search_steps(meta: TaskMeta, messages: list[dict], text: str, held:
     ``search_record(meta, text, message_count=len(messages))``. ``plain_text`` joins the lines of
     the messages with newlines and the folding never joins across a newline, so the text after
     the held one (which starts with a newline when both have lines) folds and splits on its own."""
-    held_chars = len(plain_text(messages[:count]))
+    held_chars = held.get("textChars")
+    if (not isinstance(held_chars, int) or isinstance(held_chars, bool) or not 0 <= held_chars <= len(text)
+            or (0 < held_chars < len(text) and text[held_chars] != "\n")):
+        held_chars = len(plain_text(messages[:count]))  # a record that does not say it: counted again
     tail = text[held_chars:]
     held_folded = held["folded"]
     if held_chars and tail and tail[0] != "\n":  # not the plain text of more lines: cannot happen, built whole
@@ -486,6 +506,20 @@ class HistoryRepository:
     async def meta(self, task_id: str) -> TaskMeta | None:
         """One conversation's meta (None: none stored, or damaged)."""
         return self.meta_of(await self._db.get("conversations", task_id))
+
+    async def for_turn(self, stage_id: str, task_id: str) -> HeldTurn:
+        """``stage_id``'s head and the meta, messages, turns and ``search`` record of ``task_id``, in
+        ONE read (``RecordBackend.get_all``): all a turn of that conversation reads (DESIGN.md §9)."""
+        head, raw, messages, turns, search = await self._db.get_all(
+            [("heads", stage_id), ("conversations", task_id), ("messages", task_id), ("turns", task_id),
+             ("search", task_id)])
+        shown = None
+        if isinstance(head, dict):
+            head_id = head.get("taskId")
+            shown = Head(head_id if isinstance(head_id, str) else None, head.get("syncedAt"))
+        return HeldTurn(task_id, shown, self.meta_of(raw), raw is not None,
+                        messages.get("messages") if isinstance(messages, dict) else None, self._turns_of(turns),
+                        search if isinstance(search, dict) else None)
 
     async def search_record(self, task_id: str) -> dict | None:
         """The ``search`` record of ``task_id`` without its folded text (its posting keys, times)."""

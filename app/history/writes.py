@@ -17,6 +17,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from app.continuity import continues, home_of_ending_turn
 from app.history.adopted import adopted_meta
@@ -34,6 +35,11 @@ _log = logging.getLogger(__name__)
 
 SLICE_MS = 12
 """``HistoryWrites.add_synced`` gives the page back (its ``pause``) once building records took this long (ms)."""
+
+_ELSEWHERE = object()
+"""``HistoryWrites._record_on_own_head``: the turn's conversation is not its course's head (nothing written)."""
+_UNREAD = object()
+"""``HistoryWrites._on_head``: the conversation's ``search`` record is not read yet."""
 
 Changed = Callable[[HistoryChange], None]
 """``changed(change)``: after this tab changed history (``ChangeHub.publish``)."""
@@ -180,6 +186,9 @@ class HistoryWrites:
         archived (DESIGN.md §9: nothing is deleted but by a delete)."""
         task_id = event.conversation_id
         if task_id is not None and TASK_ID.match(task_id):
+            added = await self._record_on_own_head(event, matched_at, thread)
+            if added is not _ELSEWHERE:  # written (or history failed: None)
+                return added
             switched_to = await self._switched_to(event.stage_id, task_id)
             # the runtime asked the thread store before it published the turn: here only history's head tells
             home = home_of_ending_turn(task_id, keeps_conversations=True, switched_to=switched_to,
@@ -201,30 +210,58 @@ class HistoryWrites:
         return "" if await self._repository.holds(task_id) else None
 
     @guarded(writes=True)
+    async def _record_on_own_head(self, event: TurnEnded, matched_at: int, thread: list[dict] | None) -> Any:
+        """The common turn: its conversation (``event.conversation_id``) still is its course's head.
+        History is read ONCE (``HistoryRepository.for_turn``: the head and the conversation's meta,
+        messages, turns and search record together), then written as ``_record_on_head`` writes.
+        ``_ELSEWHERE`` (nothing written) when the head is another or none, or the conversation is
+        not readable: the caller asks where the turn goes."""
+        messages = event.messages if thread is None else thread
+        await self._segmenter.for_titles(messages)
+        async with self._lock:
+            held = await self._repository.for_turn(event.stage_id, event.conversation_id)
+            if held.head is None or held.head.task_id != held.task_id or held.meta is None:
+                return _ELSEWHERE
+            added, meta, writes = await self._on_head(event.stage_id, messages, matched_at, event, held.meta,
+                                                      held.messages, held.turns, held.search)
+        self._changed(HistoryChange("record", meta.taskId, event.stage_id, written=writes.kept(meta.taskId)))
+        return added
+
+    @guarded(writes=True)
     async def _record_on_head(self, stage_id: str, messages: list[dict], matched_at: int, turn: TurnEnded) -> TurnMeta:
         await self._segmenter.for_titles(messages)
         async with self._lock:
             meta = await self._repository.head_meta(stage_id)
             held = await self._repository.messages(meta.taskId) if meta else None
-            diverged = isinstance(held, list) and not continues(messages, held) and not continues(held, messages)
             turns = await self._repository.turns(meta.taskId) if meta else []
-            if diverged:  # e.g. the head kept a turn too big for localStorage and a reload went on without it
-                # the thread becomes its own conversation; the head's stays whole, archived (§9)
-                meta, turns = carried_over(self._new_meta(stage_id, messages, self._clock()), turns, messages)
-            elif meta is None:  # the first turn: the conversation takes the id allocated for its head
-                meta = self._new_meta(stage_id, messages, self._clock(), await self._repository.head_id(stage_id))
-            # the stored index of a conversation this turn goes on from: only the new messages are indexed
-            goes_on = held is not None and not diverged and continues(messages, held)
-            search = await self._repository.search_record(meta.taskId) if goes_on else None
-            meta, added = with_turn(meta, turns, messages, turn, self._clock())
-            writes = Writes()
-            await writes.keep_in_steps(meta, messages, turns, pause=self._pause, new=diverged, held_messages=held,
-                                       held_search=search)
-            writes.make_head(stage_id, meta.taskId, matched_at)
-            await self._repository.commit(writes)
-            self._active.set(stage_id, meta, turns)
+            added, meta, writes = await self._on_head(stage_id, messages, matched_at, turn, meta, held, turns, _UNREAD)
         self._changed(HistoryChange("record", meta.taskId, stage_id, written=writes.kept(meta.taskId)))
         return added
+
+    async def _on_head(self, stage_id: str, messages: list[dict], matched_at: int, turn: TurnEnded,
+                       meta: TaskMeta | None, held: Any, turns: list[TurnMeta],
+                       search: Any) -> tuple[TurnMeta, TaskMeta, Writes]:
+        """Write the turn on ``stage_id``'s head (lock held): ``meta``, ``held`` (messages as stored),
+        ``turns`` and ``search`` (its ``search`` record; ``_UNREAD``: read here when needed) as read.
+        Returns the turn meta, the conversation's meta and the writes committed."""
+        diverged = isinstance(held, list) and not continues(messages, held) and not continues(held, messages)
+        if diverged:  # e.g. the head kept a turn too big for localStorage and a reload went on without it
+            # the thread becomes its own conversation; the head's stays whole, archived (§9)
+            meta, turns = carried_over(self._new_meta(stage_id, messages, self._clock()), turns, messages)
+        elif meta is None:  # the first turn: the conversation takes the id allocated for its head
+            meta = self._new_meta(stage_id, messages, self._clock(), await self._repository.head_id(stage_id))
+        # the stored index of a conversation this turn goes on from: only the new messages are indexed
+        goes_on = held is not None and not diverged and continues(messages, held)
+        if goes_on and search is _UNREAD:
+            search = await self._repository.search_record(meta.taskId)
+        meta, added = with_turn(meta, turns, messages, turn, self._clock())
+        writes = Writes()
+        await writes.keep_in_steps(meta, messages, turns, pause=self._pause, new=diverged, held_messages=held,
+                                   held_search=search if goes_on else None)
+        writes.make_head(stage_id, meta.taskId, matched_at)
+        await self._repository.commit(writes)
+        self._active.set(stage_id, meta, turns)
+        return added, meta, writes
 
     async def record_turn_in(self, task_id: str, event: TurnEnded) -> TurnMeta | None:
         """The completed turn ``event`` of conversation ``task_id`` of its course, no longer the course's

@@ -461,3 +461,41 @@ async def test_messages_edited_or_removed_since_the_held_record_are_indexed_whol
 
         whole = len(plain_text(messages))
         assert folded == ([whole] if messages is not thread else [whole - len(plain_text(thread[:6]))])
+
+
+class CountedReads(MemoryBackend):
+    """A ``MemoryBackend`` that counts its read calls (one crossing each in the page)."""
+
+    def __init__(self):
+        super().__init__()
+        self.reads = []
+
+    async def get(self, table, key):
+        self.reads.append(("get", table))
+        return await super().get(table, key)
+
+    async def bulk_get(self, table, keys, **kw):
+        self.reads.append(("bulk_get", table))
+        return await super().bulk_get(table, keys, **kw)
+
+    async def get_all(self, reads):
+        self.reads.append(("get_all", tuple(table for table, _ in reads)))
+        return await super().get_all(reads)
+
+
+async def test_a_turn_on_the_active_conversation_reads_history_once():
+    from tests.unit.test_history import Clock
+    from tests.unit.turn_events import ended
+
+    backend = CountedReads()
+    svc, _, _ = service(backend=backend, clock=Clock())
+    thread = turn_thread(2)
+    await svc.record_turn(ended("s", thread, message_id="a1"), 1)
+    task_id = (await svc.active("s"))[0].taskId
+    for n in (3, 4):
+        thread = turn_thread(n)
+        backend.reads.clear()
+        await svc.record_turn(ended("s", thread, message_id=f"a{n - 1}", conversation_id=task_id), n)
+        assert backend.reads == [("get_all", ("heads", "conversations", "messages", "turns", "search"))]
+        meta, record = await stored_record(svc, backend)
+        assert meta.taskId == task_id and meta.turnCount == n - 1 and record == whole_record(meta, thread)
