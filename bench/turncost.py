@@ -16,7 +16,9 @@ sync said ``synced`` again (``SETTLE_MS`` later):
 - **reads**: IndexedDB reads, the calls of the app's adapter (``agentbarIndexedDbAdapter``: ``get``, ``getAll``,
   ``bulkGet``, ``query``, ``queryCount``, ``count``, ``keys``, ``primaryKeys``, ``scan``);
 - **write**: the history write's time, ``HistoryWrites.record_turn`` from its call to its return
-  (page clock, ms), on the 1,000-turn conversation against the 10-turn one (ratio of medians).
+  (page clock, ms), on the 1,000-turn conversation against the 10-turn one (ratio of medians), with
+  its parts: the read (``HistoryRepository.for_turn``), the records built (``Writes.keep_in_steps``)
+  and the transaction (``HistoryRepository.commit``: encoding, crossing, storing).
 
 The counters are put in by the benchmark (``COUNT_JS``, ``COUNT_PY`` through ``bench.scripts.RUN_PY``):
 the app ships none of them. The sync worker's own encodes (a Worker) are not counted.
@@ -43,12 +45,13 @@ SETTLE_MS = 400
 # The page's IndexedDB reads and JSON.stringify of the conversation, counted while window.__turnCount.on.
 COUNT_JS = """() => {
   if (window.__turnCount) return;
-  const c = (window.__turnCount = { on: false, marker: '', reads: {}, encodes: [] });
+  const c = (window.__turnCount = { on: false, marker: '', reads: {}, encodes: [], readers: [], parts: [] });
   const adapter = window.agentbarIndexedDbAdapter;
   for (const name of ['get', 'getAll', 'bulkGet', 'query', 'queryCount', 'count', 'keys', 'primaryKeys', 'scan']) {
     const f = adapter[name];
     adapter[name] = function (...args) {
-      if (c.on) c.reads[name + ' ' + args[0]] = (c.reads[name + ' ' + args[0]] || 0) + 1;
+      const what = name + (typeof args[0] === 'string' ? ' ' + args[0] : '');
+      if (c.on) c.reads[what] = (c.reads[what] || 0) + 1;
       return f.apply(this, args);
     };
   }
@@ -84,6 +87,31 @@ if not hasattr(json, "_bench_dumps"):
         finally:
             js.window.__turnWrites.push(js.performance.now() - began)
     _writes.HistoryWrites.record_turn = _timed
+    from app.history import repository as _repository
+    def _spent(owner, name, label):
+        inner = getattr(owner, name, None)
+        if inner is None:  # an app without that step
+            return
+        async def timed(*args, **kw):
+            began = js.performance.now()
+            try:
+                return await inner(*args, **kw)
+            finally:
+                if js.window.__turnCount.on:
+                    js.window.__turnCount.parts.push(js.Array.of(label, js.performance.now() - began))
+        setattr(owner, name, timed)
+    _spent(_repository.HistoryRepository, "for_turn", "read (for_turn)")
+    _spent(_repository.Writes, "keep_in_steps", "records built (keep_in_steps)")
+    _spent(_repository.HistoryRepository, "commit", "transaction (commit)")
+    from app.browser import indexeddb as _idb
+    _call = _idb.IndexedDbBackend._call
+    def _where_call(self, method, *args):
+        c = js.window.__turnCount
+        if c.on and method not in ("write", "open", "persist"):
+            frames = [f for f in traceback.extract_stack()[:-1] if "/app/" in f.filename][-4:]
+            c.readers.push(method + " " + " < ".join(f"{f.filename.rsplit('/app/', 1)[-1]}:{f.name}" for f in reversed(frames)))
+        return _call(self, method, *args)
+    _idb.IndexedDbBackend._call = _where_call
 js.window.__turnWrites = js.Array.new()
 json.dumps(True)
 """
@@ -94,7 +122,7 @@ TURN_JS = """async ([text, settleMs]) => {
   const c = window.__turnCount;
   const status = () => document.querySelector('[data-testid=sync-status]').dataset.state;
   const writes = window.__turnWrites.length;
-  c.marker = text.split(' ')[0]; c.reads = {}; c.encodes = []; c.on = true;
+  c.marker = text.split(' ')[0]; c.reads = {}; c.encodes = []; c.readers = []; c.parts = []; c.on = true;
   document.querySelector('[data-testid=agent-input]').value = text;
   document.querySelector('[data-testid=agent-input]').dispatchEvent(new Event('input', { bubbles: true }));
   document.querySelector('[data-testid=agent-send]').click();
@@ -108,7 +136,7 @@ TURN_JS = """async ([text, settleMs]) => {
     if (performance.now() - quietSince >= settleMs) break;
   }
   c.on = false;
-  return [window.__turnWrites.length > writes ? window.__turnWrites[writes] : null, c.reads, c.encodes, status()];
+  return [window.__turnWrites.length > writes ? window.__turnWrites[writes] : null, c.reads, c.encodes, status(), c.readers, c.parts];
 }"""
 
 
@@ -121,10 +149,6 @@ def _seed(long_turns: int, short_turns: int) -> str:
 def _show(page, course: str) -> None:
     page.select_option("[data-testid=course-select]", course)
     page.wait_for_function("c => new URLSearchParams(location.search).get('course') === c", arg=course)
-
-
-def _turns_shown(page) -> int:
-    return page.evaluate("() => Number(document.querySelector('[data-testid=conversation-stats]').dataset.turns || 0)")
 
 
 def run(run, *, quick: bool) -> dict:
@@ -156,14 +180,15 @@ def run(run, *, quick: bool) -> dict:
         for i in range(rounds):
             for course in (LONG_COURSE, SHORT_COURSE):
                 _show(page, course)
-                before = _turns_shown(page)
                 traced(run, page)
-                ms, reads, encodes, state = page.evaluate(TURN_JS, [f"turncost{i}{course[:3]}q 关于“过拟合”的问题 😀", SETTLE_MS])
+                ms, reads, encodes, state, readers, parts = page.evaluate(TURN_JS, [f"turncost{i}{course[:3]}q 关于“过拟合”的问题 😀", SETTLE_MS])
                 trace = cpu(run)
                 if ms is None:
                     raise RuntimeError(f"turncost: the turn on {course} was not written to history (sync {state})")
-                figures["turns"].append({"course": course, "turns_before": before, "write_ms": round(ms, 1),
-                                         "reads": reads, "encodes": encodes, "cpu": trace})
+                figures["turns"].append({"course": course, "write_ms": round(ms, 1),
+                                         "reads": reads, "readers": readers, "encodes": encodes,
+                                         "parts": [[name, round(ms, 1)] for name, ms in parts],
+                                         "cpu": trace})
         context.close()
     finally:
         server.stop()
@@ -194,10 +219,15 @@ def report(figures: dict) -> None:
           f"{figures.get('boot_and_first_sync_s')} s):")
     for t in figures["turns"]:
         reads = ", ".join(f"{k} ×{v}" for k, v in sorted(t["reads"].items()))
-        print(f"  {t['course']} ({t['turns_before']} turns): history write {t['write_ms']:.1f} ms; "
+        held = figures["long_turns"] if t["course"] == LONG_COURSE else figures["short_turns"]
+        print(f"  {t['course']} ({held:,}-turn conversation): history write {t['write_ms']:.1f} ms; "
               f"{len(t['encodes'])} encodes, {sum(t['reads'].values())} reads ({reads})")
+        if t.get("parts"):
+            print("    history write's parts (ms, page clock): " + "; ".join(f"{n} {ms}" for n, ms in t["parts"]))
         for e in t["encodes"]:
             print(f"    encode: {e}")
+        for r in t.get("readers", []):
+            print(f"    read: {r}")
         print_cpu(t.get("cpu"), "the turn", indent="    ", heaviest=2)
     ratio = figures["write_ratio"]
     print(f"  history write: {figures['write_ms_long']:.1f} ms ({figures['long_turns']:,} turns) / "
