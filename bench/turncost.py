@@ -22,7 +22,8 @@ sync said ``synced`` again (``SETTLE_MS`` later):
 
 The counters are put in by the benchmark (``COUNT_JS``, ``COUNT_PY`` through ``bench.scripts.RUN_PY``):
 the app ships none of them. The sync worker's own encodes (a Worker) are not counted.
-``--quick``: one turn on each course (the full run: ``ROUNDS``).
+``--quick``: one turn on each course and no Chrome trace (the full run: ``ROUNDS`` rounds, each turn
+traced: ``bench.trace.print_cpu``).
 """
 
 from __future__ import annotations
@@ -180,9 +181,10 @@ def run(run, *, quick: bool) -> dict:
         for i in range(rounds):
             for course in (LONG_COURSE, SHORT_COURSE):
                 _show(page, course)
-                traced(run, page)
+                if not quick:  # a trace's recording and reading cost seconds: the full run only
+                    traced(run, page)
                 ms, reads, encodes, state, readers, parts = page.evaluate(TURN_JS, [f"turncost{i}{course[:3]}q 关于“过拟合”的问题 😀", SETTLE_MS])
-                trace = cpu(run)
+                trace = None if quick else cpu(run)
                 if ms is None:
                     raise RuntimeError(f"turncost: the turn on {course} was not written to history (sync {state})")
                 figures["turns"].append({"course": course, "write_ms": round(ms, 1),
