@@ -11,8 +11,9 @@ sync said ``synced`` again (``SETTLE_MS`` later):
 
 - **encodes**: JSON encodes of the conversation on the page's main thread: Python's ``json.dumps``
   (every app encode goes through it: ``app.store.jsjson``, ``app.json_steps``, sync's documents) and
-  JavaScript's ``JSON.stringify`` whose text holds the turn's question (a marker of its own) and a
-  message's ``"role"`` (its messages, not the search text);
+  JavaScript's ``JSON.stringify`` (the adapter's reads cross as JSON text) whose text holds the
+  conversation's first message (its id, ``"u-<course>-0"``) and a message's ``"role"``: its messages
+  as a whole, read or written, not the search text nor the new turn alone;
 - **reads**: IndexedDB reads, the calls of the app's adapter (``agentbarIndexedDbAdapter``: ``get``, ``getAll``,
   ``bulkGet``, ``query``, ``queryCount``, ``count``, ``keys``, ``primaryKeys``, ``scan``);
 - **write**: the history write's time, ``HistoryWrites.record_turn`` from its call to its return
@@ -119,11 +120,11 @@ json.dumps(True)
 
 # Send `text` on the shown course; resolves [write ms, reads {name: n}, encodes [...]] once history's write
 # of the turn ended and the sync status said synced SETTLE_MS ago.
-TURN_JS = """async ([text, settleMs]) => {
+TURN_JS = """async ([text, settleMs, marker]) => {
   const c = window.__turnCount;
   const status = () => document.querySelector('[data-testid=sync-status]').dataset.state;
   const writes = window.__turnWrites.length;
-  c.marker = text.split(' ')[0]; c.reads = {}; c.encodes = []; c.readers = []; c.parts = []; c.on = true;
+  c.marker = marker; c.reads = {}; c.encodes = []; c.readers = []; c.parts = []; c.on = true;
   document.querySelector('[data-testid=agent-input]').value = text;
   document.querySelector('[data-testid=agent-input]').dispatchEvent(new Event('input', { bubbles: true }));
   document.querySelector('[data-testid=agent-send]').click();
@@ -183,7 +184,8 @@ def run(run, *, quick: bool) -> dict:
                 _show(page, course)
                 if not quick:  # a trace's recording and reading cost seconds: the full run only
                     traced(run, page)
-                ms, reads, encodes, state, readers, parts = page.evaluate(TURN_JS, [f"turncost{i}{course[:3]}q 关于“过拟合”的问题 😀", SETTLE_MS])
+                ms, reads, encodes, state, readers, parts = page.evaluate(TURN_JS, [f"turncost{i}{course[:3]}q 关于“过拟合”的问题 😀", SETTLE_MS,
+                                                                          json.dumps(f"u-{course}-0")])
                 trace = None if quick else cpu(run)
                 if ms is None:
                     raise RuntimeError(f"turncost: the turn on {course} was not written to history (sync {state})")
