@@ -303,6 +303,7 @@ class Writes:
     def __init__(self) -> None:
         self._ops: list[WriteOp] = []
         self._kept: dict[str, Conversation] = {}
+        self._indexed: dict[str, tuple[dict, str]] = {}
 
     @property
     def ops(self) -> list[WriteOp]:
@@ -315,6 +316,11 @@ class Writes:
         reach it)."""
         return self._kept.get(task_id)
 
+    def kept_index(self, task_id: str) -> tuple[dict, str] | None:
+        """The ``search`` record and plain text these writes keep for ``task_id`` (``keep``), None
+        when they keep none."""
+        return self._indexed.get(task_id)
+
     def keep(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], *, new: bool = False) -> None:
         """Store a conversation whole: meta, slim messages, turns, its search and text records.
         ``new``: the meta is added, not put (should another tab store that task id meanwhile, the
@@ -324,16 +330,21 @@ class Writes:
 
     async def keep_in_steps(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], *,
                             pause: Callable[[], Awaitable[None]], new: bool = False,
-                            held_messages: Any = None, held_search: Any = None) -> None:
+                            held_messages: Any = None, held_search: Any = None,
+                            held_text: str | None = None) -> None:
         """``keep`` in slices with ``pause`` awaited between them: the plain text (``plain_text_steps``)
         and its folding (``fold_map_steps``), then the index terms (``text_terms_steps``), then the records (DESIGN.md
         §13: start-up adopts a course of 50 turns without a task over 50 ms, in two slices; §14: a
         conversation of millions of characters, an import, is folded and indexed in many). The ops
         are those ``keep`` adds. ``held_messages`` and ``held_search``: the conversation's messages
         and ``search`` record as stored, when read: if that record indexes the start of ``messages``
-        (``indexed_prefix``), only the messages after it are folded and indexed (a turn)."""
+        (``indexed_prefix``), only the messages after it are folded and indexed (a turn).
+        ``held_text``: the plain text that record was made of, when known (kept in memory since this
+        tab wrote it): the record is extended only if the text of ``messages`` starts with it."""
         text = await run_paused(plain_text_steps(messages), pause)
         count = None if new else indexed_prefix(meta, messages, held_messages, held_search)
+        if count is not None and held_text is not None and not text.startswith(held_text):
+            count = None  # a held message's text differs from what was indexed: the whole again
         if count is not None:
             search = await run_paused(extended_search_steps(meta, messages, text, held_search, count), pause)
         else:
@@ -346,6 +357,7 @@ class Writes:
     def _keep(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], new: bool, text: str,
               search: dict) -> None:
         self._kept[meta.taskId] = Conversation(meta, list(messages), list(turns))
+        self._indexed[meta.taskId] = (search, text)
         self._ops += [("add" if new else "put", "conversations", meta.model_dump()),
                       ("put", "messages", {"taskId": meta.taskId, "messages": messages}),
                       ("put", "turns", {"taskId": meta.taskId, "turns": [t.record() for t in turns]}),
@@ -403,6 +415,14 @@ class Writes:
 
     def __bool__(self) -> bool:
         return bool(self._ops)
+
+
+def _head_of(record: Any) -> Head | None:
+    """A ``heads`` record as a ``Head`` (None when there is none)."""
+    if not isinstance(record, dict):
+        return None
+    task_id = record.get("taskId")
+    return Head(task_id if isinstance(task_id, str) else None, record.get("syncedAt"))
 
 
 def _title_holds(raw: Any, query: SearchQuery) -> bool:
@@ -478,11 +498,7 @@ class HistoryRepository:
     # -- one conversation --------------------------------------------------
     async def head(self, stage_id: str) -> Head | None:
         """``stage_id``'s head, or None when it has none."""
-        record = await self._db.get("heads", stage_id)
-        if not isinstance(record, dict):
-            return None
-        task_id = record.get("taskId")
-        return Head(task_id if isinstance(task_id, str) else None, record.get("syncedAt"))
+        return _head_of(await self._db.get("heads", stage_id))
 
     async def head_id(self, stage_id: str) -> str | None:
         """The well-formed task id the head of ``stage_id`` names (it may have no conversation yet)."""
@@ -513,13 +529,15 @@ class HistoryRepository:
         head, raw, messages, turns, search = await self._db.get_all(
             [("heads", stage_id), ("conversations", task_id), ("messages", task_id), ("turns", task_id),
              ("search", task_id)])
-        shown = None
-        if isinstance(head, dict):
-            head_id = head.get("taskId")
-            shown = Head(head_id if isinstance(head_id, str) else None, head.get("syncedAt"))
-        return HeldTurn(task_id, shown, self.meta_of(raw), raw is not None,
+        return HeldTurn(task_id, _head_of(head), self.meta_of(raw), raw is not None,
                         messages.get("messages") if isinstance(messages, dict) else None, self._turns_of(turns),
                         search if isinstance(search, dict) else None)
+
+    async def head_and_meta(self, stage_id: str, task_id: str) -> tuple[Head | None, Any]:
+        """``stage_id``'s head and the ``conversations`` record of ``task_id`` as stored (raw: None
+        when missing), in ONE read: whether a conversation is still as this tab wrote it."""
+        head, raw = await self._db.get_all([("heads", stage_id), ("conversations", task_id)])
+        return _head_of(head), raw
 
     async def search_record(self, task_id: str) -> dict | None:
         """The ``search`` record of ``task_id`` without its folded text (its posting keys, times)."""

@@ -483,8 +483,8 @@ class CountedReads(MemoryBackend):
         return await super().get_all(reads)
 
 
-async def test_a_turn_on_the_active_conversation_reads_history_once():
-    from tests.unit.test_history import Clock
+async def test_a_turn_on_the_active_conversation_reads_history_once_and_only_its_head_and_meta_after_this_tab_wrote_it():
+    from tests.unit.test_history import Clock, user
     from tests.unit.turn_events import ended
 
     backend = CountedReads()
@@ -492,10 +492,22 @@ async def test_a_turn_on_the_active_conversation_reads_history_once():
     thread = turn_thread(2)
     await svc.record_turn(ended("s", thread, message_id="a1"), 1)
     task_id = (await svc.active("s"))[0].taskId
-    for n in (3, 4):
-        thread = turn_thread(n)
+    whole = ("get_all", ("heads", "conversations", "messages", "turns", "search"))
+    for n, reads in ((3, [("get_all", ("heads", "conversations"))]), (4, [("get_all", ("heads", "conversations"))]),
+                     (5, [("get_all", ("heads", "conversations")), whole]), (6, [whole]),
+                     (7, [("get_all", ("heads", "conversations"))])):
+        if n == 5:  # another writer (a tab, sync) stored the conversation's meta since: it is read whole
+            raw = dict(backend.raw("conversations")[task_id], durationMs=99)
+            backend.put_raw("conversations", raw)
+        if n == 6:  # another tab's change was heard: nothing kept is trusted
+            svc._writes._active.forget("s")
+        if n == 7:  # a held message changed in place after it was written: its text is indexed again
+            thread[0]["content"][0]["text"] = "rewritten in place"
+        thread = thread[:2 * (n - 1)] + turn_thread(n)[2 * (n - 1):] if n == 7 else turn_thread(n)
         backend.reads.clear()
         await svc.record_turn(ended("s", thread, message_id=f"a{n - 1}", conversation_id=task_id), n)
-        assert backend.reads == [("get_all", ("heads", "conversations", "messages", "turns", "search"))]
+        assert backend.reads == reads, n
         meta, record = await stored_record(svc, backend)
-        assert meta.taskId == task_id and meta.turnCount == n - 1 and record == whole_record(meta, thread)
+        assert meta.taskId == task_id and record == whole_record(meta, thread)
+        assert backend.raw("messages")[task_id]["messages"] == thread
+    assert ids(await svc.search("s", "rewritten")) == [task_id] and meta.turnCount == 6
