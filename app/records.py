@@ -123,6 +123,12 @@ class RecordBackend(Protocol):
         record without its posting keys."""
         ...
 
+    async def get_all(self, reads: list[tuple[str, Key]]) -> list[dict | None]:
+        """The record of each ``(table, key)`` of ``reads`` (None where missing), in that order, read
+        in ONE read transaction (one crossing in the page): records of several tables as they were
+        together, e.g. a course's head and its conversation's records before a turn is written."""
+        ...
+
     async def query(self, table: str, index: str, lower: Key, upper: Key, *, lower_open: bool = False,
                     upper_open: bool = False, reverse: bool = False, limit: int = 0) -> list[dict]: ...
 
@@ -265,6 +271,10 @@ class MemoryBackend:
         if fields is None:
             return found
         return [{f: r[f] for f in fields if f in r} if isinstance(r, dict) else r for r in found]
+
+    async def get_all(self, reads: list[tuple[str, Key]]) -> list[dict | None]:
+        self._enter()
+        return [None if (t := self._tables[table].get(_norm(key))) is None else json.loads(t) for table, key in reads]
 
     def _range(self, table: str, index: str, lower: Key, upper: Key, lower_open: bool, upper_open: bool):
         lower, upper = _norm(lower), _norm(upper)

@@ -127,6 +127,15 @@ globalThis.agentbarIndexedDbAdapter = {
       return JSON.stringify(records.map((r) => (r == null ? null : wanted && typeof r === "object" ? pick(r) : r)));
     });
   },
+  // reads: JSON [[table, key], …]: each record (null where missing), read in ONE read transaction.
+  getAll(reads) {
+    return guard(async (d) => {
+      const list = parse(reads);
+      const tables = [...new Set(list.map(([table]) => table))];
+      const records = await d.transaction("r", tables, () => Promise.all(list.map(([table, key]) => d.table(table).get(key))));
+      return JSON.stringify(records.map((r) => r ?? null));
+    });
+  },
   get(table, key) {
     return guard(async (d) => JSON.stringify((await d.table(table).get(parse(key))) ?? null));
   },

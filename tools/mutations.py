@@ -1,6 +1,6 @@
-"""Mutation check: apply each of nineteen DESIGN rules' mutations alone, run the unit suite, say which it kills.
+"""Mutation check: apply each of twenty DESIGN rules' mutations alone, run the unit suite, say which it kills.
 
-    .venv/bin/python tools/mutations.py        # from the repository root; ~19 unit-suite runs
+    .venv/bin/python tools/mutations.py        # from the repository root; ~20 unit-suite runs
 
 Each mutation breaks one rule the design states (the section is named); a mutation the unit suite does not
 kill is a rule no test proves. The file is restored after each run, also when a run is interrupted. Exit
@@ -23,6 +23,8 @@ MUTATIONS = [  # (rule, file, text, mutated text)
      "return Page([*rest, *(pins or [])], page.cursor, page.has_more, page.total)"),
     ("a rename leaves the old title's words in the search index (§18)", "app/history/terms.py",
      "body = held - set(title_only)", "body = held"),
+    ("a turn extends a search record whose messages were edited since (§14)", "app/history/repository.py",
+     "len(held_messages) != count or not continues(messages, held_messages):", "len(held_messages) != count:"),
     ("continues ignores a thread's last message (DESIGN.md §15)", "app/continuity.py",
      "thread[: len(base)] == base", "thread[: len(base) - 1] == base[:-1]"),
     ("quota pruning drops the newest course first (§5)", "app/store/quota.py",

@@ -70,6 +70,9 @@ class IndexedDbBackend:
         projection = () if fields is None else (_payload(list(fields)),)
         return _parse(await self._call("bulkGet", table, _payload(keys), *projection))
 
+    async def get_all(self, reads: list) -> list[dict | None]:
+        return _parse(await self._call("getAll", _payload([[table, key] for table, key in reads])))
+
     async def query(self, table: str, index: str, lower, upper, *, lower_open: bool = False,
                     upper_open: bool = False, reverse: bool = False, limit: int = 0) -> list[dict]:
         span = _range(lower, upper, lowerOpen=lower_open, upperOpen=upper_open, reverse=reverse, limit=limit)

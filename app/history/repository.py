@@ -38,14 +38,15 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
+from app.continuity import continues
 from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta
-from app.history.terms import (SearchQuery, parse_posting, posting_keys, posting_prefix, presence_prefix,
+from app.history.terms import (SearchQuery, parse_posting, posting_keys, posting_prefix, posting_term, presence_prefix,
                                term_bounds, text_terms, text_terms_steps, time_hex, titled_terms)
 from app.history.text import fold, fold_map, fold_map_steps, plain_text, plain_text_steps
 from app.json_steps import run_paused
 from app.records import HIGHEST, LOWEST, RecordBackend, WriteOp
 
-__all__ = ["Conversation", "Damaged", "FOLD_VERSION", "Head", "HistoryRepository", "ListRange", "Stored",
+__all__ = ["Conversation", "Damaged", "FOLD_VERSION", "Head", "HeldTurn", "HistoryRepository", "ListRange", "Stored",
            "Writes", "SNIPPET_AFTER", "SNIPPET_BEFORE", "conversation_records", "head_records", "held_artifacts",
            "held_messages", "version_pages", "version_records"]
 
@@ -129,6 +130,22 @@ class Conversation(NamedTuple):
 
 
 @dataclass(frozen=True)
+class HeldTurn:
+    """What a turn on conversation ``task_id`` needs of history, read together (``HistoryRepository.
+    for_turn``): its course's ``head`` (None: none), the conversation's ``meta`` (None: none or
+    damaged; ``held``: whether a record is stored at all), its stored ``messages`` (as stored, None
+    when missing), readable ``turns`` and its ``search`` record (None when missing)."""
+
+    task_id: str
+    head: Head | None
+    meta: TaskMeta | None
+    held: bool
+    messages: Any
+    turns: list[TurnMeta]
+    search: dict | None
+
+
+@dataclass(frozen=True)
 class Stored:
     """Every record of one conversation exactly as stored, ``(table, record)`` pairs, meta first:
     what a delete removes and its undo puts back (DESIGN.md §9)."""
@@ -173,11 +190,14 @@ class ListRange:
 
 
 def search_record(meta: TaskMeta, text: str, folded_map: tuple[str, list] | None = None,
-                  terms: set[str] | None = None) -> dict:
+                  terms: set[str] | None = None, *, message_count: int | None = None) -> dict:
     """The ``search`` record of a conversation whose plain text is ``text`` (DESIGN.md §14 folding),
     with its posting keys (``terms``: the index, written in the same transaction as the record).
     ``folded_map``: ``fold_map(text)``, and ``terms``: ``text_terms`` of its folding, when the caller
-    made them already (in slices of their own)."""
+    made them already (in slices of their own). ``message_count``: how many slim messages ``text``
+    is the plain text of, kept as ``messageCount`` with the text's length (``textChars``) so that the
+    next turn indexes only the messages after them (``indexed_prefix``); None: neither is kept (the
+    next turn indexes the whole)."""
     folded, anchors = folded_map if folded_map is not None else fold_map(text)
     if terms is None:
         terms = text_terms(folded)
@@ -185,11 +205,63 @@ def search_record(meta: TaskMeta, text: str, folded_map: tuple[str, list] | None
     record = {"taskId": meta.taskId, "stageId": meta.stageId, "updatedAt": meta.updatedAt, "folded": folded,
               "fold": FOLD_VERSION,
               "terms": posting_keys(meta.stageId, meta.updatedAt, meta.taskId, terms.union(title_only))}
+    if message_count is not None:
+        record["messageCount"], record["textChars"] = message_count, len(text)
     if anchors:  # where folded positions and text positions part
         record["anchors"] = anchors
     if title_only:
         record["titleOnly"] = title_only
     return record
+
+
+def indexed_prefix(meta: TaskMeta, messages: list[dict], held_messages: Any, held: Any) -> int | None:
+    """How many of ``messages`` (a conversation's slim messages now) the stored ``search`` record
+    ``held`` already folds and indexes, when the next write may fold and index only the ones after
+    them (``extended_search``): ``held`` is of today's folding (``FOLD_VERSION``), of ``meta``'s
+    conversation and course, says its ``messageCount``, and ``held_messages`` (the stored messages,
+    written with it in one transaction) are that many and the start of ``messages``. None otherwise:
+    no record, an older one, or messages edited or removed since (the whole is indexed again)."""
+    if not isinstance(held, dict) or held.get("fold") != FOLD_VERSION:
+        return None
+    if held.get("taskId") != meta.taskId or held.get("stageId") != meta.stageId:
+        return None
+    count, anchors = held.get("messageCount"), held.get("anchors") or []
+    if (not isinstance(count, int) or isinstance(count, bool) or not isinstance(held.get("folded"), str)
+            or not isinstance(held.get("terms"), list) or not isinstance(anchors, list)
+            or not isinstance(held.get("titleOnly") or [], list)):
+        return None
+    if not isinstance(held_messages, list) or len(held_messages) != count or not continues(messages, held_messages):
+        return None
+    return count
+
+
+def extended_search_steps(meta: TaskMeta, messages: list[dict], text: str, held: dict, count: int):
+    """The ``search`` record of ``messages`` (plain text ``text``) made from ``held``, the stored
+    record of their first ``count`` (``indexed_prefix``): only the text of the messages after those
+    is folded (``fold_map_steps``) and split into terms (``text_terms_steps``), and the held
+    folding, anchors and terms are kept, so a turn's cost does not grow with the conversation
+    (DESIGN.md §14). A generator yielding between slices of work; returns the record, equal to
+    ``search_record(meta, text, message_count=len(messages))``. ``plain_text`` joins the lines of
+    the messages with newlines and the folding never joins across a newline, so the text after
+    the held one (which starts with a newline when both have lines) folds and splits on its own."""
+    held_chars = held.get("textChars")
+    if (not isinstance(held_chars, int) or isinstance(held_chars, bool) or not 0 <= held_chars <= len(text)
+            or (0 < held_chars < len(text) and text[held_chars] != "\n")):
+        held_chars = len(plain_text(messages[:count]))  # a record that does not say it: counted again
+    tail = text[held_chars:]
+    held_folded = held["folded"]
+    if held_chars and tail and tail[0] != "\n":  # not the plain text of more lines: cannot happen, built whole
+        folded_map = yield from fold_map_steps(text)
+        terms = yield from text_terms_steps(folded_map[0])
+        return search_record(meta, text, folded_map, terms, message_count=len(messages))
+    folded_tail, anchors_tail = yield from fold_map_steps(tail)
+    yield
+    shift_folded, anchors = len(held_folded), list(held.get("anchors") or [])
+    anchors += [[at + shift_folded, source + held_chars] for at, source in anchors_tail]
+    title_only = set(held.get("titleOnly") or [])
+    terms = {term for term in map(posting_term, held["terms"]) if term and term not in title_only}
+    terms |= yield from text_terms_steps(folded_tail)
+    return search_record(meta, text, (held_folded + folded_tail, anchors), terms, message_count=len(messages))
 
 
 def retitled_fields(record: dict, meta: TaskMeta) -> dict:
@@ -231,6 +303,7 @@ class Writes:
     def __init__(self) -> None:
         self._ops: list[WriteOp] = []
         self._kept: dict[str, Conversation] = {}
+        self._indexed: dict[str, tuple[dict, str]] = {}
 
     @property
     def ops(self) -> list[WriteOp]:
@@ -243,29 +316,48 @@ class Writes:
         reach it)."""
         return self._kept.get(task_id)
 
+    def kept_index(self, task_id: str) -> tuple[dict, str] | None:
+        """The ``search`` record and plain text these writes keep for ``task_id`` (``keep``), None
+        when they keep none."""
+        return self._indexed.get(task_id)
+
     def keep(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], *, new: bool = False) -> None:
         """Store a conversation whole: meta, slim messages, turns, its search and text records.
         ``new``: the meta is added, not put (should another tab store that task id meanwhile, the
         whole transaction aborts and nothing is written twice)."""
         text = plain_text(messages)
-        self._keep(meta, messages, turns, new, text, search_record(meta, text))
+        self._keep(meta, messages, turns, new, text, search_record(meta, text, message_count=len(messages)))
 
     async def keep_in_steps(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], *,
-                            pause: Callable[[], Awaitable[None]], new: bool = False) -> None:
+                            pause: Callable[[], Awaitable[None]], new: bool = False,
+                            held_messages: Any = None, held_search: Any = None,
+                            held_text: str | None = None) -> None:
         """``keep`` in slices with ``pause`` awaited between them: the plain text (``plain_text_steps``)
         and its folding (``fold_map_steps``), then the index terms (``text_terms_steps``), then the records (DESIGN.md
         §13: start-up adopts a course of 50 turns without a task over 50 ms, in two slices; §14: a
         conversation of millions of characters, an import, is folded and indexed in many). The ops
-        are those ``keep`` adds."""
+        are those ``keep`` adds. ``held_messages`` and ``held_search``: the conversation's messages
+        and ``search`` record as stored, when read: if that record indexes the start of ``messages``
+        (``indexed_prefix``), only the messages after it are folded and indexed (a turn).
+        ``held_text``: the plain text that record was made of, when known (kept in memory since this
+        tab wrote it): the record is extended only if the text of ``messages`` starts with it."""
         text = await run_paused(plain_text_steps(messages), pause)
-        folded_map = await run_paused(fold_map_steps(text), pause)
-        await pause()
-        terms = await run_paused(text_terms_steps(folded_map[0]), pause)
-        self._keep(meta, messages, turns, new, text, search_record(meta, text, folded_map, terms))
+        count = None if new else indexed_prefix(meta, messages, held_messages, held_search)
+        if count is not None and held_text is not None and not text.startswith(held_text):
+            count = None  # a held message's text differs from what was indexed: the whole again
+        if count is not None:
+            search = await run_paused(extended_search_steps(meta, messages, text, held_search, count), pause)
+        else:
+            folded_map = await run_paused(fold_map_steps(text), pause)
+            await pause()
+            terms = await run_paused(text_terms_steps(folded_map[0]), pause)
+            search = search_record(meta, text, folded_map, terms, message_count=len(messages))
+        self._keep(meta, messages, turns, new, text, search)
 
     def _keep(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], new: bool, text: str,
               search: dict) -> None:
         self._kept[meta.taskId] = Conversation(meta, list(messages), list(turns))
+        self._indexed[meta.taskId] = (search, text)
         self._ops += [("add" if new else "put", "conversations", meta.model_dump()),
                       ("put", "messages", {"taskId": meta.taskId, "messages": messages}),
                       ("put", "turns", {"taskId": meta.taskId, "turns": [t.record() for t in turns]}),
@@ -323,6 +415,14 @@ class Writes:
 
     def __bool__(self) -> bool:
         return bool(self._ops)
+
+
+def _head_of(record: Any) -> Head | None:
+    """A ``heads`` record as a ``Head`` (None when there is none)."""
+    if not isinstance(record, dict):
+        return None
+    task_id = record.get("taskId")
+    return Head(task_id if isinstance(task_id, str) else None, record.get("syncedAt"))
 
 
 def _title_holds(raw: Any, query: SearchQuery) -> bool:
@@ -398,11 +498,7 @@ class HistoryRepository:
     # -- one conversation --------------------------------------------------
     async def head(self, stage_id: str) -> Head | None:
         """``stage_id``'s head, or None when it has none."""
-        record = await self._db.get("heads", stage_id)
-        if not isinstance(record, dict):
-            return None
-        task_id = record.get("taskId")
-        return Head(task_id if isinstance(task_id, str) else None, record.get("syncedAt"))
+        return _head_of(await self._db.get("heads", stage_id))
 
     async def head_id(self, stage_id: str) -> str | None:
         """The well-formed task id the head of ``stage_id`` names (it may have no conversation yet)."""
@@ -426,6 +522,22 @@ class HistoryRepository:
     async def meta(self, task_id: str) -> TaskMeta | None:
         """One conversation's meta (None: none stored, or damaged)."""
         return self.meta_of(await self._db.get("conversations", task_id))
+
+    async def for_turn(self, stage_id: str, task_id: str) -> HeldTurn:
+        """``stage_id``'s head and the meta, messages, turns and ``search`` record of ``task_id``, in
+        ONE read (``RecordBackend.get_all``): all a turn of that conversation reads (DESIGN.md §9)."""
+        head, raw, messages, turns, search = await self._db.get_all(
+            [("heads", stage_id), ("conversations", task_id), ("messages", task_id), ("turns", task_id),
+             ("search", task_id)])
+        return HeldTurn(task_id, _head_of(head), self.meta_of(raw), raw is not None,
+                        messages.get("messages") if isinstance(messages, dict) else None, self._turns_of(turns),
+                        search if isinstance(search, dict) else None)
+
+    async def head_and_meta(self, stage_id: str, task_id: str) -> tuple[Head | None, Any]:
+        """``stage_id``'s head and the ``conversations`` record of ``task_id`` as stored (raw: None
+        when missing), in ONE read: whether a conversation is still as this tab wrote it."""
+        head, raw = await self._db.get_all([("heads", stage_id), ("conversations", task_id)])
+        return _head_of(head), raw
 
     async def search_record(self, task_id: str) -> dict | None:
         """The ``search`` record of ``task_id`` without its folded text (its posting keys, times)."""

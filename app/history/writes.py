@@ -17,13 +17,15 @@ import asyncio
 import logging
 import os
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
 
 from app.continuity import continues, home_of_ending_turn
 from app.history.adopted import adopted_meta
 from app.history.access import HistoryAccess, Segmenter, guarded
 from app.history.changes import HistoryChange
 from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta, Usage, iso, new_task_id
-from app.history.repository import HistoryRepository, Writes
+from app.history.repository import HeldTurn, HistoryRepository, Writes
 from app.history.text import title_of
 from app.ports import TurnEnded
 from app.records import RecordStoreError
@@ -34,6 +36,19 @@ _log = logging.getLogger(__name__)
 
 SLICE_MS = 12
 """``HistoryWrites.add_synced`` gives the page back (its ``pause``) once building records took this long (ms)."""
+
+@dataclass(frozen=True)
+class _Remembered(HeldTurn):
+    """A ``HeldTurn`` whose messages, turns and search record were kept in memory (``Written``), with
+    the plain ``text`` the search record was made of."""
+
+    text: str = ""
+
+
+_ELSEWHERE = object()
+"""``HistoryWrites._record_on_own_head``: the turn's conversation is not its course's head (nothing written)."""
+_UNREAD = object()
+"""``HistoryWrites._on_head``: the conversation's ``search`` record is not read yet."""
 
 Changed = Callable[[HistoryChange], None]
 """``changed(change)``: after this tab changed history (``ChangeHub.publish``)."""
@@ -78,12 +93,29 @@ def carried_over(meta: TaskMeta, held_turns: list[TurnMeta], messages: list[dict
                                    "stats": stats}), turns
 
 
+@dataclass(frozen=True)
+class Written:
+    """A course's active conversation as this tab's last turn wrote it: its ``meta`` record as
+    stored (``TaskMeta.model_dump``), ``messages``, ``turns``, ``search`` record and plain ``text``.
+    While the stored meta record is still ``meta`` (no other writer: every write of a conversation
+    writes its meta), the next turn reads nothing more (``HistoryWrites._record_on_own_head``)."""
+
+    task_id: str
+    meta: dict
+    messages: list[dict]
+    turns: list[TurnMeta]
+    search: dict
+    text: str
+
+
 class ActiveConversations:
-    """Each course's active conversation (meta and turns) as this tab last read or wrote it."""
+    """Each course's active conversation (meta and turns) as this tab last read or wrote it, and
+    what its last turn written here wrote (``Written``)."""
 
     def __init__(self) -> None:
         self._metas: dict[str, TaskMeta | None] = {}
         self._turns: dict[str, list[TurnMeta]] = {}
+        self._written: dict[str, Written] = {}
 
     def known(self, stage_id: str) -> tuple[TaskMeta | None, list[TurnMeta]] | None:
         """``(meta, turns)`` when known (``meta`` None: the course has no active conversation)."""
@@ -98,6 +130,15 @@ class ActiveConversations:
 
     def set(self, stage_id: str, meta: TaskMeta | None, turns: list[TurnMeta]) -> None:
         self._metas[stage_id], self._turns[stage_id] = meta, turns
+        self._written.pop(stage_id, None)
+
+    def wrote(self, stage_id: str, written: Written) -> None:
+        """This tab's turn wrote ``written`` as ``stage_id``'s active conversation (after ``set``)."""
+        self._written[stage_id] = written
+
+    def written(self, stage_id: str) -> Written | None:
+        """What this tab's last turn on ``stage_id`` wrote, while nothing else changed it here."""
+        return self._written.get(stage_id)
 
     def ended(self, stage_id: str) -> None:
         """The course has no active conversation now."""
@@ -107,6 +148,7 @@ class ActiveConversations:
         """Read the course's active conversation again next time (another tab changed it)."""
         self._metas.pop(stage_id, None)
         self._turns.pop(stage_id, None)
+        self._written.pop(stage_id, None)
 
 
 async def at_once() -> None:
@@ -180,6 +222,9 @@ class HistoryWrites:
         archived (DESIGN.md §9: nothing is deleted but by a delete)."""
         task_id = event.conversation_id
         if task_id is not None and TASK_ID.match(task_id):
+            added = await self._record_on_own_head(event, matched_at, thread)
+            if added is not _ELSEWHERE:  # written (or history failed: None)
+                return added
             switched_to = await self._switched_to(event.stage_id, task_id)
             # the runtime asked the thread store before it published the turn: here only history's head tells
             home = home_of_ending_turn(task_id, keeps_conversations=True, switched_to=switched_to,
@@ -201,26 +246,81 @@ class HistoryWrites:
         return "" if await self._repository.holds(task_id) else None
 
     @guarded(writes=True)
+    async def _record_on_own_head(self, event: TurnEnded, matched_at: int, thread: list[dict] | None) -> Any:
+        """The common turn: its conversation (``event.conversation_id``) still is its course's head.
+        History is read ONCE (``HistoryRepository.for_turn``: the head and the conversation's meta,
+        messages, turns and search record together), then written as ``_record_on_head`` writes.
+        ``_ELSEWHERE`` (nothing written) when the head is another or none, or the conversation is
+        not readable: the caller asks where the turn goes."""
+        messages = event.messages if thread is None else thread
+        await self._segmenter.for_titles(messages)
+        async with self._lock:
+            held = await self._held_for_turn(event.stage_id, event.conversation_id)
+            if held.head is None or held.head.task_id != held.task_id or held.meta is None:
+                return _ELSEWHERE
+            text = held.text if isinstance(held, _Remembered) else None
+            added, meta, writes = await self._on_head(event.stage_id, messages, matched_at, event, held.meta,
+                                                      held.messages, held.turns, held.search, text)
+        self._changed(HistoryChange("record", meta.taskId, event.stage_id, written=writes.kept(meta.taskId)))
+        return added
+
+    async def _held_for_turn(self, stage_id: str, task_id: str) -> HeldTurn:
+        """What a turn of ``task_id`` needs of history (``HistoryRepository.for_turn``). When this tab's
+        last turn on ``stage_id`` wrote that conversation (``ActiveConversations.written``) and its
+        stored meta record is still the one written, only the head and that meta are read: the
+        messages, turns and search record are those kept in memory (no copy of the whole conversation
+        crosses from IndexedDB). Otherwise the whole is read."""
+        known = self._active.written(stage_id)
+        if known is not None and known.task_id == task_id:
+            head, raw = await self._repository.head_and_meta(stage_id, task_id)
+            if raw == known.meta:
+                meta = self._repository.meta_of(raw)
+                if meta is not None:
+                    return _Remembered(task_id, head, meta, True, known.messages, list(known.turns), known.search,
+                                       known.text)
+        return await self._repository.for_turn(stage_id, task_id)
+
+    @guarded(writes=True)
     async def _record_on_head(self, stage_id: str, messages: list[dict], matched_at: int, turn: TurnEnded) -> TurnMeta:
         await self._segmenter.for_titles(messages)
         async with self._lock:
             meta = await self._repository.head_meta(stage_id)
             held = await self._repository.messages(meta.taskId) if meta else None
-            diverged = isinstance(held, list) and not continues(messages, held) and not continues(held, messages)
             turns = await self._repository.turns(meta.taskId) if meta else []
-            if diverged:  # e.g. the head kept a turn too big for localStorage and a reload went on without it
-                # the thread becomes its own conversation; the head's stays whole, archived (§9)
-                meta, turns = carried_over(self._new_meta(stage_id, messages, self._clock()), turns, messages)
-            elif meta is None:  # the first turn: the conversation takes the id allocated for its head
-                meta = self._new_meta(stage_id, messages, self._clock(), await self._repository.head_id(stage_id))
-            meta, added = with_turn(meta, turns, messages, turn, self._clock())
-            writes = Writes()
-            await writes.keep_in_steps(meta, messages, turns, pause=self._pause, new=diverged)
-            writes.make_head(stage_id, meta.taskId, matched_at)
-            await self._repository.commit(writes)
-            self._active.set(stage_id, meta, turns)
+            added, meta, writes = await self._on_head(stage_id, messages, matched_at, turn, meta, held, turns, _UNREAD,
+                                                      None)
         self._changed(HistoryChange("record", meta.taskId, stage_id, written=writes.kept(meta.taskId)))
         return added
+
+    async def _on_head(self, stage_id: str, messages: list[dict], matched_at: int, turn: TurnEnded,
+                       meta: TaskMeta | None, held: Any, turns: list[TurnMeta],
+                       search: Any, text: str | None) -> tuple[TurnMeta, TaskMeta, Writes]:
+        """Write the turn on ``stage_id``'s head (lock held): ``meta``, ``held`` (messages as stored),
+        ``turns`` and ``search`` (its ``search`` record; ``_UNREAD``: read here when needed) as read;
+        ``text``: the plain text that record was made of, when kept in memory (``Written``).
+        Returns the turn meta, the conversation's meta and the writes committed; what they wrote is
+        remembered (``ActiveConversations.wrote``) for the course's next turn."""
+        diverged = isinstance(held, list) and not continues(messages, held) and not continues(held, messages)
+        if diverged:  # e.g. the head kept a turn too big for localStorage and a reload went on without it
+            # the thread becomes its own conversation; the head's stays whole, archived (§9)
+            meta, turns = carried_over(self._new_meta(stage_id, messages, self._clock()), turns, messages)
+        elif meta is None:  # the first turn: the conversation takes the id allocated for its head
+            meta = self._new_meta(stage_id, messages, self._clock(), await self._repository.head_id(stage_id))
+        # the stored index of a conversation this turn goes on from: only the new messages are indexed
+        goes_on = held is not None and not diverged and continues(messages, held)
+        if goes_on and search is _UNREAD:
+            search = await self._repository.search_record(meta.taskId)
+        meta, added = with_turn(meta, turns, messages, turn, self._clock())
+        writes = Writes()
+        await writes.keep_in_steps(meta, messages, turns, pause=self._pause, new=diverged, held_messages=held,
+                                   held_search=search if goes_on else None, held_text=text)
+        writes.make_head(stage_id, meta.taskId, matched_at)
+        await self._repository.commit(writes)
+        self._active.set(stage_id, meta, turns)
+        kept, (record, plain) = writes.kept(meta.taskId), writes.kept_index(meta.taskId)
+        self._active.wrote(stage_id, Written(meta.taskId, meta.model_dump(), kept.messages, list(kept.turns), record,
+                                             plain))
+        return added, meta, writes
 
     async def record_turn_in(self, task_id: str, event: TurnEnded) -> TurnMeta | None:
         """The completed turn ``event`` of conversation ``task_id`` of its course, no longer the course's
@@ -247,9 +347,11 @@ class HistoryWrites:
                 meta, turns = carried_over(self._new_meta(stage_id, messages, self._clock()), turns, messages)
             elif meta is None:
                 meta = self._new_meta(stage_id, messages, self._clock(), task_id)
+            goes_on = meta is not None and meta.taskId == task_id and continues(messages, held)
+            search = await self._repository.search_record(task_id) if goes_on else None
             meta, added = with_turn(meta, turns, messages, turn, self._clock())
             writes = Writes()
-            await writes.keep_in_steps(meta, messages, turns, pause=self._pause)
+            await writes.keep_in_steps(meta, messages, turns, pause=self._pause, held_messages=held, held_search=search)
             await self._repository.commit(writes)
             if self._active.task_id(stage_id) == task_id:  # this tab still took it for the active one
                 self._active.forget(stage_id)

@@ -58,13 +58,16 @@ def records_round_trip_in_order_and_an_aborted_transaction_writes_nothing(page) 
                                          ("add", "conversations", {"taskId": "t1", "stageId": "s", "updatedAt": 9})]))
         json.dumps({"newest": [(r["taskId"], r["updatedAt"]) for r in newest], "name": newest[0]["taskName"],
                     "aborted": aborted[0], "count": await b.count("conversations", IDX, *ALL),
-                    "new": await b.get("conversations", "new"), "types": type(newest[0]).__name__})
+                    "new": await b.get("conversations", "new"), "types": type(newest[0]).__name__,
+                    "together": await b.get_all([("conversations", "t2"), ("heads", "s"), ("conversations", "t4")])})
     """)
     # updatedAt = i % 3: t2 → 2, then t4 and t1 → 1, ties newest taskId first
     assert result["newest"] == [["t2", 2], ["t4", 1], ["t1", 1]]
     assert result["name"] == "中文 “Infinity” 😀"
     assert result["types"] == "dict"
     assert result["aborted"] == "aborted" and result["count"] == 5 and result["new"] is None
+    # several tables' records in one read, in the order asked, None where missing
+    assert [r and r["taskId"] for r in result["together"]] == ["t2", None, "t4"]
 
 
 def a_big_object_crosses_to_javascript_in_slices_and_is_stored_whole(page) -> None:

@@ -339,3 +339,175 @@ async def test_a_cjk_run_found_on_more_than_a_page_is_counted_whole():
     assert ids(first) + ids(second) == wanted and not second.has_more
     assert (await svc.search("s", "量子纠缠", sort="oldest")).total == 20
     assert (await svc.search("s", "learning 量子纠缠")).total == 0
+
+
+# -- a turn indexes its new messages only (DESIGN.md §14) ------------------------------------------
+
+TURN_TEXTS = ["How does backpropagation work?", "İstanbul STRASSE und Straße", "讨论机器学习的基本概念",
+              "\u0301 a mark first, then ﬁne ligatures", "", "Ｆｕｌｌ-width ÉCOLE café", "plain ascii again"]
+
+
+def whole_record(meta, messages):
+    """The ``search`` record a full rebuild writes for ``messages``."""
+    from app.history.repository import search_record
+    from app.history.text import plain_text
+
+    return search_record(meta, plain_text(messages), message_count=len(messages))
+
+
+def turn_thread(n):
+    """``n`` turns of a thread: a question and a reply each, of mixed scripts and foldings."""
+    from tests.unit.test_history import reply, user
+
+    out = []
+    for i in range(n):
+        out += [user(f"{TURN_TEXTS[i % len(TURN_TEXTS)]} q{i}", f"u{i}"),
+                reply(f"{TURN_TEXTS[(i + 3) % len(TURN_TEXTS)]}", f"a{i}")]
+    return out
+
+
+async def stored_record(svc, backend):
+    meta = (await svc.active("s"))[0]
+    return meta, backend.raw("search")[meta.taskId]
+
+
+async def test_a_turn_folds_only_its_new_messages_and_the_index_equals_a_whole_rebuild(monkeypatch):
+    from app.history import repository
+    from tests.unit.test_history import Clock
+    from tests.unit.turn_events import ended
+
+    folded_chars = []
+    real = repository.fold_map_steps
+
+    def counted(text, **kw):
+        folded_chars.append(len(text))
+        return real(text, **kw)
+
+    monkeypatch.setattr(repository, "fold_map_steps", counted)
+    backend = MemoryBackend()
+    svc, _, _ = service(backend=backend, clock=Clock())
+    for n in range(1, 16):
+        thread = turn_thread(n)
+        folded_chars.clear()
+        await svc.record_turn(ended("s", thread, message_id=f"a{n - 1}"), n)
+        meta, record = await stored_record(svc, backend)
+        assert record == whole_record(meta, thread)
+        if n > 1:  # the held record indexes the turns before: only this turn's text is folded
+            from app.history.text import plain_text
+
+            assert folded_chars == [len(plain_text(thread)) - len(plain_text(thread[:-2]))]
+    assert ids(await svc.search("s", "istanbul")) == [meta.taskId]
+    assert ids(await svc.search("s", "机器学")) == [meta.taskId]
+    assert ids(await svc.search("s", "fine Q14")) == [meta.taskId]
+
+
+async def test_a_turn_after_a_rename_or_over_an_older_or_stale_record_is_indexed_as_a_whole_rebuild():
+    from tests.unit.test_history import Clock, reply, user
+    from tests.unit.turn_events import ended
+
+    backend = MemoryBackend()
+    svc, _, _ = service(backend=backend, clock=Clock())
+    thread = turn_thread(3)
+    await svc.record_turn(ended("s", thread, message_id="a2"), 1)
+    meta, _ = await stored_record(svc, backend)
+    await svc.rename(meta.taskId, "Quantum notes")  # the title's terms are in the record, not a message's
+    thread += [user("more on gradients", "u3"), reply("sure", "a3")]
+    await svc.record_turn(ended("s", thread, message_id="a3"), 2)
+    meta, record = await stored_record(svc, backend)
+    assert record == whole_record(meta, thread) and "quantum" in record["titleOnly"]
+    assert ids(await svc.search("s", "quantum gradients")) == [meta.taskId]
+
+    old = dict(record)
+    del old["messageCount"]  # as a version before it stored it
+    backend.put_raw("search", old)
+    thread += [user("older record", "u4"), reply("ok", "a4")]
+    await svc.record_turn(ended("s", thread, message_id="a4"), 3)
+    meta, record = await stored_record(svc, backend)
+    assert record == whole_record(meta, thread)
+
+    stale = dict(record, messageCount=len(thread) - 2)  # says fewer messages than are stored
+    backend.put_raw("search", stale)
+    thread += [user("stale count", "u5"), reply("ok", "a5")]
+    await svc.record_turn(ended("s", thread, message_id="a5"), 4)
+    meta, record = await stored_record(svc, backend)
+    assert record == whole_record(meta, thread)
+    assert ids(await svc.search("s", "stale older")) == [meta.taskId]
+
+
+async def test_messages_edited_or_removed_since_the_held_record_are_indexed_whole(monkeypatch):
+    from app.history import repository
+    from app.history.records import TaskMeta
+    from tests.unit.test_history import T0, reply
+
+    meta = TaskMeta(taskId="task_20260528_aaaaaa", taskName="t", stageId="s", createdAt=T0, updatedAt=T0)
+    thread = turn_thread(4)
+    held = Writes()
+    held.keep(meta, thread[:6], [])
+    record = next(value for _, table, value in held.ops if table == "search")
+    folded = []
+    real = repository.fold_map_steps
+    monkeypatch.setattr(repository, "fold_map_steps", lambda text, **kw: folded.append(len(text)) or real(text, **kw))
+
+    async def pause():
+        pass
+
+    edited = [*thread[:2], reply("an edited reply", "a1"), *thread[3:]]
+    for messages, held_messages in ((edited, thread[:6]), (thread[:4], thread[:6]), (thread, thread[:6])):
+        folded.clear()
+        writes = Writes()
+        await writes.keep_in_steps(meta, messages, [], pause=pause, held_messages=held_messages, held_search=record)
+        assert next(value for _, table, value in writes.ops if table == "search") == whole_record(meta, messages)
+        from app.history.text import plain_text
+
+        whole = len(plain_text(messages))
+        assert folded == ([whole] if messages is not thread else [whole - len(plain_text(thread[:6]))])
+
+
+class CountedReads(MemoryBackend):
+    """A ``MemoryBackend`` that counts its read calls (one crossing each in the page)."""
+
+    def __init__(self):
+        super().__init__()
+        self.reads = []
+
+    async def get(self, table, key):
+        self.reads.append(("get", table))
+        return await super().get(table, key)
+
+    async def bulk_get(self, table, keys, **kw):
+        self.reads.append(("bulk_get", table))
+        return await super().bulk_get(table, keys, **kw)
+
+    async def get_all(self, reads):
+        self.reads.append(("get_all", tuple(table for table, _ in reads)))
+        return await super().get_all(reads)
+
+
+async def test_a_turn_on_the_active_conversation_reads_history_once_and_only_its_head_and_meta_after_this_tab_wrote_it():
+    from tests.unit.test_history import Clock, user
+    from tests.unit.turn_events import ended
+
+    backend = CountedReads()
+    svc, _, _ = service(backend=backend, clock=Clock())
+    thread = turn_thread(2)
+    await svc.record_turn(ended("s", thread, message_id="a1"), 1)
+    task_id = (await svc.active("s"))[0].taskId
+    whole = ("get_all", ("heads", "conversations", "messages", "turns", "search"))
+    for n, reads in ((3, [("get_all", ("heads", "conversations"))]), (4, [("get_all", ("heads", "conversations"))]),
+                     (5, [("get_all", ("heads", "conversations")), whole]), (6, [whole]),
+                     (7, [("get_all", ("heads", "conversations"))])):
+        if n == 5:  # another writer (a tab, sync) stored the conversation's meta since: it is read whole
+            raw = dict(backend.raw("conversations")[task_id], durationMs=99)
+            backend.put_raw("conversations", raw)
+        if n == 6:  # another tab's change was heard: nothing kept is trusted
+            svc._writes._active.forget("s")
+        if n == 7:  # a held message changed in place after it was written: its text is indexed again
+            thread[0]["content"][0]["text"] = "rewritten in place"
+        thread = thread[:2 * (n - 1)] + turn_thread(n)[2 * (n - 1):] if n == 7 else turn_thread(n)
+        backend.reads.clear()
+        await svc.record_turn(ended("s", thread, message_id=f"a{n - 1}", conversation_id=task_id), n)
+        assert backend.reads == reads, n
+        meta, record = await stored_record(svc, backend)
+        assert meta.taskId == task_id and record == whole_record(meta, thread)
+        assert backend.raw("messages")[task_id]["messages"] == thread
+    assert ids(await svc.search("s", "rewritten")) == [task_id] and meta.turnCount == 6
