@@ -477,3 +477,18 @@ def test_a_list_drawn_afresh_by_a_pin_reads_pages_again_until_it_holds_the_rows_
         shown.loading = True  # a page being read (scrolled to the end): none is read beside it
         assert not shown.short_of(before + 1)
     run(go())
+
+
+async def test_a_title_stored_before_the_index_is_found_by_its_words_once_indexed():
+    backend = MemoryBackend(SCHEMA)
+    svc, _, _ = service(backend)
+    task = await add(svc, "s", "question one")
+    await add(svc, "s", "question two")
+    await svc.rename(task, "Herbarium catalogue")  # a title no message holds, as an imported file's
+    for record in backend.raw("search").values():  # as version 1 stored them: no index
+        record.pop("terms")
+        record.pop("titleOnly", None)
+        backend.put_raw("search", record)
+    reloaded, _, _ = service(backend)
+    assert [h.meta.taskId for h in (await reloaded.search("s", "herbarium")).items] == [task]
+    assert [h.meta.taskId for h in (await reloaded.search("s", "one")).items] == [task]
