@@ -1,6 +1,9 @@
 """Naming and pinning conversations in Chromium (DESIGN.md §18): rename in place and pin from the
 history list, by mouse and keyboard; both show in a second tab's open list and survive a reload; a
-renamed conversation is found by a word of its new title."""
+renamed conversation is found by a word of its new title. In the same flow (one boot): a name over 200
+clusters is cut like titles, never half an emoji; export/import and a backup round trip carry the name
+and the pin; pinning an item of a page read by scrolling keeps every loaded row; the pin is drawn from
+its icon file; a turn then New conversation in one tab is listed once in the other."""
 
 from __future__ import annotations
 
