@@ -79,7 +79,9 @@ async ([n, turns, course]) => {
       }
       const text = messages.map((m) => m.content[0].text).join('\\n');
       const updatedAt = base + i * 60000;
-      metas.push({ taskId, taskName: messages[0].content[0].text.slice(0, 50), stageId: course, createdAt: updatedAt, updatedAt,
+      // one in 50 renamed (DESIGN.md §18): a title no message holds, found through the index's title terms
+      const taskName = i % 50 === 23 ? `Herbarium notes ${i}` : messages[0].content[0].text.slice(0, 50);
+      metas.push({ taskId, taskName, stageId: course, createdAt: updatedAt, updatedAt,
                    stats: { credits: 0, totalTokens: 30 * turns, inputTokens: 10 * turns, outputTokens: 20 * turns },
                    turnCount: turns, durationMs: 400 * turns });
       msgs.push({ taskId, messages });

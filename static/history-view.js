@@ -24,6 +24,20 @@ function el(tag, attrs, text) {
   return node;
 }
 
+// An icon of static/icons/ (an SVG symbol drawn in the text's colour), not an emoji: a system without an
+// emoji font draws that as an empty box. Decorative: its button carries the name.
+function icon(name) {
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.setAttribute("class", "icon");
+  svg.setAttribute("viewBox", "0 0 24 24");
+  svg.setAttribute("aria-hidden", "true");
+  svg.setAttribute("focusable", "false");
+  const use = document.createElementNS("http://www.w3.org/2000/svg", "use");
+  use.setAttribute("href", `static/icons/${name}.svg#${name}`);
+  svg.append(use);
+  return svg;
+}
+
 function item(locale, it) {
   const li = el("li", { "data-testid": "history-item", class: "history-item", "data-task-id": it.taskId,
     "data-current": it.current ? "true" : "false", "data-damaged": it.damaged ? "true" : "false",
@@ -48,7 +62,8 @@ function item(locale, it) {
         "data-field-label": it.renameFieldLabel, "aria-keyshortcuts": "F2", tabindex: "-1" }, "✎"),
       el("button", { type: "button", "data-testid": "history-pin", class: "history-pin",
         "aria-label": it.pinLabel, title: it.pinLabel, "aria-pressed": it.pinned ? "true" : "false",
-        "aria-keyshortcuts": "P", tabindex: "-1" }, "📌"));
+        "aria-keyshortcuts": "P", tabindex: "-1" }));
+    tools.lastChild.append(icon("pin"));
     foot.append(tools);
   }
   li.append(head, foot);

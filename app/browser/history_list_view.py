@@ -205,12 +205,24 @@ class HistoryListView:
         finally:
             self.list.loading = False
 
+    async def redraw(self) -> None:
+        """Draw the open list afresh where it stands (a change moved an item in it): the first page,
+        then the next ones until it holds as many items as it did (``HistoryList.short_of``), so the
+        rows read by scrolling are not dropped."""
+        drawn = self.list.count
+        await self.reload()
+        while self.list.short_of(drawn):
+            before = self.list.count
+            await self.more()
+            if self.list.count == before:  # drawn afresh meanwhile, or nothing more came
+                break
+
     async def refresh_top(self) -> None:
         """Items that arrived or moved above the list's top while it was open: drawn first, once. Not
         while the first page is read (it is refreshed once drawn), nor when drawn afresh meanwhile
         (``HistoryList.refresh_generation``)."""
         if not self.list.tops_by_prepending(self._by("history-search").value):
-            return await self.reload()  # only newest-first has its changes at the top
+            return await self.redraw()  # only newest-first has its changes at the top
         generation = self.list.refresh_generation()
         if generation is None:
             return
@@ -275,7 +287,7 @@ class HistoryListView:
             self._empty(self._by("history-list"),
                         "history.noResults" if self._by("history-search").value.strip() else "history.empty")
         elif effect == "reload":
-            await self.reload()
+            await self.redraw()
         elif effect == "top":
             await self.refresh_top()
         self._focus_pending()

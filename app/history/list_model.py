@@ -162,6 +162,12 @@ class HistoryList:
         DESIGN.md §14): one exists and none is being read."""
         return not self.loading and self.has_more
 
+    def short_of(self, drawn: int) -> bool:
+        """True while a list drawn afresh in place of one that held ``drawn`` items (a rename, pin,
+        undo or import moved an item: ``effect`` is ``reload``) holds fewer and can read its next page
+        (``can_page_on``): it reads it, so the pages read by scrolling stay drawn (DESIGN.md §9, §18)."""
+        return self.count < drawn and self.can_page_on()
+
     def unseen(self, metas: Iterable[Any]) -> list[Any]:
         """``metas`` not drawn yet (an item that moved up is not drawn twice)."""
         return [meta for meta in metas if meta.taskId not in self._keys]

@@ -275,11 +275,13 @@ def retitled_fields(record: dict, meta: TaskMeta) -> dict:
     return {"terms": posting_keys(meta.stageId, meta.updatedAt, meta.taskId, terms), "titleOnly": title_only}
 
 
-def indexed_fields(record: dict, text: str | None) -> dict | None:
+def indexed_fields(record: dict, text: str | None, title: str | None = None) -> dict | None:
     """The fields that make a ``search`` record stored before the index (or before the §14 folding)
     what ``search_record`` writes today: ``folded``, ``fold``, ``anchors`` (from ``text``, the kept
-    text; its own ``folded`` when that is missing) and ``terms``. ``None`` when the record names no
-    course, time or task (it cannot be indexed; it stays as it is)."""
+    text; its own ``folded`` when that is missing), ``terms`` and ``titleOnly`` (the terms of
+    ``title``, the conversation's ``taskName``, that no message holds: an imported title is found
+    too, DESIGN.md §18). ``None`` when the record names no course, time or task (it cannot be
+    indexed; it stays as it is)."""
     stage_id, updated, task_id = record.get("stageId"), record.get("updatedAt"), record.get("taskId")
     if not (isinstance(stage_id, str) and isinstance(task_id, str) and isinstance(updated, int)
             and not isinstance(updated, bool)):
@@ -290,9 +292,10 @@ def indexed_fields(record: dict, text: str | None) -> dict | None:
         folded, anchors = record.get("folded"), record.get("anchors")
         if not isinstance(folded, str):
             return None
-    fields = {"folded": folded, "fold": FOLD_VERSION, "anchors": anchors or None,
-              "terms": posting_keys(stage_id, updated, task_id, text_terms(folded))}
-    return fields
+    terms = text_terms(folded)
+    title_only = sorted(text_terms(fold(title)) - terms) if isinstance(title, str) else []
+    return {"folded": folded, "fold": FOLD_VERSION, "anchors": anchors or None,
+            "terms": posting_keys(stage_id, updated, task_id, terms.union(title_only)), "titleOnly": title_only or None}
 
 
 class Writes:
@@ -404,11 +407,12 @@ class Writes:
         """Put back every record of a removed conversation, as it was."""
         self._ops += [("put", table, record) for table, record in stored.records]
 
-    def reindex(self, record: dict, text: str | None) -> None:
-        """Bring a ``search`` record stored before the index up to date (``indexed_fields``), as ONE
-        patch: applied only if the record is still the one read (same ``updatedAt``, still without
-        ``terms``), so a save by this or another tab meanwhile is never written over (§14)."""
-        fields = indexed_fields(record, text)
+    def reindex(self, record: dict, text: str | None, title: str | None = None) -> None:
+        """Bring a ``search`` record stored before the index up to date (``indexed_fields``; ``title``:
+        its conversation's ``taskName``), as ONE patch: applied only if the record is still the one
+        read (same ``updatedAt``, still without ``terms``), so a save by this or another tab meanwhile
+        is never written over (§14)."""
+        fields = indexed_fields(record, text, title)
         if fields is not None:
             self._ops.append(("patch", "search", {"key": record["taskId"], "if": {
                 "updatedAt": record["updatedAt"], "terms": record.get("terms")}, "set": fields}))
@@ -774,12 +778,15 @@ class HistoryRepository:
             writes = Writes()
             records = await self._db.bulk_get("search", batch)
             texts = await self._db.bulk_get("texts", batch)
+            metas = await self._db.bulk_get("conversations", batch)  # their titles are indexed too (§18)
             await pause()  # parsing what was read was this task's work
             began = time.perf_counter()
-            for record, kept in zip(records, texts):
+            for record, kept, meta in zip(records, texts, metas):
                 if isinstance(record, dict):
                     text = kept.get("text") if isinstance(kept, dict) else None
-                    writes.reindex(record, text if isinstance(text, str) else None)
+                    title = meta.get("taskName") if isinstance(meta, dict) else None
+                    writes.reindex(record, text if isinstance(text, str) else None,
+                                   title if isinstance(title, str) else None)
                     if time.perf_counter() - began > REINDEX_STEP_S:
                         await pause()  # folding is the work: the page gets its turn
                         began = time.perf_counter()

@@ -1,12 +1,21 @@
 """Naming and pinning conversations in Chromium (DESIGN.md §18): rename in place and pin from the
 history list, by mouse and keyboard; both show in a second tab's open list and survive a reload; a
-renamed conversation is found by a word of its new title."""
+renamed conversation is found by a word of its new title. In the same flow (one boot): a name over 200
+clusters is cut like titles, never half an emoji; export/import and a backup round trip carry the name
+and the pin; pinning an item of a page read by scrolling keeps every loaded row; the pin is drawn from
+its icon file; a turn then New conversation in one tab is listed once in the other."""
 
 from __future__ import annotations
 
+import io
+import json
+import zipfile
+
 from playwright.sync_api import expect
 
-from tests.e2e.test_history import item_ids, open_list, seed_conversations, wait_history
+from tests.e2e.test_history import (case, item_ids, open_file_actions, open_first_page, open_list, seed_conversations,
+                                    show_course, wait_history)
+from tests.e2e.test_import_chatgpt import choose
 
 COURSE = "h-names"
 
@@ -15,8 +24,33 @@ def item(agent, task_id: str):
     return agent.page.locator(f"[data-testid=history-item][data-task-id='{task_id}']")
 
 
+def scrolled_to_the_end(agent) -> list[str]:
+    """Scroll the open list to its end until every page is drawn (``data-has-more`` false); its ids."""
+    for _ in range(3):
+        agent.page.eval_on_selector("[data-testid=history-list]",
+                                    "el => { el.scrollTop = el.scrollHeight; el.dispatchEvent(new Event('scroll')); }")
+        agent.page.wait_for_timeout(250)
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.hasMore === 'false'")
+    return item_ids(agent)
+
+
+def downloaded(agent, testid: str, path):
+    """Click file action ``testid`` (the drawer's file actions opened first) and save its download at ``path``."""
+    open_file_actions(agent)
+    with agent.page.expect_download() as info:
+        agent.testid(testid).click()
+    info.value.save_as(path)
+    return path
+
+
+def removed(agent, task_id: str) -> None:
+    """Delete ``task_id`` from the open list and wait until it is gone."""
+    item(agent, task_id).locator("[data-testid=history-delete]").click()
+    expect(item(agent, task_id)).to_have_count(0)
+
+
 def test_rename_and_pin_from_the_list_reach_another_tab_survive_a_reload_and_the_new_title_is_found(
-        agent, second_agent):
+        agent, second_agent, tmp_path):
     other_tab = second_agent
     agent.open(course=COURSE)
     assert wait_history(agent) == "ready"
@@ -63,6 +97,11 @@ def test_rename_and_pin_from_the_list_reach_another_tab_survive_a_reload_and_the
     # pin by keyboard: the toggle says its state, the pinned one leads the list, nothing was resumed
     pin = item(agent, first).locator("[data-testid=history-pin]")
     expect(pin).to_have_attribute("aria-pressed", "false")
+    # the pin is drawn from an icon file, not a glyph a missing emoji font would draw as a box
+    expect(pin.locator("svg use")).to_have_attribute("href", "static/icons/pin.svg#pin")
+    assert pin.inner_text().strip() == ""
+    agent.page.wait_for_function(
+        "() => document.querySelector('[data-testid=history-pin] svg use').getBBox().width > 0")
     item(agent, first).focus()
     agent.page.keyboard.press("p")
     expect(item(agent, first)).to_have_attribute("data-pinned", "true")
@@ -108,3 +147,72 @@ def test_rename_and_pin_from_the_list_reach_another_tab_survive_a_reload_and_the
     expect(item(agent, first)).to_have_attribute("data-pinned", "false")
     expect(item(agent, first).locator("[data-testid=history-pin]")).to_be_focused()
     assert item_ids(agent) == [newest, middle, first]
+
+    with case("a name over 200 clusters is cut like titles, an emoji at the edge kept whole"):
+        family = "👨‍👩‍👧"
+        item(agent, middle).locator("[data-testid=history-rename]").click()
+        item(agent, middle).locator("[data-testid=history-rename-input]").fill("a" * 199 + family + "b")
+        item(agent, middle).locator("[data-testid=history-rename-input]").press("Enter")
+        cut = "a" * 199 + family + "…"
+        expect(item(agent, middle).locator("[data-testid=history-title]")).to_have_text(cut)
+        item(agent, middle).locator("[data-testid=history-pin]").click()
+        expect(item(agent, middle)).to_have_attribute("data-pinned", "true")
+
+    with case("export and import carry taskName and pinned; a backup round trip keeps both"):
+        item(agent, middle).click()  # resumed: the conversation the file actions export
+        agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=agent-message]').length === 2")
+        open_list(agent)
+        exported = downloaded(agent, "export-json", tmp_path / "named.json")
+        meta = json.loads(exported.read_text(encoding="utf-8"))["meta"]
+        assert (meta["taskId"], meta["taskName"], meta["pinned"]) == (middle, cut, True)
+        backup = downloaded(agent, "backup-export", tmp_path / "backup.zip")
+        with zipfile.ZipFile(io.BytesIO(backup.read_bytes())) as archive:
+            lines = [json.loads(line) for name in archive.namelist() if name.startswith("conversations/")
+                     for line in archive.read(name).decode("utf-8").splitlines() if line]
+        kept = next(line["meta"] for line in lines if line["meta"]["taskId"] == middle)
+        assert kept["taskName"] == cut and kept["pinnedAt"] is not None
+        agent.testid("history-close").click()
+        agent.testid("agent-new-conversation").click()  # the exported one archived: it can be deleted
+        open_list(agent)
+        removed(agent, middle)
+        assert choose(agent, exported, "import-json", "import")["result"] == "ok"
+        expect(item(agent, middle).locator("[data-testid=history-title]")).to_have_text(cut)
+        expect(item(agent, middle)).to_have_attribute("data-pinned", "true")
+        assert item_ids(agent)[0] == middle  # pinned: it leads the list again
+        removed(agent, middle)
+        assert choose(agent, backup, "backup-import", "backup")["result"] == "ok"
+        expect(item(agent, middle).locator("[data-testid=history-title]")).to_have_text(cut)
+        expect(item(agent, middle)).to_have_attribute("data-pinned", "true")
+        assert item_ids(agent)[0] == middle
+
+    with case("pinning an item of a page read by scrolling keeps every loaded row"):
+        show_course(agent, f"{COURSE}-pages")
+        many = seed_conversations(agent, f"{COURSE}-pages", [f"paged conversation {i:02d}" for i in range(14)])
+        open_first_page(agent)
+        assert scrolled_to_the_end(agent) == many[::-1]
+        far = many[1]  # on the second page
+        item(agent, far).locator("[data-testid=history-pin]").click()
+        expect(item(agent, far)).to_have_attribute("data-pinned", "true")
+        expect(agent.page.locator("[data-testid=history-item]")).to_have_count(14)
+        assert item_ids(agent) == [far] + [t for t in many[::-1] if t != far]
+        expect(item(agent, far).locator("[data-testid=history-pin]")).to_be_focused()
+
+    with case("a turn then New conversation in one tab lists that conversation once in the other"):
+        course = f"{COURSE}-tabs"
+        for tab in (agent, other_tab):
+            show_course(tab, course)
+        open_list(other_tab)
+        for n, drawer_open in enumerate((True, False, True, False)):
+            if not drawer_open:
+                other_tab.testid("history-close").click()
+            agent.send(f"question {n} asked in one tab")
+            agent.testid("agent-new-conversation").click()
+            if not drawer_open:
+                open_list(other_tab)
+            expect(other_tab.page.locator("[data-testid=history-item]")).to_have_count(n + 1)
+            other_tab.page.wait_for_timeout(500)  # a late second draw of it would show by now
+            ids = item_ids(other_tab)
+            assert len(ids) == len(set(ids)) == n + 1, ids
+            if n == 1:  # with a pinned item the list is drawn afresh instead of prepended
+                other_tab.page.locator("[data-testid=history-item] [data-testid=history-pin]").first.click()
+                expect(other_tab.page.locator("[data-testid=history-item][data-pinned=true]")).to_have_count(1)

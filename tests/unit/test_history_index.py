@@ -294,9 +294,9 @@ async def test_each_slice_of_the_index_build_is_stored_in_a_task_of_its_own(monk
     reloaded, _, _ = service(backend=backend, pause=pause)
     original_write, original_fold = backend.write, repository.Writes.reindex
 
-    def fold(writes, record, text):
+    def fold(writes, record, text, title=None):
         events.append("fold")
-        original_fold(writes, record, text)
+        original_fold(writes, record, text, title)
 
     monkeypatch.setattr(repository.Writes, "reindex", fold)
 

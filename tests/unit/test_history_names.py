@@ -449,3 +449,46 @@ def test_a_chinese_title_is_found_by_a_keyword_inside_it():
         assert [h.meta.taskId for h in (await svc.search("s", "纠缠复习")).items] == [task]
         assert (await svc.search("s", "纠缠笔记")).items == []  # not a run of the title
     run(go())
+
+
+def test_a_list_drawn_afresh_by_a_pin_reads_pages_again_until_it_holds_the_rows_it_showed():
+    from app.history.list_model import HistoryList
+
+    def draw(shown, page, mode):
+        shown.place(page.items, mode)
+        shown.paged(page.cursor, page.has_more)
+
+    async def go():
+        svc, _, _ = service()
+        tasks = [await add(svc, "s", f"question {n:02d}") for n in range(14)]
+        shown = HistoryList()
+        shown.open, shown.stage = True, "s"
+        draw(shown, await svc.page("s"), "replace")
+        draw(shown, await svc.page("s", shown.cursor), "append")  # the second page, read by scrolling
+        assert shown.count == 14 and not shown.has_more
+        await svc.pin(tasks[1], True)  # an item of the second page
+        assert shown.effect(HistoryChange("pin", tasks[1], "s")) == "reload"
+        before = shown.count
+        shown.restart("s")
+        draw(shown, await svc.page("s"), "replace")
+        assert shown.short_of(before)  # the first page alone would drop rows read by scrolling
+        draw(shown, await svc.page("s", shown.cursor), "append")
+        assert not shown.short_of(before) and shown.count == 14
+        shown.loading = True  # a page being read (scrolled to the end): none is read beside it
+        assert not shown.short_of(before + 1)
+    run(go())
+
+
+async def test_a_title_stored_before_the_index_is_found_by_its_words_once_indexed():
+    backend = MemoryBackend(SCHEMA)
+    svc, _, _ = service(backend)
+    task = await add(svc, "s", "question one")
+    await add(svc, "s", "question two")
+    await svc.rename(task, "Herbarium catalogue")  # a title no message holds, as an imported file's
+    for record in backend.raw("search").values():  # as version 1 stored them: no index
+        record.pop("terms")
+        record.pop("titleOnly", None)
+        backend.put_raw("search", record)
+    reloaded, _, _ = service(backend)
+    assert [h.meta.taskId for h in (await reloaded.search("s", "herbarium")).items] == [task]
+    assert [h.meta.taskId for h in (await reloaded.search("s", "one")).items] == [task]
