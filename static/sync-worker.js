@@ -211,25 +211,28 @@ try {
           if (this.sync === sync) this.start();
         }, this.restartDelay);
       };
-      sync.on("paused", report); // first: the sync follows each direction's pause only once asked to
+      // A replication ended here (cancel, stop, a new start) says nothing more: what its cancelled
+      // requests report (an aborted request fails like a server that went away) is not the status.
+      const current = (listener) => (...args) => { if (this.sync === sync) listener(...args); };
+      sync.on("paused", current(report)); // first: the sync follows each direction's pause only once asked to
       for (const direction of ["push", "pull"]) {
         const replication = sync[direction];
-        replication.on("requestError", (error) => { failed[direction] = error; report(); missing(error); });
-        replication.on("change", () => {
+        replication.on("requestError", current((error) => { failed[direction] = error; report(); missing(error); }));
+        replication.on("change", current(() => {
           failed[direction] = null;
-          if (this.sync === sync) this.onStatus("progress", 0, null);
-        });
-        replication.on("active", () => { paused[direction] = false; });
-        replication.on("paused", (error) => {
+          this.onStatus("progress", 0, null);
+        }));
+        replication.on("active", current(() => { paused[direction] = false; }));
+        replication.on("paused", current((error) => {
           paused[direction] = !error;
           if (!error) failed[direction] = null;
           report();
-        });
+        }));
       }
       sync
-        .on("active", () => { if (!failed.push && !failed.pull) this.onStatus("active", 0, null); })
-        .on("denied", (error) => this.onStatus("denied", statusOf(error) || 403, null))
-        .on("error", (error) => this.onStatus("error", statusOf(error), null));
+        .on("active", current(() => { if (!failed.push && !failed.pull) this.onStatus("active", 0, null); }))
+        .on("denied", current((error) => this.onStatus("denied", statusOf(error) || 403, null)))
+        .on("error", current((error) => this.onStatus("error", statusOf(error), null)));
     }
 
     async put(docJson) {
@@ -309,10 +312,9 @@ try {
     stopReplication() {
       clearTimeout(this.restartTimer);
       this.restartTimer = null;
-      if (this.sync) {
-        this.sync.cancel();
-        this.sync = null;
-      }
+      const sync = this.sync;
+      this.sync = null; // first: what the cancel makes its replication say is already not heard
+      if (sync) sync.cancel();
     }
 
     stop() {

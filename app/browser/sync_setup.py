@@ -28,6 +28,9 @@
   backoff; Sync now starts it at once. Progress is a batch the worker moved either way; the
   server's welcome and a slice taken into history keep the count from running out, but do not
   end a stall.
+- Each start hears only its own replication: what one that ended (Sync now, the watchdog, new
+  settings, sync off) still reports, an aborted request that reads like a server gone away
+  included, is never this page's status (nor is it in the worker, ``static/sync-worker.js``).
 - A server the worker's Content-Security-Policy refuses (``connect-src``, the build's
   ``--connect-src``) is ``error`` with the reason ``blocked``, not ``offline``.
 
@@ -286,10 +289,12 @@ class SyncSetup:
         credentials = SyncCredentials.of(self.settings, self._password)
         config = json.dumps({"server": self.settings.url, "remote": credentials.remote, "user": credentials.user,
                              "password": credentials.password, "since": self._since()})
-        on_change = create_proxy(self._on_change)
-        on_status = create_proxy(self._on_status)
+        ours: list = []  # the replication these callbacks hear: once it ended (stop, restart) nothing is heard
+        on_change = create_proxy(lambda: self._on_change() if ours and ours[0] is self.replication else None)
+        on_status = create_proxy(lambda *args: self._on_status(*args) if ours and ours[0] is self.replication else None)
         self._proxies += [on_change, on_status]
         replication = self.replication = js.window.agentbarSync.open(config, on_change, on_status)
+        ours.append(replication)
         del config
         self.engine = SyncEngine(self.history, _Replica(self.replication), self.local, checkpoints=self.checkpoints,
                                  records=self.records, pause=next_task, clock=lambda: int(js.Date.now()),

@@ -336,6 +336,11 @@ class HistoryService:
         messages = record.get("messages") if isinstance(record, dict) else None
         return messages if isinstance(messages, list) else None
 
+    async def renew_synced(self, task_id: str) -> str | None:
+        """``task_id``, undone after its deletion went out, comes back under a new task id, whole
+        (``SyncedWrites.renew``, DESIGN.md §16). Returns the new id (None: not kept here)."""
+        return await self._synced.renew(task_id)
+
     async def remove_synced(self, task_id: str, seen: Callable[[list[dict]], list[bool]] | None = None) -> str | None:
         """Another device deleted ``task_id``: removed here too, no undo, the turns it never had kept
         apart (``SyncedWrites.remove``). Returns the kept-apart task id, ``""`` when nothing was kept

@@ -151,6 +151,36 @@ class SyncedWrites:
                                         head=kept.messages if was_head else None))
         return kept.meta.taskId if kept is not None else ""
 
+    @guarded()
+    async def renew(self, task_id: str) -> str | None:
+        """``task_id`` came back here (an undo) after its deletion went out: another device only ever
+        sees that id deleted (DESIGN.md §16), so the conversation takes a new task id, whole (its meta
+        but the id, names and pins included, its messages and turns), in one transaction that removes
+        every record of ``task_id``; should it be its course's active conversation, the new one is.
+        Returns the new task id (the caller sends it as any other), None when ``task_id`` is not kept
+        here (or history is unavailable). Publishes the delete of ``task_id`` and the import of the
+        new one, both with the source ``sync`` (what sync changed is never sent back as it is)."""
+        async with self._writes.lock:
+            held = await self._repository.conversation(task_id)
+            if held is None:
+                return None
+            stored = await self._repository.stored(task_id)
+            renewed = Conversation(held.meta.model_copy(update={"taskId": new_task_id(self._clock(), self._random)}),
+                                   held.messages, held.turns)
+            stage_id = held.meta.stageId
+            was_head = await self._repository.head_id(stage_id) == task_id
+            writes = Writes()
+            writes.remove(stored)
+            writes.keep(*renewed, new=True)
+            if was_head:
+                writes.make_head(stage_id, renewed.meta.taskId, None)
+                self._active.forget(stage_id)  # read again: the same thread under its new id
+            await self._repository.commit(writes)
+        self._changed(HistoryChange("delete", task_id, stage_id, "sync"))
+        self._changed(HistoryChange("import", renewed.meta.taskId, stage_id, "sync", written=renewed,
+                                    head=renewed.messages if was_head else None))
+        return renewed.meta.taskId
+
 
 def _unseen(held: Conversation, seen: Callable[[list[dict]], list[bool]], task_id: str) -> Conversation | None:
     """The turns of ``held`` that ``seen`` says the deleting device never had, as a conversation of

@@ -9,7 +9,9 @@ calls, both ways:
   as deleted, ``Tombstones``), the deletion naming the turns this device had
   (``app.sync.documents.deletion_doc``); anything else writes the conversation's document
   (``app.sync.documents.conversation_doc``) of what the change carries as written, or as history
-  now holds it when it carries none, never over an id deleted before;
+  now holds it when it carries none, never over an id deleted before: an undo of a delete that
+  went out brings the conversation back here under a new id (``HistoryService.renew_synced``),
+  which goes out as any other, while the deleted id stays deleted everywhere;
 - in: ``remote_changed_many(docs)`` for the documents the replication brought, in arrival order
   (``remote_changed(doc)`` for one). A document in conflict carries every leaf revision under
   ``LEAVES`` (the adapter reads them, CouchDB's ``open_revs``), and ``app.sync.tombstones.decide``
@@ -153,7 +155,11 @@ class SyncEngine:
             had = self.history.deleted_messages(task_id) or []
             await self.replica.remove(doc_id, {"type": DELETION, "seen": sorted(set(turn_digests(had)))})
             return
-        if not self.tombstones.admits(doc_id):  # an undo after the delete went out: it stays deleted (§16)
+        if not self.tombstones.admits(doc_id):  # a write over the deletion would bring the id back (§16)
+            if change.kind == "undo":  # undone after the delete went out: back here under a new id, sent as any other
+                renewed = await self.history.renew_synced(task_id)
+                if renewed:
+                    await self.push(renewed)
             return
         if change.written is not None:  # what history just wrote: sent as it is, nothing read back (§15)
             await self.replica.put(conversation_doc(*change.written))

@@ -5,7 +5,8 @@ localStorage and IndexedDB) against a real CouchDB-protocol server on 127.0.0.1 
 One pair of booted pages carries the cases, each in a course of its own (switched in the page), and
 B is reloaded once for all of them: sync off loads nothing and sends nothing off the origin; a
 conversation made before sync was on goes out at the first sync; a conversation made on A appears on
-B; a delete on A is gone on B and stays gone after both sync again; scene versions made on both keep
+B; a delete on A is gone on B and stays gone after both sync again (undone on A at once, it comes
+back there under a new id, which syncs as any other); scene versions made on both keep
 distinct numbers and B restores one made on A; a delete on A while B, apart, adds a turn wins on both,
 B's turn kept as a conversation of its own; conflicting revisions written to the server are merged
 with no conflicts left, and what an import refuses does not come in by sync; the two devices, on a
@@ -104,9 +105,14 @@ def _configure(agent, url: str, *, user: str = "", password: str = "", database:
 
 def _sync_now(agent) -> None:
     """Press Sync now and wait until that new start of the replication has caught up: ``synced``
-    (``error`` fails at once; a start may read ``offline`` while its probe of a server it just came
-    back to is answered, so ``offline`` fails only if it lasts the whole wait)."""
+    (``error`` fails at once), having never read ``offline`` on its way there (the server is up: an
+    ``offline`` would be the ended replication's word, or a start that failed)."""
     starts = int(agent.testid("sync-status").get_attribute("data-starts") or 0)
+    agent.page.evaluate("""n => { const s = document.querySelector('[data-testid=sync-status]');
+      if (window.__syncNowSeen) window.__syncNowSeen.observer.disconnect();
+      const seen = window.__syncNowSeen = {states: [], observer: new MutationObserver(() => {
+        if (Number(s.dataset.starts) > n) seen.states.push(s.dataset.state); })};
+      seen.observer.observe(s, {attributes: true, attributeFilter: ['data-state', 'data-starts']}); }""", starts)
     agent.panel_action("sync-now")
     try:
         handle = agent.page.wait_for_function(
@@ -118,6 +124,8 @@ def _sync_now(agent) -> None:
         status = agent.page.evaluate("() => ({...document.querySelector('[data-testid=sync-status]').dataset})")
         raise AssertionError(f"Sync now never reached synced: {status} (starts before: {starts})") from None
     assert handle.json_value() == "synced"
+    seen = agent.page.evaluate("() => window.__syncNowSeen.states")
+    assert "offline" not in seen, f"Sync now read offline on its way to synced: {seen}"
 
 
 def _turn_off(agent) -> None:
@@ -275,9 +283,15 @@ def test_two_devices_one_course_per_case(browser, app_server, couch):
         a.page.locator(f"[data-testid=history-item][data-task-id={doomed}] [data-testid=history-delete]").click()
         a.page.wait_for_function(
             "t => !document.querySelector(`[data-testid=history-item][data-task-id=${t}]`)", arg=doomed)
+        a.testid("history-undo").click()  # undone: its deletion went out, so it comes back on A under a new id
         a.testid("history-close").click()
+        (renewed,) = _wait_history_ids(a, lambda ids, t: len(ids) == 1 and t not in ids, doomed)
         _wait_history_ids(b, lambda ids, t: t not in ids, doomed)
         assert _server_docs(couch).get(f"conversation:{doomed}") is None  # deleted on the server too
+        # the undone one syncs as a conversation of its own, nothing of it lost
+        assert "to be deleted on A" in _doc_texts(
+            _poll(lambda: _server_docs(couch).get(f"conversation:{renewed}"), "the undone conversation on the server"))
+        _wait_history_ids(b, lambda ids, t: t in ids, renewed)
         for device in (a, b):  # both sync again (a fresh start of the replication): still gone
             _sync_now(device)
         b.reload()
@@ -354,7 +368,8 @@ def test_two_devices_one_course_per_case(browser, app_server, couch):
         assert deleted not in _history_ids(a)
         _poll(lambda: all(leaf.get("_deleted") for leaf in _leaves_of(couch, DATABASE, f"conversation:{deleted}")),
               "every leaf of the deleted conversation deleted on the server")
-        _sync_now(a)  # A syncs again (B syncs again by its reload below): still gone, nothing adopted again
+        for device in (a, b):  # both sync again, and B reloads: still gone, nothing adopted again
+            _sync_now(device)
 
         # -- one reload of B for every case above ----------------------------------------------------
         b.reload()  # boots on sync-delete-wins (the URL's course)
@@ -364,8 +379,8 @@ def test_two_devices_one_course_per_case(browser, app_server, couch):
         assert deleted not in _history_ids(b) and _current_task(b) == kept
         assert _doc(couch, DATABASE, f"conversation:{deleted}") is None
         assert deleted not in _history_ids(a)
-        _switch(b, "linear-algebra")  # the delete on A: still gone on B
-        assert doomed not in _history_ids(b)
+        _switch(b, "linear-algebra")  # the delete on A: still gone on B, the undone one kept under its new id
+        assert _history_ids(b) == [renewed]
         _switch(b, "intro-ml")
         assert task_a in _history_ids(b)  # what came before stays
         _switch(b, "poetry-tang")  # B still has the three versions, numbered as before

@@ -387,6 +387,41 @@ async def test_a_delete_replicates_and_a_later_write_of_that_id_does_not_bring_i
     assert replica_a.docs[f"conversation:{task}"]["_deleted"] is True
 
 
+async def test_an_undo_after_the_delete_went_out_comes_back_here_under_a_new_id_that_syncs_as_any_other():
+    from app.sync.documents import doc_id_of_task
+
+    a, b, task, replica_a, replica_b, engine_a, engine_b = await _syncing_pair("s", "undone")
+    await a.archive("s", (await a.bundle(task)).messages, 1)
+    assert await a.pin(task, True) and await a.rename(task, "my name")
+    await engine_a.push(task)
+    await engine_b.remote_changed(replica_a.docs[doc_id_of_task(task)])
+    before = await a.bundle(task)
+    assert await a.delete(task)
+    await engine_a.local_changed(HistoryChange("delete", task, "s"))
+    assert await engine_b.remote_changed(replica_a.docs[doc_id_of_task(task)]) == "deleted"
+    changes = _changes(a)
+    assert await a.undo() == task
+    await engine_a.local_changed(HistoryChange("undo", task, "s"))
+    # here: back whole under a new id (name, pin, messages, turns); the deleted id stays deleted
+    (item,) = (await a.page("s")).items
+    renewed = item.taskId
+    assert renewed != task and await a.bundle(task) is None
+    after = await a.bundle(renewed)
+    assert after.meta == before.meta.model_copy(update={"taskId": renewed})
+    assert (after.messages, after.turns) == (before.messages, before.turns)
+    assert changes[1:] == [("delete", task, "s", "sync"), ("import", renewed, "s", "sync")]
+    assert replica_a.docs[doc_id_of_task(task)]["_deleted"] is True
+    # it goes out as a conversation of its own, and B keeps it as any other (never the deleted id)
+    assert await engine_b.remote_changed(replica_a.docs[doc_id_of_task(renewed)]) == "added"
+    assert await b.bundle(task) is None and (await b.bundle(renewed)).messages == before.messages
+    # its later turns sync too
+    await a.record_turn_in(renewed, ended("s", after.messages + [_user("later", "u-later"), _reply("r", "a-later")],
+                                          usage=None, model="demo", duration_ms=5, message_id="a-later"))
+    await engine_a.local_changed(HistoryChange("record", renewed, "s", written=await a.bundle(renewed)))
+    assert await engine_b.remote_changed(replica_a.docs[doc_id_of_task(renewed)]) == "remote"
+    assert [m["id"] for m in (await b.bundle(renewed)).messages][-2:] == ["u-later", "a-later"]
+
+
 async def test_documents_that_are_not_conversations_change_nothing():
     b = _device(2)
     engine = SyncEngine(b, FakeReplica(), MemoryStorage())
