@@ -850,6 +850,7 @@ EXTRA_PARTS: dict[str, str] = {
     "backup": "bench.backup",
     "firstpaint": "bench.firstpaint",
     "sync": "bench.sync",
+    "browsers": "bench.browsers",
 }
 """Further benchmark parts: ``name -> module``; each module has ``run(run: Run, *, quick: bool) -> dict``
 (figures, ratios against a baseline measured in the same page and run, and a ``goals`` dict of
