@@ -39,7 +39,7 @@ COURSE = "intro-ml"
 ROUNDS = 3
 ENGINES = ("chromium", "firefox", "webkit")
 GOALS = {"webkit": 1.5, "firefox": 1.2}
-TIMEOUT_S = 180
+TIMEOUT_S = 300
 READY = ("document.documentElement.dataset.ready === 'true'"
          " || document.documentElement.getAttribute('data-error')")
 
@@ -109,8 +109,17 @@ def _ready(page) -> dict:
         if state:
             raise RuntimeError(f"{page.name}: the app failed to start: {state}")
         if time.monotonic() > deadline:
-            raise RuntimeError(f"{page.name}: not ready after {TIMEOUT_S} s")
+            raise RuntimeError(f"{page.name}: not ready after {TIMEOUT_S} s: {_where(page)}")
         time.sleep(0.05)
+
+
+def _where(page) -> str:
+    """Where a load stands (for a timeout's message): its URL, the root's data attributes, its marks."""
+    try:
+        return json.dumps(page.js("({url: location.href, root: {...document.documentElement.dataset}, "
+                                  "marks: performance.getEntriesByType('mark').map((m) => [m.name, Math.round(m.startTime)])})"))
+    except Exception as error:  # noqa: BLE001 - a page that does not answer
+        return f"(no answer: {error})"
 
 
 def _seed(page, url: str, value: str) -> None:
