@@ -842,6 +842,7 @@ EXTRA_PARTS: dict[str, str] = {
     "longtext": "bench.longtext",
     "longsession": "bench.longsession",
     "build": "bench.build",
+    "browsers": "bench.browsers",
     "model": "bench.model",
     "stream": "bench.stream",
     "checkpoints": "bench.checkpoints",
@@ -850,7 +851,6 @@ EXTRA_PARTS: dict[str, str] = {
     "backup": "bench.backup",
     "firstpaint": "bench.firstpaint",
     "sync": "bench.sync",
-    "browsers": "bench.browsers",
 }
 """Further benchmark parts: ``name -> module``; each module has ``run(run: Run, *, quick: bool) -> dict``
 (figures, ratios against a baseline measured in the same page and run, and a ``goals`` dict of
