@@ -842,6 +842,7 @@ EXTRA_PARTS: dict[str, str] = {
     "longtext": "bench.longtext",
     "longsession": "bench.longsession",
     "build": "bench.build",
+    "browsers": "bench.browsers",
     "model": "bench.model",
     "stream": "bench.stream",
     "checkpoints": "bench.checkpoints",

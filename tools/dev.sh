@@ -66,6 +66,20 @@ setup_engines() { # Firefox ESR, WebKitGTK's driver and Xvfb (Debian's), and pup
   "$python_bin" tools/engines.py --check || "$python_bin" tools/engines.py >/dev/null
 }
 
+bench_wants_engines() { # true when the bench runs its browsers part: not --quick (which skips it), and
+  # no --only or one that names it
+  local arg only="" next=0
+  for arg in "$@"; do
+    if [ "$next" -eq 1 ]; then only="$arg"; next=0; continue; fi
+    case "$arg" in
+      --quick) return 1 ;;
+      --only) next=1 ;;
+      --only=*) only="${arg#--only=}" ;;
+    esac
+  done
+  [ -z "$only" ] || [[ ",$only," == *,browsers,* ]]
+}
+
 unit_only() { # true when every test path given is under tests/unit (no browser, no model server)
   local arg paths=0 unit=0
   for arg in "$@"; do
@@ -144,6 +158,7 @@ case "$cmd" in
     setup_runtime
     setup_venv
     setup_browser
+    if bench_wants_engines "$@"; then setup_engines tests/browsers; fi
     exec .venv/bin/python -m bench "$@"
     ;;
   *)

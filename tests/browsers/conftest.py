@@ -4,6 +4,10 @@
 - ``engine``: an ``EnginePage`` (``drivers.py``) for the session, one per engine (the tests take it
   as a parameter, ``firefox`` then ``webkit``), closed at the session's end; each starts with a fresh
   profile. ``AGENTBAR_ENGINES=firefox`` (comma-separated names) runs a subset.
+- ``fake_model_server`` (``tools/fake_openai.py``) and ``couch`` (``pouchdb-server --in-memory``): the
+  Chromium suite's fixtures, shared.
+- ``second_page``: a ``factory(name)`` of further pages (a profile of their own: another device),
+  each closed at the test's end.
 - ``shots``: the folder screenshots are written to (``test-results/engines/``, kept for a look).
 """
 
@@ -15,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.browsers.drivers import ENGINES
-from tests.e2e.conftest import app_server  # noqa: F401  (the fixture, shared)
+from tests.e2e.conftest import app_server, fake_model_server  # noqa: F401  (the fixtures, shared)
+from tests.e2e.test_sync import couch  # noqa: F401  (pouchdb-server for the module, shared)
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = [n for n in os.environ.get("AGENTBAR_ENGINES", ",".join(ENGINES)).split(",") if n]
@@ -41,6 +46,21 @@ def engine(request, _pages):
     if request.param not in _pages:
         _pages[request.param] = ENGINES[request.param]()
     return _pages[request.param]
+
+
+@pytest.fixture
+def second_page():
+    """``open(name) -> EnginePage``: a further page in engine ``name``, a fresh profile of its own
+    (another device); closed at the test's end."""
+    opened = []
+
+    def open_page(name: str):
+        opened.append(ENGINES[name]())
+        return opened[-1]
+
+    yield open_page
+    for page in opened:
+        page.close()
 
 
 @pytest.fixture(scope="session")
