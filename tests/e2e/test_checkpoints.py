@@ -22,7 +22,7 @@ from playwright.sync_api import expect
 
 from app.agent import element_count
 from tests.e2e.conftest import AgentPage
-from tests.e2e.test_core import new_conversation_button_and_counts_are_in_the_pages_locale, switch_course
+from tests.e2e.test_core import case, new_conversation_button_and_counts_are_in_the_pages_locale, switch_course
 from tests.e2e.test_history import open_file_actions
 
 
@@ -453,16 +453,6 @@ def test_versions_restores_exports_and_two_tabs_in_courses_of_one_page_across_tw
         "of three models over many epochs and explain why the validation loss rises", "/regenerate scene-2"])
 
 
-def test_no_slide_text_overflows_its_box_in_russian_own_and_regenerated_slides(agent):
-    """en-US is checked in the shared page above, zh-CN in test_history's slow Chinese tab, ar-SA with the
-    checkpoint bar's notice in test_startup's Arabic page (locale_cases). The ru-RU page also shows New
-    conversation and the counts in its locale (test_core's case)."""
-    agent.page.set_viewport_size(SLIDE_VIEWPORT)
-    agent.open(course="my-own-course", lang="ru-RU")
-    assert_no_slide_text_overflows(agent, "my-own-course", "ru-RU", ["/regenerate scene-3 сделай ярче"])
-    new_conversation_button_and_counts_are_in_the_pages_locale(agent, "ru-RU", "core-locale")
-
-
 def without_indexeddb_regenerate_works_in_memory_and_the_panel_says_so_once(agent, course: str) -> None:
     """In a page whose IndexedDB is unusable from the start (site data blocked: test_indexeddb_boot's
     first boot runs it), in ``course`` of its own: versions are made in memory, one notice says so
@@ -504,12 +494,11 @@ OPEN_FAILS_FULL = """(() => {
 """The app's database opens as far as the browser goes, then its open request fails: disk full."""
 
 
-def test_when_the_database_fails_to_open_the_panel_says_so_once_for_history_and_versions(agent):
-    """IndexedDB usable, but the app's database fails to open (QuotaExceededError): one IndexedDB notice
-    says what stays in memory, not three stacked (history unavailable, storage full, versions in
-    memory), which left one message row at 1280 x 720 (DESIGN.md §5: said once)."""
-    agent.page.add_init_script(OPEN_FAILS_FULL)
-    agent.open(course="intro-ml")
+def the_panel_says_once_that_the_database_failed_to_open_for_history_and_versions(agent) -> None:
+    """IndexedDB usable, but the app's database fails to open (QuotaExceededError, ``OPEN_FAILS_FULL``
+    at boot): one IndexedDB notice says what stays in memory, not three stacked (history unavailable,
+    storage full, versions in memory), which left one message row at 1280 x 720 (DESIGN.md §5: said
+    once). In the booted course (intro-ml)."""
     assert agent.page.wait_for_function("() => document.documentElement.dataset.history").json_value().startswith(
         "unavailable")
     agent.send("hello")
@@ -518,6 +507,25 @@ def test_when_the_database_fails_to_open_the_panel_says_so_once_for_history_and_
     settle(agent)
     expect(agent.page.locator("[data-testid=agent-notice][data-code=indexeddb-unavailable]")).to_have_count(1)
     expect(agent.page.locator("[data-testid=agent-notice]")).to_have_count(1)
+
+
+def test_a_russian_page_whose_database_fails_to_open_says_so_once_and_no_slide_text_overflows(agent):
+    """One ru-RU boot (the locale is read at boot) with the app's database failing to open: the panel
+    says so once; then, at the slides' viewport, no slide text overflows its box in Russian, own
+    (my-own-course, a course of no catalogue) and regenerated slides, and New conversation and the
+    counts are in the page's locale (test_core's case), each in a course of its own. en-US is checked
+    in the shared page above, zh-CN in test_history's slow Chinese tab, ar-SA with the checkpoint
+    bar's notice in test_startup's Arabic page (locale_cases)."""
+    agent.page.add_init_script(OPEN_FAILS_FULL)
+    agent.open(course="intro-ml", lang="ru-RU")
+    with case("the database fails to open: the panel says so once"):
+        the_panel_says_once_that_the_database_failed_to_open_for_history_and_versions(agent)
+    with case("no slide text overflows its box in Russian, own and regenerated slides"):
+        agent.page.set_viewport_size(SLIDE_VIEWPORT)
+        switch_course(agent, "my-own-course")
+        assert_no_slide_text_overflows(agent, "my-own-course", "ru-RU", ["/regenerate scene-3 сделай ярче"])
+    with case("New conversation and the counts in ru-RU"):
+        new_conversation_button_and_counts_are_in_the_pages_locale(agent, "ru-RU", "core-locale")
 
 
 def checkpoint_controls_have_accessible_names_and_work_from_the_keyboard(agent, course: str) -> None:
