@@ -117,11 +117,15 @@ def test_quota_prunes_least_recently_updated_other_threads_until_the_turn_fits(a
     assert "storage-pruned" in notice_codes(agent)
 
 
-def test_turn_that_cannot_fit_stays_in_memory_and_saving_resumes_when_space_frees(agent):
-    before = envelope({"linear-algebra": GOOD})
-    agent.seed({KEY: before})
+def turn_that_cannot_fit_stays_in_memory_and_saving_resumes_when_space_frees(agent, course: str, other: str) -> None:
+    """In a booted page whose stored value holds one small course, ``other`` (too small for pruning it
+    to make room), and no notice: the quota is filled to the brim, then ``course``, a course of its own
+    with no turn yet, gets a turn that cannot fit; it stays in memory, and saving resumes once space
+    frees. (It runs in test_hardening's full-quota page, after that test's own cases.)"""
+    switch_course(agent, course)
     agent.page.evaluate(FILL_JS, ["filler", 0])
-    agent.open(course="intro-ml")
+    before = agent.stored_raw()
+    kept = json.loads(before)["state"]["threads"][other]
     agent.send("/regenerate scene-2")
     assert agent.stored_raw() == before
     assert "storage-full" in notice_codes(agent)
@@ -130,8 +134,8 @@ def test_turn_that_cannot_fit_stays_in_memory_and_saving_resumes_when_space_free
     agent.send("space is back")
     assert "storage-full" not in notice_codes(agent)
     threads = agent.stored()["state"]["threads"]
-    assert threads["linear-algebra"] == GOOD
-    assert [m["role"] for m in threads["intro-ml"]["messages"]] == ["user", "assistant", "user", "assistant"]
+    assert threads[other] == kept
+    assert [m["role"] for m in threads[course]["messages"]] == ["user", "assistant", "user", "assistant"]
 
 
 def test_unavailable_storage_runs_in_memory_and_says_so_once(agent):
