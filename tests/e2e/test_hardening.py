@@ -13,7 +13,8 @@ import json
 from app.courses import find_course
 from tests.e2e.test_core import case, switch_course
 from tests.e2e.test_resilience import (
-    BACKUP_PREFIX, FILL_JS, KEY, backups, envelope, message_texts, notice_codes, thread, turn,
+    BACKUP_PREFIX, FILL_JS, KEY, backups, envelope, message_texts, notice_codes,
+    quota_prunes_least_recently_updated_other_threads_until_the_turn_fits, thread, turn,
     turn_that_cannot_fit_stays_in_memory_and_saving_resumes_when_space_frees)
 
 RUNNING = "() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'"
@@ -30,9 +31,10 @@ def user_texts(agent, stage_id: str) -> list[str]:
 FULL = "linear-algebra"  # the course whose fifth turn does not fit (a demo course, so the picker lists it)
 
 
-def test_a_turn_kept_in_memory_never_makes_another_courses_save_drop_its_stored_thread(agent):
-    """One boot with the quota nearly full; then, in that page, test_resilience's turn that cannot
-    fit at all (the quota filled to the brim), in a course of its own."""
+def test_a_turn_kept_in_memory_never_makes_another_courses_save_drop_its_stored_thread(agent, second_agent):
+    """One boot with the quota nearly full; then, in that page, test_resilience's quota cases, each in
+    a course of its own: a turn that cannot fit at all (the quota filled to the brim), then older
+    courses another tab wrote pruned, least recently updated first, until a turn fits."""
     eight = [m for i in range(4) for m in turn(f"full question {i}", f"full answer {i}")]
     seeded = {"intro-ml": thread(turn("intro question"), 1_000), FULL: thread(eight, 2_000)}
     agent.seed({KEY: envelope(seeded)})
@@ -60,6 +62,8 @@ def test_a_turn_kept_in_memory_never_makes_another_courses_save_drop_its_stored_
     # the stored value now holds intro-ml alone, no notice shown: test_resilience's case runs here
     with case("a turn that cannot fit stays in memory and saving resumes when space frees"):
         turn_that_cannot_fit_stays_in_memory_and_saving_resumes_when_space_frees(agent, "r-cannot-fit", "intro-ml")
+    with case("quota prunes least recently updated other threads until the turn fits"):
+        quota_prunes_least_recently_updated_other_threads_until_the_turn_fits(agent, other_tab(second_agent), "r-prune")
 
 
 # --- another tab's writes: its damaged write keeps this tab's turns (DESIGN.md §5) ----------------

@@ -102,19 +102,28 @@ UNFILL_JS = """(key) => {
 }"""
 
 
-def test_quota_prunes_least_recently_updated_other_threads_until_the_turn_fits(agent):
+def quota_prunes_least_recently_updated_other_threads_until_the_turn_fits(agent, writer, course: str) -> None:
+    """In a booted page with no turn in ``course`` (a course of its own) and no filler stored: another
+    tab (``writer``, a page of this origin that is not the app) adds three older courses to the stored
+    value, two of them bulky; the quota is then filled to the brim, and ``course``'s turn fits once the
+    least recently updated one is pruned. The filler is removed at the end. (It runs in
+    test_hardening's full-quota page, after that test's own cases.)"""
     bulk = "填充" * 20_000
     others = {
         "oldest": thread(turn(bulk), 1_000), "middle": thread(turn(bulk), 2_000), "newest": thread(turn("small"), 3_000)}
-    agent.seed({KEY: envelope(others)})
+    value = json.loads(agent.stored_raw())
+    value["state"]["threads"] = {**others, **value["state"]["threads"]}
+    writer.evaluate("([key, value]) => localStorage.setItem(key, value)",
+                    [KEY, json.dumps(value, ensure_ascii=False, separators=(",", ":"))])
     agent.page.evaluate(FILL_JS, ["filler", 0])
-    agent.open(course="intro-ml")
+    switch_course(agent, course)
     agent.send("/regenerate scene-1 with lots of elements")
     threads = agent.stored()["state"]["threads"]
     assert "oldest" not in threads
-    assert "intro-ml" in threads and "newest" in threads
+    assert course in threads and "newest" in threads
     assert threads["newest"] == others["newest"]
     assert "storage-pruned" in notice_codes(agent)
+    agent.page.evaluate(UNFILL_JS, "filler")
 
 
 def turn_that_cannot_fit_stays_in_memory_and_saving_resumes_when_space_frees(agent, course: str, other: str) -> None:
