@@ -338,17 +338,23 @@ def connection_test_warns_of_a_server_without_tools_or_without_the_model(agent, 
 
 
 def test_model_turns_in_japanese_each_case_in_its_own_course_then_one_reload(agent, fake_model, tmp_path):
-    """One page (ja-JP, the server requiring the key of the first case's settings). First, before any
+    """One page (ja-JP, the server requiring the key of the first case's settings), booted by
+    test_startup's every-status case (Python held until the painted rows are read). Then, before any
     model is set, the demo agent's cards in Japanese (locale_cases; its second boot, on intro-ml, is
     this page's). Then settings and a streamed reply, a tool call, bad tool arguments, Stop, every
     server error, Markdown, usage in history, an outgrown context; one reload checks what each
     stored; then a server without tools."""
     from tests.e2e.locale_cases import the_demo_tool_cards_read_in_the_page_locale_and_the_stored_thread_keeps_the_tools_words
 
+    from tests.e2e.test_core import case
+    from tests.e2e.test_startup import rows_of_every_status_are_painted_as_python_first_renders_them
+
     console: list[str] = []
     agent.page.on("console", lambda message: console.append(message.text))
     fake_model.required_key = KEY
-    agent.open(course="intro-ml", lang="ja-JP")
+    with case("rows of every status are painted as Python first renders them (test_startup; the page's boot)"):
+        rows_of_every_status_are_painted_as_python_first_renders_them(agent, "s-every-status", "ja-JP")
+    show_course(agent, "intro-ml")  # no turn yet: the demo agent's cases start there
     the_demo_tool_cards_read_in_the_page_locale_and_the_stored_thread_keeps_the_tools_words(agent, tmp_path)
     with in_case(agent, "settings, send, streamed reply", "m-settings") as course:
         settings_send_streamed_reply(agent, fake_model, course)

@@ -73,9 +73,9 @@ def put_record(agent, stage_id: str, text: str) -> None:
         [agent.base_url + paint_cache_key(stage_id), text])
 
 
-def record_text(messages: list[dict], locale: str = "en-US", updated_at: int = UPDATED) -> str:
+def record_text(messages: list[dict], locale: str = "en-US", updated_at: int = UPDATED, course: str = COURSE) -> str:
     t = Translator(locale)
-    return encode_record(build_record(COURSE, updated_at, deserialize_thread(messages), t, locale=locale,
+    return encode_record(build_record(course, updated_at, deserialize_thread(messages), t, locale=locale,
                                       rtl=t.rtl, title="Introduction to Machine Learning",
                                       label_keys=SHELL_KEYS))
 
@@ -258,15 +258,17 @@ def every_status() -> list[dict]:
     ])
 
 
-def test_rows_of_every_status_are_painted_as_python_first_renders_them(agent):
+def rows_of_every_status_are_painted_as_python_first_renders_them(agent, course: str, lang: str) -> None:
     """One row model draws the paint record and the panel (DESIGN.md §13, §15): a reply complete,
     stopped, failed or cut at the length limit, with text or without, and tool cards done, failed and
-    interrupted, are painted before Python starts exactly as Python's first render then draws them."""
+    interrupted, are painted before Python starts exactly as Python's first render then draws them.
+    This boots the page, on ``course`` (stored with that thread) in ``lang``: test_model's Japanese
+    page is this boot, its own cases following in other courses."""
     messages = every_status()
-    agent.seed({KEY: envelope({COURSE: {"messages": messages, "updatedAt": UPDATED}})})
-    put_record(agent, COURSE, record_text(messages, locale="ja-JP"))
+    agent.seed({KEY: envelope({course: {"messages": messages, "updatedAt": UPDATED}})})
+    put_record(agent, course, record_text(messages, locale=lang, course=course))
     held = Held(agent.page)
-    agent.page.goto(agent.url(course=COURSE, lang="ja-JP"))
+    agent.page.goto(agent.url(course=course, lang=lang))
     agent.page.wait_for_function("() => document.documentElement.dataset.painted === 'true'")
     painted = agent.page.evaluate(NORMAL_ROWS)
     agent.page.evaluate(KEEP_ROWS_AT_READY)
