@@ -104,7 +104,10 @@ def test_a_missing_damaged_or_refused_snapshot_leaves_a_normal_start(agent):
         assert agent.page.evaluate("() => document.documentElement.getAttribute('data-error')") is None
 
 
-def test_a_snapshot_that_does_not_come_in_time_is_given_up(agent):
+def boot_with_a_snapshot_that_does_not_come_in_time(agent) -> None:
+    """Boot the app (its default course, a fresh origin) with the snapshot's host answering after the
+    page's wait (10 s): the snapshot is given up and the start is a normal one. test_indexeddb's page
+    is this boot; ``a_turn_after_the_snapshot_was_given_up`` ends it."""
     def stalled(route):  # a host that answers after the page's wait (10 s)
         time.sleep(12)
         try:
@@ -117,5 +120,10 @@ def test_a_snapshot_that_does_not_come_in_time_is_given_up(agent):
     assert snapshot_state(agent) == "failed"
     assert "not here within" in agent.page.evaluate("() => document.documentElement.dataset.snapshotError")
     assert agent.page.evaluate("() => document.documentElement.getAttribute('data-error')") is None
+
+
+def a_turn_after_the_snapshot_was_given_up(agent) -> None:
+    """In the page ``boot_with_a_snapshot_that_does_not_come_in_time`` booted, with no turn yet: a turn
+    is answered."""
     agent.send("after giving the snapshot up")
     assert len(agent.messages().all()) == 2
