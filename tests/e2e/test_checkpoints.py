@@ -431,9 +431,17 @@ def deaf_agent(context, app_server):
 def test_versions_restores_exports_and_two_tabs_in_courses_of_one_page_across_two_reloads(agent, second_agent,
                                                                                           deaf_agent):
     """Every case above in one page (three boots, two more for the other tabs); then, in that page,
-    no slide text overflows in intro-ml's own and regenerated slides (en-US)."""
+    no slide text overflows in intro-ml's own and regenerated slides (en-US). The page's first boot
+    is the last of test_startup's hostile-text case (three boots, on s-hostile-text, left ready)."""
+    from tests.e2e.test_startup import (
+        a_hostile_text_stays_text_a_message_sent_before_ready_is_sent_once_a_reload_keeps_it_as_a_draft_and_a_stale_record_draws_nothing
+        as hostile_text_and_drafts_before_ready)
+
+    with case("a hostile text stays text, a message sent before ready is sent once, a reload keeps it as a draft, "
+              "a stale record draws nothing (test_startup; this page's boots)"):
+        hostile_text_and_drafts_before_ready(agent, "s-hostile-text")
     agent.page.set_viewport_size(SLIDE_VIEWPORT)
-    agent.open(course="intro-ml")
+    show(agent, "intro-ml")
     run_in_rounds(agent, [
         a_regenerated_scene_is_drawn_in_its_version_after_reload_and_can_be_diffed_and_restored,
         the_slide_shows_the_new_version_as_soon_as_the_turn_ends,

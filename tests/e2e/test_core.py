@@ -199,10 +199,14 @@ def newest_message_is_scrolled_into_view_on_load_and_after_sending(agent) -> Non
 
 
 def test_each_courses_thread_and_tool_cards_survive_one_shared_reload(agent, tmp_path):
-    """Seven cases, each in its own course of one booted page, then one reload (two boots in all).
-    ChatGPT's exports (test_import_chatgpt) are imported in that page first, in courses of their own,
-    read back after the reload, then the hostile exports run last."""
-    agent.open(course="core-keep")
+    """Seven cases, each in its own course of one booted page, then one reload. The page is booted by
+    test_startup's damaged paint records (five boots, the last one left ready on s-damaged); ChatGPT's
+    exports (test_import_chatgpt) are imported in that page first, in courses of their own, read back
+    after the reload, then the hostile exports run last."""
+    from tests.e2e.test_startup import a_damaged_record_draws_nothing_and_breaks_nothing
+
+    with case("a damaged paint record draws nothing and breaks nothing (test_startup; this page's boots)"):
+        a_damaged_record_draws_nothing_and_breaks_nothing(agent, "s-damaged")
     with case("ChatGPT exports import the current branch, report what they could not read, refuse other files"):
         chatgpt_exports_import_the_current_branch_report_what_they_could_not_read_and_refuse_other_files(
             agent, tmp_path, "c-import", "c-import-other")
@@ -241,7 +245,8 @@ def test_each_courses_thread_and_tool_cards_survive_one_shared_reload(agent, tmp
     with case("only the courses with a thread are stored"):
         assert set(agent.stored()["state"]["threads"]) == {
             "core-keep", "linear-algebra", "poetry-tang", "core-reload", "core-regenerate", "core-fail",
-            "intro-ml", "core-scroll", "c-import"}  # c-import: the imported conversation resumed there
+            "intro-ml", "core-scroll", "c-import", "s-damaged"}  # c-import: the imported conversation resumed
+        # there; s-damaged: the thread stored for test_startup's boots
     with case("ChatGPT imports are kept after the reload"):
         imports_are_kept_after_a_reload(agent, "c-import", "c-import-other")
     with case("hostile ChatGPT exports import what can be read and name the rest"):

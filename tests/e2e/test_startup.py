@@ -283,22 +283,23 @@ def rows_of_every_status_are_painted_as_python_first_renders_them(agent, course:
     assert [n[1] for n in first[-3][3:] if n[0] == "tool-card"] == ["ok", "error", "interrupted"]
 
 
-def test_a_damaged_record_draws_nothing_and_breaks_nothing(agent):
+def a_damaged_record_draws_nothing_and_breaks_nothing(agent, course: str) -> None:
     """(A stale record draws nothing either: the last boot of the test below.) The first boot also holds
-    Pyodide's module: the loading screen, then a start-up error, pass axe."""
+    Pyodide's module: the loading screen, then a start-up error, pass axe. Its boots are the first of
+    test_core's shared page, on ``course`` (stored with its thread), which is left ready."""
     messages = stored_thread(3)
-    agent.seed({KEY: envelope({COURSE: {"messages": messages, "updatedAt": UPDATED + 1}})})
+    agent.seed({KEY: envelope({course: {"messages": messages, "updatedAt": UPDATED + 1}})})
     held = Held(agent.page)
-    hostile = {"v": 1, "stageId": COURSE, "updatedAt": UPDATED + 1, "locale": "en-US", "dir": "ltr", "title": "x"}
+    hostile = {"v": 1, "stageId": course, "updatedAt": UPDATED + 1, "locale": "en-US", "dir": "ltr", "title": "x"}
     damaged_records = ["{not json", json.dumps({**hostile, "rows": [{"t": "script", "x": "window.__pwned = 1"}]}),
                        json.dumps({**hostile, "rows": [{"t": "div", "a": {"onclick": "window.__pwned = 1"}}]}),
                        json.dumps({**hostile, "rows": [{"t": "div", "c": [{"t": "img", "a": {"src": "x"}}]}]}),
                        json.dumps({**hostile, "v": 2, "rows": []})]
     for number, damaged in enumerate(damaged_records):  # each one boot: the record is read before Python
-        put_record(agent, COURSE, damaged)
+        put_record(agent, course, damaged)
         if number == 0:
             module = HeldModule(agent.page)
-            agent.page.goto(agent.url(course=COURSE))
+            agent.page.goto(agent.url(course=course))
         else:
             agent.page.reload()
         wait_checked(agent)
@@ -333,16 +334,18 @@ def assert_hostile_text_painted_as_text(agent, script: str) -> None:
     assert agent.page.evaluate("() => document.querySelectorAll('#agent-messages script, #agent-messages img').length") == 0
 
 
-def test_a_hostile_text_stays_text_a_message_sent_before_ready_is_sent_once_a_reload_keeps_it_as_a_draft_and_a_stale_record_draws_nothing(agent):
+def a_hostile_text_stays_text_a_message_sent_before_ready_is_sent_once_a_reload_keeps_it_as_a_draft_and_a_stale_record_draws_nothing(
+        agent, course: str) -> None:
     """The record painted on the first two boots (made by the app's own code, its updatedAt the stored
     thread's) holds one message whose text looks like HTML: it is painted as text, and once ready the
-    stored thread is shown. The last boot paints nothing: its record is stale."""
+    stored thread is shown. The last boot paints nothing: its record is stale. Its three boots, on
+    ``course`` (stored with its thread), are the first of test_checkpoints' shared page, left ready."""
     messages = stored_thread(2)
-    agent.seed({KEY: envelope({COURSE: {"messages": messages, "updatedAt": UPDATED}})})
+    agent.seed({KEY: envelope({course: {"messages": messages, "updatedAt": UPDATED}})})
     script = "<script>window.__pwned = 1</script><img src=x onerror='window.__pwned = 1'>"
-    put_record(agent, COURSE, record_text([{"role": "user", "content": [{"type": "text", "text": script}]}]))
+    put_record(agent, course, record_text([{"role": "user", "content": [{"type": "text", "text": script}]}], course=course))
     held = Held(agent.page)
-    agent.page.goto(agent.url(course=COURSE))
+    agent.page.goto(agent.url(course=course))
     agent.page.wait_for_function("() => document.documentElement.dataset.painted === 'true'")
     assert_hostile_text_painted_as_text(agent, script)
     field = agent.testid("agent-input")
@@ -376,14 +379,14 @@ def test_a_hostile_text_stays_text_a_message_sent_before_ready_is_sent_once_a_re
     agent.wait_idle()
     assert field.input_value() == "" and field.is_editable()
     assert user_texts(agent).count("sent before ready") == 1
-    stored = [m for m in agent.stored()["state"]["threads"][COURSE]["messages"] if m["role"] == "user"]
+    stored = [m for m in agent.stored()["state"]["threads"][course]["messages"] if m["role"] == "user"]
     assert [m["content"][0]["text"] for m in stored].count("sent before ready") == 1
 
     # A stale record draws nothing: the app's record of the thread it saved is replaced by one of the
     # thread as seeded, older than the stored thread (another tab saved since).
-    agent.page.wait_for_function(RECORD_OF_THE_STORED_THREAD, arg=[agent.base_url + paint_cache_key(COURSE), COURSE],
+    agent.page.wait_for_function(RECORD_OF_THE_STORED_THREAD, arg=[agent.base_url + paint_cache_key(course), course],
                                  polling=100)
-    put_record(agent, COURSE, record_text(messages))
+    put_record(agent, course, record_text(messages, course=course))
     held = Held(agent.page)
     agent.page.reload()  # sent once: a reload after ready sends nothing again
     wait_checked(agent)
