@@ -61,19 +61,21 @@ def test_newer_version_is_never_overwritten(agent):
     assert agent.stored_raw() == raw
 
 
-def test_version_0_value_is_migrated_and_written_back_once(agent):
-    v0 = json.dumps({"state": {"threads": {"intro-ml": {"messages": [
+def version_0_value_is_migrated_and_written_back_once(agent, course: str) -> None:
+    """Boots the page on ``course``, the only course of the version-0 value stored before it (the
+    page's writes to localStorage counted from then on): test_llama_server's page is this boot."""
+    v0 = json.dumps({"state": {"threads": {course: {"messages": [
         {"role": "user", "content": "旧的问题"}, {"role": "assistant", "content": "old answer"}]}}}, "version": 0},
         ensure_ascii=False)
     agent.seed({KEY: v0})
     agent.page.add_init_script(
         "(() => { const set = Storage.prototype.setItem; window.__writes = [];"
         " Storage.prototype.setItem = function (k, v) { window.__writes.push(k); return set.call(this, k, v); }; })()")
-    agent.open(course="intro-ml")
+    agent.open(course=course)
     assert agent.page.evaluate("window.__writes.filter(k => k === 'maic-agent-threads').length") == 1
     stored = agent.stored()
     assert stored["version"] == 1
-    assert stored["state"]["threads"]["intro-ml"] == {"messages": [
+    assert stored["state"]["threads"][course] == {"messages": [
         {"role": "user", "content": [{"type": "text", "text": "旧的问题"}]},
         {"role": "assistant", "content": [{"type": "text", "text": "old answer"}]}], "updatedAt": 0}
     assert "旧的问题" in message_texts(agent)[0]
