@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 
+from playwright.sync_api import expect
+
 from app.agent import element_count
 from tools import fake_openai
 
@@ -498,11 +500,17 @@ def remembered_key_after_a_reload_then_forgotten(agent, server, course: str) -> 
     assert "agentbar-model-key" not in stored["local"] and stored["session"]["agentbar-model-key"] == KEY
 
 
-def test_failed_and_cut_replies_cors_and_a_remembered_key_in_arabic_over_two_reloads(agent, fake_model):
-    """One page (ar-SA): a failed turn, a cut reply, a CORS refusal and a network failure, a remembered
-    key (its session cleared as in a new tab); a reload checks each, the failed turn is retried, and a
-    second reload checks the retry."""
-    agent.open(course="m-failed", lang="ar-SA")
+def test_failed_and_cut_replies_cors_and_a_remembered_key_in_arabic_over_two_reloads(agent, fake_model, tmp_path):
+    """One page (ar-SA), booted by test_startup's Arabic paint case (two boots, each case here in a course
+    of its own): a failed turn, a cut reply, a CORS refusal and a network failure, a remembered key (its
+    session cleared as in a new tab); a reload checks each, the failed turn is retried, and a second
+    reload checks the retry. Then, the demo agent chosen again, the right-to-left cases (locale_cases)."""
+    from tests.e2e.locale_cases import right_to_left_cases
+    from tests.e2e.test_core import case
+    from tests.e2e.test_startup import the_painted_thread_matches_the_live_one_in_arabic_and_python_takes_over_without_a_flash
+
+    with case("the painted thread matches the live one in Arabic, Python takes over without a flash (test_startup)"):
+        the_painted_thread_matches_the_live_one_in_arabic_and_python_takes_over_without_a_flash(agent)
     with in_case(agent, "failed turn stored", "m-failed") as course:
         live_error = failed_turn_is_stored(agent, fake_model, course)
     with in_case(agent, "cut reply", "m-cut") as course:
@@ -523,6 +531,12 @@ def test_failed_and_cut_replies_cors_and_a_remembered_key_in_arabic_over_two_rel
     agent.reload()
     with in_case(agent, "failed turn and retry after the second reload", "m-failed") as course:
         failed_turn_and_retry_after_a_second_reload(agent, fake_model, course)
+
+    agent.testid("settings-open").click()  # the demo agent again: the right-to-left cases ask it
+    agent.testid("settings-agent").select_option("demo")
+    agent.testid("settings-save").click()
+    expect(agent.testid("settings-dialog")).to_be_hidden()
+    right_to_left_cases(agent, tmp_path)
 
 
 # -- boot 3: default locale, delay=40, a Content-Security-Policy, 60 stored messages -------------------

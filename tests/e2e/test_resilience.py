@@ -192,15 +192,23 @@ def user_texts(stored_thread: dict) -> list[str]:
 
 
 def test_two_tabs_and_runs_cut_short_keep_every_finished_turn(agent, second_agent):
-    """Two tabs, then one, each case in its own course (3 boots: both tabs, one reload mid-stream):
-    an idle tab shows the other tab's turn without reload; two tabs sending on one course at once
-    keep both turns; two tabs on different courses keep both courses; a new conversation mid-run
-    discards the late output; switching course mid-run saves the reply under its own course;
-    Chinese and emoji are stored literally; a reload mid-stream loses only the in-flight turn. The
-    reload then shows what every case saved (each course switched to in the reloaded page)."""
+    """Two tabs, then one, each case in its own course (tab one is booted by test_startup's click-at-ready
+    case, four boots at delay 150 on a course of its own, linear-algebra stored beside it; then the
+    second tab's boot and one reload mid-stream): an idle tab shows the other tab's turn without
+    reload; two tabs sending on one course at once keep both turns; two tabs on different courses
+    keep both courses; a new conversation mid-run discards the late output; switching course mid-run
+    saves the reply under its own course; Chinese and emoji are stored literally; a reload mid-stream
+    loses only the in-flight turn. The reload then shows what every case saved (each course switched
+    to in the reloaded page)."""
+    from tests.e2e.test_core import case
+    from tests.e2e.test_startup import (
+        a_click_and_a_turn_at_ready_are_not_lost_then_a_reload_mid_reply_gives_the_message_back_as_a_draft as at_ready)
+
     other = thread(turn("untouched"), 1_234)
-    agent.seed({KEY: envelope({"linear-algebra": other})})
-    agent.open(course="intro-ml", delay=120)  # tab one streams slowly: the races act while its turn runs
+    # tab one streams slowly (delay 150): the races act while its turn runs
+    with case("a click and a turn at ready are not lost, a reload mid-reply gives the message back (test_startup)"):
+        at_ready(agent, "s-at-ready", {"linear-algebra": other})
+    switch_course(agent, "intro-ml")
     second_agent.open(course="intro-ml")
 
     # 1. An idle tab on the same course shows the other tab's turn without reload.

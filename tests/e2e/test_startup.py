@@ -117,10 +117,11 @@ HAS_LONE_SURROGATE = """() => [...document.querySelectorAll('[data-testid=agent-
   .filter((m) => m.textContent.includes('half \\ud800 pair')).length"""
 
 
-def test_the_painted_thread_matches_the_live_one_in_arabic_and_python_takes_over_without_a_flash(agent, tmp_path):
-    """Then, in that ar-SA page, the right-to-left cases (locale_cases; the locale is read at boot)."""
+def the_painted_thread_matches_the_live_one_in_arabic_and_python_takes_over_without_a_flash(agent) -> None:
+    """Two boots in ar-SA on intro-ml (stored with its thread, and test_ecosystem's thread of every card
+    status in a course of its own), the page left ready: test_model's Arabic page goes on in it, its
+    own cases and reloads, then the right-to-left cases (locale_cases; the locale is read at boot)."""
     from tests.e2e.test_ecosystem import ALL_STATUSES, CARDS_COURSE
-    from tests.e2e.locale_cases import right_to_left_cases
 
     # One stored text holds a lone surrogate: the store keeps it exactly; writing the paint record of
     # it once raised in pydantic's encoder, so no record was written.
@@ -161,8 +162,6 @@ def test_the_painted_thread_matches_the_live_one_in_arabic_and_python_takes_over
     assert min(f[0] for f in frames) == 40, frames  # never an empty or half-drawn log
     assert max(f[1] for f in frames) <= 1, frames  # kept at its newest message throughout
     assert agent.testid("history-open").is_enabled()
-
-    right_to_left_cases(agent, tmp_path)
 
 
 class HeldModule:
@@ -428,15 +427,18 @@ CLICK_HISTORY_AT_READY = """() => new Promise((resolve) => {
 })"""
 
 
-def test_a_click_and_a_turn_at_ready_are_not_lost_then_a_reload_mid_reply_gives_the_message_back_as_a_draft(agent):
+def a_click_and_a_turn_at_ready_are_not_lost_then_a_reload_mid_reply_gives_the_message_back_as_a_draft(
+        agent, course: str, others: dict) -> None:
     """DESIGN.md §13: history's modules load after ready, in slices. The history button clicked at the
     moment of ready (history not loaded yet; the click lands on its icon, as a mouse's does) opens the
     drawer once it is; a turn sent then is recorded in history (the recorder's queue waits for it): its
     conversation is listed, with its turn meta.
     Then, in that page, DESIGN.md §4: a refresh mid-stream loses the in-flight turn (nothing is written
-    mid-stream); the message it answered comes back in the composer instead of vanishing."""
-    agent.seed({KEY: envelope({COURSE: {"messages": stored_thread(2), "updatedAt": UPDATED}})})
-    agent.page.goto(agent.url(course=COURSE, delay=150))
+    mid-stream); the message it answered comes back in the composer instead of vanishing.
+    Four boots at delay 150 on ``course`` (stored with its thread, beside ``others``: course id → stored
+    thread), the page left ready: test_resilience's two-tab page goes on in it."""
+    agent.seed({KEY: envelope({course: {"messages": stored_thread(2), "updatedAt": UPDATED}, **others})})
+    agent.page.goto(agent.url(course=course, delay=150))
     assert agent.page.evaluate(CLICK_HISTORY_AT_READY) is True  # clicked while history was still loading
     field = agent.testid("agent-input")
     field.fill("sent at ready")
