@@ -3,6 +3,11 @@
 Python is held back by holding the app wheel's response (``hold_python``), so "before ready"
 is a state the test controls, not a race. Records are made by the same pure code the app
 uses (``app.paint.build_record``) and put into Cache Storage, or written by the app itself.
+
+Each case here boots the page itself, on a course of its own, and leaves it ready: it is the
+start of another test's page, whose own cases then run in it (no boot of their own): the Arabic
+paint and the every-status rows in test_model's pages, the damaged records in test_core's, the
+hostile text and drafts in test_checkpoints', the click at ready in test_resilience's two-tab page.
 """
 
 from __future__ import annotations
