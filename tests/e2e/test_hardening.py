@@ -12,6 +12,7 @@ import json
 
 from app.courses import find_course
 from tests.e2e.test_core import case, switch_course
+from tests.e2e.test_snapshot import a_missing_damaged_or_refused_snapshot_leaves_a_normal_start
 from tests.e2e.test_resilience import (
     BACKUP_PREFIX, FILL_JS, KEY, backups, envelope, message_texts, notice_codes,
     quota_prunes_least_recently_updated_other_threads_until_the_turn_fits, thread, turn,
@@ -286,9 +287,14 @@ def first_save_splices_and_another_tabs_save_is_read_as_a_change(agent, second_a
     stored_raw = agent.stored_raw()
     assert stored_raw.startswith(raw[: raw.index('"intro-ml"')])
     assert stored_raw.endswith(raw[raw.index(',"z-course"'):])
-    second_agent.open(course="z-course")
+    # the other tab's boots: test_snapshot's five (on a course of its own), the last one left ready
+    with case("a missing, damaged or refused snapshot leaves a normal start (test_snapshot; the other tab's boots)"):
+        a_missing_damaged_or_refused_snapshot_leaves_a_normal_start(second_agent, "s-snapshot")
+    switch_course(second_agent, "z-course")
+    read = "() => window.__calls.filter(([name]) => name === 'readChanges').length"
+    before = agent.page.evaluate(read)  # the other tab's snapshot turns were read as changes too
     second_agent.send(f"from the other tab {emoji}")
-    agent.page.wait_for_function("() => window.__calls.some(([name]) => name === 'readChanges')")
+    agent.page.wait_for_function(f"() => ({read})() > {before}")
     calls = bridge_calls(agent)
     assert "get" not in calls and "set" not in calls
     agent.send(f"after the other tab {emoji}")
@@ -327,8 +333,9 @@ def another_tabs_damaged_write_keeps_this_tabs_turns_and_the_next_save_writes_th
 
 
 def test_another_tabs_save_clear_and_damaged_write_are_each_followed_by_this_tab(agent, second_agent):
-    """Two app tabs booted once each (and this one reloaded once); the clear, then the damaged write,
-    each in a course of its own, after the splice case (which needs the seeded value at boot)."""
+    """Two app tabs (this one booted once and reloaded once, the other booted by test_snapshot's five
+    snapshot cases); the clear, then the damaged write, each in a course of its own, after the splice
+    case (which needs the seeded value at boot)."""
     with case("first save splices, another tab's save is read as a change"):
         first_save_splices_and_another_tabs_save_is_read_as_a_change(agent, second_agent)
     with case("another tab's clear of storage"):

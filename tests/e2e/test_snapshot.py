@@ -58,7 +58,10 @@ def test_a_restored_interpreter_has_this_browsers_zone_and_language_and_its_own_
         context.close()
 
 
-def test_a_missing_damaged_or_refused_snapshot_leaves_a_normal_start(agent):
+def a_missing_damaged_or_refused_snapshot_leaves_a_normal_start(agent, course: str) -> None:
+    """One boot per snapshot case, each on ``course`` (a course of its own, with no turn yet), each
+    boot also showing the turns the boots before it saved; the snapshot's routes are removed at the
+    end, the page left ready: it is test_hardening's second tab (another tab of the splice case)."""
     agent.page.goto(f"{agent.base_url}static/icons/agentbar.svg")
     real = bytes(agent.page.evaluate("async () => Array.from(new Uint8Array(await (await fetch("
                                      "'static/vendor/pyodide/snapshot.bin.gz')).arrayBuffer()).slice(0, 1 << 20))"))
@@ -91,7 +94,7 @@ def test_a_missing_damaged_or_refused_snapshot_leaves_a_normal_start(agent):
         agent.page.route(SNAPSHOT, answering(body, headers))
         if headers:
             agent.page.route("**/pyodide.asm.mjs", late)
-        agent.open()
+        agent.open(course=course)
         agent.page.unroute("**/pyodide.asm.mjs")
         assert snapshot_state(agent) == expected
         if expected == "failed":
@@ -102,6 +105,7 @@ def test_a_missing_damaged_or_refused_snapshot_leaves_a_normal_start(agent):
         assert len(agent.messages().all()) == 2 * (turn + 1)  # every earlier turn still there
         # a failure seen before Pyodide asked for the bytes is not the page's start-up error
         assert agent.page.evaluate("() => document.documentElement.getAttribute('data-error')") is None
+    agent.page.unroute(SNAPSHOT)
 
 
 def boot_with_a_snapshot_that_does_not_come_in_time(agent) -> None:
