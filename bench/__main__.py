@@ -250,6 +250,10 @@ class Run:
     def __init__(self, browser, base: str) -> None:
         self.browser = browser
         self.base = base
+        self.floor_loads: list[dict] = []
+        """The Pyodide floor page's loads of the start-up part in this run (``{"cold", "reload"}`` ms,
+        navigation → ``html[data-ready]``, each in a fresh context): ``--quick``'s firstpaint part takes
+        its floor from here instead of loading the same page again."""
 
     def context(self):
         context = self.browser.new_context()
@@ -313,11 +317,18 @@ PAGES = {
 }
 
 
-def bench_startup(run: Run, loads: int, seed_value: str) -> dict:
+QUICK_PAGES = ("app", "floor_pyodide")
+"""``--quick``'s start-up pages: the app and the floor its goal is a ratio to (PyScript's floor, a
+second baseline for the py:progress table, is the full run's)."""
+
+
+def bench_startup(run: Run, loads: int, seed_value: str, pages=tuple(PAGES)) -> dict:
+    """Cold load and reload of each of ``pages`` (names of ``PAGES``), ``loads`` interleaved rounds,
+    each load in a fresh context: ready times (ms), bytes, py:progress, ratios to the Pyodide floor."""
     samples = {name: {"cold": [], "reload": [], "cold_bytes": [], "cold_wire": [], "reload_bytes": [],
-                      "reload_wire": [], "progress": [], "py_ready": [], "py_done": []} for name in PAGES}
+                      "reload_wire": [], "progress": [], "py_ready": [], "py_done": []} for name in pages}
     for i in range(loads):
-        order = list(PAGES) if i % 2 == 0 else list(reversed(PAGES))
+        order = list(pages) if i % 2 == 0 else list(reversed(pages))
         for name in order:
             context = run.context()
             page = context.new_page()
@@ -342,8 +353,11 @@ def bench_startup(run: Run, loads: int, seed_value: str) -> dict:
             s["reload_bytes"].append(meter.body)
             s["reload_wire"].append(meter.wire)
             context.close()
-        print(f"  start-up load {i + 1}/{loads}: " + ", ".join(f"{n} {samples[n]['cold'][-1]:.0f} ms" for n in PAGES),
+        print(f"  start-up load {i + 1}/{loads}: " + ", ".join(f"{n} {samples[n]['cold'][-1]:.0f} ms" for n in pages),
               flush=True)
+    if "floor_pyodide" in samples:
+        run.floor_loads = [{"cold": c, "reload": r} for c, r in
+                           zip(samples["floor_pyodide"]["cold"], samples["floor_pyodide"]["reload"])]
     out = {}
     for name, s in samples.items():
         out[name] = {
@@ -812,7 +826,7 @@ def print_report(result: dict) -> None:
             print(f"  {fmt(t, nd=0):>8}  {name}" + (f"  [{d:.1f} ms" + (f", {calls:.0f} calls" if calls else "") + "]" if d else ""))
     if st and st["app"]["progress_median"]:
         print("\npy:progress (median ms from navigation): app | PyScript floor")
-        floor = dict(st["floor_pyscript"]["progress_median"])
+        floor = dict((st.get("floor_pyscript") or {}).get("progress_median") or [])  # --quick: not loaded
         for label, t in st["app"]["progress_median"]:
             print(f"  {label:<40}{t:8.0f}{fmt(floor.get(label), nd=0):>10}")
     print_times(result)
@@ -875,8 +889,9 @@ def main(argv: list[str] | None = None) -> int:
     from playwright.sync_api import sync_playwright
 
     ensure_runtime()
-    # --quick proves each part runs (QUICK_BUDGET_S in all): one start-up round, one save row (its
-    # steady and cross-tab paths, step split, cProfile and heavy turn), the full rows' sizes otherwise
+    # --quick proves each part runs (QUICK_BUDGET_S in all): one start-up round of the app and its
+    # floor, one save row (its steady and cross-tab paths, step split, cProfile and heavy turn), the
+    # full rows' sizes otherwise
     loads = 1 if args.quick else 9
     save_reps = 1 if args.quick else 9
     baseline_reps = 5 if args.quick else 9
@@ -926,7 +941,8 @@ def main(argv: list[str] | None = None) -> int:
 
             if "startup" in parts:
                 part("start-up")
-                result["startup"] = measured("start-up", lambda: bench_startup(run, loads, startup_seed))
+                result["startup"] = measured("start-up", lambda: bench_startup(
+                    run, loads, startup_seed, QUICK_PAGES if args.quick else tuple(PAGES)))
                 done("start-up")
             if "quota" in parts:
                 part("quota")

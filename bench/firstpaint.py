@@ -16,7 +16,11 @@ Ratios: first paint / floor ready (goal ≤ 0.15), app ready / floor ready (≤ 
 reload / floor reload (≤ 0.8), each the median of per-round ratios.
 
 ``--quick``: one round; the archive's reload and the imports' measure go on in the app round's
-context (the full run boots a context for each).
+context (the full run boots a context for each); the floor's loads are the start-up part's of the same
+run when it ran (``Run.floor_loads``: the same page, navigation → ready in a fresh context, cold and
+reload), not loaded again; the heartbeat watches ``QUICK_IDLE_S`` after ready
+instead of ``IDLE_S``, the page without its snapshot is loaded cold only (no reload), and the imports
+are timed in one pair instead of three.
 
 **Phases** of the cold app load (medians, ms from navigation): resource timing of
 ``pyodide.asm.wasm`` (fetch), ``WebAssembly.instantiate*`` wrapped by the init script
@@ -44,6 +48,9 @@ ROOT = Path(__file__).resolve().parent.parent
 COURSE = "intro-ml"
 GOALS = {"paint_ratio_max": 0.15, "ready_ratio_max": 1.05, "reload_ratio_max": 0.8, "longtask_ms_max": 50}
 IDLE_S = 4.0
+QUICK_IDLE_S = 1.5
+"""``--quick``'s heartbeat window after ready (s): it proves the probe runs; the full run's ``IDLE_S``
+gives the figure."""
 APP = "index.html?" + urlencode({"course": COURSE, "delay": 0})
 FLOOR = "bench/pages/floor-pyodide.html"
 
@@ -117,6 +124,11 @@ PUT_RECORD = """async ([url, text]) => {
 }"""
 
 
+def _ms(value) -> str:
+    """``value`` ms as the report prints it, or ``—`` when it was not measured (``None``)."""
+    return "—" if value is None else f"{value:.0f} ms"
+
+
 def _median(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
@@ -137,9 +149,10 @@ def paint_record(seed_updated_at: int) -> str:
                                       bar_summary=t("checkpoints.summaryNone")))
 
 
-def _context(run):
+def _context(run, idle_s: float = IDLE_S):
+    """A fresh context with the timing init script; its heartbeat runs ``idle_s`` seconds from ready."""
     context = run.browser.new_context()
-    context.add_init_script(INIT.replace("t.idleMs", str(int(IDLE_S * 1000))))
+    context.add_init_script(INIT.replace("t.idleMs", str(int(idle_s * 1000))))
     context.set_default_timeout(90_000)
     return context
 
@@ -178,26 +191,29 @@ def _seed_app(run, page, seed: str, record: str) -> None:
     page.evaluate(PUT_RECORD, [run.base + "paint/" + COURSE, record])
 
 
-def _cold_and_reload(run, path: str, seeded: tuple[str, str] | None = None) -> dict:
+def _cold_and_reload(run, path: str, seeded: tuple[str, str] | None = None, reload: bool = True) -> dict:
     """``path`` in a fresh context (``seeded``: the app's ``(seed, record)`` put there first): navigation
-    → ready, then a reload → ready (ms). The floor's round, and the app's without its interpreter
-    snapshot (``APP`` with ``&snapshot=off``)."""
+    → ready, then a reload → ready (ms; ``reload`` false: the cold load alone, its reload ``None``).
+    The floor's round, and the app's without its interpreter snapshot (``APP`` with ``&snapshot=off``)."""
     context = _context(run)
     page = context.new_page()
     if seeded is not None:
         _seed_app(run, page, *seeded)
     page.goto(run.base + path)
     cold = _wait(page, "ready")["ready"]
-    page.reload()
-    reload = _wait(page, "ready")["ready"]
+    again = None
+    if reload:
+        page.reload()
+        again = _wait(page, "ready")["ready"]
     context.close()
-    return {"cold": cold, "reload": reload}
+    return {"cold": cold, "reload": again}
 
 
-def _app_round(run, seed: str, record: str, keep: bool = False) -> dict:
-    """The app's cold load and reload in a fresh context (``seed`` and ``record`` put there first);
-    ``keep``: the context is left open, its page in the result's ``page`` (the quick run goes on in it)."""
-    context = _context(run)
+def _app_round(run, seed: str, record: str, keep: bool = False, idle_s: float = IDLE_S) -> dict:
+    """The app's cold load and reload in a fresh context (``seed`` and ``record`` put there first), the
+    longest task watched ``idle_s`` seconds from each ready; ``keep``: the context is left open, its page
+    in the result's ``page`` (the quick run goes on in it)."""
+    context = _context(run, idle_s)
     page = context.new_page()
     _seed_app(run, page, seed, record)
     page.goto(run.base + APP)
@@ -310,7 +326,7 @@ def hide(on):
             a.rename(b)
 sys.dont_write_bytecode = True
 out = {"pyc": [], "source": [], "modules": len(names), "pyc_files": sum(len(list(c.glob("*.pyc"))) for c in caches)}
-for _ in range(3):
+for _ in range(PAIRS):
     hide(False); out["pyc"].append(reimport())
     hide(True); out["source"].append(reimport())
 hide(False)
@@ -318,9 +334,9 @@ json.dumps(out)
 """
 
 
-def import_cost(run, page=None) -> dict:
-    """Fresh imports of every app module from precompiled bytecode vs from source (ms, 3 pairs), in a
-    page of its own, or in ``page`` (ready and idle: the quick run's, closed here)."""
+def import_cost(run, page=None, pairs: int = 3) -> dict:
+    """Fresh imports of every app module from precompiled bytecode vs from source (ms, ``pairs`` pairs),
+    in a page of its own, or in ``page`` (ready and idle: the quick run's, closed here)."""
     import json
 
     from bench.scripts import RUN_PY
@@ -333,7 +349,7 @@ def import_cost(run, page=None) -> dict:
         _wait_idle(page)
     else:
         context = page.context
-    out = json.loads(page.evaluate(RUN_PY, IMPORT_PY))
+    out = json.loads(page.evaluate(RUN_PY, IMPORT_PY.replace("PAIRS", str(int(pairs)))))
     context.close()
     out["ratio"] = _median(out["pyc"]) / _median(out["source"]) if out["source"] else None
     return out
@@ -345,18 +361,20 @@ def run(run, *, quick: bool) -> dict:
     seed = data.envelope(threads)
     record = paint_record(data.BASE_TIME + list(threads).index(COURSE))
     floor, app, plain = [], [], []
+    # --quick: the floor as the start-up part measured it in this run (the same page, the same measure)
+    shared_floor = list(getattr(run, "floor_loads", None) or [])[:rounds] if quick else []
     for i in range(rounds):
         for name in (("floor", "app", "plain") if i % 2 == 0 else ("plain", "app", "floor")):
             if name == "floor":
-                floor.append(_cold_and_reload(run, FLOOR))
+                floor.append(shared_floor[i] if i < len(shared_floor) else _cold_and_reload(run, FLOOR))
             elif name == "app":
-                app.append(_app_round(run, seed, record, keep=quick))
-            else:
-                plain.append(_cold_and_reload(run, APP + "&snapshot=off", (seed, record)))
+                app.append(_app_round(run, seed, record, keep=quick, idle_s=QUICK_IDLE_S if quick else IDLE_S))
+            else:  # --quick: its cold load alone (what the snapshot saves at start-up; the reload is the full run's)
+                plain.append(_cold_and_reload(run, APP + "&snapshot=off", (seed, record), reload=not quick))
         print(f"  firstpaint round {i + 1}/{rounds}: floor {floor[-1]['cold']:.0f} ms, app painted "
               f"{app[-1]['painted']:.0f} ms, ready {app[-1]['cold']:.0f} ms, reload {app[-1]['reload']:.0f} ms "
               f"(floor {floor[-1]['reload']:.0f}); longest task after ready {app[-1]['longest_task_ms']:.0f} ms; "
-              f"without the snapshot ready {plain[-1]['cold']:.0f} ms, reload {plain[-1]['reload']:.0f} ms", flush=True)
+              f"without the snapshot ready {plain[-1]['cold']:.0f} ms, reload {_ms(plain[-1]['reload'])}", flush=True)
     pair = lambda key_a, key_b: _median([a[key_a] / f[key_b] for a, f in zip(app, floor)])  # noqa: E731
     reloads, stored, versions_each = (1, 200, 10) if quick else (3, 1000, 50)
     # --quick: the archive's reload and the imports go on in the app round's page (no boot of their own)
@@ -366,6 +384,7 @@ def run(run, *, quick: bool) -> dict:
     archive_longest = max(archive["longest_task_ms"])
     result = {
         "rounds": rounds, "stored_utf16": data.utf16_len(seed), "record_chars": len(record),
+        "floor_from_startup_part": bool(shared_floor),
         "floor": floor, "app": [{k: v for k, v in a.items() if not k.endswith("phases")} for a in app],
         "floor_ready_ms_median": _median([f["cold"] for f in floor]),
         "floor_reload_ms_median": _median([f["reload"] for f in floor]),
@@ -378,11 +397,12 @@ def run(run, *, quick: bool) -> dict:
         "plain": plain, "plain_ready_ms_median": _median([p["cold"] for p in plain]),
         "plain_reload_ms_median": _median([p["reload"] for p in plain]),
         "plain_ready_ratio": _median([p["cold"] / f["cold"] for p, f in zip(plain, floor)]),
-        "plain_reload_ratio": _median([p["reload"] / f["reload"] for p, f in zip(plain, floor)]),
+        "plain_reload_ratio": _median([p["reload"] / f["reload"] for p, f in zip(plain, floor) if p["reload"] is not None]),
         "snapshot_used": sorted({a["phases"].get("snapshot") or "none" for a in app}),
         "phases": _phase_table([a["phases"] for a in app]),
         "reload_phases": _phase_table([a["reload_phases"] for a in app]),
-        "longest_task_ms": longest, "archive": archive, "imports": import_cost(run, page=shared),
+        "longest_task_ms": longest, "archive": archive, "imports": import_cost(run, page=shared, pairs=1 if quick else 3),
+        "idle_s": QUICK_IDLE_S if quick else IDLE_S,
     }
     result["goals"] = {
         "first paint / floor ready": {"value": result["paint_ratio"], "limit": GOALS["paint_ratio_max"],
@@ -414,8 +434,13 @@ def report(f: dict) -> None:
                  ("without the snapshot: reload → ready", f["plain_reload_ms_median"], f["floor_reload_ms_median"],
                   f["plain_reload_ratio"])]
     for name, a, b, r in rows:
+        if a is None or r is None:  # --quick: the page without its snapshot is not reloaded
+            print(f"  {name:<44}{'—':>13}{b:>9.0f} ms{'—':>8}")
+            continue
         print(f"  {name:<44}{a:>10.0f} ms{b:>9.0f} ms{r:>8.3f}")
     print(f"  interpreter snapshot (html[data-snapshot]) on the app's loads: {', '.join(f.get('snapshot_used') or [])}")
+    if f.get("floor_from_startup_part"):
+        print("  (--quick: the floor's loads are the start-up part's in this run, not loaded again)")
     print(f"  phases (medians, ms){'':<60}{'cold':>8}{'reload':>8}")
     for row, again in zip(f["phases"], f["reload_phases"]):
         cells = ["—" if r["ms_median"] is None else f"{r['ms_median']:.0f}" for r in (row, again)]
@@ -429,6 +454,6 @@ def report(f: dict) -> None:
           + ", ".join(f"{x:.0f}" for x in c["pyc"]) + " ms; from source " + ", ".join(f"{x:.0f}" for x in c["source"])
           + f" ms (ratio {c['ratio']:.2f})")
     a = f["archive"]
-    print(f"  longest main-thread task, ready → idle ({IDLE_S:.0f} s): {f['longest_task_ms']:.0f} ms; with "
+    print(f"  longest main-thread task, ready → idle ({f.get('idle_s', IDLE_S):g} s): {f['longest_task_ms']:.0f} ms; with "
           f"{a['conversations']} conversations and {a['versions']} versions stored: "
           + ", ".join(f"{x:.0f}" for x in a["longest_task_ms"]) + " ms")

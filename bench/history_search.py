@@ -1,6 +1,7 @@
 """Bench part ``historysearch`` (DESIGN.md §14): ``bash tools/dev.sh bench --only historysearch [--quick]``.
 
-One course of N conversations (10,000 × 10 turns = 100,000 turns; 500 with ``--quick``) is written
+One course of N conversations (10,000 × 10 turns = 100,000 turns; 200 with ``--quick``, which proves
+the part runs) is written
 straight into IndexedDB in the app's record shapes as version 1 stored them (``search`` records
 without the index's ``terms``), then, in the same page:
 
@@ -166,7 +167,7 @@ def _title_search(run, page) -> dict:
 
 
 def run(run, *, quick: bool) -> dict:
-    n, turns = (500, 10) if quick else (10_000, 10)
+    n, turns = (200, 10) if quick else (10_000, 10)
     reps = 1 if quick else 3
     figures: dict = {"conversations": n, "turns_each": turns, "repetitions": reps}
     context = run.context()

@@ -1,8 +1,8 @@
 """Bench part ``sync`` (DESIGN.md §16): ``bash tools/dev.sh bench --only sync [--quick]``.
 
 A ``pouchdb-server --in-memory`` (``tools/couchdb_server.py``) holds one database of N conversation
-documents in the app's shape (``app.sync.documents.conversation_doc``; 10,000 × 10 turns, 500 with
-``--quick``; the texts of ``bench.history.SEED_JS``), written with ``_bulk_docs`` in batches. Then:
+documents in the app's shape (``app.sync.documents.conversation_doc``; 10,000 × 10 turns, 200 with
+``--quick``, which proves the part runs; the texts of ``bench.history.SEED_JS``), written with ``_bulk_docs`` in batches. Then:
 
 - **app**: a fresh browser context with the app, sync turned on to that database through the
   settings dialog (``sync-enabled``, ``sync-url``, ``sync-database``, ``settings-save``): the time
@@ -345,7 +345,7 @@ def bench_history_only(run, n: int, turns: int) -> dict:
 def run(run, *, quick: bool) -> dict:
     from tools import couchdb_server
 
-    n, turns = (500, 10) if quick else (10_000, 10)
+    n, turns = (200, 10) if quick else (10_000, 10)
     timeout_s = 600.0 if quick else 3600.0
     figures: dict = {"conversations": n, "turns_each": turns}
     t0 = time.time()

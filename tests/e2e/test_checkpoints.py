@@ -22,7 +22,7 @@ from playwright.sync_api import expect
 
 from app.agent import element_count
 from tests.e2e.conftest import AgentPage
-from tests.e2e.test_core import new_conversation_button_and_counts_are_in_the_pages_locale, switch_course
+from tests.e2e.test_core import case, new_conversation_button_and_counts_are_in_the_pages_locale, switch_course
 from tests.e2e.test_history import open_file_actions
 
 
@@ -431,9 +431,17 @@ def deaf_agent(context, app_server):
 def test_versions_restores_exports_and_two_tabs_in_courses_of_one_page_across_two_reloads(agent, second_agent,
                                                                                           deaf_agent):
     """Every case above in one page (three boots, two more for the other tabs); then, in that page,
-    no slide text overflows in intro-ml's own and regenerated slides (en-US)."""
+    no slide text overflows in intro-ml's own and regenerated slides (en-US). The page's first boot
+    is the last of test_startup's hostile-text case (three boots, on s-hostile-text, left ready)."""
+    from tests.e2e.test_startup import (
+        a_hostile_text_stays_text_a_message_sent_before_ready_is_sent_once_a_reload_keeps_it_as_a_draft_and_a_stale_record_draws_nothing
+        as hostile_text_and_drafts_before_ready)
+
+    with case("a hostile text stays text, a message sent before ready is sent once, a reload keeps it as a draft, "
+              "a stale record draws nothing (test_startup; this page's boots)"):
+        hostile_text_and_drafts_before_ready(agent, "s-hostile-text")
     agent.page.set_viewport_size(SLIDE_VIEWPORT)
-    agent.open(course="intro-ml")
+    show(agent, "intro-ml")
     run_in_rounds(agent, [
         a_regenerated_scene_is_drawn_in_its_version_after_reload_and_can_be_diffed_and_restored,
         the_slide_shows_the_new_version_as_soon_as_the_turn_ends,
@@ -451,16 +459,6 @@ def test_versions_restores_exports_and_two_tabs_in_courses_of_one_page_across_tw
     assert_no_slide_text_overflows(agent, "intro-ml", "en-US", [
         "/regenerate scene-1 make it clearer, add a chart; compare the learning curves "
         "of three models over many epochs and explain why the validation loss rises", "/regenerate scene-2"])
-
-
-def test_no_slide_text_overflows_its_box_in_russian_own_and_regenerated_slides(agent):
-    """en-US is checked in the shared page above, zh-CN in test_history's slow Chinese tab, ar-SA with the
-    checkpoint bar's notice in test_startup's Arabic page (locale_cases). The ru-RU page also shows New
-    conversation and the counts in its locale (test_core's case)."""
-    agent.page.set_viewport_size(SLIDE_VIEWPORT)
-    agent.open(course="my-own-course", lang="ru-RU")
-    assert_no_slide_text_overflows(agent, "my-own-course", "ru-RU", ["/regenerate scene-3 сделай ярче"])
-    new_conversation_button_and_counts_are_in_the_pages_locale(agent, "ru-RU", "core-locale")
 
 
 def without_indexeddb_regenerate_works_in_memory_and_the_panel_says_so_once(agent, course: str) -> None:
@@ -504,12 +502,11 @@ OPEN_FAILS_FULL = """(() => {
 """The app's database opens as far as the browser goes, then its open request fails: disk full."""
 
 
-def test_when_the_database_fails_to_open_the_panel_says_so_once_for_history_and_versions(agent):
-    """IndexedDB usable, but the app's database fails to open (QuotaExceededError): one IndexedDB notice
-    says what stays in memory, not three stacked (history unavailable, storage full, versions in
-    memory), which left one message row at 1280 x 720 (DESIGN.md §5: said once)."""
-    agent.page.add_init_script(OPEN_FAILS_FULL)
-    agent.open(course="intro-ml")
+def the_panel_says_once_that_the_database_failed_to_open_for_history_and_versions(agent) -> None:
+    """IndexedDB usable, but the app's database fails to open (QuotaExceededError, ``OPEN_FAILS_FULL``
+    at boot): one IndexedDB notice says what stays in memory, not three stacked (history unavailable,
+    storage full, versions in memory), which left one message row at 1280 x 720 (DESIGN.md §5: said
+    once). In the booted course (intro-ml)."""
     assert agent.page.wait_for_function("() => document.documentElement.dataset.history").json_value().startswith(
         "unavailable")
     agent.send("hello")
@@ -518,6 +515,25 @@ def test_when_the_database_fails_to_open_the_panel_says_so_once_for_history_and_
     settle(agent)
     expect(agent.page.locator("[data-testid=agent-notice][data-code=indexeddb-unavailable]")).to_have_count(1)
     expect(agent.page.locator("[data-testid=agent-notice]")).to_have_count(1)
+
+
+def test_a_russian_page_whose_database_fails_to_open_says_so_once_and_no_slide_text_overflows(agent):
+    """One ru-RU boot (the locale is read at boot) with the app's database failing to open: the panel
+    says so once; then, at the slides' viewport, no slide text overflows its box in Russian, own
+    (my-own-course, a course of no catalogue) and regenerated slides, and New conversation and the
+    counts are in the page's locale (test_core's case), each in a course of its own. en-US is checked
+    in the shared page above, zh-CN in test_history's slow Chinese tab, ar-SA with the checkpoint
+    bar's notice in test_startup's Arabic page (locale_cases)."""
+    agent.page.add_init_script(OPEN_FAILS_FULL)
+    agent.open(course="intro-ml", lang="ru-RU")
+    with case("the database fails to open: the panel says so once"):
+        the_panel_says_once_that_the_database_failed_to_open_for_history_and_versions(agent)
+    with case("no slide text overflows its box in Russian, own and regenerated slides"):
+        agent.page.set_viewport_size(SLIDE_VIEWPORT)
+        switch_course(agent, "my-own-course")
+        assert_no_slide_text_overflows(agent, "my-own-course", "ru-RU", ["/regenerate scene-3 сделай ярче"])
+    with case("New conversation and the counts in ru-RU"):
+        new_conversation_button_and_counts_are_in_the_pages_locale(agent, "ru-RU", "core-locale")
 
 
 def checkpoint_controls_have_accessible_names_and_work_from_the_keyboard(agent, course: str) -> None:

@@ -13,6 +13,9 @@ from playwright.sync_api import expect
 
 from app.agent import element_count as regenerate_element_count
 from app.i18n import LOCALES, Translator, resolve_locale
+from tests.e2e.test_import_chatgpt import (
+    chatgpt_exports_import_the_current_branch_report_what_they_could_not_read_and_refuse_other_files,
+    hostile_exports_import_what_can_be_read_name_the_rest_and_leave_the_page_its_turn, imports_are_kept_after_a_reload)
 from tools.cldr_numbers import CldrNumbers, cldr_numbers
 
 NEW_CONVERSATION = {
@@ -195,9 +198,19 @@ def newest_message_is_scrolled_into_view_on_load_and_after_sending(agent) -> Non
     assert agent.page.evaluate(SCROLLED_TO_END)
 
 
-def test_each_courses_thread_and_tool_cards_survive_one_shared_reload(agent):
-    """Seven cases, each in its own course of one booted page, then one reload (two boots in all)."""
-    agent.open(course="core-keep")
+def test_each_courses_thread_and_tool_cards_survive_one_shared_reload(agent, tmp_path):
+    """Seven cases, each in its own course of one booted page, then one reload. The page is booted by
+    test_startup's damaged paint records (five boots, the last one left ready on s-damaged); ChatGPT's
+    exports (test_import_chatgpt) are imported in that page first, in courses of their own, read back
+    after the reload, then the hostile exports run last."""
+    from tests.e2e.test_startup import a_damaged_record_draws_nothing_and_breaks_nothing
+
+    with case("a damaged paint record draws nothing and breaks nothing (test_startup; this page's boots)"):
+        a_damaged_record_draws_nothing_and_breaks_nothing(agent, "s-damaged")
+    with case("ChatGPT exports import the current branch, report what they could not read, refuse other files"):
+        chatgpt_exports_import_the_current_branch_report_what_they_could_not_read_and_refuse_other_files(
+            agent, tmp_path, "c-import", "c-import-other")
+    switch_course(agent, "core-keep")
     with case("new conversation"):
         new_conversation_is_hidden_on_an_empty_thread_and_clears_only_its_course(agent)
     with case("two courses in the picker"):
@@ -232,7 +245,12 @@ def test_each_courses_thread_and_tool_cards_survive_one_shared_reload(agent):
     with case("only the courses with a thread are stored"):
         assert set(agent.stored()["state"]["threads"]) == {
             "core-keep", "linear-algebra", "poetry-tang", "core-reload", "core-regenerate", "core-fail",
-            "intro-ml", "core-scroll"}
+            "intro-ml", "core-scroll", "c-import", "s-damaged"}  # c-import: the imported conversation resumed
+        # there; s-damaged: the thread stored for test_startup's boots
+    with case("ChatGPT imports are kept after the reload"):
+        imports_are_kept_after_a_reload(agent, "c-import", "c-import-other")
+    with case("hostile ChatGPT exports import what can be read and name the rest"):
+        hostile_exports_import_what_can_be_read_name_the_rest_and_leave_the_page_its_turn(agent, tmp_path)
 
 
 # Each catalogue's label and plural forms are unit-proven for all eight locales (tests/unit/test_i18n.py);

@@ -12,8 +12,11 @@ import json
 
 from app.courses import find_course
 from tests.e2e.test_core import case, switch_course
+from tests.e2e.test_snapshot import a_missing_damaged_or_refused_snapshot_leaves_a_normal_start
 from tests.e2e.test_resilience import (
-    BACKUP_PREFIX, FILL_JS, KEY, backups, envelope, message_texts, notice_codes, thread, turn)
+    BACKUP_PREFIX, FILL_JS, KEY, backups, envelope, message_texts, notice_codes,
+    quota_prunes_least_recently_updated_other_threads_until_the_turn_fits, thread, turn,
+    turn_that_cannot_fit_stays_in_memory_and_saving_resumes_when_space_frees)
 
 RUNNING = "() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'"
 
@@ -29,7 +32,10 @@ def user_texts(agent, stage_id: str) -> list[str]:
 FULL = "linear-algebra"  # the course whose fifth turn does not fit (a demo course, so the picker lists it)
 
 
-def test_a_turn_kept_in_memory_never_makes_another_courses_save_drop_its_stored_thread(agent):
+def test_a_turn_kept_in_memory_never_makes_another_courses_save_drop_its_stored_thread(agent, second_agent):
+    """One boot with the quota nearly full; then, in that page, test_resilience's quota cases, each in
+    a course of its own: a turn that cannot fit at all (the quota filled to the brim), then older
+    courses another tab wrote pruned, least recently updated first, until a turn fits."""
     eight = [m for i in range(4) for m in turn(f"full question {i}", f"full answer {i}")]
     seeded = {"intro-ml": thread(turn("intro question"), 1_000), FULL: thread(eight, 2_000)}
     agent.seed({KEY: envelope(seeded)})
@@ -54,6 +60,11 @@ def test_a_turn_kept_in_memory_never_makes_another_courses_save_drop_its_stored_
     agent.page.wait_for_function("() => !document.querySelector('[data-testid=agent-notice]')")
     assert notice_codes(agent) == []
     assert FULL not in agent.stored()["state"]["threads"]
+    # the stored value now holds intro-ml alone, no notice shown: test_resilience's case runs here
+    with case("a turn that cannot fit stays in memory and saving resumes when space frees"):
+        turn_that_cannot_fit_stays_in_memory_and_saving_resumes_when_space_frees(agent, "r-cannot-fit", "intro-ml")
+    with case("quota prunes least recently updated other threads until the turn fits"):
+        quota_prunes_least_recently_updated_other_threads_until_the_turn_fits(agent, other_tab(second_agent), "r-prune")
 
 
 # --- another tab's writes: its damaged write keeps this tab's turns (DESIGN.md §5) ----------------
@@ -276,9 +287,14 @@ def first_save_splices_and_another_tabs_save_is_read_as_a_change(agent, second_a
     stored_raw = agent.stored_raw()
     assert stored_raw.startswith(raw[: raw.index('"intro-ml"')])
     assert stored_raw.endswith(raw[raw.index(',"z-course"'):])
-    second_agent.open(course="z-course")
+    # the other tab's boots: test_snapshot's five (on a course of its own), the last one left ready
+    with case("a missing, damaged or refused snapshot leaves a normal start (test_snapshot; the other tab's boots)"):
+        a_missing_damaged_or_refused_snapshot_leaves_a_normal_start(second_agent, "s-snapshot")
+    switch_course(second_agent, "z-course")
+    read = "() => window.__calls.filter(([name]) => name === 'readChanges').length"
+    before = agent.page.evaluate(read)  # the other tab's snapshot turns were read as changes too
     second_agent.send(f"from the other tab {emoji}")
-    agent.page.wait_for_function("() => window.__calls.some(([name]) => name === 'readChanges')")
+    agent.page.wait_for_function(f"() => ({read})() > {before}")
     calls = bridge_calls(agent)
     assert "get" not in calls and "set" not in calls
     agent.send(f"after the other tab {emoji}")
@@ -317,8 +333,9 @@ def another_tabs_damaged_write_keeps_this_tabs_turns_and_the_next_save_writes_th
 
 
 def test_another_tabs_save_clear_and_damaged_write_are_each_followed_by_this_tab(agent, second_agent):
-    """Two app tabs booted once each (and this one reloaded once); the clear, then the damaged write,
-    each in a course of its own, after the splice case (which needs the seeded value at boot)."""
+    """Two app tabs (this one booted once and reloaded once, the other booted by test_snapshot's five
+    snapshot cases); the clear, then the damaged write, each in a course of its own, after the splice
+    case (which needs the seeded value at boot)."""
     with case("first save splices, another tab's save is read as a change"):
         first_save_splices_and_another_tabs_save_is_read_as_a_change(agent, second_agent)
     with case("another tab's clear of storage"):

@@ -1,6 +1,7 @@
 """ChatGPT's data export imported in Chromium (DESIGN.md §14 "Import from other tools",
-``[data-testid=import-chatgpt]``): one page (booted once, reloaded once), every case after the
-other; the hostile exports last, in a course of their own."""
+``[data-testid=import-chatgpt]``): the cases run in test_core's page (booted once, reloaded once:
+``test_each_courses_thread_and_tool_cards_survive_one_shared_reload``), each in a course of its own,
+every case after the other; the hostile exports last, in a course of their own."""
 
 from __future__ import annotations
 
@@ -50,9 +51,12 @@ def choose(agent, path, control: str = "import-chatgpt", kind: str = "import-cha
     return status(agent, kind)
 
 
-def test_chatgpt_exports_import_the_current_branch_report_what_they_could_not_read_and_refuse_other_files(
-        agent, tmp_path):
-    agent.open(course="intro-ml")
+def chatgpt_exports_import_the_current_branch_report_what_they_could_not_read_and_refuse_other_files(
+        agent, tmp_path, course: str, other_course: str) -> None:
+    """In ``course``, a course of its own with no conversation yet (switched to in the booted page),
+    ``other_course`` the second course of the TS original's value imported last; the drawer is closed at the
+    end. What a reload keeps: ``imports_are_kept_after_a_reload``."""
+    show_course(agent, course)
     assert wait_history(agent) == "ready"
     listing = open_list(agent)
 
@@ -142,29 +146,32 @@ def test_chatgpt_exports_import_the_current_branch_report_what_they_could_not_re
                            {"role": "assistant", "content": [{"type": "text", "text": "original answer"}]}],
               "updatedAt": T0 * 1000}
     original = tmp_path / "maic-agent-threads.json"
-    original.write_text(json.dumps({"state": {"threads": {"intro-ml": thread, "linear-algebra": thread,
+    original.write_text(json.dumps({"state": {"threads": {course: thread, other_course: thread,
                                                           "empty": {"messages": [], "updatedAt": 1}}},
                                     "version": 1}), encoding="utf-8")
     said = choose(agent, original, "import-json", "import")
     assert (said["result"], said["imported"], said["skipped"]) == ("ok", "2", "1"), said
     agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 6")
     assert agent.page.locator("[data-testid=history-item]", has_text="original question").count() == 1
+    agent.testid("history-close").click()
 
-    # kept: after a reload the imported conversations are still listed, the other course's in its own
-    agent.reload()
+
+def imports_are_kept_after_a_reload(agent, course: str, other: str) -> None:
+    """After a reload of the page (whatever course it booted on), ``course``'s imported conversations
+    are still listed, and ``other``'s in its own course."""
     wait_history(agent)
+    show_course(agent, course)
     open_list(agent)
     agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 6")
     agent.testid("history-close").click()
-    agent.page.evaluate("() => { history.pushState({}, '', '?course=linear-algebra&delay=0');"
-                        " dispatchEvent(new PopStateEvent('popstate')); }")  # the course switched in place
-    agent.page.wait_for_function("() => document.querySelector('[data-testid=course-select]').value === 'linear-algebra'")
+    agent.page.evaluate("id => { const url = new URL(location.href); url.searchParams.set('course', id);"
+                        " history.pushState({}, '', url.href); dispatchEvent(new PopStateEvent('popstate')); }",
+                        other)  # the course switched in place
+    agent.page.wait_for_function("id => document.querySelector('[data-testid=course-select]').value === id", arg=other)
     open_list(agent)
     item = agent.page.locator("[data-testid=history-item]", has_text="original question")
     item.wait_for()
     assert len(item_ids(agent)) == 1
-
-    hostile_exports_import_what_can_be_read_name_the_rest_and_leave_the_page_its_turn(agent, tmp_path)
 
 
 def long_conversation(cid: str, title: str, turns: int) -> dict:

@@ -260,7 +260,9 @@ def version_1_is_upgraded_past_another_tab_and_its_conversations_are_indexed(pag
 
 def test_indexeddb_layer_and_its_failures_in_one_page(agent, second_agent):
     """Independent checks on the real IndexedDB, one booted page (none breaks the database at boot;
-    a second tab, no app in it, is the other tab): the boot reports a working IndexedDB; records
+    it is test_snapshot's boot with a snapshot that does not come in time, given up for a normal
+    start, whose turn ends the test; a second tab, no app in it, is the other tab): the boot reports
+    a working IndexedDB; records
     round-trip in order and an aborted transaction writes nothing; over the quota a write writes
     nothing; ``open`` throwing is unavailable; an open request failing in a later event leaves
     every call failing cleanly; another tab holding an older version blocks the open until it
@@ -268,7 +270,11 @@ def test_indexeddb_layer_and_its_failures_in_one_page(agent, second_agent):
     reported; a big object crosses to JavaScript in slices. The quota first, on the freshly booted
     page; every later check on a database deleted before it (fresh_database), each breakage undone
     before the next check."""
-    agent.open()
+    from tests.e2e.test_core import case
+    from tests.e2e.test_snapshot import a_turn_after_the_snapshot_was_given_up, boot_with_a_snapshot_that_does_not_come_in_time
+
+    with case("a snapshot that does not come in time is given up (test_snapshot)"):
+        boot_with_a_snapshot_that_does_not_come_in_time(agent)
     working_indexeddb_is_reported_available_without_notice(agent)
     quota_exceeded_writes_nothing(agent.page, agent.base_url)  # first: the usage it measures is the page's own
     fresh_database(agent.page)
@@ -282,3 +288,5 @@ def test_indexeddb_layer_and_its_failures_in_one_page(agent, second_agent):
     versionchange_from_another_tab_closes_and_says_so_then_deletion_is_reported(agent.page, second_agent.page)
     version_1_is_upgraded_past_another_tab_and_its_conversations_are_indexed(agent.page, second_agent.page,
                                                                              agent.base_url)
+    with case("a turn after the snapshot was given up (test_snapshot)"):
+        a_turn_after_the_snapshot_was_given_up(agent)

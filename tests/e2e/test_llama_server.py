@@ -220,9 +220,14 @@ def cors_refusal_names_the_servers_switch(agent, server) -> None:
 
 
 def test_every_kind_of_llama_server_in_one_page_each_in_its_own_course(agent, llama):
-    """One boot: a streamed reply with the server's model and usage, Stop, a tool call, a context
-    outgrown, a server admitting another origin only, a server without templates (last)."""
-    agent.open(course="intro-ml")
+    """One boot, test_resilience's version-0 value migrated at it (in a course of its own): a streamed
+    reply with the server's model and usage, Stop, a tool call, a context outgrown, a server admitting
+    another origin only, a server without templates (last)."""
+    from tests.e2e.test_core import case
+    from tests.e2e.test_resilience import version_0_value_is_migrated_and_written_back_once
+
+    with case("a version 0 value is migrated and written back once (test_resilience; the page's boot)"):
+        version_0_value_is_migrated_and_written_back_once(agent, "r-version-0")
     with in_case(agent, "plain: streamed reply, model, token counts", "intro-ml"):
         streamed_reply_shows_the_servers_model_and_token_counts(agent, llama("plain"))
     with in_case(agent, "endless: Stop ends the request", "l-endless") as course:

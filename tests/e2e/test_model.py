@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 
+from playwright.sync_api import expect
+
 from app.agent import element_count
 from tools import fake_openai
 
@@ -338,17 +340,23 @@ def connection_test_warns_of_a_server_without_tools_or_without_the_model(agent, 
 
 
 def test_model_turns_in_japanese_each_case_in_its_own_course_then_one_reload(agent, fake_model, tmp_path):
-    """One page (ja-JP, the server requiring the key of the first case's settings). First, before any
+    """One page (ja-JP, the server requiring the key of the first case's settings), booted by
+    test_startup's every-status case (Python held until the painted rows are read). Then, before any
     model is set, the demo agent's cards in Japanese (locale_cases; its second boot, on intro-ml, is
     this page's). Then settings and a streamed reply, a tool call, bad tool arguments, Stop, every
     server error, Markdown, usage in history, an outgrown context; one reload checks what each
     stored; then a server without tools."""
     from tests.e2e.locale_cases import the_demo_tool_cards_read_in_the_page_locale_and_the_stored_thread_keeps_the_tools_words
 
+    from tests.e2e.test_core import case
+    from tests.e2e.test_startup import rows_of_every_status_are_painted_as_python_first_renders_them
+
     console: list[str] = []
     agent.page.on("console", lambda message: console.append(message.text))
     fake_model.required_key = KEY
-    agent.open(course="intro-ml", lang="ja-JP")
+    with case("rows of every status are painted as Python first renders them (test_startup; the page's boot)"):
+        rows_of_every_status_are_painted_as_python_first_renders_them(agent, "s-every-status", "ja-JP")
+    show_course(agent, "intro-ml")  # no turn yet: the demo agent's cases start there
     the_demo_tool_cards_read_in_the_page_locale_and_the_stored_thread_keeps_the_tools_words(agent, tmp_path)
     with in_case(agent, "settings, send, streamed reply", "m-settings") as course:
         settings_send_streamed_reply(agent, fake_model, course)
@@ -492,11 +500,17 @@ def remembered_key_after_a_reload_then_forgotten(agent, server, course: str) -> 
     assert "agentbar-model-key" not in stored["local"] and stored["session"]["agentbar-model-key"] == KEY
 
 
-def test_failed_and_cut_replies_cors_and_a_remembered_key_in_arabic_over_two_reloads(agent, fake_model):
-    """One page (ar-SA): a failed turn, a cut reply, a CORS refusal and a network failure, a remembered
-    key (its session cleared as in a new tab); a reload checks each, the failed turn is retried, and a
-    second reload checks the retry."""
-    agent.open(course="m-failed", lang="ar-SA")
+def test_failed_and_cut_replies_cors_and_a_remembered_key_in_arabic_over_two_reloads(agent, fake_model, tmp_path):
+    """One page (ar-SA), booted by test_startup's Arabic paint case (two boots, each case here in a course
+    of its own): a failed turn, a cut reply, a CORS refusal and a network failure, a remembered key (its
+    session cleared as in a new tab); a reload checks each, the failed turn is retried, and a second
+    reload checks the retry. Then, the demo agent chosen again, the right-to-left cases (locale_cases)."""
+    from tests.e2e.locale_cases import right_to_left_cases
+    from tests.e2e.test_core import case
+    from tests.e2e.test_startup import the_painted_thread_matches_the_live_one_in_arabic_and_python_takes_over_without_a_flash
+
+    with case("the painted thread matches the live one in Arabic, Python takes over without a flash (test_startup)"):
+        the_painted_thread_matches_the_live_one_in_arabic_and_python_takes_over_without_a_flash(agent)
     with in_case(agent, "failed turn stored", "m-failed") as course:
         live_error = failed_turn_is_stored(agent, fake_model, course)
     with in_case(agent, "cut reply", "m-cut") as course:
@@ -517,6 +531,12 @@ def test_failed_and_cut_replies_cors_and_a_remembered_key_in_arabic_over_two_rel
     agent.reload()
     with in_case(agent, "failed turn and retry after the second reload", "m-failed") as course:
         failed_turn_and_retry_after_a_second_reload(agent, fake_model, course)
+
+    agent.testid("settings-open").click()  # the demo agent again: the right-to-left cases ask it
+    agent.testid("settings-agent").select_option("demo")
+    agent.testid("settings-save").click()
+    expect(agent.testid("settings-dialog")).to_be_hidden()
+    right_to_left_cases(agent, tmp_path)
 
 
 # -- boot 3: default locale, delay=40, a Content-Security-Policy, 60 stored messages -------------------

@@ -61,19 +61,21 @@ def test_newer_version_is_never_overwritten(agent):
     assert agent.stored_raw() == raw
 
 
-def test_version_0_value_is_migrated_and_written_back_once(agent):
-    v0 = json.dumps({"state": {"threads": {"intro-ml": {"messages": [
+def version_0_value_is_migrated_and_written_back_once(agent, course: str) -> None:
+    """Boots the page on ``course``, the only course of the version-0 value stored before it (the
+    page's writes to localStorage counted from then on): test_llama_server's page is this boot."""
+    v0 = json.dumps({"state": {"threads": {course: {"messages": [
         {"role": "user", "content": "旧的问题"}, {"role": "assistant", "content": "old answer"}]}}}, "version": 0},
         ensure_ascii=False)
     agent.seed({KEY: v0})
     agent.page.add_init_script(
         "(() => { const set = Storage.prototype.setItem; window.__writes = [];"
         " Storage.prototype.setItem = function (k, v) { window.__writes.push(k); return set.call(this, k, v); }; })()")
-    agent.open(course="intro-ml")
+    agent.open(course=course)
     assert agent.page.evaluate("window.__writes.filter(k => k === 'maic-agent-threads').length") == 1
     stored = agent.stored()
     assert stored["version"] == 1
-    assert stored["state"]["threads"]["intro-ml"] == {"messages": [
+    assert stored["state"]["threads"][course] == {"messages": [
         {"role": "user", "content": [{"type": "text", "text": "旧的问题"}]},
         {"role": "assistant", "content": [{"type": "text", "text": "old answer"}]}], "updatedAt": 0}
     assert "旧的问题" in message_texts(agent)[0]
@@ -102,26 +104,39 @@ UNFILL_JS = """(key) => {
 }"""
 
 
-def test_quota_prunes_least_recently_updated_other_threads_until_the_turn_fits(agent):
+def quota_prunes_least_recently_updated_other_threads_until_the_turn_fits(agent, writer, course: str) -> None:
+    """In a booted page with no turn in ``course`` (a course of its own) and no filler stored: another
+    tab (``writer``, a page of this origin that is not the app) adds three older courses to the stored
+    value, two of them bulky; the quota is then filled to the brim, and ``course``'s turn fits once the
+    least recently updated one is pruned. The filler is removed at the end. (It runs in
+    test_hardening's full-quota page, after that test's own cases.)"""
     bulk = "填充" * 20_000
     others = {
         "oldest": thread(turn(bulk), 1_000), "middle": thread(turn(bulk), 2_000), "newest": thread(turn("small"), 3_000)}
-    agent.seed({KEY: envelope(others)})
+    value = json.loads(agent.stored_raw())
+    value["state"]["threads"] = {**others, **value["state"]["threads"]}
+    writer.evaluate("([key, value]) => localStorage.setItem(key, value)",
+                    [KEY, json.dumps(value, ensure_ascii=False, separators=(",", ":"))])
     agent.page.evaluate(FILL_JS, ["filler", 0])
-    agent.open(course="intro-ml")
+    switch_course(agent, course)
     agent.send("/regenerate scene-1 with lots of elements")
     threads = agent.stored()["state"]["threads"]
     assert "oldest" not in threads
-    assert "intro-ml" in threads and "newest" in threads
+    assert course in threads and "newest" in threads
     assert threads["newest"] == others["newest"]
     assert "storage-pruned" in notice_codes(agent)
+    agent.page.evaluate(UNFILL_JS, "filler")
 
 
-def test_turn_that_cannot_fit_stays_in_memory_and_saving_resumes_when_space_frees(agent):
-    before = envelope({"linear-algebra": GOOD})
-    agent.seed({KEY: before})
+def turn_that_cannot_fit_stays_in_memory_and_saving_resumes_when_space_frees(agent, course: str, other: str) -> None:
+    """In a booted page whose stored value holds one small course, ``other`` (too small for pruning it
+    to make room), and no notice: the quota is filled to the brim, then ``course``, a course of its own
+    with no turn yet, gets a turn that cannot fit; it stays in memory, and saving resumes once space
+    frees. (It runs in test_hardening's full-quota page, after that test's own cases.)"""
+    switch_course(agent, course)
     agent.page.evaluate(FILL_JS, ["filler", 0])
-    agent.open(course="intro-ml")
+    before = agent.stored_raw()
+    kept = json.loads(before)["state"]["threads"][other]
     agent.send("/regenerate scene-2")
     assert agent.stored_raw() == before
     assert "storage-full" in notice_codes(agent)
@@ -130,8 +145,8 @@ def test_turn_that_cannot_fit_stays_in_memory_and_saving_resumes_when_space_free
     agent.send("space is back")
     assert "storage-full" not in notice_codes(agent)
     threads = agent.stored()["state"]["threads"]
-    assert threads["linear-algebra"] == GOOD
-    assert [m["role"] for m in threads["intro-ml"]["messages"]] == ["user", "assistant", "user", "assistant"]
+    assert threads[other] == kept
+    assert [m["role"] for m in threads[course]["messages"]] == ["user", "assistant", "user", "assistant"]
 
 
 def test_unavailable_storage_runs_in_memory_and_says_so_once(agent):
@@ -177,15 +192,23 @@ def user_texts(stored_thread: dict) -> list[str]:
 
 
 def test_two_tabs_and_runs_cut_short_keep_every_finished_turn(agent, second_agent):
-    """Two tabs, then one, each case in its own course (3 boots: both tabs, one reload mid-stream):
-    an idle tab shows the other tab's turn without reload; two tabs sending on one course at once
-    keep both turns; two tabs on different courses keep both courses; a new conversation mid-run
-    discards the late output; switching course mid-run saves the reply under its own course;
-    Chinese and emoji are stored literally; a reload mid-stream loses only the in-flight turn. The
-    reload then shows what every case saved (each course switched to in the reloaded page)."""
+    """Two tabs, then one, each case in its own course (tab one is booted by test_startup's click-at-ready
+    case, four boots at delay 150 on a course of its own, linear-algebra stored beside it; then the
+    second tab's boot and one reload mid-stream): an idle tab shows the other tab's turn without
+    reload; two tabs sending on one course at once keep both turns; two tabs on different courses
+    keep both courses; a new conversation mid-run discards the late output; switching course mid-run
+    saves the reply under its own course; Chinese and emoji are stored literally; a reload mid-stream
+    loses only the in-flight turn. The reload then shows what every case saved (each course switched
+    to in the reloaded page)."""
+    from tests.e2e.test_core import case
+    from tests.e2e.test_startup import (
+        a_click_and_a_turn_at_ready_are_not_lost_then_a_reload_mid_reply_gives_the_message_back_as_a_draft as at_ready)
+
     other = thread(turn("untouched"), 1_234)
-    agent.seed({KEY: envelope({"linear-algebra": other})})
-    agent.open(course="intro-ml", delay=120)  # tab one streams slowly: the races act while its turn runs
+    # tab one streams slowly (delay 150): the races act while its turn runs
+    with case("a click and a turn at ready are not lost, a reload mid-reply gives the message back (test_startup)"):
+        at_ready(agent, "s-at-ready", {"linear-algebra": other})
+    switch_course(agent, "intro-ml")
     second_agent.open(course="intro-ml")
 
     # 1. An idle tab on the same course shows the other tab's turn without reload.

@@ -58,7 +58,10 @@ def test_a_restored_interpreter_has_this_browsers_zone_and_language_and_its_own_
         context.close()
 
 
-def test_a_missing_damaged_or_refused_snapshot_leaves_a_normal_start(agent):
+def a_missing_damaged_or_refused_snapshot_leaves_a_normal_start(agent, course: str) -> None:
+    """One boot per snapshot case, each on ``course`` (a course of its own, with no turn yet), each
+    boot also showing the turns the boots before it saved; the snapshot's routes are removed at the
+    end, the page left ready: it is test_hardening's second tab (another tab of the splice case)."""
     agent.page.goto(f"{agent.base_url}static/icons/agentbar.svg")
     real = bytes(agent.page.evaluate("async () => Array.from(new Uint8Array(await (await fetch("
                                      "'static/vendor/pyodide/snapshot.bin.gz')).arrayBuffer()).slice(0, 1 << 20))"))
@@ -91,7 +94,7 @@ def test_a_missing_damaged_or_refused_snapshot_leaves_a_normal_start(agent):
         agent.page.route(SNAPSHOT, answering(body, headers))
         if headers:
             agent.page.route("**/pyodide.asm.mjs", late)
-        agent.open()
+        agent.open(course=course)
         agent.page.unroute("**/pyodide.asm.mjs")
         assert snapshot_state(agent) == expected
         if expected == "failed":
@@ -102,9 +105,13 @@ def test_a_missing_damaged_or_refused_snapshot_leaves_a_normal_start(agent):
         assert len(agent.messages().all()) == 2 * (turn + 1)  # every earlier turn still there
         # a failure seen before Pyodide asked for the bytes is not the page's start-up error
         assert agent.page.evaluate("() => document.documentElement.getAttribute('data-error')") is None
+    agent.page.unroute(SNAPSHOT)
 
 
-def test_a_snapshot_that_does_not_come_in_time_is_given_up(agent):
+def boot_with_a_snapshot_that_does_not_come_in_time(agent) -> None:
+    """Boot the app (its default course, a fresh origin) with the snapshot's host answering after the
+    page's wait (10 s): the snapshot is given up and the start is a normal one. test_indexeddb's page
+    is this boot; ``a_turn_after_the_snapshot_was_given_up`` ends it."""
     def stalled(route):  # a host that answers after the page's wait (10 s)
         time.sleep(12)
         try:
@@ -117,5 +124,10 @@ def test_a_snapshot_that_does_not_come_in_time_is_given_up(agent):
     assert snapshot_state(agent) == "failed"
     assert "not here within" in agent.page.evaluate("() => document.documentElement.dataset.snapshotError")
     assert agent.page.evaluate("() => document.documentElement.getAttribute('data-error')") is None
+
+
+def a_turn_after_the_snapshot_was_given_up(agent) -> None:
+    """In the page ``boot_with_a_snapshot_that_does_not_come_in_time`` booted, with no turn yet: a turn
+    is answered."""
     agent.send("after giving the snapshot up")
     assert len(agent.messages().all()) == 2

@@ -3,6 +3,11 @@
 Python is held back by holding the app wheel's response (``hold_python``), so "before ready"
 is a state the test controls, not a race. Records are made by the same pure code the app
 uses (``app.paint.build_record``) and put into Cache Storage, or written by the app itself.
+
+Each case here boots the page itself, on a course of its own, and leaves it ready: it is the
+start of another test's page, whose own cases then run in it (no boot of their own): the Arabic
+paint and the every-status rows in test_model's pages, the damaged records in test_core's, the
+hostile text and drafts in test_checkpoints', the click at ready in test_resilience's two-tab page.
 """
 
 from __future__ import annotations
@@ -73,9 +78,9 @@ def put_record(agent, stage_id: str, text: str) -> None:
         [agent.base_url + paint_cache_key(stage_id), text])
 
 
-def record_text(messages: list[dict], locale: str = "en-US", updated_at: int = UPDATED) -> str:
+def record_text(messages: list[dict], locale: str = "en-US", updated_at: int = UPDATED, course: str = COURSE) -> str:
     t = Translator(locale)
-    return encode_record(build_record(COURSE, updated_at, deserialize_thread(messages), t, locale=locale,
+    return encode_record(build_record(course, updated_at, deserialize_thread(messages), t, locale=locale,
                                       rtl=t.rtl, title="Introduction to Machine Learning",
                                       label_keys=SHELL_KEYS))
 
@@ -117,10 +122,11 @@ HAS_LONE_SURROGATE = """() => [...document.querySelectorAll('[data-testid=agent-
   .filter((m) => m.textContent.includes('half \\ud800 pair')).length"""
 
 
-def test_the_painted_thread_matches_the_live_one_in_arabic_and_python_takes_over_without_a_flash(agent, tmp_path):
-    """Then, in that ar-SA page, the right-to-left cases (locale_cases; the locale is read at boot)."""
+def the_painted_thread_matches_the_live_one_in_arabic_and_python_takes_over_without_a_flash(agent) -> None:
+    """Two boots in ar-SA on intro-ml (stored with its thread, and test_ecosystem's thread of every card
+    status in a course of its own), the page left ready: test_model's Arabic page goes on in it, its
+    own cases and reloads, then the right-to-left cases (locale_cases; the locale is read at boot)."""
     from tests.e2e.test_ecosystem import ALL_STATUSES, CARDS_COURSE
-    from tests.e2e.locale_cases import right_to_left_cases
 
     # One stored text holds a lone surrogate: the store keeps it exactly; writing the paint record of
     # it once raised in pydantic's encoder, so no record was written.
@@ -161,8 +167,6 @@ def test_the_painted_thread_matches_the_live_one_in_arabic_and_python_takes_over
     assert min(f[0] for f in frames) == 40, frames  # never an empty or half-drawn log
     assert max(f[1] for f in frames) <= 1, frames  # kept at its newest message throughout
     assert agent.testid("history-open").is_enabled()
-
-    right_to_left_cases(agent, tmp_path)
 
 
 class HeldModule:
@@ -258,15 +262,17 @@ def every_status() -> list[dict]:
     ])
 
 
-def test_rows_of_every_status_are_painted_as_python_first_renders_them(agent):
+def rows_of_every_status_are_painted_as_python_first_renders_them(agent, course: str, lang: str) -> None:
     """One row model draws the paint record and the panel (DESIGN.md §13, §15): a reply complete,
     stopped, failed or cut at the length limit, with text or without, and tool cards done, failed and
-    interrupted, are painted before Python starts exactly as Python's first render then draws them."""
+    interrupted, are painted before Python starts exactly as Python's first render then draws them.
+    This boots the page, on ``course`` (stored with that thread) in ``lang``: test_model's Japanese
+    page is this boot, its own cases following in other courses."""
     messages = every_status()
-    agent.seed({KEY: envelope({COURSE: {"messages": messages, "updatedAt": UPDATED}})})
-    put_record(agent, COURSE, record_text(messages, locale="ja-JP"))
+    agent.seed({KEY: envelope({course: {"messages": messages, "updatedAt": UPDATED}})})
+    put_record(agent, course, record_text(messages, locale=lang, course=course))
     held = Held(agent.page)
-    agent.page.goto(agent.url(course=COURSE, lang="ja-JP"))
+    agent.page.goto(agent.url(course=course, lang=lang))
     agent.page.wait_for_function("() => document.documentElement.dataset.painted === 'true'")
     painted = agent.page.evaluate(NORMAL_ROWS)
     agent.page.evaluate(KEEP_ROWS_AT_READY)
@@ -281,22 +287,23 @@ def test_rows_of_every_status_are_painted_as_python_first_renders_them(agent):
     assert [n[1] for n in first[-3][3:] if n[0] == "tool-card"] == ["ok", "error", "interrupted"]
 
 
-def test_a_damaged_record_draws_nothing_and_breaks_nothing(agent):
+def a_damaged_record_draws_nothing_and_breaks_nothing(agent, course: str) -> None:
     """(A stale record draws nothing either: the last boot of the test below.) The first boot also holds
-    Pyodide's module: the loading screen, then a start-up error, pass axe."""
+    Pyodide's module: the loading screen, then a start-up error, pass axe. Its boots are the first of
+    test_core's shared page, on ``course`` (stored with its thread), which is left ready."""
     messages = stored_thread(3)
-    agent.seed({KEY: envelope({COURSE: {"messages": messages, "updatedAt": UPDATED + 1}})})
+    agent.seed({KEY: envelope({course: {"messages": messages, "updatedAt": UPDATED + 1}})})
     held = Held(agent.page)
-    hostile = {"v": 1, "stageId": COURSE, "updatedAt": UPDATED + 1, "locale": "en-US", "dir": "ltr", "title": "x"}
+    hostile = {"v": 1, "stageId": course, "updatedAt": UPDATED + 1, "locale": "en-US", "dir": "ltr", "title": "x"}
     damaged_records = ["{not json", json.dumps({**hostile, "rows": [{"t": "script", "x": "window.__pwned = 1"}]}),
                        json.dumps({**hostile, "rows": [{"t": "div", "a": {"onclick": "window.__pwned = 1"}}]}),
                        json.dumps({**hostile, "rows": [{"t": "div", "c": [{"t": "img", "a": {"src": "x"}}]}]}),
                        json.dumps({**hostile, "v": 2, "rows": []})]
     for number, damaged in enumerate(damaged_records):  # each one boot: the record is read before Python
-        put_record(agent, COURSE, damaged)
+        put_record(agent, course, damaged)
         if number == 0:
             module = HeldModule(agent.page)
-            agent.page.goto(agent.url(course=COURSE))
+            agent.page.goto(agent.url(course=course))
         else:
             agent.page.reload()
         wait_checked(agent)
@@ -331,16 +338,18 @@ def assert_hostile_text_painted_as_text(agent, script: str) -> None:
     assert agent.page.evaluate("() => document.querySelectorAll('#agent-messages script, #agent-messages img').length") == 0
 
 
-def test_a_hostile_text_stays_text_a_message_sent_before_ready_is_sent_once_a_reload_keeps_it_as_a_draft_and_a_stale_record_draws_nothing(agent):
+def a_hostile_text_stays_text_a_message_sent_before_ready_is_sent_once_a_reload_keeps_it_as_a_draft_and_a_stale_record_draws_nothing(
+        agent, course: str) -> None:
     """The record painted on the first two boots (made by the app's own code, its updatedAt the stored
     thread's) holds one message whose text looks like HTML: it is painted as text, and once ready the
-    stored thread is shown. The last boot paints nothing: its record is stale."""
+    stored thread is shown. The last boot paints nothing: its record is stale. Its three boots, on
+    ``course`` (stored with its thread), are the first of test_checkpoints' shared page, left ready."""
     messages = stored_thread(2)
-    agent.seed({KEY: envelope({COURSE: {"messages": messages, "updatedAt": UPDATED}})})
+    agent.seed({KEY: envelope({course: {"messages": messages, "updatedAt": UPDATED}})})
     script = "<script>window.__pwned = 1</script><img src=x onerror='window.__pwned = 1'>"
-    put_record(agent, COURSE, record_text([{"role": "user", "content": [{"type": "text", "text": script}]}]))
+    put_record(agent, course, record_text([{"role": "user", "content": [{"type": "text", "text": script}]}], course=course))
     held = Held(agent.page)
-    agent.page.goto(agent.url(course=COURSE))
+    agent.page.goto(agent.url(course=course))
     agent.page.wait_for_function("() => document.documentElement.dataset.painted === 'true'")
     assert_hostile_text_painted_as_text(agent, script)
     field = agent.testid("agent-input")
@@ -374,14 +383,14 @@ def test_a_hostile_text_stays_text_a_message_sent_before_ready_is_sent_once_a_re
     agent.wait_idle()
     assert field.input_value() == "" and field.is_editable()
     assert user_texts(agent).count("sent before ready") == 1
-    stored = [m for m in agent.stored()["state"]["threads"][COURSE]["messages"] if m["role"] == "user"]
+    stored = [m for m in agent.stored()["state"]["threads"][course]["messages"] if m["role"] == "user"]
     assert [m["content"][0]["text"] for m in stored].count("sent before ready") == 1
 
     # A stale record draws nothing: the app's record of the thread it saved is replaced by one of the
     # thread as seeded, older than the stored thread (another tab saved since).
-    agent.page.wait_for_function(RECORD_OF_THE_STORED_THREAD, arg=[agent.base_url + paint_cache_key(COURSE), COURSE],
+    agent.page.wait_for_function(RECORD_OF_THE_STORED_THREAD, arg=[agent.base_url + paint_cache_key(course), course],
                                  polling=100)
-    put_record(agent, COURSE, record_text(messages))
+    put_record(agent, course, record_text(messages, course=course))
     held = Held(agent.page)
     agent.page.reload()  # sent once: a reload after ready sends nothing again
     wait_checked(agent)
@@ -423,15 +432,18 @@ CLICK_HISTORY_AT_READY = """() => new Promise((resolve) => {
 })"""
 
 
-def test_a_click_and_a_turn_at_ready_are_not_lost_then_a_reload_mid_reply_gives_the_message_back_as_a_draft(agent):
+def a_click_and_a_turn_at_ready_are_not_lost_then_a_reload_mid_reply_gives_the_message_back_as_a_draft(
+        agent, course: str, others: dict) -> None:
     """DESIGN.md §13: history's modules load after ready, in slices. The history button clicked at the
     moment of ready (history not loaded yet; the click lands on its icon, as a mouse's does) opens the
     drawer once it is; a turn sent then is recorded in history (the recorder's queue waits for it): its
     conversation is listed, with its turn meta.
     Then, in that page, DESIGN.md §4: a refresh mid-stream loses the in-flight turn (nothing is written
-    mid-stream); the message it answered comes back in the composer instead of vanishing."""
-    agent.seed({KEY: envelope({COURSE: {"messages": stored_thread(2), "updatedAt": UPDATED}})})
-    agent.page.goto(agent.url(course=COURSE, delay=150))
+    mid-stream); the message it answered comes back in the composer instead of vanishing.
+    Four boots at delay 150 on ``course`` (stored with its thread, beside ``others``: course id → stored
+    thread), the page left ready: test_resilience's two-tab page goes on in it."""
+    agent.seed({KEY: envelope({course: {"messages": stored_thread(2), "updatedAt": UPDATED}, **others})})
+    agent.page.goto(agent.url(course=course, delay=150))
     assert agent.page.evaluate(CLICK_HISTORY_AT_READY) is True  # clicked while history was still loading
     field = agent.testid("agent-input")
     field.fill("sent at ready")
