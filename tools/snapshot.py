@@ -40,10 +40,12 @@ import tempfile
 from pathlib import Path
 
 
-if __package__:  # imported as tools.snapshot (tools/vendor.py, tests)
-    from tools.vendor import sha256_of
-else:  # run as a script (its folder is on sys.path)
-    from vendor import sha256_of
+def sha256_of(path: Path) -> str:
+    """Hex sha256 of a file's bytes (the standard library's ``hashlib.file_digest``: this module is
+    imported by ``tools/vendor.py``, so it imports nothing from there)."""
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
 
 ROOT = Path(__file__).resolve().parent.parent
 PYODIDE_DIR = ROOT / "static" / "vendor" / "pyodide"
