@@ -367,7 +367,27 @@ def parse_steps(text: str, now_ms: int, *, depth_checked: bool = False):
     ``ImportRefused`` (DESIGN.md §14). ``depth_checked``: ``text`` was written by ``json.dumps`` of
     values already read from JSON whose depth was checked (ChatGPT's import): not scanned again."""
     document = yield from _document_steps(text, depth_checked)
-    return (yield from checked_steps(document, now_ms))
+    meta, messages, turns = yield from checked_steps(document, now_ms)
+    return _file_rules(meta, messages, turns)
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def _file_rules(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[TurnMeta]):
+    """What a file adds to ``checked_steps``' rules (DESIGN.md §14, §18): a conversation without a
+    message is not an export (``ImportRefused("messages")``), nor one whose message id holds a C0/C1
+    control character; its title loses control characters and noncharacters as a rename's does
+    (``app.history.names.printable``). Returns ``(meta, messages, turns)``."""
+    from app.history.names import printable
+
+    if not messages:
+        raise ImportRefused("messages", "no messages")
+    for message in messages:
+        if isinstance(message.get("id"), str) and _CONTROL.search(message["id"]):
+            raise ImportRefused("messages", f"a message id holds a control character: {message['id']!r}")
+    name = printable(meta.taskName)
+    return (meta if name == meta.taskName else meta.model_copy(update={"taskName": name})), messages, turns
 
 
 def checked_steps(document: Any, now_ms: int):
@@ -412,8 +432,8 @@ def parse_export(text: str, now_ms: int | None = None) -> tuple[TaskMeta, list[d
     """Validate an export to the exact record shapes (DESIGN.md §14); returns ``(meta, messages,
     turns)``. ``now_ms``: the importing machine's clock (epoch ms; the wall clock when None), which no
     time may pass by more than a day. Raises ``ImportRefused`` with ``reason`` ``not-json`` |
-    ``depth`` (nested deeper than ``MAX_DEPTH``) | ``format`` | ``version`` | ``meta`` | ``messages`` |
-    ``turns`` | ``numbers`` (an integer negative or past 2^53 − 1) | ``dates`` (``createdAt`` after
+    ``depth`` (nested deeper than ``MAX_DEPTH``) | ``format`` | ``version`` | ``meta`` | ``messages``
+    (none, not the slim projection, or an id holding a control character) | ``turns`` | ``numbers`` (an integer negative or past 2^53 − 1) | ``dates`` (``createdAt`` after
     ``updatedAt``, or in the future) | ``too-long`` (text past ``MAX_CONVERSATION_CHARS``)."""
     return run_steps(parse_steps(text, _now(now_ms)))
 

@@ -308,3 +308,18 @@ def test_one_message_far_past_the_limit_is_refused_as_too_long_before_it_is_deco
     kept = parse_export(big.replace("z" * (3 * MAX_CONVERSATION_CHARS), escaped), NOW)
     assert kept[1][0]["content"][0]["text"] == "A" * (MAX_CONVERSATION_CHARS // 3)
     assert max(decoded) > MAX_CONVERSATION_CHARS  # its 4,000,000 characters of JSON were decoded
+
+
+def test_a_conversation_with_no_messages_is_not_an_export():
+    doc = document()
+    doc["messages"], doc["turns"] = [], []
+    assert refused(doc) == "messages"
+
+
+@pytest.mark.parametrize("bad_id", ["a\u0000b", "\u001b[2J", "x\u0085", "\u009b", "\u007f"])
+def test_a_message_id_holding_a_control_character_is_refused(bad_id):
+    doc = document()
+    doc["messages"][0]["id"] = bad_id
+    assert refused(doc) == "messages"
+    doc["messages"][0]["id"] = "8a371ae3-é"  # any other text stays an id
+    assert parse_export(json.dumps(doc), NOW)[1][0]["id"] == "8a371ae3-é"
