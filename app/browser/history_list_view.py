@@ -17,7 +17,7 @@ from pyscript.ffi import is_none
 from app.browser.history_names_view import HistoryNamesView
 from app.browser.tasks import when_idle
 from app.history.changes import HistoryChange
-from app.history.list_model import SEARCH_PAUSE_MS, HistoryList, empty_state, item_rows, list_line
+from app.history.list_model import SEARCH_PAUSE_MS, HistoryList, empty_state, item_rows, list_line, unavailable_key
 from app.history.service import HistoryService
 
 __all__ = ["HistoryListView"]
@@ -162,7 +162,7 @@ class HistoryListView:
         """Once the list is drawn: ``history-empty`` says why it shows no item (``empty_state``), and
         ``history-status`` is cleared unless an action's outcome holds it (``list_line``)."""
         status = self._by("history-status")
-        empty_key = "history.unavailable" if self.service.available is False else key
+        empty_key = unavailable_key(self.service.failure) if self.service.available is False else key
         listed = listing.childElementCount > 0
         line = list_line(status.getAttribute("data-kind"), listed, "")  # the empty list says so below it
         if line is not None:

@@ -31,6 +31,9 @@ NOTICE_CODES = {
 }
 """``RecordStoreError.kind`` → the ``history-*`` notice it raises (DESIGN.md §5, §9)."""
 
+_ANOTHER_TAB = ("blocked", "versionchange")
+"""Failures another tab causes (an older version held open, an upgrade): expected, said by a notice."""
+
 T = TypeVar("T")
 
 
@@ -79,8 +82,10 @@ class HistoryAccess:
             self.fail(error)
 
     def fail(self, error: RecordStoreError) -> None:
-        """History stops (unavailable) with one notice of its kind; the core goes on."""
-        _log.warning("history unavailable: %s", error)
+        """History stops (unavailable) with one notice of its kind; the core goes on. The database in
+        another tab's hands (``blocked``, ``versionchange``) is expected and its notice says so: logged
+        at info, not as a warning (the page prints Python's warnings as console errors)."""
+        _log.log(logging.INFO if error.kind in _ANOTHER_TAB else logging.WARNING, "history unavailable: %s", error)
         if error.kind != "quota":  # a full disk leaves reading possible; the next write tries again
             self.available = False
         self.failure = error.kind

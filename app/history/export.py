@@ -148,7 +148,7 @@ _STRING = re.compile(r'"[^"]*"')  # a JSON string once its escaped backslashes a
 _BACKSLASHES = re.compile(r"\\*")
 
 
-def depth_steps(text: str, *, slice_chars: int = DEPTH_SLICE_CHARS):
+def depth_steps(text: str, *, slice_chars: int = DEPTH_SLICE_CHARS, longest: int | None = None):
     """Refuse (``ImportRefused("depth")``) a JSON ``text`` that nests arrays/objects deeper than
     ``MAX_DEPTH`` before ``json`` sees it (it would exhaust the browser's stack and kill Pyodide). It
     may well be JSON: the refusal says it is nested deeper than any export, not that it is not JSON.
@@ -159,7 +159,11 @@ def depth_steps(text: str, *, slice_chars: int = DEPTH_SLICE_CHARS):
     brackets counted. A window whose end falls inside a string ends at that string's opening quote
     instead, and the string is walked from quote to quote (``str.find``; a quote after an odd run of
     backslashes is inside it), yielding inside it too. An unterminated string runs to the end (the
-    decoder then says the file is not JSON)."""
+    decoder then says the file is not JSON).
+
+    ``longest`` (characters; the export passes ``MAX_CONVERSATION_CHARS``): a string walked that
+    cannot decode to ``longest`` characters or fewer (``_surely_longer``) is refused as ``too-long``
+    there, before ``json`` builds it (a 40,000,000-character message ran the page out of memory)."""
     depth, at, size = 0, 0, len(text)
     while at < size:
         end = min(at + max(slice_chars, 1), size)
@@ -177,8 +181,22 @@ def depth_steps(text: str, *, slice_chars: int = DEPTH_SLICE_CHARS):
             depth += 1 if match.group() in "[{" else -1
             if depth > MAX_DEPTH:
                 raise ImportRefused("depth", f"nested deeper than {MAX_DEPTH} levels")
-        at = end if opening is None else (yield from _string_steps(text, at + opening + 1, slice_chars))
+        if opening is not None:
+            start = at + opening + 1
+            end = yield from _string_steps(text, start, slice_chars)
+            if longest is not None and _surely_longer(text, start, end, longest):
+                raise ImportRefused("too-long", f"a string passes {longest} characters")
+        at = end
         yield
+
+
+def _surely_longer(text: str, start: int, end: int, longest: int) -> bool:
+    """Whether the JSON string whose body spans ``text[start:end]`` (its closing quote included)
+    decodes to more than ``longest`` characters, judged without decoding it: each escape shortens
+    it by at most 6 characters per backslash (``\\ud83d\\ude00``: 12 written, 1 decoded), so
+    what stays after taking 6 per backslash is a lower bound of its decoded length."""
+    written = end - start - 1
+    return written > longest and written - 6 * text.count("\\", start, end) > longest
 
 
 def _string_steps(text: str, at: int, slice_chars: int):
@@ -234,7 +252,7 @@ def _document_steps(text: str, depth_checked: bool = False):
     one (each through ``json``'s own decoder), yielding between them: a generator whose return value
     is the document. Anything else than an object is decoded whole (refused as not an export)."""
     if not depth_checked:
-        yield from depth_steps(text)
+        yield from depth_steps(text, longest=MAX_CONVERSATION_CHARS)
     at = skip_space(text, 0)
     if not text.startswith("{", at):
         value, end = decode_at(text, at)
@@ -349,7 +367,27 @@ def parse_steps(text: str, now_ms: int, *, depth_checked: bool = False):
     ``ImportRefused`` (DESIGN.md §14). ``depth_checked``: ``text`` was written by ``json.dumps`` of
     values already read from JSON whose depth was checked (ChatGPT's import): not scanned again."""
     document = yield from _document_steps(text, depth_checked)
-    return (yield from checked_steps(document, now_ms))
+    meta, messages, turns = yield from checked_steps(document, now_ms)
+    return _file_rules(meta, messages, turns)
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def _file_rules(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[TurnMeta]):
+    """What a file adds to ``checked_steps``' rules (DESIGN.md §14, §18): a conversation without a
+    message is not an export (``ImportRefused("messages")``), nor one whose message id holds a C0/C1
+    control character; its title loses control characters and noncharacters as a rename's does
+    (``app.history.names.printable``). Returns ``(meta, messages, turns)``."""
+    from app.history.names import printable
+
+    if not messages:
+        raise ImportRefused("messages", "no messages")
+    for message in messages:
+        if isinstance(message.get("id"), str) and _CONTROL.search(message["id"]):
+            raise ImportRefused("messages", f"a message id holds a control character: {message['id']!r}")
+    name = printable(meta.taskName)
+    return (meta if name == meta.taskName else meta.model_copy(update={"taskName": name})), messages, turns
 
 
 def checked_steps(document: Any, now_ms: int):
@@ -394,8 +432,8 @@ def parse_export(text: str, now_ms: int | None = None) -> tuple[TaskMeta, list[d
     """Validate an export to the exact record shapes (DESIGN.md §14); returns ``(meta, messages,
     turns)``. ``now_ms``: the importing machine's clock (epoch ms; the wall clock when None), which no
     time may pass by more than a day. Raises ``ImportRefused`` with ``reason`` ``not-json`` |
-    ``depth`` (nested deeper than ``MAX_DEPTH``) | ``format`` | ``version`` | ``meta`` | ``messages`` |
-    ``turns`` | ``numbers`` (an integer negative or past 2^53 − 1) | ``dates`` (``createdAt`` after
+    ``depth`` (nested deeper than ``MAX_DEPTH``) | ``format`` | ``version`` | ``meta`` | ``messages``
+    (none, not the slim projection, or an id holding a control character) | ``turns`` | ``numbers`` (an integer negative or past 2^53 − 1) | ``dates`` (``createdAt`` after
     ``updatedAt``, or in the future) | ``too-long`` (text past ``MAX_CONVERSATION_CHARS``)."""
     return run_steps(parse_steps(text, _now(now_ms)))
 

@@ -28,7 +28,7 @@ from app.history.records import iso
 from app.history.service import ConversationStats
 from app.history.text import relative_label, relative_label_until, shown_title
 
-__all__ = ["RANGES_MS", "SEARCH_PAUSE_MS", "Effect", "HistoryList", "item_rows", "list_line"]
+__all__ = ["RANGES_MS", "SEARCH_PAUSE_MS", "Effect", "HistoryList", "item_rows", "list_line", "unavailable_key"]
 
 SEARCH_PAUSE_MS = 150
 """Typing in ``history-search`` searches once it pauses this long (ms); a key typed meanwhile starts
@@ -297,7 +297,22 @@ def list_line(kind: str | None, listed: bool, empty_key: str) -> str | None:
     return "" if listed else empty_key
 
 
-EMPTY_STATES = {"history.empty": "empty", "history.noResults": "no-match", "history.unavailable": "unavailable"}
+EMPTY_STATES = {"history.empty": "empty", "history.noResults": "no-match", "history.unavailable": "unavailable",
+                "notice.history-blocked": "unavailable", "notice.history-version-change": "unavailable"}
+
+_UNAVAILABLE_KEYS = {"blocked": "notice.history-blocked", "versionchange": "notice.history-version-change"}
+
+
+def unavailable_key(failure: str | None) -> str:
+    """The catalogue key of the empty list's line while history is unavailable, from ``failure``
+    (the ``RecordStoreError.kind`` that stopped it, ``HistoryService.failure``): the notice's own
+    reason when the database is in another tab's hands (``blocked``: an older version held open;
+    ``versionchange``: upgraded by another tab, DESIGN.md §9), ``history.unavailable`` otherwise.
+
+    >>> unavailable_key("blocked"), unavailable_key(None)
+    ('notice.history-blocked', 'history.unavailable')
+    """
+    return _UNAVAILABLE_KEYS.get(failure or "", "history.unavailable")
 
 
 def empty_state(listed: bool, empty_key: str) -> tuple[str, str] | None:

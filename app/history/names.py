@@ -1,6 +1,7 @@
 """Naming and pinning a conversation (DESIGN.md §18): the one place of their rules. Pure Python.
 
-- ``named``: what a rename stores: the text without bidi controls (an override would draw it
+- ``named``: what a rename stores: the text without control characters and noncharacters
+  (``printable``), without bidi controls (an override would draw it
   reversed wherever it is not dropped: a Markdown heading), whitespace collapsed, at most ``NAME_GRAPHEMES``
   grapheme clusters cut like §9's titles (``app.history.text.cut_title``: never half an emoji, then
   "…"); an empty one, or one of invisible characters only (format characters: zero-width,
@@ -14,6 +15,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -21,10 +23,27 @@ from typing import Any
 from app.history.records import TaskMeta
 from app.history.text import _graphemes, cut_title, shown_title, title_of
 
-__all__ = ["NAME_GRAPHEMES", "merged_names", "named", "pinned_first", "pinned_meta", "renamed_meta"]
+__all__ = ["NAME_GRAPHEMES", "merged_names", "named", "pinned_first", "pinned_meta", "printable", "renamed_meta"]
 
 NAME_GRAPHEMES = 200
 """The most grapheme clusters a name a person gives keeps (DESIGN.md §18)."""
+
+_UNPRINTABLE = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\ufdd0-\ufdef"
+                          + "".join(f"{chr(plane << 16 | 0xFFFE)}{chr(plane << 16 | 0xFFFF)}" for plane in range(17))
+                          + "]")
+"""C0 and C1 control characters that are not white space (those collapse to one space as any white
+space: tab, newline, U+001C-U+001F, NEL) and the 66 noncharacters (U+FDD0-U+FDEF, U+xFFFE, U+xFFFF)."""
+
+
+def printable(text: str) -> str:
+    r"""``text`` (a title: a rename, an imported ``taskName``) without C0/C1 control characters and
+    noncharacters (DESIGN.md §18: a NUL or an escape stored in a title reached every list, export and
+    synced copy); white-space controls are kept for the collapse that follows.
+
+    >>> printable("a\x00b\ufffec\nd")
+    'abc\nd'
+    """
+    return _UNPRINTABLE.sub("", text) if _UNPRINTABLE.search(text) else text
 
 
 def named(text: str, messages: Sequence[dict[str, Any]], *,
@@ -37,7 +56,7 @@ def named(text: str, messages: Sequence[dict[str, Any]], *,
     >>> named("  Exam   plan ", []), named("", [{"role": "user", "content": [{"type": "text", "text": "Why?"}]}])
     ('Exam plan', 'Why?')
     """
-    name = cut_title(shown_title(text), graphemes=graphemes, limit=NAME_GRAPHEMES)
+    name = cut_title(shown_title(printable(text)), graphemes=graphemes, limit=NAME_GRAPHEMES)
     if not any(not ch.isspace() and unicodedata.category(ch) != "Cf" for ch in name):  # nothing to see
         name = ""
     return name if name else (title_of(messages, graphemes=graphemes) or "")

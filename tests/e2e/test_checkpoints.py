@@ -21,6 +21,7 @@ import pytest
 from playwright.sync_api import expect
 
 from app.agent import element_count
+from app.i18n import Translator
 from tests.e2e.conftest import AgentPage
 from tests.e2e.test_core import case, new_conversation_button_and_counts_are_in_the_pages_locale, switch_course
 from tests.e2e.test_history import open_file_actions
@@ -542,7 +543,9 @@ def checkpoint_controls_have_accessible_names_and_work_from_the_keyboard(agent, 
     switch_course(agent, course)
     agent.send("/regenerate scene-2")
     button = scene(agent, "scene-2").locator("[data-testid=scene-versions-open]")
-    assert button.get_attribute("aria-label") == "シーン scene-2 のバージョン"
+    label = button.get_attribute("aria-label")
+    assert label == Translator("ja-JP")("checkpoints.versionsLabel", sceneId="scene-2")
+    assert label.startswith(button.inner_text() + "（")  # the visible text leads the name (WCAG 2.5.3)
     button.focus()
     agent.page.keyboard.press("Enter")
     expect(button).to_have_attribute("aria-expanded", "true")

@@ -54,3 +54,20 @@ async def test_the_shown_version_is_current_and_offers_no_restore():
 def test_no_checkpoints_is_one_empty_row_without_the_course_version():
     t = Translator("ar-SA")
     assert list_rows(t, [], 0) == [{"kind": "empty", "text": t("checkpoints.empty")}]
+
+
+def test_the_versions_buttons_name_starts_with_its_visible_text_in_every_locale():
+    """WCAG 2.5.3 (axe ``label-content-name-mismatch``): the scene Versions button's accessible name
+    holds its visible text as a word of its own at its start ("シーン scene-1 のバージョン" fused it in
+    ja-JP and zh-CN), then a space or a bracket, in every locale file."""
+    from pathlib import Path
+
+    from app.i18n import Translator
+
+    files = sorted((Path(__file__).resolve().parents[2] / "app" / "locales").glob("*.json"))
+    assert len(files) == 8
+    for path in files:
+        t = Translator(path.stem)
+        shown, label = t("checkpoints.versions"), t("checkpoints.versionsLabel", sceneId="scene-1")
+        assert label.startswith(shown) and label[len(shown)] in " (（", (path.stem, shown, label)
+        assert "scene-1" in label, path.stem

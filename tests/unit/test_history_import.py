@@ -281,3 +281,45 @@ def test_every_way_in_reads_the_one_limit():
     assert limits.MAX_CONVERSATION_CHARS == 2_000_000
     assert chatgpt.MAX_CONVERSATION_CHARS is limits.MAX_CONVERSATION_CHARS
     assert documents.MAX_CONVERSATION_CHARS is limits.MAX_CONVERSATION_CHARS
+
+
+def test_one_message_far_past_the_limit_is_refused_as_too_long_before_it_is_decoded(monkeypatch):
+    """A 40 MB file of one 40,000,000-character message ran the page out of memory (``MemoryError``
+    said as "could not be imported") where it must be named too long: a string that cannot decode to
+    fewer than ``MAX_CONVERSATION_CHARS`` characters is refused while the nesting check walks it,
+    before ``json`` builds it."""
+    from app.history import export
+    from app.history.limits import MAX_CONVERSATION_CHARS
+
+    decoded = []
+    real = export.decode_at
+
+    def spy(text, at, name=""):
+        value, end = real(text, at, name)
+        decoded.append(end - at)
+        return value, end
+
+    monkeypatch.setattr(export, "decode_at", spy)
+    big = json.dumps(document(text="z" * (3 * MAX_CONVERSATION_CHARS)))
+    assert refused(document(text="z" * (3 * MAX_CONVERSATION_CHARS))) == "too-long"
+    assert max(decoded, default=0) < MAX_CONVERSATION_CHARS, "the long message was decoded before its refusal"
+    decoded.clear()  # escapes shorten a string when decoded: one that may fit is decoded and counted
+    escaped = "\\u0041" * (MAX_CONVERSATION_CHARS // 3)
+    kept = parse_export(big.replace("z" * (3 * MAX_CONVERSATION_CHARS), escaped), NOW)
+    assert kept[1][0]["content"][0]["text"] == "A" * (MAX_CONVERSATION_CHARS // 3)
+    assert max(decoded) > MAX_CONVERSATION_CHARS  # its 4,000,000 characters of JSON were decoded
+
+
+def test_a_conversation_with_no_messages_is_not_an_export():
+    doc = document()
+    doc["messages"], doc["turns"] = [], []
+    assert refused(doc) == "messages"
+
+
+@pytest.mark.parametrize("bad_id", ["a\u0000b", "\u001b[2J", "x\u0085", "\u009b", "\u007f"])
+def test_a_message_id_holding_a_control_character_is_refused(bad_id):
+    doc = document()
+    doc["messages"][0]["id"] = bad_id
+    assert refused(doc) == "messages"
+    doc["messages"][0]["id"] = "8a371ae3-é"  # any other text stays an id
+    assert parse_export(json.dumps(doc), NOW)[1][0]["id"] == "8a371ae3-é"

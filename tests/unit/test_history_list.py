@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from app.history.changes import HistoryChange
 from app.history.list_model import RANGES_MS, HistoryList, item_rows
 from app.history.text import shown_title
@@ -333,3 +335,39 @@ def test_place_draws_a_key_once_whatever_the_mode():
     assert [m.taskId for m in model.place([meta(2, T0 + 2), meta(3, T0)], "append", T0)] == [meta(3).taskId]
     assert [m.taskId for m in model.place([meta(2, T0 + 5)], "prepend", T0)] == [meta(2).taskId]
     assert model.top() == (T0 + 5, meta(2).taskId) and model.count == 3
+
+
+def test_an_unavailable_history_says_under_its_list_the_reason_its_status_gives():
+    """Another tab holding an older version open (``blocked``) was said under the list as "History is
+    unavailable in this browser", blaming the browser: the line says the notice's reason (in use by
+    another tab; updated in another tab), and the browser's line stays for the other failures."""
+    from app.history.list_model import empty_state, unavailable_key
+
+    assert unavailable_key("blocked") == "notice.history-blocked"
+    assert unavailable_key("versionchange") == "notice.history-version-change"
+    for failure in (None, "unavailable", "failed", "closed", "version"):
+        assert unavailable_key(failure) == "history.unavailable", failure
+    for failure in ("blocked", "versionchange", None):
+        assert empty_state(False, unavailable_key(failure)) == (unavailable_key(failure), "unavailable")
+
+
+@pytest.mark.parametrize("kind", ["blocked", "versionchange"])
+def test_history_in_another_tabs_hands_is_logged_below_warning(kind, caplog):
+    """Another tab holding the database (an expected condition the notice explains) reached the page's
+    console as an error: Python's warnings go to stderr, which the page prints as ``console.error``.
+    It is logged at info (the page already warns ``IndexedDB: blocked``); any other failure stays a
+    warning."""
+    import logging
+
+    from app.history.access import HistoryAccess
+    from app.records import RecordStoreError
+
+    notices = []
+    access = HistoryAccess(None, notices.append)
+    with caplog.at_level(logging.DEBUG, logger="app.history.access"):
+        access.fail(RecordStoreError(kind, "another tab"))
+        access.fail(RecordStoreError("failed", "disk"))
+    levels = {record.getMessage().split(": ")[1]: record.levelno for record in caplog.records}
+    assert levels == {kind: logging.INFO, "failed": logging.WARNING}
+    expected = {"blocked": "history-blocked", "versionchange": "history-version-change"}[kind]
+    assert access.available is False and notices[0].code == expected

@@ -492,3 +492,25 @@ async def test_a_title_stored_before_the_index_is_found_by_its_words_once_indexe
     reloaded, _, _ = service(backend)
     assert [h.meta.taskId for h in (await reloaded.search("s", "herbarium")).items] == [task]
     assert [h.meta.taskId for h in (await reloaded.search("s", "one")).items] == [task]
+
+
+def test_a_name_drops_control_characters_and_noncharacters():
+    """A rename to ``a\\u0000b\\uFFFEc`` was stored as is (DESIGN.md §18): a title holds no C0/C1
+    control character (a NUL, an escape) and no noncharacter; control characters that are white space
+    (a newline, a tab) collapse to one space as any white space."""
+    assert named("a\u0000b\ufffec", []) == "abc"
+    assert named("x\u001b[31my\u0085z\u009b\ufdd0\U0010ffff\U0001fffe", []) == "x[31my z"
+    assert named("line1\nline2\r\n\tline3\u007f", []) == "line1 line2 line3"
+    assert named("\u0000\ufffe\u0007", [user("Why?")]) == "Why?"  # nothing left: the first question
+
+
+def test_an_imported_title_drops_control_characters_and_noncharacters_too():
+    async def go():
+        _, task, data = await exported("one first topic")
+        data["meta"]["taskName"] = "Plan\u0000 for\ufffe exams\u0001"
+        meta, messages, turns = parse_export(json.dumps(data), T0 + 10_000)
+        assert meta.taskName == "Plan for exams"
+        other, _, _ = service()
+        assert await other.import_bundle("s", meta, messages, turns) == "ok"
+        assert (await other.get(task)).taskName == "Plan for exams"
+    run(go())
