@@ -15,7 +15,8 @@ sync said ``synced`` again (``SETTLE_MS`` later):
   conversation's first message (its id, ``"u-<course>-0"``) and a message's ``"role"``: its messages
   as a whole, read or written, not the search text nor the new turn alone;
 - **reads**: IndexedDB reads, the calls of the app's adapter (``agentbarIndexedDbAdapter``: ``get``, ``getAll``,
-  ``bulkGet``, ``query``, ``queryCount``, ``count``, ``keys``, ``primaryKeys``, ``scan``);
+  ``bulkGet``, ``query``, ``queryCount``, ``count``, ``keys``, ``primaryKeys``, ``scan``), once the
+  course shown before the turn went ``QUIET_MS`` without one (showing a course reads too);
 - **write**: the history write's time, ``HistoryWrites.record_turn`` from its call to its return
   (page clock, ms), on the 1,000-turn conversation against the 10-turn one (ratio of medians), with
   its parts: the read (``HistoryRepository.for_turn``), the records built (``Writes.keep_in_steps``)
@@ -57,6 +58,7 @@ COUNT_JS = """() => {
     const f = adapter[name];
     adapter[name] = function (...args) {
       const what = name + (typeof args[0] === 'string' ? ' ' + args[0] : '');
+      c.lastRead = performance.now();
       if (c.on) c.reads[what] = (c.reads[what] || 0) + 1;
       return f.apply(this, args);
     };
@@ -152,9 +154,18 @@ def _seed(long_turns: int, short_turns: int) -> str:
     return data.envelope({SHORT_COURSE: 2 * short_turns, LONG_COURSE: 2 * long_turns})
 
 
+QUIET_MS = 1200
+"""After a course is shown, how long the page goes without an IndexedDB read before its turn is counted
+(ms; over ``app.browser.tasks.IDLE_TIMEOUT_MS``): the reads of showing the course (its stats, the
+history list drawn ahead for it in idle time, its checkpoints) are the switch's, not the turn's."""
+
+
 def _show(page, course: str) -> None:
+    page.evaluate("() => { window.__turnCount.lastRead = performance.now(); }")
     page.select_option("[data-testid=course-select]", course)
     page.wait_for_function("c => new URLSearchParams(location.search).get('course') === c", arg=course)
+    page.wait_for_function("q => performance.now() - window.__turnCount.lastRead >= q", arg=QUIET_MS, polling=100,
+                           timeout=60_000)
 
 
 def run(run, *, quick: bool) -> dict:

@@ -1,6 +1,6 @@
-"""Mutation check: apply each of twenty DESIGN rules' mutations alone, run the unit suite, say which it kills.
+"""Mutation check: apply each of twenty-one DESIGN rules' mutations alone, run the unit suite, say which it kills.
 
-    .venv/bin/python tools/mutations.py        # from the repository root; ~20 unit-suite runs
+    .venv/bin/python tools/mutations.py        # from the repository root; ~21 unit-suite runs
 
 Each mutation breaks one rule the design states (the section is named); a mutation the unit suite does not
 kill is a rule no test proves. The file is restored after each run, also when a run is interrupted. Exit
@@ -19,8 +19,12 @@ MUTATIONS = [  # (rule, file, text, mutated text)
     ("the earlier change of a conversation's name or pin wins in sync (§18)", "app/history/names.py",
      "return a if ta > tb else b", "return a if ta < tb else b"),
     ("a course's pinned conversations are listed after the rest (§18)", "app/history/reads.py",
-     "return Page([*(pins or []), *rest], page.cursor, page.has_more, page.total)",
-     "return Page([*rest, *(pins or [])], page.cursor, page.has_more, page.total)"),
+     "return replace(page, items=[*(pins or []), *rest])",
+     "return replace(page, items=[*rest, *(pins or [])])"),
+    ("a turn drawn into the list without a read puts the pinned after the rest (§18, issue #33)",
+     "app/history/reads.py",
+     'items = [*pins, *(row for row in listed if getattr(row, "pinnedAt", None) is None)]',
+     'items = [*(row for row in listed if getattr(row, "pinnedAt", None) is None), *pins]'),
     ("a rename leaves the old title's words in the search index (§18)", "app/history/terms.py",
      "body = held - set(title_only)", "body = held"),
     ("a turn extends a search record whose messages were edited since (§14)", "app/history/repository.py",

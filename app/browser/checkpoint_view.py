@@ -220,7 +220,11 @@ class CheckpointView:
         self._summary_generation += 1
         generation = self._summary_generation
         conversation = await self.runtime.conversation(stage_id, allocate=False)  # none yet: nothing made in it
-        summary = (await self.checkpoints.read_model.summary(conversation) if conversation is not None
+        # what this page shows of the course's versions and the times its conversation was let go (a
+        # resume, a restored backup): the same as at the last read, the summary read then stands
+        seen = (stage_id, tuple(_attr(n, "data-version") for n in document.querySelectorAll("#stage [data-testid=scene]")),
+                self.checkpoints.generation, self.checkpoints.busy, self.runtime.conversation_key(stage_id)[1])
+        summary = (await self.checkpoints.read_model.summary(conversation, seen=seen) if conversation is not None
                    else {"count": 0, "latest_checkpoint": None})
         if generation != self._summary_generation:
             return  # a newer refresh is on its way

@@ -123,6 +123,7 @@ class HistoryListView:
         listing = self._by("history-list")
         self._draw([(m, None) for m in page.items], "replace")
         self._paged(page)
+        self.list.keep(page)
         listing.setAttribute("data-total", str(page.total))
         listing.setAttribute("data-query", "")
         self._empty(listing, "history.empty")
@@ -130,6 +131,21 @@ class HistoryListView:
         self.relabel_later()
         if owed and self.list.open:  # a change heard while the page was read: it may not show it
             await self.refresh_top()
+
+    def follow(self, change: HistoryChange) -> bool:
+        """Draw the closed list afresh for ``change`` (heard by ``HistoryList.hear``) from what the change
+        wrote, with no read, when ``HistoryList.follow`` can tell its first page; False (nothing done)
+        when it cannot: the caller draws it afresh by reading (``draw_ahead``)."""
+        page = self.list.follow(change)
+        if page is None:
+            return False
+        listing = self._by("history-list")
+        self._draw([(m, None) for m in page.items], "replace")
+        listing.setAttribute("data-has-more", "true" if page.has_more else "false")
+        listing.setAttribute("data-total", str(page.total))
+        self._empty(listing, "history.empty")
+        self.relabel_later()
+        return True
 
     async def _draw_search(self, stage_id: str, keyword: str, generation: int) -> None:
         found = await self.service.search(stage_id, keyword, sort=self.list.sort, since_ms=self.list.since)

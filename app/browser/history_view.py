@@ -315,15 +315,15 @@ class HistoryView:
             _schedule(self.listing.more())
 
     def _on_change(self, change: HistoryChange) -> None:
-        """A change of history: the open list follows it, the closed one is drawn afresh in idle time
-        (``draw_ahead``); another tab's change of the shown course redraws its stats and turn meta.
+        """A change of history: the open list follows it, the closed one is drawn afresh from what this
+        tab's turn wrote (``HistoryListView.follow``), else by a read in idle time (``draw_ahead``); another tab's change of the shown course redraws its stats and turn meta.
         This tab's import draws itself (``reveal``). A change by which sync moved the course's active
         thread (``head``) rebuilds it through ``ActiveThread.follow`` (DESIGN.md §16); its stats and
         turn meta are drawn again when it was."""
         concerns = self.list.hear(change)
         if self.list.open and (change.elsewhere or change.kind != "import"):
             _schedule(self.listing.apply_change(change))
-        elif concerns and not self.list.open:
+        elif concerns and not self.list.open and not self.listing.follow(change):
             self.listing.draw_ahead()
         if change.elsewhere and change.stage_id == self.runtime.stage_id:
             _schedule(self.render_meta())

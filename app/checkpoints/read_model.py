@@ -99,6 +99,7 @@ class CheckpointReadModel:
                  base: Callable[[str, str], SceneDocument | None] | None = None) -> None:
         self._store = store
         self._base = base or base_document
+        self._summary: tuple[str, Any, dict[str, Any]] | None = None  # (conversation, seen, summary) last read
 
     # -- list ------------------------------------------------------------
 
@@ -124,12 +125,23 @@ class CheckpointReadModel:
         items = as_saved(await self._store.conversation_items(conversation_id), saved_turns)
         return sorted(items, key=lambda i: (i.updated_at, i.path, i.metadata.get("artifactVersionNo", 0)))
 
-    async def summary(self, conversation_id: str, saved_turns: Collection[str] | None = None) -> dict[str, Any]:
+    async def summary(self, conversation_id: str, saved_turns: Collection[str] | None = None, *,
+                      seen: Any = None) -> dict[str, Any]:
         """``{count, latest_checkpoint}`` of one conversation (what the panel shows); ``saved_turns``
-        as for ``timeline``."""
+        as for ``timeline``. ``seen``: what the caller saw of the course's versions (any value that
+        changes whenever a version is made or kept: the panel passes its scenes' drawn versions and
+        the versions kept from another device); when it and the conversation are those of the last
+        summary read (with no ``saved_turns``), that summary is given back with no read: a turn that
+        recorded no scene version costs none (issue #33). ``None``: always read."""
+        if seen is not None and saved_turns is None and self._summary is not None \
+                and self._summary[:2] == (conversation_id, seen):
+            return self._summary[2]
         listed = await self.list_conversation(conversation_id, saved_turns)
         checkpoints = listed["checkpoints"]
-        return {"count": len(checkpoints), "latest_checkpoint": checkpoints[0] if checkpoints else None}
+        summary = {"count": len(checkpoints), "latest_checkpoint": checkpoints[0] if checkpoints else None}
+        if seen is not None and saved_turns is None:
+            self._summary = (conversation_id, seen, summary)
+        return summary
 
     # -- one checkpoint --------------------------------------------------
 

@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable, Literal
 
 from app.history.changes import HistoryChange
 from app.history.labels import item_stats_text
+from app.history.reads import Page, after_turn
 from app.history.records import iso
 from app.history.service import ConversationStats
 from app.history.text import relative_label, relative_label_until, shown_title
@@ -74,13 +75,14 @@ class HistoryList:
         self._keys: dict[str, tuple[int, str]] = {}  # drawn taskId -> its list key (updatedAt, taskId)
         self._pinned: set[str] = set()  # drawn taskIds that are pinned (they lead the list, §18)
         self._labels: dict[str, tuple[str, int]] = {}  # drawn taskId -> its relative-time label as drawn
+        self._first: Page | None = None  # the first page drawn, as read (``keep``, ``follow``)
 
     # -- drawing afresh -------------------------------------------------------------
     def restart(self, stage_id: str | None) -> None:
         """The list is drawn afresh for course ``stage_id``: nothing drawn, no next page."""
         self.stage = stage_id
         self._keys, self._labels, self.cursor, self.has_more, self.pages = {}, {}, None, False, 0
-        self._pinned = set()
+        self._pinned, self._first = set(), None
 
     def begin(self, sort: str, range_name: str, now: int, query: str = "") -> int:
         """Start a read of the first page (or of search results for ``query``) in order ``sort`` over
@@ -196,6 +198,31 @@ class HistoryList:
         self._keys.pop(task_id, None)
         self._labels.pop(task_id, None)
         self._pinned.discard(task_id)
+
+    def keep(self, page: Page) -> None:
+        """``page`` is the first page just drawn (its pinned ones and rows as read): kept so that a turn
+        of a conversation it lists is followed without a read (``follow``)."""
+        self._first = page
+
+    def follow(self, change: HistoryChange) -> Page | None:
+        """The first page to draw (``replace``) for ``change``, heard (``hear``) by the closed list drawn
+        ahead, worked out with no read (``app.history.reads.after_turn``): this tab's turn (``record``
+        with ``written``) of a conversation the kept first page lists, on a plain newest-first list over
+        all times, one page drawn, every change before it covered. The list then counts as read after
+        the change (``ready_to_show``). None when a read must draw it (``draw_ahead``): anything else.
+
+        Issue #33: each finished turn read the first page and the pins again (two IndexedDB reads)."""
+        written = change.written
+        if (self.open or not self.live or change.kind != "record" or written is None or self._first is None
+                or change.stage_id != self.stage or written.meta.stageId != self.stage
+                or (self.query, self.sort, self.since) != ("", "newest", None) or self.pages != 1
+                or self.drawn_generation != self.generation or self.loading or self.heard != self.covered + 1):
+            return None
+        page = after_turn(self._first, written.meta)
+        if page is not None:
+            self._first, self.covered = page, self.heard
+            self.cursor, self.has_more = page.cursor, page.has_more
+        return page
 
     # -- drawn ahead ------------------------------------------------------------------
     def hear(self, change: HistoryChange) -> bool:

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from app.history.access import HistoryAccess, Segmenter, guarded
 from app.history.records import TaskMeta
@@ -23,7 +23,7 @@ from app.history.repository import (SNIPPET_AFTER, SNIPPET_BEFORE, Conversation,
 from app.history.terms import SearchQuery, parse_query
 from app.history.text import fold, needs_clusters, snippet, source_index
 
-__all__ = ["HistoryReads", "PAGE_SIZE", "Page", "SearchHit", "SearchPage"]
+__all__ = ["HistoryReads", "PAGE_SIZE", "Page", "SearchHit", "SearchPage", "after_turn"]
 
 PAGE_SIZE = 10
 
@@ -37,6 +37,41 @@ class Page:
     cursor: tuple | None
     has_more: bool
     total: int = 0
+    listed: tuple | None = None
+    """A first page: its rows (up to ``PAGE_SIZE``) in the order read, pinned ones among them too (what
+    ``after_turn`` needs of a newest-first one); None on later pages, or when the pins were not read."""
+    pins: tuple = ()
+    """A first page: the course's pinned metas that lead it (``items`` starts with them)."""
+
+
+def after_turn(page: Page, meta: TaskMeta) -> Page | None:
+    """The newest-first first page over all times that a re-read (``HistoryReads.page``) gives once
+    ``meta``, a conversation of ``page``'s course written by a turn (``HistoryChange.written``), is
+    stored, worked out from ``page`` (read before it) with no read; None when that cannot be told
+    without one: the conversation is neither among ``page.listed`` nor its pins (new, or further
+    down: the total or the rows beyond could change), its pin changed, or its time does not put it
+    at the top. Pinned ones lead in ``pinned_first`` order; total and has-more stay; the cursor is the
+    last row's key (DESIGN.md §9, §14, §18)."""
+    from app.history.names import pinned_first
+
+    if page.listed is None:
+        return None
+    in_rows = any(row.taskId == meta.taskId for row in page.listed)
+    in_pins = any(pin.taskId == meta.taskId for pin in page.pins)
+    if not (in_rows or in_pins) or in_pins != (meta.pinnedAt is not None):
+        return None
+    if page.has_more and len(page.listed) < PAGE_SIZE:
+        return None  # an unreadable row was left out of the page: a re-read's rows are not told here
+    if not in_rows and not page.has_more:
+        return None  # a pinned one outside a page that holds every row: not as read
+    rest = [row for row in page.listed if row.taskId != meta.taskId]
+    if rest and (rest[0].updatedAt, rest[0].taskId) > (meta.updatedAt, meta.taskId):
+        return None
+    listed = tuple([meta, *rest][:PAGE_SIZE])
+    pins = tuple(pinned_first([meta if pin.taskId == meta.taskId else pin for pin in page.pins]))
+    items = [*pins, *(row for row in listed if getattr(row, "pinnedAt", None) is None)]
+    last = listed[-1]
+    return Page(items, (last.updatedAt, last.taskId), page.has_more, page.total, listed, pins)
 
 
 def _no_page() -> Page:
@@ -119,9 +154,11 @@ class HistoryReads:
         """``page`` of the sorted list without its pinned conversations, led by them on the first page."""
         rest = [m for m in page.items if getattr(m, "pinnedAt", None) is None]
         pins = await self._pins(stage_id, since_ms) if first else []
+        if first and pins is not None:
+            page = replace(page, listed=tuple(page.items), pins=tuple(pins))
         if len(rest) == len(page.items) and not pins:
             return page
-        return Page([*(pins or []), *rest], page.cursor, page.has_more, page.total)
+        return replace(page, items=[*(pins or []), *rest])
 
     @guarded(_no_page)
     async def _time_page(self, span: ListRange) -> Page:

@@ -464,9 +464,21 @@ def the_list_drawn_ahead_follows_every_write_and_stays_out_of_reach_while_closed
                                                                                  tmp_path) -> None:
     """The shown course's first page is drawn ahead in the closed drawer (DESIGN.md §14: opening costs
     about a raw read): it is drawn afresh after this tab's write, another tab's write and another tab's
-    delete, so a click shows the current list in its own task; closed, the drawer is reachable neither
+    delete, so a click shows the current list in its own task; this tab's turn of a conversation it lists
+    is drawn from what the turn wrote, with no read of the list (issue #33); closed, the drawer is reachable neither
     by Tab nor by focus() nor in the accessibility tree."""
     agent.send("kept here")
+    wait_closed_titles(agent, ["kept here"])  # a new conversation: the first page read again
+    tokens = "() => document.querySelector('[data-testid=history-drawer] [data-testid=history-item]').dataset.totalTokens"
+    before = int(agent.page.evaluate(tokens))
+    agent.page.evaluate("""() => { window.__listReads = 0;  // the list's reads: its page with its total, its pins
+      const adapter = window.agentbarIndexedDbAdapter;
+      for (const name of ['query', 'queryCount']) { const f = adapter[name];
+        adapter[name] = function (...args) { if (args[0] === 'conversations') window.__listReads++; return f.apply(this, args); }; } }""")
+    agent.send("and once more")  # a turn of the listed conversation: drawn from what it wrote (issue #33)
+    agent.page.wait_for_function(f"() => Number(({tokens})()) > {before}")
+    wait_closed_titles(agent, ["kept here"])
+    assert agent.page.evaluate("() => window.__listReads") == 0
     agent.testid("agent-new-conversation").click()  # this tab's write (archive)
     wait_closed_titles(agent, ["kept here"])
     show_course(other, course)

@@ -793,3 +793,32 @@ async def test_a_version_whose_turn_was_never_saved_stays_in_the_timeline_naming
     assert [c["checkpoint_id"] for c in listed["checkpoints"]] == [second.id, first.id]
     stored = await checkpoints.read_model.timeline("conv")  # as stored: never rewritten
     assert [i.turn_id for i in stored] == ["m2", "m9"]
+
+
+async def test_the_summary_of_a_conversation_is_read_again_only_when_a_version_was_made_since():
+    """Issue #33: after a turn, the panel's checkpoint summary asks again (its conversation became known,
+    its key changed); when no scene version was recorded since it was read for that conversation
+    (``seen``: the scenes' versions as drawn and the versions kept from another device, unchanged) the
+    summary read before is given back with no read; a turn that made a version reads again and counts it."""
+
+    class Counting(MemoryVersionBackend):
+        reads = 0
+
+        async def conversation_versions(self, conversation_id):
+            self.reads += 1
+            return await super().conversation_versions(conversation_id)
+
+    backend = Counting()
+    checkpoints = SceneCheckpoints(backend)
+    model = checkpoints.read_model
+    await checkpoints.submit(snapshot("intro-ml", "scene-1", doc("A"), at=1))
+    seen = (("1",), 0)
+    first = await model.summary("conv", seen=seen)
+    assert first["count"] == 1 and backend.reads == 1
+    assert await model.summary("conv", seen=seen) == first and backend.reads == 1  # a turn with no version
+    assert (await model.summary("other", seen=seen))["count"] == 0 and backend.reads == 2  # another conversation
+    await checkpoints.submit(snapshot("intro-ml", "scene-1", doc("B"), at=2))
+    after = await model.summary("conv", seen=(("2",), 0))  # a turn that made a version
+    assert after["count"] == 2 and backend.reads == 3
+    assert (await model.summary("conv", seen=(("2",), 1)))["count"] == 2 and backend.reads == 4  # adopted
+    assert (await model.summary("conv"))["count"] == 2 and backend.reads == 5  # nothing seen given: read

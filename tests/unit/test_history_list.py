@@ -371,3 +371,70 @@ def test_history_in_another_tabs_hands_is_logged_below_warning(kind, caplog):
     assert levels == {kind: logging.INFO, "failed": logging.WARNING}
     expected = {"blocked": "history-blocked", "versionchange": "history-version-change"}[kind]
     assert access.available is False and notices[0].code == expected
+
+
+class _CountingReads:
+    """Wraps a ``MemoryBackend``: counts its reads (every call but ``open``, ``write``, ``persist``)."""
+
+    READS = ("get", "bulk_get", "get_all", "query", "count", "query_count", "keys", "primary_keys", "scan")
+
+    def __init__(self, backend) -> None:
+        self.backend, self.reads = backend, 0
+
+    def __getattr__(self, name):
+        attr = getattr(self.backend, name)
+        if name in self.READS:
+            async def counted(*args, **kw):
+                self.reads += 1
+                return await attr(*args, **kw)
+            return counted
+        return attr
+
+
+def _page_rows(page) -> tuple:
+    return ([(m.taskId, m.updatedAt, getattr(m, "pinnedAt", None)) for m in page.items], page.cursor, page.has_more,
+            page.total)
+
+
+async def test_a_turn_of_a_listed_conversation_is_drawn_from_what_it_wrote_without_a_read():
+    """Issue #33: the closed list drawn ahead follows this tab's turn of a conversation it lists (the
+    turn's change carries the meta as committed) without reading IndexedDB, and holds what a re-read of
+    its first page gives: the conversation at the top, pinned ones first, the same total, next-page
+    cursor and has-more; a turn of a conversation it does not list is left to the re-read."""
+    from app.records import MemoryBackend
+    from tests.unit.test_history import add, reply, service, user
+    from tests.unit.turn_events import ended
+
+    backend = _CountingReads(MemoryBackend())
+    svc, _, _ = service(backend=backend)
+    heard: list[HistoryChange] = []
+    svc.changes.subscribe(heard.append)
+    ids = [await add(svc, "s", f"q{n}") for n in range(14)]  # more than a page, archived
+    await svc.pin(ids[2], True)
+    thread = list(await svc.resume("s", ids[12], [], None, 1))  # listed on the first page, not at its top
+    model = HistoryList()
+    model.live = True
+    model.restart("s")
+    generation = model.begin("newest", "all", T0)
+    page = await svc.page("s")
+    model.place(page.items, "replace", T0)
+    model.paged(page.cursor, page.has_more)
+    assert page.items[0].taskId == ids[2] and page.items[1].taskId != ids[12]  # the pin, then not the resumed one
+    model.keep(page)
+    model.settled(generation)
+    for n in range(2):  # the resumed conversation's turn, then the turn after it
+        thread += [user(f"more {n}", f"u-m{n}"), reply("ok", f"a-m{n}")]
+        await svc.record_turn(ended("s", thread, message_id=f"a-m{n}"), 1)
+        change = heard[-1]
+        assert change.kind == "record" and change.written is not None
+        model.hear(change)
+        before = backend.reads
+        followed = model.follow(change)
+        assert backend.reads == before  # no read
+        assert followed is not None and not model.behind
+        assert _page_rows(followed) == _page_rows(await svc.page("s"))  # what a re-read gives
+        assert followed.items[0].taskId == ids[2] and followed.items[1].taskId == change.task_id
+    moved = change.written.meta.model_copy(update={"taskId": ids[0]})  # the oldest: not on the first page
+    unlisted = HistoryChange("record", ids[0], "s", written=change.written._replace(meta=moved))
+    model.hear(unlisted)
+    assert model.follow(unlisted) is None and model.behind  # not listed: the list is read again
