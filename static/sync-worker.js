@@ -15,6 +15,11 @@
 //   watchdog, app/sync/watchdog.py, restarts a replication that says it is active and moves
 //   nothing), and "blocked" (bodyText: the server's origin) when this worker's Content-Security-Policy
 //   (connect-src) refused the request to the server.
+// Before anything touches the local database, the worker checks once that this window's IndexedDB
+//   keeps a Blob, which PouchDB's IndexedDB adapter stores to learn what it may: where it cannot
+//   (WebKit's private windows abort the transaction) PouchDB never answers at all. Then "probe"
+//   reports {event: "status", args: ["storage", 0, null]} instead of asking the server, and puts,
+//   removes and resolves fail at once rather than wait for ever.
 // The password goes only into PouchDB's auth option and the probe's Authorization header: it is
 // never logged, stored or posted back.
 "use strict";
@@ -38,6 +43,53 @@ try {
       refused.splice(0, refused.length - 20);
     }
   });
+
+  // Whether this window's IndexedDB keeps a Blob (checked once; false when it refuses, or when the
+  // write has not ended after STORAGE_WAIT_MS: a write that hangs is noticed before the watchdog's
+  // stall, app/sync/watchdog.py).
+  const STORAGE_WAIT_MS = 10000;
+  let storageChecked = null;
+  function storageKeepsBlobs() {
+    if (storageChecked) return storageChecked;
+    storageChecked = new Promise((resolve) => {
+      const name = "agentbar-sync-blob-check";
+      let timer = null;
+      const end = (kept, db) => {
+        if (timer === null) return;
+        clearTimeout(timer);
+        timer = null;
+        try {
+          if (db) db.close();
+          indexedDB.deleteDatabase(name);
+        } catch (_error) { /* nothing kept to remove */ }
+        resolve(kept);
+      };
+      timer = setTimeout(() => end(false, null), STORAGE_WAIT_MS);
+      try {
+        const open = indexedDB.open(name, 1);
+        open.onupgradeneeded = () => open.result.createObjectStore("s");
+        open.onerror = () => end(false, null);
+        open.onsuccess = () => {
+          const db = open.result;
+          try {
+            const tx = db.transaction("s", "readwrite");
+            tx.oncomplete = () => end(true, db);
+            tx.onabort = () => end(false, db);
+            tx.objectStore("s").put(new Blob(["x"], { type: "text/plain" }), "k");
+          } catch (_error) {
+            end(false, db);
+          }
+        };
+      } catch (_error) {
+        end(false, null); // no IndexedDB here at all
+      }
+    });
+    return storageChecked;
+  }
+
+  async function writable() {
+    if (!(await storageKeepsBlobs())) throw new Error("sync: this window's storage keeps no Blob");
+  }
 
   function originOf(url) {
     try {
@@ -149,6 +201,10 @@ try {
     }
 
     async probe() {
+      if (!(await storageKeepsBlobs())) { // the server is not asked: nothing could be kept of its answer
+        this.onStatus("storage", 0, null);
+        return 0;
+      }
       const headers = { Accept: "application/json" };
       const auth = authHeader(this.config.user, this.config.password);
       if (auth) headers.Authorization = auth;
@@ -236,6 +292,7 @@ try {
     }
 
     async put(docJson) {
+      await writable();
       const doc = JSON.parse(docJson);
       for (let attempt = 0; attempt < 5; attempt += 1) {
         let current = null;
@@ -261,6 +318,7 @@ try {
 
     // a deletion carrying bodyJson's fields (a conversation's says which turns this device had)
     async remove(id, bodyJson) {
+      await writable();
       const body = bodyJson ? JSON.parse(bodyJson) : {};
       for (let attempt = 0; attempt < 5; attempt += 1) {
         let rev;
@@ -287,6 +345,7 @@ try {
     // losers deleted, or every live leaf of a deleted conversation); returns how many were refused
     // (a leaf written over meanwhile: its next change brings it again).
     async resolve(docsJson) {
+      await writable();
       const results = await this.db.bulkDocs(JSON.parse(docsJson));
       let refused = 0;
       for (const result of results) {
@@ -305,6 +364,7 @@ try {
     // handle only (across windows it signals through localStorage, which a worker has not): a live
     // feed opened here tells them all to read what is new, and is closed again at once.
     async wake() {
+      await writable();
       const info = await this.db.info();
       this.db.changes({ since: info.update_seq, live: true }).cancel();
     }

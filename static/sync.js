@@ -11,10 +11,12 @@
 //     tab wrote them) and wait in arrival order for take(); called when the first one arrives after
 //     take() handed over all there were (never from inside the replication's own work per document)
 //   onStatus(event, httpStatus, bodyText): "welcome" (the answer of GET / of the server; status 0 and
-//     body null when there was none) or "blocked" (the worker's Content-Security-Policy refused the
-//     server; bodyText its origin), then the replication's "active", "paused", "denied", "error"
-//     (httpStatus of the failing request, 0 when the server did not answer), and "progress" each
-//     time a batch of documents moved either way (what app/sync/watchdog.py counts as progress)
+//     body null when there was none), "blocked" (the worker's Content-Security-Policy refused the
+//     server; bodyText its origin) or "storage" (this window's IndexedDB keeps no Blob, so PouchDB
+//     cannot keep the local database: the server is not asked, and puts fail), then the
+//     replication's "active", "paused", "denied", "error" (httpStatus of the failing request, 0
+//     when the server did not answer), and "progress" each time a batch of documents moved either
+//     way (what app/sync/watchdog.py counts as progress)
 // Replication: probe() -> Promise<status> (reports "welcome"; rejects when the client did not load);
 //   start(); take(max, maxChars) -> Promise<JSON text of up to max waiting changes, oldest first, each
 //   [doc | null, seq] (null for this page's own writes: only the seq moves on), none more once their

@@ -33,6 +33,10 @@
   included, is never this page's status (nor is it in the worker, ``static/sync-worker.js``).
 - A server the worker's Content-Security-Policy refuses (``connect-src``, the build's
   ``--connect-src``) is ``error`` with the reason ``blocked``, not ``offline``.
+- A window whose IndexedDB keeps no Blob (WebKit's private windows), where PouchDB never answers, is
+  ``error`` with the reason ``storageUnsupported``: the worker checks once before it asks the server
+  (``static/sync-worker.js``), nothing is replicated, the watchdog does not restart it, and history
+  stays on this device as with sync off.
 
 The password never reaches a log: errors are logged by their kind, never with the configuration.
 """

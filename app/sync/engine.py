@@ -387,7 +387,10 @@ class SyncEngine:
         ``welcome`` (the answer of ``GET /`` before replicating, ``body`` parsed or None) →
         ``syncing`` when it is a CouchDB welcome, else ``notCouchdb`` (or ``unreachable`` with no
         answer, or the HTTP reason); ``blocked`` (the page's Content-Security-Policy refused the
-        server) → ``error``/``blocked``; ``off``.
+        server) → ``error``/``blocked``; ``storage`` (the worker found that this window's IndexedDB
+        keeps no Blob, which the local database needs: a private window) → ``error``/``storageUnsupported``
+        (never ``offline``: the server is not at fault, and the watchdog watches only ``syncing``, so it
+        is not restarted); ``off``.
 
         >>> SyncEngine.status("error", 401).key, SyncEngine.status("paused").state
         ('sync.reason.unauthorized', 'synced')
@@ -404,6 +407,8 @@ class SyncEngine:
             return SyncStatus("synced")
         if event == "blocked":  # the worker's Content-Security-Policy refused the server (connect-src)
             return SyncStatus.failed("blocked")
+        if event == "storage":  # this window's IndexedDB cannot keep the local database (no Blob)
+            return SyncStatus.failed("storageUnsupported")
         if event == "welcome":
             if http_status == 200 and is_couchdb(body):
                 return SyncStatus("syncing")

@@ -40,12 +40,14 @@ PASSWORD_STORAGE_KEY = "agentbar-sync-password"
 
 STATES = ("off", "syncing", "synced", "offline", "error")
 """``[data-testid=sync-status]``'s ``data-state`` values (DESIGN.md §16)."""
-REASONS = ("unauthorized", "forbidden", "notCouchdb", "unreachable", "stalled", "blocked")
+REASONS = ("unauthorized", "forbidden", "notCouchdb", "unreachable", "stalled", "blocked", "storageUnsupported")
 """Why a sync is in ``error`` (``offline`` for ``unreachable`` and ``stalled``): the locale keys
 ``sync.reason.<reason>``. ``stalled``: the server stopped answering mid-sync (``app.sync.watchdog``);
 ``blocked``: the page's Content-Security-Policy (``connect-src``) refuses the server, which only
 whoever deploys the page can change (the build's ``--connect-src``); its text names the server's
-origin (``{origin}``)."""
+origin (``{origin}``); ``storageUnsupported``: this browser window's IndexedDB cannot keep what the
+local database needs (a Blob: WebKit's private windows), so sync is off in it (the sync worker checks
+before replicating); waiting or restarting does not change that, and the server is not at fault."""
 
 _DATABASE = re.compile(r"[a-z][a-z0-9_$()+/-]*\Z")  # CouchDB's rule for a database name
 

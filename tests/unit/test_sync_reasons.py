@@ -10,6 +10,7 @@ import pytest
 
 from app.sync.engine import SyncEngine
 from app.sync.settings import REASONS, SyncStatus
+from app.sync.watchdog import ProgressWatchdog
 
 LOCALES = sorted((Path(__file__).resolve().parents[2] / "app" / "locales").glob("*.json"))
 
@@ -35,3 +36,35 @@ def test_every_locale_says_how_the_deployer_admits_a_blocked_server_and_that_a_s
     if path.stem != "en-US":  # a real translation, not the English text copied
         assert reasons["stalled"] != english["stalled"] and blocked != english["blocked"]
     assert reasons["stalled"] and reasons["stalled"] != json.loads(path.read_text("utf-8"))["sync"]["state"]["syncing"]
+
+
+def test_a_browser_whose_storage_keeps_no_blob_is_an_error_of_its_own_never_restarted():
+    """The worker's storage check failed (this window's IndexedDB keeps no Blob, as WebKit's private
+    windows): ``error`` with its own reason, not ``offline``/``stalled``, and the watchdog, fed what the
+    panel shows, never stalls or restarts it however long it stays."""
+    status = SyncEngine.status("storage", 0, None)
+    assert status == SyncStatus("error", "storageUnsupported")
+    assert status.key == "sync.reason.storageUnsupported" and "storageUnsupported" in REASONS
+    assert SyncStatus.failed("storageUnsupported") == status
+    assert SyncEngine.shown(status, applying=True) == status  # not held back as 'syncing'
+    now = [0.0]
+    dog = ProgressWatchdog(lambda: now[0], stall_after=20)
+    dog.restarted()
+    dog.observe("syncing")  # the start shows 'syncing' while the worker checks its storage
+    now[0] = 3.0
+    dog.observe(SyncEngine.shown(status, applying=False).state)
+    verdicts = []
+    for _ in range(3600):
+        now[0] += 1.0
+        verdicts.append(dog.poll())
+    assert set(verdicts) == {None} and not dog.stalled
+
+
+@pytest.mark.parametrize("path", LOCALES, ids=lambda p: p.stem)
+def test_every_locale_says_this_window_cannot_keep_sync_data_not_that_the_server_stopped(path):
+    texts = json.loads(path.read_text("utf-8"))["sync"]
+    english = json.loads((path.parent / "en-US.json").read_text("utf-8"))["sync"]["reason"]
+    said = texts["reason"]["storageUnsupported"]
+    assert said and said not in (texts["reason"]["stalled"], texts["reason"]["unreachable"], texts["state"]["error"])
+    if path.stem != "en-US":  # a real translation, not the English text copied
+        assert said != english["storageUnsupported"]
