@@ -248,16 +248,22 @@ def _wait_count(page, n: int, timeout_s: float) -> tuple[float, int]:
         time.sleep(0.5)
 
 
-def bench_app(run, origin: str, n: int, timeout_s: float) -> dict:
-    context = run.context()
-    page = context.new_page()
-    page.goto(f"{run.base}index.html?delay=0&course={COURSE}")
+def fill_sync_settings(run, page, course: str, origin: str, database: str, history_timeout_ms: int) -> None:
+    """Open ``course`` in ``page``, wait for ready and history, and fill the settings dialog with sync
+    on against ``origin``/``database``, short of pressing Save (the caller times or counts from that)."""
+    page.goto(f"{run.base}index.html?delay=0&course={course}")
     run.wait_ready(page)
-    page.wait_for_function("() => document.documentElement.dataset.history === 'ready'", timeout=60_000)
+    page.wait_for_function("() => document.documentElement.dataset.history === 'ready'", timeout=history_timeout_ms)
     page.click("[data-testid=settings-open]")
     page.check("[data-testid=sync-enabled]")
     page.fill("[data-testid=sync-url]", origin)
-    page.fill("[data-testid=sync-database]", DATABASE)
+    page.fill("[data-testid=sync-database]", database)
+
+
+def bench_app(run, origin: str, n: int, timeout_s: float) -> dict:
+    context = run.context()
+    page = context.new_page()
+    fill_sync_settings(run, page, COURSE, origin, DATABASE, 60_000)
     page.evaluate(LONGTASKS if HEARTBEAT else OBSERVER_JS)
     page.evaluate(STATES_JS)
     page.evaluate(WATCH_JS, n)

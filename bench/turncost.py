@@ -36,6 +36,7 @@ import statistics
 import time
 
 from bench.scripts import RUN_PY
+from bench.sync import fill_sync_settings
 from bench.trace import cpu, print_cpu, traced
 
 GOALS = {"encodes_max": 3, "reads_max": 1, "write_ratio_max": 1.5}
@@ -181,13 +182,7 @@ def run(run, *, quick: bool) -> dict:
         page = context.new_page()
         run.seed(page, {"maic-agent-threads": _seed(LONG_TURNS, SHORT_TURNS)})
         t0 = time.monotonic()
-        page.goto(f"{run.base}index.html?delay=0&course={LONG_COURSE}")
-        run.wait_ready(page)
-        page.wait_for_function("() => document.documentElement.dataset.history === 'ready'", timeout=120_000)
-        page.click("[data-testid=settings-open]")
-        page.check("[data-testid=sync-enabled]")
-        page.fill("[data-testid=sync-url]", server.origin)
-        page.fill("[data-testid=sync-database]", DATABASE)
+        fill_sync_settings(run, page, LONG_COURSE, server.origin, DATABASE, 120_000)
         page.click("[data-testid=settings-save]")
         page.wait_for_function("() => document.querySelector('[data-testid=sync-status]').dataset.state === 'synced'",
                                timeout=300_000)
