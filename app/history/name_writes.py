@@ -15,7 +15,7 @@ from app.history.changes import HistoryChange
 from app.history.names import NAME_GRAPHEMES, merged_names
 from app.history.records import TaskMeta
 from app.history.repository import HistoryRepository, Writes
-from app.history.writes import ActiveConversations, Changed
+from app.history.active import ActiveConversations, Changed
 
 __all__ = ["NameWrites"]
 
