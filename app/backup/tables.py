@@ -157,7 +157,8 @@ async def _restore_conversations(backend: RecordBackend, reader, pause: Pause, n
         writes = Writes()
         for item in plan.conversations:
             writes.keep(TaskMeta.model_validate(item["meta"]), item["messages"],
-                        [TurnMeta.model_validate(t) for t in item["turns"]])
+                        [TurnMeta.model_validate(t) for t in item["turns"]], branches=item.get("branches"),
+                        shown=item.get("shown"))
             known.add(item["meta"]["taskId"])
             plan.stages.add(item["meta"]["stageId"])
         plan.conversations.clear()

@@ -6,7 +6,7 @@ history's writers (``app.history.writes``, ``app.history.turn_writes``, ``app.hi
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.history.changes import HistoryChange
 from app.history.records import TaskMeta, TurnMeta
@@ -20,7 +20,8 @@ Changed = Callable[[HistoryChange], None]
 @dataclass(frozen=True)
 class Written:
     """A course's active conversation as this tab's last turn wrote it: its ``meta`` record as
-    stored (``TaskMeta.model_dump``), ``messages``, ``turns``, ``search`` record and plain ``text``.
+    stored (``TaskMeta.model_dump``), ``messages``, ``turns``, ``search`` record and plain ``text``,
+    and the rest of its tree (``branches``, ``shown``: DESIGN.md §17, ``app.history.branches``).
     While the stored meta record is still ``meta`` (no other writer: every write of a conversation
     writes its meta), the next turn reads nothing more (``TurnWrites._record_on_own_head``)."""
 
@@ -30,6 +31,8 @@ class Written:
     turns: list[TurnMeta]
     search: dict
     text: str
+    branches: list[dict] = field(default_factory=list)
+    shown: dict[str, str] = field(default_factory=dict)
 
 
 class ActiveConversations:

@@ -43,7 +43,7 @@ class NameWrites:
             meta = await self._repository.meta(task_id)
             if meta is None:
                 return None
-            held = await self._repository.messages(task_id)
+            held = (await self._repository.form(task_id)).messages
             messages = held if isinstance(held, list) else []
             if name is not None and not name.strip():
                 await self._segmenter.for_titles(messages)

@@ -19,6 +19,7 @@ from typing import Any
 from app.continuity import continues, home_of_ending_turn
 from app.history.access import HistoryAccess, Segmenter, guarded
 from app.history.active import ActiveConversations, Changed, Written
+from app.history.branches import StoredForm, grown
 from app.history.changes import HistoryChange
 from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta, Usage, iso, new_task_id
 from app.history.repository import HeldTurn, HistoryRepository, Writes
@@ -158,7 +159,7 @@ class TurnWrites:
                 return _ELSEWHERE
             text = held.text if isinstance(held, _Remembered) else None
             added, meta, writes = await self._on_head(event.stage_id, messages, matched_at, event, held.meta,
-                                                      held.messages, held.turns, held.search, text)
+                                                      held.form, held.turns, held.search, text)
         self._changed(HistoryChange("record", meta.taskId, event.stage_id, written=writes.kept(meta.taskId)))
         return added
 
@@ -175,7 +176,7 @@ class TurnWrites:
                 meta = self._repository.meta_of(raw)
                 if meta is not None:
                     return _Remembered(task_id, head, meta, True, known.messages, list(known.turns), known.search,
-                                       known.text)
+                                       known.branches, known.shown, text=known.text)
         return await self._repository.for_turn(stage_id, task_id)
 
     @guarded(writes=True)
@@ -183,7 +184,7 @@ class TurnWrites:
         await self._segmenter.for_titles(messages)
         async with self._lock:
             meta = await self._repository.head_meta(stage_id)
-            held = await self._repository.messages(meta.taskId) if meta else None
+            held = await self._repository.form(meta.taskId) if meta else StoredForm(None)
             turns = await self._repository.turns(meta.taskId) if meta else []
             added, meta, writes = await self._on_head(stage_id, messages, matched_at, turn, meta, held, turns, _UNREAD,
                                                       None)
@@ -191,33 +192,39 @@ class TurnWrites:
         return added
 
     async def _on_head(self, stage_id: str, messages: list[dict], matched_at: int, turn: TurnEnded,
-                       meta: TaskMeta | None, held: Any, turns: list[TurnMeta],
+                       meta: TaskMeta | None, held: StoredForm, turns: list[TurnMeta],
                        search: Any, text: str | None) -> tuple[TurnMeta, TaskMeta, Writes]:
-        """Write the turn on ``stage_id``'s head (lock held): ``meta``, ``held`` (messages as stored),
-        ``turns`` and ``search`` (its ``search`` record; ``_UNREAD``: read here when needed) as read;
-        ``text``: the plain text that record was made of, when kept in memory (``Written``).
+        """Write the turn on ``stage_id``'s head (lock held): ``meta``, ``held`` (its ``messages`` record
+        as stored), ``turns`` and ``search`` (its ``search`` record; ``_UNREAD``: read here when needed)
+        as read; ``text``: the plain text that record was made of, when kept in memory (``Written``).
+        A thread that goes on from the conversation grows its tree (``app.history.branches.grown``,
+        DESIGN.md §17: its branches are kept).
         Returns the turn meta, the conversation's meta and the writes committed; what they wrote is
         remembered (``ActiveConversations.wrote``) for the course's next turn."""
-        diverged = isinstance(held, list) and not continues(messages, held) and not continues(held, messages)
+        stored = held.messages
+        diverged = isinstance(stored, list) and not continues(messages, stored) and not continues(stored, messages)
         if diverged:  # e.g. the head kept a turn too big for localStorage and a reload went on without it
             # the thread becomes its own conversation; the head's stays whole, archived (§9)
             meta, turns = carried_over(self._new_meta(stage_id, messages, self._clock()), turns, messages)
         elif meta is None:  # the first turn: the conversation takes the id allocated for its head
             meta = self._new_meta(stage_id, messages, self._clock(), await self._repository.head_id(stage_id))
         # the stored index of a conversation this turn goes on from: only the new messages are indexed
-        goes_on = held is not None and not diverged and continues(messages, held)
+        goes_on = stored is not None and not diverged and continues(messages, stored)
         if goes_on and search is _UNREAD:
             search = await self._repository.search_record(meta.taskId)
-        meta, added = with_turn(meta, turns, messages, turn, self._clock())
+        form = StoredForm(messages) if diverged else grown(held, messages) if goes_on else \
+            StoredForm(messages, held.branches, held.shown)
+        meta, added = with_turn(meta, turns, form.messages, turn, self._clock())
         writes = Writes()
-        await writes.keep_in_steps(meta, messages, turns, pause=self._pause, new=diverged, held_messages=held,
-                                   held_search=search if goes_on else None, held_text=text)
+        await writes.keep_in_steps(meta, form.messages, turns, pause=self._pause, new=diverged, held_messages=stored,
+                                   held_search=search if goes_on else None, held_text=text, branches=form.branches,
+                                   shown=form.shown, held_branches=held.branches)
         writes.make_head(stage_id, meta.taskId, matched_at)
         await self._repository.commit(writes)
         self._active.set(stage_id, meta, turns)
         kept, (record, plain) = writes.kept(meta.taskId), writes.kept_index(meta.taskId)
         self._active.wrote(stage_id, Written(meta.taskId, meta.model_dump(), kept.messages, list(kept.turns), record,
-                                             plain))
+                                             plain, form.branches, form.shown))
         return added, meta, writes
 
     async def record_turn_in(self, task_id: str, event: TurnEnded) -> TurnMeta | None:
@@ -238,18 +245,23 @@ class TurnWrites:
         await self._segmenter.for_titles(messages)
         async with self._lock:
             meta = await self._repository.meta(task_id)
-            held = await self._repository.messages(task_id) if meta else None
+            held = await self._repository.form(task_id) if meta else StoredForm(None)
             turns = await self._repository.turns(task_id) if meta else []
-            if meta is not None and isinstance(held, list) and not continues(messages, held):
+            form = StoredForm(messages)
+            if meta is not None and isinstance(held.messages, list) and not continues(messages, held.messages):
                 # the thread does not go on from it: its own, never over it
                 meta, turns = carried_over(self._new_meta(stage_id, messages, self._clock()), turns, messages)
             elif meta is None:
                 meta = self._new_meta(stage_id, messages, self._clock(), task_id)
-            goes_on = meta is not None and meta.taskId == task_id and continues(messages, held)
+            else:  # it goes on from it: its tree grows (§17)
+                form = grown(held, messages)
+            goes_on = meta is not None and meta.taskId == task_id and continues(messages, held.messages)
             search = await self._repository.search_record(task_id) if goes_on else None
-            meta, added = with_turn(meta, turns, messages, turn, self._clock())
+            meta, added = with_turn(meta, turns, form.messages, turn, self._clock())
             writes = Writes()
-            await writes.keep_in_steps(meta, messages, turns, pause=self._pause, held_messages=held, held_search=search)
+            await writes.keep_in_steps(meta, form.messages, turns, pause=self._pause, held_messages=held.messages,
+                                       held_search=search, branches=form.branches, shown=form.shown,
+                                       held_branches=held.branches)
             await self._repository.commit(writes)
             if self._active.task_id(stage_id) == task_id:  # this tab still took it for the active one
                 self._active.forget(stage_id)

@@ -22,6 +22,7 @@ from app.continuity import continues
 from app.history.adopted import adopted_meta
 from app.history.access import HistoryAccess, Segmenter, guarded
 from app.history.active import ActiveConversations, Changed, Written
+from app.history.branches import grown
 from app.history.changes import HistoryChange
 from app.history.records import TaskMeta, TurnMeta, new_task_id
 from app.history.repository import HistoryRepository, Writes
@@ -140,7 +141,7 @@ class HistoryWrites:
             if messages:
                 await self._segmenter.for_titles(messages)
                 task_id = meta.taskId if meta else None
-                if meta is None or not continues(await self._repository.messages(meta.taskId), messages):
+                if meta is None or not continues((await self._repository.form(meta.taskId)).messages, messages):
                     allocated = None if meta else await self._repository.head_id(stage_id)
                     task_id = (await self._adopt(writes, stage_id, messages, meta, allocated=allocated,
                                                  updated_at=matched_at)).taskId
@@ -169,8 +170,9 @@ class HistoryWrites:
     async def _adopt(self, writes: Writes, stage_id: str, messages: list[dict], meta: TaskMeta | None, *,
                      allocated: str | None, pause: Callable[[], Awaitable[None]] | None = None,
                      updated_at: int | None = None) -> TaskMeta:
-        """Keep ``messages`` as ``meta``'s conversation in ``writes`` (a continuation of it: its stored
-        turn meta is kept, read from the store, not from this tab's cache, which a reload empties), or
+        """Keep ``messages`` as ``meta``'s conversation in ``writes`` (a continuation of it: its
+        stored turn meta is kept, read from the store, not from this tab's cache, which a reload empties,
+        and its tree grows by ``messages``, ``app.history.branches.grown``: no branch is lost), or
         as a new one (``allocated``: the id its head was allocated, if any), whose turns are counted
         and dated by ``app.history.adopted`` (``updated_at``: the thread's ``updatedAt``, epoch ms;
         the clock when None or later). Returns the meta kept.
@@ -178,17 +180,19 @@ class HistoryWrites:
         DESIGN.md §13); without it all is built at once."""
         now = self._clock()
         turns: list[TurnMeta] = []
+        branches, shown = None, None
         if meta is None:
             meta, turns = self._adopted_meta(stage_id, messages, now, allocated, updated_at)
         else:
             turns = await self._repository.turns(meta.taskId)
+            messages, branches, shown = grown(await self._repository.form(meta.taskId), messages)
             meta = meta.model_copy(update={"updatedAt": max(now, meta.updatedAt),
                                            "taskName": meta.taskName or title_of(messages) or ""})
         if pause is None:
-            writes.keep(meta, messages, turns)
+            writes.keep(meta, messages, turns, branches=branches, shown=shown)
         else:
             await pause()
-            await writes.keep_in_steps(meta, messages, turns, pause=pause)
+            await writes.keep_in_steps(meta, messages, turns, pause=pause, branches=branches, shown=shown)
         return meta
 
     @guarded()
@@ -201,13 +205,13 @@ class HistoryWrites:
         await self._segmenter.for_titles(current)
         async with self._lock:
             meta = await self._repository.meta(task_id)
-            messages = await self._repository.messages(task_id)
+            messages = (await self._repository.form(task_id)).messages
             if meta is None or not isinstance(messages, list):
                 return None
             writes = Writes()
             head = await self._repository.head_meta(stage_id)
             if current and (head is None or head.taskId != task_id):
-                if head is None or not continues(await self._repository.messages(head.taskId), current):
+                if head is None or not continues((await self._repository.form(head.taskId)).messages, current):
                     allocated = None if head else await self._repository.head_id(stage_id)
                     await self._adopt(writes, stage_id, current, head, allocated=allocated, updated_at=current_matched_at)
             meta = meta.model_copy(update={"stageId": stage_id})
@@ -247,7 +251,7 @@ class HistoryWrites:
         async with self._lock:
             meta = await self._repository.head_meta(stage_id)
             allocated = None if meta else await self._repository.head_id(stage_id)  # a head without turns yet
-            old = await self._repository.messages(meta.taskId) if meta else None
+            old = (await self._repository.form(meta.taskId)).messages if meta else None
             goes_on = continues(messages, old)
             writes = Writes()
             # history holds this thread and turns localStorage could not keep (too big for its

@@ -4,10 +4,162 @@ panel reads and switches branches through. On the in-memory backend (the page's 
 
 from __future__ import annotations
 
-from app.records import SCHEMA
+import asyncio
+import doctest
+import itertools
+
+from app.history import HistoryService
+from app.history.records import Stats, TaskMeta, TurnMeta, Usage, iso
+from app.history.repository import Writes
+from app.history.tree import Tree
+from app.records import SCHEMA, MemoryBackend
+from tests.unit.turn_events import ended
+
+T0 = 1_780_000_000_000
+TASK = "task_20260528_aaaaaa"
+
+
+class Clock:
+    def __init__(self, now=T0 + 1_000):
+        self.now = now
+
+    def __call__(self):
+        self.now += 1
+        return self.now
+
+
+def msg(role, ident, text):
+    return {"role": role, "id": ident, "content": [{"type": "text", "text": text}]}
+
+
+U1, A1 = msg("user", "u1", "what is chlorophyll"), msg("assistant", "a1", "a green pigment")
+U2, A2 = msg("user", "u2", "and in autumn"), msg("assistant", "a2", "it breaks down: carotenoids show")
+A2B = msg("assistant", "a2b", "the leaves turn yellow")  # a regenerated answer, shown
+PATH = [U1, A1, U2, A2B]
+
+
+def tree_record() -> tuple[list[dict], list[dict], dict]:
+    """The stored form of a conversation whose second answer was regenerated: shown a2b, a2 beside."""
+    return Tree.chain([U1, A1, U2, A2]).grow(PATH).record()
+
+
+def service(backend, clock=None, changes=None):
+    counter = itertools.count()
+    kw = {"changes": changes} if changes is not None else {}
+    return HistoryService(backend, clock=clock or Clock(), random_bytes=lambda n: bytes([next(counter) % 256] * n),
+                          **kw)
+
+
+async def seeded(stage="s", *, head=True) -> MemoryBackend:
+    """A store holding conversation ``TASK`` of course ``stage`` with two branches, its course's head."""
+    backend = MemoryBackend()
+    await backend.open()
+    messages, branches, shown = tree_record()
+    meta = TaskMeta(taskId=TASK, taskName="what is chlorophyll", stageId=stage, createdAt=T0, updatedAt=T0,
+                    turnCount=3, durationMs=30, stats=Stats(inputTokens=3, outputTokens=6, totalTokens=9))
+    turns = [TurnMeta(turnId=n, timestamp=iso(T0), usage=Usage(inputTokens=1, outputTokens=2, totalTokens=3),
+                      duration=10, messageId=m) for n, m in enumerate(["a1", "a2", "a2b"], start=1)]
+    writes = Writes()
+    writes.keep(meta, messages, turns, branches=branches, shown=shown)
+    if head:
+        writes.make_head(stage, TASK, 1)
+    await backend.write(writes.ops)
+    return backend
+
+
+def stored_tree(backend, task_id=TASK) -> Tree:
+    record = backend.raw("messages")[task_id]
+    return Tree.from_record(record["messages"], record.get("branches"), record.get("shown"))
+
+
+def assert_both_branches(backend, task_id=TASK):
+    tree = stored_tree(backend, task_id)
+    assert {"a2", "a2b"} <= set(tree.ids) and tree.parent("a2") == tree.parent("a2b") == "u2"
+    return tree
 
 
 # -- (a) the stored form -----------------------------------------------------------------------
 
 def test_schema_version_4_declares_the_tables_of_version_3_and_a_record_may_hold_a_tree():
+    import app.history.branches
+
     assert max(SCHEMA) == 4 and SCHEMA[4] == SCHEMA[3]  # same tables and indexes: nothing to migrate
+    assert doctest.testmod(app.history.branches).failed == 0
+
+
+async def test_a_record_stored_before_branches_reads_as_a_chain():
+    backend = MemoryBackend()
+    await backend.open()
+    writes = Writes()
+    meta = TaskMeta(taskId=TASK, taskName="t", stageId="s", createdAt=T0, updatedAt=T0)
+    writes.keep(meta, [U1, A1], [])
+    await backend.write(writes.ops)
+    assert set(backend.raw("messages")[TASK]) == {"taskId", "messages"}  # a chain is written as before
+    tree = stored_tree(backend)
+    assert [m["id"] for m in tree.path()] == ["u1", "a1"] and tree.siblings("a1") == (1, 1)
+
+
+# -- (b) every write path keeps the branches ---------------------------------------------------
+
+async def test_a_turn_on_the_shown_path_keeps_the_other_branch():
+    backend = await seeded()
+    svc = service(backend)
+    thread = PATH + [msg("user", "u3", "why"), msg("assistant", "a3", "less light")]
+    await svc.record_turn(ended("s", thread, message_id="a3", conversation_id=TASK), 2)
+    tree = assert_both_branches(backend)
+    assert [m["id"] for m in tree.path()] == ["u1", "a1", "u2", "a2b", "u3", "a3"]
+    # this tab's next turn starts from what it remembers of its write: the branches are remembered too
+    thread += [msg("user", "u4", "more"), msg("assistant", "a4", "ok")]
+    await svc.record_turn(ended("s", thread, message_id="a4", conversation_id=TASK), 3)
+    assert assert_both_branches(backend).siblings("a2b") == (2, 2)
+
+
+async def test_archive_resume_and_reconcile_keep_the_branches():
+    backend = await seeded()
+    svc = service(backend)
+    longer = PATH + [msg("user", "u3", "why")]
+    assert await svc.archive("s", longer, 2) == TASK  # the shown thread went on: kept with it
+    assert_both_branches(backend)
+    assert await svc.resume("s", TASK, [], None, 3) == longer
+    await svc.resume("s", TASK, longer + [msg("assistant", "a3", "x")], 4, 5)
+    assert_both_branches(backend)
+    # start-up: localStorage's thread goes on from the head's: localStorage wins, the tree stays
+    fresh = service(backend)
+    assert await fresh.reconcile({"s": (longer + [msg("assistant", "a3", "x"), msg("user", "u4", "y")], 9)}) == ["s"]
+    assert [m["id"] for m in assert_both_branches(backend).path()][-1] == "u4"
+
+
+async def test_rename_pin_delete_and_undo_keep_the_branches():
+    backend = await seeded()
+    svc = service(backend)
+    assert await svc.rename(TASK, "leaves") is not None and await svc.pin(TASK, True) is not None
+    assert_both_branches(backend)
+    assert await svc.delete(TASK) and TASK not in backend.raw("messages")
+    assert await svc.undo() == TASK
+    assert_both_branches(backend)
+
+
+async def test_a_backup_restored_into_an_empty_store_keeps_the_branches():
+    from app.backup.tables import restore, write_backup
+
+    async def pause():
+        await asyncio.sleep(0)
+
+    data = await write_backup(await seeded(), {"state": {"threads": {}}, "version": 1}, T0, pause)
+    empty = MemoryBackend()
+    await empty.open()
+    await restore(empty, data, pause, local_thread=lambda stage: False, new_id=lambda meta: "task_20260528_bbbbbb")
+    assert_both_branches(empty)
+    assert stored_tree(empty).path_ids() == ("u1", "a1", "u2", "a2b")
+
+
+# -- (d) search covers every branch ------------------------------------------------------------
+
+async def test_a_word_only_on_another_branch_finds_the_conversation():
+    backend = await seeded()
+    svc = service(backend)
+    assert [h.meta.taskId for h in (await svc.search("s", "carotenoids")).items] == [TASK]  # on a2, not shown
+    thread = PATH + [msg("user", "u3", "anthocyanin"), msg("assistant", "a3", "red")]
+    await svc.record_turn(ended("s", thread, message_id="a3", conversation_id=TASK), 3)  # indexed from the held one
+    for word in ("carotenoids", "yellow", "anthocyanin"):
+        assert [h.meta.taskId for h in (await svc.search("s", word)).items] == [TASK], word
