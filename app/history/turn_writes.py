@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from app.continuity import continues, home_of_ending_turn
+from app.continuity import belongs, branches_off, continues, home_of_ending_turn
 from app.history.access import HistoryAccess, Segmenter, guarded
 from app.history.active import ActiveConversations, Changed, Written
 from app.history.branches import StoredForm, grown
@@ -159,7 +159,7 @@ class TurnWrites:
                 return _ELSEWHERE
             text = held.text if isinstance(held, _Remembered) else None
             added, meta, writes = await self._on_head(event.stage_id, messages, matched_at, event, held.meta,
-                                                      held.form, held.turns, held.search, text)
+                                                      held.form, held.turns, held.search, text, sent_on=True)
         self._changed(HistoryChange("record", meta.taskId, event.stage_id, written=writes.kept(meta.taskId)))
         return added
 
@@ -193,17 +193,20 @@ class TurnWrites:
 
     async def _on_head(self, stage_id: str, messages: list[dict], matched_at: int, turn: TurnEnded,
                        meta: TaskMeta | None, held: StoredForm, turns: list[TurnMeta],
-                       search: Any, text: str | None) -> tuple[TurnMeta, TaskMeta, Writes]:
+                       search: Any, text: str | None, *, sent_on: bool = False) -> tuple[TurnMeta, TaskMeta, Writes]:
         """Write the turn on ``stage_id``'s head (lock held): ``meta``, ``held`` (its ``messages`` record
         as stored), ``turns`` and ``search`` (its ``search`` record; ``_UNREAD``: read here when needed)
-        as read; ``text``: the plain text that record was made of, when kept in memory (``Written``).
-        A thread that goes on from the conversation grows its tree (``app.history.branches.grown``,
-        DESIGN.md §17: its branches are kept).
+        as read; ``text``: the plain text that record was made of, when kept in memory (``Written``);
+        ``sent_on``: the turn was sent on this conversation (its conversation id).
+        A thread that is a branch of the conversation (``app.continuity.branches_off``: a question
+        edited, a reply regenerated) grows its tree (``app.history.branches.grown``, DESIGN.md §17).
         Returns the turn meta, the conversation's meta and the writes committed; what they wrote is
         remembered (``ActiveConversations.wrote``) for the course's next turn."""
         stored = held.messages
-        diverged = isinstance(stored, list) and not continues(messages, stored) and not continues(stored, messages)
-        if diverged:  # e.g. the head kept a turn too big for localStorage and a reload went on without it
+        branch = branches_off(messages, stored, sent_on=sent_on)
+        diverged = isinstance(stored, list) and not belongs(messages, stored) and not continues(stored, messages) \
+            and not branch
+        if diverged:  # a thread of another first message, or one without ids, that does not go on from the head's
             # the thread becomes its own conversation; the head's stays whole, archived (§9)
             meta, turns = carried_over(self._new_meta(stage_id, messages, self._clock()), turns, messages)
         elif meta is None:  # the first turn: the conversation takes the id allocated for its head
@@ -212,7 +215,7 @@ class TurnWrites:
         goes_on = stored is not None and not diverged and continues(messages, stored)
         if goes_on and search is _UNREAD:
             search = await self._repository.search_record(meta.taskId)
-        form = StoredForm(messages) if diverged else grown(held, messages) if goes_on else \
+        form = StoredForm(messages) if diverged else grown(held, messages) if branch or goes_on else \
             StoredForm(messages, held.branches, held.shown)
         meta, added = with_turn(meta, turns, form.messages, turn, self._clock())
         writes = Writes()
@@ -248,12 +251,12 @@ class TurnWrites:
             held = await self._repository.form(task_id) if meta else StoredForm(None)
             turns = await self._repository.turns(task_id) if meta else []
             form = StoredForm(messages)
-            if meta is not None and isinstance(held.messages, list) and not continues(messages, held.messages):
-                # the thread does not go on from it: its own, never over it
+            if meta is not None and isinstance(held.messages, list) and not belongs(messages, held.messages):
+                # the thread neither goes on from it nor is a branch of it: its own, never over it
                 meta, turns = carried_over(self._new_meta(stage_id, messages, self._clock()), turns, messages)
             elif meta is None:
                 meta = self._new_meta(stage_id, messages, self._clock(), task_id)
-            else:  # it goes on from it: its tree grows (§17)
+            else:  # it goes on from it, or is a branch of it (§17): its tree grows
                 form = grown(held, messages)
             goes_on = meta is not None and meta.taskId == task_id and continues(messages, held.messages)
             search = await self._repository.search_record(task_id) if goes_on else None

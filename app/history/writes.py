@@ -18,7 +18,7 @@ import logging
 import os
 from collections.abc import Awaitable, Callable
 
-from app.continuity import continues
+from app.continuity import belongs, continues
 from app.history.adopted import adopted_meta
 from app.history.access import HistoryAccess, Segmenter, guarded
 from app.history.active import ActiveConversations, Changed, Written
@@ -170,7 +170,7 @@ class HistoryWrites:
     async def _adopt(self, writes: Writes, stage_id: str, messages: list[dict], meta: TaskMeta | None, *,
                      allocated: str | None, pause: Callable[[], Awaitable[None]] | None = None,
                      updated_at: int | None = None) -> TaskMeta:
-        """Keep ``messages`` as ``meta``'s conversation in ``writes`` (a continuation of it: its
+        """Keep ``messages`` as ``meta``'s conversation in ``writes`` (a continuation or a branch of it: its
         stored turn meta is kept, read from the store, not from this tab's cache, which a reload empties,
         and its tree grows by ``messages``, ``app.history.branches.grown``: no branch is lost), or
         as a new one (``allocated``: the id its head was allocated, if any), whose turns are counted
@@ -252,7 +252,7 @@ class HistoryWrites:
             meta = await self._repository.head_meta(stage_id)
             allocated = None if meta else await self._repository.head_id(stage_id)  # a head without turns yet
             old = (await self._repository.form(meta.taskId)).messages if meta else None
-            goes_on = continues(messages, old)
+            goes_on = belongs(messages, old)  # goes on from it, or is a branch of it (§17): its tree grows
             writes = Writes()
             # history holds this thread and turns localStorage could not keep (too big for its
             # quota): the same conversation, kept whole, never copied (DESIGN.md §5, §9)

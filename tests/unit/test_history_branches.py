@@ -127,6 +127,11 @@ async def test_archive_resume_and_reconcile_keep_the_branches():
     fresh = service(backend)
     assert await fresh.reconcile({"s": (longer + [msg("assistant", "a3", "x"), msg("user", "u4", "y")], 9)}) == ["s"]
     assert [m["id"] for m in assert_both_branches(backend).path()][-1] == "u4"
+    # start-up: localStorage holds the other branch (shown in another tab before a reload): it is shown
+    other = service(backend)
+    assert await other.reconcile({"s": ([U1, A1, U2, A2], 10)}) == ["s"]
+    tree = assert_both_branches(backend)
+    assert tree.path_ids() == ("u1", "a1", "u2", "a2") and await other.total("s") == 1
 
 
 async def test_rename_pin_delete_and_undo_keep_the_branches():
@@ -153,13 +158,47 @@ async def test_a_backup_restored_into_an_empty_store_keeps_the_branches():
     assert stored_tree(empty).path_ids() == ("u1", "a1", "u2", "a2b")
 
 
+# -- (c) a turn on a branch grows its conversation ---------------------------------------------
+
+async def test_a_regenerated_reply_and_an_edited_question_are_branches_of_the_active_conversation():
+    backend = await seeded()
+    svc = service(backend)
+    again = [U1, A1, U2, msg("assistant", "a2c", "chlorophyll fades")]  # regenerated once more
+    usage = {"inputTokens": 5, "outputTokens": 7, "totalTokens": 12}
+    await svc.record_turn(ended("s", again, usage=usage, message_id="a2c", conversation_id=TASK), 2)
+    tree = assert_both_branches(backend)
+    assert tree.siblings("a2c") == (3, 3) and tree.path_ids()[-1] == "a2c"
+    edited = [U1, A1, msg("user", "u2b", "and in winter"), msg("assistant", "a2d", "they fall")]
+    await svc.record_turn(ended("s", edited, usage=usage, message_id="a2d"), 3)  # its conversation not known
+    tree = assert_both_branches(backend)
+    assert tree.siblings("u2b") == (2, 2) and tree.path_ids() == ("u1", "a1", "u2b", "a2d")
+    assert await svc.total("s") == 1 and await svc.head_task_id("s", allocate=False) == TASK
+    kept = await svc.bundle(TASK)
+    assert [t.messageId for t in kept.turns] == ["a1", "a2", "a2b", "a2c", "a2d"]  # every turn on every branch
+    assert [t.turnId for t in kept.turns] == [1, 2, 3, 4, 5] and kept.meta.turnCount == 5
+    assert kept.meta.stats.totalTokens == 3 * 3 + 12 * 2 and kept.meta.durationMs == 3 * 10 + 2
+
+
+async def test_a_branch_of_a_conversation_no_longer_active_is_recorded_in_it():
+    backend = await seeded()
+    svc = service(backend)
+    await svc.archive("s", PATH, 2)  # another tab started a new conversation while the turn ran
+    again = [U1, A1, U2, msg("assistant", "a2c", "chlorophyll fades")]
+    assert await svc.record_turn_in(TASK, ended("s", again, message_id="a2c", conversation_id=TASK)) is not None
+    assert assert_both_branches(backend).siblings("a2c") == (3, 3) and await svc.total("s") == 1
+
+
 # -- (d) search covers every branch ------------------------------------------------------------
 
 async def test_a_word_only_on_another_branch_finds_the_conversation():
     backend = await seeded()
     svc = service(backend)
     assert [h.meta.taskId for h in (await svc.search("s", "carotenoids")).items] == [TASK]  # on a2, not shown
-    thread = PATH + [msg("user", "u3", "anthocyanin"), msg("assistant", "a3", "red")]
+    again = [U1, A1, U2, msg("assistant", "a2c", "xanthophyll remains")]
+    await svc.record_turn(ended("s", again, message_id="a2c", conversation_id=TASK), 2)
+    for word in ("carotenoids", "yellow", "xanthophyll"):  # each on one branch only
+        assert [h.meta.taskId for h in (await svc.search("s", word)).items] == [TASK], word
+    thread = again + [msg("user", "u3", "anthocyanin"), msg("assistant", "a3", "red")]
     await svc.record_turn(ended("s", thread, message_id="a3", conversation_id=TASK), 3)  # indexed from the held one
     for word in ("carotenoids", "yellow", "anthocyanin"):
         assert [h.meta.taskId for h in (await svc.search("s", word)).items] == [TASK], word
