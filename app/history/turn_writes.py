@@ -4,8 +4,10 @@ over ``HistoryRepository``; which thread goes on from which is ``app.continuity`
 - the common turn goes on the course's active conversation, read once (``record_turn``), or only its
   head and meta when this tab's last turn wrote it (``Written``);
 - a turn of a conversation another tab replaced as the head goes to that conversation
-  (``record_turn_in``); a thread that does not go on from what a conversation holds becomes one of
-  its own, carrying its turns' meta (``carried_over``): nothing is written over a conversation.
+  (``record_turn_in``);
+- a thread that goes on from a conversation, or is a branch of it (``app.continuity.belongs``),
+  grows its tree (``app.history.branches.grown``, DESIGN.md §17); any other becomes a conversation
+  of its own, carrying its turns' meta (``carried_over``): nothing is written over a conversation.
 """
 
 from __future__ import annotations
@@ -115,9 +117,11 @@ class TurnWrites:
         this tab's save could not see, the turn goes to ``event.conversation_id`` with
         ``event.messages`` (this tab's thread, before any merge), as ``record_turn_in``: never onto
         the other conversation's messages (DESIGN.md §9: a turn stays with the conversation it
-        continues). A thread that neither goes on from the head's messages nor is their start (the
-        head kept a turn too big for localStorage, and a reload went on from the shorter stored
-        thread) becomes a conversation of its own and the course's head; the old one stays whole,
+        continues). A thread that is a branch of the head's conversation (``app.continuity.branches_off``:
+        a reply regenerated, a question edited, or the head kept a turn too big for localStorage and
+        a reload went on from the shorter stored thread) grows its tree, the old path kept as a branch
+        (DESIGN.md §17). Any other thread that neither goes on from the head's messages nor is their
+        start becomes a conversation of its own and the course's head; the old one stays whole,
         archived (DESIGN.md §9: nothing is deleted but by a delete)."""
         task_id = event.conversation_id
         if task_id is not None and TASK_ID.match(task_id):
