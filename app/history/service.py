@@ -29,8 +29,10 @@ from app.history.repository import Conversation, Damaged, HistoryRepository, Sto
 from app.history.name_writes import NameWrites
 from app.history.names import NAME_GRAPHEMES, pinned_meta, renamed_meta
 from app.history.text import TITLE_GRAPHEMES, cut_title, text_needs_segmenter, title_of
+from app.history.tree import Tree
 from app.history.synced_writes import SyncedWrites
 from app.history.active import ActiveConversations
+from app.history.branch_writes import BranchWrites
 from app.history.turn_writes import TurnWrites, at_once
 from app.history.writes import HistoryWrites
 from app.ports import TurnEnded
@@ -106,6 +108,8 @@ class HistoryService:
                                      changed=self._changed, random_bytes=random_bytes)
         self._turns = TurnWrites(self._repository, self._access, segmenter, self._active, self._writes.lock,
                                  clock=clock, changed=self._changed, random_bytes=random_bytes, pause=pause)
+        self._branches = BranchWrites(self._repository, self._access, self._active, self._writes.lock, clock=clock,
+                                      changed=self._changed, pause=pause or at_once)
         self._names = NameWrites(self._repository, self._access, segmenter, self._active, self._writes.lock,
                                  self._changed)
         self._synced = SyncedWrites(self._repository, self._access, self._writes, self._active, self._names,
@@ -193,6 +197,26 @@ class HistoryService:
         """``HistoryWrites.reconcile``: start-up, localStorage wins; returns the stage ids brought in line
         (``pause``: awaited between adopted courses, DESIGN.md §13)."""
         return await self._writes.reconcile(threads, pause)
+
+    # -- branches (app.history.branch_writes, DESIGN.md §17) ----------------
+    async def branches(self, stage_id: str) -> Tree | None:
+        """The tree of ``stage_id``'s active conversation as stored; None when the course has none (or
+        history is unavailable)."""
+        task_id = await self._writes.head_task_id(stage_id, allocate=False)
+        return await self._branches.tree(task_id) if task_id is not None else None
+
+    async def branches_in(self, task_id: str) -> Tree | None:
+        """``BranchWrites.tree``: the tree of conversation ``task_id`` (a resumed or searched one)."""
+        return await self._branches.tree(task_id)
+
+    async def show_path(self, stage_id: str, path: list[dict]) -> Tree | None:
+        """``show_path_in`` on ``stage_id``'s active conversation (None when the course has none)."""
+        task_id = await self._writes.head_task_id(stage_id, allocate=False)
+        return await self._branches.show_path_in(task_id, path) if task_id is not None else None
+
+    async def show_path_in(self, task_id: str, path: list[dict]) -> Tree | None:
+        """``BranchWrites.show_path_in``: ``path`` becomes the shown path of conversation ``task_id``."""
+        return await self._branches.show_path_in(task_id, path)
 
     # -- delete, undo ------------------------------------------------------
     @guarded(bool)

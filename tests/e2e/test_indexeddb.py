@@ -263,7 +263,8 @@ def version_3_is_upgraded_to_4_and_its_conversation_reads_as_a_chain(page, other
     """Version 4 changes no table (DESIGN.md §17: a ``messages`` record may hold ``branches`` and
     ``shown``; one without them is a chain): a database of version 3 holding a conversation, closed by
     the tab that wrote it, opens at version 4 with every record as it was, and the conversation reads
-    as a chain (its messages the shown path, no message with a sibling), listed and read whole."""
+    as a chain (its messages the shown path, no message with a sibling), listed and read whole; a
+    regenerated reply and a switch back to the first one are stored and read back by another service."""
     fresh_database(page)
     records = run_py(page, """
         from app.history.records import TaskMeta
@@ -295,11 +296,18 @@ def version_3_is_upgraded_to_4_and_its_conversation_reads_as_a_chain(page, other
         await b.open()
         record = await b.get("messages", "task_20260101_bbbbbb")
         tree = Tree.from_record(record["messages"], record.get("branches"), record.get("shown"))
+        from app.ports import TurnEnded
+        again = record["messages"][:1] + [{"role": "assistant", "id": "a2", "content": [{"type": "text", "text": "green"}]}]
+        await svc.record_turn(TurnEnded(stage_id="v3", messages=again, base=[], usage=None, model="demo", duration_ms=1,
+                                        conversation_id="task_20260101_bbbbbb", message_id="a2", at=2), 2)
+        await svc.show_path("v3", record["messages"])  # the first answer shown again
+        reread = await HistoryService(IndexedDbBackend(), clock=lambda: 1_780_000_000_000).branches("v3")
         json.dumps({"keys": sorted(record), "path": list(tree.path_ids()), "siblings": [tree.siblings(i) for i in tree.ids],
-                    "kept": [kept.meta.taskName, len(kept.messages), await svc.total("v3")]})
+                    "kept": [kept.meta.taskName, len(kept.messages), await svc.total("v3")],
+                    "branched": [list(reread.path_ids()), reread.siblings("a1"), reread.siblings("a2")]})
     """)
     assert read == {"keys": ["messages", "taskId"], "path": ["u1", "a1"], "siblings": [[1, 1], [1, 1]],
-                    "kept": ["chlorophyll", 2, 1]}
+                    "kept": ["chlorophyll", 2, 1], "branched": [["u1", "a1"], [1, 2], [2, 2]]}
     assert page.evaluate("""() => new Promise((resolve) => { const r = indexedDB.open('agentbar');
       r.onsuccess = () => { const v = r.result.version; r.result.close(); resolve(v); }; })""") == max(SCHEMA) * 10 == 40
 

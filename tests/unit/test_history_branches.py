@@ -9,6 +9,8 @@ import doctest
 import itertools
 
 from app.history import HistoryService
+from app.history.changes import HistoryChange
+from app.history.recorder import HistoryRecorder
 from app.history.records import Stats, TaskMeta, TurnMeta, Usage, iso
 from app.history.repository import Writes
 from app.history.tree import Tree
@@ -81,10 +83,12 @@ def assert_both_branches(backend, task_id=TASK):
 # -- (a) the stored form -----------------------------------------------------------------------
 
 def test_schema_version_4_declares_the_tables_of_version_3_and_a_record_may_hold_a_tree():
+    import app.history.branch_writes
     import app.history.branches
 
     assert max(SCHEMA) == 4 and SCHEMA[4] == SCHEMA[3]  # same tables and indexes: nothing to migrate
     assert doctest.testmod(app.history.branches).failed == 0
+    assert doctest.testmod(app.history.branch_writes).failed == 0
 
 
 async def test_a_record_stored_before_branches_reads_as_a_chain():
@@ -95,7 +99,7 @@ async def test_a_record_stored_before_branches_reads_as_a_chain():
     writes.keep(meta, [U1, A1], [])
     await backend.write(writes.ops)
     assert set(backend.raw("messages")[TASK]) == {"taskId", "messages"}  # a chain is written as before
-    tree = stored_tree(backend)
+    tree = await service(backend).branches_in(TASK)
     assert [m["id"] for m in tree.path()] == ["u1", "a1"] and tree.siblings("a1") == (1, 1)
 
 
@@ -202,3 +206,41 @@ async def test_a_word_only_on_another_branch_finds_the_conversation():
     await svc.record_turn(ended("s", thread, message_id="a3", conversation_id=TASK), 3)  # indexed from the held one
     for word in ("carotenoids", "yellow", "anthocyanin"):
         assert [h.meta.taskId for h in (await svc.search("s", word)).items] == [TASK], word
+
+
+# -- (e) the port: the panel reads the tree and shows another branch ---------------------------
+
+async def test_the_panel_reads_the_tree_and_shows_another_branch_which_a_reload_and_another_tab_show():
+    backend = await seeded()
+    heard: list[HistoryChange] = []
+    svc = service(backend)
+    svc.changes.subscribe(heard.append)
+    recorder = HistoryRecorder(svc)
+    assert await recorder.branches("nothing-here") is None
+    tree = await recorder.branches("s")
+    assert tree.path_ids() == ("u1", "a1", "u2", "a2b") and tree.siblings("a2b") == (2, 2)
+    before = (await svc.active("s"))[0].updatedAt
+    shown = await recorder.show_path("s", tree.step("a2b", -1).path())
+    assert shown.path_ids() == ("u1", "a1", "u2", "a2")
+    assert backend.raw("messages")[TASK]["messages"] == [U1, A1, U2, A2]  # what every linear reader reads
+    assert [(c.kind, c.task_id, c.stage_id) for c in heard] == [("branch", TASK, "s")]
+    assert heard[0].written.messages == [U1, A1, U2, A2] and heard[0].what == "written"
+    assert (await svc.active("s"))[0].updatedAt > before
+    # a reload (another service over the same store) and another tab read the same branch
+    assert (await service(backend).branches("s")).path_ids() == ("u1", "a1", "u2", "a2")
+    # a path that is not one of the tree's writes nothing
+    assert await svc.show_path("s", [U1, A2]) is None and len(heard) == 1
+    assert await svc.show_path("s", [U1, A1, U2, A2]) is not None and len(heard) == 1  # already shown
+    # a turn after the switch goes on from the branch now shown
+    thread = [U1, A1, U2, A2, msg("user", "u3", "why"), msg("assistant", "a3", "less light")]
+    await svc.record_turn(ended("s", thread, message_id="a3", conversation_id=TASK), 4)
+    assert assert_both_branches(backend).path_ids()[-1] == "a3" and await svc.total("s") == 1
+
+
+async def test_a_conversation_that_is_not_active_shows_another_branch_too():
+    backend = await seeded(head=False)
+    svc = service(backend)
+    assert await svc.branches("s") is None  # no active conversation
+    tree = await svc.branches_in(TASK)
+    shown = await svc.show_path_in(TASK, tree.show("a2").path())
+    assert shown.path_ids()[-1] == "a2" and (await svc.branches_in(TASK)).path_ids()[-1] == "a2"
