@@ -86,5 +86,6 @@ class BranchWrites:
             await self._repository.commit(writes)
             if self._active.task_id(meta.stageId) == task_id:
                 self._active.forget(meta.stageId)  # read again at its next turn
-        self._changed(HistoryChange("branch", task_id, meta.stageId, written=writes.kept(task_id)))
+        self._changed(HistoryChange("branch", task_id, meta.stageId, written=writes.kept(task_id),
+                                    form=writes.kept_form(task_id)))
         return shown

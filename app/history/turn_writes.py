@@ -164,7 +164,8 @@ class TurnWrites:
             text = held.text if isinstance(held, _Remembered) else None
             added, meta, writes = await self._on_head(event.stage_id, messages, matched_at, event, held.meta,
                                                       held.form, held.turns, held.search, text, sent_on=True)
-        self._changed(HistoryChange("record", meta.taskId, event.stage_id, written=writes.kept(meta.taskId)))
+        self._changed(HistoryChange("record", meta.taskId, event.stage_id, written=writes.kept(meta.taskId),
+                                    form=writes.kept_form(meta.taskId)))
         return added
 
     async def _held_for_turn(self, stage_id: str, task_id: str) -> HeldTurn:
@@ -192,7 +193,8 @@ class TurnWrites:
             turns = await self._repository.turns(meta.taskId) if meta else []
             added, meta, writes = await self._on_head(stage_id, messages, matched_at, turn, meta, held, turns, _UNREAD,
                                                       None)
-        self._changed(HistoryChange("record", meta.taskId, stage_id, written=writes.kept(meta.taskId)))
+        self._changed(HistoryChange("record", meta.taskId, stage_id, written=writes.kept(meta.taskId),
+                                    form=writes.kept_form(meta.taskId)))
         return added
 
     async def _on_head(self, stage_id: str, messages: list[dict], matched_at: int, turn: TurnEnded,
@@ -272,5 +274,6 @@ class TurnWrites:
             await self._repository.commit(writes)
             if self._active.task_id(stage_id) == task_id:  # this tab still took it for the active one
                 self._active.forget(stage_id)
-        self._changed(HistoryChange("record", meta.taskId, stage_id, written=writes.kept(meta.taskId)))
+        self._changed(HistoryChange("record", meta.taskId, stage_id, written=writes.kept(meta.taskId),
+                                    form=writes.kept_form(meta.taskId)))
         return added

@@ -152,7 +152,8 @@ class HistoryWrites:
             self.persist_requested = True
             self._persisting = asyncio.ensure_future(self._ask_persist())  # asked, never awaited here
         self._changed(HistoryChange("archive", task_id or "", stage_id,
-                                    written=writes.kept(task_id) if task_id else None))
+                                    written=writes.kept(task_id) if task_id else None,
+                                    form=writes.kept_form(task_id) if task_id else None))
         return task_id
 
     async def _ask_persist(self) -> None:

@@ -244,3 +244,20 @@ async def test_a_conversation_that_is_not_active_shows_another_branch_too():
     tree = await svc.branches_in(TASK)
     shown = await svc.show_path_in(TASK, tree.show("a2").path())
     assert shown.path_ids()[-1] == "a2" and (await svc.branches_in(TASK)).path_ids()[-1] == "a2"
+
+
+async def test_each_change_carries_the_tree_as_written_so_no_subscriber_reads_it_back():
+    """DESIGN.md §15: a change carries what was written; with branches that is the whole stored form."""
+    backend = await seeded()
+    heard: list[HistoryChange] = []
+    svc = service(backend)
+    svc.changes.subscribe(heard.append)
+    again = [U1, A1, U2, msg("assistant", "a2c", "chlorophyll fades")]
+    await svc.record_turn(ended("s", again, message_id="a2c", conversation_id=TASK), 2)
+    await svc.show_path("s", PATH)
+    await svc.archive("s", PATH + [msg("user", "u3", "why")], 3)
+    assert [c.kind for c in heard] == ["record", "branch", "archive"]
+    assert all(change.form.messages == change.written.messages for change in heard)
+    assert Tree.from_record(*heard[2].form).ids == stored_tree(backend).ids  # the last write: all of it
+    assert [m["id"] for m in heard[0].form.branches if "content" in m] == ["a2", "a2b"]
+    assert heard[1].form.messages == PATH and heard[1].form.shown == {}
