@@ -50,7 +50,7 @@ from app.records import HIGHEST, LOWEST, RecordBackend, WriteOp
 
 __all__ = ["Conversation", "Damaged", "FOLD_VERSION", "Head", "HeldTurn", "HistoryRepository", "ListRange", "Stored",
            "Writes", "SNIPPET_AFTER", "SNIPPET_BEFORE", "conversation_records", "head_records", "held_artifacts",
-           "held_messages", "version_pages", "version_records"]
+           "held_forms", "version_pages", "version_records"]
 
 LIST_INDEX = "[stageId+updatedAt+taskId]"
 PIN_INDEX = "[stageId+pinnedAt]"
@@ -834,13 +834,14 @@ async def head_records(backend: RecordBackend, stage_ids: list[str]) -> list[dic
     return [r for r in records if isinstance(r, dict) and isinstance(r.get("taskId"), str)]
 
 
-async def held_messages(backend: RecordBackend, task_ids: list[str]) -> dict[str, list]:
-    """The stored slim messages of those of ``task_ids`` that have a ``conversations`` record
-    (readable or not), by task id (``[]`` when its messages record is missing or holds none); two
-    requests. What a restore merges a backup's conversations against (§14)."""
+async def held_forms(backend: RecordBackend, task_ids: list[str]) -> dict[str, StoredForm]:
+    """The stored ``messages`` records of those of ``task_ids`` that have a ``conversations`` record
+    (readable or not), by task id, as ``StoredForm`` (its ``messages`` ``[]`` when the record is
+    missing or holds none); two requests. What a restore merges a backup's conversations against
+    (§14; their trees, §17)."""
     metas = await backend.bulk_get("conversations", task_ids)
     held = await backend.bulk_get("messages", task_ids)
-    return {task_id: (m or {}).get("messages") or []
+    return {task_id: (form := StoredForm.of(m))._replace(messages=form.messages or [])
             for task_id, meta, m in zip(task_ids, metas, held) if meta is not None}
 
 

@@ -162,6 +162,31 @@ async def test_a_backup_restored_into_an_empty_store_keeps_the_branches():
     assert stored_tree(empty).path_ids() == ("u1", "a1", "u2", "a2b")
 
 
+
+async def test_a_backup_that_goes_on_from_a_branched_conversation_here_keeps_both():
+    """A restore over a conversation kept here: the backup's turns join its tree, none of the branches
+    here is written over (DESIGN.md §14, §17: a backup holds whole trees, nothing is lost)."""
+    from app.backup.tables import restore, write_backup
+
+    async def pause():
+        await asyncio.sleep(0)
+
+    elsewhere = MemoryBackend()
+    await elsewhere.open()
+    writes = Writes()
+    meta = TaskMeta(taskId=TASK, taskName="what is chlorophyll", stageId="s", createdAt=T0, updatedAt=T0 + 9)
+    writes.keep(meta, PATH + [msg("user", "u3", "why"), msg("assistant", "a3", "less light")], [])
+    await elsewhere.write(writes.ops)
+    data = await write_backup(elsewhere, {"state": {"threads": {}}, "version": 1}, T0, pause)
+    here = await seeded()
+    await restore(here, data, pause, local_thread=lambda stage: False, new_id=lambda meta: "task_20260528_bbbbbb")
+    tree = assert_both_branches(here)
+    assert tree.path_ids() == ("u1", "a1", "u2", "a2b", "u3", "a3") and len(backend_ids(here)) == 1
+
+
+def backend_ids(backend) -> list:
+    return list(backend.raw("conversations"))
+
 # -- (c) a turn on a branch grows its conversation ---------------------------------------------
 
 async def test_a_regenerated_reply_and_an_edited_question_are_branches_of_the_active_conversation():
