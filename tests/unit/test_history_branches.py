@@ -18,7 +18,7 @@ from app.records import SCHEMA, MemoryBackend
 from tests.unit.turn_events import ended
 
 T0 = 1_780_000_000_000
-TASK = "task_20260528_aaaaaa"
+TASK = "task_20260528_seeded"
 
 
 class Clock:
@@ -207,6 +207,21 @@ async def test_a_regenerated_reply_and_an_edited_question_are_branches_of_the_ac
     assert [t.turnId for t in kept.turns] == [1, 2, 3, 4, 5] and kept.meta.turnCount == 5
     assert kept.meta.stats.totalTokens == 3 * 3 + 12 * 2 and kept.meta.durationMs == 3 * 10 + 2
 
+
+async def test_the_first_question_edited_is_a_branch_when_the_turn_was_sent_on_the_conversation():
+    """The first question edited has no message in common with the stored path: a branch of the
+    conversation the turn was sent on (its conversation id), at the first message's fork; a thread
+    of another first message whose conversation is not known is a conversation of its own."""
+    backend = await seeded()
+    svc = service(backend)
+    first = [msg("user", "u1b", "what is chlorophyll made of"), msg("assistant", "a1b", "magnesium")]
+    await svc.record_turn(ended("s", first, message_id="a1b", conversation_id=TASK), 2)
+    tree = assert_both_branches(backend)
+    assert tree.siblings("u1b") == (2, 2) and tree.path_ids() == ("u1b", "a1b") and await svc.total("s") == 1
+    other = [msg("user", "x1", "something else"), msg("assistant", "x2", "ok")]
+    await svc.record_turn(ended("s", other, message_id="x2"), 3)
+    assert await svc.total("s") == 2 and await svc.head_task_id("s", allocate=False) != TASK
+    assert_both_branches(backend)  # the old conversation stays whole
 
 async def test_a_branch_of_a_conversation_no_longer_active_is_recorded_in_it():
     backend = await seeded()
