@@ -141,6 +141,15 @@ class HistoryPort(Protocol):
     def head_task_id(self, stage_id: str, *, allocate: bool = True) -> Awaitable[str | None]:
         """The id of ``stage_id``'s active conversation (allocated when ``allocate`` and none)."""
 
+    def branches(self, stage_id: str) -> Awaitable[Any]:
+        """The tree of ``stage_id``'s active conversation (``app.history.tree.Tree``, DESIGN.md §17),
+        after the writes queued before; ``None`` when the course has none or history is off."""
+
+    def show_path(self, stage_id: str, path: Slim) -> Awaitable[Any]:
+        """The person showed another branch: ``path`` (a shown path of the stored tree) becomes the
+        shown path of ``stage_id``'s active conversation, stored and announced (a ``branch`` change);
+        the future's result is the tree as stored, or ``None`` (no such path, or history off)."""
+
 
 class CheckpointReads(Protocol):
     """The checkpoints' read model (``app.checkpoints.read_model``), as a restore reads it (§10)."""

@@ -7,7 +7,8 @@ The service is the one face the page and the runtime use; its parts each hold on
 - ``app.history.repository``: the tables, indexes and record shapes (the only module naming them);
 - ``app.history.access``: the store opened once; any backend failure makes history unavailable
   with ONE notice, and the core (§3–§5) never sees it; a damaged record is skipped with one notice;
-- ``app.history.writes``: turns, archive, resume, start-up reconciliation;
+- ``app.history.turn_writes``: a completed turn; ``app.history.writes``: heads, archive, resume,
+  start-up reconciliation;
 - ``app.history.reads``: the list in pages, what arrived above it, search, export reads;
 - here: delete keeps what it removed for ``undo`` during ``UNDO_MS`` (``delete``, ``undo``),
   import adds a conversation from a file (``import_bundle``), and another device's conversation is
@@ -28,8 +29,12 @@ from app.history.repository import Conversation, Damaged, HistoryRepository, Sto
 from app.history.name_writes import NameWrites
 from app.history.names import NAME_GRAPHEMES, pinned_meta, renamed_meta
 from app.history.text import TITLE_GRAPHEMES, cut_title, text_needs_segmenter, title_of
+from app.history.tree import Tree
 from app.history.synced_writes import SyncedWrites
-from app.history.writes import ActiveConversations, HistoryWrites, at_once
+from app.history.active import ActiveConversations
+from app.history.branch_writes import BranchWrites
+from app.history.turn_writes import TurnWrites, at_once
+from app.history.writes import HistoryWrites
 from app.ports import TurnEnded
 from app.records import RecordBackend, RecordStoreError
 from app.store import Notice
@@ -100,7 +105,11 @@ class HistoryService:
         segmenter = Segmenter(prepare)
         self._active = ActiveConversations()
         self._writes = HistoryWrites(self._repository, self._access, segmenter, self._active, clock=clock,
-                                     changed=self._changed, random_bytes=random_bytes, pause=pause)
+                                     changed=self._changed, random_bytes=random_bytes)
+        self._turns = TurnWrites(self._repository, self._access, segmenter, self._active, self._writes.lock,
+                                 clock=clock, changed=self._changed, random_bytes=random_bytes, pause=pause)
+        self._branches = BranchWrites(self._repository, self._access, self._active, self._writes.lock, clock=clock,
+                                      changed=self._changed, pause=pause or at_once)
         self._names = NameWrites(self._repository, self._access, segmenter, self._active, self._writes.lock,
                                  self._changed)
         self._synced = SyncedWrites(self._repository, self._access, self._writes, self._active, self._names,
@@ -153,18 +162,18 @@ class HistoryService:
         """The backend closed the connection (another tab upgrades, the database was deleted/evicted)."""
         self._access.fail(RecordStoreError(kind, detail))
 
-    # -- the active conversation (app.history.writes) ------------------------
+    # -- the active conversation (app.history.writes, app.history.turn_writes) --
     async def head_task_id(self, stage_id: str, *, allocate: bool = True) -> str | None:
         """``HistoryWrites.head_task_id``: the task id of ``stage_id``'s head, allocated when missing."""
         return await self._writes.head_task_id(stage_id, allocate=allocate)
 
     async def record_turn(self, event: TurnEnded, matched_at: int, thread: list[dict] | None = None) -> TurnMeta | None:
-        """``HistoryWrites.record_turn``: the turn ``event`` on its course's active conversation."""
-        return await self._writes.record_turn(event, matched_at, thread)
+        """``TurnWrites.record_turn``: the turn ``event`` on its course's active conversation."""
+        return await self._turns.record_turn(event, matched_at, thread)
 
     async def record_turn_in(self, task_id: str, event: TurnEnded) -> TurnMeta | None:
-        """``HistoryWrites.record_turn_in``: the turn ``event`` of a conversation no longer the head."""
-        return await self._writes.record_turn_in(task_id, event)
+        """``TurnWrites.record_turn_in``: the turn ``event`` of a conversation no longer the head."""
+        return await self._turns.record_turn_in(task_id, event)
 
     async def active(self, stage_id: str) -> tuple[TaskMeta | None, list[TurnMeta]]:
         """The active conversation's meta and turns (read once per course, then kept)."""
@@ -188,6 +197,26 @@ class HistoryService:
         """``HistoryWrites.reconcile``: start-up, localStorage wins; returns the stage ids brought in line
         (``pause``: awaited between adopted courses, DESIGN.md §13)."""
         return await self._writes.reconcile(threads, pause)
+
+    # -- branches (app.history.branch_writes, DESIGN.md §17) ----------------
+    async def branches(self, stage_id: str) -> Tree | None:
+        """The tree of ``stage_id``'s active conversation as stored; None when the course has none (or
+        history is unavailable)."""
+        task_id = await self._writes.head_task_id(stage_id, allocate=False)
+        return await self._branches.tree(task_id) if task_id is not None else None
+
+    async def branches_in(self, task_id: str) -> Tree | None:
+        """``BranchWrites.tree``: the tree of conversation ``task_id`` (a resumed or searched one)."""
+        return await self._branches.tree(task_id)
+
+    async def show_path(self, stage_id: str, path: list[dict]) -> Tree | None:
+        """``show_path_in`` on ``stage_id``'s active conversation (None when the course has none)."""
+        task_id = await self._writes.head_task_id(stage_id, allocate=False)
+        return await self._branches.show_path_in(task_id, path) if task_id is not None else None
+
+    async def show_path_in(self, task_id: str, path: list[dict]) -> Tree | None:
+        """``BranchWrites.show_path_in``: ``path`` becomes the shown path of conversation ``task_id``."""
+        return await self._branches.show_path_in(task_id, path)
 
     # -- delete, undo ------------------------------------------------------
     @guarded(bool)

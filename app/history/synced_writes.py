@@ -15,7 +15,8 @@ from app.history.merge import merge_conversation, merged_meta
 from app.history.name_writes import NameWrites
 from app.history.records import TaskMeta, TurnMeta, new_task_id
 from app.history.repository import Conversation, HistoryRepository, Writes
-from app.history.writes import ActiveConversations, HistoryWrites
+from app.history.active import ActiveConversations
+from app.history.writes import HistoryWrites
 from app.store import Notice
 
 __all__ = ["SyncedWrites"]
