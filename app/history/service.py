@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from app.history.access import NOTICE_CODES, HistoryAccess, Segmenter, guarded
+from app.history.branching import NO_BRANCHES, Branching
 from app.history.changes import ChangeHub, HistoryChange
 from app.history.reads import PAGE_SIZE, HistoryReads, Page, SearchHit, SearchPage
 from app.history.records import Stats, TaskMeta, TurnMeta
@@ -317,10 +318,12 @@ class HistoryService:
         return "ok"
 
     # -- sync (DESIGN.md §16; app.history.synced_writes) -----------------------
-    async def apply_synced(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta]) -> str:
-        """Keep another device's version of a conversation (``SyncedWrites.apply``: ``"added"``,
-        ``"remote"``, ``"merged"``, ``"local"``, ``"same"`` or ``"unavailable"``)."""
-        return await self._synced.apply(meta, messages, turns)
+    async def apply_synced(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta],
+                           branching: Branching = NO_BRANCHES) -> str:
+        """Keep another device's version of a conversation, ``branching`` its tree beside the shown path
+        ``messages`` (``SyncedWrites.apply``: ``"added"``, ``"remote"``, ``"merged"``, ``"local"``,
+        ``"same"`` or ``"unavailable"``)."""
+        return await self._synced.apply(meta, messages, turns, branching)
 
     async def apply_synced_many(self, items: list[Conversation]) -> list[str]:
         """``apply_synced`` for each of ``items`` in arrival order, those new here in one transaction

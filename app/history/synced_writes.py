@@ -1,7 +1,6 @@
 """Keeping another device's conversations (DESIGN.md §16): its version of a conversation merged
-with the one kept here, its deletes applied with the turns this device never sent kept apart. Pure
-Python over ``HistoryRepository``; which conversation continues which is ``app.continuity``'s
-through ``app.history.merge``. Every change it publishes has the source ``sync``, so sync never
+with the one kept here (the union of both trees, §17 "Sync", ``app.history.merge``), its deletes
+applied with the turns this device never sent kept apart. Pure Python over ``HistoryRepository``. Every change it publishes has the source ``sync``, so sync never
 sends it back.
 """
 
@@ -10,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from app.history.access import HistoryAccess, guarded
+from app.history.branching import NO_BRANCHES, Branching
 from app.history.changes import HistoryChange
 from app.history.merge import merge_conversation, merged_meta
 from app.history.name_writes import NameWrites
@@ -37,20 +37,25 @@ class SyncedWrites:
         self._clock, self._random, self._pause = clock, random_bytes, pause
 
     @guarded(lambda: "unavailable")
-    async def apply(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta]) -> str:
-        """Keep another device's version of a conversation (a synced document, ``app.sync.documents``).
-        Which conversation continues which is ``app.continuity``'s through
-        ``app.history.merge.merge_conversation``. Returns
+    async def apply(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta],
+                    branching: Branching = NO_BRANCHES) -> str:
+        """Keep another device's version of a conversation (a synced document, ``app.sync.documents``:
+        ``messages`` its shown path, ``branching`` its tree beside it). The two versions merge by the
+        union of their trees (``app.history.merge.merge_conversation``, DESIGN.md §17 "Sync"), each
+        side's choices dated by its ``shownAt``, else its conversation's ``updatedAt``; what is kept is
+        written in the stored form (the shown path, and ``branches``, ``shown``, ``shownAt`` beside it).
+        Returns
 
         - ``"added"``: not kept here before, now kept archived (which conversation is a course's active
-          one stays per device); ``"remote"``: the other device's continues this one's and replaced it;
-        - ``"merged"``: both changed it; the turns of both are kept, in time order (the caller sends
-          the merged one back); ``"local"``: this one continues the other's (the caller sends this
-          one); ``"same"``: nothing to do; ``"unavailable"``: history cannot be written.
+          one stays per device); ``"remote"``: the other device's holds all of this one's and replaced it;
+        - ``"merged"``: both changed it; the messages of both are kept as one tree, the turn metas of
+          both (the caller sends the merged one back); ``"local"``: this one holds all of the other's
+          (the caller sends this one); ``"same"``: nothing to do; ``"unavailable"``: history cannot be
+          written.
 
         The change published (source ``sync``, carrying what was kept) says ``import`` for an added
         one, ``sync`` for a changed one; a changed one that is its course's active conversation
-        carries its messages as ``head`` (the device's active thread is rebuilt from history,
+        carries its shown path as ``head`` (the device's active thread is rebuilt from history,
         DESIGN.md §16)."""
         head = None
         writes = Writes()
@@ -58,16 +63,20 @@ class SyncedWrites:
             held = await self._repository.conversation(meta.taskId)
             if held is None:
                 writes.keep(meta, messages, turns, new=not await self._repository.holds(meta.taskId))
+                writes.keep_branching(meta.taskId, branching)
                 await self._repository.commit(writes)
                 outcome = "added"
             else:
-                merged = merge_conversation((held.messages, held.turns), (messages, turns))
+                merged = merge_conversation((held.messages, held.turns, held.branching), (messages, turns, branching),
+                                            local_at=held.meta.updatedAt, remote_at=meta.updatedAt)
                 if merged.how == "local":
                     named = await self._names.take_names(held.meta, meta)  # the later rename or pin of each (§18)
-                    same = held.messages == messages and held.turns == turns and named == meta
+                    same = held.messages == messages and held.turns == turns and named == meta \
+                        and held.branching == branching
                     return "same" if same else "local"
                 kept = merged_meta(held.meta, meta, merged)
                 writes.keep(kept, merged.messages, merged.turns)
+                writes.keep_branching(kept.taskId, merged.branching)
                 await self._repository.commit(writes)
                 if (await self._repository.head_id(kept.stageId)) == kept.taskId:
                     self._active.forget(kept.stageId)
@@ -93,13 +102,15 @@ class SyncedWrites:
             return ["unavailable"] * len(items)
         added_at = {index for index, was_added in zip(first.values(), added) if was_added}
         outcomes = []
-        for index, (meta, messages, turns) in enumerate(items):
+        for index, item in enumerate(items):
+            meta, messages, turns = item
+            branching = getattr(item, "branching", NO_BRANCHES)
             if index in added_at:
                 outcomes.append("added")
                 self._changed(HistoryChange("import", meta.taskId, meta.stageId, "sync",
-                                            written=Conversation(meta, messages, turns)))
+                                            written=Conversation(meta, messages, turns, branching)))
             else:
-                outcomes.append(await self.apply(meta, messages, turns))
+                outcomes.append(await self.apply(meta, messages, turns, branching))
         return outcomes
 
     @guarded()
