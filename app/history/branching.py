@@ -61,6 +61,30 @@ class Branching:
         """The tree of shown path ``messages`` with these branches (``Tree.from_record``)."""
         return Tree.from_record(messages, self.branches, self.shown)
 
+    def paths(self, messages: list[dict]) -> list[list[dict]]:
+        """Every path of the tree of shown path ``messages`` from a first message to a leaf, the leaves
+        in the order made (a chain's: ``[messages]``): what a deletion says its device had of every
+        branch, and what a device that never saw that deletion keeps apart (DESIGN.md §16, §17).
+
+        >>> other = Branching([{"id": "b", "parentId": "a", "role": "user"}])
+        >>> [[m["id"] for m in path] for path in other.paths([{"id": "a"}, {"id": "c"}])]
+        [['a', 'c'], ['a', 'b']]
+        """
+        if not self.branches:
+            return [list(messages)] if messages else []
+        tree = self.tree(messages)
+        shown = tree.path_ids()
+        leaves = [i for i in tree.ids if not tree.children(i)]
+        leaves.sort(key=lambda i: i != (shown[-1] if shown else None))  # the shown path first
+        out = []
+        for leaf in leaves:
+            path, key = [], leaf
+            while key is not None:
+                path.append(tree.nodes[key])
+                key = tree.parent(key)
+            out.append(path[::-1])
+        return out
+
     def fields(self) -> dict[str, Any]:
         """The record's (or document's) fields for this: ``branches``, ``shown`` and ``shownAt``, each
         only when it holds something (a chain adds none: its record is written as before branches).

@@ -339,6 +339,16 @@ class HistoryService:
         messages = record.get("messages") if isinstance(record, dict) else None
         return messages if isinstance(messages, list) else None
 
+    def deleted_paths(self, task_id: str) -> list[list[dict]] | None:
+        """Every path of ``task_id``'s tree from a first message to a leaf (``Branching.paths``) when it
+        is the conversation this tab deleted last, else None: what a deletion says the deleting device
+        had of every branch (``app.sync``, DESIGN.md §16, §17)."""
+        messages = self.deleted_messages(task_id)
+        if messages is None:
+            return None
+        record = next(r for table, r in self._deleted.stored.records if table == "messages")
+        return Branching.of(record).paths(messages)
+
     async def renew_synced(self, task_id: str) -> str | None:
         """``task_id``, undone after its deletion went out, comes back under a new task id, whole
         (``SyncedWrites.renew``, DESIGN.md §16). Returns the new id (None: not kept here)."""

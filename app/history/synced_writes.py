@@ -194,13 +194,20 @@ class SyncedWrites:
 
 
 def _unseen(held: Conversation, seen: Callable[[list[dict]], list[bool]], task_id: str) -> Conversation | None:
-    """The turns of ``held`` that ``seen`` says the deleting device never had, as a conversation of
-    id ``task_id`` (the title and course of ``held``; turn metas of its messages, renumbered; counts
+    """The turns of ``held``, on any branch (DESIGN.md §17: each path from a first message to a leaf,
+    ``Branching.paths``), that ``seen`` says the deleting device never had, each message once, in one
+    chain, as a conversation of id ``task_id`` (the title and course of ``held``; turn metas of its messages, renumbered; counts
     from them, ``merged_meta``), or None when there are none."""
     from app.history.merge import Merged, answered, split_turns
 
-    turns = split_turns(held.messages)
-    messages = [m for turn, had in zip(turns, seen(held.messages)) if not had for m in turn]
+    messages, kept = [], set()
+    for path in held.branching.paths(held.messages):
+        for turn, had in zip(split_turns(path), seen(path)):
+            for message in turn if not had else ():  # a message two unseen turns share (a question answered twice) once
+                key = message.get("id") if isinstance(message.get("id"), str) else id(message)
+                if key not in kept:
+                    kept.add(key)
+                    messages.append(message)
     if not messages:
         return None
     messages = answered(messages)

@@ -152,8 +152,9 @@ class SyncEngine:
         doc_id = doc_id_of_task(task_id)
         if change.kind == "delete":  # the deletion says which turns this device had (turn_digests), never their text
             self._forget_for_good(doc_id)
-            had = self.history.deleted_messages(task_id) or []
-            await self.replica.remove(doc_id, {"type": DELETION, "seen": sorted(set(turn_digests(had)))})
+            had = self.history.deleted_paths(task_id) or []  # every branch's turns (DESIGN.md §17)
+            await self.replica.remove(doc_id, {"type": DELETION,
+                                               "seen": sorted({d for path in had for d in turn_digests(path)})})
             return
         if not self.tombstones.admits(doc_id):  # a write over the deletion would bring the id back (§16)
             if change.kind == "undo":  # undone after the delete went out: back here under a new id, sent as any other

@@ -10,6 +10,7 @@ import pytest
 
 import app.history.branching
 from app.history.branching import NO_BRANCHES, Branching
+from app.history.changes import HistoryChange
 from app.history.merge import merge_conversation, merge_leaves
 from app.history.records import TaskMeta, TurnMeta, iso
 from app.history.tree import Tree
@@ -254,3 +255,52 @@ async def test_a_delete_still_wins_over_a_conversation_with_branches():
                 "seen": turn_digests(held.branching.tree(held.messages).path())}
     assert await engine_b.remote_changed(deletion) == "deleted"
     assert await b.bundle(task) is None
+
+
+async def test_a_delete_keeps_apart_the_turns_on_any_branch_the_deleting_device_never_had_and_only_those():
+    """§16's delete wins, over trees (§17): the deletion names the turns of every branch its device
+    had; the other device keeps apart those of its turns, on any branch, that the deletion does not
+    name, and nothing the deleting device had."""
+    a, b = _device(3), _device(2)   # A's clock runs later: A's branch is the one shown after a merge
+    task = await _device_turn(a, "s", "first")
+    replica_a, replica_b = FakeReplica(), LeafReplica()
+    engine_a, engine_b = SyncEngine(a, replica_a, MemoryStorage()), SyncEngine(b, replica_b, MemoryStorage())
+    doc_id = doc_id_of_task(task)
+    await engine_a.push(task)
+    await engine_b.remote_changed(replica_a.docs[doc_id])
+    await _continue(b, task, "s", "B")
+    await _continue(a, task, "s", "A")
+    await engine_a.push(task)
+    assert await engine_b.remote_changed(replica_a.docs[doc_id]) == "merged"
+    held = await b.bundle(task)
+    assert _ids(held.messages)[-1] == "a-A" and "a-B" not in _ids(held.messages)  # B's own turn on a branch
+    # A deletes what it had (never B's turn): B keeps its own turn apart, though it is not on the shown path
+    assert await a.delete(task)
+    await engine_a.local_changed(HistoryChange(
+        "delete", task, "s"))
+    deletion = {**replica_a.docs[doc_id], "_rev": "9-a"}
+    assert await engine_b.remote_changed(deletion) == "deleted"
+    (apart,) = (await b.page("s")).items
+    _, kept, kept_turns = await b.bundle(apart.taskId)
+    assert _ids(kept) == ["u-B", "a-B"] and [t.messageId for t in kept_turns] == ["a-B"]
+    # a device that had every branch and deletes: the other keeps nothing apart
+    c, d = _device(4), _device(5)
+    task = await _device_turn(c, "s", "first")
+    replica_c, replica_d = FakeReplica(), LeafReplica()
+    engine_c, engine_d = SyncEngine(c, replica_c, MemoryStorage()), SyncEngine(d, replica_d, MemoryStorage())
+    doc_id = doc_id_of_task(task)
+    await engine_c.push(task)
+    await engine_d.remote_changed(replica_c.docs[doc_id])
+    await _continue(c, task, "s", "C")
+    await _continue(d, task, "s", "D")
+    await engine_c.push(task)
+    await engine_d.push(task)
+    await engine_d.remote_changed(replica_c.docs[doc_id])
+    await engine_c.remote_changed(replica_d.docs[doc_id])   # both hold both branches, one shown
+    held = await c.bundle(task)
+    assert len(held.branching.tree(held.messages)) == 6
+    assert await c.delete(task)
+    await engine_c.local_changed(HistoryChange(
+        "delete", task, "s"))
+    assert await engine_d.remote_changed({**replica_c.docs[doc_id], "_rev": "9-c"}) == "deleted"
+    assert await d.total("s") == 0  # nothing kept apart: C had every turn of every branch
