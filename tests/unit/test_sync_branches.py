@@ -210,6 +210,10 @@ async def test_two_devices_that_continued_offline_end_with_one_conversation_hold
     assert (on_a.messages, on_a.branching.branches, on_a.branching.shown) == \
         (on_b.messages, on_b.branching.branches, on_b.branching.shown)
     assert replica_b.docs[doc_id]["branches"] == on_b.branching.branches  # the tree went back out
+    c = _device(3)  # a third device's first sync adds the whole tree (those new here in one transaction)
+    assert await SyncEngine(c, FakeReplica(), MemoryStorage()).remote_changed(replica_b.docs[doc_id]) == "added"
+    on_c = await c.bundle(task)
+    assert (on_c.messages, on_c.branching) == (on_b.messages, on_b.branching)
 
 
 async def test_conflicting_revisions_through_the_engine_keep_every_leaf_as_a_branch():
