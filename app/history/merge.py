@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from app.continuity import continues
 from app.history.branching import NO_BRANCHES, Branching
 from app.history.names import merged_names
 from app.history.records import Stats, TaskMeta, TurnMeta, parse_iso
@@ -91,6 +92,15 @@ def _identified(messages: list[dict]) -> list[dict]:
     return out
 
 
+def _branching(side: Side) -> Branching:
+    return side[2] if len(side) > 2 else NO_BRANCHES
+
+
+def _branches(side: Side) -> bool:
+    """True when ``side`` holds a message beside its shown path (a tree, not a chain)."""
+    return bool(_branching(side).branches)
+
+
 @dataclass(frozen=True)
 class _Version:
     """One side of a merge: what it was given, its tree and when its choices were made (ms)."""
@@ -103,8 +113,8 @@ class _Version:
 
     @classmethod
     def of(cls, side: Side, fallback_at: int) -> "_Version":
-        messages, turns, *rest = side
-        branching = rest[0] if rest else NO_BRANCHES
+        messages, turns = side[0], side[1]
+        branching = _branching(side)
         tree = Tree.from_record(_identified(list(messages)), branching.branches, branching.shown)
         at = branching.shown_at if branching.shown_at is not None else fallback_at
         return cls(list(messages), list(turns), branching, tree, at)
@@ -155,7 +165,9 @@ def merge_conversation(local: Side, remote: Side, *, local_at: int = 0, remote_a
     ``shownAt`` (its conversation's ``updatedAt``, epoch ms). ``how`` is ``"local"`` when the union is
     this device's tree (returned as given), ``"remote"`` when it is the other's (returned as given),
     else ``"merged"``: the union's stored form (``Tree.record``), both sides' turn metas
-    (``_union_turns``) and ``shownAt`` the later of the two choice times.
+    (``_union_turns``) and ``shownAt`` the later of the two choice times. Two chains of which one goes
+    on from the other (``app.continuity.continues``: the ordinary case, a device that continued) are
+    told apart without building their trees: the union is the longer one.
 
     >>> a = [{"role": "user", "id": "u1"}]
     >>> merge_conversation((a, []), (a + [{"role": "assistant", "id": "r1"}], [])).how
@@ -163,6 +175,11 @@ def merge_conversation(local: Side, remote: Side, *, local_at: int = 0, remote_a
     >>> merge_conversation((a, []), (a, [])).how
     'local'
     """
+    if not _branches(local) and not _branches(remote):  # two chains: one holds the other when it goes on from it
+        if continues(local[0], remote[0]):
+            return Merged("local", list(local[0]), list(local[1]), _branching(local))
+        if continues(remote[0], local[0]):
+            return Merged("remote", list(remote[0]), list(remote[1]), _branching(remote))
     mine, theirs = _Version.of(local, local_at), _Version.of(remote, remote_at)
     tree, at = _union([mine, theirs])
     return _outcome(tree, at, mine, [theirs])
