@@ -166,8 +166,8 @@ class SyncedWrites:
     async def renew(self, task_id: str) -> str | None:
         """``task_id`` came back here (an undo) after its deletion went out: another device only ever
         sees that id deleted (DESIGN.md §16), so the conversation takes a new task id, whole (its meta
-        but the id, names and pins included, its messages and turns), in one transaction that removes
-        every record of ``task_id``; should it be its course's active conversation, the new one is.
+        but the id, names and pins included, its messages, the branches of its tree (§17) and turns),
+        in one transaction that removes every record of ``task_id``; should it be its course's active conversation, the new one is.
         Returns the new task id (the caller sends it as any other), None when ``task_id`` is not kept
         here (or history is unavailable). Publishes the delete of ``task_id`` and the import of the
         new one, both with the source ``sync`` (what sync changed is never sent back as it is)."""
@@ -177,12 +177,13 @@ class SyncedWrites:
                 return None
             stored = await self._repository.stored(task_id)
             renewed = Conversation(held.meta.model_copy(update={"taskId": new_task_id(self._clock(), self._random)}),
-                                   held.messages, held.turns)
+                                   held.messages, held.turns, held.branching)
             stage_id = held.meta.stageId
             was_head = await self._repository.head_id(stage_id) == task_id
             writes = Writes()
             writes.remove(stored)
             writes.keep(*renewed, new=True)
+            writes.keep_branching(renewed.meta.taskId, renewed.branching)  # its whole tree (DESIGN.md §17)
             if was_head:
                 writes.make_head(stage_id, renewed.meta.taskId, None)
                 self._active.forget(stage_id)  # read again: the same thread under its new id

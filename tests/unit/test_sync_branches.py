@@ -308,3 +308,28 @@ async def test_a_delete_keeps_apart_the_turns_on_any_branch_the_deleting_device_
         "delete", task, "s"))
     assert await engine_d.remote_changed({**replica_c.docs[doc_id], "_rev": "9-c"}) == "deleted"
     assert await d.total("s") == 0  # nothing kept apart: C had every turn of every branch
+
+
+async def test_an_undo_after_the_delete_went_out_comes_back_under_a_new_id_with_its_whole_tree():
+    a, b = _device(1), _device(2)
+    task = await _device_turn(a, "s", "first")
+    replica_a, replica_b = FakeReplica(), FakeReplica()
+    engine_a, engine_b = SyncEngine(a, replica_a, MemoryStorage()), SyncEngine(b, replica_b, MemoryStorage())
+    doc_id = doc_id_of_task(task)
+    await engine_a.push(task)
+    await engine_b.remote_changed(replica_a.docs[doc_id])
+    await _continue(a, task, "s", "A")
+    await _continue(b, task, "s", "B")
+    await engine_b.push(task)
+    assert await engine_a.remote_changed(replica_b.docs[doc_id]) == "merged"
+    await a.archive("s", (await a.bundle(task)).messages, 1)
+    before = await a.bundle(task)
+    assert before.branching.branches
+    assert await a.delete(task)
+    await engine_a.local_changed(HistoryChange("delete", task, "s"))
+    assert await a.undo() == task
+    await engine_a.local_changed(HistoryChange("undo", task, "s"))  # its deletion went out: a new id here
+    (item,) = (await a.page("s")).items
+    after = await a.bundle(item.taskId)
+    assert item.taskId != task and (after.messages, after.branching) == (before.messages, before.branching)
+    assert replica_a.docs[doc_id_of_task(item.taskId)]["branches"] == before.branching.branches
