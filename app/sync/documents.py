@@ -118,8 +118,9 @@ def conversation_of(doc: dict[str, Any], now_ms: int | None = None) -> Conversat
 def _branching_of(doc: dict[str, Any], now_ms: int) -> tuple[Branching, list[dict]]:
     """The document's tree beside its path and the messages of its branches (without ``parentId``;
     the bare ``{"id", "parentId"}`` entries that only order siblings are none), held to the intake's
-    rules: ``branches`` a list of objects each with a string ``id`` and a ``parentId`` that is a
-    string or null, ``shown`` an object of strings, ``shownAt`` a whole number of epoch ms no more
+    rules: ``branches`` a list of objects each with a string ``id`` and a ``parentId`` that is null,
+    a message of the path or an earlier entry (the order ``Tree.record`` writes; any other would
+    cost the reader a pass per message), ``shown`` an object of strings, ``shownAt`` a whole number of epoch ms no more
     than ``FUTURE_SLACK_MS`` ahead of ``now_ms`` (a choice dated ahead would win every later one).
     ``ValueError`` otherwise."""
     branches, shown, at = doc.get("branches", []), doc.get("shown", {}), doc.get("shownAt")
@@ -127,6 +128,11 @@ def _branching_of(doc: dict[str, Any], now_ms: int) -> tuple[Branching, list[dic
             isinstance(b, dict) and isinstance(b.get("id"), str) and isinstance(b.get("parentId"), (str, type(None)))
             for b in branches):
         raise ValueError(f"bad branches in {doc.get('_id')!r}")
+    known = {m.get("id") for m in doc.get("messages") or () if isinstance(m, dict)}
+    for entry in branches:  # as Tree.record lists them: a parent before its children (read in one pass)
+        if entry["parentId"] is not None and entry["parentId"] not in known:
+            raise ValueError(f"a branch of {doc.get('_id')!r} comes before its parent")
+        known.add(entry["id"])
     if not isinstance(shown, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in shown.items()):
         raise ValueError(f"bad shown in {doc.get('_id')!r}")
     if at is not None and (not isinstance(at, int) or isinstance(at, bool) or not 0 <= at <= now_ms + FUTURE_SLACK_MS):

@@ -169,10 +169,14 @@ def test_sync_intake_holds_branch_messages_to_the_import_limits():
         branches[off_path].update(changes)
         return {**doc, "branches": branches}
 
+    # listed as Tree.record lists them (a parent before its children), so that reading them is linear:
+    # a hostile order would cost the reader a pass per message
     for bad in (with_branch(content=[{"type": "text", "text": "x", "extra": 1}]),  # not the slim projection
                 with_branch(content=[{"type": "text", "text": "x" * (MAX_CONVERSATION_CHARS + 1)}]),  # too long
                 with_branch(parentId=5),
                 {**doc, "branches": "x"}, {**doc, "branches": [5]}, {**doc, "shown": ["a"]},
+                {**doc, "branches": doc["branches"][::-1]},  # a child listed before its parent
+                with_branch(parentId="nowhere"),
                 {**doc, "shownAt": 10_000 + 10 * 60_000 * 60 * 24}):  # a choice dated ahead would win forever
         with pytest.raises(ValueError):
             conversation_of(bad, 10_000)
