@@ -41,6 +41,7 @@ from pydantic import ValidationError
 
 from app.continuity import continues
 from app.history.branches import StoredForm
+from app.history.branching import NO_BRANCHES, Branching
 from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta
 from app.history.terms import (SearchQuery, parse_posting, posting_keys, posting_prefix, posting_term, presence_prefix,
                                term_bounds, text_terms, text_terms_steps, time_hex, titled_terms)
@@ -122,13 +123,27 @@ class Head:
         return self.task_id if self.task_id is not None and TASK_ID.match(self.task_id) else None
 
 
-class Conversation(NamedTuple):
-    """One conversation read whole: its meta, slim messages (§3) and turns (what an export carries;
-    unpacks as ``(meta, messages, turns)``)."""
-
+class _ConversationFields(NamedTuple):
     meta: TaskMeta
     messages: list[dict]
     turns: list[TurnMeta]
+
+
+class Conversation(_ConversationFields):
+    """One conversation read whole: its meta, slim messages (§3: the shown path, §17) and turns
+    (what an export carries; unpacks as ``(meta, messages, turns)``, what every reader of a linear
+    conversation takes), and ``branching``: what its ``messages`` record keeps of the tree beside the
+    path (``app.history.branching.Branching``; ``NO_BRANCHES`` for a chain). Equality is the three
+    fields' (compare ``branching`` apart where the tree matters)."""
+
+    branching: Branching = NO_BRANCHES
+
+    def __new__(cls, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta],
+                branching: Branching | None = None) -> "Conversation":
+        made = super().__new__(cls, meta, messages, turns)
+        if branching:
+            made.branching = branching
+        return made
 
 
 @dataclass(frozen=True)
@@ -396,6 +411,27 @@ class Writes:
                       ("put", "search", search),
                       ("put", "texts", {"taskId": meta.taskId, "text": text})]
 
+    def keep_branching(self, task_id: str, branching: Branching) -> None:
+        """Keep ``branching`` (the tree beside the shown path, DESIGN.md §17: ``branches``, ``shown``,
+        ``shownAt``) in the ``messages`` record these writes keep for ``task_id`` (``keep`` first), and
+        its ``search`` and ``texts`` records made again of every branch (search finds text on every
+        branch), and in what ``kept`` says was written. Empty ``branching``: the record of a chain, as
+        ``keep`` writes it. ``KeyError`` when these writes keep no conversation ``task_id``."""
+        kept = self._kept[task_id]
+        form = StoredForm(kept.messages, list(branching.branches), dict(branching.shown))
+        indexed = form.indexed()
+        text = plain_text(indexed)
+        search = search_record(kept.meta, text, message_count=len(indexed))
+        records = {"messages": {"taskId": task_id, "messages": kept.messages, **branching.fields()},
+                   "search": search, "texts": {"taskId": task_id, "text": text}}
+        for table, record in records.items():
+            at = max(n for n, (verb, name, held) in enumerate(self._ops)
+                     if verb == "put" and name == table and held.get("taskId") == task_id)
+            self._ops[at] = ("put", table, record)
+        self._kept[task_id] = Conversation(*kept, branching)
+        self._forms[task_id] = form
+        self._indexed[task_id] = (search, text)
+
     def set_names(self, meta: TaskMeta, search: dict | None) -> None:
         """Store ``meta`` with a new name or pin (DESIGN.md §18) over its record; a new name also
         re-indexes the title in ``search`` (its ``search`` record as read, None: left as it is), as a
@@ -602,7 +638,7 @@ class HistoryRepository:
         stored = await self._db.get("messages", task_id)
         if meta is None or not isinstance(stored, dict):
             return None
-        return Conversation(meta, stored.get("messages") or [], await self.turns(task_id))
+        return Conversation(meta, stored.get("messages") or [], await self.turns(task_id), Branching.of(stored))
 
     async def conversation_pages(self, per: int) -> AsyncIterator[list[Conversation]]:
         """Every conversation stored, ``per`` at a time in task-id order, each page read in three reads
@@ -613,7 +649,8 @@ class HistoryRepository:
             for raw, held, turns_record in zip(metas, messages, turns):
                 meta = self.meta_of(raw)
                 if meta is not None and isinstance(held, dict):
-                    page.append(Conversation(meta, held.get("messages") or [], self._turns_of(turns_record)))
+                    page.append(Conversation(meta, held.get("messages") or [], self._turns_of(turns_record),
+                                             Branching.of(held)))
             yield page
 
     async def stored(self, task_id: str) -> Stored:

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from app.history.access import NOTICE_CODES, HistoryAccess, Segmenter, guarded
+from app.history.branching import NO_BRANCHES, Branching
 from app.history.changes import ChangeHub, HistoryChange
 from app.history.reads import PAGE_SIZE, HistoryReads, Page, SearchHit, SearchPage
 from app.history.records import Stats, TaskMeta, TurnMeta
@@ -346,10 +347,12 @@ class HistoryService:
         return "ok"
 
     # -- sync (DESIGN.md §16; app.history.synced_writes) -----------------------
-    async def apply_synced(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta]) -> str:
-        """Keep another device's version of a conversation (``SyncedWrites.apply``: ``"added"``,
-        ``"remote"``, ``"merged"``, ``"local"``, ``"same"`` or ``"unavailable"``)."""
-        return await self._synced.apply(meta, messages, turns)
+    async def apply_synced(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta],
+                           branching: Branching = NO_BRANCHES) -> str:
+        """Keep another device's version of a conversation, ``branching`` its tree beside the shown path
+        ``messages`` (``SyncedWrites.apply``: ``"added"``, ``"remote"``, ``"merged"``, ``"local"``,
+        ``"same"`` or ``"unavailable"``)."""
+        return await self._synced.apply(meta, messages, turns, branching)
 
     async def apply_synced_many(self, items: list[Conversation]) -> list[str]:
         """``apply_synced`` for each of ``items`` in arrival order, those new here in one transaction
@@ -364,6 +367,16 @@ class HistoryService:
         record = next((r for table, r in self._deleted.stored.records if table == "messages"), None)
         messages = record.get("messages") if isinstance(record, dict) else None
         return messages if isinstance(messages, list) else None
+
+    def deleted_paths(self, task_id: str) -> list[list[dict]] | None:
+        """Every path of ``task_id``'s tree from a first message to a leaf (``Branching.paths``) when it
+        is the conversation this tab deleted last, else None: what a deletion says the deleting device
+        had of every branch (``app.sync``, DESIGN.md §16, §17)."""
+        messages = self.deleted_messages(task_id)
+        if messages is None:
+            return None
+        record = next(r for table, r in self._deleted.stored.records if table == "messages")
+        return Branching.of(record).paths(messages)
 
     async def renew_synced(self, task_id: str) -> str | None:
         """``task_id``, undone after its deletion went out, comes back under a new task id, whole

@@ -96,9 +96,12 @@ class HistoryWrites:
         async with self._lock:
             held = await self._repository.held([meta.taskId for meta, _, _ in items])
             writes, since, built = Writes(), self._clock(), False
-            for (meta, messages, turns), kept in zip(items, held):
+            for item, kept in zip(items, held):
+                meta, messages, turns = item
                 if not kept:
                     writes.keep(meta, messages, turns, new=True)  # its text and index terms: the costly part
+                    if getattr(item, "branching", None):  # a tree (DESIGN.md §17): kept beside the shown path
+                        writes.keep_branching(meta.taskId, item.branching)
                     built = True
                     if pause is not None and self._clock() - since >= SLICE_MS:
                         await pause()  # the page's other work goes on between
