@@ -212,6 +212,8 @@ async def test_two_devices_that_continued_offline_end_with_one_conversation_hold
         assert tree.forks() == {"a-first": tree.children("a-first")} and len(tree.children("a-first")) == 2
         assert await device.total("s") == 1  # one conversation, no copy
         assert sorted(t.messageId for t in held.turns) == ["a-A", "a-B", "a-first"]
+        for word in ("A", "B"):  # search finds each device's turn on either branch (DESIGN.md §17)
+            assert [h.meta.taskId for h in (await device.search("s", "q " + word)).items] == [task], word
     assert (on_a.messages, on_a.branching.branches, on_a.branching.shown) == \
         (on_b.messages, on_b.branching.branches, on_b.branching.shown)
     assert replica_b.docs[doc_id]["branches"] == on_b.branching.branches  # the tree went back out
