@@ -120,13 +120,37 @@ class Head:
         return self.task_id if self.task_id is not None and TASK_ID.match(self.task_id) else None
 
 
-class Conversation(NamedTuple):
-    """One conversation read whole: its meta, slim messages (§3) and turns (what an export carries;
-    unpacks as ``(meta, messages, turns)``)."""
-
+class _Whole(NamedTuple):
     meta: TaskMeta
     messages: list[dict]
     turns: list[TurnMeta]
+
+
+class Conversation(_Whole):
+    """One conversation read whole: its meta, slim messages (§3: the shown path) and turns (what an
+    export carries; unpacks as ``(meta, messages, turns)``), and the rest of its tree as history
+    stores it (DESIGN.md §17 "Storage"): ``branches`` (the messages off the shown path, each with its
+    ``parentId``; empty for a chain) and ``shown`` (the shown child of each fork off the path), both
+    opaque: read them through ``tree``. Two conversations compare as their ``(meta, messages,
+    turns)``."""
+
+    branches: list[dict] = []
+    shown: dict[str, str] = {}
+
+    def __new__(cls, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta],
+                branches: Any = None, shown: Any = None) -> "Conversation":
+        self = super().__new__(cls, meta, messages, turns)
+        self.branches = list(branches) if isinstance(branches, list) else []
+        self.shown = dict(shown) if isinstance(shown, dict) else {}
+        return self
+
+    @property
+    def tree(self):
+        """The conversation's tree (``app.history.tree.Tree.from_record``; a chain when ``branches``
+        is empty)."""
+        from app.history.tree import Tree
+
+        return Tree.from_record(self.messages, self.branches, self.shown)
 
 
 @dataclass(frozen=True)
@@ -324,17 +348,22 @@ class Writes:
         when they keep none."""
         return self._indexed.get(task_id)
 
-    def keep(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], *, new: bool = False) -> None:
+    def keep(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], *, new: bool = False,
+             branches: list[dict] | None = None, shown: dict[str, str] | None = None) -> None:
         """Store a conversation whole: meta, slim messages, turns, its search and text records.
         ``new``: the meta is added, not put (should another tab store that task id meanwhile, the
-        whole transaction aborts and nothing is written twice)."""
+        whole transaction aborts and nothing is written twice). ``branches`` and ``shown``: the rest
+        of its tree in the stored form (``Conversation``, DESIGN.md §17), kept in the messages record
+        when not empty."""
         text = plain_text(messages)
-        self._keep(meta, messages, turns, new, text, search_record(meta, text, message_count=len(messages)))
+        self._keep(meta, messages, turns, new, text, search_record(meta, text, message_count=len(messages)),
+                   branches, shown)
 
     async def keep_in_steps(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], *,
                             pause: Callable[[], Awaitable[None]], new: bool = False,
                             held_messages: Any = None, held_search: Any = None,
-                            held_text: str | None = None) -> None:
+                            held_text: str | None = None, branches: list[dict] | None = None,
+                            shown: dict[str, str] | None = None) -> None:
         """``keep`` in slices with ``pause`` awaited between them: the plain text (``plain_text_steps``)
         and its folding (``fold_map_steps``), then the index terms (``text_terms_steps``), then the records (DESIGN.md
         §13: start-up adopts a course of 50 turns without a task over 50 ms, in two slices; §14: a
@@ -343,7 +372,8 @@ class Writes:
         and ``search`` record as stored, when read: if that record indexes the start of ``messages``
         (``indexed_prefix``), only the messages after it are folded and indexed (a turn).
         ``held_text``: the plain text that record was made of, when known (kept in memory since this
-        tab wrote it): the record is extended only if the text of ``messages`` starts with it."""
+        tab wrote it): the record is extended only if the text of ``messages`` starts with it.
+        ``branches``, ``shown``: the rest of the tree, as ``keep``'s."""
         text = await run_paused(plain_text_steps(messages), pause)
         count = None if new else indexed_prefix(meta, messages, held_messages, held_search)
         if count is not None and held_text is not None and not text.startswith(held_text):
@@ -355,14 +385,15 @@ class Writes:
             await pause()
             terms = await run_paused(text_terms_steps(folded_map[0]), pause)
             search = search_record(meta, text, folded_map, terms, message_count=len(messages))
-        self._keep(meta, messages, turns, new, text, search)
+        self._keep(meta, messages, turns, new, text, search, branches, shown)
 
     def _keep(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], new: bool, text: str,
-              search: dict) -> None:
-        self._kept[meta.taskId] = Conversation(meta, list(messages), list(turns))
+              search: dict, branches: list[dict] | None = None, shown: dict[str, str] | None = None) -> None:
+        self._kept[meta.taskId] = Conversation(meta, list(messages), list(turns), branches, shown)
+        tree = {"branches": branches, **({"shown": shown} if shown else {})} if branches else {}
         self._indexed[meta.taskId] = (search, text)
         self._ops += [("add" if new else "put", "conversations", meta.model_dump()),
-                      ("put", "messages", {"taskId": meta.taskId, "messages": messages}),
+                      ("put", "messages", {"taskId": meta.taskId, "messages": messages, **tree}),
                       ("put", "turns", {"taskId": meta.taskId, "turns": [t.record() for t in turns]}),
                       ("put", "search", search),
                       ("put", "texts", {"taskId": meta.taskId, "text": text})]
@@ -573,7 +604,8 @@ class HistoryRepository:
         stored = await self._db.get("messages", task_id)
         if meta is None or not isinstance(stored, dict):
             return None
-        return Conversation(meta, stored.get("messages") or [], await self.turns(task_id))
+        return Conversation(meta, stored.get("messages") or [], await self.turns(task_id), stored.get("branches"),
+                            stored.get("shown"))
 
     async def conversation_pages(self, per: int) -> AsyncIterator[list[Conversation]]:
         """Every conversation stored, ``per`` at a time in task-id order, each page read in three reads
@@ -584,7 +616,8 @@ class HistoryRepository:
             for raw, held, turns_record in zip(metas, messages, turns):
                 meta = self.meta_of(raw)
                 if meta is not None and isinstance(held, dict):
-                    page.append(Conversation(meta, held.get("messages") or [], self._turns_of(turns_record)))
+                    page.append(Conversation(meta, held.get("messages") or [], self._turns_of(turns_record),
+                                             held.get("branches"), held.get("shown")))
             yield page
 
     async def stored(self, task_id: str) -> Stored:

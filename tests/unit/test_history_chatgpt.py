@@ -66,7 +66,8 @@ def test_an_edited_conversation_imports_the_current_branch_root_first_without_th
 def test_each_document_is_an_export_the_ordinary_import_accepts_unchanged():
     outcome = import_chatgpt(as_bytes([edited()]), "course-1", NOW_MS)
     for (meta, messages), turns in zip(outcome.documents, outcome.turns, strict=True):
-        assert parse_export(export_json(meta, messages, turns), NOW_MS) == (meta, messages, turns)
+        back = parse_export(export_json(meta, messages, turns), NOW_MS)
+        assert (back.meta, texts(back.messages), back.turns) == (meta, texts(messages), turns)
 
 
 def test_the_same_file_twice_gives_the_same_task_ids_and_two_conversations_two_ids():
