@@ -13,7 +13,9 @@ Layout (format version 1), every member UTF-8 JSON, compact as ``JSON.stringify`
   each course's active thread is (the ``heads`` table, DESIGN.md §9), so that a restored thread
   continues its own conversation and is not adopted as a new one at the next start-up;
 - ``conversations/<NNNNNN>.jsonl``: one conversation a line, ``{"meta": TaskMeta, "messages":
-  [slim message…], "turns": [TurnMeta…]}`` (DESIGN.md §9), at most ``SLICE`` lines a member;
+  [slim message…], "turns": [TurnMeta…]}`` (DESIGN.md §9), plus, for a conversation that is a tree,
+  the ``branches`` and ``shown`` of history's messages record (§17; a line without them is a chain,
+  as every line of an older backup), at most ``SLICE`` lines a member;
 - ``versions/<NNNNNN>.jsonl``: one scene version a line, ``{"version": version record,
   "snapshot": document}`` (DESIGN.md §10), at most ``SLICE`` lines a member.
 
@@ -167,7 +169,11 @@ def _conversation(line: Any) -> dict:
         turns = [TurnMeta.model_validate(t).record() for t in line["turns"]]
     except ValidationError as error:
         raise BackupRefused("damaged", f"a conversation record: {error.errors()[0]['msg']}") from None
-    return {"meta": meta, "messages": line["messages"], "turns": turns}
+    tree = {k: line[k] for k in ("branches", "shown") if k in line}  # a conversation as a tree (§17)
+    if not isinstance(tree.get("branches", []), list) or not all(isinstance(m, dict) for m in tree.get("branches", [])) \
+            or not isinstance(tree.get("shown", {}), dict):
+        raise BackupRefused("damaged", "a conversation's branches or shown of the wrong shape")
+    return {"meta": meta, "messages": line["messages"], "turns": turns, **tree}
 
 
 def _version(line: Any) -> dict:

@@ -46,7 +46,7 @@ def _no_none(value: Any) -> Any:
 async def write_backup(backend: RecordBackend, threads: dict, created_at: int, pause: Pause, *,
                        per: int = EXPORT_PER) -> bytes:
     """The whole backup zip: ``threads`` (the ``maic-agent-threads`` envelope, DESIGN.md §3), every
-    conversation (meta, messages, turns), each course's head (which conversation its thread is) and
+    conversation (meta, messages, turns, and the rest of its tree), each course's head (which conversation its thread is) and
     every scene version with its snapshot document, ``per`` (≤ ``SLICE``) a member and a task.
     ``created_at``: epoch ms. Raises ``RecordStoreError`` when the store fails."""
     writer = BackupWriter(created_at)
@@ -157,7 +157,8 @@ async def _restore_conversations(backend: RecordBackend, reader, pause: Pause, n
         writes = Writes()
         for item in plan.conversations:
             writes.keep(TaskMeta.model_validate(item["meta"]), item["messages"],
-                        [TurnMeta.model_validate(t) for t in item["turns"]])
+                        [TurnMeta.model_validate(t) for t in item["turns"]], branches=item.get("branches"),
+                        shown=item.get("shown"))
             known.add(item["meta"]["taskId"])
             plan.stages.add(item["meta"]["stageId"])
         plan.conversations.clear()

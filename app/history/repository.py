@@ -851,10 +851,12 @@ async def held_messages(backend: RecordBackend, task_ids: list[str]) -> dict[str
 async def conversation_records(backend: RecordBackend, per: int) -> AsyncIterator[list[dict]]:
     """Every conversation stored, ``per`` at a time in task-id order, as stored and unchecked: one
     ``{"meta": conversations record, "messages": [...], "turns": [...]}`` for each ``conversations``
-    record (``[]`` for a missing messages or turns record); three reads a page. What a backup
+    record (``[]`` for a missing messages or turns record), with the messages record's ``branches``
+    and ``shown`` where it has them (a tree, DESIGN.md §17); three reads a page. What a backup
     writes (§14): a damaged record goes into the file as it is, and the restore checks it."""
     async for metas, messages, turns in _record_pages(backend, per):
-        yield [{"meta": meta, "messages": (m or {}).get("messages") or [], "turns": (t or {}).get("turns") or []}
+        yield [{"meta": meta, "messages": (m or {}).get("messages") or [], "turns": (t or {}).get("turns") or [],
+                **{k: m[k] for k in ("branches", "shown") if isinstance(m, dict) and k in m}}
                for meta, m, t in zip(metas, messages, turns)]
 
 
