@@ -129,7 +129,9 @@ def export_unkept(stage_id: str, messages: list[dict[str, Any]], now_ms: int, ra
     user downloads it before New conversation discards it, and can import it later. Its meta is made
     here: a new task id, the thread's title (``title_of``: the grapheme segmenter must be importable
     when the title needs it), ``createdAt`` = ``updatedAt`` = ``now_ms``, no turn meta (none is kept).
-    Returns ``(taskId, json text)``; ``parse_export`` reads it back with ``messages`` unchanged."""
+    Returns ``(taskId, json text)``, a version-2 chain; ``parse_export`` reads it back with
+    ``messages`` unchanged, save that a message without an id (a thread the TS original wrote) has
+    the positional id the export gave it (``export_document``)."""
     import os
 
     from app.history.records import new_task_id

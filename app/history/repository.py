@@ -147,10 +147,12 @@ class Conversation(_Whole):
     @property
     def tree(self):
         """The conversation's tree (``app.history.tree.Tree.from_record``; a chain when ``branches``
-        is empty)."""
+        is empty). Read liberally (DESIGN.md §3): a stored entry of ``messages`` that is no message
+        (a damaged record) is left out."""
         from app.history.tree import Tree
 
-        return Tree.from_record(self.messages, self.branches, self.shown)
+        path = [m for m in self.messages if isinstance(m, dict)] if isinstance(self.messages, list) else []
+        return Tree.from_record(path, self.branches, self.shown)
 
 
 @dataclass(frozen=True)

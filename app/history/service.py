@@ -277,7 +277,8 @@ class HistoryService:
 
     # -- export, import ----------------------------------------------------
     async def bundle(self, task_id: str) -> Conversation | None:
-        """(meta, messages, turns) of one conversation, for export."""
+        """(meta, messages, turns) of one conversation, for export: a ``Conversation`` whose ``tree``
+        holds every branch (DESIGN.md §17)."""
         return await self._reads.bundle(task_id)
 
     def conversation_pages(self, per: int) -> AsyncIterator[list[Conversation]]:

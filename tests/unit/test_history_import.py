@@ -459,3 +459,18 @@ def test_the_left_out_line_is_phrased_with_its_plural_form(locale, count, expect
     from app.i18n import Translator
 
     assert expected in markdown_left_out(Translator(locale), count)
+
+
+def test_a_chain_without_ids_exports_with_positional_ids_and_a_damaged_entry_is_left_out():
+    """A thread the TS original wrote has no ids: its export gives each message one (``m<n>``), so the
+    file is a version-2 tree that reads back the same; a stored entry that is no message is left out."""
+    from app.history.repository import Conversation
+
+    meta, _, turns = parse_export(json.dumps(document()), NOW)
+    bare = [{k: v for k, v in m.items() if k != "id"} for m in document()["messages"]]
+    held = Conversation(meta, [bare[0], "not a message", bare[1]], turns)
+    text = export_json(*held, tree=held.tree)
+    assert [(m["id"], m["parentId"]) for m in json.loads(text)["messages"]] == [("m0", None), ("m1", "m0")]
+    back = parse_export(text, NOW)
+    assert back.messages == [{**bare[0], "id": "m0"}, {**bare[1], "id": "m1"}]
+    assert export_json(*back, tree=back.tree) == text
