@@ -143,7 +143,7 @@ class BackupWriter:
         self._zip.writestr(f"{kind}/{self._members[kind]:06d}.jsonl", "\n".join(_dumps(x) for x in lines) + "\n")
 
     def add_conversations(self, items: list[dict]) -> None:
-        """One slice (≤ ``SLICE``) of ``{"meta", "messages", "turns"}`` dicts."""
+        """One slice (≤ ``SLICE``) of ``{"meta", "messages", "turns", "branches"?, "shown"?}`` dicts."""
         self._add_lines("conversations", items)
 
     def add_versions(self, items: list[dict]) -> None:
@@ -169,11 +169,20 @@ def _conversation(line: Any) -> dict:
         turns = [TurnMeta.model_validate(t).record() for t in line["turns"]]
     except ValidationError as error:
         raise BackupRefused("damaged", f"a conversation record: {error.errors()[0]['msg']}") from None
-    tree = {k: line[k] for k in ("branches", "shown") if k in line}  # a conversation as a tree (§17)
-    if not isinstance(tree.get("branches", []), list) or not all(isinstance(m, dict) for m in tree.get("branches", [])) \
-            or not isinstance(tree.get("shown", {}), dict):
-        raise BackupRefused("damaged", "a conversation's branches or shown of the wrong shape")
-    return {"meta": meta, "messages": line["messages"], "turns": turns, **tree}
+    return {"meta": meta, "messages": line["messages"], "turns": turns, **_tree_fields(line)}
+
+
+def _tree_fields(line: dict) -> dict:
+    """A conversation line's ``branches`` and ``shown`` (its tree beside the shown path, DESIGN.md
+    §17), when it has them; a line without them is a chain. Raises ``BackupRefused`` for ones of the
+    wrong shape."""
+    branches, shown = line.get("branches"), line.get("shown")
+    if branches is not None and (not isinstance(branches, list) or not all(isinstance(b, dict) for b in branches)):
+        raise BackupRefused("damaged", "a conversation's branches of the wrong shape")
+    if shown is not None and (not isinstance(shown, dict)
+                              or not all(isinstance(k, str) and isinstance(v, str) for k, v in shown.items())):
+        raise BackupRefused("damaged", "a conversation's shown branches of the wrong shape")
+    return {k: v for k, v in (("branches", branches), ("shown", shown)) if v}
 
 
 def _version(line: Any) -> dict:
