@@ -434,7 +434,8 @@ def _made_order(mapping: dict[str, Any]):
     """The keys of ``mapping``'s nodes from each root down, parents before children, siblings in the
     order of their parent's ``children`` (then of the mapping), each with the key of its parent
     (None for a root): a node whose ``parent`` names no node of the mapping, and every node under it
-    or in a loop of links, is never reached. A generator."""
+    or in a loop of links, is never reached. A generator that first yields ``None`` once the links
+    are read (a step of its own: a mapping of thousands of nodes)."""
     roots, children = [], {}
     for key, node in mapping.items():
         if not isinstance(node, dict):
@@ -449,6 +450,7 @@ def _made_order(mapping: dict[str, Any]):
         if isinstance(listed, list):
             rank = {k: n for n, k in reversed(list(enumerate(listed))) if isinstance(k, str)}
             kids.sort(key=lambda k: rank.get(k, len(rank)))
+    yield None
     stack, seen = [(key, None) for key in reversed(roots)], set()
     while stack:
         key, parent = stack.pop()
@@ -474,8 +476,12 @@ def _read_tree(mapping: dict[str, Any], current: Any):
     while at is not None:
         on_path.add(at)
         at = mapping[at].get("parent")
+    yield
+    order = _made_order(mapping)
+    next(order)  # the links read
+    yield
     found, chars, kept = [], 0, {}
-    for count, (key, parent) in enumerate(_made_order(mapping)):
+    for count, (key, parent) in enumerate(order):
         if count % _SLICE == _SLICE - 1:
             yield
         kept[key] = kept.get(parent) if parent is not None else None  # the nearest visible ancestor
@@ -544,8 +550,9 @@ def _convert(raw: Any, index: int, stage_id: str, now_ms: int):
     default_model = raw.get("default_model_slug") if isinstance(raw.get("default_model_slug"), str) else ""
     shown = {("" if parent is None else ids[parent]): ids[at]  # current_node's path, chosen at each fork
              for at, parent in enumerate(parents) if on_path[at]}
-    document = {"format": "agentbar-conversation", "version": 2, "meta": meta,
-                "messages": [{**m, "parentId": None if parent is None else ids[parent]} for m, parent in zip(slim, parents)],
+    every = [{**m, "parentId": None if parent is None else ids[parent]} for m, parent in zip(slim, parents)]
+    yield
+    document = {"format": "agentbar-conversation", "version": 2, "meta": meta, "messages": every,
                 "shown": shown, "turns": (yield from _turns(said, parents, ids, updated, default_model))}
     yield
     checked = yield from parse_steps(json.dumps(document, ensure_ascii=False), now_ms, depth_checked=True)

@@ -446,11 +446,14 @@ def checked_steps(document: Any, now_ms: int):
         yield
     branches: list[dict] = []
     chosen: dict[str, str] = {}
-    if version > 1:
+    if version > 1:  # the tree read, then its stored form made: a step each (thousands of messages)
         try:
-            messages, branches, chosen = Tree.from_export(messages, document.get("shown", {})).record()
+            tree = Tree.from_export(messages, document.get("shown", {}))
         except ValueError as error:
             raise ImportRefused("messages", _first_line(error)) from None
+        yield
+        messages, branches, chosen = tree.record()
+        yield
     if not isinstance(raw_turns, list):
         raise ImportRefused("turns", "not a list")
     turns = []
