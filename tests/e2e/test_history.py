@@ -391,6 +391,16 @@ def export_and_import_round_trip_and_a_bad_file_changes_nothing(agent, course: s
                                  ".some(m => m.innerText.includes('a forked question'))")
     drawn = " ".join(agent.messages().all_inner_texts())
     assert agent.messages().count() == 4 and "the other" not in drawn and "keep ```` ticks" in drawn, drawn
+    open_list(agent)  # its Markdown prints that branch and says one other is left out
+    open_file_actions(agent)
+    with agent.page.expect_download() as info:
+        agent.testid("export-markdown").click()
+    fork_md = tmp_path / "forked.md"
+    info.value.save_as(fork_md)
+    markdown = fork_md.read_text(encoding="utf-8")
+    assert "a forked question" in markdown and "the other" not in markdown.replace(
+        Translator("en-US")("history.markdownLeftOut", count=1), "")
+    assert Translator("en-US")("history.markdownLeftOut", count=1) in markdown
 
 
 def resume_while_a_reply_streams_says_why_nothing_changed(slow) -> None:
