@@ -46,8 +46,9 @@ def _no_none(value: Any) -> Any:
 async def write_backup(backend: RecordBackend, threads: dict, created_at: int, pause: Pause, *,
                        per: int = EXPORT_PER) -> bytes:
     """The whole backup zip: ``threads`` (the ``maic-agent-threads`` envelope, DESIGN.md §3), every
-    conversation (meta, messages, turns, and the rest of its tree), each course's head (which conversation its thread is) and
-    every scene version with its snapshot document, ``per`` (≤ ``SLICE``) a member and a task.
+    conversation (meta, messages, turns, and the rest of its tree), each course's head (which
+    conversation its thread is) and every scene version with its snapshot document, ``per``
+    (≤ ``SLICE``) a member and a task.
     ``created_at``: epoch ms. Raises ``RecordStoreError`` when the store fails."""
     writer = BackupWriter(created_at)
     writer.add_threads(threads)

@@ -270,8 +270,8 @@ class HistoryFiles:
                     continue
                 stage_id, bundle = read[0].stageId if own_course else shown, (read[0], read[1], read[2])
                 tree = dict(zip(("branches", "shown"), read[4:6]))  # a ChatGPT conversation's other branches
-                results.append(await self.recorder.run(
-                    stage_id, lambda s=stage_id, b=bundle, k=tree: self.service.import_bundle(s, *b, pause=_pause, **k)))
+                results.append(await self.recorder.run(stage_id, lambda s=stage_id, b=bundle, k=tree:
+                                                       self.service.import_bundle(s, *b, pause=_pause, **k)))
                 if results[-1] == "unavailable":
                     return results, skipped, first, "unavailable"
                 if results[-1] == "ok" and first is None and stage_id == shown:

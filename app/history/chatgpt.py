@@ -561,9 +561,10 @@ def _convert(raw: Any, index: int, stage_id: str, now_ms: int):
 
 def read_conversations(conversations: list[Any], stage_id: str, now_ms: int):
     """Each raw conversation (``conversations_of``) read in turn: a generator of ``(meta, messages,
-    turns, parts_as_text, branches, shown)`` for one that becomes a document (``_convert``) (``turns``: its ``TurnMeta``s, one per
-    user→assistant turn, ``_turns``), ``Skipped`` for one that cannot be (any error reading it: its
-    reason, never the whole import's failure; a ``Skipped`` among ``conversations`` is passed on), and
+    turns, parts_as_text, branches, shown)`` for one that becomes a document (``_convert``; ``turns``:
+    its ``TurnMeta``s, one per user→assistant turn on every branch, ``_turns``), ``Skipped`` for one
+    that cannot be (any error reading it: its reason, never the whole import's failure; a ``Skipped``
+    among ``conversations`` is passed on), and
     ``None`` between slices of a conversation's work (a caller gives the page its turn there,
     DESIGN.md §14: no long task, even for a conversation of thousands of turns)."""
     for index, raw in enumerate(conversations):

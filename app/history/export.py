@@ -471,10 +471,12 @@ def checked_steps(document: Any, now_ms: int):
 def parse_export(text: str, now_ms: int | None = None) -> Conversation:
     """Validate an export to the exact record shapes (DESIGN.md §14); returns ``(meta, messages,
     turns)`` as a ``Conversation`` whose ``branches`` and ``shown`` hold the rest of a version-2
-    file's tree (``checked_steps``; ``HistoryService.import_bundle`` stores them). ``now_ms``: the importing machine's clock (epoch ms; the wall clock when None), which no
-    time may pass by more than a day. Raises ``ImportRefused`` with ``reason`` ``not-json`` |
+    file's tree (``checked_steps``; ``HistoryService.import_bundle`` stores them). ``now_ms``: the
+    importing machine's clock (epoch ms; the wall clock when None), which no time may pass by more
+    than a day. Raises ``ImportRefused`` with ``reason`` ``not-json`` |
     ``depth`` (nested deeper than ``MAX_DEPTH``) | ``format`` | ``version`` | ``meta`` | ``messages``
-    (none, not the slim projection, an id holding a control character, or not a tree) | ``turns`` | ``numbers`` (an integer negative or past 2^53 − 1) | ``dates`` (``createdAt`` after
+    (none, not the slim projection, an id holding a control character, or not a tree) | ``turns`` |
+    ``numbers`` (an integer negative or past 2^53 − 1) | ``dates`` (``createdAt`` after
     ``updatedAt``, or in the future) | ``too-long`` (text past ``MAX_CONVERSATION_CHARS``)."""
     return run_steps(parse_steps(text, _now(now_ms)))
 
