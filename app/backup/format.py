@@ -13,7 +13,9 @@ Layout (format version 1), every member UTF-8 JSON, compact as ``JSON.stringify`
   each course's active thread is (the ``heads`` table, DESIGN.md §9), so that a restored thread
   continues its own conversation and is not adopted as a new one at the next start-up;
 - ``conversations/<NNNNNN>.jsonl``: one conversation a line, ``{"meta": TaskMeta, "messages":
-  [slim message…], "turns": [TurnMeta…]}`` (DESIGN.md §9), at most ``SLICE`` lines a member;
+  [slim message…], "turns": [TurnMeta…]}`` (DESIGN.md §9), plus, for a conversation that is a tree,
+  the ``branches`` and ``shown`` of history's messages record (§17; a line without them is a chain,
+  as every line of an older backup), at most ``SLICE`` lines a member;
 - ``versions/<NNNNNN>.jsonl``: one scene version a line, ``{"version": version record,
   "snapshot": document}`` (DESIGN.md §10), at most ``SLICE`` lines a member.
 

@@ -145,6 +145,24 @@ class Conversation(_ConversationFields):
             made.branching = branching
         return made
 
+    @property
+    def branches(self) -> list[dict]:
+        """``branching.branches``: the messages off the shown path (the stored form, opaque)."""
+        return self.branching.branches
+
+    @property
+    def shown(self) -> dict[str, str]:
+        """``branching.shown``: the shown child of each fork off the path (the stored form, opaque)."""
+        return self.branching.shown
+
+    @property
+    def tree(self):
+        """The conversation's tree (``app.history.tree.Tree.from_record``; a chain without branches).
+        Read liberally (DESIGN.md §3): a stored entry of ``messages`` that is no message (a damaged
+        record) is left out."""
+        path = [m for m in self.messages if isinstance(m, dict)] if isinstance(self.messages, list) else []
+        return self.branching.tree(path)
+
 
 @dataclass(frozen=True)
 class HeldTurn:
@@ -402,7 +420,8 @@ class Writes:
 
     def _keep(self, meta: TaskMeta, form: StoredForm, turns: list[TurnMeta], new: bool, text: str,
               search: dict) -> None:
-        self._kept[meta.taskId] = Conversation(meta, list(form.messages), list(turns))
+        self._kept[meta.taskId] = Conversation(meta, list(form.messages), list(turns),
+                                               Branching(list(form.branches), dict(form.shown)))
         self._forms[meta.taskId] = form
         self._indexed[meta.taskId] = (search, text)
         self._ops += [("add" if new else "put", "conversations", meta.model_dump()),

@@ -307,7 +307,8 @@ class HistoryService:
 
     # -- export, import ----------------------------------------------------
     async def bundle(self, task_id: str) -> Conversation | None:
-        """(meta, messages, turns) of one conversation, for export."""
+        """(meta, messages, turns) of one conversation, for export: a ``Conversation`` whose ``tree``
+        holds every branch (DESIGN.md §17)."""
         return await self._reads.bundle(task_id)
 
     def conversation_pages(self, per: int) -> AsyncIterator[list[Conversation]]:
@@ -317,12 +318,15 @@ class HistoryService:
 
     @guarded(lambda: "unavailable")
     async def import_bundle(self, stage_id: str, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta],
-                            pause: Callable[[], Awaitable[None]] | None = None) -> str:
+                            pause: Callable[[], Awaitable[None]] | None = None, *,
+                            branches: list[dict] | None = None, shown: dict[str, str] | None = None) -> str:
         """Add an imported conversation to ``stage_id``'s history (archived). Returns ``"ok"``,
         ``"exists"`` (that task id is already kept: nothing changed) or ``"unavailable"``. A kept
         record of that task id that cannot be read (``Damaged``) is replaced: a corrected file
         repairs it (DESIGN.md §14). ``pause``: awaited between the slices of its records
-        (``Writes.keep_in_steps``: a long conversation is not one task)."""
+        (``Writes.keep_in_steps``: a long conversation is not one task). ``branches``, ``shown``: the
+        rest of its tree in the stored form (``app.history.export.parse_export``'s ``Conversation``,
+        DESIGN.md §17); ``messages`` is then the shown path."""
         if text_needs_segmenter(" ".join(meta.taskName.split())):
             await self._segmenter.for_titles([{"role": "user", "content": [{"type": "text", "text": meta.taskName}]}])
         if meta.changedAt.taskName and len(meta.taskName) > NAME_GRAPHEMES:
@@ -341,7 +345,8 @@ class HistoryService:
             record = meta.model_copy(update={"stageId": stage_id, "taskName": title})
             writes = Writes()
             # "add" (new): another tab's import of it meanwhile aborts this one
-            await writes.keep_in_steps(record, messages, turns, pause=pause or at_once, new=not held)
+            await writes.keep_in_steps(record, messages, turns, pause=pause or at_once, new=not held,
+                                       branches=branches, shown=shown)
             await self._repository.commit(writes)
         self._changed(HistoryChange("import", meta.taskId, stage_id, "import", written=writes.kept(meta.taskId)))
         return "ok"

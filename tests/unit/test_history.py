@@ -261,8 +261,9 @@ async def test_json_export_round_trips_exactly_and_imports_back():
     task_id = await svc.archive("s", msgs, 1)
     text = export_json(*await svc.bundle(task_id))
     document = json.loads(text)
-    assert document["format"] == "agentbar-conversation" and document["version"] == 1
-    assert document["meta"]["createdAt"].endswith("Z") and document["messages"] == msgs
+    assert document["format"] == "agentbar-conversation" and document["version"] == 2  # DESIGN.md §17
+    assert document["meta"]["createdAt"].endswith("Z") and document["shown"] == {}
+    assert document["messages"] == [{**msgs[0], "parentId": None}, {**msgs[1], "parentId": msgs[0]["id"]}]
     assert set(document["meta"]) == {"taskId", "taskName", "stageId", "createdAt", "updatedAt", "stats"}
     await svc.delete(task_id)
     assert await svc.import_bundle("s", *parse_export(text)) == "ok"
@@ -304,7 +305,7 @@ async def test_a_json_export_of_a_lone_surrogate_round_trips_exactly_and_markdow
 
 @pytest.mark.parametrize("text,reason", [
     ("not json", "not-json"), ("[]", "format"), ('{"format":"other"}', "format"),
-    ('{"format":"agentbar-conversation","version":2}', "version"),
+    ('{"format":"agentbar-conversation","version":3}', "version"),
     ('{"format":"agentbar-conversation","version":1,"meta":{"taskId":"x"},"messages":[],"turns":[]}', "meta"),
 ])
 def test_import_refuses_bad_files_clearly(text, reason):
