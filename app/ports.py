@@ -141,6 +141,14 @@ class HistoryPort(Protocol):
     def head_task_id(self, stage_id: str, *, allocate: bool = True) -> Awaitable[str | None]:
         """The id of ``stage_id``'s active conversation (allocated when ``allocate`` and none)."""
 
+    def branches(self, stage_id: str) -> Awaitable[Any]:
+        """The tree (``app.history.tree.Tree``) of ``stage_id``'s active conversation, or ``None``
+        when it has none (DESIGN.md §17)."""
+
+    def show_path(self, stage_id: str, path: Slim) -> Awaitable[Any]:
+        """Keep ``path`` (slim, each with its ``id``) as the shown path of ``stage_id``'s active
+        conversation: a picker move, so a reload and other tabs show that branch (DESIGN.md §17)."""
+
 
 class CheckpointReads(Protocol):
     """The checkpoints' read model (``app.checkpoints.read_model``), as a restore reads it (§10)."""

@@ -69,6 +69,17 @@ class HistoryRecorder:
         self._tail = asyncio.ensure_future(step())
         return self._tail
 
+    def branches(self, stage_id: str) -> asyncio.Future:
+        """The tree of ``stage_id``'s active conversation, once the writes queued before are done
+        (``HistoryService.branches``, DESIGN.md §17)."""
+        return self._schedule(stage_id, lambda: self.service.branches(stage_id), told=False)
+
+    def show_path(self, stage_id: str, path: list[dict]) -> asyncio.Future:
+        """Keep ``path`` as the shown path of ``stage_id``'s active conversation (a picker move;
+        ``HistoryService.show_path``, DESIGN.md §17)."""
+        kept = list(path)
+        return self._schedule(stage_id, lambda: self.service.show_path(stage_id, kept))
+
     def turn_completed(self, event: TurnEnded, updated_at: int | None,
                        thread: list[dict] | None = None) -> asyncio.Future:
         """The turn ``event`` saved to its course's thread: record it with its meta (usage, model, duration,
