@@ -149,7 +149,7 @@ class AgentRuntime:
         §17's picker shows when ``count > 1``); ``(1, 1)`` for a message the tree does not know."""
         session = self._shown
         tree = session.tree if session else None
-        if tree is None or not message_id or message_id not in tree.ids:
+        if tree is None or not message_id or message_id not in tree:  # O(1): drawn per message per frame
             return 1, 1
         return tree.siblings(message_id)
 
@@ -265,7 +265,7 @@ class AgentRuntime:
         session = self._shown
         tree = session.tree if session else None
         position = next((i for i, m in enumerate(session.messages) if m.id == message_id), None) if session else None
-        if session is None or session.busy or tree is None or position is None or message_id not in tree.ids:
+        if session is None or session.busy or tree is None or position is None or message_id not in tree:
             return None
         index, count = tree.siblings(message_id)
         if not 1 <= index + step <= count:

@@ -107,7 +107,7 @@ def adopted_tree(history_tree: Any, local_tree: Any, path: list[dict[str, Any]])
     is the thread store's at every fork. History's tree is taken only when it holds the path's first
     message: another conversation's tree (a New conversation not yet recorded) is never mixed in."""
     first = path[0].get("id") if path else None
-    if history_tree is None or first is None or first not in history_tree.ids:
+    if history_tree is None or first is None or first not in history_tree:
         return grown(local_tree, path)
     tree = history_tree if local_tree is None else history_tree.merged(local_tree)
     return tree.grow(path)

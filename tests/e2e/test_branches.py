@@ -20,7 +20,7 @@ def message(agent, role: str, index: int):
 
 
 def texts(agent) -> list[str]:
-    return [t.strip() for t in agent.page.locator("[data-testid=agent-message-text]").all_inner_texts()]
+    return [t.strip() for t in agent.page.locator("[data-testid=agent-message]").all_inner_texts()]
 
 
 def picker(node) -> tuple[str | None, str | None]:
@@ -30,6 +30,7 @@ def picker(node) -> tuple[str | None, str | None]:
 
 def test_edit_regenerate_and_the_picker_keep_the_branch_shown_across_a_reload(agent, fake_model):
     server = fake_model
+    agent.page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     agent.open(course=COURSE, lang="ar-SA")
     configure(agent, server)
     agent.send("first question")
@@ -88,6 +89,13 @@ def test_edit_regenerate_and_the_picker_keep_the_branch_shown_across_a_reload(ag
     assert [message(agent, "user", n).locator("[data-testid=agent-message-text]").inner_text().strip()
             for n in (0, 1)] == ["first question", "second question"]
     shown = [m.get_attribute("data-message-id") for m in agent.messages().all()]
+
+    # Copy, by keyboard: the text is on the clipboard and the button says so.
+    copy = message(agent, "user", 1).locator("[data-testid=message-copy]")
+    copy.focus()
+    agent.page.keyboard.press("Enter")
+    expect(copy).to_have_attribute("data-state", "copied")
+    assert agent.page.evaluate("() => navigator.clipboard.readText()") == "second question"
 
     # A reload shows the same branch at every fork.
     agent.reload()
