@@ -142,12 +142,13 @@ class HistoryPort(Protocol):
         """The id of ``stage_id``'s active conversation (allocated when ``allocate`` and none)."""
 
     def branches(self, stage_id: str) -> Awaitable[Any]:
-        """The tree (``app.history.tree.Tree``) of ``stage_id``'s active conversation, or ``None``
-        when it has none (DESIGN.md §17)."""
+        """The tree of ``stage_id``'s active conversation (``app.history.tree.Tree``, DESIGN.md §17),
+        after the writes queued before; ``None`` when the course has none or history is off."""
 
     def show_path(self, stage_id: str, path: Slim) -> Awaitable[Any]:
-        """Keep ``path`` (slim, each with its ``id``) as the shown path of ``stage_id``'s active
-        conversation: a picker move, so a reload and other tabs show that branch (DESIGN.md §17)."""
+        """The person showed another branch: ``path`` (a shown path of the stored tree) becomes the
+        shown path of ``stage_id``'s active conversation, stored and announced (a ``branch`` change);
+        the future's result is the tree as stored, or ``None`` (no such path, or history off)."""
 
 
 class CheckpointReads(Protocol):

@@ -69,17 +69,6 @@ class HistoryRecorder:
         self._tail = asyncio.ensure_future(step())
         return self._tail
 
-    def branches(self, stage_id: str) -> asyncio.Future:
-        """The tree of ``stage_id``'s active conversation, once the writes queued before are done
-        (``HistoryService.branches``, DESIGN.md §17)."""
-        return self._schedule(stage_id, lambda: self.service.branches(stage_id), told=False)
-
-    def show_path(self, stage_id: str, path: list[dict]) -> asyncio.Future:
-        """Keep ``path`` as the shown path of ``stage_id``'s active conversation (a picker move;
-        ``HistoryService.show_path``, DESIGN.md §17)."""
-        kept = list(path)
-        return self._schedule(stage_id, lambda: self.service.show_path(stage_id, kept))
-
     def turn_completed(self, event: TurnEnded, updated_at: int | None,
                        thread: list[dict] | None = None) -> asyncio.Future:
         """The turn ``event`` saved to its course's thread: record it with its meta (usage, model, duration,
@@ -110,6 +99,17 @@ class HistoryRecorder:
         none (``HistoryService.head_task_id``), after the writes queued before (an archive ends the head
         first). Its subscribers are not told: nothing was recorded."""
         return self._schedule(stage_id, lambda: self.service.head_task_id(stage_id, allocate=allocate), told=False)
+
+    def branches(self, stage_id: str) -> asyncio.Future:
+        """The tree of ``stage_id``'s active conversation (``HistoryService.branches``; ``None``: none),
+        read after the writes queued before (a turn's reply is in it). Its subscribers are not told."""
+        return self._schedule(stage_id, lambda: self.service.branches(stage_id), told=False)
+
+    def show_path(self, stage_id: str, path: list[dict]) -> asyncio.Future:
+        """The person showed another branch of ``stage_id``'s active conversation: ``path`` becomes its
+        shown path in history (``HistoryService.show_path``), in the queue after the writes before."""
+        shown = list(path)
+        return self._schedule(stage_id, lambda: self.service.show_path(stage_id, shown))
 
     def run(self, stage_id: str, make: Callable[[], Awaitable[Any]]) -> asyncio.Future:
         """Any other history operation, in the same queue (resume, delete, undo, import)."""
