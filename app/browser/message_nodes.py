@@ -86,8 +86,9 @@ class MessageNodes:
         picker = actions.picker
         if picker is not None:
             bar.append(el(div, self._button(picker.previous, "branch-arrow"),
-                          el(span, text=picker.position, classes="branch-position",
-                             attrs={"aria-label": picker.version, "dir": "ltr"}),
+                          el(span, classes="branch-position",
+                             attrs={"data-label": picker.position, "role": "img", "aria-label": picker.version,
+                                    "dir": "ltr"}),
                           self._button(picker.following, "branch-arrow"),
                           classes="branch-picker", testid="branch-picker",
                           attrs={"role": "group", "aria-label": picker.label, "data-index": str(picker.index),
@@ -98,8 +99,11 @@ class MessageNodes:
 
     @staticmethod
     def _button(action: ActionButton, classes: str = ""):
-        node = el(button, text=action.text, classes=f"message-action {classes}".strip(), testid=action.testid,
-                  attrs={"type": "button", "aria-label": action.label, "title": action.label})
+        # The visible word is drawn by the stylesheet from data-label: it is no part of the message's
+        # text (selecting and copying a conversation, reading a message's innerText).
+        node = el(button, classes=f"message-action {classes}".strip(), testid=action.testid,
+                  attrs={"type": "button", "aria-label": action.label, "title": action.label,
+                         "data-label": action.text})
         if action.disabled:
             node._dom_element.disabled = True
         return node

@@ -252,7 +252,8 @@ class Page:
         elif testid == "message-edit-save":
             self._save_edit(box, message_id)
         elif testid == "message-regenerate":
-            self.runtime.regenerate(message_id)
+            if self.runtime.regenerate(message_id) is not None:  # its button hides while the reply runs
+                document.getElementById("agent-input").focus()
         elif testid == "message-copy":
             asyncio.ensure_future(self._copy(node, message_id))
         elif testid in ("branch-prev", "branch-next"):
@@ -295,12 +296,13 @@ class Page:
             return
         copied = await write_text(message_text(message))
         t = self.translator
+        said = t("message.copied" if copied else "message.copyFailed")
         button.setAttribute("data-state", "copied" if copied else "failed")
-        button.textContent = t("message.copied" if copied else "message.copyFailed")
-        button.setAttribute("aria-label", button.textContent)
+        button.setAttribute("data-label", said)
+        button.setAttribute("aria-label", said)
         await asyncio.sleep(COPIED_S)
         button.removeAttribute("data-state")
-        button.textContent = t("message.copy")
+        button.setAttribute("data-label", t("message.copy"))
         button.setAttribute("aria-label", t("message.copyLabel"))
 
     def _on_collapse(self, _event) -> None:

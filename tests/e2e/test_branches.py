@@ -74,6 +74,8 @@ def test_edit_regenerate_and_the_picker_keep_the_branch_shown_across_a_reload(ag
         "first question, edited"]
     regenerated_id = reply.get_attribute("data-message-id")
 
+    agent.assert_accessible("a question and a reply with pickers, right to left")
+
     # Right to left: "previous" sits on the right, "next" on the left.
     prev, next_ = edited.locator("[data-testid=branch-prev]"), edited.locator("[data-testid=branch-next]")
     assert prev.bounding_box()["x"] > next_.bounding_box()["x"]
