@@ -273,15 +273,16 @@ class Page:
             document.getElementById("agent-input").focus()
 
     def _on_message_key(self, event) -> None:
-        # In a question's editor: Escape cancels (and stops nothing else), Ctrl/Cmd+Enter saves.
+        # In a question's editor: Escape cancels (and stops nothing else), Ctrl/Cmd+Enter in its field saves.
         target = event.target
-        if target.getAttribute("data-testid") != "message-edit-input" or event.isComposing or self._composing:
+        if is_none(target.closest("[data-testid=message-editor]")) or event.isComposing or self._composing:
             return
         if event.key == "Escape":
             event.preventDefault()
             event.stopPropagation()
             self.view.close_editor()
-        elif event.key == "Enter" and (event.ctrlKey or event.metaKey):
+        elif (event.key == "Enter" and (event.ctrlKey or event.metaKey)
+              and target.getAttribute("data-testid") == "message-edit-input"):
             event.preventDefault()
             box = target.closest("[data-testid=agent-message]")
             self._save_edit(box, box.getAttribute("data-message-id"))

@@ -235,7 +235,10 @@ class PageView:
                     self._rendered[index] = (ident, signature, node)
                     continue
                 new = self._message_node(message)
+                refocus = _keep_draft(node, new) if self._editing is not None else None
                 node.replaceWith(new)
+                if refocus is not None:
+                    refocus.focus()
                 self._rendered[index] = (id(message), signature, new)
             else:
                 new = self._message_node(message)
@@ -400,6 +403,17 @@ class PageView:
         self._by("app").hidden = False
         messages = self._by("agent-messages")
         messages.scrollTop = messages.scrollHeight
+
+
+def _keep_draft(old, new):
+    """A question's editor drawn again (its picker changed, another tab's write): the text typed so
+    far stays (DESIGN.md §17). Returns the new field when the old one had the focus (to focus once
+    the new node is in the page), else ``None``."""
+    was, field = (n.querySelector("[data-testid=message-edit-input]") for n in (old, new))
+    if is_none(was) or is_none(field):
+        return None
+    field.value = was.value
+    return field if document.activeElement == was else None
 
 
 def _kebab(name: str) -> str:
