@@ -224,3 +224,37 @@ async def test_a_tree_of_another_conversation_is_not_mixed_in():
     await settle()
     assert [m.id for m in runtime.messages][:1] == [u1]
     assert runtime.siblings(u1) == (1, 1) and "x1" not in runtime.sessions.shown.tree
+
+
+async def test_another_tabs_picker_move_is_followed_with_its_pickers():
+    history, storage = TreeHistory(), MemoryStorage()
+    tab_a, _, _ = make(history, storage)
+    u1, a1, u2, a2 = await two_questions(tab_a)
+    await tab_a.edit(u1, "edited")
+    await settle()
+    edited = tab_a.messages[0].id
+    tab_b, _, _ = make(history, MemoryStorage.shared_with(storage))
+    await settle()
+    assert [m.id for m in tab_b.messages][:1] == [edited] and tab_b.siblings(edited) == (2, 2)
+    assert tab_a.show_sibling(edited, -1) == u1
+    tab_b.on_storage_changed()  # the storage event of tab A's write
+    await settle()
+    assert [m.id for m in tab_b.messages] == [u1, a1, u2, a2] and tab_b.siblings(u1) == (1, 2)
+    await tab_b.send("third question")  # continues the path shown, saved after it
+    await settle()
+    assert [m.role for m in tab_b.messages] == ["user", "assistant"] * 3
+    assert [m.id for m in tab_b.messages][:4] == [u1, a1, u2, a2]
+
+
+async def test_new_conversation_starts_a_tree_of_its_own():
+    history = TreeHistory()
+    runtime, _, _ = make(history)
+    u1, *_ = await two_questions(runtime)
+    await runtime.edit(u1, "edited")
+    await settle()
+    runtime.clear_thread()
+    await settle()
+    assert runtime.messages == [] and len(runtime.sessions.shown.tree) == 0
+    await runtime.send("a new start")
+    await settle()
+    assert runtime.siblings(runtime.messages[0].id) == (1, 1)
