@@ -50,6 +50,7 @@ def test_edit_regenerate_and_the_picker_keep_the_branch_shown_across_a_reload(ag
     expect(first.locator("[data-testid=message-edit]")).to_be_focused()
     assert agent.messages().count() == 4 and "never sent" not in " ".join(texts(agent))
     posts = len(server.posts())
+    assert posts == 2  # the two questions: Escape sent nothing
 
     # Edit and save (Ctrl+Enter): a new question, answered, shown; its picker says 2/2.
     first.locator("[data-testid=message-edit]").click()
