@@ -3,9 +3,9 @@
 Pure: what the panel (``app.browser.message_nodes``) draws under a message of the shown path:
 Edit on a question, Regenerate on a reply, Copy on both, and, where the message has siblings, the
 picker ‹ n / m › whose buttons are disabled at either end. Texts are in the reader's locale
-(``t``: ``app.i18n.Translator`` or any ``(key, **params) -> str``). The arrows are the single
-guillemets ‹ ›, which the browser mirrors in right-to-left text (ar-SA), and the picker's buttons
-follow the text's direction, so "previous" always points back.
+(``t``: ``app.i18n.Translator`` or any ``(key, **params) -> str``). The picker's buttons follow the
+text's direction (in right-to-left text "previous" is on the right) and its arrows are mirrored
+there (``rtl``), so "previous" always points back to the start of the line.
 """
 
 from __future__ import annotations
@@ -51,9 +51,10 @@ class MessageActions:
 
 
 def message_actions(role: str, siblings: tuple[int, int], t: Callable[..., str], *,
-                    has_id: bool = True) -> MessageActions:
+                    has_id: bool = True, rtl: bool = False) -> MessageActions:
     """The actions of a ``role`` message that is ``siblings[0]`` of ``siblings[1]`` at its fork.
-    A message without an id (an old thread not adopted yet) can only be copied.
+    A message without an id (an old thread not adopted yet) can only be copied. ``rtl``: the page
+    reads right to left (ar-SA): "previous" sits on the right and points right.
 
     >>> t = lambda key, **params: key
     >>> actions = message_actions("assistant", (1, 2), t)
@@ -67,8 +68,8 @@ def message_actions(role: str, siblings: tuple[int, int], t: Callable[..., str],
     if has_id and count > 1:
         picker = BranchPicker(
             index, count, f"{index} / {count}", t("message.picker"), t("message.version", index=index, count=count),
-            ActionButton("branch-prev", "‹", t("message.previous"), disabled=index <= 1),
-            ActionButton("branch-next", "›", t("message.next"), disabled=index >= count))
+            ActionButton("branch-prev", "›" if rtl else "‹", t("message.previous"), disabled=index <= 1),
+            ActionButton("branch-next", "‹" if rtl else "›", t("message.next"), disabled=index >= count))
     buttons: list[ActionButton] = []
     if has_id and role == "user":
         buttons.append(ActionButton("message-edit", t("message.edit"), t("message.editLabel")))

@@ -185,10 +185,10 @@ def _button(action: ActionButton, classes: str = "") -> PaintNode:
                  type="button", aria_label=action.label, data_label=action.text, disabled="")
 
 
-def _actions(message: Message, siblings: tuple[int, int], t: Callable[..., str]) -> PaintNode:
+def _actions(message: Message, siblings: tuple[int, int], t: Callable[..., str], rtl: bool) -> PaintNode:
     """The message's actions and branch picker as ``MessageNodes._actions`` draws them (DESIGN.md
     §17), every button disabled: inert until ready."""
-    actions = message_actions(message.role, siblings, t, has_id=bool(message.id))
+    actions = message_actions(message.role, siblings, t, has_id=bool(message.id), rtl=rtl)
     children = []
     picker = actions.picker
     if picker is not None:
@@ -203,14 +203,14 @@ def _actions(message: Message, siblings: tuple[int, int], t: Callable[..., str])
     return _node("div", None, children, class_="message-actions", data_testid="message-actions")
 
 
-def _row(message: Message, t: Callable[..., str], siblings: tuple[int, int] = (1, 1)) -> PaintNode:
+def _row(message: Message, t: Callable[..., str], siblings: tuple[int, int] = (1, 1), rtl: bool = False) -> PaintNode:
     """One message's row (``app.message_row``, as the live panel draws it on a fresh render: no
     snapshot buttons, a reload has none; its actions and picker under it, §17), marked
     ``data-painted="true"``."""
     row = message_row(message, t)
     children = [_piece(piece, t) for piece in row.pieces]
     if row.state != "running":
-        children.append(_actions(message, siblings, t))
+        children.append(_actions(message, siblings, t, rtl))
     return PaintNode(t="div", a={**row.attrs, "data-painted": "true"}, c=children)
 
 
@@ -238,7 +238,7 @@ def build_record(stage_id: str, updated_at: int, messages: list[Message], t: Cal
     and the scene-version bar (``checkpoint_bar``) when ``bar_summary`` is given; ``siblings(id)``:
     a message's ``(index, count)`` at its fork, for its branch picker (DESIGN.md §17)."""
     start = max(0, len(messages) - window)
-    rows = [_row(message, t, siblings(message.id)) for message in messages[start:]]
+    rows = [_row(message, t, siblings(message.id), rtl) for message in messages[start:]]
     if start:
         rows.insert(0, _node("button", t("edit.agent.showEarlier"), class_="earlier-button",
                              data_testid="agent-load-earlier", type="button", disabled="", data_painted="true"))

@@ -81,7 +81,7 @@ class MessageNodes:
 
     def _actions(self, message: Message, siblings: tuple[int, int]):
         """The row of actions under a message (hidden by the stylesheet while a reply runs)."""
-        actions = message_actions(message.role, siblings, self.t, has_id=bool(message.id))
+        actions = message_actions(message.role, siblings, self.t, has_id=bool(message.id), rtl=self.t.rtl)
         bar = el(div, classes="message-actions", testid="message-actions")
         picker = actions.picker
         if picker is not None:

@@ -81,6 +81,7 @@ def test_edit_regenerate_and_the_picker_keep_the_branch_shown_across_a_reload(ag
     prev, next_ = edited.locator("[data-testid=branch-prev]"), edited.locator("[data-testid=branch-next]")
     assert prev.bounding_box()["x"] > next_.bounding_box()["x"]
     assert next_.is_disabled() and not prev.is_disabled()
+    assert (prev.get_attribute("data-label"), next_.get_attribute("data-label")) == ("›", "‹")  # mirrored
 
     # The picker back (by keyboard): 1/2 shows the old path and what lay under it.
     prev.focus()

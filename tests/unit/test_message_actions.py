@@ -41,3 +41,9 @@ def test_every_label_is_in_the_readers_locale(locale):
     assert all(texts) and "{" not in actions.picker.version
     if locale != "en-US":
         assert not set(texts) & {english.t(f"message.{k}") for k in ("edit", "copy", "previous", "next", "picker")}
+
+
+def test_in_right_to_left_text_the_arrows_point_the_other_way():
+    ltr, rtl = (message_actions("user", (2, 3), T, rtl=flag).picker for flag in (False, True))
+    assert (ltr.previous.text, ltr.following.text) == ("‹", "›")
+    assert (rtl.previous.text, rtl.following.text) == ("›", "‹")
