@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from app.message_actions import ActionButton, message_actions
 from app.message_row import CardPiece, Piece, TextPiece, message_row
 from app.model import Message, TextPart
 from app.presentation import RENDER_WINDOW
@@ -57,6 +58,7 @@ PAINT_ATTRS = (
     "class", "dir", "role", "type", "tabindex", "disabled", "aria-label", "aria-expanded",
     "data-testid", "data-role", "data-status", "data-long", "data-chars", "data-code",
     "data-element-count", "data-tool-name", "data-tool-call-id", "data-message-id", "data-painted",
+    "data-index", "data-count", "data-label",
 )
 """The only attributes a record may set (no ``on*`` handlers, no ``href``/``src``/``style``)."""
 
@@ -178,11 +180,38 @@ def _piece(piece: Piece, t: Callable[..., str]) -> PaintNode:
     return PaintNode(t=piece.tag, a=attrs, x=piece.text)
 
 
-def _row(message: Message, t: Callable[..., str]) -> PaintNode:
+def _button(action: ActionButton, classes: str = "") -> PaintNode:
+    return _node("button", None, class_=f"message-action {classes}".strip(), data_testid=action.testid,
+                 type="button", aria_label=action.label, data_label=action.text, disabled="")
+
+
+def _actions(message: Message, siblings: tuple[int, int], t: Callable[..., str], rtl: bool) -> PaintNode:
+    """The message's actions and branch picker as ``MessageNodes._actions`` draws them (DESIGN.md
+    §17), every button disabled: inert until ready."""
+    actions = message_actions(message.role, siblings, t, has_id=bool(message.id), rtl=rtl)
+    children = []
+    picker = actions.picker
+    if picker is not None:
+        children.append(_node("div", None, [
+            _button(picker.previous, "branch-arrow"),
+            _node("span", None, class_="branch-position", data_label=picker.position, role="img",
+                  aria_label=picker.version, dir="ltr"),
+            _button(picker.following, "branch-arrow"),
+        ], class_="branch-picker", data_testid="branch-picker", role="group", aria_label=picker.label,
+            data_index=str(picker.index), data_count=str(picker.count)))
+    children += [_button(action) for action in actions.buttons]
+    return _node("div", None, children, class_="message-actions", data_testid="message-actions")
+
+
+def _row(message: Message, t: Callable[..., str], siblings: tuple[int, int] = (1, 1), rtl: bool = False) -> PaintNode:
     """One message's row (``app.message_row``, as the live panel draws it on a fresh render: no
-    snapshot buttons, a reload has none), marked ``data-painted="true"``."""
+    snapshot buttons, a reload has none; its actions and picker under it, §17), marked
+    ``data-painted="true"``."""
     row = message_row(message, t)
-    return PaintNode(t="div", a={**row.attrs, "data-painted": "true"}, c=[_piece(piece, t) for piece in row.pieces])
+    children = [_piece(piece, t) for piece in row.pieces]
+    if row.state != "running":
+        children.append(_actions(message, siblings, t, rtl))
+    return PaintNode(t="div", a={**row.attrs, "data-painted": "true"}, c=children)
 
 
 def checkpoint_bar(summary: str, t: Callable[..., str]) -> PaintNode:
@@ -200,14 +229,16 @@ def checkpoint_bar(summary: str, t: Callable[..., str]) -> PaintNode:
 
 def build_record(stage_id: str, updated_at: int, messages: list[Message], t: Callable[..., str], *,
                  locale: str, rtl: bool, title: str, label_keys: Iterable[str] = (),
-                 bar_summary: str | None = None, window: int = RENDER_WINDOW) -> PaintRecord:
+                 bar_summary: str | None = None, window: int = RENDER_WINDOW,
+                 siblings: Callable[[str | None], tuple[int, int]] = lambda _id: (1, 1)) -> PaintRecord:
     """The record of course ``stage_id`` whose stored thread has ``updated_at`` (ms) and the live
     ``messages``: the newest ``window`` rows as a fresh render shows them (a "show earlier"
     button first when older ones exist), ``labels`` of ``label_keys`` translated by ``t``
     (``app.i18n.Translator`` or any ``(key, **params) -> str``), ``title`` the course heading,
-    and the scene-version bar (``checkpoint_bar``) when ``bar_summary`` is given."""
+    and the scene-version bar (``checkpoint_bar``) when ``bar_summary`` is given; ``siblings(id)``:
+    a message's ``(index, count)`` at its fork, for its branch picker (DESIGN.md §17)."""
     start = max(0, len(messages) - window)
-    rows = [_row(message, t) for message in messages[start:]]
+    rows = [_row(message, t, siblings(message.id), rtl) for message in messages[start:]]
     if start:
         rows.insert(0, _node("button", t("edit.agent.showEarlier"), class_="earlier-button",
                              data_testid="agent-load-earlier", type="button", disabled="", data_painted="true"))

@@ -23,6 +23,7 @@ const ATTRS = [
   "class", "dir", "role", "type", "tabindex", "disabled", "aria-label", "aria-expanded",
   "data-testid", "data-role", "data-status", "data-long", "data-chars", "data-code",
   "data-element-count", "data-tool-name", "data-tool-call-id", "data-message-id", "data-painted",
+  "data-index", "data-count", "data-label",
 ];
 const MAX_NODES = 4000;
 const MAX_DEPTH = 6;

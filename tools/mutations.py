@@ -1,6 +1,6 @@
-"""Mutation check: apply each of twenty-two DESIGN rules' mutations alone, run the unit suite, say which it kills.
+"""Mutation check: apply each of twenty-five DESIGN rules' mutations alone, run the unit suite, say which it kills.
 
-    .venv/bin/python tools/mutations.py        # from the repository root; ~22 unit-suite runs
+    .venv/bin/python tools/mutations.py        # from the repository root; ~25 unit-suite runs
 
 Each mutation breaks one rule the design states (the section is named); a mutation the unit suite does not
 kill is a rule no test proves. The file is restored after each run, also when a run is interrupted. Exit
@@ -66,6 +66,13 @@ MUTATIONS = [  # (rule, file, text, mutated text)
      "if (isText(node.x)) element.textContent = node.x;", "if (isText(node.x)) element.innerHTML = node.x;"),
     ("a reply cut at the length limit is drawn as stopped (§12, §13)", "app/message_row.py",
      'return {"error": "failed", "length": "cut"}.get(', 'return {"error": "failed"}.get('),
+    ("an edit's or a regenerate's agent reads the whole thread, other branches included (§17)",
+     "app/runtime/turns.py",
+     "history = list(session.messages if before is None else before)", "history = list(session.messages)"),
+    ("history's tree of another conversation is mixed into the panel's (§17)", "app/runtime/branches.py",
+     "if history_tree is None or first is None or first not in history_tree:", "if history_tree is None:"),
+    ("the branch picker's arrows are not mirrored right to left (§7, §17)", "app/message_actions.py",
+     'ActionButton("branch-prev", "›" if rtl else "‹"', 'ActionButton("branch-prev", "‹"'),
     ("the app wheel in dist/ keeps the dev-only hooks (§15)", "tools/build.py",
      "        if fnmatch.fnmatch(rel, APP_WHEEL):\n", "        if False:\n"),
 ]

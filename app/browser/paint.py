@@ -135,7 +135,8 @@ class PaintKeeper:
         summary = document.querySelector("[data-testid=checkpoint-summary] .checkpoint-summary-text")
         record = build_record(stage_id, updated, messages, self.t, locale=self.t.locale, rtl=self.t.rtl,
                               title=title, label_keys=self._keys,
-                              bar_summary=None if is_none(summary) else str(summary.textContent))
+                              bar_summary=None if is_none(summary) else str(summary.textContent),
+                              siblings=self.runtime.siblings)
         adapter.save(stage_id, encode_record(record))  # a promise; a failure is only logged there
 
 

@@ -26,21 +26,23 @@ from app.presentation import RENDER_WINDOW, command_segments, notice_segments, s
 __all__ = ["PageView"]
 
 
-def _signature(message: Message, has_snapshot: Callable[[str], bool], expanded: bool = False) -> tuple:
-    """What the rendered DOM of ``message`` depends on (cheap to compute per render: lengths, not text)."""
+def _signature(message: Message, has_snapshot: Callable[[str], bool], expanded: bool = False,
+               extra: tuple = ()) -> tuple:
+    """What the rendered DOM of ``message`` depends on (cheap to compute per render: lengths, not text);
+    ``extra``: its branch picker's numbers and whether its editor is open (DESIGN.md §17)."""
     parts = tuple(
         ("t", len(part.text), expanded) if isinstance(part, TextPart)
         else ("c", part.tool_call_id, part.result is None, bool(part.is_error), has_snapshot(part.tool_call_id))
         for part in message.content
     )
-    return (message.role, message.status.type if message.status else None, parts)
+    return (message.role, message.status.type if message.status else None, parts, extra)
 
 
 def _streamed_text_from(old: tuple, new: tuple) -> tuple[str, int] | None:
     """If ``new`` differs from ``old`` only by a longer last text part of a running message:
     ``(how, old length)``, ``how`` from ``app.presentation.streamed_text_update``."""
-    (role, status, old_parts), (new_role, new_status, new_parts) = old, new
-    if (role, status) != (new_role, new_status) or status != "running" or len(old_parts) != len(new_parts):
+    (role, status, old_parts, extra), (new_role, new_status, new_parts, new_extra) = old, new
+    if (role, status, extra) != (new_role, new_status, new_extra) or status != "running" or len(old_parts) != len(new_parts):
         return None
     if not old_parts or old_parts[:-1] != new_parts[:-1]:
         return None
@@ -72,6 +74,7 @@ class PageView:
         self._course_drawn = 0  # counts render_course calls: its scene nodes are new each time
         self._versions_drawn: tuple | None = None
         self._nodes = MessageNodes(runtime, translator)
+        self._editing: str | None = None  # id of the question whose editor is open (DESIGN.md §17)
 
     @property
     def shows_running(self) -> bool:
@@ -213,10 +216,9 @@ class PageView:
         messages = messages[self._offset:]
         # Follow the conversation when it grows or when the reader is already at its end.
         stick = grew or container.scrollHeight - container.scrollTop - container.clientHeight < 40
-        has_snapshot = self.runtime.stage_edits.has_snapshot
         expanded = self._expanded
         for index, message in enumerate(messages):
-            signature = _signature(message, has_snapshot, id(message) in expanded)
+            signature = self._signature(message)
             if index < len(self._rendered):
                 ident, old_signature, node = self._rendered[index]
                 if ident == id(message) and old_signature == signature:
@@ -233,7 +235,10 @@ class PageView:
                     self._rendered[index] = (ident, signature, node)
                     continue
                 new = self._message_node(message)
+                refocus = _keep_draft(node, new) if self._editing is not None else None
                 node.replaceWith(new)
+                if refocus is not None:
+                    refocus.focus()
                 self._rendered[index] = (id(message), signature, new)
             else:
                 new = self._message_node(message)
@@ -285,12 +290,11 @@ class PageView:
         container = self._by("agent-messages")
         height = container.scrollHeight
         anchor = self._rendered[0][2] if self._rendered else None
-        has_snapshot = self.runtime.stage_edits.has_snapshot
         entries = []
         for message in messages[start:self._offset]:
             node = self._message_node(message)
             container.insertBefore(node, anchor)
-            entries.append((id(message), _signature(message, has_snapshot, id(message) in self._expanded), node))
+            entries.append((id(message), self._signature(message), node))
         self._rendered[0:0] = entries
         self._offset = start
         button = container.querySelector("[data-testid=agent-load-earlier]")
@@ -311,15 +315,64 @@ class PageView:
                 self._expanded.symmetric_difference_update({ident})
                 new = self._message_node(message)
                 box.replaceWith(new)
-                self._rendered[index] = (ident, _signature(message, self.runtime.stage_edits.has_snapshot,
-                                                           ident in self._expanded), new)
+                self._rendered[index] = (ident, self._signature(message), new)
                 control = new.querySelector("[data-testid=agent-message-expand]")
                 if not is_none(control):
                     control.focus()
                 return
 
+    def _signature(self, message: Message) -> tuple:
+        editing = message.id is not None and message.id == self._editing
+        return _signature(message, self.runtime.stage_edits.has_snapshot, id(message) in self._expanded,
+                          (self.runtime.siblings(message.id), editing))
+
     def _message_node(self, message: Message):
-        return self._nodes.message(message, expanded=id(message) in self._expanded)
+        return self._nodes.message(message, expanded=id(message) in self._expanded,
+                                   siblings=self.runtime.siblings(message.id),
+                                   editing=message.id is not None and message.id == self._editing)
+
+    # ---- edit, copy, picker (DESIGN.md §17) ------------------------------
+
+    @property
+    def editing(self) -> str | None:
+        """The id of the question whose editor is open, or ``None``."""
+        return self._editing
+
+    def open_editor(self, message_id: str) -> None:
+        """Open the editor of question ``message_id`` in place (one at a time), focused at its end."""
+        self._editing = message_id
+        self.render()
+        field = self._message_box(message_id, "[data-testid=message-edit-input]")
+        if field is not None:
+            field.focus()
+            end = field.value.length
+            field.setSelectionRange(end, end)
+
+    def close_editor(self, *, focus_edit: bool = True) -> None:
+        """Close the open editor, nothing changed; focus goes back to its Edit button."""
+        message_id, self._editing = self._editing, None
+        if message_id is None:
+            return
+        self.render()
+        button = self._message_box(message_id, "[data-testid=message-edit]") if focus_edit else None
+        if button is not None:
+            button.focus()
+
+    def focus_picker(self, message_id: str, testid: str) -> None:
+        """After a picker move: focus the same button of the sibling now shown (the other one when
+        that end is reached), so the picker stays usable by keyboard."""
+        for wanted in (testid, "branch-next" if testid == "branch-prev" else "branch-prev"):
+            button = self._message_box(message_id, f"[data-testid={wanted}]")
+            if button is not None and not button.disabled:
+                button.focus()
+                return
+
+    def _message_box(self, message_id: str, selector: str):
+        for _, _, node in self._rendered:
+            if node.getAttribute("data-message-id") == message_id:
+                found = node.querySelector(selector)
+                return None if is_none(found) else found
+        return None
 
     def _sync_earlier_button(self, container) -> None:
         """A "show earlier messages" button heads the list while older messages are not rendered."""
@@ -350,6 +403,17 @@ class PageView:
         self._by("app").hidden = False
         messages = self._by("agent-messages")
         messages.scrollTop = messages.scrollHeight
+
+
+def _keep_draft(old, new):
+    """A question's editor drawn again (its picker changed, another tab's write): the text typed so
+    far stays (DESIGN.md §17). Returns the new field when the old one had the focus (to focus once
+    the new node is in the page), else ``None``."""
+    was, field = (n.querySelector("[data-testid=message-edit-input]") for n in (old, new))
+    if is_none(was) or is_none(field):
+        return None
+    field.value = was.value
+    return field if document.activeElement == was else None
 
 
 def _kebab(name: str) -> str:

@@ -51,6 +51,7 @@ class Session:
     conversation: asyncio.Future | None = field(default=None, repr=False)  # id of the conversation the turn continues
     switched_to: str | None = None  # during the turn another tab resumed this id ("" for New conversation)
     cut: bool = False  # the agent said the server cut the reply at its length limit (§12 turn-cut)
+    tree: Any = field(default=None, repr=False)  # the conversation's tree (app.history.tree.Tree), §17; None: not yet
 
     @property
     def busy(self) -> bool:
@@ -88,11 +89,14 @@ class Session:
 class Sessions:
     """The courses held in memory (DESIGN.md §4): the shown one (``shown_id``) and any with a turn in
     flight or its history write pending; an idle course is read back from ``store`` when shown again.
-    ``notices``: take the store's notices after each read."""
+    ``notices``: take the store's notices after each read; ``adopted(session)``: called for each
+    session put in (a load, a resume, New conversation), so its conversation tree is found (§17)."""
 
-    def __init__(self, store: ThreadStorePort, notices: Notices) -> None:
+    def __init__(self, store: ThreadStorePort, notices: Notices,
+                 adopted: Callable[[Session], None] | None = None) -> None:
         self._store = store
         self._notices = notices
+        self._adopted = adopted
         self._held: dict[str, Session] = {}
         self.shown_id: str | None = None
 
@@ -114,6 +118,8 @@ class Sessions:
     def put(self, session: Session) -> Session:
         """Hold ``session`` as its course's (replacing any other); returns it."""
         self._held[session.stage_id] = session
+        if self._adopted is not None:
+            self._adopted(session)
         return session
 
     def holds(self, session: Session) -> bool:

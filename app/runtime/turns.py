@@ -20,6 +20,7 @@ from app.model import Message, TextPart
 from app.ports import ThreadStorePort
 from app.projection import deserialize_thread, serialize_thread
 from app.runtime.conversations import Conversations
+from app.runtime.branches import grown
 from app.runtime.notices import Notices
 from app.runtime.scenes import SceneVersions
 from app.runtime.session import RUNNING, Session, Sessions, apply_event, end_reply, new_id
@@ -63,13 +64,20 @@ class Turns:
         """Hand every ``TurnEnded`` that goes to its course's thread to ``subscriber`` too, last."""
         self._subscribers.append(subscriber)
 
-    def start(self, session: Session, text: str) -> asyncio.Task[None]:
+    def start(self, session: Session, text: str, *, before: list[Message] | None = None,
+              question: Message | None = None) -> asyncio.Task[None]:
         """Start a turn on ``session``: the user message (the agent's secret masked, §12) and a running
-        reply are appended; returns the turn's task."""
-        history = list(session.messages)
+        reply are appended; returns the turn's task.
+
+        ``before``: the shown path the turn answers after (DESIGN.md §17), in place of the whole
+        thread: an edit or a regenerate cuts the thread there; the agent reads ``before`` only.
+        ``question``: the user message answered again (a regenerate), kept as it is, instead of a new
+        one with ``text``."""
+        history = list(session.messages if before is None else before)
         reply = Message(id=new_id(), role="assistant", content=[], status=RUNNING)
-        shown = self._agent.mask_secret(text)
-        session.messages += [Message(id=new_id(), role="user", content=[TextPart(text=shown)]), reply]
+        if question is None:
+            question = Message(id=new_id(), role="user", content=[TextPart(text=self._agent.mask_secret(text))])
+        session.messages = history + [question, reply]
         if self._scenes.checkpoints is not None or self._history is not None:
             # a conversation starts (or goes on): its id is at hand for its versions, and for its turn
             # should another tab make another conversation the course's active one meanwhile (_finish)
@@ -147,6 +155,7 @@ class Turns:
         session.base = self._store.load(event.stage_id) or []
         if result.merged:  # another tab saved turns on this course meanwhile: show them too
             session.messages = deserialize_thread(session.base)
+        session.tree = grown(session.tree, session.base)  # the turn's path shown at every fork (§17)
         self._notices.take_from_store()
 
     def _keep_apart(self, event: TurnEnded, task_id: str) -> Session:

@@ -272,6 +272,27 @@ def test_a_reply_cut_at_the_length_limit_is_painted_cut_as_the_panel_draws_it_no
                 Message(role="assistant", content=[], status=CUT)]
     record = record_of(deserialize_thread(serialize_thread(messages)))
     for row in (record.rows[1], record.rows[3]):
-        testids = [child.a.get("data-testid") for child in row.c]
+        testids = [child.a.get("data-testid") for child in row.c if child.a.get("data-testid") != "message-actions"]
         assert "agent-stopped" not in testids and testids[-1] == "turn-cut"
-        assert row.c[-1].x == Translator("en-US")("model.turnCut") and row.c[-1].a["role"] == "note"
+        note = row.c[-2]  # the actions come last (DESIGN.md §17)
+        assert note.x == Translator("en-US")("model.turnCut") and note.a["role"] == "note"
+        assert row.c[-1].a["data-testid"] == "message-actions"
+
+
+def test_a_row_is_painted_with_its_actions_and_branch_picker_every_button_disabled():
+    """DESIGN.md §17: the paint record draws the shown path's pickers and actions, inert until ready,
+    as the live panel draws them (``app.message_actions``)."""
+    messages = thread(1)
+    messages[0].id, messages[1].id = "q1", "a1"
+    record = record_of(messages, siblings=lambda ident: (2, 3) if ident == "q1" else (1, 1))
+    question, reply = record.rows
+    (q_actions,), (r_actions,) = ([c for c in row.c if c.a.get("data-testid") == "message-actions"]
+                                  for row in (question, reply))
+    picker = q_actions.c[0]
+    assert (picker.a["data-testid"], picker.a["data-index"], picker.a["data-count"]) == ("branch-picker", "2", "3")
+    assert [b.a["data-testid"] for b in picker.c if b.t == "button"] == ["branch-prev", "branch-next"]
+    assert [c.a["data-testid"] for c in q_actions.c[1:]] == ["message-edit", "message-copy"]
+    assert [c.a["data-testid"] for c in r_actions.c] == ["message-regenerate", "message-copy"]
+    buttons = [b for node in (picker, q_actions, r_actions) for b in node.c if b.t == "button"]
+    assert buttons and all("disabled" in b.a for b in buttons)
+    assert validate_record(encode_record(record)) == record  # within the allow-lists paint.js checks

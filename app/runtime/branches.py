@@ -1,0 +1,113 @@
+"""The rules of edit, regenerate and the branch picker on a course's live thread (DESIGN.md §17).
+
+Pure and browser-free. The live thread (``Session.messages``) is always the *shown path* of the
+course's conversation tree (``app.history.tree.Tree``); the tree itself is kept beside it
+(``Session.tree``). These functions say:
+
+- what the agent reads for an edit or a regenerate (``edit_request``, ``regenerate_request``): the
+  shown path up to the message the new one answers, nothing of other branches;
+- which tree the panel draws its pickers from (``adopted_tree``): history's tree of the course's
+  conversation, when it is the conversation shown, grown by the shown path, so the branch shown is
+  the one the thread store holds (a reload, another tab);
+- a message's text for Copy (``message_text``).
+
+Every function here takes and returns plain values; the runtime (``app.runtime.AgentRuntime``) holds
+the state and refuses an action while a reply runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from app.model import Message, TextPart
+
+__all__ = ["adopted_tree", "edit_request", "grown", "message_text", "regenerate_request", "slim_path"]
+
+
+def _index(path: Sequence[Message], message_id: str | None, role: str) -> int | None:
+    if not message_id:
+        return None
+    for index, message in enumerate(path):
+        if message.id == message_id:
+            return index if message.role == role else None
+    return None
+
+
+def edit_request(path: Sequence[Message], message_id: str | None) -> list[Message] | None:
+    """The messages the agent reads before the edited question (DESIGN.md §17): the shown ``path``
+    up to, not including, user message ``message_id``. ``None`` when ``message_id`` is not a user
+    message on the path (nothing to edit).
+
+    >>> from app.model import TextPart
+    >>> path = [Message(id="u1", role="user", content=[TextPart(text="a")]),
+    ...         Message(id="a1", role="assistant", content=[TextPart(text="b")]),
+    ...         Message(id="u2", role="user", content=[TextPart(text="c")])]
+    >>> [m.id for m in edit_request(path, "u2")], edit_request(path, "u1"), edit_request(path, "a1")
+    (['u1', 'a1'], [], None)
+    """
+    index = _index(path, message_id, "user")
+    return None if index is None else list(path[:index])
+
+
+def regenerate_request(path: Sequence[Message], message_id: str | None) -> tuple[list[Message], Message] | None:
+    """``(messages before the question, the question)`` for another answer to assistant message
+    ``message_id`` (DESIGN.md §17): the question is the user message the reply answers (the one
+    before it on the shown ``path``); the agent reads the path before it and answers it anew.
+    ``None`` when ``message_id`` is not an assistant reply on the path with a question before it.
+
+    >>> from app.model import TextPart
+    >>> path = [Message(id="u1", role="user", content=[TextPart(text="a")]),
+    ...         Message(id="a1", role="assistant", content=[TextPart(text="b")])]
+    >>> before, question = regenerate_request(path, "a1")
+    >>> before, question.id, regenerate_request(path, "u1")
+    ([], 'u1', None)
+    """
+    index = _index(path, message_id, "assistant")
+    if index is None or index == 0 or path[index - 1].role != "user":
+        return None
+    return list(path[: index - 1]), path[index - 1]
+
+
+def message_text(message: Message) -> str:
+    """The text Copy puts on the clipboard: ``message``'s text parts, a blank line between them
+    (tool calls are not text).
+
+    >>> from app.model import TextPart
+    >>> message_text(Message(role="assistant", content=[TextPart(text="a"), TextPart(text="b")]))
+    'a\\n\\nb'
+    """
+    return "\n\n".join(part.text for part in message.content if isinstance(part, TextPart))
+
+
+def slim_path(tree: Any) -> list[dict[str, Any]]:
+    """``tree``'s shown path as the thread store keeps it: slim messages with their ``id`` and no
+    ``parentId`` (DESIGN.md §3, §17)."""
+    return [{key: value for key, value in message.items() if key != "parentId"} for message in tree.path()]
+
+
+def grown(tree: Any, path: list[dict[str, Any]]) -> Any:
+    """``tree`` with the shown ``path`` (slim, each with an ``id``) added and chosen at every fork
+    (``Tree.grow``); a chain of ``path`` when there is no tree yet, or when a message of ``path``
+    has no id. Never raises."""
+    from app.history.tree import Tree
+
+    if tree is not None:
+        try:
+            return tree.grow(path)
+        except ValueError:  # a message without an id (another tab of the TS original): a chain of it
+            pass
+    return Tree.chain(path)
+
+
+def adopted_tree(history_tree: Any, local_tree: Any, path: list[dict[str, Any]]) -> Any:
+    """The tree the panel draws once history answers (DESIGN.md §17): ``history_tree`` (the course's
+    active conversation as history keeps it, or ``None``) joined with ``local_tree`` (what this tab
+    grew meanwhile, or ``None``), then grown by the shown ``path`` (slim) so that the branch shown
+    is the thread store's at every fork. History's tree is taken only when it holds the path's first
+    message: another conversation's tree (a New conversation not yet recorded) is never mixed in."""
+    first = path[0].get("id") if path else None
+    if history_tree is None or first is None or first not in history_tree:
+        return grown(local_tree, path)
+    tree = history_tree if local_tree is None else history_tree.merged(local_tree)
+    return tree.grow(path)

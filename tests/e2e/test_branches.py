@@ -1,0 +1,112 @@
+"""Edit, regenerate and the branch picker in Chromium, against the fake model server (DESIGN.md §17).
+
+One boot in ar-SA (right to left) and one reload: a question edited (Escape first: nothing
+changes), a reply regenerated, the picker moved back, and after the reload the same branch shown
+at every fork; the model's request for the edit held the shown path only.
+"""
+
+from __future__ import annotations
+
+from playwright.sync_api import expect
+
+from tests.e2e.test_model import configure
+
+COURSE = "s-branches"
+
+
+def message(agent, role: str, index: int):
+    """The ``index``-th shown message of ``role``."""
+    return agent.page.locator(f"[data-testid=agent-message][data-role={role}]").nth(index)
+
+
+def texts(agent) -> list[str]:
+    return [t.strip() for t in agent.page.locator("[data-testid=agent-message]").all_inner_texts()]
+
+
+def picker(node) -> tuple[str | None, str | None]:
+    found = node.locator("[data-testid=branch-picker]")
+    return found.get_attribute("data-index"), found.get_attribute("data-count")
+
+
+def test_edit_regenerate_and_the_picker_keep_the_branch_shown_across_a_reload(agent, fake_model):
+    server = fake_model
+    agent.page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    agent.open(course=COURSE, lang="ar-SA")
+    configure(agent, server)
+    agent.send("first question")
+    agent.send("second question")
+    assert agent.messages().count() == 4
+    first, first_id = message(agent, "user", 0), message(agent, "user", 0).get_attribute("data-message-id")
+    expect(first.locator("[data-testid=branch-picker]")).to_have_count(0)
+
+    # Edit, then Escape: nothing changes.
+    first.locator("[data-testid=message-edit]").click()
+    field = agent.testid("message-edit-input")
+    expect(field).to_be_focused()
+    assert field.input_value() == "first question"
+    field.fill("never sent")
+    field.press("Escape")
+    expect(field).to_have_count(0)
+    expect(first.locator("[data-testid=message-edit]")).to_be_focused()
+    assert agent.messages().count() == 4 and "never sent" not in " ".join(texts(agent))
+    posts = len(server.posts())
+    assert posts == 2  # the two questions: Escape sent nothing
+
+    # Edit and save (Ctrl+Enter): a new question, answered, shown; its picker says 2/2.
+    first.locator("[data-testid=message-edit]").click()
+    field.fill("first question, edited")
+    field.press("Control+Enter")
+    agent.wait_idle()
+    expect(agent.messages()).to_have_count(2)
+    edited = message(agent, "user", 0)
+    assert edited.get_attribute("data-message-id") != first_id
+    expect(edited.locator("[data-testid=branch-picker]")).to_have_attribute("data-count", "2")
+    assert picker(edited) == ("2", "2")
+    edit_request = [m["content"] for m in server.posts()[posts]["body"]["messages"] if m["role"] != "system"]
+    assert edit_request == ["first question, edited"]  # nothing of the other branch
+
+    # Regenerate the reply: its picker says 2/2.
+    message(agent, "assistant", 0).locator("[data-testid=message-regenerate]").click()
+    agent.wait_idle()
+    reply = message(agent, "assistant", 0)
+    expect(reply.locator("[data-testid=branch-picker]")).to_have_attribute("data-index", "2")
+    assert picker(reply) == ("2", "2") and agent.messages().count() == 2
+    assert [m["content"] for m in server.posts()[-1]["body"]["messages"] if m["role"] != "system"] == [
+        "first question, edited"]
+    regenerated_id = reply.get_attribute("data-message-id")
+
+    agent.assert_accessible("a question and a reply with pickers, right to left")
+
+    # Right to left: "previous" sits on the right, "next" on the left.
+    prev, next_ = edited.locator("[data-testid=branch-prev]"), edited.locator("[data-testid=branch-next]")
+    assert prev.bounding_box()["x"] > next_.bounding_box()["x"]
+    assert next_.is_disabled() and not prev.is_disabled()
+    assert (prev.get_attribute("data-label"), next_.get_attribute("data-label")) == ("›", "‹")  # mirrored
+
+    # The picker back (by keyboard): 1/2 shows the old path and what lay under it.
+    prev.focus()
+    agent.page.keyboard.press("Enter")
+    expect(agent.messages()).to_have_count(4)
+    back = message(agent, "user", 0)
+    assert back.get_attribute("data-message-id") == first_id and picker(back) == ("1", "2")
+    expect(back.locator("[data-testid=branch-next]")).to_be_focused()
+    assert [message(agent, "user", n).locator("[data-testid=agent-message-text]").inner_text().strip()
+            for n in (0, 1)] == ["first question", "second question"]
+    shown = [m.get_attribute("data-message-id") for m in agent.messages().all()]
+
+    # Copy, by keyboard: the text is on the clipboard and the button says so.
+    copy = message(agent, "user", 1).locator("[data-testid=message-copy]")
+    copy.focus()
+    agent.page.keyboard.press("Enter")
+    expect(copy).to_have_attribute("data-state", "copied")
+    assert agent.page.evaluate("() => navigator.clipboard.readText()") == "second question"
+
+    # A reload shows the same branch at every fork.
+    agent.reload()
+    expect(message(agent, "user", 0).locator("[data-testid=branch-picker]")).to_have_attribute("data-count", "2")
+    assert [m.get_attribute("data-message-id") for m in agent.messages().all()] == shown
+    assert picker(message(agent, "user", 0)) == ("1", "2")
+    message(agent, "user", 0).locator("[data-testid=branch-next]").click()
+    expect(agent.messages()).to_have_count(2)
+    assert message(agent, "assistant", 0).get_attribute("data-message-id") == regenerated_id
+    assert picker(message(agent, "assistant", 0)) == ("2", "2")

@@ -1,0 +1,260 @@
+"""Edit, regenerate and the branch picker on the runtime's thread (DESIGN.md §17): each makes a
+sibling on the course's conversation tree and shows it, the agent reads the shown path only, the
+course's stored thread is the shown path, history hears the choice and gives the tree back."""
+
+import asyncio
+
+from app.agent import DemoAgent
+from app.history.tree import Tree
+from app.model import TextPart
+from app.runtime import AgentRuntime
+from app.storage import MemoryStorage
+from app.store import ThreadStore
+
+NOW = 1_780_000_000_000
+
+
+class ReadingAgent(DemoAgent):
+    """The demo agent, noting what each turn was given to read: ``(texts of history, text)``."""
+
+    def __init__(self):
+        super().__init__()
+        self.requests = []
+
+    def run(self, history, text):
+        self.requests.append(([_text(m) for m in history], text))
+        return super().run(history, text)
+
+
+class TreeHistory:
+    """A history that keeps one tree per course and answers ``branches`` with it (``HistoryPort``)."""
+
+    keeps_conversations = False
+
+    def __init__(self, trees=None):
+        self.trees = dict(trees or {})
+        self.shown = []
+
+    def _done(self, value=None):
+        future = asyncio.get_running_loop().create_future()
+        future.set_result(value)
+        return future
+
+    def turn_completed(self, event, updated_at, thread=None):
+        tree = self.trees.get(event.stage_id)
+        self.trees[event.stage_id] = Tree.chain(thread) if tree is None else tree.grow(thread)
+        return self._done(True)
+
+    def turn_completed_in(self, task_id, event):
+        return self._done(None)
+
+    def archived(self, stage_id, messages, updated_at):
+        self.trees.pop(stage_id, None)
+        return self._done()
+
+    async def head_task_id(self, stage_id, *, allocate=True):
+        return "task_20261206_aaaaaa"
+
+    async def branches(self, stage_id):
+        return self.trees.get(stage_id)
+
+    async def show_path(self, stage_id, path):
+        self.shown.append((stage_id, [m["id"] for m in path]))
+        tree = self.trees.get(stage_id)
+        if tree is not None:
+            self.trees[stage_id] = tree.grow(path)
+
+
+def _text(message):
+    return " ".join(p.text for p in message.content if isinstance(p, TextPart))
+
+
+def make(history=None, storage=None):
+    storage = storage if storage is not None else MemoryStorage()
+    store = ThreadStore(storage)
+    store.hydrate(NOW)
+    clock = iter(range(NOW, NOW + 10_000))
+    agent = ReadingAgent()
+    runtime = AgentRuntime(store, agent, clock=lambda: next(clock), history=history)
+    runtime.hydrate()
+    runtime.set_stage("s")
+    return runtime, agent, store
+
+
+async def settle(rounds=8):
+    for _ in range(rounds):
+        await asyncio.sleep(0)
+
+
+async def two_questions(runtime):
+    await runtime.send("first question")
+    await runtime.send("second question")
+    await settle()
+    return [m.id for m in runtime.messages]
+
+
+def texts(runtime):
+    return [_text(m) for m in runtime.messages]
+
+
+async def test_edit_makes_a_sibling_question_with_a_new_id_answers_it_and_shows_it():
+    runtime, agent, store = make()
+    u1, a1, u2, a2 = await two_questions(runtime)
+    await runtime.edit(u1, "first question, edited")
+    await settle()
+    path = runtime.messages
+    assert [m.role for m in path] == ["user", "assistant"] and _text(path[0]) == "first question, edited"
+    assert path[0].id not in (u1, a1, u2, a2) and path[1].id not in (u1, a1, u2, a2)
+    assert runtime.siblings(path[0].id) == (2, 2) and runtime.siblings(u1) == (1, 2)
+    assert agent.requests[-1] == ([], "first question, edited")
+    assert [m["id"] for m in store.load("s")] == [path[0].id, path[1].id]  # the stored thread: the shown path
+
+
+async def test_an_edit_later_in_the_thread_keeps_the_parent_and_reads_only_what_is_before_it():
+    runtime, agent, _ = make()
+    u1, a1, u2, _a2 = await two_questions(runtime)
+    await runtime.edit(u2, "second, edited")
+    await settle()
+    assert [m.id for m in runtime.messages[:2]] == [u1, a1]
+    new = runtime.messages[2].id
+    assert new != u2 and runtime.sessions.shown.tree.parent(new) == a1
+    assert runtime.siblings(new) == (2, 2)
+    assert agent.requests[-1] == (["first question", _text(runtime.messages[1])], "second, edited")
+
+
+async def test_regenerate_makes_a_sibling_reply_to_the_same_question_answered_anew():
+    runtime, agent, store = make()
+    u1, a1, u2, a2 = await two_questions(runtime)
+    await runtime.regenerate(a1)
+    await settle()
+    assert [m.id for m in runtime.messages][:1] == [u1] and len(runtime.messages) == 2
+    reply = runtime.messages[1]
+    assert reply.role == "assistant" and reply.id not in (a1, a2) and _text(reply)
+    assert runtime.siblings(reply.id) == (2, 2) and runtime.sessions.shown.tree.parent(reply.id) == u1
+    assert agent.requests[-1] == ([], "first question")
+    assert [m["id"] for m in store.load("s")] == [u1, reply.id]
+
+
+async def test_the_agent_reads_the_shown_path_only_never_a_sibling():
+    runtime, agent, _ = make()
+    u1, a1, u2, a2 = await two_questions(runtime)
+    await runtime.edit(u1, "other branch text")
+    await settle()
+    edited = runtime.messages[0].id
+    assert runtime.show_sibling(edited, -1) == u1  # back to the first branch, and what lay under it
+    assert [m.id for m in runtime.messages] == [u1, a1, u2, a2]
+    await runtime.send("third question")
+    await settle()
+    read, _ = agent.requests[-1]
+    assert read == ["first question", _text(runtime.messages[1]), "second question", _text(runtime.messages[3])]
+    assert not any("other branch" in text for text in read)
+    await runtime.regenerate(runtime.messages[-1].id)
+    await settle()
+    read, text = agent.requests[-1]
+    assert text == "third question" and len(read) == 4 and not any("other branch" in t for t in read)
+
+
+async def test_the_picker_shows_a_sibling_and_the_path_last_shown_under_it_and_stores_it_whole():
+    history = TreeHistory()
+    runtime, _, store = make(history)
+    u1, a1, u2, a2 = await two_questions(runtime)
+    await runtime.edit(u1, "edited")
+    await settle()
+    edited, reply = [m.id for m in runtime.messages]
+    assert runtime.show_sibling(edited, +1) is None  # at the end: nothing changes
+    assert runtime.show_sibling(u1, -1) is None  # not on the shown path
+    assert runtime.show_sibling(edited, -1) == u1
+    assert [m.id for m in runtime.messages] == [u1, a1, u2, a2]
+    assert [m["id"] for m in store.load("s")] == [u1, a1, u2, a2]  # replaced, not merged with the old path
+    assert runtime.show_sibling(u1, +1) == edited
+    assert [m.id for m in runtime.messages] == [edited, reply]
+    await settle()
+    assert history.shown == [("s", [u1, a1, u2, a2]), ("s", [edited, reply])]
+    assert [m["id"] for m in store.load("s")] == [edited, reply]
+
+
+async def test_actions_are_refused_while_a_reply_runs():
+    runtime, agent, store = make()
+    u1, a1, u2, a2 = await two_questions(runtime)
+    await runtime.edit(u1, "edited")
+    await settle()
+    edited = runtime.messages[0].id
+    running = runtime.send("slow")
+    assert running is not None and runtime.is_running
+    before, asked = [m.id for m in runtime.messages], len(agent.requests)
+    assert runtime.edit(edited, "again") is None
+    assert runtime.regenerate(runtime.messages[1].id) is None
+    assert runtime.show_sibling(edited, -1) is None
+    assert [m.id for m in runtime.messages] == before and len(agent.requests) == asked
+    await running
+    await settle()
+    assert runtime.edit(edited, "   ") is None  # blank text: nothing to send
+    assert runtime.edit(runtime.messages[1].id, "a reply is no question") is None
+    assert runtime.regenerate(edited) is None  # a question is no reply
+
+
+async def test_the_tree_comes_back_from_history_and_shows_the_stored_branch_at_every_fork():
+    history = TreeHistory()
+    storage = MemoryStorage()
+    runtime, _, _ = make(history, storage)
+    u1, a1, u2, a2 = await two_questions(runtime)
+    await runtime.regenerate(a2)
+    await settle()
+    second_reply = runtime.messages[3].id
+    assert runtime.show_sibling(second_reply, -1) == a2
+    await runtime.edit(u1, "edited")
+    await settle()
+    edited = runtime.messages[0].id
+    assert runtime.show_sibling(edited, -1) == u1
+    await settle()
+    # a reload: a new runtime over the same storage and history
+    reloaded, _, _ = make(history, storage)
+    assert [m.id for m in reloaded.messages] == [u1, a1, u2, a2]
+    await settle()
+    assert reloaded.siblings(u1) == (1, 2) and reloaded.siblings(a2) == (1, 2)
+    assert reloaded.show_sibling(a2, +1) == second_reply
+
+
+async def test_a_tree_of_another_conversation_is_not_mixed_in():
+    storage = MemoryStorage()
+    first, _, _ = make(None, storage)
+    u1, *_ = await two_questions(first)
+    other = Tree.chain([{"id": "x1", "role": "user", "content": [{"type": "text", "text": "old"}]}])
+    runtime, _, _ = make(TreeHistory({"s": other}), storage)  # history's head is another conversation
+    await settle()
+    assert [m.id for m in runtime.messages][:1] == [u1]
+    assert runtime.siblings(u1) == (1, 1) and "x1" not in runtime.sessions.shown.tree
+
+
+async def test_another_tabs_picker_move_is_followed_with_its_pickers():
+    history, storage = TreeHistory(), MemoryStorage()
+    tab_a, _, _ = make(history, storage)
+    u1, a1, u2, a2 = await two_questions(tab_a)
+    await tab_a.edit(u1, "edited")
+    await settle()
+    edited = tab_a.messages[0].id
+    tab_b, _, _ = make(history, MemoryStorage.shared_with(storage))
+    await settle()
+    assert [m.id for m in tab_b.messages][:1] == [edited] and tab_b.siblings(edited) == (2, 2)
+    assert tab_a.show_sibling(edited, -1) == u1
+    tab_b.on_storage_changed()  # the storage event of tab A's write
+    await settle()
+    assert [m.id for m in tab_b.messages] == [u1, a1, u2, a2] and tab_b.siblings(u1) == (1, 2)
+    await tab_b.send("third question")  # continues the path shown, saved after it
+    await settle()
+    assert [m.role for m in tab_b.messages] == ["user", "assistant"] * 3
+    assert [m.id for m in tab_b.messages][:4] == [u1, a1, u2, a2]
+
+
+async def test_new_conversation_starts_a_tree_of_its_own():
+    history = TreeHistory()
+    runtime, _, _ = make(history)
+    u1, *_ = await two_questions(runtime)
+    await runtime.edit(u1, "edited")
+    await settle()
+    runtime.clear_thread()
+    await settle()
+    assert runtime.messages == [] and len(runtime.sessions.shown.tree) == 0
+    await runtime.send("a new start")
+    await settle()
+    assert runtime.siblings(runtime.messages[0].id) == (1, 1)
