@@ -34,11 +34,11 @@ TURNS, FORK_EVERY = 100, 5
 GOALS = {"longest_task_ms_max": 50}
 KEY = "maic-agent-threads"
 SETTLE = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 300))))"
-# Clicks one of the picker's buttons of message `id`, resolves [wall ms, longest task ms] once the panel
-# holds `count` messages and two frames were painted.
-SWITCH_JS = """async ([id, which, lastId]) => {
+# Does `act(arg)` (a picker's button clicked, or the course picker moved), then resolves [wall ms, longest
+# task ms] once the panel's last message is `lastId` and two frames were painted.
+_DRAWN_JS = """async ([arg, lastId]) => {
   const t0 = performance.now();
-  document.querySelector(`[data-testid=agent-message][data-message-id="${id}"] [data-testid=${which}]`).click();
+  (%s)(arg);
   const shown = () => {
     const messages = document.querySelectorAll('[data-testid=agent-message]');
     return messages.length > 0 && messages[messages.length - 1].dataset.messageId === lastId;
@@ -49,21 +49,13 @@ SWITCH_JS = """async ([id, which, lastId]) => {
   await new Promise(r => setTimeout(r, 200));
   return [wall, Math.max(0, ...(window.__longtasks || []).filter(([s]) => s >= t0).map(([, d]) => d))];
 }"""
-COURSE_JS = """async ([course, lastId]) => {
-  const t0 = performance.now();
+SWITCH_JS = _DRAWN_JS % """([id, which]) =>
+  document.querySelector(`[data-testid=agent-message][data-message-id="${id}"] [data-testid=${which}]`).click()"""
+COURSE_JS = _DRAWN_JS % """course => {
   const select = document.querySelector('[data-testid=course-select]');
   if (![...select.options].some(o => o.value === course)) select.add(new Option(course, course));
   select.value = course;
   select.dispatchEvent(new Event('change', { bubbles: true }));
-  const shown = () => {
-    const messages = document.querySelectorAll('[data-testid=agent-message]');
-    return messages.length > 0 && messages[messages.length - 1].dataset.messageId === lastId;
-  };
-  while (!shown()) await new Promise(r => setTimeout(r, 5));
-  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
-  const wall = performance.now() - t0;
-  await new Promise(r => setTimeout(r, 200));
-  return [wall, Math.max(0, ...(window.__longtasks || []).filter(([s]) => s >= t0).map(([, d]) => d))];
 }"""
 
 
@@ -147,8 +139,8 @@ def run(run, *, quick: bool) -> dict:
     switches: list[dict] = []
     for _ in range(rounds):
         for turn in forks:
-            away = page.evaluate(SWITCH_JS, [f"u{turn}", "branch-next", f"r{turn}"])
-            back = page.evaluate(SWITCH_JS, [f"e{turn}", "branch-prev", f"a{TURNS - 1}"])
+            away = page.evaluate(SWITCH_JS, [[f"u{turn}", "branch-next"], f"r{turn}"])
+            back = page.evaluate(SWITCH_JS, [[f"e{turn}", "branch-prev"], f"a{TURNS - 1}"])
             switches.append({"fork_at_turn": turn, "to_edit_ms": round(away[0], 1), "to_edit_longest_task_ms": away[1],
                              "back_ms": round(back[0], 1), "back_longest_task_ms": back[1]})
     baseline: list[dict] = []
