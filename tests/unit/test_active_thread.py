@@ -82,3 +82,33 @@ async def test_a_synced_head_rebuilds_the_active_thread_once_and_never_while_a_t
     await running
     await recorder.drain()
     assert threads.follow(HistoryChange("delete", task, "s", "sync", head=[])) and not store.load("s")
+
+
+async def test_opening_a_search_hit_on_another_branch_resumes_the_conversation_showing_that_branch():
+    """DESIGN.md §17: opening a hit that lies on another branch shows that branch; history stores the
+    choice before the resume writes the thread, so the panel, the thread store and another tab agree."""
+    runtime, store, service, recorder, _, threads = await _course()
+    await _turn(runtime, recorder, "lichen facts")
+    await runtime.edit(runtime.messages[0].id, "moss facts")  # the edited question is shown
+    await recorder.drain()
+    assert _texts(store.load("s")) == ["moss facts"]
+    runtime.clear_thread()
+    await recorder.drain()
+    old = (await service.page("s")).items[0].taskId
+    await _turn(runtime, recorder, "new topic")
+    messages = await threads.resume("s", old, "moss")  # on the shown path: it stays
+    assert _texts(messages) == ["moss facts"] and store.load("s") == messages
+    runtime.clear_thread()
+    await recorder.drain()
+    await _turn(runtime, recorder, "newer topic")
+    messages = await threads.resume("s", old, "LICHEN")  # only on the branch not shown: it is shown
+    assert _texts(messages) == ["lichen facts"] and store.load("s") == messages
+    tree = await service.branches_in(old)
+    assert [m["id"] for m in tree.path()] == [m["id"] for m in messages]  # history keeps the choice
+    assert len(tree) == 4 and await service.head_task_id("s", allocate=False) == old
+    messages = await threads.resume("s", old, "moss")  # the conversation shown already: its branch switches
+    assert _texts(messages) == ["moss facts"] and store.load("s") == messages
+    assert [m["id"] for m in (await service.branches_in(old)).path()] == [m["id"] for m in messages]
+    assert not await threads.show_hit("s", old, "moss")  # shown now: nothing to store
+    assert await threads.show_hit("s", old, "lichen") and _texts(store.load("s")) == ["moss facts"]  # history only
+    assert [m["id"] for m in (await service.branches_in(old)).path()] != [m["id"] for m in messages]
