@@ -365,6 +365,7 @@ class HistoryView:
         if task_id == self.list.current:
             if keyword.strip() and await self.threads.show_hit(stage_id, task_id, keyword):
                 await self.threads.resume(stage_id, task_id)  # the branch shown now becomes the thread
+                await self.render_meta()
             self.close()
             return
         item = self._by("history-list").querySelector(f'[data-task-id="{task_id}"]')

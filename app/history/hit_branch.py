@@ -45,6 +45,8 @@ def hit_message(tree: Tree, keyword: str) -> str | None:
     >>> hit_message(tree, "grun"), hit_message(tree, "ROT")
     ('b', None)
     """
+    if not tree.forks():  # a chain: every message is on the shown path
+        return None
     query = parse_query(keyword, fold)
     if not query.needle:
         return None

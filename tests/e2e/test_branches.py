@@ -124,6 +124,7 @@ def test_edit_regenerate_and_the_picker_keep_the_branch_shown_across_a_reload(ag
     assert [m.get_attribute("data-message-id") for m in agent.messages().all()] == shown
     expect(message(agent, "user", 0).locator("[data-testid=branch-picker]")).to_have_attribute("data-index", "1")
     assert stored_questions(agent) == ["first question", "second question"]  # maic-agent-threads: that branch
+    expect(agent.testid("turn-meta")).to_have_count(2)  # each shown reply's own turn
 
     # In the active conversation too: a word only on the edited branch brings it back.
     open_list(agent)
@@ -133,6 +134,7 @@ def test_edit_regenerate_and_the_picker_keep_the_branch_shown_across_a_reload(ag
     assert message(agent, "assistant", 0).get_attribute("data-message-id") == regenerated_id
     assert picker(message(agent, "user", 0)) == ("2", "2")
     assert stored_questions(agent) == ["first question, edited"]
+    expect(agent.testid("turn-meta")).to_have_count(1)
 
 
 def search(agent, keyword: str) -> None:
