@@ -14,11 +14,12 @@ service the drawer calls (§15: a view calls services; services never call views
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from app.history.changes import HistoryChange
-from app.history.hit_branch import hit_message
+from app.history.hit_branch import hit_message_steps
+from app.json_steps import run_paused, run_steps
 
 if TYPE_CHECKING:
     from app.history.recorder import HistoryRecorder
@@ -32,12 +33,15 @@ class ActiveThread:
 
     ``runtime``: the ``AgentRuntime`` (``replace_thread``); ``store``: its ``ThreadStore``
     (``load``, ``updated_at``); ``service``: the ``HistoryService``; ``recorder``: the runtime's
-    ``HistoryRecorder`` (history's writes, one after another); ``clock``: epoch ms."""
+    ``HistoryRecorder`` (history's writes, one after another); ``clock``: epoch ms; ``pause``: awaited
+    between the slices of a search hit's look through a long conversation (the browser's next task,
+    DESIGN.md §13; None: at once)."""
 
     def __init__(self, runtime: Any, store: Any, service: HistoryService, recorder: HistoryRecorder,
-                 clock: Callable[[], int]) -> None:
+                 clock: Callable[[], int], *, pause: Callable[[], Awaitable[None]] | None = None) -> None:
         self._runtime, self._store, self._service, self._recorder, self._clock = (
             runtime, store, service, recorder, clock)
+        self._pause = pause
 
     async def resume(self, stage_id: str, task_id: str, keyword: str = "") -> list[dict] | None:
         """Make conversation ``task_id`` course ``stage_id``'s active one (``HistoryService.resume``:
@@ -62,12 +66,16 @@ class ActiveThread:
         """Store the branch of conversation ``task_id`` (of course ``stage_id``) that holds ``keyword``
         as its shown one, when its shown path holds it nowhere (``hit_message``), in the recorder's
         queue (after the writes queued before it). True when another branch is now shown; the thread
-        store is not written (``resume`` does that)."""
+        store is not written (``resume`` does that). The tree is looked through in slices
+        (``hit_message_steps``, ``pause`` between them)."""
         return bool(await self._recorder.run(stage_id, lambda: self._show_hit(task_id, keyword)))
 
     async def _show_hit(self, task_id: str, keyword: str) -> bool:
         tree = await self._service.branches_in(task_id)
-        ident = hit_message(tree, keyword) if tree is not None else None
+        if tree is None:
+            return False
+        steps = hit_message_steps(tree, keyword)
+        ident = run_steps(steps) if self._pause is None else await run_paused(steps, self._pause)
         if ident is None:
             return False
         return await self._service.show_path_in(task_id, tree.show(ident).path()) is not None

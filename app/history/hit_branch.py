@@ -13,26 +13,36 @@ keyword of punctuation only looked for as it is):
 3. otherwise the first of them in the order made is shown (``Tree.show``: it and its ancestors are
    chosen at their forks, and below it the path last shown there).
 
-A keyword found in the title alone points at no message: nothing changes.
+A keyword found in the title alone points at no message: nothing changes. ``hit_message_steps``
+looks through a long conversation a slice at a time (DESIGN.md §13: no long task); ``hit_message``
+runs it at once.
 """
 
 from __future__ import annotations
 
-from app.history.terms import SearchQuery, parse_query, text_terms
-from app.history.text import fold, plain_text
+from app.history.terms import SearchQuery, parse_query, text_terms_steps
+from app.history.text import fold, fold_map_steps, plain_text_steps
 from app.history.tree import Tree
+from app.json_steps import run_steps
 
-__all__ = ["hit_message"]
+__all__ = ["HIT_SLICE_CHARS", "hit_message", "hit_message_steps"]
+
+HIT_SLICE_CHARS = 64_000
+"""Characters of messages ``hit_message_steps`` looks through between two of its yields (a longer
+message is also sliced within: ``plain_text_steps``, ``fold_map_steps``, ``text_terms_steps``)."""
 
 
-def _holds(query: SearchQuery, folded: str) -> tuple[bool, bool]:
-    """``(every term, any term)`` of ``query`` held by the folded text of one message."""
+def _holds_steps(query: SearchQuery, message: dict):
+    """``(every term, any term, characters looked through)`` of ``query`` in the folded text of
+    ``message``, as steps."""
+    text = yield from plain_text_steps([message])
+    folded = (yield from fold_map_steps(text))[0]
     if not query.terms:
         found = query.needle in folded
-        return found, found
-    terms = text_terms(folded)
+        return found, found, len(text)
+    terms = yield from text_terms_steps(folded)
     held = [term in terms for term in query.terms]
-    return all(held) and query.matches(folded), any(held)
+    return all(held) and query.matches(folded), any(held), len(text)
 
 
 def hit_message(tree: Tree, keyword: str) -> str | None:
@@ -45,21 +55,34 @@ def hit_message(tree: Tree, keyword: str) -> str | None:
     >>> hit_message(tree, "grun"), hit_message(tree, "ROT")
     ('b', None)
     """
+    return run_steps(hit_message_steps(tree, keyword))
+
+
+def hit_message_steps(tree: Tree, keyword: str):
+    """``hit_message`` as a generator that yields (``None``) between slices of about
+    ``HIT_SLICE_CHARS`` characters of messages; its return value is ``hit_message(tree, keyword)``."""
     if not tree.forks():  # a chain: every message is on the shown path
         return None
     query = parse_query(keyword, fold)
     if not query.needle:
         return None
+    shown = set(tree.path_ids())
     every: list[str] = []
     some: list[str] = []
+    chars = 0
     for message in tree.texts():
-        all_held, any_held = _holds(query, fold(plain_text([message])))
+        all_held, any_held, size = yield from _holds_steps(query, message)
+        if all_held and message["id"] in shown:
+            return None  # the shown path holds the keyword whole: nothing to look for further
         if all_held:
             every.append(message["id"])
         if any_held:
             some.append(message["id"])
+        chars += size
+        if chars >= HIT_SLICE_CHARS:
+            yield
+            chars = 0
     found = every or some
-    shown = set(tree.path_ids())
     if not found or any(ident in shown for ident in found):
         return None
     return found[0]

@@ -28,8 +28,9 @@ class _Gate:
         await self.event.wait()
 
 
-async def _course():
-    """A runtime on course ``s`` over history, its thread store, recorder, service and ``ActiveThread``."""
+async def _course(pause=None):
+    """A runtime on course ``s`` over history, its thread store, recorder, service and ``ActiveThread``
+    (``pause``: awaited between the slices of a search hit's look through the tree)."""
     now, counter = itertools.count(T0), itertools.count()
     clock = lambda: next(now)  # noqa: E731
     service = HistoryService(MemoryBackend(), clock=clock, random_bytes=lambda n: bytes([next(counter) % 256] * n))
@@ -38,7 +39,7 @@ async def _course():
     runtime = AgentRuntime(store, DemoAgent(delay_ms=1, sleep=gate.sleep), clock=clock, history=recorder)
     runtime.hydrate()
     runtime.set_stage("s")
-    return runtime, store, service, recorder, gate, ActiveThread(runtime, store, service, recorder, clock)
+    return runtime, store, service, recorder, gate, ActiveThread(runtime, store, service, recorder, clock, pause=pause)
 
 
 async def _turn(runtime, recorder, text):
@@ -112,3 +113,19 @@ async def test_opening_a_search_hit_on_another_branch_resumes_the_conversation_s
     assert not await threads.show_hit("s", old, "moss")  # shown now: nothing to store
     assert await threads.show_hit("s", old, "lichen") and _texts(store.load("s")) == ["moss facts"]  # history only
     assert [m["id"] for m in (await service.branches_in(old)).path()] != [m["id"] for m in messages]
+
+
+async def test_a_long_conversation_is_looked_through_for_the_hit_with_pauses():
+    """DESIGN.md §13: finding which branch holds the keyword of a long conversation is no long task."""
+    pauses = []
+
+    async def pause():
+        pauses.append(1)
+
+    runtime, store, service, recorder, _, threads = await _course(pause)
+    await _turn(runtime, recorder, "lichen " + "words " * 40_000)
+    await runtime.edit(runtime.messages[0].id, "moss " + "words " * 40_000)
+    await recorder.drain()
+    task = await service.head_task_id("s", allocate=False)
+    assert await threads.show_hit("s", task, "lichen") and len(pauses) >= 2
+    assert _texts(store.load("s"))[0].startswith("moss")  # the store is written by a resume only

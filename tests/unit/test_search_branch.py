@@ -6,7 +6,7 @@ from __future__ import annotations
 import doctest
 
 from app.history import hit_branch
-from app.history.hit_branch import hit_message
+from app.history.hit_branch import HIT_SLICE_CHARS, hit_message, hit_message_steps
 from app.history.tree import Tree
 
 
@@ -67,6 +67,26 @@ def test_a_punctuation_keyword_is_looked_for_as_it_is():
     tree = Tree.from_export([msg("user", "u", "hi", None), msg("assistant", "a", "ok", "u"),
                              msg("assistant", "b", "use ?! here", "u")], {"u": "a"})
     assert hit_message(tree, "?!") == "b"
+
+
+def test_a_long_conversation_is_looked_through_in_slices_with_the_same_answer():
+    """DESIGN.md §13: no long task; a tree of long messages is folded a slice at a time."""
+    long = "lorem ipsum " * (HIT_SLICE_CHARS // 6)
+    made = [msg("user", "u", long, None)]
+    for n in range(6):
+        made.append(msg("assistant", f"a{n}", f"{long} answer{n}", "u"))
+    tree = Tree.from_export(made, {"u": "a0"})
+    for keyword, expected in (("answer4", "a4"), ("answer0", None), ("LOREM", None), ("nowhere", None)):
+        steps = hit_message_steps(tree, keyword)
+        slices = 0
+        try:
+            while True:
+                next(steps)
+                slices += 1
+        except StopIteration as done:
+            assert done.value == expected == hit_message(tree, keyword), keyword
+        if keyword in ("answer4", "nowhere"):  # five long messages or more looked through: a slice each at least
+            assert slices >= 5, (keyword, slices)
 
 
 def test_doctests():
