@@ -4,8 +4,11 @@ Pure and browser-free. The thread store (merging another tab's turns, DESIGN.md 
 (archive, resume and reconciliation, §9) and the runtime (a turn that ends after another tab moved
 on, §15) all ask the same question: does this thread go on from that one? A thread continues
 another when it starts with every message of it, in order (it is the other, or the other with
-turns after it). Anything else, a shorter thread, one that differs in any message, or a value that
-is not a list of messages, is another conversation.
+turns after it). Since conversations are trees (DESIGN.md §17), a thread may also be a *branch* of
+another (``branches_off``): it starts with the same first message (by id) and then goes another way
+(a question edited, a reply regenerated), so it belongs in that conversation as a new sibling
+(``belongs``). Anything else, a thread of another first message, or a value that is not a list of
+messages, is another conversation. A shorter thread that is the start of the other is neither.
 
 It is also the single place where another writer's change decides where a turn belongs
 (``home_of_ending_turn``): another tab today, another device through sync later. The inputs are
@@ -20,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["conversation_goes_stale", "continues", "home_of_ending_turn", "switched_after"]
+__all__ = ["belongs", "branches_off", "conversation_goes_stale", "continues", "home_of_ending_turn", "switched_after"]
 
 
 def continues(thread: Any, base: Any) -> bool:
@@ -40,6 +43,46 @@ def continues(thread: Any, base: Any) -> bool:
     """
     return isinstance(thread, list) and isinstance(base, list) and thread[: len(base)] == base
 
+
+
+def branches_off(thread: Any, base: Any, *, sent_on: bool = False) -> bool:
+    """True when ``thread`` (a list of message dicts) is a branch of the conversation whose shown path
+    is ``base`` (DESIGN.md §17): neither goes on from the other, and both start with the same first
+    message, told by its string ``id`` (the text of an edited question differs, its place does not).
+    ``sent_on``: the caller knows the turn of ``thread`` was sent on that conversation (its
+    conversation id): then a thread with another first message is a branch too, the first question
+    edited (a sibling of the first message). A thread with a message without an id (the TS original
+    wrote none) is no branch: it has no place in a tree.
+
+    >>> stored = [{"id": "u1"}, {"id": "a1"}]
+    >>> branches_off([{"id": "u1"}, {"id": "a2"}], stored), branches_off(stored + [{"id": "u2"}], stored)
+    (True, False)
+    >>> branches_off([{"id": "u9"}, {"id": "a9"}], stored), branches_off([{"id": "u9"}], stored, sent_on=True)
+    (False, True)
+    """
+    if not (isinstance(thread, list) and isinstance(base, list) and thread and base):
+        return False
+    if continues(thread, base) or continues(base, thread):
+        return False
+    if not all(isinstance(m, dict) and isinstance(m.get("id"), str) and m["id"] for m in thread):
+        return False  # a message without an id has no place in a tree
+    if sent_on:
+        return True
+    first, held = thread[0], base[0]
+    ident = first.get("id") if isinstance(first, dict) else None
+    return isinstance(ident, str) and bool(ident) and isinstance(held, dict) and held.get("id") == ident
+
+
+def belongs(thread: Any, base: Any, *, sent_on: bool = False) -> bool:
+    """True when ``thread`` is recorded in the conversation whose shown path is ``base``: it goes on
+    from it (``continues``) or is a branch of it (``branches_off``; ``sent_on`` as there), DESIGN.md
+    §9, §17. Such a thread grows that conversation's tree (``app.history.tree.Tree.grow``); any
+    other is another conversation.
+
+    >>> belongs([{"id": "u1"}, {"id": "a2"}], [{"id": "u1"}, {"id": "a1"}]), belongs([{"id": "x"}], [{"id": "u1"}])
+    (True, False)
+    """
+    return continues(thread, base) or branches_off(thread, base, sent_on=sent_on)
 
 def home_of_ending_turn(conversation_id: str | None, *, keeps_conversations: bool, switched_to: str | None,
                         thread_replaced: Callable[[], bool]) -> str | None:

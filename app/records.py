@@ -10,7 +10,9 @@ Version 1 is the first release; a table added before release goes into
 version 1, a change after release gets a new version: version 2 adds the
 search index (the multiEntry index ``*terms`` of ``search``, DESIGN.md §14;
 ``app.history.terms``), version 3 the pinned conversations' index
-``[stageId+pinnedAt]`` of ``conversations`` (DESIGN.md §18). An index is added by Dexie's upgrade without touching
+``[stageId+pinnedAt]`` of ``conversations`` (DESIGN.md §18), version 4 = ``messages`` records may hold
+``branches``/``shown`` (a conversation as a tree, DESIGN.md §17; nothing migrated: a record without
+them is a chain, and the tables and indexes are version 3's). An index is added by Dexie's upgrade without touching
 any record; records stored before it are indexed afterwards, in slices
 (``app.history.repository.HistoryRepository.reindex``). An index spec starting
 with ``*`` is multiEntry: a record with a list in that field is found under each
@@ -82,6 +84,11 @@ SCHEMA[3] = {
     # a course's pinned conversations, most recently pinned first (DESIGN.md §18); an unpinned meta has
     # no pinnedAt, so it is not in this index
     "conversations": "taskId, [stageId+updatedAt+taskId], [stageId+pinnedAt]",
+}
+SCHEMA[4] = {
+    # the same tables: a ``messages`` record may hold ``branches`` and ``shown`` beside its ``messages``
+    # (a conversation as a tree, DESIGN.md §17, app/history/branches.py); one without them is a chain
+    **SCHEMA[3],
 }
 """Database versions → table → Dexie key spec. The one declaration of the database."""
 

@@ -866,6 +866,7 @@ EXTRA_PARTS: dict[str, str] = {
     "firstpaint": "bench.firstpaint",
     "sync": "bench.sync",
     "turncost": "bench.turncost",
+    "branches": "bench.branches",
 }
 """Further benchmark parts: ``name -> module``; each module has ``run(run: Run, *, quick: bool) -> dict``
 (figures, ratios against a baseline measured in the same page and run, and a ``goals`` dict of

@@ -17,7 +17,7 @@ sync said ``synced`` again (``SETTLE_MS`` later):
 - **reads**: IndexedDB reads, the calls of the app's adapter (``agentbarIndexedDbAdapter``: ``get``, ``getAll``,
   ``bulkGet``, ``query``, ``queryCount``, ``count``, ``keys``, ``primaryKeys``, ``scan``), once the
   course shown before the turn went ``QUIET_MS`` without one (showing a course reads too);
-- **write**: the history write's time, ``HistoryWrites.record_turn`` from its call to its return
+- **write**: the history write's time, ``TurnWrites.record_turn`` from its call to its return
   (page clock, ms), on the 1,000-turn conversation against the 10-turn one (ratio of medians), with
   its parts: the read (``HistoryRepository.for_turn``), the records built (``Writes.keep_in_steps``)
   and the transaction (``HistoryRepository.commit``: encoding, crossing, storing).
@@ -73,10 +73,10 @@ COUNT_JS = """() => {
   };
 }"""
 
-# Python's json.dumps of the conversation, and HistoryWrites.record_turn's time, while window.__turnCount.on.
+# Python's json.dumps of the conversation, and TurnWrites.record_turn's time, while window.__turnCount.on.
 COUNT_PY = """
 import json, js, traceback
-from app.history import writes as _writes
+from app.history import turn_writes as _turn_writes
 
 if not hasattr(json, "_bench_dumps"):
     json._bench_dumps = json.dumps
@@ -88,14 +88,14 @@ if not hasattr(json, "_bench_dumps"):
             c.encodes.push("json.dumps " + str(len(text)) + " " + " < ".join(reversed(where)))
         return text
     json.dumps = _dumps
-    _record_turn = _writes.HistoryWrites.record_turn
+    _record_turn = _turn_writes.TurnWrites.record_turn
     async def _timed(self, *args, **kw):
         began = js.performance.now()
         try:
             return await _record_turn(self, *args, **kw)
         finally:
             js.window.__turnWrites.push(js.performance.now() - began)
-    _writes.HistoryWrites.record_turn = _timed
+    _turn_writes.TurnWrites.record_turn = _timed
     from app.history import repository as _repository
     def _spent(owner, name, label):
         inner = getattr(owner, name, None)

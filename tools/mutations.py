@@ -1,6 +1,6 @@
-"""Mutation check: apply each of twenty-four DESIGN rules' mutations alone, run the unit suite, say which it kills.
+"""Mutation check: apply each of twenty-five DESIGN rules' mutations alone, run the unit suite, say which it kills.
 
-    .venv/bin/python tools/mutations.py        # from the repository root; ~24 unit-suite runs
+    .venv/bin/python tools/mutations.py        # from the repository root; ~25 unit-suite runs
 
 Each mutation breaks one rule the design states (the section is named); a mutation the unit suite does not
 kill is a rule no test proves. The file is restored after each run, also when a run is interrupted. Exit
@@ -41,7 +41,8 @@ MUTATIONS = [  # (rule, file, text, mutated text)
      "Count = Annotated[StrictInt, Field(ge=0, le=MAX_SAFE_INTEGER)]",
      "Count = Annotated[StrictInt, Field(ge=-10**9, le=MAX_SAFE_INTEGER)]"),
     ("archive trusts an older copy of the thread (§9)", "app/history/writes.py",
-     "if meta is None or not continues(await self._repository.messages(meta.taskId), messages):", "if meta is None:"),
+     "if meta is None or not continues((await self._repository.form(meta.taskId)).messages, messages):",
+     "if meta is None:"),
     ("reconcile copies a head that already holds the shown thread (§5, §9)", "app/history/writes.py",
      "whole = meta is not None and not goes_on and continues(old, messages)", "whole = False"),
     ("a damaged value is not backed up (§5)", "app/store/facade.py",
@@ -52,8 +53,11 @@ MUTATIONS = [  # (rule, file, text, mutated text)
     ("a tool result keeps content items of any type (§3)", "app/projection.py",
      'if isinstance(c, dict) and c.get("type") == "text" and isinstance(c.get("text"), str)',
      'if isinstance(c, dict) and isinstance(c.get("text"), str)'),
-    ("a merge takes a turn for one on both devices when its first message matches (§16)", "app/history/merge.py",
-     "key = repr(turn)", "key = repr(turn[0])"),
+    ("a sync merge shows the earlier device's choices, not the later's (§17)", "app/history/merge.py",
+     "ordered = sorted(versions, key=lambda v: v.rank, reverse=True)",
+     "ordered = sorted(versions, key=lambda v: v.rank)"),
+    ("a message without an id is one with any message of the same content (§17)", "app/history/merge.py",
+     "json.dumps([previous, message], sort_keys=True", "json.dumps([message], sort_keys=True"),
     ("the original's thread gets a task id without its course (§14)", "app/history/original.py",
      "json.dumps([stage_id, thread.messages], sort_keys=True)", "json.dumps([thread.messages], sort_keys=True)"),
     ("a paint record of another locale is drawn (§13)", "static/paint.js",

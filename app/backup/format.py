@@ -13,7 +13,9 @@ Layout (format version 1), every member UTF-8 JSON, compact as ``JSON.stringify`
   each course's active thread is (the ``heads`` table, DESIGN.md §9), so that a restored thread
   continues its own conversation and is not adopted as a new one at the next start-up;
 - ``conversations/<NNNNNN>.jsonl``: one conversation a line, ``{"meta": TaskMeta, "messages":
-  [slim message…], "turns": [TurnMeta…]}`` (DESIGN.md §9), at most ``SLICE`` lines a member;
+  [slim message…], "turns": [TurnMeta…]}`` (DESIGN.md §9), plus, for a conversation that is a tree,
+  the ``branches`` and ``shown`` of history's messages record (§17; a line without them is a chain,
+  as every line of an older backup), at most ``SLICE`` lines a member;
 - ``versions/<NNNNNN>.jsonl``: one scene version a line, ``{"version": version record,
   "snapshot": document}`` (DESIGN.md §10), at most ``SLICE`` lines a member.
 
@@ -141,7 +143,7 @@ class BackupWriter:
         self._zip.writestr(f"{kind}/{self._members[kind]:06d}.jsonl", "\n".join(_dumps(x) for x in lines) + "\n")
 
     def add_conversations(self, items: list[dict]) -> None:
-        """One slice (≤ ``SLICE``) of ``{"meta", "messages", "turns"}`` dicts."""
+        """One slice (≤ ``SLICE``) of ``{"meta", "messages", "turns", "branches"?, "shown"?}`` dicts."""
         self._add_lines("conversations", items)
 
     def add_versions(self, items: list[dict]) -> None:
@@ -167,7 +169,20 @@ def _conversation(line: Any) -> dict:
         turns = [TurnMeta.model_validate(t).record() for t in line["turns"]]
     except ValidationError as error:
         raise BackupRefused("damaged", f"a conversation record: {error.errors()[0]['msg']}") from None
-    return {"meta": meta, "messages": line["messages"], "turns": turns}
+    return {"meta": meta, "messages": line["messages"], "turns": turns, **_tree_fields(line)}
+
+
+def _tree_fields(line: dict) -> dict:
+    """A conversation line's ``branches`` and ``shown`` (its tree beside the shown path, DESIGN.md
+    §17), when it has them; a line without them is a chain. Raises ``BackupRefused`` for ones of the
+    wrong shape."""
+    branches, shown = line.get("branches"), line.get("shown")
+    if branches is not None and (not isinstance(branches, list) or not all(isinstance(b, dict) for b in branches)):
+        raise BackupRefused("damaged", "a conversation's branches of the wrong shape")
+    if shown is not None and (not isinstance(shown, dict)
+                              or not all(isinstance(k, str) and isinstance(v, str) for k, v in shown.items())):
+        raise BackupRefused("damaged", "a conversation's shown branches of the wrong shape")
+    return {k: v for k, v in (("branches", branches), ("shown", shown)) if v}
 
 
 def _version(line: Any) -> dict:

@@ -20,7 +20,7 @@ from app.agents.errors import describe as describe_error
 from app.browser.dom import element as _node
 from app.browser.files import download, read_text
 from app.browser.status_line import say
-from app.history.labels import import_outcome, import_refusal, markdown_meta
+from app.history.labels import import_outcome, import_refusal, markdown_left_out, markdown_meta
 from app.history.list_model import HistoryList
 from app.history.recorder import HistoryRecorder
 from app.history.service import HistoryService
@@ -110,11 +110,12 @@ class HistoryFiles:
         bundle = await self._bundle()
         if bundle is None:
             return
+        tree = bundle.tree  # every branch in JSON; Markdown says how many it leaves out (DESIGN.md §17)
         if kind == "json":
-            text, mime = export_json(*bundle), "application/json"
+            text, mime = export_json(*bundle, tree=tree), "application/json"
         else:
-            text, mime = export_markdown(*bundle, self._labels(bundle[0]),
-                                         lambda error: describe_error(self.t, error)), "text/markdown"
+            text, mime = export_markdown(*bundle, {**self._labels(bundle[0]), "leftOut": markdown_left_out(
+                self.t, tree.left_out())}, lambda error: describe_error(self.t, error), tree=tree), "text/markdown"
         download(text, mime, f"{bundle[0].taskId}.{kind}")
 
     async def export_unkept(self) -> None:
@@ -189,7 +190,8 @@ class HistoryFiles:
         stage_id = self.runtime.stage_id or ""
         try:
             result = await self.recorder.run(  # paused between slices: a long message is not one task (§14)
-                stage_id, lambda: self.service.import_bundle(stage_id, *bundle, pause=_pause))
+                stage_id, lambda: self.service.import_bundle(stage_id, *bundle, pause=_pause, branches=bundle.branches,
+                                                             shown=bundle.shown))
         except Exception as error:  # noqa: BLE001 - never a silent failure: the page says it (§14)
             js.console.error(f"import failed: {type(error).__name__}: {error}")
             return self._refused("failed")
@@ -267,8 +269,9 @@ class HistoryFiles:
                     skipped.append(read)
                     continue
                 stage_id, bundle = read[0].stageId if own_course else shown, (read[0], read[1], read[2])
-                results.append(await self.recorder.run(
-                    stage_id, lambda s=stage_id, b=bundle: self.service.import_bundle(s, *b, pause=_pause)))
+                tree = dict(zip(("branches", "shown"), read[4:6]))  # a ChatGPT conversation's other branches
+                results.append(await self.recorder.run(stage_id, lambda s=stage_id, b=bundle, k=tree:
+                                                       self.service.import_bundle(s, *b, pause=_pause, **k)))
                 if results[-1] == "unavailable":
                     return results, skipped, first, "unavailable"
                 if results[-1] == "ok" and first is None and stage_id == shown:

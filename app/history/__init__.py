@@ -5,7 +5,8 @@
 - ``repository``: the history tables over an ``app.records.RecordBackend`` (the one module naming
   tables and indexes; ``Writes``: one transaction's changes, named for what they do);
 - ``access``: the store opened once, unavailable with one notice (``guarded``);
-- ``writes``: turns, archive, resume, reconciliation; ``reads``: the list in pages, search;
+- ``turn_writes``: a completed turn; ``writes``: archive, resume, reconciliation; ``active``: each
+  course's active conversation as this tab knows it; ``reads``: the list in pages, search;
 - ``service``: ``HistoryService``, the one face over them (and delete, undo, import);
 - ``recorder``: the runtime's queue of history writes; ``reconcile``: what start-up reads of the store;
 - ``export``: Markdown and JSON export, JSON import (loaded on first use).

@@ -4,10 +4,10 @@ modules are loaded (§13), so the cross-tab adapter can join it at once.
 
 - ``HistoryChange``: one change of history: what happened to which conversation of which course
   (``kind``: the verb, ``record``, ``archive``, ``resume``, ``delete``, ``undo``, ``import``,
-  ``sync``; ``what`` sorts it: written, deleted, the course's active conversation moved), where it
+  ``sync``, ``branch``: another branch shown, §17; ``what`` sorts it: written, deleted, the course's active conversation moved), where it
   came from (``source``: this tab, another tab, sync, an import) and what was written
-  (``written``: the meta, messages and turns as committed; ``head``: the course's active thread
-  when sync changed it), so no subscriber reads back what it was just told.
+  (``written``: the meta, messages and turns as committed, ``form``: the whole tree as committed;
+  ``head``: the course's active thread when sync changed it), so no subscriber reads back what it was just told.
 - ``ChangeHub``: ``subscribe(listener)`` returns its own unsubscribe; ``publish(change)`` tells
   every subscriber in the order of subscription. No part assigns or wraps another part's callback.
 
@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from app.history.branches import StoredForm
     from app.history.repository import Conversation
 
 __all__ = ["ChangeHub", "HistoryChange", "Listener", "Source", "What"]
@@ -47,12 +48,14 @@ class HistoryChange:
     """One change of history (module docstring).
 
     ``kind``: the verb (``record``, ``archive``, ``resume``, ``delete``, ``undo``, ``import``,
-    ``sync``); ``task_id`` / ``stage_id``: the conversation and its course (``""`` when a change
+    ``sync``, ``branch``); ``task_id`` / ``stage_id``: the conversation and its course (``""`` when a change
     concerns a whole course, a restored backup); ``source``: ``Source``; ``written``: the
     conversation (meta, slim messages, turns) exactly as this change committed it, None when it
     wrote none or came from another tab (the channel carries no records); ``head``: the course's
     active thread (slim messages) when sync moved it (another device's version of it, or ``[]``
-    when it was deleted there), else None (DESIGN.md §16)."""
+    when it was deleted there), else None (DESIGN.md §16); ``form``: the conversation's ``messages``
+    record as written, its whole tree (shown path, ``branches``, ``shown``: ``StoredForm``, §17),
+    when the change carries it (a turn, New conversation, a branch shown), else None."""
 
     kind: str
     task_id: str
@@ -60,6 +63,7 @@ class HistoryChange:
     source: Source = "this-tab"
     written: Conversation | None = None
     head: list[dict] | None = None
+    form: StoredForm | None = None
 
     @property
     def elsewhere(self) -> bool:

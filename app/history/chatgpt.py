@@ -10,8 +10,11 @@ Two shapes are read:
   ``conversations-001.json``… beside ``export_manifest.json``, ``chat.html``, ``user.json`` and media;
   every member named ``conversations.json`` or ``conversations-<n>.json`` is read, in name order.
 
-The thread is the path from ``current_node`` up through ``parent`` to the root, read root first, so
-an edited message's other branches are left out. Nodes without a message, ``system`` messages,
+Every branch of ``mapping`` is kept (DESIGN.md §17 "Moving data"): each message's id is its node's
+key, its parent the nearest kept ancestor (``None`` at the top), siblings in the order of their
+parent's ``children``; the path from ``current_node`` up through ``parent`` to the root is the shown
+path (a link on it that is missing or loops makes the conversation unreadable, as before branches;
+a node elsewhere whose parents never reach a root is left out). Nodes without a message, ``system`` messages,
 messages the export marks hidden (``metadata.is_visually_hidden_from_conversation``) and ChatGPT's
 own notes (content types ``user_editable_context``, ``model_editable_context``, ``thoughts``,
 ``reasoning_recap``) are not part of the conversation a user saw and are passed over. Text parts are
@@ -21,8 +24,9 @@ names no kind (null, a number, an object without ``content_type``) says nothing 
 ``tool`` messages (the results of browsing, code and file tools) become assistant text. The title is
 the export's when it is text, else the first question (§9's rule).
 
-Each conversation becomes one AgentBar export document (``app.history.export``'s format), checked by
-the same ``parse_export`` every import goes through, so it lands with the exact record shapes. Its
+Each conversation becomes one AgentBar export document (``app.history.export``'s format, version 2:
+the whole tree), checked by the same ``parse_export`` every import goes through, so it lands with
+the exact record shapes and in history's stored form (the shown path, ``branches``, ``shown``). Its
 task id is derived from the ChatGPT id (the same file imported twice gives the same ids, which the
 history merges instead of duplicating); its times are the export's (``create_time``,
 ``update_time``; a missing one is taken from the messages). A conversation that cannot be read is
@@ -93,13 +97,16 @@ class Unreadable(ValueError):
 class Converted(NamedTuple):
     """The outcome: ``documents`` (one ``(meta, messages)`` per conversation, ``messages`` the slim
     projection), ``skipped`` (``Skipped`` per conversation that could not be read) and
-    ``parts_as_text`` (how many non-text parts were kept as a text saying what they were) and
-    ``turns`` (each document's ``TurnMeta`` list, in the same order; empty lists when none are known)."""
+    ``parts_as_text`` (how many non-text parts were kept as a text saying what they were),
+    ``turns`` (each document's ``TurnMeta`` list, in the same order; empty lists when none are known)
+    and ``trees`` (each document's ``(branches, shown)``: the rest of its tree in history's stored
+    form, ``app.history.repository.Conversation``; ``([], {})`` for a conversation without branches)."""
 
     documents: list[tuple[TaskMeta, list[dict[str, Any]]]]
     skipped: list[Skipped]
     parts_as_text: int
     turns: list[list[TurnMeta]] = []
+    trees: list[tuple[list[dict], dict[str, str]]] = []
 
 
 _NODES_PER_SLICE = 2_000
@@ -370,38 +377,42 @@ class _Said(NamedTuple):
     model: str
 
 
-def _turns(said: list[_Said], updated: int, default_model: str) -> list[dict[str, Any]]:
-    """The turn metas (DESIGN.md §9 per-turn meta) of a conversation's messages: one per user message
-    answered by the assistant (the replies up to the next user message are one turn). ChatGPT's export
-    has no token counts: ``usage`` is ``None`` ("not reported", never zeros); ``duration`` is from the
-    question's ``create_time`` to its last reply's (0 when either is missing or they are out of order or
-    past ``updated``); ``model`` the replies' ``model_slug``, else the conversation's
-    ``default_model_slug``; ``timestamp`` the last reply's time, else (missing, or past ``updated``)
-    ``updated``. A generator that yields every ``_SLICE`` messages, returning the records as an
-    export holds them."""
+def _turns(said: list[_Said], parents: list[int | None], ids: list[str], updated: int, default_model: str):
+    """The turn metas (DESIGN.md §9 per-turn meta) of a conversation's messages, on every branch
+    (§17: stats count every turn): ``said[i]`` is message ``i`` (in the order made, parents first),
+    ``parents[i]`` the index of its parent (None at the top), ``ids[i]`` its id. A turn is a user
+    message and the run of replies under it, closed at a reply that has no child or a child that is
+    a user message (a regenerated reply is a turn of its own); its ``messageId`` is that last reply.
+    ChatGPT's export has no token counts: ``usage`` is ``None`` ("not reported", never zeros);
+    ``duration`` is from the question's ``create_time`` to its last reply's (0 when either is missing
+    or they are out of order or past ``updated``); ``model`` the replies' ``model_slug``, else the
+    conversation's ``default_model_slug``; ``timestamp`` the last reply's time, else (missing, or
+    past ``updated``) ``updated``. A generator that yields every ``_SLICE`` messages, returning the
+    records as an export holds them, in the order of their last replies."""
+    children: dict[int, list[int]] = {}
+    for i, parent in enumerate(parents):
+        if parent is not None:
+            children.setdefault(parent, []).append(i)
     turns: list[dict[str, Any]] = []
-    asked: _Said | None = None
-    replies: list[_Said] = []
-
-    def close() -> None:
-        if asked is None or not replies:
-            return
-        end, start = replies[-1].moment, asked.moment
-        known = end is not None and start is not None and 0 <= start <= end <= updated
-        moment = end if end is not None and 0 <= end <= updated else updated
-        model = next((r.model for r in reversed(replies) if r.model), default_model)
-        turns.append({"turnId": len(turns) + 1, "timestamp": iso(moment), "usage": None, "model": model,
-                      "duration": end - start if known else 0})
-
     for at, one in enumerate(said):
         if at % _SLICE == _SLICE - 1:
             yield
-        if one.role == "user":
-            close()
-            asked, replies = one, []
-        else:
-            replies.append(one)
-    close()
+        kids = children.get(at, [])
+        if one.role == "user" or (kids and all(said[k].role != "user" for k in kids)):
+            continue
+        replies, up = [one], parents[at]
+        while up is not None and said[up].role != "user":
+            replies.append(said[up])
+            up = parents[up]
+        if up is None:  # replies before any question: no turn
+            continue
+        asked, end = said[up], one.moment
+        start = asked.moment
+        known = end is not None and start is not None and 0 <= start <= end <= updated
+        moment = end if end is not None and 0 <= end <= updated else updated
+        model = next((r.model for r in replies if r.model), default_model)
+        turns.append({"turnId": len(turns) + 1, "timestamp": iso(moment), "usage": None, "model": model,
+                      "duration": end - start if known else 0, "messageId": ids[at]})
     return turns
 
 
@@ -419,33 +430,80 @@ def _when(ms: int) -> str:
         return f"{ms} ms"
 
 
-def _read_path(path: list[dict[str, Any]]):
-    """The visible messages of a thread's nodes, as a generator that yields between slices of
-    ``_SLICE`` nodes; returns ``(messages, said, parts_as_text)``. Raises ``Unreadable("too-long")``
-    as soon as the texts pass ``MAX_CONVERSATION_CHARS``, before any message is built."""
+def _made_order(mapping: dict[str, Any]):
+    """The keys of ``mapping``'s nodes from each root down, parents before children, siblings in the
+    order of their parent's ``children`` (then of the mapping), each with the key of its parent
+    (None for a root): a node whose ``parent`` names no node of the mapping, and every node under it
+    or in a loop of links, is never reached. A generator that first yields ``None`` once the links
+    are read (a step of its own: a mapping of thousands of nodes)."""
+    roots, children = [], {}
+    for key, node in mapping.items():
+        if not isinstance(node, dict):
+            continue
+        parent = node.get("parent")
+        if parent is None:
+            roots.append(key)
+        elif isinstance(parent, str) and isinstance(mapping.get(parent), dict):
+            children.setdefault(parent, []).append(key)
+    for parent, kids in children.items():
+        listed = mapping[parent].get("children")
+        if isinstance(listed, list):
+            rank = {k: n for n, k in reversed(list(enumerate(listed))) if isinstance(k, str)}
+            kids.sort(key=lambda k: rank.get(k, len(rank)))
+    yield None
+    stack, seen = [(key, None) for key in reversed(roots)], set()
+    while stack:
+        key, parent = stack.pop()
+        if key in seen:
+            continue
+        seen.add(key)
+        yield key, parent
+        stack.extend((kid, key) for kid in reversed(children.get(key, ())))
+
+
+def _read_tree(mapping: dict[str, Any], current: Any):
+    """The visible messages of every branch of ``mapping`` (``_made_order``), as a generator that
+    yields between slices of ``_SLICE`` nodes; returns ``(messages, parents, on_path, said,
+    parts_as_text)``: ``messages[i]`` (its id the node's key), the index of its parent (the nearest
+    visible ancestor; None at the top), whether it lies on ``current``'s path (the shown path,
+    ``thread_path``, whose ``Unreadable`` it raises) and what was said. Raises
+    ``Unreadable("too-long")`` as soon as the texts of all branches pass ``MAX_CONVERSATION_CHARS``,
+    before any message is built."""
     from app.model import Message, TextPart
 
-    found, chars = [], 0
-    for at, node in enumerate(path):
-        message = node.get("message")
-        if at % _SLICE == _SLICE - 1:
+    thread_path(mapping, current)  # the shown path's links: a missing node or a loop refuses it
+    on_path, at = set(), current
+    while at is not None:
+        on_path.add(at)
+        at = mapping[at].get("parent")
+    yield
+    order = _made_order(mapping)
+    next(order)  # the links read
+    yield
+    found, chars, kept = [], 0, {}
+    for count, (key, parent) in enumerate(order):
+        if count % _SLICE == _SLICE - 1:
             yield
+        kept[key] = kept.get(parent) if parent is not None else None  # the nearest visible ancestor
+        message = mapping[key].get("message")
         if not _visible(message):
             continue
-        texts, count = _texts(message["content"])
+        texts, stand_ins = _texts(message["content"])
         chars += sum(len(text) for text in texts)
         if chars > MAX_CONVERSATION_CHARS:
             raise Unreadable("too-long", f"its text passes {MAX_CONVERSATION_CHARS} characters")
         if texts:
-            found.append((message, texts, count))
+            found.append((key, kept[key], message, texts, stand_ins))
+            kept[key] = len(found) - 1
     messages, said = [], []
-    for at, (message, texts, _) in enumerate(found):
+    for at, (key, _, message, texts, _) in enumerate(found):
         if at % _SLICE == _SLICE - 1:
             yield
         role = _ROLES[message["author"]["role"]]
-        messages.append(Message(role=role, content=[TextPart(text=t) for t in texts]))
+        messages.append(Message(id=key, role=role, content=[TextPart(text=t) for t in texts]))
         said.append(_Said(role, _ms(message.get("create_time")), _model_slug(message)))
-    return messages, said, sum(count for _, _, count in found)
+    return (messages, [parent for _, parent, _, _, _ in found], [key in on_path for key, *_ in found], said,
+            sum(stand_ins for *_, stand_ins in found))
 
 
 def _times(raw: dict[str, Any], said: list[_Said], now_ms: int) -> tuple[int, int]:
@@ -464,15 +522,16 @@ def _times(raw: dict[str, Any], said: list[_Said], now_ms: int) -> tuple[int, in
 
 
 def _convert(raw: Any, index: int, stage_id: str, now_ms: int):
-    """One conversation to ``(meta, messages, turns, parts_as_text)``, as a generator that yields
-    between slices of work (its return value); ``ValueError`` says why it cannot be."""
+    """One conversation to ``(meta, messages, turns, parts_as_text, branches, shown)`` (``messages``
+    the shown path; ``branches`` and ``shown`` the rest of the tree, history's stored form), as a
+    generator that yields between slices of work (its return value); ``ValueError`` says why it
+    cannot be."""
     from app.history.export import parse_steps
     from app.projection import serialize_thread
 
     if not isinstance(raw, dict) or not isinstance(raw.get("mapping"), dict):
         raise Unreadable("no-mapping", "not a conversation with a mapping")
-    path = thread_path(raw["mapping"], raw.get("current_node"))
-    messages, said, stand_ins = yield from _read_path(path)
+    messages, parents, on_path, said, stand_ins = yield from _read_tree(raw["mapping"], raw.get("current_node"))
     if not messages:
         raise Unreadable("no-message", "no message to show")
     created, updated = _times(raw, said, now_ms)
@@ -480,25 +539,32 @@ def _convert(raw: Any, index: int, stage_id: str, now_ms: int):
     for start in range(0, len(messages), _SLICE):  # the slim projection is per message
         slim += serialize_thread(messages[start:start + _SLICE])
         yield
+    ids = [m["id"] for m in slim]
+    path = [{k: v for k, v in m.items() if k != "id"} for m, shown in zip(slim, on_path) if shown]
     source = raw.get("id") or raw.get("conversation_id")
-    if not isinstance(source, str) or not source:  # no id: what it holds names it (two such are two)
-        source = "content:" + json.dumps([raw.get("title"), created, slim], sort_keys=True)
+    if not isinstance(source, str) or not source:  # no id: what its shown path holds names it (two such are two)
+        source = "content:" + json.dumps([raw.get("title"), created, path], sort_keys=True)
     digest = hashlib.sha256(f"chatgpt:{source}".encode("utf-8", "surrogatepass")).digest()
-    meta = {"taskId": new_task_id(created, lambda n: digest[:n]), "taskName": _task_name(raw, slim),
+    meta = {"taskId": new_task_id(created, lambda n: digest[:n]), "taskName": _task_name(raw, path or slim),
             "stageId": stage_id, "createdAt": iso(created), "updatedAt": iso(updated), "stats": {}}
     default_model = raw.get("default_model_slug") if isinstance(raw.get("default_model_slug"), str) else ""
-    document = {"format": "agentbar-conversation", "version": 1, "meta": meta,
-                "messages": slim, "turns": (yield from _turns(said, updated, default_model))}
+    shown = {("" if parent is None else ids[parent]): ids[at]  # current_node's path, chosen at each fork
+             for at, parent in enumerate(parents) if on_path[at]}
+    every = [{**m, "parentId": None if parent is None else ids[parent]} for m, parent in zip(slim, parents)]
     yield
-    checked, slim, turns = yield from parse_steps(json.dumps(document, ensure_ascii=False), now_ms, depth_checked=True)
-    return checked, slim, turns, stand_ins
+    document = {"format": "agentbar-conversation", "version": 2, "meta": meta, "messages": every,
+                "shown": shown, "turns": (yield from _turns(said, parents, ids, updated, default_model))}
+    yield
+    checked = yield from parse_steps(json.dumps(document, ensure_ascii=False), now_ms, depth_checked=True)
+    return checked.meta, checked.messages, checked.turns, stand_ins, checked.branches, checked.shown
 
 
 def read_conversations(conversations: list[Any], stage_id: str, now_ms: int):
     """Each raw conversation (``conversations_of``) read in turn: a generator of ``(meta, messages,
-    turns, parts_as_text)`` for one that becomes a document (``turns``: its ``TurnMeta``s, one per
-    user→assistant turn, ``_turns``), ``Skipped`` for one that cannot be (any error reading it: its
-    reason, never the whole import's failure; a ``Skipped`` among ``conversations`` is passed on), and
+    turns, parts_as_text, branches, shown)`` for one that becomes a document (``_convert``; ``turns``:
+    its ``TurnMeta``s, one per user→assistant turn on every branch, ``_turns``), ``Skipped`` for one
+    that cannot be (any error reading it: its reason, never the whole import's failure; a ``Skipped``
+    among ``conversations`` is passed on), and
     ``None`` between slices of a conversation's work (a caller gives the page its turn there,
     DESIGN.md §14: no long task, even for a conversation of thousands of turns)."""
     for index, raw in enumerate(conversations):
@@ -531,7 +597,7 @@ def import_chatgpt(data: bytes, stage_id: str, now_ms: int) -> Converted:
     conversations of course ``stage_id``; ``now_ms``: the importing machine's clock (epoch ms), which
     no time may pass by more than a day. Raises ``ImportRefused`` for a file that is not such an
     export (``conversations_of``); a conversation that cannot be read is in ``skipped``."""
-    documents, skipped, stand_ins, turns = [], [], 0, []
+    documents, skipped, stand_ins, turns, trees = [], [], 0, [], []
     for read in read_conversations(conversations_of(data), stage_id, now_ms):
         if read is None:  # a pause between slices: nothing to give back here
             continue
@@ -541,4 +607,5 @@ def import_chatgpt(data: bytes, stage_id: str, now_ms: int) -> Converted:
             documents.append(read[:2])
             turns.append(read[2])
             stand_ins += read[3]
-    return Converted(documents, skipped, stand_ins, turns)
+            trees.append((read[4], read[5]))
+    return Converted(documents, skipped, stand_ins, turns, trees)

@@ -1,14 +1,20 @@
 """Export and import of one conversation (DESIGN.md §9, seed §9.3).
 
-JSON: ``{"format":"agentbar-conversation","version":1,"meta":{…},"messages":[…],"turns":[…]}``
+JSON: ``{"format":"agentbar-conversation","version":2,"meta":{…},"messages":[…],"shown":{…},"turns":[…]}``
 with ``meta`` = ``{taskId, taskName, stageId, createdAt, updatedAt, stats}``
 and, once the conversation was renamed or pinned, ``pinned``, ``pinnedAt`` and
 ``changedAt`` (DESIGN.md §18; optional: a file without them imports unpinned)
-(times ISO 8601 UTC with milliseconds), ``messages`` the slim projection (§3)
-unchanged, ``turns`` the per-turn meta. ``import_json(export_json(x))`` gives
-back ``x`` exactly. ``parse_export`` refuses (``ImportRefused`` with a
+(times ISO 8601 UTC with milliseconds), ``messages`` every message of the
+conversation's tree (DESIGN.md §17 "Moving data"), each the slim projection (§3)
+unchanged plus its ``parentId`` (``null`` for a first message), parents before
+their children in the order made, ``shown`` the shown child of every fork (key
+``""`` for the first message's fork), ``turns`` the per-turn meta of every
+branch. Version 1 (no ``parentId``, no ``shown``: a chain) still imports. An
+import reads back the stored form (``Conversation``: the shown path, ``branches``,
+``shown``), so export → import → export gives the same document. ``parse_export`` refuses (``ImportRefused`` with a
 ``reason`` code) anything else: not JSON, another format, another version,
-a bad meta or turn, messages that are not the slim projection, and what the
+a bad meta or turn, messages that are not the slim projection, a tree that is not
+one (an id twice, a parent that is not an earlier message), and what the
 exact record shapes forbid (DESIGN.md §14: integers within ±2^53, counts ≥ 0,
 ``createdAt`` ≤ ``updatedAt``, nothing more than a day in the future: a name's or pin's change
 time neither) and the one limit of every way in: at most ``MAX_CONVERSATION_CHARS`` characters of
@@ -16,7 +22,8 @@ text (``app.history.limits``, ``too-long``). A file
 over 50 MB is refused before it is read (``check_size``); ``parse_export_sliced``
 parses in slices that leave the page its turn.
 
-Markdown: a heading, the meta, then each message under "You"/"Assistant";
+Markdown: a heading, the meta, a line saying how many branches are left out
+(when the tree has others), then each message of the shown path under "You"/"Assistant";
 text verbatim; each tool call as JSON in a fenced block whose backtick fence is
 longer than any backtick run inside it.
 """
@@ -30,9 +37,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from app.history.branching import Branching
 from app.history.limits import MAX_CONVERSATION_CHARS, text_chars
 from app.history.records import MAX_SAFE_INTEGER, Stats, TaskMeta, TurnMeta, iso, parse_iso
+from app.history.repository import Conversation
 from app.history.text import clean
+from app.history.tree import Tree
 from app.json_steps import run_steps
 from app.projection import CUT_MARKER, failure_of
 
@@ -42,7 +52,9 @@ __all__ = ["FORMAT", "MAX_IMPORT_BYTES", "VERSION", "ImportRefused", "check_dept
            "skip_space"]
 
 FORMAT = "agentbar-conversation"
-VERSION = 1
+VERSION = 2
+"""The version an export is written in; ``VERSIONS`` are those an import reads (1: a chain)."""
+VERSIONS = (1, 2)
 _BACKTICKS = re.compile("`+")
 _TURN_SLICE = 256
 """Turn metas ``parse_steps`` checks between two of its pauses."""
@@ -88,21 +100,28 @@ def _names_of(raw_meta: dict) -> dict[str, Any]:
     return {"pinnedAt": pinned_at, "changedAt": changed}
 
 
-def export_json(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[TurnMeta]) -> str:
+def export_json(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[TurnMeta], *,
+                tree: Tree | None = None) -> str:
     """The JSON export, as ``JSON.stringify`` writes it (``app.store.jsjson.js_json``): compact,
     non-ASCII written as is, a lone surrogate (a JS string cut mid-pair, which the store keeps
     exactly) as a ``\\udxxx`` escape, so the text is valid UTF-8 when saved and ``parse_export``
     gives the same strings back: the export round-trips exactly (DESIGN.md §9). Written raw, the
-    page's ``Blob`` would save U+FFFD in its place."""
+    page's ``Blob`` would save U+FFFD in its place. ``tree``: the conversation's tree
+    (``Conversation.tree``); None: ``messages`` is a chain."""
     from app.store.jsjson import js_json
 
-    return js_json(export_document(meta, messages, turns))
+    return js_json(export_document(meta, messages, turns, tree=tree))
 
 
-def export_document(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[TurnMeta]) -> dict[str, Any]:
-    """The export as the value ``export_json`` encodes (``messages`` the same list, not copied):
-    what ``checked_steps`` holds to the import's rules without a text between them."""
-    return {"format": FORMAT, "version": VERSION, "meta": _meta_out(meta), "messages": messages,
+def export_document(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[TurnMeta], *,
+                    tree: Tree | None = None) -> dict[str, Any]:
+    """The export as the value ``export_json`` encodes: what ``checked_steps`` holds to the import's
+    rules without a text between them. Version 2 (DESIGN.md §17): every message of ``tree`` with its
+    ``parentId`` and the shown child of each fork (``Tree.export``); None: the tree of ``messages``
+    as a chain (``Tree.chain``: a message without an id, or with one an earlier message has, gets a
+    positional id ``m<n>``)."""
+    every, shown = (tree if tree is not None else Tree.chain(messages)).export()
+    return {"format": FORMAT, "version": VERSION, "meta": _meta_out(meta), "messages": every, "shown": shown,
             "turns": [t.record() for t in turns]}
 
 
@@ -111,7 +130,9 @@ def export_unkept(stage_id: str, messages: list[dict[str, Any]], now_ms: int, ra
     user downloads it before New conversation discards it, and can import it later. Its meta is made
     here: a new task id, the thread's title (``title_of``: the grapheme segmenter must be importable
     when the title needs it), ``createdAt`` = ``updatedAt`` = ``now_ms``, no turn meta (none is kept).
-    Returns ``(taskId, json text)``; ``parse_export`` reads it back with ``messages`` unchanged."""
+    Returns ``(taskId, json text)``, a version-2 chain; ``parse_export`` reads it back with
+    ``messages`` unchanged, save that a message without an id (a thread the TS original wrote) has
+    the positional id the export gave it (``export_document``)."""
     import os
 
     from app.history.records import new_task_id
@@ -363,44 +384,52 @@ def _turn_of(raw: Any, now_ms: int) -> TurnMeta:
 def parse_steps(text: str, now_ms: int, *, depth_checked: bool = False):
     """``parse_export`` as a generator that yields between slices of work (each top-level value, each
     message and turn decoded, then each message checked, then every ``_TURN_SLICE`` turns checked), so a caller can give the page its turn
-    (``parse_export_sliced``); its return value is ``(meta, messages, turns)``. Raises
+    (``parse_export_sliced``); its return value is ``(meta, messages, turns)``, a ``Conversation``
+    (``checked_steps``). Raises
     ``ImportRefused`` (DESIGN.md §14). ``depth_checked``: ``text`` was written by ``json.dumps`` of
     values already read from JSON whose depth was checked (ChatGPT's import): not scanned again."""
     document = yield from _document_steps(text, depth_checked)
-    meta, messages, turns = yield from checked_steps(document, now_ms)
-    return _file_rules(meta, messages, turns)
+    return _file_rules((yield from checked_steps(document, now_ms)))
 
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
-def _file_rules(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[TurnMeta]):
+def _file_rules(conversation: Conversation) -> Conversation:
     """What a file adds to ``checked_steps``' rules (DESIGN.md §14, §18): a conversation without a
-    message is not an export (``ImportRefused("messages")``), nor one whose message id holds a C0/C1
-    control character; its title loses control characters and noncharacters as a rename's does
-    (``app.history.names.printable``). Returns ``(meta, messages, turns)``."""
+    message is not an export (``ImportRefused("messages")``), nor one whose message id, on any
+    branch, holds a C0/C1 control character; its title loses control characters and noncharacters
+    as a rename's does (``app.history.names.printable``). Returns the conversation so corrected."""
     from app.history.names import printable
 
+    meta, messages, turns = conversation
     if not messages:
         raise ImportRefused("messages", "no messages")
-    for message in messages:
+    for message in (*messages, *conversation.branches):
         if isinstance(message.get("id"), str) and _CONTROL.search(message["id"]):
             raise ImportRefused("messages", f"a message id holds a control character: {message['id']!r}")
     name = printable(meta.taskName)
-    return (meta if name == meta.taskName else meta.model_copy(update={"taskName": name})), messages, turns
+    if name == meta.taskName:
+        return conversation
+    return Conversation(meta.model_copy(update={"taskName": name}), messages, turns, conversation.branching)
 
 
 def checked_steps(document: Any, now_ms: int):
     """The rules ``parse_steps`` holds a decoded export to (``document``: the value its text decodes
     to, or ``export_document``'s), as a generator that yields after each message and every
-    ``_TURN_SLICE`` turns; its return value is ``(meta, messages, turns)`` (``messages`` the
-    document's own list). Raises ``ImportRefused`` as ``parse_steps`` does (DESIGN.md §14)."""
+    ``_TURN_SLICE`` turns; its return value is a ``Conversation``: ``(meta, messages, turns)`` with
+    the tree's stored form (version 2: ``messages`` the shown path, ``branches`` and ``shown``, from
+    ``Tree.from_export(...).record()``; version 1: ``messages`` the document's own list, a chain).
+    Raises ``ImportRefused`` as ``parse_steps`` does (DESIGN.md §14, §17: a version-2 message is
+    checked as the slim projection without its ``parentId``; a tree that is not one, or a ``shown``
+    that is not an object, is refused as ``messages``)."""
     from app.projection import deserialize_thread, serialize_thread
 
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise ImportRefused("format")
-    if document.get("version") != VERSION or type(document.get("version")) is not int:
-        raise ImportRefused("version", repr(document.get("version")))
+    version = document.get("version")
+    if type(version) is not int or version not in VERSIONS:
+        raise ImportRefused("version", repr(version))
     messages, raw_turns = document.get("messages"), document.get("turns")
     meta = _meta_of(document.get("meta"), now_ms)
     if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
@@ -408,11 +437,22 @@ def checked_steps(document: Any, now_ms: int):
     if text_chars(messages) > MAX_CONVERSATION_CHARS:  # the one limit of every way in (app.history.limits)
         raise ImportRefused("too-long", f"its text passes {MAX_CONVERSATION_CHARS} characters")
     for message in messages:  # the projection is per message: each is checked on its own
+        slim = {k: v for k, v in message.items() if k != "parentId"} if version > 1 else message
         try:
-            if serialize_thread(deserialize_thread([message])) != [message]:
+            if serialize_thread(deserialize_thread([slim])) != [slim]:
                 raise ValueError("not the slim projection")
         except Exception as error:  # noqa: BLE001 - any shape problem refuses the file
             raise ImportRefused("messages", _first_line(error)) from None
+        yield
+    branches: list[dict] = []
+    chosen: dict[str, str] = {}
+    if version > 1:  # the tree read, then its stored form made: a step each (thousands of messages)
+        try:
+            tree = Tree.from_export(messages, document.get("shown", {}))
+        except ValueError as error:
+            raise ImportRefused("messages", _first_line(error)) from None
+        yield
+        messages, branches, chosen = tree.record()
         yield
     if not isinstance(raw_turns, list):
         raise ImportRefused("turns", "not a list")
@@ -425,15 +465,18 @@ def checked_steps(document: Any, now_ms: int):
     if duration > MAX_SAFE_INTEGER:
         raise ImportRefused("numbers", "the turns' durations add up past 2^53")
     meta = meta.model_copy(update={"turnCount": len(turns), "durationMs": duration})
-    return meta, messages, turns
+    return Conversation(meta, messages, turns, Branching(branches, chosen))
 
 
-def parse_export(text: str, now_ms: int | None = None) -> tuple[TaskMeta, list[dict[str, Any]], list[TurnMeta]]:
+def parse_export(text: str, now_ms: int | None = None) -> Conversation:
     """Validate an export to the exact record shapes (DESIGN.md §14); returns ``(meta, messages,
-    turns)``. ``now_ms``: the importing machine's clock (epoch ms; the wall clock when None), which no
-    time may pass by more than a day. Raises ``ImportRefused`` with ``reason`` ``not-json`` |
+    turns)`` as a ``Conversation`` whose ``branches`` and ``shown`` hold the rest of a version-2
+    file's tree (``checked_steps``; ``HistoryService.import_bundle`` stores them). ``now_ms``: the
+    importing machine's clock (epoch ms; the wall clock when None), which no time may pass by more
+    than a day. Raises ``ImportRefused`` with ``reason`` ``not-json`` |
     ``depth`` (nested deeper than ``MAX_DEPTH``) | ``format`` | ``version`` | ``meta`` | ``messages``
-    (none, not the slim projection, or an id holding a control character) | ``turns`` | ``numbers`` (an integer negative or past 2^53 − 1) | ``dates`` (``createdAt`` after
+    (none, not the slim projection, an id holding a control character, or not a tree) | ``turns`` |
+    ``numbers`` (an integer negative or past 2^53 − 1) | ``dates`` (``createdAt`` after
     ``updatedAt``, or in the future) | ``too-long`` (text past ``MAX_CONVERSATION_CHARS``)."""
     return run_steps(parse_steps(text, _now(now_ms)))
 
@@ -472,10 +515,15 @@ def fence_for(text: str) -> str:
 
 
 def export_markdown(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[TurnMeta], labels: dict[str, str],
-                    describe_failure: Callable[[dict[str, Any]], str] = lambda error: str(error["code"])) -> str:
+                    describe_failure: Callable[[dict[str, Any]], str] = lambda error: str(error["code"]), *,
+                    tree: Tree | None = None) -> str:
     """Markdown of one conversation; ``labels``: ``you``, ``assistant``, ``tool``, ``meta`` (a line
     with ``{created}``, ``{updated}`` and, if still there, ``{turns}``, ``{tokens}`` placeholders: the
     page phrases the counts with their plural forms beforehand, ``app.history.labels.markdown_meta``).
+    ``messages`` is the shown path; ``tree`` (``Conversation.tree``; None: a chain): when it has
+    other branches (``Tree.left_out``), ``labels["leftOut"]`` (the page phrases that count,
+    ``app.history.labels.markdown_left_out``) is written as an italic line after the meta
+    (DESIGN.md §17 "Moving data": Markdown prints the shown path and says how many it leaves out).
     A failed reply's marker part (``app.projection.failure_of``) is written as a quoted line of
     ``describe_failure(error)`` (the page passes the panel's localized ``turn-error`` text); a cut
     reply's marker (``app.projection.CUT_MARKER``) as a quoted line of ``labels["cut"]`` (the panel's
@@ -484,6 +532,8 @@ def export_markdown(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[
     lines = [f"# {meta.taskName}", "",
              labels["meta"].format(created=iso(meta.createdAt), updated=iso(meta.updatedAt),
                                    turns=meta.turnCount, tokens=meta.stats.totalTokens), ""]
+    if tree is not None and tree.left_out():
+        lines += [f"_{labels.get('leftOut') or tree.left_out()}_", ""]
     for message in messages:
         lines += [f"## {labels['you'] if message.get('role') == 'user' else labels['assistant']}", ""]
         for part in message.get("content") or []:

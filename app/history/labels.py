@@ -15,7 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 __all__ = ["backup_saved_text", "import_refusal", "skipped_names", "seconds_text", "turns_phrase", "tokens_phrase",
-           "stats_text", "item_stats_text", "turn_meta_text", "markdown_meta", "model_short_name"]
+           "stats_text", "item_stats_text", "turn_meta_text", "markdown_left_out", "markdown_meta",
+           "model_short_name"]
 
 Translate = Callable[..., str]
 
@@ -103,6 +104,13 @@ def markdown_meta(t: Translate, meta: Any) -> str:
              tokens=tokens_phrase(t, meta.stats.totalTokens), created="\0created\0", updated="\0updated\0")
     line = line.replace("{", "{{").replace("}", "}}")  # a brace in a phrase stays text for str.format
     return line.replace("\0created\0", "{created}").replace("\0updated\0", "{updated}")
+
+
+def markdown_left_out(t: Translate, count: int) -> str:
+    """The Markdown export's line saying how many branches of the conversation it leaves out
+    (``history.markdownLeftOut``, plural forms; DESIGN.md §17 "Moving data"): ``count`` from
+    ``app.history.tree.Tree.left_out`` (the export writes no line for 0)."""
+    return t("history.markdownLeftOut", count=count)
 
 
 _CHATGPT_OWN = frozenset({"format", "depth", "members"})

@@ -1,36 +1,56 @@
 """One conversation changed by two writers that did not see each other (DESIGN.md §16 conflicts,
-§15 one rule): another device is another writer. Whether one side goes on from the other is
-``app.continuity.continues``, nothing else.
+§17 "Sync", §15 one rule): another device is another writer.
 
-``merge_conversation(local, remote)``: remote continues local → take remote; local continues
-remote → keep local; diverged → the common messages, then the turns of both after them in time
-order (``"merged"``), never dropped, and never two user messages in a row (a question left without
-its answer gets a stopped reply, ``app.projection.STOPPED_MARKER``, before the next question).
-``merge_leaves(leaves)`` does it for every leaf of a document in conflict (CouchDB's conflicting
-revisions: any number, sharing history or not). ``merged_meta`` gives the meta kept for the outcome.
-Used by ``HistoryService.apply_synced`` (``app.sync.engine`` hands it what another device wrote).
+A message whose turn has ended never changes, so two versions of one conversation merge by the
+union of their trees (``app.history.tree.Tree.merged``: one message per id): each device's new turns
+become siblings where the two diverged; nothing is dropped and no copy conversation is made. The
+shown child of each fork follows the later choice: a side's choice time is its ``messages`` record's
+``shownAt`` (``app.history.branching``) when it has one, else what the caller gives (its
+conversation's ``updatedAt``); equal times are decided by the id of each side's last shown message,
+so both devices pick the same side. The side whose choices win is the merge's base: its messages,
+their order among siblings and its choices are kept, and the other's messages and choices added
+after them, so the union is the same tree whichever device makes it. Messages without an id (a
+thread the TS original wrote) are given one made of their content and their parent's id, the same
+on every device. Turn metas are the union of both by ``messageId`` (each reply keeps its own usage).
+
+``merge_conversation(local, remote)`` says how the two come together (``local``: this device's holds
+the other's; ``remote``: the other's holds this one's; ``merged``: a new tree); ``merge_leaves``
+does it for every leaf of a document in conflict (CouchDB's conflicting revisions, any number);
+``merged_meta`` gives the meta kept. Used by ``HistoryService.apply_synced`` (``app.sync.engine``
+hands it what another device wrote).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from app.continuity import continues
+from app.history.branching import NO_BRANCHES, Branching
 from app.history.names import merged_names
 from app.history.records import Stats, TaskMeta, TurnMeta, parse_iso
+from app.history.tree import ROOT, Tree
 
 __all__ = ["Merged", "answered", "merge_conversation", "merge_leaves", "merged_meta", "split_turns"]
+
+Side = tuple[list[dict], list[TurnMeta]] | tuple[list[dict], list[TurnMeta], Branching]
+"""One version of a conversation: ``(messages, turns)`` (a chain) or ``(messages, turns, branching)``
+(``messages`` the shown path, ``branching`` the tree beside it)."""
 
 
 @dataclass(frozen=True)
 class Merged:
     """The outcome: ``how`` (``local``: nothing to write here, ``remote``: take the other device's,
-    ``merged``: both devices' turns), ``messages`` and ``turns`` to keep (turns renumbered 1..n)."""
+    ``merged``: a tree of both), ``messages`` (the shown path), ``turns`` (renumbered 1..n when
+    merged) and ``branching`` (the tree beside the path, ``app.history.branching``) to keep."""
 
     how: Literal["local", "remote", "merged"]
     messages: list[dict]
     turns: list[TurnMeta]
+    branching: Branching = NO_BRANCHES
 
 
 def split_turns(messages: list[dict]) -> list[list[dict]]:
@@ -48,35 +68,107 @@ def split_turns(messages: list[dict]) -> list[list[dict]]:
     return turns
 
 
-def _common(a: list[dict], b: list[dict]) -> int:
-    n = 0
-    while n < len(a) and n < len(b) and a[n] == b[n]:
-        n += 1
-    return n
+def _identified(messages: list[dict]) -> list[dict]:
+    """``messages`` (a chain) with an id on each: one without a string id (or with one an earlier
+    message has) gets ``h`` + 16 hex digits of the SHA-256 of its parent's id and its canonical JSON,
+    the same on every device for the same message at the same place (a copy; the others as they are).
+
+    >>> [m["id"] for m in _identified([{"id": "a"}, {"role": "user"}])] == ["a", _identified([{"id": "a"},
+    ...     {"role": "user"}])[1]["id"]] and _identified([{"role": "user"}])[0]["id"].startswith("h")
+    True
+    """
+    seen: set[str] = set()
+    out = []
+    previous = ROOT
+    for message in messages:
+        ident = message.get("id")
+        if not isinstance(ident, str) or not ident or ident in seen:
+            body = json.dumps([previous, message], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+            ident = "h" + hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+            message = {**message, "id": ident}
+        seen.add(ident)
+        previous = ident
+        out.append(message)
+    return out
 
 
-def _time_of(turn: list[dict], metas: dict[str, TurnMeta], fallback: int) -> int:
-    """A turn's time (ms): its meta's ``timestamp`` (by assistant ``id`` = ``messageId``), else a
-    message's ``createdAt``, else ``fallback`` (its order on its device)."""
-    for message in turn:
-        meta = metas.get(str(message.get("id"))) if message.get("id") is not None else None
-        if meta is not None:
-            try:
-                return parse_iso(meta.timestamp)
-            except ValueError:
-                pass
-    for message in turn:
-        if isinstance(message.get("createdAt"), int):
-            return message["createdAt"]
-    return fallback
+def _branching(side: Side) -> Branching:
+    return side[2] if len(side) > 2 else NO_BRANCHES
 
 
-def merge_conversation(local: tuple[list[dict], list[TurnMeta]],
-                       remote: tuple[list[dict], list[TurnMeta]]) -> Merged:
-    """Merge one conversation changed on two devices (§16): ``local``/``remote`` are
-    ``(messages, turns)``. Nothing of either is dropped: in a merge, each side's turns after the
-    common messages are kept whole, ordered by time (a tie keeps local first), and turn metas of
-    both are kept (one per ``messageId``), sorted by ``timestamp`` and renumbered.
+def _branches(side: Side) -> bool:
+    """True when ``side`` holds a message beside its shown path (a tree, not a chain)."""
+    return bool(_branching(side).branches)
+
+
+@dataclass(frozen=True)
+class _Version:
+    """One side of a merge: what it was given, its tree and when its choices were made (ms)."""
+
+    messages: list[dict]
+    turns: list[TurnMeta]
+    branching: Branching
+    tree: Tree
+    at: int
+
+    @classmethod
+    def of(cls, side: Side, fallback_at: int) -> "_Version":
+        messages, turns = side[0], side[1]
+        branching = _branching(side)
+        tree = Tree.from_record(_identified(list(messages)), branching.branches, branching.shown)
+        # a turn or a switch of branch moves updatedAt too: the later of the two dates the choices
+        at = max(branching.shown_at or 0, fallback_at or 0)
+        return cls(list(messages), list(turns), branching, tree, at)
+
+    @property
+    def rank(self) -> tuple[int, str]:
+        """Whose choices win: the later, then the greater last shown id (the same on both devices)."""
+        path = self.tree.path_ids()
+        return self.at, path[-1] if path else ""
+
+
+def _union_turns(*sides: list[TurnMeta]) -> list[TurnMeta]:
+    """Turn metas of every side, one per ``messageId`` (those without one once each), by time,
+    renumbered 1..n."""
+    by_message: dict[str, TurnMeta] = {}
+    loose: list[TurnMeta] = []
+    for turns in sides:
+        for turn in turns:
+            if turn.messageId is None:
+                loose.append(turn) if turn not in loose else None
+            else:
+                by_message.setdefault(turn.messageId, turn)
+    kept = sorted([*by_message.values(), *loose], key=lambda t: (_safe_time(t), t.turnId))
+    return [t.model_copy(update={"turnId": n}) for n, t in enumerate(kept, start=1)]
+
+
+def _union(versions: Sequence[_Version]) -> tuple[Tree, int | None]:
+    """The union of ``versions``' trees, the later choices winning (module docstring), and the
+    merged choice time (None when no side had one). The versions are merged in pairs, then the
+    pairs' results in pairs (each message is copied ``log2(len(versions))`` times, not once per
+    version)."""
+    ordered = sorted(versions, key=lambda v: v.rank, reverse=True)
+    trees = [v.tree for v in ordered]
+    while len(trees) > 1:  # ordered latest first: the left of each pair is the later, the base
+        trees = [trees[at].merged(trees[at + 1]) if at + 1 < len(trees) else trees[at]
+                 for at in range(0, len(trees), 2)]
+    known = [v.at for v in versions if v.at or v.branching.shown_at is not None]
+    return trees[0], max(known) if known else None
+
+
+def _same(tree: Tree, version: _Version) -> bool:
+    return tree.record() == version.tree.record()
+
+
+def merge_conversation(local: Side, remote: Side, *, local_at: int = 0, remote_at: int = 0) -> Merged:
+    """Merge one conversation changed on two devices (§16, §17): the union of both trees (module
+    docstring). ``local_at``/``remote_at``: each side's choice time when its ``branching`` has no
+    ``shownAt`` (its conversation's ``updatedAt``, epoch ms). ``how`` is ``"local"`` when the union is
+    this device's tree (returned as given), ``"remote"`` when it is the other's (returned as given),
+    else ``"merged"``: the union's stored form (``Tree.record``), both sides' turn metas
+    (``_union_turns``) and ``shownAt`` the later of the two choice times. Two chains of which one goes
+    on from the other (``app.continuity.continues``: the ordinary case, a device that continued) are
+    told apart without building their trees: the union is the longer one.
 
     >>> a = [{"role": "user", "id": "u1"}]
     >>> merge_conversation((a, []), (a + [{"role": "assistant", "id": "r1"}], [])).how
@@ -84,34 +176,24 @@ def merge_conversation(local: tuple[list[dict], list[TurnMeta]],
     >>> merge_conversation((a, []), (a, [])).how
     'local'
     """
-    (mine, my_turns), (theirs, their_turns) = local, remote
-    if continues(mine, theirs):
-        return Merged("local", mine, my_turns)
-    if continues(theirs, mine):
-        return Merged("remote", theirs, their_turns)
-    base = _common(mine, theirs)
-    metas = {t.messageId: t for t in [*my_turns, *their_turns] if t.messageId}
-    seen: set[str] = set()
-    segments: list[tuple[int, int, int, list[dict]]] = []
-    for side, messages in enumerate((mine[base:], theirs[base:])):
-        for order, turn in enumerate(split_turns(messages)):
-            key = repr(turn)
-            if key in seen:  # the same turn on both (already replicated once): kept once
-                continue
-            seen.add(key)
-            segments.append((_time_of(turn, metas, order), side, order, turn))
-    segments.sort(key=lambda s: (s[0], s[1], s[2]))
-    messages = mine[:base] + [m for *_, turn in segments for m in turn]
-    by_message: dict[str, TurnMeta] = {}
-    loose: list[TurnMeta] = []
-    for turn in [*my_turns, *their_turns]:
-        if turn.messageId is None:
-            loose.append(turn) if turn not in loose else None
-        else:
-            by_message.setdefault(turn.messageId, turn)
-    kept = sorted([*by_message.values(), *loose], key=lambda t: (_safe_time(t), t.turnId))
-    turns = [t.model_copy(update={"turnId": n}) for n, t in enumerate(kept, start=1)]
-    return Merged("merged", answered(messages), turns)
+    if not _branches(local) and not _branches(remote):  # two chains: one holds the other when it goes on from it
+        if continues(local[0], remote[0]):
+            return Merged("local", list(local[0]), list(local[1]), _branching(local))
+        if continues(remote[0], local[0]):
+            return Merged("remote", list(remote[0]), list(remote[1]), _branching(remote))
+    mine, theirs = _Version.of(local, local_at), _Version.of(remote, remote_at)
+    tree, at = _union([mine, theirs])
+    return _outcome(tree, at, mine, [theirs])
+
+
+def _outcome(tree: Tree, at: int | None, first: _Version, others: list[_Version]) -> Merged:
+    if _same(tree, first):
+        return Merged("local", first.messages, first.turns, first.branching)
+    for other in others:
+        if _same(tree, other):
+            return Merged("remote", other.messages, other.turns, other.branching)
+    messages, branching = Branching.of_tree(tree, at)
+    return Merged("merged", messages, _union_turns(first.turns, *(o.turns for o in others)), branching)
 
 
 def answered(messages: list[dict]) -> list[dict]:
@@ -132,14 +214,13 @@ def answered(messages: list[dict]) -> list[dict]:
     return out
 
 
-def merge_leaves(leaves: list[tuple[list[dict], list[TurnMeta]]]) -> Merged:
-    """Merge every leaf of one conversation in conflict (§16; CouchDB's conflicting revisions, any
-    number): ``leaves`` are ``(messages, turns)``, the first this device's own (or the winning
-    revision). Every turn of every leaf is kept once, in time order, as ``merge_conversation`` keeps
-    two; a leaf another continues is that one. ``how`` is ``"local"`` when the first leaf continues
-    every other (nothing to add to it), else ``"merged"``/``"remote"`` as the pairs said. The leaves
-    are merged in pairs, then the pairs' results in pairs (a tournament: each turn is compared
-    ``log2(len(leaves))`` times, not once per leaf); raises ``ValueError`` for no leaves.
+def merge_leaves(leaves: list[Side], times: list[int] | None = None) -> Merged:
+    """Merge every leaf of one conversation in conflict (§16, §17; CouchDB's conflicting revisions,
+    any number): the union of all their trees, as ``merge_conversation`` merges two; ``leaves`` are
+    ``Side``s, the first this device's own (or the winning revision); ``times``: each leaf's choice
+    time when it has no ``shownAt`` (its ``updatedAt``; 0 when None). ``how`` is ``"local"`` when the
+    union is the first leaf, ``"remote"`` when it is another leaf, else ``"merged"``. Raises
+    ``ValueError`` for no leaves.
 
     >>> a = [{"role": "user", "id": "u1"}]
     >>> merge_leaves([(a, []), (a + [{"role": "assistant", "id": "r1"}], []), (a, [])]).how
@@ -147,24 +228,9 @@ def merge_leaves(leaves: list[tuple[list[dict], list[TurnMeta]]]) -> Merged:
     """
     if not leaves:
         raise ValueError("no leaves to merge")
-    first_messages, first_turns = leaves[0]
-    round_ = [Merged("local", list(first_messages), list(first_turns))]
-    round_ += [Merged("remote", list(m), list(t)) for m, t in leaves[1:]]
-    while len(round_) > 1:
-        paired = []
-        for at in range(0, len(round_), 2):
-            if at + 1 == len(round_):
-                paired.append(round_[at])
-                continue
-            left, right = round_[at], round_[at + 1]
-            both = merge_conversation((left.messages, left.turns), (right.messages, right.turns))
-            how = left.how if both.how == "local" else "merged" if left.how == "merged" else both.how
-            paired.append(Merged(how if at == 0 else "merged", both.messages, both.turns))
-        round_ = paired
-    result = round_[0]
-    if continues(result.messages, first_messages) and continues(first_messages, result.messages):
-        return Merged("local", list(first_messages), list(first_turns))
-    return result if result.how != "local" else Merged("merged", result.messages, result.turns)
+    versions = [_Version.of(leaf, times[n] if times else 0) for n, leaf in enumerate(leaves)]
+    tree, at = _union(versions)
+    return _outcome(tree, at, versions[0], versions[1:])
 
 
 def merged_meta(local: TaskMeta, remote: TaskMeta, merged: Merged) -> TaskMeta:

@@ -15,7 +15,7 @@ from app.history.changes import HistoryChange
 from app.history.names import NAME_GRAPHEMES, merged_names
 from app.history.records import TaskMeta
 from app.history.repository import HistoryRepository, Writes
-from app.history.writes import ActiveConversations, Changed
+from app.history.active import ActiveConversations, Changed
 
 __all__ = ["NameWrites"]
 
@@ -43,7 +43,7 @@ class NameWrites:
             meta = await self._repository.meta(task_id)
             if meta is None:
                 return None
-            held = await self._repository.messages(task_id)
+            held = (await self._repository.form(task_id)).messages
             messages = held if isinstance(held, list) else []
             if name is not None and not name.strip():
                 await self._segmenter.for_titles(messages)

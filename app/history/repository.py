@@ -6,7 +6,8 @@ the database in ``app.records.SCHEMA``):
 
 - ``conversations``: ``TaskMeta`` records, index ``[stageId+updatedAt+taskId]`` (a course's list) and
   ``[stageId+pinnedAt]`` (its pinned conversations: an unpinned record has no ``pinnedAt``, §18);
-- ``messages``: ``{taskId, messages}`` (the slim projection, §3);
+- ``messages``: ``{taskId, messages, branches?, shown?}`` (the slim projection, §3): the shown path,
+  and the messages off it with the choices at their forks (the tree, §17, ``app.history.branches``);
 - ``turns``: ``{taskId, turns}`` (``TurnMeta`` records);
 - ``search``: ``{taskId, stageId, updatedAt, folded, fold, anchors?, terms, titleOnly?}``, indexes
   ``[stageId+updatedAt]`` and the multiEntry ``*terms``: the search index, its posting keys written
@@ -39,6 +40,8 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError
 
 from app.continuity import continues
+from app.history.branches import StoredForm
+from app.history.branching import NO_BRANCHES, Branching
 from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta
 from app.history.terms import (SearchQuery, parse_posting, posting_keys, posting_prefix, posting_term, presence_prefix,
                                term_bounds, text_terms, text_terms_steps, time_hex, titled_terms)
@@ -48,7 +51,7 @@ from app.records import HIGHEST, LOWEST, RecordBackend, WriteOp
 
 __all__ = ["Conversation", "Damaged", "FOLD_VERSION", "Head", "HeldTurn", "HistoryRepository", "ListRange", "Stored",
            "Writes", "SNIPPET_AFTER", "SNIPPET_BEFORE", "conversation_records", "head_records", "held_artifacts",
-           "held_messages", "version_pages", "version_records"]
+           "held_forms", "version_pages", "version_records"]
 
 LIST_INDEX = "[stageId+updatedAt+taskId]"
 PIN_INDEX = "[stageId+pinnedAt]"
@@ -120,13 +123,45 @@ class Head:
         return self.task_id if self.task_id is not None and TASK_ID.match(self.task_id) else None
 
 
-class Conversation(NamedTuple):
-    """One conversation read whole: its meta, slim messages (§3) and turns (what an export carries;
-    unpacks as ``(meta, messages, turns)``)."""
-
+class _ConversationFields(NamedTuple):
     meta: TaskMeta
     messages: list[dict]
     turns: list[TurnMeta]
+
+
+class Conversation(_ConversationFields):
+    """One conversation read whole: its meta, slim messages (§3: the shown path, §17) and turns
+    (what an export carries; unpacks as ``(meta, messages, turns)``, what every reader of a linear
+    conversation takes), and ``branching``: what its ``messages`` record keeps of the tree beside the
+    path (``app.history.branching.Branching``; ``NO_BRANCHES`` for a chain). Equality is the three
+    fields' (compare ``branching`` apart where the tree matters)."""
+
+    branching: Branching = NO_BRANCHES
+
+    def __new__(cls, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta],
+                branching: Branching | None = None) -> "Conversation":
+        made = super().__new__(cls, meta, messages, turns)
+        if branching:
+            made.branching = branching
+        return made
+
+    @property
+    def branches(self) -> list[dict]:
+        """``branching.branches``: the messages off the shown path (the stored form, opaque)."""
+        return self.branching.branches
+
+    @property
+    def shown(self) -> dict[str, str]:
+        """``branching.shown``: the shown child of each fork off the path (the stored form, opaque)."""
+        return self.branching.shown
+
+    @property
+    def tree(self):
+        """The conversation's tree (``app.history.tree.Tree.from_record``; a chain without branches).
+        Read liberally (DESIGN.md §3): a stored entry of ``messages`` that is no message (a damaged
+        record) is left out."""
+        path = [m for m in self.messages if isinstance(m, dict)] if isinstance(self.messages, list) else []
+        return self.branching.tree(path)
 
 
 @dataclass(frozen=True)
@@ -134,7 +169,8 @@ class HeldTurn:
     """What a turn on conversation ``task_id`` needs of history, read together (``HistoryRepository.
     for_turn``): its course's ``head`` (None: none), the conversation's ``meta`` (None: none or
     damaged; ``held``: whether a record is stored at all), its stored ``messages`` (as stored, None
-    when missing), readable ``turns`` and its ``search`` record (None when missing)."""
+    when missing), readable ``turns`` and its ``search`` record (None when missing); ``branches``
+    and ``shown``: the rest of its tree as stored (``app.history.branches``; empty for a chain)."""
 
     task_id: str
     head: Head | None
@@ -143,6 +179,13 @@ class HeldTurn:
     messages: Any
     turns: list[TurnMeta]
     search: dict | None
+    branches: list[dict] = field(default_factory=list)
+    shown: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def form(self) -> StoredForm:
+        """The conversation's ``messages`` record as read (``StoredForm``)."""
+        return StoredForm(self.messages, self.branches, self.shown)
 
 
 @dataclass(frozen=True)
@@ -307,6 +350,7 @@ class Writes:
         self._ops: list[WriteOp] = []
         self._kept: dict[str, Conversation] = {}
         self._indexed: dict[str, tuple[dict, str]] = {}
+        self._forms: dict[str, StoredForm] = {}
 
     @property
     def ops(self) -> list[WriteOp]:
@@ -324,17 +368,28 @@ class Writes:
         when they keep none."""
         return self._indexed.get(task_id)
 
-    def keep(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], *, new: bool = False) -> None:
-        """Store a conversation whole: meta, slim messages, turns, its search and text records.
-        ``new``: the meta is added, not put (should another tab store that task id meanwhile, the
-        whole transaction aborts and nothing is written twice)."""
-        text = plain_text(messages)
-        self._keep(meta, messages, turns, new, text, search_record(meta, text, message_count=len(messages)))
+    def kept_form(self, task_id: str) -> StoredForm | None:
+        """The ``messages`` record these writes keep for ``task_id`` (``keep``): its shown path, branches
+        and choices; None when they keep none."""
+        return self._forms.get(task_id)
+
+    def keep(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], *, new: bool = False,
+             branches: list[dict] | None = None, shown: dict[str, str] | None = None) -> None:
+        """Store a conversation whole: meta, slim messages (its shown path), turns, its search and text
+        records. ``new``: the meta is added, not put (should another tab store that task id meanwhile,
+        the whole transaction aborts and nothing is written twice). ``branches`` and ``shown``: the rest
+        of its tree in the stored form (``app.history.tree.Tree.record``, DESIGN.md §17); without them
+        the conversation is stored as a chain. Search folds the text of every message, on every branch."""
+        form = StoredForm(messages, list(branches or ()), dict(shown or {}))
+        indexed = form.indexed()
+        text = plain_text(indexed)
+        self._keep(meta, form, turns, new, text, search_record(meta, text, message_count=len(indexed)))
 
     async def keep_in_steps(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], *,
                             pause: Callable[[], Awaitable[None]], new: bool = False,
                             held_messages: Any = None, held_search: Any = None,
-                            held_text: str | None = None) -> None:
+                            held_text: str | None = None, branches: list[dict] | None = None,
+                            shown: dict[str, str] | None = None, held_branches: list[dict] | None = None) -> None:
         """``keep`` in slices with ``pause`` awaited between them: the plain text (``plain_text_steps``)
         and its folding (``fold_map_steps``), then the index terms (``text_terms_steps``), then the records (DESIGN.md
         §13: start-up adopts a course of 50 turns without a task over 50 ms, in two slices; §14: a
@@ -343,29 +398,58 @@ class Writes:
         and ``search`` record as stored, when read: if that record indexes the start of ``messages``
         (``indexed_prefix``), only the messages after it are folded and indexed (a turn).
         ``held_text``: the plain text that record was made of, when known (kept in memory since this
-        tab wrote it): the record is extended only if the text of ``messages`` starts with it."""
-        text = await run_paused(plain_text_steps(messages), pause)
-        count = None if new else indexed_prefix(meta, messages, held_messages, held_search)
+        tab wrote it): the record is extended only if the text of ``messages`` starts with it.
+        ``branches``, ``shown``: as ``keep``'s; ``held_branches``: the stored ones (read with
+        ``held_messages``)."""
+        form = StoredForm(messages, list(branches or ()), dict(shown or {}))
+        indexed = form.indexed()
+        held_indexed = StoredForm(held_messages, list(held_branches or ())).indexed() \
+            if isinstance(held_messages, list) else held_messages
+        text = await run_paused(plain_text_steps(indexed), pause)
+        count = None if new else indexed_prefix(meta, indexed, held_indexed, held_search)
         if count is not None and held_text is not None and not text.startswith(held_text):
             count = None  # a held message's text differs from what was indexed: the whole again
         if count is not None:
-            search = await run_paused(extended_search_steps(meta, messages, text, held_search, count), pause)
+            search = await run_paused(extended_search_steps(meta, indexed, text, held_search, count), pause)
         else:
             folded_map = await run_paused(fold_map_steps(text), pause)
             await pause()
             terms = await run_paused(text_terms_steps(folded_map[0]), pause)
-            search = search_record(meta, text, folded_map, terms, message_count=len(messages))
-        self._keep(meta, messages, turns, new, text, search)
+            search = search_record(meta, text, folded_map, terms, message_count=len(indexed))
+        self._keep(meta, form, turns, new, text, search)
 
-    def _keep(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta], new: bool, text: str,
+    def _keep(self, meta: TaskMeta, form: StoredForm, turns: list[TurnMeta], new: bool, text: str,
               search: dict) -> None:
-        self._kept[meta.taskId] = Conversation(meta, list(messages), list(turns))
+        self._kept[meta.taskId] = Conversation(meta, list(form.messages), list(turns),
+                                               Branching(list(form.branches), dict(form.shown)))
+        self._forms[meta.taskId] = form
         self._indexed[meta.taskId] = (search, text)
         self._ops += [("add" if new else "put", "conversations", meta.model_dump()),
-                      ("put", "messages", {"taskId": meta.taskId, "messages": messages}),
+                      ("put", "messages", {"taskId": meta.taskId, **form.fields()}),
                       ("put", "turns", {"taskId": meta.taskId, "turns": [t.record() for t in turns]}),
                       ("put", "search", search),
                       ("put", "texts", {"taskId": meta.taskId, "text": text})]
+
+    def keep_branching(self, task_id: str, branching: Branching) -> None:
+        """Keep ``branching`` (the tree beside the shown path, DESIGN.md §17: ``branches``, ``shown``,
+        ``shownAt``) in the ``messages`` record these writes keep for ``task_id`` (``keep`` first), and
+        its ``search`` and ``texts`` records made again of every branch (search finds text on every
+        branch), and in what ``kept`` says was written. Empty ``branching``: the record of a chain, as
+        ``keep`` writes it. ``KeyError`` when these writes keep no conversation ``task_id``."""
+        kept = self._kept[task_id]
+        form = StoredForm(kept.messages, list(branching.branches), dict(branching.shown))
+        indexed = form.indexed()
+        text = plain_text(indexed)
+        search = search_record(kept.meta, text, message_count=len(indexed))
+        records = {"messages": {"taskId": task_id, "messages": kept.messages, **branching.fields()},
+                   "search": search, "texts": {"taskId": task_id, "text": text}}
+        for table, record in records.items():
+            at = max(n for n, (verb, name, held) in enumerate(self._ops)
+                     if verb == "put" and name == table and held.get("taskId") == task_id)
+            self._ops[at] = ("put", table, record)
+        self._kept[task_id] = Conversation(*kept, branching)
+        self._forms[task_id] = form
+        self._indexed[task_id] = (search, text)
 
     def set_names(self, meta: TaskMeta, search: dict | None) -> None:
         """Store ``meta`` with a new name or pin (DESIGN.md §18) over its record; a new name also
@@ -533,9 +617,9 @@ class HistoryRepository:
         head, raw, messages, turns, search = await self._db.get_all(
             [("heads", stage_id), ("conversations", task_id), ("messages", task_id), ("turns", task_id),
              ("search", task_id)])
-        return HeldTurn(task_id, _head_of(head), self.meta_of(raw), raw is not None,
-                        messages.get("messages") if isinstance(messages, dict) else None, self._turns_of(turns),
-                        search if isinstance(search, dict) else None)
+        form = StoredForm.of(messages)
+        return HeldTurn(task_id, _head_of(head), self.meta_of(raw), raw is not None, form.messages,
+                        self._turns_of(turns), search if isinstance(search, dict) else None, form.branches, form.shown)
 
     async def head_and_meta(self, stage_id: str, task_id: str) -> tuple[Head | None, Any]:
         """``stage_id``'s head and the ``conversations`` record of ``task_id`` as stored (raw: None
@@ -557,11 +641,11 @@ class HistoryRepository:
         metas = [m for m in map(self.meta_of, rows) if m is not None]
         return pinned_first(m for m in metas if since_ms is None or m.updatedAt >= since_ms)
 
-    async def messages(self, task_id: str) -> Any:
-        """The stored slim messages of ``task_id`` as they are (a list, or None when missing; a
-        damaged record may hold anything: callers check with ``continues`` or ``isinstance``)."""
-        stored = await self._db.get("messages", task_id)
-        return stored.get("messages") if isinstance(stored, dict) else None
+    async def form(self, task_id: str) -> StoredForm:
+        """The ``messages`` record of ``task_id`` as stored (``StoredForm``: its shown path, branches and
+        choices; ``messages`` None when missing, anything in a damaged record: callers check with
+        ``continues`` or ``isinstance``)."""
+        return StoredForm.of(await self._db.get("messages", task_id))
 
     async def turns(self, task_id: str) -> list[TurnMeta]:
         """The readable turn metas of ``task_id`` (a damaged one is left out, ``on_damaged``)."""
@@ -573,7 +657,7 @@ class HistoryRepository:
         stored = await self._db.get("messages", task_id)
         if meta is None or not isinstance(stored, dict):
             return None
-        return Conversation(meta, stored.get("messages") or [], await self.turns(task_id))
+        return Conversation(meta, stored.get("messages") or [], await self.turns(task_id), Branching.of(stored))
 
     async def conversation_pages(self, per: int) -> AsyncIterator[list[Conversation]]:
         """Every conversation stored, ``per`` at a time in task-id order, each page read in three reads
@@ -584,7 +668,8 @@ class HistoryRepository:
             for raw, held, turns_record in zip(metas, messages, turns):
                 meta = self.meta_of(raw)
                 if meta is not None and isinstance(held, dict):
-                    page.append(Conversation(meta, held.get("messages") or [], self._turns_of(turns_record)))
+                    page.append(Conversation(meta, held.get("messages") or [], self._turns_of(turns_record),
+                                             Branching.of(held)))
             yield page
 
     async def stored(self, task_id: str) -> Stored:
@@ -805,24 +890,26 @@ async def head_records(backend: RecordBackend, stage_ids: list[str]) -> list[dic
     return [r for r in records if isinstance(r, dict) and isinstance(r.get("taskId"), str)]
 
 
-async def held_messages(backend: RecordBackend, task_ids: list[str]) -> dict[str, list]:
-    """The stored slim messages of those of ``task_ids`` that have a ``conversations`` record
-    (readable or not), by task id (``[]`` when its messages record is missing or holds none); two
-    requests. What a restore merges a backup's conversations against (§14)."""
+async def held_forms(backend: RecordBackend, task_ids: list[str]) -> dict[str, StoredForm]:
+    """The stored ``messages`` records of those of ``task_ids`` that have a ``conversations`` record
+    (readable or not), by task id, as ``StoredForm`` (its ``messages`` ``[]`` when the record is
+    missing or holds none); two requests. What a restore merges a backup's conversations against
+    (§14; their trees, §17)."""
     metas = await backend.bulk_get("conversations", task_ids)
     held = await backend.bulk_get("messages", task_ids)
-    return {task_id: (m or {}).get("messages") or []
+    return {task_id: (form := StoredForm.of(m))._replace(messages=form.messages or [])
             for task_id, meta, m in zip(task_ids, metas, held) if meta is not None}
 
 
 async def conversation_records(backend: RecordBackend, per: int) -> AsyncIterator[list[dict]]:
     """Every conversation stored, ``per`` at a time in task-id order, as stored and unchecked: one
     ``{"meta": conversations record, "messages": [...], "turns": [...]}`` for each ``conversations``
-    record (``[]`` for a missing messages or turns record); three reads a page. What a backup
-    writes (§14): a damaged record goes into the file as it is, and the restore checks it."""
+    record (``[]`` for a missing messages or turns record), with ``branches`` and ``shown`` when its
+    tree has any (§17: a backup holds whole trees); three reads a page. What a backup writes (§14): a
+    damaged record goes into the file as it is, and the restore checks it."""
     async for metas, messages, turns in _record_pages(backend, per):
-        yield [{"meta": meta, "messages": (m or {}).get("messages") or [], "turns": (t or {}).get("turns") or []}
-               for meta, m, t in zip(metas, messages, turns)]
+        yield [{"meta": meta, **StoredForm.of(m).fields(), "messages": (m or {}).get("messages") or [],
+                "turns": (t or {}).get("turns") or []} for meta, m, t in zip(metas, messages, turns)]
 
 
 async def _record_pages(backend: RecordBackend, per: int) -> AsyncIterator[tuple[list[dict], list, list]]:

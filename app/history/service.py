@@ -7,7 +7,8 @@ The service is the one face the page and the runtime use; its parts each hold on
 - ``app.history.repository``: the tables, indexes and record shapes (the only module naming them);
 - ``app.history.access``: the store opened once; any backend failure makes history unavailable
   with ONE notice, and the core (§3–§5) never sees it; a damaged record is skipped with one notice;
-- ``app.history.writes``: turns, archive, resume, start-up reconciliation;
+- ``app.history.turn_writes``: a completed turn; ``app.history.writes``: heads, archive, resume,
+  start-up reconciliation;
 - ``app.history.reads``: the list in pages, what arrived above it, search, export reads;
 - here: delete keeps what it removed for ``undo`` during ``UNDO_MS`` (``delete``, ``undo``),
   import adds a conversation from a file (``import_bundle``), and another device's conversation is
@@ -21,6 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from app.history.access import NOTICE_CODES, HistoryAccess, Segmenter, guarded
+from app.history.branching import NO_BRANCHES, Branching
 from app.history.changes import ChangeHub, HistoryChange
 from app.history.reads import PAGE_SIZE, HistoryReads, Page, SearchHit, SearchPage
 from app.history.records import Stats, TaskMeta, TurnMeta
@@ -28,8 +30,12 @@ from app.history.repository import Conversation, Damaged, HistoryRepository, Sto
 from app.history.name_writes import NameWrites
 from app.history.names import NAME_GRAPHEMES, pinned_meta, renamed_meta
 from app.history.text import TITLE_GRAPHEMES, cut_title, text_needs_segmenter, title_of
+from app.history.tree import Tree
 from app.history.synced_writes import SyncedWrites
-from app.history.writes import ActiveConversations, HistoryWrites, at_once
+from app.history.active import ActiveConversations
+from app.history.branch_writes import BranchWrites
+from app.history.turn_writes import TurnWrites, at_once
+from app.history.writes import HistoryWrites
 from app.ports import TurnEnded
 from app.records import RecordBackend, RecordStoreError
 from app.store import Notice
@@ -100,7 +106,11 @@ class HistoryService:
         segmenter = Segmenter(prepare)
         self._active = ActiveConversations()
         self._writes = HistoryWrites(self._repository, self._access, segmenter, self._active, clock=clock,
-                                     changed=self._changed, random_bytes=random_bytes, pause=pause)
+                                     changed=self._changed, random_bytes=random_bytes)
+        self._turns = TurnWrites(self._repository, self._access, segmenter, self._active, self._writes.lock,
+                                 clock=clock, changed=self._changed, random_bytes=random_bytes, pause=pause)
+        self._branches = BranchWrites(self._repository, self._access, self._active, self._writes.lock, clock=clock,
+                                      changed=self._changed, pause=pause or at_once)
         self._names = NameWrites(self._repository, self._access, segmenter, self._active, self._writes.lock,
                                  self._changed)
         self._synced = SyncedWrites(self._repository, self._access, self._writes, self._active, self._names,
@@ -153,18 +163,18 @@ class HistoryService:
         """The backend closed the connection (another tab upgrades, the database was deleted/evicted)."""
         self._access.fail(RecordStoreError(kind, detail))
 
-    # -- the active conversation (app.history.writes) ------------------------
+    # -- the active conversation (app.history.writes, app.history.turn_writes) --
     async def head_task_id(self, stage_id: str, *, allocate: bool = True) -> str | None:
         """``HistoryWrites.head_task_id``: the task id of ``stage_id``'s head, allocated when missing."""
         return await self._writes.head_task_id(stage_id, allocate=allocate)
 
     async def record_turn(self, event: TurnEnded, matched_at: int, thread: list[dict] | None = None) -> TurnMeta | None:
-        """``HistoryWrites.record_turn``: the turn ``event`` on its course's active conversation."""
-        return await self._writes.record_turn(event, matched_at, thread)
+        """``TurnWrites.record_turn``: the turn ``event`` on its course's active conversation."""
+        return await self._turns.record_turn(event, matched_at, thread)
 
     async def record_turn_in(self, task_id: str, event: TurnEnded) -> TurnMeta | None:
-        """``HistoryWrites.record_turn_in``: the turn ``event`` of a conversation no longer the head."""
-        return await self._writes.record_turn_in(task_id, event)
+        """``TurnWrites.record_turn_in``: the turn ``event`` of a conversation no longer the head."""
+        return await self._turns.record_turn_in(task_id, event)
 
     async def active(self, stage_id: str) -> tuple[TaskMeta | None, list[TurnMeta]]:
         """The active conversation's meta and turns (read once per course, then kept)."""
@@ -188,6 +198,26 @@ class HistoryService:
         """``HistoryWrites.reconcile``: start-up, localStorage wins; returns the stage ids brought in line
         (``pause``: awaited between adopted courses, DESIGN.md §13)."""
         return await self._writes.reconcile(threads, pause)
+
+    # -- branches (app.history.branch_writes, DESIGN.md §17) ----------------
+    async def branches(self, stage_id: str) -> Tree | None:
+        """The tree of ``stage_id``'s active conversation as stored; None when the course has none (or
+        history is unavailable)."""
+        task_id = await self._writes.head_task_id(stage_id, allocate=False)
+        return await self._branches.tree(task_id) if task_id is not None else None
+
+    async def branches_in(self, task_id: str) -> Tree | None:
+        """``BranchWrites.tree``: the tree of conversation ``task_id`` (a resumed or searched one)."""
+        return await self._branches.tree(task_id)
+
+    async def show_path(self, stage_id: str, path: list[dict]) -> Tree | None:
+        """``show_path_in`` on ``stage_id``'s active conversation (None when the course has none)."""
+        task_id = await self._writes.head_task_id(stage_id, allocate=False)
+        return await self._branches.show_path_in(task_id, path) if task_id is not None else None
+
+    async def show_path_in(self, task_id: str, path: list[dict]) -> Tree | None:
+        """``BranchWrites.show_path_in``: ``path`` becomes the shown path of conversation ``task_id``."""
+        return await self._branches.show_path_in(task_id, path)
 
     # -- delete, undo ------------------------------------------------------
     @guarded(bool)
@@ -277,7 +307,8 @@ class HistoryService:
 
     # -- export, import ----------------------------------------------------
     async def bundle(self, task_id: str) -> Conversation | None:
-        """(meta, messages, turns) of one conversation, for export."""
+        """(meta, messages, turns) of one conversation, for export: a ``Conversation`` whose ``tree``
+        holds every branch (DESIGN.md §17)."""
         return await self._reads.bundle(task_id)
 
     def conversation_pages(self, per: int) -> AsyncIterator[list[Conversation]]:
@@ -287,12 +318,15 @@ class HistoryService:
 
     @guarded(lambda: "unavailable")
     async def import_bundle(self, stage_id: str, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta],
-                            pause: Callable[[], Awaitable[None]] | None = None) -> str:
+                            pause: Callable[[], Awaitable[None]] | None = None, *,
+                            branches: list[dict] | None = None, shown: dict[str, str] | None = None) -> str:
         """Add an imported conversation to ``stage_id``'s history (archived). Returns ``"ok"``,
         ``"exists"`` (that task id is already kept: nothing changed) or ``"unavailable"``. A kept
         record of that task id that cannot be read (``Damaged``) is replaced: a corrected file
         repairs it (DESIGN.md §14). ``pause``: awaited between the slices of its records
-        (``Writes.keep_in_steps``: a long conversation is not one task)."""
+        (``Writes.keep_in_steps``: a long conversation is not one task). ``branches``, ``shown``: the
+        rest of its tree in the stored form (``app.history.export.parse_export``'s ``Conversation``,
+        DESIGN.md §17); ``messages`` is then the shown path."""
         if text_needs_segmenter(" ".join(meta.taskName.split())):
             await self._segmenter.for_titles([{"role": "user", "content": [{"type": "text", "text": meta.taskName}]}])
         if meta.changedAt.taskName and len(meta.taskName) > NAME_GRAPHEMES:
@@ -311,16 +345,19 @@ class HistoryService:
             record = meta.model_copy(update={"stageId": stage_id, "taskName": title})
             writes = Writes()
             # "add" (new): another tab's import of it meanwhile aborts this one
-            await writes.keep_in_steps(record, messages, turns, pause=pause or at_once, new=not held)
+            await writes.keep_in_steps(record, messages, turns, pause=pause or at_once, new=not held,
+                                       branches=branches, shown=shown)
             await self._repository.commit(writes)
         self._changed(HistoryChange("import", meta.taskId, stage_id, "import", written=writes.kept(meta.taskId)))
         return "ok"
 
     # -- sync (DESIGN.md §16; app.history.synced_writes) -----------------------
-    async def apply_synced(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta]) -> str:
-        """Keep another device's version of a conversation (``SyncedWrites.apply``: ``"added"``,
-        ``"remote"``, ``"merged"``, ``"local"``, ``"same"`` or ``"unavailable"``)."""
-        return await self._synced.apply(meta, messages, turns)
+    async def apply_synced(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta],
+                           branching: Branching = NO_BRANCHES) -> str:
+        """Keep another device's version of a conversation, ``branching`` its tree beside the shown path
+        ``messages`` (``SyncedWrites.apply``: ``"added"``, ``"remote"``, ``"merged"``, ``"local"``,
+        ``"same"`` or ``"unavailable"``)."""
+        return await self._synced.apply(meta, messages, turns, branching)
 
     async def apply_synced_many(self, items: list[Conversation]) -> list[str]:
         """``apply_synced`` for each of ``items`` in arrival order, those new here in one transaction
@@ -335,6 +372,16 @@ class HistoryService:
         record = next((r for table, r in self._deleted.stored.records if table == "messages"), None)
         messages = record.get("messages") if isinstance(record, dict) else None
         return messages if isinstance(messages, list) else None
+
+    def deleted_paths(self, task_id: str) -> list[list[dict]] | None:
+        """Every path of ``task_id``'s tree from a first message to a leaf (``Branching.paths``) when it
+        is the conversation this tab deleted last, else None: what a deletion says the deleting device
+        had of every branch (``app.sync``, DESIGN.md §16, §17)."""
+        messages = self.deleted_messages(task_id)
+        if messages is None:
+            return None
+        record = next(r for table, r in self._deleted.stored.records if table == "messages")
+        return Branching.of(record).paths(messages)
 
     async def renew_synced(self, task_id: str) -> str | None:
         """``task_id``, undone after its deletion went out, comes back under a new task id, whole

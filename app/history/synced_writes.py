@@ -1,7 +1,6 @@
 """Keeping another device's conversations (DESIGN.md §16): its version of a conversation merged
-with the one kept here, its deletes applied with the turns this device never sent kept apart. Pure
-Python over ``HistoryRepository``; which conversation continues which is ``app.continuity``'s
-through ``app.history.merge``. Every change it publishes has the source ``sync``, so sync never
+with the one kept here (the union of both trees, §17 "Sync", ``app.history.merge``), its deletes
+applied with the turns this device never sent kept apart. Pure Python over ``HistoryRepository``. Every change it publishes has the source ``sync``, so sync never
 sends it back.
 """
 
@@ -10,12 +9,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from app.history.access import HistoryAccess, guarded
+from app.history.branching import NO_BRANCHES, Branching
 from app.history.changes import HistoryChange
 from app.history.merge import merge_conversation, merged_meta
 from app.history.name_writes import NameWrites
 from app.history.records import TaskMeta, TurnMeta, new_task_id
 from app.history.repository import Conversation, HistoryRepository, Writes
-from app.history.writes import ActiveConversations, HistoryWrites
+from app.history.active import ActiveConversations
+from app.history.writes import HistoryWrites
 from app.store import Notice
 
 __all__ = ["SyncedWrites"]
@@ -37,20 +38,25 @@ class SyncedWrites:
         self._clock, self._random, self._pause = clock, random_bytes, pause
 
     @guarded(lambda: "unavailable")
-    async def apply(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta]) -> str:
-        """Keep another device's version of a conversation (a synced document, ``app.sync.documents``).
-        Which conversation continues which is ``app.continuity``'s through
-        ``app.history.merge.merge_conversation``. Returns
+    async def apply(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta],
+                    branching: Branching = NO_BRANCHES) -> str:
+        """Keep another device's version of a conversation (a synced document, ``app.sync.documents``:
+        ``messages`` its shown path, ``branching`` its tree beside it). The two versions merge by the
+        union of their trees (``app.history.merge.merge_conversation``, DESIGN.md §17 "Sync"), each
+        side's choices dated by its ``shownAt``, else its conversation's ``updatedAt``; what is kept is
+        written in the stored form (the shown path, and ``branches``, ``shown``, ``shownAt`` beside it).
+        Returns
 
         - ``"added"``: not kept here before, now kept archived (which conversation is a course's active
-          one stays per device); ``"remote"``: the other device's continues this one's and replaced it;
-        - ``"merged"``: both changed it; the turns of both are kept, in time order (the caller sends
-          the merged one back); ``"local"``: this one continues the other's (the caller sends this
-          one); ``"same"``: nothing to do; ``"unavailable"``: history cannot be written.
+          one stays per device); ``"remote"``: the other device's holds all of this one's and replaced it;
+        - ``"merged"``: both changed it; the messages of both are kept as one tree, the turn metas of
+          both (the caller sends the merged one back); ``"local"``: this one holds all of the other's
+          (the caller sends this one); ``"same"``: nothing to do; ``"unavailable"``: history cannot be
+          written.
 
         The change published (source ``sync``, carrying what was kept) says ``import`` for an added
         one, ``sync`` for a changed one; a changed one that is its course's active conversation
-        carries its messages as ``head`` (the device's active thread is rebuilt from history,
+        carries its shown path as ``head`` (the device's active thread is rebuilt from history,
         DESIGN.md §16)."""
         head = None
         writes = Writes()
@@ -58,16 +64,20 @@ class SyncedWrites:
             held = await self._repository.conversation(meta.taskId)
             if held is None:
                 writes.keep(meta, messages, turns, new=not await self._repository.holds(meta.taskId))
+                writes.keep_branching(meta.taskId, branching)
                 await self._repository.commit(writes)
                 outcome = "added"
             else:
-                merged = merge_conversation((held.messages, held.turns), (messages, turns))
+                merged = merge_conversation((held.messages, held.turns, held.branching), (messages, turns, branching),
+                                            local_at=held.meta.updatedAt, remote_at=meta.updatedAt)
                 if merged.how == "local":
                     named = await self._names.take_names(held.meta, meta)  # the later rename or pin of each (§18)
-                    same = held.messages == messages and held.turns == turns and named == meta
+                    same = held.messages == messages and held.turns == turns and named == meta \
+                        and held.branching == branching
                     return "same" if same else "local"
                 kept = merged_meta(held.meta, meta, merged)
                 writes.keep(kept, merged.messages, merged.turns)
+                writes.keep_branching(kept.taskId, merged.branching)
                 await self._repository.commit(writes)
                 if (await self._repository.head_id(kept.stageId)) == kept.taskId:
                     self._active.forget(kept.stageId)
@@ -93,13 +103,15 @@ class SyncedWrites:
             return ["unavailable"] * len(items)
         added_at = {index for index, was_added in zip(first.values(), added) if was_added}
         outcomes = []
-        for index, (meta, messages, turns) in enumerate(items):
+        for index, item in enumerate(items):
+            meta, messages, turns = item
+            branching = getattr(item, "branching", NO_BRANCHES)
             if index in added_at:
                 outcomes.append("added")
                 self._changed(HistoryChange("import", meta.taskId, meta.stageId, "sync",
-                                            written=Conversation(meta, messages, turns)))
+                                            written=Conversation(meta, messages, turns, branching)))
             else:
-                outcomes.append(await self.apply(meta, messages, turns))
+                outcomes.append(await self.apply(meta, messages, turns, branching))
         return outcomes
 
     @guarded()
@@ -155,8 +167,8 @@ class SyncedWrites:
     async def renew(self, task_id: str) -> str | None:
         """``task_id`` came back here (an undo) after its deletion went out: another device only ever
         sees that id deleted (DESIGN.md §16), so the conversation takes a new task id, whole (its meta
-        but the id, names and pins included, its messages and turns), in one transaction that removes
-        every record of ``task_id``; should it be its course's active conversation, the new one is.
+        but the id, names and pins included, its messages, the branches of its tree (§17) and turns),
+        in one transaction that removes every record of ``task_id``; should it be its course's active conversation, the new one is.
         Returns the new task id (the caller sends it as any other), None when ``task_id`` is not kept
         here (or history is unavailable). Publishes the delete of ``task_id`` and the import of the
         new one, both with the source ``sync`` (what sync changed is never sent back as it is)."""
@@ -166,12 +178,13 @@ class SyncedWrites:
                 return None
             stored = await self._repository.stored(task_id)
             renewed = Conversation(held.meta.model_copy(update={"taskId": new_task_id(self._clock(), self._random)}),
-                                   held.messages, held.turns)
+                                   held.messages, held.turns, held.branching)
             stage_id = held.meta.stageId
             was_head = await self._repository.head_id(stage_id) == task_id
             writes = Writes()
             writes.remove(stored)
             writes.keep(*renewed, new=True)
+            writes.keep_branching(renewed.meta.taskId, renewed.branching)  # its whole tree (DESIGN.md §17)
             if was_head:
                 writes.make_head(stage_id, renewed.meta.taskId, None)
                 self._active.forget(stage_id)  # read again: the same thread under its new id
@@ -183,13 +196,20 @@ class SyncedWrites:
 
 
 def _unseen(held: Conversation, seen: Callable[[list[dict]], list[bool]], task_id: str) -> Conversation | None:
-    """The turns of ``held`` that ``seen`` says the deleting device never had, as a conversation of
-    id ``task_id`` (the title and course of ``held``; turn metas of its messages, renumbered; counts
+    """The turns of ``held``, on any branch (DESIGN.md §17: each path from a first message to a leaf,
+    ``Branching.paths``), that ``seen`` says the deleting device never had, each message once, in one
+    chain, as a conversation of id ``task_id`` (the title and course of ``held``; turn metas of its messages, renumbered; counts
     from them, ``merged_meta``), or None when there are none."""
     from app.history.merge import Merged, answered, split_turns
 
-    turns = split_turns(held.messages)
-    messages = [m for turn, had in zip(turns, seen(held.messages)) if not had for m in turn]
+    messages, kept = [], set()
+    for path in held.branching.paths(held.messages):
+        for turn, had in zip(split_turns(path), seen(path)):
+            for message in turn if not had else ():  # a message two unseen turns share (a question answered twice) once
+                key = message.get("id") if isinstance(message.get("id"), str) else id(message)
+                if key not in kept:
+                    kept.add(key)
+                    messages.append(message)
     if not messages:
         return None
     messages = answered(messages)

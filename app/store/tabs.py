@@ -5,18 +5,20 @@ another tab wrote.
   conversation appends its new messages to what is stored (two tabs on one course never
   erase each other's turns).
 - ``replaced``: another tab replaced a course's thread with one that does not go on from
-  what this tab built on (another conversation resumed or a new one begun).
+  what this tab built on (another conversation resumed or a new one begun); another branch of the
+  same conversation shown there (DESIGN.md §17) replaces nothing.
 
 Which courses gone from the stored value a tab keeps is ``app.store.reading``'s rule.
 
-"Thread B continues thread A" is ``app.continuity.continues``, the one rule for it.
+"Thread B continues thread A" is ``app.continuity.continues``, the one rule for it, and "B is in
+A's conversation" ``app.continuity.belongs`` (it continues A or is a branch of it).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from app.continuity import continues
+from app.continuity import belongs, branches_off, continues
 
 __all__ = ["rebase", "replaced"]
 
@@ -27,12 +29,16 @@ def rebase(messages: Messages, base: Messages | None, stored: Messages) -> tuple
     """``(messages to store, merged)`` for a save of ``messages`` built on ``base`` (what ``load``
     returned) when ``stored`` is what the store holds now: ``stored`` followed by the messages
     after ``base`` when another tab changed the course since ``base`` and ``messages`` still
-    continues ``base`` (``merged``), else ``messages`` as given."""
-    if base is not None and stored is not base and stored != base and continues(messages, base):
+    continues ``base`` (``merged``), else ``messages`` as given; also when what is stored is another
+    branch of ``base``'s conversation (``app.continuity.branches_off``: shown there, DESIGN.md §17):
+    this tab's branch is shown, and history keeps both."""
+    if base is not None and stored is not base and stored != base and continues(messages, base) \
+            and not branches_off(stored, base):
         return stored + messages[len(base):], True
     return messages, False
 
 
 def replaced(stored: Messages, base: Messages) -> bool:
-    """True when ``stored`` (the stored thread now) is not ``base`` and does not go on from it."""
-    return stored is not base and not continues(stored, base)
+    """True when ``stored`` (the stored thread now) is not ``base`` and is not in its conversation:
+    it neither goes on from it nor is a branch of it (``app.continuity.belongs``)."""
+    return stored is not base and not belongs(stored, base)

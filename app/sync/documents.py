@@ -1,8 +1,11 @@
 """CouchDB documents for what syncs (DESIGN.md §16): one per conversation, one per scene version.
 
 - a conversation: ``{"_id": "conversation:<taskId>", "type": "conversation", "meta": TaskMeta JSON,
-  "messages": [slim message dicts], "turns": [TurnMeta JSON]}``; which conversation is a course's
-  active one stays per device (not in the document);
+  "messages": [slim message dicts: the shown path], "turns": [TurnMeta JSON]}``, and when it is a
+  tree, history's ``messages`` record's ``branches``, ``shown`` and ``shownAt`` beside them
+  (``app.history.branching``, DESIGN.md §17; a document without them is a chain, as an older device
+  writes it, and an older device reads the shown path of one with them); which conversation is a
+  course's active one stays per device (not in the document);
 - a scene version: ``{"_id": "version:<checkpointId>", "type": "version", "versionId", "artifactId",
   "stageId", "sceneId", "versionNo", "checkpointId", "createdAt" (epoch ms), "item": the version's
   timeline item, "document": its whole scene document}``, as the device that made it numbered it. Its
@@ -35,14 +38,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from app.history.branching import NO_BRANCHES, Branching
 from app.history.chatgpt import MAX_CONVERSATION_CHARS
 from app.history.export import FUTURE_SLACK_MS, checked_steps, export_document, run_steps
 from app.history.merge import split_turns
 from app.history.records import TaskMeta, TurnMeta
+from app.history.repository import Conversation
 from app.history.text import plain_text
 
 __all__ = ["CONVERSATION", "DELETION", "VERSION", "conversation_doc", "conversation_of", "conversation_steps",
-           "deletion_doc",
+           "deletion_doc", "document_of",
            "doc_id_of_task", "doc_id_of_version", "kind_of", "turn_digests", "version_doc", "version_doc_of",
            "version_of", "version_record_of"]
 
@@ -83,27 +88,66 @@ def kind_of(doc_id: str) -> str | None:
     return None
 
 
-def conversation_doc(meta: TaskMeta, messages: list[dict], turns: list[TurnMeta]) -> dict[str, Any]:
-    """The document of one conversation (no ``_rev``: the adapter keeps PouchDB's)."""
+def conversation_doc(meta: TaskMeta, messages: list[dict], turns: list[TurnMeta],
+                     branching: Branching = NO_BRANCHES) -> dict[str, Any]:
+    """The document of one conversation (no ``_rev``: the adapter keeps PouchDB's): ``messages`` the
+    shown path, and ``branching``'s fields (``branches``, ``shown``, ``shownAt``) when it holds them
+    (DESIGN.md §17; a chain's document is as before branches)."""
     return {"_id": doc_id_of_task(meta.taskId), "type": "conversation", "meta": meta.model_dump(),
-            "messages": list(messages), "turns": [turn.model_dump() for turn in turns]}
+            "messages": list(messages), "turns": [turn.model_dump() for turn in turns], **branching.fields()}
+
+
+def document_of(conversation: Conversation) -> dict[str, Any]:
+    """``conversation_doc`` of a conversation as history holds it, its tree included."""
+    return conversation_doc(*conversation, conversation.branching)
 
 
 def _now(now_ms: int | None) -> int:
     return int(time.time() * 1000) if now_ms is None else now_ms
 
 
-def conversation_of(doc: dict[str, Any], now_ms: int | None = None) -> tuple[TaskMeta, list[dict], list[TurnMeta]]:
-    """``(meta, messages, turns)`` of a conversation document; ``ValueError`` when it is not one,
-    when its id and its meta's ``taskId`` differ, or when an import would refuse it (module
-    docstring; ``now_ms``: this device's clock, epoch ms, the wall clock when None)."""
+def conversation_of(doc: dict[str, Any], now_ms: int | None = None) -> Conversation:
+    """The conversation of a document: ``(meta, messages, turns)`` with its tree as ``branching``
+    (``NO_BRANCHES`` for a document without one: a chain, as an older device writes it);
+    ``ValueError`` when it is not one, when its id and its meta's ``taskId`` differ, or when an import
+    would refuse it (module docstring; ``now_ms``: this device's clock, epoch ms, the wall clock
+    when None)."""
     return run_steps(conversation_steps(doc, now_ms))
+
+
+def _branching_of(doc: dict[str, Any], now_ms: int) -> tuple[Branching, list[dict]]:
+    """The document's tree beside its path and the messages of its branches (without ``parentId``;
+    the bare ``{"id", "parentId"}`` entries that only order siblings are none), held to the intake's
+    rules: ``branches`` a list of objects each with a string ``id`` and a ``parentId`` that is null,
+    a message of the path or an earlier entry (the order ``Tree.record`` writes; any other would
+    cost the reader a pass per message), ``shown`` an object of strings, ``shownAt`` a whole number of epoch ms no more
+    than ``FUTURE_SLACK_MS`` ahead of ``now_ms`` (a choice dated ahead would win every later one).
+    ``ValueError`` otherwise."""
+    branches, shown, at = doc.get("branches", []), doc.get("shown", {}), doc.get("shownAt")
+    if not isinstance(branches, list) or not all(
+            isinstance(b, dict) and isinstance(b.get("id"), str) and isinstance(b.get("parentId"), (str, type(None)))
+            for b in branches):
+        raise ValueError(f"bad branches in {doc.get('_id')!r}")
+    known = {m.get("id") for m in doc.get("messages") or () if isinstance(m, dict)}
+    for entry in branches:  # as Tree.record lists them: a parent before its children (read in one pass)
+        if entry["parentId"] is not None and entry["parentId"] not in known:
+            raise ValueError(f"a branch of {doc.get('_id')!r} comes before its parent")
+        known.add(entry["id"])
+    if not isinstance(shown, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in shown.items()):
+        raise ValueError(f"bad shown in {doc.get('_id')!r}")
+    if at is not None and (not isinstance(at, int) or isinstance(at, bool) or not 0 <= at <= now_ms + FUTURE_SLACK_MS):
+        raise ValueError(f"bad shownAt in {doc.get('_id')!r}")
+    said = [{k: v for k, v in b.items() if k != "parentId"} for b in branches if set(b) - {"id", "parentId"}]
+    return Branching(branches, shown, at), said
 
 
 def conversation_steps(doc: dict[str, Any], now_ms: int | None = None):
     """``conversation_of`` as a generator that yields between slices of the import's checks
     (``app.history.export.checked_steps``), so a caller can give the page its turn; its return value is
-    ``(meta, messages, turns)``; raises ``ValueError`` as ``conversation_of`` does."""
+    ``conversation_of``'s; raises ``ValueError`` as ``conversation_of`` does. The messages of the
+    branches are held to the same checks as the shown path's, and their text counts toward the
+    same limit (DESIGN.md §17: every branch is the conversation's)."""
+    now = _now(now_ms)
     try:
         meta = TaskMeta.model_validate(doc["meta"])
         turns = [TurnMeta.model_validate(turn) for turn in doc.get("turns") or []]
@@ -113,13 +157,14 @@ def conversation_steps(doc: dict[str, Any], now_ms: int | None = None):
     if doc.get("_id") != doc_id_of_task(meta.taskId) or not isinstance(messages, list) \
             or not all(isinstance(m, dict) for m in messages):
         raise ValueError(f"not a conversation document: {doc.get('_id')!r}")
-    if len(plain_text(messages)) > MAX_CONVERSATION_CHARS:
+    branching, said = _branching_of(doc, now)
+    if len(plain_text(messages + said)) > MAX_CONVERSATION_CHARS:
         raise ValueError(f"{doc['_id']!r}: its text passes {MAX_CONVERSATION_CHARS} characters")
     yield
     # the import's own rules (ImportRefused), held to the export's value itself: the document is
     # already values JSON read, so writing it as an export's text to decode that again checks nothing more
-    yield from checked_steps(export_document(meta, messages, turns), _now(now_ms))
-    return meta, messages, turns
+    yield from checked_steps(export_document(meta, messages + said, turns), now)
+    return Conversation(meta, messages, turns, branching)
 
 
 def turn_digests(messages: list[dict]) -> list[str]:

@@ -19,12 +19,12 @@ calls, both ways:
   the conversation is removed here (``HistoryService.remove_synced``, which keeps apart, with a
   notice, the turns made here that the deleting device never had) and every live leaf deleted,
   so the id never comes back, here or anywhere; a document of an id deleted before is deleted
-  again the same way. Several live leaves are merged (``app.history.merge.merge_leaves``: every
-  leaf's turns), the result kept in history and written over the winner while the losing leaves
+  again the same way. Several live leaves are merged (``app.history.merge.merge_leaves``: the
+  union of every leaf's tree, DESIGN.md §17), the result kept in history and written over the winner while the losing leaves
   are deleted, in one bulk write (``Replica.resolve``), as CouchDB's guide resolves conflicts; no
   ``_conflicts`` stay. Any other conversation goes through ``HistoryService.apply_synced_many``
-  (those new here written together; the others merged by ``app.history.merge``, through
-  ``app.continuity``), and when this device's version continues it or both were merged, the
+  (those new here written together; the others merged with what is held here by
+  ``app.history.merge``, the union of both trees), and when this device's version continues it or both were merged, the
   result is written back out. What comes in is held to the import's limits
   (``app.sync.documents``); what cannot be read is counted (``unreadable``) and ``notify`` hears
   one ``sync-unreadable`` notice with the count so far;
@@ -64,10 +64,10 @@ import time
 
 from app.history.changes import HistoryChange
 from app.history.merge import Merged, merge_leaves, merged_meta
-from app.history.repository import version_pages
+from app.history.repository import Conversation, version_pages
 from app.store import Notice
-from app.sync.documents import (DELETION, conversation_doc, conversation_steps, deletion_doc, doc_id_of_task,
-                                kind_of, turn_digests, version_doc_of, version_of, version_record_of)
+from app.sync.documents import (DELETION, conversation_steps, deletion_doc, doc_id_of_task, document_of, kind_of,
+                                turn_digests, version_doc_of, version_of, version_record_of)
 from app.sync.tombstones import Decision, Tombstones, decide
 from app.sync.settings import SyncStatus, failure_reason, is_couchdb
 
@@ -152,8 +152,9 @@ class SyncEngine:
         doc_id = doc_id_of_task(task_id)
         if change.kind == "delete":  # the deletion says which turns this device had (turn_digests), never their text
             self._forget_for_good(doc_id)
-            had = self.history.deleted_messages(task_id) or []
-            await self.replica.remove(doc_id, {"type": DELETION, "seen": sorted(set(turn_digests(had)))})
+            had = self.history.deleted_paths(task_id) or []  # every branch's turns (DESIGN.md §17)
+            await self.replica.remove(doc_id, {"type": DELETION,
+                                               "seen": sorted({d for path in had for d in turn_digests(path)})})
             return
         if not self.tombstones.admits(doc_id):  # a write over the deletion would bring the id back (§16)
             if change.kind == "undo":  # undone after the delete went out: back here under a new id, sent as any other
@@ -162,7 +163,7 @@ class SyncEngine:
                     await self.push(renewed)
             return
         if change.written is not None:  # what history just wrote: sent as it is, nothing read back (§15)
-            await self.replica.put(conversation_doc(*change.written))
+            await self.replica.put(document_of(change.written))
         else:  # a change that carries no records (a resume, an undo): history holds what goes out
             await self.push(task_id)
 
@@ -174,8 +175,7 @@ class SyncEngine:
         bundle = await self.history.bundle(task_id)
         if bundle is None:
             return False
-        meta, messages, turns = bundle
-        await self.replica.put(conversation_doc(meta, messages, turns))
+        await self.replica.put(document_of(bundle))
         return True
 
     async def local_version(self, item: Any) -> bool:
@@ -210,7 +210,7 @@ class SyncEngine:
         async for page in self.history.conversation_pages(SLICE):
             for conversation in page:
                 if self.tombstones.admits(doc_id_of_task(conversation.meta.taskId)):
-                    await self.replica.put(conversation_doc(*conversation))
+                    await self.replica.put(document_of(conversation))
                     sent += 1
             await self._pause()
         if self.checkpoints is not None:
@@ -250,7 +250,7 @@ class SyncEngine:
         id went through stays in order. Documents that cannot be read end in one notice."""
         before = self.unreadable
         outcomes: list[str | None] = [None] * len(docs)
-        run: list[tuple[int, str, Any]] = []  # (index, task id, (meta, messages, turns))
+        run: list[tuple[int, str, Any]] = []  # (index, task id, Conversation)
         for index, doc in enumerate(docs):
             doc_id = str(doc.get("_id", ""))
             kind = kind_of(doc_id)
@@ -275,7 +275,7 @@ class SyncEngine:
             self._notify(Notice("sync-unreadable", {"count": self.unreadable}))
         return [outcome or "unavailable" for outcome in outcomes]
 
-    async def _read(self, doc: dict[str, Any]) -> tuple:
+    async def _read(self, doc: dict[str, Any]) -> Conversation:
         """``conversation_of(doc)`` with the page given its turn (``pause``) whenever a slice of its
         checks (an import's, ``conversation_steps``) took ``BUDGET_S``: no long task at intake."""
         steps = conversation_steps(doc, self._clock())
@@ -326,8 +326,8 @@ class SyncEngine:
         return "redeleted" if again else "deleted"
 
     async def _merge(self, doc_id: str, decision: Decision) -> str:
-        """Several live leaves (``decide``): every leaf's turns kept (``merge_leaves``, the winner
-        first), kept in history, then written over the winner with the losers deleted in one bulk
+        """Several live leaves (``decide``): every leaf's messages kept as one tree (``merge_leaves``,
+        the winner first, each leaf's choices dated by its ``shownAt`` or ``updatedAt``), kept in history, then written over the winner with the losers deleted in one bulk
         write, so no ``_conflicts`` stay. Leaves that cannot be read count as unreadable (and are
         deleted with the losers). Returns ``apply_synced``'s outcome, or ``damaged``."""
         read = []
@@ -338,16 +338,16 @@ class SyncEngine:
                 self._damaged()
         if not read:
             return "damaged"
-        merged = merge_leaves([(messages, turns) for _, messages, turns in read])
+        merged = merge_leaves([(c.messages, c.turns, c.branching) for c in read], [c.meta.updatedAt for c in read])
         whole = Merged("merged", merged.messages, merged.turns)
-        meta = read[0][0]
-        for other, _, _ in read[1:]:
-            meta = merged_meta(meta, other, whole)
-        outcome = await self.history.apply_synced(meta, merged.messages, merged.turns)
+        meta = read[0].meta
+        for other in read[1:]:
+            meta = merged_meta(meta, other.meta, whole)
+        outcome = await self.history.apply_synced(meta, merged.messages, merged.turns, merged.branching)
         bundle = await self.history.bundle(doc_id.split(":", 1)[1])
         if bundle is None:
             return outcome
-        winner = {**conversation_doc(*bundle), "_rev": decision.live[0]["_rev"]}
+        winner = {**document_of(bundle), "_rev": decision.live[0]["_rev"]}
         losers = [{"_id": doc_id, "_rev": leaf["_rev"], "_deleted": True} for leaf in decision.losers]
         await self.replica.resolve([winner, *losers])
         return outcome

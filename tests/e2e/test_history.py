@@ -335,7 +335,9 @@ def export_and_import_round_trip_and_a_bad_file_changes_nothing(agent, course: s
     download.save_as(exported)
     document = json.loads(exported.read_text())
     assert document["format"] == "agentbar-conversation" and document["meta"]["taskId"] == task_id
-    assert document["messages"] == agent.stored()["state"]["threads"][course]["messages"]
+    assert document["version"] == 2 and document["shown"] == {}  # a chain: each message with its parentId
+    assert [{k: v for k, v in m.items() if k != "parentId"} for m in document["messages"]] == \
+        agent.stored()["state"]["threads"][course]["messages"]
     assert [t["turnId"] for t in document["turns"]] == [1, 2]
     with agent.page.expect_download() as info:
         agent.testid("export-markdown").click()
@@ -353,7 +355,7 @@ def export_and_import_round_trip_and_a_bad_file_changes_nothing(agent, course: s
     agent.testid("history-delete").first.click()
     agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '0'")
     bad = tmp_path / "bad.json"
-    bad.write_text('{"format":"agentbar-conversation","version":2}')
+    bad.write_text('{"format":"agentbar-conversation","version":3}')
     assert agent.testid("history-status").get_attribute("data-result") != "error"  # no earlier outcome to mistake
     agent.testid("import-json").set_input_files(str(bad))
     agent.page.wait_for_selector("[data-testid=history-status][data-result=error]")
@@ -370,6 +372,35 @@ def export_and_import_round_trip_and_a_bad_file_changes_nothing(agent, course: s
     again = tmp_path / "b.json"
     info.value.save_as(again)
     assert again.read_text() == exported.read_text()
+    # A version-2 file with a fork (DESIGN.md §17): resumed, it draws the branch its file shows, not the newest.
+    messages = [{**document["messages"][0], "content": [{"type": "text", "text": "a forked question"}]},
+                *document["messages"][1:]]
+    forked = {**document, "meta": {**document["meta"], "taskId": "task_20260101_fork01", "taskName": "forked"},
+              "messages": messages + [
+                  {**messages[2], "id": "fork-u", "content": [{"type": "text", "text": "the other wording"}]},
+                  {**messages[3], "id": "fork-a", "parentId": "fork-u",
+                   "content": [{"type": "text", "text": "the other answer"}]}],
+              "shown": {messages[1]["id"]: messages[2]["id"]}}
+    fork_path = tmp_path / "forked.json"
+    fork_path.write_text(json.dumps(forked, ensure_ascii=False), encoding="utf-8")
+    agent.testid("import-json").set_input_files(str(fork_path))
+    fork_item = agent.page.locator("[data-testid=history-item][data-task-id=task_20260101_fork01]")
+    fork_item.wait_for()
+    fork_item.click()
+    agent.page.wait_for_function("() => [...document.querySelectorAll('[data-testid=agent-message]')]"
+                                 ".some(m => m.innerText.includes('a forked question'))")
+    drawn = " ".join(agent.messages().all_inner_texts())
+    assert agent.messages().count() == 4 and "the other" not in drawn and "keep ```` ticks" in drawn, drawn
+    open_list(agent)  # its Markdown prints that branch and says one other is left out
+    open_file_actions(agent)
+    with agent.page.expect_download() as info:
+        agent.testid("export-markdown").click()
+    fork_md = tmp_path / "forked.md"
+    info.value.save_as(fork_md)
+    markdown = fork_md.read_text(encoding="utf-8")
+    assert "a forked question" in markdown and "the other" not in markdown.replace(
+        Translator("en-US")("history.markdownLeftOut", count=1), "")
+    assert Translator("en-US")("history.markdownLeftOut", count=1) in markdown
 
 
 def resume_while_a_reply_streams_says_why_nothing_changed(slow) -> None:

@@ -67,8 +67,8 @@ def chatgpt_exports_import_the_current_branch_report_what_they_could_not_read_an
     assert (said["result"], said["imported"], said["existing"], said["skipped"]) == ("ok", "1", "0", "0"), said
     item = agent.page.locator("[data-testid=history-item]", has_text="Edited question")
     item.wait_for()
-    stats = item.inner_text()  # its question answered is a turn; ChatGPT's export has no token counts
-    assert "1 turn" in stats and "tokens not reported" in stats and "0 tokens" not in stats, stats
+    stats = item.inner_text()  # each question answered is a turn, on both branches; no token counts
+    assert "2 turns" in stats and "tokens not reported" in stats and "0 tokens" not in stats, stats
     item.click()
     agent.page.wait_for_function("() => [...document.querySelectorAll('[data-testid=agent-message]')]"
                                  ".some(m => m.innerText.includes('answer to the second wording'))")

@@ -258,6 +258,59 @@ def version_1_is_upgraded_past_another_tab_and_its_conversations_are_indexed(pag
       r.onsuccess = () => { const v = r.result.version; r.result.close(); resolve(v); }; })""") == max(SCHEMA) * 10
 
 
+
+def version_3_is_upgraded_to_4_and_its_conversation_reads_as_a_chain(page, other_tab, base_url) -> None:
+    """Version 4 changes no table (DESIGN.md §17: a ``messages`` record may hold ``branches`` and
+    ``shown``; one without them is a chain): a database of version 3 holding a conversation, closed by
+    the tab that wrote it, opens at version 4 with every record as it was, and the conversation reads
+    as a chain (its messages the shown path, no message with a sibling), listed and read whole; a
+    regenerated reply and a switch back to the first one are stored and read back by another service."""
+    fresh_database(page)
+    records = run_py(page, """
+        from app.history.records import TaskMeta
+        from app.history.repository import Writes
+        writes = Writes()
+        meta = TaskMeta(taskId="task_20260101_bbbbbb", taskName="chlorophyll", stageId="v3", createdAt=1, updatedAt=1)
+        writes.keep(meta, [{"role": "user", "id": "u1", "content": [{"type": "text", "text": "what is chlorophyll"}]},
+                           {"role": "assistant", "id": "a1", "content": [{"type": "text", "text": "a pigment"}]}], [])
+        writes.make_head("v3", meta.taskId, 1)
+        json.dumps([[table, value] for _, table, value in writes.ops])
+    """)
+    schema = run_py(page, "from app.records import SCHEMA\njson.dumps(SCHEMA[3])")
+    other_tab.evaluate("""async ([url, schema, records]) => {
+      const { Dexie } = await import(url);
+      const db = new Dexie('agentbar');
+      db.version(3).stores(schema);
+      await db.open();
+      await db.transaction('rw', Object.keys(schema), async () => {
+        for (const [table, record] of records) await db.table(table).put(record);
+      });
+      db.close();
+    }""", [f"{base_url}static/vendor/dexie/dexie.mjs", schema, records])
+    read = run_py(page, """
+        from app.history import HistoryService
+        from app.history.tree import Tree
+        svc = HistoryService(IndexedDbBackend(), clock=lambda: 1_780_000_000_000)
+        kept = await svc.bundle("task_20260101_bbbbbb")
+        b = IndexedDbBackend()
+        await b.open()
+        record = await b.get("messages", "task_20260101_bbbbbb")
+        tree = Tree.from_record(record["messages"], record.get("branches"), record.get("shown"))
+        from app.ports import TurnEnded
+        again = record["messages"][:1] + [{"role": "assistant", "id": "a2", "content": [{"type": "text", "text": "green"}]}]
+        await svc.record_turn(TurnEnded(stage_id="v3", messages=again, base=[], usage=None, model="demo", duration_ms=1,
+                                        conversation_id="task_20260101_bbbbbb", message_id="a2", at=2), 2)
+        await svc.show_path("v3", record["messages"])  # the first answer shown again
+        reread = await HistoryService(IndexedDbBackend(), clock=lambda: 1_780_000_000_000).branches("v3")
+        json.dumps({"keys": sorted(record), "path": list(tree.path_ids()), "siblings": [tree.siblings(i) for i in tree.ids],
+                    "kept": [kept.meta.taskName, len(kept.messages), await svc.total("v3")],
+                    "branched": [list(reread.path_ids()), reread.siblings("a1"), reread.siblings("a2")]})
+    """)
+    assert read == {"keys": ["messages", "taskId"], "path": ["u1", "a1"], "siblings": [[1, 1], [1, 1]],
+                    "kept": ["chlorophyll", 2, 1], "branched": [["u1", "a1"], [1, 2], [2, 2]]}
+    assert page.evaluate("""() => new Promise((resolve) => { const r = indexedDB.open('agentbar');
+      r.onsuccess = () => { const v = r.result.version; r.result.close(); resolve(v); }; })""") == max(SCHEMA) * 10 == 40
+
 def test_indexeddb_layer_and_its_failures_in_one_page(agent, second_agent):
     """Independent checks on the real IndexedDB, one booted page (none breaks the database at boot;
     it is test_snapshot's boot with a snapshot that does not come in time, given up for a normal
@@ -267,8 +320,8 @@ def test_indexeddb_layer_and_its_failures_in_one_page(agent, second_agent):
     nothing; ``open`` throwing is unavailable; an open request failing in a later event leaves
     every call failing cleanly; another tab holding an older version blocks the open until it
     closes; another tab upgrading closes the connection and says so, and the database deleted is
-    reported; a big object crosses to JavaScript in slices. The quota first, on the freshly booted
-    page; every later check on a database deleted before it (fresh_database), each breakage undone
+    reported; a big object crosses to JavaScript in slices; versions 1 and 3 upgrade keeping every
+    record. The quota first, on the freshly booted page; every later check on a database deleted before it (fresh_database), each breakage undone
     before the next check."""
     from tests.e2e.test_core import case
     from tests.e2e.test_snapshot import a_turn_after_the_snapshot_was_given_up, boot_with_a_snapshot_that_does_not_come_in_time
@@ -288,5 +341,6 @@ def test_indexeddb_layer_and_its_failures_in_one_page(agent, second_agent):
     versionchange_from_another_tab_closes_and_says_so_then_deletion_is_reported(agent.page, second_agent.page)
     version_1_is_upgraded_past_another_tab_and_its_conversations_are_indexed(agent.page, second_agent.page,
                                                                              agent.base_url)
+    version_3_is_upgraded_to_4_and_its_conversation_reads_as_a_chain(agent.page, second_agent.page, agent.base_url)
     with case("a turn after the snapshot was given up (test_snapshot)"):
         a_turn_after_the_snapshot_was_given_up(agent)

@@ -177,6 +177,16 @@ def _history_ids(agent) -> list[str]:
     return ids
 
 
+def _list_total(agent) -> int:
+    """The course's conversation count the history list says (``[data-testid=history-list]`` ``data-total``)."""
+    agent.testid("history-open").click()
+    agent.page.wait_for_selector("[data-testid=history-drawer]:not([hidden])")
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total")
+    total = agent.testid("history-list").get_attribute("data-total")
+    agent.testid("history-close").click()
+    return int(total)
+
+
 def _wait_history_ids(agent, check, arg) -> list[str]:
     """Open the list (again, every half second) until its items' task ids satisfy ``check(ids, arg)``;
     returns them. Fails after ``SYNC_TIMEOUT_MS``."""
@@ -416,14 +426,16 @@ def test_two_devices_one_course_per_case(browser, app_server, couch):
 
         def resolved():
             doc = _doc(couch, DATABASE, doc_id, "?conflicts=true")
-            return doc if doc and not doc.get("_conflicts") and set(_user_texts(doc)) == wanted else None
-        merged = _poll(resolved, "one merged revision on the server, holding every leaf's turns")
+            return doc if doc and not doc.get("_conflicts") and set(_tree_user_texts(doc)) == wanted else None
+        merged = _poll(resolved, "one merged revision on the server, holding every leaf's turns as branches (§17)")
         roles = [m["role"] for m in merged["messages"]]
         assert not any(x == y == "user" for x, y in zip(roles, roles[1:]))
-        assert sorted(_user_texts(merged)) == sorted(wanted)  # each once
+        assert sorted(_tree_user_texts(merged)) == sorted(wanted)  # each once
         assert [leaf for leaf in _leaves_of(couch, DATABASE, doc_id) if not leaf.get("_deleted")] == \
             [_doc(couch, DATABASE, doc_id)]  # one live leaf: the losers deleted
-        _poll(lambda: wanted <= set(a.page.evaluate(USER_TEXTS_JS)), "A's panel shows every leaf's turns")
+        _poll(lambda: all(text in a.page.evaluate(IDB_DUMP_JS) for text in wanted), "every leaf's turns in A's history")
+        _poll(lambda: a.page.evaluate(USER_TEXTS_JS) == _user_texts(_doc(couch, DATABASE, doc_id)),
+              "A's panel shows the merged conversation's shown path")
 
         # -- what an import refuses does not come in by sync either, and one notice counts it ----------
         from app.history.chatgpt import MAX_CONVERSATION_CHARS
@@ -441,7 +453,8 @@ def test_two_devices_one_course_per_case(browser, app_server, couch):
         expect(notice).to_contain_text(LOCALE["notice"]["sync-unreadable"]["other"].format(count=2))
         assert not {"task_20261201_huge00", "task_20261201_broken"} & set(_history_ids(a))
 
-        # -- a turn added on both while a server of their own is down: on both afterwards, in time order
+        # -- a turn added on both while a server of their own is down: on both afterwards, as siblings
+        #    where the two diverged (DESIGN.md §17), the later one shown
         port = away.port
         for device in (a, b):
             _show(device, "sync-both-away")
@@ -466,19 +479,23 @@ def test_two_devices_one_course_per_case(browser, app_server, couch):
 
         def on_server():
             doc = _server_docs(away).get(f"conversation:{task}")
-            texts = [t for t in _doc_texts(doc or {}) if t in wanted]
-            return texts if texts == wanted else None
-        assert _poll(on_server, "the server's conversation holds both turns in order") == wanted
+            return doc if doc and sorted(_tree_user_texts(doc)) == sorted(wanted) else None
+        doc = _poll(on_server, "the server's conversation holds both turns, one a branch beside the other")
+        assert _user_texts(doc) == ["the common first turn", "turn on B while away"]  # B's, the later, shown
+        assert _tree_user_texts(doc).count("the common first turn") == 1 and doc.get("shownAt")
         for device in (a, b):
             _poll(lambda: all(text in device.page.evaluate(IDB_DUMP_JS) for text in wanted),
                   "both turns in each device's history")
-        assert "turn on A while away" in (a.stored_raw() or "") and "turn on B while away" in (b.stored_raw() or "")
-        # each device's active thread is rebuilt from the merged conversation: its panel shows both
-        # turns in order, and the next turn goes on in that conversation (no second one of the same title)
+            assert _wait_history_ids(device, lambda ids, t: ids == [t], task) == [task]  # one conversation, no copy
+            assert _list_total(device) == 1
+        assert "turn on B while away" in (a.stored_raw() or "") and "turn on B while away" in (b.stored_raw() or "")
+        # each device's active thread is rebuilt from the merged conversation: its panel shows the shown
+        # path, and the next turn goes on in that conversation (no second one of the same title)
         shown = ("() => [...document.querySelectorAll('[data-testid=agent-message][data-role=user]')]"
                  ".map((m) => m.textContent.trim())")
         for device in (a, b):
-            device.page.wait_for_function(f"w => JSON.stringify(({shown})()) === JSON.stringify(w)", arg=wanted)
+            device.page.wait_for_function(f"w => JSON.stringify(({shown})()) === JSON.stringify(w)",
+                                          arg=_user_texts(doc), timeout=SYNC_TIMEOUT_MS)
         a.send("after the merge on A")
         assert _current_task(a) == task and _history_ids(a) == [task]
         for device in (a, b):
@@ -932,8 +949,15 @@ def _leaves_of(server, database: str, doc_id: str) -> list[dict]:
 
 
 def _user_texts(doc: dict) -> list[str]:
+    """The user texts of a conversation document's shown path."""
     return [p["text"] for m in doc.get("messages", []) if m.get("role") == "user" for p in m.get("content", [])
             if isinstance(p, dict) and p.get("type") == "text"]
+
+
+def _tree_user_texts(doc: dict) -> list[str]:
+    """The user texts of a conversation document on every branch (its shown path and ``branches``,
+    DESIGN.md §17)."""
+    return _user_texts({"messages": [*doc.get("messages", []), *doc.get("branches", [])]})
 
 
 TABS = "agentbar-e2e-tabs"

@@ -295,7 +295,8 @@ def _store(convs: list[dict], vers: list[dict]) -> MemoryBackend:
     asyncio.run(backend.open())
     writes = Writes()
     for c in convs:
-        writes.keep(TaskMeta.model_validate(c["meta"]), c["messages"], [TurnMeta.model_validate(t) for t in c["turns"]])
+        writes.keep(TaskMeta.model_validate(c["meta"]), c["messages"], [TurnMeta.model_validate(t) for t in c["turns"]],
+                    branches=c.get("branches"), shown=c.get("shown"))
     ops = writes.ops
     for v in vers:
         ops += [("put", "versions", v["version"]), ("put", "snapshots", v["snapshot"])]
@@ -531,3 +532,40 @@ def test_the_backup_saved_line_says_its_counts_with_the_locales_plural_forms(loc
     from app.history.labels import backup_saved_text
 
     assert backup_saved_text(Translator(locale), counts) == expected
+
+
+def _with_tree(n: int) -> dict:
+    """``conversation(n)`` whose reply was regenerated and its first answer shown again: a tree
+    (DESIGN.md §17), in the stored form."""
+    from app.history.tree import Tree
+
+    base = conversation(n)
+    other = {"role": "assistant", "id": f"m{n}-1b", "content": [{"type": "text", "text": f"again {n}"}]}
+    tree = Tree.chain(base["messages"]).grow([base["messages"][0], other]).show(base["messages"][1]["id"])
+    path, branches, shown = tree.record()
+    assert path == base["messages"] and branches
+    return {**base, "branches": branches, "shown": shown}
+
+
+def test_a_backup_round_trip_keeps_every_tree():
+    convs = [_with_tree(1), conversation(2)]
+    source = _store(convs, [])
+    held = asyncio.run(source.get("messages", convs[0]["meta"]["taskId"]))
+    assert held["branches"] == convs[0]["branches"]
+    data = asyncio.run(write_backup(source, THREADS, T0, _pause, per=3))
+    assert open_backup(data).read_all()[0][0]["branches"] == convs[0]["branches"]
+    target = _store([], [])
+    plan = asyncio.run(restore(target, data, _pause, local_thread=lambda s: False, new_id=lambda m: "x", per=3))
+    assert plan.added == 2 and _dump(target) == _dump(source)
+    assert "branches" not in asyncio.run(target.get("messages", convs[1]["meta"]["taskId"]))  # a chain as before
+
+
+def test_an_older_backup_without_trees_still_restores_and_a_tree_of_the_wrong_shape_is_damaged():
+    plain = build([conversation(1)], [])
+    assert "branches" not in open_backup(plain).read_all()[0][0]
+    target = _store([], [])
+    assert asyncio.run(restore(target, plain, _pause, local_thread=lambda s: False, new_id=lambda m: "x")).added == 1
+    for bad in ({"branches": {"not": "a list"}}, {"branches": ["no dict"]}, {"shown": ["no", "object"]}):
+        with pytest.raises(BackupRefused) as refused:
+            open_backup(build([{**_with_tree(3), **bad}], [])).read_all()
+        assert refused.value.reason == "damaged"

@@ -154,9 +154,9 @@ async def test_reconcile_local_storage_wins_and_threads_only_there_are_adopted()
     assert backend.raw("messages")[heads["s"]["taskId"]]["messages"] == longer  # continued, not a new one
     assert await svc.total("s") == 1 and await svc.total("__proto__") == 1
     assert await svc.reconcile({"s": (longer, 2)}) == []  # in sync: nothing read beyond the head
-    other = [user("something else")]
+    other = [user("something else", "u-other")]
     await svc.reconcile({"s": (other, 3)})
-    assert await svc.total("s") == 2  # a different thread: the old one stays archived
+    assert await svc.total("s") == 2  # a different thread (another first message): the old one stays archived
 
 
 async def test_delete_and_undo_within_the_window():
@@ -261,8 +261,9 @@ async def test_json_export_round_trips_exactly_and_imports_back():
     task_id = await svc.archive("s", msgs, 1)
     text = export_json(*await svc.bundle(task_id))
     document = json.loads(text)
-    assert document["format"] == "agentbar-conversation" and document["version"] == 1
-    assert document["meta"]["createdAt"].endswith("Z") and document["messages"] == msgs
+    assert document["format"] == "agentbar-conversation" and document["version"] == 2  # DESIGN.md §17
+    assert document["meta"]["createdAt"].endswith("Z") and document["shown"] == {}
+    assert document["messages"] == [{**msgs[0], "parentId": None}, {**msgs[1], "parentId": msgs[0]["id"]}]
     assert set(document["meta"]) == {"taskId", "taskName", "stageId", "createdAt", "updatedAt", "stats"}
     await svc.delete(task_id)
     assert await svc.import_bundle("s", *parse_export(text)) == "ok"
@@ -304,7 +305,7 @@ async def test_a_json_export_of_a_lone_surrogate_round_trips_exactly_and_markdow
 
 @pytest.mark.parametrize("text,reason", [
     ("not json", "not-json"), ("[]", "format"), ('{"format":"other"}', "format"),
-    ('{"format":"agentbar-conversation","version":2}', "version"),
+    ('{"format":"agentbar-conversation","version":3}', "version"),
     ('{"format":"agentbar-conversation","version":1,"meta":{"taskId":"x"},"messages":[],"turns":[]}', "meta"),
 ])
 def test_import_refuses_bad_files_clearly(text, reason):
@@ -442,9 +443,11 @@ async def test_a_failed_persist_request_is_logged_and_the_archive_stands(caplog)
 async def test_a_turn_too_big_for_local_storage_is_not_lost_by_the_turn_after_a_reload():
     """A turn localStorage could not hold stays in history (the head, kept whole by reconcile); after
     a reload the page goes on from the shorter stored thread, and its next turn must not be written
-    over the head's messages: it becomes a conversation of its own, the big turn's stays (DESIGN.md
-    §5, §9: nothing is deleted but by a delete)."""
+    over the head's messages: it is a branch of that conversation (DESIGN.md §17: it starts with its
+    first message and goes another way), shown, and the big turn stays on the other branch (§5, §9:
+    nothing is deleted but by a delete)."""
     from app.history.reconcile import stored_threads
+    from app.history.tree import Tree
 
     backend, storage, clock, counter = MemoryBackend(), MemoryStorage(quota=20_000), Clock(), itertools.count()
 
@@ -471,18 +474,19 @@ async def test_a_turn_too_big_for_local_storage_is_not_lost_by_the_turn_after_a_
     assert len(runtime.messages) == 2
     await runtime.send("after the reload")
     await recorder.drain()
-    texts = []
-    for item in (await svc.page("s")).items:
-        texts += [part.get("text", "") for m in (await svc.bundle(item.taskId)).messages for part in m["content"]]
-    assert big in texts and "after the reload" in texts
-    assert (await svc.active("s"))[0].taskId == (await svc.page("s")).items[0].taskId  # the new one is active
-    assert await svc.total("s") == 2
-    # the new one holds two turns of messages, and the meta of both (the first turn's came with it)
-    new = await svc.bundle((await svc.active("s"))[0].taskId)
-    assert new.meta.turnCount == 2 and [t.turnId for t in new.turns] == [1, 2]
-    assert [t.messageId for t in new.turns] == [m["id"] for m in new.messages if m["role"] == "assistant"]
-    assert new.meta.durationMs == sum(t.duration for t in new.turns)
-    assert new.meta.stats.totalTokens == sum(t.usage.totalTokens for t in new.turns) > 0
+    assert await svc.total("s") == 1  # one conversation, two branches
+    record = backend.raw("messages")[(await svc.active("s"))[0].taskId]
+    tree = Tree.from_record(record["messages"], record.get("branches"), record.get("shown"))
+    texts = [part.get("text", "") for m in tree.texts() for part in m.get("content", [])]
+    shown = [part.get("text", "") for m in tree.path() for part in m["content"]]
+    assert big in texts and "after the reload" in shown and big not in shown
+    assert tree.siblings(tree.path_ids()[2]) == (2, 2)  # the turn after the reload is the big one's sibling
+    # the meta of every turn on every branch: tokens spent are spent (§17)
+    kept = await svc.bundle((await svc.active("s"))[0].taskId)
+    assert kept.meta.turnCount == 3 and [t.turnId for t in kept.turns] == [1, 2, 3]
+    assert [t.messageId for t in kept.turns] == [i for i in tree.ids if tree.nodes[i]["role"] == "assistant"]
+    assert kept.meta.durationMs == sum(t.duration for t in kept.turns)
+    assert kept.meta.stats.totalTokens == sum(t.usage.totalTokens for t in kept.turns) > 0
 
 
 def test_a_thread_that_leaves_its_conversation_takes_the_turn_meta_of_its_own_messages_only():
@@ -687,6 +691,7 @@ async def test_start_up_reconciles_every_stored_thread_read_through_the_store():
     from pathlib import Path
 
     from app.history.reconcile import stored_threads
+    from app.history.tree import Tree
 
     store = ThreadStore(MemoryStorage())
     store.hydrate(T0)

@@ -128,7 +128,8 @@ def test_an_export_missing_metadata_imports_what_it_has_and_names_the_rest():
     dangling = conversation("c-dg", "Dangling", [node("q", "gone", "user", ["hi"], t=T0)], "q")
     outcome = import_chatgpt(as_bytes([no_times, nothing_dated, no_mapping, dangling, 7]), "s", NOW_MS)
     [(meta, _)] = outcome.documents
-    assert (meta.createdAt, meta.updatedAt) == (round((T0 + 10) * 1000), round((T0 + 21) * 1000))  # its messages'
+    # its messages', on every branch: the first question asked before it was edited
+    assert (meta.createdAt, meta.updatedAt) == (round((T0 + 1) * 1000), round((T0 + 21) * 1000))
     assert [(s.title, s.reason.split(" ")[0]) for s in outcome.skipped] == [
         ("Undated", "no"), ("Broken", "not"), ("Dangling", "node"), ("#5", "not")]
 
@@ -330,8 +331,8 @@ def test_a_small_zip_that_unpacks_huge_is_told_its_contents_unpack_too_large_not
 
 @pytest.mark.parametrize("locale", ["en-US", "ru-RU", "ar-SA", "ja-JP"])
 def test_imported_conversations_count_their_user_assistant_turns_with_tokens_not_reported(locale):
-    """Each question answered is a turn (DESIGN.md §9 stats): the edited conversation lists 2 turns,
-    not 0; ChatGPT's export has no token counts, so its turns report none (``usage: null``) and the
+    """Each question answered is a turn (DESIGN.md §9 stats), on every branch (§17): the edited
+    conversation lists 3 turns (one before the edit), not 0; ChatGPT's export has no token counts, so its turns report none (``usage: null``) and the
     list says the tokens are not reported instead of "0 tokens"."""
     from app.history.labels import item_stats_text, stats_text
     from app.history.service import ConversationStats
@@ -339,14 +340,15 @@ def test_imported_conversations_count_their_user_assistant_turns_with_tokens_not
 
     outcome = import_chatgpt(as_bytes([edited()]), "s", NOW_MS)
     [(meta, _)], [turns] = outcome.documents, outcome.turns
-    assert meta.turnCount == 2 and meta.stats.totalTokens == 0
+    assert meta.turnCount == 3 and meta.stats.totalTokens == 0
     assert [(t.turnId, t.usage, t.model, t.duration) for t in turns] == [(1, None, "gpt-4o", 1000),
-                                                                          (2, None, "gpt-4o", 1000)]
-    assert turns[1].timestamp == iso(round((T0 + 21) * 1000))
+                                                                          (2, None, "gpt-4o", 1000),
+                                                                          (3, None, "gpt-4o", 1000)]
+    assert turns[2].timestamp == iso(round((T0 + 21) * 1000))
     t = Translator(locale)
     stats = ConversationStats.of(meta)
     line = item_stats_text(t, stats)
-    assert line.startswith(t("history.turns", count=2)) and t("history.tokensNotReported") in line
+    assert line.startswith(t("history.turns", count=3)) and t("history.tokensNotReported") in line
     assert t("history.tokens", count=0) not in line
     assert t("history.tokensNotReported") in stats_text(t, stats)
     reported = meta.model_copy(update={"stats": meta.stats.model_copy(update={"totalTokens": 7})})
@@ -509,7 +511,8 @@ def test_a_long_conversation_is_read_in_slices_with_pauses_between_them():
     chat = conversation("c-long", "Long", nodes, parent, update=T0 + 3000)
     reads = list(read_conversations([chat], "s", NOW_MS))
     assert reads.count(None) >= 20
-    [(meta, messages, turns, _)] = [r for r in reads if r is not None]
+    [(meta, messages, turns, _, branches, _)] = [r for r in reads if r is not None]
+    assert branches == []  # one branch: a chain, stored as before
     assert (len(messages), len(turns), meta.turnCount) == (4000, 2000, 2000)
 
 
@@ -612,3 +615,66 @@ def test_a_zip_member_that_unpacks_past_its_declared_size_is_unpacked_in_bounded
         run_steps(conversations_steps(bytes(data)))
     assert refused.value.reason == "format"
     assert outputs and max(outputs) <= 1 << 20
+
+
+# -- every branch of the mapping (DESIGN.md §17 "Moving data") ----------------------------------
+
+def _tree_of(outcome, index=0):
+    from app.history.tree import Tree
+
+    branches, shown = outcome.trees[index]
+    return Tree.from_record(outcome.documents[index][1], branches, shown)
+
+
+def test_every_branch_of_the_mapping_is_kept_and_current_nodes_path_is_shown():
+    outcome = import_chatgpt(as_bytes([edited()]), "course-1", NOW_MS)
+    [(meta, messages)] = outcome.documents
+    assert [m["id"] for m in messages] == ["q1b", "a1b", "q2", "a2"]  # the shown path: current_node's
+    tree = _tree_of(outcome)
+    assert set(tree.ids) == {"q1", "a1", "q1b", "a1b", "q2", "a2"}  # the system message is passed over
+    assert tree.parent("q1") is None and tree.parent("q1b") is None  # attached past it, to the root
+    assert tree.parent("a1") == "q1" and tree.siblings("q1b") == (2, 2)  # in the order of sys's children
+    assert [m["id"] for m in tree.path()] == ["q1b", "a1b", "q2", "a2"]
+    [turns] = outcome.turns
+    assert [(t.turnId, t.messageId, t.duration) for t in turns] == [(1, "a1", 1000), (2, "a1b", 1000), (3, "a2", 1000)]
+    assert meta.turnCount == 3
+
+
+def test_an_older_current_node_shows_its_branch_and_hidden_nodes_children_attach_to_the_nearest_kept_ancestor():
+    chat = conversation("c-regen", "Regenerated", [
+        node("root", None, children=["q"]),
+        node("q", "root", "user", ["Why?"], t=T0, children=["think"]),
+        node("think", "q", "assistant", content={"content_type": "thoughts", "thoughts": []}, children=["a", "a2"]),
+        node("a", "think", "assistant", ["Because."], t=T0 + 1),
+        node("a2", "think", "assistant", ["Since."], t=T0 + 2, children=["q3"]),
+        node("q3", "a2", "user", ["And?"], t=T0 + 3),
+        node("lost", "nowhere", "user", ["a node whose parent is missing, off the path"], t=T0),
+        node("x", "y", "user", ["looping"], t=T0), node("y", "x", "assistant", ["links"], t=T0),
+    ], "a")
+    outcome = import_chatgpt(as_bytes([chat]), "s", NOW_MS)
+    assert outcome.skipped == []
+    [(_, messages)] = outcome.documents
+    assert texts(messages) == [("user", ["Why?"]), ("assistant", ["Because."])]
+    tree = _tree_of(outcome)
+    assert tree.parent("a") == "q" and tree.parent("a2") == "q" and tree.parent("q3") == "a2"
+    assert set(tree.ids) == {"q", "a", "a2", "q3"} and tree.left_out() == 1
+    assert [t.messageId for t in outcome.turns[0]] == ["a", "a2"]
+
+
+def test_each_tree_is_an_export_the_ordinary_import_accepts_unchanged():
+    outcome = import_chatgpt(as_bytes([edited()]), "course-1", NOW_MS)
+    meta, messages = outcome.documents[0]
+    tree = _tree_of(outcome)
+    back = parse_export(export_json(meta, messages, outcome.turns[0], tree=tree), NOW_MS)
+    assert tuple(back) == (meta, messages, outcome.turns[0])
+    assert back.tree.export() == tree.export()
+
+
+def test_the_text_limit_counts_the_other_branches_too(monkeypatch):
+    import app.history.chatgpt as chatgpt
+
+    monkeypatch.setattr(chatgpt, "MAX_CONVERSATION_CHARS", 1000)
+    chat = conversation("c-wide", "Wide", [
+        node("r", None, children=["q", "q2"]), node("q", "r", "user", ["x" * 600], t=T0),
+        node("q2", "r", "user", ["y" * 401], t=T0 + 1)], "q2")
+    assert [(s.title, s.code) for s in import_chatgpt(as_bytes([chat]), "s", NOW_MS).skipped] == [("Wide", "too-long")]

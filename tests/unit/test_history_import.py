@@ -323,3 +323,154 @@ def test_a_message_id_holding_a_control_character_is_refused(bad_id):
     assert refused(doc) == "messages"
     doc["messages"][0]["id"] = "8a371ae3-é"  # any other text stays an id
     assert parse_export(json.dumps(doc), NOW)[1][0]["id"] == "8a371ae3-é"
+
+
+# -- a conversation as a tree (DESIGN.md §17 "Moving data") -------------------------------------
+
+def _forked():
+    """u1 a1 u2 a2, then u2 edited (u2b, a2b), then the first branch shown again: the fork at a1
+    shows u2, not its newest child."""
+    from app.history.tree import Tree
+
+    first = [user("q1", "u1"), reply("r1", "a1"), user("q2", "u2"), reply("r2", "a2")]
+    tree = Tree.chain(first).grow(first[:2] + [user("q2 edited", "u2b"), reply("r2b", "a2b")])
+    return tree.show("a2")
+
+
+def _tree_turns():
+    return [{"turnId": n, "timestamp": "2026-05-02T00:00:00.000Z", "model": "demo", "duration": 5,
+             "usage": {"inputTokens": 1, "outputTokens": 2, "totalTokens": 3}, "messageId": ident}
+            for n, ident in enumerate(["a1", "a2", "a2b"], 1)]
+
+
+async def _stored_tree():
+    """A history holding ``_forked()`` in the stored form; returns ``(service, backend, task id)``."""
+    from app.records import MemoryBackend
+
+    backend = MemoryBackend()
+    svc, _, _ = service(backend=backend)
+    meta, _, turns = parse_export(json.dumps(document(turns=_tree_turns())), NOW)
+    path, branches, shown = _forked().record()
+    backend.put_raw("conversations", {**meta.model_dump(), "stageId": "s"})
+    backend.put_raw("messages", {"taskId": meta.taskId, "messages": path, "branches": branches, "shown": shown})
+    backend.put_raw("turns", {"taskId": meta.taskId, "turns": [t.record() for t in turns]})
+    return svc, backend, meta.taskId
+
+
+async def test_a_tree_exports_as_version_2_every_message_with_its_parent_and_each_forks_shown_child():
+    svc, _, task_id = await _stored_tree()
+    bundle = await svc.bundle(task_id)
+    assert [m["id"] for m in bundle.messages] == ["u1", "a1", "u2", "a2"]  # the shown path, as stored
+    exported = json.loads(export_json(*bundle, tree=bundle.tree))
+    assert exported["version"] == 2
+    pairs = [(m["id"], m["parentId"]) for m in exported["messages"]]
+    assert sorted(pairs, key=str) == sorted([("u1", None), ("a1", "u1"), ("u2", "a1"), ("a2", "u2"), ("u2b", "a1"),
+                                             ("a2b", "u2b")], key=str)
+    order = [ident for ident, _ in pairs]
+    assert all(parent is None or order.index(parent) < order.index(ident) for ident, parent in pairs)
+    assert order.index("u2") < order.index("u2b")  # siblings in the order made
+    assert exported["shown"] == {"a1": "u2"}
+    assert [t["messageId"] for t in exported["turns"]] == ["a1", "a2", "a2b"]
+    edited = next(m for m in exported["messages"] if m["id"] == "u2b")
+    assert {k: v for k, v in edited.items() if k != "parentId"} == user("q2 edited", "u2b")
+
+
+async def test_a_version_2_import_stores_the_tree_showing_the_same_branch_and_exports_the_same_document():
+    svc, backend, task_id = await _stored_tree()
+    bundle = await svc.bundle(task_id)
+    text = export_json(*bundle, tree=bundle.tree)
+    await svc.delete(task_id)
+    parsed = parse_export(text, NOW)
+    assert [m["id"] for m in parsed.messages] == ["u1", "a1", "u2", "a2"]  # the stored form: the shown path
+    assert await svc.import_bundle("s", *parsed, branches=parsed.branches, shown=parsed.shown) == "ok"
+    stored = await backend.get("messages", task_id)
+    assert [m["id"] for m in stored["messages"]] == ["u1", "a1", "u2", "a2"]
+    assert {b["id"] for b in stored["branches"]} >= {"u2b", "a2b"}
+    again = await svc.bundle(task_id)
+    assert export_json(*again, tree=again.tree) == text
+
+
+def test_a_version_1_file_still_imports_as_a_chain():
+    parsed = parse_export(json.dumps(document()), NOW)
+    assert parsed.messages == document()["messages"] and parsed.branches == [] and parsed.shown == {}
+    assert len(parsed.tree) == 2
+
+
+def test_a_chain_exports_as_version_2_and_reads_back_the_same():
+    meta, messages, turns = parse_export(json.dumps(document()), NOW)
+    text = export_json(meta, messages, turns)
+    assert json.loads(text)["version"] == 2 and json.loads(text)["shown"] == {}
+    assert tuple(parse_export(text, NOW)) == (meta, messages, turns)
+
+
+def _v2(messages, shown=None, **extra):
+    doc = document()
+    return {**doc, "version": 2, "messages": messages, "shown": {} if shown is None else shown, **extra}
+
+
+def _tree_messages():
+    return json.loads(export_json(*parse_export(json.dumps(document(turns=_tree_turns())), NOW),
+                                  tree=_forked()))["messages"]
+
+
+@pytest.mark.parametrize("change", [
+    lambda ms: ms + [{**reply("x", "a9"), "parentId": "nowhere"}],  # a parent that is no earlier message
+    lambda ms: ms + [{**reply("x", "a2b"), "parentId": "u2b"}],  # an id twice
+    lambda ms: [ms[1], ms[0]] + ms[2:],  # a child before its parent
+    lambda ms: ms + [{**reply("x", "a9"), "parentId": 7}],  # a parent of the wrong type
+    lambda ms: ms + [{**reply("x", "a\x07"), "parentId": "u2b"}],  # a control character in a branch's id
+    lambda ms: ms + [{"role": "assistant", "id": "a9", "parentId": "u2b", "content": [{"type": "nope"}]}],
+    lambda ms: ms + [{"role": "user", "parentId": "a2b", "content": [{"type": "text", "text": "no id"}]}],
+])
+def test_a_bad_tree_is_refused(change):
+    assert refused(_v2(change(_tree_messages()))) == "messages"
+
+
+def test_a_shown_that_is_no_object_is_refused():
+    assert refused(_v2(_tree_messages(), shown=["u2"])) == "messages"
+
+
+def test_the_one_text_limit_counts_every_branch():
+    from app.history.limits import MAX_CONVERSATION_CHARS
+
+    half = "y" * (MAX_CONVERSATION_CHARS // 2 + 1)
+    messages = [{**user(half, "u1"), "parentId": None}, {**user(half, "u1b"), "parentId": None}]
+    assert refused(_v2(messages)) == "too-long"
+    assert len(parse_export(json.dumps(_v2(messages[:1])), NOW).messages) == 1
+
+
+def test_markdown_prints_the_shown_path_and_says_how_many_branches_it_leaves_out():
+    from app.history.export import export_markdown
+
+    meta, _, turns = parse_export(json.dumps(document(turns=_tree_turns())), NOW)
+    tree = _forked()
+    labels = {"you": "You", "assistant": "Assistant", "tool": "Tool", "meta": "", "leftOut": "LEFT-OUT 1"}
+    markdown = export_markdown(meta, tree.path(), turns, labels, tree=tree)
+    assert "q2" in markdown and "r2" in markdown and "q2 edited" not in markdown and "r2b" not in markdown
+    assert "LEFT-OUT 1" in markdown
+    chain = export_markdown(meta, tree.path(), turns, labels)
+    assert "LEFT-OUT" not in chain
+
+
+@pytest.mark.parametrize("locale,count,expected", [("en-US", 1, "1 other branch"), ("en-US", 3, "3 other branches"),
+                                                   ("ru-RU", 5, "5 других веток"), ("ja-JP", 2, "2 件の分岐")])
+def test_the_left_out_line_is_phrased_with_its_plural_form(locale, count, expected):
+    from app.history.labels import markdown_left_out
+    from app.i18n import Translator
+
+    assert expected in markdown_left_out(Translator(locale), count)
+
+
+def test_a_chain_without_ids_exports_with_positional_ids_and_a_damaged_entry_is_left_out():
+    """A thread the TS original wrote has no ids: its export gives each message one (``m<n>``), so the
+    file is a version-2 tree that reads back the same; a stored entry that is no message is left out."""
+    from app.history.repository import Conversation
+
+    meta, _, turns = parse_export(json.dumps(document()), NOW)
+    bare = [{k: v for k, v in m.items() if k != "id"} for m in document()["messages"]]
+    held = Conversation(meta, [bare[0], "not a message", bare[1]], turns)
+    text = export_json(*held, tree=held.tree)
+    assert [(m["id"], m["parentId"]) for m in json.loads(text)["messages"]] == [("m0", None), ("m1", "m0")]
+    back = parse_export(text, NOW)
+    assert back.messages == [{**bare[0], "id": "m0"}, {**bare[1], "id": "m1"}]
+    assert export_json(*back, tree=back.tree) == text

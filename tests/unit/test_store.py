@@ -985,6 +985,29 @@ def test_replaced_elsewhere_tells_another_conversation_from_more_turns_on_the_sa
     assert not store1.replaced_elsewhere("b", [])
 
 
+def test_another_branch_of_the_same_conversation_shown_in_another_tab_is_no_replacement():
+    """DESIGN.md §17: another tab showing another branch (the picker, or its own regenerated reply)
+    keeps the course on the same conversation, so a turn ending here stays with it
+    (``app.continuity.belongs``); a thread of another first message still replaced it."""
+    tab1 = MemoryStorage()
+    tab2 = MemoryStorage.shared_with(tab1)
+    store1, store2 = open_store(tab1), open_store(tab2)
+    question = {"role": "user", "id": "u1", "content": [{"type": "text", "text": "q"}]}
+    answer = {"role": "assistant", "id": "a1", "content": [{"type": "text", "text": "one"}]}
+    store1.save("a", [question, answer], 1)
+    base = store1.load("a")
+    store2.reload()
+    other = {"role": "assistant", "id": "a2", "content": [{"type": "text", "text": "two"}]}
+    store2.save("a", [question, other], 2)  # the other answer shown there
+    assert not store1.replaced_elsewhere("a", base)
+    # a turn here goes on from the answer shown here: saved as this branch, never after the other one
+    turn = [{"role": "user", "id": "u2", "content": [{"type": "text", "text": "more"}]}]
+    assert not store1.save("a", base + turn, 3, base=base).merged and store1.load("a") == base + turn
+    store2.reload()
+    store2.save("a", [{**question, "id": "u9"}, other], 4)  # another conversation there
+    assert store1.replaced_elsewhere("a", base + turn)
+
+
 # --- the benchmark's entry point: a steady save traced step by step (DESIGN.md §15) --------------
 
 

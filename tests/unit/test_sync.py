@@ -164,24 +164,33 @@ def test_a_device_that_continues_the_other_wins_by_length():
     assert merge_conversation(long_, short) == app.history.merge.Merged("local", u1 + u2, [t1, t2])
 
 
-def test_diverged_turns_of_both_are_kept_in_time_order():
+def _texts(merged):
+    """Every message of a merge's tree (the shown path and the branches beside it)."""
+    return merged.branching.tree(merged.messages).texts()
+
+
+def test_diverged_turns_of_both_are_kept_as_siblings_where_they_diverged():
+    """DESIGN.md §17 "Sync" (it replaces §16's turns of both in time order on one path)."""
     (u1, t1), (a, ta), (b, tb), (c, tc) = _pair("1", 10), _pair("A", 30), _pair("B", 20), _pair("C", 40)
     local = (u1 + a + c, [t1, ta, tc])       # this device added A (30) then C (40) while off-line
     remote = (u1 + b, [t1, tb])              # the other added B (20)
-    merged = merge_conversation(local, remote)
+    merged = merge_conversation(local, remote, local_at=40, remote_at=20)
     assert merged.how == "merged"
-    assert [m["content"] for m in merged.messages] == ["1", "1", "B", "B", "A", "A", "C", "C"]
+    assert [m["content"] for m in merged.messages] == ["1", "1", "A", "A", "C", "C"]  # the later choice is shown
+    tree = merged.branching.tree(merged.messages)
+    (fork,) = tree.forks().values()  # B's turn is a sibling of A's, under the first turn's reply
+    assert [tree.nodes[i]["content"] for i in fork] == ["A", "B"] and tree.parent(fork[0]) == "r1"
     assert [(t.turnId, t.messageId) for t in merged.turns] == [(1, "r1"), (2, "rB"), (3, "rA"), (4, "rC")]
     # the same merge from the other side gives the same conversation (both devices converge)
-    again = merge_conversation(remote, local)
-    assert again.messages == merged.messages and again.turns == merged.turns
+    again = merge_conversation(remote, local, local_at=20, remote_at=40)
+    assert (again.messages, again.branching, again.turns) == (merged.messages, merged.branching, merged.turns)
 
 
 def test_merge_never_drops_a_message_even_without_metas():
     local = ([{"role": "user", "content": "x"}], [])
     remote = ([{"role": "user", "content": "y"}, {"role": "assistant", "content": "z"}], [])
     merged = merge_conversation(local, remote)
-    assert sorted(m["content"] for m in merged.messages if isinstance(m["content"], str)) == ["x", "y", "z"]
+    assert sorted(m["content"] for m in _texts(merged) if isinstance(m["content"], str)) == ["x", "y", "z"]
 
 
 def test_turns_that_open_with_the_same_question_and_differ_after_it_are_both_kept():
@@ -197,8 +206,8 @@ def test_turns_that_open_with_the_same_question_and_differ_after_it_are_both_kep
     for local, remote in ((one, two), (two, one)):
         merged = merge_conversation((local, []), (remote, []))
         assert merged.how == "merged"
-        assert sorted(m["content"] for m in merged.messages) == sorted(m["content"] for m in one + two)
-        assert [m["role"] for m in merged.messages] == ["user", "assistant"] * 4
+        assert sorted(m["content"] for m in _texts(merged)) == sorted(m["content"] for m in one + two)
+        assert [m["role"] for m in merged.messages] == ["user", "assistant"] * 2  # one branch shown (§17)
 
 
 def test_deleted_ids_do_not_come_back():
@@ -313,7 +322,8 @@ async def test_a_conversation_made_on_a_is_kept_on_b_archived_and_comes_back_unc
     assert await engine_b.remote_changed(doc) == "same" and replica_b.puts == 0  # no echo back
 
 
-async def test_turns_added_on_both_are_merged_in_time_order_and_sent_back():
+async def test_turns_added_on_both_are_kept_as_siblings_and_sent_back():
+    """DESIGN.md §17 "Sync" (it replaces §16's turns of both in time order on one path)."""
     a, b, task, replica_a, replica_b, engine_a, engine_b = await _syncing_pair("s", "first")
     await engine_a.push(task)
     await engine_b.remote_changed(replica_a.docs[f"conversation:{task}"])
@@ -325,11 +335,15 @@ async def test_turns_added_on_both_are_merged_in_time_order_and_sent_back():
     await b.record_turn_in(task, ended("s", b_messages + [_user("on B", "u-B"), _reply("r", "a-B")], usage=None,
                                        model="demo", duration_ms=5, message_id="a-B"))
     assert await engine_b.remote_changed(replica_a.docs[f"conversation:{task}"]) == "merged"
-    _, merged, merged_turns = await b.bundle(task)
-    ids = [m["id"] for m in merged]
-    assert ids == ["u-first", "a-first", "u-A", "a-A", "u-B", "a-B"]  # A's turn was first
+    held = await b.bundle(task)
+    _, merged, merged_turns = held
+    tree = held.branching.tree(merged)
+    assert set(tree.ids) == {"u-first", "a-first", "u-A", "a-A", "u-B", "a-B"}
+    assert tree.children("a-first") == ["u-B", "u-A"]  # B's own turn first, A's beside it
+    assert [m["id"] for m in merged] == ["u-first", "a-first", "u-B", "a-B"]  # B's the later choice
     assert [t.turnId for t in merged_turns] == [1, 2, 3]
-    assert replica_b.docs[f"conversation:{task}"]["messages"] == merged  # sent back to the server
+    sent = replica_b.docs[f"conversation:{task}"]  # sent back to the server, the tree with it
+    assert sent["messages"] == merged and sent["branches"] == held.branching.branches
 
 
 async def test_a_change_from_another_device_of_the_active_conversation_rebuilds_the_active_thread():
@@ -710,6 +724,7 @@ def _no_two_users_in_a_row(messages):
 
 
 def test_many_leaves_with_disjoint_histories_keep_every_turn_and_never_two_user_messages_in_a_row():
+    """Every leaf a branch of its own (DESIGN.md §17 "Sync"; it replaces §16's one path of them all)."""
     from app.history.merge import merge_leaves
 
     leaves = []
@@ -719,33 +734,38 @@ def test_many_leaves_with_disjoint_histories_keep_every_turn_and_never_two_user_
         else:  # a question with no answer (a turn cut off), as the hostile peer wrote them
             leaves.append(([_user(f"q{n}", f"u{n}")], []))
     merged = merge_leaves(leaves)
-    ids = [m.get("id") for m in merged.messages]
+    ids = [m.get("id") for m in _texts(merged)]
     assert all(f"u{n}" in ids for n in range(2000)) and all(f"a{n}" in ids for n in range(1, 2000, 2))
-    assert _no_two_users_in_a_row(merged.messages)
+    assert len(ids) == 3000 and _no_two_users_in_a_row(merged.messages)
     assert len([t for t in merged.turns]) == 1000 and [t.turnId for t in merged.turns] == list(range(1, 1001))
-    again = merge_leaves(list(reversed(leaves)))  # in any order: the same turns, answered the same way
-    assert sorted(map(repr, again.messages)) == sorted(map(repr, merged.messages))
+    again = merge_leaves(list(reversed(leaves)))  # in any order: the same tree
+    assert (again.messages, again.branching) == (merged.messages, merged.branching)
 
 
-def test_continuations_of_one_conversation_are_all_kept_in_time_order():
+def test_continuations_of_one_conversation_are_all_kept_as_siblings():
+    """DESIGN.md §17 "Sync" (it replaces §16's turns of all leaves in time order on one path)."""
     from app.history.merge import merge_leaves
 
     (u1, t1), (a, ta), (b, tb), (c, tc) = _pair("1", 10), _pair("A", 30), _pair("B", 20), _pair("C", 40)
     leaves = [(u1 + a, [t1, ta]), (u1 + b, [t1, tb]), (u1 + c, [t1, tc]), (u1, [t1])]
-    merged = merge_leaves(leaves)
-    assert [m["content"] for m in merged.messages] == ["1", "1", "B", "B", "A", "A", "C", "C"]
+    merged = merge_leaves(leaves, [30, 20, 40, 10])
+    assert [m["content"] for m in merged.messages] == ["1", "1", "C", "C"]  # the latest leaf shown
+    tree = merged.branching.tree(merged.messages)
+    (fork,) = tree.forks().values()
+    assert sorted(tree.nodes[i]["content"] for i in fork) == ["A", "B", "C"] and len(tree) == 8
     assert [t.messageId for t in merged.turns] == ["r1", "rB", "rA", "rC"]
     # one leaf that continues another (a device went on from it) is that one, nothing doubled
     assert merge_leaves([(u1, [t1]), (u1 + a, [t1, ta])]).messages == u1 + a
     assert merge_leaves([(u1 + a, [t1, ta])]).how == "local"
 
 
-def test_a_two_way_merge_of_unanswered_questions_answers_each_with_a_stopped_reply():
-    from app.projection import STOPPED_MARKER
-
+def test_a_two_way_merge_of_unanswered_questions_keeps_each_as_a_first_message_of_its_own():
+    """DESIGN.md §17 "Sync" (it replaces §16's stopped reply between two questions on one path):
+    each question is a sibling first message, nothing made up, never two user messages in a row."""
     merged = merge_conversation(([_user("x", "ux")], []), ([_user("y", "uy")], []))
-    assert _roles(merged.messages) == ["user", "assistant", "user"]
-    assert merged.messages[1]["content"] == [STOPPED_MARKER]  # shown as a stopped reply, nothing made up
+    assert _roles(merged.messages) == ["user"]
+    tree = merged.branching.tree(merged.messages)
+    assert tree.children() == ["uy", "ux"] and len(tree) == 2
 
 
 # -- a delete wins on every device; what the deleting device never saw is kept apart, said ---------
@@ -859,9 +879,10 @@ async def test_conflicting_revisions_keep_every_leafs_turns_and_the_losing_leave
     replica = LeafReplica()
     engine = SyncEngine(b, replica, MemoryStorage(), clock=lambda: DEVICE_T0 + 10_000)
     await engine.remote_changed({**leaves[0], LEAVES: leaves})
-    _, messages, turns = await b.bundle(task)
-    said = [m["content"][0]["text"] for m in messages if m["role"] == "user"]
-    assert sorted(said) == ["base", "q", "w", "x", "y", "z"] and said.count("base") == 1
+    held = await b.bundle(task)
+    _, messages, turns = held
+    said = [m["content"][0]["text"] for m in held.branching.tree(messages).texts() if m["role"] == "user"]
+    assert sorted(said) == ["base", "q", "w", "x", "y", "z"] and said.count("base") == 1  # every leaf a branch (§17)
     assert _no_two_users_in_a_row(messages) and len(turns) == 6
     (bulk,) = replica.resolved
     assert bulk[0]["_rev"] == "3-w" and not bulk[0].get("_deleted") and bulk[0]["messages"] == messages

@@ -1,0 +1,279 @@
+"""Writing a completed turn to history (DESIGN.md §9): ONE transaction with its meta. Pure Python,
+over ``HistoryRepository``; which thread goes on from which is ``app.continuity``'s rule.
+
+- the common turn goes on the course's active conversation, read once (``record_turn``), or only its
+  head and meta when this tab's last turn wrote it (``Written``);
+- a turn of a conversation another tab replaced as the head goes to that conversation
+  (``record_turn_in``);
+- a thread that goes on from a conversation, or is a branch of it (``app.continuity.belongs``),
+  grows its tree (``app.history.branches.grown``, DESIGN.md §17); any other becomes a conversation
+  of its own, carrying its turns' meta (``carried_over``): nothing is written over a conversation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from app.continuity import belongs, branches_off, continues, home_of_ending_turn
+from app.history.access import HistoryAccess, Segmenter, guarded
+from app.history.active import ActiveConversations, Changed, Written
+from app.history.branches import StoredForm, grown
+from app.history.changes import HistoryChange
+from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta, Usage, iso, new_task_id
+from app.history.repository import HeldTurn, HistoryRepository, Writes
+from app.history.text import title_of
+from app.ports import TurnEnded
+
+__all__ = ["TurnWrites", "at_once", "carried_over", "with_turn"]
+
+@dataclass(frozen=True)
+class _Remembered(HeldTurn):
+    """A ``HeldTurn`` whose messages, turns and search record were kept in memory (``Written``), with
+    the plain ``text`` the search record was made of."""
+
+    text: str = ""
+
+
+_ELSEWHERE = object()
+"""``TurnWrites._record_on_own_head``: the turn's conversation is not its course's head (nothing written)."""
+_UNREAD = object()
+"""``TurnWrites._on_head``: the conversation's ``search`` record is not read yet."""
+
+def with_turn(meta: TaskMeta, turns: list[TurnMeta], messages: list[dict], turn: TurnEnded,
+              now: int) -> tuple[TaskMeta, TurnMeta]:
+    """Append ``turn``'s meta (at ``now``, epoch ms) to ``turns`` (in place) and return ``meta`` with
+    its stats, turn count, duration and title brought up to date, and the new turn meta (DESIGN.md §9
+    per-turn meta; §12: ``droppedTurns`` kept only when there were any; a turn without reported
+    usage adds nothing to the stats)."""
+    counts = None if turn.usage is None else Usage.model_validate(
+        {k: int(turn.usage.get(k, 0)) for k in ("inputTokens", "outputTokens", "totalTokens")})
+    dropped = turn.dropped_turns
+    added = TurnMeta(turnId=len(turns) + 1, timestamp=iso(now), usage=counts, model=turn.model,
+                     duration=max(0, int(turn.duration_ms)), messageId=turn.message_id,
+                     droppedTurns=int(dropped) if dropped and dropped > 0 else None)
+    turns.append(added)
+    usage = counts or Usage()
+    stats = Stats(credits=meta.stats.credits, inputTokens=meta.stats.inputTokens + usage.inputTokens,
+                  outputTokens=meta.stats.outputTokens + usage.outputTokens,
+                  totalTokens=meta.stats.totalTokens + usage.totalTokens)
+    meta = meta.model_copy(update={"taskName": meta.taskName or title_of(messages) or "",
+                                   "updatedAt": max(now, meta.updatedAt), "stats": stats,
+                                   "turnCount": len(turns), "durationMs": meta.durationMs + added.duration})
+    return meta, added
+
+
+def carried_over(meta: TaskMeta, held_turns: list[TurnMeta], messages: list[dict]) -> tuple[TaskMeta, list[TurnMeta]]:
+    """A new conversation ``meta`` made of a thread that left the one it came from (the turns of that one
+    in ``held_turns``): the turn metas whose ``messageId`` names an assistant message of ``messages`` go
+    with it, renumbered from 1, and ``meta``'s turn count, duration and stats say them (DESIGN.md §9:
+    a turn's meta stays with its messages; without it, 2 turns of messages would list as 1 turn).
+    Returns ``(meta, turns)``; a turn meta without a ``messageId`` stays behind."""
+    ids = {m.get("id") for m in messages if m.get("role") == "assistant" and isinstance(m.get("id"), str)}
+    turns = [t.model_copy(update={"turnId": n}) for n, t in
+             enumerate((t for t in held_turns if t.messageId in ids), start=1)]
+    used = [t.usage or Usage() for t in turns]
+    stats = Stats(credits=meta.stats.credits, inputTokens=sum(u.inputTokens for u in used),
+                  outputTokens=sum(u.outputTokens for u in used), totalTokens=sum(u.totalTokens for u in used))
+    return meta.model_copy(update={"turnCount": len(turns), "durationMs": sum(t.duration for t in turns),
+                                   "stats": stats}), turns
+
+
+async def at_once() -> None:
+    """No pause: the slices of a write follow each other at once."""
+
+
+class TurnWrites:
+    """Completed turns written to history (module docstring). ``lock``: the history writes' lock (one
+    change at a time in this tab, ``HistoryWrites.lock``); ``active``: this tab's active conversations,
+    kept in step; ``clock``: epoch ms; ``random_bytes``: for task ids; ``changed``: told each turn
+    written (a ``HistoryChange`` of kind ``record``, carrying the conversation as written); ``pause``:
+    awaited between the slices of a turn's search record (``Writes.keep_in_steps``: a message of
+    millions of characters is folded and indexed without a long task, DESIGN.md §13, §14); without
+    it, at once."""
+
+    def __init__(self, repository: HistoryRepository, access: HistoryAccess, segmenter: Segmenter,
+                 active: ActiveConversations, lock: asyncio.Lock, *, clock: Callable[[], int], changed: Changed,
+                 random_bytes: Callable[[int], bytes] = os.urandom,
+                 pause: Callable[[], Awaitable[None]] | None = None) -> None:
+        self._repository, self._access, self._segmenter = repository, access, segmenter
+        self._active, self._lock, self._clock, self._changed = active, lock, clock, changed
+        self._random, self._pause = random_bytes, pause or at_once
+
+    def _new_meta(self, stage_id: str, messages: list[dict], now: int, task_id: str | None = None) -> TaskMeta:
+        return TaskMeta(taskId=task_id or new_task_id(now, self._random), taskName=title_of(messages) or "",
+                        stageId=stage_id, createdAt=now, updatedAt=now)
+
+    async def record_turn(self, event: TurnEnded, matched_at: int, thread: list[dict] | None = None) -> TurnMeta | None:
+        """The completed turn ``event`` on its course's active conversation (created at its first turn):
+        ``thread`` the course's whole slim thread as saved (another tab's turns merged in; ``None``:
+        ``event.messages``), ``matched_at`` its ``updatedAt``. Returns the turn meta.
+
+        The turn goes where ``app.continuity.home_of_ending_turn`` says, asked with what history
+        holds: when another tab made another conversation the head (or archived it) in a moment
+        this tab's save could not see, the turn goes to ``event.conversation_id`` with
+        ``event.messages`` (this tab's thread, before any merge), as ``record_turn_in``: never onto
+        the other conversation's messages (DESIGN.md §9: a turn stays with the conversation it
+        continues). A thread that is a branch of the head's conversation (``app.continuity.branches_off``:
+        a reply regenerated, a question edited, or the head kept a turn too big for localStorage and
+        a reload went on from the shorter stored thread) grows its tree, the old path kept as a branch
+        (DESIGN.md §17). Any other thread that neither goes on from the head's messages nor is their
+        start becomes a conversation of its own and the course's head; the old one stays whole,
+        archived (DESIGN.md §9: nothing is deleted but by a delete)."""
+        task_id = event.conversation_id
+        if task_id is not None and TASK_ID.match(task_id):
+            added = await self._record_on_own_head(event, matched_at, thread)
+            if added is not _ELSEWHERE:  # written (or history failed: None)
+                return added
+            switched_to = await self._switched_to(event.stage_id, task_id)
+            # the runtime asked the thread store before it published the turn: here only history's head tells
+            home = home_of_ending_turn(task_id, keeps_conversations=True, switched_to=switched_to,
+                                       thread_replaced=lambda: False)
+            if home is not None:
+                return await self._record_in(home, event.stage_id, event.messages, event)
+        return await self._record_on_head(event.stage_id, event.messages if thread is None else thread, matched_at,
+                                          event)
+
+    @guarded()
+    async def _switched_to(self, stage_id: str, task_id: str) -> str | None:
+        """``stage_id``'s head as history holds it, in the terms of ``app.continuity.switched_after``:
+        the head's id (``task_id`` itself while it still is the head); ``""`` when there is none and
+        ``task_id`` was kept (archived by New conversation); ``None`` when history holds neither (no
+        signal) or could not be read."""
+        head = await self._repository.head_id(stage_id)
+        if head is not None:
+            return head
+        return "" if await self._repository.holds(task_id) else None
+
+    @guarded(writes=True)
+    async def _record_on_own_head(self, event: TurnEnded, matched_at: int, thread: list[dict] | None) -> Any:
+        """The common turn: its conversation (``event.conversation_id``) still is its course's head.
+        History is read ONCE (``HistoryRepository.for_turn``: the head and the conversation's meta,
+        messages, turns and search record together), then written as ``_record_on_head`` writes.
+        ``_ELSEWHERE`` (nothing written) when the head is another or none, or the conversation is
+        not readable: the caller asks where the turn goes."""
+        messages = event.messages if thread is None else thread
+        await self._segmenter.for_titles(messages)
+        async with self._lock:
+            held = await self._held_for_turn(event.stage_id, event.conversation_id)
+            if held.head is None or held.head.task_id != held.task_id or held.meta is None:
+                return _ELSEWHERE
+            text = held.text if isinstance(held, _Remembered) else None
+            added, meta, writes = await self._on_head(event.stage_id, messages, matched_at, event, held.meta,
+                                                      held.form, held.turns, held.search, text, sent_on=True)
+        self._changed(HistoryChange("record", meta.taskId, event.stage_id, written=writes.kept(meta.taskId),
+                                    form=writes.kept_form(meta.taskId)))
+        return added
+
+    async def _held_for_turn(self, stage_id: str, task_id: str) -> HeldTurn:
+        """What a turn of ``task_id`` needs of history (``HistoryRepository.for_turn``). When this tab's
+        last turn on ``stage_id`` wrote that conversation (``ActiveConversations.written``) and its
+        stored meta record is still the one written, only the head and that meta are read: the
+        messages, turns and search record are those kept in memory (no copy of the whole conversation
+        crosses from IndexedDB). Otherwise the whole is read."""
+        known = self._active.written(stage_id)
+        if known is not None and known.task_id == task_id:
+            head, raw = await self._repository.head_and_meta(stage_id, task_id)
+            if raw == known.meta:
+                meta = self._repository.meta_of(raw)
+                if meta is not None:
+                    return _Remembered(task_id, head, meta, True, known.messages, list(known.turns), known.search,
+                                       known.branches, known.shown, text=known.text)
+        return await self._repository.for_turn(stage_id, task_id)
+
+    @guarded(writes=True)
+    async def _record_on_head(self, stage_id: str, messages: list[dict], matched_at: int, turn: TurnEnded) -> TurnMeta:
+        await self._segmenter.for_titles(messages)
+        async with self._lock:
+            meta = await self._repository.head_meta(stage_id)
+            held = await self._repository.form(meta.taskId) if meta else StoredForm(None)
+            turns = await self._repository.turns(meta.taskId) if meta else []
+            added, meta, writes = await self._on_head(stage_id, messages, matched_at, turn, meta, held, turns, _UNREAD,
+                                                      None)
+        self._changed(HistoryChange("record", meta.taskId, stage_id, written=writes.kept(meta.taskId),
+                                    form=writes.kept_form(meta.taskId)))
+        return added
+
+    async def _on_head(self, stage_id: str, messages: list[dict], matched_at: int, turn: TurnEnded,
+                       meta: TaskMeta | None, held: StoredForm, turns: list[TurnMeta],
+                       search: Any, text: str | None, *, sent_on: bool = False) -> tuple[TurnMeta, TaskMeta, Writes]:
+        """Write the turn on ``stage_id``'s head (lock held): ``meta``, ``held`` (its ``messages`` record
+        as stored), ``turns`` and ``search`` (its ``search`` record; ``_UNREAD``: read here when needed)
+        as read; ``text``: the plain text that record was made of, when kept in memory (``Written``);
+        ``sent_on``: the turn was sent on this conversation (its conversation id).
+        A thread that is a branch of the conversation (``app.continuity.branches_off``: a question
+        edited, a reply regenerated) grows its tree (``app.history.branches.grown``, DESIGN.md §17).
+        Returns the turn meta, the conversation's meta and the writes committed; what they wrote is
+        remembered (``ActiveConversations.wrote``) for the course's next turn."""
+        stored = held.messages
+        branch = branches_off(messages, stored, sent_on=sent_on)
+        diverged = isinstance(stored, list) and not belongs(messages, stored) and not continues(stored, messages) \
+            and not branch
+        if diverged:  # a thread of another first message, or one without ids, that does not go on from the head's
+            # the thread becomes its own conversation; the head's stays whole, archived (§9)
+            meta, turns = carried_over(self._new_meta(stage_id, messages, self._clock()), turns, messages)
+        elif meta is None:  # the first turn: the conversation takes the id allocated for its head
+            meta = self._new_meta(stage_id, messages, self._clock(), await self._repository.head_id(stage_id))
+        # the stored index of a conversation this turn goes on from: only the new messages are indexed
+        goes_on = stored is not None and not diverged and continues(messages, stored)
+        if goes_on and search is _UNREAD:
+            search = await self._repository.search_record(meta.taskId)
+        form = StoredForm(messages) if diverged else grown(held, messages) if branch or goes_on else \
+            StoredForm(messages, held.branches, held.shown)
+        meta, added = with_turn(meta, turns, form.messages, turn, self._clock())
+        writes = Writes()
+        await writes.keep_in_steps(meta, form.messages, turns, pause=self._pause, new=diverged, held_messages=stored,
+                                   held_search=search if goes_on else None, held_text=text, branches=form.branches,
+                                   shown=form.shown, held_branches=held.branches)
+        writes.make_head(stage_id, meta.taskId, matched_at)
+        await self._repository.commit(writes)
+        self._active.set(stage_id, meta, turns)
+        kept, (record, plain) = writes.kept(meta.taskId), writes.kept_index(meta.taskId)
+        self._active.wrote(stage_id, Written(meta.taskId, meta.model_dump(), kept.messages, list(kept.turns), record,
+                                             plain, form.branches, form.shown))
+        return added, meta, writes
+
+    async def record_turn_in(self, task_id: str, event: TurnEnded) -> TurnMeta | None:
+        """The completed turn ``event`` of conversation ``task_id`` of its course, no longer the course's
+        active one: another tab resumed another conversation or started a new one while the turn ran
+        (DESIGN.md §9: its turns stay with the conversation they continue). ``event.messages``: that
+        conversation's whole slim thread with the turn. The head is left as it is; the conversation
+        is created under ``task_id`` if history has no record of it yet; should the messages not go on
+        from what ``task_id`` holds, they become a conversation of their own (nothing is written over
+        a conversation's messages). Returns the turn meta, or
+        ``None`` when history could not write it (``ValueError`` for a malformed ``task_id``)."""
+        if not TASK_ID.match(task_id):
+            raise ValueError(f"not a task id: {task_id!r}")
+        return await self._record_in(task_id, event.stage_id, event.messages, event)
+
+    @guarded(writes=True)
+    async def _record_in(self, task_id: str, stage_id: str, messages: list[dict], turn: TurnEnded) -> TurnMeta:
+        await self._segmenter.for_titles(messages)
+        async with self._lock:
+            meta = await self._repository.meta(task_id)
+            held = await self._repository.form(task_id) if meta else StoredForm(None)
+            turns = await self._repository.turns(task_id) if meta else []
+            form = StoredForm(messages)
+            if meta is not None and isinstance(held.messages, list) and not belongs(messages, held.messages):
+                # the thread neither goes on from it nor is a branch of it: its own, never over it
+                meta, turns = carried_over(self._new_meta(stage_id, messages, self._clock()), turns, messages)
+            elif meta is None:
+                meta = self._new_meta(stage_id, messages, self._clock(), task_id)
+            else:  # it goes on from it, or is a branch of it (§17): its tree grows
+                form = grown(held, messages)
+            goes_on = meta is not None and meta.taskId == task_id and continues(messages, held.messages)
+            search = await self._repository.search_record(task_id) if goes_on else None
+            meta, added = with_turn(meta, turns, form.messages, turn, self._clock())
+            writes = Writes()
+            await writes.keep_in_steps(meta, form.messages, turns, pause=self._pause, held_messages=held.messages,
+                                       held_search=search, branches=form.branches, shown=form.shown,
+                                       held_branches=held.branches)
+            await self._repository.commit(writes)
+            if self._active.task_id(stage_id) == task_id:  # this tab still took it for the active one
+                self._active.forget(stage_id)
+        self._changed(HistoryChange("record", meta.taskId, stage_id, written=writes.kept(meta.taskId),
+                                    form=writes.kept_form(meta.taskId)))
+        return added
