@@ -42,7 +42,7 @@ class HistoryPart:
         queued), in tasks of their own (building and binding were one task of 63 ms on a cold load)."""
         service: HistoryService | None = None
         service = create_history(clock, changes, lambda notice: say(notice, service.available))
-        threads = ActiveThread(runtime, store, service, recorder, clock)
+        threads = ActiveThread(runtime, store, service, recorder, clock, pause=next_task)
         view = HistoryView(runtime, store, service, recorder, translator, clock, HistoryList(), threads)
         part = cls(service, view, changes, threads_restored)
         await next_task()

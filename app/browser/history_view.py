@@ -350,7 +350,9 @@ class HistoryView:
             self._by("agent-new-conversation").focus()
 
     async def resume(self, task_id: str) -> None:
-        """Make ``task_id`` the shown course's active thread (one write of ``maic-agent-threads``)."""
+        """Make ``task_id`` the shown course's active thread (one write of ``maic-agent-threads``).
+        Opened from a search result whose keyword lies only on a branch not shown, that branch is
+        shown (DESIGN.md §17, ``ActiveThread.resume``), the active conversation's too."""
         stage_id = self.runtime.stage_id
         if stage_id is None:
             return
@@ -359,14 +361,18 @@ class HistoryView:
             status.setAttribute("data-kind", "resume")
             say(status, self.t("history.resumeBusy"))
             return
+        keyword = self._by("history-list").getAttribute("data-query") or ""  # what the drawn results answer
         if task_id == self.list.current:
+            if keyword.strip() and await self.threads.show_hit(stage_id, task_id, keyword):
+                await self.threads.resume(stage_id, task_id)  # the branch shown now becomes the thread
+                await self.render_meta()
             self.close()
             return
         item = self._by("history-list").querySelector(f'[data-task-id="{task_id}"]')
         if not is_none(item) and item.getAttribute("data-damaged") == "true":
             self._say("resume", "history.damagedOpen")  # it cannot be read: it can be deleted
             return
-        if await self.threads.resume(stage_id, task_id) is None:
+        if await self.threads.resume(stage_id, task_id, keyword) is None:
             return
         await self.render_meta()
         self.close()

@@ -3,7 +3,9 @@ service the drawer calls (§15: a view calls services; services never call views
 
 - ``resume``: a kept conversation becomes the course's active one: history's head moves (in the
   recorder's queue, after the writes queued before it) and its messages become the active thread
-  with ONE write of ``maic-agent-threads`` (``AgentRuntime.replace_thread``);
+  with ONE write of ``maic-agent-threads`` (``AgentRuntime.replace_thread``); opened from a search
+  hit whose keyword lies on another branch only, that branch is stored as shown first
+  (``app.history.hit_branch``, §17), so the thread, the panel and other tabs show it;
 - ``follow``: another device's version of the course's active conversation (a change on history's
   hub carrying ``head``, ``HistoryService.apply_synced``/``remove_synced``) is rebuilt as the
   active thread the same way, so the next turn goes on from what both devices said; while a turn
@@ -12,10 +14,12 @@ service the drawer calls (§15: a view calls services; services never call views
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from app.history.changes import HistoryChange
+from app.history.hit_branch import hit_message_steps
+from app.json_steps import run_paused, run_steps
 
 if TYPE_CHECKING:
     from app.history.recorder import HistoryRecorder
@@ -29,17 +33,27 @@ class ActiveThread:
 
     ``runtime``: the ``AgentRuntime`` (``replace_thread``); ``store``: its ``ThreadStore``
     (``load``, ``updated_at``); ``service``: the ``HistoryService``; ``recorder``: the runtime's
-    ``HistoryRecorder`` (history's writes, one after another); ``clock``: epoch ms."""
+    ``HistoryRecorder`` (history's writes, one after another); ``clock``: epoch ms; ``pause``: awaited
+    between the slices of a search hit's look through a long conversation (the browser's next task,
+    DESIGN.md §13; None: at once)."""
 
     def __init__(self, runtime: Any, store: Any, service: HistoryService, recorder: HistoryRecorder,
-                 clock: Callable[[], int]) -> None:
+                 clock: Callable[[], int], *, pause: Callable[[], Awaitable[None]] | None = None) -> None:
         self._runtime, self._store, self._service, self._recorder, self._clock = (
             runtime, store, service, recorder, clock)
+        self._pause = pause
 
-    async def resume(self, stage_id: str, task_id: str) -> list[dict] | None:
+    async def resume(self, stage_id: str, task_id: str, keyword: str = "") -> list[dict] | None:
         """Make conversation ``task_id`` course ``stage_id``'s active one (``HistoryService.resume``:
         the thread shown now is kept in history if it is not there yet) and its messages the active
-        thread. Returns them, or None when history holds no such conversation (nothing changed)."""
+        thread. Returns them, or None when history holds no such conversation (nothing changed).
+
+        ``keyword``: the search that found it (``""``: opened from the list). When it points at a
+        message on a branch not shown (``hit_message``), that branch is stored as the shown one
+        (``HistoryService.show_path_in``) before the resume, so the thread written is that branch.
+        This is also how the conversation already active switches to the hit's branch."""
+        if keyword.strip():
+            await self.show_hit(stage_id, task_id, keyword)
         current = self._store.load(stage_id) or []
         messages = await self._recorder.run(stage_id, lambda: self._service.resume(
             stage_id, task_id, current, self._store.updated_at(stage_id), self._clock()))
@@ -47,6 +61,24 @@ class ActiveThread:
             return None
         self._runtime.replace_thread(stage_id, messages)
         return messages
+
+    async def show_hit(self, stage_id: str, task_id: str, keyword: str) -> bool:
+        """Store the branch of conversation ``task_id`` (of course ``stage_id``) that holds ``keyword``
+        as its shown one, when its shown path holds it nowhere (``hit_message``), in the recorder's
+        queue (after the writes queued before it). True when another branch is now shown; the thread
+        store is not written (``resume`` does that). The tree is looked through in slices
+        (``hit_message_steps``, ``pause`` between them)."""
+        return bool(await self._recorder.run(stage_id, lambda: self._show_hit(task_id, keyword)))
+
+    async def _show_hit(self, task_id: str, keyword: str) -> bool:
+        tree = await self._service.branches_in(task_id)
+        if tree is None:
+            return False
+        steps = hit_message_steps(tree, keyword)
+        ident = run_steps(steps) if self._pause is None else await run_paused(steps, self._pause)
+        if ident is None:
+            return False
+        return await self._service.show_path_in(task_id, tree.show(ident).path()) is not None
 
     def follow(self, change: HistoryChange) -> bool:
         """When ``change`` moved its course's active thread (``change.head``: what it now holds, ``[]``

@@ -2,13 +2,16 @@
 
 One boot in ar-SA (right to left) and one reload: a question edited (Escape first: nothing
 changes), a reply regenerated, the picker moved back, and after the reload the same branch shown
-at every fork; the model's request for the edit held the shown path only.
+at every fork; the model's request for the edit held the shown path only. Then search: opening a
+hit whose word lies only on a branch not shown shows that branch, in an archived conversation and
+in the active one.
 """
 
 from __future__ import annotations
 
 from playwright.sync_api import expect
 
+from tests.e2e.test_history import open_list
 from tests.e2e.test_model import configure
 
 COURSE = "s-branches"
@@ -110,3 +113,37 @@ def test_edit_regenerate_and_the_picker_keep_the_branch_shown_across_a_reload(ag
     expect(agent.messages()).to_have_count(2)
     assert message(agent, "assistant", 0).get_attribute("data-message-id") == regenerated_id
     assert picker(message(agent, "assistant", 0)) == ("2", "2")
+
+    # Search finds a word on a branch not shown; opening the hit shows that branch (§17).
+    agent.testid("agent-new-conversation").click()
+    expect(agent.messages()).to_have_count(0)
+    open_list(agent)
+    search(agent, "second")
+    agent.testid("history-item").first.click()
+    expect(agent.messages()).to_have_count(4)
+    assert [m.get_attribute("data-message-id") for m in agent.messages().all()] == shown
+    expect(message(agent, "user", 0).locator("[data-testid=branch-picker]")).to_have_attribute("data-index", "1")
+    assert stored_questions(agent) == ["first question", "second question"]  # maic-agent-threads: that branch
+    expect(agent.testid("turn-meta")).to_have_count(2)  # each shown reply's own turn
+
+    # In the active conversation too: a word only on the edited branch brings it back.
+    open_list(agent)
+    search(agent, "edited")
+    agent.testid("history-item").first.click()
+    expect(agent.messages()).to_have_count(2)
+    assert message(agent, "assistant", 0).get_attribute("data-message-id") == regenerated_id
+    assert picker(message(agent, "user", 0)) == ("2", "2")
+    assert stored_questions(agent) == ["first question, edited"]
+    expect(agent.testid("turn-meta")).to_have_count(1)
+
+
+def search(agent, keyword: str) -> None:
+    """Search the drawer's list for ``keyword`` and wait for its one result."""
+    agent.testid("history-search").fill(keyword)
+    expect(agent.testid("history-list")).to_have_attribute("data-query", keyword)
+    expect(agent.testid("history-item")).to_have_count(1)
+
+
+def stored_questions(agent) -> list[str]:
+    stored = agent.stored()["state"]["threads"][COURSE]["messages"]
+    return [m["content"][0]["text"] for m in stored if m["role"] == "user"]

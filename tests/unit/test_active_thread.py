@@ -28,8 +28,9 @@ class _Gate:
         await self.event.wait()
 
 
-async def _course():
-    """A runtime on course ``s`` over history, its thread store, recorder, service and ``ActiveThread``."""
+async def _course(pause=None):
+    """A runtime on course ``s`` over history, its thread store, recorder, service and ``ActiveThread``
+    (``pause``: awaited between the slices of a search hit's look through the tree)."""
     now, counter = itertools.count(T0), itertools.count()
     clock = lambda: next(now)  # noqa: E731
     service = HistoryService(MemoryBackend(), clock=clock, random_bytes=lambda n: bytes([next(counter) % 256] * n))
@@ -38,7 +39,7 @@ async def _course():
     runtime = AgentRuntime(store, DemoAgent(delay_ms=1, sleep=gate.sleep), clock=clock, history=recorder)
     runtime.hydrate()
     runtime.set_stage("s")
-    return runtime, store, service, recorder, gate, ActiveThread(runtime, store, service, recorder, clock)
+    return runtime, store, service, recorder, gate, ActiveThread(runtime, store, service, recorder, clock, pause=pause)
 
 
 async def _turn(runtime, recorder, text):
@@ -82,3 +83,49 @@ async def test_a_synced_head_rebuilds_the_active_thread_once_and_never_while_a_t
     await running
     await recorder.drain()
     assert threads.follow(HistoryChange("delete", task, "s", "sync", head=[])) and not store.load("s")
+
+
+async def test_opening_a_search_hit_on_another_branch_resumes_the_conversation_showing_that_branch():
+    """DESIGN.md §17: opening a hit that lies on another branch shows that branch; history stores the
+    choice before the resume writes the thread, so the panel, the thread store and another tab agree."""
+    runtime, store, service, recorder, _, threads = await _course()
+    await _turn(runtime, recorder, "lichen facts")
+    await runtime.edit(runtime.messages[0].id, "moss facts")  # the edited question is shown
+    await recorder.drain()
+    assert _texts(store.load("s")) == ["moss facts"]
+    runtime.clear_thread()
+    await recorder.drain()
+    old = (await service.page("s")).items[0].taskId
+    await _turn(runtime, recorder, "new topic")
+    messages = await threads.resume("s", old, "moss")  # on the shown path: it stays
+    assert _texts(messages) == ["moss facts"] and store.load("s") == messages
+    runtime.clear_thread()
+    await recorder.drain()
+    await _turn(runtime, recorder, "newer topic")
+    messages = await threads.resume("s", old, "LICHEN")  # only on the branch not shown: it is shown
+    assert _texts(messages) == ["lichen facts"] and store.load("s") == messages
+    tree = await service.branches_in(old)
+    assert [m["id"] for m in tree.path()] == [m["id"] for m in messages]  # history keeps the choice
+    assert len(tree) == 4 and await service.head_task_id("s", allocate=False) == old
+    messages = await threads.resume("s", old, "moss")  # the conversation shown already: its branch switches
+    assert _texts(messages) == ["moss facts"] and store.load("s") == messages
+    assert [m["id"] for m in (await service.branches_in(old)).path()] == [m["id"] for m in messages]
+    assert not await threads.show_hit("s", old, "moss")  # shown now: nothing to store
+    assert await threads.show_hit("s", old, "lichen") and _texts(store.load("s")) == ["moss facts"]  # history only
+    assert [m["id"] for m in (await service.branches_in(old)).path()] != [m["id"] for m in messages]
+
+
+async def test_a_long_conversation_is_looked_through_for_the_hit_with_pauses():
+    """DESIGN.md §13: finding which branch holds the keyword of a long conversation is no long task."""
+    pauses = []
+
+    async def pause():
+        pauses.append(1)
+
+    runtime, store, service, recorder, _, threads = await _course(pause)
+    await _turn(runtime, recorder, "lichen " + "words " * 40_000)
+    await runtime.edit(runtime.messages[0].id, "moss " + "words " * 40_000)
+    await recorder.drain()
+    task = await service.head_task_id("s", allocate=False)
+    assert await threads.show_hit("s", task, "lichen") and len(pauses) >= 2
+    assert _texts(store.load("s"))[0].startswith("moss")  # the store is written by a resume only

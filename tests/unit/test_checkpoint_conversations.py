@@ -242,3 +242,42 @@ async def test_a_reload_while_regenerate_streams_leaves_a_version_of_no_saved_tu
     scene = await reloaded.checkpoints.read_model.list_scene(STAGE, "scene-1")
     assert [c["checkpoint_id"] for c in scene["checkpoints"]] == [item["checkpoint_id"]]  # the slide did change
     running.cancel()
+
+
+async def test_branches_never_branch_scene_versions_a_regenerate_on_a_branch_takes_the_next_number():
+    """DESIGN.md §17: scene versions are one timeline for the course, not branched. Showing another
+    branch (the picker, or a search hit opened: history's ``show_path_in``) writes no version and no
+    artifact and leaves the slide as it is; a tool call on a new branch records the next version."""
+    records, storage = await opened(), MemoryStorage()
+    tab = Page(records, storage)
+    await tab.send("/regenerate scene-1 first")
+    await tab.send("/regenerate scene-1 second")
+    assert [v["versionNo"] for v in records.raw("versions").values()] == [1, 2]
+    first_reply = tab.runtime.messages[1].id
+    await tab.runtime.regenerate(first_reply)  # a new branch at the first reply: the same question again
+    await tab.settle()
+    assert len(tab.runtime.messages) == 2 and tab.runtime.messages[1].id != first_reply
+    assert sorted(v["versionNo"] for v in records.raw("versions").values()) == [1, 2, 3]  # the next, not 2 again
+    assert (await tab.checkpoints.read_model.summary(tab.runtime.conversation_id(STAGE)))["count"] == 3
+
+    def scene_state():
+        return (records.raw("versions"), records.raw("artifacts"), records.raw("snapshots"),
+                tab.checkpoints.current(STAGE, "scene-1"))
+
+    before = scene_state()
+    assert before[3].version_no == 3
+    assert tab.runtime.show_sibling(tab.runtime.messages[1].id, -1) == first_reply  # the picker
+    await tab.settle()
+    assert len(tab.runtime.messages) == 4 and scene_state() == before
+    task = tab.runtime.conversation_id(STAGE)
+    tree = await tab.history.branches_in(task)
+    other = tree.show(tree.children(tree.path_ids()[0])[-1])  # history shows the regenerated branch again
+    assert other.path_ids() != tree.path_ids()
+    assert (await tab.history.show_path_in(task, other.path())).path_ids() == other.path_ids()
+    await tab.settle()
+    assert scene_state() == before
+    assert tab.runtime.messages[1].id == first_reply and len(tab.runtime.messages) == 4  # the first branch
+    await tab.runtime.regenerate(tab.runtime.messages[3].id)  # a tool call there: still the next number
+    await tab.settle()
+    assert sorted(v["versionNo"] for v in records.raw("versions").values()) == [1, 2, 3, 4]
+    assert tab.checkpoints.current(STAGE, "scene-1").version_no == 4
