@@ -58,7 +58,8 @@ from app.continuity import conversation_goes_stale, switched_after
 from app.model import Message
 from app.ports import CheckpointsPort, HistoryPort, ThreadStorePort
 from app.projection import FAILED, deserialize_thread, serialize_thread
-from app.runtime.branches import adopted_tree, edit_request, grown, message_text, regenerate_request, slim_path
+from app.runtime.branches import (adopted_tree, edit_request, grown, message_text, regenerate_request,
+                                  shared_prefix, slim_path)
 from app.runtime.conversations import Conversations
 from app.runtime.notices import Notices
 from app.runtime.scenes import SceneVersions
@@ -276,7 +277,8 @@ class AgentRuntime:
         self._store.save(stage_id, path, self._clock())  # no base: the new path replaces the old one
         self._notices.take_from_store()
         session.base = self._store.load(stage_id) or []
-        session.messages = deserialize_thread(session.base)
+        kept = shared_prefix(session.messages, session.base)  # above the fork: the live messages stay, not redrawn
+        session.messages = session.messages[:kept] + deserialize_thread(session.base[kept:])
         session.tree = moved
         if self._history_port is not None:
             self._keep_choice(stage_id, path)

@@ -22,7 +22,8 @@ from typing import Any
 
 from app.model import Message, TextPart
 
-__all__ = ["adopted_tree", "edit_request", "grown", "message_text", "regenerate_request", "slim_path"]
+__all__ = ["adopted_tree", "edit_request", "grown", "message_text", "regenerate_request", "shared_prefix",
+           "slim_path"]
 
 
 def _index(path: Sequence[Message], message_id: str | None, role: str) -> int | None:
@@ -78,6 +79,23 @@ def message_text(message: Message) -> str:
     'a\\n\\nb'
     """
     return "\n\n".join(part.text for part in message.content if isinstance(part, TextPart))
+
+
+def shared_prefix(live: Sequence[Message], path: Sequence[dict[str, Any]]) -> int:
+    """How many leading messages the live thread ``live`` and the shown ``path`` (slim) share, by id:
+    after a picker move the messages above the fork are kept as they are (neither rebuilt from the
+    stored form nor drawn again), only the path below it is read (DESIGN.md §17).
+
+    >>> shared_prefix([Message(id="a", role="user"), Message(id="b", role="assistant")],
+    ...               [{"id": "a"}, {"id": "c"}])
+    1
+    """
+    count = 0
+    for message, slim in zip(live, path):
+        if not message.id or message.id != slim.get("id"):
+            break
+        count += 1
+    return count
 
 
 def slim_path(tree: Any) -> list[dict[str, Any]]:

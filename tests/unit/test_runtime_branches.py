@@ -258,3 +258,15 @@ async def test_new_conversation_starts_a_tree_of_its_own():
     await runtime.send("a new start")
     await settle()
     assert runtime.siblings(runtime.messages[0].id) == (1, 1)
+
+
+async def test_a_picker_move_keeps_the_live_messages_above_the_fork():
+    runtime, _, _ = make()
+    await two_questions(runtime)
+    above = runtime.messages[:2]
+    await runtime.edit(runtime.messages[2].id, "second, edited")
+    await settle()
+    edited = runtime.messages[2].id
+    runtime.show_sibling(edited, -1)
+    assert all(a is b for a, b in zip(runtime.messages[:2], above))  # the same objects: not drawn again
+    assert texts(runtime)[2] == "second question"
