@@ -25,7 +25,8 @@ The runtime holds sessions and turns; each concern it wires lives in a module of
 its own (DESIGN.md §15): ``session`` (a course's live thread, the sessions held,
 folding agent events), ``turns`` (a turn from send to its end), ``turn_end`` (the ``TurnEnded`` event the thread store and history
 subscribe to), ``conversations`` (which conversation is a course's active one),
-``scenes`` (scene versions and restores), ``notices`` (store notices, shown once
+``scenes`` (scene versions and restores), ``branch_actions`` (edit, regenerate and the branch
+picker on the course's conversation tree, §17), ``notices`` (store notices, shown once
 each, §5); where a turn belongs when another tab moved on is
 ``app.continuity``'s rule. Collaborators are typed ports (``app.ports``).
 Measuring tools follow a turn's end through ``trace`` (§13).
@@ -49,7 +50,6 @@ Example::
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -58,8 +58,7 @@ from app.continuity import conversation_goes_stale, switched_after
 from app.model import Message
 from app.ports import CheckpointsPort, HistoryPort, ThreadStorePort
 from app.projection import FAILED, deserialize_thread, serialize_thread
-from app.runtime.branches import (adopted_tree, edit_request, grown, message_text, regenerate_request,
-                                  shared_prefix, slim_path)
+from app.runtime.branch_actions import BranchActions
 from app.runtime.conversations import Conversations
 from app.runtime.notices import Notices
 from app.runtime.scenes import SceneVersions
@@ -67,8 +66,6 @@ from app.runtime.session import CANCELLED, RUNNING, Session, Sessions
 from app.runtime.turn_end import HistoryTurns, TurnEnded, TurnSubscriber
 from app.runtime.turns import Turns
 from app.stage import StageEdits
-
-_log = logging.getLogger("app.runtime")
 
 __all__ = ["AgentRuntime", "CANCELLED", "FAILED", "RUNNING", "TRACE_PHASES", "TurnEnded"]
 
@@ -104,7 +101,7 @@ class AgentRuntime:
         self._observers: list[Callable[[str, str | None], None]] = []
         self._deliver: Callable[[Callable[[], None]], None] | None = None  # notify_through
         self._notices = Notices(store, self._notify)
-        self._sessions = Sessions(store, self._notices, self._adopt_tree)
+        self._sessions = Sessions(store, self._notices, lambda session: self._branches.adopt_tree(session))
         self._history_port = history
         self._conversations = Conversations(history, clock)
         self._scenes = SceneVersions(checkpoints, self._conversations, clock)
@@ -112,6 +109,8 @@ class AgentRuntime:
         self._turns = Turns(agent, store, self._sessions, notices=self._notices, conversations=self._conversations,
                             scenes=self._scenes, history=self._history, clock=clock, notify=self._notify,
                             trace=self._trace, wait_s=lambda: RECORD_WAIT_S)
+        self._branches = BranchActions(store, self._sessions, self._notices, self._turns, history, clock=clock,
+                                       notify=self._notify)
 
     # -- reading -------------------------------------------------------------
 
@@ -146,13 +145,9 @@ class AgentRuntime:
         return bool(session and session.task)
 
     def siblings(self, message_id: str | None) -> tuple[int, int]:
-        """``(index, count)`` of shown message ``message_id`` among its siblings (1-based; DESIGN.md
-        §17's picker shows when ``count > 1``); ``(1, 1)`` for a message the tree does not know."""
-        session = self._shown
-        tree = session.tree if session else None
-        if tree is None or not message_id or message_id not in tree:  # O(1): drawn per message per frame
-            return 1, 1
-        return tree.siblings(message_id)
+        """``(index, count)`` of shown message ``message_id`` among its siblings (``BranchActions.siblings``,
+        DESIGN.md §17)."""
+        return self._branches.siblings(message_id)
 
     @property
     def notices(self) -> tuple[Any, ...]:
@@ -229,61 +224,16 @@ class AgentRuntime:
         return task
 
     def edit(self, message_id: str, text: str) -> asyncio.Task[None] | None:
-        """Edit user message ``message_id`` of the shown path (DESIGN.md §17): a new sibling user
-        message (a new id, the same parent) with ``text`` is answered by the agent, which reads the
-        shown path before it only, and the new branch is shown. Returns the turn's task, or ``None``
-        (ignored) while a reply runs, for blank ``text``, or when ``message_id`` is not a user message
-        on the shown path."""
-        session = self._shown
-        if session is None or session.busy or not text.strip():
-            return None
-        before = edit_request(session.messages, message_id)
-        if before is None:
-            return None
-        return self._branch_turn(session, text, before, None)
+        """Edit user message ``message_id`` of the shown path (``BranchActions.edit``, DESIGN.md §17)."""
+        return self._branches.edit(message_id, text)
 
     def regenerate(self, message_id: str) -> asyncio.Task[None] | None:
-        """Another answer to the question assistant message ``message_id`` of the shown path answers
-        (DESIGN.md §17): a new sibling reply, answered anew from the shown path up to that question,
-        shown. Returns the turn's task, or ``None`` (ignored) while a reply runs or when
-        ``message_id`` is not such a reply."""
-        session = self._shown
-        if session is None or session.busy:
-            return None
-        request = regenerate_request(session.messages, message_id)
-        if request is None:
-            return None
-        before, question = request
-        return self._branch_turn(session, message_text(question), before, question)
+        """Another answer to reply ``message_id`` of the shown path (``BranchActions.regenerate``, §17)."""
+        return self._branches.regenerate(message_id)
 
     def show_sibling(self, message_id: str, step: int) -> str | None:
-        """The branch picker (DESIGN.md §17): show the sibling ``step`` (-1 previous, +1 next) of shown
-        message ``message_id`` and, below it, the path last shown under it (``Tree.step``). The new
-        shown path becomes the course's thread (one write, replacing the old path: never merged
-        with it as another tab's turns) and history keeps the choice (``HistoryPort.show_path``).
-        Returns the id of the sibling now shown, or ``None`` (nothing changed) while a reply runs, at
-        either end, or for a message the tree does not know."""
-        session = self._shown
-        tree = session.tree if session else None
-        position = next((i for i, m in enumerate(session.messages) if m.id == message_id), None) if session else None
-        if session is None or session.busy or tree is None or position is None or message_id not in tree:
-            return None
-        index, count = tree.siblings(message_id)
-        if not 1 <= index + step <= count:
-            return None
-        moved = tree.step(message_id, step)
-        path = slim_path(moved)
-        stage_id = session.stage_id
-        self._store.save(stage_id, path, self._clock())  # no base: the new path replaces the old one
-        self._notices.take_from_store()
-        session.base = self._store.load(stage_id) or []
-        kept = shared_prefix(session.messages, session.base)  # above the fork: the live messages stay, not redrawn
-        session.messages = session.messages[:kept] + deserialize_thread(session.base[kept:])
-        session.tree = moved
-        if self._history_port is not None:
-            self._keep_choice(stage_id, path)
-        self._notify()
-        return session.messages[position].id if position < len(session.messages) else None
+        """The branch picker: show sibling ``step`` of ``message_id`` (``BranchActions.show_sibling``, §17)."""
+        return self._branches.show_sibling(message_id, step)
 
     def stop(self) -> None:
         """Cancel the shown course's turn; it completes as stopped and is saved with what it had."""
@@ -412,54 +362,6 @@ class AgentRuntime:
             session.switched_to = switched  # compared with the turn's own id at its end
 
     # -- helpers -------------------------------------------------------------
-
-    def _branch_turn(self, session: Session, text: str, before: list[Message],
-                     question: Message | None) -> asyncio.Task[None]:
-        """An edit's or a regenerate's turn: the thread is cut after ``before``; for an edit the new
-        question is grown into the tree at once (its picker counts it while the reply runs)."""
-        task = self._turns.start(session, text, before=before, question=question)
-        if question is None:
-            session.tree = grown(session.tree, serialize_thread(session.messages[:-1]))
-        self._notify()
-        return task
-
-    def _adopt_tree(self, session: Session) -> None:
-        """A session was put in (a load, a resume, New conversation, another tab's change): its tree
-        is the chain of its stored thread until history's tree of the conversation arrives
-        (``HistoryPort.branches``), which then becomes the tree, grown by the shown path (§17)."""
-        session.tree = grown(None, session.base)
-        if self._history_port is None:
-            return
-        try:
-            pending = asyncio.ensure_future(self._history_port.branches(session.stage_id))
-        except Exception:  # noqa: BLE001 - history never reaches the core (DESIGN.md §9); no loop: tests
-            _log.exception("history could not give the tree of %r", session.stage_id)
-            return
-
-        def arrived(done: asyncio.Future) -> None:
-            if done.cancelled() or done.exception() is not None:
-                if not done.cancelled():
-                    _log.error("history could not give the tree of %r", session.stage_id, exc_info=done.exception())
-                return
-            if not self._sessions.holds(session) or done.result() is None:
-                return
-            path = serialize_thread([m for m in session.messages if m.status != RUNNING])
-            session.tree = adopted_tree(done.result(), session.tree, path)
-            if session is self._shown:
-                self._notify()
-        pending.add_done_callback(arrived)
-
-    def _keep_choice(self, stage_id: str, path: list[dict[str, Any]]) -> None:
-        """History keeps the branch shown (``HistoryPort.show_path``), so a reload and other tabs show
-        it too; a failure is logged, never raised (DESIGN.md §9)."""
-        try:
-            pending = asyncio.ensure_future(self._history_port.show_path(stage_id, path))
-        except Exception:  # noqa: BLE001 - history never reaches the core
-            _log.exception("history could not keep the branch shown on %r", stage_id)
-            return
-        pending.add_done_callback(lambda done: None if done.cancelled() or done.exception() is None else
-                                  _log.error("history could not keep the branch shown on %r", stage_id,
-                                             exc_info=done.exception()))
 
     @property
     def _shown(self) -> Session | None:
