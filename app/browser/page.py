@@ -23,6 +23,7 @@ from app.browser.indexeddb_status import NOTICE_CODE as IDB_NOTICE, indexed_db_s
 from app.browser.indexeddb import IndexedDbBackend
 from app.browser.intl import IntlNumbers
 from app.browser.local_storage import open_local_storage
+from app.browser.message_actions_view import MessageActionsView
 from app.browser.stage_view import StageView
 from app.browser.tasks import next_task
 from app.browser.view import PageView
@@ -41,10 +42,6 @@ __all__ = ["DEFAULT_DELAY_MS", "Page", "read_query"]
 
 DEFAULT_DELAY_MS = 35
 """Streamed-token delay of the demo agent when the URL names none (``delay=<ms>``, DESIGN.md §6)."""
-
-
-COPIED_S = 2.0
-"""How long a Copy button says "copied" (seconds)."""
 
 
 def read_query() -> dict[str, str]:
@@ -108,6 +105,7 @@ class Page:
         self.ready = False
         self._stage_key: tuple | None = None  # what the stage and its versions were last drawn for
         self._composing = False  # an IME composition is open in the page (compositionstart … compositionend)
+        self.message_actions = MessageActionsView(self.runtime, self.view, self.translator, lambda: self._composing)
 
     # -- the course and its stage --------------------------------------------------------
     def render_stage(self) -> None:
@@ -167,7 +165,7 @@ class Page:
         when("click", "#agent-new-conversation")(self._on_new)
         when("click", "#agent-notices")(self._on_notice_click)
         when("click", "#agent-messages")(self._on_message_click)
-        when("keydown", "#agent-messages")(self._on_message_key)
+        when("keydown", "#agent-messages")(self.message_actions.on_key)
         when("click", "#agent-collapse")(self._on_collapse)
 
     def _on_course(self, event) -> None:
@@ -228,7 +226,7 @@ class Page:
 
     def _on_message_click(self, event) -> None:
         action = event.target.closest("[data-testid^=message-], [data-testid^=branch-]")
-        if not is_none(action) and self._message_action(action):
+        if not is_none(action) and self.message_actions.act(action):
             return
         restore = event.target.closest("[data-testid=tool-card-restore]")
         if not is_none(restore):
@@ -238,73 +236,6 @@ class Page:
         elif not is_none(expand := event.target.closest("[data-testid=agent-message-expand]")):
             self.view.toggle_long_text(expand)
 
-    def _message_action(self, node) -> bool:
-        """A message's action or branch picker button (DESIGN.md §17); True when ``node`` was one."""
-        testid = node.getAttribute("data-testid")
-        box = node.closest("[data-testid=agent-message]")
-        message_id = None if is_none(box) else box.getAttribute("data-message-id")
-        if is_none(message_id) or not message_id:
-            return False
-        if testid == "message-edit":
-            self.view.open_editor(message_id)
-        elif testid == "message-edit-cancel":
-            self.view.close_editor()
-        elif testid == "message-edit-save":
-            self._save_edit(box, message_id)
-        elif testid == "message-regenerate":
-            if self.runtime.regenerate(message_id) is not None:  # its button hides while the reply runs
-                document.getElementById("agent-input").focus()
-        elif testid == "message-copy":
-            asyncio.ensure_future(self._copy(node, message_id))
-        elif testid in ("branch-prev", "branch-next"):
-            shown = self.runtime.show_sibling(message_id, -1 if testid == "branch-prev" else 1)
-            if shown is not None:
-                self.view.focus_picker(shown, testid)
-        else:
-            return False
-        return True
-
-    def _save_edit(self, box, message_id: str) -> None:
-        field = box.querySelector("[data-testid=message-edit-input]")
-        if is_none(field):
-            return
-        if self.runtime.edit(message_id, composer_text(field_text(field))) is not None:
-            self.view.close_editor(focus_edit=False)
-            document.getElementById("agent-input").focus()
-
-    def _on_message_key(self, event) -> None:
-        # In a question's editor: Escape cancels (and stops nothing else), Ctrl/Cmd+Enter in its field saves.
-        target = event.target
-        if is_none(target.closest("[data-testid=message-editor]")) or event.isComposing or self._composing:
-            return
-        if event.key == "Escape":
-            event.preventDefault()
-            event.stopPropagation()
-            self.view.close_editor()
-        elif (event.key == "Enter" and (event.ctrlKey or event.metaKey)
-              and target.getAttribute("data-testid") == "message-edit-input"):
-            event.preventDefault()
-            box = target.closest("[data-testid=agent-message]")
-            self._save_edit(box, box.getAttribute("data-message-id"))
-
-    async def _copy(self, button, message_id: str) -> None:
-        """Copy a message's text; the button says "copied" (or that it could not) for a moment."""
-        from app.browser.clipboard import write_text
-        from app.runtime.branches import message_text
-
-        message = next((m for m in self.runtime.messages if m.id == message_id), None)
-        if message is None:
-            return
-        copied = await write_text(message_text(message))
-        t = self.translator
-        said = t("message.copied" if copied else "message.copyFailed")
-        button.setAttribute("data-state", "copied" if copied else "failed")
-        button.setAttribute("data-label", said)
-        button.setAttribute("aria-label", said)
-        await asyncio.sleep(COPIED_S)
-        button.removeAttribute("data-state")
-        button.setAttribute("data-label", t("message.copy"))
-        button.setAttribute("aria-label", t("message.copyLabel"))
 
     def _on_collapse(self, _event) -> None:
         self.view.toggle_collapsed()
