@@ -340,3 +340,27 @@ async def test_an_undo_after_the_delete_went_out_comes_back_under_a_new_id_with_
     after = await a.bundle(item.taskId)
     assert item.taskId != task and (after.messages, after.branching) == (before.messages, before.branching)
     assert replica_a.docs[doc_id_of_task(item.taskId)]["branches"] == before.branching.branches
+
+
+async def test_a_regenerated_reply_goes_out_with_the_change_that_wrote_it_and_arrives_as_a_sibling():
+    """The change a turn's write announces carries the whole tree (DESIGN.md §15: nothing read back),
+    so another device gets the new branch beside the old reply (§17)."""
+    a, b = _device(1), _device(2)
+    replica_a = FakeReplica()
+    engine_a = SyncEngine(a, replica_a, MemoryStorage())
+    heard: list[HistoryChange] = []
+    a.changes.subscribe(heard.append)
+    task = await _device_turn(a, "s", "first")
+    await engine_a.local_changed(heard[-1])
+    doc_id = doc_id_of_task(task)
+    engine_b = SyncEngine(b, FakeReplica(), MemoryStorage())
+    assert await engine_b.remote_changed(replica_a.docs[doc_id]) == "added"
+    regenerated = [_user("first", "u-first"), _reply("another answer", "a-again")]
+    await a.record_turn(ended("s", regenerated, usage=None, model="demo", duration_ms=5, message_id="a-again"), 1)
+    assert heard[-1].kind == "record" and heard[-1].written is not None
+    await engine_a.local_changed(heard[-1])
+    assert replica_a.docs[doc_id]["branches"], "the document went out without the old reply"
+    await engine_b.remote_changed(replica_a.docs[doc_id])
+    held = await b.bundle(task)
+    tree = held.branching.tree(held.messages)
+    assert tree.children("u-first") == ["a-first", "a-again"] and _ids(held.messages)[-1] == "a-again"
