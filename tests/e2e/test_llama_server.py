@@ -132,6 +132,34 @@ def streamed_reply_shows_the_servers_model_and_token_counts(agent, server) -> No
     assert meta.get_attribute("data-usage") is None
 
 
+def an_edit_and_a_regenerate_send_the_shown_path_only(agent, server) -> None:
+    """DESIGN.md §17: the model reads the shown path up to the message it answers, never a sibling;
+    the real server answers such a request."""
+    configure(agent, server, base_url=server.base_url)
+    posts = chat_posts(agent)
+    agent.send("First question")
+    agent.send("Second question")
+    said = lambda body: [m["content"] for m in body["messages"] if m["role"] != "system"]  # noqa: E731
+    assert said(posts[-1])[0] == "First question" and said(posts[-1])[-1] == "Second question"
+    first = agent.page.locator("[data-testid=agent-message][data-role=user]").first
+    first.locator("[data-testid=message-edit]").click()
+    field = agent.testid("message-edit-input")
+    field.fill("First question, edited")
+    field.press("Control+Enter")
+    agent.wait_idle()
+    assert said(posts[-1]) == ["First question, edited"]  # nothing of the other branch
+    assert assistant_texts(agent) == [tiny_gguf.PLAIN_TEXT]
+    reply = agent.page.locator("[data-testid=agent-message][data-role=assistant]").first
+    reply.locator("[data-testid=message-regenerate]").click()
+    agent.wait_idle()
+    assert said(posts[-1]) == ["First question, edited"]
+    assert assistant_texts(agent) == [tiny_gguf.PLAIN_TEXT]
+    picker = agent.page.locator("[data-testid=agent-message][data-role=assistant]").first.locator(
+        "[data-testid=branch-picker]")
+    assert (picker.get_attribute("data-index"), picker.get_attribute("data-count")) == ("2", "2")
+    assert len(posts) == 4
+
+
 def stop_ends_the_request_on_the_server(agent, server, course: str) -> None:
     configure(agent, server, base_url=server.base_url, model=server.alias)
     agent.send("Tell me everything", wait=False)
@@ -221,7 +249,7 @@ def cors_refusal_names_the_servers_switch(agent, server) -> None:
 
 def test_every_kind_of_llama_server_in_one_page_each_in_its_own_course(agent, llama):
     """One boot, test_resilience's version-0 value migrated at it (in a course of its own): a streamed
-    reply with the server's model and usage, Stop, a tool call, a context outgrown, a server admitting
+    reply with the server's model and usage, an edit and a regenerate (the shown path only), Stop, a tool call, a context outgrown, a server admitting
     another origin only, a server without templates (last)."""
     from tests.e2e.test_core import case
     from tests.e2e.test_resilience import version_0_value_is_migrated_and_written_back_once
@@ -230,6 +258,8 @@ def test_every_kind_of_llama_server_in_one_page_each_in_its_own_course(agent, ll
         version_0_value_is_migrated_and_written_back_once(agent, "r-version-0")
     with in_case(agent, "plain: streamed reply, model, token counts", "intro-ml"):
         streamed_reply_shows_the_servers_model_and_token_counts(agent, llama("plain"))
+    with in_case(agent, "plain: an edit and a regenerate send the shown path only", "l-branches"):
+        an_edit_and_a_regenerate_send_the_shown_path_only(agent, llama("plain"))
     with in_case(agent, "endless: Stop ends the request", "l-endless") as course:
         stop_ends_the_request_on_the_server(agent, llama("endless"), course)
     with in_case(agent, "tool: a tool call regenerates the scene", "linear-algebra"):
