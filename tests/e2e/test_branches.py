@@ -147,3 +147,74 @@ def search(agent, keyword: str) -> None:
 def stored_questions(agent) -> list[str]:
     stored = agent.stored()["state"]["threads"][COURSE]["messages"]
     return [m["content"][0]["text"] for m in stored if m["role"] == "user"]
+
+
+TABS = "s-branches-tabs"
+
+
+def shown_ids(agent) -> list[str | None]:
+    return [m.get_attribute("data-message-id") for m in agent.messages().all()]
+
+
+def follows(tab, ids: list[str | None]) -> None:
+    """Wait until ``tab`` shows exactly the messages ``ids``, in order."""
+    tab.page.wait_for_function(
+        "ids => JSON.stringify([...document.querySelectorAll('[data-testid=agent-message]')]"
+        ".map(m => m.dataset.messageId)) === JSON.stringify(ids)", arg=ids, timeout=20_000)
+
+
+def test_a_second_tab_shows_the_same_branch_at_every_fork(agent, second_agent):
+    """DESIGN.md §17: edits, regenerates and picker moves in one tab show in the other (the demo agent),
+    and after both reload the same branch shows at every fork; ``maic-agent-threads`` holds exactly the
+    shown path in §3's shape, which the TS original's store reads as its linear thread."""
+    from tests.e2e.test_ecosystem import open_ts_store, ts_state
+
+    agent.open(course=TABS)
+    agent.send("one")
+    agent.send("two")
+    second_agent.open(course=TABS)
+    follows(second_agent, shown_ids(agent))
+
+    # Tab 1 edits the second question: tab 2 shows the new branch, with its picker.
+    question = message(agent, "user", 1)
+    question.locator("[data-testid=message-edit]").click()
+    agent.testid("message-edit-input").fill("two, edited")
+    agent.testid("message-edit-save").click()
+    agent.wait_idle()
+    follows(second_agent, shown_ids(agent))
+    expect(message(second_agent, "user", 1).locator("[data-testid=branch-picker]")).to_have_attribute(
+        "data-count", "2")
+    assert picker(message(second_agent, "user", 1)) == ("2", "2")
+
+    # Tab 2 moves the picker back: tab 1 follows, and regenerates the first reply there.
+    message(second_agent, "user", 1).locator("[data-testid=branch-prev]").click()
+    expect(message(second_agent, "user", 1).locator("[data-testid=branch-picker]")).to_have_attribute(
+        "data-index", "1")
+    follows(agent, shown_ids(second_agent))
+    message(agent, "assistant", 0).locator("[data-testid=message-regenerate]").click()
+    agent.wait_idle()
+    follows(second_agent, shown_ids(agent))
+    expect(message(second_agent, "assistant", 0).locator("[data-testid=branch-picker]")).to_have_attribute(
+        "data-count", "2")
+    shown = shown_ids(agent)
+    assert len(shown) == 2
+
+    # Both reload: the same branch at every fork; the stored thread is exactly that path.
+    agent.reload()
+    second_agent.reload()
+    assert shown_ids(agent) == shown_ids(second_agent) == shown
+    expect(message(agent, "assistant", 0).locator("[data-testid=branch-picker]")).to_have_attribute(
+        "data-index", "2")
+    stored = agent.stored()["state"]["threads"][TABS]
+    assert [m["id"] for m in stored["messages"]] == shown
+    assert all(set(m) == {"role", "id", "content"} for m in stored["messages"])  # §3's shape, nothing of the tree
+    message(agent, "assistant", 0).locator("[data-testid=branch-prev]").click()
+    follows(second_agent, shown_ids(agent))
+    older = shown_ids(agent)
+    assert len(older) == 4 and older[:1] == shown[:1]
+
+    # The TS original's store reads that value as its linear thread.
+    open_ts_store(second_agent.page, second_agent.base_url)
+    held = ts_state(second_agent.page)["threads"][TABS]
+    assert [m["id"] for m in held["messages"]] == older
+    assert held == agent.stored()["state"]["threads"][TABS]
