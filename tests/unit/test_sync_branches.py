@@ -364,3 +364,26 @@ async def test_a_regenerated_reply_goes_out_with_the_change_that_wrote_it_and_ar
     held = await b.bundle(task)
     tree = held.branching.tree(held.messages)
     assert tree.children("u-first") == ["a-first", "a-again"] and _ids(held.messages)[-1] == "a-again"
+
+
+async def test_a_picker_move_goes_out_and_the_other_device_shows_that_branch():
+    """A switch of branch is a change of the conversation (its choice and updatedAt): it goes out as
+    any write, and the other device shows the branch chosen last (DESIGN.md §17 "Sync")."""
+    a, b = _device(1), _device(2)
+    replica_a = FakeReplica()
+    engine_a, engine_b = SyncEngine(a, replica_a, MemoryStorage()), SyncEngine(b, FakeReplica(), MemoryStorage())
+    heard: list[HistoryChange] = []
+    a.changes.subscribe(heard.append)
+    task = await _device_turn(a, "s", "first")
+    regenerated = [_user("first", "u-first"), _reply("another answer", "a-again")]
+    await a.record_turn(ended("s", regenerated, usage=None, model="demo", duration_ms=5, message_id="a-again"), 1)
+    await engine_a.local_changed(heard[-1])
+    doc_id = doc_id_of_task(task)
+    assert await engine_b.remote_changed(replica_a.docs[doc_id]) == "added"
+    assert _ids((await b.bundle(task)).messages)[-1] == "a-again"
+    older = [_user("first", "u-first"), _reply("ok first", "a-first")]
+    assert await a.show_path("s", older) is not None
+    assert heard[-1].kind == "branch"
+    await engine_a.local_changed(heard[-1])
+    await engine_b.remote_changed(replica_a.docs[doc_id])
+    assert _ids((await b.bundle(task)).messages) == ["u-first", "a-first"]
