@@ -78,6 +78,9 @@ def user_texts(engine) -> list[str]:
     return engine.js(USER_TEXTS)
 
 
+QUESTION = "[data-testid=agent-message][data-role=user]"
+REPLY = "[data-testid=agent-message][data-role=assistant]"
+PICKER = "document.querySelector('%s [data-testid=branch-picker]')"
 STORED_THREADS = "JSON.parse(localStorage.getItem('maic-agent-threads')).state.threads"
 ASSISTANT_TEXTS = ("[...document.querySelectorAll('[data-testid=agent-message][data-role=assistant]')]"
                    ".map((m) => m.innerText.trim())")
@@ -191,7 +194,7 @@ def assert_header_on_one_row(engine, width: int) -> None:
 
 def test_boot_send_reload_new_conversation_resume_search(engine, app_server, fake_model_server, shots):
     """Boot with the memory snapshot, a turn and a checkpoint restore kept across a reload beside
-    another course's thread, New conversation, the archived one resumed from history, history search,
+    another course's thread and a third course's branches (an edit, a regenerate, a picker move), New conversation, the archived one resumed from history, history search,
     the drawer's header on one row at 1280 and 390 px, and the OpenAI-compatible back end against the
     fake server (a streamed reply; a tool call run in the page, its result sent back)."""
     course, other = f"x-{engine.name}", f"x-{engine.name}-other"
@@ -220,6 +223,25 @@ def test_boot_send_reload_new_conversation_resume_search(engine, app_server, fak
         show_course(engine, course)
         engine.wait(f"{MESSAGES} === 6")
         assert user_texts(engine)[0] == first and scene_version(engine, "scene-1") == "3"
+    branched = f"x-{engine.name}-branches"
+    with case(engine, "edit, regenerate and the branch picker (DESIGN.md §17)"):
+        show_course(engine, branched)
+        engine.wait(f"{MESSAGES} === 0")
+        send(engine, "first question")
+        send(engine, "second question")
+        engine.click(f"{QUESTION} [data-testid=message-edit]")
+        engine.wait("document.querySelector('[data-testid=message-edit-input]') !== null")
+        engine.fill(engine.testid("message-edit-input"), "first question, edited")
+        engine.click(engine.testid("message-edit-save"))
+        engine.wait(f"{IDLE} && {MESSAGES} === 2 && {PICKER % QUESTION} !== null")
+        assert engine.js(f"[{PICKER % QUESTION}.dataset.index, {PICKER % QUESTION}.dataset.count]") == ["2", "2"]
+        engine.click(f"{REPLY} [data-testid=message-regenerate]")
+        engine.wait(f"{IDLE} && {PICKER % REPLY} !== null && {PICKER % REPLY}.dataset.index === '2'")
+        engine.click(f"{QUESTION} [data-testid=branch-prev]")
+        engine.wait(f"{MESSAGES} === 4")
+        assert user_texts(engine) == ["first question", "second question"]
+        show_course(engine, course)
+        engine.wait(f"{MESSAGES} === 6")
     with case(engine, "the shown course's paint record is kept"):
         engine.wait(f"{PAINT_RECORDS}.then((ids) => ids.includes({json.dumps(course)}))")
     with case(engine, "reload"):
@@ -241,6 +263,12 @@ def test_boot_send_reload_new_conversation_resume_search(engine, app_server, fak
         show_course(engine, other)
         engine.wait(f"{MESSAGES} === 2")
         assert user_texts(engine) == ["a question in another course"]
+        show_course(engine, course)
+        engine.wait(f"{MESSAGES} === 6")
+    with case(engine, "after the reload, the branch shown stays at every fork"):
+        show_course(engine, branched)
+        engine.wait(f"{MESSAGES} === 4 && {PICKER % QUESTION} !== null && {PICKER % QUESTION}.dataset.index === '1'")
+        assert user_texts(engine) == ["first question", "second question"]
         show_course(engine, course)
         engine.wait(f"{MESSAGES} === 6")
     with case(engine, "New conversation, whose turns end with their record written"):
