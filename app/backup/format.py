@@ -48,7 +48,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.continuity import continues
+from app.history.branches import StoredForm
+from app.history.branching import Branching
+from app.history.merge import merge_conversation, merged_meta
 from app.history.records import MAX_SAFE_INTEGER, TaskMeta, TurnMeta
+from app.history.tree import Tree
 from app.history.text import copy_title
 from app.store.jsjson import js_json
 
@@ -335,15 +339,17 @@ def _heads(value: Any) -> dict[str, str]:
 class MergePlan:
     """What a restore writes (DESIGN.md §14: merge by id, keep both sides, report counts).
 
-    ``conversations``: items to put (new, a longer continuation replacing the local one, or a
-    diverged one under a new id; ``app.backup.tables.restore`` empties it after writing each slice,
+    ``conversations``: items to put (new, a longer continuation replacing the local one, the union
+    of the local tree and the incoming one, or a conversation sharing nothing with the local one of
+    its id under a new id; ``app.backup.tables.restore`` empties it after writing each slice,
     so a restore never holds more than one slice of them); ``stages``: the courses of the
     conversations put; ``versions``: items to add, renumbered; ``threads``: stage id →
     thread to restore (only courses with no local thread); ``heads``: stage id → task id of the
     conversation each restored thread is (``plan_heads``); ``renames``: incoming task id → the fresh
     id it was added under. Counts: ``added`` (new conversations,
-    ``renamed`` of them diverged), ``extended`` (local replaced by the longer incoming one),
-    ``present`` (already here, or the local one is the longer), ``versions_added``,
+    ``renamed`` of them sharing nothing with the local one of their id), ``extended`` (local
+    replaced by the longer incoming one or joined with its tree), ``present`` (already here, or the
+    local tree holds every message of it, whatever each shows), ``versions_added``,
     ``versions_present``, ``threads_restored``, ``threads_kept`` (a local thread was there)."""
 
     conversations: list[dict] = field(default_factory=list)
@@ -362,27 +368,41 @@ class MergePlan:
     threads_kept: int = 0
 
 
-def plan_merge(incoming: Iterable[dict], local_messages: Callable[[str], list | None], *,
+def plan_merge(incoming: Iterable[dict], local: Callable[[str], dict | None], *,
                new_id: Callable[[dict], str], plan: MergePlan | None = None) -> MergePlan:
-    """Adds to ``plan`` the conversations of one slice (DESIGN.md §14, §15's one rule,
-    ``app.continuity.continues``): ``local_messages(taskId)`` gives the local conversation's messages
-    or ``None`` (not here). Not here → added; incoming continues local (and is longer) → replaces
-    it; local continues incoming → present; diverged → the incoming is added under
-    ``new_id(meta)`` (a fresh ``task_…`` id) and ``app.history.text.copy_title``, so both are kept
-    and told apart."""
+    """Adds to ``plan`` the conversations of one slice (DESIGN.md §14: merge by id, keep the
+    conversations of both sides, never add one twice; §17: a backup holds whole trees).
+    ``local(taskId)`` gives the conversation kept here under that id as a backup line is
+    (``{"meta", "messages", "turns", "branches"?, "shown"?}``, as stored) or ``None`` (not here).
+
+    Not here → added. Two chains (§15's one rule, ``app.continuity.continues``): the incoming goes on
+    from the local one → it replaces it (``extended``); the local one goes on from it → ``present``.
+    Otherwise the two are compared as trees (``_joined``): the incoming holds no message the local
+    tree lacks → ``present``, whatever each shows (a choice of shown branch is not content, §17);
+    the two are one conversation branched or continued on either side → the union of both trees
+    (``app.history.merge.merge_conversation``: turn metas of both by ``messageId``, the meta's
+    counts from every turn) replaces the local one (``extended``), never a copy. Only when they share
+    no message, or a message with one id differs in content or place, is the incoming added under
+    ``new_id(meta)`` (a fresh ``task_…`` id) and ``app.history.text.copy_title``, so both are kept and
+    told apart (``renamed``)."""
     plan = plan if plan is not None else MergePlan()
     for item in incoming:
         task_id = item["meta"]["taskId"]
-        local = local_messages(task_id)
-        if local is None:
+        here = local(task_id)
+        if here is None:
             plan.conversations.append(item)
             plan.added += 1
-        elif continues(local, item["messages"]):
-            plan.present += 1
-        elif continues(item["messages"], local):
-            plan.conversations.append(item)
-            plan.extended += 1
-        else:
+            continue
+        if not here.get("branches") and not item.get("branches"):
+            if continues(here["messages"], item["messages"]):
+                plan.present += 1
+                continue
+            if continues(item["messages"], here["messages"]):
+                plan.conversations.append(item)
+                plan.extended += 1
+                continue
+        how, joined = _joined(here, item)
+        if how == "apart":
             fresh = new_id(item["meta"])
             # its own title too, or the list shows two rows alike (DESIGN.md §9's title rule holds)
             title = item["meta"].get("taskName")
@@ -391,7 +411,56 @@ def plan_merge(incoming: Iterable[dict], local_messages: Callable[[str], list | 
             plan.renames[task_id] = fresh
             plan.added += 1
             plan.renamed += 1
+        elif how == "present":
+            plan.present += 1
+        else:
+            plan.conversations.append(joined)
+            plan.extended += 1
     return plan
+
+
+def _tree(line: dict) -> Tree:
+    return StoredForm(line["messages"], line.get("branches") or [], line.get("shown") or {}).tree()
+
+
+def _joined(here: dict, item: dict) -> tuple[str, dict | None]:
+    """The backup's conversation ``item`` against the one ``here`` under its id, as trees (both
+    backup lines; ``plan_merge``): ``("apart", None)`` when they are not one conversation (no
+    message in common, or a message of one id with another content or parent on each side);
+    ``("present", None)`` when ``here`` holds every message of ``item``; else ``("joined", line)``,
+    the line to write: the union of both trees, the later side's choices shown (each side's
+    ``updatedAt``), turn metas of both by ``messageId``, the meta (``app.history.merge.merged_meta``)
+    counting every turn."""
+    mine, theirs = _tree(here), _tree(item)
+    shared = [i for i in theirs.ids if i in mine]
+    if not shared or any(mine.nodes[i] != theirs.nodes[i] or mine.parent(i) != theirs.parent(i) for i in shared):
+        return "apart", None
+    if len(shared) == len(theirs):
+        return "present", None
+    try:
+        local_meta = TaskMeta.model_validate(here["meta"])
+    except ValidationError:  # a damaged record here: the backup's meta stands for it
+        local_meta = TaskMeta.model_validate(item["meta"])
+    remote_meta = TaskMeta.model_validate(item["meta"])
+    merged = merge_conversation(_side(here), _side(item), local_at=local_meta.updatedAt,
+                                remote_at=remote_meta.updatedAt)
+    meta = merged_meta(local_meta, remote_meta, merged).model_dump()
+    fields = _tree_fields({"branches": merged.branching.branches, "shown": merged.branching.shown})
+    return "joined", {"meta": meta, "messages": merged.messages, "turns": [t.record() for t in merged.turns], **fields}
+
+
+def _side(line: dict) -> tuple[list[dict], list[TurnMeta], Branching]:
+    """A backup line as one side of ``app.history.merge.merge_conversation``: its shown path as
+    stored, its turn metas (those that fail their shape left out: a damaged record here) and its
+    tree beside the path."""
+    turns = []
+    for turn in line["turns"] if isinstance(line["turns"], list) else []:
+        try:
+            turns.append(TurnMeta.model_validate(turn))
+        except ValidationError:
+            pass
+    messages = line["messages"] if isinstance(line["messages"], list) else []
+    return messages, turns, Branching(line.get("branches") or [], line.get("shown") or {})
 
 
 def renumber(item: dict, version_no: int) -> dict:

@@ -15,8 +15,7 @@ from typing import Any
 from app.backup.format import (PIECE_CHARS, SLICE, BackupReader, BackupWriter, MergePlan, check_counts, open_backup,
                                plan_heads, plan_merge, plan_threads, plan_versions)
 from app.history.records import TaskMeta, TurnMeta
-from app.history.branches import StoredForm
-from app.history.repository import (Writes, conversation_records, head_records, held_artifacts, held_forms,
+from app.history.repository import (Writes, conversation_records, head_records, held_artifacts, held_conversations,
                                     version_pages, version_records)
 from app.records import BulkValue, RecordBackend
 
@@ -87,8 +86,8 @@ async def read_backup(data: bytes, pause: Pause) -> tuple[BackupReader, list[dic
 
 async def restore(backend: RecordBackend, data: bytes, pause: Pause, *, local_thread: Callable[[str], bool],
                   new_id: Callable[[dict], str], per: int = SLICE, step: int = STEP) -> MergePlan:
-    """Merge the backup ``data`` into the store (DESIGN.md §14): conversations by id with the
-    continuity rule (``app.backup.format.plan_merge``), versions skipped when their checkpoint id is
+    """Merge the backup ``data`` into the store (DESIGN.md §14): conversations by id, compared as
+    trees (``app.backup.format.plan_merge``), versions skipped when their checkpoint id is
     here and renumbered past the scene's highest (a scene with no artifact gets one naming its
     highest restored version; a local scene keeps its current document), written ``per`` versions
     or ``step`` conversations per transaction. Every record is checked first (``read_backup``);
@@ -151,16 +150,15 @@ async def _restore_conversations(backend: RecordBackend, reader, pause: Pause, n
         return task_id
 
     async for chunk in _chunks(reader, pause, step):
-        local = await held_forms(backend, [c["meta"]["taskId"] for c in chunk])
+        local = await held_conversations(backend, [c["meta"]["taskId"] for c in chunk])
         taken.update(local)
         known.update(local)
-        plan_merge(chunk, lambda task_id: local[task_id].messages if task_id in local else None, new_id=fresh,
-                   plan=plan)
+        plan_merge(chunk, local.get, new_id=fresh, plan=plan)
         writes = Writes()
         for item in plan.conversations:
-            form = _joined(local.get(item["meta"]["taskId"]), item)
-            writes.keep(TaskMeta.model_validate(item["meta"]), form.messages,
-                        [TurnMeta.model_validate(t) for t in item["turns"]], branches=form.branches, shown=form.shown)
+            writes.keep(TaskMeta.model_validate(item["meta"]), item["messages"],
+                        [TurnMeta.model_validate(t) for t in item["turns"]], branches=item.get("branches"),
+                        shown=item.get("shown"))
             known.add(item["meta"]["taskId"])
             plan.stages.add(item["meta"]["stageId"])
         plan.conversations.clear()
@@ -169,16 +167,6 @@ async def _restore_conversations(backend: RecordBackend, reader, pause: Pause, n
             await backend.write(writes.ops)
         await pause()
     return known
-
-
-def _joined(here: StoredForm | None, item: dict) -> StoredForm:
-    """The stored form a restore writes for the backup's conversation ``item``: its own (shown path,
-    ``branches``, ``shown``), joined with the tree kept ``here`` under its id when that one has
-    branches (the union of both trees, the backup's choices shown: DESIGN.md §17, nothing lost)."""
-    form = StoredForm(item["messages"], item.get("branches") or [], item.get("shown") or {})
-    if here is None or not here.branches or not isinstance(here.messages, list):
-        return form
-    return StoredForm(*here.tree().merged(form.tree(), their_choices=True).record())
 
 
 async def _local_versions(backend: RecordBackend, pause: Pause, per: int) -> tuple[set[str], dict[str, int]]:

@@ -51,7 +51,7 @@ from app.records import HIGHEST, LOWEST, RecordBackend, WriteOp
 
 __all__ = ["Conversation", "Damaged", "FOLD_VERSION", "Head", "HeldTurn", "HistoryRepository", "ListRange", "Stored",
            "Writes", "SNIPPET_AFTER", "SNIPPET_BEFORE", "conversation_records", "head_records", "held_artifacts",
-           "held_forms", "version_pages", "version_records"]
+           "held_conversations", "version_pages", "version_records"]
 
 LIST_INDEX = "[stageId+updatedAt+taskId]"
 PIN_INDEX = "[stageId+pinnedAt]"
@@ -890,15 +890,18 @@ async def head_records(backend: RecordBackend, stage_ids: list[str]) -> list[dic
     return [r for r in records if isinstance(r, dict) and isinstance(r.get("taskId"), str)]
 
 
-async def held_forms(backend: RecordBackend, task_ids: list[str]) -> dict[str, StoredForm]:
-    """The stored ``messages`` records of those of ``task_ids`` that have a ``conversations`` record
-    (readable or not), by task id, as ``StoredForm`` (its ``messages`` ``[]`` when the record is
-    missing or holds none); two requests. What a restore merges a backup's conversations against
-    (§14; their trees, §17)."""
+async def held_conversations(backend: RecordBackend, task_ids: list[str]) -> dict[str, dict]:
+    """The conversations stored under those of ``task_ids`` that have a ``conversations`` record, by
+    task id, each as a backup's conversation line is (``{"meta", "messages", "turns", "branches"?,
+    "shown"?}``: ``messages`` ``[]`` when its record is missing or holds none, ``turns`` ``[]`` when
+    missing), as stored and unchecked; three requests. What a restore merges a backup's conversations
+    against (§14; their trees, §17)."""
     metas = await backend.bulk_get("conversations", task_ids)
     held = await backend.bulk_get("messages", task_ids)
-    return {task_id: (form := StoredForm.of(m))._replace(messages=form.messages or [])
-            for task_id, meta, m in zip(task_ids, metas, held) if meta is not None}
+    turns = await backend.bulk_get("turns", task_ids)
+    return {task_id: {"meta": meta, **(form := StoredForm.of(m)).fields(), "messages": form.messages or [],
+                      "turns": (t or {}).get("turns") or []}
+            for task_id, meta, m, t in zip(task_ids, metas, held, turns) if meta is not None}
 
 
 async def conversation_records(backend: RecordBackend, per: int) -> AsyncIterator[list[dict]]:

@@ -75,7 +75,7 @@ def test_round_trip_keeps_every_record_exactly_and_in_slices():
 
 def test_half_overlap_adds_exactly_the_other_half():
     convs = [conversation(n) for n in range(10)]
-    local = {c["meta"]["taskId"]: c["messages"] for c in convs[:5]}
+    local = {c["meta"]["taskId"]: c for c in convs[:5]}
     _, incoming = None, open_backup(build(convs, [])).read_all()[0]
     plan = plan_merge(incoming, local.get, new_id=lambda meta: pytest.fail("no new id"))
     assert [c["meta"]["taskId"] for c in plan.conversations] == [c["meta"]["taskId"] for c in convs[5:]]
@@ -84,13 +84,13 @@ def test_half_overlap_adds_exactly_the_other_half():
 
 def test_longer_side_is_kept_and_a_diverged_thread_is_kept_twice():
     longer, shorter = conversation(1, 4), conversation(1, 2)
-    plan = plan_merge([longer], {longer["meta"]["taskId"]: shorter["messages"]}.get, new_id=lambda m: "x")
+    plan = plan_merge([longer], {longer["meta"]["taskId"]: shorter}.get, new_id=lambda m: "x")
     assert plan.extended == 1 and plan.conversations == [longer]
-    plan = plan_merge([shorter], {longer["meta"]["taskId"]: longer["messages"]}.get, new_id=lambda m: "x")
+    plan = plan_merge([shorter], {longer["meta"]["taskId"]: longer}.get, new_id=lambda m: "x")
     assert plan.present == 1 and plan.conversations == []
     diverged = conversation(1, 2)
     diverged["messages"][1]["content"][0]["text"] = "another answer"
-    plan = plan_merge([diverged], {diverged["meta"]["taskId"]: shorter["messages"]}.get,
+    plan = plan_merge([diverged], {diverged["meta"]["taskId"]: shorter}.get,
                       new_id=lambda m: "task_20260601_zzzzzz")
     assert (plan.added, plan.renamed) == (1, 1)
     assert plan.conversations[0]["meta"]["taskId"] == "task_20260601_zzzzzz"
@@ -569,3 +569,102 @@ def test_an_older_backup_without_trees_still_restores_and_a_tree_of_the_wrong_sh
         with pytest.raises(BackupRefused) as refused:
             open_backup(build([{**_with_tree(3), **bad}], [])).read_all()
         assert refused.value.reason == "damaged"
+
+
+# -- a conversation kept here under the backup's id is compared as a tree (DESIGN.md §14, §17) -----
+
+def _shown_on(item: dict, ident: str) -> dict:
+    """``item`` (a conversation line) with message ``ident`` shown: only the choice differs."""
+    from app.history.tree import Tree
+
+    path, branches, shown = Tree.from_record(item["messages"], item.get("branches"), item.get("shown")).show(ident).record()
+    return {**item, "messages": path, "branches": branches, "shown": shown}
+
+
+def _reply(n: int, ident: str, text: str) -> dict:
+    return {"role": "assistant", "id": ident, "content": [{"type": "text", "text": text}]}
+
+
+def _stored_tree(backend: MemoryBackend, task_id: str):
+    from app.history.branches import StoredForm
+
+    return StoredForm.of(asyncio.run(backend.get("messages", task_id))).tree()
+
+
+def _restored(local: list[dict], backup: list[dict]) -> tuple[MergePlan, MemoryBackend]:
+    data = asyncio.run(write_backup(_store(backup, []), THREADS, T0, _pause))
+    target = _store(local, [])
+    plan = asyncio.run(restore(target, data, _pause, local_thread=lambda s: True,
+                               new_id=lambda m: "task_20260601_copy01"))
+    return plan, target
+
+
+def test_the_same_tree_showing_another_branch_is_already_present_and_nothing_is_written():
+    """A picker moved here after the backup: the same messages, another shown branch (a choice is
+    not content, §17): already present, no copy conversation, nothing written."""
+    backed_up = _with_tree(1)
+    here = _shown_on(backed_up, "m1-1b")
+    assert here["messages"] != backed_up["messages"]
+    before = _dump(_store([here], []))
+    plan, target = _restored([here], [backed_up])
+    assert (plan.added, plan.renamed, plan.extended, plan.present) == (0, 0, 0, 1)
+    assert _dump(target) == before
+
+
+@pytest.mark.parametrize("shown", ["m1-1", "m1-1b"])
+def test_a_backup_with_a_branch_this_browser_lacks_is_joined_into_one_tree(shown):
+    """The backup's tree holds a regenerated reply the chain here lacks: both replies end up in the
+    conversation here (the union of the trees), counted as updated, never a copy; whichever the
+    backup showed."""
+    here = conversation(1)
+    backed_up = _shown_on(_with_tree(1), shown)
+    plan, target = _restored([here], [backed_up])
+    assert (plan.added, plan.renamed, plan.extended, plan.present) == (0, 0, 1, 0)
+    assert list(target.raw("conversations")) == [here["meta"]["taskId"]]
+    tree = _stored_tree(target, here["meta"]["taskId"])
+    assert set(tree.ids) == {"m1-0", "m1-1", "m1-1b"} and tree.children("m1-0") == ["m1-1", "m1-1b"]
+
+
+def test_a_branch_only_this_browser_has_is_kept_and_the_backup_counts_as_present():
+    here = _shown_on(_with_tree(1), "m1-1b")
+    before = _dump(_store([here], []))
+    plan, target = _restored([here], [conversation(1)])
+    assert (plan.added, plan.renamed, plan.extended, plan.present) == (0, 0, 0, 1)
+    assert _dump(target) == before
+
+
+def test_two_sides_that_went_on_apart_are_joined_with_the_turn_metas_of_both():
+    """Here the first question got one reply, in the backup another (each with its turn meta): one
+    conversation holding both replies as siblings, both turn metas (by ``messageId``), the meta's
+    counts made from every turn (§17: stats count every turn on every branch)."""
+    here = conversation(1)
+    backed_up = conversation(1)
+    backed_up["messages"][1] = _reply(1, "m1-1x", "the backup's answer")
+    backed_up["turns"] = [{**backed_up["turns"][0], "messageId": "m1-1x", "timestamp": "2026-06-02T00:00:00.000Z",
+                           "usage": {"inputTokens": 5, "outputTokens": 6, "totalTokens": 11}}]
+    here["turns"][0]["usage"] = {"inputTokens": 1, "outputTokens": 2, "totalTokens": 3}
+    plan, target = _restored([here], [backed_up])
+    assert (plan.added, plan.renamed, plan.extended) == (0, 0, 1)
+    task_id = here["meta"]["taskId"]
+    tree = _stored_tree(target, task_id)
+    assert sorted(tree.children("m1-0")) == ["m1-1", "m1-1x"]
+    turns = target.raw("turns")[task_id]["turns"]
+    assert sorted(t["messageId"] for t in turns) == ["m1-1", "m1-1x"]
+    meta = target.raw("conversations")[task_id]
+    assert meta["turnCount"] == 2 and meta["stats"]["totalTokens"] == 14
+
+
+def test_a_chain_the_backup_continues_replaces_the_one_here_as_before():
+    longer = conversation(1, 4)
+    plan, target = _restored([conversation(1, 2)], [longer])
+    assert (plan.added, plan.renamed, plan.extended) == (0, 0, 1)
+    assert _dump(target) == _dump(_store([longer], []))
+
+
+def test_a_conversation_that_shares_no_message_with_the_one_here_is_kept_as_a_copy():
+    here = conversation(1)
+    other = conversation(1)
+    other["messages"] = [{**m, "id": m["id"] + "-other"} for m in other["messages"]]
+    plan, target = _restored([here], [other])
+    assert (plan.added, plan.renamed, plan.extended) == (1, 1, 0)
+    assert sorted(target.raw("conversations")) == sorted([here["meta"]["taskId"], "task_20260601_copy01"])
