@@ -149,6 +149,12 @@ class AgentRuntime:
         DESIGN.md §17)."""
         return self._branches.siblings(message_id)
 
+    def painted_positions(self, stage_id: str, positions: dict[str, tuple[int, int]]) -> None:
+        """The branch pickers the paint record drew for course ``stage_id`` (``{message id: (index,
+        count)}``), standing for its shown path's positions until history's tree arrives
+        (``BranchActions.painted_positions``, DESIGN.md §13, §17)."""
+        self._branches.painted_positions(stage_id, positions)
+
     @property
     def notices(self) -> tuple[Any, ...]:
         """Notices (``Notice(code, params)``) to show, oldest first, each distinct one once (§5)."""

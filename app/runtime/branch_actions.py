@@ -46,11 +46,24 @@ class BranchActions:
         self._history = history
         self._clock = clock
         self._notify = notify
+        self._painted: dict[str, dict[str, tuple[int, int]]] = {}  # stage id -> message id -> position
+
+    def painted_positions(self, stage_id: str, positions: dict[str, tuple[int, int]]) -> None:
+        """The pickers the paint record drew for course ``stage_id`` before Python started
+        (``{message id: (index, count)}``): they stand for the shown path's positions until history's
+        tree of the course arrives, so Python's first render draws the rows painted (DESIGN.md §13,
+        §17). Ids off the shown path are never used."""
+        self._painted[stage_id] = dict(positions)
 
     def siblings(self, message_id: str | None) -> tuple[int, int]:
         """``(index, count)`` of shown message ``message_id`` among its siblings (1-based; DESIGN.md
-        §17's picker shows when ``count > 1``); ``(1, 1)`` for a message the tree does not know."""
+        §17's picker shows when ``count > 1``); ``(1, 1)`` for a message the tree does not know. Until
+        history's tree has arrived, a message of the shown path the paint record drew a picker for
+        has that picker's position (``painted_positions``)."""
         session = self._sessions.shown
+        painted = self._painted.get(session.stage_id) if session else None
+        if painted and message_id in painted and any(m.id == message_id for m in session.messages):
+            return painted[message_id]
         tree = session.tree if session else None
         if tree is None or not message_id or message_id not in tree:  # O(1): drawn per message per frame
             return 1, 1
@@ -131,6 +144,7 @@ class BranchActions:
                 if not done.cancelled():
                     _log.error("history could not give the tree of %r", session.stage_id, exc_info=done.exception())
                 return
+            self._painted.pop(session.stage_id, None)  # history answered: its tree (or the chain) is the truth
             if not self._sessions.holds(session) or done.result() is None:
                 return
             path = serialize_thread([m for m in session.messages if m.status != RUNNING])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
+from tests.e2e.conftest import READY_TIMEOUT_MS
 from tests.e2e.test_history import open_list
 from tests.e2e.test_model import configure
 
@@ -104,8 +105,14 @@ def test_edit_regenerate_and_the_picker_keep_the_branch_shown_across_a_reload(ag
     expect(copy).to_have_attribute("data-state", "copied")
     assert agent.page.evaluate("() => navigator.clipboard.readText()") == "second question"
 
-    # A reload shows the same branch at every fork.
-    agent.reload()
+    # A reload shows the same branch at every fork: the picker the paint record drew is there when
+    # the app says it is ready (DESIGN.md §13: Python's first render draws the row painted).
+    agent.page.reload()
+    pickers_at_ready = agent.page.wait_for_function(
+        "() => document.documentElement.dataset.ready === 'true'"
+        " && String(document.querySelectorAll('[data-testid=branch-picker]').length)",
+        polling="raf", timeout=READY_TIMEOUT_MS).json_value()
+    assert pickers_at_ready == "1"
     expect(message(agent, "user", 0).locator("[data-testid=branch-picker]")).to_have_attribute("data-count", "2")
     assert [m.get_attribute("data-message-id") for m in agent.messages().all()] == shown
     assert picker(message(agent, "user", 0)) == ("1", "2")

@@ -270,3 +270,37 @@ async def test_a_picker_move_keeps_the_live_messages_above_the_fork():
     runtime.show_sibling(edited, -1)
     assert all(a is b for a, b in zip(runtime.messages[:2], above))  # the same objects: not drawn again
     assert texts(runtime)[2] == "second question"
+
+
+class SlowTreeHistory(TreeHistory):
+    """A ``TreeHistory`` whose ``branches`` answers only once ``gate`` is set (IndexedDB opening)."""
+
+    def __init__(self, trees, gate):
+        super().__init__(trees)
+        self.gate = gate
+
+    async def branches(self, stage_id):
+        await self.gate.wait()
+        return await super().branches(stage_id)
+
+
+async def test_until_historys_tree_arrives_the_painted_positions_stand_for_the_shown_path():
+    history, storage = TreeHistory(), MemoryStorage()
+    first, _, _ = make(history, storage)
+    u1, a1, *_ = await two_questions(first)
+    await first.regenerate(a1)
+    await settle()
+    regenerated = first.messages[1].id
+    # a reload: the paint record drew the picker of the reply; history's tree comes later
+    gate = asyncio.Event()
+    reloaded, _, _ = make(SlowTreeHistory(history.trees, gate), storage)
+    reloaded.painted_positions("s", {regenerated: (2, 2), u1: (1, 3), "elsewhere": (1, 2)})
+    reloaded.painted_positions("t", {a1: (1, 4)})  # another course's record: not this one's
+    await settle()
+    assert [m.id for m in reloaded.messages] == [u1, regenerated]
+    assert reloaded.siblings(regenerated) == (2, 2) and reloaded.siblings(u1) == (1, 3)
+    assert reloaded.siblings("elsewhere") == (1, 1)  # not on the shown path
+    gate.set()
+    await settle()
+    assert reloaded.siblings(regenerated) == (2, 2) and reloaded.siblings(u1) == (1, 1)  # the tree's, from now on
+    assert reloaded.show_sibling(regenerated, -1) == a1
