@@ -287,7 +287,7 @@ class SlowTreeHistory(TreeHistory):
 async def test_until_historys_tree_arrives_the_painted_positions_stand_for_the_shown_path():
     history, storage = TreeHistory(), MemoryStorage()
     first, _, _ = make(history, storage)
-    u1, a1, *_ = await two_questions(first)
+    u1, a1, u2, a2 = await two_questions(first)
     await first.regenerate(a1)
     await settle()
     regenerated = first.messages[1].id
@@ -300,7 +300,9 @@ async def test_until_historys_tree_arrives_the_painted_positions_stand_for_the_s
     assert [m.id for m in reloaded.messages] == [u1, regenerated]
     assert reloaded.siblings(regenerated) == (2, 2) and reloaded.siblings(u1) == (1, 3)
     assert reloaded.siblings("elsewhere") == (1, 1)  # not on the shown path
+    assert reloaded.show_sibling(regenerated, -1) is None  # a picker move before the tree: kept for it
+    assert [m.id for m in reloaded.messages] == [u1, regenerated]
     gate.set()
     await settle()
-    assert reloaded.siblings(regenerated) == (2, 2) and reloaded.siblings(u1) == (1, 1)  # the tree's, from now on
-    assert reloaded.show_sibling(regenerated, -1) == a1
+    assert [m.id for m in reloaded.messages] == [u1, a1, u2, a2]  # played once the tree is there
+    assert reloaded.siblings(a1) == (1, 2) and reloaded.siblings(u1) == (1, 1)  # the tree's, from now on
