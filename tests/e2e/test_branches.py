@@ -143,6 +143,21 @@ def test_edit_regenerate_and_the_picker_keep_the_branch_shown_across_a_reload(ag
     assert stored_questions(agent) == ["first question, edited"]
     expect(agent.testid("turn-meta")).to_have_count(1)
 
+    # An editor left open while a reply runs: its Save is disabled (Ctrl+Enter does nothing) until
+    # the reply ends; the text typed is kept.
+    message(agent, "user", 0).locator("[data-testid=message-edit]").click()
+    field = agent.testid("message-edit-input")
+    field.fill("typed while a reply runs")
+    posts = len(server.posts())
+    agent.send("#endless 20", wait=False)
+    save = agent.testid("message-edit-save")
+    expect(save).to_be_disabled()
+    field.press("Control+Enter")
+    agent.testid("agent-stop").click()
+    agent.wait_idle()
+    expect(save).to_be_enabled()
+    assert field.input_value() == "typed while a reply runs" and len(server.posts()) == posts + 1
+
 
 def search(agent, keyword: str) -> None:
     """Search the drawer's list for ``keyword`` and wait for its one result."""
