@@ -354,7 +354,7 @@ class PageView:
         field = self._message_box(message_id, "[data-testid=message-edit-input]")
         if field is not None:
             field.focus()
-            end = field.value.length
+            end = len(field.value)  # a Python str under Pyodide
             field.setSelectionRange(end, end)
 
     def close_editor(self, *, focus_edit: bool = True) -> None:

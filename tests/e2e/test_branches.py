@@ -34,6 +34,10 @@ def picker(node) -> tuple[str | None, str | None]:
 
 def test_edit_regenerate_and_the_picker_keep_the_branch_shown_across_a_reload(agent, fake_model):
     server = fake_model
+    errors: list[str] = []  # any uncaught error in the page during the flow fails the case
+    agent.page.on("pageerror", lambda error: errors.append(str(error)))
+    agent.page.on("console", lambda line: errors.append(line.text) if line.type == "error" and (
+        "Traceback" in line.text or "Error" in line.text) else None)
     agent.page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     agent.open(course=COURSE, lang="ar-SA")
     configure(agent, server)
@@ -157,6 +161,7 @@ def test_edit_regenerate_and_the_picker_keep_the_branch_shown_across_a_reload(ag
     agent.wait_idle()
     expect(save).to_be_enabled()
     assert field.input_value() == "typed while a reply runs" and len(server.posts()) == posts + 1
+    assert errors == []
 
 
 def search(agent, keyword: str) -> None:
