@@ -143,6 +143,18 @@ class BranchActions:
         is the chain of its stored thread until history's tree of the conversation arrives
         (``HistoryPort.branches``), which then becomes the tree, grown by the shown path (§17)."""
         session.tree = grown(None, session.base)
+        self._ask_tree(session)
+
+    def tree_written_elsewhere(self, session: Session) -> None:
+        """Another tab's history write on ``session``'s course ended (a turn, a branch shown, an
+        import, sync): history is asked for the tree again and it is joined with this tab's, so a
+        sibling made there gets its picker here, even when that tab's thread arrived (and this tab
+        read the tree) before its history write landed (DESIGN.md §15, §17). The path shown stays."""
+        if session.tree is not None:
+            self._ask_tree(session)
+
+    def _ask_tree(self, session: Session) -> None:
+        """Ask history for ``session``'s tree; once it arrives it is adopted (``adopted_tree``)."""
         if self._history is None:
             return
         try:

@@ -306,3 +306,21 @@ async def test_until_historys_tree_arrives_the_painted_positions_stand_for_the_s
     await settle()
     assert [m.id for m in reloaded.messages] == [u1, a1, u2, a2]  # played once the tree is there
     assert reloaded.siblings(a1) == (1, 2) and reloaded.siblings(u1) == (1, 1)  # the tree's, from now on
+
+
+async def test_another_tabs_history_write_brings_its_new_sibling_into_this_tabs_tree():
+    history_a, storage = TreeHistory(), MemoryStorage()
+    tab_a, _, _ = make(history_a, storage)
+    u1, a1, u2, a2 = await two_questions(tab_a)
+    history_b = TreeHistory(dict(history_a.trees))  # the same database, as tab B reads it
+    tab_b, _, _ = make(history_b, MemoryStorage.shared_with(storage))
+    await settle()
+    await tab_a.regenerate(a1)
+    await settle()
+    regenerated = tab_a.messages[1].id
+    assert tab_b.siblings(a1) == (1, 1)  # tab B's tree was read before tab A's history write landed
+    history_b.trees = dict(history_a.trees)  # it lands; the channel says so
+    tab_b.conversation_changed_elsewhere("s", "record", "task_20261206_aaaaaa")
+    await settle()
+    assert [m.id for m in tab_b.messages] == [u1, a1, u2, a2]  # the path shown stays
+    assert tab_b.siblings(a1) == (1, 2) and regenerated in tab_b.sessions.shown.tree
