@@ -2,9 +2,11 @@
 
 One boot in ar-SA (right to left) and one reload: a question edited (Escape first: nothing
 changes), a reply regenerated, the picker moved back, and after the reload the same branch shown
-at every fork; the model's request for the edit held the shown path only. Then search: opening a
+at every fork (the picker drawn already when the app is ready); the model's request for the edit
+held the shown path only. Then search: opening a
 hit whose word lies only on a branch not shown shows that branch, in an archived conversation and
-in the active one.
+in the active one. Last, an editor left open while a reply runs cannot save until it ends. No
+uncaught error in the page along the way.
 """
 
 from __future__ import annotations
