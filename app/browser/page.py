@@ -140,6 +140,11 @@ class Page:
 
         # Until the stage id is known the runtime holds no thread and writes nothing
         # (DESIGN.md §4); the first render happens once the course's thread is loaded.
+        from app.browser.paint import painted_positions
+
+        painted = painted_positions()  # the pickers painted stand until history's tree arrives (§13, §17)
+        if painted is not None:
+            self.runtime.painted_positions(*painted)
         self.show_course(course_from_url(self.query.get("course")))
         self.runtime.subscribe(self.view.render)
         self.runtime.subscribe(self._on_runtime_change)

@@ -21,7 +21,7 @@ from app.composer import composer_text
 from app.courses import find_course
 from app.paint import build_record, encode_record, in_flight_text, parse_pending, pending_to_send
 
-__all__ = ["PaintKeeper", "take_over", "drop_painted_bar"]
+__all__ = ["PaintKeeper", "take_over", "drop_painted_bar", "painted_positions"]
 
 _LABEL_SELECTORS = (("data-i18n", "i18n"), ("data-i18n-label", "i18nLabel"), ("data-i18n-title", "i18nTitle"),
                     ("data-i18n-placeholder", "i18nPlaceholder"))
@@ -138,6 +138,28 @@ class PaintKeeper:
                               bar_summary=None if is_none(summary) else str(summary.textContent),
                               siblings=self.runtime.siblings)
         adapter.save(stage_id, encode_record(record))  # a promise; a failure is only logged there
+
+
+def painted_positions() -> tuple[str, dict[str, tuple[int, int]]] | None:
+    """The branch pickers ``static/paint.js`` drew before Python started: ``(stage id, {message id:
+    (index, count)})`` read from the painted rows (``[data-message-id]`` holding a
+    ``[data-testid=branch-picker]``'s ``data-index``/``data-count``), or ``None`` when nothing was
+    painted. Read before Python's first render replaces those rows (DESIGN.md §13, §17)."""
+    adapter = _adapter()
+    painted = getattr(adapter, "painted", None) if adapter is not None else None
+    if painted is None or is_none(painted):
+        return None
+    positions: dict[str, tuple[int, int]] = {}
+    for node in document.querySelectorAll("[data-message-id] [data-testid=branch-picker]"):
+        row = node.closest("[data-message-id]")
+        try:
+            position = int(node.getAttribute("data-index")), int(node.getAttribute("data-count"))
+        except (TypeError, ValueError):
+            continue
+        message_id = row.getAttribute("data-message-id")
+        if message_id and 1 <= position[0] <= position[1]:
+            positions[str(message_id)] = position
+    return str(painted.stageId), positions
 
 
 def drop_painted_bar() -> None:

@@ -145,6 +145,15 @@ class PageView:
             self._shown_stage = runtime.stage_id
             self._rendered = []  # _render_messages starts the list afresh
         self._render_messages(runtime.messages)
+        if self._editing is not None:
+            self._sync_editor_save(running)
+
+    def _sync_editor_save(self, running: bool) -> None:
+        """An editor left open while a reply runs keeps its text, but its Save is disabled until the
+        reply ends, as the other actions are hidden then (DESIGN.md §17)."""
+        save = self._message_box(self._editing, "[data-testid=message-edit-save]")
+        if save is not None and bool(save.disabled) != running:
+            save.disabled = running
 
     def _render_scene_versions(self) -> None:
         """Mark scenes that a regenerate call of this tab changed (memory only)."""
@@ -345,7 +354,7 @@ class PageView:
         field = self._message_box(message_id, "[data-testid=message-edit-input]")
         if field is not None:
             field.focus()
-            end = field.value.length
+            end = len(field.value)  # a Python str under Pyodide
             field.setSelectionRange(end, end)
 
     def close_editor(self, *, focus_edit: bool = True) -> None:

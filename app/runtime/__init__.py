@@ -59,6 +59,7 @@ from app.model import Message
 from app.ports import CheckpointsPort, HistoryPort, ThreadStorePort
 from app.projection import FAILED, deserialize_thread, serialize_thread
 from app.runtime.branch_actions import BranchActions
+from app.runtime.branches import TREE_WRITES
 from app.runtime.conversations import Conversations
 from app.runtime.notices import Notices
 from app.runtime.scenes import SceneVersions
@@ -148,6 +149,12 @@ class AgentRuntime:
         """``(index, count)`` of shown message ``message_id`` among its siblings (``BranchActions.siblings``,
         DESIGN.md §17)."""
         return self._branches.siblings(message_id)
+
+    def painted_positions(self, stage_id: str, positions: dict[str, tuple[int, int]]) -> None:
+        """The branch pickers the paint record drew for course ``stage_id`` (``{message id: (index,
+        count)}``), standing for its shown path's positions until history's tree arrives
+        (``BranchActions.painted_positions``, DESIGN.md §13, §17)."""
+        self._branches.painted_positions(stage_id, positions)
 
     @property
     def notices(self) -> tuple[Any, ...]:
@@ -355,11 +362,14 @@ class AgentRuntime:
         """Another tab's history change (``kind`` ``resume`` of ``task_id``, or ``archive``: New
         conversation) on ``stage_id``: a turn running there no longer continues the course's active
         conversation, even when nothing was stored to build on (a first turn), so it ends in its own
-        (``app.continuity.home_of_ending_turn``, DESIGN.md §9)."""
+        (``app.continuity.home_of_ending_turn``, DESIGN.md §9). A write there (``TREE_WRITES``) has
+        history's tree of the course read again (``BranchActions.tree_written_elsewhere``, §17)."""
         session = self._sessions.get(stage_id)
         switched = switched_after(kind, task_id)
         if session is not None and session.task is not None and switched is not None:
             session.switched_to = switched  # compared with the turn's own id at its end
+        if session is not None and kind in TREE_WRITES:
+            self._branches.tree_written_elsewhere(session)  # its new siblings get their pickers here (§17)
 
     # -- helpers -------------------------------------------------------------
 

@@ -46,15 +46,35 @@ class BranchActions:
         self._history = history
         self._clock = clock
         self._notify = notify
+        self._painted: dict[str, dict[str, tuple[int, int]]] = {}  # stage id -> message id -> position
+        self._held_steps: dict[str, list[tuple[str, int]]] = {}  # picker moves made before history's tree
+
+    def painted_positions(self, stage_id: str, positions: dict[str, tuple[int, int]]) -> None:
+        """The pickers the paint record drew for course ``stage_id`` before Python started
+        (``{message id: (index, count)}``): they stand for the shown path's positions until history's
+        tree of the course arrives, so Python's first render draws the rows painted (DESIGN.md §13,
+        §17). Ids off the shown path are never used."""
+        self._painted[stage_id] = dict(positions)
 
     def siblings(self, message_id: str | None) -> tuple[int, int]:
         """``(index, count)`` of shown message ``message_id`` among its siblings (1-based; DESIGN.md
-        §17's picker shows when ``count > 1``); ``(1, 1)`` for a message the tree does not know."""
+        §17's picker shows when ``count > 1``); ``(1, 1)`` for a message the tree does not know. Until
+        history's tree has arrived, a message of the shown path the paint record drew a picker for
+        has that picker's position (``painted_positions``)."""
         session = self._sessions.shown
+        painted = self._painted_position(session, message_id)
+        if painted is not None:
+            return painted
         tree = session.tree if session else None
         if tree is None or not message_id or message_id not in tree:  # O(1): drawn per message per frame
             return 1, 1
         return tree.siblings(message_id)
+
+    def _painted_position(self, session: Session | None, message_id: str | None) -> tuple[int, int] | None:
+        painted = self._painted.get(session.stage_id) if session else None
+        if painted and message_id in painted and any(m.id == message_id for m in session.messages):
+            return painted[message_id]
+        return None
 
     def edit(self, message_id: str, text: str) -> asyncio.Task[None] | None:
         """Edit user message ``message_id`` of the shown path (DESIGN.md §17): a new sibling user
@@ -90,8 +110,13 @@ class BranchActions:
         shown path becomes the course's thread (one write, replacing the old path: never merged
         with it as another tab's turns) and history keeps the choice (``HistoryPort.show_path``).
         Returns the id of the sibling now shown, or ``None`` (nothing changed) while a reply runs, at
-        either end, or for a message the tree does not know."""
+        either end, or for a message the tree does not know. A move on a picker the paint record drew,
+        made before history's tree arrived, returns ``None`` and is made once the tree is there."""
         session = self._sessions.shown
+        if session is not None and not session.busy and self._painted_position(session, message_id) is not None:
+            # a painted picker clicked before history's tree arrived: played once it is there
+            self._held_steps.setdefault(session.stage_id, []).append((message_id, step))
+            return None
         tree = session.tree if session else None
         position = next((i for i, m in enumerate(session.messages) if m.id == message_id), None) if session else None
         if session is None or session.busy or tree is None or position is None or message_id not in tree:
@@ -118,6 +143,18 @@ class BranchActions:
         is the chain of its stored thread until history's tree of the conversation arrives
         (``HistoryPort.branches``), which then becomes the tree, grown by the shown path (§17)."""
         session.tree = grown(None, session.base)
+        self._ask_tree(session)
+
+    def tree_written_elsewhere(self, session: Session) -> None:
+        """Another tab's history write on ``session``'s course ended (a turn, a branch shown, an
+        import, sync): history is asked for the tree again and it is joined with this tab's, so a
+        sibling made there gets its picker here, even when that tab's thread arrived (and this tab
+        read the tree) before its history write landed (DESIGN.md §15, §17). The path shown stays."""
+        if session.tree is not None:
+            self._ask_tree(session)
+
+    def _ask_tree(self, session: Session) -> None:
+        """Ask history for ``session``'s tree; once it arrives it is adopted (``adopted_tree``)."""
         if self._history is None:
             return
         try:
@@ -131,12 +168,16 @@ class BranchActions:
                 if not done.cancelled():
                     _log.error("history could not give the tree of %r", session.stage_id, exc_info=done.exception())
                 return
+            self._painted.pop(session.stage_id, None)  # history answered: its tree (or the chain) is the truth
+            held = self._held_steps.pop(session.stage_id, [])
             if not self._sessions.holds(session) or done.result() is None:
                 return
             path = serialize_thread([m for m in session.messages if m.status != RUNNING])
             session.tree = adopted_tree(done.result(), session.tree, path)
             if session is self._sessions.shown:
                 self._notify()
+                for message_id, step in held:
+                    self.show_sibling(message_id, step)
         pending.add_done_callback(arrived)
 
     def _branch_turn(self, session: Session, text: str, before: list[Message],

@@ -22,7 +22,7 @@ from typing import Any
 
 from app.model import Message, TextPart
 
-__all__ = ["adopted_tree", "edit_request", "grown", "message_text", "regenerate_request", "shared_prefix",
+__all__ = ["TREE_WRITES", "adopted_tree", "edit_request", "grown", "message_text", "regenerate_request", "shared_prefix",
            "slim_path"]
 
 
@@ -96,6 +96,11 @@ def shared_prefix(live: Sequence[Message], path: Sequence[dict[str, Any]]) -> in
             break
         count += 1
     return count
+
+
+TREE_WRITES = frozenset({"record", "branch", "import", "sync", "undo"})
+"""The kinds of history change (``app.history.changes.HistoryChange.kind``) that write a
+conversation, so its tree may hold siblings another tab made (DESIGN.md §17)."""
 
 
 def slim_path(tree: Any) -> list[dict[str, Any]]:

@@ -2,15 +2,18 @@
 
 One boot in ar-SA (right to left) and one reload: a question edited (Escape first: nothing
 changes), a reply regenerated, the picker moved back, and after the reload the same branch shown
-at every fork; the model's request for the edit held the shown path only. Then search: opening a
+at every fork (the picker drawn already when the app is ready); the model's request for the edit
+held the shown path only. Then search: opening a
 hit whose word lies only on a branch not shown shows that branch, in an archived conversation and
-in the active one.
+in the active one. Last, an editor left open while a reply runs cannot save until it ends. No
+uncaught error in the page along the way.
 """
 
 from __future__ import annotations
 
 from playwright.sync_api import expect
 
+from tests.e2e.conftest import READY_TIMEOUT_MS
 from tests.e2e.test_history import open_list
 from tests.e2e.test_model import configure
 
@@ -33,6 +36,10 @@ def picker(node) -> tuple[str | None, str | None]:
 
 def test_edit_regenerate_and_the_picker_keep_the_branch_shown_across_a_reload(agent, fake_model):
     server = fake_model
+    errors: list[str] = []  # any uncaught error in the page during the flow fails the case
+    agent.page.on("pageerror", lambda error: errors.append(str(error)))
+    agent.page.on("console", lambda line: errors.append(line.text) if line.type == "error" and (
+        "Traceback" in line.text or "Error" in line.text) else None)
     agent.page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     agent.open(course=COURSE, lang="ar-SA")
     configure(agent, server)
@@ -104,8 +111,14 @@ def test_edit_regenerate_and_the_picker_keep_the_branch_shown_across_a_reload(ag
     expect(copy).to_have_attribute("data-state", "copied")
     assert agent.page.evaluate("() => navigator.clipboard.readText()") == "second question"
 
-    # A reload shows the same branch at every fork.
-    agent.reload()
+    # A reload shows the same branch at every fork: the picker the paint record drew is there when
+    # the app says it is ready (DESIGN.md §13: Python's first render draws the row painted).
+    agent.page.reload()
+    pickers_at_ready = agent.page.wait_for_function(
+        "() => document.documentElement.dataset.ready === 'true'"
+        " && String(document.querySelectorAll('[data-testid=branch-picker]').length)",
+        polling="raf", timeout=READY_TIMEOUT_MS).json_value()
+    assert pickers_at_ready == "1"
     expect(message(agent, "user", 0).locator("[data-testid=branch-picker]")).to_have_attribute("data-count", "2")
     assert [m.get_attribute("data-message-id") for m in agent.messages().all()] == shown
     assert picker(message(agent, "user", 0)) == ("1", "2")
@@ -135,6 +148,22 @@ def test_edit_regenerate_and_the_picker_keep_the_branch_shown_across_a_reload(ag
     assert picker(message(agent, "user", 0)) == ("2", "2")
     assert stored_questions(agent) == ["first question, edited"]
     expect(agent.testid("turn-meta")).to_have_count(1)
+
+    # An editor left open while a reply runs: its Save is disabled (Ctrl+Enter does nothing) until
+    # the reply ends; the text typed is kept.
+    message(agent, "user", 0).locator("[data-testid=message-edit]").click()
+    field = agent.testid("message-edit-input")
+    field.fill("typed while a reply runs")
+    posts = len(server.posts())
+    agent.send("#endless 20", wait=False)
+    save = agent.testid("message-edit-save")
+    expect(save).to_be_disabled()
+    field.press("Control+Enter")
+    agent.testid("agent-stop").click()
+    agent.wait_idle()
+    expect(save).to_be_enabled()
+    assert field.input_value() == "typed while a reply runs" and len(server.posts()) == posts + 1
+    assert errors == []
 
 
 def search(agent, keyword: str) -> None:

@@ -270,3 +270,57 @@ async def test_a_picker_move_keeps_the_live_messages_above_the_fork():
     runtime.show_sibling(edited, -1)
     assert all(a is b for a, b in zip(runtime.messages[:2], above))  # the same objects: not drawn again
     assert texts(runtime)[2] == "second question"
+
+
+class SlowTreeHistory(TreeHistory):
+    """A ``TreeHistory`` whose ``branches`` answers only once ``gate`` is set (IndexedDB opening)."""
+
+    def __init__(self, trees, gate):
+        super().__init__(trees)
+        self.gate = gate
+
+    async def branches(self, stage_id):
+        await self.gate.wait()
+        return await super().branches(stage_id)
+
+
+async def test_until_historys_tree_arrives_the_painted_positions_stand_for_the_shown_path():
+    history, storage = TreeHistory(), MemoryStorage()
+    first, _, _ = make(history, storage)
+    u1, a1, u2, a2 = await two_questions(first)
+    await first.regenerate(a1)
+    await settle()
+    regenerated = first.messages[1].id
+    # a reload: the paint record drew the picker of the reply; history's tree comes later
+    gate = asyncio.Event()
+    reloaded, _, _ = make(SlowTreeHistory(history.trees, gate), storage)
+    reloaded.painted_positions("s", {regenerated: (2, 2), u1: (1, 3), "elsewhere": (1, 2)})
+    reloaded.painted_positions("t", {a1: (1, 4)})  # another course's record: not this one's
+    await settle()
+    assert [m.id for m in reloaded.messages] == [u1, regenerated]
+    assert reloaded.siblings(regenerated) == (2, 2) and reloaded.siblings(u1) == (1, 3)
+    assert reloaded.siblings("elsewhere") == (1, 1)  # not on the shown path
+    assert reloaded.show_sibling(regenerated, -1) is None  # a picker move before the tree: kept for it
+    assert [m.id for m in reloaded.messages] == [u1, regenerated]
+    gate.set()
+    await settle()
+    assert [m.id for m in reloaded.messages] == [u1, a1, u2, a2]  # played once the tree is there
+    assert reloaded.siblings(a1) == (1, 2) and reloaded.siblings(u1) == (1, 1)  # the tree's, from now on
+
+
+async def test_another_tabs_history_write_brings_its_new_sibling_into_this_tabs_tree():
+    history_a, storage = TreeHistory(), MemoryStorage()
+    tab_a, _, _ = make(history_a, storage)
+    u1, a1, u2, a2 = await two_questions(tab_a)
+    history_b = TreeHistory(dict(history_a.trees))  # the same database, as tab B reads it
+    tab_b, _, _ = make(history_b, MemoryStorage.shared_with(storage))
+    await settle()
+    await tab_a.regenerate(a1)
+    await settle()
+    regenerated = tab_a.messages[1].id
+    assert tab_b.siblings(a1) == (1, 1)  # tab B's tree was read before tab A's history write landed
+    history_b.trees = dict(history_a.trees)  # it lands; the channel says so
+    tab_b.conversation_changed_elsewhere("s", "record", "task_20261206_aaaaaa")
+    await settle()
+    assert [m.id for m in tab_b.messages] == [u1, a1, u2, a2]  # the path shown stays
+    assert tab_b.siblings(a1) == (1, 2) and regenerated in tab_b.sessions.shown.tree
