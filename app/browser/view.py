@@ -18,10 +18,11 @@ from pyscript.web import button, div, h2, h3, li, option, p, span, ul
 
 from app.browser.dom import element
 from app.browser.message_nodes import MessageNodes, el as _el
+from app.browser.notices_view import NoticesView
 from app.courses import Course, picker_courses, scene_text
 from app.i18n import Translator
 from app.model import Message, TextPart
-from app.presentation import RENDER_WINDOW, command_segments, notice_segments, streamed_text_update, window_start
+from app.presentation import RENDER_WINDOW, command_segments, streamed_text_update, window_start
 
 __all__ = ["PageView"]
 
@@ -68,7 +69,7 @@ class PageView:
         self._rendered: list[tuple[int, tuple, Any]] = []  # (id(message), signature, node)
         self._offset = 0  # index of the first rendered message
         self._shown_stage: str | None = None
-        self._notice_codes: tuple = ()
+        self._notices = NoticesView(translator)
         self._expanded: set[int] = set()  # id(message) of long messages the reader expanded
         self._chrome: tuple | None = None  # (running, has messages, no stage) as last written
         self._course_drawn = 0  # counts render_course calls: its scene nodes are new each time
@@ -136,7 +137,7 @@ class PageView:
                 self._by("agent-input").focus()  # the focused button hides or turns disabled: focus stays in the panel
             stop.hidden = not running
             send.disabled = running or runtime.stage_id is None
-        self._render_notices(runtime.notices)
+        self._notices.render(runtime.notices)
         versions = (runtime.stage_id, self._course_drawn, runtime.stage_edits.revision)
         if versions != self._versions_drawn:  # the scenes' marks change only with a regenerate or a restore
             self._versions_drawn = versions
@@ -173,36 +174,6 @@ class PageView:
                 node.append(line)
             line.textContent = text
             node.setAttribute("data-regenerated-by", version.tool_call_id)
-
-    def _render_notices(self, notices) -> None:
-        codes = tuple((n.code, tuple(sorted((n.params or {}).items()))) for n in notices)
-        if codes == self._notice_codes:
-            return
-        self._notice_codes = codes
-        box = self._by("agent-notices")
-        box.replaceChildren()
-        for notice in notices:
-            params = dict(notice.params or {})
-            dismiss = _el(button, text="×", classes="notice-dismiss", testid="agent-notice-dismiss",
-                          attrs={"type": "button", "aria-label": self.t("edit.agent.dismiss"),
-                                 "title": self.t("edit.agent.dismiss"), "data-code": notice.code})
-            text = _el(span)
-            for segment in notice_segments(self.t, notice.code, params):
-                if segment.kind == "isolate":  # a storage key: its own LTR run inside RTL text
-                    text.append(_el(span, text=segment.text, classes="notice-key", testid="agent-notice-key",
-                                    attrs={"dir": "ltr"}))
-                else:
-                    text._dom_element.append(segment.text)
-            action = None
-            if notice.code == "storage-read-only" and params.get("reason") == "backup-failed":
-                # the way out (DESIGN.md §5): download the damaged value as a file, then saving resumes
-                action = _el(button, text=self.t("storageRecovery.download"), classes="notice-action",
-                             testid="agent-notice-action",
-                             attrs={"type": "button", "data-code": notice.code, "data-action": "download-damaged",
-                                    "title": self.t("storageRecovery.downloadTitle")})
-            box.append(_el(div, text, action, dismiss,
-                           classes="notice", testid="agent-notice",
-                           attrs={"data-code": notice.code, "role": "status"})._dom_element)
 
     def _render_messages(self, messages: list[Message]) -> None:
         container = self._by("agent-messages")
