@@ -246,18 +246,25 @@ async def test_conflicting_revisions_through_the_engine_keep_every_leaf_as_a_bra
     assert bulk[0]["branches"] == held.branching.branches
 
 
-async def test_a_delete_still_wins_over_a_conversation_with_branches():
-    from app.sync.documents import turn_digests
-
+async def _both_went_on(replica_b=None):
+    """Devices A and B with one synced conversation that both continued apart (A with "A", B with
+    "B"): ``(a, b, task, (replica_a, replica_b), (engine_a, engine_b), doc_id)``."""
     a, b = _device(1), _device(2)
     task = await _device_turn(a, "s", "first")
-    replica_a, replica_b = FakeReplica(), LeafReplica()
+    replica_a, replica_b = FakeReplica(), replica_b if replica_b is not None else FakeReplica()
     engine_a, engine_b = SyncEngine(a, replica_a, MemoryStorage()), SyncEngine(b, replica_b, MemoryStorage())
     doc_id = doc_id_of_task(task)
     await engine_a.push(task)
     await engine_b.remote_changed(replica_a.docs[doc_id])
     await _continue(a, task, "s", "A")
     await _continue(b, task, "s", "B")
+    return a, b, task, (replica_a, replica_b), (engine_a, engine_b), doc_id
+
+
+async def test_a_delete_still_wins_over_a_conversation_with_branches():
+    from app.sync.documents import turn_digests
+
+    a, b, task, (replica_a, replica_b), (engine_a, engine_b), doc_id = await _both_went_on(LeafReplica())
     await engine_a.push(task)
     await engine_b.remote_changed(replica_a.docs[doc_id])   # B holds a tree with both turns
     held = await b.bundle(task)
@@ -318,15 +325,7 @@ async def test_a_delete_keeps_apart_the_turns_on_any_branch_the_deleting_device_
 
 
 async def test_an_undo_after_the_delete_went_out_comes_back_under_a_new_id_with_its_whole_tree():
-    a, b = _device(1), _device(2)
-    task = await _device_turn(a, "s", "first")
-    replica_a, replica_b = FakeReplica(), FakeReplica()
-    engine_a, engine_b = SyncEngine(a, replica_a, MemoryStorage()), SyncEngine(b, replica_b, MemoryStorage())
-    doc_id = doc_id_of_task(task)
-    await engine_a.push(task)
-    await engine_b.remote_changed(replica_a.docs[doc_id])
-    await _continue(a, task, "s", "A")
-    await _continue(b, task, "s", "B")
+    a, b, task, (replica_a, replica_b), (engine_a, engine_b), doc_id = await _both_went_on()
     await engine_b.push(task)
     assert await engine_a.remote_changed(replica_b.docs[doc_id]) == "merged"
     await a.archive("s", (await a.bundle(task)).messages, 1)
