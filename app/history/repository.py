@@ -433,23 +433,25 @@ class Writes:
     def keep_branching(self, task_id: str, branching: Branching) -> None:
         """Keep ``branching`` (the tree beside the shown path, DESIGN.md §17: ``branches``, ``shown``,
         ``shownAt``) in the ``messages`` record these writes keep for ``task_id`` (``keep`` first), and
-        its ``search`` and ``texts`` records made again of every branch (search finds text on every
-        branch), and in what ``kept`` says was written. Empty ``branching``: the record of a chain, as
+        in what ``kept`` says was written. When ``keep`` was given other branches (or none), its
+        ``search`` and ``texts`` records are made again of every branch (search finds text on every
+        branch); pass the same ``branches`` to ``keep`` and the text is folded once. Empty ``branching``: the record of a chain, as
         ``keep`` writes it. ``KeyError`` when these writes keep no conversation ``task_id``."""
         kept = self._kept[task_id]
         form = StoredForm(kept.messages, list(branching.branches), dict(branching.shown))
-        indexed = form.indexed()
-        text = plain_text(indexed)
-        search = search_record(kept.meta, text, message_count=len(indexed))
-        records = {"messages": {"taskId": task_id, "messages": kept.messages, **branching.fields()},
-                   "search": search, "texts": {"taskId": task_id, "text": text}}
+        records: dict[str, dict] = {"messages": {"taskId": task_id, "messages": kept.messages, **branching.fields()}}
+        if form.branches != self._forms[task_id].branches:  # ``keep`` folded other branches: fold these
+            indexed = form.indexed()
+            text = plain_text(indexed)
+            search = search_record(kept.meta, text, message_count=len(indexed))
+            records.update(search=search, texts={"taskId": task_id, "text": text})
+            self._indexed[task_id] = (search, text)
         for table, record in records.items():
             at = max(n for n, (verb, name, held) in enumerate(self._ops)
                      if verb == "put" and name == table and held.get("taskId") == task_id)
             self._ops[at] = ("put", table, record)
         self._kept[task_id] = Conversation(*kept, branching)
         self._forms[task_id] = form
-        self._indexed[task_id] = (search, text)
 
     def set_names(self, meta: TaskMeta, search: dict | None) -> None:
         """Store ``meta`` with a new name or pin (DESIGN.md §18) over its record; a new name also

@@ -63,7 +63,8 @@ class SyncedWrites:
         async with self._writes.lock:
             held = await self._repository.conversation(meta.taskId)
             if held is None:
-                writes.keep(meta, messages, turns, new=not await self._repository.holds(meta.taskId))
+                writes.keep(meta, messages, turns, new=not await self._repository.holds(meta.taskId),
+                            branches=branching.branches, shown=branching.shown)
                 writes.keep_branching(meta.taskId, branching)
                 await self._repository.commit(writes)
                 outcome = "added"
@@ -76,7 +77,8 @@ class SyncedWrites:
                         and held.branching == branching
                     return "same" if same else "local"
                 kept = merged_meta(held.meta, meta, merged)
-                writes.keep(kept, merged.messages, merged.turns)
+                writes.keep(kept, merged.messages, merged.turns, branches=merged.branching.branches,
+                            shown=merged.branching.shown)
                 writes.keep_branching(kept.taskId, merged.branching)
                 await self._repository.commit(writes)
                 if (await self._repository.head_id(kept.stageId)) == kept.taskId:
@@ -183,7 +185,7 @@ class SyncedWrites:
             was_head = await self._repository.head_id(stage_id) == task_id
             writes = Writes()
             writes.remove(stored)
-            writes.keep(*renewed, new=True)
+            writes.keep(*renewed, new=True, branches=renewed.branching.branches, shown=renewed.branching.shown)
             writes.keep_branching(renewed.meta.taskId, renewed.branching)  # its whole tree (DESIGN.md §17)
             if was_head:
                 writes.make_head(stage_id, renewed.meta.taskId, None)

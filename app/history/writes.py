@@ -99,9 +99,12 @@ class HistoryWrites:
             for item, kept in zip(items, held):
                 meta, messages, turns = item
                 if not kept:
-                    writes.keep(meta, messages, turns, new=True)  # its text and index terms: the costly part
-                    if getattr(item, "branching", None):  # a tree (DESIGN.md §17): kept beside the shown path
-                        writes.keep_branching(meta.taskId, item.branching)
+                    branching = getattr(item, "branching", None)  # a tree (DESIGN.md §17): kept beside the path
+                    writes.keep(meta, messages, turns, new=True,  # its text and index terms: the costly part
+                                branches=branching.branches if branching else None,
+                                shown=branching.shown if branching else None)
+                    if branching:
+                        writes.keep_branching(meta.taskId, branching)
                     built = True
                     if pause is not None and self._clock() - since >= SLICE_MS:
                         await pause()  # the page's other work goes on between
