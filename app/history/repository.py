@@ -420,8 +420,7 @@ class Writes:
 
     def _keep(self, meta: TaskMeta, form: StoredForm, turns: list[TurnMeta], new: bool, text: str,
               search: dict) -> None:
-        self._kept[meta.taskId] = Conversation(meta, list(form.messages), list(turns),
-                                               Branching(list(form.branches), dict(form.shown)))
+        self._kept[meta.taskId] = Conversation(meta, list(form.messages), list(turns), form.branching)
         self._forms[meta.taskId] = form
         self._indexed[meta.taskId] = (search, text)
         self._ops += [("add" if new else "put", "conversations", meta.model_dump()),
