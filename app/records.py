@@ -14,7 +14,7 @@ search index (the multiEntry index ``*terms`` of ``search``, DESIGN.md §14;
 ``branches``/``shown`` (a conversation as a tree, DESIGN.md §17; nothing migrated: a record without
 them is a chain, and the tables and indexes are version 3's). An index is added by Dexie's upgrade without touching
 any record; records stored before it are indexed afterwards, in slices
-(``app.history.repository.HistoryRepository.reindex``). An index spec starting
+(``app.history.search_index.SearchIndex.reindex``). An index spec starting
 with ``*`` is multiEntry: a record with a list in that field is found under each
 of its entries.
 

@@ -6,7 +6,7 @@ straight into IndexedDB in the app's record shapes as version 1 stored them (``s
 without the index's ``terms``), then, in the same page:
 
 - **index build**: the course's first search indexes every stored conversation (the upgrade's
-  slices, ``HistoryRepository.reindex``): its time and the longest main-thread task meanwhile;
+  slices, ``SearchIndex.reindex``): its time and the longest main-thread task meanwhile;
 - **search**: a keyword put in ``history-search`` → ``data-query`` of the drawn first page, minus the
   typing pause (``SEARCH_PAUSE_MS``, a wait, not work), against the JavaScript baseline of
   ``bench.history`` (every message read, each text part scanned with ``includes``, hits drawn),

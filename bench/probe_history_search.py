@@ -79,10 +79,10 @@ len(reads)
 
 STEP_TIMES = """
 import gc, js, json, time
-from app.history.repository import HistoryRepository
+from app.history.search_index import SearchIndex
 from app.history.terms import parse_posting, parse_query, presence_prefix
 from app.history.text import fold
-repo = [o for o in gc.get_objects() if isinstance(o, HistoryRepository)][0]
+repo = [o for o in gc.get_objects() if isinstance(o, SearchIndex)][0]
 now = js.performance.now
 out = {}
 for name in ("unindexed", "matching_runs", "matching_words"):

@@ -29,7 +29,8 @@ __all__ = ["HISTORY_MODULES", "HeldClicks", "HistoryLoading", "import_history"]
 
 HISTORY_MODULES = (
     "app.history.records", "app.history.terms", "app.history.text", "app.history.tree", "app.history.branches",
-    "app.history.repository", "app.history.access", "app.history.merge", "app.history.reads", "app.history.active",
+    "app.history.repository", "app.history.search_index", "app.history.access", "app.history.merge",
+    "app.history.reads", "app.history.active",
     "app.history.turn_writes", "app.history.writes", "app.history.branch_writes",
     "app.history.service", "app.history.labels", "app.history.list_model", "app.history.reconcile",
     "app.history.active_thread", "app.browser.turn_meta_view", "app.browser.history_list_view",

@@ -7,9 +7,12 @@ off that path with its ``parentId``, ``shown`` the last shown child of each fork
 record without ``branches`` is a chain: everything stored before branches, nothing migrated
 (``app.records.SCHEMA`` version 4).
 
-Every write that rewrites a conversation's messages from a thread (a turn, New conversation, resume,
-start-up adoption) writes ``grown(held, thread)``: the stored tree with the thread added, so no
-branch is ever dropped by a write that did not know of it.
+``StoredForm`` is the record's whole form: the shown path and, beside it, a ``Branching``'s
+``branches`` and ``shown`` (``app.history.branching``: the one type for what a record or a sync
+document keeps beside the path; it reads, writes and builds the tree of them). Every write
+that rewrites a conversation's messages from a thread (a turn, New conversation, resume, start-up
+adoption) writes ``held.written(thread)``: the stored tree with the thread added, so no branch is
+ever dropped by a write that did not know of it.
 """
 
 from __future__ import annotations
@@ -17,38 +20,45 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from app.continuity import continues
+from app.history.branching import Branching
 from app.history.tree import Tree
 
-__all__ = ["StoredForm", "grown"]
+__all__ = ["StoredForm"]
 
 
 class StoredForm(NamedTuple):
-    """The parts of a ``messages`` record (module docstring): ``messages`` as stored (the shown path: a
-    list, or whatever a damaged record holds), ``branches`` (``[]``: a chain) and ``shown``."""
+    """A ``messages`` record as the write path reads and writes it (module docstring), unpacking as
+    ``Tree.record``'s ``(messages, branches, shown)``: ``messages`` as stored (the shown path: a list,
+    or whatever a damaged record holds), then the tree beside it, ``branching``'s ``branches``
+    (``[]``: a chain) and ``shown``. Read with ``Branching.as_stored``: no ``shownAt`` (what sync's
+    reading, ``Branching.of``, adds), so a record written from it has none."""
 
     messages: Any
     branches: list[dict] = []
     shown: dict[str, str] = {}
 
+    @property
+    def branching(self) -> Branching:
+        """What the record keeps beside the shown path (``branches``, ``shown``; no ``shown_at``)."""
+        return Branching(self.branches, self.shown)
+
     @classmethod
     def of(cls, record: Any) -> "StoredForm":
         """The stored form of a ``messages`` record as read (None or a damaged record: no messages;
-        ``branches``/``shown`` that are not a list/an object are read as missing: a chain)."""
+        ``branches``/``shown`` that are not a list/an object are read as missing: a chain).
+
+        >>> StoredForm.of({"messages": [], "branches": [{"id": "b", "parentId": None}], "shownAt": 5}).fields()
+        {'messages': [], 'branches': [{'id': 'b', 'parentId': None}]}
+        """
         if not isinstance(record, dict):
             return cls(None)
-        branches, shown = record.get("branches"), record.get("shown")
-        return cls(record.get("messages"), [b for b in branches if isinstance(b, dict)] if isinstance(branches, list)
-                   else [], dict(shown) if isinstance(shown, dict) else {})
+        branching = Branching.as_stored(record)
+        return cls(record.get("messages"), branching.branches, branching.shown)
 
     def fields(self) -> dict:
-        """The record's fields beside ``taskId``: ``branches`` and ``shown`` only when there are any
-        (a chain is written as before branches)."""
-        fields: dict[str, Any] = {"messages": self.messages}
-        if self.branches:
-            fields["branches"] = self.branches
-        if self.shown:
-            fields["shown"] = self.shown
-        return fields
+        """The record's fields beside ``taskId``: ``messages``, then ``branches`` and ``shown`` only
+        when there are any (a chain is written as before branches; ``Branching.fields``)."""
+        return {"messages": self.messages, **self.branching.fields()}
 
     def indexed(self) -> list:
         """What search folds, in order: every branch message, then the shown path (DESIGN.md §17:
@@ -58,30 +68,29 @@ class StoredForm(NamedTuple):
         return [*self.branches, *messages] if self.branches else messages
 
     def tree(self) -> Tree:
-        """The conversation's ``Tree`` (``Tree.from_record``; a chain when there are no branches)."""
-        return Tree.from_record(self.messages if isinstance(self.messages, list) else [], self.branches, self.shown)
+        """The conversation's ``Tree`` (``Branching.tree``; a chain when there are no branches)."""
+        return self.branching.tree(self.messages if isinstance(self.messages, list) else [])
 
+    def written(self, thread: list[dict]) -> "StoredForm":
+        """This stored form once ``thread`` (a shown path the runtime holds: a turn's thread, or the
+        thread New conversation, resume or start-up keeps) is written into it: its tree grown by
+        ``thread`` (``Tree.grow``: new messages become children of the one before them, the path is
+        chosen at every fork, the old path's messages stay as branches). A chain that ``thread`` goes
+        on from stays a chain: ``thread`` as it is. No messages stored (or unreadable): ``thread``
+        alone. A thread with a message without an id cannot be placed in a tree: it is kept as the
+        shown path and the stored branches stay as stored (a message whose parent is no longer there
+        is left out when read, ``Tree.from_record``); the runtime's ``app.history.branching.grown``
+        makes a chain of it instead (its tree is not stored).
 
-def grown(held: StoredForm | None, thread: list[dict]) -> StoredForm:
-    """The stored form of conversation ``held`` once ``thread`` (a shown path the runtime holds: a turn's
-    thread, or the thread New conversation, resume or start-up keeps) is written into it: ``held``'s
-    tree grown by ``thread`` (``Tree.grow``: new messages become children of the one before them, the
-    path is chosen at every fork, the old path's messages stay as branches). A chain that ``thread``
-    goes on from stays a chain: ``thread`` as it is. ``held`` None or unreadable: ``thread`` alone.
-    A thread with a message without an id cannot be placed in a tree: it is kept as the shown path and
-    ``held``'s branches stay as stored (a message whose parent is no longer there is left out when
-    read, ``Tree.from_record``).
-
-    >>> grown(StoredForm([{"id": "u"}, {"id": "a"}]), [{"id": "u"}, {"id": "a"}, {"id": "u2"}])
-    StoredForm(messages=[{'id': 'u'}, {'id': 'a'}, {'id': 'u2'}], branches=[], shown={})
-    >>> form = grown(StoredForm([{"id": "u"}, {"id": "a"}]), [{"id": "u"}, {"id": "b"}])
-    >>> [m["id"] for m in form.messages], [(m["id"], m["parentId"]) for m in form.branches]
-    (['u', 'b'], [('a', 'u'), ('b', 'u')])
-    """
-    if held is None or not isinstance(held.messages, list) or (not held.branches and continues(thread, held.messages)):
-        return StoredForm(thread)
-    try:
-        messages, branches, shown = held.tree().grow(thread).record()
-    except ValueError:
-        return StoredForm(thread, held.branches, held.shown)
-    return StoredForm(messages, branches, shown)
+        >>> StoredForm([{"id": "u"}, {"id": "a"}]).written([{"id": "u"}, {"id": "a"}, {"id": "u2"}])
+        StoredForm(messages=[{'id': 'u'}, {'id': 'a'}, {'id': 'u2'}], branches=[], shown={})
+        >>> form = StoredForm([{"id": "u"}, {"id": "a"}]).written([{"id": "u"}, {"id": "b"}])
+        >>> [m["id"] for m in form.messages], [(m["id"], m["parentId"]) for m in form.branches]
+        (['u', 'b'], [('a', 'u'), ('b', 'u')])
+        """
+        if not isinstance(self.messages, list) or (not self.branches and continues(thread, self.messages)):
+            return StoredForm(thread)
+        try:
+            return StoredForm(*self.tree().grow(thread).record())
+        except ValueError:
+            return StoredForm(thread, self.branches, self.shown)

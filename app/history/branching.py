@@ -1,5 +1,7 @@
 """What history's ``messages`` record keeps of a conversation's tree beside its shown path
-(DESIGN.md §17 "Storage"), and what a sync document carries of it (§17 "Sync").
+(DESIGN.md §17 "Storage"), and what a sync document carries of it (§17 "Sync"): ``Branching``, the
+one type for it (a record's whole stored form, the path with its ``Branching``, is
+``app.history.branches.StoredForm``); and ``grown``, a tree with a shown path added.
 
 Pure and browser-free. The record is ``{taskId, messages: the shown path, branches?, shown?,
 shownAt?}``: ``branches`` and ``shown`` are ``app.history.tree.Tree.record``'s (treated as opaque
@@ -17,7 +19,7 @@ from typing import Any
 
 from app.history.tree import Tree
 
-__all__ = ["Branching", "NO_BRANCHES"]
+__all__ = ["Branching", "NO_BRANCHES", "grown"]
 
 
 @dataclass(frozen=True)
@@ -34,7 +36,8 @@ class Branching:
     def of(cls, record: Any) -> "Branching":
         """What ``record`` (a ``messages`` record or a sync document, a dict) keeps beside its path,
         read liberally (DESIGN.md §3): ``branches`` entries that are not dicts, ``shown`` entries that
-        are not strings and a ``shownAt`` that is not a whole number ≥ 0 are left out.
+        are not strings and a ``shownAt`` that is not a whole number ≥ 0 are left out. What sync and
+        every reader of a whole conversation take; the write path reads with ``as_stored``.
 
         >>> Branching.of({"messages": [], "branches": [{"id": "b", "parentId": None}, 5], "shownAt": 7})
         Branching(branches=[{'id': 'b', 'parentId': None}], shown={}, shown_at=7)
@@ -43,13 +46,28 @@ class Branching:
         """
         if not isinstance(record, Mapping):
             return NO_BRANCHES
-        branches = record.get("branches")
         shown = record.get("shown")
         at = record.get("shownAt")
-        return cls([b for b in branches if isinstance(b, dict)] if isinstance(branches, list) else [],
+        return cls(_branch_dicts(record),
                    {k: v for k, v in shown.items() if isinstance(k, str) and isinstance(v, str)}
                    if isinstance(shown, Mapping) else {},
                    at if isinstance(at, int) and not isinstance(at, bool) and at >= 0 else None)
+
+    @classmethod
+    def as_stored(cls, record: Any) -> "Branching":
+        """What ``record`` (a ``messages`` record as read, a dict) keeps beside its path, as the write
+        path takes it to write it again: ``branches`` entries that are not dicts are left out (as
+        ``of``), ``shown`` is kept as stored when it is an object (a turn, a backup line, rewrite it
+        as it was) and ``shownAt`` is not read (``shown_at`` None: a local write dates its choices by
+        its conversation's ``updatedAt``, ``app.history.merge``; a backup line carries none).
+
+        >>> Branching.as_stored({"branches": [5], "shown": {"a": 1}, "shownAt": 7})
+        Branching(branches=[], shown={'a': 1}, shown_at=None)
+        """
+        if not isinstance(record, Mapping):
+            return NO_BRANCHES
+        shown = record.get("shown")
+        return cls(_branch_dicts(record), dict(shown) if isinstance(shown, dict) else {})
 
     @classmethod
     def of_tree(cls, tree: Tree, shown_at: int | None = None) -> tuple[list[dict], "Branching"]:
@@ -107,3 +125,27 @@ class Branching:
 
 NO_BRANCHES = Branching()
 """A chain's: nothing beside the shown path."""
+
+
+def _branch_dicts(record: Mapping) -> list[dict]:
+    branches = record.get("branches")
+    return [b for b in branches if isinstance(b, dict)] if isinstance(branches, list) else []
+
+
+def grown(tree: Tree | None, path: list[dict[str, Any]]) -> Tree:
+    """``tree`` with the shown ``path`` (slim messages, each with an ``id``) added and chosen at every
+    fork (``Tree.grow``): what the runtime holds of its course's tree after a turn, an edit or a load
+    (DESIGN.md §17). A chain of ``path`` when there is no tree yet (``tree`` None), or when a message
+    of ``path`` has no id (a thread of the TS original: it has no place in a tree). Never raises.
+    History's stored form grows by ``app.history.branches.StoredForm.written``, which keeps the
+    stored branches in that last case instead.
+
+    >>> [m["id"] for m in grown(None, [{"id": "u"}]).path()], grown(Tree.chain([{"id": "u"}]), [{}]).ids
+    (['u'], ('m0',))
+    """
+    if tree is not None:
+        try:
+            return tree.grow(path)
+        except ValueError:  # a message without an id (another tab of the TS original): a chain of it
+            pass
+    return Tree.chain(path)

@@ -18,8 +18,8 @@ from app.history.access import HistoryAccess, Segmenter, guarded
 from app.history.records import TaskMeta
 import re
 
-from app.history.repository import (SNIPPET_AFTER, SNIPPET_BEFORE, Conversation, Damaged, HistoryRepository,
-                                    ListRange)
+from app.history.repository import Conversation, Damaged, HistoryRepository, ListRange
+from app.history.search_index import SNIPPET_AFTER, SNIPPET_BEFORE, SearchIndex
 from app.history.terms import SearchQuery, parse_query
 from app.history.text import fold, needs_clusters, snippet, source_index
 
@@ -120,9 +120,9 @@ class HistoryReads:
     """The list, search and export reads of history (module docstring); each returns an empty
     answer when history is unavailable."""
 
-    def __init__(self, repository: HistoryRepository, access: HistoryAccess, segmenter: Segmenter, *,
-                 pause: Callable[[], Awaitable[None]] | None = None) -> None:
-        self._repository, self._access, self._segmenter = repository, access, segmenter
+    def __init__(self, repository: HistoryRepository, index: SearchIndex, access: HistoryAccess, segmenter: Segmenter,
+                 *, pause: Callable[[], Awaitable[None]] | None = None) -> None:
+        self._repository, self._index, self._access, self._segmenter = repository, index, access, segmenter
         self._pause = pause  # ends the task between slices of indexing (the page's next_task); None: asyncio.sleep(0)
         self._refolded: set[str] = set()  # courses whose search records all carry FOLD_VERSION
 
@@ -204,7 +204,7 @@ class HistoryReads:
         ``sort``: ``newest`` | ``oldest`` | ``tokens`` (most total tokens first). A keyword of
         punctuation only is looked for as it is, by a scan. Each hit has its snippet, the first word
         or run of the keyword marked. A course's records stored before the index are indexed at its
-        first search (``HistoryRepository.reindex``)."""
+        first search (``SearchIndex.reindex``)."""
         query = parse_query(keyword, fold)
         if not query.needle:
             return _no_search()
@@ -213,7 +213,7 @@ class HistoryReads:
     async def prepare_search(self, stage_id: str) -> None:
         """Index ``stage_id``'s records stored before the index, once per course and session."""
         if stage_id not in self._refolded:
-            await self._repository.reindex(stage_id, self._pause)
+            await self._index.reindex(stage_id, self._pause)
             self._refolded.add(stage_id)
 
     @guarded(_no_search)
@@ -222,7 +222,7 @@ class HistoryReads:
         await self.prepare_search(stage_id)
         if not query.terms:
             return await self._scan_page(stage_id, query, cursor, since_ms, sort)
-        counts = [await self._repository.term_count(stage_id, term, since_ms) for term in query.terms]
+        counts = [await self._index.term_count(stage_id, term, since_ms) for term in query.terms]
         lead = query.terms[counts.index(min(counts))]
         if min(counts) == 0:
             return _no_search()
@@ -234,7 +234,7 @@ class HistoryReads:
         # walks every match, so its total is the matches' count, not the page's (a page of 10 of 20
         # read "10"); later pages stop at the page
         whole = cursor is None and not exact
-        keys = await self._repository.matching(stage_id, query, since_ms=since_ms, after=cursor, oldest=oldest,
+        keys = await self._index.matching(stage_id, query, since_ms=since_ms, after=cursor, oldest=oldest,
                                                want=0 if whole else PAGE_SIZE + 1, lead=lead)
         total = counts[0] if exact else (len(keys) if whole else None)
         has_more = len(keys) > PAGE_SIZE
@@ -245,11 +245,11 @@ class HistoryReads:
     async def _tokens_search(self, stage_id: str, query: SearchQuery, cursor: tuple | None, since_ms: int | None,
                              lead: str) -> SearchPage:
         """``search`` sorted by most tokens (no index holds tokens): every hit's posting is walked
-        (``matching``, bounded steps), their metas read in slices (``HistoryRepository.metas_of``)
+        (``matching``, bounded steps), their metas read in slices (``SearchIndex.metas_of``)
         and ordered here; only the page's hits are read for their snippets."""
-        keys = await self._repository.matching(stage_id, query, since_ms=since_ms, after=None, oldest=False,
+        keys = await self._index.matching(stage_id, query, since_ms=since_ms, after=None, oldest=False,
                                                want=0, lead=lead)
-        ranked = sorted(await self._repository.metas_of([task for _, task in keys]), key=_tokens_order)
+        ranked = sorted(await self._index.metas_of([task for _, task in keys]), key=_tokens_order)
         if cursor is not None:
             ranked = [m for m in ranked if _tokens_order(m) > tuple(cursor)]
         shown = ranked[:PAGE_SIZE]
@@ -262,7 +262,7 @@ class HistoryReads:
         the first place its folded text holds the keyword's mark (a damaged one is left out)."""
         found: list[tuple[TaskMeta, str, bool, bool]] = []  # meta, excerpt, cut before it, cut after it
         word = re.compile(r"(?<![^\W_])" + re.escape(query.mark))
-        for raw, record, kept in await self._repository.snippets_of(task_ids):
+        for raw, record, kept in await self._index.snippets_of(task_ids):
             meta = self._repository.meta_of(raw)
             folded = record.get("folded") if isinstance(record, dict) else None
             if meta is None or not isinstance(folded, str):
@@ -290,7 +290,7 @@ class HistoryReads:
     async def _scan_page(self, stage_id: str, query: SearchQuery, cursor: tuple | None, since_ms: int | None,
                          sort: str) -> SearchPage:
         """A keyword with no term (punctuation only): a scan of the course's folded texts, paged here."""
-        hits = await self._repository.find(stage_id, query.needle, since_ms)
+        hits = await self._index.find(stage_id, query.needle, since_ms)
         if any(needs_clusters(excerpt) for _, _, excerpt in hits):
             await self._segmenter.load()
         found = []

@@ -27,6 +27,7 @@ from app.history.changes import ChangeHub, HistoryChange
 from app.history.reads import PAGE_SIZE, HistoryReads, Page, SearchHit, SearchPage
 from app.history.records import Stats, TaskMeta, TurnMeta
 from app.history.repository import Conversation, Damaged, HistoryRepository, Stored, Writes
+from app.history.search_index import SearchIndex
 from app.history.name_writes import NameWrites
 from app.history.names import NAME_GRAPHEMES, pinned_meta, renamed_meta
 from app.history.text import TITLE_GRAPHEMES, cut_title, text_needs_segmenter, title_of
@@ -116,7 +117,8 @@ class HistoryService:
         self._synced = SyncedWrites(self._repository, self._access, self._writes, self._active, self._names,
                                     changed=self._changed, tell=self._tell, clock=clock, random_bytes=random_bytes,
                                     pause=self._pause)
-        self._reads = HistoryReads(self._repository, self._access, segmenter, pause=pause)
+        self._reads = HistoryReads(self._repository, SearchIndex(backend, self._repository), self._access, segmenter,
+                                   pause=pause)
         self._segmenter = segmenter
         self._deleted: _Deleted | None = None
         self.changes.subscribe(self._heard)

@@ -6,8 +6,8 @@ over ``HistoryRepository``; which thread goes on from which is ``app.continuity`
 - a turn of a conversation another tab replaced as the head goes to that conversation
   (``record_turn_in``);
 - a thread that goes on from a conversation, or is a branch of it (``app.continuity.belongs``),
-  grows its tree (``app.history.branches.grown``, DESIGN.md §17); any other becomes a conversation
-  of its own, carrying its turns' meta (``carried_over``): nothing is written over a conversation.
+  grows its tree (``app.history.branches.StoredForm.written``, DESIGN.md §17); any other becomes a
+  conversation of its own, carrying its turns' meta (``carried_over``): nothing is written over a conversation.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 from app.continuity import belongs, branches_off, continues, home_of_ending_turn
 from app.history.access import HistoryAccess, Segmenter, guarded
 from app.history.active import ActiveConversations, Changed, Written
-from app.history.branches import StoredForm, grown
+from app.history.branches import StoredForm
 from app.history.changes import HistoryChange
 from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta, Usage, iso, new_task_id
 from app.history.repository import HeldTurn, HistoryRepository, Writes
@@ -205,7 +205,8 @@ class TurnWrites:
         as read; ``text``: the plain text that record was made of, when kept in memory (``Written``);
         ``sent_on``: the turn was sent on this conversation (its conversation id).
         A thread that is a branch of the conversation (``app.continuity.branches_off``: a question
-        edited, a reply regenerated) grows its tree (``app.history.branches.grown``, DESIGN.md §17).
+        edited, a reply regenerated) grows its tree (``app.history.branches.StoredForm.written``,
+        DESIGN.md §17).
         Returns the turn meta, the conversation's meta and the writes committed; what they wrote is
         remembered (``ActiveConversations.wrote``) for the course's next turn."""
         stored = held.messages
@@ -221,7 +222,7 @@ class TurnWrites:
         goes_on = stored is not None and not diverged and continues(messages, stored)
         if goes_on and search is _UNREAD:
             search = await self._repository.search_record(meta.taskId)
-        form = StoredForm(messages) if diverged else grown(held, messages) if branch or goes_on else \
+        form = StoredForm(messages) if diverged else held.written(messages) if branch or goes_on else \
             StoredForm(messages, held.branches, held.shown)
         meta, added = with_turn(meta, turns, form.messages, turn, self._clock())
         writes = Writes()
@@ -263,7 +264,7 @@ class TurnWrites:
             elif meta is None:
                 meta = self._new_meta(stage_id, messages, self._clock(), task_id)
             else:  # it goes on from it, or is a branch of it (§17): its tree grows
-                form = grown(held, messages)
+                form = held.written(messages)
             goes_on = meta is not None and meta.taskId == task_id and continues(messages, held.messages)
             search = await self._repository.search_record(task_id) if goes_on else None
             meta, added = with_turn(meta, turns, form.messages, turn, self._clock())

@@ -22,7 +22,6 @@ from app.continuity import belongs, continues
 from app.history.adopted import adopted_meta
 from app.history.access import HistoryAccess, Segmenter, guarded
 from app.history.active import ActiveConversations, Changed, Written
-from app.history.branches import grown
 from app.history.changes import HistoryChange
 from app.history.records import TaskMeta, TurnMeta, new_task_id
 from app.history.repository import HistoryRepository, Writes
@@ -179,8 +178,8 @@ class HistoryWrites:
                      updated_at: int | None = None) -> TaskMeta:
         """Keep ``messages`` as ``meta``'s conversation in ``writes`` (a continuation or a branch of it: its
         stored turn meta is kept, read from the store, not from this tab's cache, which a reload empties,
-        and its tree grows by ``messages``, ``app.history.branches.grown``: no branch is lost), or
-        as a new one (``allocated``: the id its head was allocated, if any), whose turns are counted
+        and its tree grows by ``messages``, ``app.history.branches.StoredForm.written``: no branch is
+        lost), or as a new one (``allocated``: the id its head was allocated, if any), whose turns are counted
         and dated by ``app.history.adopted`` (``updated_at``: the thread's ``updatedAt``, epoch ms;
         the clock when None or later). Returns the meta kept.
         ``pause``: awaited after the title and between the slices of the search record (start-up,
@@ -192,7 +191,7 @@ class HistoryWrites:
             meta, turns = self._adopted_meta(stage_id, messages, now, allocated, updated_at)
         else:
             turns = await self._repository.turns(meta.taskId)
-            messages, branches, shown = grown(await self._repository.form(meta.taskId), messages)
+            messages, branches, shown = (await self._repository.form(meta.taskId)).written(messages)
             meta = meta.model_copy(update={"updatedAt": max(now, meta.updatedAt),
                                            "taskName": meta.taskName or title_of(messages) or ""})
         if pause is None:

@@ -18,8 +18,8 @@ from typing import Any
 from app.model import Message
 from app.ports import HistoryPort, ThreadStorePort
 from app.projection import deserialize_thread, serialize_thread
-from app.runtime.branches import (adopted_tree, edit_request, grown, message_text, regenerate_request,
-                                  shared_prefix, slim_path)
+from app.runtime.branches import (adopted_tree, edit_request, message_text, regenerate_request, shared_prefix,
+                                  slim_path)
 from app.runtime.notices import Notices
 from app.runtime.session import RUNNING, Session, Sessions
 from app.runtime.turns import Turns
@@ -142,6 +142,8 @@ class BranchActions:
         """A session was put in (a load, a resume, New conversation, another tab's change): its tree
         is the chain of its stored thread until history's tree of the conversation arrives
         (``HistoryPort.branches``), which then becomes the tree, grown by the shown path (§17)."""
+        from app.history.branching import grown  # history's modules load after ready (DESIGN.md §13)
+
         session.tree = grown(None, session.base)
         self._ask_tree(session)
 
@@ -186,6 +188,8 @@ class BranchActions:
         question is grown into the tree at once (its picker counts it while the reply runs)."""
         task = self._turns.start(session, text, before=before, question=question)
         if question is None:
+            from app.history.branching import grown  # history's modules load after ready (DESIGN.md §13)
+
             session.tree = grown(session.tree, serialize_thread(session.messages[:-1]))
         self._notify()
         return task

@@ -11,6 +11,9 @@ course's conversation tree (``app.history.tree.Tree``); the tree itself is kept 
   the one the thread store holds (a reload, another tab);
 - a message's text for Copy (``message_text``).
 
+The tree grows by the shown path with ``app.history.branching.grown`` (imported when first used:
+history's modules load after ready, DESIGN.md §13).
+
 Every function here takes and returns plain values; the runtime (``app.runtime.AgentRuntime``) holds
 the state and refuses an action while a reply runs.
 """
@@ -22,7 +25,7 @@ from typing import Any
 
 from app.model import Message, TextPart
 
-__all__ = ["TREE_WRITES", "adopted_tree", "edit_request", "grown", "message_text", "regenerate_request", "shared_prefix",
+__all__ = ["TREE_WRITES", "adopted_tree", "edit_request", "message_text", "regenerate_request", "shared_prefix",
            "slim_path"]
 
 
@@ -109,26 +112,14 @@ def slim_path(tree: Any) -> list[dict[str, Any]]:
     return [{key: value for key, value in message.items() if key != "parentId"} for message in tree.path()]
 
 
-def grown(tree: Any, path: list[dict[str, Any]]) -> Any:
-    """``tree`` with the shown ``path`` (slim, each with an ``id``) added and chosen at every fork
-    (``Tree.grow``); a chain of ``path`` when there is no tree yet, or when a message of ``path``
-    has no id. Never raises."""
-    from app.history.tree import Tree
-
-    if tree is not None:
-        try:
-            return tree.grow(path)
-        except ValueError:  # a message without an id (another tab of the TS original): a chain of it
-            pass
-    return Tree.chain(path)
-
-
 def adopted_tree(history_tree: Any, local_tree: Any, path: list[dict[str, Any]]) -> Any:
     """The tree the panel draws once history answers (DESIGN.md §17): ``history_tree`` (the course's
     active conversation as history keeps it, or ``None``) joined with ``local_tree`` (what this tab
     grew meanwhile, or ``None``), then grown by the shown ``path`` (slim) so that the branch shown
     is the thread store's at every fork. History's tree is taken only when it holds the path's first
     message: another conversation's tree (a New conversation not yet recorded) is never mixed in."""
+    from app.history.branching import grown  # history's modules load after ready (DESIGN.md §13)
+
     first = path[0].get("id") if path else None
     if history_tree is None or first is None or first not in history_tree:
         return grown(local_tree, path)

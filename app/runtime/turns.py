@@ -20,7 +20,6 @@ from app.model import Message, TextPart
 from app.ports import ThreadStorePort
 from app.projection import deserialize_thread, serialize_thread
 from app.runtime.conversations import Conversations
-from app.runtime.branches import grown
 from app.runtime.notices import Notices
 from app.runtime.scenes import SceneVersions
 from app.runtime.session import RUNNING, Session, Sessions, apply_event, end_reply, new_id
@@ -155,6 +154,8 @@ class Turns:
         session.base = self._store.load(event.stage_id) or []
         if result.merged:  # another tab saved turns on this course meanwhile: show them too
             session.messages = deserialize_thread(session.base)
+        from app.history.branching import grown  # history's modules load after ready (DESIGN.md §13)
+
         session.tree = grown(session.tree, session.base)  # the turn's path shown at every fork (§17)
         self._notices.take_from_store()
 

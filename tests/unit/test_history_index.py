@@ -205,8 +205,8 @@ async def test_a_course_already_indexed_is_checked_by_two_counts_reading_no_key(
 
 
 async def test_presence_keys_are_read_in_bounded_slices_with_the_page_given_back_between(monkeypatch):
-    from app.history import repository
-    monkeypatch.setattr(repository, "PRESENCE_SLICE", 7, raising=False)
+    from app.history import search_index
+    monkeypatch.setattr(search_index, "PRESENCE_SLICE", 7, raising=False)
     backend = MemoryBackend(SCHEMA)
     svc, _, _ = service(backend=backend)
     made = [await add(svc, "s", f"lysosome {i}") for i in range(40)]
@@ -228,8 +228,8 @@ async def test_presence_keys_are_read_in_bounded_slices_with_the_page_given_back
 
 
 async def test_a_word_in_every_conversation_is_not_read_whole_for_a_rare_one(monkeypatch):
-    from app.history import repository
-    monkeypatch.setattr(repository, "OTHER_KEYS_MAX", 8, raising=False)
+    from app.history import search_index
+    monkeypatch.setattr(search_index, "OTHER_KEYS_MAX", 8, raising=False)
     svc, _, _ = service(backend=(backend := MemoryBackend(SCHEMA)))
     rare = []
     for i in range(120):  # "rate" in every conversation, "quantum" in every 20th (a span of 20 per hit)
@@ -276,9 +276,9 @@ async def test_a_search_reads_no_posting_keys_of_its_hits():
 
 
 async def test_each_slice_of_the_index_build_is_stored_in_a_task_of_its_own(monkeypatch):
-    from app.history import repository
+    from app.history import repository, search_index
     clock = iter(range(10**6))  # each reading of the clock: 3 ms later (folding spends the step in a few records)
-    monkeypatch.setattr(repository.time, "perf_counter", lambda: next(clock) * 0.003)
+    monkeypatch.setattr(search_index.time, "perf_counter", lambda: next(clock) * 0.003)
     backend = MemoryBackend(SCHEMA)
     svc, _, _ = service(backend=backend)
     for i in range(45):
@@ -312,8 +312,8 @@ async def test_each_slice_of_the_index_build_is_stored_in_a_task_of_its_own(monk
 
 
 async def test_search_by_most_tokens_reads_metas_in_slices_and_snippets_for_the_page_only(monkeypatch):
-    from app.history import repository
-    monkeypatch.setattr(repository, "META_SLICE", 4, raising=False)
+    from app.history import search_index
+    monkeypatch.setattr(search_index, "META_SLICE", 4, raising=False)
     svc, _, _ = service(backend=(backend := MemoryBackend(SCHEMA)))
     made = [await add(svc, "s", f"centriole {i}") for i in range(30)]
     reads = Reads(backend)
