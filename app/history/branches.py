@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from app.continuity import continues
+from app.continuity import continues, derived_ids
 from app.history.tree import Tree
 
 __all__ = ["StoredForm", "grown"]
@@ -68,9 +68,9 @@ def grown(held: StoredForm | None, thread: list[dict]) -> StoredForm:
     tree grown by ``thread`` (``Tree.grow``: new messages become children of the one before them, the
     path is chosen at every fork, the old path's messages stay as branches). A chain that ``thread``
     goes on from stays a chain: ``thread`` as it is. ``held`` None or unreadable: ``thread`` alone.
-    A thread with a message without an id cannot be placed in a tree: it is kept as the shown path and
-    ``held``'s branches stay as stored (a message whose parent is no longer there is left out when
-    read, ``Tree.from_record``).
+    A message without an id (of ``thread`` or of ``held``: the TS original wrote none) is the message
+    with its derived id (``app.continuity.derived_ids``), so a thread read with ids grows the
+    conversation stored without them, and the tree written names each message by its id.
 
     >>> grown(StoredForm([{"id": "u"}, {"id": "a"}]), [{"id": "u"}, {"id": "a"}, {"id": "u2"}])
     StoredForm(messages=[{'id': 'u'}, {'id': 'a'}, {'id': 'u2'}], branches=[], shown={})
@@ -81,7 +81,7 @@ def grown(held: StoredForm | None, thread: list[dict]) -> StoredForm:
     if held is None or not isinstance(held.messages, list) or (not held.branches and continues(thread, held.messages)):
         return StoredForm(thread)
     try:
-        messages, branches, shown = held.tree().grow(thread).record()
-    except ValueError:
+        messages, branches, shown = held.tree().grow(derived_ids(thread)).record()
+    except ValueError:  # an entry that is no message: the thread is kept as it is, the branches as stored
         return StoredForm(thread, held.branches, held.shown)
     return StoredForm(messages, branches, shown)

@@ -118,8 +118,8 @@ def export_document(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[
     """The export as the value ``export_json`` encodes: what ``checked_steps`` holds to the import's
     rules without a text between them. Version 2 (DESIGN.md §17): every message of ``tree`` with its
     ``parentId`` and the shown child of each fork (``Tree.export``); None: the tree of ``messages``
-    as a chain (``Tree.chain``: a message without an id, or with one an earlier message has, gets a
-    positional id ``m<n>``)."""
+    as a chain (``Tree.chain``: a message without an id, or with one an earlier message has, gets its
+    derived id, the one the panel shows it with, ``app.continuity.derived_ids``)."""
     every, shown = (tree if tree is not None else Tree.chain(messages)).export()
     return {"format": FORMAT, "version": VERSION, "meta": _meta_out(meta), "messages": every, "shown": shown,
             "turns": [t.record() for t in turns]}
@@ -132,7 +132,7 @@ def export_unkept(stage_id: str, messages: list[dict[str, Any]], now_ms: int, ra
     when the title needs it), ``createdAt`` = ``updatedAt`` = ``now_ms``, no turn meta (none is kept).
     Returns ``(taskId, json text)``, a version-2 chain; ``parse_export`` reads it back with
     ``messages`` unchanged, save that a message without an id (a thread the TS original wrote) has
-    the positional id the export gave it (``export_document``)."""
+    the derived id the export gave it (``export_document``)."""
     import os
 
     from app.history.records import new_task_id

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from app.continuity import derived_ids
 from app.model import Message
 from app.ports import HistoryPort, ThreadStorePort
 from app.projection import deserialize_thread, serialize_thread
@@ -131,7 +132,7 @@ class BranchActions:
         self._notices.take_from_store()
         session.base = self._store.load(stage_id) or []
         kept = shared_prefix(session.messages, session.base)  # above the fork: the live messages stay, not redrawn
-        session.messages = session.messages[:kept] + deserialize_thread(session.base[kept:])
+        session.messages = session.messages[:kept] + deserialize_thread(derived_ids(session.base)[kept:])
         session.tree = moved
         if self._history is not None:
             self._keep_choice(stage_id, path)

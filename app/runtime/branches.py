@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from app.continuity import derived_ids
 from app.model import Message, TextPart
 
 __all__ = ["TREE_WRITES", "adopted_tree", "edit_request", "grown", "message_text", "regenerate_request", "shared_prefix",
@@ -110,15 +111,17 @@ def slim_path(tree: Any) -> list[dict[str, Any]]:
 
 
 def grown(tree: Any, path: list[dict[str, Any]]) -> Any:
-    """``tree`` with the shown ``path`` (slim, each with an ``id``) added and chosen at every fork
-    (``Tree.grow``); a chain of ``path`` when there is no tree yet, or when a message of ``path``
-    has no id. Never raises."""
+    """``tree`` with the shown ``path`` (slim) added and chosen at every fork (``Tree.grow``); a chain
+    of ``path`` when there is no tree yet. A message of ``path`` without an id (another tab of the TS
+    original wrote it) is the message with its derived id (``app.continuity.derived_ids``, the one
+    the panel shows it with, DESIGN.md §17). Never raises."""
     from app.history.tree import Tree
 
+    path = derived_ids(path)
     if tree is not None:
         try:
             return tree.grow(path)
-        except ValueError:  # a message without an id (another tab of the TS original): a chain of it
+        except ValueError:  # pragma: no cover - every message of the path has an id now
             pass
     return Tree.chain(path)
 
@@ -129,6 +132,7 @@ def adopted_tree(history_tree: Any, local_tree: Any, path: list[dict[str, Any]])
     grew meanwhile, or ``None``), then grown by the shown ``path`` (slim) so that the branch shown
     is the thread store's at every fork. History's tree is taken only when it holds the path's first
     message: another conversation's tree (a New conversation not yet recorded) is never mixed in."""
+    path = derived_ids(path)
     first = path[0].get("id") if path else None
     if history_tree is None or first is None or first not in history_tree:
         return grown(local_tree, path)
