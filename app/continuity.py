@@ -102,10 +102,8 @@ def continues(thread: Any, base: Any) -> bool:
     """
     if not (isinstance(thread, list) and isinstance(base, list)):
         return False
-    if thread[: len(base)] == base:
-        return True
-    # a message without an id is the one with its derived id (a thread the TS original wrote, §17)
-    thread, base = _identified(thread), _identified(base)
+    if thread[: len(base)] != base:  # a message without an id is the one with its derived id (§17)
+        thread, base = _identified(thread), _identified(base)
     return thread[: len(base)] == base
 
 

@@ -48,6 +48,8 @@ def test_derived_ids_depend_only_on_what_is_stored_and_keep_given_ids():
     assert _ids(derived_ids([dict(m) for m in TS])) == ids  # the same on every read, tab and device
     assert _ids(derived_ids(TS[:2])) == ids[:2]  # a message's id does not depend on what follows it
     assert _ids(derived_ids([TS[0], TS[0]]))[1] != ids[0]  # the same text twice: two messages
+    # the same message after another one is another message (its place is part of it)
+    assert derived_ids([TS[0], TS[1]])[1]["id"] != derived_ids([TS[2], TS[1]])[1]["id"]
     assert derived_ids([_text("user", "x", "u1"), TS[1]])[0]["id"] == "u1"
     assert derived_ids([_text("user", "x", "u1"), _text("user", "y", "u1")])[1]["id"] != "u1"  # a repeated id
     assert "id" not in TS[0]  # a copy: the messages given are never changed
