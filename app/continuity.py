@@ -20,15 +20,74 @@ when a course's remembered conversation id must be looked up again.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["belongs", "branches_off", "conversation_goes_stale", "continues", "home_of_ending_turn", "switched_after"]
+__all__ = ["belongs", "branches_off", "conversation_goes_stale", "continues", "derived_ids", "home_of_ending_turn",
+           "switched_after"]
+
+
+def _lacks_id(message: Any, seen: set[str]) -> bool:
+    ident = message.get("id") if isinstance(message, dict) else None
+    return not isinstance(ident, str) or not ident or ident in seen
+
+
+def derived_ids(messages: Iterable[Any]) -> list[Any]:
+    """``messages`` (a thread: slim message dicts, in order) with an id on each (DESIGN.md §17: a thread
+    without ids, written by the TS original, gets ids when it is adopted, without a notice). A message
+    without a string id, or with an id an earlier message has, gets ``"h"`` + 16 hex digits of the
+    SHA-256 of the canonical JSON of ``[the id of the message before it ("" for the first), the
+    message]``: derived from what is stored alone, so the thread store, another tab, history and
+    another device give the same message the same id without writing it (the next save writes it).
+    The others, and anything that is no dict, are returned as they are; a changed message is a copy.
+
+    >>> ids = [m["id"] for m in derived_ids([{"id": "a"}, {"role": "user"}, {"id": "a"}])]
+    >>> ids[0], ids[1].startswith("h") and len(ids[1]) == 17, ids[2] not in ids[:2]
+    ('a', True, True)
+    """
+    import hashlib  # only for a thread without ids: not on start-up's path (DESIGN.md §13)
+
+    seen: set[str] = set()
+    out = []
+    previous = ""
+    for message in messages:
+        if not isinstance(message, dict):
+            out.append(message)
+            continue
+        if _lacks_id(message, seen):
+            salt = 0
+            while True:  # a digest an earlier message already has (never seen in practice): salted
+                body = json.dumps([previous, message] if not salt else [previous, message, salt], sort_keys=True,
+                                  ensure_ascii=False, separators=(",", ":"))
+                ident = "h" + hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+                if ident not in seen:
+                    break
+                salt += 1
+            message = {**message, "id": ident}
+        seen.add(message["id"])
+        previous = message["id"]
+        out.append(message)
+    return out
+
+
+def _identified(thread: Any) -> Any:
+    """``thread`` with ``derived_ids`` when a message of it lacks one (else ``thread`` itself)."""
+    if not isinstance(thread, list):
+        return thread
+    seen: set[str] = set()
+    for message in thread:
+        if _lacks_id(message, seen):
+            return derived_ids(thread)
+        seen.add(message["id"])
+    return thread
 
 
 def continues(thread: Any, base: Any) -> bool:
     """True when ``thread`` (a list of message dicts) goes on from ``base`` (another such list):
-    its first ``len(base)`` messages equal ``base``'s (DESIGN.md §15: one rule, every caller).
+    its first ``len(base)`` messages equal ``base``'s (DESIGN.md §15: one rule, every caller). A message
+    without an id is compared as the message with its derived id (``derived_ids``, §17), so a thread
+    read with ids continues the same thread stored without them.
 
     >>> continues([{"id": "a"}, {"id": "b"}], [{"id": "a"}])
     True
@@ -41,7 +100,11 @@ def continues(thread: Any, base: Any) -> bool:
     >>> continues(None, []) or continues([], None)
     False
     """
-    return isinstance(thread, list) and isinstance(base, list) and thread[: len(base)] == base
+    if not (isinstance(thread, list) and isinstance(base, list)):
+        return False
+    if thread[: len(base)] != base:  # a message without an id is the one with its derived id (§17)
+        thread, base = _identified(thread), _identified(base)
+    return thread[: len(base)] == base
 
 
 
@@ -51,8 +114,8 @@ def branches_off(thread: Any, base: Any, *, sent_on: bool = False) -> bool:
     message, told by its string ``id`` (the text of an edited question differs, its place does not).
     ``sent_on``: the caller knows the turn of ``thread`` was sent on that conversation (its
     conversation id): then a thread with another first message is a branch too, the first question
-    edited (a sibling of the first message). A thread with a message without an id (the TS original
-    wrote none) is no branch: it has no place in a tree.
+    edited (a sibling of the first message). A message without an id is the message with its derived
+    id (``derived_ids``: the TS original wrote none).
 
     >>> stored = [{"id": "u1"}, {"id": "a1"}]
     >>> branches_off([{"id": "u1"}, {"id": "a2"}], stored), branches_off(stored + [{"id": "u2"}], stored)
@@ -62,10 +125,11 @@ def branches_off(thread: Any, base: Any, *, sent_on: bool = False) -> bool:
     """
     if not (isinstance(thread, list) and isinstance(base, list) and thread and base):
         return False
+    thread, base = _identified(thread), _identified(base)
     if continues(thread, base) or continues(base, thread):
         return False
-    if not all(isinstance(m, dict) and isinstance(m.get("id"), str) and m["id"] for m in thread):
-        return False  # a message without an id has no place in a tree
+    if not all(isinstance(m, dict) for m in thread):
+        return False  # a value that is no message has no place in a tree
     if sent_on:
         return True
     first, held = thread[0], base[0]

@@ -65,11 +65,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from app.continuity import derived_ids
 from app.model import COMPLETE, Message, MessageStatus
 
 __all__ = [
     "CUT", "CUT_MARKER", "FAILED", "FAILED_PREFIX", "KEPT_ARGS", "STOPPED", "STOPPED_MARKER", "STORED_ROLES",
-    "deserialize_thread", "failed_marker", "failure_of", "is_status_marker", "serialize_thread",
+    "deserialize_thread", "failed_marker", "failure_of", "is_status_marker", "live_thread", "serialize_thread",
 ]
 
 STORED_ROLES = ("user", "assistant")
@@ -194,6 +195,22 @@ def deserialize_thread(saved: Sequence[dict[str, Json]]) -> list[Message]:
             m = {**m, "content": content, "status": status.to_wire()}
         live.append(Message.model_validate(m))
     return live
+
+
+def live_thread(saved: Sequence[dict[str, Json]]) -> list[Message]:
+    """The live messages of a course's stored thread (``deserialize_thread``), each with an id: a
+    message stored without one (the TS original writes none) gets its derived id
+    (``app.continuity.derived_ids``), the id history adopts it with and every tab reads it with, so
+    the panel can edit, regenerate and branch from it while ``saved`` is not rewritten on that
+    account; the next save writes the ids (DESIGN.md §3, §17).
+
+    >>> [m.id for m in live_thread([{"role": "user", "id": "u1", "content": [{"type": "text", "text": "a"}]}])]
+    ['u1']
+    """
+    live = deserialize_thread(saved)
+    if all(m.id for m in live) and len({m.id for m in live}) == len(live):
+        return live
+    return deserialize_thread(derived_ids(serialize_thread(saved)))
 
 
 def _slim_message(message: Json) -> dict[str, Json] | None:

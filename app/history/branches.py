@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from app.continuity import continues
+from app.continuity import continues, derived_ids
 from app.history.branching import Branching
 from app.history.tree import Tree
 
@@ -77,10 +77,10 @@ class StoredForm(NamedTuple):
         ``thread`` (``Tree.grow``: new messages become children of the one before them, the path is
         chosen at every fork, the old path's messages stay as branches). A chain that ``thread`` goes
         on from stays a chain: ``thread`` as it is. No messages stored (or unreadable): ``thread``
-        alone. A thread with a message without an id cannot be placed in a tree: it is kept as the
-        shown path and the stored branches stay as stored (a message whose parent is no longer there
-        is left out when read, ``Tree.from_record``); the runtime's ``app.history.branching.grown``
-        makes a chain of it instead (its tree is not stored).
+        alone. A message without an id (of ``thread`` or of the stored path: the TS original wrote
+        none) is the message with its derived id (``app.continuity.derived_ids``), so a thread read
+        with ids grows the conversation stored without them. An entry that is no message: ``thread``
+        is kept as the shown path and the stored branches as stored.
 
         >>> StoredForm([{"id": "u"}, {"id": "a"}]).written([{"id": "u"}, {"id": "a"}, {"id": "u2"}])
         StoredForm(messages=[{'id': 'u'}, {'id': 'a'}, {'id': 'u2'}], branches=[], shown={})
@@ -91,6 +91,6 @@ class StoredForm(NamedTuple):
         if not isinstance(self.messages, list) or (not self.branches and continues(thread, self.messages)):
             return StoredForm(thread)
         try:
-            return StoredForm(*self.tree().grow(thread).record())
+            return StoredForm(*self.tree().grow(derived_ids(thread)).record())
         except ValueError:
             return StoredForm(thread, self.branches, self.shown)

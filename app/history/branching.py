@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.continuity import derived_ids
 from app.history.tree import Tree
 
 __all__ = ["Branching", "NO_BRANCHES", "grown"]
@@ -133,19 +134,22 @@ def _branch_dicts(record: Mapping) -> list[dict]:
 
 
 def grown(tree: Tree | None, path: list[dict[str, Any]]) -> Tree:
-    """``tree`` with the shown ``path`` (slim messages, each with an ``id``) added and chosen at every
-    fork (``Tree.grow``): what the runtime holds of its course's tree after a turn, an edit or a load
-    (DESIGN.md §17). A chain of ``path`` when there is no tree yet (``tree`` None), or when a message
-    of ``path`` has no id (a thread of the TS original: it has no place in a tree). Never raises.
-    History's stored form grows by ``app.history.branches.StoredForm.written``, which keeps the
-    stored branches in that last case instead.
+    """``tree`` with the shown ``path`` (slim messages) added and chosen at every fork (``Tree.grow``):
+    what the runtime holds of its course's tree after a turn, an edit or a load (DESIGN.md §17). A
+    chain of ``path`` when there is no tree yet (``tree`` None). A message of ``path`` without an id
+    (another tab of the TS original wrote it) is the message with its derived id
+    (``app.continuity.derived_ids``, the one the panel shows it with). Never raises. History's stored
+    form grows by ``app.history.branches.StoredForm.written``.
 
-    >>> [m["id"] for m in grown(None, [{"id": "u"}]).path()], grown(Tree.chain([{"id": "u"}]), [{}]).ids
-    (['u'], ('m0',))
+    >>> [m["id"] for m in grown(None, [{"id": "u"}]).path()]
+    ['u']
+    >>> grown(Tree.chain([{"id": "u"}]), [{"id": "u"}, {"id": "a"}]).parent("a")
+    'u'
     """
+    path = derived_ids(path)
     if tree is not None:
         try:
             return tree.grow(path)
-        except ValueError:  # a message without an id (another tab of the TS original): a chain of it
+        except ValueError:  # pragma: no cover - every message of the path has an id now
             pass
     return Tree.chain(path)

@@ -118,8 +118,8 @@ def export_document(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[
     """The export as the value ``export_json`` encodes: what ``checked_steps`` holds to the import's
     rules without a text between them. Version 2 (DESIGN.md §17): every message of ``tree`` with its
     ``parentId`` and the shown child of each fork (``Tree.export``); None: the tree of ``messages``
-    as a chain (``Tree.chain``: a message without an id, or with one an earlier message has, gets a
-    positional id ``m<n>``)."""
+    as a chain (``Tree.chain``: a message without an id, or with one an earlier message has, gets its
+    derived id, the one the panel shows it with, ``app.continuity.derived_ids``)."""
     every, shown = (tree if tree is not None else Tree.chain(messages)).export()
     return {"format": FORMAT, "version": VERSION, "meta": _meta_out(meta), "messages": every, "shown": shown,
             "turns": [t.record() for t in turns]}
@@ -132,7 +132,7 @@ def export_unkept(stage_id: str, messages: list[dict[str, Any]], now_ms: int, ra
     when the title needs it), ``createdAt`` = ``updatedAt`` = ``now_ms``, no turn meta (none is kept).
     Returns ``(taskId, json text)``, a version-2 chain; ``parse_export`` reads it back with
     ``messages`` unchanged, save that a message without an id (a thread the TS original wrote) has
-    the positional id the export gave it (``export_document``)."""
+    the derived id the export gave it (``export_document``)."""
     import os
 
     from app.history.records import new_task_id
@@ -514,6 +514,49 @@ def fence_for(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}(?=[^`]*$)|~{3,})")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+
+
+def message_markdown(text: str, left_out_line: str | None = None) -> list[str]:
+    """The lines of a message's ``text`` as the Markdown export writes them (DESIGN.md §17 "Moving
+    data"): shown as written, yet unable to forge the export's structure. Outside a code fence of the
+    text, a line that would open a heading (``#``, or a setext underline of ``=``/``-`` under a line
+    of text), an HTML block (``<``) or that equals the export's ``left_out_line`` gets a backslash
+    before its first character (a Markdown reader shows the character itself, never the backslash);
+    a code fence the text leaves open is closed where the text ends, as the panel shows it. Inside a
+    fence nothing changes.
+
+    >>> message_markdown("hi\\n## Assistant\\n```\\ncode")
+    ['hi', '\\\\## Assistant', '```', 'code', '```']
+    """
+    lines: list[str] = []
+    fence: str | None = None  # the open fence's marker
+    previous = ""
+    for line in text.split("\n"):
+        if fence is not None:
+            lines.append(line)
+            stripped = line.strip()
+            if len(line) - len(line.lstrip(" ")) <= 3 and stripped.startswith(fence) and not stripped.strip(fence[0]):
+                fence = None
+            continue
+        opened = _FENCE_OPEN.match(line)
+        if opened:
+            fence, previous = opened.group(1), ""
+            lines.append(line)
+            continue
+        body = line.lstrip(" ")
+        indent = len(line) - len(body)
+        if indent <= 3 and body and (body[0] in "#<" or (left_out_line is not None and line.strip() == left_out_line)
+                                     or (_SETEXT.match(line) and (body[0] == "=" or previous.strip()))):
+            line = line[:indent] + "\\" + body
+        lines.append(line)
+        previous = line
+    if fence is not None:
+        lines.append(fence)
+    return lines
+
+
 def export_markdown(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[TurnMeta], labels: dict[str, str],
                     describe_failure: Callable[[dict[str, Any]], str] = lambda error: str(error["code"]), *,
                     tree: Tree | None = None) -> str:
@@ -527,13 +570,15 @@ def export_markdown(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[
     A failed reply's marker part (``app.projection.failure_of``) is written as a quoted line of
     ``describe_failure(error)`` (the page passes the panel's localized ``turn-error`` text); a cut
     reply's marker (``app.projection.CUT_MARKER``) as a quoted line of ``labels["cut"]`` (the panel's
-    ``turn-cut`` text). Markdown is text for people: a lone surrogate is U+FFFD
+    ``turn-cut`` text). A message's text cannot forge the export's headings or its left-out line
+    (``message_markdown``); the title is one line. Markdown is text for people: a lone surrogate is U+FFFD
     (``app.history.text.clean``), as the browser would save it; only the JSON export round-trips."""
-    lines = [f"# {meta.taskName}", "",
+    lines = [f"# {' '.join(meta.taskName.splitlines())}", "",
              labels["meta"].format(created=iso(meta.createdAt), updated=iso(meta.updatedAt),
                                    turns=meta.turnCount, tokens=meta.stats.totalTokens), ""]
-    if tree is not None and tree.left_out():
-        lines += [f"_{labels.get('leftOut') or tree.left_out()}_", ""]
+    left_out = f"_{labels.get('leftOut') or tree.left_out()}_" if tree is not None and tree.left_out() else None
+    if left_out is not None:
+        lines += [left_out, ""]
     for message in messages:
         lines += [f"## {labels['you'] if message.get('role') == 'user' else labels['assistant']}", ""]
         for part in message.get("content") or []:
@@ -542,7 +587,7 @@ def export_markdown(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[
             elif part == CUT_MARKER:
                 lines += [f"> ✂ {labels.get('cut', 'cut')}", ""]
             elif part.get("type") == "text":
-                lines += [part.get("text", ""), ""]
+                lines += [*message_markdown(part.get("text", ""), left_out), ""]
             else:
                 body = json.dumps(part, ensure_ascii=False, indent=2)
                 fence = fence_for(body)

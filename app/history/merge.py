@@ -22,8 +22,6 @@ hands it what another device wrote).
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -32,7 +30,7 @@ from app.continuity import continues
 from app.history.branching import NO_BRANCHES, Branching
 from app.history.names import merged_names
 from app.history.records import Stats, TaskMeta, TurnMeta, parse_iso
-from app.history.tree import ROOT, Tree
+from app.history.tree import Tree
 
 __all__ = ["Merged", "answered", "merge_conversation", "merge_leaves", "merged_meta", "split_turns"]
 
@@ -68,30 +66,6 @@ def split_turns(messages: list[dict]) -> list[list[dict]]:
     return turns
 
 
-def _identified(messages: list[dict]) -> list[dict]:
-    """``messages`` (a chain) with an id on each: one without a string id (or with one an earlier
-    message has) gets ``h`` + 16 hex digits of the SHA-256 of its parent's id and its canonical JSON,
-    the same on every device for the same message at the same place (a copy; the others as they are).
-
-    >>> [m["id"] for m in _identified([{"id": "a"}, {"role": "user"}])] == ["a", _identified([{"id": "a"},
-    ...     {"role": "user"}])[1]["id"]] and _identified([{"role": "user"}])[0]["id"].startswith("h")
-    True
-    """
-    seen: set[str] = set()
-    out = []
-    previous = ROOT
-    for message in messages:
-        ident = message.get("id")
-        if not isinstance(ident, str) or not ident or ident in seen:
-            body = json.dumps([previous, message], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-            ident = "h" + hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-            message = {**message, "id": ident}
-        seen.add(ident)
-        previous = ident
-        out.append(message)
-    return out
-
-
 def _branching(side: Side) -> Branching:
     return side[2] if len(side) > 2 else NO_BRANCHES
 
@@ -115,7 +89,7 @@ class _Version:
     def of(cls, side: Side, fallback_at: int) -> "_Version":
         messages, turns = side[0], side[1]
         branching = _branching(side)
-        tree = Tree.from_record(_identified(list(messages)), branching.branches, branching.shown)
+        tree = Tree.from_record(list(messages), branching.branches, branching.shown)
         # a turn or a switch of branch moves updatedAt too: the later of the two dates the choices
         at = max(branching.shown_at or 0, fallback_at or 0)
         return cls(list(messages), list(turns), branching, tree, at)

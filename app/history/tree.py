@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from app.continuity import derived_ids
+
 __all__ = ["ROOT", "Tree", "with_ids"]
 
 ROOT = ""
@@ -66,9 +68,15 @@ def _bare(message: Mapping[str, Any]) -> dict:
     return {k: v for k, v in message.items() if k != "parentId"}
 
 
-def _positional_ids(messages: Iterable[dict]) -> list[dict]:
+def _positional_names(messages: list[dict], identified: list[dict]) -> dict[str, str]:
+    """The positional id ``m<n>`` (the n-th message given one) each message of ``messages`` without a
+    usable id was read with before ids were derived (``derived_ids``) → the id it is read with now.
+    A tree stored then names such messages by those ids (its branches' ``parentId``, ``shown``);
+    ``Tree.from_record`` reads them as the messages they named."""
     counter = iter(range(1 << 62))
-    return with_ids(messages, lambda: f"m{next(counter)}")
+    given = with_ids(messages, lambda: f"m{next(counter)}")
+    return {old["id"]: new["id"] for message, old, new in zip(messages, given, identified)
+            if old is not message and old["id"] != new["id"]}
 
 
 @dataclass(frozen=True)
@@ -90,7 +98,8 @@ class Tree:
     @classmethod
     def chain(cls, messages: Iterable[dict]) -> "Tree":
         """The tree of a linear thread: each message's parent is the one before it. A message without
-        an id (or with a repeated one) gets a positional id ``m<n>`` (``with_ids``).
+        an id (or with a repeated one) gets the id derived from it and the message before it
+        (``app.continuity.derived_ids``: the thread store reads it with the same id, DESIGN.md §17).
 
         >>> Tree.chain([{"id": "a"}, {"id": "b"}]).parent("b")
         'a'
@@ -98,7 +107,7 @@ class Tree:
         nodes: dict[str, dict] = {}
         parents: dict[str, str] = {}
         previous = ROOT
-        for message in _positional_ids(messages):
+        for message in derived_ids(messages):
             nodes[message["id"]] = _bare(message)
             parents[message["id"]] = previous
             previous = message["id"]
@@ -119,9 +128,21 @@ class Tree:
         >>> [m["id"] for m in t.path()], t.siblings("a2")
         (['u', 'a2'], (2, 2))
         """
-        base = cls.chain(messages)
+        messages = list(messages)
+        identified = derived_ids(messages)
+        base = cls.chain(identified)
         nodes, parents = dict(base.nodes), dict(base.parents)
         listed = [b for b in branches or () if isinstance(b, Mapping) and isinstance(b.get("id"), str) and b["id"]]
+        if len(identified) and any(m is not n for m, n in zip(messages, identified)):
+            # stored while the path's messages without ids were read with positional ids (``m<n>``)
+            named = {b["id"] for b in listed if set(b) - {"id", "parentId"}}
+            old = {k: v for k, v in _positional_names(messages, identified).items() if k not in named}
+            if old:
+                def now(ident: Any) -> Any:
+                    return old.get(ident, ident) if isinstance(ident, str) else ident
+                listed = [{**b, "id": now(b["id"]) if set(b) <= {"id", "parentId"} else b["id"],
+                           "parentId": now(b.get("parentId"))} for b in listed]
+                shown = {now(k): now(v) for k, v in (shown or {}).items() if isinstance(k, str) and isinstance(v, str)}
         rank = {}
         for n, message in enumerate(listed):
             rank.setdefault(message["id"], n)

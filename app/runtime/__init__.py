@@ -57,7 +57,7 @@ from app.agent import Agent
 from app.continuity import conversation_goes_stale, switched_after
 from app.model import Message
 from app.ports import CheckpointsPort, HistoryPort, ThreadStorePort
-from app.projection import FAILED, deserialize_thread, serialize_thread
+from app.projection import FAILED, live_thread, serialize_thread
 from app.runtime.branch_actions import BranchActions
 from app.runtime.branches import TREE_WRITES
 from app.runtime.conversations import Conversations
@@ -205,7 +205,7 @@ class AgentRuntime:
         """Show course ``stage_id``; ``None`` means the stage is still loading (nothing is loaded).
 
         The thread comes from memory when that course has a turn in flight,
-        otherwise from the store (``deserialize_thread(store.load(id) or [])``).
+        otherwise from the store (``live_thread(store.load(id) or [])``).
         Switching never cancels a run and never writes anything.
         """
         if stage_id == self._sessions.shown_id:
@@ -275,7 +275,7 @@ class AgentRuntime:
         base = self._store.load(stage_id) or []
         self._notices.take_from_store()
         if stage_id == self._sessions.shown_id or session is not None:
-            self._sessions.put(Session(stage_id, deserialize_thread(base), base))
+            self._sessions.put(Session(stage_id, live_thread(base), base))
         self._notify()
         return True
 

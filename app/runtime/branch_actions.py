@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from app.continuity import derived_ids
 from app.model import Message
 from app.ports import HistoryPort, ThreadStorePort
 from app.projection import deserialize_thread, serialize_thread
@@ -22,6 +23,7 @@ from app.runtime.branches import (adopted_tree, edit_request, message_text, rege
                                   slim_path)
 from app.runtime.notices import Notices
 from app.runtime.session import RUNNING, Session, Sessions
+from app.store import Notice
 from app.runtime.turns import Turns
 
 __all__ = ["BranchActions"]
@@ -53,8 +55,9 @@ class BranchActions:
         """The pickers the paint record drew for course ``stage_id`` before Python started
         (``{message id: (index, count)}``): they stand for the shown path's positions until history's
         tree of the course arrives, so Python's first render draws the rows painted (DESIGN.md §13,
-        §17). Ids off the shown path are never used."""
-        self._painted[stage_id] = dict(positions)
+        §17). Ids off the shown path are never used. Without history no tree comes: they are not kept."""
+        if self._history is not None:
+            self._painted[stage_id] = dict(positions)
 
     def siblings(self, message_id: str | None) -> tuple[int, int]:
         """``(index, count)`` of shown message ``message_id`` among its siblings (1-based; DESIGN.md
@@ -111,7 +114,8 @@ class BranchActions:
         with it as another tab's turns) and history keeps the choice (``HistoryPort.show_path``).
         Returns the id of the sibling now shown, or ``None`` (nothing changed) while a reply runs, at
         either end, or for a message the tree does not know. A move on a picker the paint record drew,
-        made before history's tree arrived, returns ``None`` and is made once the tree is there."""
+        made before history's tree arrived, returns ``None`` and is made once the tree is there; when
+        history gives no tree, on the tree at hand, or it is dropped with a notice (``_play``)."""
         session = self._sessions.shown
         if session is not None and not session.busy and self._painted_position(session, message_id) is not None:
             # a painted picker clicked before history's tree arrived: played once it is there
@@ -131,7 +135,7 @@ class BranchActions:
         self._notices.take_from_store()
         session.base = self._store.load(stage_id) or []
         kept = shared_prefix(session.messages, session.base)  # above the fork: the live messages stay, not redrawn
-        session.messages = session.messages[:kept] + deserialize_thread(session.base[kept:])
+        session.messages = session.messages[:kept] + deserialize_thread(derived_ids(session.base)[kept:])
         session.tree = moved
         if self._history is not None:
             self._keep_choice(stage_id, path)
@@ -158,29 +162,60 @@ class BranchActions:
     def _ask_tree(self, session: Session) -> None:
         """Ask history for ``session``'s tree; once it arrives it is adopted (``adopted_tree``)."""
         if self._history is None:
+            self._no_tree(session)
             return
         try:
             pending = asyncio.ensure_future(self._history.branches(session.stage_id))
         except Exception:  # noqa: BLE001 - history never reaches the core (DESIGN.md §9); no loop: tests
             _log.exception("history could not give the tree of %r", session.stage_id)
+            self._no_tree(session)
             return
 
         def arrived(done: asyncio.Future) -> None:
-            if done.cancelled() or done.exception() is not None:
-                if not done.cancelled():
+            if done.cancelled() or done.exception() is not None or done.result() is None:
+                if not done.cancelled() and done.exception() is not None:
                     _log.error("history could not give the tree of %r", session.stage_id, exc_info=done.exception())
+                self._no_tree(session)
                 return
-            self._painted.pop(session.stage_id, None)  # history answered: its tree (or the chain) is the truth
+            self._painted.pop(session.stage_id, None)  # history answered: its tree is the truth
             held = self._held_steps.pop(session.stage_id, [])
-            if not self._sessions.holds(session) or done.result() is None:
+            if not self._sessions.holds(session):
                 return
             path = serialize_thread([m for m in session.messages if m.status != RUNNING])
             session.tree = adopted_tree(done.result(), session.tree, path)
             if session is self._sessions.shown:
                 self._notify()
-                for message_id, step in held:
-                    self.show_sibling(message_id, step)
+                self._play(held)
         pending.add_done_callback(arrived)
+
+    def _no_tree(self, session: Session) -> None:
+        """History gave no tree of ``session``'s course (it failed, has none, or there is no history):
+        the painted pickers go (the tree at hand, the chain of the stored thread, is the truth now) and
+        the picker moves held for the tree are made on it, or dropped with a notice (DESIGN.md §5:
+        nothing is lost silently; §17)."""
+        painted = self._painted.pop(session.stage_id, None)
+        held = self._held_steps.pop(session.stage_id, [])
+        if session is self._sessions.shown and self._sessions.holds(session):
+            if painted:
+                self._notify()
+            self._play(held)
+        elif held:
+            self._notices.add(Notice("branch-move-dropped"))
+
+    def _play(self, held: list[tuple[str, int]]) -> None:
+        """Make the picker moves ``held`` (``(message id, step)``, in the order clicked) on the shown
+        tree; clicks on one painted picker follow each other (the second steps from the sibling the
+        first showed). A move that cannot be made is dropped with a notice (``branch-move-dropped``)."""
+        moved: dict[str, str] = {}
+        dropped = False
+        for message_id, step in held:
+            shown = self.show_sibling(moved.get(message_id, message_id), step)
+            if shown is None:
+                dropped = True
+            else:
+                moved[message_id] = shown  # the painted picker clicked now stands for that sibling
+        if dropped:
+            self._notices.add(Notice("branch-move-dropped"))
 
     def _branch_turn(self, session: Session, text: str, before: list[Message],
                      question: Message | None) -> asyncio.Task[None]:

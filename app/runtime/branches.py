@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from app.continuity import derived_ids
 from app.model import Message, TextPart
 
 __all__ = ["TREE_WRITES", "adopted_tree", "edit_request", "message_text", "regenerate_request", "shared_prefix",
@@ -120,6 +121,7 @@ def adopted_tree(history_tree: Any, local_tree: Any, path: list[dict[str, Any]])
     message: another conversation's tree (a New conversation not yet recorded) is never mixed in."""
     from app.history.branching import grown  # history's modules load after ready (DESIGN.md §13)
 
+    path = derived_ids(path)
     first = path[0].get("id") if path else None
     if history_tree is None or first is None or first not in history_tree:
         return grown(local_tree, path)

@@ -20,7 +20,7 @@ from app.agents.errors import error_payload
 from app.agents.events import UsageReported
 from app.model import COMPLETE, Message, MessageStatus, TextPart, ToolCallPart
 from app.ports import ThreadStorePort
-from app.projection import CUT, FAILED, STOPPED, deserialize_thread
+from app.projection import CUT, FAILED, STOPPED, live_thread
 from app.runtime.notices import Notices
 
 __all__ = ["CANCELLED", "RUNNING", "Session", "Sessions", "apply_event", "end_reply", "new_id"]
@@ -134,7 +134,7 @@ class Sessions:
         """Read ``stage_id``'s stored thread into a session of its own and hold it; returns it."""
         base = self._store.load(stage_id) or []
         self._notices.take_from_store()
-        return self.put(Session(stage_id, deserialize_thread(base), base))
+        return self.put(Session(stage_id, live_thread(base), base))
 
     def forget_if_idle(self, session: Session | None) -> None:
         """Let ``session`` go when idle and not shown (read back from the store when shown again)."""

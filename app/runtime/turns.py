@@ -18,7 +18,7 @@ from app.agents.events import ReplyCut, UsageReported
 from app.continuity import home_of_ending_turn
 from app.model import Message, TextPart
 from app.ports import ThreadStorePort
-from app.projection import deserialize_thread, serialize_thread
+from app.projection import live_thread, serialize_thread
 from app.runtime.conversations import Conversations
 from app.runtime.notices import Notices
 from app.runtime.scenes import SceneVersions
@@ -153,7 +153,7 @@ class Turns:
         session = self._sessions[event.stage_id]
         session.base = self._store.load(event.stage_id) or []
         if result.merged:  # another tab saved turns on this course meanwhile: show them too
-            session.messages = deserialize_thread(session.base)
+            session.messages = live_thread(session.base)
         from app.history.branching import grown  # history's modules load after ready (DESIGN.md §13)
 
         session.tree = grown(session.tree, session.base)  # the turn's path shown at every fork (§17)

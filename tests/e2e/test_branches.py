@@ -196,7 +196,7 @@ def test_a_second_tab_shows_the_same_branch_at_every_fork(agent, second_agent):
     """DESIGN.md §17: edits, regenerates and picker moves in one tab show in the other (the demo agent),
     and after both reload the same branch shows at every fork; ``maic-agent-threads`` holds exactly the
     shown path in §3's shape, which the TS original's store reads as its linear thread."""
-    from tests.e2e.test_ecosystem import open_ts_store, ts_state
+    from tests.e2e.test_ecosystem import notice_codes, open_ts_store, ts_state
 
     agent.open(course=TABS)
     agent.send("one")
@@ -247,3 +247,51 @@ def test_a_second_tab_shows_the_same_branch_at_every_fork(agent, second_agent):
     held = ts_state(second_agent.page)["threads"][TABS]
     assert [m["id"] for m in held["messages"]] == older
     assert held == agent.stored()["state"]["threads"][TABS]
+
+    # The TS original appends a turn without ids there, and writes a course of its own without ids
+    # (DESIGN.md §17: such a thread gets ids when it is adopted, without a notice; §3: never rewritten on
+    # that account). AgentBar shows every message with an id and its actions, the fork's picker stays.
+    def bare(role: str, text: str) -> dict:
+        return {"role": role, "content": [{"type": "text", "text": text}]}
+
+    ts_turn = [bare("user", "ts question"), bare("assistant", "ts answer")]
+    ts5 = [bare("user", "ts q1"), bare("assistant", "ts a1"), bare("user", "ts q2"), bare("assistant", "ts a2")]
+    second_agent.page.evaluate("([c, t, u]) => { tsStore.getState().save(c, t); tsStore.getState().save('t-ts5', u); }",
+                               [TABS, {"messages": held["messages"] + ts_turn, "updatedAt": held["updatedAt"] + 1},
+                                {"messages": ts5, "updatedAt": held["updatedAt"] + 1}])
+    expect(agent.messages()).to_have_count(6)
+    with_ts = shown_ids(agent)
+    assert with_ts[:4] == older and all(with_ts) and len(set(with_ts)) == 6
+
+    def actions_on_every_message(tab) -> None:
+        for index in range(tab.messages().count() // 2):
+            expect(message(tab, "user", index).locator("[data-testid=message-edit]")).to_have_count(1)
+            expect(message(tab, "assistant", index).locator("[data-testid=message-regenerate]")).to_have_count(1)
+
+    actions_on_every_message(agent)
+    expect(message(agent, "user", 1).locator("[data-testid=branch-picker]")).to_have_attribute("data-count", "2")
+    agent.reload()
+    assert shown_ids(agent) == with_ts and notice_codes(agent) == []
+    actions_on_every_message(agent)
+    expect(message(agent, "user", 1).locator("[data-testid=branch-picker]")).to_have_attribute("data-count", "2")
+    threads = agent.stored()["state"]["threads"]
+    assert ["id" in m for m in threads[TABS]["messages"]] == [True] * 4 + [False] * 2  # not rewritten
+    assert threads["t-ts5"]["messages"] == ts5
+
+    # The course the TS original wrote: its messages have ids and actions; a regenerate of its first
+    # reply makes a sibling the picker reaches, and the next save writes the ids shown.
+    agent.testid("course-select").select_option("t-ts5")
+    expect(agent.messages()).to_have_count(4)
+    ts5_ids = shown_ids(agent)
+    assert all(ts5_ids) and len(set(ts5_ids)) == 4
+    actions_on_every_message(agent)
+    assert agent.stored()["state"]["threads"]["t-ts5"]["messages"] == ts5
+    message(agent, "assistant", 0).locator("[data-testid=message-regenerate]").click()
+    agent.wait_idle()
+    expect(message(agent, "assistant", 0).locator("[data-testid=branch-picker]")).to_have_attribute(
+        "data-index", "2")
+    assert picker(message(agent, "assistant", 0)) == ("2", "2") and shown_ids(agent)[0] == ts5_ids[0]
+    message(agent, "assistant", 0).locator("[data-testid=branch-prev]").click()
+    expect(agent.messages()).to_have_count(4)
+    assert shown_ids(agent) == ts5_ids
+    assert [m.get("id") for m in agent.stored()["state"]["threads"]["t-ts5"]["messages"]] == ts5_ids

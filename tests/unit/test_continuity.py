@@ -47,8 +47,10 @@ def test_a_thread_from_the_same_first_message_that_departs_is_a_branch_of_it():
     # going on from it, or being its start, is no branch; nor is a thread of another first message
     assert not branches_off(stored + [{"id": "u3"}], stored) and not branches_off(stored[:2], stored)
     assert not branches_off([{"id": "x"}, {"id": "a1"}], stored) and not belongs([{"id": "x"}], stored)
-    # the first message the same by id: a message without an id (the TS original wrote none) is none
-    assert not branches_off([{"role": "user"}, {"id": "b"}], [{"role": "user"}, {"id": "a"}])
+    # the first message the same by id: a message without an id (the TS original wrote none) is the
+    # message with its derived id, the same for the same message at the same place (DESIGN.md §17)
+    assert branches_off([{"role": "user"}, {"id": "b"}], [{"role": "user"}, {"id": "a"}])
+    assert not branches_off([{"role": "user", "x": 1}, {"id": "b"}], [{"role": "user"}, {"id": "a"}])
     assert not branches_off([], stored) and not branches_off(stored, None) and not belongs(None, [])
     # the first question edited: no message in common, a branch only when the turn was sent on it
     first_edited = [{"id": "u1b"}, {"id": "a1b"}]

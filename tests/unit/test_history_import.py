@@ -461,16 +461,19 @@ def test_the_left_out_line_is_phrased_with_its_plural_form(locale, count, expect
     assert expected in markdown_left_out(Translator(locale), count)
 
 
-def test_a_chain_without_ids_exports_with_positional_ids_and_a_damaged_entry_is_left_out():
-    """A thread the TS original wrote has no ids: its export gives each message one (``m<n>``), so the
-    file is a version-2 tree that reads back the same; a stored entry that is no message is left out."""
+def test_a_chain_without_ids_exports_with_derived_ids_and_a_damaged_entry_is_left_out():
+    """A thread the TS original wrote has no ids: its export gives each message the id derived from it
+    (the one the panel shows it with, ``derived_ids``), so the file is a version-2 tree that reads
+    back the same; a stored entry that is no message is left out."""
+    from app.continuity import derived_ids
     from app.history.repository import Conversation
 
     meta, _, turns = parse_export(json.dumps(document()), NOW)
     bare = [{k: v for k, v in m.items() if k != "id"} for m in document()["messages"]]
     held = Conversation(meta, [bare[0], "not a message", bare[1]], turns)
     text = export_json(*held, tree=held.tree)
-    assert [(m["id"], m["parentId"]) for m in json.loads(text)["messages"]] == [("m0", None), ("m1", "m0")]
+    first, second = (m["id"] for m in derived_ids(bare))
+    assert [(m["id"], m["parentId"]) for m in json.loads(text)["messages"]] == [(first, None), (second, first)]
     back = parse_export(text, NOW)
-    assert back.messages == [{**bare[0], "id": "m0"}, {**bare[1], "id": "m1"}]
+    assert back.messages == [{**bare[0], "id": first}, {**bare[1], "id": second}]
     assert export_json(*back, tree=back.tree) == text

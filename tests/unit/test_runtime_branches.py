@@ -4,6 +4,8 @@ course's stored thread is the shown path, history hears the choice and gives the
 
 import asyncio
 
+import pytest
+
 from app.agent import DemoAgent
 from app.history.tree import Tree
 from app.model import TextPart
@@ -324,3 +326,59 @@ async def test_another_tabs_history_write_brings_its_new_sibling_into_this_tabs_
     await settle()
     assert [m.id for m in tab_b.messages] == [u1, a1, u2, a2]  # the path shown stays
     assert tab_b.siblings(a1) == (1, 2) and regenerated in tab_b.sessions.shown.tree
+
+
+class FailingTreeHistory(SlowTreeHistory):
+    """History that cannot give the tree once the gate opens: it raises, or (``none``) has none."""
+
+    def __init__(self, trees, gate, *, none=False):
+        super().__init__(trees, gate)
+        self.none = none
+
+    async def branches(self, stage_id):
+        await self.gate.wait()
+        if self.none:
+            return None
+        raise RuntimeError("history failed")
+
+
+@pytest.mark.parametrize("none", [False, True])
+async def test_a_painted_picker_move_held_while_history_fails_is_dropped_with_a_notice(none):
+    """If history fails (or has no tree), the painted pickers go and a click held on one is not kept
+    for ever: it is made if the tree at hand can make it, else dropped with a notice (DESIGN.md §5, §17)."""
+    history, storage = TreeHistory(), MemoryStorage()
+    first, _, _ = make(history, storage)
+    u1, a1, u2, a2 = await two_questions(first)
+    await first.regenerate(a1)
+    await settle()
+    regenerated = first.messages[1].id
+    gate = asyncio.Event()
+    reloaded, _, _ = make(FailingTreeHistory(history.trees, gate, none=none), storage)
+    reloaded.painted_positions("s", {regenerated: (2, 2)})
+    await settle()
+    assert reloaded.show_sibling(regenerated, -1) is None and reloaded.notices == ()  # held for the tree
+    gate.set()
+    await settle()
+    assert [m.id for m in reloaded.messages] == [u1, regenerated]  # the move could not be made
+    assert reloaded.siblings(regenerated) == (1, 1)  # the painted picker is gone with history's answer
+    assert [n.code for n in reloaded.notices] == ["branch-move-dropped"]
+    assert reloaded.show_sibling(regenerated, -1) is None and [n.code for n in reloaded.notices] == [
+        "branch-move-dropped"]  # not held again: nothing painted any more
+
+
+async def test_two_clicks_held_on_one_painted_picker_are_both_made():
+    history, storage = TreeHistory(), MemoryStorage()
+    first, _, _ = make(history, storage)
+    u1, a1, u2, a2 = await two_questions(first)
+    await first.regenerate(a1)
+    await first.regenerate(first.messages[1].id)
+    await settle()
+    third = first.messages[1].id
+    gate = asyncio.Event()
+    reloaded, _, _ = make(SlowTreeHistory(history.trees, gate), storage)
+    reloaded.painted_positions("s", {third: (3, 3)})
+    await settle()
+    assert reloaded.show_sibling(third, -1) is None and reloaded.show_sibling(third, -1) is None
+    gate.set()
+    await settle()
+    assert [m.id for m in reloaded.messages] == [u1, a1, u2, a2] and reloaded.notices == ()

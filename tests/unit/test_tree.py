@@ -159,4 +159,7 @@ def test_with_ids_gives_ids_only_where_missing_or_repeated():
     counter = iter(range(100))
     out = with_ids([{"id": "a"}, {"id": ""}, {"id": "a"}, {"id": 3}], lambda: f"n{next(counter)}")
     assert _ids(out) == ["a", "n0", "n1", "n2"]
-    assert Tree.chain([{"role": "user"}, {"role": "assistant"}]).ids == ("m0", "m1")
+    from app.continuity import derived_ids
+
+    bare = [{"role": "user"}, {"role": "assistant"}]
+    assert Tree.chain(bare).ids == tuple(m["id"] for m in derived_ids(bare))
