@@ -221,26 +221,17 @@ def escape_before_the_first_token_shows_a_stopped_reply(agent) -> None:
 
 def test_ts_originals_value_restore_indentation_commands_stopped_replies_then_a_damaged_write_mid_stream(
         agent, second_agent):
-    """Three boots. The seeded value is read at the first (intro-ml); the other cases run after it in
-    courses of their own, up to the earlier turn of the mid-stream case. Both stops run in a second,
-    slow boot (2 s a token: the first stop lands before any output; Escape before the first token
-    shows a stopped reply too). A third boot (250 ms a token, on the mid-stream case's course) reads
-    both stopped replies back, then the earlier turn, and streams while another tab's damaged write
+    """Two boots. The seeded value is read at the first (intro-ml), a slow one (2 s a token: the first
+    stop lands before any output; Escape before the first token shows a stopped reply too); both stops
+    run after it, each in a course of its own. A second boot (250 ms a token, on the mid-stream case's
+    course) reads both stopped replies back; the other cases run after it in courses of their own, up
+    to the earlier turn of the mid-stream case, which then streams while another tab's damaged write
     lands."""
     raw = ts_original_value()
     agent.seed({KEY: raw})
-    agent.open(course="intro-ml")
+    agent.open(course="intro-ml", delay=2_000)
     with case("the TS original's value"):
         value_the_ts_original_writes_starts_with_no_notice_no_backup_and_unchanged_bytes(agent, raw)
-    with case("restore undoes only its own course's scene (ids unique across courses)"):
-        restore_undoes_only_its_own_courses_scene(agent)
-    with case("composer keeps indentation"):
-        composer_keeps_the_first_lines_indentation(agent)
-    with case("commands after any whitespace"):
-        commands_followed_by_ideographic_space_tab_or_newline_are_tool_calls(agent)
-    with case("another tab's damaged write mid-stream"):
-        earlier_turn_is_sent(agent)
-    agent.open(course="intro-ml", delay=2_000)
     with case("Escape before the first token"):
         escape_before_the_first_token_shows_a_stopped_reply(agent)
     with case("stopped before any output"):
@@ -252,8 +243,14 @@ def test_ts_originals_value_restore_indentation_commands_stopped_replies_then_a_
         reply_stopped_before_any_output_survives_reload_as_stopped(agent)
     with case("stopped part way"):
         partly_stopped_reply_says_it_was_stopped_after_reload(agent, partial)
+    with case("restore undoes only its own course's scene (ids unique across courses)"):
+        restore_undoes_only_its_own_courses_scene(agent)
+    with case("composer keeps indentation"):
+        composer_keeps_the_first_lines_indentation(agent)
+    with case("commands after any whitespace"):
+        commands_followed_by_ideographic_space_tab_or_newline_are_tool_calls(agent)
     with case("another tab's damaged write mid-stream"):  # last: the damaged value replaces every course's
-        switch_course(agent, STREAMING)
+        earlier_turn_is_sent(agent)
         another_tabs_damaged_write_while_this_tab_streams_keeps_its_earlier_turns(agent, second_agent)
 
 
