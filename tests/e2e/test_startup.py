@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from app.i18n import Translator
@@ -338,12 +339,20 @@ def assert_hostile_text_painted_as_text(agent, script: str) -> None:
     assert agent.page.evaluate("() => document.querySelectorAll('#agent-messages script, #agent-messages img').length") == 0
 
 
+PENDING_SEND = "() => sessionStorage.getItem('agentbar-pending-send')"
+"""A message sent before ready (or answered by a turn in flight), kept for the next load (static/paint.js)."""
+
+
 def a_hostile_text_stays_text_a_message_sent_before_ready_is_sent_once_a_reload_keeps_it_as_a_draft_and_a_stale_record_draws_nothing(
-        agent, course: str) -> None:
+        agent, course: str) -> Iterator[None]:
     """The record painted on the first two boots (made by the app's own code, its updatedAt the stored
     thread's) holds one message whose text looks like HTML: it is painted as text, and once ready the
-    stored thread is shown. The last boot paints nothing: its record is stale. Its three boots, on
-    ``course`` (stored with its thread), are the first of test_checkpoints' shared page, left ready."""
+    stored thread is shown. The last boot paints nothing: its record is stale. Its four boots, on
+    ``course`` (stored with its thread), are test_checkpoints' shared page, left ready.
+
+    A generator: it pauses (``yield``) twice, each time with the page ready, no message of its own
+    pending, before one of its reloads after ready; the caller may run other cases meanwhile, each
+    in a course of its own, and shows ``course`` again before resuming it (their reloads are these)."""
     messages = stored_thread(2)
     agent.seed({KEY: envelope({course: {"messages": messages, "updatedAt": UPDATED}})})
     script = "<script>window.__pwned = 1</script><img src=x onerror='window.__pwned = 1'>"
@@ -368,7 +377,12 @@ def a_hostile_text_stays_text_a_message_sent_before_ready_is_sent_once_a_reload_
     assert "kept as a draft" not in user_texts(agent) and field.input_value() == "kept as a draft"
     assert agent.messages().count() == 4  # the painted hostile text broke nothing: the stored thread is shown
     assert agent.page.evaluate("() => window.__pwned") is None
+    assert agent.page.evaluate(PENDING_SEND) is None  # the draft is the composer's alone now
 
+    yield  # other cases may run here, in courses of their own
+    assert agent.testid("course-select").input_value() == course
+    field.fill("kept as a draft")  # the composer as this case left it (other cases sent from it)
+    assert agent.page.evaluate(PENDING_SEND) is None
     held = Held(agent.page)
     agent.page.reload()
     agent.page.wait_for_function("() => document.documentElement.dataset.painted === 'true'")
@@ -385,7 +399,11 @@ def a_hostile_text_stays_text_a_message_sent_before_ready_is_sent_once_a_reload_
     assert user_texts(agent).count("sent before ready") == 1
     stored = [m for m in agent.stored()["state"]["threads"][course]["messages"] if m["role"] == "user"]
     assert [m["content"][0]["text"] for m in stored].count("sent before ready") == 1
+    assert agent.page.evaluate(PENDING_SEND) is None  # sent: nothing kept to be sent again
 
+    yield  # other cases may run here, in courses of their own
+    assert agent.testid("course-select").input_value() == course
+    assert agent.page.evaluate(PENDING_SEND) is None
     # A stale record draws nothing: the app's record of the thread it saved is replaced by one of the
     # thread as seeded, older than the stored thread (another tab saved since).
     agent.page.wait_for_function(RECORD_OF_THE_STORED_THREAD, arg=[agent.base_url + paint_cache_key(course), course],
