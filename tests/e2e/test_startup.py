@@ -451,7 +451,7 @@ CLICK_HISTORY_AT_READY = """() => new Promise((resolve) => {
 
 
 def a_click_and_a_turn_at_ready_are_not_lost_then_a_reload_mid_reply_gives_the_message_back_as_a_draft(
-        agent, course: str, others: dict) -> None:
+        agent, course: str, others: dict) -> Iterator[None]:
     """DESIGN.md §13: history's modules load after ready, in slices. The history button clicked at the
     moment of ready (history not loaded yet; the click lands on its icon, as a mouse's does) opens the
     drawer once it is; a turn sent then is recorded in history (the recorder's queue waits for it): its
@@ -459,7 +459,11 @@ def a_click_and_a_turn_at_ready_are_not_lost_then_a_reload_mid_reply_gives_the_m
     Then, in that page, DESIGN.md §4: a refresh mid-stream loses the in-flight turn (nothing is written
     mid-stream); the message it answered comes back in the composer instead of vanishing.
     Four boots at delay 150 on ``course`` (stored with its thread, beside ``others``: course id → stored
-    thread), the page left ready: test_resilience's two-tab page goes on in it."""
+    thread), the page left ready: test_resilience's two-tab page.
+
+    A generator: it pauses (``yield``) first once the page is ready and idle after the turn at ready
+    (the caller may run other cases meanwhile, each in a course of its own, and shows ``course`` again
+    before resuming it), then right after the reload mid-reply (the caller may only read the page)."""
     agent.seed({KEY: envelope({course: {"messages": stored_thread(2), "updatedAt": UPDATED}, **others})})
     agent.page.goto(agent.url(course=course, delay=150))
     assert agent.page.evaluate(CLICK_HISTORY_AT_READY) is True  # clicked while history was still loading
@@ -474,6 +478,8 @@ def a_click_and_a_turn_at_ready_are_not_lost_then_a_reload_mid_reply_gives_the_m
                                  " && document.querySelector('[data-testid=history-item]').dataset.current === 'true'")
     agent.testid("history-close").click()
 
+    yield  # other cases may run here, in courses of their own
+    assert agent.testid("course-select").input_value() == course
     agent.send("asked while it streams", wait=False)
     agent.page.wait_for_function("() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'")
     agent.page.wait_for_timeout(600)  # some of the reply is shown
@@ -481,6 +487,7 @@ def a_click_and_a_turn_at_ready_are_not_lost_then_a_reload_mid_reply_gives_the_m
     # sessionStorage write (DESIGN.md §13; 70–630 ms for 2,000,000 characters)
     assert agent.page.evaluate("() => sessionStorage.getItem('agentbar-pending-send')") is None
     agent.reload()
+    yield  # the caller reads what the reload mid-reply kept
     field = agent.testid("agent-input")
     assert field.input_value() == "asked while it streams"
     assert "asked while it streams" not in json.dumps(agent.stored() or {})  # the turn itself is lost, as specified
