@@ -263,14 +263,16 @@ def every_status() -> list[dict]:
     ])
 
 
-def rows_of_every_status_are_painted_as_python_first_renders_them(agent, course: str, lang: str) -> None:
+def rows_of_every_status_are_painted_as_python_first_renders_them(agent, course: str, lang: str,
+                                                                 others: dict | None = None) -> None:
     """One row model draws the paint record and the panel (DESIGN.md §13, §15): a reply complete,
     stopped, failed or cut at the length limit, with text or without, and tool cards done, failed and
     interrupted, are painted before Python starts exactly as Python's first render then draws them.
-    This boots the page, on ``course`` (stored with that thread) in ``lang``: test_model's Japanese
-    page is this boot, its own cases following in other courses."""
+    This boots the page, on ``course`` (stored with that thread, beside ``others``: course id → stored
+    thread) in ``lang``: test_model's Japanese page is this boot, its own cases following in other
+    courses."""
     messages = every_status()
-    agent.seed({KEY: envelope({course: {"messages": messages, "updatedAt": UPDATED}})})
+    agent.seed({KEY: envelope({course: {"messages": messages, "updatedAt": UPDATED}, **(others or {})})})
     put_record(agent, course, record_text(messages, locale=lang, course=course))
     held = Held(agent.page)
     agent.page.goto(agent.url(course=course, lang=lang))
