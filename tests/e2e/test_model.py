@@ -520,8 +520,12 @@ def test_failed_and_cut_replies_cors_and_a_remembered_key_in_arabic_over_two_rel
     """One page (ar-SA), booted by test_startup's Arabic paint case (two boots, each case here in a course
     of its own): a failed turn, a cut reply, a CORS refusal and a network failure, a remembered key (its
     session cleared as in a new tab); a reload checks each, the failed turn is retried, and a second
-    reload checks the retry. Then, the demo agent chosen again, the right-to-left cases (locale_cases)."""
+    reload checks the retry. That second reload is test_branches' (edit, regenerate and the branch
+    picker, in a course of its own, run just before it and after it). Then, the demo agent chosen
+    again, the right-to-left cases (locale_cases)."""
     from tests.e2e.locale_cases import right_to_left_cases
+    from tests.e2e.test_branches import edit_regenerate_and_the_picker_keep_the_branch_shown_across_a_reload
+    from tests.e2e.test_history import open_list
     from tests.e2e.test_core import case
     from tests.e2e.test_startup import the_painted_thread_matches_the_live_one_in_arabic_and_python_takes_over_without_a_flash
 
@@ -544,7 +548,13 @@ def test_failed_and_cut_replies_cors_and_a_remembered_key_in_arabic_over_two_rel
     with in_case(agent, "failed turn after the reload, retried", "m-failed") as course:
         failed_turn_is_shown_after_a_reload_then_retried(agent, fake_model, course, live_error)
 
-    agent.reload()
+    with case("edit, regenerate and the picker keep the branch shown across a reload (test_branches; the "
+              "second reload)"):
+        edit_regenerate_and_the_picker_keep_the_branch_shown_across_a_reload(agent, fake_model)
+        open_list(agent)  # its search stays set in the drawer: emptied for the cases after it
+        agent.testid("history-search").fill("")
+        agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.query === ''")
+        agent.testid("history-close").click()
     with in_case(agent, "failed turn and retry after the second reload", "m-failed") as course:
         failed_turn_and_retry_after_a_second_reload(agent, fake_model, course)
 
