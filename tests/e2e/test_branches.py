@@ -1,6 +1,7 @@
 """Edit, regenerate and the branch picker in Chromium, against the fake model server (DESIGN.md §17).
 
-One boot in ar-SA (right to left) and one reload: a question edited (Escape first: nothing
+In an ar-SA page (right to left; test_model's Arabic page runs it, its second reload this case's
+one reload), in a course of its own: a question edited (Escape first: nothing
 changes), a reply regenerated, the picker moved back, and after the reload the same branch shown
 at every fork (the picker drawn already when the app is ready); the model's request for the edit
 held the shown path only. Then search: opening a
@@ -14,7 +15,7 @@ from __future__ import annotations
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import READY_TIMEOUT_MS
-from tests.e2e.test_history import open_list
+from tests.e2e.test_history import open_list, show_course
 from tests.e2e.test_model import configure
 
 COURSE = "s-branches"
@@ -34,15 +35,18 @@ def picker(node) -> tuple[str | None, str | None]:
     return found.get_attribute("data-index"), found.get_attribute("data-count")
 
 
-def test_edit_regenerate_and_the_picker_keep_the_branch_shown_across_a_reload(agent, fake_model):
-    server = fake_model
+def edit_regenerate_and_the_picker_keep_the_branch_shown_across_a_reload(agent, server) -> None:
+    """In a booted ar-SA page against the fake model ``server`` (any requests it saw before counted
+    out), shown on ``COURSE`` first; it reloads the page once, on ``COURSE`` (module docstring)."""
     errors: list[str] = []  # any uncaught error in the page during the flow fails the case
     agent.page.on("pageerror", lambda error: errors.append(str(error)))
     agent.page.on("console", lambda line: errors.append(line.text) if line.type == "error" and (
         "Traceback" in line.text or "Error" in line.text) else None)
     agent.page.context.grant_permissions(["clipboard-read", "clipboard-write"])
-    agent.open(course=COURSE, lang="ar-SA")
+    show_course(agent, COURSE)
+    assert agent.page.evaluate("document.documentElement.dir") == "rtl"
     configure(agent, server)
+    start = len(server.posts())
     agent.send("first question")
     agent.send("second question")
     assert agent.messages().count() == 4
@@ -60,7 +64,7 @@ def test_edit_regenerate_and_the_picker_keep_the_branch_shown_across_a_reload(ag
     expect(first.locator("[data-testid=message-edit]")).to_be_focused()
     assert agent.messages().count() == 4 and "never sent" not in " ".join(texts(agent))
     posts = len(server.posts())
-    assert posts == 2  # the two questions: Escape sent nothing
+    assert posts - start == 2  # the two questions: Escape sent nothing
 
     # Edit and save (Ctrl+Enter): a new question, answered, shown; its picker says 2/2.
     first.locator("[data-testid=message-edit]").click()

@@ -30,41 +30,46 @@ def user_texts(agent, stage_id: str) -> list[str]:
 
 
 FULL = "linear-algebra"  # the course whose fifth turn does not fit (a demo course, so the picker lists it)
+KEPT = "poetry-tang"  # the course whose turn fits beside it (a demo course too)
 
 
-def test_a_turn_kept_in_memory_never_makes_another_courses_save_drop_its_stored_thread(agent, second_agent):
-    """One boot with the quota nearly full; then, in that page, test_resilience's quota cases, each in
-    a course of its own: a turn that cannot fit at all (the quota filled to the brim), then older
-    courses another tab wrote pruned, least recently updated first, until a turn fits."""
+def full_quota_threads() -> dict[str, dict]:
+    """Course id → stored thread the full-quota case needs in the stored value at boot: ``FULL``'s
+    four turns and ``KEPT``'s one, least recently updated."""
     eight = [m for i in range(4) for m in turn(f"full question {i}", f"full answer {i}")]
-    seeded = {"intro-ml": thread(turn("intro question"), 1_000), FULL: thread(eight, 2_000)}
-    agent.seed({KEY: envelope(seeded)})
-    agent.page.evaluate(FILL_JS, ["filler", 3_000])  # room for a small turn, not for a big one
-    agent.open(course=FULL)
+    return {KEPT: thread(turn("intro question"), 1_000), FULL: thread(eight, 2_000)}
+
+
+def a_turn_kept_in_memory_never_makes_another_courses_save_drop_its_stored_thread(agent) -> None:
+    """In a page booted with ``full_quota_threads()`` stored (beside others) and the quota nearly full
+    (``FILL_JS`` leaving 3,000 units), no notice shown: ``FULL``'s fifth turn, far too big, is kept in
+    memory; ``KEPT``'s turn is then saved without dropping ``FULL``'s stored thread; New conversation
+    on ``FULL`` ends it all (``FULL`` no longer stored, no notice)."""
+    seeded = full_quota_threads()
+    agent.page.select_option("[data-testid=course-select]", FULL)
+    assert agent.messages().count() == 8
+    before = agent.stored()["state"]["threads"]
+    assert {k: before[k] for k in seeded} == seeded
     agent.send("\n".join(["a long line of the fifth turn, far too big for what is left"] * 200))
     assert notice_codes(agent) == ["storage-full"]
-    assert agent.stored()["state"]["threads"] == seeded
-    agent.page.select_option("[data-testid=course-select]", "intro-ml")
+    assert agent.stored()["state"]["threads"] == before  # nothing stored, nothing pruned
+    agent.page.select_option("[data-testid=course-select]", KEPT)
     [kept_notice] = agent.testid("agent-notice").all()
     # it names its course by its title, in a run of its own
     assert kept_notice.locator("[data-testid=agent-notice-key]").inner_text() == find_course(FULL).title
     agent.send("hi")
     threads = agent.stored()["state"]["threads"]
     assert threads[FULL] == seeded[FULL]
-    assert [m["content"][0]["text"] for m in threads["intro-ml"]["messages"] if m["role"] == "user"] == [
+    assert [m["content"][0]["text"] for m in threads[KEPT]["messages"] if m["role"] == "user"] == [
         "intro question", "hi"]
     assert notice_codes(agent) == ["storage-full"]  # still true for 'full', and nothing was pruned
+    assert {k: v for k, v in threads.items() if k != KEPT} == {k: v for k, v in before.items() if k != KEPT}
     agent.page.select_option("[data-testid=course-select]", FULL)
     assert agent.messages().count() == 10
     agent.testid("agent-new-conversation").click()
     agent.page.wait_for_function("() => !document.querySelector('[data-testid=agent-notice]')")
     assert notice_codes(agent) == []
     assert FULL not in agent.stored()["state"]["threads"]
-    # the stored value now holds intro-ml alone, no notice shown: test_resilience's case runs here
-    with case("a turn that cannot fit stays in memory and saving resumes when space frees"):
-        turn_that_cannot_fit_stays_in_memory_and_saving_resumes_when_space_frees(agent, "r-cannot-fit", "intro-ml")
-    with case("quota prunes least recently updated other threads until the turn fits"):
-        quota_prunes_least_recently_updated_other_threads_until_the_turn_fits(agent, other_tab(second_agent), "r-prune")
 
 
 # --- another tab's writes: its damaged write keeps this tab's turns (DESIGN.md §5) ----------------
@@ -221,26 +226,17 @@ def escape_before_the_first_token_shows_a_stopped_reply(agent) -> None:
 
 def test_ts_originals_value_restore_indentation_commands_stopped_replies_then_a_damaged_write_mid_stream(
         agent, second_agent):
-    """Three boots. The seeded value is read at the first (intro-ml); the other cases run after it in
-    courses of their own, up to the earlier turn of the mid-stream case. Both stops run in a second,
-    slow boot (2 s a token: the first stop lands before any output; Escape before the first token
-    shows a stopped reply too). A third boot (250 ms a token, on the mid-stream case's course) reads
-    both stopped replies back, then the earlier turn, and streams while another tab's damaged write
+    """Two boots. The seeded value is read at the first (intro-ml), a slow one (2 s a token: the first
+    stop lands before any output; Escape before the first token shows a stopped reply too); both stops
+    run after it, each in a course of its own. A second boot (250 ms a token, on the mid-stream case's
+    course) reads both stopped replies back; the other cases run after it in courses of their own, up
+    to the earlier turn of the mid-stream case, which then streams while another tab's damaged write
     lands."""
     raw = ts_original_value()
     agent.seed({KEY: raw})
-    agent.open(course="intro-ml")
+    agent.open(course="intro-ml", delay=2_000)
     with case("the TS original's value"):
         value_the_ts_original_writes_starts_with_no_notice_no_backup_and_unchanged_bytes(agent, raw)
-    with case("restore undoes only its own course's scene (ids unique across courses)"):
-        restore_undoes_only_its_own_courses_scene(agent)
-    with case("composer keeps indentation"):
-        composer_keeps_the_first_lines_indentation(agent)
-    with case("commands after any whitespace"):
-        commands_followed_by_ideographic_space_tab_or_newline_are_tool_calls(agent)
-    with case("another tab's damaged write mid-stream"):
-        earlier_turn_is_sent(agent)
-    agent.open(course="intro-ml", delay=2_000)
     with case("Escape before the first token"):
         escape_before_the_first_token_shows_a_stopped_reply(agent)
     with case("stopped before any output"):
@@ -252,8 +248,14 @@ def test_ts_originals_value_restore_indentation_commands_stopped_replies_then_a_
         reply_stopped_before_any_output_survives_reload_as_stopped(agent)
     with case("stopped part way"):
         partly_stopped_reply_says_it_was_stopped_after_reload(agent, partial)
+    with case("restore undoes only its own course's scene (ids unique across courses)"):
+        restore_undoes_only_its_own_courses_scene(agent)
+    with case("composer keeps indentation"):
+        composer_keeps_the_first_lines_indentation(agent)
+    with case("commands after any whitespace"):
+        commands_followed_by_ideographic_space_tab_or_newline_are_tool_calls(agent)
     with case("another tab's damaged write mid-stream"):  # last: the damaged value replaces every course's
-        switch_course(agent, STREAMING)
+        earlier_turn_is_sent(agent)
         another_tabs_damaged_write_while_this_tab_streams_keeps_its_earlier_turns(agent, second_agent)
 
 
@@ -305,6 +307,12 @@ def first_save_splices_and_another_tabs_save_is_read_as_a_change(agent, second_a
     assert [m["content"][0]["text"] for m in threads["intro-ml"]["messages"] if m["role"] == "user"] == [
         f"mine {emoji}", f"a new turn {emoji}", f"after the other tab {emoji}"]
     assert threads["a-course"] == seeded["a-course"]
+    # the reload boots with the full-quota case's threads beside these, and the quota nearly full
+    value = agent.stored()
+    value["state"]["threads"].update(full_quota_threads())
+    agent.page.evaluate("([key, value]) => localStorage.setItem(key, value)",
+                        [KEY, json.dumps(value, ensure_ascii=False, separators=(",", ":"))])
+    agent.page.evaluate(FILL_JS, ["filler", 3_000])  # room for a small turn, not for a big one
     agent.reload()
     assert agent.messages().count() == 6 and notice_codes(agent) == []
 
@@ -332,13 +340,24 @@ def another_tabs_damaged_write_keeps_this_tabs_turns_and_the_next_save_writes_th
     assert notice_codes(agent) == ["storage-corrupt"]
 
 
-def test_another_tabs_save_clear_and_damaged_write_are_each_followed_by_this_tab(agent, second_agent):
+def test_another_tabs_save_clear_and_damaged_write_and_a_turn_kept_in_memory_in_a_full_quota(agent, second_agent):
     """Two app tabs (this one booted once and reloaded once, the other booted by test_snapshot's five
-    snapshot cases); the clear, then the damaged write, each in a course of its own, after the splice
-    case (which needs the seeded value at boot)."""
+    snapshot cases). The splice case needs the seeded value at boot; the full-quota case's threads
+    and filler are stored before the reload (the quota nearly full at that boot). Then, each in a
+    course of its own: the clear (which takes the filler too), test_resilience's turn that cannot fit
+    (the stored value then holds one small course, no notice), the damaged write, and last
+    test_resilience's pruning (its notice stays)."""
     with case("first save splices, another tab's save is read as a change"):
         first_save_splices_and_another_tabs_save_is_read_as_a_change(agent, second_agent)
+    with case("a turn kept in memory never makes another course's save drop its stored thread"):
+        a_turn_kept_in_memory_never_makes_another_courses_save_drop_its_stored_thread(agent)
     with case("another tab's clear of storage"):
         another_tabs_clear_of_storage_is_followed(agent, second_agent)
+    with case("a turn that cannot fit stays in memory and saving resumes when space frees"):
+        switch_course(agent, KEPT)
+        agent.send("hi")  # the stored value holds this one small course, too small for pruning it to make room
+        turn_that_cannot_fit_stays_in_memory_and_saving_resumes_when_space_frees(agent, "r-cannot-fit", KEPT)
     with case("another tab's damaged write"):
         another_tabs_damaged_write_keeps_this_tabs_turns_and_the_next_save_writes_them_back(agent, second_agent)
+    with case("quota prunes least recently updated other threads until the turn fits"):
+        quota_prunes_least_recently_updated_other_threads_until_the_turn_fits(agent, other_tab(second_agent), "r-prune")

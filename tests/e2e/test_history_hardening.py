@@ -157,7 +157,7 @@ def another_tabs_resume_moves_the_current_mark_and_deleting_the_current_one_says
     agent.send("first conversation")
     agent.testid("agent-new-conversation").click()
     agent.send("second conversation")
-    second_agent.open(course=course)  # the second tab's boot
+    show_course(second_agent, course)  # booted by the names case
     wait_history(second_agent)
     open_list(second_agent)
     second_agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 2")
@@ -254,15 +254,23 @@ BIG_TASK_ID = "task_20260101_big001"
 
 def test_history_at_scale_one_course_per_case(agent, second_agent, tmp_path):
     """Every case in its own course of one page, switched in place (no boot); the second tab boots
-    once, in the two-tab case. The search case clears its search box; the focus-trap case leaves the
-    settings dialog open, so it comes last. The page boots on intro-ml with a thread only localStorage
-    holds (its adoption at start-up is the first case)."""
+    once, in test_history_names' case, which also reloads this page once (it runs before the big
+    import: its backup round trip carries every conversation); the two-tab case goes on in that tab.
+    The search case clears its search box; the focus-trap case leaves the settings dialog open, so it
+    comes last. The page boots on intro-ml with a thread only localStorage holds (its adoption at
+    start-up is the first case)."""
+    from tests.e2e.test_history_names import (
+        rename_and_pin_from_the_list_reach_another_tab_survive_a_reload_and_the_new_title_is_found as names)
+
     value, updated = adopted_thread_value()
     agent.seed({"maic-agent-threads": value})
     agent.open(course="intro-ml")
     assert wait_history(agent) == "ready"
     with case("a thread only in localStorage is adopted with its turns and its time"):
         a_thread_only_in_local_storage_is_adopted_with_its_turns_and_its_time(agent, updated)
+    with case("rename and pin from the list reach another tab, survive a reload, the new title is found "
+              "(test_history_names; the other tab's boot and this page's reload)"):
+        names(agent, second_agent, tmp_path)
     with case("an import over 50 MB is refused unread and a big one under it imports"):
         show_course(agent, "h-big-import")
         an_import_over_50_mb_is_refused_unread_and_a_big_one_under_it_imports(agent, tmp_path)

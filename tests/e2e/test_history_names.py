@@ -3,7 +3,9 @@ history list, by mouse and keyboard; both show in a second tab's open list and s
 renamed conversation is found by a word of its new title. In the same flow (one boot): a name over 200
 clusters is cut like titles, never half an emoji; export/import and a backup round trip carry the name
 and the pin; pinning an item of a page read by scrolling keeps every loaded row; the pin is drawn from
-its icon file; a turn then New conversation in one tab is listed once in the other."""
+its icon file; a turn then New conversation in one tab is listed once in the other. The flow needs no
+boot of its own: it runs in test_history_hardening's page (its one reload, and the other tab's boot),
+in courses of its own."""
 
 from __future__ import annotations
 
@@ -49,10 +51,11 @@ def removed(agent, task_id: str) -> None:
     expect(item(agent, task_id)).to_have_count(0)
 
 
-def test_rename_and_pin_from_the_list_reach_another_tab_survive_a_reload_and_the_new_title_is_found(
-        agent, second_agent, tmp_path):
-    other_tab = second_agent
-    agent.open(course=COURSE)
+def rename_and_pin_from_the_list_reach_another_tab_survive_a_reload_and_the_new_title_is_found(
+        agent, other_tab, tmp_path) -> None:
+    """In ``agent``'s booted page (shown on ``COURSE`` here, then reloaded once on it); ``other_tab``,
+    a tab of the same context not yet booted, boots on ``COURSE`` and is left on ``COURSE``-tabs."""
+    show_course(agent, COURSE)
     assert wait_history(agent) == "ready"
     ids = seed_conversations(agent, COURSE, ["photosynthesis in leaves", "gradient descent steps",
                                              "eigenvalues of a matrix"])

@@ -13,6 +13,7 @@ is named in the failure (``in_case``). One reload checks what several cases stor
 from __future__ import annotations
 
 import json
+import re
 from contextlib import contextmanager
 
 from playwright.sync_api import expect
@@ -345,7 +346,10 @@ def test_model_turns_in_japanese_each_case_in_its_own_course_then_one_reload(age
     model is set, the demo agent's cards in Japanese (locale_cases; its second boot, on intro-ml, is
     this page's). Then settings and a streamed reply, a tool call, bad tool arguments, Stop, every
     server error, Markdown, usage in history, an outgrown context; one reload checks what each
-    stored; then a server without tools."""
+    stored; then a server without tools. test_stream's cases run here too, each in a course of its own
+    (its cards' course stored at the boot): streamed tokens drawn once per frame and Stop during an
+    endless stream before the reload, what Stop kept after it, and the 10 MB line last of the page."""
+    from tests.e2e import test_stream as stream
     from tests.e2e.locale_cases import the_demo_tool_cards_read_in_the_page_locale_and_the_stored_thread_keeps_the_tools_words
 
     from tests.e2e.test_core import case
@@ -355,7 +359,8 @@ def test_model_turns_in_japanese_each_case_in_its_own_course_then_one_reload(age
     agent.page.on("console", lambda message: console.append(message.text))
     fake_model.required_key = KEY
     with case("rows of every status are painted as Python first renders them (test_startup; the page's boot)"):
-        rows_of_every_status_are_painted_as_python_first_renders_them(agent, "s-every-status", "ja-JP")
+        rows_of_every_status_are_painted_as_python_first_renders_them(agent, "s-every-status", "ja-JP",
+                                                                      stream.stored_threads())
     show_course(agent, "intro-ml")  # no turn yet: the demo agent's cases start there
     the_demo_tool_cards_read_in_the_page_locale_and_the_stored_thread_keeps_the_tools_words(agent, tmp_path)
     with in_case(agent, "settings, send, streamed reply", "m-settings") as course:
@@ -372,6 +377,12 @@ def test_model_turns_in_japanese_each_case_in_its_own_course_then_one_reload(age
         history_shows_the_servers_token_counts(agent, fake_model, course)
     with in_case(agent, "outgrown context", "m-context") as course:
         a_conversation_that_outgrows_the_servers_context_stays_answerable(agent, fake_model, course)
+    with fake_model.lock:
+        fake_model.aborted = 0  # the stream cases count the streams broken off from here
+    with in_case(agent, "stream: tokens touch only the growing message", stream.COURSE):
+        stream.streamed_tokens_touch_only_the_growing_message_once_per_frame(agent, fake_model)
+    with in_case(agent, "stream: stop during an endless stream", "m-stream-stop") as course:
+        kept = stream.stop_during_an_endless_stream_makes_the_panel_idle_and_keeps_what_arrived(agent, fake_model, course)
     with in_case(agent, "markdown", "m-markdown") as course:  # the course the reload opens
         markdown_reply_is_rendered_safely_and_stored_raw(agent, fake_model, course)
 
@@ -388,8 +399,13 @@ def test_model_turns_in_japanese_each_case_in_its_own_course_then_one_reload(age
         a_conversation_that_outgrows_the_context_after_reload(agent, fake_model, course)
     with in_case(agent, "token counts in history after the reload", "m-usage") as course:
         history_shows_the_servers_token_counts_after_reload(agent, fake_model, course)
+    with in_case(agent, "stream: stop, what was kept, after the reload", "m-stream-stop"):
+        assert re.findall(r"e\d+", agent.page.locator("[data-role=assistant]").last.text_content()) == kept
     with in_case(agent, "test connection: no tools, unlisted model", "m-nojinja") as course:
         connection_test_warns_of_a_server_without_tools_or_without_the_model(agent, fake_model, course)
+    # last: a 10 MB reply is more than localStorage holds, so nothing is reloaded after it
+    with in_case(agent, "stream: a 10 MB line", "m-stream-bigline"):
+        stream.a_10_mb_line_arrives_whole(agent)
     assert not any(KEY in line for line in console)  # the whole page's log: never the key
 
 
@@ -504,8 +520,12 @@ def test_failed_and_cut_replies_cors_and_a_remembered_key_in_arabic_over_two_rel
     """One page (ar-SA), booted by test_startup's Arabic paint case (two boots, each case here in a course
     of its own): a failed turn, a cut reply, a CORS refusal and a network failure, a remembered key (its
     session cleared as in a new tab); a reload checks each, the failed turn is retried, and a second
-    reload checks the retry. Then, the demo agent chosen again, the right-to-left cases (locale_cases)."""
+    reload checks the retry. That second reload is test_branches' (edit, regenerate and the branch
+    picker, in a course of its own, run just before it and after it). Then, the demo agent chosen
+    again, the right-to-left cases (locale_cases)."""
     from tests.e2e.locale_cases import right_to_left_cases
+    from tests.e2e.test_branches import edit_regenerate_and_the_picker_keep_the_branch_shown_across_a_reload
+    from tests.e2e.test_history import open_list
     from tests.e2e.test_core import case
     from tests.e2e.test_startup import the_painted_thread_matches_the_live_one_in_arabic_and_python_takes_over_without_a_flash
 
@@ -528,7 +548,13 @@ def test_failed_and_cut_replies_cors_and_a_remembered_key_in_arabic_over_two_rel
     with in_case(agent, "failed turn after the reload, retried", "m-failed") as course:
         failed_turn_is_shown_after_a_reload_then_retried(agent, fake_model, course, live_error)
 
-    agent.reload()
+    with case("edit, regenerate and the picker keep the branch shown across a reload (test_branches; the "
+              "second reload)"):
+        edit_regenerate_and_the_picker_keep_the_branch_shown_across_a_reload(agent, fake_model)
+        open_list(agent)  # its search stays set in the drawer: emptied for the cases after it
+        agent.testid("history-search").fill("")
+        agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.query === ''")
+        agent.testid("history-close").click()
     with in_case(agent, "failed turn and retry after the second reload", "m-failed") as course:
         failed_turn_and_retry_after_a_second_reload(agent, fake_model, course)
 

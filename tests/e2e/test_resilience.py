@@ -194,20 +194,23 @@ def user_texts(stored_thread: dict) -> list[str]:
 def test_two_tabs_and_runs_cut_short_keep_every_finished_turn(agent, second_agent):
     """Two tabs, then one, each case in its own course (tab one is booted by test_startup's click-at-ready
     case, four boots at delay 150 on a course of its own, linear-algebra stored beside it; then the
-    second tab's boot and one reload mid-stream): an idle tab shows the other tab's turn without
-    reload; two tabs sending on one course at once keep both turns; two tabs on different courses
-    keep both courses; a new conversation mid-run discards the late output; switching course mid-run
-    saves the reply under its own course; Chinese and emoji are stored literally; a reload mid-stream
-    loses only the in-flight turn. The reload then shows what every case saved (each course switched
+    second tab's boot): an idle tab shows the other tab's turn without reload; two tabs sending on one
+    course at once keep both turns; two tabs on different courses keep both courses; a new
+    conversation mid-run discards the late output; switching course mid-run saves the reply under its
+    own course; Chinese and emoji are stored literally; a reload mid-stream loses only the in-flight
+    turn (the click-at-ready case's own reload mid-reply, after its first boot and these cases). The
+    page reloaded (that case's three reloads) then shows what every case saved (each course switched
     to in the reloaded page)."""
     from tests.e2e.test_core import case
     from tests.e2e.test_startup import (
         a_click_and_a_turn_at_ready_are_not_lost_then_a_reload_mid_reply_gives_the_message_back_as_a_draft as at_ready)
 
     other = thread(turn("untouched"), 1_234)
+    at_ready_name = "a click and a turn at ready are not lost, a reload mid-reply gives the message back (test_startup)"
+    at_ready_steps = at_ready(agent, "s-at-ready", {"linear-algebra": other})
     # tab one streams slowly (delay 150): the races act while its turn runs
-    with case("a click and a turn at ready are not lost, a reload mid-reply gives the message back (test_startup)"):
-        at_ready(agent, "s-at-ready", {"linear-algebra": other})
+    with case(at_ready_name):
+        next(at_ready_steps)  # its first boot: the page is ready
     switch_course(agent, "intro-ml")
     second_agent.open(course="intro-ml")
 
@@ -275,18 +278,22 @@ def test_two_tabs_and_runs_cut_short_keep_every_finished_turn(agent, second_agen
     raw = agent.stored_raw()
     assert text in raw and "\\u" not in raw, "Chinese and emoji"
 
-    # 7. A reload mid-stream loses only the in-flight turn.
+    # 7. A reload mid-stream loses only the in-flight turn: the click-at-ready case's turn in flight
+    #    in its own course, a finished turn stored in another.
     switch_course(agent, "reloaded-mid-stream")
     agent.send("a finished turn")
-    saved = agent.stored_raw()
-    agent.send("interrupted by a reload", wait=False)
-    wait_running(agent)
-    agent.reload()
+    switch_course(agent, "s-at-ready")
+    saved, shown = agent.stored_raw(), agent.messages().count()
+    with case(at_ready_name):
+        next(at_ready_steps)  # its turn in flight, the page reloaded
     assert agent.stored_raw() == saved, "reload mid-stream"
-    assert agent.messages().count() == 2, "reload mid-stream"
+    assert agent.messages().count() == shown, "reload mid-stream"
+    with case(at_ready_name):
+        assert next(at_ready_steps, "ended") == "ended"  # the rest of it, two more reloads
 
     # 8. The reloaded page shows what each case saved.
-    for course_id, count in (("poetry-tang", 4), ("tab-one-course", 4), ("tab-two-course", 4), ("cancelled-run", 2)):
+    for course_id, count in (("reloaded-mid-stream", 2), ("poetry-tang", 4), ("tab-one-course", 4),
+                             ("tab-two-course", 4), ("cancelled-run", 2)):
         switch_course(agent, course_id)
         assert agent.messages().count() == count, f"after the reload: {course_id}"
     assert "second turn" in message_texts(agent)[0], "after the reload: cancelled-run"

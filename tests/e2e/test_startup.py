@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from app.i18n import Translator
@@ -262,14 +263,16 @@ def every_status() -> list[dict]:
     ])
 
 
-def rows_of_every_status_are_painted_as_python_first_renders_them(agent, course: str, lang: str) -> None:
+def rows_of_every_status_are_painted_as_python_first_renders_them(agent, course: str, lang: str,
+                                                                 others: dict | None = None) -> None:
     """One row model draws the paint record and the panel (DESIGN.md §13, §15): a reply complete,
     stopped, failed or cut at the length limit, with text or without, and tool cards done, failed and
     interrupted, are painted before Python starts exactly as Python's first render then draws them.
-    This boots the page, on ``course`` (stored with that thread) in ``lang``: test_model's Japanese
-    page is this boot, its own cases following in other courses."""
+    This boots the page, on ``course`` (stored with that thread, beside ``others``: course id → stored
+    thread) in ``lang``: test_model's Japanese page is this boot, its own cases following in other
+    courses."""
     messages = every_status()
-    agent.seed({KEY: envelope({course: {"messages": messages, "updatedAt": UPDATED}})})
+    agent.seed({KEY: envelope({course: {"messages": messages, "updatedAt": UPDATED}, **(others or {})})})
     put_record(agent, course, record_text(messages, locale=lang, course=course))
     held = Held(agent.page)
     agent.page.goto(agent.url(course=course, lang=lang))
@@ -338,12 +341,20 @@ def assert_hostile_text_painted_as_text(agent, script: str) -> None:
     assert agent.page.evaluate("() => document.querySelectorAll('#agent-messages script, #agent-messages img').length") == 0
 
 
+PENDING_SEND = "() => sessionStorage.getItem('agentbar-pending-send')"
+"""A message sent before ready (or answered by a turn in flight), kept for the next load (static/paint.js)."""
+
+
 def a_hostile_text_stays_text_a_message_sent_before_ready_is_sent_once_a_reload_keeps_it_as_a_draft_and_a_stale_record_draws_nothing(
-        agent, course: str) -> None:
+        agent, course: str) -> Iterator[None]:
     """The record painted on the first two boots (made by the app's own code, its updatedAt the stored
     thread's) holds one message whose text looks like HTML: it is painted as text, and once ready the
-    stored thread is shown. The last boot paints nothing: its record is stale. Its three boots, on
-    ``course`` (stored with its thread), are the first of test_checkpoints' shared page, left ready."""
+    stored thread is shown. The last boot paints nothing: its record is stale. Its four boots, on
+    ``course`` (stored with its thread), are test_checkpoints' shared page, left ready.
+
+    A generator: it pauses (``yield``) twice, each time with the page ready, no message of its own
+    pending, before one of its reloads after ready; the caller may run other cases meanwhile, each
+    in a course of its own, and shows ``course`` again before resuming it (their reloads are these)."""
     messages = stored_thread(2)
     agent.seed({KEY: envelope({course: {"messages": messages, "updatedAt": UPDATED}})})
     script = "<script>window.__pwned = 1</script><img src=x onerror='window.__pwned = 1'>"
@@ -368,7 +379,12 @@ def a_hostile_text_stays_text_a_message_sent_before_ready_is_sent_once_a_reload_
     assert "kept as a draft" not in user_texts(agent) and field.input_value() == "kept as a draft"
     assert agent.messages().count() == 4  # the painted hostile text broke nothing: the stored thread is shown
     assert agent.page.evaluate("() => window.__pwned") is None
+    assert agent.page.evaluate(PENDING_SEND) is None  # the draft is the composer's alone now
 
+    yield  # other cases may run here, in courses of their own
+    assert agent.testid("course-select").input_value() == course
+    field.fill("kept as a draft")  # the composer as this case left it (other cases sent from it)
+    assert agent.page.evaluate(PENDING_SEND) is None
     held = Held(agent.page)
     agent.page.reload()
     agent.page.wait_for_function("() => document.documentElement.dataset.painted === 'true'")
@@ -385,7 +401,11 @@ def a_hostile_text_stays_text_a_message_sent_before_ready_is_sent_once_a_reload_
     assert user_texts(agent).count("sent before ready") == 1
     stored = [m for m in agent.stored()["state"]["threads"][course]["messages"] if m["role"] == "user"]
     assert [m["content"][0]["text"] for m in stored].count("sent before ready") == 1
+    assert agent.page.evaluate(PENDING_SEND) is None  # sent: nothing kept to be sent again
 
+    yield  # other cases may run here, in courses of their own
+    assert agent.testid("course-select").input_value() == course
+    assert agent.page.evaluate(PENDING_SEND) is None
     # A stale record draws nothing: the app's record of the thread it saved is replaced by one of the
     # thread as seeded, older than the stored thread (another tab saved since).
     agent.page.wait_for_function(RECORD_OF_THE_STORED_THREAD, arg=[agent.base_url + paint_cache_key(course), course],
@@ -433,7 +453,7 @@ CLICK_HISTORY_AT_READY = """() => new Promise((resolve) => {
 
 
 def a_click_and_a_turn_at_ready_are_not_lost_then_a_reload_mid_reply_gives_the_message_back_as_a_draft(
-        agent, course: str, others: dict) -> None:
+        agent, course: str, others: dict) -> Iterator[None]:
     """DESIGN.md §13: history's modules load after ready, in slices. The history button clicked at the
     moment of ready (history not loaded yet; the click lands on its icon, as a mouse's does) opens the
     drawer once it is; a turn sent then is recorded in history (the recorder's queue waits for it): its
@@ -441,7 +461,11 @@ def a_click_and_a_turn_at_ready_are_not_lost_then_a_reload_mid_reply_gives_the_m
     Then, in that page, DESIGN.md §4: a refresh mid-stream loses the in-flight turn (nothing is written
     mid-stream); the message it answered comes back in the composer instead of vanishing.
     Four boots at delay 150 on ``course`` (stored with its thread, beside ``others``: course id → stored
-    thread), the page left ready: test_resilience's two-tab page goes on in it."""
+    thread), the page left ready: test_resilience's two-tab page.
+
+    A generator: it pauses (``yield``) first once the page is ready and idle after the turn at ready
+    (the caller may run other cases meanwhile, each in a course of its own, and shows ``course`` again
+    before resuming it), then right after the reload mid-reply (the caller may only read the page)."""
     agent.seed({KEY: envelope({course: {"messages": stored_thread(2), "updatedAt": UPDATED}, **others})})
     agent.page.goto(agent.url(course=course, delay=150))
     assert agent.page.evaluate(CLICK_HISTORY_AT_READY) is True  # clicked while history was still loading
@@ -456,6 +480,8 @@ def a_click_and_a_turn_at_ready_are_not_lost_then_a_reload_mid_reply_gives_the_m
                                  " && document.querySelector('[data-testid=history-item]').dataset.current === 'true'")
     agent.testid("history-close").click()
 
+    yield  # other cases may run here, in courses of their own
+    assert agent.testid("course-select").input_value() == course
     agent.send("asked while it streams", wait=False)
     agent.page.wait_for_function("() => document.querySelector('[data-testid=agent-panel]').dataset.running === 'true'")
     agent.page.wait_for_timeout(600)  # some of the reply is shown
@@ -463,6 +489,7 @@ def a_click_and_a_turn_at_ready_are_not_lost_then_a_reload_mid_reply_gives_the_m
     # sessionStorage write (DESIGN.md §13; 70–630 ms for 2,000,000 characters)
     assert agent.page.evaluate("() => sessionStorage.getItem('agentbar-pending-send')") is None
     agent.reload()
+    yield  # the caller reads what the reload mid-reply kept
     field = agent.testid("agent-input")
     assert field.input_value() == "asked while it streams"
     assert "asked while it streams" not in json.dumps(agent.stored() or {})  # the turn itself is lost, as specified

@@ -1,28 +1,24 @@
 """A fast or endless model stream in Chromium (DESIGN.md §6, §12): drawn once per frame, only the
-growing message touched, Stop at once, a 10 MB line whole. Against ``tools/fake_openai.py``."""
+growing message touched, Stop at once, a 10 MB line whole. Against ``tools/fake_openai.py``.
+
+The cases need no boot of their own: they run in test_model's Japanese page (its model settings
+saved, ``COURSE`` stored at its boot: ``stored_threads``), each in a course of its own; that page's
+one reload shows what Stop kept, and the 10 MB line comes last of the page."""
 
 from __future__ import annotations
 
-import json
 import re
-from contextlib import contextmanager
 
-from bench.data import STORAGE_KEY, cards_thread
+from bench.data import cards_thread
 from tools import fake_openai
 
 COURSE = "stream-cards"
 
 
-def seed_openai(agent, server, threads: dict[str, list] | None = None) -> None:
-    """Store the model settings (and ``threads``) before the app loads."""
-    settings = {"agent": "openai", "baseUrl": f"{server.origin}/v1", "model": fake_openai.MODEL_NAME,
-                "maxTurns": 0, "remember": False}
-    items = {"agentbar-model-settings": json.dumps(settings)}
-    if threads:
-        items[STORAGE_KEY] = json.dumps({"state": {"threads": {
-            stage: {"messages": messages, "updatedAt": 1_780_000_000_000} for stage, messages in threads.items()}},
-            "version": 1})
-    agent.seed(items)
+def stored_threads() -> dict[str, dict]:
+    """Course id → stored thread to seed before the page boots: ``COURSE``, six turns whose replies
+    hold 12 tool cards."""
+    return {COURSE: {"messages": cards_thread(COURSE, cards=12, turns=6), "updatedAt": 1_780_000_000_000}}
 
 
 # Watches the message list from now on: which message nodes any DOM change touched (a text or
@@ -76,25 +72,6 @@ def last_reply_text(agent) -> str:
         const replies = document.querySelectorAll("[data-testid=agent-message][data-role=assistant]");
         return replies[replies.length - 1].querySelector("[data-testid=agent-message-text]")?.textContent || "";
     }""")
-
-
-@contextmanager
-def in_case(agent, name: str, course: str):
-    """Run one case in ``course``, switched to in the booted page as Back/Forward does (no boot; the
-    URL's ``delay`` is read only at boot); a failure inside says which case it was."""
-    agent.page.evaluate("""id => {
-        const url = new URL(location.href);
-        if (url.searchParams.get('course') === id) return;
-        url.searchParams.set('course', id);
-        history.pushState({}, '', url.href);
-        dispatchEvent(new PopStateEvent('popstate'));
-    }""", course)
-    agent.page.wait_for_function("id => document.querySelector('[data-testid=course-select]').value === id", arg=course)
-    try:
-        yield course
-    except BaseException as error:
-        error.add_note(f"-- in case {name!r} (course {course!r})")
-        raise
 
 
 def wait_aborted(agent, server, count: int) -> None:
@@ -164,20 +141,3 @@ def a_10_mb_line_arrives_whole(agent) -> None:
     assert expand.get_attribute("data-chars") == str(fake_openai.BIGLINE_CHARS + 2)
     assert agent.testid("turn-error").count() == 0
     assert last_reply_text(agent).startswith("<" + fake_openai.bigline_text(1000))
-
-
-def test_stream_cases_each_in_its_own_course_then_one_reload(agent, fake_model):
-    """One page with the model settings stored before boot: streamed tokens drawn once per frame,
-    Stop during an endless stream (one reload shows what it kept), then a 10 MB line."""
-    seed_openai(agent, fake_model, {COURSE: cards_thread(COURSE, cards=12, turns=6)})
-    agent.open(course=COURSE)
-    with in_case(agent, "tokens touch only the growing message", COURSE):
-        streamed_tokens_touch_only_the_growing_message_once_per_frame(agent, fake_model)
-    with in_case(agent, "stop during an endless stream", "intro-ml") as course:
-        kept = stop_during_an_endless_stream_makes_the_panel_idle_and_keeps_what_arrived(agent, fake_model, course)
-    agent.reload()
-    with in_case(agent, "stop: what was kept, after the reload", "intro-ml"):
-        assert re.findall(r"e\d+", agent.page.locator("[data-role=assistant]").last.text_content()) == kept
-    # last: a 10 MB reply is more than localStorage holds, so nothing is reloaded after it
-    with in_case(agent, "a 10 MB line", "s-bigline"):
-        a_10_mb_line_arrives_whole(agent)
