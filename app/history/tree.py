@@ -79,6 +79,27 @@ def _positional_names(messages: list[dict], identified: list[dict]) -> dict[str,
             if old is not message and old["id"] != new["id"]}
 
 
+def _renamed_positional(messages: list[dict], identified: list[dict], listed: list[dict],
+                        shown: Mapping[str, str] | None) -> tuple[list[dict], Mapping[str, str] | None]:
+    """``listed`` (a record's branch entries) and ``shown`` with the positional ids ``m<n>`` that the
+    path's messages without ids were read with when the record was stored (``_positional_names``)
+    replaced by the ids derived for them now (``identified``); unchanged when every message of the
+    path has its own id, or when no entry names such an id. A branch message stored under an
+    ``m<n>`` id of its own keeps it."""
+    if not identified or all(m is n for m, n in zip(messages, identified)):
+        return listed, shown
+    named = {b["id"] for b in listed if set(b) - {"id", "parentId"}}
+    old = {k: v for k, v in _positional_names(messages, identified).items() if k not in named}
+    if not old:
+        return listed, shown
+
+    def now(ident: Any) -> Any:
+        return old.get(ident, ident) if isinstance(ident, str) else ident
+    listed = [{**b, "id": now(b["id"]) if set(b) <= {"id", "parentId"} else b["id"],
+               "parentId": now(b.get("parentId"))} for b in listed]
+    return listed, {now(k): now(v) for k, v in (shown or {}).items() if isinstance(k, str) and isinstance(v, str)}
+
+
 @dataclass(frozen=True)
 class Tree:
     """A conversation's messages as a tree (DESIGN.md §17).
@@ -133,16 +154,7 @@ class Tree:
         base = cls.chain(identified)
         nodes, parents = dict(base.nodes), dict(base.parents)
         listed = [b for b in branches or () if isinstance(b, Mapping) and isinstance(b.get("id"), str) and b["id"]]
-        if len(identified) and any(m is not n for m, n in zip(messages, identified)):
-            # stored while the path's messages without ids were read with positional ids (``m<n>``)
-            named = {b["id"] for b in listed if set(b) - {"id", "parentId"}}
-            old = {k: v for k, v in _positional_names(messages, identified).items() if k not in named}
-            if old:
-                def now(ident: Any) -> Any:
-                    return old.get(ident, ident) if isinstance(ident, str) else ident
-                listed = [{**b, "id": now(b["id"]) if set(b) <= {"id", "parentId"} else b["id"],
-                           "parentId": now(b.get("parentId"))} for b in listed]
-                shown = {now(k): now(v) for k, v in (shown or {}).items() if isinstance(k, str) and isinstance(v, str)}
+        listed, shown = _renamed_positional(messages, identified, listed, shown)
         rank = {}
         for n, message in enumerate(listed):
             rank.setdefault(message["id"], n)
