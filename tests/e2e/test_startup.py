@@ -19,7 +19,7 @@ from pathlib import Path
 
 from app.i18n import Translator
 from app.paint import build_record, encode_record, paint_cache_key
-from app.projection import deserialize_thread
+from app.projection import live_thread
 from app.store.jsjson import js_json
 
 KEY = "maic-agent-threads"
@@ -81,7 +81,7 @@ def put_record(agent, stage_id: str, text: str) -> None:
 
 def record_text(messages: list[dict], locale: str = "en-US", updated_at: int = UPDATED, course: str = COURSE) -> str:
     t = Translator(locale)
-    return encode_record(build_record(course, updated_at, deserialize_thread(messages), t, locale=locale,
+    return encode_record(build_record(course, updated_at, live_thread(messages), t, locale=locale,
                                       rtl=t.rtl, title="Introduction to Machine Learning",
                                       label_keys=SHELL_KEYS))
 
