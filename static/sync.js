@@ -25,7 +25,8 @@
 //   put(docJson) -> Promise<"ok"|"same">; remove(id, bodyJson) -> Promise<"ok"> (a deletion carrying
 //   bodyJson's fields); resolve(docsJson) -> Promise<number refused> (one bulk write, each document over
 //   the leaf its _rev names); syncNow(); cancel() (ends the replication, a stalled one: puts and removes
-//   still reach the local database); stop() (ends the worker; calls still waiting are rejected).
+//   still reach the local database); stop() (ends the worker; calls still waiting are rejected, and
+//   every call after it is rejected at once).
 //   A change of a document with several leaf revisions carries them all under _leaves.
 //   configJson's "feed": false opens the local database without its change feed (a tab that
 //   follows: it writes, onChange is never called, take() has nothing); wake(): another tab wrote to
@@ -48,6 +49,7 @@
       this.calls = new Map(); // id -> {resolve, reject}
       this.next = 0;
       this.changed = false;
+      this.stopped = false;
       this.worker.addEventListener("message", (message) => {
         const data = message.data;
         if (data.event === "change") {
@@ -77,6 +79,9 @@
     }
 
     call(op, ...args) {
+      // after stop() the worker is ended or about to be: it would never answer, and a caller left
+      // waiting (a history step writing the document it merged) would hold every step behind it
+      if (this.stopped) return Promise.reject(new Error("sync stopped"));
       const id = this.next++;
       return new Promise((resolve, reject) => {
         this.calls.set(id, { resolve, reject });
@@ -114,6 +119,7 @@
         this.rejectAll("sync stopped");
       };
       this.call("stop").then(end, end);
+      this.stopped = true;
     }
   }
 

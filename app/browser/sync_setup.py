@@ -30,7 +30,11 @@
   end a stall.
 - Each start hears only its own replication: what one that ended (Sync now, the watchdog, new
   settings, sync off) still reports, an aborted request that reads like a server gone away
-  included, is never this page's status (nor is it in the worker, ``static/sync-worker.js``).
+  included, is never this page's status (nor is it in the worker, ``static/sync-worker.js``). A
+  write a step still makes through one that ended is refused at once (``static/sync.js``): the step
+  fails and is logged (a slice it was taking in keeps its sequence unsaved, so the next start takes
+  it in again), where a step left waiting for ever held every later one, the next start's intake
+  among them, so that start never read ``synced`` and the watchdog called it stalled.
 - A server the worker's Content-Security-Policy refuses (``connect-src``, the build's
   ``--connect-src``) is ``error`` with the reason ``blocked``, not ``offline``.
 - A window whose IndexedDB keeps no Blob (WebKit's private windows), where PouchDB never answers, is

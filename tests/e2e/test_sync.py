@@ -257,6 +257,10 @@ def test_two_devices_one_course_per_case(browser, app_server, couch):
         # -- a conversation made on A appears on B --------------------------------------------
         _configure(a, couch.origin)
         assert _wait_state(a, "synced", "error", "offline") == "synced"
+        # a call on a replication that ended (Sync now, the watchdog, sync off) is refused at once:
+        # its worker never answers, and a history step left waiting on it held every later step
+        # (the next start's 'synced' among them) until the watchdog called it stalled
+        assert a.page.evaluate(CALL_AFTER_STOP_JS) == "refused"
         # the client runs in its worker, off the page's main thread
         assert a.page.evaluate("() => typeof window.PouchDB") == "undefined"
         assert any(url.endswith("/static/sync-worker.js") for url in a.requests)
@@ -666,6 +670,15 @@ SEEN_STATES_JS = """() => {
 }"""
 
 
+CALL_AFTER_STOP_JS = """async () => {
+  const ended = window.agentbarSync.open(JSON.stringify({feed: false}), () => {}, () => {});
+  await ended.opened;
+  ended.stop();
+  await ended.put("{}").catch(() => null);  // made before its worker ended: settled once it has
+  const late = ended.put(JSON.stringify({_id: "conversation:task_20261207_late00"}))
+    .then(() => "answered", () => "refused");
+  return Promise.race([late, new Promise((done) => setTimeout(() => done("never settled"), 5000))]);
+}"""
 IDB_DUMP_JS = """async () => {
   const db = await new Promise((ok, bad) => { const r = indexedDB.open('agentbar'); r.onsuccess = () => ok(r.result); r.onerror = bad; });
   const out = [];
