@@ -16,7 +16,8 @@ on every device. Turn metas are the union of both by ``messageId`` (each reply k
 ``merge_conversation(local, remote)`` says how the two come together (``local``: this device's holds
 the other's; ``remote``: the other's holds this one's; ``merged``: a new tree); ``merge_leaves``
 does it for every leaf of a document in conflict (CouchDB's conflicting revisions, any number);
-``merged_meta`` gives the meta kept. Used by ``HistoryService.apply_synced`` (``app.sync.engine``
+``merged_meta`` gives the meta kept; ``settled_meta`` the meta two devices both keep of a conversation
+whose messages, tree and turns are the same (so they stop sending it to each other). Used by ``HistoryService.apply_synced`` (``app.sync.engine``
 hands it what another device wrote).
 """
 
@@ -32,7 +33,7 @@ from app.history.names import merged_names
 from app.history.records import Stats, TaskMeta, TurnMeta, parse_iso
 from app.history.tree import Tree
 
-__all__ = ["Merged", "answered", "merge_conversation", "merge_leaves", "merged_meta", "split_turns"]
+__all__ = ["Merged", "answered", "merge_conversation", "merge_leaves", "merged_meta", "settled_meta", "split_turns"]
 
 Side = tuple[list[dict], list[TurnMeta]] | tuple[list[dict], list[TurnMeta], Branching]
 """One version of a conversation: ``(messages, turns)`` (a chain) or ``(messages, turns, branching)``
@@ -233,6 +234,30 @@ def merged_meta(local: TaskMeta, remote: TaskMeta, merged: Merged) -> TaskMeta:
                                         "turnCount": len(merged.turns),
                                         "durationMs": sum(t.duration for t in merged.turns)})
     return merged_names(spanning, remote)
+
+
+def settled_meta(local: TaskMeta, remote: TaskMeta) -> TaskMeta:
+    """The meta both devices keep of one conversation that they hold with the same messages, tree and
+    turns but different metas (DESIGN.md §16, §18: the later change of each field wins): the name and
+    the pin each from whichever changed it later (``merged_names``), ``updatedAt`` and every other field
+    from the one updated later (at the same ``updatedAt``, the one whose fields sort higher), the
+    earlier ``createdAt``. The same whichever device settles it (``settled_meta(a, b) ==
+    settled_meta(b, a)``), so the device that holds it already writes nothing and sends nothing back:
+    two devices trading the conversation agree after one exchange each way, never echo.
+
+    >>> from app.history.records import FieldTimes
+    >>> a = TaskMeta(taskId="task_20260101_abcdef", taskName="a", stageId="s", createdAt=3, updatedAt=9,
+    ...              changedAt=FieldTimes(taskName=5))
+    >>> b = a.model_copy(update={"taskName": "b", "updatedAt": 12, "changedAt": FieldTimes(taskName=4)})
+    >>> m = settled_meta(a, b)
+    >>> m.taskName, m.updatedAt, m == settled_meta(b, a)
+    ('a', 12, True)
+    """
+    later, earlier = sorted((local, remote), key=lambda m: (m.updatedAt, repr(m.model_dump())), reverse=True)
+    kept = merged_names(later, earlier)
+    if earlier.createdAt < kept.createdAt:
+        kept = kept.model_copy(update={"createdAt": earlier.createdAt})
+    return kept
 
 
 def _safe_time(turn: TurnMeta) -> int:

@@ -7,12 +7,14 @@ sends it back.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 
 from app.history.access import HistoryAccess, guarded
 from app.history.branching import NO_BRANCHES, Branching
 from app.history.changes import HistoryChange
-from app.history.merge import merge_conversation, merged_meta
+from app.history.merge import Merged, merge_conversation, merged_meta, settled_meta
 from app.history.name_writes import NameWrites
+from app.history.names import merged_names
 from app.history.records import TaskMeta, TurnMeta, new_task_id
 from app.history.repository import Conversation, HistoryRepository, Writes
 from app.history.active import ActiveConversations
@@ -54,6 +56,15 @@ class SyncedWrites:
           (the caller sends this one); ``"same"``: nothing to do; ``"unavailable"``: history cannot be
           written.
 
+        Two versions of the same messages, tree and turns whose metas differ (one device resumed it,
+        another renamed it) settle on the later change of each field (``settled_meta``; the later
+        ``shownAt``): ``"same"`` when that is the other's and this one differs from it by a rename or
+        pin at most (that alone is stored here); ``"remote"`` when it is the other's and was written
+        here whole; ``"local"`` when it is this one's, unchanged (the other lacks a field of it);
+        ``"merged"`` when it takes fields of both (written here, and sent). The device already holding
+        what both settle on writes and sends nothing, so two devices never send one conversation to
+        each other for ever (§16).
+
         The change published (source ``sync``, carrying what was kept) says ``import`` for an added
         one, ``sync`` for a changed one; a changed one that is its course's active conversation
         carries its shown path as ``head`` (the device's active thread is rebuilt from history,
@@ -71,19 +82,27 @@ class SyncedWrites:
             else:
                 merged = merge_conversation((held.messages, held.turns, held.branching), (messages, turns, branching),
                                             local_at=held.meta.updatedAt, remote_at=meta.updatedAt)
-                if merged.how == "local":
-                    named = await self._names.take_names(held.meta, meta)  # the later rename or pin of each (§18)
-                    same = held.messages == messages and held.turns == turns and named == meta \
-                        and held.branching == branching
-                    return "same" if same else "local"
-                kept = merged_meta(held.meta, meta, merged)
+                alike = merged.how == "local" and held.messages == messages and held.turns == turns \
+                    and _same_tree(held.branching, branching)
+                if alike:  # one conversation, two metas: both devices settle on the later change of each field
+                    kept, kept_branching = settled_meta(held.meta, meta), _settled_branching(held.branching, branching)
+                    theirs = kept == meta and kept_branching == branching
+                    if kept_branching == held.branching and kept == merged_names(held.meta, meta):
+                        await self._names.take_names(held.meta, meta)  # a later rename or pin at most (§18)
+                        return "same" if theirs else "local"
+                    merged = Merged("remote" if theirs else "merged", held.messages, held.turns, kept_branching)
+                elif merged.how == "local":
+                    await self._names.take_names(held.meta, meta)  # the later rename or pin of each (§18)
+                    return "local"
+                else:
+                    kept = merged_meta(held.meta, meta, merged)
                 writes.keep(kept, merged.messages, merged.turns, branches=merged.branching.branches,
                             shown=merged.branching.shown)
                 writes.keep_branching(kept.taskId, merged.branching)
                 await self._repository.commit(writes)
                 if (await self._repository.head_id(kept.stageId)) == kept.taskId:
                     self._active.forget(kept.stageId)
-                    head = merged.messages
+                    head = None if alike else merged.messages  # the same thread: nothing to rebuild
                 outcome = merged.how
         self._changed(HistoryChange("import" if outcome == "added" else "sync", meta.taskId, meta.stageId, "sync",
                                     written=writes.kept(meta.taskId), head=head))
@@ -195,6 +214,19 @@ class SyncedWrites:
         self._changed(HistoryChange("import", renewed.meta.taskId, stage_id, "sync", written=renewed,
                                     head=renewed.messages if was_head else None))
         return renewed.meta.taskId
+
+
+def _same_tree(held: Branching, other: Branching) -> bool:
+    """True when ``held`` and ``other`` keep the same tree beside the same shown path (their choice
+    times aside)."""
+    return held.branches == other.branches and held.shown == other.shown
+
+
+def _settled_branching(held: Branching, other: Branching) -> Branching:
+    """``held`` dated by the later of both choice times (None when neither has one): what both devices
+    keep of one tree (DESIGN.md §17 "Sync"), whichever settles it."""
+    times = [at for at in (held.shown_at, other.shown_at) if at is not None]
+    return replace(held, shown_at=max(times) if times else None)
 
 
 def _unseen(held: Conversation, seen: Callable[[list[dict]], list[bool]], task_id: str) -> Conversation | None:

@@ -765,7 +765,9 @@ class _Relay:
     there (``PUT …/_local/…``, after each batch written); from then on, until ``resume()``, nothing
     passes either way: connections are accepted and read, and no answer ever comes (a server that
     stopped answering mid-sync, as one killed and restarted under load left the replication, never
-    told of an error). A connection that carried a request while hanging stays silent for good."""
+    told of an error). A connection that carried a request while hanging stays silent for good; one
+    whose server closed it while hanging (the server killed) is closed only on ``resume()``: until
+    then the page sees neither answers nor closes."""
 
     CHECKPOINT = re.compile(rb"PUT [^ ]*/_local/")
     FEED = re.compile(rb"GET [^ ]*/_changes")
@@ -777,6 +779,7 @@ class _Relay:
         self.feeds = 0  # the _changes requests the server got through this relay
         self.hanging = threading.Event()
         self.resumed = False
+        self.answering = threading.Event()  # set by ``resume`` (and ``close``)
         self.sockets: list = []
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.origin = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
@@ -786,8 +789,10 @@ class _Relay:
         """Relay again, for good (connections held while hanging stay silent)."""
         self.resumed = True
         self.hanging.clear()
+        self.answering.set()
 
     def close(self) -> None:
+        self.answering.set()
         self.listener.close()
         for held in self.sockets:
             try:
@@ -851,6 +856,8 @@ class _Relay:
                 client.sendall(data)
             except OSError:
                 return
+        if not held[0] and self.hanging.is_set():  # closed while hanging: no close reaches the page either
+            self.answering.wait()
         if not held[0]:  # the server closed an idle connection: so does the relay, as the server would
             try:
                 client.shutdown(socket.SHUT_RDWR)

@@ -16,7 +16,7 @@ import app.sync.settings
 import app.sync.tombstones
 from app.history.records import TaskMeta, TurnMeta, iso
 from app.storage import MemoryStorage
-from app.sync.documents import conversation_doc, conversation_of, version_doc, version_of
+from app.sync.documents import conversation_doc, conversation_of, document_of, version_doc, version_of
 from app.checkpoints.versions import place_versions
 from app.history.merge import merge_conversation
 from app.sync.tombstones import Tombstones
@@ -375,6 +375,47 @@ async def test_a_change_from_another_device_of_the_active_conversation_rebuilds_
     assert other_doc != replica_a.docs[f"conversation:{other}"]
     assert await engine_b.remote_changed(replica_a.docs[f"conversation:{other}"]) == "remote"
     assert len(heads) == 1  # an archived conversation changed: no active thread is touched
+
+
+async def test_two_devices_holding_the_same_conversation_settle_within_two_exchanges_and_lose_no_field():
+    """The same messages and turns on both devices, the metas apart (issue 32: B's ``updatedAt`` later,
+    each renamed it, A pinned it): traded through the merge, each side sending what it holds whenever
+    it keeps its own (``local``) or a merge of both, they agree within two exchanges and then write
+    nothing more; each field of the meta is its later change's (DESIGN.md §16, §18)."""
+    a, b = _device(1), _device(2)
+    task = await _device_turn(a, "intro-ml", "shared")
+    held = await a.bundle(task)
+    later = held.meta.updatedAt + 33_650  # B's resume stamped it later
+    assert await b.apply_synced(held.meta.model_copy(update={"updatedAt": later}), held.messages, held.turns) == "added"
+    await a.rename(task, "Name on A")
+    await b.rename(task, "Name on B")  # B's clock runs after A's: B's rename is the later
+    pinned_at = (await a.pin(task, True)).pinnedAt
+    replicas = {a: FakeReplica(), b: FakeReplica()}
+    engines = {d: SyncEngine(d, replicas[d], MemoryStorage()) for d in (a, b)}
+    await engines[a].push(task)
+    doc_id = f"conversation:{task}"
+    sender, receiver, exchanges = a, b, 0
+    while exchanges < 6:  # an echo would go on for ever
+        doc = json.loads(json.dumps(replicas[sender].docs[doc_id]))
+        replicas[receiver].docs[doc_id] = doc  # replication brings it into the receiver's database
+        before = replicas[receiver].puts
+        await engines[receiver].remote_changed(doc)
+        exchanges += 1
+        if replicas[receiver].puts == before:  # nothing sent back: the devices agree
+            break
+        sender, receiver = receiver, sender
+    assert exchanges <= 2
+    kept_a, kept_b = await a.bundle(task), await b.bundle(task)
+    assert kept_a == kept_b and kept_a.branching == kept_b.branching
+    assert kept_a.messages == held.messages and kept_a.turns == held.turns
+    assert kept_a.meta.taskName == "Name on B"  # the later rename
+    assert kept_a.meta.pinnedAt == pinned_at  # the only pin, made on A
+    assert kept_a.meta.updatedAt == later and kept_a.meta.createdAt == held.meta.createdAt
+    # the settled version arriving again changes nothing on either device
+    for device in (a, b):
+        before = replicas[device].puts
+        assert await engines[device].remote_changed(document_of(kept_a)) == "same"
+        assert replicas[device].puts == before
 
 
 async def test_a_delete_replicates_and_a_later_write_of_that_id_does_not_bring_it_back():

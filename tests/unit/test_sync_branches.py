@@ -386,3 +386,25 @@ async def test_a_picker_move_goes_out_and_the_other_device_shows_that_branch():
     await engine_a.local_changed(heard[-1])
     await engine_b.remote_changed(replica_a.docs[doc_id])
     assert _ids((await b.bundle(task)).messages) == ["u-first", "a-first"]
+
+
+async def test_one_tree_whose_choices_two_devices_dated_apart_settles_on_the_later_date_without_an_echo():
+    """The same tree, path and turns on both devices, its ``shownAt`` apart: the device holding the
+    earlier takes the later and sends nothing back; the one holding the later writes nothing (§16)."""
+    messages, branching = _stored_tree()
+    turns = [_turn(1, 5, "a-1")]
+    a, b = _device(1), _device(2)
+    assert await a.apply_synced(_meta(), messages, turns, branching) == "added"
+    later = Branching(branching.branches, branching.shown, 2_500)
+    assert await b.apply_synced(_meta(), messages, turns, later) == "added"
+    replicas = {a: FakeReplica(), b: FakeReplica()}
+    engines = {d: SyncEngine(d, replicas[d], MemoryStorage()) for d in (a, b)}
+    doc_id = doc_id_of_task(TASK)
+    for sender, receiver in ((b, a), (a, b)):  # each hears the other's once
+        await engines[sender].push(TASK)
+        doc = json.loads(json.dumps(replicas[sender].docs[doc_id]))
+        before = replicas[receiver].puts
+        assert await engines[receiver].remote_changed(doc) in ("remote", "same")
+        assert replicas[receiver].puts == before  # nothing sent back
+    on_a, on_b = await a.bundle(TASK), await b.bundle(TASK)
+    assert on_a == on_b and on_a.branching == on_b.branching == later
