@@ -1,4 +1,4 @@
-"""Mutation check: apply each of twenty-five DESIGN rules' mutations alone, run the unit suite, say which it kills.
+"""Mutation check: apply each of twenty-six DESIGN rules' mutations alone, run the unit suite, say which it kills.
 
     .venv/bin/python tools/mutations.py        # from the repository root; ~25 unit-suite runs
 
@@ -16,6 +16,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 MUTATIONS = [  # (rule, file, text, mutated text)
+    ("two devices holding the same conversation keep the earlier-updated meta, so each sends its own (§16)",
+     "app/history/merge.py",
+     "key=lambda m: (m.updatedAt, repr(m.model_dump())), reverse=True)",
+     "key=lambda m: (m.updatedAt, repr(m.model_dump())))"),
     ("the earlier change of a conversation's name or pin wins in sync (§18)", "app/history/names.py",
      "return a if ta > tb else b", "return a if ta < tb else b"),
     ("a course's pinned conversations are listed after the rest (§18)", "app/history/reads.py",
