@@ -80,22 +80,10 @@ class SyncedWrites:
                 await self._repository.commit(writes)
                 outcome = "added"
             else:
-                merged = merge_conversation((held.messages, held.turns, held.branching), (messages, turns, branching),
-                                            local_at=held.meta.updatedAt, remote_at=meta.updatedAt)
-                alike = merged.how == "local" and held.messages == messages and held.turns == turns \
-                    and _same_tree(held.branching, branching)
-                if alike:  # one conversation, two metas: both devices settle on the later change of each field
-                    kept, kept_branching = settled_meta(held.meta, meta), _settled_branching(held.branching, branching)
-                    theirs = kept == meta and kept_branching == branching
-                    if kept_branching == held.branching and kept == merged_names(held.meta, meta):
-                        await self._names.take_names(held.meta, meta)  # a later rename or pin at most (§18)
-                        return "same" if theirs else "local"
-                    merged = Merged("remote" if theirs else "merged", held.messages, held.turns, kept_branching)
-                elif merged.how == "local":
-                    await self._names.take_names(held.meta, meta)  # the later rename or pin of each (§18)
-                    return "local"
-                else:
-                    kept = merged_meta(held.meta, meta, merged)
+                decided = await self._decided(held, meta, messages, turns, branching)
+                if isinstance(decided, str):
+                    return decided
+                kept, merged, alike = decided
                 writes.keep(kept, merged.messages, merged.turns, branches=merged.branching.branches,
                             shown=merged.branching.shown)
                 writes.keep_branching(kept.taskId, merged.branching)
@@ -107,6 +95,28 @@ class SyncedWrites:
         self._changed(HistoryChange("import" if outcome == "added" else "sync", meta.taskId, meta.stageId, "sync",
                                     written=writes.kept(meta.taskId), head=head))
         return outcome
+
+    async def _decided(self, held: Conversation, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta],
+                       branching: Branching) -> str | tuple[TaskMeta, Merged, bool]:
+        """What ``apply`` keeps of ``held`` (this device's) and the other device's version: the outcome
+        when nothing is to be written but a rename or pin at most (taken here), else the meta and the
+        ``Merged`` to write and whether both held the same messages, turns and tree (so the active
+        thread needs no rebuild). Called under the writers' lock."""
+        merged = merge_conversation((held.messages, held.turns, held.branching), (messages, turns, branching),
+                                    local_at=held.meta.updatedAt, remote_at=meta.updatedAt)
+        alike = merged.how == "local" and held.messages == messages and held.turns == turns \
+            and _same_tree(held.branching, branching)
+        if alike:  # one conversation, two metas: both devices settle on the later change of each field
+            kept, kept_branching = settled_meta(held.meta, meta), _settled_branching(held.branching, branching)
+            theirs = kept == meta and kept_branching == branching
+            if kept_branching == held.branching and kept == merged_names(held.meta, meta):
+                await self._names.take_names(held.meta, meta)  # a later rename or pin at most (§18)
+                return "same" if theirs else "local"
+            return kept, Merged("remote" if theirs else "merged", held.messages, held.turns, kept_branching), True
+        if merged.how == "local":
+            await self._names.take_names(held.meta, meta)  # the later rename or pin of each (§18)
+            return "local"
+        return merged_meta(held.meta, meta, merged), merged, False
 
     async def apply_many(self, items: list[Conversation]) -> list[str]:
         """``apply`` for each of ``items`` ((meta, messages, turns), in arrival order): one
