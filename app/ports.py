@@ -145,6 +145,13 @@ class HistoryPort(Protocol):
         """The tree of ``stage_id``'s active conversation (``app.history.tree.Tree``, DESIGN.md §17),
         after the writes queued before; ``None`` when the course has none or history is off."""
 
+    def adopted(self, stage_id: str, messages: Slim, updated_at: int) -> Awaitable[Any]:
+        """``messages`` (``updated_at`` ms) is ``stage_id``'s thread as stored just before an edit or a
+        regenerate replaces its path: history adopts it, or brings the course's active conversation
+        in line with it (start-up's reconciliation for that course), queued before the branch's turn,
+        so a message only the stored thread held (the TS original's, not adopted yet) stays as a
+        branch (DESIGN.md §17)."""
+
     def show_path(self, stage_id: str, path: Slim) -> Awaitable[Any]:
         """The person showed another branch: ``path`` (a shown path of the stored tree) becomes the
         shown path of ``stage_id``'s active conversation, stored and announced (a ``branch`` change);

@@ -38,7 +38,7 @@ from app.browser.turn_meta_view import TurnMetaView
 from app.history.active_thread import ActiveThread
 from app.history.changes import ChangeHub, HistoryChange
 from app.history.list_model import HistoryList
-from app.history.reconcile import iter_stored_threads
+from app.history.reconcile import iter_stored_threads, refreshed
 from app.history.recorder import HistoryRecorder
 from app.history.service import UNDO_MS, HistoryService
 
@@ -145,12 +145,14 @@ class HistoryView:
     async def start(self) -> None:
         """After ready: reconcile the stored threads with history, then show the active turn meta.
         Each course is read in a task of its own and each adopted course written in one, so no
-        task after ready runs over 50 ms (DESIGN.md §13)."""
+        task after ready runs over 50 ms (DESIGN.md §13); a course saved again meanwhile is
+        reconciled as it is stored then (``refreshed``)."""
         threads = {}
         for stage_id, thread in iter_stored_threads(self.store):
             threads[stage_id] = thread
             await next_task()
-        await self.recorder.run(self.runtime.stage_id or "", lambda: self.service.reconcile(threads, next_task))
+        await self.recorder.run(self.runtime.stage_id or "",
+                                lambda: self.service.reconcile(refreshed(threads, self.store), next_task))
         await next_task()
         await self.render_meta()
         self.listing.draw_ahead()

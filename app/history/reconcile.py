@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol
 
-__all__ = ["StoredThreads", "iter_stored_threads", "stored_threads"]
+__all__ = ["StoredThreads", "iter_stored_threads", "refreshed", "stored_threads"]
 
 
 class StoredThreads(Protocol):
@@ -39,3 +39,28 @@ def iter_stored_threads(store: StoredThreads) -> Iterator[tuple[str, tuple[list[
         messages, updated = store.load(stage_id), store.updated_at(stage_id)
         if messages and updated is not None:
             yield stage_id, (messages, updated)
+
+
+def refreshed(threads: dict[str, tuple[list[dict], int]], store: StoredThreads) -> dict[str, tuple[list[dict], int]]:
+    """``threads`` (``{stageId: (slim messages, updatedAt ms)}`` read earlier, one course at a time)
+    with every course saved since it was read (a turn, an edit or a regenerate made while start-up
+    read the others) taken as ``store`` holds it now, so reconciliation never brings history in line
+    with a thread the page has already replaced (a branch it left would become the one shown,
+    DESIGN.md §9, §17). A course emptied meanwhile is left out.
+
+    >>> class Store:
+    ...     def load(self, stage_id): return [{"id": "b"}]
+    ...     def updated_at(self, stage_id): return 2 if stage_id == "s" else 1
+    >>> refreshed({"s": ([{"id": "a"}], 1), "t": ([{"id": "a"}], 1)}, Store())
+    {'s': ([{'id': 'b'}], 2), 't': ([{'id': 'a'}], 1)}
+    """
+    fresh: dict[str, tuple[list[dict], int]] = {}
+    for stage_id, (messages, updated) in threads.items():
+        now = store.updated_at(stage_id)
+        if now == updated:
+            fresh[stage_id] = (messages, updated)
+            continue
+        current = store.load(stage_id)
+        if current and now is not None:
+            fresh[stage_id] = (current, now)
+    return fresh

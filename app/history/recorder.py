@@ -90,6 +90,13 @@ class HistoryRecorder:
         ``keeps_conversations``)."""
         return self.service is not None and self.service.available is True and bool(self.service.keeps_conversations)
 
+    def adopted(self, stage_id: str, messages: list[dict], updated_at: int) -> asyncio.Future:
+        """The course's thread as stored before an edit or a regenerate replaces its path: history
+        adopts it or brings the active conversation in line with it (``HistoryService.reconcile`` for
+        that course alone), in the queue before the branch's turn (``HistoryPort.adopted``)."""
+        threads = {stage_id: (list(messages), updated_at)}
+        return self._schedule(stage_id, lambda: self.service.reconcile(threads))
+
     def archived(self, stage_id: str, messages: list[dict], updated_at: int | None) -> asyncio.Future:
         """New conversation: keep the thread in history and end it as the active one."""
         return self._schedule(stage_id, lambda: self.service.archive(stage_id, list(messages), updated_at))

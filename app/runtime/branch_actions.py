@@ -220,7 +220,9 @@ class BranchActions:
     def _branch_turn(self, session: Session, text: str, before: list[Message],
                      question: Message | None) -> asyncio.Task[None]:
         """An edit's or a regenerate's turn: the thread is cut after ``before``; for an edit the new
-        question is grown into the tree at once (its picker counts it while the reply runs)."""
+        question is grown into the tree at once (its picker counts it while the reply runs). History
+        first adopts the thread as stored (``_keep_stored``): the turn replaces its path there."""
+        self._keep_stored(session.stage_id)
         task = self._turns.start(session, text, before=before, question=question)
         if question is None:
             from app.history.branching import grown  # history's modules load after ready (DESIGN.md §13)
@@ -228,6 +230,23 @@ class BranchActions:
             session.tree = grown(session.tree, serialize_thread(session.messages[:-1]))
         self._notify()
         return task
+
+    def _keep_stored(self, stage_id: str) -> None:
+        """History adopts ``stage_id``'s thread as stored now (``HistoryPort.adopted``), in its queue
+        before the branch's turn is recorded: a thread only ``maic-agent-threads`` held (the TS
+        original's, start-up's adoption not run yet) keeps the messages the branch replaces
+        (DESIGN.md §17). A failure is logged, never raised (§9)."""
+        messages, updated = self._store.load(stage_id), self._store.updated_at(stage_id)
+        if self._history is None or not messages or updated is None:
+            return
+        try:
+            pending = asyncio.ensure_future(self._history.adopted(stage_id, messages, updated))
+        except Exception:  # noqa: BLE001 - history never reaches the core
+            _log.exception("history could not adopt the thread of %r", stage_id)
+            return
+        pending.add_done_callback(lambda done: None if done.cancelled() or done.exception() is None else
+                                  _log.error("history could not adopt the thread of %r", stage_id,
+                                             exc_info=done.exception()))
 
     def _keep_choice(self, stage_id: str, path: list[dict[str, Any]]) -> None:
         """History keeps the branch shown (``HistoryPort.show_path``), so a reload and other tabs show

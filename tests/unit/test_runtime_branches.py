@@ -60,6 +60,11 @@ class TreeHistory:
     async def branches(self, stage_id):
         return self.trees.get(stage_id)
 
+    def adopted(self, stage_id, messages, updated_at):
+        if stage_id not in self.trees:  # a course history lacks: its stored thread becomes a chain
+            self.trees[stage_id] = Tree.chain(messages)
+        return self._done(True)
+
     async def show_path(self, stage_id, path):
         self.shown.append((stage_id, [m["id"] for m in path]))
         tree = self.trees.get(stage_id)
@@ -382,3 +387,29 @@ async def test_two_clicks_held_on_one_painted_picker_are_both_made():
     gate.set()
     await settle()
     assert [m.id for m in reloaded.messages] == [u1, a1, u2, a2] and reloaded.notices == ()
+
+
+@pytest.mark.parametrize("action", ["regenerate", "edit"])
+async def test_a_branch_on_a_stored_thread_history_has_not_adopted_yet_keeps_the_replaced_messages(action):
+    """A thread only ``maic-agent-threads`` holds (the TS original's, before start-up's adoption ran):
+    an edit or a regenerate replaces its path there, so history adopts the stored thread first, in
+    its queue before the branch's turn, and the replaced messages stay as a branch (DESIGN.md §17:
+    nothing is dropped)."""
+    storage = MemoryStorage()
+    seeded, _, seed_store = make(None, storage)
+    seed_store.save("s", [{"role": "user", "content": [{"type": "text", "text": "q1"}]},
+                          {"role": "assistant", "content": [{"type": "text", "text": "a1"}]}], NOW)
+    history = TreeHistory()
+    runtime, _, _ = make(history, storage)
+    await settle()
+    question, reply = [m.id for m in runtime.messages]
+    history.trees.pop("s", None)  # history has not adopted the course yet
+    if action == "regenerate":
+        await runtime.regenerate(reply)
+    else:
+        await runtime.edit(question, "q1 edited")
+    await settle()
+    tree = history.trees["s"]
+    assert question in tree and reply in tree  # nothing the stored thread held is lost
+    shown = [m.id for m in runtime.messages]
+    assert [m["id"] for m in tree.path()] == shown and shown != [question, reply]

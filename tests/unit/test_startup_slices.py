@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.history.reconcile import iter_stored_threads, stored_threads
+from app.history.reconcile import iter_stored_threads, refreshed, stored_threads
 from tests.unit.test_history import reply, service, user
 from tests.unit.turn_events import ended
 
@@ -34,6 +34,21 @@ def test_stored_threads_are_read_one_course_per_step():
     assert list(steps) == [("c", ([user("3")], 3))] and store.loaded == ["a", "empty", "b", "c"]
     assert stored_threads(Store(store.threads)) == {"a": ([user("1")], 1), "c": ([user("3")], 3)}
 
+
+
+def test_a_course_saved_again_while_start_up_read_the_others_is_reconciled_as_stored_now():
+    """A branch made at ready replaces a course's path in the store; start-up's reconciliation, queued
+    after it, takes that path, never the one read before (which would show the branch left)."""
+    store = Store({"a": ([user("1")], 1), "b": ([user("2")], 2)})
+    read = stored_threads(store)
+    store.threads["a"] = ([user("1 edited")], 5)  # an edit saved meanwhile
+    store.threads["b"] = ([], 6)  # a course emptied meanwhile
+    store.loaded.clear()
+    assert refreshed(read, store) == {"a": ([user("1 edited")], 5)}
+    assert store.loaded == ["a", "b"]  # only the courses saved since are read again
+    store.threads["b"] = ([user("2")], 2)
+    store.loaded.clear()
+    assert refreshed({"b": ([user("2")], 2)}, store) == {"b": ([user("2")], 2)} and store.loaded == []
 
 async def test_reconcile_pauses_after_each_course_it_writes():
     svc, _, _ = service()
