@@ -557,6 +557,20 @@ def message_markdown(text: str, left_out_line: str | None = None) -> list[str]:
     return lines
 
 
+_MARKUP = re.compile(r"([\\`*_\[\]<>&#!~|])")
+
+
+def title_markdown(title: str) -> str:
+    """``title`` as the text of the export's heading: one line, each character Markdown could read as
+    markup (raw HTML, a link, emphasis, code, an entity, the heading's closing ``#``) after a
+    backslash, so a reader shows the title as typed (DESIGN.md §5: stored text is data, never HTML).
+
+    >>> print(title_markdown("<b>a</b> ##"))
+    \\<b\\>a\\</b\\> \\#\\#
+    """
+    return _MARKUP.sub(r"\\\1", " ".join(title.splitlines()))
+
+
 def export_markdown(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[TurnMeta], labels: dict[str, str],
                     describe_failure: Callable[[dict[str, Any]], str] = lambda error: str(error["code"]), *,
                     tree: Tree | None = None) -> str:
@@ -571,9 +585,9 @@ def export_markdown(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[
     ``describe_failure(error)`` (the page passes the panel's localized ``turn-error`` text); a cut
     reply's marker (``app.projection.CUT_MARKER``) as a quoted line of ``labels["cut"]`` (the panel's
     ``turn-cut`` text). A message's text cannot forge the export's headings or its left-out line
-    (``message_markdown``); the title is one line. Markdown is text for people: a lone surrogate is U+FFFD
+    (``message_markdown``); the title is one line of text (``title_markdown``). Markdown is text for people: a lone surrogate is U+FFFD
     (``app.history.text.clean``), as the browser would save it; only the JSON export round-trips."""
-    lines = [f"# {' '.join(meta.taskName.splitlines())}", "",
+    lines = [f"# {title_markdown(meta.taskName)}", "",
              labels["meta"].format(created=iso(meta.createdAt), updated=iso(meta.updatedAt),
                                    turns=meta.turnCount, tokens=meta.stats.totalTokens), ""]
     left_out = f"_{labels.get('leftOut') or tree.left_out()}_" if tree is not None and tree.left_out() else None

@@ -94,3 +94,15 @@ def test_the_module_examples_hold():
 
     assert doctest.testmod(app.history.export).failed == 0
     assert doctest.testmod(app.projection).failed == 0
+
+
+@pytest.mark.parametrize("title", ["<img src=x onerror=alert(1)> title", "a title ##", "[link](javascript:x) *b* `c` &#35;"])
+def test_a_title_is_shown_as_text_never_as_markup_or_html(title):
+    """The heading's text is the conversation's title as typed: no raw HTML, link, emphasis, entity or
+    closing ``#`` of it is rendered (DESIGN.md §5: stored text is data, never HTML)."""
+    meta = TaskMeta(taskId="task_20260101_abcdef", taskName=title, stageId="s", createdAt=T0, updatedAt=T0)
+    markdown = export_markdown(meta, [_message("user", "u1", "q")], [], LABELS)
+    tokens = _tokens(markdown)
+    heading = tokens[[t.type for t in tokens].index("heading_open") + 1]
+    assert [c.type for c in heading.children] == ["text"] * len(heading.children)
+    assert "".join(c.content for c in heading.children) == title
