@@ -239,23 +239,22 @@ class BranchActions:
         messages, updated = self._store.load(stage_id), self._store.updated_at(stage_id)
         if self._history is None or not messages or updated is None:
             return
-        try:
-            pending = asyncio.ensure_future(self._history.adopted(stage_id, messages, updated))
-        except Exception:  # noqa: BLE001 - history never reaches the core
-            _log.exception("history could not adopt the thread of %r", stage_id)
-            return
-        pending.add_done_callback(lambda done: None if done.cancelled() or done.exception() is None else
-                                  _log.error("history could not adopt the thread of %r", stage_id,
-                                             exc_info=done.exception()))
+        _logged(lambda: self._history.adopted(stage_id, messages, updated), "adopt the thread of %r", stage_id)
 
     def _keep_choice(self, stage_id: str, path: list[dict[str, Any]]) -> None:
         """History keeps the branch shown (``HistoryPort.show_path``), so a reload and other tabs show
         it too; a failure is logged, never raised (DESIGN.md §9)."""
-        try:
-            pending = asyncio.ensure_future(self._history.show_path(stage_id, path))
-        except Exception:  # noqa: BLE001 - history never reaches the core
-            _log.exception("history could not keep the branch shown on %r", stage_id)
-            return
-        pending.add_done_callback(lambda done: None if done.cancelled() or done.exception() is None else
-                                  _log.error("history could not keep the branch shown on %r", stage_id,
-                                             exc_info=done.exception()))
+        _logged(lambda: self._history.show_path(stage_id, path), "keep the branch shown on %r", stage_id)
+
+
+def _logged(make: Callable[[], Any], what: str, stage_id: str) -> None:
+    """Start history's operation ``make()`` (an awaitable) and leave it: a failure, raised at once or
+    by the operation, is logged as "history could not " + ``what`` % ``stage_id``, never raised
+    (history never reaches the core, DESIGN.md §9)."""
+    try:
+        pending = asyncio.ensure_future(make())
+    except Exception:  # noqa: BLE001 - history never reaches the core
+        _log.exception("history could not " + what, stage_id)
+        return
+    pending.add_done_callback(lambda done: None if done.cancelled() or done.exception() is None else
+                              _log.error("history could not " + what, stage_id, exc_info=done.exception()))

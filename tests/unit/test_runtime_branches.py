@@ -291,13 +291,19 @@ class SlowTreeHistory(TreeHistory):
         return await super().branches(stage_id)
 
 
-async def test_until_historys_tree_arrives_the_painted_positions_stand_for_the_shown_path():
+async def _first_reply_regenerated():
+    """A tab's two questions, the first reply regenerated: (history, storage, the four first ids, the
+    regenerated reply's id), for a reload over the same storage and history."""
     history, storage = TreeHistory(), MemoryStorage()
     first, _, _ = make(history, storage)
-    u1, a1, u2, a2 = await two_questions(first)
-    await first.regenerate(a1)
+    ids = await two_questions(first)
+    await first.regenerate(ids[1])
     await settle()
-    regenerated = first.messages[1].id
+    return history, storage, ids, first.messages[1].id
+
+
+async def test_until_historys_tree_arrives_the_painted_positions_stand_for_the_shown_path():
+    history, storage, (u1, a1, u2, a2), regenerated = await _first_reply_regenerated()
     # a reload: the paint record drew the picker of the reply; history's tree comes later
     gate = asyncio.Event()
     reloaded, _, _ = make(SlowTreeHistory(history.trees, gate), storage)
@@ -351,12 +357,7 @@ class FailingTreeHistory(SlowTreeHistory):
 async def test_a_painted_picker_move_held_while_history_fails_is_dropped_with_a_notice(none):
     """If history fails (or has no tree), the painted pickers go and a click held on one is not kept
     for ever: it is made if the tree at hand can make it, else dropped with a notice (DESIGN.md §5, §17)."""
-    history, storage = TreeHistory(), MemoryStorage()
-    first, _, _ = make(history, storage)
-    u1, a1, u2, a2 = await two_questions(first)
-    await first.regenerate(a1)
-    await settle()
-    regenerated = first.messages[1].id
+    history, storage, (u1, a1, u2, a2), regenerated = await _first_reply_regenerated()
     gate = asyncio.Event()
     reloaded, _, _ = make(FailingTreeHistory(history.trees, gate, none=none), storage)
     reloaded.painted_positions("s", {regenerated: (2, 2)})
