@@ -210,7 +210,7 @@ def live_thread(saved: Sequence[dict[str, Json]]) -> list[Message]:
     live = deserialize_thread(saved)
     if all(m.id for m in live) and len({m.id for m in live}) == len(live):
         return live
-    return deserialize_thread(derived_ids(serialize_thread(saved)))
+    return deserialize_thread(derived_ids(saved))  # ``saved`` is slim already: the ids history derives
 
 
 def _slim_message(message: Json) -> dict[str, Json] | None:
