@@ -236,8 +236,10 @@ class BranchActions:
         before the branch's turn is recorded: a thread only ``maic-agent-threads`` held (the TS
         original's, start-up's adoption not run yet) keeps the messages the branch replaces
         (DESIGN.md §17). A failure is logged, never raised (§9)."""
+        if self._history is None:
+            return
         messages, updated = self._store.load(stage_id), self._store.updated_at(stage_id)
-        if self._history is None or not messages or updated is None:
+        if not messages or updated is None:
             return
         _logged(lambda: self._history.adopted(stage_id, messages, updated), "adopt the thread of %r", stage_id)
 
