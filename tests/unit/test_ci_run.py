@@ -16,14 +16,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 STUB_DEV_SH = r"""#!/usr/bin/env bash
-# notes "<command> <start|end> <epoch seconds, ns>" in $CALLS; "llama" takes a while, as the build does
+# notes "<command> <start|end> <epoch seconds, ns>" in $CALLS; "llama" takes a while, as the build does:
+# it lasts until the tests have started, and the bench until the build has started (each waits at most
+# 10 s, so a run that puts them in turn shows it in the times instead of hanging), whatever the load
 note() { echo "$1 $2 $(date +%s.%N) ${AGENTBAR_LLAMA_BACKGROUND:-}" >> "$CALLS"; }
+await() { for _ in $(seq 100); do grep -q "^$1 start" "$CALLS" && return; sleep 0.1; done; }
 name="$1"; shift
 [ "$name" = llama ] && [ "${1:-}" = --tools ] && name=llama-tools
 note "$name" start
 case "$name" in
-  llama) sleep 1.5 ;;
-  bench) sleep 0.3; echo "bench: done" ;;
+  llama) await test; sleep 1.5 ;;
+  bench) sleep 0.3; await llama; echo "bench: done" ;;
   test) sleep 0.3; echo "============ 7 passed in 0.30s ============" ;;
 esac
 note "$name" end
