@@ -147,7 +147,7 @@ class SyncSetup:
         self._queue: asyncio.Future | None = None
         self._proxies: list = []
         self._draining = None  # the replication whose waiting changes are being taken
-        self._reported: SyncStatus | None = None  # the replication's last status (SyncEngine.shown)
+        self._reported: SyncStatus | None = None  # the replication's last status (SyncStatus.shown)
         self.node = None
         self.now_button = None
         self._hooked = False
@@ -388,7 +388,7 @@ class SyncSetup:
             if replication.changed:  # one that came while the answer was on its way did already
                 self._on_change()
             elif replication is self.replication and self._reported is not None:
-                self._show(SyncEngine.shown(self._reported, applying=False))  # a 'synced' held back
+                self._show(self._reported.shown(applying=False))  # a 'synced' held back
             return
         try:
             docs = [doc for doc, _ in changes if isinstance(doc, dict)]
@@ -414,10 +414,10 @@ class SyncSetup:
                 parsed = json.loads(body)
             except ValueError:
                 parsed = body
-        self._reported = SyncEngine.status(str(event), int(http_status or 0), parsed, welcomed=self._welcomed)
+        self._reported = SyncStatus.of_event(str(event), int(http_status or 0), parsed, welcomed=self._welcomed)
         # 'synced' waits while history still takes changes in (the worker reports a pause only once
         # its change feed handed every replicated change to this page, so the drain has begun)
-        self._show(SyncEngine.shown(self._reported, applying=self._draining is not None))
+        self._show(self._reported.shown(applying=self._draining is not None))
 
     # -- one tab replicates (app.browser.sync_tabs) --------------------------------------
     _tabs: SyncTabs | None = None  # made at the first start (after install drew the status)

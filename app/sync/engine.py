@@ -36,8 +36,8 @@ calls, both ways:
 - ``send_all(target)``: at the first sync with ``target`` (the remote ``url/database``), every
   conversation and version stored here goes out, those made before sync was turned on included
   (``SENT_KEY`` remembers the target: later starts send only what changes);
-- ``status(...)`` turns what the replication reports into a ``SyncStatus``, and ``shown(status,
-  applying)`` into the one the panel shows: ``synced`` only once history holds what was replicated.
+- what the replication reports becomes the panel's status in ``app.sync.settings.SyncStatus``
+  (``of_event``, ``shown``): ``synced`` only once history holds what was replicated.
 
 Ports: ``replica`` has ``async put(doc) -> None`` (stores the document over its current revision,
 nothing when its content is the same), ``async remove(doc_id, body) -> None`` (deletes it, the
@@ -69,7 +69,6 @@ from app.store import Notice
 from app.sync.documents import (DELETION, conversation_steps, deletion_doc, doc_id_of_task, document_of, kind_of,
                                 turn_digests, version_doc_of, version_of, version_record_of)
 from app.sync.tombstones import Decision, Tombstones, decide
-from app.sync.settings import SyncStatus, failure_reason, is_couchdb
 
 __all__ = ["BUDGET_S", "DELETED_KEY", "LEAVES", "Replica", "SENT_KEY", "SLICE", "SyncEngine"]
 
@@ -371,67 +370,3 @@ class SyncEngine:
         except ValueError:
             return self._damaged()
         return "same" if number is None else "added"
-
-    # -- status ----------------------------------------------------------------
-    @staticmethod
-    def status(event: str, http_status: int | None = None, body: Any = None, *, welcomed: bool = False) -> SyncStatus:
-        """The panel's status for a replication ``event``: ``active`` (documents moving) →
-        ``syncing``; ``paused`` with no error (caught up) → ``synced``; ``denied``/``error`` with the
-        failing request's ``http_status`` (0/None: no answer) → ``failed`` by ``failure_reason``, but
-        a 401 from the database once the server's welcome accepted the same credentials
-        (``welcomed``: a wrong password is refused there already) is ``forbidden``: that user (or no
-        user) may not read the database, as pouchdb-server answers where CouchDB says 403, and a 404
-        or a 5xx once welcomed is ``unreachable`` (``offline``: the server that welcomed us is
-        restarting, or lost the database, which the adapter's next start makes again; it was read as
-        "not CouchDB");
-        ``welcome`` (the answer of ``GET /`` before replicating, ``body`` parsed or None) →
-        ``syncing`` when it is a CouchDB welcome, else ``notCouchdb`` (or ``unreachable`` with no
-        answer, or the HTTP reason); ``blocked`` (the page's Content-Security-Policy refused the
-        server) → ``error``/``blocked``; ``storage`` (the worker found that this window's IndexedDB
-        keeps no Blob, which the local database needs: a private window) → ``error``/``storageUnsupported``
-        (never ``offline``: the server is not at fault, and the watchdog watches only ``syncing``, so it
-        is not restarted); ``off``.
-
-        >>> SyncEngine.status("error", 401).key, SyncEngine.status("paused").state
-        ('sync.reason.unauthorized', 'synced')
-        >>> SyncEngine.status("welcome", 200, {"ok": True}).reason
-        'notCouchdb'
-        >>> [SyncEngine.status("error", s, welcomed=True).state for s in (404, 503)], SyncEngine.status("error", 404).reason
-        (['offline', 'offline'], 'notCouchdb')
-        """
-        if event == "off":
-            return SyncStatus("off")
-        if event == "active":
-            return SyncStatus("syncing")
-        if event == "paused":
-            return SyncStatus("synced")
-        if event == "blocked":  # the worker's Content-Security-Policy refused the server (connect-src)
-            return SyncStatus.failed("blocked")
-        if event == "storage":  # this window's IndexedDB cannot keep the local database (no Blob)
-            return SyncStatus.failed("storageUnsupported")
-        if event == "welcome":
-            if http_status == 200 and is_couchdb(body):
-                return SyncStatus("syncing")
-            if http_status in (401, 403) or not http_status:
-                return SyncStatus.failed(failure_reason(http_status))
-            return SyncStatus.failed("notCouchdb")
-        if welcomed and http_status == 401:
-            return SyncStatus.failed("forbidden")
-        if welcomed and http_status is not None and (http_status == 404 or http_status >= 500):
-            return SyncStatus.failed("unreachable")  # the server that welcomed us is restarting, or lost the database
-        return SyncStatus.failed(failure_reason(http_status, body))
-
-    @staticmethod
-    def shown(status: SyncStatus, applying: bool) -> SyncStatus:
-        """What the panel shows for the replication's ``status`` while history is (``applying``) or is
-        not still taking in changes the replication brought: ``synced`` says both devices hold the same
-        conversations, so a replication that caught up reads ``syncing`` until history holds every
-        change it brought (DESIGN.md §16; in a first sync of 500 conversations the replication caught up
-        a second before history held them all). Any other status is shown as it is.
-
-        >>> [SyncEngine.shown(SyncStatus("synced"), a).state for a in (True, False)]
-        ['syncing', 'synced']
-        >>> SyncEngine.shown(SyncStatus("offline", "unreachable"), True).reason
-        'unreachable'
-        """
-        return SyncStatus("syncing") if applying and status.state == "synced" else status

@@ -230,3 +230,66 @@ class SyncStatus:
         ['offline', 'offline', 'error']
         """
         return cls("offline" if reason in ("unreachable", "stalled") else "error", reason)
+
+    @classmethod
+    def of_event(cls, event: str, http_status: int | None = None, body: Any = None, *,
+                 welcomed: bool = False) -> "SyncStatus":
+        """The panel's status for a replication ``event``: ``active`` (documents moving) →
+        ``syncing``; ``paused`` with no error (caught up) → ``synced``; ``denied``/``error`` with the
+        failing request's ``http_status`` (0/None: no answer) → ``failed`` by ``failure_reason``, but
+        a 401 from the database once the server's welcome accepted the same credentials
+        (``welcomed``: a wrong password is refused there already) is ``forbidden``: that user (or no
+        user) may not read the database, as pouchdb-server answers where CouchDB says 403, and a 404
+        or a 5xx once welcomed is ``unreachable`` (``offline``: the server that welcomed us is
+        restarting, or lost the database, which the adapter's next start makes again; it was read as
+        "not CouchDB");
+        ``welcome`` (the answer of ``GET /`` before replicating, ``body`` parsed or None) →
+        ``syncing`` when it is a CouchDB welcome, else ``notCouchdb`` (or ``unreachable`` with no
+        answer, or the HTTP reason); ``blocked`` (the page's Content-Security-Policy refused the
+        server) → ``error``/``blocked``; ``storage`` (the worker found that this window's IndexedDB
+        keeps no Blob, which the local database needs: a private window) → ``error``/``storageUnsupported``
+        (never ``offline``: the server is not at fault, and the watchdog watches only ``syncing``, so it
+        is not restarted); ``off``.
+
+        >>> SyncStatus.of_event("error", 401).key, SyncStatus.of_event("paused").state
+        ('sync.reason.unauthorized', 'synced')
+        >>> SyncStatus.of_event("welcome", 200, {"ok": True}).reason
+        'notCouchdb'
+        >>> [SyncStatus.of_event("error", s, welcomed=True).state for s in (404, 503)], SyncStatus.of_event("error", 404).reason
+        (['offline', 'offline'], 'notCouchdb')
+        """
+        if event == "off":
+            return SyncStatus("off")
+        if event == "active":
+            return SyncStatus("syncing")
+        if event == "paused":
+            return SyncStatus("synced")
+        if event == "blocked":  # the worker's Content-Security-Policy refused the server (connect-src)
+            return SyncStatus.failed("blocked")
+        if event == "storage":  # this window's IndexedDB cannot keep the local database (no Blob)
+            return SyncStatus.failed("storageUnsupported")
+        if event == "welcome":
+            if http_status == 200 and is_couchdb(body):
+                return SyncStatus("syncing")
+            if http_status in (401, 403) or not http_status:
+                return SyncStatus.failed(failure_reason(http_status))
+            return SyncStatus.failed("notCouchdb")
+        if welcomed and http_status == 401:
+            return SyncStatus.failed("forbidden")
+        if welcomed and http_status is not None and (http_status == 404 or http_status >= 500):
+            return SyncStatus.failed("unreachable")  # the server that welcomed us is restarting, or lost the database
+        return SyncStatus.failed(failure_reason(http_status, body))
+
+    def shown(self, applying: bool) -> "SyncStatus":
+        """What the panel shows for this replication status while history is (``applying``) or is
+        not still taking in changes the replication brought: ``synced`` says both devices hold the same
+        conversations, so a replication that caught up reads ``syncing`` until history holds every
+        change it brought (DESIGN.md §16; in a first sync of 500 conversations the replication caught up
+        a second before history held them all). Any other status is shown as it is.
+
+        >>> [SyncStatus("synced").shown(applying=a).state for a in (True, False)]
+        ['syncing', 'synced']
+        >>> SyncStatus("offline", "unreachable").shown(applying=True).reason
+        'unreachable'
+        """
+        return SyncStatus("syncing") if applying and self.state == "synced" else self

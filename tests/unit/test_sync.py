@@ -486,32 +486,32 @@ async def test_documents_that_are_not_conversations_change_nothing():
 
 
 def test_status_of_replication_events():
-    assert SyncEngine.status("welcome", 200, {"couchdb": "Welcome"}).state == "syncing"
-    assert SyncEngine.status("welcome", 200, "<html>").key == "sync.reason.notCouchdb"
-    assert SyncEngine.status("welcome", 404, None).reason == "notCouchdb"
-    assert SyncEngine.status("welcome", None).state == "offline"
-    assert SyncEngine.status("denied", 403).key == "sync.reason.forbidden"
-    assert SyncEngine.status("error", 0).state == "offline"
-    assert SyncEngine.status("off").key == "sync.state.off"
+    assert SyncStatus.of_event("welcome", 200, {"couchdb": "Welcome"}).state == "syncing"
+    assert SyncStatus.of_event("welcome", 200, "<html>").key == "sync.reason.notCouchdb"
+    assert SyncStatus.of_event("welcome", 404, None).reason == "notCouchdb"
+    assert SyncStatus.of_event("welcome", None).state == "offline"
+    assert SyncStatus.of_event("denied", 403).key == "sync.reason.forbidden"
+    assert SyncStatus.of_event("error", 0).state == "offline"
+    assert SyncStatus.of_event("off").key == "sync.state.off"
 
 
 def test_synced_waits_while_history_still_takes_replicated_changes_in():
-    caught_up = SyncEngine.status("paused")
-    assert SyncEngine.shown(caught_up, applying=True) == SyncStatus("syncing")
-    assert SyncEngine.shown(caught_up, applying=False) == SyncStatus("synced")
-    offline = SyncEngine.status("error", 0)
-    assert SyncEngine.shown(offline, applying=True) == offline
+    caught_up = SyncStatus.of_event("paused")
+    assert caught_up.shown(applying=True) == SyncStatus("syncing")
+    assert caught_up.shown(applying=False) == SyncStatus("synced")
+    offline = SyncStatus.of_event("error", 0)
+    assert offline.shown(applying=True) == offline
 
 
 
 def test_a_database_the_user_may_not_read_is_forbidden_not_a_wrong_password():
     # the welcome refused the credentials: a wrong user name or password
-    assert SyncEngine.status("welcome", 401).reason == "unauthorized"
+    assert SyncStatus.of_event("welcome", 401).reason == "unauthorized"
     # the welcome took them, the database answers 401 (pouchdb-server) or 403 (CouchDB): forbidden
-    assert SyncEngine.status("error", 401, welcomed=True) == SyncStatus("error", "forbidden")
-    assert SyncEngine.status("error", 403, welcomed=True).key == "sync.reason.forbidden"
-    assert SyncEngine.status("error", 401).reason == "unauthorized"
-    assert SyncEngine.status("error", 0, welcomed=True).state == "offline"
+    assert SyncStatus.of_event("error", 401, welcomed=True) == SyncStatus("error", "forbidden")
+    assert SyncStatus.of_event("error", 403, welcomed=True).key == "sync.reason.forbidden"
+    assert SyncStatus.of_event("error", 401).reason == "unauthorized"
+    assert SyncStatus.of_event("error", 0, welcomed=True).state == "offline"
 
 
 # -- scene versions (VersionStore.adopt through the engine) ------------------------------------

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from app.sync.engine import SyncEngine
 from app.sync.settings import REASONS, SyncStatus
 from app.sync.watchdog import ProgressWatchdog
 
@@ -16,10 +15,10 @@ LOCALES = sorted((Path(__file__).resolve().parents[2] / "app" / "locales").glob(
 
 
 def test_a_server_the_csp_refuses_is_an_error_that_names_the_policy_not_offline():
-    blocked = SyncEngine.status("blocked", 0, "http://127.0.0.1:5984")
+    blocked = SyncStatus.of_event("blocked", 0, "http://127.0.0.1:5984")
     assert blocked == SyncStatus("error", "blocked")
     assert blocked.key == "sync.reason.blocked"
-    assert SyncEngine.status("welcome", 0).reason == "unreachable"  # no answer, no violation: offline as before
+    assert SyncStatus.of_event("welcome", 0).reason == "unreachable"  # no answer, no violation: offline as before
 
 
 def test_a_stalled_replication_is_offline_with_its_own_reason():
@@ -42,17 +41,17 @@ def test_a_browser_whose_storage_keeps_no_blob_is_an_error_of_its_own_never_rest
     """The worker's storage check failed (this window's IndexedDB keeps no Blob, as WebKit's private
     windows): ``error`` with its own reason, not ``offline``/``stalled``, and the watchdog, fed what the
     panel shows, never stalls or restarts it however long it stays."""
-    status = SyncEngine.status("storage", 0, None)
+    status = SyncStatus.of_event("storage", 0, None)
     assert status == SyncStatus("error", "storageUnsupported")
     assert status.key == "sync.reason.storageUnsupported" and "storageUnsupported" in REASONS
     assert SyncStatus.failed("storageUnsupported") == status
-    assert SyncEngine.shown(status, applying=True) == status  # not held back as 'syncing'
+    assert status.shown(applying=True) == status  # not held back as 'syncing'
     now = [0.0]
     dog = ProgressWatchdog(lambda: now[0], stall_after=20)
     dog.restarted()
     dog.observe("syncing")  # the start shows 'syncing' while the worker checks its storage
     now[0] = 3.0
-    dog.observe(SyncEngine.shown(status, applying=False).state)
+    dog.observe(status.shown(applying=False).state)
     verdicts = []
     for _ in range(3600):
         now[0] += 1.0
