@@ -140,6 +140,7 @@ class SyncSetup:
         self.local, self.session = WebStorage("localStorage"), WebStorage("sessionStorage")
         self.settings, self._password = load_sync_settings(self.local, self.session)
         self.engine: SyncEngine | None = None
+        self._unsent: dict = {}  # changes a replication that ended refused to write, for the next start (SyncEngine.unsent)
         self.replication = None
         self.status = SyncStatus("off")  # as the replication reports it (the panel may show STALLED)
         self.watchdog = ProgressWatchdog(time.monotonic)
@@ -306,7 +307,7 @@ class SyncSetup:
         del config
         self.engine = SyncEngine(self.history, _Replica(self.replication), self.local, checkpoints=self.checkpoints,
                                  records=self.records, pause=next_task, clock=lambda: int(js.Date.now()),
-                                 notify=self._notify)
+                                 notify=self._notify, unsent=self._unsent)
         self._hook_history()
         self._welcomed = False
         try:
@@ -322,6 +323,7 @@ class SyncSetup:
             self._welcomed = True
             self.replication.start()
             engine, target = self.engine, credentials.remote
+            self._enqueue(engine.resend)  # what the replication before this one refused to write
             self._enqueue(lambda: engine.send_all(target))
 
     def _notify(self, notice) -> None:
@@ -451,8 +453,9 @@ class SyncSetup:
         tabs = self._tabs_of()
         self.engine = SyncEngine(self.history, _TabReplica(replication, lambda: tabs.post("wrote")), self.local,
                                  checkpoints=self.checkpoints, records=self.records, pause=next_task,
-                                 clock=lambda: int(js.Date.now()), notify=self._notify)
+                                 clock=lambda: int(js.Date.now()), notify=self._notify, unsent=self._unsent)
         self._hook_history()
+        self._enqueue(self.engine.resend)  # into the local database: no server to wait for
         self._follows += 1
         tabs.post("ask" if self._follows == 1 else "now")
 

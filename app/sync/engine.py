@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -101,8 +102,10 @@ class SyncEngine:
 
     def __init__(self, history: Any, replica: Replica, deleted: Any, *, checkpoints: Any = None, records: Any = None,
                  pause: Callable[[], Awaitable[None]] | None = None, clock: Callable[[], int] | None = None,
-                 notify: Callable[[Notice], None] | None = None) -> None:
+                 notify: Callable[[Notice], None] | None = None,
+                 unsent: dict[str, HistoryChange] | None = None) -> None:
         self.history = history
+        self.unsent = {} if unsent is None else unsent
         self.replica = replica
         self.unreadable = 0
         self._clock = clock or (lambda: int(time.time() * 1000))
@@ -144,10 +147,36 @@ class SyncEngine:
         """History changed conversation ``change.task_id`` here (``sends``; a change of no
         conversation, a restored backup's, sends nothing). A delete removes its document; a change
         that carries what it wrote (``change.written``) writes the document of that, reading
-        nothing back; any other writes it as history holds it (``push``)."""
+        nothing back; any other writes it as history holds it (``push``). A write the replica
+        refuses (a replication that ended meanwhile: Sync now, the watchdog, new settings) raises,
+        and the change is kept in ``unsent`` for the next start's ``resend`` (§5: nothing is lost
+        silently; before, it went out only with that conversation's next change)."""
         task_id = change.task_id
         if not self.sends(change) or not task_id:
             return
+        try:
+            await self._send(change)
+        except Exception:
+            self.unsent[task_id] = change
+            raise
+        self.unsent.pop(task_id, None)  # what went out is what history holds now
+
+    async def resend(self) -> int:
+        """Send again each change ``unsent`` keeps (the latest per conversation), in the order they
+        were kept: a delete as it was, any other as history holds that conversation now (never the
+        copy the refused write carried: a later change may have come since). Returns how many were
+        sent again; one refused again raises and stays kept, with those after it, for the next start.
+        A delete sent again names the turns history still knows it had (``deleted_paths``; none once
+        history forgot them, so another device keeps its turns of it apart, as unseen ones)."""
+        sent = 0
+        for change in list(self.unsent.values()):
+            again = change if change.kind == "delete" else replace(change, written=None)
+            await self.local_changed(again)
+            sent += 1
+        return sent
+
+    async def _send(self, change: HistoryChange) -> None:
+        task_id = change.task_id
         doc_id = doc_id_of_task(task_id)
         if change.kind == "delete":  # the deletion says which turns this device had (turn_digests), never their text
             self._forget_for_good(doc_id)

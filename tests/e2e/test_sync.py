@@ -278,6 +278,18 @@ def test_two_devices_one_course_per_case(browser, app_server, couch):
         texts = [part.get("text") for m in doc["messages"] for part in m.get("content", []) if isinstance(part, dict)]
         assert "made on device A" in texts
         assert "password" not in json.dumps(doc).lower()
+        # a turn whose document the replication refused because Sync now ended it while the write was
+        # under way goes out with the next start (before: only with that conversation's next change)
+        a.page.evaluate(HOLD_NEXT_PUT_JS)
+        a.send("sent while A restarted")
+        a.page.wait_for_function("() => window.__heldPut.held")
+        starts = _starts(a)
+        a.panel_action("sync-now")
+        a.page.wait_for_function(
+            "n => Number(document.querySelector('[data-testid=sync-status]').dataset.starts) > n", arg=starts)
+        assert a.page.evaluate("() => window.__heldPut.release()") == "refused"
+        _poll(lambda: "sent while A restarted" in _doc_texts(_server_docs(couch)[f"conversation:{task_a}"]) or None,
+              "the refused turn sent by the next start")
         # B resumes it: the same messages, A's active conversation stays A's own
         b.testid("history-open").click()
         b.page.locator(f"[data-testid=history-item][data-task-id={task_a}]").click()
@@ -678,6 +690,27 @@ CALL_AFTER_STOP_JS = """async () => {
   const late = ended.put(JSON.stringify({_id: "conversation:task_20261207_late00"}))
     .then(() => "answered", () => "refused");
   return Promise.race([late, new Promise((done) => setTimeout(() => done("never settled"), 5000))]);
+}"""
+HOLD_NEXT_PUT_JS = """async () => {
+  // the next conversation document the page writes waits until release(), then goes to the
+  // replication it was made for (by then ended by Sync now): 'refused' or 'written'
+  const probe = window.agentbarSync.open(JSON.stringify({feed: false}), () => {}, () => {});
+  await probe.opened;
+  probe.stop();
+  const proto = Object.getPrototypeOf(probe);
+  const original = proto.put;
+  let open;
+  const gate = new Promise((done) => { open = done; });
+  const held = window.__heldPut = { held: false };
+  proto.put = function (docJson) {
+    if (!docJson.includes('"conversation:')) return original.call(this, docJson);
+    proto.put = original;
+    held.held = true;
+    const result = gate.then(() => original.call(this, docJson));
+    held.settled = result.then(() => "written", () => "refused");
+    return result;
+  };
+  held.release = () => { open(); return held.settled; };
 }"""
 IDB_DUMP_JS = """async () => {
   const db = await new Promise((ok, bad) => { const r = indexedDB.open('agentbar'); r.onsuccess = () => ok(r.result); r.onerror = bad; });

@@ -1080,3 +1080,41 @@ def test_sync_backup_and_the_browser_layer_name_no_history_table():
                 if names_table(node):
                     named.append(f"{folder}/{path.name}:{node.lineno}")
     assert named == []
+
+
+class StoppedReplica(FakeReplica):
+    """A replication that ended (Sync now, the watchdog, new settings): every write is refused, as
+    ``static/sync.js`` refuses a call made after ``stop()``."""
+
+    async def put(self, doc):
+        raise RuntimeError("sync stopped")
+
+    async def remove(self, doc_id, body=None):
+        raise RuntimeError("sync stopped")
+
+
+async def test_a_change_whose_write_a_stopped_replication_refused_goes_out_with_the_next_start():
+    a, b = _device(1), _device(2)
+    task = await _device_turn(a, "s", "first")
+    doomed = await _device_turn(a, "t", "doomed")
+    await a.archive("t", (await a.bundle(doomed)).messages, 1)
+    unsent, deleted = {}, MemoryStorage()
+    stopped = SyncEngine(a, StoppedReplica(), deleted, unsent=unsent)
+    bundle = await a.bundle(task)
+    with pytest.raises(RuntimeError):  # the step fails (and is logged): its change is kept to send
+        await stopped.local_changed(HistoryChange("record", task, "s", written=bundle))
+    assert await a.delete(doomed)
+    with pytest.raises(RuntimeError):
+        await stopped.local_changed(HistoryChange("delete", doomed, "t"))
+    await a.record_turn(ended("s", [*bundle.messages, _user("second", "u-second"), _reply("ok second", "a-second")],
+                              message_id="a-second"), 2)  # a later turn, its change not heard by the stopped engine
+    assert await a.head_task_id("s", allocate=False) == task
+    replica = FakeReplica()
+    restarted = SyncEngine(a, replica, deleted, unsent=unsent)
+    assert await restarted.resend() == 2
+    doc = replica.docs[f"conversation:{task}"]  # as history holds it now, not the refused copy
+    assert "ok second" in [p["text"] for m in doc["messages"] for p in m["content"]]
+    assert replica.docs[f"conversation:{doomed}"]["_deleted"] is True
+    assert unsent == {} and await restarted.resend() == 0  # sent once
+    assert await b.bundle(task) is None
+    assert await SyncEngine(b, replica, MemoryStorage()).remote_changed(doc) == "added"
