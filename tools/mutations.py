@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 MUTATIONS = [  # (rule, file, text, mutated text)
     ("a change a replication that ended refused to write is forgotten, not sent by the next start (§5, §16)",
-     "app/sync/engine.py", "            self.unsent[task_id] = change\n", ""),
+     "app/sync/engine.py", "            self.unsent.changes[task_id] = change\n", ""),
     ("two devices holding the same conversation keep the earlier-updated meta, so each sends its own (§16)",
      "app/history/merge.py",
      "key=lambda m: (m.updatedAt, repr(m.model_dump())), reverse=True)",

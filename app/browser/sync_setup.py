@@ -65,7 +65,7 @@ from app.i18n import Translator
 from app.browser.tasks import next_task
 from app.history.changes import ChangeHub, HistoryChange
 from app.store import Notice
-from app.sync.engine import SENT_KEY, SyncEngine
+from app.sync.engine import SENT_KEY, SyncEngine, Unsent
 from app.sync.settings import SyncCredentials, SyncSettings, SyncStatus, load_sync_settings, save_sync_settings
 from app.sync.tabs import lock_name
 from app.sync.watchdog import ProgressWatchdog
@@ -140,7 +140,7 @@ class SyncSetup:
         self.local, self.session = WebStorage("localStorage"), WebStorage("sessionStorage")
         self.settings, self._password = load_sync_settings(self.local, self.session)
         self.engine: SyncEngine | None = None
-        self._unsent: dict = {}  # changes a replication that ended refused to write, for the next start (SyncEngine.unsent)
+        self._unsent = Unsent()  # what a replication that ended refused to write, for the next start
         self.replication = None
         self.status = SyncStatus("off")  # as the replication reports it (the panel may show STALLED)
         self.watchdog = ProgressWatchdog(time.monotonic)

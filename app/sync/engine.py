@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -96,6 +96,21 @@ class Replica(Protocol):
     async def resolve(self, docs: list[dict[str, Any]]) -> None: ...
 
 
+@dataclass
+class Unsent:
+    """What a replication that ended refused to write (Sync now, the watchdog or new settings came
+    while the write was under way), kept by the page across its starts for the next one's
+    ``SyncEngine.resend``: ``changes`` the latest history change per task id, ``versions`` the
+    timeline items of scene versions by checkpoint id (a version never changes again, so one not
+    sent then would never go out). DESIGN.md §5: nothing is lost silently; §16."""
+
+    changes: dict[str, HistoryChange] = field(default_factory=dict)
+    versions: dict[str, Any] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.changes or self.versions)
+
+
 class SyncEngine:
     """History ↔ replica (module docstring). ``unreadable``: how many replicated documents (or leaf
     revisions) could not be read since this engine began."""
@@ -103,9 +118,9 @@ class SyncEngine:
     def __init__(self, history: Any, replica: Replica, deleted: Any, *, checkpoints: Any = None, records: Any = None,
                  pause: Callable[[], Awaitable[None]] | None = None, clock: Callable[[], int] | None = None,
                  notify: Callable[[Notice], None] | None = None,
-                 unsent: dict[str, HistoryChange] | None = None) -> None:
+                 unsent: Unsent | None = None) -> None:
         self.history = history
-        self.unsent = {} if unsent is None else unsent
+        self.unsent = Unsent() if unsent is None else unsent
         self.replica = replica
         self.unreadable = 0
         self._clock = clock or (lambda: int(time.time() * 1000))
@@ -157,22 +172,30 @@ class SyncEngine:
         try:
             await self._send(change)
         except Exception:
-            self.unsent[task_id] = change
+            self.unsent.changes[task_id] = change
             raise
-        self.unsent.pop(task_id, None)  # what went out is what history holds now
+        self.unsent.changes.pop(task_id, None)  # what went out is what history holds now
 
     async def resend(self) -> int:
-        """Send again each change ``unsent`` keeps (the latest per conversation), in the order they
-        were kept: a delete as it was, any other as history holds that conversation now (never the
-        copy the refused write carried: a later change may have come since). Returns how many were
-        sent again; one refused again raises and stays kept, with those after it, for the next start.
-        A delete sent again names the turns history still knows it had (``deleted_paths``; none once
-        history forgot them, so another device keeps its turns of it apart, as unseen ones)."""
-        sent = 0
-        for change in list(self.unsent.values()):
-            again = change if change.kind == "delete" else replace(change, written=None)
-            await self.local_changed(again)
+        """Send again what ``unsent`` keeps, in the order it was kept: each conversation's change (a
+        delete as it was, any other as history holds that conversation now, never the copy the refused
+        write carried: a later change may have come since), then each scene version. Returns how many
+        were sent again; each one refused again stays kept for the next start, the others still go, and
+        the first refusal is raised once all were tried. A delete sent again names the turns history still knows it had (``deleted_paths``; none
+        once history forgot them, so another device keeps its turns of it apart, as unseen ones)."""
+        sent, failed = 0, None
+        sends = [lambda c=change: self.local_changed(c if c.kind == "delete" else replace(c, written=None))
+                 for change in self.unsent.changes.values()]
+        sends += [lambda i=item: self.local_version(i) for item in self.unsent.versions.values()]
+        for send in sends:
+            try:
+                await send()
+            except Exception as error:  # noqa: BLE001 - kept again; the others still go (one bad version holds none)
+                failed = failed or error
+                continue
             sent += 1
+        if failed is not None:
+            raise failed
         return sent
 
     async def _send(self, change: HistoryChange) -> None:
@@ -208,13 +231,20 @@ class SyncEngine:
 
     async def local_version(self, item: Any) -> bool:
         """This device wrote the version of timeline ``item`` (a ``FileArtifact``): write its
-        document; False when the version store does not hold its document."""
+        document; False when the version store does not hold its document. A write the replica
+        refuses raises, and the item stays in ``unsent`` for the next start's ``resend``."""
         meta = item.metadata
         record = {"versionId": meta.get("artifactVersionId"), "artifactId": meta.get("artifactId"),
                   "stageId": meta.get("stageId"), "sceneId": meta.get("sceneId"),
                   "versionNo": meta.get("artifactVersionNo"), "checkpointId": item.id,
                   "updatedAt": item.updated_at, "item": item.wire()}
-        return await self.push_version(record)
+        try:
+            written = await self.push_version(record)
+        except Exception:
+            self.unsent.versions[item.id] = item
+            raise
+        self.unsent.versions.pop(item.id, None)  # written, or nothing to write: the store holds no document
+        return written
 
     async def push_version(self, record: dict[str, Any], document: Any = None) -> bool:
         """Write version ``record``'s document (``document``: its scene document when known, else

@@ -234,7 +234,7 @@ import app.sync.engine  # noqa: E402
 from app.history import HistoryService  # noqa: E402
 from app.history.changes import HistoryChange  # noqa: E402
 from app.records import MemoryBackend  # noqa: E402
-from app.sync.engine import DELETED_KEY, LEAVES, SyncEngine  # noqa: E402
+from app.sync.engine import DELETED_KEY, LEAVES, SyncEngine, Unsent  # noqa: E402
 
 DEVICE_T0 = 1_780_000_000_000
 
@@ -1098,7 +1098,7 @@ async def test_a_change_whose_write_a_stopped_replication_refused_goes_out_with_
     task = await _device_turn(a, "s", "first")
     doomed = await _device_turn(a, "t", "doomed")
     await a.archive("t", (await a.bundle(doomed)).messages, 1)
-    unsent, deleted = {}, MemoryStorage()
+    unsent, deleted = Unsent(), MemoryStorage()
     stopped = SyncEngine(a, StoppedReplica(), deleted, unsent=unsent)
     bundle = await a.bundle(task)
     with pytest.raises(RuntimeError):  # the step fails (and is logged): its change is kept to send
@@ -1115,6 +1115,23 @@ async def test_a_change_whose_write_a_stopped_replication_refused_goes_out_with_
     doc = replica.docs[f"conversation:{task}"]  # as history holds it now, not the refused copy
     assert "ok second" in [p["text"] for m in doc["messages"] for p in m["content"]]
     assert replica.docs[f"conversation:{doomed}"]["_deleted"] is True
-    assert unsent == {} and await restarted.resend() == 0  # sent once
+    assert not unsent and await restarted.resend() == 0  # sent once
     assert await b.bundle(task) is None
     assert await SyncEngine(b, replica, MemoryStorage()).remote_changed(doc) == "added"
+
+
+async def test_a_scene_version_whose_write_a_stopped_replication_refused_goes_out_with_the_next_start():
+    records = MemoryBackend()
+    checkpoints = _checkpoints(records, 1)
+    made = await _regenerate(checkpoints, "made while A restarted", 10)
+    unsent = Unsent()
+    stopped = SyncEngine(_device(1), StoppedReplica(), MemoryStorage(), checkpoints=checkpoints, records=records,
+                         unsent=unsent)
+    with pytest.raises(RuntimeError):
+        await stopped.local_version(made)
+    replica = FakeReplica()
+    restarted = SyncEngine(_device(1), replica, MemoryStorage(), checkpoints=checkpoints, records=records,
+                           unsent=unsent)
+    assert await restarted.resend() == 1
+    assert replica.docs[f"version:{made.id}"]["document"]["title"] == "made while A restarted"
+    assert not unsent and await restarted.resend() == 0
