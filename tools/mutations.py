@@ -1,4 +1,4 @@
-"""Mutation check: apply each of twenty-seven DESIGN rules' mutations alone, run the unit suite, say which it kills.
+"""Mutation check: apply each of twenty-eight DESIGN rules' mutations alone, run the unit suite, say which it kills.
 
     .venv/bin/python tools/mutations.py        # from the repository root; ~25 unit-suite runs
 
@@ -16,6 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 MUTATIONS = [  # (rule, file, text, mutated text)
+    ("two devices holding different metas of one reply's turn each keep their own for good (§16)",
+     "app/history/merge.py", "(turn != held and _fuller(turn) > _fuller(held))", "False"),
     ("a change a replication that ended refused to write is forgotten, not sent by the next start (§5, §16)",
      "app/sync/engine.py", "            self.unsent.changes[task_id] = change\n", ""),
     ("two devices holding the same conversation keep the earlier-updated meta, so each sends its own (§16)",

@@ -102,18 +102,39 @@ class _Version:
         return self.at, path[-1] if path else ""
 
 
+def _fuller(turn: TurnMeta) -> tuple:
+    """Which of two metas of one reply's turn both devices keep: the one that says more (usage, model,
+    duration), then the greater of the two as JSON text (its number aside): the same one whichever
+    device merges, so two devices that held different metas end with the same (§16: no echo, no
+    difference left for good)."""
+    return (turn.usage is not None and turn.usage.totalTokens > 0, bool(turn.model), turn.duration > 0,
+            turn.model_dump_json(exclude={"turnId"}))
+
+
+def _holds(turns: list[TurnMeta], union: list[TurnMeta]) -> bool:
+    """True when ``turns`` (one side's) are the ``union`` of every side's but for their numbering:
+    that side keeps what it holds as it is."""
+    return len(turns) == len(union) and _union_turns(turns) == union
+
+
 def _union_turns(*sides: list[TurnMeta]) -> list[TurnMeta]:
-    """Turn metas of every side, one per ``messageId`` (those without one once each), by time,
-    renumbered 1..n."""
+    """Turn metas of every side, one per ``messageId`` (the ``_fuller`` where the sides differ), those
+    without one as many times as the side that holds most of them, by time, renumbered 1..n: the
+    same whatever the order of ``sides`` or their numbering."""
     by_message: dict[str, TurnMeta] = {}
-    loose: list[TurnMeta] = []
+    loose: dict[str, tuple[TurnMeta, int]] = {}  # a turn without messageId (older records), by its text
     for turns in sides:
+        seen: dict[str, int] = {}
         for turn in turns:
             if turn.messageId is None:
-                loose.append(turn) if turn not in loose else None
-            else:
-                by_message.setdefault(turn.messageId, turn)
-    kept = sorted([*by_message.values(), *loose], key=lambda t: (_safe_time(t), t.turnId))
+                key = turn.model_dump_json(exclude={"turnId"})
+                seen[key] = seen.get(key, 0) + 1
+                if seen[key] > loose.get(key, (turn, 0))[1]:
+                    loose[key] = (turn, seen[key])
+            elif (held := by_message.get(turn.messageId)) is None or (turn != held and _fuller(turn) > _fuller(held)):
+                by_message[turn.messageId] = turn
+    kept = [*by_message.values(), *(turn for turn, count in loose.values() for _ in range(count))]
+    kept.sort(key=lambda t: (_safe_time(t), t.messageId or "", t.model_dump_json(exclude={"turnId"})))
     return [t.model_copy(update={"turnId": n}) for n, t in enumerate(kept, start=1)]
 
 
@@ -152,23 +173,25 @@ def merge_conversation(local: Side, remote: Side, *, local_at: int = 0, remote_a
     'local'
     """
     if not _branches(local) and not _branches(remote):  # two chains: one holds the other when it goes on from it
-        if continues(local[0], remote[0]):
-            return Merged("local", list(local[0]), list(local[1]), _branching(local))
-        if continues(remote[0], local[0]):
-            return Merged("remote", list(remote[0]), list(remote[1]), _branching(remote))
+        holder = local if continues(local[0], remote[0]) else remote if continues(remote[0], local[0]) else None
+        if holder is not None:
+            turns = _union_turns(local[1], remote[1])
+            for side, how in ((local, "local"), (remote, "remote")):
+                if list(side[0]) == list(holder[0]) and _holds(side[1], turns):
+                    return Merged(how, list(side[0]), list(side[1]), _branching(side))
+            return Merged("merged", list(holder[0]), turns, _branching(holder))  # one reply's turn apart
     mine, theirs = _Version.of(local, local_at), _Version.of(remote, remote_at)
     tree, at = _union([mine, theirs])
     return _outcome(tree, at, mine, [theirs])
 
 
 def _outcome(tree: Tree, at: int | None, first: _Version, others: list[_Version]) -> Merged:
-    if _same(tree, first):
-        return Merged("local", first.messages, first.turns, first.branching)
-    for other in others:
-        if _same(tree, other):
-            return Merged("remote", other.messages, other.turns, other.branching)
+    turns = _union_turns(first.turns, *(o.turns for o in others))
+    for version, how in ((first, "local"), *((o, "remote") for o in others)):
+        if _same(tree, version) and _holds(version.turns, turns):
+            return Merged(how, version.messages, version.turns, version.branching)
     messages, branching = Branching.of_tree(tree, at)
-    return Merged("merged", messages, _union_turns(first.turns, *(o.turns for o in others)), branching)
+    return Merged("merged", messages, turns, branching)
 
 
 def answered(messages: list[dict]) -> list[dict]:

@@ -14,7 +14,7 @@ import app.history.merge
 import app.sync.documents
 import app.sync.settings
 import app.sync.tombstones
-from app.history.records import TaskMeta, TurnMeta, iso
+from app.history.records import TaskMeta, TurnMeta, Usage, iso
 from app.storage import MemoryStorage
 from app.sync.documents import conversation_doc, conversation_of, document_of, version_doc, version_of
 from app.checkpoints.versions import place_versions
@@ -162,6 +162,23 @@ def test_a_device_that_continues_the_other_wins_by_length():
     short, long_ = (u1, [t1]), (u1 + u2, [t1, t2])
     assert merge_conversation(short, long_).how == "remote"
     assert merge_conversation(long_, short) == app.history.merge.Merged("local", u1 + u2, [t1, t2])
+
+
+def test_the_turns_of_a_merge_are_the_same_whichever_device_merges_and_however_each_numbered_them():
+    """Each reply's turn once (the meta that says more where the devices differ), a turn without a
+    ``messageId`` (an older record) as many times as one device holds it: never one more per exchange."""
+    (u1, _), (u2, _) = _pair("1", 10), _pair("2", 20)
+    loose = TurnMeta(turnId=1, timestamp=iso(5))
+    usage = Usage(inputTokens=1, outputTokens=2, totalTokens=3)
+    mine = [loose, _turn(2, 10, "r1"), _turn(3, 20, "r2").model_copy(update={"usage": usage})]
+    theirs = [_turn(4, 10, "r1").model_copy(update={"model": "demo"}), loose.model_copy(update={"turnId": 7}),
+              _turn(9, 20, "r2")]
+    here, there = merge_conversation((u1 + u2, mine), (u1 + u2, theirs)), merge_conversation((u1 + u2, theirs), (u1 + u2, mine))
+    assert here.how == there.how == "merged" and here.turns == there.turns
+    assert [(t.turnId, t.messageId, t.model, t.usage.totalTokens) for t in here.turns] == [
+        (1, None, "", 0), (2, "r1", "demo", 0), (3, "r2", "", 3)]
+    again = merge_conversation((u1 + u2, here.turns), (u1 + u2, mine))  # the merge sent back: nothing new
+    assert again.how == "local" and again.turns == here.turns
 
 
 def _texts(merged):
@@ -1135,3 +1152,36 @@ async def test_a_scene_version_whose_write_a_stopped_replication_refused_goes_ou
     assert await restarted.resend() == 1
     assert replica.docs[f"version:{made.id}"]["document"]["title"] == "made while A restarted"
     assert not unsent and await restarted.resend() == 0
+
+
+async def test_two_devices_whose_turn_metas_of_one_reply_differ_agree_on_one_and_stop_sending():
+    """The same messages on both devices, the meta of one reply's turn apart (B's copy says other
+    usage and duration: a device's own record of the turn against another's): traded through the merge
+    as above, they agree on one turn meta per reply, the same whichever device merges, within two
+    exchanges (DESIGN.md §16: no echo; devices end the same)."""
+    a, b = _device(1), _device(2)
+    task = await _device_turn(a, "intro-ml", "shared")
+    held = await a.bundle(task)
+    other = [t.model_copy(update={"duration": 999, "usage": None}) for t in held.turns]
+    assert other != held.turns
+    assert await b.apply_synced(held.meta, held.messages, other) == "added"
+    replicas = {a: FakeReplica(), b: FakeReplica()}
+    engines = {d: SyncEngine(d, replicas[d], MemoryStorage()) for d in (a, b)}
+    await engines[a].push(task)
+    await engines[b].push(task)
+    doc_id = f"conversation:{task}"
+    for first in (a, b):  # each device hears the other's version first once
+        sender, receiver, exchanges = (b, a) if first is a else (a, b), None, 0
+        sender, receiver = sender
+        while exchanges < 6:
+            doc = json.loads(json.dumps(replicas[sender].docs[doc_id]))
+            before = replicas[receiver].puts
+            await engines[receiver].remote_changed(doc)
+            exchanges += 1
+            if replicas[receiver].puts == before:
+                break
+            sender, receiver = receiver, sender
+        assert exchanges <= 2
+    kept_a, kept_b = await a.bundle(task), await b.bundle(task)
+    assert kept_a.turns == kept_b.turns and len(kept_a.turns) == len(held.turns)
+    assert kept_a.messages == kept_b.messages == held.messages
