@@ -204,36 +204,41 @@ def depth_steps(text: str, *, slice_chars: int = DEPTH_SLICE_CHARS, longest: int
                 raise ImportRefused("depth", f"nested deeper than {MAX_DEPTH} levels")
         if opening is not None:
             start = at + opening + 1
-            end = yield from _string_steps(text, start, slice_chars)
-            if longest is not None and _surely_longer(text, start, end, longest):
+            end, backslashes = yield from _string_steps(text, start, slice_chars)
+            if longest is not None and _surely_longer(end - start - 1, backslashes, longest):
                 raise ImportRefused("too-long", f"a string passes {longest} characters")
         at = end
         yield
 
 
-def _surely_longer(text: str, start: int, end: int, longest: int) -> bool:
-    """Whether the JSON string whose body spans ``text[start:end]`` (its closing quote included)
-    decodes to more than ``longest`` characters, judged without decoding it: each escape shortens
-    it by at most 6 characters per backslash (``\\ud83d\\ude00``: 12 written, 1 decoded), so
-    what stays after taking 6 per backslash is a lower bound of its decoded length."""
-    written = end - start - 1
-    return written > longest and written - 6 * text.count("\\", start, end) > longest
+def _surely_longer(written: int, backslashes: int, longest: int) -> bool:
+    """Whether a JSON string whose body is ``written`` characters long (its closing quote included),
+    ``backslashes`` of them backslashes, decodes to more than ``longest`` characters, judged without
+    decoding it: each escape shortens it by at most 6 characters per backslash (``\\ud83d\\ude00``:
+    12 written, 1 decoded), so what stays after taking 6 per backslash is a lower bound of its
+    decoded length."""
+    return written > longest and written - 6 * backslashes > longest
 
 
 def _string_steps(text: str, at: int, slice_chars: int):
     """From ``at``, inside a string, to just past its closing quote (``len(text)`` when it has none),
-    ``slice_chars`` of it a step: a generator whose return value is that position."""
+    ``slice_chars`` of it a step: a generator whose return value is ``(that position, the backslashes
+    in between)``, counted slice by slice as it walks (a count of a 40,000,000-character string in
+    one go was a task of its own)."""
+    backslashes = 0
     while True:
         close = text.find('"', at, at + slice_chars)
         if close < 0:
+            backslashes += text.count("\\", at, at + slice_chars)
             if at + slice_chars >= len(text):
-                return len(text)
+                return len(text), backslashes
             at += slice_chars
             yield
             continue
+        backslashes += text.count("\\", at, close)
         at = close + 1
         if _backslashes_before(text, close) % 2 == 0:
-            return at
+            return at, backslashes
 
 
 def _backslashes_before(text: str, at: int) -> int:
