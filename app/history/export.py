@@ -47,7 +47,7 @@ from app.json_steps import run_steps
 from app.projection import CUT_MARKER, failure_of
 
 __all__ = ["FORMAT", "MAX_IMPORT_BYTES", "VERSION", "ImportRefused", "check_depth", "check_size", "checked_steps",
-           "decode_at", "DEPTH_SLICE_CHARS", "depth_steps", "export_document", "export_json", "export_unkept",
+           "decode_at", "DEPTH_SLICE_CHARS", "PieceCheck", "depth_steps", "export_document", "export_json", "export_unkept",
            "export_markdown", "fence_for", "parse_export", "parse_export_sliced", "parse_steps",
            "skip_space"]
 
@@ -209,6 +209,84 @@ def depth_steps(text: str, *, slice_chars: int = DEPTH_SLICE_CHARS, longest: int
                 raise ImportRefused("too-long", f"a string passes {longest} characters")
         at = end
         yield
+
+
+class PieceCheck:
+    """``depth_steps`` with ``longest``, fed the text a piece at a time as the file is read (``feed``,
+    then ``end``): the same refusals, in the same order, for the same text, so a file refused as
+    ``too-long`` or ``depth`` is refused before its pieces are joined into one string (the join of a
+    43.7 MB file's pieces was one task of 85-92 ms CPU, DESIGN.md §14). A piece is checked in windows
+    of about ``slice_chars`` as ``depth_steps`` checks them; a run of backslashes ending a piece is
+    held back to the next (never split from what it escapes). A string is judged (``_surely_longer``)
+    once it closes, or at ``end`` when it never does, as ``depth_steps`` judges it."""
+
+    def __init__(self, longest: int, *, slice_chars: int = DEPTH_SLICE_CHARS) -> None:
+        self.longest, self.slice_chars = longest, max(slice_chars, 1)
+        self.depth = 0
+        self.inside = False  # within a string
+        self.written = 0  # characters of the string's body so far
+        self.backslashes = 0  # backslashes among them
+        self.held = ""  # a run of backslashes that ended the last piece
+
+    def feed(self, piece: str) -> None:
+        """Check ``piece``, the text's next characters. Raises ``ImportRefused`` (``depth``,
+        ``too-long``) where ``depth_steps`` would."""
+        text = self.held + piece
+        kept = text.rstrip("\\")
+        self.held = text[len(kept):]
+        self._check(kept)
+
+    def end(self) -> None:
+        """The text ended: check what was held back, and judge a string that never closed
+        (``depth_steps`` walks it to the end of the text, its body then one character shorter)."""
+        text, self.held = self.held, ""
+        self._check(text)
+        if self.inside and _surely_longer(self.written - 1, self.backslashes, self.longest):
+            raise ImportRefused("too-long", f"a string passes {self.longest} characters")
+
+    def _check(self, text: str) -> None:
+        at, size = 0, len(text)
+        while at < size:
+            if self.inside:
+                close = text.find('"', at)
+                while close >= 0 and _backslashes_before(text, close) % 2:
+                    close = text.find('"', close + 1)
+                end = size if close < 0 else close
+                self.written += end - at
+                self.backslashes += text.count("\\", at, end)
+                if close < 0:
+                    return
+                self.inside = False
+                if _surely_longer(self.written, self.backslashes, self.longest):
+                    raise ImportRefused("too-long", f"a string passes {self.longest} characters")
+                at = close + 1
+                continue
+            end = min(at + self.slice_chars, size)
+            if text[end - 1] == "\\":  # as depth_steps: past the run and one more
+                end = min(_BACKSLASHES.match(text, end).end() + 1, size)
+            window = text[at:end]
+            flat = window.replace("\\\\", "").replace('\\"', "")
+            opening = None
+            if flat.count('"') % 2:
+                opening = window.rfind('"')
+                while _backslashes_before(window, opening) % 2:
+                    opening = window.rfind('"', 0, opening)
+                flat = window[:opening].replace("\\\\", "").replace('\\"', "")
+            self._count(_STRING.sub("", flat))
+            if opening is not None:
+                self.inside, self.written, self.backslashes = True, 0, 0
+                end = at + opening + 1
+            at = end
+
+    def _count(self, flat: str) -> None:
+        opened = flat.count("[") + flat.count("{")
+        if self.depth + opened <= MAX_DEPTH:  # cannot pass the limit here: counted at C speed
+            self.depth += opened - flat.count("]") - flat.count("}")
+            return
+        for match in _BRACKET.finditer(flat):
+            self.depth += 1 if match.group() in "[{" else -1
+            if self.depth > MAX_DEPTH:
+                raise ImportRefused("depth", f"nested deeper than {MAX_DEPTH} levels")
 
 
 def _surely_longer(written: int, backslashes: int, longest: int) -> bool:
@@ -487,15 +565,16 @@ def parse_export(text: str, now_ms: int | None = None) -> Conversation:
 
 
 async def parse_export_sliced(text: str, now_ms: int | None = None, *, budget_s: float = 0.008,
-                              clock: Callable[[], float] | None = None):
+                              clock: Callable[[], float] | None = None, depth_checked: bool = False):
     """``parse_export`` that gives the event loop its turn (``asyncio.sleep(0)``) whenever a slice of
     work has taken ``budget_s`` seconds, so the page has no long task while a big file is checked
-    (DESIGN.md §14). Same result and errors as ``parse_export``."""
+    (DESIGN.md §14). Same result and errors as ``parse_export``. ``depth_checked``: ``text`` went
+    through ``PieceCheck`` to its end already (``depth_steps`` is not run again)."""
     import asyncio
     import time
 
     clock = clock or time.perf_counter
-    steps = parse_steps(text, _now(now_ms))
+    steps = parse_steps(text, _now(now_ms), depth_checked=depth_checked)
     began = clock()
     while True:
         try:
