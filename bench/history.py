@@ -27,7 +27,10 @@ emoji; written by the JavaScript below in the app's record format), then:
   meanwhile (the ``MessageChannel`` heartbeat of ``bench/checkpoints.py`` and
   the ``longtask`` observer), with each task's thread CPU (``bench.trace``).
 
-``BENCH_HISTORY_IMPORT_ONLY=1``: the imports only (in a page of their own), none of the other measures.
+``BENCH_HISTORY_IMPORT_ONLY=1``: the imports only (in a page of their own), none of the other measures;
+``BENCH_HISTORY_IMPORT_CASES=refused_too_long,chatgpt_lying_zip`` runs those imports alone (names as in
+``bench_import``'s figures); ``BENCH_HISTORY_TRACE_DETAIL=1`` traces each import with the page's
+JavaScript calls and events (layouts) named (``bench.trace``'s ``detail``).
 
 ``--quick``: 200 conversations × 10 turns, one repetition, and no boot only for a measure's own
 page: the start-up's page with the conversations is the one the list, search and turns ran in, and
@@ -327,6 +330,8 @@ def bench_import(run, *, quick: bool, page=None) -> dict:
              ("accepted", "import-json", lambda p: _export_file(p, MAX_CONVERSATION_CHARS, exact=True)),
              ("chatgpt_conversations", "import-chatgpt", lambda p: _chatgpt_file(p, 300 if quick else 3_000)),
              ("chatgpt_lying_zip", "import-chatgpt", lambda p: _lying_zip(p, lying)))
+    chosen = [c.strip() for c in os.environ.get("BENCH_HISTORY_IMPORT_CASES", "").split(",") if c.strip()]
+    cases = tuple(case for case in cases if not chosen or case[0] in chosen)
     with tempfile.TemporaryDirectory() as folder:
         for name, testid, write in cases:
             path = Path(folder) / (f"{name}.zip" if name.endswith("zip") else f"{name}.json")
@@ -334,7 +339,7 @@ def bench_import(run, *, quick: bool, page=None) -> dict:
             page.evaluate(IMPORT_WATCH_JS, testid)
             page.evaluate(LONGTASKS)
             pysteps.watch(page)
-            traced(run, page)
+            traced(run, page, detail=os.environ.get("BENCH_HISTORY_TRACE_DETAIL") == "1")
             page.set_input_files(f"[data-testid={testid}]", str(path))
             ms, result, reason, text = page.evaluate("() => window.__import")
             probes = page.evaluate(STOP_PROBES)
