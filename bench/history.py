@@ -236,6 +236,15 @@ IMPORT_WATCH_JS = """
 """
 
 
+ELEMENTS_JS = """() => {
+  const count = (node) => node.getElementsByTagName('*').length;
+  const testids = Array.from(document.querySelectorAll('[data-testid]'), (node) => [node.dataset.testid, count(node)]);
+  return { all: count(document), largest: testids.sort((a, b) => b[1] - a[1]).slice(0, 4) };
+}"""
+"""The page's element count after an import, and the four elements (by ``data-testid``) holding most
+(a layout after an import costs what the page holds)."""
+
+
 def _export_file(path, characters: int, *, exact: bool = False) -> int:
     """Write a valid conversation export whose one user message is about ``characters`` long (``exact``:
     just that long, the message's text the whole conversation's); its bytes."""
@@ -346,7 +355,8 @@ def bench_import(run, *, quick: bool, page=None) -> dict:
             figures[name] = {"bytes": size, "ms_to_outcome": round(ms, 1), "result": result, "reason": reason,
                              "message": text, "longest_task_ms": round(probes["gap"], 1),
                              "longtask_entries": [round(d) for d in probes["longtasks"]], "cpu": cpu(run),
-                             "python_steps": pysteps.steps(page)}
+                             "python_steps": pysteps.steps(page),
+                             "elements": page.evaluate(ELEMENTS_JS)}
             if name == "chatgpt_lying_zip":
                 import zipfile
 
@@ -524,4 +534,7 @@ def _report_imports(figures: dict) -> None:
                   f"{row['ms_to_outcome']:.0f} ms, longest main-thread task {row['longest_task_ms']:.0f} ms "
                   f"(longtask entries: {row['longtask_entries'] or 'none'})")
             print_cpu(row.get("cpu"), "", "    ", heaviest=2)
+            if row.get("elements"):
+                print(f"    the page's elements after it: {row['elements']['all']}, most in "
+                      + ", ".join(f"{name} {n}" for name, n in row["elements"]["largest"]))
             pysteps.report(row.get("python_steps"), "    ")
