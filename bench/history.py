@@ -27,7 +27,10 @@ emoji; written by the JavaScript below in the app's record format), then:
   meanwhile (the ``MessageChannel`` heartbeat of ``bench/checkpoints.py`` and
   the ``longtask`` observer), with each task's thread CPU (``bench.trace``).
 
-``BENCH_HISTORY_IMPORT_ONLY=1``: the imports only (in a page of their own), none of the other measures.
+``BENCH_HISTORY_IMPORT_ONLY=1``: the imports only (in a page of their own), none of the other measures;
+``BENCH_HISTORY_IMPORT_CASES=refused_too_long,chatgpt_lying_zip`` runs those imports alone (names as in
+``bench_import``'s figures); ``BENCH_HISTORY_TRACE_DETAIL=1`` traces each import with the page's
+JavaScript calls and events (layouts) named (``bench.trace``'s ``detail``).
 
 ``--quick``: 200 conversations × 10 turns, one repetition, and no boot only for a measure's own
 page: the start-up's page with the conversations is the one the list, search and turns ran in, and
@@ -233,6 +236,15 @@ IMPORT_WATCH_JS = """
 """
 
 
+ELEMENTS_JS = """() => {
+  const count = (node) => node.getElementsByTagName('*').length;
+  const testids = Array.from(document.querySelectorAll('[data-testid]'), (node) => [node.dataset.testid, count(node)]);
+  return { all: count(document), largest: testids.sort((a, b) => b[1] - a[1]).slice(0, 4) };
+}"""
+"""The page's element count after an import, and the four elements (by ``data-testid``) holding most
+(a layout after an import costs what the page holds)."""
+
+
 def _export_file(path, characters: int, *, exact: bool = False) -> int:
     """Write a valid conversation export whose one user message is about ``characters`` long (``exact``:
     just that long, the message's text the whole conversation's); its bytes."""
@@ -327,6 +339,8 @@ def bench_import(run, *, quick: bool, page=None) -> dict:
              ("accepted", "import-json", lambda p: _export_file(p, MAX_CONVERSATION_CHARS, exact=True)),
              ("chatgpt_conversations", "import-chatgpt", lambda p: _chatgpt_file(p, 300 if quick else 3_000)),
              ("chatgpt_lying_zip", "import-chatgpt", lambda p: _lying_zip(p, lying)))
+    chosen = [c.strip() for c in os.environ.get("BENCH_HISTORY_IMPORT_CASES", "").split(",") if c.strip()]
+    cases = tuple(case for case in cases if not chosen or case[0] in chosen)
     with tempfile.TemporaryDirectory() as folder:
         for name, testid, write in cases:
             path = Path(folder) / (f"{name}.zip" if name.endswith("zip") else f"{name}.json")
@@ -334,14 +348,15 @@ def bench_import(run, *, quick: bool, page=None) -> dict:
             page.evaluate(IMPORT_WATCH_JS, testid)
             page.evaluate(LONGTASKS)
             pysteps.watch(page)
-            traced(run, page)
+            traced(run, page, detail=os.environ.get("BENCH_HISTORY_TRACE_DETAIL") == "1")
             page.set_input_files(f"[data-testid={testid}]", str(path))
             ms, result, reason, text = page.evaluate("() => window.__import")
             probes = page.evaluate(STOP_PROBES)
             figures[name] = {"bytes": size, "ms_to_outcome": round(ms, 1), "result": result, "reason": reason,
                              "message": text, "longest_task_ms": round(probes["gap"], 1),
                              "longtask_entries": [round(d) for d in probes["longtasks"]], "cpu": cpu(run),
-                             "python_steps": pysteps.steps(page)}
+                             "python_steps": pysteps.steps(page),
+                             "elements": page.evaluate(ELEMENTS_JS)}
             if name == "chatgpt_lying_zip":
                 import zipfile
 
@@ -519,4 +534,7 @@ def _report_imports(figures: dict) -> None:
                   f"{row['ms_to_outcome']:.0f} ms, longest main-thread task {row['longest_task_ms']:.0f} ms "
                   f"(longtask entries: {row['longtask_entries'] or 'none'})")
             print_cpu(row.get("cpu"), "", "    ", heaviest=2)
+            if row.get("elements"):
+                print(f"    the page's elements after it: {row['elements']['all']}, most in "
+                      + ", ".join(f"{name} {n}" for name, n in row["elements"]["largest"]))
             pysteps.report(row.get("python_steps"), "    ")

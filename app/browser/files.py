@@ -5,8 +5,9 @@ checkpoint panel's evidence pack (DESIGN.md §9, §10, §14: no long task while 
 
 from __future__ import annotations
 
+import asyncio
 import codecs
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import js
 from pyodide.ffi import create_once_callable, to_js
@@ -32,13 +33,30 @@ async def read_bytes(file, slice_bytes: int = SLICE_BYTES) -> bytes:
     return b"".join([part async for part in _slices(file, slice_bytes)])
 
 
-async def read_text(file, slice_bytes: int = SLICE_BYTES) -> str:
+async def read_text(file, slice_bytes: int = SLICE_BYTES, *,
+                    each: Callable[[str, bool], None] | None = None) -> str:
     """A ``File``'s UTF-8 text, read ``slice_bytes`` at a time, each slice decoded in its own task.
-    Decoded as ``Blob.text()`` does: a leading BOM dropped, invalid bytes as U+FFFD."""
+    Decoded as ``Blob.text()`` does: a leading BOM dropped, invalid bytes as U+FFFD. ``each(piece,
+    last)`` is given each decoded piece as it is decoded (``last`` True for the final one): what it
+    raises stops the reading before the pieces are joined. The pieces are joined in a task of their
+    own, and the page gets its turn again before the caller goes on (the join of a 40 MB file's
+    pieces is the copy of 80 MB)."""
     decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
-    parts = [decoder.decode(part) async for part in _slices(file, slice_bytes)]
+    parts = []
+    async for part in _slices(file, slice_bytes):
+        parts.append(decoder.decode(part))
+        if each is not None:
+            each(parts[-1], False)
     parts.append(decoder.decode(b"", final=True))
-    return "".join(parts)
+    if each is not None:
+        each(parts[-1], True)
+    if len(parts) > 2:
+        await asyncio.sleep(0)
+    text = "".join(parts)
+    del parts
+    if len(text) > slice_bytes:
+        await asyncio.sleep(0)
+    return text
 
 
 def download(data: str | bytes, mime: str, filename: str) -> None:

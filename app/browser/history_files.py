@@ -299,14 +299,15 @@ class HistoryFiles:
         """The file's bundle, its text when it is a ``maic-agent-threads`` value, or ``None`` once its
         refusal is said."""
         from app.history.export import ImportRefused, check_size, parse_export_sliced
-        from app.history.original import looks_original
+        from app.history.original import ReadCheck, looks_original
 
         try:
             check_size(int(file.size))
-            text = await read_text(file)
+            read = ReadCheck()  # nesting and length refused while read, before the pieces are joined
+            text = await read_text(file, each=read.each)
             if looks_original(text):
                 return text
-            return await parse_export_sliced(text, self.clock())
+            return await parse_export_sliced(text, self.clock(), depth_checked=read.checked)
         except ImportRefused as refused:
             self._refused(refused.reason)
         except Exception as error:  # noqa: BLE001 - never a silent failure: the page says it (§14)

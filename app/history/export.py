@@ -47,7 +47,7 @@ from app.json_steps import run_steps
 from app.projection import CUT_MARKER, failure_of
 
 __all__ = ["FORMAT", "MAX_IMPORT_BYTES", "VERSION", "ImportRefused", "check_depth", "check_size", "checked_steps",
-           "decode_at", "DEPTH_SLICE_CHARS", "depth_steps", "export_document", "export_json", "export_unkept",
+           "decode_at", "DEPTH_SLICE_CHARS", "PieceCheck", "depth_steps", "export_document", "export_json", "export_unkept",
            "export_markdown", "fence_for", "parse_export", "parse_export_sliced", "parse_steps",
            "skip_space"]
 
@@ -204,36 +204,119 @@ def depth_steps(text: str, *, slice_chars: int = DEPTH_SLICE_CHARS, longest: int
                 raise ImportRefused("depth", f"nested deeper than {MAX_DEPTH} levels")
         if opening is not None:
             start = at + opening + 1
-            end = yield from _string_steps(text, start, slice_chars)
-            if longest is not None and _surely_longer(text, start, end, longest):
+            end, backslashes = yield from _string_steps(text, start, slice_chars)
+            if longest is not None and _surely_longer(end - start - 1, backslashes, longest):
                 raise ImportRefused("too-long", f"a string passes {longest} characters")
         at = end
         yield
 
 
-def _surely_longer(text: str, start: int, end: int, longest: int) -> bool:
-    """Whether the JSON string whose body spans ``text[start:end]`` (its closing quote included)
-    decodes to more than ``longest`` characters, judged without decoding it: each escape shortens
-    it by at most 6 characters per backslash (``\\ud83d\\ude00``: 12 written, 1 decoded), so
-    what stays after taking 6 per backslash is a lower bound of its decoded length."""
-    written = end - start - 1
-    return written > longest and written - 6 * text.count("\\", start, end) > longest
+class PieceCheck:
+    """``depth_steps`` with ``longest``, fed the text a piece at a time as the file is read (``feed``,
+    then ``end``): the same refusals, in the same order, for the same text, so a file refused as
+    ``too-long`` or ``depth`` is refused before its pieces are joined into one string (the join of a
+    43.7 MB file's pieces was one task of 85-92 ms CPU, DESIGN.md §14). A piece is checked in windows
+    of about ``slice_chars`` as ``depth_steps`` checks them; a run of backslashes ending a piece is
+    held back to the next (never split from what it escapes). A string is judged (``_surely_longer``)
+    once it closes, or at ``end`` when it never does, as ``depth_steps`` judges it."""
+
+    def __init__(self, longest: int, *, slice_chars: int = DEPTH_SLICE_CHARS) -> None:
+        self.longest, self.slice_chars = longest, max(slice_chars, 1)
+        self.depth = 0
+        self.inside = False  # within a string
+        self.written = 0  # characters of the string's body so far
+        self.backslashes = 0  # backslashes among them
+        self.held = ""  # a run of backslashes that ended the last piece
+
+    def feed(self, piece: str) -> None:
+        """Check ``piece``, the text's next characters. Raises ``ImportRefused`` (``depth``,
+        ``too-long``) where ``depth_steps`` would."""
+        text = self.held + piece
+        kept = text.rstrip("\\")
+        self.held = text[len(kept):]
+        self._check(kept)
+
+    def end(self) -> None:
+        """The text ended: check what was held back, and judge a string that never closed
+        (``depth_steps`` walks it to the end of the text, its body then one character shorter)."""
+        text, self.held = self.held, ""
+        self._check(text)
+        if self.inside and _surely_longer(self.written - 1, self.backslashes, self.longest):
+            raise ImportRefused("too-long", f"a string passes {self.longest} characters")
+
+    def _check(self, text: str) -> None:
+        at, size = 0, len(text)
+        while at < size:
+            if self.inside:
+                close = text.find('"', at)
+                while close >= 0 and _backslashes_before(text, close) % 2:
+                    close = text.find('"', close + 1)
+                end = size if close < 0 else close
+                self.written += end - at
+                self.backslashes += text.count("\\", at, end)
+                if close < 0:
+                    return
+                self.inside = False
+                if _surely_longer(self.written, self.backslashes, self.longest):
+                    raise ImportRefused("too-long", f"a string passes {self.longest} characters")
+                at = close + 1
+                continue
+            end = min(at + self.slice_chars, size)
+            if text[end - 1] == "\\":  # as depth_steps: past the run and one more
+                end = min(_BACKSLASHES.match(text, end).end() + 1, size)
+            window = text[at:end]
+            flat = window.replace("\\\\", "").replace('\\"', "")
+            opening = None
+            if flat.count('"') % 2:
+                opening = window.rfind('"')
+                while _backslashes_before(window, opening) % 2:
+                    opening = window.rfind('"', 0, opening)
+                flat = window[:opening].replace("\\\\", "").replace('\\"', "")
+            self._count(_STRING.sub("", flat))
+            if opening is not None:
+                self.inside, self.written, self.backslashes = True, 0, 0
+                end = at + opening + 1
+            at = end
+
+    def _count(self, flat: str) -> None:
+        opened = flat.count("[") + flat.count("{")
+        if self.depth + opened <= MAX_DEPTH:  # cannot pass the limit here: counted at C speed
+            self.depth += opened - flat.count("]") - flat.count("}")
+            return
+        for match in _BRACKET.finditer(flat):
+            self.depth += 1 if match.group() in "[{" else -1
+            if self.depth > MAX_DEPTH:
+                raise ImportRefused("depth", f"nested deeper than {MAX_DEPTH} levels")
+
+
+def _surely_longer(written: int, backslashes: int, longest: int) -> bool:
+    """Whether a JSON string whose body is ``written`` characters long (its closing quote included),
+    ``backslashes`` of them backslashes, decodes to more than ``longest`` characters, judged without
+    decoding it: each escape shortens it by at most 6 characters per backslash (``\\ud83d\\ude00``:
+    12 written, 1 decoded), so what stays after taking 6 per backslash is a lower bound of its
+    decoded length."""
+    return written > longest and written - 6 * backslashes > longest
 
 
 def _string_steps(text: str, at: int, slice_chars: int):
     """From ``at``, inside a string, to just past its closing quote (``len(text)`` when it has none),
-    ``slice_chars`` of it a step: a generator whose return value is that position."""
+    ``slice_chars`` of it a step: a generator whose return value is ``(that position, the backslashes
+    in between)``, counted slice by slice as it walks (a count of a 40,000,000-character string in
+    one go was a task of its own)."""
+    backslashes = 0
     while True:
         close = text.find('"', at, at + slice_chars)
         if close < 0:
+            backslashes += text.count("\\", at, at + slice_chars)
             if at + slice_chars >= len(text):
-                return len(text)
+                return len(text), backslashes
             at += slice_chars
             yield
             continue
+        backslashes += text.count("\\", at, close)
         at = close + 1
         if _backslashes_before(text, close) % 2 == 0:
-            return at
+            return at, backslashes
 
 
 def _backslashes_before(text: str, at: int) -> int:
@@ -482,15 +565,16 @@ def parse_export(text: str, now_ms: int | None = None) -> Conversation:
 
 
 async def parse_export_sliced(text: str, now_ms: int | None = None, *, budget_s: float = 0.008,
-                              clock: Callable[[], float] | None = None):
+                              clock: Callable[[], float] | None = None, depth_checked: bool = False):
     """``parse_export`` that gives the event loop its turn (``asyncio.sleep(0)``) whenever a slice of
     work has taken ``budget_s`` seconds, so the page has no long task while a big file is checked
-    (DESIGN.md §14). Same result and errors as ``parse_export``."""
+    (DESIGN.md §14). Same result and errors as ``parse_export``. ``depth_checked``: ``text`` went
+    through ``PieceCheck`` to its end already (``depth_steps`` is not run again)."""
     import asyncio
     import time
 
     clock = clock or time.perf_counter
-    steps = parse_steps(text, _now(now_ms))
+    steps = parse_steps(text, _now(now_ms), depth_checked=depth_checked)
     began = clock()
     while True:
         try:

@@ -79,8 +79,47 @@ def read_original(text: str, now_ms: int) -> Converted:
 _OPENING = re.compile(r'\s*\{\s*(?:"version"\s*:\s*-?\d+\s*,\s*)?"state"\s*:')
 
 
+OPENING_CHARS = 200
+"""Characters of a file's opening ``looks_original`` looks at."""
+
+
 def looks_original(text: str) -> bool:
     """True when ``text`` opens as the ``maic-agent-threads`` envelope does (``{"state":`` first,
     or after ``"version"``): the "Import JSON" control reads it with ``read_original`` instead of as
     a conversation export. Only the opening is looked at (a big file is not decoded twice)."""
-    return _OPENING.match(text[:200]) is not None
+    return _OPENING.match(text[:OPENING_CHARS]) is not None
+
+
+class ReadCheck:
+    """The "Import JSON" file's check while it is read (DESIGN.md §14), fed its decoded pieces in
+    order (``each(piece, last)``): once its opening tells (``OPENING_CHARS``, or the whole file when
+    shorter), a conversation export's pieces go through ``PieceCheck`` (``depth_steps``' refusals,
+    ``depth`` and ``too-long`` at ``MAX_CONVERSATION_CHARS``, raised as ``ImportRefused`` before the
+    pieces are joined); a ``maic-agent-threads`` value is left to ``read_original`` (a thread past the
+    limit is skipped there, not the file refused). ``checked``: the text was an export, all checked."""
+
+    def __init__(self) -> None:
+        from app.history.export import PieceCheck
+        from app.history.limits import MAX_CONVERSATION_CHARS
+
+        self._check = PieceCheck(MAX_CONVERSATION_CHARS)
+        self._head, self._held = "", []
+        self._export: bool | None = None  # None: the opening does not tell yet
+        self.checked = False
+
+    def each(self, piece: str, last: bool) -> None:
+        """The text's next decoded ``piece`` (``last``: the final one). Raises ``ImportRefused``."""
+        pieces = [piece]
+        if self._export is None:
+            self._held.append(piece)
+            self._head += piece[:OPENING_CHARS]
+            if len(self._head) < OPENING_CHARS and not last:
+                return
+            self._export = not looks_original(self._head)
+            pieces, self._held = self._held, []
+        if self._export:
+            for held in pieces:
+                self._check.feed(held)
+            if last:
+                self._check.end()
+                self.checked = True

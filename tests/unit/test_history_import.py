@@ -477,3 +477,91 @@ def test_a_chain_without_ids_exports_with_derived_ids_and_a_damaged_entry_is_lef
     back = parse_export(text, NOW)
     assert back.messages == [{**bare[0], "id": first}, {**bare[1], "id": second}]
     assert export_json(*back, tree=back.tree) == text
+
+
+def _outcome(check) -> str:
+    """``"ok"`` or the reason ``check()`` refused with."""
+    try:
+        check()
+    except ImportRefused as error:
+        return error.reason
+    return "ok"
+
+
+def _fed(text: str, cuts: list[int], longest: int, slice_chars: int) -> str:
+    from app.history.export import PieceCheck
+
+    def check():
+        piece_check = PieceCheck(longest, slice_chars=slice_chars)
+        for start, end in zip([0, *cuts], [*cuts, len(text)]):
+            piece_check.feed(text[start:end])
+        piece_check.end()
+    return _outcome(check)
+
+
+def test_the_check_fed_piece_by_piece_refuses_what_the_depth_check_of_the_whole_text_refuses():
+    """``PieceCheck`` (the check an import runs on each piece of the file as it is read, so a file
+    refused as too long or too deep is never joined into one string, DESIGN.md §14) gives the outcome
+    ``depth_steps`` gives for the whole text, however the text is cut: strings with escaped quotes
+    and runs of backslashes across the cuts, brackets in and out of strings, strings past ``longest``
+    closed and unterminated, a deep nesting before or after a long string."""
+    import random
+
+    from app.history.export import depth_steps
+    from app.json_steps import run_steps
+
+    rng = random.Random(7)
+    atoms = ['"', "\\", "\\\\", '\\"', "[", "]", "{", "}", "a", "é", " ", ",", ":", "z" * 30]
+    seen = set()
+    for _ in range(3000):
+        text = "".join(rng.choice(atoms) for _ in range(rng.randint(0, 60)))
+        if rng.random() < 0.3:
+            text = "[" * rng.randint(60, 70) + text
+        if rng.random() < 0.3:
+            text += '"' + "y" * rng.randint(60, 90) + rng.choice(['"', "\\\\\"", ""]) + "]" * rng.randint(0, 5)
+        cuts = sorted(rng.sample(range(len(text) + 1), rng.randint(0, min(6, len(text) + 1))))
+        whole = _outcome(lambda: run_steps(depth_steps(text, slice_chars=8, longest=70)))
+        assert _fed(text, cuts, 70, 8) == whole, (text, cuts)
+        seen.add(whole)
+    assert seen == {"ok", "depth", "too-long"}
+
+
+def test_the_check_fed_piece_by_piece_refuses_a_message_past_the_limit_without_the_whole_text():
+    """The 40,000,000-character message of the benchmark, scaled: fed in pieces of 1 MB as read, the
+    check refuses it as ``too-long`` at its closing quote; an export at the limit passes."""
+    from app.history.export import PieceCheck
+    from app.history.limits import MAX_CONVERSATION_CHARS
+
+    for length, expected in ((MAX_CONVERSATION_CHARS + 1, "too-long"), (MAX_CONVERSATION_CHARS, "ok")):
+        text = json.dumps(document(text="z" * length))
+
+        def check():
+            piece_check = PieceCheck(MAX_CONVERSATION_CHARS)
+            for start in range(0, len(text), 1 << 20):
+                piece_check.feed(text[start:start + (1 << 20)])
+            piece_check.end()
+        assert _outcome(check) == expected
+
+
+def test_the_read_check_refuses_an_export_past_the_limit_and_leaves_a_maic_agent_threads_value_to_its_reader():
+    """``ReadCheck`` (the "Import JSON" file checked while read): an export whose message passes
+    ``MAX_CONVERSATION_CHARS`` is refused as ``too-long`` from its pieces, however small the opening
+    piece; a ``maic-agent-threads`` value with the same long text is not refused there (its reader
+    skips that thread); an export within the limit is checked to its end."""
+    from app.history.limits import MAX_CONVERSATION_CHARS
+    from app.history.original import ReadCheck
+
+    def fed(text: str, first: int) -> ReadCheck:
+        read = ReadCheck()
+        pieces = [text[:first]] + [text[at:at + (1 << 20)] for at in range(first, len(text), 1 << 20)]
+        for index, piece in enumerate(pieces):
+            read.each(piece, index == len(pieces) - 1)
+        return read
+
+    long_text = "z" * (MAX_CONVERSATION_CHARS + 1)
+    export_text = json.dumps(document(text=long_text))
+    original = json.dumps({"state": {"threads": {"s1": [{"role": "user", "content": long_text}]}}, "version": 0})
+    for first in (0, 5, 199, 200, 4096):
+        assert _outcome(lambda: fed(export_text, first)) == "too-long", first
+        assert not fed(original, first).checked, first
+    assert fed(json.dumps(document(text="fits")), 3).checked
