@@ -71,6 +71,26 @@ class StoredForm(NamedTuple):
         """The conversation's ``Tree`` (``Branching.tree``; a chain when there are no branches)."""
         return self.branching.tree(self.messages if isinstance(self.messages, list) else [])
 
+    def starts(self, thread: Any) -> bool:
+        """True when ``thread``'s first message is a first message of this stored tree, told by its id
+        (derived when it has none, ``app.continuity.derived_ids``): the shown path's first, or one stored
+        beside it with no parent (the first question edited, DESIGN.md §17). A thread that starts so
+        belongs to this conversation whichever first question it shows: another tab's picker or a
+        reload may show the other one before the turn knows its conversation id.
+
+        >>> form = StoredForm([{"id": "u1b"}], [{"id": "u1", "parentId": None}, {"id": "u1b", "parentId": None}])
+        >>> form.starts([{"id": "u1"}, {"id": "a9"}]), form.starts([{"id": "x"}]), form.starts([])
+        (True, False, False)
+        """
+        if not (isinstance(thread, list) and thread and isinstance(thread[0], dict)):
+            return False
+        first = derived_ids(thread[:1])[0].get("id")
+        path = self.messages if isinstance(self.messages, list) else []
+        roots = {entry.get("id") for entry in self.branches if isinstance(entry, dict) and entry.get("parentId") is None}
+        if path and isinstance(path[0], dict):
+            roots.add(derived_ids(path[:1])[0].get("id"))
+        return isinstance(first, str) and bool(first) and first in roots
+
     def written(self, thread: list[dict]) -> "StoredForm":
         """This stored form once ``thread`` (a shown path the runtime holds: a turn's thread, or the
         thread New conversation, resume or start-up keeps) is written into it: its tree grown by

@@ -210,7 +210,7 @@ class TurnWrites:
         Returns the turn meta, the conversation's meta and the writes committed; what they wrote is
         remembered (``ActiveConversations.wrote``) for the course's next turn."""
         stored = held.messages
-        branch = branches_off(messages, stored, sent_on=sent_on)
+        branch = branches_off(messages, stored, sent_on=sent_on or held.starts(messages))  # any first question of its tree
         diverged = isinstance(stored, list) and not belongs(messages, stored) and not continues(stored, messages) \
             and not branch
         if diverged:  # a thread of another first message, or one without ids, that does not go on from the head's
@@ -258,7 +258,8 @@ class TurnWrites:
             held = await self._repository.form(task_id) if meta else StoredForm(None)
             turns = await self._repository.turns(task_id) if meta else []
             form = StoredForm(messages)
-            if meta is not None and isinstance(held.messages, list) and not belongs(messages, held.messages):
+            if meta is not None and isinstance(held.messages, list) and \
+                    not belongs(messages, held.messages, sent_on=held.starts(messages)):
                 # the thread neither goes on from it nor is a branch of it: its own, never over it
                 meta, turns = carried_over(self._new_meta(stage_id, messages, self._clock()), turns, messages)
             elif meta is None:

@@ -257,8 +257,10 @@ class HistoryWrites:
         async with self._lock:
             meta = await self._repository.head_meta(stage_id)
             allocated = None if meta else await self._repository.head_id(stage_id)  # a head without turns yet
-            old = (await self._repository.form(meta.taskId)).messages if meta else None
-            goes_on = belongs(messages, old)  # goes on from it, or is a branch of it (§17): its tree grows
+            held = await self._repository.form(meta.taskId) if meta else None
+            old = held.messages if held else None
+            # goes on from it, or is a branch of it, whichever first question of its tree it shows (§17): its tree grows
+            goes_on = belongs(messages, old, sent_on=held is not None and held.starts(messages))
             writes = Writes()
             # history holds this thread and turns localStorage could not keep (too big for its
             # quota): the same conversation, kept whole, never copied (DESIGN.md §5, §9)

@@ -223,6 +223,25 @@ async def test_the_first_question_edited_is_a_branch_when_the_turn_was_sent_on_t
     assert await svc.total("s") == 2 and await svc.head_task_id("s", allocate=False) != TASK
     assert_both_branches(backend)  # the old conversation stays whole
 
+async def test_a_thread_through_another_first_question_of_the_tree_is_that_conversation_whoever_sends_it():
+    """After the first question was edited (a fork at the first message), another tab may show the
+    old first question's path (its picker) and send on it, or a reload adopt it, before its turn knows
+    its conversation id: the thread's first message is a first message of the stored tree, so the
+    turn grows that tree, as does the thread adopted at start-up; never a conversation of its own
+    (DESIGN.md §17: no reload or tab loses the tree)."""
+    backend = await seeded()
+    svc = service(backend)
+    first = [msg("user", "u1b", "what is chlorophyll made of"), msg("assistant", "a1b", "magnesium")]
+    await svc.record_turn(ended("s", first, message_id="a1b", conversation_id=TASK), 2)  # shown: u1b
+    on_old = [*PATH, msg("user", "u3", "and in spring"), msg("assistant", "a3", "it comes back")]
+    await svc.record_turn(ended("s", on_old, message_id="a3"), 3)  # its conversation id not known
+    assert await svc.total("s") == 1 and await svc.head_task_id("s", allocate=False) == TASK
+    tree = assert_both_branches(backend)
+    assert tree.siblings("u1b") == (2, 2) and tree.path_ids() == ("u1", "a1", "u2", "a2b", "u3", "a3")
+    assert await svc.reconcile({"s": ([*first], 4)}) is not None  # a tab's stored thread on the other first question
+    assert await svc.total("s") == 1 and {"u1b", "a1b", "a3"} <= set(stored_tree(backend).ids)
+
+
 async def test_a_branch_of_a_conversation_no_longer_active_is_recorded_in_it():
     backend = await seeded()
     svc = service(backend)
