@@ -254,6 +254,45 @@ class Run:
         """The Pyodide floor page's loads of the start-up part in this run (``{"cold", "reload"}`` ms,
         navigation → ``html[data-ready]``, each in a fresh context): ``--quick``'s firstpaint part takes
         its floor from here instead of loading the same page again."""
+        self._pool = None
+        self._jobs: dict[tuple, tuple] = {}
+
+    @staticmethod
+    def _job_key(fn, args: tuple) -> tuple:
+        return (getattr(fn, "__module__", None), getattr(fn, "__qualname__", repr(fn)), args)
+
+    def prepare(self, fn, *args, discard=None) -> None:
+        """Start ``fn(*args)`` (a module-level function; picklable arguments) in a worker process now, for
+        a later part to take with ``prepared``: ``--quick`` generates a later part's data (and builds
+        ``dist/``) while the browser works on earlier parts. One worker, jobs in the order prepared;
+        ``discard(result)`` is called by ``close_jobs`` on a result no part took (a folder to remove)."""
+        if self._pool is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            # spawn: this process runs Playwright's threads, which a fork would copy half-way
+            self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=use_number_rules, initargs=(cldr_numbers,))
+        self._jobs[self._job_key(fn, args)] = (self._pool.submit(fn, *args), discard)
+
+    def prepared(self, fn, *args):
+        """``fn(*args)``: the result of the job ``prepare`` started for these arguments (waited for, and
+        taken: asked again, it is computed here), else computed here and now."""
+        job = self._jobs.pop(self._job_key(fn, args), None)
+        return job[0].result() if job is not None else fn(*args)
+
+    def close_jobs(self) -> None:
+        """Wait for the prepared jobs no part took, hand each result to its ``discard``, stop the worker."""
+        for future, discard in self._jobs.values():
+            if discard is not None and not future.cancelled():
+                try:
+                    discard(future.result())
+                except Exception:  # a job that failed left nothing to discard
+                    pass
+        self._jobs.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
 
     def context(self):
         context = self.browser.new_context()
@@ -870,7 +909,9 @@ EXTRA_PARTS: dict[str, str] = {
 }
 """Further benchmark parts: ``name -> module``; each module has ``run(run: Run, *, quick: bool) -> dict``
 (figures, ratios against a baseline measured in the same page and run, and a ``goals`` dict of
-``{name: {"value", "limit", "pass"}}``) and ``report(figures: dict) -> None`` (prints its table)."""
+``{name: {"value", "limit", "pass"}}``) and ``report(figures: dict) -> None`` (prints its table), and may
+have ``prepare(run: Run, *, quick: bool) -> None``, called in a quick run once the start-up part is
+done, to start its CPython work in the background (``Run.prepare``) for ``run`` to take (``Run.prepared``)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -905,6 +946,7 @@ def main(argv: list[str] | None = None) -> int:
     base = f"http://{host}:{port}/"
     started = time.time()
     startup_seed = data.envelope({**data.others(19), CURRENT: 100})
+    run = None
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS)
@@ -945,6 +987,11 @@ def main(argv: list[str] | None = None) -> int:
                 result["startup"] = measured("start-up", lambda: bench_startup(
                     run, loads, startup_seed, QUICK_PAGES if args.quick else tuple(PAGES)))
                 done("start-up")
+            if args.quick:  # later parts' CPython work (data, dist/) in the background from here (Run.prepare)
+                for name, module_name in EXTRA_PARTS.items():
+                    prepare = getattr(importlib.import_module(module_name), "prepare", None)
+                    if name in parts and prepare is not None:
+                        prepare(run, quick=True)
             if "quota" in parts:
                 part("quota")
                 result["quota"] = measured("quota", lambda: bench_quota(run))
@@ -970,6 +1017,8 @@ def main(argv: list[str] | None = None) -> int:
                     done(name)
             run.browser.close()
     finally:
+        if run is not None:
+            run.close_jobs()
         server.shutdown()
         server.server_close()
         shutil.rmtree(snapshot, ignore_errors=True)
