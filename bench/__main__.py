@@ -683,13 +683,60 @@ CAPACITY_JS = """
 """
 
 
-def bench_quota(run: Run) -> dict:
+FITS_JS = """
+([unit, n]) => {
+  try { localStorage.setItem('q', unit.repeat(n)); return true; } catch (e) { return false; } finally { localStorage.removeItem('q'); }
+}
+"""
+"""Whether ``n`` repetitions of ``unit`` fit under the 1-unit key 'q' (``QUOTA_JS``'s probe, one a call)."""
+
+QUICK_QUOTA_HINT = 5 * 1024 * 1024 - 1
+"""``--quick``'s first ASCII probe: Chromium's 10 MiB an origin (5 Mi UTF-16 units), less the key. Only where
+the search starts (``largest_fitting`` finds the same answer from anywhere, in two probes from this one
+on Chromium); the full run searches from 1 in the page (``QUOTA_JS``)."""
+
+
+def largest_fitting(fits, hint: int = 1) -> int:
+    """The largest ``n >= 0`` for which ``fits(n)`` is true, ``fits`` being true up to some ``n`` and false
+    from there (``fits(0)`` true): steps of 1, 2, 4, … away from ``hint`` until the answer is bracketed,
+    then halving. A ``hint`` at the answer costs two calls of ``fits`` (each a multi-megabyte write into
+    ``localStorage`` here), one from 1 about fifty."""
+    if fits(hint):
+        lo, step = hint, 1
+        while fits(lo + step):
+            lo, step = lo + step, step * 2
+        hi = lo + step
+    else:
+        hi, step = hint, 1
+        while hi - step > 0 and not fits(hi - step):
+            hi, step = hi - step, step * 2
+        lo = max(hi - step, 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def bench_quota(run: Run, quick: bool = False) -> dict:
+    """localStorage's quota (UTF-16 units; ASCII, CJK and emoji characters under a 1-character key) and
+    how many typical threads fit in it; ``quick``: the same figures searched from ``QUICK_QUOTA_HINT``
+    (then CJK from the ASCII figure, emoji from half the CJK one) instead of from 1."""
     context = run.context()
     page = context.new_page()
     page.goto(f"{run.base}bench/pages/blank.html")
-    ascii_units = page.evaluate(QUOTA_JS, "x")
-    cjk = page.evaluate(QUOTA_JS, "过")
-    emoji = page.evaluate(QUOTA_JS, "🤖")  # two UTF-16 units each
+    if quick:
+        page.evaluate("() => localStorage.clear()")
+        probe = lambda unit: lambda n: page.evaluate(FITS_JS, [unit, n])  # noqa: E731
+        ascii_units = largest_fitting(probe("x"), QUICK_QUOTA_HINT)
+        cjk = largest_fitting(probe("过"), ascii_units)
+        emoji = largest_fitting(probe("🤖"), max(cjk // 2, 1))
+    else:
+        ascii_units = page.evaluate(QUOTA_JS, "x")
+        cjk = page.evaluate(QUOTA_JS, "过")
+        emoji = page.evaluate(QUOTA_JS, "🤖")  # two UTF-16 units each
     quota_units = ascii_units + 1  # + the key
     msgs = data.thread_json("course-0000", 100)
     fragment = len('"course-0000":{"messages":') + data.utf16_len(msgs) + len(',"updatedAt":1780000000000}') + 1
@@ -994,7 +1041,7 @@ def main(argv: list[str] | None = None) -> int:
                         prepare(run, quick=True)
             if "quota" in parts:
                 part("quota")
-                result["quota"] = measured("quota", lambda: bench_quota(run))
+                result["quota"] = measured("quota", lambda: bench_quota(run, quick=args.quick))
                 done("quota")
             if "save" in parts:
                 part("save")
