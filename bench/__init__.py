@@ -2,7 +2,9 @@
 
 Run ``python -m bench`` (full, a few minutes) or ``python -m bench --quick``
 (fewer repetitions, for CI: it checks the benchmark still works, asserts no
-timings). Every figure is measured against a baseline in the same run:
+timings; once its start-up part is done it makes the later parts' data and ``dist/`` in a worker
+process beside the browser: ``Run.prepare`` in ``bench/__main__.py``). Every figure is measured
+against a baseline in the same run:
 
 - start-up: the app page against a bare ``loadPyodide()`` + pydantic floor page
   and a PyScript + pydantic floor page (``bench/pages/``), same server, same

@@ -254,6 +254,45 @@ class Run:
         """The Pyodide floor page's loads of the start-up part in this run (``{"cold", "reload"}`` ms,
         navigation → ``html[data-ready]``, each in a fresh context): ``--quick``'s firstpaint part takes
         its floor from here instead of loading the same page again."""
+        self._pool = None
+        self._jobs: dict[tuple, tuple] = {}
+
+    @staticmethod
+    def _job_key(fn, args: tuple) -> tuple:
+        return (getattr(fn, "__module__", None), getattr(fn, "__qualname__", repr(fn)), args)
+
+    def prepare(self, fn, *args, discard=None) -> None:
+        """Start ``fn(*args)`` (a module-level function; picklable arguments) in a worker process now, for
+        a later part to take with ``prepared``: ``--quick`` generates a later part's data (and builds
+        ``dist/``) while the browser works on earlier parts. One worker, jobs in the order prepared;
+        ``discard(result)`` is called by ``close_jobs`` on a result no part took (a folder to remove)."""
+        if self._pool is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            # spawn: this process runs Playwright's threads, which a fork would copy half-way
+            self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=use_number_rules, initargs=(cldr_numbers,))
+        self._jobs[self._job_key(fn, args)] = (self._pool.submit(fn, *args), discard)
+
+    def prepared(self, fn, *args):
+        """``fn(*args)``: the result of the job ``prepare`` started for these arguments (waited for, and
+        taken: asked again, it is computed here), else computed here and now."""
+        job = self._jobs.pop(self._job_key(fn, args), None)
+        return job[0].result() if job is not None else fn(*args)
+
+    def close_jobs(self) -> None:
+        """Wait for the prepared jobs no part took, hand each result to its ``discard``, stop the worker."""
+        for future, discard in self._jobs.values():
+            if discard is not None and not future.cancelled():
+                try:
+                    discard(future.result())
+                except Exception:  # a job that failed left nothing to discard
+                    pass
+        self._jobs.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
 
     def context(self):
         context = self.browser.new_context()
@@ -644,13 +683,60 @@ CAPACITY_JS = """
 """
 
 
-def bench_quota(run: Run) -> dict:
+FITS_JS = """
+([unit, n]) => {
+  try { localStorage.setItem('q', unit.repeat(n)); return true; } catch (e) { return false; } finally { localStorage.removeItem('q'); }
+}
+"""
+"""Whether ``n`` repetitions of ``unit`` fit under the 1-unit key 'q' (``QUOTA_JS``'s probe, one a call)."""
+
+QUICK_QUOTA_HINT = 5 * 1024 * 1024 - 1
+"""``--quick``'s first ASCII probe: Chromium's 10 MiB an origin (5 Mi UTF-16 units), less the key. Only where
+the search starts (``largest_fitting`` finds the same answer from anywhere, in two probes from this one
+on Chromium); the full run searches from 1 in the page (``QUOTA_JS``)."""
+
+
+def largest_fitting(fits, hint: int = 1) -> int:
+    """The largest ``n >= 0`` for which ``fits(n)`` is true, ``fits`` being true up to some ``n`` and false
+    from there (``fits(0)`` true): steps of 1, 2, 4, … away from ``hint`` until the answer is bracketed,
+    then halving. A ``hint`` at the answer costs two calls of ``fits`` (each a multi-megabyte write into
+    ``localStorage`` here), one from 1 about fifty."""
+    if fits(hint):
+        lo, step = hint, 1
+        while fits(lo + step):
+            lo, step = lo + step, step * 2
+        hi = lo + step
+    else:
+        hi, step = hint, 1
+        while hi - step > 0 and not fits(hi - step):
+            hi, step = hi - step, step * 2
+        lo = max(hi - step, 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def bench_quota(run: Run, quick: bool = False) -> dict:
+    """localStorage's quota (UTF-16 units; ASCII, CJK and emoji characters under a 1-character key) and
+    how many typical threads fit in it; ``quick``: the same figures searched from ``QUICK_QUOTA_HINT``
+    (then CJK from the ASCII figure, emoji from half the CJK one) instead of from 1."""
     context = run.context()
     page = context.new_page()
     page.goto(f"{run.base}bench/pages/blank.html")
-    ascii_units = page.evaluate(QUOTA_JS, "x")
-    cjk = page.evaluate(QUOTA_JS, "过")
-    emoji = page.evaluate(QUOTA_JS, "🤖")  # two UTF-16 units each
+    if quick:
+        page.evaluate("() => localStorage.clear()")
+        probe = lambda unit: lambda n: page.evaluate(FITS_JS, [unit, n])  # noqa: E731
+        ascii_units = largest_fitting(probe("x"), QUICK_QUOTA_HINT)
+        cjk = largest_fitting(probe("过"), ascii_units)
+        emoji = largest_fitting(probe("🤖"), max(cjk // 2, 1))
+    else:
+        ascii_units = page.evaluate(QUOTA_JS, "x")
+        cjk = page.evaluate(QUOTA_JS, "过")
+        emoji = page.evaluate(QUOTA_JS, "🤖")  # two UTF-16 units each
     quota_units = ascii_units + 1  # + the key
     msgs = data.thread_json("course-0000", 100)
     fragment = len('"course-0000":{"messages":') + data.utf16_len(msgs) + len(',"updatedAt":1780000000000}') + 1
@@ -870,7 +956,9 @@ EXTRA_PARTS: dict[str, str] = {
 }
 """Further benchmark parts: ``name -> module``; each module has ``run(run: Run, *, quick: bool) -> dict``
 (figures, ratios against a baseline measured in the same page and run, and a ``goals`` dict of
-``{name: {"value", "limit", "pass"}}``) and ``report(figures: dict) -> None`` (prints its table)."""
+``{name: {"value", "limit", "pass"}}``) and ``report(figures: dict) -> None`` (prints its table), and may
+have ``prepare(run: Run, *, quick: bool) -> None``, called in a quick run once the start-up part is
+done, to start its CPython work in the background (``Run.prepare``) for ``run`` to take (``Run.prepared``)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -905,6 +993,7 @@ def main(argv: list[str] | None = None) -> int:
     base = f"http://{host}:{port}/"
     started = time.time()
     startup_seed = data.envelope({**data.others(19), CURRENT: 100})
+    run = None
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS)
@@ -945,9 +1034,14 @@ def main(argv: list[str] | None = None) -> int:
                 result["startup"] = measured("start-up", lambda: bench_startup(
                     run, loads, startup_seed, QUICK_PAGES if args.quick else tuple(PAGES)))
                 done("start-up")
+            if args.quick:  # later parts' CPython work (data, dist/) in the background from here (Run.prepare)
+                for name, module_name in EXTRA_PARTS.items():
+                    prepare = getattr(importlib.import_module(module_name), "prepare", None)
+                    if name in parts and prepare is not None:
+                        prepare(run, quick=True)
             if "quota" in parts:
                 part("quota")
-                result["quota"] = measured("quota", lambda: bench_quota(run))
+                result["quota"] = measured("quota", lambda: bench_quota(run, quick=args.quick))
                 done("quota")
             if "save" in parts:
                 part("save")
@@ -970,6 +1064,8 @@ def main(argv: list[str] | None = None) -> int:
                     done(name)
             run.browser.close()
     finally:
+        if run is not None:
+            run.close_jobs()
         server.shutdown()
         server.server_close()
         shutil.rmtree(snapshot, ignore_errors=True)

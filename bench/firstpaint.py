@@ -281,7 +281,7 @@ def _archive_longest(run, seed: str, record: str, reloads: int, conversations: i
     from bench.checkpoints import SEED_IDB, _seed_records
     from bench.history import SEED_JS
 
-    versions = _seed_records(20, 3, versions_each)
+    versions = run.prepared(_seed_records, 20, 3, versions_each)
     context = None
     if page is None:
         context = _context(run)
@@ -355,6 +355,19 @@ def import_cost(run, page=None, pairs: int = 3) -> dict:
     return out
 
 
+QUICK_ARCHIVE = (1, 200, 10)
+"""``--quick``'s archive: ``(reloads, conversations, versions per scene)``; the full run's is ``(3, 1000, 50)``."""
+
+
+def prepare(run, *, quick: bool) -> None:
+    """``--quick``: the archive's scene versions (``bench.checkpoints._seed_records``, tens of seconds of
+    CPython on a loaded machine) made in the background while the earlier parts run (``Run.prepare``)."""
+    if quick:
+        from bench.checkpoints import _seed_records
+
+        run.prepare(_seed_records, 20, 3, QUICK_ARCHIVE[2])
+
+
 def run(run, *, quick: bool) -> dict:
     rounds = 1 if quick else 5
     threads = {**data.others(19), COURSE: 100}  # 20 courses × 50 turns
@@ -376,7 +389,7 @@ def run(run, *, quick: bool) -> dict:
               f"(floor {floor[-1]['reload']:.0f}); longest task after ready {app[-1]['longest_task_ms']:.0f} ms; "
               f"without the snapshot ready {plain[-1]['cold']:.0f} ms, reload {_ms(plain[-1]['reload'])}", flush=True)
     pair = lambda key_a, key_b: _median([a[key_a] / f[key_b] for a, f in zip(app, floor)])  # noqa: E731
-    reloads, stored, versions_each = (1, 200, 10) if quick else (3, 1000, 50)
+    reloads, stored, versions_each = QUICK_ARCHIVE if quick else (3, 1000, 50)
     # --quick: the archive's reload and the imports go on in the app round's page (no boot of their own)
     shared = app[-1].pop("page", None)
     archive = _archive_longest(run, seed, record, reloads, stored, versions_each, page=shared)
