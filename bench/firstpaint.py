@@ -247,7 +247,7 @@ def _phase_table(phases: list[dict]) -> list[dict]:
         ("wasm compile + instantiate", lambda p: span(p, "wasmCompileStart", "wasmCompileEnd")),
         ("fetch: the wheels (first request → last byte; overlaps the two above)",
          lambda p: span(p, "wheelStart", "wheelEnd")),
-        ("fetch: snapshot.bin.gz (request → last byte; preloaded by index.html)",
+        ("fetch: snapshot.bin.gz (request → last byte; asked for by static/boot.js)",
          lambda p: span(p, "snapshotFetchStart", "snapshotFetchEnd")),
         ("snapshot inflated (last byte → 31.5 MB inflated; inflating runs as it arrives, beside the wasm fetch)",
          lambda p: span(p, "snapshotFetchEnd", "inflated")),

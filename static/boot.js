@@ -5,6 +5,12 @@ import { guardIndexedDb } from "./indexeddb-guard.js";
 import { paint } from "./paint.js";
 
 const root = document.documentElement;
+// The interpreter's module (pyscript.toml's `interpreter`) imported now, not when PyScript reads its
+// configuration: its first lines ask for the memory snapshot, and PyScript's import of the same URL
+// gets this module, that one request with it. (A <link rel="preload"> of the snapshot was fetched a
+// second time by WebKit: 7 MB twice.) A failure is PyScript's to report when it imports it.
+import("./pyodide-boot.mjs").catch(() => {});
+
 const LOCALES = ["zh-CN", "zh-TW", "en-US", "ja-JP", "ru-RU", "ar-SA", "pt-BR", "ko-KR"];
 
 // The same rule as app/i18n.py (_match, resolve_locale): ?lang=, then the browser's

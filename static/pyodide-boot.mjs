@@ -17,8 +17,9 @@ const root = document.documentElement;
 const indexURL = new URL("./vendor/pyodide/", import.meta.url).href;
 const mark = (name) => performance.mark(`agentbar:${name}`);
 
-// Asked for when this module is first imported, while PyScript reads its configuration (index.html
-// preloads it earlier still). A page may ask for a boot without it (?snapshot=off: comparisons, tests).
+// Asked for once, when this module is first imported: by static/boot.js as the page starts, before
+// PyScript reads its configuration and imports it again. A page may ask for a boot without it
+// (?snapshot=off: comparisons, tests).
 const wanted = new URLSearchParams(location.search).get("snapshot") !== "off";
 // A snapshot not inflated within WAIT_MS of the interpreter being asked for (a slow or stalled host)
 // is given up and Pyodide boots as usual: the snapshot may save about two seconds, never cost more

@@ -55,6 +55,16 @@ def wait_ready(engine) -> None:
     assert result is True, f"the app failed to start: {result}"
 
 
+SNAPSHOT_FETCHES = ("performance.getEntriesByType('resource')"
+                    ".filter((r) => new URL(r.name).pathname.endsWith('/snapshot.bin.gz')).length")
+
+
+def snapshot_fetches(engine) -> int:
+    """How many times this load of the page asked for the interpreter snapshot (its resource timing
+    entries: a preload the engine did not reuse for ``static/pyodide-boot.mjs``'s fetch counts twice)."""
+    return engine.js(SNAPSHOT_FETCHES)
+
+
 def send(engine, text: str) -> None:
     """Type ``text`` in the composer, press send, and wait for the turn to end (its two messages shown)."""
     before = engine.js(MESSAGES)
@@ -204,6 +214,7 @@ def test_boot_send_reload_new_conversation_resume_search(engine, app_server, fak
         engine.goto(app_url(app_server, course=course))
         wait_ready(engine)
         assert engine.js("document.documentElement.dataset.snapshot") == "restored"
+        assert snapshot_fetches(engine) == 1  # 7 MB: asked for once
     with case(engine, "send a turn"):
         send(engine, first)
         assert engine.js(MESSAGES) == 2 and user_texts(engine) == [first]
@@ -247,6 +258,7 @@ def test_boot_send_reload_new_conversation_resume_search(engine, app_server, fak
     with case(engine, "reload"):
         engine.reload()
         wait_ready(engine)
+        assert snapshot_fetches(engine) == 1
     with case(engine, "the paint record drawn before Python, or, where Cache Storage did not outlive the page, nothing said"):
         painted, kept = engine.js("document.documentElement.dataset.painted || null"), engine.js(PAINT_RECORDS)
         if engine.name == "webkit":  # its WebDriver session is ephemeral: Cache Storage ends with the page
@@ -340,6 +352,7 @@ def test_build_under_a_sub_path_with_the_worker_then_offline(engine, dist_server
         engine.reload()
         wait_ready(engine)
         assert engine.js("!!navigator.serviceWorker.controller") is True
+        assert snapshot_fetches(engine) == 1  # from the worker's cache, once
     with case(engine, "the server gone: a reload under the worker, a turn saved"):
         server.shutdown()
         server.server_close()
