@@ -89,13 +89,14 @@ class HistoryFiles:
 
     ``runtime``: ``stage_id``; ``store``: the ``ThreadStore`` (the shown thread, for the export of
     a thread history cannot keep); ``service``/``recorder``: history and its runtime recorder;
-    ``history_list``: its ``current`` is the conversation exported; ``on_imported(task_id)``: an
-    import into the course the list shows succeeded (the list reveals it); ``clock``: epoch ms.
+    ``history_list``: its ``current`` is the conversation exported; ``on_imported(task_id, added)``:
+    ``added`` conversations were imported into the course the list shows, ``task_id`` the first of them
+    (the list draws itself afresh, and reveals it when it is the only one); ``clock``: epoch ms.
     """
 
     def __init__(self, runtime, store, service: HistoryService, recorder: HistoryRecorder,
                  history_list: HistoryList, translator, clock,
-                 on_imported: Callable[[str], Awaitable[None]]) -> None:
+                 on_imported: Callable[[str, int], Awaitable[None]]) -> None:
         self.runtime, self.store, self.service, self.recorder = runtime, store, service, recorder
         self.list, self.t, self.clock, self._on_imported = history_list, translator, clock, on_imported
 
@@ -198,7 +199,7 @@ class HistoryFiles:
         status.setAttribute("data-result", "ok" if result == "ok" else "error")
         say(status, self.t("history.imported" if result == "ok" else f"history.importError.{result}"))
         if result == "ok" and stage_id == self.list.stage:
-            await self._on_imported(bundle[0].taskId)
+            await self._on_imported(bundle[0].taskId, 1)
 
     def _original_reads(self, text: str):
         from app.history.original import read_original
@@ -239,23 +240,24 @@ class HistoryFiles:
         anything was added is said in ``importer``'s words (``app.history.labels.import_refusal``)."""
         shown = self.runtime.stage_id or ""
         with _no_cycle_collection():
-            results, skipped, first, stopped = await self._write_reads(reads, shown, own_course)
+            results, skipped, first, stopped, added = await self._write_reads(reads, shown, own_course)
         if stopped is not None and "ok" not in results:  # nothing was added: the file is refused
             return self._refused(stopped, importer)
         self._say_counts(status, results.count("ok"), results.count("exists"), skipped, stopped)
         if first and shown == self.list.stage:
-            await self._on_imported(first)
+            await self._on_imported(first, added)
 
     async def _write_reads(self, reads, shown: str, own_course: bool):
         """``_import_reads``' writing: each conversation in its own task, the page given its turn
-        whenever a slice of reading took ``SLICE_S``. Returns ``(results, skipped, first, stopped)``:
+        whenever a slice of reading took ``SLICE_S``. Returns ``(results, skipped, first, stopped, added)``:
         ``import_bundle``'s result per conversation, the ``Skipped``, the first task id added to the
-        ``shown`` course, and why the import stopped partway (an ``ImportRefused`` reason,
-        ``unavailable`` or ``failed``; None when it went to the end)."""
+        ``shown`` course, why the import stopped partway (an ``ImportRefused`` reason,
+        ``unavailable`` or ``failed``; None when it went to the end), and how many were added to the
+        ``shown`` course."""
         from app.history.chatgpt import Skipped
         from app.history.export import ImportRefused
 
-        results, skipped, first = [], [], None
+        results, skipped, first, added = [], [], None, 0
         try:
             found = reads()
             began = time.perf_counter()
@@ -273,17 +275,17 @@ class HistoryFiles:
                 results.append(await self.recorder.run(stage_id, lambda s=stage_id, b=bundle, k=tree:
                                                        self.service.import_bundle(s, *b, pause=_pause, **k)))
                 if results[-1] == "unavailable":
-                    return results, skipped, first, "unavailable"
-                if results[-1] == "ok" and first is None and stage_id == shown:
-                    first = read[0].taskId
+                    return results, skipped, first, "unavailable", added
+                if results[-1] == "ok" and stage_id == shown:
+                    first, added = first or read[0].taskId, added + 1
                 await asyncio.sleep(0)
                 began = time.perf_counter()
         except ImportRefused as refused:
-            return results, skipped, first, refused.reason
+            return results, skipped, first, refused.reason, added
         except Exception as error:  # noqa: BLE001 - never a silent failure: the page says it (§14)
             js.console.error(f"import failed: {type(error).__name__}: {error}")
-            return results, skipped, first, "failed"
-        return results, skipped, first, None
+            return results, skipped, first, "failed", added
+        return results, skipped, first, None, added
 
     def _say_counts(self, status, imported: int, existing: int, skipped: list, stopped: str | None = None) -> None:
         result, text = import_outcome(self.t, imported, existing, skipped, stopped)

@@ -272,19 +272,24 @@ class HistoryListView:
         if listing.scrollTop:
             listing.scrollTop = 0
 
-    async def reveal(self, task_id: str) -> None:
-        """Redraw the open list and page on (cursor pages, as scrolling does) until ``task_id`` is drawn,
-        then scroll it into view: an imported conversation shows at once, wherever its time puts it."""
+    async def reveal(self, task_id: str, added: int = 1) -> None:
+        """Redraw the open list after an import that added ``added`` conversations to its course, the
+        first ``task_id``: the first page, then the next ones (cursor pages, as scrolling reads them)
+        while it holds fewer items than it did (``HistoryList.short_of``) or, when one conversation was
+        added, until ``task_id`` is drawn (``HistoryList.seeks``: it shows at once, wherever its time
+        puts it); then scroll it into view when drawn. An import of many keeps the list paged: the rest
+        come with scrolling, not every imported row at once."""
         if not self.list.open:
             return
+        drawn = self.list.count
         await self.reload()
-        while not self.list.shows(task_id) and self.list.has_more:
+        while self.list.seeks(task_id, added) or self.list.short_of(drawn):
             if self.list.loading:
                 await asyncio.sleep(0.01)
                 continue
-            drawn = self.list.count
+            before = self.list.count
             await self.more()
-            if self.list.count == drawn and not self.list.has_more:
+            if self.list.count == before and not self.list.has_more:
                 break
         item = self._by("history-list").querySelector(f'[data-task-id="{task_id}"]')
         if not is_none(item):

@@ -170,6 +170,18 @@ class HistoryList:
         (``can_page_on``): it reads it, so the pages read by scrolling stay drawn (DESIGN.md §9, §18)."""
         return self.count < drawn and self.can_page_on()
 
+    def seeks(self, task_id: str, added: int) -> bool:
+        """True while the open list, drawn afresh after an import that added ``added`` conversations to
+        its course (``task_id`` the first of them), reads its next page to draw ``task_id``: one
+        conversation was added (it shows at once, wherever its time puts it, DESIGN.md §14), it is not
+        drawn and a next page exists. An import of many (a ChatGPT export) is not sought: the list is
+        drawn as opened afresh, its first page (``HistoryListView.redraw`` keeps the pages scrolled to
+        before), and the rest come with scrolling.
+
+        Issue 32: after 3,000 ChatGPT conversations imported with the drawer open, every one was drawn
+        into the list (36,000 elements), and each later layout of the page cost what the list held."""
+        return added == 1 and not self.shows(task_id) and self.has_more
+
     def unseen(self, metas: Iterable[Any]) -> list[Any]:
         """``metas`` not drawn yet (an item that moved up is not drawn twice)."""
         return [meta for meta in metas if meta.taskId not in self._keys]

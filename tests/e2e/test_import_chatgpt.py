@@ -239,3 +239,14 @@ def hostile_exports_import_what_can_be_read_name_the_rest_and_leave_the_page_its
     print(f"3,000 turns: import {took:.0f} ms, longest task {longest:.0f} ms")
     assert longest < took / 3, (took, longest)
     assert listing.get_attribute("data-total") == "8"
+
+    # many conversations, the first in the file the oldest: the open list is drawn afresh, paged (issue 32:
+    # each of 3,000 was drawn into it, and every later layout of the page cost what it held)
+    many = [edited(f"m-{n}", f"Many {n}") | {"create_time": T0 - 20_000, "update_time": T0 - 10_000 + n}
+            for n in range(25)]
+    paged = tmp_path / "many.json"
+    paged.write_text(json.dumps(many), encoding="utf-8")
+    said = choose(agent, paged)
+    assert (said["result"], said["imported"]) == ("ok", "25"), said
+    agent.page.wait_for_function("() => document.querySelector('[data-testid=history-list]').dataset.total === '33'")
+    assert len(item_ids(agent)) == 10 and listing.get_attribute("data-has-more") == "true"  # one page

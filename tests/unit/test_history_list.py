@@ -438,3 +438,47 @@ async def test_a_turn_of_a_listed_conversation_is_drawn_from_what_it_wrote_witho
     unlisted = HistoryChange("record", ids[0], "s", written=change.written._replace(meta=moved))
     model.hear(unlisted)
     assert model.follow(unlisted) is None and model.behind  # not listed: the list is read again
+
+
+async def _reveal(svc, model: HistoryList, task_id: str, added: int) -> list[str]:
+    """The rows ``HistoryListView.reveal`` draws after an import that added ``added`` conversations,
+    ``task_id`` the first of them: the first page afresh, then the next pages while
+    ``HistoryList.seeks`` asks for them."""
+    model.restart("s")
+    model.begin("newest", "all", T0)
+    page = await svc.page("s")
+    rows = [m.taskId for m in model.place(page.items, "replace", T0)]
+    model.paged(page.cursor, page.has_more)
+    while model.seeks(task_id, added):
+        page = await svc.page("s", model.cursor)
+        rows += [m.taskId for m in model.place(page.items, "append", T0)]
+        model.paged(page.cursor, page.has_more)
+    return rows
+
+
+async def test_an_import_of_many_conversations_keeps_the_open_list_paged():
+    """Issue 32: after 3,000 ChatGPT conversations were imported with the drawer open, every one of them
+    was drawn into the list (36,000 elements; each later layout of the page cost what the list held).
+    An import of many draws the open list afresh where it stands: the rows a list opened afresh shows,
+    in its order, pinned ones first, and no more; the rest come with scrolling. An import of one
+    conversation still pages on until it is drawn, wherever its time puts it (DESIGN.md §14)."""
+    from app.history.reads import PAGE_SIZE
+    from tests.unit.test_history import add, reply, service, user
+
+    svc, _, _ = service()
+    kept = [await add(svc, "s", f"kept {n}") for n in range(3)]
+    await svc.pin(kept[0], True)
+    imported = [meta(n, T0 - 10_000_000 + n, name=f"imported {n}") for n in range(300)]  # older than the kept
+    for one in imported:
+        assert await svc.import_bundle("s", one, [user(one.taskName, f"u-{one.taskId}"),
+                                                  reply("ok", f"a-{one.taskId}")], []) == "ok"
+    model = HistoryList()
+    model.open = model.live = True
+    rows = await _reveal(svc, model, imported[0].taskId, len(imported))
+    fresh = await svc.page("s")
+    assert model.count <= 2 * PAGE_SIZE and len(rows) == model.count
+    assert rows == [m.taskId for m in fresh.items] and rows[0] == kept[0]  # as opened afresh, the pin first
+    assert model.has_more  # the rest come with scrolling
+    one = imported[-35].taskId  # on the fourth page
+    rows = await _reveal(svc, model, one, 1)  # one imported: shown at once, however far down
+    assert one in rows[-PAGE_SIZE:] and model.count == len(rows) > 3 * PAGE_SIZE  # on the last page read
