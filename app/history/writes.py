@@ -238,7 +238,9 @@ class HistoryWrites:
         ``pause``: awaited after each course that was adopted or updated, and within one between its
         title, the halves of its search record and its transaction (the browser passes
         ``app.browser.tasks.next_task``: no step of start-up over 50 ms, DESIGN.md §13). Each course is
-        written in a transaction of its own (its 5 records and its head)."""
+        written in a transaction of its own (its 5 records and its head), and announced as a turn is
+        (``changed``: a ``record`` change carrying what it wrote), so that a list drawn while start-up
+        reconciled shows it (DESIGN.md §5, §9: a thread kept while history was blocked is not hidden)."""
         changed = []
         for stage_id, (messages, updated_at) in threads.items():
             if messages and await self._reconcile_one(stage_id, messages, updated_at, pause):
@@ -273,4 +275,7 @@ class HistoryWrites:
             writes.make_head(stage_id, meta.taskId, updated_at)
             await self._repository.commit(writes)
             self._active.forget(stage_id)
+        if not whole:  # written as a turn writes it: a list drawn (or opened) meanwhile shows it (§9)
+            self._changed(HistoryChange("record", meta.taskId, stage_id, written=writes.kept(meta.taskId),
+                                        form=writes.kept_form(meta.taskId)))
         return not whole

@@ -159,6 +159,29 @@ async def test_reconcile_local_storage_wins_and_threads_only_there_are_adopted()
     assert await svc.total("s") == 2  # a different thread (another first message): the old one stays archived
 
 
+async def test_reconcile_announces_each_conversation_it_writes():
+    """A thread adopted (or brought in line) at start-up is a change of history like a turn: the list
+    drawn or opened while start-up still reconciled hears it and shows that conversation (DESIGN.md
+    §9, §5: nothing lost silently). Before, a thread sent while another tab blocked history was
+    adopted at the reload unannounced: the drawer said "No conversations yet" until the next turn."""
+    svc, _, _ = service()
+    heard = []
+    svc.changes.subscribe(heard.append)
+    thread = [user("sent while blocked"), reply("ok"), user("sent after", "u2"), reply("ok", "a2")]
+    assert await svc.reconcile({"s": (thread, 5)}) == ["s"]
+    [change] = heard
+    task_id = (await svc.page("s")).items[0].taskId
+    assert (change.kind, change.task_id, change.stage_id, change.what) == ("record", task_id, "s", "written")
+    assert change.written.meta.taskId == task_id and change.written.messages == thread
+    assert change.form is not None and change.form.messages == thread
+    heard.clear()
+    assert await svc.reconcile({"s": (thread, 5)}) == [] and heard == []  # in line: nothing written, nothing told
+    longer = [*thread, user("one more", "u3")]
+    assert await svc.reconcile({"s": (longer, 6)}) == ["s"]
+    assert [(c.kind, c.task_id) for c in heard] == [("record", task_id)]  # the same conversation, grown
+    assert heard[0].written.messages == longer
+
+
 async def test_delete_and_undo_within_the_window():
     clock = Clock()
     svc, _, _ = service(clock=clock)
