@@ -44,7 +44,7 @@ from app.history.service import UNDO_MS, HistoryService
 
 __all__ = ["HistoryView", "create_history"]
 
-_FOCUSABLE = "button, input, select, textarea, [tabindex]"
+_FOCUSABLE = "button, input, select, textarea, summary, a[href], [tabindex]"  # summary: the file actions toggle
 
 
 def create_history(clock, changes: ChangeHub, on_notice) -> HistoryService:
@@ -70,10 +70,18 @@ def _schedule(coro) -> None:
     asyncio.ensure_future(coro).add_done_callback(_report)
 
 
+def _shown(node) -> bool:
+    """True when ``node`` is drawn: not hidden, nor inside a closed ``<details>`` (whose content still
+    has a box in Chromium, so a box alone does not tell)."""
+    if hasattr(node, "checkVisibility"):
+        return bool(node.checkVisibility())
+    return node.getClientRects().length > 0
+
+
 def _keep_focus_in(drawer, event) -> None:
     """Tab and Shift+Tab go round the drawer's controls and never leave it (a dialog keeps focus, §6)."""
     stops = [node for node in drawer.querySelectorAll(_FOCUSABLE)
-             if node.tabIndex >= 0 and not node.matches(":disabled") and node.getClientRects().length > 0]
+             if node.tabIndex >= 0 and not node.matches(":disabled") and _shown(node)]
     if not stops:
         return
     first, last = stops[0], stops[-1]

@@ -184,14 +184,22 @@ def tab_stays_in_the_open_drawer_and_escape_closes_it_from_anywhere_in_it_and_ax
     seed_conversations(agent, course, ["one", "two", "three"])
     open_list(agent)
     agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item]').length === 3")
-    open_file_actions(agent)  # its file pickers are in the Tab order once open
     inside = "() => document.querySelector('[data-testid=history-drawer]').contains(document.activeElement)"
-    seen = set()
-    for key in ["Tab"] * 14 + ["Shift+Tab"] * 14:
-        agent.page.keyboard.press(key)
-        assert agent.page.evaluate(inside), f"{key} left the drawer"
-        seen.add(agent.page.evaluate("() => document.activeElement.dataset.testid || document.activeElement.id"))
-    assert {"history-search", "history-close", "history-item", "import-json"} <= seen
+
+    def tab_round() -> set:  # more presses than the drawer has stops: each way round at least once
+        seen = set()
+        for key in ["Tab"] * 24 + ["Shift+Tab"] * 24:
+            agent.page.keyboard.press(key)
+            assert agent.page.evaluate(inside), f"{key} left the drawer"
+            seen.add(agent.page.evaluate("() => document.activeElement.dataset.testid || document.activeElement.id"))
+        return seen
+
+    # with the file actions folded (an earlier case of this page left them open), their toggle (a
+    # summary) is the last stop: Tab from it stays in
+    agent.page.evaluate("() => { document.querySelector('[data-testid=history-more]').open = false; }")
+    assert {"history-search", "history-close", "history-item", "history-more-toggle"} <= tab_round()
+    open_file_actions(agent)  # its file pickers are in the Tab order once open
+    assert {"history-search", "history-close", "history-item", "import-json"} <= tab_round()
     agent.testid("history-sort").focus()
     agent.page.keyboard.press("Escape")
     agent.page.wait_for_selector("[data-testid=history-drawer][hidden]", state="attached")
