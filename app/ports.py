@@ -17,7 +17,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Hashable
+from collections.abc import Awaitable, Collection, Hashable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -89,8 +89,10 @@ class ThreadStorePort(Protocol):
     def load(self, stage_id: str) -> Slim | None:
         """This tab's thread of ``stage_id`` (do not mutate), or ``None``."""
 
-    def save(self, stage_id: str, messages: Slim, updated_at: int, *, base: Slim | None = None) -> SaveOutcome:
-        """Store ``messages`` as ``stage_id``'s thread; turns another tab saved since ``base`` are kept."""
+    def save(self, stage_id: str, messages: Slim, updated_at: int, *, base: Slim | None = None,
+             firsts: Collection[str] = ()) -> SaveOutcome:
+        """Store ``messages`` as ``stage_id``'s thread; turns another tab saved since ``base`` are kept
+        (``firsts``: the first messages of the conversation's tree, ``app.store.tabs.rebase``)."""
 
     def clear(self, stage_id: str) -> None:
         """Remove ``stage_id``'s thread (New conversation)."""
@@ -101,7 +103,7 @@ class ThreadStorePort(Protocol):
     def updated_at(self, stage_id: str) -> int | None:
         """``updatedAt`` of ``stage_id``'s thread, or ``None``."""
 
-    def replaced_elsewhere(self, stage_id: str, base: Slim) -> bool:
+    def replaced_elsewhere(self, stage_id: str, base: Slim, firsts: Collection[str] = ()) -> bool:
         """True when another tab replaced ``stage_id``'s thread with one that does not go on from ``base``."""
 
     def take_notices(self) -> list[Any]:

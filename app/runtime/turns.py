@@ -39,6 +39,13 @@ def _next_task():
     return asyncio.sleep(0)
 
 
+
+def first_questions(tree: Any) -> frozenset[str]:
+    """The ids of ``tree``'s first messages (the first question and the versions it was edited into,
+    DESIGN.md §17); empty without a tree. The thread store tells a path through another of them
+    from another conversation's thread by them (``app.store.tabs.rebase``)."""
+    return frozenset(tree.children()) if tree is not None else frozenset()
+
 class Turns:
     """Runs and ends the turns of ``sessions`` (module docstring).
 
@@ -126,7 +133,8 @@ class Turns:
             home = home_of_ending_turn(
                 event.conversation_id, keeps_conversations=history is not None and history.keeps_conversations,
                 switched_to=session.switched_to,
-                thread_replaced=lambda: bool(event.base) and self._store.replaced_elsewhere(event.stage_id, event.base))
+                thread_replaced=lambda: bool(event.base) and self._store.replaced_elsewhere(
+                    event.stage_id, event.base, first_questions(session.tree)))
             follow = self._keep_apart(event, home) if home is not None else self._publish(session, event)
             self._sessions.forget_if_idle(follow)
             self._notify()
@@ -148,9 +156,10 @@ class Turns:
     def _save_turn(self, event: TurnEnded) -> None:
         """The thread store's subscriber: save the thread on its base; show another tab's merged turns."""
         self._trace("thread-save", event.stage_id)
-        result = self._store.save(event.stage_id, event.messages, event.at, base=event.base)
-        self._trace("thread-saved", event.stage_id)
         session = self._sessions[event.stage_id]
+        result = self._store.save(event.stage_id, event.messages, event.at, base=event.base,
+                                  firsts=first_questions(session.tree))
+        self._trace("thread-saved", event.stage_id)
         session.base = self._store.load(event.stage_id) or []
         if result.merged:  # another tab saved turns on this course meanwhile: show them too
             session.messages = live_thread(session.base)

@@ -15,7 +15,7 @@ Modes: ``"persistent"``; ``"memory"`` when storage throws (``_to_memory``, for g
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -129,12 +129,14 @@ class ThreadStore:
         """Stage ids whose latest version lives only in this tab; ``storage-full`` holds while in here."""
         return self._kept.ids()
 
-    def save(self, stage_id: str, messages: Messages, updated_at: int, *, base: Messages | None = None) -> SaveResult:
+    def save(self, stage_id: str, messages: Messages, updated_at: int, *, base: Messages | None = None,
+             firsts: Collection[str] = ()) -> SaveResult:
         """Store ``stage_id``'s thread (``serialize_thread`` output, kept as given) stamped
         ``updated_at`` ms over other tabs' courses (DESIGN.md §5): onto what another tab saved
         since ``base`` (what ``load`` returned; ``app.store.tabs.rebase``), spliced when the
         layout is known, else whole with quota pruning (``app.store.quota``), kept in memory
-        when it alone does not fit. Raises ``TypeError`` for a non-int ``updated_at``."""
+        when it alone does not fit. ``firsts``: the first messages of the conversation's tree
+        (``rebase``'s). Raises ``TypeError`` for a non-int ``updated_at``."""
         if type(updated_at) is not int:
             raise TypeError(f"updated_at must be int milliseconds, got {updated_at!r}")
         self._clock = max(self._clock, updated_at)
@@ -143,19 +145,20 @@ class ThreadStore:
         def rebased() -> Thread:
             nonlocal merged
             current = self._kept.view(stage_id, self._stored.threads)
-            thread, merged = rebase(messages, base, current.messages if current is not None else [])
+            thread, merged = rebase(messages, base, current.messages if current is not None else [], firsts)
             return Thread(thread, updated_at, like=current)  # the messages it held are not encoded again
         result = self._write_on_fresh(stage_id, rebased)
         return replace(result, merged=True) if merged else result
 
-    def replaced_elsewhere(self, stage_id: str, base: Messages) -> bool:
+    def replaced_elsewhere(self, stage_id: str, base: Messages, firsts: Collection[str] = ()) -> bool:
         """True when another tab replaced ``stage_id``'s thread since ``base`` (``load``'s) with one not
-        going on from it (``app.store.tabs.replaced``); False for an empty base or ``memory_only``."""
+        going on from it (``app.store.tabs.replaced``, ``firsts`` as there); False for an empty base or
+        ``memory_only``."""
         if not base or stage_id in self._kept:
             return False
         self._sync()
         current = self._stored.threads.get(stage_id)
-        return replaced(current.messages if current is not None else [], base)
+        return replaced(current.messages if current is not None else [], base, firsts)
 
     def clear(self, stage_id: str) -> None:
         """Remove ``stage_id``'s thread, and any version kept in memory; other courses stay as stored

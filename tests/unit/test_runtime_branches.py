@@ -414,3 +414,23 @@ async def test_a_branch_on_a_stored_thread_history_has_not_adopted_yet_keeps_the
     assert question in tree and reply in tree  # nothing the stored thread held is lost
     shown = [m.id for m in runtime.messages]
     assert [m["id"] for m in tree.path()] == shown and shown != [question, reply]
+
+
+async def test_a_turn_sent_while_another_tab_shows_the_other_first_question_stays_on_its_own_path():
+    """Tab B sends on the edited first question while tab A's picker shows the original one, before
+    B heard of it: both threads start with a first question of one tree, so B's turn is saved on its
+    own path (its branch shown, DESIGN.md §17), never appended to the path A shows."""
+    history, storage = TreeHistory(), MemoryStorage()
+    tab_a, _, _ = make(history, storage)
+    u1, a1, u2, a2 = await two_questions(tab_a)
+    await tab_a.edit(u1, "edited")
+    await settle()
+    edited, answer = [m.id for m in tab_a.messages]
+    tab_b, _, store_b = make(history, MemoryStorage.shared_with(storage))
+    await settle()
+    assert tab_a.show_sibling(edited, -1) == u1  # stored now: the original first question's path
+    await tab_b.send("third question")  # B has not heard the storage event yet
+    await settle()
+    stored = [m["id"] for m in store_b.load("s")]
+    assert stored[:2] == [edited, answer] and len(stored) == 4 and u1 not in stored
+    assert [m.id for m in tab_b.messages] == stored
