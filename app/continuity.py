@@ -21,11 +21,11 @@ when a course's remembered conversation id must be looked up again.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 __all__ = ["belongs", "branches_off", "conversation_goes_stale", "continues", "derived_ids", "home_of_ending_turn",
-           "switched_after"]
+           "starts_with_one_of", "switched_after"]
 
 
 def _lacks_id(message: Any, seen: set[str]) -> bool:
@@ -81,6 +81,20 @@ def _identified(thread: Any) -> Any:
             return derived_ids(thread)
         seen.add(message["id"])
     return thread
+
+
+def starts_with_one_of(thread: Any, firsts: Collection[str]) -> bool:
+    """True when ``thread``'s first message is one of ``firsts`` (ids of first messages of one
+    conversation's tree: its first question and the versions it was edited into, DESIGN.md §17), by
+    its id, derived when it has none (``derived_ids``).
+
+    >>> starts_with_one_of([{"id": "u1b"}, {"id": "a"}], {"u1", "u1b"}), starts_with_one_of([{"id": "x"}], {"u1"})
+    (True, False)
+    """
+    if not firsts or not isinstance(thread, list) or not thread or not isinstance(thread[0], dict):
+        return False
+    first = derived_ids(thread[:1])[0].get("id")
+    return isinstance(first, str) and bool(first) and first in firsts
 
 
 def continues(thread: Any, base: Any) -> bool:

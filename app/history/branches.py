@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from app.continuity import continues, derived_ids
+from app.continuity import continues, derived_ids, starts_with_one_of
 from app.history.branching import Branching
 from app.history.tree import Tree
 
@@ -82,14 +82,11 @@ class StoredForm(NamedTuple):
         >>> form.starts([{"id": "u1"}, {"id": "a9"}]), form.starts([{"id": "x"}]), form.starts([])
         (True, False, False)
         """
-        if not (isinstance(thread, list) and thread and isinstance(thread[0], dict)):
-            return False
-        first = derived_ids(thread[:1])[0].get("id")
         path = self.messages if isinstance(self.messages, list) else []
         roots = {entry.get("id") for entry in self.branches if isinstance(entry, dict) and entry.get("parentId") is None}
         if path and isinstance(path[0], dict):
             roots.add(derived_ids(path[:1])[0].get("id"))
-        return isinstance(first, str) and bool(first) and first in roots
+        return starts_with_one_of(thread, roots)
 
     def written(self, thread: list[dict]) -> "StoredForm":
         """This stored form once ``thread`` (a shown path the runtime holds: a turn's thread, or the

@@ -39,12 +39,12 @@ def _next_task():
     return asyncio.sleep(0)
 
 
-
 def first_questions(tree: Any) -> frozenset[str]:
     """The ids of ``tree``'s first messages (the first question and the versions it was edited into,
     DESIGN.md §17); empty without a tree. The thread store tells a path through another of them
     from another conversation's thread by them (``app.store.tabs.rebase``)."""
     return frozenset(tree.children()) if tree is not None else frozenset()
+
 
 class Turns:
     """Runs and ends the turns of ``sessions`` (module docstring).

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from app.continuity import belongs, branches_off, continues, derived_ids
+from app.continuity import belongs, branches_off, continues, starts_with_one_of
 
 __all__ = ["rebase", "replaced"]
 
@@ -30,9 +30,7 @@ def _first_questions_of_one_tree(stored: Messages, base: Messages, firsts: Colle
     """True when ``stored`` and ``base`` each start with one of ``firsts`` (the first messages of the
     conversation tree the caller holds: its first question and the versions it was edited into, by
     id, derived for a message without one): two paths of one conversation (DESIGN.md §17)."""
-    if not firsts or not stored or not base or not isinstance(stored[0], dict) or not isinstance(base[0], dict):
-        return False
-    return all(derived_ids(thread[:1])[0].get("id") in firsts for thread in (stored, base))
+    return starts_with_one_of(stored, firsts) and starts_with_one_of(base, firsts)
 
 
 def rebase(messages: Messages, base: Messages | None, stored: Messages,
