@@ -175,11 +175,15 @@ def merge_conversation(local: Side, remote: Side, *, local_at: int = 0, remote_a
     if not _branches(local) and not _branches(remote):  # two chains: one holds the other when it goes on from it
         holder = local if continues(local[0], remote[0]) else remote if continues(remote[0], local[0]) else None
         if holder is not None:
-            turns = _union_turns(local[1], remote[1])
+            other = remote if holder is local else local
+            if list(other[1]) == list(holder[1])[:len(other[1])]:  # the ordinary case: its turns go on from the other's
+                return Merged("local" if holder is local else "remote", list(holder[0]), list(holder[1]),
+                              _branching(holder))
+            turns = _union_turns(local[1], remote[1])  # one reply's turn apart: each side's meta weighed
             for side, how in ((local, "local"), (remote, "remote")):
                 if list(side[0]) == list(holder[0]) and _holds(side[1], turns):
                     return Merged(how, list(side[0]), list(side[1]), _branching(side))
-            return Merged("merged", list(holder[0]), turns, _branching(holder))  # one reply's turn apart
+            return Merged("merged", list(holder[0]), turns, _branching(holder))
     mine, theirs = _Version.of(local, local_at), _Version.of(remote, remote_at)
     tree, at = _union([mine, theirs])
     return _outcome(tree, at, mine, [theirs])
