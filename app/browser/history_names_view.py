@@ -29,7 +29,7 @@ def _report(task: asyncio.Future) -> None:
 class HistoryNamesView:
     """Rename and pin of ``history-list``'s items (module docstring). ``service``: the page's
     ``HistoryService`` (``rename``, ``pin``); ``listing``: the ``HistoryListView`` that draws the list
-    (``focus_after_draw``)."""
+    (``focus_after_draw``, and its ``clock``: a rename or pin is timed when the person makes it)."""
 
     def __init__(self, service, listing) -> None:
         self._service, self._listing = service, listing
@@ -70,7 +70,8 @@ class HistoryNamesView:
             return
         self._listing.focus_after_draw(item.dataset.taskId, None if back == "item" else back)
         pinned = pin.getAttribute("aria-pressed") != "true"
-        asyncio.ensure_future(self._service.pin(item.dataset.taskId, pinned)).add_done_callback(_report)
+        at = self._listing.clock()  # the time of the act, not of the write: the later of two tabs' wins (§18)
+        asyncio.ensure_future(self._service.pin(item.dataset.taskId, pinned, at=at)).add_done_callback(_report)
 
     def _on_key(self, event) -> None:
         target = event.target
@@ -158,4 +159,5 @@ class HistoryNamesView:
         if save:
             if refocus:
                 self._listing.focus_after_draw(task_id, None if back == "item" else back)
-            asyncio.ensure_future(self._service.rename(task_id, text)).add_done_callback(_report)
+            at = self._listing.clock()  # the time of Enter, not of the write: the later of two tabs' wins (§18)
+            asyncio.ensure_future(self._service.rename(task_id, text, at=at)).add_done_callback(_report)

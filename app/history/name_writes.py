@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from app.history.access import HistoryAccess, Segmenter, guarded
 from app.history.changes import HistoryChange
-from app.history.names import NAME_GRAPHEMES, merged_names
+from app.history.names import NAME_GRAPHEMES, merged_names, unless_later
 from app.history.records import TaskMeta
 from app.history.repository import HistoryRepository, Writes
 from app.history.active import ActiveConversations, Changed
@@ -38,7 +38,10 @@ class NameWrites:
         to ``task_id``'s stored meta and store it (a rename re-indexes the title, ``Writes.set_names``);
         ``changed`` hears ``kind`` (``rename`` or ``pin``); ``name``: a rename's text (the grapheme
         segmenter is loaded first when cutting it, or the first-question title it gives back, needs it). Returns the new meta; None when ``task_id``
-        has no readable meta. ``updatedAt`` stays: the list's recency is the conversation's last turn."""
+        has no readable meta. ``updatedAt`` stays: the list's recency is the conversation's last turn.
+        A field another tab changed later than ``change`` (its rename written first) is kept as stored
+        (``unless_later``, DESIGN.md §18: the later change wins); nothing is stored when that leaves
+        nothing to change."""
         async with self._lock:
             meta = await self._repository.meta(task_id)
             if meta is None:
@@ -49,7 +52,7 @@ class NameWrites:
                 await self._segmenter.for_titles(messages)
             elif name is not None and len(name) > NAME_GRAPHEMES:
                 await self._segmenter.load()  # a long name is cut on grapheme clusters (never half an emoji)
-            changed = change(meta, messages)
+            changed = unless_later(meta, change(meta, messages))  # another tab's later change stays
             if changed == meta:
                 return meta
             await self._store_names(meta, changed)

@@ -10,6 +10,8 @@
   time (``TaskMeta.changedAt``) set; neither moves ``updatedAt`` (the list's recency is the
   conversation's last turn, not its name's);
 - ``merged_names``: two devices' metas of one conversation: each field takes its later change (§16);
+- ``unless_later``: a change made here over the stored meta, each field kept as stored where the stored
+  change is later (another tab's rename or pin made after this one but written first);
 - ``pinned_first``: a list's pinned conversations, most recently pinned first.
 """
 
@@ -23,7 +25,8 @@ from typing import Any
 from app.history.records import TaskMeta
 from app.history.text import _graphemes, cut_title, shown_title, title_of
 
-__all__ = ["NAME_GRAPHEMES", "merged_names", "named", "pinned_first", "pinned_meta", "printable", "renamed_meta"]
+__all__ = ["NAME_GRAPHEMES", "merged_names", "named", "pinned_first", "pinned_meta", "printable", "renamed_meta",
+           "unless_later"]
 
 NAME_GRAPHEMES = 200
 """The most grapheme clusters a name a person gives keeps (DESIGN.md §18)."""
@@ -103,6 +106,25 @@ def merged_names(kept: TaskMeta, other: TaskMeta) -> TaskMeta:
     times = kept.changedAt.model_copy(update={"taskName": name.changedAt.taskName, "pinned": pin.changedAt.pinned})
     merged = kept.model_copy(update={"taskName": name.taskName, "pinnedAt": pin.pinnedAt, "changedAt": times})
     return kept if merged == kept else merged
+
+
+def unless_later(stored: TaskMeta, changed: TaskMeta) -> TaskMeta:
+    """``changed`` (``stored`` renamed or pinned here: ``renamed_meta``, ``pinned_meta``) with its name
+    and pin each given back to ``stored``'s where ``stored`` changed that field later than ``changed``
+    did: another tab's rename made after this one but written first stays (DESIGN.md §18, the later
+    change of each field wins; §5). At the same time, ``changed`` (the change being made) wins.
+
+    >>> from app.history.records import FieldTimes
+    >>> held = TaskMeta(taskId="task_20260101_abcdef", taskName="later", stageId="s", createdAt=1, updatedAt=1,
+    ...                 changedAt=FieldTimes(taskName=9))
+    >>> unless_later(held, renamed_meta(held, "earlier", [], now=7)).taskName
+    'later'
+    """
+    name = stored if stored.changedAt.taskName > changed.changedAt.taskName else changed
+    pin = stored if stored.changedAt.pinned > changed.changedAt.pinned else changed
+    times = changed.changedAt.model_copy(update={"taskName": name.changedAt.taskName, "pinned": pin.changedAt.pinned})
+    kept = changed.model_copy(update={"taskName": name.taskName, "pinnedAt": pin.pinnedAt, "changedAt": times})
+    return stored if kept == stored else kept
 
 
 def pinned_first(metas: Iterable[Any]) -> list[Any]:

@@ -269,19 +269,21 @@ class HistoryService:
         return bool(self._deleted and self._deleted.was_head)
 
     # -- names and pins (DESIGN.md §18) ----------------------------------------
-    async def rename(self, task_id: str, text: str) -> TaskMeta | None:
+    async def rename(self, task_id: str, text: str, *, at: int | None = None) -> TaskMeta | None:
         """Rename ``task_id`` to ``text`` (``app.history.names.named``: blank gives back the
-        first-question title; at most 200 clusters). Returns the new meta (None: not kept, or history
-        unavailable); the hub (``changes``) hears ``rename``."""
-        now = self._clock()
+        first-question title; at most 200 clusters). ``at``: when the person renamed it (epoch ms, the
+        service's clock; default: now): of two tabs' renames, the later by this time wins, whichever is
+        written first (DESIGN.md §18). Returns the new meta (None: not kept, or history unavailable);
+        the hub (``changes``) hears ``rename``."""
+        now = self._clock() if at is None else at
         return await self._names.set_names(task_id, lambda meta, messages: renamed_meta(meta, text, messages, now=now),
                                             "rename", text)
 
-    async def pin(self, task_id: str, pinned: bool) -> TaskMeta | None:
+    async def pin(self, task_id: str, pinned: bool, *, at: int | None = None) -> TaskMeta | None:
         """Pin (``pinned`` True) or unpin ``task_id``: pinned conversations lead their course's list,
-        most recently pinned first. Returns the new meta (None: not kept, or history unavailable);
-        the hub (``changes``) hears ``pin``."""
-        now = self._clock()
+        most recently pinned first. ``at``: when the person pinned it, as for ``rename``. Returns the new
+        meta (None: not kept, or history unavailable); the hub (``changes``) hears ``pin``."""
+        now = self._clock() if at is None else at
         return await self._names.set_names(task_id, lambda meta, _: pinned_meta(meta, pinned, now=now), "pin")
 
     # -- list, search (app.history.reads) ------------------------------------

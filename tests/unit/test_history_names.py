@@ -161,6 +161,32 @@ def test_a_rename_is_kept_and_said_and_empty_gives_back_the_first_question():
     run(go())
 
 
+def test_of_two_tabs_renaming_at_once_the_later_rename_wins_whichever_is_written_last():
+    """Two tabs of one course rename the same conversation at nearly the same time: the later Enter
+    (by time) is the name on both, even when the earlier one's write reaches the store after it
+    (DESIGN.md §18: the later change of each field wins; §5: nothing is lost silently)."""
+    async def go():
+        backend = MemoryBackend(SCHEMA)
+        first, first_clock, _ = service(backend)
+        task = await add(first, "s", "How do plants eat?")
+        second, second_clock, _ = service(backend)
+        first_clock.now = second_clock.now = T0 + 10_000
+        earlier = first.rename(task, "Earlier name")  # pressed first: its clock reads T0 + 10_001 when it runs
+        second_clock.now += 5  # the other tab's Enter, a few ms later
+        assert (await second.rename(task, "Later name")).taskName == "Later name"  # stored first
+        await earlier  # the earlier rename's write comes last: it does not undo the later one
+        assert (await first.get(task)).taskName == "Later name"
+        assert (await second.get(task)).taskName == "Later name"
+        first_clock.now = second_clock.now + 10  # a rename made after both still wins
+        assert (await first.rename(task, "Latest name")).taskName == "Latest name"
+        second_clock.now = first_clock.now + 10  # the same for a pin: a later pin stored first stays
+        earlier_unpin = first.pin(task, False)
+        assert (await second.pin(task, True)).pinned
+        await earlier_unpin
+        assert (await first.get(task)).pinned
+    run(go())
+
+
 def test_pinned_conversations_come_first_most_recently_pinned_first_then_the_chosen_sort():
     async def go():
         svc, _, changes = service()
