@@ -9,6 +9,9 @@ another (``branches_off``): it starts with the same first message (by id) and th
 (a question edited, a reply regenerated), so it belongs in that conversation as a new sibling
 (``belongs``). Anything else, a thread of another first message, or a value that is not a list of
 messages, is another conversation. A shorter thread that is the start of the other is neither.
+A thread opened by an assistant's message (a greeting: ``first_question_at``) is told by its first
+question, not by that message: conversations imported without ids that open with the same greeting
+share its derived id and no question.
 
 It is also the single place where another writer's change decides where a turn belongs
 (``home_of_ending_turn``): another tab today, another device through sync later. The inputs are
@@ -24,8 +27,8 @@ import json
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
-__all__ = ["belongs", "branches_off", "conversation_goes_stale", "continues", "derived_ids", "home_of_ending_turn",
-           "starts_with_one_of", "switched_after"]
+__all__ = ["belongs", "branches_off", "conversation_goes_stale", "continues", "derived_ids", "first_question_at",
+           "home_of_ending_turn", "starts_with_one_of", "switched_after"]
 
 
 def _lacks_id(message: Any, seen: set[str]) -> bool:
@@ -83,17 +86,35 @@ def _identified(thread: Any) -> Any:
     return thread
 
 
+def first_question_at(thread: list) -> int:
+    """The position of ``thread``'s first question: its first message that is not an assistant's (0
+    when it opens with a question, or with messages that carry no role); ``len(thread)`` when every
+    message is an assistant's. The assistant's messages before it (a greeting) are no question: two
+    conversations that open with the same one are not one conversation (DESIGN.md §17).
+
+    >>> first_question_at([{"role": "assistant"}, {"role": "user"}]), first_question_at([{"id": "u"}])
+    (1, 0)
+    """
+    for at, message in enumerate(thread):
+        if not (isinstance(message, dict) and message.get("role") == "assistant"):
+            return at
+    return len(thread)
+
+
 def starts_with_one_of(thread: Any, firsts: Collection[str]) -> bool:
-    """True when ``thread``'s first message is one of ``firsts`` (ids of first messages of one
-    conversation's tree: its first question and the versions it was edited into, DESIGN.md §17), by
-    its id, derived when it has none (``derived_ids``).
+    """True when ``thread``'s first question (``first_question_at``: its first message, unless an
+    assistant's opens it) is one of ``firsts`` (ids of one conversation tree's first questions and the
+    versions they were edited into, DESIGN.md §17), by its id, derived when it has none (``derived_ids``).
 
     >>> starts_with_one_of([{"id": "u1b"}, {"id": "a"}], {"u1", "u1b"}), starts_with_one_of([{"id": "x"}], {"u1"})
     (True, False)
     """
     if not firsts or not isinstance(thread, list) or not thread or not isinstance(thread[0], dict):
         return False
-    first = derived_ids(thread[:1])[0].get("id")
+    at = first_question_at(thread)
+    if at >= len(thread):
+        at = 0  # no question yet: its first message tells it
+    first = derived_ids(thread[:at + 1])[at].get("id")
     return isinstance(first, str) and bool(first) and first in firsts
 
 
@@ -125,7 +146,9 @@ def continues(thread: Any, base: Any) -> bool:
 def branches_off(thread: Any, base: Any, *, sent_on: bool = False) -> bool:
     """True when ``thread`` (a list of message dicts) is a branch of the conversation whose shown path
     is ``base`` (DESIGN.md §17): neither goes on from the other, and both start with the same first
-    message, told by its string ``id`` (the text of an edited question differs, its place does not).
+    message, told by its string ``id`` (the text of an edited question differs, its place does not);
+    a thread opened by an assistant's message, with that message and the same first question
+    (``first_question_at``: the same greeting alone does not make one conversation).
     ``sent_on``: the caller knows the turn of ``thread`` was sent on that conversation (its
     conversation id): then a thread with another first message is a branch too, the first question
     edited (a sibling of the first message). A message without an id is the message with its derived
@@ -146,9 +169,16 @@ def branches_off(thread: Any, base: Any, *, sent_on: bool = False) -> bool:
         return False  # a value that is no message has no place in a tree
     if sent_on:
         return True
-    first, held = thread[0], base[0]
-    ident = first.get("id") if isinstance(first, dict) else None
-    return isinstance(ident, str) and bool(ident) and isinstance(held, dict) and held.get("id") == ident
+    # the same first question, and the same messages before it (a greeting shared by id is no question)
+    asked = first_question_at(thread)
+    asked = asked if asked < len(thread) else 0  # no question yet: its first message tells it
+    if asked >= len(base):
+        return False
+    for first, held in zip(thread[:asked + 1], base[:asked + 1]):
+        ident = first.get("id") if isinstance(first, dict) else None
+        if not (isinstance(ident, str) and ident and isinstance(held, dict) and held.get("id") == ident):
+            return False
+    return True
 
 
 def belongs(thread: Any, base: Any, *, sent_on: bool = False) -> bool:

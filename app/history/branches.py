@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from app.continuity import continues, derived_ids, starts_with_one_of
+from app.continuity import continues, derived_ids, first_question_at, starts_with_one_of
 from app.history.branching import Branching
 from app.history.tree import Tree
 
@@ -76,7 +76,10 @@ class StoredForm(NamedTuple):
         (derived when it has none, ``app.continuity.derived_ids``): the shown path's first, or one stored
         beside it with no parent (the first question edited, DESIGN.md §17). A thread that starts so
         belongs to this conversation whichever first question it shows: another tab's picker or a
-        reload may show the other one before the turn knows its conversation id.
+        reload may show the other one before the turn knows its conversation id. A thread opened by an
+        assistant's message (``app.continuity.first_question_at``) starts so when that message is a first
+        message here and its first question is a message of this tree: the same greeting alone is not
+        the same conversation (conversations imported without ids share its derived id).
 
         >>> form = StoredForm([{"id": "u1b"}], [{"id": "u1", "parentId": None}, {"id": "u1b", "parentId": None}])
         >>> form.starts([{"id": "u1"}, {"id": "a9"}]), form.starts([{"id": "x"}]), form.starts([])
@@ -86,7 +89,12 @@ class StoredForm(NamedTuple):
         roots = {entry.get("id") for entry in self.branches if isinstance(entry, dict) and entry.get("parentId") is None}
         if path and isinstance(path[0], dict):
             roots.add(derived_ids(path[:1])[0].get("id"))
-        return starts_with_one_of(thread, roots)
+        asked = first_question_at(thread) if isinstance(thread, list) else 0
+        if not 0 < asked < len(thread) or not starts_with_one_of(thread[:1], roots):
+            return starts_with_one_of(thread, roots)
+        # opened by an assistant's message this tree opens with: its first question must be one of the tree's
+        held = {entry.get("id") for entry in (*derived_ids(path), *self.branches) if isinstance(entry, dict)}
+        return starts_with_one_of(thread, held)
 
     def written(self, thread: list[dict]) -> "StoredForm":
         """This stored form once ``thread`` (a shown path the runtime holds: a turn's thread, or the

@@ -42,8 +42,15 @@ def _next_task():
 def first_questions(tree: Any) -> frozenset[str]:
     """The ids of ``tree``'s first messages (the first question and the versions it was edited into,
     DESIGN.md §17); empty without a tree. The thread store tells a path through another of them
-    from another conversation's thread by them (``app.store.tabs.rebase``)."""
-    return frozenset(tree.children()) if tree is not None else frozenset()
+    from another conversation's thread by them (``app.store.tabs.rebase``). In a tree opened by an
+    assistant's message the first questions are those after it (``app.continuity.first_question_at``)."""
+    if tree is None:
+        return frozenset()
+    firsts = tree.children()
+    # a tree opened by an assistant's message (a greeting): its first questions are the questions after it
+    while firsts and all(tree.nodes[i].get("role") == "assistant" for i in firsts):
+        firsts = [child for first in firsts for child in tree.children(first)]
+    return frozenset(firsts)
 
 
 class Turns:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import doctest
 
 import app.continuity
-from app.continuity import continues
+from app.continuity import belongs, branches_off, continues
 
 A = {"id": "a", "role": "user", "parts": [{"type": "text", "text": "hi"}]}
 B = {"id": "b", "role": "assistant", "parts": [{"type": "text", "text": "hello"}]}
@@ -57,3 +57,26 @@ def test_a_thread_from_the_same_first_message_that_departs_is_a_branch_of_it():
     assert not branches_off(first_edited, stored)
     assert branches_off(first_edited, stored, sent_on=True) and not branches_off(stored + [{"id": "u3"}], stored,
                                                                                   sent_on=True)
+
+
+def test_threads_opened_by_the_same_assistant_message_are_told_apart_by_their_first_question():
+    """A greeting that opens conversations imported without ids has the same derived id in each: it
+    does not make them one conversation, nor one a version of the other's first question (DESIGN.md
+    §17); their first questions tell them apart, in history and in the thread store between tabs."""
+    from app.history.tree import Tree
+    from app.runtime.turns import first_questions
+    from app.store.tabs import replaced
+
+    def m(role, ident):
+        return {"role": role, "id": ident, "content": [{"type": "text", "text": ident}]}
+
+    greeting = m("assistant", "g")
+    one, other = [greeting, m("user", "u1"), m("assistant", "a1")], [greeting, m("user", "x1"), m("assistant", "x2")]
+    assert not branches_off(other, one) and not belongs(other, one)
+    assert branches_off([greeting, m("user", "u1"), m("assistant", "a1b")], one)  # a reply regenerated
+    assert branches_off([greeting, m("user", "u1b")], one, sent_on=True)  # the first question edited, sent on it
+    assert first_questions(Tree.chain(one)) == {"u1"}
+    assert replaced(other, one, first_questions(Tree.chain(one)))  # another tab's thread: another conversation
+    edited = [greeting, m("user", "u1b"), m("assistant", "a1c")]
+    tree = Tree.chain(one).grow(edited)
+    assert first_questions(tree) == {"u1", "u1b"} and not replaced(edited, one, first_questions(tree))

@@ -223,6 +223,35 @@ async def test_the_first_question_edited_is_a_branch_when_the_turn_was_sent_on_t
     assert await svc.total("s") == 2 and await svc.head_task_id("s", allocate=False) != TASK
     assert_both_branches(backend)  # the old conversation stays whole
 
+async def test_a_conversation_opened_by_an_assistants_message_is_not_a_version_of_another_ones_first_question():
+    """Conversations that open with the same assistant's message (a greeting; imported without ids,
+    the TS original wrote none, it has the same derived id in each) share no question: a thread of
+    one, adopted at start-up or ended as a turn whose conversation is not known, is a conversation of
+    its own, not a version of the other's first question (DESIGN.md §17: a branch where there is none).
+    A question edited after the greeting, on the conversation the turn was sent on, is a branch."""
+    greeting = msg("assistant", "h9478b88b3164bfef", "Hello! How can I help?")
+    backend = MemoryBackend()
+    await backend.open()
+    meta = TaskMeta(taskId=TASK, taskName="what is chlorophyll", stageId="s", createdAt=T0, updatedAt=T0)
+    writes = Writes()
+    writes.keep(meta, [greeting, U1, A1], [])
+    writes.make_head("s", TASK, 1)
+    await backend.write(writes.ops)
+    svc = service(backend)
+    imported = [greeting, msg("user", "x1", "something else"), msg("assistant", "x2", "ok")]
+    assert await svc.reconcile({"s": (imported, 5)}) == ["s"]  # the course's stored thread, adopted
+    assert await svc.total("s") == 2 and stored_tree(backend).siblings("u1") == (1, 1)
+    assert stored_tree(backend).path_ids() == (greeting["id"], "u1", "a1")
+    await svc.resume("s", TASK, imported, 5, 6)
+    other = [greeting, msg("user", "y1", "a third question"), msg("assistant", "y2", "ok")]
+    await svc.record_turn(ended("s", other, message_id="y2"), 7)  # its conversation not known
+    assert await svc.total("s") == 3 and stored_tree(backend).siblings("u1") == (1, 1)
+    edited = [greeting, msg("user", "u1b", "what is chlorophyll made of"), msg("assistant", "a1b", "magnesium")]
+    await svc.resume("s", TASK, other, 7, 8)
+    await svc.record_turn(ended("s", edited, message_id="a1b", conversation_id=TASK), 9)
+    assert await svc.total("s") == 3 and stored_tree(backend).siblings("u1b") == (2, 2)
+
+
 async def test_a_thread_through_another_first_question_of_the_tree_is_that_conversation_whoever_sends_it():
     """After the first question was edited (a fork at the first message), another tab may show the
     old first question's path (its picker) and send on it, or a reload adopt it, before its turn knows
