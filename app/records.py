@@ -237,8 +237,10 @@ class MemoryBackend:
 
     # -- test helpers -----------------------------------------------------
     def simulate_event(self, kind: str, detail: str = "") -> None:
-        """Another tab upgrades (``versionchange``) or the browser deletes (``deleted``) the database."""
-        self.is_open = False
+        """Another tab upgrades (``versionchange``) or the browser deletes (``deleted``) the database;
+        ``opened``: an open another tab blocked went through at last (the store stays as it is)."""
+        if kind != "opened":
+            self.is_open = False
         if kind == "deleted":
             self._tables = {name: {} for name in self._specs}
         if self.on_event:

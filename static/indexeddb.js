@@ -13,6 +13,9 @@ let listeners = new Set(); // Python callbacks(kind, detail) of the open connect
 // becomes the page's connection), or null if it failed. The browser queues later open
 // requests behind it without a "blocked" event of their own, so they wait on this instead.
 let pending = null;
+// Listeners of the opens told "blocked": told "opened" when the blocked open goes through at last
+// (the other tab let go), so that the page takes the database back up without a reload.
+let waiting = new Set();
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function kindOf(error) {
@@ -57,11 +60,14 @@ function range(table, index, spec) {
 globalThis.agentbarIndexedDbAdapter = {
   // open(name, versionsJson, onEvent, blockedAfterMs): versionsJson is [[version, {table: "keys"}], …].
   // Resolves ["ok", native version] or [kind, message]; kind "blocked" when another tab keeps an
-  // older version open past blockedAfterMs.
+  // older version open past blockedAfterMs (onEvent then hears "opened" once it lets go: `waiting`).
   async open(name, versions, onEvent, blockedAfterMs) {
     if (!db && pending) {
       const settled = await Promise.race([pending, sleep(blockedAfterMs).then(() => undefined)]);
-      if (settled === undefined) return ["blocked", "another tab keeps an older version of the database open"];
+      if (settled === undefined) {
+        waiting.add(onEvent);
+        return ["blocked", "another tab keeps an older version of the database open"];
+      }
     }
     if (db && db.name === name && db.isOpen()) {
       listeners.add(onEvent);
@@ -101,8 +107,14 @@ globalThis.agentbarIndexedDbAdapter = {
       const stalled = sleep(4 * blockedAfterMs).then(() => "stalled");
       const first = await Promise.race([opening.then(() => "open"), blockedSignal, stalled]);
       if (first !== "open") {
-        pending = opening.then(() => { db = next; listeners = mine; pending = null; return next; },
-          () => { pending = null; return null; });
+        waiting.add(onEvent);
+        pending = opening.then(() => {
+          db = next; listeners = mine; pending = null;
+          const told = [...waiting];
+          waiting = new Set();
+          for (const listener of told) { mine.add(listener); listener("opened", String(next.verno)); }
+          return next;
+        }, () => { pending = null; return null; });
         return ["blocked", "another tab keeps an older version of the database open"];
       }
       db = next;

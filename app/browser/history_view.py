@@ -47,14 +47,15 @@ __all__ = ["HistoryView", "create_history"]
 _FOCUSABLE = "button, input, select, textarea, summary, a[href], [tabindex]"  # summary: the file actions toggle
 
 
-def create_history(clock, changes: ChangeHub, on_notice) -> HistoryService:
+def create_history(clock, changes: ChangeHub, on_notice, on_opened=None) -> HistoryService:
     """The service over IndexedDB, publishing on ``changes`` and saying its notices to ``on_notice``
     (the runtime's recorder is made before it, ``app.browser.history_boot``); nothing is opened yet.
-    The backend's closed connection (another tab upgrades, the database deleted) reaches the service."""
+    The backend's closed connection (another tab upgrades, the database deleted) reaches the service;
+    ``on_opened()``: the open another tab blocked went through at last (``HistoryService.reopen``)."""
     service: HistoryService | None = None
     backend = IndexedDbBackend(on_event=lambda kind, detail: service.on_backend_event(kind, detail))
     service = HistoryService(backend, clock=clock, prepare=_install_graphemes, pause=next_task, changes=changes,
-                             on_notice=on_notice)
+                             on_notice=on_notice, on_opened=on_opened)
     return service
 
 

@@ -42,7 +42,8 @@ class IndexedDbBackend:
     """``RecordBackend`` over the page's IndexedDB (see the module docstring).
 
     ``on_event(kind, detail)``: called when the browser closed the connection
-    (``versionchange``, ``deleted``, ``closed``).
+    (``versionchange``, ``deleted``, ``closed``), or when an open that said ``blocked`` went through
+    once the other tab let go (``opened``: a new ``open`` now succeeds at once).
     """
 
     def __init__(self, on_event: Callable[[str, str], None] | None = None) -> None:

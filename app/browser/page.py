@@ -286,7 +286,7 @@ class Page:
         self.history = await HistoryPart.load(
             self.runtime, self.store, self.recorder, self.changes, self.translator, self.clock, records=self.records,
             say=self._history_notice, threads_restored=self._threads_restored,
-            busy=lambda stage_id: stage_id in self.runtime.sessions.running())
+            busy=lambda stage_id: stage_id in self.runtime.sessions.running(), dismiss=self.runtime.dismiss_notice)
         self.held_clicks.release()
 
     def _history_notice(self, notice, available: bool | None) -> None:

@@ -81,6 +81,19 @@ class HistoryAccess:
         except RecordStoreError as error:
             self.fail(error)
 
+    async def reopen(self) -> bool:
+        """Open again once the open another tab blocked went through (``blocked``: it held an older
+        version open, then let go): history then works as if it had opened at once, and a later
+        block is said again. True when it is open now; False (nothing changed) when history had not
+        stopped as blocked, or its open fails again (``fail``)."""
+        if self.available is not False or self.failure != "blocked":
+            return False
+        self.available, self.failure, self._opening = None, None, None
+        if not await self.open():
+            return False  # blocked again: said once already
+        self._notified.discard(NOTICE_CODES["blocked"])  # a later block is said again
+        return True
+
     def fail(self, error: RecordStoreError) -> None:
         """History stops (unavailable) with one notice of its kind; the core goes on. The database in
         another tab's hands (``blocked``, ``versionchange``) is expected and its notice says so: logged

@@ -88,7 +88,8 @@ class HistoryService:
     wrote; a change of the course's active conversation by sync carries its thread as ``head``),
     for the list, the active thread, other tabs and sync; one is made when none is given. The
     service hears its hub too: another tab's change makes it read that course's active
-    conversation again (``forget_active``).
+    conversation again (``forget_active``). ``on_opened()``: told when the open another tab blocked
+    went through at last (``on_backend_event``); the page then calls ``reopen``.
     """
 
     def __init__(self, backend: RecordBackend, *, clock: Callable[[], int],
@@ -96,8 +97,10 @@ class HistoryService:
                  prepare: Callable[[], Awaitable[None]] | None = None,
                  on_notice: Callable[[Notice], None] | None = None,
                  changes: ChangeHub | None = None,
-                 pause: Callable[[], Awaitable[None]] | None = None) -> None:
+                 pause: Callable[[], Awaitable[None]] | None = None,
+                 on_opened: Callable[[], None] | None = None) -> None:
         self._on_notice = on_notice
+        self._on_opened = on_opened
         self.changes = changes if changes is not None else ChangeHub()
         self._clock = clock
         self._random = random_bytes
@@ -162,8 +165,19 @@ class HistoryService:
         return self._access.available is not False and not self._access.full
 
     def on_backend_event(self, kind: str, detail: str = "") -> None:
-        """The backend closed the connection (another tab upgrades, the database was deleted/evicted)."""
+        """The backend closed the connection (another tab upgrades, the database was deleted/evicted),
+        or (``opened``) an open another tab blocked went through at last: ``on_opened`` is told, and
+        the page takes history back up (``reopen``)."""
+        if kind == "opened":
+            if self._on_opened is not None:
+                self._on_opened()
+            return
         self._access.fail(RecordStoreError(kind, detail))
+
+    async def reopen(self) -> bool:
+        """``HistoryAccess.reopen``: history blocked by another tab opens now that the block lifted;
+        True when it is open again."""
+        return await self._access.reopen()
 
     # -- the active conversation (app.history.writes, app.history.turn_writes) --
     async def head_task_id(self, stage_id: str, *, allocate: bool = True) -> str | None:

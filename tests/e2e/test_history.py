@@ -763,7 +763,8 @@ def test_indexeddb_blocked_leaves_the_core_working_with_one_notice_and_so_does_a
     a reload of it, whose open request the browser queues behind the first page's (still waiting) with
     no "blocked" event of its own (it once waited there for ever, the loading screen up). New
     conversation then asks first, and the empty list says why: in use by another tab, as the notice
-    says (not the browser's fault), logged as a warning, never as an error."""
+    says (not the browser's fault), logged as a warning, never as an error. Once the other tab lets
+    go, history is taken up without a reload: the notice goes, and a conversation is kept again."""
     logged: list[tuple[str, str]] = []
     agent.page.on("console", lambda message: logged.append((message.type, message.text)))
     second_agent.page.goto(f"{second_agent.base_url}static/icons/agentbar.svg")
@@ -793,3 +794,15 @@ def test_indexeddb_blocked_leaves_the_core_working_with_one_notice_and_so_does_a
     expect(agent.testid("history-empty")).to_have_text(Translator("en-US")("notice.history-blocked"))
     said = [(kind, text) for kind, text in logged if "blocked" in text]
     assert said and all(kind == "warning" for kind, _ in said), said
+    # the other tab lets go: history is taken up without a reload, its notice gone, the list drawn
+    second_agent.page.evaluate("() => window.held.close()")
+    agent.page.wait_for_function("() => document.documentElement.dataset.history === 'ready'")
+    expect(agent.page.locator("[data-testid=agent-notice][data-code=history-blocked]")).to_be_hidden()
+    expect(agent.testid("history-empty")).not_to_have_attribute("data-reason", "unavailable")
+    agent.testid("history-close").click()
+    agent.send("kept in history now")
+    agent.testid("agent-new-conversation").click()  # history keeps it: nothing is asked
+    expect(agent.testid("discard-confirm")).to_be_hidden()
+    assert agent.messages().count() == 0
+    open_list(agent)
+    expect(agent.testid("history-item")).to_have_count(1)

@@ -259,6 +259,27 @@ async def test_unavailable_history_says_so_once_and_returns_empty(kind, code):
     assert [n.code for n in notices] == [code]
 
 
+async def test_history_blocked_by_another_tab_is_taken_back_up_once_the_block_lifts():
+    """Another tab held an older version open (``blocked``); when it lets go, the page's open goes
+    through and the backend says ``opened``: the page is told, and history opens again as if it had
+    opened at once (no reload); a later block is said again (DESIGN.md §5, §9)."""
+    backend = MemoryBackend()
+    backend.fail_open = "blocked"
+    opened = []
+    svc, notices, _ = service(backend=backend, on_opened=lambda: opened.append(True))
+    backend.on_event = svc.on_backend_event
+    assert await svc.archive("s", [user("x")], 1) is None and svc.failure == "blocked"
+    assert not await svc.reopen()  # still blocked: nothing changes
+    assert svc.available is False and [n.code for n in notices] == ["history-blocked"]
+    backend.fail_open = None
+    backend.simulate_event("opened", "40")
+    assert opened == [True] and svc.available is False  # not a failure: the page takes it up
+    assert await svc.reopen() and svc.available is True and svc.failure is None
+    assert await svc.archive("s", [user("kept now")], 2) is not None and await svc.total("s") == 1
+    assert not await svc.reopen()  # open already
+    assert [n.code for n in notices] == ["history-blocked"]
+
+
 async def test_quota_and_versionchange_notices():
     backend = MemoryBackend()
     svc, notices, _ = service(backend=backend)
