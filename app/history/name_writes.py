@@ -2,7 +2,9 @@
 the rules (what a name is, which change wins) are ``app.history.names``'.
 
 - ``set_names``: a rename or a pin made here, one transaction (a rename re-indexes the title only);
-- ``take_names``: another device's later rename or pin of a conversation kept here (§16).
+- ``take_names``: another device's later rename or pin of a conversation kept here (§16);
+- ``heard``: another tab changed a conversation this tab named: when that tab's write, read before
+  this tab's later one, landed over it, this tab's name (or pin) is written again.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from app.history.active import ActiveConversations, Changed
 
 __all__ = ["NameWrites"]
 
+_KEPT = 32
+"""How many of this tab's last names and pins ``heard`` can write again (one per conversation and kind)."""
+
 
 class NameWrites:
     """Names and pins written to history (module docstring). ``lock``: the history writes' lock (one
@@ -30,6 +35,7 @@ class NameWrites:
                  active: ActiveConversations, lock: asyncio.Lock, changed: Changed) -> None:
         self._repository, self._access, self._segmenter = repository, access, segmenter
         self._active, self._lock, self._changed = active, lock, changed
+        self._made: dict[tuple[str, str], TaskMeta] = {}  # (task id, kind) → the meta this tab wrote last
 
     @guarded(writes=True)
     async def set_names(self, task_id: str, change: Callable[[TaskMeta, list[dict]], TaskMeta],
@@ -56,8 +62,23 @@ class NameWrites:
             if changed == meta:
                 return meta
             await self._store_names(meta, changed)
+        self._made.pop((task_id, kind), None)
+        self._made[(task_id, kind)] = changed
+        if len(self._made) > _KEPT:
+            self._made.pop(next(iter(self._made)))
         self._changed(HistoryChange(kind, task_id, meta.stageId))
         return changed
+
+    async def heard(self, task_id: str) -> None:
+        """Another tab changed ``task_id``'s name or pin. Each of them this tab changed later (by the
+        time of its change) is written again: two tabs that read the conversation before either wrote
+        may write in the other order, the earlier change last (DESIGN.md §18: the later change wins;
+        §5: nothing lost silently). Fields compare as sync's do (``merged_names``: the same winner in
+        every tab, so the tabs agree and stop)."""
+        for kind in ("rename", "pin"):
+            made = self._made.get((task_id, kind))
+            if made is not None:
+                await self.set_names(task_id, lambda meta, _, made=made: merged_names(meta, made), kind)
 
     async def take_names(self, held: TaskMeta, other: TaskMeta) -> TaskMeta:
         """``held`` (a stored meta) with the name and pin of ``other`` (another device's meta of the same

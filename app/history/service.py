@@ -17,6 +17,8 @@ The service is the one face the page and the runtime use; its parts each hold on
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -40,6 +42,14 @@ from app.history.writes import HistoryWrites
 from app.ports import TurnEnded
 from app.records import RecordBackend, RecordStoreError
 from app.store import Notice
+
+_log = logging.getLogger(__name__)
+
+
+def _logged(task: asyncio.Future) -> None:
+    """Log a failed background write (a name written again, ``NameWrites.heard``) instead of losing it."""
+    if not task.cancelled() and task.exception() is not None:
+        _log.error("writing a name again failed", exc_info=task.exception())
 
 __all__ = ["ConversationStats", "Damaged", "HistoryService", "NOTICE_CODES", "Page", "SearchHit", "SearchPage",
            "PAGE_SIZE",
@@ -136,6 +146,12 @@ class HistoryService:
     def _heard(self, change: HistoryChange) -> None:
         if change.elsewhere:  # another tab changed that course's active conversation, maybe
             self.forget_active(change.stage_id)
+            if change.kind in ("rename", "pin") and change.task_id:  # its write may have landed over this tab's later one
+                try:
+                    asyncio.get_running_loop()
+                except RuntimeError:
+                    return
+                asyncio.ensure_future(self._names.heard(change.task_id)).add_done_callback(_logged)
 
     # -- availability ------------------------------------------------------
     @property

@@ -187,6 +187,54 @@ def test_of_two_tabs_renaming_at_once_the_later_rename_wins_whichever_is_written
     run(go())
 
 
+class _HeldWrite:
+    """A backend whose next write waits for ``gate`` (another tab's write lands in between)."""
+
+    def __init__(self, inner):
+        self.inner, self.gate = inner, None
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    async def write(self, ops):
+        if self.gate is not None:
+            gate, self.gate = self.gate, None
+            await gate.wait()
+        await self.inner.write(ops)
+
+
+def test_an_earlier_rename_written_over_a_later_one_is_undone_by_the_tab_that_made_the_later():
+    """Both tabs read the conversation, the later rename is written, then the earlier one's write
+    (read before it) lands over it: the tab of the later rename hears that change and writes its
+    name again; the other tab, hearing that, leaves it (DESIGN.md §18: the later change wins, §5)."""
+    async def go():
+        backend = MemoryBackend(SCHEMA)
+        held = _HeldWrite(backend)
+        first, first_clock, first_changes = service(held)
+        second, second_clock, _ = service(backend)
+        task = await add(second, "s", "How do plants eat?")
+        first_clock.now = T0 + 10_000
+        second_clock.now = T0 + 10_005
+        held.gate = gate = asyncio.Event()
+        earlier = asyncio.ensure_future(first.rename(task, "Earlier name"))
+        while held.gate is not None:  # read, and waiting at its write
+            await asyncio.sleep(0)
+        assert (await second.rename(task, "Later name")).taskName == "Later name"
+        gate.set()
+        await earlier
+        assert (await second.get(task)).taskName == "Earlier name"  # the earlier write landed last
+        second.changes.publish(HistoryChange("rename", task, "s", "other-tab"))  # the other tab's change heard
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert (await second.get(task)).taskName == "Later name"
+        told = len(first_changes)
+        first.changes.publish(HistoryChange("rename", task, "s", "other-tab"))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert (await first.get(task)).taskName == "Later name" and len(first_changes) == told + 1  # heard, no write
+    run(go())
+
+
 def test_pinned_conversations_come_first_most_recently_pinned_first_then_the_chosen_sort():
     async def go():
         svc, _, changes = service()
