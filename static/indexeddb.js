@@ -186,12 +186,13 @@ globalThis.agentbarIndexedDbAdapter = {
       // Large values (app.records.BulkValue) come as objects made in Python, each put in its slot
       // [op index, field] instead of travelling as JSON text.
       if (objects) JSON.parse(slots).forEach(([index, field], k) => { list[index][2][field] = objects[k]; });
-      // Long strings (app.json_steps.lift_long_texts) come as arrays of pieces, each joined and put
-      // at its path [op index, key, …] in the ops.
+      // Long strings (app.json_steps.lift_long_texts) come as arrays of pieces (UTF-8 bytes, or a
+      // string where the text holds lone surrogates), each decoded, joined and put at its path
+      // [op index, key, …] in the ops.
       if (texts) JSON.parse(textPaths).forEach((path, k) => {
         let at = list;
         for (const key of path.slice(0, -1)) at = at[key];
-        at[path[path.length - 1]] = texts[k].join("");
+        at[path[path.length - 1]] = texts[k].map((p) => (typeof p === "string" ? p : decoder.decode(p))).join("");
       });
       const tables = [...new Set(list.map((op) => op[1]))];
       await d.transaction("rw", tables, async () => {

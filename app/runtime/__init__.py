@@ -62,6 +62,7 @@ from app.runtime.branch_actions import BranchActions
 from app.runtime.branches import TREE_WRITES
 from app.runtime.conversations import Conversations
 from app.runtime.notices import Notices
+from app.runtime.notify import Notifier
 from app.runtime.scenes import SceneVersions
 from app.runtime.session import CANCELLED, RUNNING, Session, Sessions
 from app.runtime.turn_end import HistoryTurns, TurnEnded, TurnSubscriber
@@ -101,14 +102,15 @@ class AgentRuntime:
         self._listeners: list[Callable[[], None]] = []
         self._observers: list[Callable[[str, str | None], None]] = []
         self._deliver: Callable[[Callable[[], None]], None] | None = None  # notify_through
-        self._notices = Notices(store, self._notify)
+        self._notifier = Notifier(self._call_listeners_now)  # a turn's end tells the view once
+        self._notices = Notices(store, self._notifier)
         self._sessions = Sessions(store, self._notices, lambda session: self._branches.adopt_tree(session))
         self._history_port = history
         self._conversations = Conversations(history, clock)
         self._scenes = SceneVersions(checkpoints, self._conversations, clock)
         self._history = HistoryTurns(history, store) if history is not None else None
         self._turns = Turns(agent, store, self._sessions, notices=self._notices, conversations=self._conversations,
-                            scenes=self._scenes, history=self._history, clock=clock, notify=self._notify,
+                            scenes=self._scenes, history=self._history, clock=clock, notify=self._notifier,
                             trace=self._trace, wait_s=lambda: RECORD_WAIT_S)
         self._branches = BranchActions(store, self._sessions, self._notices, self._turns, history, clock=clock,
                                        notify=self._notify)
@@ -382,6 +384,9 @@ class AgentRuntime:
             observer(phase, stage_id)
 
     def _notify(self) -> None:
+        self._notifier()
+
+    def _call_listeners_now(self) -> None:
         if self._deliver is not None:
             self._deliver(self._call_listeners)
         else:

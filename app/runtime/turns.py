@@ -21,6 +21,7 @@ from app.ports import ThreadStorePort
 from app.projection import live_thread, serialize_thread
 from app.runtime.conversations import Conversations
 from app.runtime.notices import Notices
+from app.runtime.notify import Notifier
 from app.runtime.scenes import SceneVersions
 from app.runtime.session import RUNNING, Session, Sessions, apply_event, end_reply, new_id
 from app.runtime.turn_end import HistoryTurns, TurnEnded, TurnSubscriber
@@ -58,13 +59,13 @@ class Turns:
 
     ``agent``: answers each turn; ``store``: the thread store; ``notices``, ``conversations``,
     ``scenes``, ``history`` (optional): the runtime's parts a turn uses; ``clock``: epoch ms;
-    ``notify()``: the view redraws; ``trace(phase, stage_id)``: ``app.runtime.TRACE_PHASES``;
+    ``notify()``: the view redraws (``notify.held()`` gathers a turn's end into one redraw); ``trace(phase, stage_id)``: ``app.runtime.TRACE_PHASES``;
     ``wait_s()``: the longest a turn waits for its history write (seconds, read at each use).
     """
 
     def __init__(self, agent: Agent, store: ThreadStorePort, sessions: Sessions, *, notices: Notices,
                  conversations: Conversations, scenes: SceneVersions, history: HistoryTurns | None,
-                 clock: Callable[[], int], notify: Callable[[], None],
+                 clock: Callable[[], int], notify: Notifier,
                  trace: Callable[[str, str | None], None], wait_s: Callable[[], float]) -> None:
         self._agent, self._store, self._sessions = agent, store, sessions
         self._notices, self._conversations, self._scenes, self._history = notices, conversations, scenes, history
@@ -132,19 +133,20 @@ class Turns:
         reply gets its final status, the thread is serialized once into a ``TurnEnded``, which goes to
         the conversation ``app.continuity`` names, or to the subscribers (§4, §9, §15)."""
         self._trace("turn-end", session.stage_id)
-        if self._sessions.holds(session):  # else New conversation superseded the run: its output is discarded
-            session.task = None
-            end_reply(reply, task, cut=session.cut, stage_id=session.stage_id)
-            event = self._turn_ended(session, reply)
-            history = self._history
-            home = home_of_ending_turn(
-                event.conversation_id, keeps_conversations=history is not None and history.keeps_conversations,
-                switched_to=session.switched_to,
-                thread_replaced=lambda: bool(event.base) and self._store.replaced_elsewhere(
-                    event.stage_id, event.base, first_questions(session.tree)))
-            follow = self._keep_apart(event, home) if home is not None else self._publish(session, event)
-            self._sessions.forget_if_idle(follow)
-            self._notify()
+        with self._notify.held():  # the save's notice and the final status: one redraw (app.runtime.notify)
+            if self._sessions.holds(session):  # else New conversation superseded the run: its output is discarded
+                session.task = None
+                end_reply(reply, task, cut=session.cut, stage_id=session.stage_id)
+                event = self._turn_ended(session, reply)
+                history = self._history
+                home = home_of_ending_turn(
+                    event.conversation_id, keeps_conversations=history is not None and history.keeps_conversations,
+                    switched_to=session.switched_to,
+                    thread_replaced=lambda: bool(event.base) and self._store.replaced_elsewhere(
+                        event.stage_id, event.base, first_questions(session.tree)))
+                follow = self._keep_apart(event, home) if home is not None else self._publish(session, event)
+                self._sessions.forget_if_idle(follow)
+                self._notify()
         self._trace("turn-ended", session.stage_id)
 
     def _turn_ended(self, session: Session, reply: Message) -> TurnEnded:

@@ -164,6 +164,10 @@ def thread_json(messages: Sequence[Json], updated_at: int,
         else:
             parts.append(message_json(message))
     tail = _SEP + js_json(updated_at) + "}"
-    text = _OPEN + ",".join(p for p, _ in parts) + tail
+    pieces = [_OPEN]
+    for at, (piece, _) in enumerate(parts):
+        pieces.extend((",", piece) if at else (piece,))
+    pieces.append(tail)
+    text = "".join(pieces)  # one copy of a reply of megabytes, not one per concatenation
     units = len(_OPEN) + sum(u for _, u in parts) + max(len(parts) - 1, 0) + len(tail)
     return text, units, parts
