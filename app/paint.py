@@ -45,7 +45,7 @@ from app.store.jsjson import js_json
 __all__ = [
     "PAINT_VERSION", "PAINT_TAGS", "PAINT_ATTRS", "MAX_NODES", "MAX_DEPTH", "MAX_TEXT", "PENDING_KEY",
     "PaintNode", "PaintRecord", "PendingSend", "build_record", "checkpoint_bar", "encode_record", "validate_record",
-    "parse_pending", "pending_to_send", "paint_cache_key", "in_flight_text",
+    "parse_pending", "pending_to_send", "paint_cache_key", "in_flight_text", "picker_positions", "record_due",
 ]
 
 PAINT_VERSION = 1
@@ -246,6 +246,32 @@ def build_record(stage_id: str, updated_at: int, messages: list[Message], t: Cal
     bar = [checkpoint_bar(bar_summary, t)] if bar_summary is not None else []
     return PaintRecord(v=PAINT_VERSION, stageId=stage_id, updatedAt=updated_at, locale=locale,
                        dir="rtl" if rtl else "ltr", title=title, labels=labels, rows=rows, bar=bar)
+
+
+def picker_positions(messages: list[Message], siblings: Callable[[str | None], tuple[int, int]], *,
+                     window: int = RENDER_WINDOW) -> tuple[tuple[str | None, int, int], ...]:
+    """The branch pickers a record of ``messages`` draws (``build_record`` with the same ``siblings``
+    and ``window``): ``(message id, index, count)`` of each of the newest ``window`` messages that has
+    siblings (``count > 1``), in order. A record is out of date when these differ from the live
+    ones even though its thread's ``updatedAt`` did not change: history's tree, which brings the
+    pickers, arrives after ready (DESIGN.md §13, §17)."""
+    positions = []
+    for message in messages[max(0, len(messages) - window):]:
+        index, count = siblings(message.id)
+        if count > 1:
+            positions.append((message.id, index, count))
+    return tuple(positions)
+
+
+def record_due(written: tuple[int | None, tuple] | None, updated_at: int | None, pickers: tuple) -> bool:
+    """Whether a course's paint record must be written (or removed) again: ``written`` is what was
+    last written for it, ``(updatedAt, picker_positions)``, or None (nothing yet, or a record drawn
+    at boot not known); ``updated_at`` its stored thread's ``updatedAt`` now (None: no stored thread,
+    the record is removed); ``pickers``: the live ``picker_positions``. Due when the thread changed,
+    or when the pickers did while the thread did not (history's tree arrived, DESIGN.md §13, §17)."""
+    if written is None or written[0] != updated_at:
+        return True
+    return updated_at is not None and written[1] != pickers
 
 
 def encode_record(record: PaintRecord) -> str:

@@ -2,8 +2,9 @@
 
 ``PaintKeeper`` writes the shown course's paint record (``app.paint.build_record``)
 through ``static/paint.js``'s ``agentbarPaint.save`` (Cache Storage) whenever
-its stored ``updatedAt`` changes and no turn is running, in a later task, so a
-streamed token never pays for it. ``take_over`` hands the page from
+its stored ``updatedAt`` or its branch pickers (``app.paint.picker_positions``:
+history's tree arrives after ready) change and no turn is running, in a later
+task, so a streamed token never pays for it. ``take_over`` hands the page from
 ``static/paint.js`` to Python at ready and sends, once, the message the user
 sent before then (``app.paint.pending_to_send``).
 """
@@ -19,13 +20,13 @@ from pyscript.ffi import is_none
 from app.browser.tasks import later
 from app.composer import composer_text
 from app.courses import find_course
-from app.paint import build_record, encode_record, in_flight_text, parse_pending, pending_to_send
+from app.paint import (build_record, encode_record, in_flight_text, parse_pending, pending_to_send, picker_positions,
+                       record_due)
 
 __all__ = ["PaintKeeper", "take_over", "drop_painted_bar", "painted_positions"]
 
 _LABEL_SELECTORS = (("data-i18n", "i18n"), ("data-i18n-label", "i18nLabel"), ("data-i18n-title", "i18nTitle"),
                     ("data-i18n-placeholder", "i18nPlaceholder"))
-_UNKNOWN = object()
 
 
 def _adapter() -> Any:
@@ -54,15 +55,16 @@ class PaintKeeper:
         self.runtime = runtime
         self.store = store
         self.t = translator
-        self._written: dict[str, int | None] = {}
+        self._written: dict[str, tuple[int | None, tuple]] = {}  # course -> (updatedAt, pickers) written
         self._keys: list[str] | None = None
         self._scheduled = False
         self._in_flight = False
         self._in_flight_proxy: Any = None  # hands the in-flight text over only when asked (pagehide)
         adapter = _adapter()
         painted = getattr(adapter, "painted", None) if adapter is not None else None
-        if painted is not None and not is_none(painted):  # the record drawn at boot is current
-            self._written[str(painted.stageId)] = int(painted.updatedAt)
+        if painted is not None and not is_none(painted):  # the record drawn at boot is current: until
+            # history's tree arrives, the runtime's pickers are the ones it drew (page.draw_first)
+            self._written[str(painted.stageId)] = (int(painted.updatedAt), self._pickers())
 
     def start(self) -> None:
         """Follow the runtime from now on (and write the shown course's record if it is due)."""
@@ -77,9 +79,13 @@ class PaintKeeper:
         if stage_id is None or runtime.is_running:
             return None
         updated = None if stage_id in self.store.memory_only() else self.store.updated_at(stage_id)
-        if self._written.get(stage_id, _UNKNOWN) == updated:
+        written = self._written.get(stage_id)
+        if not record_due(written, updated, self._pickers() if written is not None else ()):
             return None
         return stage_id, updated
+
+    def _pickers(self) -> tuple:
+        return picker_positions(self.runtime.messages, self.runtime.siblings)
 
     def _changed(self) -> None:
         self._follow_turn()
@@ -123,7 +129,7 @@ class PaintKeeper:
         if due is None or adapter is None:
             return
         stage_id, updated = due
-        self._written[stage_id] = updated
+        self._written[stage_id] = (updated, self._pickers())
         messages = self.runtime.messages
         if updated is None or not messages:
             adapter.remove(stage_id)

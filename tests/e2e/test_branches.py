@@ -35,6 +35,18 @@ def picker(node) -> tuple[str | None, str | None]:
     return found.get_attribute("data-index"), found.get_attribute("data-count")
 
 
+def reload_counting_pickers_at_ready(tab) -> str:
+    """Reload ``tab`` and return how many branch pickers it shows in the frame it says it is ready
+    (``html[data-ready]``), as text; then wait until it is ready as ``AgentPage.reload`` does."""
+    tab.page.reload()
+    count = tab.page.wait_for_function(
+        "() => document.documentElement.dataset.ready === 'true'"
+        " && String(document.querySelectorAll('[data-testid=branch-picker]').length)",
+        polling="raf", timeout=READY_TIMEOUT_MS).json_value()
+    tab.wait_ready()
+    return count
+
+
 def edit_regenerate_and_the_picker_keep_the_branch_shown_across_a_reload(agent, server) -> None:
     """In a booted ar-SA page against the fake model ``server`` (any requests it saw before counted
     out), shown on ``COURSE`` first; it reloads the page once, on ``COURSE`` (module docstring)."""
@@ -117,12 +129,7 @@ def edit_regenerate_and_the_picker_keep_the_branch_shown_across_a_reload(agent, 
 
     # A reload shows the same branch at every fork: the picker the paint record drew is there when
     # the app says it is ready (DESIGN.md §13: Python's first render draws the row painted).
-    agent.page.reload()
-    pickers_at_ready = agent.page.wait_for_function(
-        "() => document.documentElement.dataset.ready === 'true'"
-        " && String(document.querySelectorAll('[data-testid=branch-picker]').length)",
-        polling="raf", timeout=READY_TIMEOUT_MS).json_value()
-    assert pickers_at_ready == "1"
+    assert reload_counting_pickers_at_ready(agent) == "1"
     expect(message(agent, "user", 0).locator("[data-testid=branch-picker]")).to_have_attribute("data-count", "2")
     assert [m.get_attribute("data-message-id") for m in agent.messages().all()] == shown
     assert picker(message(agent, "user", 0)) == ("1", "2")
@@ -232,9 +239,11 @@ def test_a_second_tab_shows_the_same_branch_at_every_fork(agent, second_agent):
     shown = shown_ids(agent)
     assert len(shown) == 2
 
-    # Both reload: the same branch at every fork; the stored thread is exactly that path.
+    # Both reload: the same branch at every fork; the stored thread is exactly that path. The tab
+    # that followed has its picker when it says it is ready: its paint record was written again once
+    # history's tree brought the picker, though its thread's updatedAt had not changed (§13, §17).
     agent.reload()
-    second_agent.reload()
+    assert reload_counting_pickers_at_ready(second_agent) == "1"
     assert shown_ids(agent) == shown_ids(second_agent) == shown
     expect(message(agent, "assistant", 0).locator("[data-testid=branch-picker]")).to_have_attribute(
         "data-index", "2")

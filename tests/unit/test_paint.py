@@ -15,7 +15,7 @@ from app import paint
 from app.i18n import Translator
 from app.paint import (
     MAX_DEPTH, MAX_NODES, PAINT_ATTRS, PAINT_TAGS, PendingSend, build_record, encode_record,
-    paint_cache_key, parse_pending, pending_to_send, validate_record,
+    paint_cache_key, parse_pending, pending_to_send, picker_positions, record_due, validate_record,
 )
 from app.presentation import COLLAPSED_CHARS, RENDER_WINDOW
 from app.projection import deserialize_thread
@@ -296,3 +296,32 @@ def test_a_row_is_painted_with_its_actions_and_branch_picker_every_button_disabl
     buttons = [b for node in (picker, q_actions, r_actions) for b in node.c if b.t == "button"]
     assert buttons and all("disabled" in b.a for b in buttons)
     assert validate_record(encode_record(record)) == record  # within the allow-lists paint.js checks
+
+
+def test_the_pickers_of_a_record_are_those_of_its_window_that_have_siblings():
+    """``picker_positions`` names exactly the pickers ``build_record`` draws: the newest window's
+    messages with more than one sibling, in order, with their position (DESIGN.md §17)."""
+    messages = thread(RENDER_WINDOW)  # twice the window: the older half is not drawn
+    for n, message in enumerate(messages):
+        message.id = f"m{n}"
+    forks = {"m0": (1, 2), f"m{RENDER_WINDOW}": (2, 2), f"m{2 * RENDER_WINDOW - 1}": (3, 4), "m5": (1, 1)}
+    siblings = lambda ident: forks.get(ident, (1, 1))  # noqa: E731
+    assert picker_positions(messages, siblings) == ((f"m{RENDER_WINDOW}", 2, 2), (f"m{2 * RENDER_WINDOW - 1}", 3, 4))
+    drawn = [(row.a["data-message-id"], node.a["data-index"], node.a["data-count"])
+             for row in record_of(messages, siblings=siblings).rows if "data-message-id" in row.a
+             for actions in row.c if actions.a.get("data-testid") == "message-actions"
+             for node in actions.c if node.a.get("data-testid") == "branch-picker"]
+    assert [(ident, int(index), int(count)) for ident, index, count in drawn] == list(picker_positions(messages, siblings))
+
+
+def test_a_record_is_written_again_when_its_pickers_change_though_its_thread_did_not():
+    """DESIGN.md §13, §17: the record written at ready, before history's tree brought the pickers,
+    is written again once they arrive, so the next load paints them; nothing changed, nothing due."""
+    fork = (("q1", 1, 2),)
+    assert record_due(None, 5, ())  # never written
+    assert record_due((4, ()), 5, ())  # the thread changed
+    assert record_due((5, ()), 5, fork)  # the tree arrived: a picker the record lacks
+    assert record_due((5, fork), 5, (("q1", 2, 2),))  # another sibling shown elsewhere
+    assert not record_due((5, fork), 5, fork)
+    assert record_due((5, fork), None, ())  # no stored thread any more: the record goes
+    assert not record_due((None, ()), None, fork)  # gone already; pickers of an unsaved thread write nothing
