@@ -71,6 +71,22 @@ class StoredForm(NamedTuple):
         """The conversation's ``Tree`` (``Branching.tree``; a chain when there are no branches)."""
         return self.branching.tree(self.messages if isinstance(self.messages, list) else [])
 
+    def rewritten(self, tree: Tree, read: Tree | None = None) -> "StoredForm":
+        """``tree`` (this form's tree, changed: grown by a thread, another branch shown) as the record to
+        write: ``Tree.record``'s form, with every branch entry of this record that its tree could not
+        place (``Tree.unplaced``: an unknown parent, a cycle, a duplicate id) carried over as stored at
+        the end of ``branches``, so that a write never drops a message it could not read (DESIGN.md
+        §5, §17). An entry ``tree`` now holds as it is (the thread brought it) is not carried twice.
+        ``read``: this form's ``tree()`` when the caller has it (else read again here).
+
+        >>> form = StoredForm([{"id": "u"}], [{"id": "o", "parentId": "gone", "role": "user"}])
+        >>> form.rewritten(form.tree().grow([{"id": "u"}, {"id": "a"}])).branches
+        [{'id': 'o', 'parentId': 'gone', 'role': 'user'}]
+        """
+        messages, branches, shown = tree.record()
+        carried = tree.unplaced((read or self.tree()).unplaced(self.branches)) if self.branches else []
+        return StoredForm(messages, [*branches, *carried], shown)
+
     def starts(self, thread: Any) -> bool:
         """True when ``thread``'s first message is a first message of this stored tree, told by its id
         (derived when it has none, ``app.continuity.derived_ids``): the shown path's first, or one stored
@@ -102,7 +118,8 @@ class StoredForm(NamedTuple):
         ``thread`` (``Tree.grow``: new messages become children of the one before them, the path is
         chosen at every fork, the old path's messages stay as branches). A chain that ``thread`` goes
         on from stays a chain: ``thread`` as it is. No messages stored (or unreadable): ``thread``
-        alone. A message without an id (of ``thread`` or of the stored path: the TS original wrote
+        alone. Branch entries the stored tree cannot place are carried over as stored (``rewritten``).
+        A message without an id (of ``thread`` or of the stored path: the TS original wrote
         none) is the message with its derived id (``app.continuity.derived_ids``), so a thread read
         with ids grows the conversation stored without them. An entry that is no message: ``thread``
         is kept as the shown path and the stored branches as stored.
@@ -116,6 +133,7 @@ class StoredForm(NamedTuple):
         if not isinstance(self.messages, list) or (not self.branches and continues(thread, self.messages)):
             return StoredForm(thread)
         try:
-            return StoredForm(*self.tree().grow(derived_ids(thread)).record())
+            read = self.tree()
+            return self.rewritten(read.grow(derived_ids(thread)), read)
         except ValueError:
             return StoredForm(thread, self.branches, self.shown)
