@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 from app.continuity import continues, derived_ids, first_question_at, starts_with_one_of
 from app.history.branching import Branching
 from app.history.tree import Tree
+from app.projection import is_slim_message
 
 __all__ = ["StoredForm"]
 
@@ -70,6 +71,21 @@ class StoredForm(NamedTuple):
     def tree(self) -> Tree:
         """The conversation's ``Tree`` (``Branching.tree``; a chain when there are no branches)."""
         return self.branching.tree(self.messages if isinstance(self.messages, list) else [])
+
+    def whole(self) -> bool:
+        """True when the record's shown path can be read as it is stored: ``messages`` a list of slim
+        messages that each read whole (``app.projection.is_slim_message``). A record that is not
+        (missing, ``messages`` not a list, a reply whose text is null) is a damaged conversation:
+        listed and refused as one whose meta cannot be read, never shown without what it could not
+        read, never rewritten (DESIGN.md §5). Branch entries that cannot be placed do not make it so:
+        they are read liberally and carried over by every write (``rewritten``).
+
+        >>> StoredForm([{"role": "user", "content": [{"type": "text", "text": "a"}]}]).whole()
+        True
+        >>> StoredForm("x").whole(), StoredForm(None).whole()
+        (False, False)
+        """
+        return isinstance(self.messages, list) and all(map(is_slim_message, self.messages))
 
     def rewritten(self, tree: Tree, read: Tree | None = None) -> "StoredForm":
         """``tree`` (this form's tree, changed: grown by a thread, another branch shown) as the record to

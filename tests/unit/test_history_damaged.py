@@ -97,6 +97,52 @@ async def test_showing_another_branch_keeps_the_entries_it_cannot_place():
     assert shown.path_ids()[-1] == "a2" and kept_unplaced(backend) == UNPLACED
 
 
+# -- a shown path that cannot be read: the conversation is damaged ------------------------------
+
+async def test_a_conversation_whose_messages_are_not_a_list_is_refused_with_one_notice_and_not_rewritten():
+    backend = await seeded(head=False)
+    await archived_beside_head(backend)
+    record = planted(backend, messages="x")
+    svc, notices = heard(backend)
+    assert await svc.resume("s", TASK, [], None, 9) is None
+    assert [n.code for n in notices] == ["history-damaged"]
+    assert await svc.damaged(TASK) and not await svc.damaged(OTHER) and not await svc.damaged("task_20260528_nothin")
+    assert backend.raw("messages")[TASK] == record and backend.raw("heads")["s"]["taskId"] == OTHER
+
+
+async def test_a_conversation_without_its_messages_record_is_damaged():
+    backend = await seeded(head=False)
+    await archived_beside_head(backend)
+    del backend._tables["messages"][TASK]
+    svc, notices = heard(backend)
+    assert await svc.resume("s", TASK, [], None, 9) is None
+    assert [n.code for n in notices] == ["history-damaged"] and await svc.damaged(TASK)
+    assert TASK not in backend._tables["messages"] and backend.raw("heads")["s"]["taskId"] == OTHER
+
+
+async def test_a_conversation_without_its_messages_record_is_listed_as_damaged_with_one_notice():
+    backend = await seeded(head=False)
+    await archived_beside_head(backend)
+    del backend._tables["messages"][TASK]
+    svc, notices = heard(backend)
+    for sort in ("newest", "oldest", "tokens"):
+        page = await svc.page("s", sort=sort)
+        assert {(m.taskId, m.damaged, m.taskName) for m in page.items} == {(TASK, True, ""), (OTHER, False, "other")}
+    assert [(m.taskId, m.damaged) for m in await svc.newer("s", None)] == [(OTHER, False), (TASK, True)]
+    assert [n.code for n in notices] == ["history-damaged"]
+
+
+async def test_a_conversation_with_a_reply_that_cannot_be_read_is_not_opened_without_it():
+    backend = await seeded(head=False)
+    await archived_beside_head(backend)
+    held = backend.raw("messages")[TASK]["messages"]
+    record = planted(backend, messages=[held[0], BAD_REPLY, *held[2:]])
+    svc, notices = heard(backend)
+    assert await svc.resume("s", TASK, [], None, 9) is None  # never two questions in a row, said nowhere
+    assert [n.code for n in notices] == ["history-damaged"] and await svc.damaged(TASK)
+    assert backend.raw("messages")[TASK] == record
+
+
 def test_a_sync_merge_keeps_the_entries_either_side_could_not_place():
     messages, branches, shown = Tree.chain([U1, A1, U2, A2]).record()
     local = (messages, [], Branching([*UNPLACED, *branches], shown))
