@@ -70,7 +70,8 @@ from app.model import COMPLETE, Message, MessageStatus
 
 __all__ = [
     "CUT", "CUT_MARKER", "FAILED", "FAILED_PREFIX", "KEPT_ARGS", "STOPPED", "STOPPED_MARKER", "STORED_ROLES",
-    "deserialize_thread", "failed_marker", "failure_of", "is_status_marker", "live_thread", "serialize_thread",
+    "deserialize_thread", "failed_marker", "failure_of", "is_slim_message", "is_status_marker", "live_thread",
+    "serialize_thread",
 ]
 
 STORED_ROLES = ("user", "assistant")
@@ -152,6 +153,26 @@ def is_status_marker(part: Json) -> bool:
     """True when a stored part is a reply's status marker (stopped, failed or cut: module docstring),
     not text the reply had; readers of stored messages (history search, exports) skip or describe it."""
     return part == STOPPED_MARKER or part == CUT_MARKER or failure_of(part) is not None
+
+
+def is_slim_message(message: Json) -> bool:
+    """True when ``message`` is a stored slim message the thread reads whole: a dict of a stored role
+    whose ``content`` is a string or a non-empty list of parts that each read (a text part with a string ``text``,
+    a tool call with a string ``toolCallId``). A message that is not (a part whose text is null, say)
+    would be dropped, or lose a part, when read (``serialize_thread``): history lists its
+    conversation as damaged instead of showing it without it (DESIGN.md §5).
+
+    >>> is_slim_message({"role": "user", "content": [{"type": "text", "text": "a"}]})
+    True
+    >>> is_slim_message({"role": "assistant", "content": [{"type": "text", "text": None}]})
+    False
+    """
+    if not isinstance(message, dict) or message.get("role") not in STORED_ROLES:
+        return False
+    content = message.get("content")
+    if isinstance(content, str):  # plain-string content reads as one text part
+        return True
+    return isinstance(content, list) and bool(content) and all(_slim_part(part) is not None for part in content)
 
 
 def serialize_thread(messages: Sequence[dict[str, Json] | Message]) -> list[dict[str, Json]]:

@@ -23,6 +23,7 @@ at once only when ``HistoryList.ready_to_show`` holds (else it reads and draws f
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import js
 from pyodide.ffi import create_proxy
@@ -384,6 +385,9 @@ class HistoryView:
             self._say("resume", "history.damagedOpen")  # it cannot be read: it can be deleted
             return
         if await self.threads.resume(stage_id, task_id, keyword) is None:
+            if await self.service.damaged(task_id):  # its messages cannot be read: refused, one notice (§5)
+                self._mark_damaged(item)
+                self._say("resume", "history.damagedOpen")
             return
         await self.render_meta()
         self.close()
@@ -401,6 +405,19 @@ class HistoryView:
                 js.clearTimeout(self._undo_timer)
             self._undo_timer = js.setTimeout(create_proxy(self._undo_expired), UNDO_MS)
             self._say("delete", "history.deleted", result="ok")  # said, so a screen reader hears it too
+
+    def _mark_damaged(self, item: Any) -> None:
+        """Draw list item ``item`` (None-like: none) as a damaged conversation, as the list draws one
+        whose meta cannot be read: its title "Damaged conversation", no rename or pin (DESIGN.md §5)."""
+        if is_none(item):
+            return
+        item.setAttribute("data-damaged", "true")
+        title = item.querySelector("[data-testid=history-title]")
+        if not is_none(title):
+            title.textContent = self.t("history.damaged")
+        tools = item.querySelector(".history-item-tools")
+        if not is_none(tools):
+            tools.remove()
 
     def _say(self, kind: str, key: str, *, result: str = "error") -> None:
         """What an action did, or why it did not happen (``result`` ``error``), in ``history-status``

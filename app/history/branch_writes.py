@@ -78,7 +78,7 @@ class BranchWrites:
             shown = tree.show(last)
             if shown.path_ids() == tree.path_ids() and shown.record() == tree.record():
                 return tree
-            messages, branches, choices = shown.record()
+            messages, branches, choices = form.rewritten(shown, tree)  # unplaced entries carried over (§5)
             meta = meta.model_copy(update={"updatedAt": max(self._clock(), meta.updatedAt)})
             writes = Writes()
             await writes.keep_in_steps(meta, messages, await self._repository.turns(task_id), pause=self._pause,

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 from app.continuity import continues, derived_ids, first_question_at, starts_with_one_of
 from app.history.branching import Branching
 from app.history.tree import Tree
+from app.projection import is_slim_message
 
 __all__ = ["StoredForm"]
 
@@ -71,6 +72,37 @@ class StoredForm(NamedTuple):
         """The conversation's ``Tree`` (``Branching.tree``; a chain when there are no branches)."""
         return self.branching.tree(self.messages if isinstance(self.messages, list) else [])
 
+    def whole(self) -> bool:
+        """True when the record's shown path can be read as it is stored: ``messages`` a list of slim
+        messages that each read whole (``app.projection.is_slim_message``). A record that is not
+        (missing, ``messages`` not a list, a reply whose text is null) is a damaged conversation:
+        listed and refused as one whose meta cannot be read, never shown without what it could not
+        read, never rewritten (DESIGN.md §5). Branch entries that cannot be placed do not make it so:
+        they are read liberally and carried over by every write (``rewritten``).
+
+        >>> StoredForm([{"role": "user", "content": [{"type": "text", "text": "a"}]}]).whole()
+        True
+        >>> StoredForm("x").whole(), StoredForm(None).whole()
+        (False, False)
+        """
+        return isinstance(self.messages, list) and all(map(is_slim_message, self.messages))
+
+    def rewritten(self, tree: Tree, read: Tree | None = None) -> "StoredForm":
+        """``tree`` (this form's tree, changed: grown by a thread, another branch shown) as the record to
+        write: ``Tree.record``'s form, with every branch entry of this record that its tree could not
+        place (``Tree.unplaced``: an unknown parent, a cycle, a duplicate id) carried over as stored at
+        the end of ``branches``, so that a write never drops a message it could not read (DESIGN.md
+        §5, §17). An entry ``tree`` now holds as it is (the thread brought it) is not carried twice.
+        ``read``: this form's ``tree()`` when the caller has it (else read again here).
+
+        >>> form = StoredForm([{"id": "u"}], [{"id": "o", "parentId": "gone", "role": "user"}])
+        >>> form.rewritten(form.tree().grow([{"id": "u"}, {"id": "a"}])).branches
+        [{'id': 'o', 'parentId': 'gone', 'role': 'user'}]
+        """
+        messages, branches, shown = tree.record()
+        carried = tree.unplaced((read or self.tree()).unplaced(self.branches)) if self.branches else []
+        return StoredForm(messages, [*branches, *carried], shown)
+
     def starts(self, thread: Any) -> bool:
         """True when ``thread``'s first message is a first message of this stored tree, told by its id
         (derived when it has none, ``app.continuity.derived_ids``): the shown path's first, or one stored
@@ -102,7 +134,8 @@ class StoredForm(NamedTuple):
         ``thread`` (``Tree.grow``: new messages become children of the one before them, the path is
         chosen at every fork, the old path's messages stay as branches). A chain that ``thread`` goes
         on from stays a chain: ``thread`` as it is. No messages stored (or unreadable): ``thread``
-        alone. A message without an id (of ``thread`` or of the stored path: the TS original wrote
+        alone. Branch entries the stored tree cannot place are carried over as stored (``rewritten``).
+        A message without an id (of ``thread`` or of the stored path: the TS original wrote
         none) is the message with its derived id (``app.continuity.derived_ids``), so a thread read
         with ids grows the conversation stored without them. An entry that is no message: ``thread``
         is kept as the shown path and the stored branches as stored.
@@ -116,6 +149,7 @@ class StoredForm(NamedTuple):
         if not isinstance(self.messages, list) or (not self.branches and continues(thread, self.messages)):
             return StoredForm(thread)
         try:
-            return StoredForm(*self.tree().grow(derived_ids(thread)).record())
+            read = self.tree()
+            return self.rewritten(read.grow(derived_ids(thread)), read)
         except ValueError:
             return StoredForm(thread, self.branches, self.shown)

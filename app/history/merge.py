@@ -189,12 +189,27 @@ def merge_conversation(local: Side, remote: Side, *, local_at: int = 0, remote_a
     return _outcome(tree, at, mine, [theirs])
 
 
+def _carried(tree: Tree, versions: list[_Version]) -> list[dict]:
+    """The branch entries of ``versions`` that their trees could not place (``Tree.unplaced``: an
+    unknown parent, a cycle, a duplicate id) and ``tree`` does not hold, each once, in order: what the
+    union writes as stored beside its own (DESIGN.md §5: a merge drops no message it could not read)."""
+    carried: list[dict] = []
+    for version in versions:
+        if version.branching.branches:
+            carried += [e for e in tree.unplaced(version.tree.unplaced(version.branching.branches)) if e not in carried]
+    return carried
+
+
 def _outcome(tree: Tree, at: int | None, first: _Version, others: list[_Version]) -> Merged:
     turns = _union_turns(first.turns, *(o.turns for o in others))
+    carried = _carried(tree, [first, *others])
     for version, how in ((first, "local"), *((o, "remote") for o in others)):
-        if _same(tree, version) and _holds(version.turns, turns):
+        if _same(tree, version) and _holds(version.turns, turns) and \
+                all(entry in version.branching.branches for entry in carried):
             return Merged(how, version.messages, version.turns, version.branching)
     messages, branching = Branching.of_tree(tree, at)
+    if carried:
+        branching = Branching([*branching.branches, *carried], branching.shown, branching.shown_at)
     return Merged("merged", messages, turns, branching)
 
 

@@ -165,7 +165,7 @@ class HistoryReads:
         rows, total = await self._repository.rows(span)
         has_more = len(rows) > PAGE_SIZE
         rows = rows[:PAGE_SIZE]
-        items = [m for m in map(self._repository.listed, rows) if m is not None]
+        items = await self._repository.with_messages([m for m in map(self._repository.listed, rows) if m is not None])
         last = rows[-1] if rows else None
         cursor = (last["updatedAt"], last["taskId"]) if isinstance(last, dict) and "updatedAt" in last else span.after
         return Page(items, cursor, has_more, total)
@@ -181,14 +181,21 @@ class HistoryReads:
             after = tuple(cursor)
             rows = [kr for kr in rows if kr[0] > after]
         shown = rows[:PAGE_SIZE]
-        items = [m for m in (self._repository.listed(r) for _, r in shown) if m is not None]
+        items = await self._repository.with_messages([m for m in (self._repository.listed(r) for _, r in shown)
+                                                      if m is not None])
         return Page(items, shown[-1][0] if shown else cursor, len(rows) > PAGE_SIZE, total)
 
     @guarded(list)
     async def newer(self, stage_id: str, top: tuple[int, str] | None) -> list[TaskMeta | Damaged]:
         """Every conversation above ``top`` (what arrived or moved up while the list was open), newest first."""
         rows = await self._repository.above(stage_id, top)
-        return [m for m in map(self._repository.listed, rows) if m is not None]
+        return await self._repository.with_messages([m for m in map(self._repository.listed, rows) if m is not None])
+
+    @guarded(bool)
+    async def damaged(self, task_id: str) -> bool:
+        """True when conversation ``task_id`` is stored but cannot be read (its meta or its ``messages``
+        record: ``HistoryRepository.damaged``, DESIGN.md §5); False when it is not stored or history failed."""
+        return await self._repository.damaged(task_id)
 
     @guarded()
     async def get(self, task_id: str) -> TaskMeta | None:

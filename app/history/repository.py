@@ -543,6 +543,22 @@ class HistoryRepository:
         number = isinstance(updated, (int, float)) and not isinstance(updated, bool) and abs(updated) < 2**53
         return Damaged(task_id, stage_id if isinstance(stage_id, str) else "", int(updated) if number else 0)
 
+    async def with_messages(self, items: list[TaskMeta | Damaged]) -> list[TaskMeta | Damaged]:
+        """``items`` (list rows) with each readable meta whose conversation has no ``messages`` record
+        listed as ``Damaged`` (``on_damaged``): it cannot be opened, so it is listed as one that can be
+        deleted or imported over, never as a title that opens nothing (DESIGN.md §5). One read of the
+        rows' records, only their ``taskId`` crossing (``RecordBackend.bulk_get`` ``fields``)."""
+        metas = [item for item in items if not item.damaged]
+        if not metas:
+            return items
+        held = await self._db.bulk_get("messages", [meta.taskId for meta in metas], fields=["taskId"])
+        missing = {meta.taskId for meta, record in zip(metas, held) if record is None}
+        if not missing:
+            return items
+        self._on_damaged()
+        return [Damaged(item.taskId, item.stageId, item.updatedAt) if item.taskId in missing else item
+                for item in items]
+
     def _turns_of(self, raw: Any) -> list[TurnMeta]:
         turns = []
         for item in (raw or {}).get("turns", []) if isinstance(raw, dict) else []:
@@ -615,6 +631,29 @@ class HistoryRepository:
         choices; ``messages`` None when missing, anything in a damaged record: callers check with
         ``continues`` or ``isinstance``)."""
         return StoredForm.of(await self._db.get("messages", task_id))
+
+    async def whole_form(self, task_id: str) -> StoredForm | None:
+        """The ``messages`` record of ``task_id`` (``form``) when it reads whole (``StoredForm.whole``);
+        None, reported through ``on_damaged``, when it is missing or cannot be read as it is stored:
+        the conversation is damaged (DESIGN.md §5), a caller checks first that its meta is stored."""
+        form = await self.form(task_id)
+        if form.whole():
+            return form
+        self._on_damaged()
+        return None
+
+    async def damaged(self, task_id: str) -> bool:
+        """True when a ``conversations`` record of ``task_id`` is stored but it, or its ``messages``
+        record, cannot be read (a conversation listed or opened as damaged, DESIGN.md §5); read
+        without reporting."""
+        raw, held = await self._db.get_all([("conversations", task_id), ("messages", task_id)])
+        if raw is None:
+            return False
+        try:
+            TaskMeta.model_validate(raw)
+        except ValidationError:
+            return True
+        return not StoredForm.of(held).whole()
 
     async def turns(self, task_id: str) -> list[TurnMeta]:
         """The readable turn metas of ``task_id`` (a damaged one is left out, ``on_damaged``)."""

@@ -334,6 +334,11 @@ class HistoryService:
         """One conversation's meta."""
         return await self._reads.get(task_id)
 
+    async def damaged(self, task_id: str) -> bool:
+        """``HistoryReads.damaged``: conversation ``task_id`` is stored but cannot be read (what a
+        resume refused for that reason says, DESIGN.md §5)."""
+        return await self._reads.damaged(task_id)
+
     async def search(self, stage_id: str, keyword: str, cursor: tuple | None = None, *,
                      since_ms: int | None = None, sort: str = "newest") -> SearchPage:
         """``HistoryReads.search``: the next page of conversations of ``stage_id`` matching ``keyword`` (§14)."""

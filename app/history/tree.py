@@ -271,6 +271,20 @@ class Tree:
     def __contains__(self, ident: object) -> bool:
         return ident in self.nodes
 
+    def unplaced(self, branches: Iterable[Any]) -> list[dict]:
+        """The entries of ``branches`` (a stored record's, DESIGN.md §17) that hold a message this tree
+        does not: one ``from_record`` could not place (its parent never appears, a cycle of parents, no
+        string id) or whose id another message took (a duplicate). A bare ``{"id", "parentId"}`` entry
+        only orders, and is never one. What a write of the tree carries over as stored, so that no
+        message is dropped by a rewrite (DESIGN.md §5: nothing is lost silently).
+
+        >>> Tree.chain([{"id": "u"}]).unplaced([{"id": "o", "parentId": "gone", "role": "user"},
+        ...                                      {"id": "u", "parentId": None}])
+        [{'id': 'o', 'parentId': 'gone', 'role': 'user'}]
+        """
+        return [entry for entry in branches if isinstance(entry, Mapping) and set(entry) - {"id", "parentId"}
+                and (not isinstance(entry.get("id"), str) or self.nodes.get(entry["id"]) != _bare(entry))]
+
     def parent(self, ident: str) -> str | None:
         """The parent id of message ``ident`` (``None`` for a first message). ``KeyError`` if unknown."""
         parent = self.parents[ident]

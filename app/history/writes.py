@@ -205,15 +205,18 @@ class HistoryWrites:
     async def resume(self, stage_id: str, task_id: str, current: list[dict], current_matched_at: int | None,
                      matched_at: int) -> list[dict] | None:
         """Make ``task_id`` the head of ``stage_id``; returns its messages for the caller's one write
-        of ``maic-agent-threads`` (stamped ``matched_at``), or None when it does not exist.
+        of ``maic-agent-threads`` (stamped ``matched_at``), or None when it does not exist or is
+        damaged (its ``messages`` record missing or not read whole, ``StoredForm.whole``: one notice,
+        nothing written, DESIGN.md §5).
         ``current``: the active thread now (of ``updatedAt`` ``current_matched_at``); kept in history
         if it is not there yet."""
         await self._segmenter.for_titles(current)
         async with self._lock:
             meta = await self._repository.meta(task_id)
-            messages = (await self._repository.form(task_id)).messages
-            if meta is None or not isinstance(messages, list):
+            form = await self._repository.whole_form(task_id) if meta is not None else None
+            if meta is None or form is None:  # none, or damaged (one notice): never opened without what it lacks
                 return None
+            messages = form.messages
             writes = Writes()
             head = await self._repository.head_meta(stage_id)
             if current and (head is None or head.taskId != task_id):

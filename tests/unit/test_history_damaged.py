@@ -1,0 +1,155 @@
+"""History's ``messages`` records that cannot be read (DESIGN.md §5, §17; docs/failures.md): a record
+whose shown path is missing, not a list or holds a message that does not read whole makes its
+conversation damaged (one notice, never opened without what it lacks, never rewritten); branch
+entries that cannot be placed (an unknown parent, a cycle, a duplicate id) are read liberally and
+carried over as stored by every write, so nothing is erased. On the in-memory backend."""
+
+from __future__ import annotations
+
+import copy
+
+from app.history import HistoryService
+from app.history.branches import StoredForm
+from app.history.branching import Branching
+from app.history.merge import merge_conversation
+from app.history.records import TaskMeta
+from app.history.repository import Writes
+from app.history.tree import Tree
+from app.records import MemoryBackend
+from tests.unit.test_history_branches import A1, A2, PATH, T0, TASK, U1, U2, Clock, msg, seeded, service
+from tests.unit.turn_events import ended
+
+OTHER = "task_20260528_second"
+ORPHAN = {"role": "user", "id": "orph", "parentId": "nope", "content": [{"type": "text", "text": "orphan"}]}
+CYCLE = [{"role": "user", "id": "cy1", "parentId": "cy2", "content": [{"type": "text", "text": "cycle one"}]},
+         {"role": "assistant", "id": "cy2", "parentId": "cy1", "content": [{"type": "text", "text": "cycle two"}]}]
+DUPLICATE = {"role": "user", "id": "u2", "parentId": "a1", "content": [{"type": "text", "text": "duplicate of u2"}]}
+UNPLACED = [ORPHAN, *CYCLE, DUPLICATE]
+BAD_REPLY = {"role": "assistant", "id": "zz", "content": [{"type": "text", "text": None}]}
+
+
+def planted(backend: MemoryBackend, task_id: str = TASK, **fields) -> dict:
+    """The ``messages`` record of ``task_id`` with ``fields`` written over it, stored as is."""
+    record = {**copy.deepcopy(backend.raw("messages")[task_id]), **fields}
+    backend.put_raw("messages", record)
+    return record
+
+
+def with_unplaced(backend: MemoryBackend) -> None:
+    record = backend.raw("messages")[TASK]
+    planted(backend, branches=[*UNPLACED, *record.get("branches", [])])
+
+
+def kept_unplaced(backend: MemoryBackend, task_id: str = TASK) -> list[dict]:
+    return [b for b in backend.raw("messages")[task_id].get("branches", []) if b in UNPLACED]
+
+
+def heard(backend: MemoryBackend):
+    """A service over ``backend`` and the list of the notices it gives."""
+    notices: list = []
+    return HistoryService(backend, clock=Clock(), on_notice=notices.append), notices
+
+
+async def archived_beside_head(backend: MemoryBackend) -> None:
+    """A second conversation of course ``s`` (``OTHER``), the course's head: ``TASK`` is archived."""
+    writes = Writes()
+    meta = TaskMeta(taskId=OTHER, taskName="other", stageId="s", createdAt=T0, updatedAt=T0 + 5)
+    writes.keep(meta, [msg("user", "o1", "other"), msg("assistant", "o2", "reply")], [])
+    writes.make_head("s", OTHER, 7)
+    await backend.write(writes.ops)
+
+
+# -- branch entries that cannot be placed: carried over, never erased ----------------------------
+
+def test_a_grown_tree_is_written_with_the_entries_it_could_not_place_as_stored():
+    messages, branches, shown = Tree.chain([U1, A1, U2, A2]).record()
+    form = StoredForm(messages, [*UNPLACED, *branches], shown)
+    grown = form.written([U1, A1, U2, A2, msg("user", "u3", "why")])
+    assert [m["id"] for m in grown.messages] == ["u1", "a1", "u2", "a2", "u3"]
+    assert [b for b in grown.branches if b in UNPLACED] == UNPLACED
+    # written again: carried once, not twice
+    again = grown.written([*grown.messages, msg("assistant", "a3", "less light")])
+    assert [b for b in again.branches if b in UNPLACED] == UNPLACED
+
+
+async def test_a_turn_on_a_conversation_with_unplaceable_branch_entries_keeps_them_stored():
+    backend = await seeded()
+    with_unplaced(backend)
+    svc = service(backend)
+    thread = PATH + [msg("user", "u3", "why"), msg("assistant", "a3", "less light")]
+    await svc.record_turn(ended("s", thread, message_id="a3", conversation_id=TASK), 2)
+    record = backend.raw("messages")[TASK]
+    assert [m["id"] for m in record["messages"]][-2:] == ["u3", "a3"]
+    assert kept_unplaced(backend) == UNPLACED
+    # the next turn starts from what this tab remembers of its write: still kept
+    thread += [msg("user", "u4", "more"), msg("assistant", "a4", "ok")]
+    await svc.record_turn(ended("s", thread, message_id="a4", conversation_id=TASK), 3)
+    assert kept_unplaced(backend) == UNPLACED
+
+
+async def test_showing_another_branch_keeps_the_entries_it_cannot_place():
+    backend = await seeded(head=False)
+    with_unplaced(backend)
+    svc = service(backend)
+    tree = await svc.branches_in(TASK)
+    assert "orph" not in tree and "cy1" not in tree  # read liberally: not shown
+    shown = await svc.show_path_in(TASK, tree.show("a2").path())
+    assert shown.path_ids()[-1] == "a2" and kept_unplaced(backend) == UNPLACED
+
+
+# -- a shown path that cannot be read: the conversation is damaged ------------------------------
+
+async def test_a_conversation_whose_messages_are_not_a_list_is_refused_with_one_notice_and_not_rewritten():
+    backend = await seeded(head=False)
+    await archived_beside_head(backend)
+    record = planted(backend, messages="x")
+    svc, notices = heard(backend)
+    assert await svc.resume("s", TASK, [], None, 9) is None
+    assert [n.code for n in notices] == ["history-damaged"]
+    assert await svc.damaged(TASK) and not await svc.damaged(OTHER) and not await svc.damaged("task_20260528_nothin")
+    assert backend.raw("messages")[TASK] == record and backend.raw("heads")["s"]["taskId"] == OTHER
+
+
+async def test_a_conversation_without_its_messages_record_is_damaged():
+    backend = await seeded(head=False)
+    await archived_beside_head(backend)
+    del backend._tables["messages"][TASK]
+    svc, notices = heard(backend)
+    assert await svc.resume("s", TASK, [], None, 9) is None
+    assert [n.code for n in notices] == ["history-damaged"] and await svc.damaged(TASK)
+    assert TASK not in backend._tables["messages"] and backend.raw("heads")["s"]["taskId"] == OTHER
+
+
+async def test_a_conversation_without_its_messages_record_is_listed_as_damaged_with_one_notice():
+    backend = await seeded(head=False)
+    await archived_beside_head(backend)
+    del backend._tables["messages"][TASK]
+    svc, notices = heard(backend)
+    for sort in ("newest", "oldest", "tokens"):
+        page = await svc.page("s", sort=sort)
+        assert {(m.taskId, m.damaged, m.taskName) for m in page.items} == {(TASK, True, ""), (OTHER, False, "other")}
+    assert [(m.taskId, m.damaged) for m in await svc.newer("s", None)] == [(OTHER, False), (TASK, True)]
+    assert [n.code for n in notices] == ["history-damaged"]
+
+
+async def test_a_conversation_with_a_reply_that_cannot_be_read_is_not_opened_without_it():
+    backend = await seeded(head=False)
+    await archived_beside_head(backend)
+    held = backend.raw("messages")[TASK]["messages"]
+    record = planted(backend, messages=[held[0], BAD_REPLY, *held[2:]])
+    svc, notices = heard(backend)
+    assert await svc.resume("s", TASK, [], None, 9) is None  # never two questions in a row, said nowhere
+    assert [n.code for n in notices] == ["history-damaged"] and await svc.damaged(TASK)
+    assert backend.raw("messages")[TASK] == record
+
+
+def test_a_sync_merge_keeps_the_entries_either_side_could_not_place():
+    messages, branches, shown = Tree.chain([U1, A1, U2, A2]).record()
+    local = (messages, [], Branching([*UNPLACED, *branches], shown))
+    remote = (messages + [msg("user", "u3", "why")], [])  # the other device went on
+    merged = merge_conversation(local, remote, local_at=1, remote_at=2)
+    assert [m["id"] for m in merged.messages][-1] == "u3"
+    assert [b for b in merged.branching.branches if b in UNPLACED] == UNPLACED
+    # the other way round: what this device receives keeps what the other could not place
+    back = merge_conversation(remote, local, local_at=2, remote_at=1)
+    assert [b for b in back.branching.branches if b in UNPLACED] == UNPLACED
