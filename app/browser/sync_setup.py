@@ -17,7 +17,8 @@
   it writes (``SceneCheckpoints.on_recorded``) go out as documents, replicated documents come into
   history and the version store in arrival order, ``SLICE`` per step at most and ``SLICE_CHARS`` of
   their JSON (the adapter holds what waits,
-  so the replication's own work never runs Python per document); the local change sequence
+  so the replication's own work never runs Python per document; the next slice is taken and held to
+  the import's rules, ``SyncEngine.read_ahead``, while history writes one); the local change sequence
   already applied is kept under ``SEQ_KEY`` so that a reload goes on from there. Once the server
   answered, everything stored here goes out at the first sync with that server and database
   (``SyncEngine.send_all``; turning sync off forgets it, so what was made meanwhile goes out too).
