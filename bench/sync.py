@@ -2,7 +2,8 @@
 
 A ``pouchdb-server --in-memory`` (``tools/couchdb_server.py``) holds one database of N conversation
 documents in the app's shape (``app.sync.documents.conversation_doc``; 10,000 × 10 turns, 200 with
-``--quick``, which proves the part runs; the texts of ``bench.history.SEED_JS``), written with ``_bulk_docs`` in batches. Then:
+``--quick``, which proves the part runs; ``BENCH_SYNC_N=2000``: that many; the texts of
+``bench.history.SEED_JS``), written with ``_bulk_docs`` in batches. Then:
 
 - **app**: a fresh browser context with the app, sync turned on to that database through the
   settings dialog (``sync-enabled``, ``sync-url``, ``sync-database``, ``settings-save``): the time
@@ -101,6 +102,18 @@ WATCH_JS = """(n) => {
       q.onerror = () => { busy = false; };
     }, 50);
   };
+}"""
+
+# Each call of history's IndexedDB adapter (static/indexeddb.js) counted by name in
+# window.__adapterCalls from now on: what the intake asks of IndexedDB (its writes, its reads of what
+# is held, and the closed list's reads when it is drawn ahead).
+CALLS_JS = """() => {
+  const calls = (window.__adapterCalls = {});
+  const adapter = window.agentbarIndexedDbAdapter;
+  for (const name of Object.keys(adapter)) {
+    const call = adapter[name];
+    adapter[name] = function (...args) { calls[name] = (calls[name] || 0) + 1; return call.apply(this, args); };
+  }
 }"""
 
 # Python in the app's page (``bench.scripts.RUN_PY``): time each asyncio step (``Handle._run``, the
@@ -272,8 +285,10 @@ def bench_app(run, origin: str, n: int, timeout_s: float) -> dict:
         page.evaluate(RUN_PY, STEPS_PY)
     traced(run, page, detail=n <= 1000)  # the detail of 10,000 would be gigabytes
     t0 = page.evaluate("() => performance.now()")
+    page.evaluate(CALLS_JS)
     page.click("[data-testid=settings-save]")
     t1, count = _wait_count(page, n, timeout_s)
+    calls = page.evaluate("() => window.__adapterCalls")
     probes = page.evaluate(STOP_PROBES)
     cpu_figures = cpu(run)
     page.wait_for_function("() => { const s = document.querySelector('[data-testid=sync-status]'); return s && s.dataset.state === 'synced'; }",
@@ -288,6 +303,7 @@ def bench_app(run, origin: str, n: int, timeout_s: float) -> dict:
             "conversations_in_history": count, "longest_task_ms": _longest(probes, cpu_figures), "heartbeat": HEARTBEAT,
             "longtask_entries": [round(d) for d in probes["longtasks"]],
             "longtask_count": len(probes["longtasks"]), "storage_usage_bytes": usage, "cpu": cpu_figures,
+            "indexeddb_calls": calls,
             "python_steps": python_steps}
 
 
@@ -352,6 +368,7 @@ def run(run, *, quick: bool) -> dict:
     from tools import couchdb_server
 
     n, turns = (200, 10) if quick else (10_000, 10)
+    n = int(os.environ.get("BENCH_SYNC_N") or n)
     timeout_s = 600.0 if quick else 3600.0
     figures: dict = {"conversations": n, "turns_each": turns}
     t0 = time.time()
@@ -393,6 +410,9 @@ def report(figures: dict) -> None:
     print(f"  app: status synced (for good) at {app['ms_to_synced_status']:,.0f} ms, "
           f"{app['ms_synced_after_all_in_history']:+,.0f} ms from all in history (first synced at "
           f"{app['ms_to_first_synced_status']:,.0f} ms; {app['status_changes']} status changes)")
+    if app.get("indexeddb_calls"):
+        print("  app, calls of history's IndexedDB adapter meanwhile: "
+              + ", ".join(f"{name} {count}" for name, count in sorted(app["indexeddb_calls"].items())))
     print(f"  PouchDB alone (plain page, replicate into a local PouchDB): {base['ms']:,.0f} ms; longest task "
           f"{base['longest_task_ms']:.0f} ms, {base['longtask_count']} long tasks")
     for label, x in (("app", app), ("PouchDB alone", base)):

@@ -194,19 +194,28 @@ globalThis.agentbarIndexedDbAdapter = {
         for (const key of path.slice(0, -1)) at = at[key];
         at[path[path.length - 1]] = texts[k].map((p) => (typeof p === "string" ? p : decoder.decode(p))).join("");
       });
+      const unknown = list.find((op) => !["put", "add", "delete", "patch"].includes(op[0]));
+      if (unknown) throw new Error(`unknown write kind ${unknown[0]}`);
       const tables = [...new Set(list.map((op) => op[1]))];
       await d.transaction("rw", tables, async () => {
+        // The requests go out without waiting for one another's answers: IndexedDB carries out a
+        // transaction's requests in the order they were made, so the order is the ops' and a write of
+        // many records (a sync slice's) waits for one round of answers, not one per record. A patch
+        // reads what the ops before it wrote: it waits for them, and the ops after it for it.
+        let sent = [];
         for (const [kind, table, value] of list) {
-          if (kind === "put") await d.table(table).put(value);
-          else if (kind === "add") await d.table(table).add(value);
-          else if (kind === "delete") await d.table(table).delete(value);
+          if (kind === "put") sent.push(d.table(table).put(value));
+          else if (kind === "add") sent.push(d.table(table).add(value));
+          else if (kind === "delete") sent.push(d.table(table).delete(value));
           else if (kind === "patch") {
+            await Promise.all(sent);
+            sent = [];
             const held = await d.table(table).get(value.key);
             const same = held && Object.entries(value.if || {}).every(([k, v]) => JSON.stringify(held[k] ?? null) === JSON.stringify(v ?? null));
             if (same) await d.table(table).put(Object.assign(held, value.set || {}));
           }
-          else throw new Error(`unknown write kind ${kind}`);
         }
+        await Promise.all(sent);
       });
       return list.length;
     });

@@ -17,7 +17,7 @@ from pyscript.ffi import is_none
 from app.browser.history_names_view import HistoryNamesView
 from app.browser.tasks import when_idle
 from app.history.changes import HistoryChange
-from app.history.list_model import SEARCH_PAUSE_MS, HistoryList, empty_state, item_rows, list_line, unavailable_key
+from app.history.list_model import SEARCH_PAUSE_MS, HistoryList, ahead_delay, empty_state, item_rows, list_line, unavailable_key
 from app.history.service import HistoryService
 
 __all__ = ["HistoryListView"]
@@ -44,6 +44,7 @@ class HistoryListView:
         self._by = document.getElementById
         self._typing: asyncio.Future | None = None  # the wait (then search) for the last key typed
         self._drawing_ahead = False  # a draw of the closed list waits for idle time
+        self._ahead_began: float | None = None  # performance.now() of the last draw ahead (``ahead_delay``)
         self._relabel = None  # the timer that draws the closed list afresh when a relative time turns
         self._focus_next: str | None = None  # the item to focus once drawn (``focus_when_drawn``)
         self._focus_in: str | None = None  # the test id of the item's control to focus instead, if any
@@ -52,8 +53,9 @@ class HistoryListView:
     # -- drawn ahead (DESIGN.md §14) ---------------------------------------------------
     def draw_ahead(self) -> None:
         """Draw the closed drawer's list afresh once the page is idle, so that opening it only shows
-        it (``app.browser.history_view``); one draw for any number of calls before it runs. Nothing is
-        read while history is unusable (opening then reads and says so, as before)."""
+        it (``app.browser.history_view``); one draw for any number of calls before it runs, and no
+        sooner than ``AHEAD_GAP_MS`` after the last one began (``ahead_delay``: a first sync's stream of
+        changes). Nothing is read while history is unusable (opening then reads and says so, as before)."""
         if self._drawing_ahead:
             return
         self._drawing_ahead = True
@@ -62,10 +64,15 @@ class HistoryListView:
             self._drawing_ahead = False
             if self.list.open or self.service.available is False or self.ready():
                 return
+            self._ahead_began = js.performance.now()
             self.list.live = True
             asyncio.ensure_future(self.reload()).add_done_callback(_report)
 
-        when_idle(draw)
+        wait = ahead_delay(self._ahead_began, js.performance.now())
+        if wait > 0:
+            js.setTimeout(create_once_callable(lambda: when_idle(draw)), wait)
+        else:
+            when_idle(draw)
 
     def relabel_later(self) -> None:
         """Draw the closed list afresh (``draw_ahead``) when one of its relative times next reads

@@ -17,7 +17,8 @@
   it writes (``SceneCheckpoints.on_recorded``) go out as documents, replicated documents come into
   history and the version store in arrival order, ``SLICE`` per step at most and ``SLICE_CHARS`` of
   their JSON (the adapter holds what waits,
-  so the replication's own work never runs Python per document); the local change sequence
+  so the replication's own work never runs Python per document; the next slice is taken and held to
+  the import's rules, ``SyncEngine.read_ahead``, while history writes one); the local change sequence
   already applied is kept under ``SEQ_KEY`` so that a reload goes on from there. Once the server
   answered, everything stored here goes out at the first sync with that server and database
   (``SyncEngine.send_all``; turning sync off forgets it, so what was made meanwhile goes out too).
@@ -376,15 +377,25 @@ class SyncSetup:
             self._draining = replication
             self._enqueue(lambda: self._apply_slice(replication))
 
-    async def _apply_slice(self, replication) -> None:
-        """Apply up to ``SLICE`` waiting changes of ``replication`` (``SyncEngine.remote_changed_many``),
-        keep the sequence reached, and queue the next slice behind whatever was queued meanwhile (this
-        tab's own changes go out between slices); stops when none wait or the replication ended."""
-        if replication is not self.replication or self.engine is None:
+    async def _take(self, replication, engine: SyncEngine) -> tuple[list, list, Any]:
+        """Up to ``SLICE`` waiting changes of ``replication`` (``SLICE_CHARS``), their documents, and
+        what ``engine`` read of them ahead (``SyncEngine.read_ahead``)."""
+        changes = json.loads(str(await replication.take(SLICE, SLICE_CHARS)))
+        docs = [doc for doc, _ in changes if isinstance(doc, dict)]
+        return changes, docs, await engine.read_ahead(docs)
+
+    async def _apply_slice(self, replication, taken: asyncio.Future | None = None) -> None:
+        """Apply up to ``SLICE`` waiting changes of ``replication`` (``SyncEngine.remote_changed_many``;
+        ``taken``: the slice ``_take`` took and checked while the one before was written), keep the
+        sequence reached, and queue the next slice, taken and checked meanwhile, behind whatever was
+        queued (this tab's own changes go out between slices); stops when none wait or the replication
+        ended."""
+        engine = self.engine
+        if replication is not self.replication or engine is None:
             if self._draining is replication:
                 self._draining = None
             return
-        changes = json.loads(str(await replication.take(SLICE, SLICE_CHARS)))
+        changes, docs, ahead = await (taken or self._take(replication, engine))
         if not changes:
             self._draining = None  # the next change that arrives calls _on_change again;
             if replication.changed:  # one that came while the answer was on its way did already
@@ -392,17 +403,18 @@ class SyncSetup:
             elif replication is self.replication and self._reported is not None:
                 self._show(self._reported.shown(applying=False))  # a 'synced' held back
             return
+        following = asyncio.ensure_future(self._take(replication, engine))  # while this slice is written
+        following.add_done_callback(lambda task: task.cancelled() or task.exception())  # unused once it ended
         try:
-            docs = [doc for doc, _ in changes if isinstance(doc, dict)]
             if docs:
-                await self.engine.remote_changed_many(docs)
+                await engine.remote_changed_many(docs, ahead)
             self.watchdog.worked()  # history takes in what came: not yet the replication moving again
             try:
                 self.local.set_item(SEQ_KEY, str(changes[-1][1]))
             except Exception:  # noqa: BLE001 - the next start applies these changes again (no harm)
                 pass
         finally:
-            self._enqueue(lambda: self._apply_slice(replication))
+            self._enqueue(lambda: self._apply_slice(replication, following))
 
     def _on_status(self, event, http_status, body) -> None:
         if event == "progress":  # a batch moved (not a status)

@@ -29,11 +29,32 @@ from app.history.records import iso
 from app.history.service import ConversationStats
 from app.history.text import relative_label, relative_label_until, shown_title
 
-__all__ = ["RANGES_MS", "SEARCH_PAUSE_MS", "Effect", "HistoryList", "item_rows", "list_line", "unavailable_key"]
+__all__ = ["AHEAD_GAP_MS", "RANGES_MS", "SEARCH_PAUSE_MS", "Effect", "ahead_delay", "HistoryList", "item_rows", "list_line", "unavailable_key"]
 
 SEARCH_PAUSE_MS = 150
 """Typing in ``history-search`` searches once it pauses this long (ms); a key typed meanwhile starts
 the wait again and cancels the search still running for an older keyword (DESIGN.md §14)."""
+
+AHEAD_GAP_MS = 1000
+"""The closed list is drawn ahead again (a read of its first page with the course's total, then the
+draw) no sooner than this many ms after the last such draw began (``ahead_delay``)."""
+
+
+def ahead_delay(last_began: float | None, now: float, gap: float = AHEAD_GAP_MS) -> float:
+    """How long (ms) a draw ahead of the closed list asked for at ``now`` waits before it looks for
+    idle time: none after ``gap`` ms of quiet since the last one began at ``last_began`` (None: never),
+    so a single change is drawn as soon as the page is idle; else until ``gap`` ms past that one (and
+    never longer than ``gap``, whatever the clock did). Changes that keep coming, a first sync taking
+    in thousands of conversations (DESIGN.md §16), are drawn about once per ``gap``, the last of them
+    included, instead of once per slice: each draw reads the page and counts the whole course again.
+
+    >>> ahead_delay(None, 5.0), ahead_delay(1000.0, 1400.0), ahead_delay(1000.0, 2000.0), ahead_delay(1000.0, 900.0)
+    (0.0, 600.0, 0.0, 1000.0)
+    """
+    if last_began is None:
+        return 0.0
+    return min(float(gap), max(0.0, last_began + gap - now))
+
 
 RANGES_MS: dict[str, int | None] = {"all": None, "1d": 86_400_000, "7d": 7 * 86_400_000, "30d": 30 * 86_400_000}
 """The list's time ranges (``history-range`` values) as a span in ms back from now; ``None``: all."""

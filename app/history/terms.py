@@ -58,7 +58,7 @@ def text_terms(folded: str) -> set[str]:
     """The distinct terms of ``folded`` (text already folded by ``app.history.text.fold``): words
     (cut at ``TERM_CHARS``) and, in unspaced scripts, unigrams and bigrams. Never an empty term."""
     terms: set[str] = set()
-    for run in _RUN.findall(folded):
+    for run in set(_RUN.findall(folded)):  # a run met again adds no term (a conversation repeats its words)
         _terms_of_run(run, terms)
     return terms
 

@@ -13,7 +13,8 @@ calls, both ways:
   went out brings the conversation back here under a new id (``HistoryService.renew_synced``),
   which goes out as any other, while the deleted id stays deleted everywhere;
 - in: ``remote_changed_many(docs)`` for the documents the replication brought, in arrival order
-  (``remote_changed(doc)`` for one). A document in conflict carries every leaf revision under
+  (``remote_changed(doc)`` for one; ``read_ahead(docs)`` checks them beforehand, while the slice
+  before them is written). A document in conflict carries every leaf revision under
   ``LEAVES`` (the adapter reads them, CouchDB's ``open_revs``), and ``app.sync.tombstones.decide``
   says what it comes to: a deletion wins over every other leaf (CouchDB itself picks a live one):
   the conversation is removed here (``HistoryService.remove_synced``, which keeps apart, with a
@@ -71,7 +72,7 @@ from app.sync.documents import (DELETION, conversation_steps, deletion_doc, doc_
                                 turn_digests, version_doc_of, version_of, version_record_of)
 from app.sync.tombstones import Decision, Tombstones, decide
 
-__all__ = ["BUDGET_S", "DELETED_KEY", "LEAVES", "Replica", "SENT_KEY", "SLICE", "SyncEngine"]
+__all__ = ["BUDGET_S", "DELETED_KEY", "LEAVES", "ReadAhead", "Replica", "SENT_KEY", "SLICE", "SyncEngine"]
 
 LEAVES = "_leaves"
 """Key the adapter puts every leaf revision of a document in conflict under (winner included)."""
@@ -109,6 +110,28 @@ class Unsent:
 
     def __bool__(self) -> bool:
         return bool(self.changes or self.versions)
+
+
+class ReadAhead:
+    """What ``SyncEngine.read_ahead`` made of documents, by the document (the object itself, not its
+    id: a later revision of the same id is another object, checked when it comes)."""
+
+    def __init__(self) -> None:
+        self._read: dict[int, tuple[dict[str, Any], Any]] = {}
+
+    def keep(self, doc: dict[str, Any], read: Any) -> None:
+        """``read``: the ``Conversation`` of ``doc``, or the ``ValueError`` its checks raised."""
+        self._read[id(doc)] = (doc, read)
+
+    def of(self, doc: dict[str, Any]) -> Any:
+        """The ``Conversation`` read ahead for ``doc`` (None: it was not); raises the ``ValueError`` its
+        checks raised."""
+        held = self._read.get(id(doc))
+        if held is None or held[0] is not doc:
+            return None
+        if isinstance(held[1], ValueError):
+            raise held[1]
+        return held[1]
 
 
 class SyncEngine:
@@ -299,13 +322,34 @@ class SyncEngine:
         ``HistoryService.apply_synced``)."""
         return (await self.remote_changed_many([doc]))[0]
 
-    async def remote_changed_many(self, docs: list[dict[str, Any]]) -> list[str]:
+    async def read_ahead(self, docs: list[dict[str, Any]]) -> "ReadAhead":
+        """Check now (``_read``: the import's rules, the costly part of taking a document in) each of
+        ``docs`` that is a conversation going to history as it is, by what is known now (neither in
+        conflict nor deleted), and keep what came of it for ``remote_changed_many(docs, ahead)``: a
+        caller taking documents in slices checks the next slice while history writes this one (its
+        transaction waits on IndexedDB, DESIGN.md §16). Nothing is applied or counted here;
+        ``remote_changed_many`` decides each document again itself (a deletion applied meanwhile
+        still wins) and only takes what was read of the same document."""
+        ahead = ReadAhead()
+        for doc in docs:
+            doc_id = str(doc.get("_id", ""))
+            if kind_of(doc_id) == "conversation":
+                decision = decide(doc, doc.get(LEAVES), self.tombstones.admits(doc_id))
+                if decision.what == "one":
+                    try:
+                        ahead.keep(decision.live[0], await self._read(decision.live[0]))
+                    except ValueError as error:
+                        ahead.keep(decision.live[0], error)
+        return ahead
+
+    async def remote_changed_many(self, docs: list[dict[str, Any]], ahead: "ReadAhead | None" = None) -> list[str]:
         """Apply replicated documents in arrival order; one outcome each (``remote_changed``'s, and
         ``merged``/``local``/… of a conflict resolved). Each run of conversations in a row that are
         neither in conflict nor deleted goes to history together
         (``HistoryService.apply_synced_many``: those new here in one transaction); a deletion, a
         conflict, a version or any other document ends the run and is applied on its own, so what one
-        id went through stays in order. Documents that cannot be read end in one notice."""
+        id went through stays in order. Documents that cannot be read end in one notice. ``ahead``:
+        what ``read_ahead(docs)`` checked already (not checked again)."""
         before = self.unreadable
         outcomes: list[str | None] = [None] * len(docs)
         run: list[tuple[int, str, Any]] = []  # (index, task id, Conversation)
@@ -316,7 +360,10 @@ class SyncEngine:
                 decision = decide(doc, doc.get(LEAVES), self.tombstones.admits(doc_id))
                 if decision.what == "one":
                     try:
-                        run.append((index, doc_id.split(":", 1)[1], await self._read(decision.live[0])))
+                        read = ahead.of(decision.live[0]) if ahead is not None else None
+                        if read is None:
+                            read = await self._read(decision.live[0])
+                        run.append((index, doc_id.split(":", 1)[1], read))
                     except ValueError:
                         outcomes[index] = self._damaged()
                     continue

@@ -482,3 +482,18 @@ async def test_an_import_of_many_conversations_keeps_the_open_list_paged():
     one = imported[-35].taskId  # on the fourth page
     rows = await _reveal(svc, model, one, 1)  # one imported: shown at once, however far down
     assert one in rows[-PAGE_SIZE:] and model.count == len(rows) > 3 * PAGE_SIZE  # on the last page read
+
+
+def test_the_closed_list_is_drawn_ahead_at_once_after_quiet_and_about_once_a_gap_while_changes_keep_coming():
+    """DESIGN.md §14, §16: a change after ``AHEAD_GAP_MS`` of quiet is drawn as soon as the page is idle;
+    one that comes sooner waits until the gap since the last draw has passed (a first sync's slices
+    each read the page and counted the whole course again), and never longer than the gap."""
+    from app.history.list_model import AHEAD_GAP_MS, ahead_delay
+
+    assert AHEAD_GAP_MS == 1000
+    assert ahead_delay(None, 123.0) == 0.0  # never drawn: at once
+    assert ahead_delay(1_000.0, 2_000.0) == 0.0 and ahead_delay(1_000.0, 9_000.0) == 0.0  # quiet for the gap
+    assert ahead_delay(1_000.0, 1_001.0) == 999.0  # the slices of a sync: about once a gap
+    assert ahead_delay(1_000.0, 1_750.0) == 250.0
+    assert ahead_delay(1_000.0, 500.0) == 1_000.0  # a clock that went back: one gap at most
+    assert ahead_delay(0.0, 30.0, gap=50) == 20.0

@@ -978,6 +978,44 @@ async def test_sync_intake_refuses_what_an_import_refuses_and_says_how_many_docu
     assert await versions.remote_changed(ahead_version) == "damaged" and versions.unreadable == 1
 
 
+async def test_a_slice_read_ahead_is_not_checked_again_yet_a_deletion_applied_meanwhile_still_wins():
+    """``read_ahead`` checks a slice while the one before is written (DESIGN.md §16): what it read is
+    taken as it is (nothing checked twice, nothing counted or noticed until applied), a document it
+    could not read is counted once, when applied; a deletion applied in between wins over what was
+    read; another object of the same id is checked when it comes."""
+    from app.sync.documents import doc_id_of_task
+
+    b = _device(2)
+    now = DEVICE_T0 + 10_000
+    notices = []
+    engine = SyncEngine(b, LeafReplica(), MemoryStorage(), clock=lambda: now, notify=notices.append)
+
+    def doc(task, text):
+        meta = TaskMeta(taskId=task, taskName=text, stageId="s", createdAt=DEVICE_T0, updatedAt=now)
+        return conversation_doc(meta, [_user(text, f"u-{text}"), _reply("ok", f"a-{text}")], [])
+
+    first, gone, broken = doc("task_20261201_first0", "one"), doc("task_20261201_gone00", "two"), \
+        {**doc("task_20261201_broken", "three"), "meta": "?"}
+    docs = [first, gone, broken]
+    ahead = await engine.read_ahead(docs)
+    assert engine.unreadable == 0 and notices == [] and await b.bundle("task_20261201_first0") is None
+    checked = []
+    real_read = engine._read
+
+    async def counting(document):
+        checked.append(document["_id"])
+        return await real_read(document)
+
+    engine._read = counting
+    engine._forget_for_good(doc_id_of_task("task_20261201_gone00"))  # the slice before deleted it
+    assert await engine.remote_changed_many(docs, ahead) == ["added", "redeleted", "damaged"]
+    assert checked == [] and engine.unreadable == 1 and [n.params for n in notices] == [{"count": 1}]
+    assert (await b.bundle("task_20261201_first0")).meta.taskName == "one"
+    assert await b.bundle("task_20261201_gone00") is None
+    again = doc("task_20261201_later0", "four")
+    assert await engine.remote_changed_many([again], ahead) == ["added"] and checked == [again["_id"]]
+
+
 def test_sync_intake_holds_a_document_to_the_import_rules_without_writing_it_as_an_exports_text(monkeypatch):
     import app.history.export
     import app.store.jsjson
