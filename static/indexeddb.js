@@ -21,6 +21,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 function kindOf(error) {
   const names = [error && error.name, error && error.inner && error.inner.name];
   if (names.includes("QuotaExceededError")) return "quota";
+  if (names.includes("StaleError")) return "stale";
   if (names.includes("MissingAPIError")) return "unavailable";
   if (names.includes("DatabaseClosedError")) return "closed";
   if (names.includes("VersionError")) return "version";
@@ -180,6 +181,8 @@ globalThis.agentbarIndexedDbAdapter = {
   // read-write transaction: all are written or none (an "add" of an existing key aborts the whole).
   // "patch" {key, if: {field: value}, set: {field: value}}: the record of `key`, when it exists and
   // holds every `if` value (compared as JSON), gets the `set` fields and is put back; else nothing.
+  // "expect" {key, if: {field: value}}: the record of `key` must exist and hold every `if` value,
+  // else the whole transaction aborts, kind "stale" (another tab wrote it since it was read).
   write(ops, slots, objects, textPaths, texts) {
     return guard(async (d) => {
       const list = parse(ops);
@@ -203,6 +206,11 @@ globalThis.agentbarIndexedDbAdapter = {
             const held = await d.table(table).get(value.key);
             const same = held && Object.entries(value.if || {}).every(([k, v]) => JSON.stringify(held[k] ?? null) === JSON.stringify(v ?? null));
             if (same) await d.table(table).put(Object.assign(held, value.set || {}));
+          }
+          else if (kind === "expect") {
+            const held = await d.table(table).get(value.key);
+            const same = held && Object.entries(value.if || {}).every(([k, v]) => JSON.stringify(held[k] ?? null) === JSON.stringify(v ?? null));
+            if (!same) throw Object.assign(new Error(`${table} ${value.key} changed since it was read`), { name: "StaleError" });
           }
           else throw new Error(`unknown write kind ${kind}`);
         }

@@ -393,3 +393,46 @@ async def test_two_tabs_sending_on_one_reply_at_once_make_two_siblings_when_the_
 
 async def test_two_tabs_sending_on_one_reply_at_once_make_two_siblings_when_the_second_sender_saves_first():
     await _assert_siblings(a_first=False)
+
+
+class _WriteHeld:
+    """Tab B's view of the shared IndexedDB: its next write first lets ``before()`` run to its end
+    (another tab's whole turn lands between B's read of the conversation and B's write)."""
+
+    def __init__(self, backend):
+        self._backend, self.before = backend, None
+
+    def __getattr__(self, name):
+        return getattr(self._backend, name)
+
+    async def write(self, ops):
+        before, self.before = self.before, None
+        if before is not None:
+            await before()
+        return await self._backend.write(ops)
+
+
+async def test_a_turn_recorded_while_another_tab_records_its_sibling_keeps_both():
+    """Tab B reads the conversation for its turn, tab A writes its turn (a sibling) to history, then B
+    writes: B's write is made again of what A wrote, never over it (DESIGN.md §9, §17)."""
+    storage, backend, clock, counter = MemoryStorage(), MemoryBackend(), Clock(), itertools.count()
+    held = _WriteHeld(backend)
+    a = Tab(storage, backend, clock, counter)
+    b = Tab(MemoryStorage.shared_with(storage), held, clock, counter)
+    await a.start()
+    await b.start()
+    await alpha_in_both(a, b)
+    reply = a.store.load("s")[-1]["id"]
+    task_a = await a.streaming("two from A")
+    task_b = await b.streaming("two from B")
+
+    async def a_ends():
+        await finish(a, task_a)
+    held.before = a_ends
+    await finish(b, task_b)
+
+    tree = await a.service.branches("s")
+    assert [texts([tree.nodes[i]]) for i in tree.forks().get(reply, [])] == [["two from A"], ["two from B"]]
+    assert [n.code for n in b.runtime.notices] == []
+    turns = (await a.service.bundle(await a.service.head_task_id("s", allocate=False)))[2]
+    assert len(turns) == 3  # alpha, and each tab's turn
