@@ -90,9 +90,10 @@ class ThreadStorePort(Protocol):
         """This tab's thread of ``stage_id`` (do not mutate), or ``None``."""
 
     def save(self, stage_id: str, messages: Slim, updated_at: int, *, base: Slim | None = None,
-             firsts: Collection[str] = ()) -> SaveOutcome:
+             firsts: Collection[str] = (), tree_kept: bool = False) -> SaveOutcome:
         """Store ``messages`` as ``stage_id``'s thread; turns another tab saved since ``base`` are kept
-        (``firsts``: the first messages of the conversation's tree, ``app.store.tabs.rebase``)."""
+        (``firsts``: the first messages of the conversation's tree; ``tree_kept``: history keeps it, so
+        another tab's turn on the same message is a sibling there; ``app.store.tabs.rebase``)."""
 
     def clear(self, stage_id: str) -> None:
         """Remove ``stage_id``'s thread (New conversation)."""

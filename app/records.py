@@ -35,6 +35,7 @@ Failures are ``RecordStoreError`` with a ``kind``:
 - ``closed``: the connection is closed (after one of the two above);
 - ``quota``: the write did not fit (nothing of it was written);
 - ``aborted``: the transaction aborted (nothing of it was written);
+- ``stale``: an ``expect`` op found its record changed since it was read (nothing was written);
 - ``failed``: anything else.
 """
 
@@ -100,7 +101,10 @@ WriteOp = tuple[str, str, Any]
 """``(kind, table, value)``: ``("put", t, record)``, ``("add", t, record)`` (fails if the key
 exists), ``("delete", t, key)``, ``("patch", t, {"key": k, "if": {field: value…}, "set": {field:
 value…}})`` (in the same transaction: when the record of key ``k`` exists and holds every ``if``
-value, its ``set`` fields are assigned and it is put back; otherwise nothing, no error)."""
+value, its ``set`` fields are assigned and it is put back; otherwise nothing, no error),
+``("expect", t, {"key": k, "if": {field: value…}})`` (the record of ``k`` exists and holds every
+``if`` value, else the whole transaction aborts with kind ``stale``: another tab wrote it since it
+was read)."""
 
 
 class RecordStoreError(Exception):
@@ -340,6 +344,12 @@ class MemoryBackend:
             primary, _ = self._specs[table]
             if kind == "delete":
                 staged[table].pop(_norm(value), None)
+                continue
+            if kind == "expect":
+                held = staged[table].get(_norm(value["key"]))
+                record = json.loads(held) if held is not None else None
+                if not (isinstance(record, dict) and all(record.get(k) == v for k, v in value.get("if", {}).items())):
+                    raise RecordStoreError("stale", f"StaleError: {table} {value['key']!r} changed since it was read")
                 continue
             if kind == "patch":
                 held = staged[table].get(_norm(value["key"]))

@@ -21,6 +21,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 function kindOf(error) {
   const names = [error && error.name, error && error.inner && error.inner.name];
   if (names.includes("QuotaExceededError")) return "quota";
+  if (names.includes("StaleError")) return "stale";
   if (names.includes("MissingAPIError")) return "unavailable";
   if (names.includes("DatabaseClosedError")) return "closed";
   if (names.includes("VersionError")) return "version";
@@ -176,10 +177,12 @@ globalThis.agentbarIndexedDbAdapter = {
   primaryKeys(table, index, span) {
     return guard(async () => JSON.stringify(await range(table, index, span).primaryKeys()));
   },
-  // ops: JSON [[kind, table, valueOrKey], …], kind "put" | "add" | "delete" | "patch", in ONE
+  // ops: JSON [[kind, table, valueOrKey], …], kind "put" | "add" | "delete" | "patch" | "expect", in ONE
   // read-write transaction: all are written or none (an "add" of an existing key aborts the whole).
   // "patch" {key, if: {field: value}, set: {field: value}}: the record of `key`, when it exists and
   // holds every `if` value (compared as JSON), gets the `set` fields and is put back; else nothing.
+  // "expect" {key, if: {field: value}}: the record of `key` must exist and hold every `if` value,
+  // else the whole transaction aborts, kind "stale" (another tab wrote it since it was read).
   write(ops, slots, objects, textPaths, texts) {
     return guard(async (d) => {
       const list = parse(ops);
@@ -194,14 +197,14 @@ globalThis.agentbarIndexedDbAdapter = {
         for (const key of path.slice(0, -1)) at = at[key];
         at[path[path.length - 1]] = texts[k].map((p) => (typeof p === "string" ? p : decoder.decode(p))).join("");
       });
-      const unknown = list.find((op) => !["put", "add", "delete", "patch"].includes(op[0]));
+      const unknown = list.find((op) => !["put", "add", "delete", "patch", "expect"].includes(op[0]));
       if (unknown) throw new Error(`unknown write kind ${unknown[0]}`);
       const tables = [...new Set(list.map((op) => op[1]))];
       await d.transaction("rw", tables, async () => {
         // The requests go out without waiting for one another's answers: IndexedDB carries out a
         // transaction's requests in the order they were made, so the order is the ops' and a write of
         // many records (a sync slice's) waits for one round of answers, not one per record. A patch
-        // reads what the ops before it wrote: it waits for them, and the ops after it for it.
+        // (or an expect) reads what the ops before it wrote: it waits for them, and the ops after it for it.
         let sent = [];
         for (const [kind, table, value] of list) {
           if (kind === "put") sent.push(d.table(table).put(value));
@@ -213,6 +216,13 @@ globalThis.agentbarIndexedDbAdapter = {
             const held = await d.table(table).get(value.key);
             const same = held && Object.entries(value.if || {}).every(([k, v]) => JSON.stringify(held[k] ?? null) === JSON.stringify(v ?? null));
             if (same) await d.table(table).put(Object.assign(held, value.set || {}));
+          }
+          else if (kind === "expect") {
+            await Promise.all(sent);
+            sent = [];
+            const held = await d.table(table).get(value.key);
+            const same = held && Object.entries(value.if || {}).every(([k, v]) => JSON.stringify(held[k] ?? null) === JSON.stringify(v ?? null));
+            if (!same) throw Object.assign(new Error(`${table} ${value.key} changed since it was read`), { name: "StaleError" });
           }
         }
         await Promise.all(sent);

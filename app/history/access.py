@@ -27,7 +27,8 @@ _log = logging.getLogger(__name__)
 NOTICE_CODES = {
     "unavailable": "history-unavailable", "blocked": "history-blocked", "version": "history-unavailable",
     "versionchange": "history-version-change", "deleted": "history-evicted", "closed": "history-unavailable",
-    "quota": "history-full", "aborted": "history-unavailable", "failed": "history-unavailable",
+    "quota": "history-full", "aborted": "history-unavailable", "stale": "history-unavailable",
+    "failed": "history-unavailable",
 }
 """``RecordStoreError.kind`` → the ``history-*`` notice it raises (DESIGN.md §5, §9)."""
 

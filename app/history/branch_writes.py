@@ -15,8 +15,12 @@ from collections.abc import Awaitable, Callable
 
 from app.history.access import HistoryAccess, guarded
 from app.history.active import ActiveConversations, Changed
+from app.history.branches import StoredForm
 from app.history.changes import HistoryChange
+from app.history.records import TaskMeta
 from app.history.repository import HistoryRepository, Writes
+from app.history.turn_writes import WRITE_ATTEMPTS
+from app.records import RecordStoreError
 from app.history.tree import ROOT, Tree
 
 __all__ = ["BranchWrites", "path_in"]
@@ -67,25 +71,44 @@ class BranchWrites:
         tree as it is when ``path`` is already shown; None when the conversation is not kept, ``path``
         is not a path of its tree (``path_in``: nothing written), or history failed."""
         async with self._lock:
-            meta = await self._repository.meta(task_id)
-            form = await self._repository.form(task_id)
-            if meta is None or not isinstance(form.messages, list):
-                return None
-            tree = form.tree()
-            last = path_in(tree, path)
-            if last is None:
-                return None
-            shown = tree.show(last)
-            if shown.path_ids() == tree.path_ids() and shown.record() == tree.record():
-                return tree
-            messages, branches, choices = form.rewritten(shown, tree)  # unplaced entries carried over (§5)
-            meta = meta.model_copy(update={"updatedAt": max(self._clock(), meta.updatedAt)})
-            writes = Writes()
-            await writes.keep_in_steps(meta, messages, await self._repository.turns(task_id), pause=self._pause,
-                                       branches=branches, shown=choices)
-            await self._repository.commit(writes)
+            for attempt in range(WRITE_ATTEMPTS):
+                meta = await self._repository.meta(task_id)
+                form = await self._repository.form(task_id)
+                if meta is None or not isinstance(form.messages, list):
+                    return None
+                tree = form.tree()
+                last = path_in(tree, path)
+                if last is None:
+                    return None
+                shown = tree.show(last)
+                if shown.path_ids() == tree.path_ids() and shown.record() == tree.record():
+                    return tree
+                try:
+                    writes = await self._shown_writes(meta, form.rewritten(shown, tree),  # unplaced entries carried over (§5)
+                                                       expect=attempt < WRITE_ATTEMPTS - 1)
+                    break
+                except RecordStoreError as error:
+                    if error.kind != "stale":
+                        raise  # else another tab wrote the conversation since it was read: read it again
             if self._active.task_id(meta.stageId) == task_id:
                 self._active.forget(meta.stageId)  # read again at its next turn
         self._changed(HistoryChange("branch", task_id, meta.stageId, written=writes.kept(task_id),
                                     form=writes.kept_form(task_id)))
         return shown
+
+    async def _shown_writes(self, meta: TaskMeta, record: StoredForm, *,
+                            expect: bool) -> Writes:
+        """Store ``record`` (``StoredForm.rewritten``: the tree read with ``meta``, another path shown,
+        with the entries it could not place) as conversation ``meta.taskId``, its ``updatedAt`` now, and
+        return the writes committed. ``expect``: only while the conversation is still as read
+        (``Writes.expect``), else ``RecordStoreError`` kind ``stale`` and nothing is written (lock held
+        by the caller)."""
+        messages, branches, choices = record
+        writes = Writes()
+        if expect:
+            writes.expect(meta)
+        meta = meta.model_copy(update={"updatedAt": max(self._clock(), meta.updatedAt)})
+        await writes.keep_in_steps(meta, messages, await self._repository.turns(meta.taskId), pause=self._pause,
+                                   branches=branches, shown=choices)
+        await self._repository.commit(writes)
+        return writes

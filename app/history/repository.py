@@ -435,6 +435,15 @@ class Writes:
             self._ops.append(("patch", "search", {"key": meta.taskId, "if": {"updatedAt": search.get("updatedAt")},
                                                   "set": retitled_fields(search, meta)}))
 
+    def expect(self, meta: TaskMeta) -> None:
+        """The transaction writes only while conversation ``meta.taskId``'s stored meta still has the
+        ``updatedAt`` and ``turnCount`` of ``meta`` (as read before these writes were made); else it
+        aborts whole, ``RecordStoreError`` kind ``stale``: another tab wrote the conversation
+        meanwhile (a turn, a branch shown), and writes made of what was read would drop its change
+        (DESIGN.md §9: two tabs never lose each other's turns; §17). Put first: checked before any write."""
+        self._ops.insert(0, ("expect", "conversations", {"key": meta.taskId, "if": {
+            "updatedAt": meta.updatedAt, "turnCount": meta.turnCount}}))
+
     def make_head(self, stage_id: str, task_id: str, matched_at: int | None) -> None:
         """Make ``task_id`` the head of ``stage_id``, matched to the thread of ``updatedAt`` ``matched_at``."""
         self._ops.append(("put", "heads", {"stageId": stage_id, "taskId": task_id, "syncedAt": matched_at}))

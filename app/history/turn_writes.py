@@ -27,6 +27,7 @@ from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta, Usage, iso, 
 from app.history.repository import HeldTurn, HistoryRepository, Writes
 from app.history.text import title_of
 from app.ports import TurnEnded
+from app.records import RecordStoreError
 
 __all__ = ["TurnWrites", "at_once", "carried_over", "with_turn"]
 
@@ -37,6 +38,10 @@ class _Remembered(HeldTurn):
 
     text: str = ""
 
+
+WRITE_ATTEMPTS = 3
+"""How often a turn's write is made of what history holds when another tab wrote its conversation
+between the read and the write (``Writes.expect``); the last attempt writes unchecked."""
 
 _ELSEWHERE = object()
 """``TurnWrites._record_on_own_head``: the turn's conversation is not its course's head (nothing written)."""
@@ -158,12 +163,19 @@ class TurnWrites:
         messages = event.messages if thread is None else thread
         await self._segmenter.for_titles(messages)
         async with self._lock:
-            held = await self._held_for_turn(event.stage_id, event.conversation_id)
-            if held.head is None or held.head.task_id != held.task_id or held.meta is None:
-                return _ELSEWHERE
-            text = held.text if isinstance(held, _Remembered) else None
-            added, meta, writes = await self._on_head(event.stage_id, messages, matched_at, event, held.meta,
-                                                      held.form, held.turns, held.search, text, sent_on=True)
+            for attempt in range(WRITE_ATTEMPTS):
+                held = await self._held_for_turn(event.stage_id, event.conversation_id)
+                if held.head is None or held.head.task_id != held.task_id or held.meta is None:
+                    return _ELSEWHERE
+                text = held.text if isinstance(held, _Remembered) else None
+                try:
+                    added, meta, writes = await self._on_head(
+                        event.stage_id, messages, matched_at, event, held.meta, held.form, held.turns, held.search,
+                        text, sent_on=True, expect=attempt < WRITE_ATTEMPTS - 1)
+                    break
+                except RecordStoreError as error:
+                    if error.kind != "stale":
+                        raise  # else another tab wrote the conversation since it was read: read it again
         self._changed(HistoryChange("record", meta.taskId, event.stage_id, written=writes.kept(meta.taskId),
                                     form=writes.kept_form(meta.taskId)))
         return added
@@ -188,28 +200,37 @@ class TurnWrites:
     async def _record_on_head(self, stage_id: str, messages: list[dict], matched_at: int, turn: TurnEnded) -> TurnMeta:
         await self._segmenter.for_titles(messages)
         async with self._lock:
-            meta = await self._repository.head_meta(stage_id)
-            held = await self._repository.form(meta.taskId) if meta else StoredForm(None)
-            turns = await self._repository.turns(meta.taskId) if meta else []
-            added, meta, writes = await self._on_head(stage_id, messages, matched_at, turn, meta, held, turns, _UNREAD,
-                                                      None)
+            for attempt in range(WRITE_ATTEMPTS):
+                meta = await self._repository.head_meta(stage_id)
+                held = await self._repository.form(meta.taskId) if meta else StoredForm(None)
+                turns = await self._repository.turns(meta.taskId) if meta else []
+                try:
+                    added, meta, writes = await self._on_head(stage_id, messages, matched_at, turn, meta, held, turns,
+                                                              _UNREAD, None, expect=attempt < WRITE_ATTEMPTS - 1)
+                    break
+                except RecordStoreError as error:
+                    if error.kind != "stale":
+                        raise  # else another tab wrote the conversation since it was read: read it again
         self._changed(HistoryChange("record", meta.taskId, stage_id, written=writes.kept(meta.taskId),
                                     form=writes.kept_form(meta.taskId)))
         return added
 
     async def _on_head(self, stage_id: str, messages: list[dict], matched_at: int, turn: TurnEnded,
                        meta: TaskMeta | None, held: StoredForm, turns: list[TurnMeta],
-                       search: Any, text: str | None, *, sent_on: bool = False) -> tuple[TurnMeta, TaskMeta, Writes]:
+                       search: Any, text: str | None, *, sent_on: bool = False,
+                       expect: bool = False) -> tuple[TurnMeta, TaskMeta, Writes]:
         """Write the turn on ``stage_id``'s head (lock held): ``meta``, ``held`` (its ``messages`` record
         as stored), ``turns`` and ``search`` (its ``search`` record; ``_UNREAD``: read here when needed)
         as read; ``text``: the plain text that record was made of, when kept in memory (``Written``);
-        ``sent_on``: the turn was sent on this conversation (its conversation id).
+        ``sent_on``: the turn was sent on this conversation (its conversation id); ``expect``: the
+        writes land only if ``meta``'s conversation is still as read (``Writes.expect``), else
+        ``RecordStoreError`` kind ``stale`` and nothing is written.
         A thread that is a branch of the conversation (``app.continuity.branches_off``: a question
         edited, a reply regenerated) grows its tree (``app.history.branches.StoredForm.written``,
         DESIGN.md §17).
         Returns the turn meta, the conversation's meta and the writes committed; what they wrote is
         remembered (``ActiveConversations.wrote``) for the course's next turn."""
-        stored = held.messages
+        stored, read = held.messages, meta
         branch = branches_off(messages, stored, sent_on=sent_on or held.starts(messages))  # any first question of its tree
         diverged = isinstance(stored, list) and not belongs(messages, stored) and not continues(stored, messages) \
             and not branch
@@ -226,6 +247,8 @@ class TurnWrites:
             StoredForm(messages, held.branches, held.shown)
         meta, added = with_turn(meta, turns, form.messages, turn, self._clock())
         writes = Writes()
+        if expect and read is not None:
+            writes.expect(read)
         await writes.keep_in_steps(meta, form.messages, turns, pause=self._pause, new=diverged, held_messages=stored,
                                    held_search=search if goes_on else None, held_text=text, branches=form.branches,
                                    shown=form.shown, held_branches=held.branches)

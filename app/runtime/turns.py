@@ -163,11 +163,15 @@ class Turns:
         return session
 
     def _save_turn(self, event: TurnEnded) -> None:
-        """The thread store's subscriber: save the thread on its base; show another tab's merged turns."""
+        """The thread store's subscriber: save the thread on its base; show another tab's merged turns.
+        While history keeps the conversation's tree, another tab's turn sent on the same message is
+        its sibling there, not merged into this path (``app.store.tabs.rebase``, DESIGN.md §17)."""
         self._trace("thread-save", event.stage_id)
         session = self._sessions[event.stage_id]
+        history = self._history
         result = self._store.save(event.stage_id, event.messages, event.at, base=event.base,
-                                  firsts=first_questions(session.tree))
+                                  firsts=first_questions(session.tree),
+                                  tree_kept=history is not None and history.keeps_conversations)
         self._trace("thread-saved", event.stage_id)
         session.base = self._store.load(event.stage_id) or []
         if result.merged:  # another tab saved turns on this course meanwhile: show them too

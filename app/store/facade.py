@@ -130,13 +130,14 @@ class ThreadStore:
         return self._kept.ids()
 
     def save(self, stage_id: str, messages: Messages, updated_at: int, *, base: Messages | None = None,
-             firsts: Collection[str] = ()) -> SaveResult:
+             firsts: Collection[str] = (), tree_kept: bool = False) -> SaveResult:
         """Store ``stage_id``'s thread (``serialize_thread`` output, kept as given) stamped
         ``updated_at`` ms over other tabs' courses (DESIGN.md §5): onto what another tab saved
         since ``base`` (what ``load`` returned; ``app.store.tabs.rebase``), spliced when the
         layout is known, else whole with quota pruning (``app.store.quota``), kept in memory
         when it alone does not fit. ``firsts``: the first messages of the conversation's tree
-        (``rebase``'s). Raises ``TypeError`` for a non-int ``updated_at``."""
+        (``rebase``'s); ``tree_kept``: history keeps that tree, so another tab's turn sent on the same
+        message is a sibling, not merged (``rebase``'s). Raises ``TypeError`` for a non-int ``updated_at``."""
         if type(updated_at) is not int:
             raise TypeError(f"updated_at must be int milliseconds, got {updated_at!r}")
         self._clock = max(self._clock, updated_at)
@@ -145,7 +146,8 @@ class ThreadStore:
         def rebased() -> Thread:
             nonlocal merged
             current = self._kept.view(stage_id, self._stored.threads)
-            thread, merged = rebase(messages, base, current.messages if current is not None else [], firsts)
+            thread, merged = rebase(messages, base, current.messages if current is not None else [], firsts,
+                                    tree_kept=tree_kept)
             return Thread(thread, updated_at, like=current)  # the messages it held are not encoded again
         result = self._write_on_fresh(stage_id, rebased)
         return replace(result, merged=True) if merged else result

@@ -349,3 +349,40 @@ async def test_each_change_carries_the_tree_as_written_so_no_subscriber_reads_it
     assert Tree.from_record(*heard[2].form).ids == stored_tree(backend).ids  # the last write: all of it
     assert [m["id"] for m in heard[0].form.branches if "content" in m] == ["a2", "a2b"]
     assert heard[1].form.messages == PATH and heard[1].form.shown == {}
+
+
+class _WriteHeld:
+    """A tab's view of the shared store whose next write first lets ``before()`` run to its end."""
+
+    def __init__(self, backend):
+        self._backend, self.before = backend, None
+
+    def __getattr__(self, name):
+        return getattr(self._backend, name)
+
+    async def write(self, ops):
+        before, self.before = self.before, None
+        if before is not None:
+            await before()
+        return await self._backend.write(ops)
+
+
+async def test_a_branch_shown_while_another_tab_records_a_turn_keeps_that_turn():
+    """Tab B reads the tree to show another branch; tab A's turn (a third answer) lands before B's
+    write: B's write is made again of what A wrote, so A's answer is kept (DESIGN.md §9, §17)."""
+    backend = await seeded()
+    held = _WriteHeld(backend)
+    tab_a, tab_b = service(backend), service(held)
+    await tab_a.open()
+    await tab_b.open()
+    again = [U1, A1, U2, msg("assistant", "a2c", "chlorophyll fades")]
+
+    async def a_records():
+        await tab_a.record_turn(ended("s", again, message_id="a2c", conversation_id=TASK), 2)
+    held.before = a_records
+    tree = await tab_b.branches("s")
+    shown = await tab_b.show_path("s", tree.show("a2").path())
+    stored = stored_tree(backend)
+    assert {"a2", "a2b", "a2c"} <= set(stored.ids) and stored.path_ids()[-1] == "a2"
+    assert shown is not None and shown.ids == stored.ids
+    assert (await tab_b.active("s"))[0].turnCount == 4

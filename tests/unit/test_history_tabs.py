@@ -188,7 +188,9 @@ async def test_when_history_cannot_keep_it_the_turn_is_merged_into_the_stored_th
     assert "history-turn-kept" not in [n.code for n in a.runtime.notices]
 
 
-async def test_a_turn_of_the_same_conversation_in_the_other_tab_is_still_merged_before_this_ones():
+async def test_a_turn_of_the_same_conversation_in_the_other_tab_is_a_sibling_not_merged_after_it():
+    """Both turns were sent on "alpha"'s reply: "beta" is stored as A's path (never after "gamma"'s
+    reply, which its model never saw) and history keeps "gamma" beside it (DESIGN.md §17)."""
     a, b = await two_tabs()
     current = await alpha_in_both(a, b)
 
@@ -197,8 +199,11 @@ async def test_a_turn_of_the_same_conversation_in_the_other_tab_is_still_merged_
     await b.turn("gamma")  # the same conversation goes on in tab B
     await finish(a, task)
 
-    assert texts(a.store.load("s")) == ["alpha", "gamma", "beta"]
+    assert texts(a.store.load("s")) == ["alpha", "beta"]
     assert await b.service.head_task_id("s", allocate=False) == current
+    tree = await b.service.branches("s")
+    reply = a.store.load("s")[1]["id"]
+    assert [texts([tree.nodes[i]]) for i in tree.forks()[reply]] == [["gamma"], ["beta"]]
     assert list(a.runtime.notices) == []
 
 
@@ -324,3 +329,110 @@ async def test_another_tab_resuming_the_conversation_this_turn_continues_changes
     assert texts(a.store.load("s")) == ["alpha", "beta"] and list(a.runtime.notices) == []
     _, messages, turns = await b.service.bundle(current)
     assert texts(messages) == ["alpha", "beta"] and len(turns) == 2
+
+
+# --- two tabs sending on the same reply at once: two siblings, never one after the other (§17) ---
+
+
+def _question_ids(tab):
+    """The ids of ``tab``'s shown user messages, in order."""
+    return [m["id"] for m in serialize_thread(tab.runtime.messages) if m["role"] == "user"]
+
+
+def _one_child_per_fork(path, tree):
+    """True when ``path`` (slim messages) runs in ``tree`` from a first message through one child of each
+    message before it: each message's parent is the message shown before it."""
+    ids = [m["id"] for m in path]
+    return all(tree.parent(child) == parent for parent, child in zip([None] + ids, ids))
+
+
+async def _sent_at_once(a_first: bool):
+    """Tabs A and B show "alpha" and its reply; A sends "two from A" and B "two from B" on that reply at
+    the same moment; the turn of ``a_first``'s tab ends (saved and recorded) first. Returns the two
+    tabs, a third opened afterwards over the same storage (a reload) and the reply's id."""
+    storage, backend, clock, counter = MemoryStorage(), MemoryBackend(), Clock(), itertools.count()
+    a = Tab(storage, backend, clock, counter)
+    b = Tab(MemoryStorage.shared_with(storage), backend, clock, counter)
+    await a.start()
+    await b.start()
+    await alpha_in_both(a, b)
+    reply = a.store.load("s")[-1]["id"]
+    task_a = await a.streaming("two from A")
+    task_b = await b.streaming("two from B")
+    first, second = ((a, task_a), (b, task_b)) if a_first else ((b, task_b), (a, task_a))
+    await finish(*first)
+    await finish(*second)
+    reloaded = Tab(MemoryStorage.shared_with(storage), backend, clock, counter)
+    await reloaded.start()
+    return a, b, reloaded, reply
+
+
+async def _assert_siblings(a_first: bool):
+    a, b, reloaded, reply = await _sent_at_once(a_first)
+    tree = await b.service.branches("s")
+    by_text = {texts([m])[0]: m["id"] for m in tree.texts() if m["role"] == "user"}
+    two_a, two_b = by_text["two from A"], by_text["two from B"]
+    assert tree.parent(two_a) == reply and tree.parent(two_b) == reply  # siblings at the fork after the reply
+    assert tree.forks() == {reply: [two_a, two_b] if a_first else [two_b, two_a]}
+    stored = reloaded.store.load("s")  # the branch of the tab that saved last is the one stored as shown
+    assert texts(stored) == ["alpha", "two from B" if a_first else "two from A"]
+    assert _one_child_per_fork(stored, tree)
+    for tab in (a, b):  # each tab shows its own turn, on a path through one child per fork
+        shown = serialize_thread(tab.runtime.messages)
+        assert _one_child_per_fork(shown, tree), texts(shown)
+        assert _question_ids(tab)[-1] == (two_a if tab is a else two_b)
+    # a reload reads the same tree, both siblings kept, and shows the stored path
+    again = await reloaded.service.branches("s")
+    assert again.forks() == tree.forks()
+    assert [m["id"] for m in serialize_thread(reloaded.runtime.messages)] == [m["id"] for m in stored]
+
+
+async def test_two_tabs_sending_on_one_reply_at_once_make_two_siblings_when_the_first_sender_saves_first():
+    await _assert_siblings(a_first=True)
+
+
+async def test_two_tabs_sending_on_one_reply_at_once_make_two_siblings_when_the_second_sender_saves_first():
+    await _assert_siblings(a_first=False)
+
+
+class _WriteHeld:
+    """Tab B's view of the shared IndexedDB: its next write first lets ``before()`` run to its end
+    (another tab's whole turn lands between B's read of the conversation and B's write)."""
+
+    def __init__(self, backend):
+        self._backend, self.before = backend, None
+
+    def __getattr__(self, name):
+        return getattr(self._backend, name)
+
+    async def write(self, ops):
+        before, self.before = self.before, None
+        if before is not None:
+            await before()
+        return await self._backend.write(ops)
+
+
+async def test_a_turn_recorded_while_another_tab_records_its_sibling_keeps_both():
+    """Tab B reads the conversation for its turn, tab A writes its turn (a sibling) to history, then B
+    writes: B's write is made again of what A wrote, never over it (DESIGN.md §9, §17)."""
+    storage, backend, clock, counter = MemoryStorage(), MemoryBackend(), Clock(), itertools.count()
+    held = _WriteHeld(backend)
+    a = Tab(storage, backend, clock, counter)
+    b = Tab(MemoryStorage.shared_with(storage), held, clock, counter)
+    await a.start()
+    await b.start()
+    await alpha_in_both(a, b)
+    reply = a.store.load("s")[-1]["id"]
+    task_a = await a.streaming("two from A")
+    task_b = await b.streaming("two from B")
+
+    async def a_ends():
+        await finish(a, task_a)
+    held.before = a_ends
+    await finish(b, task_b)
+
+    tree = await a.service.branches("s")
+    assert [texts([tree.nodes[i]]) for i in tree.forks().get(reply, [])] == [["two from A"], ["two from B"]]
+    assert [n.code for n in b.runtime.notices] == []
+    turns = (await a.service.bundle(await a.service.head_task_id("s", allocate=False)))[2]
+    assert len(turns) == 3  # alpha, and each tab's turn

@@ -48,6 +48,21 @@ async def test_a_write_is_atomic_add_of_an_existing_key_aborts_and_quota_writes_
     assert full.value.kind == "quota" and await db.get("messages", "m") is None
 
 
+async def test_an_expect_op_writes_while_its_record_is_as_read_and_aborts_the_whole_write_once_changed():
+    db = MemoryBackend()
+    await db.open()
+    await db.write([("put", "conversations", {"taskId": "t", "stageId": "s", "updatedAt": 1, "turnCount": 1})])
+    expect = ("expect", "conversations", {"key": "t", "if": {"updatedAt": 1, "turnCount": 1}})
+    await db.write([expect, ("put", "heads", {"stageId": "s", "taskId": "t"})])
+    await db.write([("put", "conversations", {"taskId": "t", "stageId": "s", "updatedAt": 2, "turnCount": 2})])
+    with pytest.raises(RecordStoreError) as stale:  # another writer changed it since it was read
+        await db.write([expect, ("put", "heads", {"stageId": "z", "taskId": "t"})])
+    assert stale.value.kind == "stale" and await db.get("heads", "z") is None
+    with pytest.raises(RecordStoreError):  # a record that is gone is not as read either
+        await db.write([("expect", "conversations", {"key": "gone", "if": {}}), ("put", "heads", {"stageId": "z", "taskId": "t"})])
+    assert await db.get("heads", "z") is None
+
+
 async def test_closed_after_versionchange_and_deleted_empties():
     events = []
     db = MemoryBackend(on_event=lambda kind, detail: events.append(kind))

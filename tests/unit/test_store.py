@@ -825,6 +825,27 @@ def test_save_on_a_base_another_tab_changed_appends_this_tabs_new_messages():
     assert tab1.load("s") == stored_threads(storage)["s"]["messages"]
 
 
+@pytest.mark.parametrize("one_first", [True, False])
+def test_two_tabs_saving_turns_on_one_base_while_history_keeps_the_tree_store_the_last_path_unmerged(one_first):
+    """Two tabs sent on the same reply (DESIGN.md §17): the two turns are siblings at the base's end,
+    so each save stores its own path, never one turn after the other's reply; without history's tree
+    (``tree_kept`` false) the later save is merged after the other's turn (§5, the test above)."""
+    storage = MemoryStorage()
+    tab1 = open_store(storage)
+    tab1.save("s", thread("first"), 1)
+    tab2 = open_store(MemoryStorage.shared_with(storage))
+    base1, base2 = tab1.load("s"), tab2.load("s")
+    saves = [(tab1, base1, base1 + thread("tab one")), (tab2, base2, base2 + thread("tab two"))]
+    if not one_first:
+        saves.reverse()
+    for at, (tab, base, messages) in enumerate(saves, start=2):
+        result = tab.save("s", messages, at, base=base, tree_kept=True)
+        assert not result.merged and result.written
+    saves = [(tab, messages) for tab, _base, messages in saves]
+    assert stored_threads(storage)["s"]["messages"] == saves[-1][1]
+    assert saves[-1][0].load("s") == saves[-1][1]
+
+
 def test_save_on_an_unchanged_base_replaces_without_merging():
     storage = MemoryStorage()
     store = open_store(storage)
