@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+import random
 
 import pytest
 
-from app.history.chatgpt import conversations_of, import_chatgpt, thread_path
+from app.history.chatgpt import conversations_of, import_chatgpt, thread_path, utf8_steps
 from app.history.export import ImportRefused, export_json, parse_export, run_steps
 from app.history.records import TASK_ID, iso
 from tests.archives import zip_bytes as zipped
@@ -678,3 +679,45 @@ def test_the_text_limit_counts_the_other_branches_too(monkeypatch):
         node("r", None, children=["q", "q2"]), node("q", "r", "user", ["x" * 600], t=T0),
         node("q2", "r", "user", ["y" * 401], t=T0 + 1)], "q2")
     assert [(s.title, s.code) for s in import_chatgpt(as_bytes([chat]), "s", NOW_MS).skipped] == [("Wide", "too-long")]
+
+
+def _decoded(raw: bytes, piece: int):
+    steps = utf8_steps(raw, piece)
+    pauses = 0
+    try:
+        while True:
+            next(steps)
+            pauses += 1
+    except StopIteration as done:
+        return done.value, pauses
+    except UnicodeDecodeError as error:
+        return f"error: {error}", pauses
+
+
+def _whole(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        return f"error: {error}"
+
+
+def test_a_file_decoded_in_pieces_is_the_whole_decode_its_errors_too():
+    """Pieces never cut a character, and an invalid byte is refused with whole decoding's position
+    (after a byte order mark) and reason, wherever the pieces fall."""
+    alphabet = [b"a", b"{", b"\xef\xbb\xbf", "é".encode(), "我".encode(), "😀".encode(), b"\xff", b"\x80",
+                b"\xe4\xb8", b"\xf0\x9f", b"\xed\xa0\x80", b"\xc0\xaf"]
+    rng = random.Random(14)
+    for _ in range(3_000):
+        raw = b"".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 12)))
+        if rng.random() < 0.3:
+            raw = b"\xef\xbb\xbf" + raw
+        for piece in (1, 2, 3, 5, 8):
+            assert _decoded(raw, piece)[0] == _whole(raw), (raw, piece)
+
+
+def test_a_file_is_decoded_a_piece_per_step():
+    raw = ("我" * 10).encode()  # 30 bytes
+    text, pauses = _decoded(raw, 6)
+    assert text == "我" * 10 and pauses == 1 + 5  # the first pause, then one after each piece
+    text, pauses = _decoded(raw, 4)  # a piece runs on to the end of its character
+    assert text == "我" * 10 and pauses == 1 + 5
