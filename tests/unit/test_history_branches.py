@@ -15,6 +15,7 @@ from app.history.records import Stats, TaskMeta, TurnMeta, Usage, iso
 from app.history.repository import Writes
 from app.history.tree import Tree
 from app.records import SCHEMA, MemoryBackend
+from tests.unit.held_writes import WriteHeld
 from tests.unit.turn_events import ended
 
 T0 = 1_780_000_000_000
@@ -351,27 +352,11 @@ async def test_each_change_carries_the_tree_as_written_so_no_subscriber_reads_it
     assert heard[1].form.messages == PATH and heard[1].form.shown == {}
 
 
-class _WriteHeld:
-    """A tab's view of the shared store whose next write first lets ``before()`` run to its end."""
-
-    def __init__(self, backend):
-        self._backend, self.before = backend, None
-
-    def __getattr__(self, name):
-        return getattr(self._backend, name)
-
-    async def write(self, ops):
-        before, self.before = self.before, None
-        if before is not None:
-            await before()
-        return await self._backend.write(ops)
-
-
 async def test_a_branch_shown_while_another_tab_records_a_turn_keeps_that_turn():
     """Tab B reads the tree to show another branch; tab A's turn (a third answer) lands before B's
     write: B's write is made again of what A wrote, so A's answer is kept (DESIGN.md §9, §17)."""
     backend = await seeded()
-    held = _WriteHeld(backend)
+    held = WriteHeld(backend)
     tab_a, tab_b = service(backend), service(held)
     await tab_a.open()
     await tab_b.open()

@@ -15,6 +15,7 @@ from app.records import MemoryBackend
 from app.runtime import AgentRuntime
 from app.storage import MemoryStorage
 from app.store import ThreadStore
+from tests.unit.held_writes import WriteHeld
 from tests.unit.turn_events import ended
 
 T0 = 1_780_000_000_000
@@ -346,19 +347,25 @@ def _one_child_per_fork(path, tree):
     return all(tree.parent(child) == parent for parent, child in zip([None] + ids, ids))
 
 
+async def _both_streaming_on_one_reply(storage, backend_a, backend_b, clock, counter):
+    """Tabs A and B over one ``storage`` (B's history through ``backend_b``), both showing "alpha" and
+    its reply, each with a turn running on that reply ("two from A", "two from B"). Returns
+    ``(a, b, reply id, A's turn, B's turn)``."""
+    a = Tab(storage, backend_a, clock, counter)
+    b = Tab(MemoryStorage.shared_with(storage), backend_b, clock, counter)
+    await a.start()
+    await b.start()
+    await alpha_in_both(a, b)
+    reply = a.store.load("s")[-1]["id"]
+    return a, b, reply, await a.streaming("two from A"), await b.streaming("two from B")
+
+
 async def _sent_at_once(a_first: bool):
     """Tabs A and B show "alpha" and its reply; A sends "two from A" and B "two from B" on that reply at
     the same moment; the turn of ``a_first``'s tab ends (saved and recorded) first. Returns the two
     tabs, a third opened afterwards over the same storage (a reload) and the reply's id."""
     storage, backend, clock, counter = MemoryStorage(), MemoryBackend(), Clock(), itertools.count()
-    a = Tab(storage, backend, clock, counter)
-    b = Tab(MemoryStorage.shared_with(storage), backend, clock, counter)
-    await a.start()
-    await b.start()
-    await alpha_in_both(a, b)
-    reply = a.store.load("s")[-1]["id"]
-    task_a = await a.streaming("two from A")
-    task_b = await b.streaming("two from B")
+    a, b, reply, task_a, task_b = await _both_streaming_on_one_reply(storage, backend, backend, clock, counter)
     first, second = ((a, task_a), (b, task_b)) if a_first else ((b, task_b), (a, task_a))
     await finish(*first)
     await finish(*second)
@@ -395,36 +402,12 @@ async def test_two_tabs_sending_on_one_reply_at_once_make_two_siblings_when_the_
     await _assert_siblings(a_first=False)
 
 
-class _WriteHeld:
-    """Tab B's view of the shared IndexedDB: its next write first lets ``before()`` run to its end
-    (another tab's whole turn lands between B's read of the conversation and B's write)."""
-
-    def __init__(self, backend):
-        self._backend, self.before = backend, None
-
-    def __getattr__(self, name):
-        return getattr(self._backend, name)
-
-    async def write(self, ops):
-        before, self.before = self.before, None
-        if before is not None:
-            await before()
-        return await self._backend.write(ops)
-
-
 async def test_a_turn_recorded_while_another_tab_records_its_sibling_keeps_both():
     """Tab B reads the conversation for its turn, tab A writes its turn (a sibling) to history, then B
     writes: B's write is made again of what A wrote, never over it (DESIGN.md §9, §17)."""
     storage, backend, clock, counter = MemoryStorage(), MemoryBackend(), Clock(), itertools.count()
-    held = _WriteHeld(backend)
-    a = Tab(storage, backend, clock, counter)
-    b = Tab(MemoryStorage.shared_with(storage), held, clock, counter)
-    await a.start()
-    await b.start()
-    await alpha_in_both(a, b)
-    reply = a.store.load("s")[-1]["id"]
-    task_a = await a.streaming("two from A")
-    task_b = await b.streaming("two from B")
+    held = WriteHeld(backend)
+    a, b, reply, task_a, task_b = await _both_streaming_on_one_reply(storage, backend, held, clock, counter)
 
     async def a_ends():
         await finish(a, task_a)
