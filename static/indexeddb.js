@@ -184,6 +184,10 @@ globalThis.agentbarIndexedDbAdapter = {
   // "expect" {key, if: {field: value}}: the record of `key` must exist and hold every `if` value,
   // else the whole transaction aborts, kind "stale" (another tab wrote it since it was read).
   write(ops, slots, objects, textPaths, texts) {
+    // A record read in the transaction holds every field of `expected` (compared as JSON): a patch's
+    // and an expect's condition.
+    const holds = (held, expected) => Boolean(held) && Object.entries(expected || {})
+      .every(([k, v]) => JSON.stringify(held[k] ?? null) === JSON.stringify(v ?? null));
     return guard(async (d) => {
       const list = parse(ops);
       // Large values (app.records.BulkValue) come as objects made in Python, each put in its slot
@@ -214,15 +218,12 @@ globalThis.agentbarIndexedDbAdapter = {
             await Promise.all(sent);
             sent = [];
             const held = await d.table(table).get(value.key);
-            const same = held && Object.entries(value.if || {}).every(([k, v]) => JSON.stringify(held[k] ?? null) === JSON.stringify(v ?? null));
-            if (same) await d.table(table).put(Object.assign(held, value.set || {}));
+            if (holds(held, value.if)) await d.table(table).put(Object.assign(held, value.set || {}));
           }
           else if (kind === "expect") {
             await Promise.all(sent);
             sent = [];
-            const held = await d.table(table).get(value.key);
-            const same = held && Object.entries(value.if || {}).every(([k, v]) => JSON.stringify(held[k] ?? null) === JSON.stringify(v ?? null));
-            if (!same) throw Object.assign(new Error(`${table} ${value.key} changed since it was read`), { name: "StaleError" });
+            if (!holds(await d.table(table).get(value.key), value.if)) throw Object.assign(new Error(`${table} ${value.key} changed since it was read`), { name: "StaleError" });
           }
         }
         await Promise.all(sent);
