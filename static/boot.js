@@ -100,7 +100,9 @@ async function takeUpdate() {
     }))]);
   if (registration.waiting !== next) return; // failed or too slow: run the version in control
   if (root.dataset.ready === "true") return; // the app is in use: the new version takes over at a later load
-  await new Promise((resolve) => {
+  // From here the page may reload onto the new version: the app waits for the outcome before it
+  // says it is ready (app.browser.page), so a page in use never reloads under a person's hands.
+  const taking = new Promise((resolve) => {
     sw.addEventListener("message", (event) => {
       if (event.data && event.data.type === "agentbar:busy") resolve(); // other tabs: stay on this version
     });
@@ -109,6 +111,9 @@ async function takeUpdate() {
     next.postMessage({ type: "agentbar:activate" });
     setTimeout(resolve, 3000); // no answer: go on with the version in control
   });
+  globalThis.agentbarUpdateTaking = taking;
+  await taking;
+  delete globalThis.agentbarUpdateTaking;
 }
 
 function registerWorker() {

@@ -322,6 +322,10 @@ class Page:
             js.console.warn(f"IndexedDB: {error}")
         if self.runtime.stage_id is not None:
             await self.checkpoints.load_stage(self.runtime.stage_id)  # current documents only
+        taking = getattr(js, "agentbarUpdateTaking", None)  # static/boot.js: a new version taking over
+        if taking is not None:
+            js.performance.mark("agentbar:ready-held")
+            await taking  # it reloads the page onto it, or says "busy" or nothing within 3 s
         self.ready = True
         self.render_stage()
         self.view.show_app()

@@ -157,6 +157,20 @@ HOLD_UPDATE_CHECK = """(() => {
 script of the context, active while ``sessionStorage`` holds ``HOLD_KEY``."""
 
 
+HOLD_ACTIVATION_KEY = "agentbar-test-hold-activation"
+HOLD_ACTIVATION = """(() => {
+  if (!sessionStorage.getItem('%s') || !window.ServiceWorker) return;
+  const post = ServiceWorker.prototype.postMessage;
+  window.heldActivations = [];
+  ServiceWorker.prototype.postMessage = function (message, ...rest) {
+    if (!message || message.type !== 'agentbar:activate') return post.call(this, message, ...rest);
+    window.heldActivations.push(() => post.call(this, message, ...rest));
+  };
+})()""" % HOLD_ACTIVATION_KEY
+"""The page's request that a waiting new version take over held unsent until the test sends it: an
+init script of the context, active while ``sessionStorage`` holds ``HOLD_ACTIVATION_KEY``."""
+
+
 SYNC_CLIENT_CACHED = """async () => {
   for (const name of await caches.keys())
     if (await (await caches.open(name)).match(new URL('static/vendor/pouchdb/pouchdb.min.js', document.baseURI)))
@@ -216,7 +230,19 @@ def test_one_visit_from_a_sub_path_then_offline_then_a_redeploy(dist_agent, dist
     old_version = agent.page.evaluate(build_meta)
     second = redeploy(tmp_path, out, first)
     before = len(server.request_log)
-    agent.reload()  # next load: the page picks the new version up before PyScript starts
+    context.add_init_script(HOLD_ACTIVATION)
+    agent.page.evaluate(f"() => sessionStorage.setItem('{HOLD_ACTIVATION_KEY}', '1')")
+    agent.page.reload()  # next load: the page picks the new version up before PyScript starts ...
+    agent.page.wait_for_function("() => performance.getEntriesByName('agentbar:ready-held').length === 1"
+                                 " || document.documentElement.dataset.ready === 'true'")
+    assert agent.page.evaluate("() => window.heldActivations.length") == 1
+    # ... and while the new version's take-over is unanswered the app does not say it is ready: a page
+    # in use never reloads under a person's hands
+    assert agent.page.evaluate("() => document.documentElement.dataset.ready") is None
+    with agent.page.expect_navigation():
+        agent.page.evaluate(f"() => {{ sessionStorage.removeItem('{HOLD_ACTIVATION_KEY}');"
+                            " window.heldActivations.forEach((send) => send()); }")
+    agent.wait_ready()
     new_version = agent.page.evaluate(build_meta)
     assert new_version != old_version
     served_index = (out / "index.html").read_text()
