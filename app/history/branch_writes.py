@@ -18,9 +18,7 @@ from app.history.active import ActiveConversations, Changed
 from app.history.branches import StoredForm
 from app.history.changes import HistoryChange
 from app.history.records import TaskMeta
-from app.history.repository import HistoryRepository, Writes
-from app.history.turn_writes import WRITE_ATTEMPTS
-from app.records import RecordStoreError
+from app.history.repository import HistoryRepository, Writes, unless_stale
 from app.history.tree import ROOT, Tree
 
 __all__ = ["BranchWrites", "path_in"]
@@ -70,26 +68,27 @@ class BranchWrites:
         transaction, announced as a ``branch`` change. Returns the tree as stored after; the stored
         tree as it is when ``path`` is already shown; None when the conversation is not kept, ``path``
         is not a path of its tree (``path_in``: nothing written), or history failed."""
+        async def attempt(expect: bool) -> tuple[Tree | None, tuple[TaskMeta, Writes] | None]:
+            """The tree shown, and the meta read and writes committed (None: nothing to write)."""
+            meta = await self._repository.meta(task_id)
+            form = await self._repository.form(task_id)
+            if meta is None or not isinstance(form.messages, list):
+                return None, None
+            tree = form.tree()
+            last = path_in(tree, path)
+            if last is None:
+                return None, None
+            shown = tree.show(last)
+            if shown.path_ids() == tree.path_ids() and shown.record() == tree.record():
+                return tree, None
+            # unplaced entries carried over (§5)
+            return shown, (meta, await self._shown_writes(meta, form.rewritten(shown, tree), expect=expect))
+
         async with self._lock:
-            for attempt in range(WRITE_ATTEMPTS):
-                meta = await self._repository.meta(task_id)
-                form = await self._repository.form(task_id)
-                if meta is None or not isinstance(form.messages, list):
-                    return None
-                tree = form.tree()
-                last = path_in(tree, path)
-                if last is None:
-                    return None
-                shown = tree.show(last)
-                if shown.path_ids() == tree.path_ids() and shown.record() == tree.record():
-                    return tree
-                try:
-                    writes = await self._shown_writes(meta, form.rewritten(shown, tree),  # unplaced entries carried over (§5)
-                                                       expect=attempt < WRITE_ATTEMPTS - 1)
-                    break
-                except RecordStoreError as error:
-                    if error.kind != "stale":
-                        raise  # else another tab wrote the conversation since it was read: read it again
+            shown, wrote = await unless_stale(attempt)
+            if wrote is None:
+                return shown
+            meta, writes = wrote
             if self._active.task_id(meta.stageId) == task_id:
                 self._active.forget(meta.stageId)  # read again at its next turn
         self._changed(HistoryChange("branch", task_id, meta.stageId, written=writes.kept(task_id),

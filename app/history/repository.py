@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from pydantic import ValidationError
 
@@ -45,11 +45,34 @@ from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta
 from app.history.terms import posting_keys, posting_term, text_terms, text_terms_steps, titled_terms
 from app.history.text import fold, fold_map, fold_map_steps, plain_text, plain_text_steps
 from app.json_steps import run_paused
-from app.records import HIGHEST, LOWEST, RecordBackend, WriteOp
+from app.records import HIGHEST, LOWEST, RecordBackend, RecordStoreError, WriteOp
+
+WRITE_ATTEMPTS = 3
+"""How often a write is made of what history holds when another tab wrote its conversation between
+the read and the write (``Writes.expect``); the last attempt writes unchecked."""
+
+
+_T = TypeVar("_T")
+
+
+async def unless_stale(attempt: Callable[[bool], Awaitable[_T]]) -> _T:
+    """Run ``attempt(expect)`` (read the conversation, then write what it makes of it, with
+    ``Writes.expect`` when ``expect``) until it does not fail with ``RecordStoreError`` kind
+    ``stale``, ``WRITE_ATTEMPTS`` times at most, the last with ``expect`` False (written unchecked:
+    a tab that keeps writing cannot stop this one's write for good); its result. Any other
+    ``RecordStoreError`` is raised (DESIGN.md §9: two tabs never lose each other's turns; §17)."""
+    for attempt_no in range(WRITE_ATTEMPTS):
+        try:
+            return await attempt(attempt_no < WRITE_ATTEMPTS - 1)
+        except RecordStoreError as error:
+            if error.kind != "stale" or attempt_no == WRITE_ATTEMPTS - 1:
+                raise  # else another tab wrote the conversation since it was read: read it again
+    raise AssertionError("unreachable")
+
 
 __all__ = ["Conversation", "Damaged", "FOLD_VERSION", "Head", "HeldTurn", "HistoryRepository", "ListRange", "Stored",
-           "Writes", "conversation_records", "head_records", "held_artifacts",
-           "held_conversations", "version_pages", "version_records"]
+           "WRITE_ATTEMPTS", "Writes", "conversation_records", "head_records", "held_artifacts",
+           "held_conversations", "unless_stale", "version_pages", "version_records"]
 
 LIST_INDEX = "[stageId+updatedAt+taskId]"
 PIN_INDEX = "[stageId+pinnedAt]"

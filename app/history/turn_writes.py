@@ -24,10 +24,9 @@ from app.history.active import ActiveConversations, Changed, Written
 from app.history.branches import StoredForm
 from app.history.changes import HistoryChange
 from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta, Usage, iso, new_task_id
-from app.history.repository import HeldTurn, HistoryRepository, Writes
+from app.history.repository import HeldTurn, HistoryRepository, Writes, unless_stale
 from app.history.text import title_of
 from app.ports import TurnEnded
-from app.records import RecordStoreError
 
 __all__ = ["TurnWrites", "at_once", "carried_over", "with_turn"]
 
@@ -38,10 +37,6 @@ class _Remembered(HeldTurn):
 
     text: str = ""
 
-
-WRITE_ATTEMPTS = 3
-"""How often a turn's write is made of what history holds when another tab wrote its conversation
-between the read and the write (``Writes.expect``); the last attempt writes unchecked."""
 
 _ELSEWHERE = object()
 """``TurnWrites._record_on_own_head``: the turn's conversation is not its course's head (nothing written)."""
@@ -162,20 +157,19 @@ class TurnWrites:
         not readable: the caller asks where the turn goes."""
         messages = event.messages if thread is None else thread
         await self._segmenter.for_titles(messages)
+        async def attempt(expect: bool) -> tuple[TurnMeta, TaskMeta, Writes] | None:
+            held = await self._held_for_turn(event.stage_id, event.conversation_id)
+            if held.head is None or held.head.task_id != held.task_id or held.meta is None:
+                return None
+            text = held.text if isinstance(held, _Remembered) else None
+            return await self._on_head(event.stage_id, messages, matched_at, event, held.meta, held.form, held.turns,
+                                       held.search, text, sent_on=True, expect=expect)
+
         async with self._lock:
-            for attempt in range(WRITE_ATTEMPTS):
-                held = await self._held_for_turn(event.stage_id, event.conversation_id)
-                if held.head is None or held.head.task_id != held.task_id or held.meta is None:
-                    return _ELSEWHERE
-                text = held.text if isinstance(held, _Remembered) else None
-                try:
-                    added, meta, writes = await self._on_head(
-                        event.stage_id, messages, matched_at, event, held.meta, held.form, held.turns, held.search,
-                        text, sent_on=True, expect=attempt < WRITE_ATTEMPTS - 1)
-                    break
-                except RecordStoreError as error:
-                    if error.kind != "stale":
-                        raise  # else another tab wrote the conversation since it was read: read it again
+            done = await unless_stale(attempt)
+        if done is None:
+            return _ELSEWHERE
+        added, meta, writes = done
         self._changed(HistoryChange("record", meta.taskId, event.stage_id, written=writes.kept(meta.taskId),
                                     form=writes.kept_form(meta.taskId)))
         return added
@@ -199,18 +193,15 @@ class TurnWrites:
     @guarded(writes=True)
     async def _record_on_head(self, stage_id: str, messages: list[dict], matched_at: int, turn: TurnEnded) -> TurnMeta:
         await self._segmenter.for_titles(messages)
+        async def attempt(expect: bool) -> tuple[TurnMeta, TaskMeta, Writes]:
+            meta = await self._repository.head_meta(stage_id)
+            held = await self._repository.form(meta.taskId) if meta else StoredForm(None)
+            turns = await self._repository.turns(meta.taskId) if meta else []
+            return await self._on_head(stage_id, messages, matched_at, turn, meta, held, turns, _UNREAD, None,
+                                       expect=expect)
+
         async with self._lock:
-            for attempt in range(WRITE_ATTEMPTS):
-                meta = await self._repository.head_meta(stage_id)
-                held = await self._repository.form(meta.taskId) if meta else StoredForm(None)
-                turns = await self._repository.turns(meta.taskId) if meta else []
-                try:
-                    added, meta, writes = await self._on_head(stage_id, messages, matched_at, turn, meta, held, turns,
-                                                              _UNREAD, None, expect=attempt < WRITE_ATTEMPTS - 1)
-                    break
-                except RecordStoreError as error:
-                    if error.kind != "stale":
-                        raise  # else another tab wrote the conversation since it was read: read it again
+            added, meta, writes = await unless_stale(attempt)
         self._changed(HistoryChange("record", meta.taskId, stage_id, written=writes.kept(meta.taskId),
                                     form=writes.kept_form(meta.taskId)))
         return added
