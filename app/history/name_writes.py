@@ -16,7 +16,7 @@ from app.history.access import HistoryAccess, Segmenter, guarded
 from app.history.changes import HistoryChange
 from app.history.names import NAME_GRAPHEMES, merged_names, unless_later
 from app.history.records import TaskMeta
-from app.history.repository import HistoryRepository, Writes
+from app.history.repository import HistoryRepository, Writes, unless_stale
 from app.history.active import ActiveConversations, Changed
 
 __all__ = ["NameWrites"]
@@ -48,10 +48,11 @@ class NameWrites:
         A field another tab changed later than ``change`` (its rename written first) is kept as stored
         (``unless_later``, DESIGN.md §18: the later change wins); nothing is stored when that leaves
         nothing to change."""
-        async with self._lock:
+        async def attempt(expect: bool) -> tuple[TaskMeta | None, TaskMeta | None]:
+            """The meta read, and the meta stored (None: nothing to store)."""
             meta = await self._repository.meta(task_id)
             if meta is None:
-                return None
+                return None, None
             held = (await self._repository.form(task_id)).messages
             messages = held if isinstance(held, list) else []
             if name is not None and not name.strip():
@@ -60,8 +61,14 @@ class NameWrites:
                 await self._segmenter.load()  # a long name is cut on grapheme clusters (never half an emoji)
             changed = unless_later(meta, change(meta, messages))  # another tab's later change stays
             if changed == meta:
-                return meta
-            await self._store_names(meta, changed)
+                return meta, None
+            await self._store_names(meta, changed, expect=expect)  # another tab's turn meanwhile: again
+            return meta, changed
+
+        async with self._lock:
+            meta, changed = await unless_stale(attempt)
+        if meta is None or changed is None:
+            return meta
         self._made.pop((task_id, kind), None)
         self._made[(task_id, kind)] = changed
         if len(self._made) > _KEPT:
@@ -92,10 +99,13 @@ class NameWrites:
             self._changed(HistoryChange(kind, held.taskId, held.stageId, "sync"))
         return named
 
-    async def _store_names(self, meta: TaskMeta, changed: TaskMeta) -> None:
+    async def _store_names(self, meta: TaskMeta, changed: TaskMeta, *, expect: bool = False) -> None:
         """Store ``changed`` over ``meta`` (a new name re-indexes the title, ``Writes.set_names``), and
-        keep this tab's active conversation in step."""
+        keep this tab's active conversation in step. ``expect``: only while the conversation is still
+        as read (``Writes.expect``), else ``RecordStoreError`` kind ``stale`` and nothing is written."""
         writes = Writes()
+        if expect:
+            writes.expect(meta)
         search = await self._repository.search_record(meta.taskId) if changed.taskName != meta.taskName else None
         writes.set_names(changed, search)
         await self._repository.commit(writes)

@@ -117,6 +117,7 @@ def test_a_meta_never_named_nor_pinned_is_stored_as_before():
 from app.history import HistoryService  # noqa: E402
 from tests.unit.test_history import Clock  # noqa: E402
 from tests.unit.turn_events import ended  # noqa: E402
+from tests.unit.held_writes import WriteHeld  # noqa: E402
 from app.history.export import export_json, parse_export  # noqa: E402
 from app.records import SCHEMA, MemoryBackend  # noqa: E402
 
@@ -587,4 +588,31 @@ def test_an_imported_title_drops_control_characters_and_noncharacters_too():
         other, _, _ = service()
         assert await other.import_bundle("s", meta, messages, turns) == "ok"
         assert (await other.get(task)).taskName == "Plan for exams"
+    run(go())
+
+
+def test_a_rename_while_another_tab_records_a_turn_keeps_that_turn_in_the_meta():
+    """Tab B reads the conversation to rename it; tab A's second turn lands before B's write: B's
+    write is made again of what A wrote, so the stored meta keeps A's turn (its count, its tokens and
+    its time) beside B's name (DESIGN.md §9: two tabs never lose each other's turns; §18)."""
+    async def go():
+        backend = MemoryBackend(SCHEMA)
+        held = WriteHeld(backend)
+        tab_a, clock, _ = service(backend)
+        tab_b, _, _ = service(held)
+        usage = {"inputTokens": 1, "outputTokens": 2, "totalTokens": 3}
+        first = [user("How do plants eat?", "u1"), {"role": "assistant", "id": "a1", "content": [{"type": "text", "text": "ok"}]}]
+        await tab_a.record_turn(ended("s", first, usage=usage, model="demo", duration_ms=10, message_id="a1"), 1)
+        task = (await tab_a.active("s"))[0].taskId
+        second = first + [user("And drink?", "u2"), {"role": "assistant", "id": "a2", "content": [{"type": "text", "text": "ok"}]}]
+
+        async def a_records():
+            clock.now += 1000
+            await tab_a.record_turn(ended("s", second, usage=usage, model="demo", duration_ms=10, message_id="a2",
+                                          conversation_id=task), 2)
+        held.before = a_records
+        assert (await tab_b.rename(task, "Botany")).taskName == "Botany"
+        stored = await tab_a.get(task)
+        assert (stored.taskName, stored.turnCount, stored.stats.totalTokens) == ("Botany", 2, 6)
+        assert stored.updatedAt == (await tab_a.active("s"))[0].updatedAt
     run(go())
