@@ -267,8 +267,9 @@ class TurnWrites:
     @guarded(writes=True)
     async def _record_in(self, task_id: str, stage_id: str, messages: list[dict], turn: TurnEnded) -> TurnMeta:
         await self._segmenter.for_titles(messages)
-        async with self._lock:
-            meta = await self._repository.meta(task_id)
+
+        async def attempt(expect: bool) -> tuple[TaskMeta, TurnMeta, Writes]:
+            meta = read = await self._repository.meta(task_id)
             held = await self._repository.form(task_id) if meta else StoredForm(None)
             turns = await self._repository.turns(task_id) if meta else []
             form = StoredForm(messages)
@@ -284,10 +285,16 @@ class TurnWrites:
             search = await self._repository.search_record(task_id) if goes_on else None
             meta, added = with_turn(meta, turns, form.messages, turn, self._clock())
             writes = Writes()
+            if expect and read is not None:  # another tab's write of it meanwhile: read again
+                writes.expect(read)
             await writes.keep_in_steps(meta, form.messages, turns, pause=self._pause, held_messages=held.messages,
                                        held_search=search, branches=form.branches, shown=form.shown,
                                        held_branches=held.branches)
             await self._repository.commit(writes)
+            return meta, added, writes
+
+        async with self._lock:
+            meta, added, writes = await unless_stale(attempt)
             if self._active.task_id(stage_id) == task_id:  # this tab still took it for the active one
                 self._active.forget(stage_id)
         self._changed(HistoryChange("record", meta.taskId, stage_id, written=writes.kept(meta.taskId),

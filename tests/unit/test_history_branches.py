@@ -371,3 +371,22 @@ async def test_a_branch_shown_while_another_tab_records_a_turn_keeps_that_turn()
     assert {"a2", "a2b", "a2c"} <= set(stored.ids) and stored.path_ids()[-1] == "a2"
     assert shown is not None and shown.ids == stored.ids
     assert (await tab_b.active("s"))[0].turnCount == 4
+
+
+async def test_a_turn_kept_in_a_conversation_not_active_while_another_tab_records_there_keeps_both():
+    """``TASK`` is no course's head (New conversation was pressed): tab B reads it for its turn (a
+    regenerated answer), tab A's turn there (another answer) lands before B's write: B's write is made
+    again of what A wrote, so both answers are kept (DESIGN.md §9, §17)."""
+    backend = await seeded(head=False)
+    held = WriteHeld(backend)
+    tab_a, tab_b = service(backend), service(held)
+
+    async def a_records():
+        await tab_a.record_turn(ended("s", [U1, A1, U2, msg("assistant", "a2c", "from A")], message_id="a2c",
+                                      conversation_id=TASK), 2)
+    held.before = a_records
+    await tab_b.record_turn(ended("s", [U1, A1, U2, msg("assistant", "a2d", "from B")], message_id="a2d",
+                                  conversation_id=TASK), 2)
+    stored = stored_tree(backend)
+    assert {"a2", "a2b", "a2c", "a2d"} <= set(stored.ids)
+    assert (await tab_a.get(TASK)).turnCount == 5
