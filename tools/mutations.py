@@ -1,4 +1,4 @@
-"""Mutation check: apply each of twenty-eight DESIGN rules' mutations alone, run the unit suite, say which it kills.
+"""Mutation check: apply each of thirty DESIGN rules' mutations alone, run the unit suite, say which it kills.
 
     .venv/bin/python tools/mutations.py        # from the repository root; ~25 unit-suite runs
 
@@ -83,6 +83,10 @@ MUTATIONS = [  # (rule, file, text, mutated text)
      'ActionButton("branch-prev", "›" if rtl else "‹"', 'ActionButton("branch-prev", "‹"'),
     ("the app wheel in dist/ keeps the dev-only hooks (§15)", "tools/build.py",
      "        if fnmatch.fnmatch(rel, APP_WHEEL):\n", "        if False:\n"),
+    ("a write made of a read another tab's turn has outdated lands unchecked, over that turn (§9, §17)",
+     "app/history/repository.py", "return await attempt(attempt_no < WRITE_ATTEMPTS - 1)", "return await attempt(False)"),
+    ("a rename made of a read another tab's turn has outdated writes the meta back without it (§9, §18)",
+     "app/history/name_writes.py", "        if expect:\n            writes.expect(meta)\n", ""),
 ]
 
 
