@@ -55,11 +55,12 @@ class ActiveThread:
         if keyword.strip():
             await self.show_hit(stage_id, task_id, keyword)
         current = self._store.load(stage_id) or []
+        matched_at = self._clock()  # the head's match and the thread's stamp: a reload finds them matched
         messages = await self._recorder.run(stage_id, lambda: self._service.resume(
-            stage_id, task_id, current, self._store.updated_at(stage_id), self._clock()))
+            stage_id, task_id, current, self._store.updated_at(stage_id), matched_at))
         if messages is None:
             return None
-        self._runtime.replace_thread(stage_id, messages)
+        self._runtime.replace_thread(stage_id, messages, updated_at=matched_at)
         return messages
 
     async def show_hit(self, stage_id: str, task_id: str, keyword: str) -> bool:

@@ -129,3 +129,22 @@ async def test_a_long_conversation_is_looked_through_for_the_hit_with_pauses():
     task = await service.head_task_id("s", allocate=False)
     assert await threads.show_hit("s", task, "lichen") and len(pauses) >= 2
     assert _texts(store.load("s"))[0].startswith("moss")  # the store is written by a resume only
+
+
+async def test_a_resumed_conversation_keeps_its_time_and_place_across_the_reload_after():
+    """Resuming changes no conversation's ``updatedAt`` (the list's order, DESIGN.md §9): the thread
+    written is stamped as history's head is matched, so the start-up after it (``reconcile`` of what
+    ``maic-agent-threads`` holds) finds them matched; and a thread that is exactly its head's shown path
+    is matched again without being adopted anew, whatever its stamp."""
+    runtime, store, service, recorder, _, threads = await _course()
+    await _turn(runtime, recorder, "old topic")
+    runtime.clear_thread()
+    await recorder.drain()
+    old = (await service.page("s")).items[0]
+    await _turn(runtime, recorder, "new topic")
+    await threads.resume("s", old.taskId)
+    assert (await service._repository.head("s")).matched_at == store.updated_at("s")  # one stamp for both
+    assert await service.reconcile({"s": (store.load("s"), store.updated_at("s"))}) == []
+    assert await service.reconcile({"s": (store.load("s"), store.updated_at("s") + 5)}) == []  # another stamp
+    assert (await service.get(old.taskId)).updatedAt == old.updatedAt
+    assert [item.taskId for item in (await service.page("s")).items][-1] == old.taskId  # still the older one
