@@ -297,13 +297,14 @@ class HistoryReads:
     async def _scan_page(self, stage_id: str, query: SearchQuery, cursor: tuple | None, since_ms: int | None,
                          sort: str) -> SearchPage:
         """A keyword with no term (punctuation only): a scan of the course's folded texts, paged here."""
-        hits = await self._index.find(stage_id, query.needle, since_ms)
+        hits = [(meta, at, meta.taskName if excerpt is None else excerpt)  # a title hit: the title marked (§18)
+                for meta, at, excerpt in await self._index.find(stage_id, query.needle, since_ms) if meta is not None]
         if any(needs_clusters(excerpt) for _, _, excerpt in hits):
             await self._segmenter.load()
         found = []
         for meta, at, excerpt in hits:
-            piece = snippet(excerpt, query.needle, cut_before=at > SNIPPET_BEFORE, cut_after=True) if meta else None
-            if meta is not None and piece is not None:
+            piece = snippet(excerpt, query.needle, cut_before=at > SNIPPET_BEFORE, cut_after=at >= 0)
+            if piece is not None:
                 found.append(SearchHit(meta, piece))
         order = _SEARCH_ORDER.get(sort, _SEARCH_ORDER["newest"])
         found.sort(key=order)

@@ -70,8 +70,8 @@ async def unless_stale(attempt: Callable[[bool], Awaitable[_T]]) -> _T:
     raise AssertionError("unreachable")
 
 
-__all__ = ["Conversation", "Damaged", "FOLD_VERSION", "Head", "HeldTurn", "HistoryRepository", "ListRange", "Stored",
-           "WRITE_ATTEMPTS", "Writes", "conversation_records", "head_records", "held_artifacts",
+__all__ = ["Conversation", "Damaged", "FOLD_VERSION", "Head", "HeldTurn", "HistoryRepository", "LIST_INDEX", "ListRange",
+           "Stored", "WRITE_ATTEMPTS", "Writes", "conversation_records", "head_records", "held_artifacts",
            "held_conversations", "unless_stale", "version_pages", "version_records"]
 
 LIST_INDEX = "[stageId+updatedAt+taskId]"

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from app.history.records import TaskMeta
-from app.history.repository import HistoryRepository, ListRange, Writes
+from app.history.repository import LIST_INDEX, HistoryRepository, ListRange, Writes
 from app.history.terms import (SearchQuery, parse_posting, posting_prefix, presence_prefix, term_bounds,
                                time_hex)
 from app.history.text import fold
@@ -68,17 +68,25 @@ class SearchIndex:
         self._db = backend
         self._repository = repository
 
-    async def find(self, stage_id: str, needle: str, since_ms: int | None) -> list[tuple[TaskMeta | None, int, str]]:
-        """Conversations of ``stage_id`` whose folded text holds ``needle`` (already folded), by a scan
-        (a keyword with no term, punctuation only): their meta (None when damaged), the position in the
-        folded text and the excerpt around it in the text (``SNIPPET_BEFORE`` before, ``SNIPPET_AFTER``
-        after), DESIGN.md §14."""
+    async def find(self, stage_id: str, needle: str,
+                   since_ms: int | None) -> list[tuple[TaskMeta | None, int, str | None]]:
+        """Conversations of ``stage_id`` whose folded text or title holds ``needle`` (already folded),
+        by a scan (a keyword with no term: punctuation, emoji): their meta (None when damaged), the
+        position in the folded text and the excerpt around it in the text (``SNIPPET_BEFORE`` before,
+        ``SNIPPET_AFTER`` after), DESIGN.md §14; for one whose title alone holds it, position -1 and no
+        excerpt (the title is marked, §18). Text hits first, then title hits."""
         span = ListRange(stage_id, since_ms)
         hits = await self._db.scan("search", SEARCH_INDEX, span.low, span.high, field="folded", needle=needle,
                                    before=SNIPPET_BEFORE, after=SNIPPET_AFTER, show_table="texts",
                                    show_field="text")
-        metas = await self._db.bulk_get("conversations", [key for key, _, _ in hits])
-        return [(self._repository.meta_of(raw), at, excerpt) for (_, at, excerpt), raw in zip(hits, metas)]
+        in_text = {key for key, _, _ in hits}
+        titled = [key for key, _, _ in await self._db.scan(
+            "conversations", LIST_INDEX, span.low, span.high, field="taskName", needle=needle, before=0, after=0,
+            show_table="conversations", show_field="taskName") if key not in in_text]
+        metas = await self._db.bulk_get("conversations", [key for key, _, _ in hits] + titled)
+        found: list[tuple[TaskMeta | None, int, str | None]] = [
+            (self._repository.meta_of(raw), at, excerpt) for (_, at, excerpt), raw in zip(hits, metas)]
+        return found + [(self._repository.meta_of(raw), -1, None) for raw in metas[len(hits):]]
 
     async def term_count(self, stage_id: str, term: str, since_ms: int | None) -> int:
         """How many conversations of ``stage_id`` (updated at or after ``since_ms``) hold ``term``."""

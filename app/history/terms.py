@@ -40,6 +40,8 @@ _MARKS = ("\u0300-\u036f\u0483-\u0489\u0591-\u05bd\u05bf\u05c1\u05c2\u05c4\u05c5
           "\u1ab0-\u1aff\u1dc0-\u1dff\u200c\u200d\u20d0-\u20ff\ufe20-\ufe2f")
 _RUN = re.compile(f"(?:[^\\W_]|[{_MARKS}])+")
 """A run of word characters: letters and digits (``str.isalnum``) and combining marks."""
+_WORD_CHAR = re.compile("[^\\W_]")
+"""A letter or digit: a word holds one (the joiner between the emoji of a sequence, alone, is no word)."""
 _PIECE = re.compile(f"([{_UNSPACED}]+)|([^{_UNSPACED}]+)")
 _TIME_DIGITS = 14
 _TIME_MAX = 16 ** _TIME_DIGITS - 1
@@ -48,7 +50,8 @@ _TIME_MAX = 16 ** _TIME_DIGITS - 1
 def _terms_of_run(run: str, into: set[str]) -> None:
     for unspaced, word in _PIECE.findall(run):
         if word:
-            into.add(word[:TERM_CHARS])
+            if _WORD_CHAR.search(word):
+                into.add(word[:TERM_CHARS])
         else:
             into.update(unspaced)
             into.update(unspaced[i:i + 2] for i in range(len(unspaced) - 1))
@@ -99,7 +102,8 @@ def _long_run_steps(run: str, into: set[str], slice_chars: int):
     """``_terms_of_run`` of a run longer than ``slice_chars``, yielding between windows of it."""
     for unspaced, word in _PIECE.findall(run):
         if word:
-            into.add(word[:TERM_CHARS])
+            if _WORD_CHAR.search(word):
+                into.add(word[:TERM_CHARS])
             continue
         for at in range(0, len(unspaced), slice_chars):
             window = unspaced[at:at + slice_chars + 1]  # one character more: the bigram across the cut
@@ -214,6 +218,8 @@ def parse_query(keyword: str, fold) -> SearchQuery:
     marks: list[str] = []
     for run in _RUN.findall(needle):
         for unspaced, word in _PIECE.findall(run):
+            if word and not _WORD_CHAR.search(word):
+                continue  # a joiner or marks alone: no word, as in text_terms
             piece = word or unspaced
             marks.append(piece)
             if word:

@@ -511,3 +511,20 @@ async def test_a_turn_on_the_active_conversation_reads_history_once_and_only_its
         assert meta.taskId == task_id and record == whole_record(meta, thread)
         assert backend.raw("messages")[task_id]["messages"] == thread
     assert ids(await svc.search("s", "rewritten")) == [task_id] and meta.turnCount == 6
+
+
+async def test_a_keyword_with_no_term_is_found_in_titles_too_and_an_emoji_sequence_finds_only_itself():
+    """A keyword with no term (emoji, punctuation) is scanned for in the titles as well as the
+    messages, as a word is (DESIGN.md §18: a renamed conversation is found by its title); an emoji
+    sequence finds the conversations holding it, not every one holding another sequence."""
+    svc, _, _ = service()
+    named = await add(svc, "s", "about dogs")
+    await svc.rename(named, "Dogs 🐶 👩\u200d👩\u200d👧\u200d👦 🇫🇷")
+    coder = await add(svc, "s", "a coder 👩\u200d💻 at work")
+    await add(svc, "s", "plain")
+    for emoji in ("🐶", "🇫🇷", "👩\u200d👩\u200d👧\u200d👦"):
+        found = await svc.search("s", emoji)
+        assert ids(found) == [named] and found.total == 1, emoji
+        assert found.items[0].snippet == ("Dogs 🐶 👩\u200d👩\u200d👧\u200d👦 🇫🇷".partition(emoji)[0], emoji,
+                                          "Dogs 🐶 👩\u200d👩\u200d👧\u200d👦 🇫🇷".partition(emoji)[2])
+    assert ids(await svc.search("s", "👩\u200d💻")) == [coder]

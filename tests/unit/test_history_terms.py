@@ -112,3 +112,11 @@ def test_terms_made_in_steps_are_the_terms_of_the_whole_text():
             assert done.value == text_terms(text)
             break
     assert yields >= 3000 * 4 // 1000
+
+
+def test_a_run_of_joiners_or_marks_alone_is_no_term():
+    """The joiner between the emoji of a sequence (👩‍💻, a family) is a mark, not a word: were it a
+    term, any emoji sequence would find every conversation that holds another (DESIGN.md §9 search)."""
+    assert text_terms(fold("Dogs 🐶 👩\u200d👩\u200d👧\u200d👦 🇫🇷 ok \u0301")) == {"dogs", "ok"}
+    assert parse_query("👩\u200d👩\u200d👧\u200d👦", fold).terms == ()  # looked for as it is, by a scan
+    assert text_terms(fold("a\u200db \u200dx")) == {"a\u200db", "\u200dx"}  # inside or at a word: kept
