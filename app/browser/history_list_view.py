@@ -180,6 +180,7 @@ class HistoryListView:
         entries = [(meta, snippets[meta.taskId]) for meta in self.list.place([m for m, _ in entries], mode, now)]
         rows = item_rows(self.t, entries, now, self.list.current)
         js.agentbarHistoryDom.draw(self._by("history-list"), self.t.locale, json.dumps(rows), mode)
+        self.names.drawn()  # a rename field drawn over stays open (§18)
 
     def _empty(self, listing, key: str) -> None:
         """Once the list is drawn: ``history-empty`` says why it shows no item (``empty_state``), and

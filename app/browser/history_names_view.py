@@ -106,10 +106,21 @@ class HistoryNamesView:
         draft is not saved over that change, and opens again, as typed, on the redrawn item (§18)."""
         if self._renaming is not renaming:  # closed (Enter, Escape) or another rename began meanwhile
             return
-        task_id, field, back = renaming
-        if field.isConnected:
+        if renaming[1].isConnected:
             self.finish_rename(save=True, refocus=False)  # leaving the field saves
             return
+        self._reopen(renaming)
+
+    def drawn(self) -> None:
+        """The list was drawn (``HistoryListView``): a rename field the drawing took away (another tab's
+        or device's change) opens again, as typed, on the redrawn item (§18). Firefox and WebKit fire no
+        ``focusout`` for a removed field, nor does a tab in the background: the drawing tells it."""
+        renaming = self._renaming
+        if renaming is not None and not renaming[1].isConnected:
+            self._reopen(renaming)
+
+    def _reopen(self, renaming: tuple) -> None:
+        task_id, field, back = renaming
         self._renaming = None
         for item in document.querySelectorAll("#history-list [data-testid=history-item]"):
             if item.dataset.taskId == task_id:
