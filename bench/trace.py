@@ -23,7 +23,8 @@ HEAVIEST = 8
 def trace_cpu(trace: bytes) -> dict:
     """Main-thread tasks of a Chrome trace (``RunTask`` on ``CrRendererMain``): the longest by thread
     CPU and by wall clock (ms, each with the other), how many ran over 50 ms of wall clock and over
-    50 ms of CPU, and the V8 collections (ms) inside the tasks over 50 ms of wall clock. A task whose
+    50 ms of CPU, the thread CPU of all of them (``cpu_ms_total``), and the V8 collections (ms) inside
+    the tasks over 50 ms of wall clock. A task whose
     thread time exceeds its wall time by over 1 ms (seen on a two-core VM: the thread clock is not
     always exact there) is left out of the CPU figures and counted (``thread_time_above_wall``)."""
     events = json.loads(trace)
@@ -48,6 +49,7 @@ def trace_cpu(trace: bytes) -> dict:
             "longest_wall_ms": ms(by_wall, "dur"), "its_cpu_ms": ms(by_wall, "tdur"),
             "over_50_wall": len(long), "over_50_cpu": sum(1 for t in sane if t.get("tdur", 0) > 50_000),
             "thread_time_above_wall": len(tasks) - len(sane),
+            "cpu_ms_total": round(sum(t.get("tdur", 0) for t in sane) / 1000, 1),
             "v8_gc_ms_in_those": round(in_long, 1)}
 
 
