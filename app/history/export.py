@@ -47,7 +47,7 @@ from app.json_steps import run_steps
 from app.projection import CUT_MARKER, failure_of
 
 __all__ = ["FORMAT", "MAX_IMPORT_BYTES", "VERSION", "ImportRefused", "check_depth", "check_size", "checked_steps",
-           "decode_at", "DEPTH_SLICE_CHARS", "PieceCheck", "depth_steps", "export_document", "export_json", "export_unkept",
+           "chain_document", "decode_at", "DEPTH_SLICE_CHARS", "PieceCheck", "depth_steps", "export_document", "export_json", "export_unkept",
            "export_markdown", "fence_for", "parse_export", "parse_export_sliced", "parse_steps",
            "skip_space"]
 
@@ -122,6 +122,21 @@ def export_document(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[
     derived id, the one the panel shows it with, ``app.continuity.derived_ids``)."""
     every, shown = (tree if tree is not None else Tree.chain(messages)).export()
     return {"format": FORMAT, "version": VERSION, "meta": _meta_out(meta), "messages": every, "shown": shown,
+            "turns": [t.record() for t in turns]}
+
+
+def chain_document(meta: TaskMeta, messages: list[dict[str, Any]], turns: list[TurnMeta]) -> dict[str, Any]:
+    """What ``checked_steps`` holds to the import's rules for a chain of ``messages`` (each a dict),
+    refused exactly when ``export_document(meta, messages, turns)`` is, at a fraction of its cost (sync's
+    intake, DESIGN.md §14, §16): a version-1 document of ``messages`` with the ids ``Tree.chain`` gives
+    them (``derived_ids``) and no ``parentId``, so no tree is built, exported and read back. A chain's
+    export is always a tree (every message a dict with its own id, each parent the one before it:
+    ``Tree.from_export`` never refuses it), and ``checked_steps`` checks a version-2 message without
+    its ``parentId`` as it checks a version-1 message; the meta and turns are ``export_document``'s."""
+    from app.continuity import derived_ids
+
+    chain = [{k: v for k, v in m.items() if k != "parentId"} for m in derived_ids(messages)]
+    return {"format": FORMAT, "version": 1, "meta": _meta_out(meta), "messages": chain,
             "turns": [t.record() for t in turns]}
 
 

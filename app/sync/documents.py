@@ -40,7 +40,7 @@ from pydantic import ValidationError
 
 from app.history.branching import NO_BRANCHES, Branching
 from app.history.chatgpt import MAX_CONVERSATION_CHARS
-from app.history.export import FUTURE_SLACK_MS, checked_steps, export_document, run_steps
+from app.history.export import FUTURE_SLACK_MS, chain_document, checked_steps, run_steps
 from app.history.merge import split_turns
 from app.history.records import TaskMeta, TurnMeta
 from app.history.repository import Conversation
@@ -163,7 +163,7 @@ def conversation_steps(doc: dict[str, Any], now_ms: int | None = None):
     yield
     # the import's own rules (ImportRefused), held to the export's value itself: the document is
     # already values JSON read, so writing it as an export's text to decode that again checks nothing more
-    yield from checked_steps(export_document(meta, messages + said, turns), now)
+    yield from checked_steps(chain_document(meta, messages + said, turns), now)  # export_document's refusals
     return Conversation(meta, messages, turns, branching)
 
 

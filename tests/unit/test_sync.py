@@ -1043,6 +1043,53 @@ def test_sync_intake_holds_a_document_to_the_import_rules_without_writing_it_as_
             conversation_of(doc, now)
 
 
+def test_sync_intake_builds_no_tree_of_a_chain_and_refuses_what_its_export_would(monkeypatch):
+    """A document's checks (the import's, DESIGN.md §14) refuse it exactly when its export
+    (``export_document``) is refused by ``checked_steps``, with no tree built, exported and read back."""
+    import app.history.export
+    from app.history.export import checked_steps, export_document
+    from app.history.tree import Tree
+    from app.json_steps import run_steps
+
+    now = DEVICE_T0 + 10_000
+    meta = TaskMeta(taskId=TASK, taskName="t", stageId="s", createdAt=DEVICE_T0, updatedAt=now)
+    turns = [TurnMeta(turnId=1, timestamp=iso(DEVICE_T0 + 5), messageId="a1", duration=3)]
+    fine = [_user("hi", "u1"), _reply("yo", "a1")]
+    tool = {"type": "tool-call", "toolCallId": "c1", "toolName": "t", "args": {}}
+    variants = [fine, [], [_user("hi", "u1"), _reply("yo", "u1")], [{**fine[0], "id": ""}, fine[1]],
+                [{**fine[0], "id": 7}, fine[1]], [{k: v for k, v in fine[0].items() if k != "id"}, fine[1]],
+                [{**fine[0], "parentId": "zz"}, fine[1]], [{**fine[0], "parentId": None}], [{**fine[0], "extra": 1}],
+                [{"role": "system", "id": "s1", "content": [{"type": "text", "text": "x"}]}],
+                [{"role": "user", "id": "u1", "content": "plain"}], [{"role": "user", "id": "u1", "content": []}],
+                [{"role": "assistant", "id": "a1", "content": [tool]}],
+                [{"role": "assistant", "id": "a1", "content": [{**tool, "isError": False}]}],
+                [{"role": "assistant", "id": "a1", "content": [{"type": "text", "text": None}]}],
+                [{"role": "assistant", "id": "a1", "content": [{"type": "text", "text": "x"}], "status": "?"}],
+                [{"role": "tool", "id": "t1", "content": [{"type": "text", "text": "x"}]}], [{**fine[0], "id": "u\x00"}]]
+    refused_before = []
+    for messages in variants:
+        try:
+            run_steps(checked_steps(export_document(meta, messages, turns), now))
+            refused_before.append(False)
+        except ValueError:
+            refused_before.append(True)
+
+    def no_tree(*_args, **_kwargs):
+        raise AssertionError("a tree was built for a document's checks")
+
+    monkeypatch.setattr(Tree, "chain", no_tree)
+    monkeypatch.setattr(Tree, "from_export", no_tree)
+    refused = []
+    for messages in variants:
+        try:
+            conversation_of(conversation_doc(meta, messages, turns), now)
+            refused.append(False)
+        except ValueError:
+            refused.append(True)
+    assert refused == refused_before and True in refused and False in refused
+    assert app.history.export.chain_document(meta, [{**fine[0], "parentId": "x"}], turns)["messages"] == [fine[0]]
+
+
 class ReadCountingBackend(MemoryBackend):
     """A MemoryBackend that counts every read it answers (records, pages, counts, keys)."""
 
