@@ -58,6 +58,10 @@ function range(table, index, spec) {
   return collection;
 }
 
+let leaving = false; // the page is being left (pagehide): a connection the browser closes then is no failure
+addEventListener("pagehide", () => { leaving = true; });
+addEventListener("pageshow", () => { leaving = false; }); // back from the back-forward cache
+
 globalThis.agentbarIndexedDbAdapter = {
   // open(name, versionsJson, onEvent, blockedAfterMs): versionsJson is [[version, {table: "keys"}], …].
   // Resolves ["ok", native version] or [kind, message]; kind "blocked" when another tab keeps an
@@ -96,7 +100,8 @@ globalThis.agentbarIndexedDbAdapter = {
       next.on("close", () => {
         if (closing) return;
         if (db === next) db = null;
-        tell("closed", "the browser closed the database");
+        // Firefox closes the page's connections as it leaves the page: nothing to tell then
+        if (!leaving) tell("closed", "the browser closed the database");
       });
       // A blocked open waits for the other tab: give up after blockedAfterMs and say so. An open the
       // browser queued behind another page's blocked one (a reload of a page whose open was blocked)
