@@ -106,7 +106,10 @@ async function takeUpdate() {
     sw.addEventListener("message", (event) => {
       if (event.data && event.data.type === "agentbar:busy") resolve(); // other tabs: stay on this version
     });
-    sw.addEventListener("controllerchange", () => location.reload());
+    sw.addEventListener("controllerchange", () => {
+      globalThis.agentbarPaint?.carryOver(); // the composer's text goes with the page (static/paint.js)
+      location.reload();
+    });
     sw.startMessages();
     next.postMessage({ type: "agentbar:activate" });
     setTimeout(resolve, 3000); // no answer: go on with the version in control

@@ -11,11 +11,13 @@
 //   Python sends it once when ready (app.paint.pending_to_send). A page reloaded before that
 //   finds it again as a "draft" in the composer; so does a page reloaded while a turn is in
 //   flight (Python hands over the message it answers until the turn ends, keepInFlight; it is
-//   written there as the page goes away).
+//   written there as the page goes away). A reload onto a new version before ready (not the
+//   person's) keeps a queued message queued and what was typed as a draft (carryOver).
 // - agentbarPaint.save / remove are the store's adapter for Python; takeOver() hands the page
 //   to Python at ready (controls enabled again, this script's composer handlers off).
 const CACHE_NAME = "agentbar.paint"; // not "agentbar-…": the service worker deletes those on update
 const PENDING_KEY = "agentbar-pending-send";
+const CARRIED_KEY = "agentbar-pending-carried";
 const STORAGE_KEY = "maic-agent-threads";
 const VERSION = 1;
 const TAGS = ["div", "p", "span", "button"];
@@ -190,11 +192,33 @@ function onKey(event) {
 }
 
 function restoreDraft() {
+  let carried = false; // the page reloaded onto a new version (carryOver), not by the person
+  try {
+    carried = sessionStorage.getItem(CARRIED_KEY) === "1";
+    sessionStorage.removeItem(CARRIED_KEY);
+  } catch {}
   const pending = readPending();
   if (!pending || pending.stageId !== currentCourse()) return;
-  // Sent before ready, then the page went away before Python sent it: back as a draft.
-  if (pending.state === "queued") writePending({ ...pending, state: "draft" });
   byId("agent-input").value = pending.text;
+  if (pending.state === "queued" && carried) showQueued(true); // still sent once ready
+  // Sent before ready, then the page went away before Python sent it: back as a draft.
+  else if (pending.state === "queued") writePending({ ...pending, state: "draft" });
+}
+
+// The page reloads onto a new version before ready (static/boot.js): what the composer holds goes
+// with it, a message sent before ready still to be sent once ready, a text typed as a draft (§13).
+function carryOver() {
+  if (!handing) return; // Python has the page: the app was ready, it does not reload
+  const pending = readPending();
+  const stageId = currentCourse();
+  if (pending && pending.state === "queued" && pending.stageId === stageId) {
+    try {
+      sessionStorage.setItem(CARRIED_KEY, "1");
+    } catch {}
+    return;
+  }
+  const text = byId("agent-input").value;
+  if (text.trim()) writePending({ stageId, text, state: "draft" });
 }
 
 let handing = true;
@@ -274,7 +298,7 @@ globalThis.addEventListener?.("pagehide", () => {
   draftWritten = writePending({ stageId: inFlight.stageId, text, state: "draft" });
 });
 
-globalThis.agentbarPaint = { save, remove, takeOver, keepInFlight, endInFlight, painted: null };
+globalThis.agentbarPaint = { save, remove, takeOver, keepInFlight, endInFlight, carryOver, painted: null };
 
 export async function paint(locale) {
   byId("agent-composer").addEventListener("submit", queue);

@@ -239,6 +239,10 @@ def test_one_visit_from_a_sub_path_then_offline_then_a_redeploy(dist_agent, dist
     # ... and while the new version's take-over is unanswered the app does not say it is ready: a page
     # in use never reloads under a person's hands
     assert agent.page.evaluate("() => document.documentElement.dataset.ready") is None
+    # a message sent meanwhile (before ready) goes with the page onto the new version, sent once it is ready
+    agent.testid("agent-input").fill("sent before the new version")
+    agent.testid("agent-input").press("Enter")
+    expect(agent.testid("composer-status")).to_be_visible()  # queued: sent once the app is ready
     with agent.page.expect_navigation():
         agent.page.evaluate(f"() => {{ sessionStorage.removeItem('{HOLD_ACTIVATION_KEY}');"
                             " window.heldActivations.forEach((send) => send()); }")
@@ -255,5 +259,7 @@ def test_one_visit_from_a_sub_path_then_offline_then_a_redeploy(dist_agent, dist
     assert fetched <= changed_files | {"index.html"}  # unchanged files came from the old version's cache
     assert "static/vendor/pyodide/pyodide.asm.wasm" not in fetched
 
-    assert agent.messages().count() == 4  # the offline turns (a message and a regenerate) kept
+    # the offline turns (a message and a regenerate) kept, and the message sent before the reload sent
+    expect(agent.messages()).to_have_count(6)
+    assert "sent before the new version" in agent.stored_raw()
     assert agent.page.evaluate("() => document.documentElement.dataset.painted") == "true"  # drawn under the CSP
