@@ -61,13 +61,13 @@ async def unless_stale(attempt: Callable[[bool], Awaitable[_T]]) -> _T:
     ``stale``, ``WRITE_ATTEMPTS`` times at most, the last with ``expect`` False (written unchecked:
     a tab that keeps writing cannot stop this one's write for good); its result. Any other
     ``RecordStoreError`` is raised (DESIGN.md §9: two tabs never lose each other's turns; §17)."""
-    for attempt_no in range(WRITE_ATTEMPTS):
+    for _ in range(WRITE_ATTEMPTS - 1):
         try:
-            return await attempt(attempt_no < WRITE_ATTEMPTS - 1)
+            return await attempt(True)
         except RecordStoreError as error:
-            if error.kind != "stale" or attempt_no == WRITE_ATTEMPTS - 1:
+            if error.kind != "stale":
                 raise  # else another tab wrote the conversation since it was read: read it again
-    raise AssertionError("unreachable")
+    return await attempt(False)
 
 
 __all__ = ["Conversation", "Damaged", "FOLD_VERSION", "Head", "HeldTurn", "HistoryRepository", "LIST_INDEX", "ListRange",
