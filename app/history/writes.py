@@ -271,7 +271,7 @@ class HistoryWrites:
             # quota): the same conversation, kept whole, never copied (DESIGN.md §5, §9)
             # or the thread is exactly the head's shown path (another stamp): nothing to adopt, the
             # conversation's time and place in the list stay (§9)
-            whole = meta is not None and (messages == old or not goes_on and continues(old, messages))
+            whole = meta is not None and (messages == old or (not goes_on and continues(old, messages)))
             if not whole:  # else another conversation: the stored head stays archived
                 meta = await self._adopt(writes, stage_id, messages, meta if goes_on else None, allocated=allocated,
                                          pause=pause, updated_at=updated_at)
