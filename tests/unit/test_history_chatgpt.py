@@ -12,6 +12,7 @@ from app.history.chatgpt import conversations_of, import_chatgpt, thread_path, u
 from app.history.export import ImportRefused, export_json, parse_export, run_steps
 from app.history.records import TASK_ID, iso
 from tests.archives import zip_bytes as zipped
+from tests.unit.steps import driven
 
 NOW_MS = 1_790_000_000_000  # 2026-09-21
 T0 = 1_780_000_000.25  # epoch seconds, as the export writes them
@@ -682,16 +683,11 @@ def test_the_text_limit_counts_the_other_branches_too(monkeypatch):
 
 
 def _decoded(raw: bytes, piece: int):
-    steps = utf8_steps(raw, piece)
-    pauses = 0
+    """The text ``utf8_steps`` decodes (or ``"error: …"``) and its pauses (None when refused)."""
     try:
-        while True:
-            next(steps)
-            pauses += 1
-    except StopIteration as done:
-        return done.value, pauses
+        return driven(utf8_steps(raw, piece))
     except UnicodeDecodeError as error:
-        return f"error: {error}", pauses
+        return f"error: {error}", None
 
 
 def _whole(raw: bytes) -> str:

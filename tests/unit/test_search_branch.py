@@ -8,6 +8,7 @@ import doctest
 from app.history import hit_branch
 from app.history.hit_branch import HIT_SLICE_CHARS, hit_message, hit_message_steps
 from app.history.tree import Tree
+from tests.unit.steps import driven
 
 
 def msg(role, ident, text, parent):
@@ -77,14 +78,8 @@ def test_a_long_conversation_is_looked_through_in_slices_with_the_same_answer():
         made.append(msg("assistant", f"a{n}", f"{long} answer{n}", "u"))
     tree = Tree.from_export(made, {"u": "a0"})
     for keyword, expected in (("answer4", "a4"), ("answer0", None), ("LOREM", None), ("nowhere", None)):
-        steps = hit_message_steps(tree, keyword)
-        slices = 0
-        try:
-            while True:
-                next(steps)
-                slices += 1
-        except StopIteration as done:
-            assert done.value == expected == hit_message(tree, keyword), keyword
+        found, slices = driven(hit_message_steps(tree, keyword))
+        assert found == expected == hit_message(tree, keyword), keyword
         if keyword in ("answer4", "nowhere"):  # five long messages or more looked through: a slice each at least
             assert slices >= 5, (keyword, slices)
 
