@@ -15,11 +15,8 @@
 - The rules are ``app.sync.engine.SyncEngine``'s: this tab's history changes (heard on history's hub,
   ``app.history.changes``; ``SyncEngine.sends`` says which) and the scene versions
   it writes (``SceneCheckpoints.on_recorded``) go out as documents, replicated documents come into
-  history and the version store in arrival order, ``SLICE`` per step at most and ``SLICE_CHARS`` of
-  their JSON (the adapter holds what waits,
-  so the replication's own work never runs Python per document; the next slice is taken and held to
-  the import's rules, ``SyncEngine.read_ahead``, while history writes one); the local change sequence
-  already applied is kept under ``SEQ_KEY`` so that a reload goes on from there. Once the server
+  history and the version store in arrival order, a slice per step (``app.browser.sync_intake``,
+  which keeps the change sequence applied so that a reload goes on from there). Once the server
   answered, everything stored here goes out at the first sync with that server and database
   (``SyncEngine.send_all``; turning sync off forgets it, so what was made meanwhile goes out too).
 - A replication that says ``syncing`` and moves nothing is stalled (``app.sync.watchdog``, polled
@@ -61,6 +58,7 @@ from pyscript import document
 
 from app.browser.dom import element
 from app.browser.model_setup import WebStorage
+from app.browser.sync_intake import SyncIntake
 from app.browser.sync_tabs import SyncTabs
 from app.i18n import Translator
 from app.browser.tasks import next_task
@@ -71,18 +69,10 @@ from app.sync.settings import SyncCredentials, SyncSettings, SyncStatus, load_sy
 from app.sync.tabs import lock_name
 from app.sync.watchdog import ProgressWatchdog
 
-__all__ = ["SEQ_KEY", "SyncSection", "SyncSetup"]
+__all__ = ["SyncSection", "SyncSetup"]
 
-SEQ_KEY = "agentbar-sync-seq"
-"""``localStorage``: the local database's change sequence this page has applied to history."""
 SCRIPTS = ("static/sync.js",)
 """Loaded in the page when sync is on; it starts ``static/sync-worker.js``, which loads PouchDB."""
-SLICE = 10
-"""Replicated changes applied to history per step at most (the conversations new here in one transaction)."""
-SLICE_CHARS = 64_000
-"""... and no more once their JSON reached this many characters (always one): a slice of long
-conversations is fewer of them (taking ten in, JSON and validation, is one step of the page; ten of
-the benchmark's 5,800-character conversations are a slice)."""
 POLL_S = 1.0
 """Seconds between two looks of the watchdog (``app.sync.watchdog``) while sync is on."""
 STALLED = SyncStatus.failed("stalled")
@@ -148,7 +138,8 @@ class SyncSetup:
         self._watching: asyncio.Future | None = None
         self._queue: asyncio.Future | None = None
         self._proxies: list = []
-        self._draining = None  # the replication whose waiting changes are being taken
+        self.intake = SyncIntake(self.local, current=lambda: (self.replication, self.engine), enqueue=self._enqueue,
+                                 worked=self.watchdog.worked, settled=self._settled)
         self._reported: SyncStatus | None = None  # the replication's last status (SyncStatus.shown)
         self.node = None
         self.now_button = None
@@ -298,9 +289,9 @@ class SyncSetup:
             return
         credentials = SyncCredentials.of(self.settings, self._password)
         config = json.dumps({"server": self.settings.url, "remote": credentials.remote, "user": credentials.user,
-                             "password": credentials.password, "since": self._since()})
+                             "password": credentials.password, "since": self.intake.since()})
         ours: list = []  # the replication these callbacks hear: once it ended (stop, restart) nothing is heard
-        on_change = create_proxy(lambda: self._on_change() if ours and ours[0] is self.replication else None)
+        on_change = create_proxy(lambda: self.intake.changed() if ours and ours[0] is self.replication else None)
         on_status = create_proxy(lambda *args: self._on_status(*args) if ours and ours[0] is self.replication else None)
         self._proxies += [on_change, on_status]
         replication = self.replication = js.window.agentbarSync.open(config, on_change, on_status)
@@ -334,12 +325,6 @@ class SyncSetup:
             self.dismiss(notice.code)
         self._say(notice)
 
-    def _since(self) -> str:
-        try:
-            return self.local.get_item(SEQ_KEY) or "0"
-        except Exception:  # noqa: BLE001
-            return "0"
-
     def _hook_history(self) -> None:
         if self._hooked:
             return
@@ -370,51 +355,10 @@ class SyncSetup:
                 js.console.warn(f"sync: {type(error).__name__}")
         self._queue = asyncio.ensure_future(step())
 
-    def _on_change(self) -> None:
-        """Changes wait in the adapter: take them a slice per step (``_apply_slice``), unless that runs."""
-        replication = self.replication
-        if replication is not None and self._draining is not replication:
-            self._draining = replication
-            self._enqueue(lambda: self._apply_slice(replication))
-
-    async def _take(self, replication, engine: SyncEngine) -> tuple[list, list, Any]:
-        """Up to ``SLICE`` waiting changes of ``replication`` (``SLICE_CHARS``), their documents, and
-        what ``engine`` read of them ahead (``SyncEngine.read_ahead``)."""
-        changes = json.loads(str(await replication.take(SLICE, SLICE_CHARS)))
-        docs = [doc for doc, _ in changes if isinstance(doc, dict)]
-        return changes, docs, await engine.read_ahead(docs)
-
-    async def _apply_slice(self, replication, taken: asyncio.Future | None = None) -> None:
-        """Apply up to ``SLICE`` waiting changes of ``replication`` (``SyncEngine.remote_changed_many``;
-        ``taken``: the slice ``_take`` took and checked while the one before was written), keep the
-        sequence reached, and queue the next slice, taken and checked meanwhile, behind whatever was
-        queued (this tab's own changes go out between slices); stops when none wait or the replication
-        ended."""
-        engine = self.engine
-        if replication is not self.replication or engine is None:
-            if self._draining is replication:
-                self._draining = None
-            return
-        changes, docs, ahead = await (taken or self._take(replication, engine))
-        if not changes:
-            self._draining = None  # the next change that arrives calls _on_change again;
-            if replication.changed:  # one that came while the answer was on its way did already
-                self._on_change()
-            elif replication is self.replication and self._reported is not None:
-                self._show(self._reported.shown(applying=False))  # a 'synced' held back
-            return
-        following = asyncio.ensure_future(self._take(replication, engine))  # while this slice is written
-        following.add_done_callback(lambda task: task.cancelled() or task.exception())  # unused once it ended
-        try:
-            if docs:
-                await engine.remote_changed_many(docs, ahead)
-            self.watchdog.worked()  # history takes in what came: not yet the replication moving again
-            try:
-                self.local.set_item(SEQ_KEY, str(changes[-1][1]))
-            except Exception:  # noqa: BLE001 - the next start applies these changes again (no harm)
-                pass
-        finally:
-            self._enqueue(lambda: self._apply_slice(replication, following))
+    def _settled(self) -> None:
+        """Nothing waits for the replication that runs: a ``synced`` held back is shown."""
+        if self._reported is not None:
+            self._show(self._reported.shown(applying=False))
 
     def _on_status(self, event, http_status, body) -> None:
         if event == "progress":  # a batch moved (not a status)
@@ -431,7 +375,7 @@ class SyncSetup:
         self._reported = SyncStatus.of_event(str(event), int(http_status or 0), parsed, welcomed=self._welcomed)
         # 'synced' waits while history still takes changes in (the worker reports a pause only once
         # its change feed handed every replicated change to this page, so the drain has begun)
-        self._show(self._reported.shown(applying=self._draining is not None))
+        self._show(self._reported.shown(applying=self.intake.applying))
 
     # -- one tab replicates (app.browser.sync_tabs) --------------------------------------
     _tabs: SyncTabs | None = None  # made at the first start (after install drew the status)
