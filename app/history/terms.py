@@ -47,11 +47,17 @@ _TIME_DIGITS = 14
 _TIME_MAX = 16 ** _TIME_DIGITS - 1
 
 
+def _pieces(run: str) -> list[tuple[str, str]]:
+    """The pieces of ``run`` (a ``_RUN``): ``(unspaced, "")`` for a stretch of an unspaced script,
+    ``("", word)`` for a word that holds a letter or digit (``_WORD_CHAR``); a joiner or marks alone
+    are no word and are left out (every reader of pieces: the index and the query alike)."""
+    return [(unspaced, word) for unspaced, word in _PIECE.findall(run) if unspaced or _WORD_CHAR.search(word)]
+
+
 def _terms_of_run(run: str, into: set[str]) -> None:
-    for unspaced, word in _PIECE.findall(run):
+    for unspaced, word in _pieces(run):
         if word:
-            if _WORD_CHAR.search(word):
-                into.add(word[:TERM_CHARS])
+            into.add(word[:TERM_CHARS])
         else:
             into.update(unspaced)
             into.update(unspaced[i:i + 2] for i in range(len(unspaced) - 1))
@@ -100,10 +106,9 @@ def text_terms_steps(folded: str, *, slice_runs: int = TERMS_SLICE_RUNS, slice_c
 
 def _long_run_steps(run: str, into: set[str], slice_chars: int):
     """``_terms_of_run`` of a run longer than ``slice_chars``, yielding between windows of it."""
-    for unspaced, word in _PIECE.findall(run):
+    for unspaced, word in _pieces(run):
         if word:
-            if _WORD_CHAR.search(word):
-                into.add(word[:TERM_CHARS])
+            into.add(word[:TERM_CHARS])
             continue
         for at in range(0, len(unspaced), slice_chars):
             window = unspaced[at:at + slice_chars + 1]  # one character more: the bigram across the cut
@@ -217,9 +222,7 @@ def parse_query(keyword: str, fold) -> SearchQuery:
     runs: list[str] = []
     marks: list[str] = []
     for run in _RUN.findall(needle):
-        for unspaced, word in _PIECE.findall(run):
-            if word and not _WORD_CHAR.search(word):
-                continue  # a joiner or marks alone: no word, as in text_terms
+        for unspaced, word in _pieces(run):
             piece = word or unspaced
             marks.append(piece)
             if word:
