@@ -10,8 +10,8 @@ The service is the one face the page and the runtime use; its parts each hold on
 - ``app.history.turn_writes``: a completed turn; ``app.history.writes``: heads, archive, resume,
   start-up reconciliation;
 - ``app.history.reads``: the list in pages, what arrived above it, search, export reads;
-- here: delete keeps what it removed for ``undo`` during ``UNDO_MS`` (``delete``, ``undo``),
-  import adds a conversation from a file (``import_bundle``), and another device's conversation is
+- ``app.history.delete_writes``: delete keeps what it removed for ``undo`` during ``UNDO_MS``;
+- here: import adds a conversation from a file (``import_bundle``), and another device's conversation is
   kept or merged (``apply_synced``) or removed (``remove_synced``), DESIGN.md §16.
 """
 
@@ -28,7 +28,7 @@ from app.history.branching import NO_BRANCHES, Branching
 from app.history.changes import ChangeHub, HistoryChange
 from app.history.reads import PAGE_SIZE, HistoryReads, Page, SearchHit, SearchPage
 from app.history.records import Stats, TaskMeta, TurnMeta
-from app.history.repository import Conversation, Damaged, HistoryRepository, Stored, Writes
+from app.history.repository import Conversation, Damaged, HistoryRepository, Writes
 from app.history.search_index import SearchIndex
 from app.history.name_writes import NameWrites
 from app.history.names import NAME_GRAPHEMES, pinned_meta, renamed_meta
@@ -37,6 +37,7 @@ from app.history.tree import Tree
 from app.history.synced_writes import SyncedWrites
 from app.history.active import ActiveConversations
 from app.history.branch_writes import BranchWrites
+from app.history.delete_writes import UNDO_MS, DeleteWrites
 from app.history.turn_writes import TurnWrites, at_once
 from app.history.writes import HistoryWrites
 from app.ports import TurnEnded
@@ -54,18 +55,6 @@ def _logged(task: asyncio.Future) -> None:
 __all__ = ["ConversationStats", "Damaged", "HistoryService", "NOTICE_CODES", "Page", "SearchHit", "SearchPage",
            "PAGE_SIZE",
            "UNDO_MS", "Stats"]
-
-UNDO_MS = 10_000
-"""A delete can be undone for this long (DESIGN.md §9: at least 5 s)."""
-
-
-@dataclass
-class _Deleted:
-    at: int
-    stored: Stored
-    was_head: bool
-    stage_id: str
-
 
 @dataclass
 class ConversationStats:
@@ -133,7 +122,8 @@ class HistoryService:
         self._reads = HistoryReads(self._repository, SearchIndex(backend, self._repository), self._access, segmenter,
                                    pause=pause)
         self._segmenter = segmenter
-        self._deleted: _Deleted | None = None
+        self._deletes = DeleteWrites(self._repository, self._access, self._active, self._writes.lock,
+                                     changed=self._changed, clock=clock)
         self.changes.subscribe(self._heard)
 
     def _tell(self, notice: Notice) -> None:
@@ -252,51 +242,23 @@ class HistoryService:
         return await self._branches.show_path_in(task_id, path)
 
     # -- delete, undo ------------------------------------------------------
-    @guarded(bool)
     async def delete(self, task_id: str) -> bool:
-        """Delete one conversation; ``undo`` restores it within ``UNDO_MS``. True when it existed."""
-        async with self._writes.lock:
-            stored = await self._repository.stored(task_id)
-            meta = stored.meta_record
-            if meta is None:
-                return False
-            stage_id = meta.get("stageId", "")
-            head = await self._repository.head(stage_id) if isinstance(stage_id, str) else None
-            was_head = head is not None and head.task_id == task_id
-            writes = Writes()
-            writes.remove(stored)
-            if was_head:
-                writes.end_head(stage_id)
-                self._active.ended(stage_id)
-            await self._repository.commit(writes)
-            self._deleted = _Deleted(self._clock(), stored, was_head, stage_id)
-        self._changed(HistoryChange("delete", task_id, stage_id))
-        return True
+        """``DeleteWrites.delete``: delete one conversation; ``undo`` restores it within ``UNDO_MS``.
+        True when it existed."""
+        return await self._deletes.delete(task_id)
 
     def can_undo(self) -> bool:
         """True while the last delete can still be undone."""
-        return self._deleted is not None and self._clock() - self._deleted.at <= UNDO_MS
+        return self._deletes.can_undo()
 
     async def undo(self) -> str | None:
         """Restore the last deleted conversation (within ``UNDO_MS``); returns its task id."""
-        if not self.can_undo():
-            return None
-        deleted, self._deleted = self._deleted, None
-        return await self._restore(deleted)
-
-    @guarded()
-    async def _restore(self, deleted: _Deleted) -> str:
-        async with self._writes.lock:
-            writes = Writes()
-            writes.restore(deleted.stored)
-            await self._repository.commit(writes)
-        self._changed(HistoryChange("undo", deleted.stored.task_id, deleted.stage_id))
-        return deleted.stored.task_id
+        return await self._deletes.undo()
 
     @property
     def undo_was_head(self) -> bool:
         """True when the conversation the last delete removed was its course's active one."""
-        return bool(self._deleted and self._deleted.was_head)
+        return self._deletes.undo_was_head
 
     # -- names and pins (DESIGN.md §18) ----------------------------------------
     async def rename(self, task_id: str, text: str, *, at: int | None = None) -> TaskMeta | None:
@@ -404,23 +366,12 @@ class HistoryService:
         return await self._synced.apply_many(items)
 
     def deleted_messages(self, task_id: str) -> list[dict] | None:
-        """The messages of ``task_id`` when it is the conversation this tab deleted last (kept for
-        ``undo``), else None: what a deletion says the deleting device had (``app.sync``, §16)."""
-        if self._deleted is None or self._deleted.stored.task_id != task_id:
-            return None
-        record = next((r for table, r in self._deleted.stored.records if table == "messages"), None)
-        messages = record.get("messages") if isinstance(record, dict) else None
-        return messages if isinstance(messages, list) else None
+        """``DeleteWrites.deleted_messages``: the messages of ``task_id`` when this tab deleted it last."""
+        return self._deletes.deleted_messages(task_id)
 
     def deleted_paths(self, task_id: str) -> list[list[dict]] | None:
-        """Every path of ``task_id``'s tree from a first message to a leaf (``Branching.paths``) when it
-        is the conversation this tab deleted last, else None: what a deletion says the deleting device
-        had of every branch (``app.sync``, DESIGN.md §16, §17)."""
-        messages = self.deleted_messages(task_id)
-        if messages is None:
-            return None
-        record = next(r for table, r in self._deleted.stored.records if table == "messages")
-        return Branching.of(record).paths(messages)
+        """``DeleteWrites.deleted_paths``: every path of ``task_id``'s tree when this tab deleted it last."""
+        return self._deletes.deleted_paths(task_id)
 
     async def renew_synced(self, task_id: str) -> str | None:
         """``task_id``, undone after its deletion went out, comes back under a new task id, whole
