@@ -27,6 +27,9 @@ the app ships none of them. The sync worker's own encodes (a Worker) are not cou
 Each course gets ``ROUNDS`` turns, alternately (``QUICK_ROUNDS`` with ``--quick``, which records no
 Chrome trace; the full run traces each turn: ``bench.trace.print_cpu``); a course's first turn in the
 page is printed apart, the goals are judged on the turns after it.
+
+``BENCH_TURNCOST_SPLIT=1``: after the turns, the transaction of each course's last turn is split by
+replaying its ops in the same page (``bench.turnsplit``: encoding, crossing, parsing, each record).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import json
 import statistics
 import time
 
+from bench import turnsplit
 from bench.scripts import RUN_PY
 from bench.sync import fill_sync_settings
 from bench.trace import cpu, print_cpu, traced
@@ -189,6 +193,9 @@ def run(run, *, quick: bool) -> dict:
         figures["boot_and_first_sync_s"] = round(time.monotonic() - t0, 1)
         page.evaluate(COUNT_JS)
         page.evaluate(RUN_PY, COUNT_PY)
+        split = turnsplit.wanted()
+        if split:
+            turnsplit.install(page)
         for i in range(rounds):
             for course in (LONG_COURSE, SHORT_COURSE):
                 _show(page, course)
@@ -199,13 +206,23 @@ def run(run, *, quick: bool) -> dict:
                 trace = None if quick else cpu(run)
                 if ms is None:
                     raise RuntimeError(f"turncost: the turn on {course} was not written to history (sync {state})")
+                if split:
+                    turnsplit.keep(page, course)
                 figures["turns"].append({"course": course, "round": i, "write_ms": round(ms, 1),
                                          "reads": reads, "readers": readers, "encodes": encodes,
                                          "parts": [[name, round(ms, 1)] for name, ms in parts],
                                          "cpu": trace})
+        if split:
+            figures["split"] = turnsplit.measure(run, page, LONG_COURSE, SHORT_COURSE, LONG_TURNS, SHORT_TURNS,
+                                                  reps=turnsplit.QUICK_REPS if quick else turnsplit.REPS)
         context.close()
     finally:
         server.stop()
+    return _judged(figures)
+
+
+def _judged(figures: dict) -> dict:
+    """``figures`` with the medians of the steady turns and the goals judged on them."""
     steady = [t for t in figures["turns"] if t["round"] > 0]
     long = [t for t in steady if t["course"] == LONG_COURSE]
     short = [t for t in steady if t["course"] == SHORT_COURSE]
@@ -254,3 +271,5 @@ def report(figures: dict) -> None:
         value = g["value"]
         shown = f"{value:.2f}" if isinstance(value, float) else str(value)
         print(f"  {'PASS' if g['pass'] else 'FAIL'}  {name}: {shown} (limit {g['limit']})")
+    if figures.get("split"):
+        turnsplit.report(figures["split"])
