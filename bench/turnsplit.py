@@ -9,7 +9,7 @@ page's one connection), ``REPS`` times each (``QUICK_REPS`` with ``--quick``), t
 variants interleaved and the variants in another order in every repetition (``MEASURE_PY``):
 
 - the backend's preparation alone, nothing written: the long strings lifted out
-  (``lift_long_texts``) and copied to JavaScript (``_js_texts``), the JSON encoding as the backend
+  (``lift_long_texts``, and its walk of each record's op alone) and copied to JavaScript (``_js_texts``), the JSON encoding as the backend
   does it (``dumps_in_steps``, pausing with ``next_task``) and in one ``json.dumps`` for
   comparison, the UTF-8 copy to JavaScript (``_bytes``), then the payload handed to a JavaScript
   function that decodes and parses it as ``static/indexeddb.js`` does (crossing + parse, timed from
@@ -317,6 +317,9 @@ async def _bench_split_prepare(ops, add):
     now, s = _js.performance.now, _js.window.__split
     plain = [[kind, table, value] for kind, table, value in ops]
     began = now(); kept, lifted = _split.lift_long_texts(plain); add("prepare: lift long strings", began, now())
+    for op in plain:  # the walk of each record's values
+        if op[0] == "put" and op[1] in _split.RECORDS:
+            began = now(); _split.lift_long_texts([op]); add(f"prepare: lift long strings, {op[1]} only", began, now())
     began = now()
     if lifted:
         await _idb._js_texts([text for _, text in lifted])
