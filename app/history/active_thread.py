@@ -84,7 +84,12 @@ class ActiveThread:
     def follow(self, change: HistoryChange) -> bool:
         """When ``change`` moved its course's active thread (``change.head``: what it now holds, ``[]``
         when another device deleted it), make that the active thread: True when it was rebuilt; False
-        when the change moved none, the thread already is that, or a turn runs on the course."""
-        if change.head is None or self._store.load(change.stage_id) == change.head:
+        when the change moved none, the thread already is that, or a turn runs on the course. When the
+        thread already is that path, the tree beside it may have grown (a reply regenerated on the other
+        device): the runtime reads it again, so its pickers count the new siblings (§17)."""
+        if change.head is None:
+            return False
+        if self._store.load(change.stage_id) == change.head:
+            self._runtime.conversation_changed_elsewhere(change.stage_id, change.kind, change.task_id)
             return False
         return bool(self._runtime.replace_thread(change.stage_id, change.head))

@@ -363,7 +363,7 @@ class AgentRuntime:
 
     def conversation_changed_elsewhere(self, stage_id: str, kind: str, task_id: str) -> None:
         """Another tab's history change (``kind`` ``resume`` of ``task_id``, or ``archive``: New
-        conversation) on ``stage_id``: a turn running there no longer continues the course's active
+        conversation), or another device's (``sync``, ``app.history.active_thread``), on ``stage_id``: a turn running there no longer continues the course's active
         conversation, even when nothing was stored to build on (a first turn), so it ends in its own
         (``app.continuity.home_of_ending_turn``, DESIGN.md §9). A write there (``TREE_WRITES``) has
         history's tree of the course read again (``BranchActions.tree_written_elsewhere``, §17)."""

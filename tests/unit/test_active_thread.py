@@ -9,6 +9,7 @@ import itertools
 from app.agent import DemoAgent
 from app.history import HistoryService
 from app.history.active_thread import ActiveThread
+from app.history.branching import Branching
 from app.history.changes import HistoryChange
 from app.history.recorder import HistoryRecorder
 from app.records import MemoryBackend
@@ -83,6 +84,31 @@ async def test_a_synced_head_rebuilds_the_active_thread_once_and_never_while_a_t
     await running
     await recorder.drain()
     assert threads.follow(HistoryChange("delete", task, "s", "sync", head=[])) and not store.load("s")
+
+
+async def test_a_synced_version_with_a_sibling_beside_the_same_path_gives_the_panel_its_picker_at_once():
+    """DESIGN.md §16, §17: another device's version of the active conversation whose shown path is this
+    tab's, with a reply regenerated there beside it: the thread stays, and its picker counts the new
+    sibling without a reload (the runtime reads history's tree again)."""
+    runtime, store, service, recorder, _, threads = await _course()
+    await _turn(runtime, recorder, "mine")
+    task = await service.head_task_id("s", allocate=False)
+    path = store.load("s")
+    question, answer = path
+    held = await service.bundle(task)
+    theirs = {"role": "assistant", "id": "a-theirs", "parentId": question["id"],
+              "content": [{"type": "text", "text": "another answer"}]}
+    heard = []
+    service.changes.subscribe(heard.append)
+    outcome = await service.apply_synced(held.meta.model_copy(update={"updatedAt": held.meta.updatedAt + 5}), path,
+                                         held.turns, Branching([{"id": answer["id"], "parentId": question["id"]},
+                                                                theirs]))
+    assert outcome in ("remote", "merged") and heard[-1].head == path  # the active conversation, its path as shown
+    assert runtime.siblings(answer["id"]) == (1, 1)
+    assert not threads.follow(heard[-1])  # no thread rebuilt: it already is that path
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert store.load("s") == path and runtime.siblings(answer["id"]) == (1, 2)
 
 
 async def test_opening_a_search_hit_on_another_branch_resumes_the_conversation_showing_that_branch():
