@@ -9,7 +9,9 @@ shown child of each fork follows the later choice: a side's choice time is its `
 conversation's ``updatedAt``); equal times are decided by the id of each side's last shown message,
 so both devices pick the same side. The side whose choices win is the merge's base: its messages,
 their order among siblings and its choices are kept, and the other's messages and choices added
-after them, so the union is the same tree whichever device makes it. Messages without an id (a
+after them, so the union is the same tree whichever device makes it; at a fork only the other side
+made, the other's choice (the only one made there) is kept unless the base went on below its own
+child there (``app.history.tree.Tree.merged``). Messages without an id (a
 thread the TS original wrote) are given one made of their content and their parent's id, the same
 on every device. Turn metas are the union of both by ``messageId`` (each reply keeps its own usage).
 

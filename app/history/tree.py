@@ -365,22 +365,36 @@ class Tree:
     def merged(self, other: "Tree", *, their_choices: bool = False) -> "Tree":
         """The union of two trees of one conversation (sync, DESIGN.md §16–§17): every message of both,
         one per id (a message whose turn has ended never changes, so this tree's copy is kept); a
-        message only ``other`` has keeps ``other``'s parent. At each fork the choice is this tree's,
-        or ``other``'s where ``their_choices`` (the later choice wins; the caller knows which is later).
-        """
+        message only ``other`` has keeps ``other``'s parent. The choices are this tree's, or
+        ``other``'s where ``their_choices`` (the later wins; the caller knows which is later): the
+        later's shown path and its choices at forks, the earlier's elsewhere. At a fork only the
+        earlier had (the later had one child there), the earlier's choice is the only one made there
+        and is kept (§17: a fork shows the latest choice made on any device), unless the later went
+        on below its own child there (messages the earlier does not hold: its later turns)."""
         nodes, parents = dict(self.nodes), dict(self.parents)
         for ident, message in other.nodes.items():
             if ident not in nodes:
                 nodes[ident] = message
                 parents[ident] = other.parents[ident]
-        chosen = {**self.chosen, **other.chosen} if their_choices else {**other.chosen, **self.chosen}
-        if their_choices and other._path_ids:
-            tree = Tree(nodes, parents, chosen).show(other._path_ids[-1])
-        elif self._path_ids:
-            tree = Tree(nodes, parents, chosen).show(self._path_ids[-1])
-        else:
-            tree = Tree(nodes, parents, chosen)
-        return tree
+        later, earlier = (other, self) if their_choices else (self, other)
+        chosen = {**earlier.chosen, **later.chosen}
+        for ident in later._path_ids:
+            chosen[later.parents[ident]] = ident
+        for key, child in earlier.chosen.items():
+            if (len(earlier._children.get(key, ())) > 1 and len(later._children.get(key, ())) <= 1
+                    and child in earlier.nodes and not later._went_on(key, earlier)):
+                chosen[key] = child
+        return Tree(nodes, parents, chosen)
+
+    def _went_on(self, key: str, other: "Tree") -> bool:
+        """True when this tree holds, at or below its children of ``key``, a message ``other`` does not."""
+        stack = list(self._children.get(key, ()))
+        while stack:
+            ident = stack.pop()
+            if ident not in other.nodes:
+                return True
+            stack.extend(self._children.get(ident, ()))
+        return False
 
     # -- writing ----------------------------------------------------------------------------------
 

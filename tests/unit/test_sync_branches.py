@@ -101,6 +101,28 @@ def test_the_shown_branch_follows_the_later_choice_shown_at_before_updated_at():
     assert _ids(merged.messages)[-1] == "a-B" and merged.how == "remote" and merged.branching == no_time  # as it came
 
 
+def test_a_fork_only_the_earlier_device_made_keeps_its_choice_unless_the_later_went_on_below_it():
+    """DESIGN.md §17: a fork shows the latest choice made on any device. Apart, B regenerated the second
+    reply (a fork only B has, B's choice) then edited the first question; A edited it too, then chose
+    the first question again (the later choice at the first fork). Merged on either device: the first
+    question (A's choice) and, below it, B's regenerated reply (the only choice made at that fork)."""
+    shared = _pair("1") + _pair("2")
+    a_tree = Tree.chain(shared).grow([_user("q 1 by A", "u-1a"), _reply("r 1a", "a-1a")]).show("u-1")
+    b_tree = Tree.chain(shared).grow([*shared[:3], _reply("r 2 again", "a-2b")]) \
+        .grow([_user("q 1 by B", "u-1b"), _reply("r 1b", "a-1b")])
+    a_path, a_branching = Branching.of_tree(a_tree, shown_at=300)
+    b_path, b_branching = Branching.of_tree(b_tree, shown_at=200)
+    on_a = merge_conversation((a_path, [], a_branching), (b_path, [], b_branching))
+    on_b = merge_conversation((b_path, [], b_branching), (a_path, [], a_branching))
+    assert _ids(on_a.messages) == _ids(on_b.messages) == ["u-1", "a-1", "u-2", "a-2b"]
+    assert (on_a.messages, on_a.branching) == (on_b.messages, on_b.branching)
+    # A went on below its own reply there (a turn B never saw): A's path stays, B's reply a sibling
+    went_on, went_on_branching = Branching.of_tree(a_tree.grow([*shared, *_pair("3")]), shown_at=300)
+    merged = merge_conversation((went_on, [], went_on_branching), (b_path, [], b_branching))
+    assert _ids(merged.messages) == ["u-1", "a-1", "u-2", "a-2", "u-3", "a-3"]
+    assert _tree(merged).children("u-2") == ["a-2", "a-2b"]
+
+
 def test_leaves_in_conflict_merge_into_one_tree_whatever_their_order():
     base, t1 = _pair("1"), _turn(1, 10, "a-1")
     leaves = [(base + _pair(tag), [t1, _turn(2, at, "a-" + tag)], Branching(shown_at=at))
