@@ -87,6 +87,13 @@ MUTATIONS = [  # (rule, file, text, mutated text)
      "app/history/repository.py", "            return await attempt(True)", "            return await attempt(False)"),
     ("a rename made of a read another tab's turn has outdated writes the meta back without it (§9, §18)",
      "app/history/name_writes.py", "        if expect:\n            writes.expect(meta)\n", ""),
+    ("another device's version of the active path with a new sibling leaves the pickers as they were (§16, §17)",
+     "app/history/active_thread.py",
+     "            self._runtime.conversation_changed_elsewhere(change.stage_id, change.kind, change.task_id)\n", ""),
+    ("a merge drops the only choice made at a fork the later device never had (§17)", "app/history/tree.py",
+     "                chosen[key] = child\n", "                pass\n"),
+    ("a merge hides the later device's own later turns below a fork the other made (§17)", "app/history/tree.py",
+     "and child in earlier.nodes and not later._went_on(key, earlier)):", "and child in earlier.nodes):"),
 ]
 
 
