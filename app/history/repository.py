@@ -41,7 +41,7 @@ from pydantic import ValidationError
 from app.continuity import continues
 from app.history.branches import StoredForm
 from app.history.branching import NO_BRANCHES, Branching
-from app.history.records import TASK_ID, Stats, TaskMeta, TurnMeta
+from app.history.records import MAX_SAFE_INTEGER, TASK_ID, Stats, TaskMeta, TurnMeta, Usage
 from app.history.terms import posting_keys, posting_term, text_terms, text_terms_steps, titled_terms
 from app.history.text import fold, fold_map, fold_map_steps, plain_text, plain_text_steps
 from app.json_steps import run_paused
@@ -72,7 +72,7 @@ async def unless_stale(attempt: Callable[[bool], Awaitable[_T]]) -> _T:
 
 __all__ = ["Conversation", "Damaged", "FOLD_VERSION", "Head", "HeldTurn", "HistoryRepository", "LIST_INDEX", "ListRange",
            "Stored", "WRITE_ATTEMPTS", "Writes", "conversation_records", "head_records", "held_artifacts",
-           "held_conversations", "unless_stale", "version_pages", "version_records"]
+           "held_conversations", "rebuilt_meta", "unless_stale", "version_pages", "version_records"]
 
 LIST_INDEX = "[stageId+updatedAt+taskId]"
 PIN_INDEX = "[stageId+pinnedAt]"
@@ -520,6 +520,34 @@ def _head_of(record: Any) -> Head | None:
     return Head(task_id if isinstance(task_id, str) else None, record.get("syncedAt"))
 
 
+def rebuilt_meta(raw: Any, task_id: str, stage_id: str, turns: list[TurnMeta]) -> TaskMeta:
+    """The meta of conversation ``task_id`` of course ``stage_id`` made again from ``raw``, its stored
+    ``conversations`` record that cannot be read (DESIGN.md §5: a damaged record gives no wrong data),
+    and ``turns``, its readable turn metas: the turn count, duration and token stats are those of
+    ``turns`` (§9: the stats count every turn held); ``taskName``, ``createdAt``, ``updatedAt``,
+    ``pinnedAt`` and ``changedAt`` are kept where each reads on its own (a time: an integer within
+    ±(2^53 − 1); a missing or unreadable one is the other time, else 0; never ``createdAt`` after
+    ``updatedAt``), the rest as for a new conversation (no title: ``""``). Raises nothing."""
+    fields = raw if isinstance(raw, dict) else {}
+    times = {name: value for name in ("createdAt", "updatedAt")
+             if isinstance(value := fields.get(name), int) and not isinstance(value, bool)
+             and abs(value) <= MAX_SAFE_INTEGER}
+    created = times.get("createdAt", times.get("updatedAt", 0))
+    used = [t.usage or Usage() for t in turns]
+    meta = TaskMeta(taskId=task_id, taskName="", stageId=stage_id, createdAt=created,
+                    updatedAt=max(created, times.get("updatedAt", created)), turnCount=len(turns),
+                    durationMs=sum(t.duration for t in turns),
+                    stats=Stats(inputTokens=sum(u.inputTokens for u in used), outputTokens=sum(u.outputTokens for u in used),
+                                totalTokens=sum(u.totalTokens for u in used)))
+    for name in ("taskName", "pinnedAt", "changedAt"):
+        if fields.get(name) is not None:
+            try:
+                meta = TaskMeta.model_validate({**meta.model_dump(), name: fields[name]})
+            except ValidationError:
+                pass  # that field is lost: the rest is kept
+    return meta
+
+
 def _tokens_key(raw: Any) -> tuple:
     """The order of the ``tokens`` sort of a raw meta: most total tokens, then newest, then task id."""
     if not isinstance(raw, dict):
@@ -614,6 +642,20 @@ class HistoryRepository:
         """The meta of ``stage_id``'s head conversation (None: no head, or no readable record)."""
         head = await self.head(stage_id)
         return await self.meta(head.task_id) if head is not None and head.task_id is not None else None
+
+    async def head_meta_or_rebuilt(self, stage_id: str) -> tuple[TaskMeta | None, Any]:
+        """The meta of ``stage_id``'s head conversation and, when its stored record cannot be read
+        (``on_damaged``), that record as stored: the meta is then ``rebuilt_meta`` of it and of the
+        conversation's readable turns, so that a write made of it keeps every turn the conversation
+        holds (DESIGN.md §5, §9). ``(None, None)``: no head, or no record stored."""
+        head = await self.head(stage_id)
+        if head is None or head.task_id is None:
+            return None, None
+        raw = await self._db.get("conversations", head.task_id)
+        meta = self.meta_of(raw)
+        if meta is not None or raw is None:
+            return meta, None
+        return rebuilt_meta(raw, head.task_id, stage_id, await self.turns(head.task_id)), raw
 
     async def holds(self, task_id: str) -> bool:
         """True when a ``conversations`` record of ``task_id`` is stored (readable or not)."""

@@ -194,11 +194,13 @@ class TurnWrites:
     async def _record_on_head(self, stage_id: str, messages: list[dict], matched_at: int, turn: TurnEnded) -> TurnMeta:
         await self._segmenter.for_titles(messages)
         async def attempt(expect: bool) -> tuple[TurnMeta, TaskMeta, Writes]:
-            meta = await self._repository.head_meta(stage_id)
+            # a head whose meta cannot be read is rebuilt from what is readable: its turns and tree stay (§5)
+            meta, damaged = await self._repository.head_meta_or_rebuilt(stage_id)
             held = await self._repository.form(meta.taskId) if meta else StoredForm(None)
             turns = await self._repository.turns(meta.taskId) if meta else []
+            # a rebuilt meta is not what is stored: the write cannot expect it (written unchecked)
             return await self._on_head(stage_id, messages, matched_at, turn, meta, held, turns, _UNREAD, None,
-                                       expect=expect)
+                                       expect=expect and damaged is None)
 
         async with self._lock:
             added, meta, writes = await unless_stale(attempt)

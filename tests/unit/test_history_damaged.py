@@ -13,10 +13,11 @@ from app.history.branches import StoredForm
 from app.history.branching import Branching
 from app.history.merge import merge_conversation
 from app.history.records import TaskMeta
-from app.history.repository import Writes
+from app.history.repository import HistoryRepository, Writes
 from app.history.tree import Tree
 from app.records import MemoryBackend
-from tests.unit.test_history_branches import A1, A2, PATH, T0, TASK, U1, U2, Clock, msg, seeded, service
+from tests.unit.test_history_branches import (A1, A2, PATH, T0, TASK, U1, U2, Clock, assert_both_branches, msg,
+                                             seeded, service)
 from tests.unit.turn_events import ended
 
 OTHER = "task_20260528_second"
@@ -153,3 +154,38 @@ def test_a_sync_merge_keeps_the_entries_either_side_could_not_place():
     # the other way round: what this device receives keeps what the other could not place
     back = merge_conversation(remote, local, local_at=2, remote_at=1)
     assert [b for b in back.branching.branches if b in UNPLACED] == UNPLACED
+
+
+# -- a conversation meta that cannot be read: the next turn keeps what is readable ----------------
+
+async def test_a_turn_on_a_head_whose_meta_cannot_be_read_keeps_its_stored_turns_tree_and_readable_fields():
+    backend = await seeded()
+    meta_record = backend.raw("conversations")[TASK]
+    backend.put_raw("conversations", {**meta_record, "turnCount": "many", "stats": "lots"})
+    svc, notices = heard(backend)
+    thread = PATH + [msg("user", "u3", "why"), msg("assistant", "a3", "less light")]
+    usage = {"inputTokens": 4, "outputTokens": 5, "totalTokens": 9}
+    await svc.record_turn(ended("s", thread, usage=usage, duration_ms=7, message_id="a3", conversation_id=TASK), 2)
+    turns = backend.raw("turns")[TASK]["turns"]
+    assert [t["messageId"] for t in turns] == ["a1", "a2", "a2b", "a3"]
+    assert [t["turnId"] for t in turns] == [1, 2, 3, 4]
+    meta = TaskMeta.model_validate(backend.raw("conversations")[TASK])  # rebuilt: readable again
+    assert (meta.turnCount, meta.durationMs) == (4, 37)
+    assert (meta.stats.inputTokens, meta.stats.outputTokens, meta.stats.totalTokens) == (7, 11, 18)
+    assert (meta.taskName, meta.createdAt) == ("what is chlorophyll", T0)  # the readable fields kept
+    assert_both_branches(backend)  # the tree beside the path stays
+    assert "history-damaged" in [n.code for n in notices]
+    # listed with the turns the conversation holds
+    [item] = (await svc.page("s")).items
+    assert (item.taskId, item.damaged, item.turnCount) == (TASK, False, 4)
+
+
+async def test_a_damaged_meta_is_rebuilt_from_its_readable_fields_and_turns():
+    backend = await seeded()
+    backend.put_raw("conversations", {"taskId": TASK, "stageId": 5, "taskName": ["a"], "createdAt": T0 + 9,
+                                      "updatedAt": "yesterday", "pinnedAt": T0})
+    repository = HistoryRepository(backend, on_damaged=lambda: None)
+    meta, raw = await repository.head_meta_or_rebuilt("s")
+    assert raw is not None and raw["updatedAt"] == "yesterday"
+    assert (meta.taskId, meta.stageId, meta.taskName, meta.pinnedAt) == (TASK, "s", "", T0)
+    assert meta.createdAt <= meta.updatedAt and meta.turnCount == 3 and meta.stats.totalTokens == 9
