@@ -10,6 +10,10 @@ service the drawer calls (§15: a view calls services; services never call views
   hub carrying ``head``, ``HistoryService.apply_synced``/``remove_synced``) is rebuilt as the
   active thread the same way, so the next turn goes on from what both devices said; while a turn
   runs there the thread stays (where that turn ends is ``app.continuity``'s).
+
+Both write the slim projection of the messages history holds (``app.projection.serialize_thread``,
+DESIGN.md §3): a stored message with a field §3 does not define (another writer's, an older
+version's) is written without it, never as a thread the next load reads as damaged (§5).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from app.history.changes import HistoryChange
 from app.history.hit_branch import hit_message_steps
 from app.json_steps import run_paused, run_steps
+from app.projection import serialize_thread
 
 if TYPE_CHECKING:
     from app.history.recorder import HistoryRecorder
@@ -46,7 +51,8 @@ class ActiveThread:
     async def resume(self, stage_id: str, task_id: str, keyword: str = "") -> list[dict] | None:
         """Make conversation ``task_id`` course ``stage_id``'s active one (``HistoryService.resume``:
         the thread shown now is kept in history if it is not there yet) and its messages the active
-        thread. Returns them, or None when history holds no such conversation (nothing changed).
+        thread. Returns them (their slim projection), or None when history holds no such conversation
+        (nothing changed).
 
         ``keyword``: the search that found it (``""``: opened from the list). When it points at a
         message on a branch not shown (``hit_message``), that branch is stored as the shown one
@@ -60,6 +66,7 @@ class ActiveThread:
             stage_id, task_id, current, self._store.updated_at(stage_id), matched_at))
         if messages is None:
             return None
+        messages = serialize_thread(messages)  # what the thread store reads back (module docstring)
         self._runtime.replace_thread(stage_id, messages, updated_at=matched_at)
         return messages
 
@@ -89,7 +96,8 @@ class ActiveThread:
         device): the runtime reads it again, so its pickers count the new siblings (§17)."""
         if change.head is None:
             return False
-        if self._store.load(change.stage_id) == change.head:
+        head = serialize_thread(change.head)  # the slim projection (module docstring)
+        if self._store.load(change.stage_id) == head:
             self._runtime.conversation_changed_elsewhere(change.stage_id, change.kind, change.task_id)
             return False
-        return bool(self._runtime.replace_thread(change.stage_id, change.head))
+        return bool(self._runtime.replace_thread(change.stage_id, head))

@@ -29,12 +29,13 @@ class _Gate:
         await self.event.wait()
 
 
-async def _course(pause=None):
+async def _course(pause=None, backend=None):
     """A runtime on course ``s`` over history, its thread store, recorder, service and ``ActiveThread``
-    (``pause``: awaited between the slices of a search hit's look through the tree)."""
+    (``pause``: awaited between the slices of a search hit's look through the tree; ``backend``:
+    history's record store, a new ``MemoryBackend`` when None)."""
     now, counter = itertools.count(T0), itertools.count()
     clock = lambda: next(now)  # noqa: E731
-    service = HistoryService(MemoryBackend(), clock=clock, random_bytes=lambda n: bytes([next(counter) % 256] * n))
+    service = HistoryService(backend or MemoryBackend(), clock=clock, random_bytes=lambda n: bytes([next(counter) % 256] * n))
     await service.open()
     recorder, store, gate = HistoryRecorder(service), ThreadStore(MemoryStorage()), _Gate()
     runtime = AgentRuntime(store, DemoAgent(delay_ms=1, sleep=gate.sleep), clock=clock, history=recorder)
@@ -64,6 +65,33 @@ async def test_resume_makes_a_kept_conversation_the_active_thread_in_one_write_a
     assert await service.head_task_id("s", allocate=False) == old
     assert (await service.page("s")).total == 2  # the thread it left is kept
     assert await threads.resume("s", "task_20260101_000000") is None and store.load("s") == messages
+
+
+async def test_a_resumed_conversation_whose_stored_messages_carry_unknown_fields_is_written_as_the_slim_projection():
+    backend = MemoryBackend()
+    runtime, store, service, recorder, _, threads = await _course(backend=backend)
+    await _turn(runtime, recorder, "old topic")
+    runtime.clear_thread()
+    await recorder.drain()
+    old = (await service.page("s")).items[0].taskId
+    record = backend.raw("messages")[old]
+    slim = record["messages"]
+    backend.put_raw("messages", {**record, "messages": [{**m, "meta": None} for m in slim]})  # another writer's
+    messages = await threads.resume("s", old)
+    assert messages == slim and store.load("s") == slim  # what the thread store reads back
+    again = ThreadStore(store.storage)
+    again.hydrate(T0 + 99)
+    assert again.load("s") == slim and again.notices == []  # the next load finds nothing damaged
+    await _turn(runtime, recorder, "more on it")  # goes on from the conversation, no copy of it
+    page = await service.page("s")
+    assert [(m.taskId, m.turnCount) for m in page.items if m.taskId == old] == [(old, 2)] and page.total == 1
+    held = backend.raw("messages")[old]
+    assert held["messages"][:2] == slim and len(held["messages"]) == 4 and not held.get("branches")
+    # another device's version of the active conversation is written the same way
+    theirs = [*slim, {"role": "user", "id": "u-x", "content": [{"type": "text", "text": "theirs"}], "meta": None}]
+    assert threads.follow(HistoryChange("sync", old, "s", "sync", head=theirs))
+    assert store.load("s")[-1] == {"role": "user", "id": "u-x", "content": [{"type": "text", "text": "theirs"}]}
+    assert not threads.follow(HistoryChange("sync", old, "s", "sync", head=theirs))  # already shown
 
 
 async def test_a_synced_head_rebuilds_the_active_thread_once_and_never_while_a_turn_runs():
