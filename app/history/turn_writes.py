@@ -151,6 +151,8 @@ class TurnWrites:
     @guarded(writes=True)
     async def _record_on_own_head(self, event: TurnEnded, matched_at: int, thread: list[dict] | None) -> Any:
         """The common turn: its conversation (``event.conversation_id``) still is its course's head.
+        A turn built on no stored thread (``event.base`` empty: the panel showed none of it, its
+        stored thread damaged and dropped) is not taken for an edit of its first question.
         History is read ONCE (``HistoryRepository.for_turn``: the head and the conversation's meta,
         messages, turns and search record together), then written as ``_record_on_head`` writes.
         ``_ELSEWHERE`` (nothing written) when the head is another or none, or the conversation is
@@ -162,8 +164,10 @@ class TurnWrites:
             if held.head is None or held.head.task_id != held.task_id or held.meta is None:
                 return None
             text = held.text if isinstance(held, _Remembered) else None
+            # sent on it only when built on a thread of it: a question from an empty panel (its stored
+            # thread damaged and dropped, §5) edits no first question of it (§17)
             return await self._on_head(event.stage_id, messages, matched_at, event, held.meta, held.form, held.turns,
-                                       held.search, text, sent_on=True, expect=expect)
+                                       held.search, text, sent_on=bool(event.base), expect=expect)
 
         async with self._lock:
             done = await unless_stale(attempt)
@@ -215,7 +219,9 @@ class TurnWrites:
         """Write the turn on ``stage_id``'s head (lock held): ``meta``, ``held`` (its ``messages`` record
         as stored), ``turns`` and ``search`` (its ``search`` record; ``_UNREAD``: read here when needed)
         as read; ``text``: the plain text that record was made of, when kept in memory (``Written``);
-        ``sent_on``: the turn was sent on this conversation (its conversation id); ``expect``: the
+        ``sent_on``: the turn was sent on this conversation (its conversation id) and built on a thread
+        of it (``TurnEnded.base`` not empty: a thread of another first message is its first question
+        edited; from an empty panel, a conversation of its own); ``expect``: the
         writes land only if ``meta``'s conversation is still as read (``Writes.expect``), else
         ``RecordStoreError`` kind ``stale`` and nothing is written.
         A thread that is a branch of the conversation (``app.continuity.branches_off``: a question

@@ -216,13 +216,31 @@ async def test_the_first_question_edited_is_a_branch_when_the_turn_was_sent_on_t
     backend = await seeded()
     svc = service(backend)
     first = [msg("user", "u1b", "what is chlorophyll made of"), msg("assistant", "a1b", "magnesium")]
-    await svc.record_turn(ended("s", first, message_id="a1b", conversation_id=TASK), 2)
+    # sent on the conversation's shown path (the stored thread the edit was made on)
+    await svc.record_turn(ended("s", first, message_id="a1b", conversation_id=TASK, base=PATH), 2)
     tree = assert_both_branches(backend)
     assert tree.siblings("u1b") == (2, 2) and tree.path_ids() == ("u1b", "a1b") and await svc.total("s") == 1
     other = [msg("user", "x1", "something else"), msg("assistant", "x2", "ok")]
     await svc.record_turn(ended("s", other, message_id="x2"), 3)
     assert await svc.total("s") == 2 and await svc.head_task_id("s", allocate=False) != TASK
     assert_both_branches(backend)  # the old conversation stays whole
+
+async def test_a_question_sent_from_an_empty_panel_on_the_head_is_a_conversation_of_its_own():
+    """The panel shows nothing of the head (its stored thread was damaged and dropped, DESIGN.md §5):
+    the question asked there was built on no message of it (the agent saw none, §17), so it is no
+    edit of its first question: it starts a conversation of its own, the course's head, and the head
+    it was sent on stays whole, archived (§4, §9), never a sibling of that first question."""
+    backend = await seeded()
+    svc = service(backend)
+    fresh = [msg("user", "n1", "a question from an empty panel"), msg("assistant", "n2", "an answer")]
+    await svc.record_turn(ended("s", fresh, message_id="n2", conversation_id=TASK, base=[]), 2)
+    head = await svc.head_task_id("s", allocate=False)
+    assert head != TASK and await svc.total("s") == 2
+    assert [m["id"] for m in backend.raw("messages")[head]["messages"]] == ["n1", "n2"]
+    tree = assert_both_branches(backend)  # the one it was sent on: whole, no new first question
+    assert "n1" not in tree and tree.path_ids() == ("u1", "a1", "u2", "a2b")
+    assert (await svc.bundle(head)).meta.turnCount == 1
+
 
 async def test_a_conversation_opened_by_an_assistants_message_is_not_a_version_of_another_ones_first_question():
     """Conversations that open with the same assistant's message (a greeting; imported without ids,
@@ -249,7 +267,7 @@ async def test_a_conversation_opened_by_an_assistants_message_is_not_a_version_o
     assert await svc.total("s") == 3 and stored_tree(backend).siblings("u1") == (1, 1)
     edited = [greeting, msg("user", "u1b", "what is chlorophyll made of"), msg("assistant", "a1b", "magnesium")]
     await svc.resume("s", TASK, other, 7, 8)
-    await svc.record_turn(ended("s", edited, message_id="a1b", conversation_id=TASK), 9)
+    await svc.record_turn(ended("s", edited, message_id="a1b", conversation_id=TASK, base=[greeting, U1, A1]), 9)
     assert await svc.total("s") == 3 and stored_tree(backend).siblings("u1b") == (2, 2)
 
 
@@ -262,7 +280,7 @@ async def test_a_thread_through_another_first_question_of_the_tree_is_that_conve
     backend = await seeded()
     svc = service(backend)
     first = [msg("user", "u1b", "what is chlorophyll made of"), msg("assistant", "a1b", "magnesium")]
-    await svc.record_turn(ended("s", first, message_id="a1b", conversation_id=TASK), 2)  # shown: u1b
+    await svc.record_turn(ended("s", first, message_id="a1b", conversation_id=TASK, base=PATH), 2)  # shown: u1b
     on_old = [*PATH, msg("user", "u3", "and in spring"), msg("assistant", "a3", "it comes back")]
     await svc.record_turn(ended("s", on_old, message_id="a3"), 3)  # its conversation id not known
     assert await svc.total("s") == 1 and await svc.head_task_id("s", allocate=False) == TASK
