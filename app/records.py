@@ -214,6 +214,23 @@ def _norm(key: Key) -> Key:
     return tuple(_norm(k) for k in key) if isinstance(key, (list, tuple)) else key
 
 
+def _ordered(key: Key) -> tuple | None:
+    """``key`` as a value that sorts as IndexedDB sorts keys: every number before every string,
+    every string before every array, arrays element by element (a shorter one first when it is the
+    start of the other). None when IndexedDB takes it for no key (a boolean, null, an object, NaN):
+    its record is in no index. Dates and binary keys do not come out of JSON: not modelled."""
+    if isinstance(key, bool) or key is None:
+        return None
+    if isinstance(key, (int, float)):
+        return None if key != key else (0, key)
+    if isinstance(key, str):
+        return (2, key)
+    if isinstance(key, (list, tuple)):
+        parts = [_ordered(k) for k in key]
+        return None if any(p is None for p in parts) else (4, tuple(parts))
+    return None
+
+
 class MemoryBackend:
     """``RecordBackend`` in memory, over the same ``SCHEMA`` (CPython tests; structured-clone-like copies).
 
@@ -290,7 +307,9 @@ class MemoryBackend:
         return [None if (t := self._tables[table].get(_norm(key))) is None else json.loads(t) for table, key in reads]
 
     def _range(self, table: str, index: str, lower: Key, upper: Key, lower_open: bool, upper_open: bool):
-        lower, upper = _norm(lower), _norm(upper)
+        """The ``(key, primary key, record)`` of ``index`` in the range, in IndexedDB's order of keys
+        (``_ordered``: a key of another type sorts apart, a value that is no key is in no index)."""
+        low, high = _ordered(_norm(lower)), _ordered(_norm(upper))
         multi = (table, index) in self._multi
         rows = []
         for primary, text in self._tables[table].items():
@@ -304,14 +323,11 @@ class MemoryBackend:
                 key = _norm(key_of(record, index))
                 keys = set() if key is None else {key}
             for key in keys:
-                try:
-                    inside = (lower < key if lower_open else lower <= key) and (key < upper if upper_open else key <= upper)
-                except TypeError:  # keys of another type sort apart in IndexedDB; not in this range
-                    continue
-                if inside:
-                    rows.append((key, primary, record))
-        rows.sort(key=lambda row: (row[0], row[1]))
-        return rows
+                at = _ordered(key)
+                if at is not None and (low < at if lower_open else low <= at) and (at < high if upper_open else at <= high):
+                    rows.append((at, key, primary, record))
+        rows.sort(key=lambda row: (row[0], row[2]))
+        return [(key, primary, record) for _, key, primary, record in rows]
 
     def _page(self, table: str, index: str, lower: Key, upper: Key, lower_open: bool, upper_open: bool,
               reverse: bool, limit: int) -> list[tuple[Any, Any, dict]]:

@@ -219,7 +219,12 @@ class ListRange:
 
     @property
     def high(self) -> list:
-        return [self.stage_id, HIGHEST]
+        """The list's upper key. Over all time: every key of the course, past every number, so that a
+        record whose ``updatedAt`` is a string, a date or an array (IndexedDB sorts those after every
+        number) is read and listed as ``Damaged``, never hidden (DESIGN.md §5, §14); no extra read,
+        the same range grown to the next course's first key. With a time range (``since_ms``): the
+        numbers only (such a record has no time that is in it)."""
+        return [self.stage_id, HIGHEST] if self.since_ms is not None else [self.stage_id + "\x00"]
 
     def bounds(self) -> tuple[list, list]:
         """(lower, upper) keys of the rows this read returns: the cursor narrows one end."""

@@ -189,3 +189,29 @@ async def test_a_damaged_meta_is_rebuilt_from_its_readable_fields_and_turns():
     assert raw is not None and raw["updatedAt"] == "yesterday"
     assert (meta.taskId, meta.stageId, meta.taskName, meta.pinnedAt) == (TASK, "s", "", T0)
     assert meta.createdAt <= meta.updatedAt and meta.turnCount == 3 and meta.stats.totalTokens == 9
+
+
+async def test_a_conversation_whose_updated_at_is_no_number_is_listed_as_damaged_once_in_every_order():
+    """IndexedDB sorts a string key after every number: such a record lies past the numbers of the
+    course's list index, and is read by the same range grown to the course's last key (DESIGN.md §5:
+    listed so that it can be deleted, never hidden)."""
+    backend = await seeded(head=False)
+    writes = Writes()
+    for n in range(11):
+        meta = TaskMeta(taskId=f"task_20260528_plai{n:02d}", taskName=f"plain {n}", stageId="s", createdAt=T0,
+                        updatedAt=T0 + n)
+        writes.keep(meta, [msg("user", f"p{n}", f"plain {n}"), msg("assistant", f"r{n}", "ok")], [])
+    await backend.write(writes.ops)
+    planted_meta = {**backend.raw("conversations")[TASK], "updatedAt": "yesterday"}
+    backend.put_raw("conversations", planted_meta)
+    svc, notices = heard(backend)
+    for sort in ("newest", "oldest", "tokens"):
+        first = await svc.page("s", sort=sort)
+        second = await svc.page("s", first.cursor, sort=sort)
+        seen = [(m.taskId, m.damaged) for m in [*first.items, *second.items]]
+        assert first.total == 12 and len(seen) == 12 and not second.has_more, sort
+        assert seen.count((TASK, True)) == 1 and len({task for task, _ in seen}) == 12, sort
+    assert await svc.total("s") == 12
+    assert TASK not in [m.taskId for m in (await svc.page("s", since_ms=T0)).items]  # no time in a range
+    assert "history-damaged" in [n.code for n in notices]
+    assert await svc.delete(TASK) and await svc.total("s") == 11  # listed so that it can be deleted
