@@ -84,12 +84,14 @@ def impossible_numbers_and_dates_are_refused_with_a_message(agent, tmp_path) -> 
 def a_damaged_record_is_listed_deletable_and_a_corrected_import_replaces_it(agent, course: str, tmp_path) -> None:
     """What an older version stored from a 10^22-token import: IndexedDB gives back a float, the record
     no longer reads as a conversation. It is listed as damaged (never hidden while counted), opening it
-    says why it cannot be, a corrected import replaces it, and a damaged one can be deleted."""
+    says why it cannot be, a corrected import replaces it, and a damaged one can be deleted. One whose
+    ``updatedAt`` is a string (IndexedDB sorts it after every number, past the list's times) is listed
+    and deleted too."""
     document = export_document()
     run_py(agent.page, f"""
         b = IndexedDbBackend()
         await b.open()
-        for task_id, at in (("task_20260101_abc123", 1767312000000), ("task_20260101_zzz999", 1767312000001)):
+        for task_id, at in (("task_20260101_abc123", 1767312000000), ("task_20260101_zzz999", "yesterday")):
             await b.write([("put", "conversations", {{"taskId": task_id, "taskName": "t", "stageId": {course!r},
                            "createdAt": 1767225600000, "updatedAt": at,
                            "stats": {{"credits": 0, "totalTokens": 1e22, "inputTokens": 1, "outputTokens": 2}}}}),
