@@ -539,11 +539,14 @@ def rebuilt_meta(raw: Any, task_id: str, stage_id: str, turns: list[TurnMeta]) -
              and abs(value) <= MAX_SAFE_INTEGER}
     created = times.get("createdAt", times.get("updatedAt", 0))
     used = [t.usage or Usage() for t in turns]
+    def total(values) -> int:  # a count within what a record holds (§14), however many turns
+        return min(MAX_SAFE_INTEGER, sum(values))
     meta = TaskMeta(taskId=task_id, taskName="", stageId=stage_id, createdAt=created,
                     updatedAt=max(created, times.get("updatedAt", created)), turnCount=len(turns),
-                    durationMs=sum(t.duration for t in turns),
-                    stats=Stats(inputTokens=sum(u.inputTokens for u in used), outputTokens=sum(u.outputTokens for u in used),
-                                totalTokens=sum(u.totalTokens for u in used)))
+                    durationMs=total(t.duration for t in turns),
+                    stats=Stats(inputTokens=total(u.inputTokens for u in used),
+                                outputTokens=total(u.outputTokens for u in used),
+                                totalTokens=total(u.totalTokens for u in used)))
     for name in ("taskName", "pinnedAt", "changedAt"):
         if fields.get(name) is not None:
             try:

@@ -12,8 +12,8 @@ from app.history import HistoryService
 from app.history.branches import StoredForm
 from app.history.branching import Branching
 from app.history.merge import merge_conversation
-from app.history.records import TaskMeta
-from app.history.repository import HistoryRepository, Writes
+from app.history.records import MAX_SAFE_INTEGER, TaskMeta, TurnMeta, Usage, iso
+from app.history.repository import HistoryRepository, Writes, rebuilt_meta
 from app.history.tree import Tree
 from app.records import MemoryBackend
 from tests.unit.test_history_branches import (A1, A2, PATH, T0, TASK, U1, U2, Clock, assert_both_branches, msg,
@@ -189,6 +189,8 @@ async def test_a_damaged_meta_is_rebuilt_from_its_readable_fields_and_turns():
     assert raw is not None and raw["updatedAt"] == "yesterday"
     assert (meta.taskId, meta.stageId, meta.taskName, meta.pinnedAt) == (TASK, "s", "", T0)
     assert meta.createdAt <= meta.updatedAt and meta.turnCount == 3 and meta.stats.totalTokens == 9
+    huge = [TurnMeta(turnId=n, timestamp=iso(T0), usage=Usage(totalTokens=MAX_SAFE_INTEGER)) for n in (1, 2)]
+    assert rebuilt_meta({}, TASK, "s", huge).stats.totalTokens == MAX_SAFE_INTEGER  # never past what a record holds
 
 
 async def test_a_conversation_whose_updated_at_is_no_number_is_listed_as_damaged_once_in_every_order():
