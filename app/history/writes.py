@@ -141,7 +141,7 @@ class HistoryWrites:
         (``matched_at``: the thread's ``updatedAt``; the archived conversation has no head to stamp.)"""
         task_id = None
         async with self._lock:
-            meta = await self._repository.head_meta(stage_id)
+            meta, _ = await self._repository.head_meta_or_rebuilt(stage_id)  # a damaged one keeps its turns (§5)
             writes = Writes()
             if messages:
                 await self._segmenter.for_titles(messages)
@@ -260,7 +260,7 @@ class HistoryWrites:
             return False
         await self._segmenter.for_titles(messages)
         async with self._lock:
-            meta = await self._repository.head_meta(stage_id)
+            meta, _ = await self._repository.head_meta_or_rebuilt(stage_id)  # a damaged one keeps its turns (§5)
             allocated = None if meta else await self._repository.head_id(stage_id)  # a head without turns yet
             held = await self._repository.form(meta.taskId) if meta else None
             old = held.messages if held else None

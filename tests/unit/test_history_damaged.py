@@ -217,3 +217,21 @@ async def test_a_conversation_whose_updated_at_is_no_number_is_listed_as_damaged
     assert TASK not in [m.taskId for m in (await svc.page("s", since_ms=T0)).items]  # no time in a range
     assert "history-damaged" in [n.code for n in notices]
     assert await svc.delete(TASK) and await svc.total("s") == 11  # listed so that it can be deleted
+
+
+async def test_archiving_or_adopting_onto_a_head_whose_meta_cannot_be_read_keeps_its_stored_turns_and_tree():
+    thread = PATH + [msg("user", "u3", "why"), msg("assistant", "a3", "less light")]  # went on without history
+    for act in ("archive", "reconcile"):
+        backend = await seeded()
+        backend.put_raw("conversations", {**backend.raw("conversations")[TASK], "turnCount": "many"})
+        svc, _ = heard(backend)
+        if act == "archive":
+            assert await svc.archive("s", thread, 5) == TASK
+        else:
+            assert await svc.reconcile({"s": (thread, 5)}) == ["s"]
+        turns = backend.raw("turns")[TASK]["turns"]
+        assert [t["messageId"] for t in turns][:3] == ["a1", "a2", "a2b"], act  # the stored turn meta stays
+        meta = TaskMeta.model_validate(backend.raw("conversations")[TASK])
+        assert meta.turnCount == len(turns) and meta.taskName == "what is chlorophyll", act
+        assert_both_branches(backend)
+        assert [m["id"] for m in backend.raw("messages")[TASK]["messages"]][-2:] == ["u3", "a3"], act
