@@ -92,12 +92,18 @@ class ActiveThread:
         """When ``change`` moved its course's active thread (``change.head``: what it now holds, ``[]``
         when another device deleted it), make that the active thread: True when it was rebuilt; False
         when the change moved none, the thread already is that, or a turn runs on the course. When the
-        thread already is that path, the tree beside it may have grown (a reply regenerated on the other
-        device): the runtime reads it again, so its pickers count the new siblings (§17)."""
+        thread already is that path in the same conversation, the tree beside it may have grown (a reply
+        regenerated on the other device): the runtime reads it again, so its pickers count the new
+        siblings (§17). The same path in another conversation (another device deleted the active one
+        and the turns it never had were kept apart, ``HistoryService.remove_synced``) is rebuilt, so
+        the next turn goes on in that conversation, never in the deleted one (§16)."""
         if change.head is None:
             return False
         head = serialize_thread(change.head)  # the slim projection (module docstring)
-        if self._store.load(change.stage_id) == head:
+        known = self._runtime.conversation_id(change.stage_id)
+        if self._store.load(change.stage_id) == head and known in (None, change.task_id):
             self._runtime.conversation_changed_elsewhere(change.stage_id, change.kind, change.task_id)
             return False
+        # another path, or the same path in another conversation (what another device's delete left of
+        # this one's turns, kept apart): the thread is written anew and its conversation read again
         return bool(self._runtime.replace_thread(change.stage_id, head))

@@ -139,6 +139,35 @@ async def test_a_synced_version_with_a_sibling_beside_the_same_path_gives_the_pa
     assert store.load("s") == path and runtime.siblings(answer["id"]) == (1, 2)
 
 
+async def test_going_on_after_another_device_deleted_the_active_conversation_continues_what_was_kept_apart():
+    """DESIGN.md §16: another device deleted the active conversation while this one edited its first
+    question; the edit (a turn the other never had) is kept apart as a conversation of its own, now the
+    course's active one, with the same path as the panel shows. The next turn goes on in it: one
+    conversation, no copy of it, and every message id in one conversation only (§5)."""
+    from app.history.merge import split_turns
+
+    runtime, store, service, recorder, _, threads = await _course()
+    await _turn(runtime, recorder, "first question")
+    deleted = await service.head_task_id("s", allocate=False)
+    seen_ids = {m["id"] for m in store.load("s")}
+    await runtime.edit(store.load("s")[0]["id"], "first question, put better")
+    await recorder.drain()
+    heard = []
+    service.changes.subscribe(heard.append)
+    kept = await service.remove_synced(deleted, lambda path: [all(m.get("id") in seen_ids for m in turn)
+                                                               for turn in split_turns(path)])
+    assert kept and heard[-1].head == store.load("s")  # the panel already shows what was kept
+    threads.follow(heard[-1])
+    for _ in range(5):
+        await asyncio.sleep(0)
+    await _turn(runtime, recorder, "going on")
+    page = await service.page("s")
+    assert [item.taskId for item in page.items] == [kept] and runtime.conversation_id("s") == kept
+    held = await service.bundle(kept)
+    assert _texts(held.messages) == ["first question, put better", "going on"]
+    assert _texts(store.load("s")) == _texts(held.messages)
+
+
 async def test_opening_a_search_hit_on_another_branch_resumes_the_conversation_showing_that_branch():
     """DESIGN.md §17: opening a hit that lies on another branch shows that branch; history stores the
     choice before the resume writes the thread, so the panel, the thread store and another tab agree."""
