@@ -52,7 +52,7 @@ MUTATIONS = [  # (rule, file, text, mutated text)
      "if meta is None or not continues((await self._repository.form(meta.taskId)).messages, messages):",
      "if meta is None:"),
     ("reconcile copies a head that already holds the shown thread (§5, §9)", "app/history/writes.py",
-     "whole = meta is not None and not goes_on and continues(old, messages)", "whole = False"),
+     "whole = meta is not None and (messages == old or (not goes_on and continues(old, messages)))", "whole = False"),
     ("a damaged value is not backed up (§5)", "app/store/facade.py",
      "key = self._try(lambda: self._stored.back_up(self._clock), False)  # False: storage was lost",
      'key = "maic-agent-threads.backup.0"'),
