@@ -163,5 +163,6 @@ def message_row(message: Message, t: Callable[..., str]) -> MessageRow:
     if message.status is not None:
         attrs["data-status"] = message.status.type
     attrs["tabindex"] = "-1"
+    attrs["role"] = "article"  # a named article: who said it is read out (a generic div's label is not)
     attrs["aria-label"] = t("edit.agent.you" if message.role == "user" else "edit.agent.assistant")
     return MessageRow(message.role, state, attrs, tuple(pieces))

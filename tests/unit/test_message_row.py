@@ -97,9 +97,11 @@ def test_the_row_attributes_name_role_status_id_and_label():
     row = message_row(reply(TextPart(text="x"), status=CUT), Translator("ar-SA"))
     assert row.attrs == {"class": "message", "data-testid": "agent-message", "data-role": "assistant",
                          "data-message-id": "m1", "data-status": "incomplete", "tabindex": "-1",
-                         "aria-label": Translator("ar-SA")("edit.agent.assistant")}
+                         "role": "article", "aria-label": Translator("ar-SA")("edit.agent.assistant")}
     user = message_row(Message(role="user", content=[TextPart(text="q")]), T)
     assert user.attrs["aria-label"] == T("edit.agent.you") and "data-status" not in user.attrs
+    # who said it reaches assistive technology: a named article (a generic div's name is not exposed)
+    assert user.attrs["role"] == "article"
 
 
 def test_a_stored_thread_reads_back_as_the_same_rows():
