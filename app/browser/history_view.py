@@ -329,11 +329,12 @@ class HistoryView:
     def _on_change(self, change: HistoryChange) -> None:
         """A change of history: the open list follows it, the closed one is drawn afresh from what this
         tab's turn wrote (``HistoryListView.follow``), else by a read in idle time (``draw_ahead``); another tab's change of the shown course redraws its stats and turn meta.
-        This tab's import draws itself (``reveal``). A change by which sync moved the course's active
+        This tab's import of a file draws itself (``reveal``); what sync adds (another device's
+        conversation, an undo that comes back under a new id) is drawn into the open list. A change by which sync moved the course's active
         thread (``head``) rebuilds it through ``ActiveThread.follow`` (DESIGN.md §16); its stats and
         turn meta are drawn again when it was."""
         concerns = self.list.hear(change)
-        if self.list.open and (change.elsewhere or change.kind != "import"):
+        if self.list.open and not (change.kind == "import" and change.source == "import"):  # a file: reveal draws it
             _schedule(self.listing.apply_change(change))
         elif concerns and not self.list.open and not self.listing.follow(change):
             self.listing.draw_ahead()

@@ -310,6 +310,10 @@ def test_two_devices_one_course_per_case(browser, app_server, couch):
         a.page.wait_for_function(
             "t => !document.querySelector(`[data-testid=history-item][data-task-id=${t}]`)", arg=doomed)
         a.testid("history-undo").click()  # undone: its deletion went out, so it comes back on A under a new id
+        # ... and into the list left open (sync's import of the new id), not only once it is opened again
+        a.page.wait_for_function(
+            "t => [...document.querySelectorAll('[data-testid=history-item]')].some(i => i.dataset.taskId !== t)",
+            arg=doomed)
         a.testid("history-close").click()
         (renewed,) = _wait_history_ids(a, lambda ids, t: len(ids) == 1 and t not in ids, doomed)
         _wait_history_ids(b, lambda ids, t: t not in ids, doomed)
