@@ -472,6 +472,14 @@ class Writes:
         self._ops.insert(0, ("expect", "conversations", {"key": meta.taskId, "if": {
             "updatedAt": meta.updatedAt, "turnCount": meta.turnCount}}))
 
+    def expect_stored(self, task_id: str, raw: dict) -> None:
+        """``expect`` for a stored meta that cannot be read (``rebuilt_meta`` made the write's): the
+        transaction writes only while conversation ``task_id``'s record still holds the ``updatedAt``
+        and ``turnCount`` of ``raw`` (the record as read, whatever their types; a missing field is
+        ``None``), else it aborts whole, ``RecordStoreError`` kind ``stale`` (DESIGN.md §5, §9)."""
+        self._ops.insert(0, ("expect", "conversations", {"key": task_id, "if": {
+            "updatedAt": raw.get("updatedAt"), "turnCount": raw.get("turnCount")}}))
+
     def make_head(self, stage_id: str, task_id: str, matched_at: int | None) -> None:
         """Make ``task_id`` the head of ``stage_id``, matched to the thread of ``updatedAt`` ``matched_at``."""
         self._ops.append(("put", "heads", {"stageId": stage_id, "taskId": task_id, "syncedAt": matched_at}))
@@ -652,18 +660,23 @@ class HistoryRepository:
         return await self.meta(head.task_id) if head is not None and head.task_id is not None else None
 
     async def head_meta_or_rebuilt(self, stage_id: str) -> tuple[TaskMeta | None, Any]:
-        """The meta of ``stage_id``'s head conversation and, when its stored record cannot be read
-        (``on_damaged``), that record as stored: the meta is then ``rebuilt_meta`` of it and of the
-        conversation's readable turns, so that a write made of it keeps every turn the conversation
-        holds (DESIGN.md §5, §9). ``(None, None)``: no head, or no record stored."""
+        """``meta_or_rebuilt`` of ``stage_id``'s head conversation. ``(None, None)``: no head, or no
+        record stored."""
         head = await self.head(stage_id)
         if head is None or head.task_id is None:
             return None, None
-        raw = await self._db.get("conversations", head.task_id)
+        return await self.meta_or_rebuilt(head.task_id, stage_id)
+
+    async def meta_or_rebuilt(self, task_id: str, stage_id: str) -> tuple[TaskMeta | None, Any]:
+        """The meta of conversation ``task_id`` of course ``stage_id`` and, when its stored record
+        cannot be read (``on_damaged``), that record as stored: the meta is then ``rebuilt_meta`` of it
+        and of the conversation's readable turns, so that a write made of it keeps every turn the
+        conversation holds (DESIGN.md §5, §9). ``(None, None)``: no record stored."""
+        raw = await self._db.get("conversations", task_id)
         meta = self.meta_of(raw)
         if meta is not None or raw is None:
             return meta, None
-        return rebuilt_meta(raw, head.task_id, stage_id, await self.turns(head.task_id)), raw
+        return rebuilt_meta(raw, task_id, stage_id, await self.turns(task_id)), raw
 
     async def holds(self, task_id: str) -> bool:
         """True when a ``conversations`` record of ``task_id`` is stored (readable or not)."""

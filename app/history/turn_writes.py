@@ -202,9 +202,9 @@ class TurnWrites:
             meta, damaged = await self._repository.head_meta_or_rebuilt(stage_id)
             held = await self._repository.form(meta.taskId) if meta else StoredForm(None)
             turns = await self._repository.turns(meta.taskId) if meta else []
-            # a rebuilt meta is not what is stored: the write cannot expect it (written unchecked)
+            # a rebuilt meta is not what is stored: the write expects the record as it was read
             return await self._on_head(stage_id, messages, matched_at, turn, meta, held, turns, _UNREAD, None,
-                                       expect=expect and damaged is None)
+                                       expect=expect, stored_raw=damaged)
 
         async with self._lock:
             added, meta, writes = await unless_stale(attempt)
@@ -215,7 +215,7 @@ class TurnWrites:
     async def _on_head(self, stage_id: str, messages: list[dict], matched_at: int, turn: TurnEnded,
                        meta: TaskMeta | None, held: StoredForm, turns: list[TurnMeta],
                        search: Any, text: str | None, *, sent_on: bool = False,
-                       expect: bool = False) -> tuple[TurnMeta, TaskMeta, Writes]:
+                       expect: bool = False, stored_raw: dict | None = None) -> tuple[TurnMeta, TaskMeta, Writes]:
         """Write the turn on ``stage_id``'s head (lock held): ``meta``, ``held`` (its ``messages`` record
         as stored), ``turns`` and ``search`` (its ``search`` record; ``_UNREAD``: read here when needed)
         as read; ``text``: the plain text that record was made of, when kept in memory (``Written``);
@@ -223,7 +223,9 @@ class TurnWrites:
         of it (``TurnEnded.base`` not empty: a thread of another first message is its first question
         edited; from an empty panel, a conversation of its own); ``expect``: the
         writes land only if ``meta``'s conversation is still as read (``Writes.expect``), else
-        ``RecordStoreError`` kind ``stale`` and nothing is written.
+        ``RecordStoreError`` kind ``stale`` and nothing is written; ``stored_raw``: the stored record
+        ``meta`` was rebuilt from (it could not be read, ``rebuilt_meta``), then expected as read
+        (``Writes.expect_stored``).
         A thread that is a branch of the conversation (``app.continuity.branches_off``: a question
         edited, a reply regenerated) grows its tree (``app.history.branches.StoredForm.written``,
         DESIGN.md §17).
@@ -246,7 +248,9 @@ class TurnWrites:
             StoredForm(messages, held.branches, held.shown)
         meta, added = with_turn(meta, turns, form.messages, turn, self._clock())
         writes = Writes()
-        if expect and read is not None:
+        if expect and stored_raw is not None and read is not None:
+            writes.expect_stored(read.taskId, stored_raw)
+        elif expect and read is not None:
             writes.expect(read)
         await writes.keep_in_steps(meta, form.messages, turns, pause=self._pause, new=diverged, held_messages=stored,
                                    held_search=search if goes_on else None, held_text=text, branches=form.branches,
@@ -277,7 +281,9 @@ class TurnWrites:
         await self._segmenter.for_titles(messages)
 
         async def attempt(expect: bool) -> tuple[TaskMeta, TurnMeta, Writes]:
-            meta = read = await self._repository.meta(task_id)
+            # a meta that cannot be read is rebuilt from what is readable: its turns and tree stay (§5)
+            meta, damaged = await self._repository.meta_or_rebuilt(task_id, stage_id)
+            read = meta
             held = await self._repository.form(task_id) if meta else StoredForm(None)
             turns = await self._repository.turns(task_id) if meta else []
             form = StoredForm(messages)
@@ -293,7 +299,9 @@ class TurnWrites:
             search = await self._repository.search_record(task_id) if goes_on else None
             meta, added = with_turn(meta, turns, form.messages, turn, self._clock())
             writes = Writes()
-            if expect and read is not None:  # another tab's write of it meanwhile: read again
+            if expect and damaged is not None:  # the record as read: a rebuilt meta is not what is stored
+                writes.expect_stored(task_id, damaged)
+            elif expect and read is not None:  # another tab's write of it meanwhile: read again
                 writes.expect(read)
             await writes.keep_in_steps(meta, form.messages, turns, pause=self._pause, held_messages=held.messages,
                                        held_search=search, branches=form.branches, shown=form.shown,

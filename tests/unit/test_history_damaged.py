@@ -18,6 +18,7 @@ from app.history.tree import Tree
 from app.records import MemoryBackend
 from tests.unit.test_history_branches import (A1, A2, PATH, T0, TASK, U1, U2, Clock, assert_both_branches, msg,
                                              seeded, service)
+from tests.unit.held_writes import WriteHeld
 from tests.unit.turn_events import ended
 
 OTHER = "task_20260528_second"
@@ -178,6 +179,39 @@ async def test_a_turn_on_a_head_whose_meta_cannot_be_read_keeps_its_stored_turns
     # listed with the turns the conversation holds
     [item] = (await svc.page("s")).items
     assert (item.taskId, item.damaged, item.turnCount) == (TASK, False, 4)
+
+
+async def test_a_turn_on_a_damaged_head_while_another_tab_records_there_keeps_both_turns():
+    """Tab B reads the head whose meta cannot be read (rebuilt from what is readable); tab A's turn there
+    lands before B's write: B's write finds the stored meta no longer as read and is made again of what
+    A wrote, so both turns are kept (DESIGN.md §5, §9: two tabs never lose each other's turns)."""
+    backend = await seeded()
+    backend.put_raw("conversations", {**backend.raw("conversations")[TASK], "turnCount": "many"})
+    held = WriteHeld(backend)
+    (tab_a, _), (tab_b, _) = heard(backend), heard(held)
+
+    async def a_records():
+        await tab_a.record_turn(ended("s", PATH + [msg("user", "u4", "from A"), msg("assistant", "a4", "A")],
+                                      message_id="a4", conversation_id=TASK), 2)
+    held.before = a_records
+    await tab_b.record_turn(ended("s", PATH + [msg("user", "u3", "from B"), msg("assistant", "a3", "B")],
+                                  message_id="a3", conversation_id=TASK), 2)
+    ids = [t["messageId"] for t in backend.raw("turns")[TASK]["turns"]]
+    assert {"a3", "a4"} <= set(ids), ids
+    assert TaskMeta.model_validate(backend.raw("conversations")[TASK]).turnCount == len(ids)
+
+
+async def test_a_turn_kept_in_a_damaged_conversation_that_is_no_head_keeps_its_stored_turns_and_tree():
+    """A turn that ends in its own conversation after another tab made another one active
+    (``record_turn_in``), that conversation's meta unreadable: its stored turns and tree stay (§5, §9)."""
+    backend = await seeded(head=False)
+    backend.put_raw("conversations", {**backend.raw("conversations")[TASK], "turnCount": "many"})
+    svc, _ = heard(backend)
+    thread = PATH + [msg("user", "u3", "why"), msg("assistant", "a3", "less light")]
+    await svc.record_turn_in(TASK, ended("s", thread, message_id="a3", conversation_id=TASK))
+    assert [t["messageId"] for t in backend.raw("turns")[TASK]["turns"]] == ["a1", "a2", "a2b", "a3"]
+    assert TaskMeta.model_validate(backend.raw("conversations")[TASK]).turnCount == 4
+    assert_both_branches(backend)
 
 
 async def test_a_damaged_meta_is_rebuilt_from_its_readable_fields_and_turns():
