@@ -95,7 +95,7 @@ class DeleteWrites:
         ``undo``), else None: what a deletion says the deleting device had (``app.sync``, §16)."""
         if self._deleted is None or self._deleted.stored.task_id != task_id:
             return None
-        record = next((r for table, r in self._deleted.stored.records if table == "messages"), None)
+        record = self._deleted.stored.record("messages")
         messages = record.get("messages") if isinstance(record, dict) else None
         return messages if isinstance(messages, list) else None
 
@@ -106,5 +106,4 @@ class DeleteWrites:
         messages = self.deleted_messages(task_id)
         if messages is None:
             return None
-        record = next(r for table, r in self._deleted.stored.records if table == "messages")
-        return Branching.of(record).paths(messages)
+        return Branching.of(self._deleted.stored.record("messages")).paths(messages)

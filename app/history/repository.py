@@ -193,10 +193,14 @@ class Stored:
     task_id: str
     records: list[tuple[str, dict]]
 
+    def record(self, table: str) -> dict | None:
+        """The raw record of ``table``, if there is one."""
+        return next((record for name, record in self.records if name == table), None)
+
     @property
     def meta_record(self) -> dict | None:
         """The raw ``conversations`` record, if there is one."""
-        return next((record for table, record in self.records if table == "conversations"), None)
+        return self.record("conversations")
 
 
 @dataclass(frozen=True)
@@ -463,22 +467,18 @@ class Writes:
             self._ops.append(("patch", "search", {"key": meta.taskId, "if": {"updatedAt": search.get("updatedAt")},
                                                   "set": retitled_fields(search, meta)}))
 
-    def expect(self, meta: TaskMeta) -> None:
+    def expect(self, meta: TaskMeta, stored: dict | None = None) -> None:
         """The transaction writes only while conversation ``meta.taskId``'s stored meta still has the
         ``updatedAt`` and ``turnCount`` of ``meta`` (as read before these writes were made); else it
         aborts whole, ``RecordStoreError`` kind ``stale``: another tab wrote the conversation
         meanwhile (a turn, a branch shown), and writes made of what was read would drop its change
-        (DESIGN.md §9: two tabs never lose each other's turns; §17). Put first: checked before any write."""
+        (DESIGN.md §9: two tabs never lose each other's turns; §17). ``stored``: the record as read
+        when ``meta`` was made again from it (it could not be read, ``rebuilt_meta``): its own
+        ``updatedAt`` and ``turnCount`` are expected then, whatever their types (a missing one is
+        ``None``, §5). Put first: checked before any write."""
+        held = stored if stored is not None else {"updatedAt": meta.updatedAt, "turnCount": meta.turnCount}
         self._ops.insert(0, ("expect", "conversations", {"key": meta.taskId, "if": {
-            "updatedAt": meta.updatedAt, "turnCount": meta.turnCount}}))
-
-    def expect_stored(self, task_id: str, raw: dict) -> None:
-        """``expect`` for a stored meta that cannot be read (``rebuilt_meta`` made the write's): the
-        transaction writes only while conversation ``task_id``'s record still holds the ``updatedAt``
-        and ``turnCount`` of ``raw`` (the record as read, whatever their types; a missing field is
-        ``None``), else it aborts whole, ``RecordStoreError`` kind ``stale`` (DESIGN.md §5, §9)."""
-        self._ops.insert(0, ("expect", "conversations", {"key": task_id, "if": {
-            "updatedAt": raw.get("updatedAt"), "turnCount": raw.get("turnCount")}}))
+            "updatedAt": held.get("updatedAt"), "turnCount": held.get("turnCount")}}))
 
     def make_head(self, stage_id: str, task_id: str, matched_at: int | None) -> None:
         """Make ``task_id`` the head of ``stage_id``, matched to the thread of ``updatedAt`` ``matched_at``."""

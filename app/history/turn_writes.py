@@ -225,7 +225,7 @@ class TurnWrites:
         writes land only if ``meta``'s conversation is still as read (``Writes.expect``), else
         ``RecordStoreError`` kind ``stale`` and nothing is written; ``stored_raw``: the stored record
         ``meta`` was rebuilt from (it could not be read, ``rebuilt_meta``), then expected as read
-        (``Writes.expect_stored``).
+        (``Writes.expect``).
         A thread that is a branch of the conversation (``app.continuity.branches_off``: a question
         edited, a reply regenerated) grows its tree (``app.history.branches.StoredForm.written``,
         DESIGN.md §17).
@@ -248,10 +248,8 @@ class TurnWrites:
             StoredForm(messages, held.branches, held.shown)
         meta, added = with_turn(meta, turns, form.messages, turn, self._clock())
         writes = Writes()
-        if expect and stored_raw is not None and read is not None:
-            writes.expect_stored(read.taskId, stored_raw)
-        elif expect and read is not None:
-            writes.expect(read)
+        if expect and read is not None:
+            writes.expect(read, stored_raw)
         await writes.keep_in_steps(meta, form.messages, turns, pause=self._pause, new=diverged, held_messages=stored,
                                    held_search=search if goes_on else None, held_text=text, branches=form.branches,
                                    shown=form.shown, held_branches=held.branches)
@@ -299,10 +297,8 @@ class TurnWrites:
             search = await self._repository.search_record(task_id) if goes_on else None
             meta, added = with_turn(meta, turns, form.messages, turn, self._clock())
             writes = Writes()
-            if expect and damaged is not None:  # the record as read: a rebuilt meta is not what is stored
-                writes.expect_stored(task_id, damaged)
-            elif expect and read is not None:  # another tab's write of it meanwhile: read again
-                writes.expect(read)
+            if expect and read is not None:  # another tab's write of it meanwhile: read again
+                writes.expect(read, damaged)  # a rebuilt meta is not what is stored: the record as read
             await writes.keep_in_steps(meta, form.messages, turns, pause=self._pause, held_messages=held.messages,
                                        held_search=search, branches=form.branches, shown=form.shown,
                                        held_branches=held.branches)
