@@ -110,17 +110,41 @@ def lift_long_texts(values: list, *, min_chars: int = LIFT_CHARS) -> tuple[list,
 
 def _find_long(value: Any, path: list, min_chars: int, into: list) -> None:
     """Each string of ``value`` of at least ``min_chars`` characters, with its path, into ``into``
-    (``path``: the keys that lead to ``value``, appended to and taken back as the walk goes)."""
+    (``path``: the keys that lead to ``value``). A container is walked for paths only when it holds
+    such a string (``_holds_long``): a turn's records of a long conversation (thousands of messages,
+    none long) are looked through once, without a path kept for each of their values."""
     if isinstance(value, str):
         if len(value) >= min_chars:
             into.append((list(path), value))
         return
     pairs = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
     for key, inner in pairs:
-        if isinstance(inner, (str, dict, list, tuple)) and not (isinstance(inner, str) and len(inner) < min_chars):
-            path.append(key)
-            _find_long(inner, path, min_chars, into)
-            path.pop()
+        if isinstance(inner, str):
+            if len(inner) >= min_chars:
+                into.append((path + [key], inner))
+        elif isinstance(inner, (dict, list, tuple)) and _holds_long(inner, min_chars):
+            _find_long(inner, path + [key], min_chars, into)
+
+
+def _holds_long(value: dict | list | tuple, min_chars: int) -> bool:
+    """True when ``value`` (a dict, list or tuple) holds, at any depth, a string of at least
+    ``min_chars`` characters."""
+    stack = [value]
+    while stack:
+        container = stack.pop()
+        for inner in container.values() if isinstance(container, dict) else container:
+            kind = type(inner)  # the exact types first: a JSON value is one of them, and this is the hot loop
+            if kind is str:
+                if len(inner) >= min_chars:
+                    return True
+            elif kind is dict or kind is list or kind is tuple:
+                stack.append(inner)
+            elif isinstance(inner, str):
+                if len(inner) >= min_chars:
+                    return True
+            elif isinstance(inner, (dict, list, tuple)):
+                stack.append(inner)
+    return False
 
 
 def loads_in_steps(text: str, *, step_chars: int = STEP_CHARS) -> Generator[None, None, Any]:

@@ -130,3 +130,48 @@ def test_long_texts_are_lifted_out_of_a_write_and_put_back_where_they_were():
         at[path[-1]] = text
     assert kept == ops
     assert lift_long_texts(ops, min_chars=1_000) == (ops, [])
+
+
+def test_long_texts_are_found_at_any_depth_whatever_else_the_records_hold():
+    """``lift_long_texts`` finds every long string, in order, whichever containers lead to it (lists,
+    tuples, dicts and their subclasses) and however many short values sit beside it: each of many
+    random records against a plain walk that keeps a path for every value."""
+    import random
+    from collections import OrderedDict
+
+    from app.json_steps import lift_long_texts
+
+    def every_long(value, path, found):
+        if isinstance(value, str):
+            if len(value) >= 8:
+                found.append((list(path), value))
+        elif isinstance(value, dict):
+            for key, inner in value.items():
+                every_long(inner, path + [key], found)
+        elif isinstance(value, (list, tuple)):
+            for at, inner in enumerate(value):
+                every_long(inner, path + [at], found)
+        return found
+
+    rng = random.Random(7)
+
+    def record(depth):
+        pick = rng.random()
+        if depth > 3 or pick < 0.3:
+            return rng.choice(["s", "x" * rng.randrange(1, 12), 5, None, True, 2.5])
+        items = [record(depth + 1) for _ in range(rng.randrange(0, 4))]
+        if pick < 0.5:
+            return items
+        if pick < 0.6:
+            return tuple(items)
+        keys = [f"k{n}" for n in range(len(items))]
+        return (OrderedDict if pick < 0.7 else dict)(zip(keys, items))
+
+    lifted_some = 0
+    for _ in range(300):
+        values = [record(0) for _ in range(3)]
+        kept, lifted = lift_long_texts(values, min_chars=8)
+        assert lifted == every_long(values, [], [])
+        lifted_some += bool(lifted)
+        assert not every_long(kept, [], [])  # nothing long stays behind
+    assert lifted_some > 50
