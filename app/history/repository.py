@@ -582,6 +582,7 @@ class HistoryRepository:
     def __init__(self, backend: RecordBackend, on_damaged: Callable[[], None]) -> None:
         self._db = backend
         self._on_damaged = on_damaged
+        self._unreadable: set[str] = set()  # conversations found unreadable when opened (``damaged``)
 
     # -- the store ---------------------------------------------------------
     async def open(self) -> None:
@@ -593,8 +594,12 @@ class HistoryRepository:
         return await self._db.persist()
 
     async def commit(self, writes: Writes) -> None:
-        """Store ``writes`` in one transaction (all or none)."""
+        """Store ``writes`` in one transaction (all or none). A conversation whose ``messages`` record
+        they put or delete is no longer known unreadable (``damaged``: a corrected file imported over it)."""
         await self._db.write(writes.ops)
+        for verb, table, value in writes.ops:
+            if table in ("messages", "conversations") and verb in ("put", "add", "delete"):
+                self._unreadable.discard(value if verb == "delete" else value.get("taskId"))
 
     # -- reading records ---------------------------------------------------
     def meta_of(self, raw: Any) -> TaskMeta | None:
@@ -622,16 +627,20 @@ class HistoryRepository:
     async def with_messages(self, items: list[TaskMeta | Damaged]) -> list[TaskMeta | Damaged]:
         """``items`` (list rows) with each readable meta whose conversation has no ``messages`` record
         listed as ``Damaged`` (``on_damaged``): it cannot be opened, so it is listed as one that can be
-        deleted or imported over, never as a title that opens nothing (DESIGN.md §5). One read of the
-        rows' records, only their ``taskId`` crossing (``RecordBackend.bulk_get`` ``fields``)."""
+        deleted or imported over, never as a title that opens nothing (DESIGN.md §5); so is one whose
+        ``messages`` record was found unreadable when opened (``damaged``), until it is written again.
+        One read of the rows' records, only their ``taskId`` crossing (``RecordBackend.bulk_get`` ``fields``)."""
         metas = [item for item in items if not item.damaged]
         if not metas:
             return items
         held = await self._db.bulk_get("messages", [meta.taskId for meta in metas], fields=["taskId"])
         missing = {meta.taskId for meta, record in zip(metas, held) if record is None}
+        if missing:
+            self._on_damaged()
+        # one found unreadable when opened was said then (``damaged``): listed as damaged since
+        missing |= {meta.taskId for meta in metas if meta.taskId in self._unreadable}
         if not missing:
             return items
-        self._on_damaged()
         return [Damaged(item.taskId, item.stageId, item.updatedAt) if item.taskId in missing else item
                 for item in items]
 
@@ -748,7 +757,10 @@ class HistoryRepository:
             TaskMeta.model_validate(raw)
         except ValidationError:
             return True
-        return not StoredForm.of(held).whole()
+        if StoredForm.of(held).whole():
+            return False
+        self._unreadable.add(task_id)  # listed as damaged from now on (``with_messages``), until written again
+        return True
 
     async def turns(self, task_id: str) -> list[TurnMeta]:
         """The readable turn metas of ``task_id`` (a damaged one is left out, ``on_damaged``)."""

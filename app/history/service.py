@@ -323,8 +323,8 @@ class HistoryService:
                             branches: list[dict] | None = None, shown: dict[str, str] | None = None) -> str:
         """Add an imported conversation to ``stage_id``'s history (archived). Returns ``"ok"``,
         ``"exists"`` (that task id is already kept: nothing changed) or ``"unavailable"``. A kept
-        record of that task id that cannot be read (``Damaged``) is replaced: a corrected file
-        repairs it (DESIGN.md §14). ``pause``: awaited between the slices of its records
+        conversation of that task id that cannot be read (its meta or its ``messages`` record,
+        ``HistoryRepository.damaged``) is replaced: a corrected file repairs it (DESIGN.md §14). ``pause``: awaited between the slices of its records
         (``Writes.keep_in_steps``: a long conversation is not one task). ``branches``, ``shown``: the
         rest of its tree in the stored form (``app.history.export.parse_export``'s ``Conversation``,
         DESIGN.md §17); ``messages`` is then the shown path."""
@@ -334,7 +334,7 @@ class HistoryService:
             await self._segmenter.load()  # a name past 200 code points may be cut past the 400 checked above
         async with self._writes.lock:
             held = await self._repository.holds(meta.taskId)
-            if held and await self._repository.meta(meta.taskId) is not None:
+            if held and not await self._repository.damaged(meta.taskId):  # a damaged one is replaced
                 return "exists"
             # the file's title obeys the rule of every title: 50 grapheme clusters (DESIGN.md §9), or 200
             # for a name a person gave it (§18: its export says when it was renamed)

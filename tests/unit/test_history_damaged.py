@@ -269,3 +269,28 @@ async def test_archiving_or_adopting_onto_a_head_whose_meta_cannot_be_read_keeps
         assert meta.turnCount == len(turns) and meta.taskName == "what is chlorophyll", act
         assert_both_branches(backend)
         assert [m["id"] for m in backend.raw("messages")[TASK]["messages"]][-2:] == ["u3", "a3"], act
+
+
+async def test_a_conversation_refused_when_opened_is_listed_as_damaged_until_a_corrected_file_is_imported():
+    """docs/failures.md: a conversation whose messages cannot be read is listed as damaged once opened
+    (its title and counts no longer offered as if it could be), and read normally again once a
+    correct file is imported over it."""
+    from app.history.export import export_json, parse_export
+
+    backend = await seeded(head=False)
+    await archived_beside_head(backend)
+    svc, notices = heard(backend)
+    whole = await svc.bundle(TASK)
+    good = export_json(whole.meta, whole.messages, whole.turns, tree=whole.tree)
+    planted(backend, messages="x")
+    listed = lambda page: {(m.taskId, m.damaged) for m in page.items}  # noqa: E731
+    assert listed(await svc.page("s")) == {(TASK, False), (OTHER, False)}  # not known until opened
+    assert await svc.resume("s", TASK, [], None, 9) is None and await svc.damaged(TASK)
+    for sort in ("newest", "oldest", "tokens"):
+        assert listed(await svc.page("s", sort=sort)) == {(TASK, True), (OTHER, False)}
+    assert [(m.taskId, m.damaged) for m in await svc.newer("s", None)] == [(OTHER, False), (TASK, True)]
+    assert [n.code for n in notices] == ["history-damaged"]  # said once, when opened
+    meta, messages, turns = (read := parse_export(good, T0 + 99))[:3]
+    assert await svc.import_bundle("s", meta, messages, turns, branches=read.branches, shown=read.shown) == "ok"
+    assert listed(await svc.page("s")) == {(TASK, False), (OTHER, False)}
+    assert (await svc.bundle(TASK)).messages == PATH
