@@ -70,6 +70,32 @@ class ActiveThread:
         self._runtime.replace_thread(stage_id, messages, updated_at=matched_at)
         return messages
 
+    async def mend(self, stage_id: str) -> bool:
+        """After a damaged ``maic-agent-threads`` value lost messages of course ``stage_id``'s thread
+        (the store kept the rest, DESIGN.md §5: ``ThreadStore.take_repaired``): when the course's
+        active conversation in history holds every message the thread still has, and the thread is
+        not the start of its path to the last of them, that path becomes the thread (``resume``):
+        an answer is never shown under a question it did not answer, and what the value lost is
+        shown again (§16: the active thread is a device's view, rebuilt from history). False when
+        nothing changed: the thread is that path's start, holds a message the tree lacks or one
+        without an id (localStorage wins, §9), or the course has no conversation in history."""
+        thread = self._store.load(stage_id) or []
+        ids = [m.get("id") if isinstance(m, dict) else None for m in thread]
+        if not ids or not all(isinstance(i, str) for i in ids):
+            return False
+        tree = await self._service.branches(stage_id)
+        if tree is None or not all(i in tree for i in ids):
+            return False
+        path = tree.show(ids[-1]).path()
+        if [m.get("id") for m in path[:len(ids)]] == ids:
+            return False  # the thread is what history holds (or its start): nothing was put out of place
+        task_id = await self._service.head_task_id(stage_id, allocate=False)
+        if task_id is None:
+            return False
+        if tree.show(ids[-1]).path_ids() != tree.path_ids():  # the thread's branch is shown there too
+            await self._recorder.run(stage_id, lambda: self._service.show_path_in(task_id, path))
+        return await self.resume(stage_id, task_id) is not None
+
     async def show_hit(self, stage_id: str, task_id: str, keyword: str) -> bool:
         """Store the branch of conversation ``task_id`` (of course ``stage_id``) that holds ``keyword``
         as its shown one, when its shown path holds it nowhere (``hit_message``), in the recorder's

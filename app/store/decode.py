@@ -153,11 +153,14 @@ def _as_written_now(value: Json) -> Json:
 @dataclass(frozen=True)
 class Fresh:
     """Validated threads (``fresh_threads``). ``damaged``: a thread or message was dropped or
-    repaired. ``kept_held``: this tab's version was kept instead of a damaged stored one."""
+    repaired. ``kept_held``: this tab's version was kept instead of a damaged stored one.
+    ``repaired``: the courses whose thread was taken as read with something of it dropped or
+    repaired (history may hold it whole: ``app.history.active_thread.ActiveThread.mend``)."""
 
     threads: dict[str, Thread]
     damaged: bool = False
     kept_held: bool = False
+    repaired: tuple[str, ...] = ()
 
 
 def fresh_threads(entries: Entries, held: dict[str, Thread]) -> Fresh:
@@ -166,6 +169,7 @@ def fresh_threads(entries: Entries, held: dict[str, Thread]) -> Fresh:
     turns it holds because another tab wrote a damaged value)."""
     fresh: dict[str, Thread] = {}
     damaged = kept_held = False
+    repaired: list[str] = []
     for stage_id, (value, text) in entries.items():
         cached = held.get(stage_id)
         if isinstance(value, Thread):  # its stored text is this tab's fragment
@@ -180,4 +184,6 @@ def fresh_threads(entries: Entries, held: dict[str, Thread]) -> Fresh:
             fresh[stage_id], kept_held = cached, True  # the damaged version would lose what this tab held
         elif thread is not None:
             fresh[stage_id] = thread.adopt(None if bad else text)
-    return Fresh(fresh, damaged, kept_held)
+            if bad:
+                repaired.append(stage_id)
+    return Fresh(fresh, damaged, kept_held, tuple(repaired))

@@ -44,6 +44,7 @@ class ThreadStore:
     def __init__(self, storage: StringStorage | None, *, key: str = STORAGE_KEY) -> None:
         self._stored = StoredValue(MemoryStorage() if storage is None else storage, key)
         self._kept = KeptInMemory()
+        self._repaired: list[str] = []  # courses read with something of their thread dropped (``take_repaired``)
         self._notices = NoticeQueue()
         self._clock = 0  # latest time a caller passed; names backup keys
         self._mode: Mode = "persistent"
@@ -71,6 +72,13 @@ class ThreadStore:
     def take_notices(self) -> list[Notice]:
         """The notices added since the last call."""
         return self._notices.take()
+
+    def take_repaired(self) -> list[str]:
+        """The courses whose stored thread was read with a message or part of it dropped or repaired
+        (a damaged value, DESIGN.md §5) since the last call, in the order read: history may hold
+        what was lost (``app.history.active_thread.ActiveThread.mend``)."""
+        repaired, self._repaired = self._repaired, []
+        return repaired
 
     def hydrate(self, now_ms: int) -> None:
         """Read, validate and migrate the stored value (DESIGN.md §5): a damaged value is backed up
@@ -260,6 +268,7 @@ class ThreadStore:
         """``app.store.reading.take_in``, then keep in memory each course another tab's save said it
         pruned (``storage-pruned-elsewhere``); a kept course another tab wrote again is followed."""
         taken = take_in(found, held, self._kept, lambda: self._try(self._stored.pruned, frozenset()))
+        self._repaired += [stage_id for stage_id in taken.repaired if stage_id not in self._repaired]
         if not taken.damaged:
             self._kept.follow(taken.threads)
             self._kept.keep_pruned(held, taken.pruned)

@@ -35,12 +35,14 @@ class Taken:
     """``threads``: what the stored value now holds for this tab. ``layout_known``: the stored
     value is exactly their envelope (a later save can splice). ``damaged``: reading lost
     something. ``pruned``: courses gone from the value that another tab's save said it pruned
-    (this tab keeps its held version of each)."""
+    (this tab keeps its held version of each). ``repaired``: courses whose thread was taken with
+    something of it dropped or repaired (``app.store.decode.Fresh``)."""
 
     threads: dict[str, Thread]
     layout_known: bool
     damaged: bool
     pruned: tuple[str, ...] = ()
+    repaired: tuple[str, ...] = ()
 
 
 def take_in(found: ReadValue, held: dict[str, Thread], kept: Container[str],
@@ -57,4 +59,4 @@ def take_in(found: ReadValue, held: dict[str, Thread], kept: Container[str],
         listed = recorded()
         pruned = tuple(k for k in missing if k in listed)
     layout_known = found.canonical and not damaged and not fresh.kept_held and not pruned
-    return Taken(threads, layout_known, damaged, pruned)
+    return Taken(threads, layout_known, damaged, pruned, fresh.repaired)

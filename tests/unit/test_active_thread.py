@@ -231,3 +231,37 @@ async def test_a_resumed_conversation_keeps_its_time_and_place_across_the_reload
     assert await service.reconcile({"s": (store.load("s"), store.updated_at("s") + 5)}) == []  # another stamp
     assert (await service.get(old.taskId)).updatedAt == old.updatedAt
     assert [item.taskId for item in (await service.page("s")).items][-1] == old.taskId  # still the older one
+
+
+async def test_a_thread_a_damaged_value_cut_short_is_mended_from_the_conversation_history_holds():
+    """A damaged ``maic-agent-threads`` value (a reply's text part a number, the next question of a role
+    that is none) leaves the course's thread as its first question and its last answer: read again,
+    the store says the course's thread was repaired, and ``mend`` makes history's path to that answer
+    the thread, so the answer is shown under its own question and a turn goes on from it without a
+    branch (DESIGN.md §5, §16, §17)."""
+    import json
+
+    runtime, store, service, recorder, _, threads = await _course()
+    await _turn(runtime, recorder, "first")
+    await _turn(runtime, recorder, "second")
+    whole = store.load("s")
+    envelope = json.loads(store.storage.get_item("maic-agent-threads"))
+    stored = envelope["state"]["threads"]["s"]["messages"]
+    stored[1]["content"][0]["text"] = 5
+    stored[2]["role"] = "tool"
+    store.storage.set_item("maic-agent-threads", json.dumps(envelope))
+
+    again = ThreadStore(store.storage)  # a reload
+    again.hydrate(T0 + 10_000)
+    assert [m["id"] for m in again.load("s")] == [whole[0]["id"], whole[3]["id"]]
+    assert again.take_repaired() == ["s"] and again.take_repaired() == []
+    now = itertools.count(T0 + 20_000)
+    runtime2 = AgentRuntime(again, DemoAgent(delay_ms=1), clock=lambda: next(now), history=recorder)
+    runtime2.hydrate()
+    runtime2.set_stage("s")
+    mended = ActiveThread(runtime2, again, service, recorder, lambda: next(now))
+    assert await mended.mend("s")
+    assert again.load("s") == whole and not await mended.mend("s")  # once whole, nothing to mend
+    await _turn(runtime2, recorder, "third")
+    tree = await service.branches("s")
+    assert _texts(tree.path()) == ["first", "second", "third"] and len(tree) == 6  # no branch
