@@ -127,7 +127,8 @@ class HistoryWrites:
 
     @guarded(lambda: (None, []))
     async def _read_active(self, stage_id: str) -> tuple[TaskMeta | None, list[TurnMeta]]:
-        meta = await self._repository.head_meta(stage_id)
+        # a head whose meta cannot be read shows what its readable turns and fields say (§5), as its next turn writes
+        meta, _ = await self._repository.head_meta_or_rebuilt(stage_id)
         turns = await self._repository.turns(meta.taskId) if meta else []
         self._active.set(stage_id, meta, turns)
         return meta, turns

@@ -294,3 +294,18 @@ async def test_a_conversation_refused_when_opened_is_listed_as_damaged_until_a_c
     assert await svc.import_bundle("s", meta, messages, turns, branches=read.branches, shown=read.shown) == "ok"
     assert listed(await svc.page("s")) == {(TASK, False), (OTHER, False)}
     assert (await svc.bundle(TASK)).messages == PATH
+
+
+async def test_the_stats_of_an_active_conversation_whose_meta_cannot_be_read_count_its_readable_turns():
+    """The panel's stats of a course whose active conversation's meta cannot be read are those its
+    next turn writes (``rebuilt_meta``: its readable turns and fields), not none (DESIGN.md §5)."""
+    backend = await seeded()
+    meta_record = backend.raw("conversations")[TASK]
+    damaged = {**meta_record, "turnCount": "many", "stats": "lots"}
+    backend.put_raw("conversations", damaged)
+    svc, notices = heard(backend)
+    meta, turns = await svc.active("s")
+    assert meta is not None and (meta.taskId, meta.taskName, meta.turnCount, meta.durationMs) == (
+        TASK, "what is chlorophyll", 3, 30)
+    assert meta.stats.totalTokens == 9 and [t.messageId for t in turns] == ["a1", "a2", "a2b"]
+    assert backend.raw("conversations")[TASK] == damaged  # nothing written by reading
