@@ -36,12 +36,22 @@ def _lacks_id(message: Any, seen: set[str]) -> bool:
     return not isinstance(ident, str) or not ident or ident in seen
 
 
+def _as_projected(message: dict) -> dict:
+    """``message`` without an ``id`` that is no string (``7``): the slim projection drops such an id
+    (``app.projection.serialize_thread``), so a digest that counted it would give the message one id
+    where history reads it raw and another where the thread store reads it slim (two siblings)."""
+    if "id" in message and not isinstance(message["id"], str):
+        return {k: v for k, v in message.items() if k != "id"}
+    return message
+
+
 def derived_ids(messages: Iterable[Any]) -> list[Any]:
     """``messages`` (a thread: slim message dicts, in order) with an id on each (DESIGN.md §17: a thread
     without ids, written by the TS original, gets ids when it is adopted, without a notice). A message
     without a string id, or with an id an earlier message has, gets ``"h"`` + 16 hex digits of the
     SHA-256 of the canonical JSON of ``[the id of the message before it ("" for the first), the
-    message]``: derived from what is stored alone, so the thread store, another tab, history and
+    message]`` (an ``id`` that is no string, ``7``, left out: the slim projection drops it, so history
+    reading the raw record and the thread store reading it slim derive the same id): derived from what is stored alone, so the thread store, another tab, history and
     another device give the same message the same id without writing it (the next save writes it).
     The others, and anything that is no dict, are returned as they are; a changed message is a copy.
 
@@ -59,9 +69,10 @@ def derived_ids(messages: Iterable[Any]) -> list[Any]:
             out.append(message)
             continue
         if _lacks_id(message, seen):
+            hashed = _as_projected(message)
             salt = 0
             while True:  # a digest an earlier message already has (never seen in practice): salted
-                body = json.dumps([previous, message] if not salt else [previous, message, salt], sort_keys=True,
+                body = json.dumps([previous, hashed] if not salt else [previous, hashed, salt], sort_keys=True,
                                   ensure_ascii=False, separators=(",", ":"))
                 ident = "h" + hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:16]
                 if ident not in seen:

@@ -138,3 +138,24 @@ def test_a_ts_turn_after_a_fork_keeps_the_fork_and_gets_ids():
     form = StoredForm(*history.record()).written(stored)
     assert Tree.from_record(form.messages, form.branches, form.shown).siblings("u2") == (1, 2)
     assert _ids(form.messages) == ids
+
+
+def test_a_message_whose_stored_id_is_a_number_is_one_message_read_raw_or_slim():
+    """A stored id that is no string (``7``; a damaged record): the slim projection drops it, history
+    reads the record raw, and both read the message under one fresh id; the panel draws no second
+    reply beside it and a turn on it writes no branch (docs/failures.md "Reading is liberal",
+    DESIGN.md §17: every message has one id)."""
+    from app.history.branching import grown as runtime_grown
+    from app.runtime.branches import adopted_tree
+
+    stored = [_text("user", "one", "u1"), _text("assistant", "r1", "a1"), _text("user", "two", "u2"),
+              {**_text("assistant", "r2"), "id": 7}]
+    # a resumed conversation goes to the thread store slim (the id dropped), and is read back from there
+    live = serialize_thread(live_thread(serialize_thread(stored)))
+    history = Tree.from_record(stored)  # history's read of its ``messages`` record, raw
+    assert _ids(live) == list(history.path_ids()) == _ids(serialize_thread(live_thread(stored)))
+    assert isinstance(live[3]["id"], str)
+    tree = adopted_tree(history, runtime_grown(None, live), live)
+    assert len(tree) == 4 and tree.siblings(live[3]["id"]) == (1, 1)
+    form = StoredForm(stored).written(live + [_text("user", "three", "u3"), _text("assistant", "r3", "a3")])
+    assert _ids(form.messages) == _ids(live) + ["u3", "a3"] and form.branches == [] and form.shown == {}
