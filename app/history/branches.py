@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from app.continuity import continues, derived_ids, first_question_at, starts_with_one_of
 from app.history.branching import Branching
-from app.history.tree import Tree
+from app.history.tree import Tree, beside_path
 from app.projection import is_slim_message
 
 __all__ = ["StoredForm"]
@@ -90,7 +90,8 @@ class StoredForm(NamedTuple):
     def rewritten(self, tree: Tree, read: Tree | None = None) -> "StoredForm":
         """``tree`` (this form's tree, changed: grown by a thread, another branch shown) as the record to
         write: ``Tree.record``'s form, with every branch entry of this record that its tree could not
-        place (``Tree.unplaced``: an unknown parent, a cycle, a duplicate id) carried over as stored at
+        place (``Tree.unplaced``: an unknown parent, a cycle, a duplicate id; a message of the shown path
+        from its first repeated id on, ``app.history.tree.beside_path``) carried over as stored at
         the end of ``branches``, so that a write never drops a message it could not read (DESIGN.md
         §5, §17). An entry ``tree`` now holds as it is (the thread brought it) is not carried twice.
         ``read``: this form's ``tree()`` when the caller has it (else read again here).
@@ -100,7 +101,8 @@ class StoredForm(NamedTuple):
         [{'id': 'o', 'parentId': 'gone', 'role': 'user'}]
         """
         messages, branches, shown = tree.record()
-        carried = tree.unplaced((read or self.tree()).unplaced(self.branches)) if self.branches else []
+        beside = beside_path(self.messages, self.branches) if isinstance(self.messages, list) else self.branches
+        carried = tree.unplaced((read or self.tree()).unplaced(beside)) if beside else []
         return StoredForm(messages, [*branches, *carried], shown)
 
     def starts(self, thread: Any) -> bool:

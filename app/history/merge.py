@@ -33,7 +33,7 @@ from app.continuity import continues
 from app.history.branching import NO_BRANCHES, Branching
 from app.history.names import merged_names
 from app.history.records import Stats, TaskMeta, TurnMeta, parse_iso
-from app.history.tree import Tree
+from app.history.tree import Tree, beside_path
 
 __all__ = ["Merged", "answered", "merge_conversation", "merge_leaves", "merged_meta", "settled_meta", "split_turns"]
 
@@ -197,8 +197,9 @@ def _carried(tree: Tree, versions: list[_Version]) -> list[dict]:
     union writes as stored beside its own (DESIGN.md §5: a merge drops no message it could not read)."""
     carried: list[dict] = []
     for version in versions:
-        if version.branching.branches:
-            carried += [e for e in tree.unplaced(version.tree.unplaced(version.branching.branches)) if e not in carried]
+        beside = beside_path(version.messages, version.branching.branches)
+        if beside:
+            carried += [e for e in tree.unplaced(version.tree.unplaced(beside)) if e not in carried]
     return carried
 
 

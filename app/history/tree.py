@@ -35,7 +35,7 @@ from typing import Any
 
 from app.continuity import derived_ids
 
-__all__ = ["ROOT", "Tree", "with_ids"]
+__all__ = ["ROOT", "Tree", "beside_path", "readable_path", "with_ids"]
 
 ROOT = ""
 """The parent key of a first message (its fork is keyed ``""`` in ``shown``)."""
@@ -62,6 +62,56 @@ def with_ids(messages: Iterable[dict], new_id: Callable[[], str]) -> list[dict]:
         seen.add(ident)
         out.append(message)
     return out
+
+
+def _repeat_at(messages: list) -> int:
+    """The position of ``messages``' first message whose string id an earlier one has (``len`` if none)."""
+    seen: set[str] = set()
+    for at, message in enumerate(messages):
+        ident = message.get("id") if isinstance(message, Mapping) else None
+        if isinstance(ident, str) and ident:
+            if ident in seen:
+                return at
+            seen.add(ident)
+    return len(messages)
+
+
+def readable_path(messages: list) -> list:
+    """A record's stored shown path (``messages``, a list) as it is read and shown: up to its first
+    message whose string id an earlier message of it has (DESIGN.md §17: every message has one id,
+    unique). From there on the tree cannot place the path's entries (``beside_path``): they are not
+    shown and never given fresh ids, and a write keeps what they hold (docs/failures.md).
+
+    >>> [m["id"] for m in readable_path([{"id": "u"}, {"id": "a"}, {"id": "u"}, {"id": "b"}])]
+    ['u', 'a']
+    """
+    at = _repeat_at(messages)
+    return messages if at == len(messages) else messages[:at]
+
+
+def beside_path(messages: list, branches: Iterable[dict] = ()) -> list[dict]:
+    """The entries a record keeps beside its readable shown path (``readable_path``): ``branches``, then
+    each message of the path from its first repeated id on, as a branch entry with the ``parentId`` of
+    the message stored before it (its id; derived when it has none, ``derived_ids``). ``Tree.from_record``
+    places what it can of them (a repeated id never: its id is taken); what a write of the tree
+    carries over as stored (``Tree.unplaced``) is taken from these.
+
+    >>> beside_path([{"id": "u"}, {"id": "u", "role": "user"}, {"id": "x", "role": "assistant"}])
+    [{'id': 'u', 'role': 'user', 'parentId': 'u'}, {'id': 'x', 'role': 'assistant', 'parentId': 'u'}]
+    """
+    at = _repeat_at(messages)
+    if at == len(messages):
+        return list(branches)
+    derived = derived_ids(messages)
+    tail = []
+    for k in range(at, len(messages)):
+        before, message = messages[k - 1], messages[k]
+        parent = before.get("id") if isinstance(before, Mapping) else None
+        if not (isinstance(parent, str) and parent):
+            parent = derived[k - 1].get("id") if isinstance(derived[k - 1], Mapping) else None
+        if isinstance(message, Mapping):
+            tail.append({**_bare(message), "parentId": parent})
+    return [*branches, *tail]
 
 
 def _bare(message: Mapping[str, Any]) -> dict:
@@ -142,7 +192,9 @@ class Tree:
         path; a bare ``{"id", "parentId"}`` entry only places a message of the path among its siblings
         (``record``). Reading is liberal (DESIGN.md §3): a branch message without a string id, with an id
         already present, or whose parent never appears is left out; a ``shown`` entry that names no
-        child of its fork is ignored. The path stays the shown path.
+        child of its fork is ignored. The path stays the shown path, read up to a message whose id an
+        earlier one of it has (``readable_path``); those from there on are read as branch entries
+        (``beside_path``).
 
         >>> t = Tree.from_record([{"id": "u"}, {"id": "a2"}],
         ...                      [{"id": "a1", "parentId": "u", "role": "assistant"}, {"id": "a2", "parentId": "u"}])
@@ -150,6 +202,8 @@ class Tree:
         (['u', 'a2'], (2, 2))
         """
         messages = list(messages)
+        branches = beside_path(messages, branches or ())
+        messages = readable_path(messages)
         identified = derived_ids(messages)
         base = cls.chain(identified)
         nodes, parents = dict(base.nodes), dict(base.parents)

@@ -26,6 +26,7 @@ from app.history.changes import HistoryChange
 from app.history.records import TaskMeta, TurnMeta, new_task_id
 from app.history.repository import HistoryRepository, Writes
 from app.history.text import title_of
+from app.history.tree import readable_path
 from app.history.turn_writes import at_once, carried_over, with_turn
 from app.records import RecordStoreError
 
@@ -217,7 +218,7 @@ class HistoryWrites:
             form = await self._repository.whole_form(task_id) if meta is not None else None
             if meta is None or form is None:  # none, or damaged (one notice): never opened without what it lacks
                 return None
-            messages = form.messages
+            messages = readable_path(form.messages)  # a repeated id on: not shown (its record keeps it)
             writes = Writes()
             head = await self._repository.head_meta(stage_id)
             if current and (head is None or head.taskId != task_id):

@@ -157,6 +157,60 @@ def test_a_sync_merge_keeps_the_entries_either_side_could_not_place():
     assert [b for b in back.branching.branches if b in UNPLACED] == UNPLACED
 
 
+# -- a shown path that repeats a message id: read up to it, the rest never made real -------------
+
+async def chain_of_four() -> MemoryBackend:
+    """A store holding ``TASK`` of course ``s``, the chain u1 a1 u2 a2, no course head."""
+    backend = MemoryBackend()
+    await backend.open()
+    writes = Writes()
+    meta = TaskMeta(taskId=TASK, taskName="t", stageId="s", createdAt=T0, updatedAt=T0, turnCount=2)
+    writes.keep(meta, [U1, A1, U2, A2], [])
+    await backend.write(writes.ops)
+    return backend
+
+
+async def test_a_path_stored_twice_over_opens_once_and_a_turn_makes_no_copy_of_it():
+    from app.projection import live_thread, serialize_thread
+
+    backend = await chain_of_four()
+    planted(backend, messages=[U1, A1, U2, A2] * 2)
+    svc, notices = heard(backend)
+    opened = await svc.resume("s", TASK, [], None, 9)
+    assert [m["id"] for m in opened] == ["u1", "a1", "u2", "a2"]
+    tree = await svc.branches_in(TASK)
+    assert tree.path_ids() == ("u1", "a1", "u2", "a2") and len(tree) == 4
+    thread = serialize_thread(live_thread(opened)) + [msg("user", "u3", "why"), msg("assistant", "a3", "less light")]
+    await svc.record_turn(ended("s", thread, message_id="a3", conversation_id=TASK), 2)
+    record = backend.raw("messages")[TASK]
+    # the copies were the same messages (same id, same content): held once, no message made of them
+    assert [m["id"] for m in record["messages"]] == ["u1", "a1", "u2", "a2", "u3", "a3"]
+    assert not record.get("branches") and notices == []
+
+
+async def test_a_repeated_id_with_other_content_is_not_shown_and_every_write_keeps_it_as_stored():
+    backend = await chain_of_four()
+    other = msg("user", "u1", "another first question under a taken id")
+    planted(backend, messages=[U1, A1, U2, A2, other])
+    svc = service(backend)
+    assert [m["id"] for m in await svc.resume("s", TASK, [], None, 9)] == ["u1", "a1", "u2", "a2"]
+    assert len(await svc.branches_in(TASK)) == 4
+    thread = [U1, A1, U2, A2, msg("user", "u3", "why"), msg("assistant", "a3", "less light")]
+    await svc.record_turn(ended("s", thread, message_id="a3", conversation_id=TASK), 2)
+    record = backend.raw("messages")[TASK]
+    assert [m["id"] for m in record["messages"]] == ["u1", "a1", "u2", "a2", "u3", "a3"]
+    assert record["branches"] == [{**other, "parentId": "a2"}]  # kept as stored, after the message before it
+    tree = await svc.branches_in(TASK)
+    assert len(tree) == 6 and tree.nodes["u1"] == U1
+    # a sync merge with a device that went on keeps it too
+    local = (record["messages"], [], Branching(record["branches"]))
+    remote = ([U1, A1, U2, A2, other], [])
+    for merged in (merge_conversation(local, remote, local_at=2, remote_at=1),
+                   merge_conversation(remote, local, local_at=1, remote_at=2)):
+        assert [m["id"] for m in merged.messages] == ["u1", "a1", "u2", "a2", "u3", "a3"]
+        assert {**other, "parentId": "a2"} in merged.branching.branches
+
+
 # -- a conversation meta that cannot be read: the next turn keeps what is readable ----------------
 
 async def test_a_turn_on_a_head_whose_meta_cannot_be_read_keeps_its_stored_turns_tree_and_readable_fields():
