@@ -710,6 +710,18 @@ class HistoryRepository:
         return HeldTurn(task_id, _head_of(head), self.meta_of(raw), raw is not None, form.messages,
                         self._turns_of(turns), search if isinstance(search, dict) else None, form.branches, form.shown)
 
+    async def holding(self, stage_id: str, thread: list[dict]) -> str | None:
+        """The conversation of course ``stage_id`` whose tree ``thread`` starts in (``StoredForm.starts``:
+        its first message is one of the tree's first messages), the most recently updated first; None
+        when none does. Reads every conversation of the course: only for a turn whose conversation
+        holds none of the thread it was built on (a damaged ``heads`` record, DESIGN.md §5, §17)."""
+        rows = await self._db.query("conversations", LIST_INDEX, [stage_id, LOWEST], [stage_id, HIGHEST], reverse=True)
+        ids = [row["taskId"] for row in rows if isinstance(row, dict) and isinstance(row.get("taskId"), str)]
+        for task_id, record in zip(ids, await self._db.bulk_get("messages", ids) if ids else []):
+            if StoredForm.of(record).starts(thread):
+                return task_id
+        return None
+
     async def head_and_meta(self, stage_id: str, task_id: str) -> tuple[Head | None, Any]:
         """``stage_id``'s head and the ``conversations`` record of ``task_id`` as stored (raw: None
         when missing), in ONE read: whether a conversation is still as this tab wrote it."""

@@ -40,6 +40,9 @@ class _Remembered(HeldTurn):
 
 _ELSEWHERE = object()
 """``TurnWrites._record_on_own_head``: the turn's conversation is not its course's head (nothing written)."""
+_NOT_ITS_OWN = object()
+"""``TurnWrites``: the turn's conversation holds none of the thread the turn was built on (its
+``heads`` record named another conversation, or one not stored): nothing written."""
 _UNREAD = object()
 """``TurnWrites._on_head``: the conversation's ``search`` record is not read yet."""
 
@@ -124,8 +127,13 @@ class TurnWrites:
         start becomes a conversation of its own and the course's head; the old one stays whole,
         archived (DESIGN.md §9: nothing is deleted but by a delete)."""
         task_id = event.conversation_id
+        on_head = event.messages if thread is None else thread
         if task_id is not None and TASK_ID.match(task_id):
             added = await self._record_on_own_head(event, matched_at, thread)
+            if added is _NOT_ITS_OWN:  # its head names a conversation without the thread shown (§5): the one with it
+                added = await self._record_at_home(event, matched_at, thread, head=True)
+                return await self._record_on_head(event.stage_id, on_head, matched_at, event) \
+                    if added is _NOT_ITS_OWN else added
             if added is not _ELSEWHERE:  # written (or history failed: None)
                 return added
             switched_to = await self._switched_to(event.stage_id, task_id)
@@ -133,9 +141,57 @@ class TurnWrites:
             home = home_of_ending_turn(task_id, keeps_conversations=True, switched_to=switched_to,
                                        thread_replaced=lambda: False)
             if home is not None:
-                return await self._record_in(home, event.stage_id, event.messages, event)
-        return await self._record_on_head(event.stage_id, event.messages if thread is None else thread, matched_at,
-                                          event)
+                added = await self._record_in(home, event.stage_id, event.messages, event, own=True)
+                if added is _NOT_ITS_OWN:  # held by another conversation of the course: that one grows
+                    added = await self._record_at_home(event, matched_at, thread, head=False)
+                if added is _NOT_ITS_OWN:  # by none: kept under its own id, as a conversation of its own
+                    added = await self._record_in(home, event.stage_id, event.messages, event)
+                return added
+        if event.base and await self._head_lacks(event.stage_id, event.base):  # an allocated or unknown head
+            added = await self._record_at_home(event, matched_at, thread, head=True)
+            if added is not _NOT_ITS_OWN:
+                return added
+        return await self._record_on_head(event.stage_id, on_head, matched_at, event)
+
+    @guarded(lambda: False)
+    async def _head_lacks(self, stage_id: str, base: list[dict]) -> bool:
+        """True when ``stage_id``'s head has no conversation stored whose tree ``base`` starts in (an
+        allocated head, or one naming no stored conversation)."""
+        head = await self._repository.head_id(stage_id)
+        return head is None or not (await self._repository.form(head)).starts(base)
+
+    async def _record_at_home(self, event: TurnEnded, matched_at: int, thread: list[dict] | None, *,
+                              head: bool) -> Any:
+        """The turn ``event`` whose conversation holds none of the thread it was built on (DESIGN.md §5:
+        a damaged ``heads`` record; §17: no copy conversation is made): recorded in the course's
+        conversation that holds it (``HistoryRepository.holding``), made the course's head first when
+        ``head`` (the thread shown is the course's active one) or when it is already. ``_NOT_ITS_OWN``
+        (nothing written) when no conversation holds it (or history could not be read)."""
+        stage_id = event.stage_id
+        home, is_head = await self._home(stage_id, event.base, head)
+        if home is None:
+            return _NOT_ITS_OWN
+        if not is_head:
+            return await self._record_in(home, stage_id, event.messages, event)
+        return await self._record_on_head(stage_id, event.messages if thread is None else thread, matched_at, event)
+
+    @guarded(lambda: (None, False), writes=True)
+    async def _home(self, stage_id: str, base: list[dict], head: bool) -> tuple[str | None, bool]:
+        """The conversation of ``stage_id`` that holds ``base`` (``HistoryRepository.holding``; None:
+        none) and whether it is the course's head now: made so here when ``head``."""
+        home = await self._repository.holding(stage_id, base)
+        if home is None:
+            return None, False
+        async with self._lock:
+            if await self._repository.head_id(stage_id) == home:
+                return home, True
+            if not head:
+                return home, False
+            writes = Writes()
+            writes.make_head(stage_id, home, None)
+            await self._repository.commit(writes)
+            self._active.forget(stage_id)
+        return home, True
 
     @guarded()
     async def _switched_to(self, stage_id: str, task_id: str) -> str | None:
@@ -163,6 +219,8 @@ class TurnWrites:
             held = await self._held_for_turn(event.stage_id, event.conversation_id)
             if held.head is None or held.head.task_id != held.task_id or held.meta is None:
                 return None
+            if event.base and isinstance(held.messages, list) and not held.form.starts(event.base):
+                return _NOT_ITS_OWN  # the head names a conversation that holds none of the thread shown
             text = held.text if isinstance(held, _Remembered) else None
             # sent on it only when built on a thread of it: a question from an empty panel (its stored
             # thread damaged and dropped, §5) edits no first question of it (§17)
@@ -171,8 +229,8 @@ class TurnWrites:
 
         async with self._lock:
             done = await unless_stale(attempt)
-        if done is None:
-            return _ELSEWHERE
+        if done is None or done is _NOT_ITS_OWN:
+            return _ELSEWHERE if done is None else done
         added, meta, writes = done
         self._changed(HistoryChange("record", meta.taskId, event.stage_id, written=writes.kept(meta.taskId),
                                     form=writes.kept_form(meta.taskId)))
@@ -275,14 +333,19 @@ class TurnWrites:
         return await self._record_in(task_id, event.stage_id, event.messages, event)
 
     @guarded(writes=True)
-    async def _record_in(self, task_id: str, stage_id: str, messages: list[dict], turn: TurnEnded) -> TurnMeta:
+    async def _record_in(self, task_id: str, stage_id: str, messages: list[dict], turn: TurnEnded, *,
+                         own: bool = False) -> Any:
+        """``record_turn_in``'s write. ``own``: only when ``task_id`` holds the thread the turn was built
+        on (``turn.base``, when there is one), else ``_NOT_ITS_OWN`` and nothing written."""
         await self._segmenter.for_titles(messages)
 
-        async def attempt(expect: bool) -> tuple[TaskMeta, TurnMeta, Writes]:
+        async def attempt(expect: bool) -> Any:
             # a meta that cannot be read is rebuilt from what is readable: its turns and tree stay (§5)
             meta, damaged = await self._repository.meta_or_rebuilt(task_id, stage_id)
             read = meta
             held = await self._repository.form(task_id) if meta else StoredForm(None)
+            if own and turn.base and not (isinstance(held.messages, list) and held.starts(turn.base)):
+                return _NOT_ITS_OWN
             turns = await self._repository.turns(task_id) if meta else []
             form = StoredForm(messages)
             if meta is not None and isinstance(held.messages, list) and \
@@ -306,7 +369,10 @@ class TurnWrites:
             return meta, added, writes
 
         async with self._lock:
-            meta, added, writes = await unless_stale(attempt)
+            done = await unless_stale(attempt)
+            if done is _NOT_ITS_OWN:
+                return done
+            meta, added, writes = done
             if self._active.task_id(stage_id) == task_id:  # this tab still took it for the active one
                 self._active.forget(stage_id)
         self._changed(HistoryChange("record", meta.taskId, stage_id, written=writes.kept(meta.taskId),

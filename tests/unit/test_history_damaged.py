@@ -211,6 +211,59 @@ async def test_a_repeated_id_with_other_content_is_not_shown_and_every_write_kee
         assert {**other, "parentId": "a2"} in merged.branching.branches
 
 
+# -- a heads record naming the wrong conversation: the thread shown goes on in its own -----------
+
+H1 = [msg("user", "h1u", "H one"), msg("assistant", "h1a", "one reply")]
+H2 = [msg("user", "h2u", "H two q1"), msg("assistant", "h2a", "two reply"), msg("user", "h2u2", "H two q2"),
+      msg("assistant", "h2a2", "two reply 2")]
+H1_TASK, H2_TASK = "task_20260528_honeee", "task_20260528_htwooo"
+
+
+async def two_conversations(head) -> MemoryBackend:
+    """Course ``s`` with "H one" and "H two" (its thread, ``H2``, the one shown) and a ``heads``
+    record naming ``head`` (damaged: anything but ``H2_TASK``)."""
+    backend = MemoryBackend()
+    await backend.open()
+    writes = Writes()
+    for n, (task, path) in enumerate(((H1_TASK, H1), (H2_TASK, H2))):
+        meta = TaskMeta(taskId=task, taskName=path[0]["content"][0]["text"], stageId="s", createdAt=T0 + n,
+                        updatedAt=T0 + n, turnCount=len(path) // 2)
+        writes.keep(meta, path, [])
+    await backend.write(writes.ops)
+    backend.put_raw("heads", {"stageId": "s", "taskId": head, "syncedAt": 7})
+    return backend
+
+
+def held_paths(backend: MemoryBackend) -> dict[str, list[str]]:
+    return {task: [m["id"] for m in record["messages"]] for task, record in backend.raw("messages").items()}
+
+
+async def test_a_turn_on_a_thread_whose_head_names_another_conversation_or_none_goes_on_in_its_own():
+    for head in (H1_TASK, "task_20990101_zzzzzz", 5):
+        backend = await two_conversations(head)
+        svc = service(backend)
+        ran_on = await svc.head_task_id("s")  # what the runtime takes for the thread's conversation
+        for n in (3, 4):  # and again, the runtime still holding that id
+            thread = [*H2, *(msg(r, f"t{k}{r[0]}", "more") for k in range(3, n + 1) for r in ("user", "assistant"))]
+            await svc.record_turn(ended("s", thread, message_id=thread[-1]["id"], conversation_id=ran_on,
+                                        base=thread[:-2]), n)
+        held = held_paths(backend)
+        assert held == {H1_TASK: ["h1u", "h1a"], H2_TASK: [m["id"] for m in thread]}, head  # no copy, nothing pasted
+        assert not backend.raw("messages")[H1_TASK].get("branches")
+        assert backend.raw("heads")["s"]["taskId"] == H2_TASK and len(backend.raw("conversations")) == 2
+
+
+async def test_a_thread_no_conversation_holds_is_not_pasted_into_the_one_its_head_names():
+    backend = await two_conversations(H1_TASK)
+    svc = service(backend)
+    lost = [msg("user", "x1", "a thread history never kept"), msg("assistant", "x2", "reply")]
+    thread = [*lost, msg("user", "x3", "more"), msg("assistant", "x4", "ok")]
+    await svc.record_turn(ended("s", thread, message_id="x4", conversation_id=H1_TASK, base=lost), 3)
+    held = held_paths(backend)
+    assert held[H1_TASK] == ["h1u", "h1a"] and held[H2_TASK] == [m["id"] for m in H2]
+    assert [ids for task, ids in held.items() if task not in (H1_TASK, H2_TASK)] == [["x1", "x2", "x3", "x4"]]
+
+
 # -- a conversation meta that cannot be read: the next turn keeps what is readable ----------------
 
 async def test_a_turn_on_a_head_whose_meta_cannot_be_read_keeps_its_stored_turns_tree_and_readable_fields():
