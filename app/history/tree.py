@@ -66,6 +66,11 @@ def with_ids(messages: Iterable[dict], new_id: Callable[[], str]) -> list[dict]:
 
 def _repeat_at(messages: list) -> int:
     """The position of ``messages``' first message whose string id an earlier one has (``len`` if none)."""
+    try:
+        if len({message["id"] for message in messages}) == len(messages):
+            return len(messages)  # every id distinct (the stored case): no walk
+    except (KeyError, TypeError):  # a message without an id, no dict, an id that is no key
+        pass
     seen: set[str] = set()
     for at, message in enumerate(messages):
         ident = message.get("id") if isinstance(message, Mapping) else None
@@ -202,8 +207,8 @@ class Tree:
         (['u', 'a2'], (2, 2))
         """
         messages = list(messages)
-        branches = beside_path(messages, branches or ())
-        messages = readable_path(messages)
+        if _repeat_at(messages) < len(messages):  # a repeated id: the path is read up to it
+            branches, messages = beside_path(messages, branches or ()), readable_path(messages)
         identified = derived_ids(messages)
         base = cls.chain(identified)
         nodes, parents = dict(base.nodes), dict(base.parents)
