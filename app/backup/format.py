@@ -71,6 +71,12 @@ SLICE = 200
 PIECE_CHARS = 32 * 1024
 """A restore parses and checks a member in pieces of about this many characters of its lines, one
 piece per task (a whole member of 200 conversations is a main-thread task of 50–200 ms in Pyodide)."""
+READ_CHARS = 256 * 1024
+"""A restore inflates and decodes a member this many characters at a time, the page given its turn
+between them (a member of 250 MB, within ``MAX_MEMBER_BYTES``, read whole was one task of seconds)."""
+MAX_LINE_CHARS = 64 * 1024 * 1024
+"""The longest line (one conversation or scene version) a member may hold; a longer one is damage
+(a conversation within the import's limits is far shorter), refused before more of it is read."""
 MAX_FILE_BYTES = 50 * 1024 * 1024
 """DESIGN.md §14: a file over 50 MB is refused before it is read."""
 MAX_UNPACKED_BYTES = 1024 * 1024 * 1024
@@ -222,17 +228,49 @@ class BackupReader:
         except (zipfile.BadZipFile, zlib.error, UnicodeDecodeError, EOFError, OSError, ValueError) as error:
             raise BackupRefused("damaged", f"{name}: {error}") from None
 
+    def _lines(self, name: str) -> Iterator[str | None]:
+        """The lines of member ``name``, split at ``\n`` alone (the writer's separator: a JSON line
+        holds U+2028, U+2029 and U+0085 unescaped, which ``str.splitlines`` would cut at), inflated
+        and decoded ``READ_CHARS`` at a time with ``None`` after each (the caller may pause there).
+        Raises ``BackupRefused("damaged")`` for bytes that do not inflate or decode, or a line
+        longer than ``MAX_LINE_CHARS``."""
+        try:
+            with self._zip.open(self._members[name]) as raw:
+                stream = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
+                under_way: list[str] = []  # the pieces of the line not ended yet
+                held = 0
+                while chunk := stream.read(READ_CHARS):
+                    lines = chunk.split("\n")
+                    if len(lines) > 1:
+                        yield "".join([*under_way, lines[0]])
+                        yield from lines[1:-1]
+                        under_way, held = [], 0
+                    under_way.append(lines[-1])
+                    held += len(lines[-1])
+                    if held > MAX_LINE_CHARS:
+                        raise BackupRefused("damaged", f"{name}: a line longer than {MAX_LINE_CHARS} characters")
+                    yield None
+                yield "".join(under_way)
+        except (zipfile.BadZipFile, zlib.error, UnicodeDecodeError, EOFError, OSError, ValueError) as error:
+            raise BackupRefused("damaged", f"{name}: {error}") from None
+
     def slices(self, piece_chars: int = 0) -> Iterator[tuple[str, list[dict]]]:
         """Members in order, one parsed slice each; with ``piece_chars`` > 0 each member comes in
         pieces of whole lines instead, a piece ending at the line that brings it to ``piece_chars``
-        characters (``PIECE_CHARS``: the caller pauses between pieces). Raises ``BackupRefused`` on
-        the first bad line."""
+        characters, or once ``READ_CHARS`` more of the member were read (an empty piece when no line
+        ended: the caller pauses between pieces, ``PIECE_CHARS``). Raises ``BackupRefused`` on the
+        first bad line."""
         for name in sorted(n for n in self._members if n.endswith(".jsonl")):
             kind = name.split("/", 1)[0]
             check = _conversation if kind == "conversations" else _version
             piece: list[dict] = []
             size = 0
-            for line in self._read(name).splitlines():
+            for line in self._lines(name):
+                if line is None:
+                    if piece_chars:
+                        yield kind, piece
+                        piece, size = [], 0
+                    continue
                 if not line:
                     continue
                 piece.append(check(_loads(line)))

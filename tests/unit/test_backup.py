@@ -668,3 +668,35 @@ def test_a_conversation_that_shares_no_message_with_the_one_here_is_kept_as_a_co
     plan, target = _restored([here], [other])
     assert (plan.added, plan.renamed, plan.extended) == (1, 1, 0)
     assert sorted(target.raw("conversations")) == sorted([here["meta"]["taskId"], "task_20260601_copy01"])
+
+
+def test_a_message_holding_a_line_or_paragraph_separator_is_restored_exactly():
+    """JSON leaves U+2028, U+2029 and U+0085 unescaped in a line of a member: the lines are split at the
+    writer's ``\\n`` alone, so such a message (pasted text often holds one) is restored, not refused."""
+    odd = conversation(1)
+    odd["messages"][0]["content"][0]["text"] = "line\u2028separator \x85 next \u2029 paragraph\r\nend"
+    data = build([odd, conversation(2)], [])
+    assert open_backup(data).read_all()[0] == [odd, conversation(2)]
+    pieces = [items for _, items in open_backup(data).slices(32 * 1024)]
+    assert [c for items in pieces for c in items] == [odd, conversation(2)]
+
+
+def test_a_member_that_unpacks_to_one_endless_line_is_read_in_slices_and_refused(monkeypatch):
+    """A small file whose member unpacks to one line of spaces (a zip bomb within the unpacked limits)
+    is inflated ``READ_CHARS`` at a time, a piece handed back after each (the page's turn), and refused
+    as damaged once the line passes ``MAX_LINE_CHARS``, never read whole in one go; a member of
+    newlines alone hands back a piece as often."""
+    import app.backup.format as fmt
+
+    monkeypatch.setattr(fmt, "READ_CHARS", 4096)
+    monkeypatch.setattr(fmt, "MAX_LINE_CHARS", 64 * 1024)
+    manifest = json.dumps({**MANIFEST, "counts": {"threads": 0, "conversations": 1, "versions": 0}})
+    for body, reason in ((" " * 1_000_000, "damaged"), ("\n" * 100_000, "damaged")):
+        reader = open_backup(zip_bytes({"manifest.json": manifest, "conversations/000001.jsonl": body}))
+        handed_back = 0
+        with pytest.raises(BackupRefused) as refused:
+            for _kind, items in reader.slices(32 * 1024):
+                handed_back += 1
+            fmt.check_counts(reader.manifest, 0, 0)  # newlines alone: no conversation, as the manifest lies
+        assert refused.value.reason == reason
+        assert handed_back >= min(len(body), 64 * 1024) // 4096  # one piece per READ_CHARS read at least
