@@ -2,8 +2,10 @@
 
 A delete removes every record of one conversation in one transaction (its course's head too, when
 it was the active one) and keeps what it removed, as stored, for ``UNDO_MS``: ``undo`` puts it back
-exactly. What was removed last also tells sync what the deleting device had (``deleted_paths``,
-§16, §17).
+exactly, unless that id came back meanwhile (an import of its export, a restored backup, another
+tab's turn): then both are kept as one conversation, the union of their trees
+(``app.history.merge.merge_conversation``), never the one written over by the other (DESIGN.md §5).
+What was removed last also tells sync what the deleting device had (``deleted_paths``, §16, §17).
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from app.history.access import HistoryAccess, guarded
 from app.history.active import ActiveConversations, Changed
 from app.history.branching import Branching
 from app.history.changes import HistoryChange
-from app.history.repository import HistoryRepository, Stored, Writes
+from app.history.merge import merge_conversation, merged_meta
+from app.history.records import TaskMeta, TurnMeta
+from app.history.repository import Conversation, HistoryRepository, Stored, Writes
 
 __all__ = ["DeleteWrites", "UNDO_MS"]
 
@@ -78,12 +82,26 @@ class DeleteWrites:
 
     @guarded()
     async def _restore(self, deleted: _Deleted) -> str:
+        task_id = deleted.stored.task_id
         async with self._lock:
             writes = Writes()
-            writes.restore(deleted.stored)
-            await self._repository.commit(writes)
-        self._changed(HistoryChange("undo", deleted.stored.task_id, deleted.stage_id))
-        return deleted.stored.task_id
+            if not await self._repository.holds(task_id):
+                writes.restore(deleted.stored)
+            else:  # back meanwhile (an import, a restore, another tab's turn): kept with it, not written over
+                here = await self._repository.conversation(task_id)
+                gone = _conversation_of(deleted.stored)
+                if here is not None and gone is not None:
+                    merged = merge_conversation((here.messages, here.turns, here.branching),
+                                                (gone.messages, gone.turns, gone.branching),
+                                                local_at=here.meta.updatedAt, remote_at=gone.meta.updatedAt)
+                    if merged.how != "local":  # the deleted one held what is here now lacks
+                        writes.expect(here.meta)
+                        writes.keep(merged_meta(here.meta, gone.meta, merged), merged.messages, merged.turns,
+                                    branches=merged.branching.branches, shown=merged.branching.shown)
+            if writes:
+                await self._repository.commit(writes)
+        self._changed(HistoryChange("undo", task_id, deleted.stage_id))
+        return task_id
 
     @property
     def undo_was_head(self) -> bool:
@@ -107,3 +125,17 @@ class DeleteWrites:
         if messages is None:
             return None
         return Branching.of(self._deleted.stored.record("messages")).paths(messages)
+
+
+def _conversation_of(stored: Stored) -> Conversation | None:
+    """The conversation a delete removed (its records as stored), or None when its meta or its
+    ``messages`` record cannot be read (then what is here now stays as it is)."""
+    meta, record, turns = stored.record("conversations"), stored.record("messages"), stored.record("turns")
+    if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
+        return None
+    try:
+        return Conversation(TaskMeta.model_validate(meta), record["messages"],
+                            [TurnMeta.model_validate(t) for t in (turns or {}).get("turns") or []],
+                            Branching.of(record))
+    except ValueError:  # pydantic's ValidationError: a damaged record
+        return None

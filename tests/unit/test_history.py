@@ -1035,3 +1035,28 @@ async def test_a_turn_of_a_long_message_is_indexed_in_slices_with_the_records_of
         stored.append({table: backend.raw(table) for table in ("conversations", "messages", "search", "texts")})
     assert len(pauses) >= 20  # each of the two turns: its text, folding and terms in many slices
     assert stored[0] == stored[1] and stored[0]["search"]
+
+
+async def test_an_undo_after_the_conversation_came_back_by_an_import_keeps_both_never_writes_over_it():
+    """Undo delete puts back what the delete removed; when that id came back meanwhile (its export
+    imported with a turn more, made elsewhere), the undo keeps both as one conversation and never
+    writes over what came back (DESIGN.md §5: nothing is lost silently); a shorter export imported
+    meanwhile gets back what only the deleted one held."""
+    for extra in (True, False):
+        svc, _, _ = service()
+        task_id = await add(svc, "s", "first")
+        whole = await svc.bundle(task_id)
+        messages, turns = whole.messages, whole.turns
+        if extra:  # continued on another machine, then exported
+            messages = messages + [user("more", "u-more"), reply("yes", "a-more")]
+            turns = turns + [turns[0].model_copy(update={"turnId": 2, "messageId": "a-more"})]
+            meta = whole.meta.model_copy(update={"turnCount": 2, "updatedAt": whole.meta.updatedAt + 50})
+        else:  # an older export: its first question only, unanswered
+            messages, turns, meta = messages[:1], [], whole.meta.model_copy(update={"turnCount": 0})
+        assert await svc.delete(task_id)
+        assert await svc.import_bundle("s", meta, messages, turns) == "ok"
+        assert await svc.undo() == task_id and await svc.total("s") == 1
+        kept = await svc.bundle(task_id)
+        expected = whole.messages + ([user("more", "u-more"), reply("yes", "a-more")] if extra else [])
+        assert [m["id"] for m in kept.messages] == [m["id"] for m in expected]
+        assert kept.meta.turnCount == len(kept.turns) == (2 if extra else 1)
