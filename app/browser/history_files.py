@@ -20,7 +20,7 @@ from app.agents.errors import describe as describe_error
 from app.browser.dom import element as _node
 from app.browser.files import download, read_text
 from app.browser.status_line import say
-from app.history.labels import import_outcome, import_refusal, markdown_left_out, markdown_meta
+from app.history.labels import import_outcome, import_refusal, import_said, markdown_left_out, markdown_meta
 from app.history.list_model import HistoryList
 from app.history.recorder import HistoryRecorder
 from app.history.service import HistoryService
@@ -196,9 +196,10 @@ class HistoryFiles:
         except Exception as error:  # noqa: BLE001 - never a silent failure: the page says it (§14)
             js.console.error(f"import failed: {type(error).__name__}: {error}")
             return self._refused("failed")
-        status.setAttribute("data-result", "ok" if result == "ok" else "error")
-        say(status, self.t("history.imported" if result == "ok" else f"history.importError.{result}"))
-        if result == "ok" and stage_id == self.list.stage:
+        status.setAttribute("data-result", "ok" if result in ("ok", "copy", "extended") else "error")
+        status.setAttribute("data-outcome", result)
+        say(status, import_said(self.t, result))
+        if result in ("ok", "copy", "extended") and stage_id == self.list.stage:
             await self._on_imported(bundle[0].taskId, 1)
 
     def _original_reads(self, text: str):
@@ -243,7 +244,8 @@ class HistoryFiles:
             results, skipped, first, stopped, added = await self._write_reads(reads, shown, own_course)
         if stopped is not None and "ok" not in results:  # nothing was added: the file is refused
             return self._refused(stopped, importer)
-        self._say_counts(status, results.count("ok"), results.count("exists"), skipped, stopped)
+        self._say_counts(status, results.count("ok") + results.count("copy"), results.count("exists"), skipped,
+                         stopped, extended=results.count("extended"))
         if first and shown == self.list.stage:
             await self._on_imported(first, added)
 
@@ -276,7 +278,7 @@ class HistoryFiles:
                                                        self.service.import_bundle(s, *b, pause=_pause, **k)))
                 if results[-1] == "unavailable":
                     return results, skipped, first, "unavailable", added
-                if results[-1] == "ok" and stage_id == shown:
+                if results[-1] in ("ok", "copy") and stage_id == shown:
                     first, added = first or read[0].taskId, added + 1
                 await asyncio.sleep(0)
                 began = time.perf_counter()
@@ -287,8 +289,9 @@ class HistoryFiles:
             return results, skipped, first, "failed", added
         return results, skipped, first, None, added
 
-    def _say_counts(self, status, imported: int, existing: int, skipped: list, stopped: str | None = None) -> None:
-        result, text = import_outcome(self.t, imported, existing, skipped, stopped)
+    def _say_counts(self, status, imported: int, existing: int, skipped: list, stopped: str | None = None, *,
+                    extended: int = 0) -> None:
+        result, text = import_outcome(self.t, imported, existing, skipped, stopped, extended=extended)
         status.setAttribute("data-result", result)
         status.setAttribute("data-imported", str(imported))
         status.setAttribute("data-existing", str(existing))

@@ -14,7 +14,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["backup_saved_text", "import_refusal", "skipped_names", "seconds_text", "turns_phrase", "tokens_phrase",
+__all__ = ["backup_saved_text", "import_outcome", "import_refusal", "import_said", "skipped_names", "seconds_text",
+           "turns_phrase", "tokens_phrase",
            "stats_text", "item_stats_text", "turn_meta_text", "markdown_left_out", "markdown_meta",
            "model_short_name"]
 
@@ -170,16 +171,38 @@ def skipped_names(t: Translate, skipped: list[Any]) -> str:
     return t("app.listSeparator").join(said) + (t("app.listSeparator") + "…" if len(skipped) > SHOWN_SKIPPED else "")
 
 
+def import_said(t: Translate, result: str) -> str:
+    """What ``history-status`` says of one imported file (``HistoryService.import_bundle``'s result):
+    added, added as a copy beside another conversation under its id, the kept one continued from it
+    (said as a backup's restore says it, DESIGN.md §14), or why nothing was imported.
+
+    >>> t = lambda key, **p: key + "".join(f" {v}" for v in p.values())
+    >>> import_said(t, "extended"), import_said(t, "exists")
+    ('backup.extended 1', 'history.importError.exists')
+    """
+    from app.i18n import join_sentences
+
+    if result == "ok":
+        return t("history.imported")
+    if result == "copy":
+        return join_sentences([t("history.imported"), t("backup.renamed", count=1)])
+    if result == "extended":
+        return t("backup.extended", count=1)
+    return t(f"history.importError.{result}")
+
+
 def import_outcome(t: Translate, imported: int, existing: int, skipped: list[Any],
-                   stopped: str | None = None) -> tuple[str, str]:
+                   stopped: str | None = None, *, extended: int = 0) -> tuple[str, str]:
     """``(result, text)`` of an import of several conversations for ``history-status`` (DESIGN.md §14):
     how many were added (``imported``), were already kept (``existing``) and could not be read
     (``skipped``, named by ``skipped_names``). ``stopped``: the reason (an ``import_refusal`` reason,
     e.g. ``failed``, ``unavailable``) the import stopped partway, or None when it went to the end. An
     import that stopped after it added a conversation never says "nothing was changed": it says what
-    it added and that the rest could not be imported. ``result``: ``ok`` when a conversation was added
-    or kept and nothing stopped the import, else ``error``; ``stopped`` with nothing added is the
-    caller's refusal (``import_refusal``), not this text.
+    it added and that the rest could not be imported. ``extended``: how many kept ones the file
+    continued (``HistoryService.import_bundle``'s ``extended``), said as a restore says them.
+    ``result``: ``ok`` when a conversation was added, kept or extended and nothing stopped the
+    import, else ``error``; ``stopped`` with nothing added is the caller's refusal
+    (``import_refusal``), not this text.
 
     >>> t = lambda key, **p: {"history.importedCount": "{count} imported.", "history.importStopped": "Rest failed."
     ...                       }.get(key, key).format(**p)
@@ -189,10 +212,12 @@ def import_outcome(t: Translate, imported: int, existing: int, skipped: list[Any
     from app.i18n import join_sentences
 
     said = [t("history.importedCount", count=imported)]
+    if extended:
+        said.append(t("backup.extended", count=extended))
     if existing:
         said.append(t("history.importExisting", count=existing))
     if skipped:
         said.append(t("history.importSkipped", count=len(skipped), names=skipped_names(t, skipped)))
     if stopped is not None:
         said.append(t("history.importStopped"))
-    return ("ok" if (imported or existing) and stopped is None else "error"), join_sentences(said)
+    return ("ok" if (imported or existing or extended) and stopped is None else "error"), join_sentences(said)

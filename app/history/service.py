@@ -27,12 +27,13 @@ from app.history.access import NOTICE_CODES, HistoryAccess, Segmenter, guarded
 from app.history.branching import NO_BRANCHES, Branching
 from app.history.changes import ChangeHub, HistoryChange
 from app.history.reads import PAGE_SIZE, HistoryReads, Page, SearchHit, SearchPage
-from app.history.records import Stats, TaskMeta, TurnMeta
+from app.history.merge import merge_conversation, merged_meta
+from app.history.records import Stats, TaskMeta, TurnMeta, new_task_id
 from app.history.repository import Conversation, Damaged, HistoryRepository, Writes
 from app.history.search_index import SearchIndex
 from app.history.name_writes import NameWrites
 from app.history.names import NAME_GRAPHEMES, pinned_meta, renamed_meta
-from app.history.text import TITLE_GRAPHEMES, cut_title, text_needs_segmenter, title_of
+from app.history.text import TITLE_GRAPHEMES, copy_title, cut_title, text_needs_segmenter, title_of
 from app.history.tree import Tree
 from app.history.synced_writes import SyncedWrites
 from app.history.active import ActiveConversations
@@ -55,6 +56,18 @@ def _logged(task: asyncio.Future) -> None:
 __all__ = ["ConversationStats", "Damaged", "HistoryService", "NOTICE_CODES", "Page", "SearchHit", "SearchPage",
            "PAGE_SIZE",
            "UNDO_MS", "Stats"]
+
+def _joined(here: Conversation, messages: list[dict], branches: list[dict], shown: dict[str, str]) -> str:
+    """An imported conversation against the one kept under its task id, as trees (as a backup's
+    restore compares them, ``app.backup.format.plan_merge``): ``exists`` when ``here`` holds every
+    message of it, ``copy`` when they share no message or a message of one id differs in content or
+    place (another conversation), else ``extended`` (one conversation, continued or branched)."""
+    mine, theirs = here.tree, Tree.from_record(messages, branches, shown)
+    shared = [i for i in theirs.ids if i in mine]
+    if not shared or any(mine.nodes[i] != theirs.nodes[i] or mine.parent(i) != theirs.parent(i) for i in shared):
+        return "copy"
+    return "exists" if len(shared) == len(theirs) else "extended"
+
 
 @dataclass
 class ConversationStats:
@@ -322,9 +335,12 @@ class HistoryService:
                             pause: Callable[[], Awaitable[None]] | None = None, *,
                             branches: list[dict] | None = None, shown: dict[str, str] | None = None) -> str:
         """Add an imported conversation to ``stage_id``'s history (archived). Returns ``"ok"``,
-        ``"exists"`` (that task id is already kept: nothing changed) or ``"unavailable"``. A kept
-        conversation of that task id that cannot be read (its meta or its ``messages`` record,
-        ``HistoryRepository.damaged``) is replaced: a corrected file repairs it (DESIGN.md §14). ``pause``: awaited between the slices of its records
+        ``"exists"`` (the conversation kept under that task id holds every message of it: nothing
+        changed), ``"extended"`` (the kept one is that conversation, continued or branched in the file:
+        the union of both trees replaces it, as a backup's restore does, §14), ``"copy"`` (the kept one
+        under that id is another conversation: the file's is added under a new id and a copy's title)
+        or ``"unavailable"``. A kept conversation of that task id that cannot be read (its meta or its
+        ``messages`` record, ``HistoryRepository.damaged``) is replaced: a corrected file repairs it. ``pause``: awaited between the slices of its records
         (``Writes.keep_in_steps``: a long conversation is not one task). ``branches``, ``shown``: the
         rest of its tree in the stored form (``app.history.export.parse_export``'s ``Conversation``,
         DESIGN.md §17); ``messages`` is then the shown path."""
@@ -332,10 +348,24 @@ class HistoryService:
             await self._segmenter.for_titles([{"role": "user", "content": [{"type": "text", "text": meta.taskName}]}])
         if meta.changedAt.taskName and len(meta.taskName) > NAME_GRAPHEMES:
             await self._segmenter.load()  # a name past 200 code points may be cut past the 400 checked above
+        outcome = "ok"
         async with self._writes.lock:
             held = await self._repository.holds(meta.taskId)
-            if held and not await self._repository.damaged(meta.taskId):  # a damaged one is replaced
-                return "exists"
+            here = await self._repository.conversation(meta.taskId) \
+                if held and not await self._repository.damaged(meta.taskId) else None  # a damaged one is replaced
+            if here is not None:
+                outcome = _joined(here, messages, branches or [], shown or {})
+                if outcome == "exists":
+                    return outcome
+                if outcome == "extended":
+                    written = await self._extend(here, meta, messages, turns, Branching(list(branches or []),
+                                                                                        dict(shown or {})))
+                    self._changed(HistoryChange("import", meta.taskId, here.meta.stageId, "import", written=written))
+                    return outcome
+                # another conversation under a kept id: added beside it, told apart (as a restore does, §14)
+                meta = meta.model_copy(update={"taskId": new_task_id(self._clock(), self._random),
+                                               "taskName": copy_title(meta.taskName)})
+                held = False
             # the file's title obeys the rule of every title: 50 grapheme clusters (DESIGN.md §9), or 200
             # for a name a person gave it (§18: its export says when it was renamed)
             limit = NAME_GRAPHEMES if meta.changedAt.taskName else TITLE_GRAPHEMES
@@ -350,7 +380,21 @@ class HistoryService:
                                        branches=branches, shown=shown)
             await self._repository.commit(writes)
         self._changed(HistoryChange("import", meta.taskId, stage_id, "import", written=writes.kept(meta.taskId)))
-        return "ok"
+        return outcome
+
+    async def _extend(self, here: Conversation, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta],
+                      branching: Branching) -> Conversation | None:
+        """``import_bundle``'s join (lock held): ``here`` and the file's version of it as one, the union
+        of both trees (``app.history.merge.merge_conversation``), written only while ``here`` is as read."""
+        merged = merge_conversation((here.messages, here.turns, here.branching), (messages, turns, branching),
+                                    local_at=here.meta.updatedAt, remote_at=meta.updatedAt)
+        kept = merged_meta(here.meta, meta.model_copy(update={"stageId": here.meta.stageId}), merged)
+        writes = Writes()
+        writes.expect(here.meta)
+        await writes.keep_in_steps(kept, merged.messages, merged.turns, pause=at_once,
+                                   branches=merged.branching.branches, shown=merged.branching.shown)
+        await self._repository.commit(writes)
+        return writes.kept(kept.taskId)
 
     # -- sync (DESIGN.md §16; app.history.synced_writes) -----------------------
     async def apply_synced(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta],

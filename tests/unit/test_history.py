@@ -1060,3 +1060,27 @@ async def test_an_undo_after_the_conversation_came_back_by_an_import_keeps_both_
         expected = whole.messages + ([user("more", "u-more"), reply("yes", "a-more")] if extra else [])
         assert [m["id"] for m in kept.messages] == [m["id"] for m in expected]
         assert kept.meta.turnCount == len(kept.turns) == (2 if extra else 1)
+
+
+async def test_an_import_of_a_kept_conversation_continued_elsewhere_joins_it_and_another_under_its_id_is_a_copy():
+    """Import JSON as a backup's restore compares (DESIGN.md §14): the same export again changes
+    nothing (``exists``); an export of the conversation continued on another machine adds what it
+    holds to the one kept (``extended``, one conversation, every turn counted); another conversation
+    under a kept task id is added beside it under a new id and a copy's title (``copy``), never
+    reported as already there while nothing of it was kept (DESIGN.md §5)."""
+    svc, _, _ = service()
+    task_id = await add(svc, "s", "first")
+    whole = await svc.bundle(task_id)
+    assert await svc.import_bundle("s", whole.meta, whole.messages, whole.turns) == "exists"
+    more = whole.messages + [user("more", "u-more"), reply("yes", "a-more")]
+    turns = whole.turns + [whole.turns[0].model_copy(update={"turnId": 2, "messageId": "a-more"})]
+    later = whole.meta.model_copy(update={"turnCount": 2, "updatedAt": whole.meta.updatedAt + 50})
+    assert await svc.import_bundle("s", later, more, turns) == "extended"
+    kept = await svc.bundle(task_id)
+    assert [m["id"] for m in kept.messages] == [m["id"] for m in more] and kept.meta.turnCount == 2
+    other = [user("unrelated", "u-other"), reply("no", "a-other")]
+    assert await svc.import_bundle("s", whole.meta, other, []) == "copy"
+    items = (await svc.page("s")).items
+    assert len(items) == 2 and (await svc.bundle(task_id)).messages == kept.messages
+    [copy] = [m for m in items if m.taskId != task_id]
+    assert copy.taskName == whole.meta.taskName + " (2)" and (await svc.bundle(copy.taskId)).messages == other
