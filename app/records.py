@@ -321,7 +321,7 @@ class MemoryBackend:
                 keys = {_norm(k) for k in entries if isinstance(k, (str, int, float))} if isinstance(entries, list) else set()
             else:
                 key = _norm(key_of(record, index))
-                keys = set() if key is None else {key}
+                keys = set() if key is None or _ordered(key) is None else {key}  # an object in it: no key
             for key in keys:
                 at = _ordered(key)
                 if at is not None and (low < at if lower_open else low <= at) and (at < high if upper_open else at <= high):

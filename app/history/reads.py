@@ -42,6 +42,9 @@ class Page:
     ``after_turn`` needs of a newest-first one); None on later pages, or when the pins were not read."""
     pins: tuple = ()
     """A first page: the course's pinned metas that lead it (``items`` starts with them)."""
+    strays: tuple = ()
+    """A first page over all times: the conversations no course's list holds (``HistoryRepository.
+    strays``), damaged, that end it (``items`` ends with them)."""
 
 
 def after_turn(page: Page, meta: TaskMeta) -> Page | None:
@@ -69,9 +72,9 @@ def after_turn(page: Page, meta: TaskMeta) -> Page | None:
         return None
     listed = tuple([meta, *rest][:PAGE_SIZE])
     pins = tuple(pinned_first([meta if pin.taskId == meta.taskId else pin for pin in page.pins]))
-    items = [*pins, *(row for row in listed if getattr(row, "pinnedAt", None) is None)]
+    items = [*pins, *(row for row in listed if getattr(row, "pinnedAt", None) is None), *page.strays]
     last = listed[-1]
-    return Page(items, (last.updatedAt, last.taskId), page.has_more, page.total, listed, pins)
+    return Page(items, (last.updatedAt, last.taskId), page.has_more, page.total, listed, pins, page.strays)
 
 
 def _no_page() -> Page:
@@ -124,6 +127,7 @@ class HistoryReads:
                  *, pause: Callable[[], Awaitable[None]] | None = None) -> None:
         self._repository, self._index, self._access, self._segmenter = repository, index, access, segmenter
         self._pause = pause  # ends the task between slices of indexing (the page's next_task); None: asyncio.sleep(0)
+        self._no_strays = False  # no conversation outside every course's list was found (``_strays``)
         self._refolded: set[str] = set()  # courses whose search records all carry FOLD_VERSION
 
     @guarded(int)
@@ -144,7 +148,19 @@ class HistoryReads:
             page = await self._tokens_page(stage_id, cursor, since_ms)
         else:
             page = await self._time_page(ListRange(stage_id, since_ms, cursor, sort == "oldest", PAGE_SIZE + 1))
-        return await self._pinned_first(stage_id, page, cursor is None, since_ms)
+        page = await self._pinned_first(stage_id, page, cursor is None, since_ms)
+        strays = await self._strays() if cursor is None and since_ms is None else []
+        return replace(page, items=[*page.items, *strays], strays=tuple(strays)) if strays else page
+
+    @guarded(list)
+    async def _strays(self) -> list[Damaged]:
+        """``HistoryRepository.strays``, asked again only while some were found: none are made but by
+        another writer (an older version, a hand edit), and each list open would count twice."""
+        if self._no_strays:
+            return []
+        strays = await self._repository.strays()
+        self._no_strays = not strays
+        return strays
 
     @guarded(lambda: None)
     async def _pins(self, stage_id: str, since_ms: int | None) -> list[TaskMeta] | None:

@@ -722,6 +722,20 @@ class HistoryRepository:
                 return task_id
         return None
 
+    async def strays(self) -> list[Damaged]:
+        """The conversations no course's list holds, each as ``Damaged`` (``on_damaged``): records whose
+        list key is no key of a course (``stageId`` not a string, ``updatedAt`` null, an object or
+        missing: in no range of the list's index), so that they can be listed, deleted or imported
+        over, never hidden (DESIGN.md §5). Two counts when there are none; the keys are compared
+        only when the counts differ."""
+        every = await self._db.count("conversations", "taskId", "", "\uffff")
+        if every <= await self._db.count("conversations", LIST_INDEX, [""], ["\uffff"]):
+            return []
+        listed = set(await self._db.primary_keys("conversations", LIST_INDEX, [""], ["\uffff"]))
+        missing = [k for k in await self._db.primary_keys("conversations", "taskId", "", "\uffff") if k not in listed]
+        rows = [self.listed(raw) for raw in await self._db.bulk_get("conversations", missing)] if missing else []
+        return [row if row.damaged else Damaged(row.taskId, "", row.updatedAt) for row in rows if row is not None]
+
     async def head_and_meta(self, stage_id: str, task_id: str) -> tuple[Head | None, Any]:
         """``stage_id``'s head and the ``conversations`` record of ``task_id`` as stored (raw: None
         when missing), in ONE read: whether a conversation is still as this tab wrote it."""

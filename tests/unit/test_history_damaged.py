@@ -211,6 +211,22 @@ async def test_a_repeated_id_with_other_content_is_not_shown_and_every_write_kee
         assert {**other, "parentId": "a2"} in merged.branching.branches
 
 
+async def test_a_conversation_no_course_list_holds_is_listed_as_damaged_with_one_notice_and_can_be_deleted():
+    for fields in ({"stageId": 5}, {"updatedAt": None}, {"updatedAt": {"t": 1}}, {"updatedAt": ...}):
+        backend = await seeded(head=False)
+        await archived_beside_head(backend)
+        record = {**backend.raw("conversations")[TASK], **fields}
+        backend.put_raw("conversations", {k: v for k, v in record.items() if v is not ...})  # in no list's range
+        svc, notices = heard(backend)
+        for sort in ("newest", "oldest", "tokens"):
+            page = await svc.page("s", sort=sort)
+            assert [(m.taskId, m.damaged) for m in page.items] == [(OTHER, False), (TASK, True)], (fields, sort)
+        assert [n.code for n in notices] == ["history-damaged"]
+        assert await svc.delete(TASK)
+        assert [m.taskId for m in (await svc.page("s")).items] == [OTHER]
+        assert all(TASK not in backend.raw(table) for table in ("conversations", "messages", "turns", "search"))
+
+
 # -- a heads record naming the wrong conversation: the thread shown goes on in its own -----------
 
 H1 = [msg("user", "h1u", "H one"), msg("assistant", "h1a", "one reply")]
