@@ -298,7 +298,10 @@ class HistoryList:
         """What ``change`` does to the list as it is now: nothing when it is closed or shows
         another course; a delete removes its item; an undo or import puts one back or in at its own
         place (maybe far down), a rename or pin changes an item where it is or moves it (§18): drawn
-        afresh; anything else arrives at the top."""
+        afresh; anything else arrives at the top. A delete of an item drawn removes it whatever course
+        its record names (one no course's list holds is drawn in every course's, ``Page.strays``)."""
+        if self.open and change.kind == "delete" and self.shows(change.task_id):
+            return "remove"
         if not self.open or change.stage_id != self.stage:
             return "none"
         if change.kind == "delete":

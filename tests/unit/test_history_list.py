@@ -81,6 +81,19 @@ def test_a_change_touches_the_list_only_when_it_is_open_on_that_course():
     assert model.effect(HistoryChange("resume", "t", "s")) == "top"
 
 
+def test_the_delete_of_a_drawn_conversation_no_course_list_holds_removes_its_item():
+    """A record whose ``stageId`` is no course's (``5``) is drawn in every course's list (``Page.strays``):
+    its delete, told with that stage, removes its item from the list that drew it."""
+    from app.history.repository import Damaged
+
+    model = HistoryList()
+    model.restart("s")
+    model.open = True
+    model.drawn([Damaged("task_20260528_stray0", "", 0)], T0)
+    assert model.effect(HistoryChange("delete", "task_20260528_stray0", 5)) == "remove"
+    assert model.effect(HistoryChange("delete", "task_20260528_undraw", 5)) == "none"
+
+
 def test_item_rows_decide_every_text_and_mark_the_current_conversation():
     t = Translator("en-US")
     current, other = meta(1, T0 - 120_000, "Kept", tokens=7), meta(2, T0, "")
