@@ -311,7 +311,7 @@ class HistoryListView:
             item = self._by("history-list").querySelector(f'[data-task-id="{change.task_id}"]')
             if not is_none(item):
                 item.remove()
-            total = await self.service.total(change.stage_id, self.list.since)
+            total = await self.service.total(self.list.stage, self.list.since)  # a stray's names no course
             self._by("history-list").setAttribute("data-total", str(total))
             self._empty(self._by("history-list"),
                         "history.noResults" if self._by("history-search").value.strip() else "history.empty")
