@@ -16,6 +16,8 @@ documents in the app's shape (``app.sync.documents.conversation_doc``; 10,000 ×
 - **baseline**: a plain page of the same origin (``bench/pages/blank.html`` with the vendored
   ``static/vendor/pouchdb/pouchdb.min.js``) replicating the same database with PouchDB alone into a
   local PouchDB: its time and longest task, in the same run;
+- **timeline** (``BENCH_SYNC_TIMELINE=<file>``): each slice's take, held read and write, by the page's
+  clock, written to that file (``TIMELINE_JS``);
 - **storage**: ``navigator.storage.estimate().usage`` of the app's context after the sync, against a
   fresh context whose history holds the same conversations written without sync (``SEED_JS``, then the
   course's search index built by one search, as the app builds it on first search).
@@ -175,6 +177,40 @@ HEARTBEAT = os.environ.get("BENCH_SYNC_HEARTBEAT") == "1"
 before 2026-12-05; else the longest task is the trace's longest main-thread task by wall clock."""
 
 
+# With BENCH_SYNC_TIMELINE=<file>: a timeline of the pull in the app's page, window.__timeline, written
+# to that file as {"t0": Save's page time, "t1": all in history, "timeline": [[name, began, ended, n?], …]}
+# (page ms): each call of history's IndexedDB adapter (a slice's held read "bulkGet", its "write" until
+# committed, the closed list's reads) and each take of the replication's waiting changes ("take", n: how
+# many it handed over; "onChange": changes began to wait). What a slice spends where, and whether the
+# worker or the intake waits for the other (a take that hands over fewer than a slice's worth).
+TIMELINE_JS = """() => {
+  const tl = (window.__timeline = []);
+  const now = () => performance.now();
+  const adapter = window.agentbarIndexedDbAdapter;
+  for (const name of Object.keys(adapter)) {
+    const call = adapter[name];
+    adapter[name] = function (...args) {
+      const t = now();
+      const out = call.apply(this, args);
+      if (out && out.then) out.then(() => tl.push([name, t, now()]), () => tl.push([name + "!", t, now()]));
+      else tl.push([name, t, now()]);
+      return out;
+    };
+  }
+  let held;
+  Object.defineProperty(window, "agentbarSync", { configurable: true, get: () => held, set: (v) => {
+    const open = v.open;
+    v.open = function (config, onChange, onStatus) {
+      const r = open.call(this, config, () => { tl.push(["onChange", now(), now()]); onChange(); }, onStatus);
+      const take = r.take.bind(r);
+      r.take = (max, chars) => { const t = now(); return take(max, chars).then((text) => { tl.push(["take", t, now(), JSON.parse(text).length]); return text; }); };
+      return r;
+    };
+    held = v;
+  }});
+}"""
+
+
 def _longest(probes: dict, cpu_figures: dict) -> float:
     """The longest main-thread task (ms, wall clock): the heartbeat's longest gap, or the trace's."""
     if HEARTBEAT:
@@ -286,9 +322,14 @@ def bench_app(run, origin: str, n: int, timeout_s: float) -> dict:
     traced(run, page, detail=n <= 1000)  # the detail of 10,000 would be gigabytes
     t0 = page.evaluate("() => performance.now()")
     page.evaluate(CALLS_JS)
+    if os.environ.get("BENCH_SYNC_TIMELINE"):
+        page.evaluate(TIMELINE_JS)
     page.click("[data-testid=settings-save]")
     t1, count = _wait_count(page, n, timeout_s)
     calls = page.evaluate("() => window.__adapterCalls")
+    if os.environ.get("BENCH_SYNC_TIMELINE"):
+        with open(os.environ["BENCH_SYNC_TIMELINE"], "w") as out:
+            json.dump({"t0": t0, "t1": t1, "timeline": page.evaluate("() => window.__timeline")}, out)
     probes = page.evaluate(STOP_PROBES)
     cpu_figures = cpu(run)
     page.wait_for_function("() => { const s = document.querySelector('[data-testid=sync-status]'); return s && s.dataset.state === 'synced'; }",

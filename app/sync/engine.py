@@ -329,8 +329,9 @@ class SyncEngine:
         caller taking documents in slices checks the next slice while history writes this one (its
         transaction waits on IndexedDB, DESIGN.md §16). Nothing is applied or counted here;
         ``remote_changed_many`` decides each document again itself (a deletion applied meanwhile
-        still wins) and only takes what was read of the same document."""
-        ahead = ReadAhead()
+        still wins) and only takes what was read of the same document. The page gets its turn
+        whenever ``BUDGET_S`` went by since it last had it, between documents too."""
+        ahead, began = ReadAhead(), time.perf_counter()
         for doc in docs:
             doc_id = str(doc.get("_id", ""))
             if kind_of(doc_id) == "conversation":
@@ -340,6 +341,9 @@ class SyncEngine:
                         ahead.keep(decision.live[0], await self._read(decision.live[0]))
                     except ValueError as error:
                         ahead.keep(decision.live[0], error)
+            if time.perf_counter() - began >= BUDGET_S:  # each read pauses within, never across documents
+                await self._pause()
+                began = time.perf_counter()
         return ahead
 
     async def remote_changed_many(self, docs: list[dict[str, Any]], ahead: "ReadAhead | None" = None) -> list[str]:

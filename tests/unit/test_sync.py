@@ -1016,6 +1016,38 @@ async def test_a_slice_read_ahead_is_not_checked_again_yet_a_deletion_applied_me
     assert await engine.remote_changed_many([again], ahead) == ["added"] and checked == [again["_id"]]
 
 
+async def test_a_read_ahead_gives_the_page_its_turn_between_documents_once_its_budget_went_by(monkeypatch):
+    """Each document's checks give the page its turn within them (``_read``); ``read_ahead`` also does
+    between documents once ``BUDGET_S`` went by since the page last had it (DESIGN.md §16: no long
+    task), so many short documents, each checked within the budget, never run on in one task."""
+    clock = [0.0]
+    pauses = []
+
+    async def pause():
+        pauses.append(clock[0])
+
+    engine = SyncEngine(_device(2), LeafReplica(), MemoryStorage(), clock=lambda: DEVICE_T0 + 10_000, pause=pause)
+    real_read = engine._read
+
+    async def read(document):  # each document's checks take 60% of the budget, no pause within
+        read = await real_read(document)
+        clock[0] += app.sync.engine.BUDGET_S * 0.6
+        return read
+
+    engine._read = read
+    monkeypatch.setattr(app.sync.engine.time, "perf_counter", lambda: clock[0])
+
+    def doc(n):
+        meta = TaskMeta(taskId=f"task_20261201_short{n}", taskName="t", stageId="s", createdAt=DEVICE_T0,
+                        updatedAt=DEVICE_T0)
+        return conversation_doc(meta, [_user(f"q{n}", f"u{n}"), _reply("a", f"a{n}")], [])
+
+    pauses.clear()
+    await engine.read_ahead([doc(n) for n in range(5)])
+    budget = app.sync.engine.BUDGET_S
+    assert pauses == pytest.approx([2 * 0.6 * budget, 4 * 0.6 * budget])
+
+
 def test_sync_intake_holds_a_document_to_the_import_rules_without_writing_it_as_an_exports_text(monkeypatch):
     import app.history.export
     import app.store.jsjson
