@@ -108,8 +108,8 @@ class HistoryPart:
         the stats and list are drawn at once (no reload), and every restored course is announced as
         an import (other tabs hear it)."""
         stages = set(plan.threads)
-        for stage_id in stages:
-            self.service.forget_active(stage_id)
+        for stage_id in stages | plan.stages:  # a course whose active conversation the restore joined too:
+            self.service.forget_active(stage_id)  # its next turn reads it whole, never writes over what came
         await self._threads_restored(stages)
         await self.view.render_meta()
         await self.view.listing.reload()

@@ -358,9 +358,10 @@ class HistoryService:
                 if outcome == "exists":
                     return outcome
                 if outcome == "extended":
-                    written = await self._extend(here, meta, messages, turns, Branching(list(branches or []),
-                                                                                        dict(shown or {})))
-                    self._changed(HistoryChange("import", meta.taskId, here.meta.stageId, "import", written=written))
+                    written, head = await self._extend(here, meta, messages, turns,
+                                                       Branching(list(branches or []), dict(shown or {})))
+                    self._changed(HistoryChange("import", meta.taskId, here.meta.stageId, "import", written=written,
+                                                head=head))
                     return outcome
                 # another conversation under a kept id: added beside it, told apart (as a restore does, §14)
                 meta = meta.model_copy(update={"taskId": new_task_id(self._clock(), self._random),
@@ -383,18 +384,27 @@ class HistoryService:
         return outcome
 
     async def _extend(self, here: Conversation, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta],
-                      branching: Branching) -> Conversation | None:
+                      branching: Branching) -> tuple[Conversation | None, list[dict] | None]:
         """``import_bundle``'s join (lock held): ``here`` and the file's version of it as one, the union
-        of both trees (``app.history.merge.merge_conversation``), written only while ``here`` is as read."""
+        of both trees (``app.history.merge.merge_conversation``), written only while ``here`` is as read,
+        its ``updatedAt`` later than ``here``'s (what a tab remembered of it is stale, as it is after a
+        turn). Returns what was written, and the shown path when the conversation is its course's
+        active one (the change's ``head``: the panel shows what the file added, DESIGN.md §16's rule
+        for another device's version); then the course's remembered state is dropped, so its next turn
+        reads the conversation whole and never writes over what the file added."""
         merged = merge_conversation((here.messages, here.turns, here.branching), (messages, turns, branching),
                                     local_at=here.meta.updatedAt, remote_at=meta.updatedAt)
         kept = merged_meta(here.meta, meta.model_copy(update={"stageId": here.meta.stageId}), merged)
+        kept = kept.model_copy(update={"updatedAt": max(kept.updatedAt, here.meta.updatedAt + 1)})
         writes = Writes()
         writes.expect(here.meta)
         await writes.keep_in_steps(kept, merged.messages, merged.turns, pause=at_once,
                                    branches=merged.branching.branches, shown=merged.branching.shown)
         await self._repository.commit(writes)
-        return writes.kept(kept.taskId)
+        if await self._repository.head_id(kept.stageId) != kept.taskId:
+            return writes.kept(kept.taskId), None
+        self._active.forget(kept.stageId)
+        return writes.kept(kept.taskId), list(merged.messages)
 
     # -- sync (DESIGN.md §16; app.history.synced_writes) -----------------------
     async def apply_synced(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta],

@@ -1084,3 +1084,27 @@ async def test_an_import_of_a_kept_conversation_continued_elsewhere_joins_it_and
     assert len(items) == 2 and (await svc.bundle(task_id)).messages == kept.messages
     [copy] = [m for m in items if m.taskId != task_id]
     assert copy.taskName == whole.meta.taskName + " (2)" and (await svc.bundle(copy.taskId)).messages == other
+
+
+async def test_an_import_that_adds_to_the_active_conversation_is_shown_and_the_next_turn_never_writes_over_it():
+    """A file adding a turn to the course's active conversation (its dates unchanged, its turn without a
+    meta) joins it; the change carries the new shown path (the panel shows it, ``ActiveThread.follow``)
+    and the next turn of a tab that still shows the path before keeps what the file added, as a branch
+    (DESIGN.md §5: nothing lost silently; §17)."""
+    svc, _, _ = service()
+    heard = []
+    svc.changes.subscribe(heard.append)
+    thread = [user("q1", "u-1"), reply("a1", "a-1")]
+    await svc.record_turn(ended("s", thread, message_id="a-1"), 1)
+    task_id = (await svc.active("s"))[0].taskId
+    await svc.record_turn(ended("s", thread + [user("q2", "u-2"), reply("a2", "a-2")], message_id="a-2",
+                                conversation_id=task_id, base=thread), 2)
+    whole = await svc.bundle(task_id)
+    added = whole.messages + [user("from the file", "u-file"), reply("filed", "a-file")]
+    assert await svc.import_bundle("s", whole.meta, added, whole.turns) == "extended"
+    assert [m["id"] for m in heard[-1].head] == [m["id"] for m in added]
+    shown_before = whole.messages  # another tab, or a panel not redrawn yet
+    await svc.record_turn(ended("s", shown_before + [user("q3", "u-3"), reply("a3", "a-3")], message_id="a-3",
+                                conversation_id=task_id, base=shown_before), 3)
+    tree = await svc.branches("s")
+    assert {"u-file", "a-file", "u-3", "a-3"} <= set(tree.ids) and (await svc.total("s")) == 1
