@@ -10,7 +10,7 @@ calls, both ways:
   (``app.sync.documents.deletion_doc``); anything else writes the conversation's document
   (``app.sync.documents.conversation_doc``) of what the change carries as written, or as history
   now holds it when it carries none, never over an id deleted before: an undo of a delete that
-  went out brings the conversation back here under a new id (``HistoryService.renew_synced``),
+  went out, or an import of its file, brings the conversation back here under a new id (``HistoryService.renew_synced``),
   which goes out as any other, while the deleted id stays deleted everywhere;
 - in: ``remote_changed_many(docs)`` for the documents the replication brought, in arrival order
   (``remote_changed(doc)`` for one; ``read_ahead(docs)`` checks them beforehand, while the slice
@@ -231,7 +231,8 @@ class SyncEngine:
                                                "seen": sorted({d for path in had for d in turn_digests(path)})})
             return
         if not self.tombstones.admits(doc_id):  # a write over the deletion would bring the id back (§16)
-            if change.kind == "undo":  # undone after the delete went out: back here under a new id, sent as any other
+            # undone, or imported from a file, after the delete went out: back here under a new id, sent as any other
+            if change.kind in ("undo", "import"):
                 renewed = await self.history.renew_synced(task_id)
                 if renewed:
                     await self.push(renewed)

@@ -1302,3 +1302,27 @@ async def test_two_devices_whose_turn_metas_of_one_reply_differ_agree_on_one_and
     kept_a, kept_b = await a.bundle(task), await b.bundle(task)
     assert kept_a.turns == kept_b.turns and len(kept_a.turns) == len(held.turns)
     assert kept_a.messages == kept_b.messages == held.messages
+
+
+async def test_a_deleted_conversation_imported_again_from_its_file_syncs_under_a_new_id():
+    """Import JSON of a conversation whose deletion went out: another device only ever sees that id
+    deleted (DESIGN.md §16), so the import comes back here under a new id, whole, and goes out as any
+    other conversation (never kept on this device alone while every device says synced)."""
+    from app.sync.documents import doc_id_of_task
+
+    a, b, task, replica_a, replica_b, engine_a, engine_b = await _syncing_pair("s", "imported")
+    await a.archive("s", (await a.bundle(task)).messages, 1)
+    await engine_a.push(task)
+    await engine_b.remote_changed(replica_a.docs[doc_id_of_task(task)])
+    before = await a.bundle(task)
+    assert await a.delete(task)
+    await engine_a.local_changed(HistoryChange("delete", task, "s"))
+    assert await engine_b.remote_changed(replica_a.docs[doc_id_of_task(task)]) == "deleted"
+    assert await a.import_bundle("s", before.meta, before.messages, before.turns) == "ok"
+    await engine_a.local_changed(HistoryChange("import", task, "s", "import"))
+    (item,) = (await a.page("s")).items
+    renewed = item.taskId
+    assert renewed != task and await a.bundle(task) is None
+    assert (await a.bundle(renewed)).messages == before.messages
+    assert await engine_b.remote_changed(replica_a.docs[doc_id_of_task(renewed)]) == "added"
+    assert (await b.bundle(renewed)).messages == before.messages and await b.bundle(task) is None
