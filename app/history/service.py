@@ -11,8 +11,10 @@ The service is the one face the page and the runtime use; its parts each hold on
   start-up reconciliation;
 - ``app.history.reads``: the list in pages, what arrived above it, search, export reads;
 - ``app.history.delete_writes``: delete keeps what it removed for ``undo`` during ``UNDO_MS``;
-- here: import adds a conversation from a file (``import_bundle``), and another device's conversation is
-  kept or merged (``apply_synced``) or removed (``remove_synced``), DESIGN.md §16.
+- ``app.history.import_writes``: an import adds a conversation from a file, or joins it with the one
+  kept under its id (DESIGN.md §14);
+- here: another device's conversation is kept or merged (``apply_synced``) or removed
+  (``remove_synced``), DESIGN.md §16.
 """
 
 from __future__ import annotations
@@ -23,22 +25,21 @@ import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
-from app.history.access import NOTICE_CODES, HistoryAccess, Segmenter, guarded
+from app.history.access import NOTICE_CODES, HistoryAccess, Segmenter
 from app.history.branching import NO_BRANCHES, Branching
 from app.history.changes import ChangeHub, HistoryChange
 from app.history.reads import PAGE_SIZE, HistoryReads, Page, SearchHit, SearchPage
-from app.history.merge import merge_conversation, merged_meta
-from app.history.records import Stats, TaskMeta, TurnMeta, new_task_id
-from app.history.repository import Conversation, Damaged, HistoryRepository, Writes
+from app.history.records import Stats, TaskMeta, TurnMeta
+from app.history.repository import Conversation, Damaged, HistoryRepository
 from app.history.search_index import SearchIndex
 from app.history.name_writes import NameWrites
-from app.history.names import NAME_GRAPHEMES, pinned_meta, renamed_meta
-from app.history.text import TITLE_GRAPHEMES, copy_title, cut_title, text_needs_segmenter, title_of
+from app.history.names import pinned_meta, renamed_meta
 from app.history.tree import Tree
 from app.history.synced_writes import SyncedWrites
 from app.history.active import ActiveConversations
 from app.history.branch_writes import BranchWrites
 from app.history.delete_writes import UNDO_MS, DeleteWrites
+from app.history.import_writes import ImportWrites
 from app.history.turn_writes import TurnWrites, at_once
 from app.history.writes import HistoryWrites
 from app.ports import TurnEnded
@@ -56,18 +57,6 @@ def _logged(task: asyncio.Future) -> None:
 __all__ = ["ConversationStats", "Damaged", "HistoryService", "NOTICE_CODES", "Page", "SearchHit", "SearchPage",
            "PAGE_SIZE",
            "UNDO_MS", "Stats"]
-
-def _joined(here: Conversation, messages: list[dict], branches: list[dict], shown: dict[str, str]) -> str:
-    """An imported conversation against the one kept under its task id, as trees (as a backup's
-    restore compares them, ``app.backup.format.plan_merge``): ``exists`` when ``here`` holds every
-    message of it, ``copy`` when they share no message or a message of one id differs in content or
-    place (another conversation), else ``extended`` (one conversation, continued or branched)."""
-    mine, theirs = here.tree, Tree.from_record(messages, branches, shown)
-    shared = [i for i in theirs.ids if i in mine]
-    if not shared or any(mine.nodes[i] != theirs.nodes[i] or mine.parent(i) != theirs.parent(i) for i in shared):
-        return "copy"
-    return "exists" if len(shared) == len(theirs) else "extended"
-
 
 @dataclass
 class ConversationStats:
@@ -137,6 +126,8 @@ class HistoryService:
         self._segmenter = segmenter
         self._deletes = DeleteWrites(self._repository, self._access, self._active, self._writes.lock,
                                      changed=self._changed, clock=clock)
+        self._imports = ImportWrites(self._repository, self._access, segmenter, self._active, self._writes.lock,
+                                     changed=self._changed, clock=clock, random_bytes=random_bytes)
         self.changes.subscribe(self._heard)
 
     def _tell(self, notice: Notice) -> None:
@@ -330,81 +321,13 @@ class HistoryService:
         sync sends at its first sync, §16). A failure of the store is raised as it is."""
         return self._repository.conversation_pages(per)
 
-    @guarded(lambda: "unavailable")
     async def import_bundle(self, stage_id: str, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta],
                             pause: Callable[[], Awaitable[None]] | None = None, *,
                             branches: list[dict] | None = None, shown: dict[str, str] | None = None) -> str:
-        """Add an imported conversation to ``stage_id``'s history (archived). Returns ``"ok"``,
-        ``"exists"`` (the conversation kept under that task id holds every message of it: nothing
-        changed), ``"extended"`` (the kept one is that conversation, continued or branched in the file:
-        the union of both trees replaces it, as a backup's restore does, §14), ``"copy"`` (the kept one
-        under that id is another conversation: the file's is added under a new id and a copy's title)
-        or ``"unavailable"``. A kept conversation of that task id that cannot be read (its meta or its
-        ``messages`` record, ``HistoryRepository.damaged``) is replaced: a corrected file repairs it. ``pause``: awaited between the slices of its records
-        (``Writes.keep_in_steps``: a long conversation is not one task). ``branches``, ``shown``: the
-        rest of its tree in the stored form (``app.history.export.parse_export``'s ``Conversation``,
-        DESIGN.md §17); ``messages`` is then the shown path."""
-        if text_needs_segmenter(" ".join(meta.taskName.split())):
-            await self._segmenter.for_titles([{"role": "user", "content": [{"type": "text", "text": meta.taskName}]}])
-        if meta.changedAt.taskName and len(meta.taskName) > NAME_GRAPHEMES:
-            await self._segmenter.load()  # a name past 200 code points may be cut past the 400 checked above
-        outcome = "ok"
-        async with self._writes.lock:
-            held = await self._repository.holds(meta.taskId)
-            here = await self._repository.conversation(meta.taskId) \
-                if held and not await self._repository.damaged(meta.taskId) else None  # a damaged one is replaced
-            if here is not None:
-                outcome = _joined(here, messages, branches or [], shown or {})
-                if outcome == "exists":
-                    return outcome
-                if outcome == "extended":
-                    written, head = await self._extend(here, meta, messages, turns,
-                                                       Branching(list(branches or []), dict(shown or {})))
-                    self._changed(HistoryChange("import", meta.taskId, here.meta.stageId, "import", written=written,
-                                                head=head))
-                    return outcome
-                # another conversation under a kept id: added beside it, told apart (as a restore does, §14)
-                meta = meta.model_copy(update={"taskId": new_task_id(self._clock(), self._random),
-                                               "taskName": copy_title(meta.taskName)})
-                held = False
-            # the file's title obeys the rule of every title: 50 grapheme clusters (DESIGN.md §9), or 200
-            # for a name a person gave it (§18: its export says when it was renamed)
-            limit = NAME_GRAPHEMES if meta.changedAt.taskName else TITLE_GRAPHEMES
-            title = cut_title(meta.taskName, limit=limit)
-            if not title:  # a file with a blank title: its first question titles it, as any title (§9)
-                await self._segmenter.for_titles(messages)
-                title = title_of(messages) or ""
-            record = meta.model_copy(update={"stageId": stage_id, "taskName": title})
-            writes = Writes()
-            # "add" (new): another tab's import of it meanwhile aborts this one
-            await writes.keep_in_steps(record, messages, turns, pause=pause or at_once, new=not held,
-                                       branches=branches, shown=shown)
-            await self._repository.commit(writes)
-        self._changed(HistoryChange("import", meta.taskId, stage_id, "import", written=writes.kept(meta.taskId)))
-        return outcome
-
-    async def _extend(self, here: Conversation, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta],
-                      branching: Branching) -> tuple[Conversation | None, list[dict] | None]:
-        """``import_bundle``'s join (lock held): ``here`` and the file's version of it as one, the union
-        of both trees (``app.history.merge.merge_conversation``), written only while ``here`` is as read,
-        its ``updatedAt`` later than ``here``'s (what a tab remembered of it is stale, as it is after a
-        turn). Returns what was written, and the shown path when the conversation is its course's
-        active one (the change's ``head``: the panel shows what the file added, DESIGN.md §16's rule
-        for another device's version); then the course's remembered state is dropped, so its next turn
-        reads the conversation whole and never writes over what the file added."""
-        merged = merge_conversation((here.messages, here.turns, here.branching), (messages, turns, branching),
-                                    local_at=here.meta.updatedAt, remote_at=meta.updatedAt)
-        kept = merged_meta(here.meta, meta.model_copy(update={"stageId": here.meta.stageId}), merged)
-        kept = kept.model_copy(update={"updatedAt": max(kept.updatedAt, here.meta.updatedAt + 1)})
-        writes = Writes()
-        writes.expect(here.meta)
-        await writes.keep_in_steps(kept, merged.messages, merged.turns, pause=at_once,
-                                   branches=merged.branching.branches, shown=merged.branching.shown)
-        await self._repository.commit(writes)
-        if await self._repository.head_id(kept.stageId) != kept.taskId:
-            return writes.kept(kept.taskId), None
-        self._active.forget(kept.stageId)
-        return writes.kept(kept.taskId), list(merged.messages)
+        """``ImportWrites.import_bundle``: add an imported conversation to ``stage_id``'s history, or join
+        it with the one kept under its task id (``"ok"``, ``"exists"``, ``"extended"``, ``"copy"`` or
+        ``"unavailable"``)."""
+        return await self._imports.import_bundle(stage_id, meta, messages, turns, pause, branches=branches, shown=shown)
 
     # -- sync (DESIGN.md §16; app.history.synced_writes) -----------------------
     async def apply_synced(self, meta: TaskMeta, messages: list[dict], turns: list[TurnMeta],
