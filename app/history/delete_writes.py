@@ -133,9 +133,10 @@ def _conversation_of(stored: Stored) -> Conversation | None:
     meta, record, turns = stored.record("conversations"), stored.record("messages"), stored.record("turns")
     if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
         return None
+    held = turns.get("turns") if isinstance(turns, dict) else None
     try:
         return Conversation(TaskMeta.model_validate(meta), record["messages"],
-                            [TurnMeta.model_validate(t) for t in (turns or {}).get("turns") or []],
-                            Branching.of(record))
+                            [TurnMeta.model_validate(t) for t in held if isinstance(t, dict)]
+                            if isinstance(held, list) else [], Branching.of(record))
     except ValueError:  # pydantic's ValidationError: a damaged record
         return None

@@ -459,18 +459,27 @@ async def test_a_delete_replicates_and_a_later_write_of_that_id_does_not_bring_i
     assert replica_a.docs[f"conversation:{task}"]["_deleted"] is True
 
 
-async def test_an_undo_after_the_delete_went_out_comes_back_here_under_a_new_id_that_syncs_as_any_other():
+async def _deleted_everywhere(a, task, replica_a, engine_a, engine_b):
+    """``task`` (kept on A) sent, taken by B, deleted on A and that deletion applied on B; returns what A
+    held of it before the delete."""
     from app.sync.documents import doc_id_of_task
 
-    a, b, task, replica_a, replica_b, engine_a, engine_b = await _syncing_pair("s", "undone")
-    await a.archive("s", (await a.bundle(task)).messages, 1)
-    assert await a.pin(task, True) and await a.rename(task, "my name")
     await engine_a.push(task)
     await engine_b.remote_changed(replica_a.docs[doc_id_of_task(task)])
     before = await a.bundle(task)
     assert await a.delete(task)
     await engine_a.local_changed(HistoryChange("delete", task, "s"))
     assert await engine_b.remote_changed(replica_a.docs[doc_id_of_task(task)]) == "deleted"
+    return before
+
+
+async def test_an_undo_after_the_delete_went_out_comes_back_here_under_a_new_id_that_syncs_as_any_other():
+    from app.sync.documents import doc_id_of_task
+
+    a, b, task, replica_a, replica_b, engine_a, engine_b = await _syncing_pair("s", "undone")
+    await a.archive("s", (await a.bundle(task)).messages, 1)
+    assert await a.pin(task, True) and await a.rename(task, "my name")
+    before = await _deleted_everywhere(a, task, replica_a, engine_a, engine_b)
     changes = _changes(a)
     assert await a.undo() == task
     await engine_a.local_changed(HistoryChange("undo", task, "s"))
@@ -1312,12 +1321,7 @@ async def test_a_deleted_conversation_imported_again_from_its_file_syncs_under_a
 
     a, b, task, replica_a, replica_b, engine_a, engine_b = await _syncing_pair("s", "imported")
     await a.archive("s", (await a.bundle(task)).messages, 1)
-    await engine_a.push(task)
-    await engine_b.remote_changed(replica_a.docs[doc_id_of_task(task)])
-    before = await a.bundle(task)
-    assert await a.delete(task)
-    await engine_a.local_changed(HistoryChange("delete", task, "s"))
-    assert await engine_b.remote_changed(replica_a.docs[doc_id_of_task(task)]) == "deleted"
+    before = await _deleted_everywhere(a, task, replica_a, engine_a, engine_b)
     assert await a.import_bundle("s", before.meta, before.messages, before.turns) == "ok"
     await engine_a.local_changed(HistoryChange("import", task, "s", "import"))
     (item,) = (await a.page("s")).items
