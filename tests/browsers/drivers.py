@@ -189,13 +189,21 @@ class WebKitPage(EnginePage):
 
     def viewport(self, width: int, height: int) -> None:
         """The inner size ``width`` × ``height``; WebKitGTK's window has a least width (447 px here):
-        narrower is refused with ``EngineError`` (``narrow`` uses a frame instead)."""
-        size = self.driver.get_window_size()
-        inner = self.js("[innerWidth, innerHeight]")
-        self.driver.set_window_size(width + size["width"] - inner[0], height + size["height"] - inner[1])
-        got = self.js("innerWidth")
-        if got != width:
-            raise EngineError(f"webkit: inner width {got} px, not {width} px")
+        narrower is refused with ``EngineError`` (``narrow`` uses a frame instead). The window takes a
+        new size asynchronously (its first resize right after launch was seen to land later, the page
+        still 1024 px wide): the size is asked for again, and read again, for up to 5 s."""
+        got = None
+        for _ in range(25):
+            size = self.driver.get_window_size()
+            inner = self.js("[innerWidth, innerHeight]")
+            if inner[0] == width and inner[1] == height:
+                return
+            self.driver.set_window_size(width + size["width"] - inner[0], height + size["height"] - inner[1])
+            got = self.js("innerWidth")
+            if got == width:
+                return
+            time.sleep(0.2)
+        raise EngineError(f"webkit: inner width {got} px, not {width} px")
 
     def screenshot(self, path: Path) -> None:
         self.driver.save_screenshot(str(path))
