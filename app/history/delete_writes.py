@@ -18,7 +18,7 @@ from app.history.access import HistoryAccess, guarded
 from app.history.active import ActiveConversations, Changed
 from app.history.branching import Branching
 from app.history.changes import HistoryChange
-from app.history.merge import merge_conversation, merged_meta
+from app.history.merge import join
 from app.history.records import TaskMeta, TurnMeta
 from app.history.repository import Conversation, HistoryRepository, Stored, Writes
 
@@ -91,12 +91,10 @@ class DeleteWrites:
                 here = await self._repository.conversation(task_id)
                 gone = _conversation_of(deleted.stored)
                 if here is not None and gone is not None:
-                    merged = merge_conversation((here.messages, here.turns, here.branching),
-                                                (gone.messages, gone.turns, gone.branching),
-                                                local_at=here.meta.updatedAt, remote_at=gone.meta.updatedAt)
+                    merged, kept = join(here, gone, written_here=True)
                     if merged.how != "local":  # the deleted one held what is here now lacks
                         writes.expect(here.meta)
-                        writes.keep(merged_meta(here.meta, gone.meta, merged), merged.messages, merged.turns,
+                        writes.keep(kept, merged.messages, merged.turns,
                                     branches=merged.branching.branches, shown=merged.branching.shown)
             if writes:
                 await self._repository.commit(writes)

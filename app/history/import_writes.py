@@ -19,7 +19,7 @@ from app.history.access import HistoryAccess, Segmenter, guarded
 from app.history.active import ActiveConversations, Changed
 from app.history.branching import Branching
 from app.history.changes import HistoryChange
-from app.history.merge import merge_conversation, merged_meta
+from app.history.merge import join
 from app.history.names import NAME_GRAPHEMES
 from app.history.records import TaskMeta, TurnMeta, new_task_id
 from app.history.repository import Conversation, HistoryRepository, Writes
@@ -105,10 +105,8 @@ class ImportWrites:
         active one (the change's ``head``: the panel shows what the file added, DESIGN.md §16's rule
         for another device's version); then the course's remembered state is dropped, so its next turn
         reads the conversation whole and never writes over what the file added."""
-        merged = merge_conversation((here.messages, here.turns, here.branching), (messages, turns, branching),
-                                    local_at=here.meta.updatedAt, remote_at=meta.updatedAt)
-        kept = merged_meta(here.meta, meta.model_copy(update={"stageId": here.meta.stageId}), merged)
-        kept = kept.model_copy(update={"updatedAt": max(kept.updatedAt, here.meta.updatedAt + 1)})
+        theirs = Conversation(meta.model_copy(update={"stageId": here.meta.stageId}), messages, turns, branching)
+        merged, kept = join(here, theirs, written_here=True)
         writes = Writes()
         writes.expect(here.meta)
         await writes.keep_in_steps(kept, merged.messages, merged.turns, pause=at_once,

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from app.continuity import continues
 from app.history.branching import NO_BRANCHES, Branching
@@ -35,7 +35,8 @@ from app.history.names import merged_names
 from app.history.records import Stats, TaskMeta, TurnMeta, parse_iso
 from app.history.tree import Tree, beside_path
 
-__all__ = ["Merged", "answered", "merge_conversation", "merge_leaves", "merged_meta", "settled_meta", "split_turns"]
+__all__ = ["Merged", "answered", "join", "merge_conversation", "merge_leaves", "merged_meta", "settled_meta",
+           "split_turns"]
 
 Side = tuple[list[dict], list[TurnMeta]] | tuple[list[dict], list[TurnMeta], Branching]
 """One version of a conversation: ``(messages, turns)`` (a chain) or ``(messages, turns, branching)``
@@ -279,6 +280,35 @@ def merged_meta(local: TaskMeta, remote: TaskMeta, merged: Merged) -> TaskMeta:
                                         "turnCount": len(merged.turns),
                                         "durationMs": sum(t.duration for t in merged.turns)})
     return merged_names(spanning, remote)
+
+
+def join(here: Any, other: Any, *, written_here: bool = False) -> tuple[Merged, TaskMeta]:
+    """Two versions of one conversation as one: ``merge_conversation`` of ``here`` (this device's) and
+    ``other`` (another device's, a file's, the deleted one an undo brings back), each dated by its
+    meta's ``updatedAt``, and the meta kept (``merged_meta``). ``here`` and ``other`` are
+    ``app.history.repository.Conversation``\ s (or anything with ``meta``, ``messages``, ``turns``
+    and ``branching``). ``written_here``: the join is this device's own write (an import, an undo),
+    so its ``updatedAt`` is later than ``here``'s, as a turn's is: the conversation stays where the
+    list put it last and what a tab remembered of it is stale. Sync passes False: both devices must
+    keep the same meta (DESIGN.md §16).
+
+    >>> from types import SimpleNamespace as C
+    >>> a = TaskMeta(taskId="task_20260101_abcdef", taskName="a", stageId="s", createdAt=5, updatedAt=9)
+    >>> q = [{"role": "user", "id": "q"}]
+    >>> here = C(meta=a, messages=q, turns=[], branching=NO_BRANCHES)
+    >>> other = C(meta=a.model_copy(update={"updatedAt": 4}), messages=q + [{"role": "assistant", "id": "r"}],
+    ...           turns=[], branching=NO_BRANCHES)
+    >>> merged, meta = join(here, other, written_here=True)
+    >>> merged.how, meta.updatedAt
+    ('remote', 10)
+    """
+    merged = merge_conversation((here.messages, here.turns, here.branching),
+                                (other.messages, other.turns, other.branching),
+                                local_at=here.meta.updatedAt, remote_at=other.meta.updatedAt)
+    meta = merged_meta(here.meta, other.meta, merged)
+    if written_here and meta.updatedAt <= here.meta.updatedAt:
+        meta = meta.model_copy(update={"updatedAt": here.meta.updatedAt + 1})
+    return merged, meta
 
 
 def settled_meta(local: TaskMeta, remote: TaskMeta) -> TaskMeta:

@@ -1041,7 +1041,7 @@ async def test_an_undo_after_the_conversation_came_back_by_an_import_keeps_both_
     """Undo delete puts back what the delete removed; when that id came back meanwhile (its export
     imported with a turn more, made elsewhere), the undo keeps both as one conversation and never
     writes over what came back (DESIGN.md §5: nothing is lost silently); a shorter export imported
-    meanwhile gets back what only the deleted one held."""
+    meanwhile gets back what only the deleted one held, dated after it (``app.history.merge.join``)."""
     for extra in (True, False):
         svc, _, _ = service()
         task_id = await add(svc, "s", "first")
@@ -1055,8 +1055,11 @@ async def test_an_undo_after_the_conversation_came_back_by_an_import_keeps_both_
             messages, turns, meta = messages[:1], [], whole.meta.model_copy(update={"turnCount": 0})
         assert await svc.delete(task_id)
         assert await svc.import_bundle("s", meta, messages, turns) == "ok"
+        came = await svc.bundle(task_id)
         assert await svc.undo() == task_id and await svc.total("s") == 1
         kept = await svc.bundle(task_id)
+        if not extra:  # the undo wrote the join: dated after what came back, as a turn is (its place in the list)
+            assert kept.meta.updatedAt > came.meta.updatedAt
         expected = whole.messages + ([user("more", "u-more"), reply("yes", "a-more")] if extra else [])
         assert [m["id"] for m in kept.messages] == [m["id"] for m in expected]
         assert kept.meta.turnCount == len(kept.turns) == (2 if extra else 1)
