@@ -45,10 +45,12 @@ function item(locale, it) {
   if (it.current) li.setAttribute("aria-current", "true");
   const head = el("div", { class: "history-item-head" });
   head.append(el("span", { "data-testid": "history-title", class: "history-title", dir: "auto" }, it.title));
-  const label = it.unit === "now" ? it.justNow
-    : it.unit === "date" ? format(locale, "date").format(new Date(it.iso))
-      : format(locale, "rel").format(-it.count, it.unit);
-  head.append(el("time", { "data-testid": "history-time", datetime: it.iso }, label));
+  if (it.unit !== "unknown") {  // a damaged record whose time cannot be read draws none
+    const label = it.unit === "now" ? it.justNow
+      : it.unit === "date" ? format(locale, "date").format(new Date(it.iso))
+        : format(locale, "rel").format(-it.count, it.unit);
+    head.append(el("time", { "data-testid": "history-time", datetime: it.iso }, label));
+  }
   const foot = el("div", { class: "history-item-foot" });
   foot.append(el("p", { class: "history-item-stats" }, it.stats));
   if (!it.damaged) {

@@ -316,7 +316,8 @@ def item_rows(t: Callable[..., str], entries: Iterable[tuple[Any, tuple[str, str
     """The rows ``static/history-view.js`` draws for ``(meta, snippet)`` entries, every text decided:
     ``taskId``, ``current`` (the active conversation: no delete button), ``damaged`` (listed so that
     it can be deleted, DESIGN.md §14), ``totalTokens``, ``title``, ``iso`` and the relative-time
-    ``unit``/``count`` as of ``now`` (epoch ms), ``justNow``, ``snippet`` (before, match, after),
+    ``unit``/``count`` as of ``now`` (epoch ms; ``unit`` ``"unknown"`` and ``iso`` empty for a damaged
+    record whose time cannot be read: no time is drawn), ``justNow``, ``snippet`` (before, match, after),
     ``stats`` and ``deleteLabel``; ``pinned``, ``name`` (the title the rename field starts from, ``""``
     when untitled), ``renameLabel``, ``renameFieldLabel`` and ``pinLabel`` (DESIGN.md §18). ``t``: the
     page's ``app.i18n.Translator``."""
@@ -326,10 +327,11 @@ def item_rows(t: Callable[..., str], entries: Iterable[tuple[Any, tuple[str, str
     for meta, piece in entries:
         damaged = bool(getattr(meta, "damaged", False))  # a record field only damaged ones have
         title = damaged_title if damaged else shown_title(meta.taskName) or untitled
-        unit, count = relative_label(meta.updatedAt, now)
+        # a damaged record's time unknown (``Damaged.updatedAt`` 0) is drawn as none, never as 1970
+        unit, count = relative_label(meta.updatedAt, now) if meta.updatedAt > 0 else ("unknown", 0)
         rows.append({"taskId": meta.taskId, "current": meta.taskId == current, "damaged": damaged,
                      "totalTokens": meta.stats.totalTokens,
-                     "title": title, "iso": iso(meta.updatedAt), "unit": unit, "count": count,
+                     "title": title, "iso": iso(meta.updatedAt) if unit != "unknown" else "", "unit": unit, "count": count,
                      "justNow": just_now, "snippet": [shown_title(p) for p in piece] if piece else None,
                      "stats": item_stats_text(t, ConversationStats.of(meta)),
                      # an attribute has no <bdi>: the title is isolated by FSI … PDI

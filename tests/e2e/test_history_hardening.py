@@ -86,7 +86,7 @@ def a_damaged_record_is_listed_deletable_and_a_corrected_import_replaces_it(agen
     no longer reads as a conversation. It is listed as damaged (never hidden while counted), opening it
     says why it cannot be, a corrected import replaces it, and a damaged one can be deleted. One whose
     ``updatedAt`` is a string (IndexedDB sorts it after every number, past the list's times) is listed
-    and deleted too."""
+    with no time and deleted too."""
     document = export_document()
     run_py(agent.page, f"""
         b = IndexedDbBackend()
@@ -102,6 +102,9 @@ def a_damaged_record_is_listed_deletable_and_a_corrected_import_replaces_it(agen
     open_list(agent)
     agent.page.wait_for_function("() => document.querySelectorAll('[data-testid=history-item][data-damaged=true]').length === 2")
     assert total(agent) == "2"
+    times = "[data-testid=history-item][data-task-id=task_20260101_{}] [data-testid=history-time]"
+    assert agent.page.locator(times.format("abc123")).count() == 1  # its time could be read
+    assert agent.page.locator(times.format("zzz999")).count() == 0  # none drawn, never 1 January 1970
     damaged = agent.page.locator("[data-testid=history-item][data-task-id=task_20260101_abc123]")
     damaged.click()
     agent.page.wait_for_selector(f"{STATUS}[data-kind=resume][data-result=error]")

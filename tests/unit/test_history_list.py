@@ -125,6 +125,15 @@ def test_a_damaged_record_is_listed_under_the_damaged_title_so_that_it_can_be_de
     t = Translator("en-US")
     (row,) = item_rows(t, [(Damaged(taskId="task_20260528_bad000", stageId="s", updatedAt=T0), None)], T0, None)
     assert row["damaged"] and row["title"] == t("history.damaged") and not row["current"]
+    assert row["unit"] == "now" and row["iso"]  # its time, when it could be read, as any row's
+
+
+def test_a_damaged_record_whose_time_cannot_be_read_draws_no_time_never_1970():
+    """A record whose ``updatedAt`` is no number reads as 0 (``Damaged``): drawn with no time, not
+    as 1 January 1970 (``static/history-view.js`` draws no ``history-time`` for unit ``unknown``)."""
+    t = Translator("en-US")
+    (row,) = item_rows(t, [(Damaged(taskId="task_20260528_bad000", stageId="s", updatedAt=0), None)], T0, None)
+    assert (row["unit"], row["iso"]) == ("unknown", "")
 
 
 def test_an_actions_outcome_stays_when_the_list_is_drawn_again_and_the_lists_own_line_otherwise():
