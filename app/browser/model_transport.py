@@ -15,6 +15,13 @@
 
 Response headers are readable only when CORS-safelisted or exposed by the
 server (``Access-Control-Expose-Headers: Retry-After``).
+
+A request the page's own leaving cuts (``pagehide``: a reload, a navigation, a closed tab) is no
+failure of the server: Firefox aborts it and still runs the page's tasks, and ending the turn as
+``stream-cut`` then stored a fragment the user never saw finish, blamed on the server, and dropped
+the draft of its question. Such a cut never ends the turn (``_Leaving``): the turn is lost with the
+page, as DESIGN.md §4 says of a refresh mid-stream, and the question comes back as a draft. Should
+the page come back from the back-forward cache (``pageshow``), the cut is reported then.
 """
 
 from __future__ import annotations
@@ -42,12 +49,44 @@ def _options(**values: Any):
     return to_js(values, dict_converter=js.Object.fromEntries)
 
 
-class _FetchResponse:
-    """``app.agents.openai.StreamResponse`` over a ``Response`` and its ``AbortController``."""
+class _Leaving:
+    """Whether the page is being left (``pagehide`` until a ``pageshow``), and a wait for its return.
 
-    def __init__(self, response, controller) -> None:
+    ``left``: True between the two events; ``until_back()``: returns at the next ``pageshow`` (a page
+    kept in the back-forward cache that comes back), or never (the page is gone)."""
+
+    def __init__(self) -> None:
+        self.left = False
+        self._back: list[asyncio.Future] = []
+        self._proxies = [create_proxy(self._hide), create_proxy(self._show)]
+        js.addEventListener("pagehide", self._proxies[0])
+        js.addEventListener("pageshow", self._proxies[1])
+
+    def _hide(self, event=None) -> None:
+        self.left = True
+
+    def _show(self, event=None) -> None:
+        self.left = False
+        waiting, self._back = self._back, []
+        for future in waiting:
+            if not future.done():
+                future.set_result(None)
+
+    async def until_back(self) -> None:
+        """Wait for the page to come back (``pageshow``)."""
+        future = asyncio.get_running_loop().create_future()
+        self._back.append(future)
+        await future
+
+
+class _FetchResponse:
+    """``app.agents.openai.StreamResponse`` over a ``Response`` and its ``AbortController``; a read the
+    page's leaving cuts, or ends early, waits for the page to come back (``_Leaving``)."""
+
+    def __init__(self, response, controller, leaving: _Leaving) -> None:
         self._response = response
         self._controller = controller
+        self._leaving = leaving
         self.status = int(response.status)
         self.headers = {str(pair[0]).lower(): str(pair[1]) for pair in response.headers.entries()}
         self._done = False
@@ -61,8 +100,12 @@ class _FetchResponse:
             try:
                 result = await reader.read()
             except JsException as error:
+                if self._leaving.left:  # cut by the page's own leaving: the turn goes with the page
+                    await self._leaving.until_back()
                 raise TransportError("network") from error
             if result.done:
+                if self._leaving.left:  # ended while the page is being left: maybe cut, never reported as a failure
+                    await self._leaving.until_back()
                 self._done = True
                 return
             yield result.value.to_bytes()
@@ -84,6 +127,7 @@ class FetchTransport:
 
     def __init__(self) -> None:
         self._blocked: list[str] = []
+        self._leaving = _Leaving()
         self._listener = create_proxy(self._on_violation)
         js.document.addEventListener("securitypolicyviolation", self._listener)
 
@@ -116,11 +160,13 @@ class FetchTransport:
         try:
             response = await js.fetch(url, options)
         except JsException:
+            if self._leaving.left:  # refused as the page goes away: no failure of the server
+                await self._leaving.until_back()
             raise await self._refusal(url) from None
         except BaseException:  # Stop while waiting for the headers
             controller.abort()
             raise
-        return _FetchResponse(response, controller)
+        return _FetchResponse(response, controller, self._leaving)
 
     async def get_json(self, url: str, headers: dict[str, str]):
         """GET ``url`` → ``(status, headers, data)``, ``data`` ``None`` when the body is not JSON."""

@@ -211,6 +211,26 @@ def every_server_error_fails_the_turn_with_a_localized_message(agent, server, co
     assert thread(agent, course)[1]["content"][0]["text"] == PLAIN
 
 
+def a_stream_cut_as_the_page_is_left_never_ends_the_turn(agent, server, course: str) -> None:
+    """Firefox aborts a reply's request as the page is left (a reload) and still runs the page's
+    tasks: the turn ended as ``stream-cut`` and its fragment was stored, blamed on the server, its
+    question's draft dropped. A cut after ``pagehide`` never ends the turn (DESIGN.md §4: a refresh
+    mid-stream loses only the in-flight turn): nothing is stored and no error drawn while the page
+    is left; should it come back (``pageshow``, the back-forward cache), the cut is said then."""
+    running = "() => document.querySelector('[data-testid=agent-panel]').dataset.running"
+    agent.page.evaluate("() => dispatchEvent(new PageTransitionEvent('pagehide'))")
+    agent.send("#cut", wait=False)
+    agent.page.wait_for_function(
+        "() => (document.querySelector('[data-role=assistant] .bubble')?.textContent || '').includes('fake')")
+    agent.page.wait_for_timeout(500)  # the cut's read has had its turn: the turn is still running, unsaved
+    assert agent.page.evaluate(running) == "true" and agent.testid("turn-error").count() == 0
+    assert course not in agent.stored()["state"]["threads"]
+    agent.page.evaluate("() => dispatchEvent(new PageTransitionEvent('pageshow'))")
+    agent.wait_idle()
+    assert agent.testid("turn-error").get_attribute("data-code") == "stream-cut"
+    assert thread(agent, course)[1]["content"][0]["text"] == "".join(fake_openai.PLAIN_PIECES[:5])
+
+
 def every_server_error_after_reload(agent, server, course: str) -> None:
     assert assistant_texts(agent)[0] == PLAIN
 
@@ -373,6 +393,8 @@ def test_model_turns_in_japanese_each_case_in_its_own_course_then_one_reload(age
         stop_aborts_the_stream_and_saves_the_turn_as_stopped(agent, fake_model, course)
     with in_case(agent, "every server error", "m-errors") as course:
         every_server_error_fails_the_turn_with_a_localized_message(agent, fake_model, course, console)
+    with in_case(agent, "a stream cut as the page is left", "m-leaving") as course:
+        a_stream_cut_as_the_page_is_left_never_ends_the_turn(agent, fake_model, course)
     with in_case(agent, "token counts in history", "m-usage") as course:
         history_shows_the_servers_token_counts(agent, fake_model, course)
     with in_case(agent, "outgrown context", "m-context") as course:
