@@ -16,8 +16,9 @@
 Response headers are readable only when CORS-safelisted or exposed by the
 server (``Access-Control-Expose-Headers: Retry-After``).
 
-A request the page's own leaving cuts (``pagehide``: a reload, a navigation, a closed tab) is no
-failure of the server: Firefox aborts it and still runs the page's tasks, and ending the turn as
+A request the page's own leaving cuts (``beforeunload``/``pagehide``: a reload, a navigation, a
+closed tab) is no failure of the server: Firefox aborts it right after ``beforeunload`` and still
+runs the page's tasks, and ending the turn as
 ``stream-cut`` then stored a fragment the user never saw finish, blamed on the server, and dropped
 the draft of its question. Such a cut never ends the turn (``_Leaving``): the turn is lost with the
 page, as DESIGN.md §4 says of a refresh mid-stream, and the question comes back as a draft. Should
@@ -49,34 +50,54 @@ def _options(**values: Any):
     return to_js(values, dict_converter=js.Object.fromEntries)
 
 
-class _Leaving:
-    """Whether the page is being left (``pagehide`` until a ``pageshow``), and a wait for its return.
+LEAVE_WAIT_S = 10.0
+"""How long a request cut after ``beforeunload`` waits for the page to go (``pagehide``) before the
+cut is said after all (a navigation that did not happen; a reload's next page slower than that)."""
 
-    ``left``: True between the two events; ``until_back()``: returns at the next ``pageshow`` (a page
-    kept in the back-forward cache that comes back), or never (the page is gone)."""
+
+class _Leaving:
+    """Whether the page is being left, and a wait for its return (module docstring).
+
+    ``left``: True from ``beforeunload`` (Firefox cuts the page's requests right after it, before
+    ``pagehide``, measured) or ``pagehide`` until a ``pageshow``; ``until_back()`` returns at the next
+    ``pageshow`` (a page the back-forward cache brings back), at once when no ``pagehide`` followed
+    ``beforeunload`` within ``LEAVE_WAIT_S`` (the page stayed: ``left`` is False again), else never
+    (the page is gone)."""
 
     def __init__(self) -> None:
         self.left = False
-        self._back: list[asyncio.Future] = []
-        self._proxies = [create_proxy(self._hide), create_proxy(self._show)]
-        js.addEventListener("pagehide", self._proxies[0])
-        js.addEventListener("pageshow", self._proxies[1])
+        self._hidden = False
+        self._moved, self._shown = asyncio.Event(), asyncio.Event()
+        self._proxies = [create_proxy(self._before), create_proxy(self._hide), create_proxy(self._show)]
+        for event, proxy in zip(("beforeunload", "pagehide", "pageshow"), self._proxies):
+            js.addEventListener(event, proxy)
+
+    def _before(self, event=None) -> None:
+        self.left, self._hidden = True, False
+        self._moved.clear()
+        self._shown.clear()
 
     def _hide(self, event=None) -> None:
-        self.left = True
+        self.left, self._hidden = True, True
+        self._shown.clear()
+        self._moved.set()
 
     def _show(self, event=None) -> None:
-        self.left = False
-        waiting, self._back = self._back, []
-        for future in waiting:
-            if not future.done():
-                future.set_result(None)
+        self.left, self._hidden = False, False
+        self._moved.set()
+        self._shown.set()
 
     async def until_back(self) -> None:
-        """Wait for the page to come back (``pageshow``)."""
-        future = asyncio.get_running_loop().create_future()
-        self._back.append(future)
-        await future
+        """Wait for the page to come back (``pageshow``), or ``LEAVE_WAIT_S`` for it to go when only
+        ``beforeunload`` was seen."""
+        if not self._hidden:
+            try:
+                await asyncio.wait_for(self._moved.wait(), LEAVE_WAIT_S)
+            except asyncio.TimeoutError:
+                self.left = False  # still here: the navigation did not happen, the cut is said
+                return
+        if self.left:
+            await self._shown.wait()
 
 
 class _FetchResponse:

@@ -214,15 +214,18 @@ def every_server_error_fails_the_turn_with_a_localized_message(agent, server, co
 def a_stream_cut_as_the_page_is_left_never_ends_the_turn(agent, server, course: str) -> None:
     """Firefox aborts a reply's request as the page is left (a reload) and still runs the page's
     tasks: the turn ended as ``stream-cut`` and its fragment was stored, blamed on the server, its
-    question's draft dropped. A cut after ``pagehide`` never ends the turn (DESIGN.md §4: a refresh
+    question's draft dropped. A cut after ``beforeunload`` never ends the turn (DESIGN.md §4: a refresh
     mid-stream loses only the in-flight turn): nothing is stored and no error drawn while the page
     is left; should it come back (``pageshow``, the back-forward cache), the cut is said then."""
     running = "() => document.querySelector('[data-testid=agent-panel]').dataset.running"
-    agent.page.evaluate("() => dispatchEvent(new PageTransitionEvent('pagehide'))")
+    agent.page.evaluate("() => dispatchEvent(new Event('beforeunload'))")  # Firefox cuts right after it
     agent.send("#cut", wait=False)
     agent.page.wait_for_function(
         "() => (document.querySelector('[data-role=assistant] .bubble')?.textContent || '').includes('fake')")
     agent.page.wait_for_timeout(500)  # the cut's read has had its turn: the turn is still running, unsaved
+    assert agent.page.evaluate(running) == "true" and agent.testid("turn-error").count() == 0
+    agent.page.evaluate("() => dispatchEvent(new PageTransitionEvent('pagehide'))")
+    agent.page.wait_for_timeout(200)
     assert agent.page.evaluate(running) == "true" and agent.testid("turn-error").count() == 0
     assert course not in agent.stored()["state"]["threads"]
     agent.page.evaluate("() => dispatchEvent(new PageTransitionEvent('pageshow'))")
