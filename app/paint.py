@@ -306,12 +306,22 @@ def parse_pending(text: Any) -> PendingSend | None:
         return None
 
 
-def in_flight_text(messages: list[Message]) -> str | None:
+def in_flight_text(messages: list[Message], stored: list[dict] | None = None) -> str | None:
     """The text of the user message a running turn answers: the last user message of ``messages``
     when only assistant messages follow it (its text parts joined by blank lines); ``None`` when there
-    is none or it has no text. Kept as a draft while the turn runs (``app.browser.paint``)."""
+    is none, it has no text, or ``stored`` (the course's stored slim messages) holds it by id: a
+    regenerated answer's question, which a reload shows as stored (a draft of it, sent again, asked
+    it a second time). Kept as a draft while the turn runs (``app.browser.paint``).
+
+    >>> from app.model import Message, TextPart
+    >>> q = Message(id="q", role="user", content=[TextPart(text="why?")])
+    >>> in_flight_text([q]), in_flight_text([q], [{"id": "q", "role": "user"}])
+    ('why?', None)
+    """
     for message in reversed(messages):
         if message.role == "user":
+            if stored and message.id and any(isinstance(m, dict) and m.get("id") == message.id for m in stored):
+                return None
             texts = [part.text for part in message.content if isinstance(part, TextPart)]
             return "\n\n".join(texts) if any(t.strip() for t in texts) else None
         if message.role != "assistant":

@@ -21,6 +21,8 @@ code               when                                    params
 ``stream-cut``     the stream ended before the reply did   —
 ``bad-event``      an event's data is not JSON             ``excerpt``
 ``stream-error``   the server sent an error object         ``message``
+``empty-reply``    the reply ended with no text and no     —
+                   tool call
 ``tool-rounds``    the model kept calling tools            ``count``
 ``context``        the prompt is over the server's         ``detail``
                    context, even with fewer turns

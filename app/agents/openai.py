@@ -403,6 +403,10 @@ class OpenAIAgent:
             total = total + result.usage if (total is not None and result.usage is not None) else None
             if not result.calls:
                 yield UsageReported(model or config.model, total, dropped or 0)
+                if not result.text.strip() and len(current) == 1:
+                    # nothing said and no tool run: a failure the user sees and can regenerate, never an empty
+                    # "complete" reply the thread cannot keep (its question then dropped from what is sent)
+                    raise ModelError("empty-reply")
                 if result.finish_reason == "length":
                     yield ReplyCut()
                 return
@@ -644,6 +648,10 @@ class _StreamState:
             completion = json.loads(body)
         except ValueError:
             raise ModelError("bad-event", excerpt=scrub(body, self.secret, 80)) from None
+        if isinstance(completion, dict) and completion.get("error") is not None:  # 200 with an error object
+            error = completion["error"]
+            message = error.get("message") if isinstance(error, dict) else error
+            raise ModelError("stream-error", message=scrub(str(message or body), self.secret))
         if not isinstance(completion, dict) or not isinstance(completion.get("choices"), list):
             raise ModelError("bad-event", excerpt=scrub(body, self.secret, 80))
         chunk = dict(completion)

@@ -107,7 +107,8 @@ class PaintKeeper:
         adapter = _adapter()
         if adapter is None:
             return
-        text = in_flight_text(self.runtime.messages) if running else None
+        shown = self.runtime.sessions.shown if running else None
+        text = in_flight_text(self.runtime.messages, shown.base if shown else None) if running else None
         self._drop_in_flight_proxy()
         if text is not None and self.runtime.stage_id is not None:
             # a function, not the text: a long message crosses to JavaScript only as the page goes

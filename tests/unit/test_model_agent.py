@@ -190,6 +190,30 @@ async def test_stream_cut_without_done_or_finish():
     assert error.code == "stream-cut" and response.closed
 
 
+async def test_a_reply_with_no_text_and_no_tool_call_is_a_failure_not_an_empty_reply():
+    """A stream that ends well but says nothing (only ``[DONE]``, or a ``stop`` after no text, or only
+    white space) was an empty "complete" reply that the thread could not keep: gone after a reload,
+    its question no longer sent. It fails the turn (``empty-reply``), after the usage report."""
+    for chunks in ([sse("[DONE]")], [sse(FINISH, USAGE, "[DONE]")], [sse(text_chunk("\n "), FINISH, "[DONE]")]):
+        response = ScriptedResponse(chunks=chunks)
+        agent = OpenAIAgent(ScriptedTransport(response), CONFIG)
+        events = []
+        with pytest.raises(ModelError) as info:
+            async for event in agent.run([], "hi"):
+                events.append(event)
+        assert info.value.code == "empty-reply" and response.closed
+        assert isinstance(events[-1], UsageReported)
+
+
+async def test_a_json_answer_holding_an_error_object_says_the_servers_message():
+    """A server answering 200 with ``{"error": {...}}`` as JSON was reported as "not JSON"; it says
+    the server's own message, as the same object inside a stream does (``stream-error``)."""
+    body = json.dumps({"error": {"message": "model overloaded", "code": 503}})
+    response = ScriptedResponse(body=body, headers={"content-type": "application/json"})
+    error = await failure(OpenAIAgent(ScriptedTransport(response), CONFIG))
+    assert (error.code, error.params) == ("stream-error", {"message": "model overloaded"})
+
+
 async def test_read_failure_mid_stream_is_a_cut_stream():
     response = ScriptedResponse(chunks=[sse(text_chunk("par")), TransportError("network")])
     assert (await failure(OpenAIAgent(ScriptedTransport(response), CONFIG))).code == "stream-cut"

@@ -260,6 +260,20 @@ def test_the_in_flight_text_is_the_last_user_message_a_running_turn_answers():
     assert paint.in_flight_text(deserialize_thread([{"role": "user", "content": [{"type": "text", "text": " "}]}])) is None
 
 
+def test_a_regenerated_answers_question_already_stored_is_no_draft():
+    """A reload while a regenerated answer streams shows the question as stored; its draft, sent again,
+    asked it a second time as a new turn. Only a question the store does not hold yet is kept as a
+    draft; a stored message without an id never matches one."""
+    saved = [{"id": "u-1", "role": "user", "content": [{"type": "text", "text": "why?"}]},
+             {"id": "a-1", "role": "assistant", "content": [{"type": "text", "text": "because"}]}]
+    regenerating = deserialize_thread(saved[:1])
+    assert paint.in_flight_text(regenerating, saved) is None
+    asked = deserialize_thread(saved + [{"id": "u-2", "role": "user", "content": [{"type": "text", "text": "and?"}]}])
+    assert paint.in_flight_text(asked, saved) == "and?"
+    unnamed = deserialize_thread([{"role": "user", "content": [{"type": "text", "text": "hi"}]}])
+    assert paint.in_flight_text(unnamed, [{"role": "user", "content": []}]) == "hi"
+
+
 def test_a_reply_cut_at_the_length_limit_is_painted_cut_as_the_panel_draws_it_not_stopped():
     """A reply the server cut at its length limit (DESIGN.md §12 ``turn-cut``) is painted with its
     note, as the live panel draws it: painted as "stopped", Python redrew it at ready (a flash, §13)."""
