@@ -158,10 +158,15 @@ class HistoryView:
         task after ready runs over 50 ms (DESIGN.md §13); a course saved again meanwhile is
         reconciled as it is stored then (``refreshed``). A course whose stored thread lost messages
         to a damaged value is mended from history first (``ActiveThread.mend``), so reconciling
-        never keeps the damaged thread as a branch of its own conversation (DESIGN.md §5, §17)."""
+        never keeps the damaged thread as a branch of its own conversation (DESIGN.md §5, §17); one whose
+        stored thread is a strict start of what history holds (a turn too big for localStorage) shows
+        history's path (``ActiveThread.catch_up``)."""
         for stage_id in self.store.take_repaired():
             await self.threads.mend(stage_id)
             await next_task()
+        for stage_id in self.store.stage_ids():  # a turn history recorded that localStorage could not keep
+            if await self.threads.catch_up(stage_id):
+                await next_task()
         threads = {}
         for stage_id, thread in iter_stored_threads(self.store):
             threads[stage_id] = thread

@@ -96,6 +96,30 @@ class ActiveThread:
             await self._recorder.run(stage_id, lambda: self._service.show_path_in(task_id, path))
         return await self.resume(stage_id, task_id) is not None
 
+    async def catch_up(self, stage_id: str) -> bool:
+        """At start-up, after a turn too big for ``maic-agent-threads`` that history recorded (it stayed
+        in memory, DESIGN.md §5): when course ``stage_id``'s stored thread is a strict start of the
+        shown path of the course's active conversation in history, that path becomes the thread
+        (``resume``), so the turn the user saw is shown after the reload and the next one goes on
+        below it, never as a branch of it (§16, §17). Only a course whose head was matched to another
+        stamp than the stored thread's is read (``HistoryService.head_matched_at``). False when
+        nothing changed: the thread is that path, is not its start, has a message without an id,
+        or the course has no conversation in history."""
+        thread = self._store.load(stage_id) or []
+        ids = [m.get("id") if isinstance(m, dict) else None for m in thread]
+        if not ids or not all(isinstance(i, str) for i in ids):
+            return False
+        if await self._service.head_matched_at(stage_id) in (None, self._store.updated_at(stage_id)):
+            return False  # history was matched to this very thread (or holds none)
+        tree = await self._service.branches(stage_id)
+        if tree is None:
+            return False
+        shown = list(tree.path_ids())
+        if len(shown) <= len(ids) or shown[:len(ids)] != ids:
+            return False
+        task_id = await self._service.head_task_id(stage_id, allocate=False)
+        return task_id is not None and await self.resume(stage_id, task_id) is not None
+
     async def show_hit(self, stage_id: str, task_id: str, keyword: str) -> bool:
         """Store the branch of conversation ``task_id`` (of course ``stage_id``) that holds ``keyword``
         as its shown one, when its shown path holds it nowhere (``hit_message``), in the recorder's

@@ -23,6 +23,7 @@ import asyncio
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 from dataclasses import dataclass
 
 from app.history.access import NOTICE_CODES, HistoryAccess, Segmenter
@@ -193,6 +194,10 @@ class HistoryService:
     async def head_task_id(self, stage_id: str, *, allocate: bool = True) -> str | None:
         """``HistoryWrites.head_task_id``: the task id of ``stage_id``'s head, allocated when missing."""
         return await self._writes.head_task_id(stage_id, allocate=allocate)
+
+    async def head_matched_at(self, stage_id: str) -> Any:
+        """``HistoryWrites.head_matched_at``: the stamp of the thread ``stage_id``'s head was matched to."""
+        return await self._writes.head_matched_at(stage_id)
 
     async def record_turn(self, event: TurnEnded, matched_at: int, thread: list[dict] | None = None) -> TurnMeta | None:
         """``TurnWrites.record_turn``: the turn ``event`` on its course's active conversation."""

@@ -17,6 +17,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from app.continuity import belongs, continues
 from app.history.adopted import adopted_meta
@@ -81,6 +82,13 @@ class HistoryWrites:
                 writes.make_head(stage_id, task_id, None)
                 await self._repository.commit(writes)
             return task_id
+
+    @guarded()
+    async def head_matched_at(self, stage_id: str) -> Any:
+        """The ``updatedAt`` (ms) of the active thread history last matched ``stage_id``'s head to
+        (``syncedAt``, DESIGN.md §9); ``None``: no head, none matched yet, or history unavailable."""
+        head = await self._repository.head(stage_id)
+        return head.matched_at if head is not None else None
 
     @guarded(lambda: None)
     async def add_synced(self, items: list[tuple[TaskMeta, list[dict], list[TurnMeta]]],

@@ -269,14 +269,16 @@ class AgentRuntime:
     def replace_thread(self, stage_id: str, messages: list[dict[str, Any]], *, updated_at: int | None = None) -> bool:
         """Resume: ``messages`` (slim) become ``stage_id``'s active thread with ONE write of the store
         (DESIGN.md §9), stamped ``updated_at`` (epoch ms: the time history's head was matched to it;
-        the clock when None); continuing it appends. Refused (False) while that course runs a turn."""
+        the clock when None); continuing it appends. Refused (False) while that course runs a turn.
+        ``messages`` are what history holds (a resumed conversation, another device's version): should
+        they not fit in the store, its notice says history keeps them (``Notices.held_by_history``, §5)."""
         session = self._sessions.get(stage_id)
         if session is not None and session.task is not None:
             return False
         self._store.save(stage_id, list(messages), self._clock() if updated_at is None else updated_at)
         self._conversations.forget(stage_id)  # the resumed conversation (history's new head)
         base = self._store.load(stage_id) or []
-        self._notices.take_from_store()
+        self._notices.held_by_history(stage_id, True)
         if stage_id == self._sessions.shown_id or session is not None:
             self._sessions.put(Session(stage_id, live_thread(base), base))
         self._notify()

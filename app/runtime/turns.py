@@ -72,7 +72,7 @@ class Turns:
         self._clock, self._notify, self._trace, self._wait_s = clock, notify, trace, wait_s
         self._subscribers: list[TurnSubscriber] = [self._save_turn]  # the thread store's write first (§4)
         if history is not None:
-            self._subscribers.append(history.turn_ended)
+            self._subscribers.append(self._record_turn)
 
     def subscribe(self, subscriber: TurnSubscriber) -> None:
         """Hand every ``TurnEnded`` that goes to its course's thread to ``subscriber`` too, last."""
@@ -180,6 +180,17 @@ class Turns:
 
         session.tree = grown(session.tree, session.base)  # the turn's path shown at every fork (§17)
         self._notices.take_from_store()
+
+    def _record_turn(self, event: TurnEnded) -> Awaitable[Any]:
+        """History's subscriber (``HistoryTurns.turn_ended``); once its write lands, the course's
+        ``storage-full`` notice says whether history holds the turn (``Notices.held_by_history``, §5)."""
+        pending = asyncio.ensure_future(self._history.turn_ended(event))
+
+        def recorded(done: asyncio.Future) -> None:
+            holds = not done.cancelled() and done.exception() is None and done.result() is not None
+            self._notices.held_by_history(event.stage_id, holds)
+        pending.add_done_callback(recorded)
+        return pending
 
     def _keep_apart(self, event: TurnEnded, task_id: str) -> Session:
         """The turn ended on a conversation another tab replaced as the course's active one: history

@@ -265,3 +265,45 @@ async def test_a_thread_a_damaged_value_cut_short_is_mended_from_the_conversatio
     await _turn(runtime2, recorder, "third")
     tree = await service.branches("s")
     assert _texts(tree.path()) == ["first", "second", "third"] and len(tree) == 6  # no branch
+
+
+async def test_a_turn_too_big_for_the_thread_store_that_history_recorded_is_said_kept_in_history():
+    """localStorage full: the turn stays in memory and history records it, so the notice says the
+    conversation is not saved in this browser's quick store but history keeps it (``storage-full-kept``);
+    a turn history failed to record too gets the "lost on refresh" wording (DESIGN.md §5)."""
+    backend = MemoryBackend()
+    runtime, store, service, recorder, _, _ = await _course(backend=backend)
+    await _turn(runtime, recorder, "first")
+    store.storage.quota = store.storage.used + 10
+    await _turn(runtime, recorder, "too big " * 100)
+    assert [(n.code, n.params) for n in runtime.notices] == [("storage-full-kept", {"stage_id": "s"})]
+    backend.fail_next = "quota"  # history's write of the next turn fails too
+    await _turn(runtime, recorder, "lost " * 100)
+    assert [n.code for n in runtime.notices] == ["storage-full"]
+
+
+async def test_a_reload_after_a_turn_too_big_for_the_thread_store_shows_the_turn_history_recorded():
+    """The turn kept in memory is in history, not in ``maic-agent-threads``: after a reload the stored
+    thread is the start of the conversation's shown path, and ``catch_up`` makes that path the thread,
+    so the turn is shown again and the next one goes on below it, with no branch (DESIGN.md §5, §16)."""
+    runtime, store, service, recorder, _, _ = await _course()
+    await _turn(runtime, recorder, "first")
+    store.storage.quota = store.storage.used + 10
+    await _turn(runtime, recorder, "kept " * 100)
+    shown = store.load("s")
+    store.storage.quota = None
+
+    again = ThreadStore(store.storage)  # a reload
+    again.hydrate(T0 + 10_000)
+    assert _texts(again.load("s")) == ["first"]
+    now = itertools.count(T0 + 20_000)
+    runtime2 = AgentRuntime(again, DemoAgent(delay_ms=1), clock=lambda: next(now), history=recorder)
+    runtime2.hydrate()
+    runtime2.set_stage("s")
+    caught = ActiveThread(runtime2, again, service, recorder, lambda: next(now))
+    assert await caught.catch_up("s")
+    assert again.load("s") == shown and len(runtime2.messages) == 4  # the panel shows the kept turn
+    assert not await caught.catch_up("s")  # once shown, nothing to do
+    await _turn(runtime2, recorder, "after reload")
+    tree = await service.branches("s")
+    assert _texts(tree.path()) == ["first", "kept " * 100, "after reload"] and len(tree) == 6  # no branch

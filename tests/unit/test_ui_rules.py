@@ -92,7 +92,7 @@ def test_notices_without_the_param_are_one_text_segment():
 def test_a_notice_names_a_course_by_its_title_where_one_is_known():
     for locale in LOCALES:
         t = Translator(locale)
-        for code in ("storage-full", "storage-pruned-elsewhere"):
+        for code in ("storage-full", "storage-full-kept", "storage-pruned-elsewhere"):
             segments = notice_segments(t, code, {"stage_id": "intro-ml"})
             text = "".join(s.text for s in segments)
             assert "Introduction to Machine Learning" in text and "intro-ml" not in text, (locale, code)
