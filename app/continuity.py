@@ -28,7 +28,7 @@ from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 __all__ = ["belongs", "branches_off", "conversation_goes_stale", "continues", "derived_ids", "first_question_at",
-           "home_of_ending_turn", "starts_with_one_of", "switched_after"]
+           "home_of_ending_turn", "is_derived", "starts_with_one_of", "switched_after"]
 
 
 def _lacks_id(message: Any, seen: set[str]) -> bool:
@@ -59,8 +59,6 @@ def derived_ids(messages: Iterable[Any]) -> list[Any]:
     >>> ids[0], ids[1].startswith("h") and len(ids[1]) == 17, ids[2] not in ids[:2]
     ('a', True, True)
     """
-    import hashlib  # only for a thread without ids: not on start-up's path (DESIGN.md §13)
-
     seen: set[str] = set()
     out = []
     previous = ""
@@ -71,18 +69,47 @@ def derived_ids(messages: Iterable[Any]) -> list[Any]:
         if _lacks_id(message, seen):
             hashed = _as_projected(message)
             salt = 0
-            while True:  # a digest an earlier message already has (never seen in practice): salted
-                body = json.dumps([previous, hashed] if not salt else [previous, hashed, salt], sort_keys=True,
-                                  ensure_ascii=False, separators=(",", ":"))
-                ident = "h" + hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-                if ident not in seen:
-                    break
+            ident = _digest(previous, hashed, salt)
+            while ident in seen:  # a digest an earlier message already has (never seen in practice): salted
                 salt += 1
+                ident = _digest(previous, hashed, salt)
             message = {**message, "id": ident}
         seen.add(message["id"])
         previous = message["id"]
         out.append(message)
     return out
+
+
+def _digest(previous: str, hashed: dict, salt: int) -> str:
+    """``derived_ids``' id of message ``hashed`` after the message with id ``previous``."""
+    import hashlib  # only for a thread without ids: not on start-up's path (DESIGN.md §13)
+
+    body = json.dumps([previous, hashed] if not salt else [previous, hashed, salt], sort_keys=True,
+                      ensure_ascii=False, separators=(",", ":"))
+    return "h" + hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+_SALTS = 4
+"""How many of ``derived_ids``' salted digests ``is_derived`` tries (salts are never seen in practice)."""
+
+
+def is_derived(message: Any, previous: str) -> bool:
+    """True when ``message``'s id is the one ``derived_ids`` gives it after the message with id
+    ``previous`` (``""`` for a first message): it was stored without a string id (``7``, none) and
+    read under one made of its content (DESIGN.md §17). Never raises.
+
+    >>> first = derived_ids([{"role": "user", "id": 7}])[0]
+    >>> is_derived(first, ""), is_derived(first, "x"), is_derived({"role": "user", "id": "u"}, "")
+    (True, False, False)
+    """
+    ident = message.get("id") if isinstance(message, dict) else None
+    if not isinstance(ident, str) or len(ident) != 17 or not ident.startswith("h"):
+        return False
+    hashed = {k: v for k, v in message.items() if k != "id"}
+    try:
+        return any(_digest(previous, hashed, salt) == ident for salt in range(_SALTS))
+    except (TypeError, ValueError):  # content that is no JSON: not one derived_ids made
+        return False
 
 
 def _identified(thread: Any) -> Any:

@@ -13,7 +13,10 @@ after them, so the union is the same tree whichever device makes it; at a fork o
 made, the other's choice (the only one made there) is kept unless the base went on below its own
 child there (``app.history.tree.Tree.merged``). Messages without an id (a
 thread the TS original wrote) are given one made of their content and their parent's id, the same
-on every device. Turn metas are the union of both by ``messageId`` (each reply keeps its own usage).
+on every device. A message read under such a derived id (stored with an id that is no string, ``7``)
+beside a sibling with the same role and parts under a real id is that sibling, as the other device
+still holds it (``same_as_derived``): kept once, under the real id, its children moved there (§17:
+every message has one id; no copy). Turn metas are the union of both by ``messageId`` (each reply keeps its own usage).
 
 ``merge_conversation(local, remote)`` says how the two come together (``local``: this device's holds
 the other's; ``remote``: the other's holds this one's; ``merged``: a new tree); ``merge_leaves``
@@ -25,18 +28,19 @@ hands it what another device wrote).
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from app.continuity import continues
+from app.continuity import continues, is_derived
 from app.history.branching import NO_BRANCHES, Branching
 from app.history.names import merged_names
 from app.history.records import Stats, TaskMeta, TurnMeta, parse_iso
-from app.history.tree import Tree, beside_path
+from app.history.tree import ROOT, Tree, beside_path
 
-__all__ = ["Merged", "answered", "join", "merge_conversation", "merge_leaves", "merged_meta", "settled_meta",
-           "split_turns"]
+__all__ = ["Merged", "answered", "join", "merge_conversation", "merge_leaves", "merged_meta", "same_as_derived",
+           "settled_meta", "split_turns"]
 
 Side = tuple[list[dict], list[TurnMeta]] | tuple[list[dict], list[TurnMeta], Branching]
 """One version of a conversation: ``(messages, turns)`` (a chain) or ``(messages, turns, branching)``
@@ -152,7 +156,65 @@ def _union(versions: Sequence[_Version]) -> tuple[Tree, int | None]:
         trees = [trees[at].merged(trees[at + 1]) if at + 1 < len(trees) else trees[at]
                  for at in range(0, len(trees), 2)]
     known = [v.at for v in versions if v.at or v.branching.shown_at is not None]
-    return trees[0], max(known) if known else None
+    return same_as_derived(trees[0]), max(known) if known else None
+
+
+def _twin(nodes: dict[str, dict], kids: list[str], kid: str, derived: set[str]) -> str | None:
+    """The sibling among ``kids`` under a real id whose role and parts are ``kid``'s, or None."""
+    message = nodes[kid]
+    return next((other for other in kids if other != kid and other not in derived
+                 and nodes[other].get("role") == message.get("role")
+                 and nodes[other].get("content") == message.get("content")), None)
+
+
+def same_as_derived(tree: Tree) -> Tree:
+    """``tree`` with each message read under a derived id (``app.continuity.is_derived``: stored with
+    an id that is no string) that has a sibling under a real id with the same role and parts folded
+    into that sibling: one message, the real id kept, the derived one's children moved under it and a
+    choice of it made the sibling's (DESIGN.md §17: one message per id, no copy; module docstring).
+    Walks from the first messages down, so children that meet their twins under the kept message are
+    folded too. ``tree`` itself when there is none to fold (the usual case).
+
+    >>> real = {"role": "assistant", "id": "r", "content": [{"type": "text", "text": "a"}]}
+    >>> from app.continuity import derived_ids
+    >>> copy = derived_ids([{**real, "id": 7}])[0]
+    >>> same_as_derived(Tree({"r": real, copy["id"]: copy}, {"r": ROOT, copy["id"]: ROOT})).ids
+    ('r',)
+    """
+    derived = {i for i in tree.nodes if is_derived(tree.nodes[i], tree.parents[i])}
+    if not derived:
+        return tree
+    nodes, parents, chosen = dict(tree.nodes), dict(tree.parents), dict(tree.chosen)
+    children: dict[str, list[str]] = {}
+    for ident in nodes:
+        children.setdefault(parents[ident], []).append(ident)
+    order = list(nodes)  # the order made, a parent before its children: the kept one takes the earlier place
+    queue = deque([ROOT])
+    while queue:
+        key = queue.popleft()
+        kids = children.get(key, [])
+        for kid in [k for k in kids if k in derived]:
+            twin = _twin(nodes, kids, kid, derived)
+            if twin is None:
+                continue
+            kids.remove(kid)
+            del nodes[kid], parents[kid]
+            at_kid, at_twin = order.index(kid), order.index(twin)
+            order[at_kid:at_kid + 1] = [twin] if at_twin > at_kid else []
+            if at_twin > at_kid:
+                del order[at_twin]
+            for child in children.pop(kid, []):
+                parents[child] = twin
+                children.setdefault(twin, []).append(child)
+            below = chosen.pop(kid, None)
+            if chosen.get(key) == kid:  # the choice went through the copy: it goes through the kept one
+                chosen[key] = twin
+                if below is not None:
+                    chosen[twin] = below
+        queue.extend(kids)
+    if len(nodes) == len(tree.nodes):
+        return tree
+    return Tree({i: nodes[i] for i in order}, parents, chosen)
 
 
 def _same(tree: Tree, version: _Version) -> bool:

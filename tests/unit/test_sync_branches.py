@@ -149,6 +149,29 @@ def test_messages_without_ids_merge_by_content_not_by_position():
     assert merge_conversation((two, []), (one, []), local_at=1, remote_at=2).how == "local"
 
 
+def test_a_reply_read_under_a_derived_id_is_the_reply_the_other_device_holds_under_its_own():
+    """A stored reply whose id became ``7`` is read under a derived id (``app.continuity.derived_ids``)
+    and this device went on below it; the other device still holds it under its real id. The merge
+    keeps it once, under the real id, with this device's later turn below it: no second sibling with
+    the same text (DESIGN.md §17: one message per id, no copy), whichever device merges."""
+    from app.continuity import derived_ids
+
+    before = _pair("1") + [_user("q 2", "u-2")]
+    reply = _reply("r 2", "a-2")
+    damaged = derived_ids(before + [{**reply, "id": 7}])  # how this device reads its record now
+    assert damaged[-1]["id"] != "a-2"
+    on_a = damaged + _pair("3")  # a turn sent after the damage, below the derived id
+    on_b = before + [reply]
+    for merged in (merge_conversation((on_a, []), (on_b, []), local_at=2, remote_at=1),
+                   merge_conversation((on_b, []), (on_a, []), local_at=1, remote_at=2)):
+        tree = _tree(merged)
+        assert _ids(merged.messages) == ["u-1", "a-1", "u-2", "a-2", "u-3", "a-3"]
+        assert len(tree) == 6 and tree.forks() == {}
+    # the record with the id 7 itself (read raw, as history reads it) merges the same way
+    raw = before + [{**reply, "id": 7}]
+    assert _ids(merge_conversation((raw, []), (on_b, []), local_at=2, remote_at=1).messages) == _ids(on_b)
+
+
 # -- documents (app.sync.documents) --------------------------------------------------------------
 def _meta(**kw):
     return TaskMeta(**{"taskId": TASK, "taskName": "t", "stageId": "s1", "createdAt": 1, "updatedAt": 2, **kw})
