@@ -169,10 +169,19 @@ class BackupWriter:
         return self._buffer.getvalue()
 
 
+def _message_shaped(message: Any) -> bool:
+    """True for a message dict whose ``content``, when it has one, is a list of parts (dicts): what
+    history's writes read part by part (a ``content`` of ``5`` is damage, never left to fail there)."""
+    if not isinstance(message, dict):
+        return False
+    content = message.get("content")
+    return content is None or (isinstance(content, list) and all(isinstance(p, dict) for p in content))
+
+
 def _conversation(line: Any) -> dict:
     if not isinstance(line, dict) or not isinstance(line.get("messages"), list) \
             or not isinstance(line.get("turns"), list) \
-            or not all(isinstance(m, dict) for m in line["messages"]):
+            or not all(_message_shaped(m) for m in line["messages"]):
         raise BackupRefused("damaged", "a conversation line of the wrong shape")
     try:
         meta = TaskMeta.model_validate(line.get("meta")).model_dump()
@@ -187,7 +196,7 @@ def _tree_fields(line: dict) -> dict:
     §17), when it has them; a line without them is a chain. Raises ``BackupRefused`` for ones of the
     wrong shape."""
     branches, shown = line.get("branches"), line.get("shown")
-    if branches is not None and (not isinstance(branches, list) or not all(isinstance(b, dict) for b in branches)):
+    if branches is not None and (not isinstance(branches, list) or not all(_message_shaped(b) for b in branches)):
         raise BackupRefused("damaged", "a conversation's branches of the wrong shape")
     if shown is not None and (not isinstance(shown, dict)
                               or not all(isinstance(k, str) and isinstance(v, str) for k, v in shown.items())):

@@ -257,6 +257,9 @@ def test_damaged_bytes_or_a_lying_declared_size_are_caught_on_reading(where):
     lambda c: c["meta"].update(taskId="../../x"),
     lambda c: c.update(messages={"not": "a list"}),
     lambda c: c["turns"][0].update(duration=1.5),
+    lambda c: c["messages"][0].update(content=5),
+    lambda c: c["messages"][0].update(content=[5]),
+    lambda c: c.update(branches=[{"role": "user", "id": "b", "parentId": None, "content": 5}]),
 ])
 def test_records_of_the_wrong_shape_refuse_the_whole_file(mutate):
     bad = conversation(2)
@@ -345,6 +348,20 @@ def test_restore_into_a_store_holding_half_adds_exactly_the_other_half():
     plan = asyncio.run(restore(target, data, _pause, local_thread=lambda s: False, new_id=lambda m: "x", per=3))
     assert (plan.added, plan.present) == (4, 4)
     assert sorted(target.raw("conversations")) == sorted(c["meta"]["taskId"] for c in convs)
+
+
+def test_a_message_whose_content_is_a_number_is_refused_as_damaged_before_anything_is_written():
+    """A backup line whose message ``content`` is ``5``: the shape check names the file damaged
+    (``BackupRefused``), where the restore failed with a ``TypeError`` as it wrote the line
+    (docs/failures.md: none is left to the console); nothing is written."""
+    bad = conversation(2)
+    bad["messages"][0]["content"] = 5
+    target = _store([conversation(1)], [])
+    before = _dump(target)
+    with pytest.raises(BackupRefused) as refused:
+        asyncio.run(restore(target, build([conversation(3), bad], []), _pause, local_thread=lambda s: False,
+                            new_id=lambda m: "x"))
+    assert refused.value.reason == "damaged" and _dump(target) == before
 
 
 def test_a_refused_file_writes_nothing():
