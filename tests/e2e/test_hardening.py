@@ -51,7 +51,7 @@ def a_turn_kept_in_memory_never_makes_another_courses_save_drop_its_stored_threa
     before = agent.stored()["state"]["threads"]
     assert {k: before[k] for k in seeded} == seeded
     agent.send("\n".join(["a long line of the fifth turn, far too big for what is left"] * 200))
-    assert notice_codes(agent) == ["storage-full"]
+    assert notice_codes(agent) == ["storage-full-kept"]  # not stored here, but history recorded the turn
     assert agent.stored()["state"]["threads"] == before  # nothing stored, nothing pruned
     agent.page.select_option("[data-testid=course-select]", KEPT)
     [kept_notice] = agent.testid("agent-notice").all()
@@ -62,7 +62,7 @@ def a_turn_kept_in_memory_never_makes_another_courses_save_drop_its_stored_threa
     assert threads[FULL] == seeded[FULL]
     assert [m["content"][0]["text"] for m in threads[KEPT]["messages"] if m["role"] == "user"] == [
         "intro question", "hi"]
-    assert notice_codes(agent) == ["storage-full"]  # still true for 'full', and nothing was pruned
+    assert notice_codes(agent) == ["storage-full-kept"]  # still true for 'full', and nothing was pruned
     assert {k: v for k, v in threads.items() if k != KEPT} == {k: v for k, v in before.items() if k != KEPT}
     agent.page.select_option("[data-testid=course-select]", FULL)
     assert agent.messages().count() == 10
