@@ -31,6 +31,7 @@ longer than any backtick run inside it.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -63,7 +64,8 @@ _TURN_SLICE = 256
 class ImportRefused(ValueError):
     """A file that is not an AgentBar conversation export; ``reason``: ``size`` | ``not-json`` |
     ``depth`` (valid JSON, maybe, but nested deeper than ``MAX_DEPTH``: no export is) | ``format`` |
-    ``version`` | ``meta`` | ``messages`` | ``turns`` | ``numbers`` | ``dates`` | ``too-long`` (more text
+    ``version`` | ``meta`` | ``messages`` | ``turns`` | ``numbers`` | ``not-finite`` (``NaN``, an infinity)
+    | ``dates`` | ``too-long`` (more text
     than ``app.history.limits.MAX_CONVERSATION_CHARS``) (each has its message,
     ``history.importError.<reason>``, said by ``app.history.labels.import_refusal``)."""
 
@@ -429,6 +431,18 @@ def _first_line(error: Exception) -> str:
     return str(error).splitlines()[0] if str(error) else type(error).__name__
 
 
+def _check_count(name: str, value: Any) -> None:
+    """Refuse a count of the file that is a number history cannot keep exactly: ``not-finite`` for
+    ``NaN`` or an infinity (JSON has neither; Python's parser reads them), ``numbers`` for one below 0
+    or past 2^53 − 1 (DESIGN.md §14). A value that is no number is left to the record's own check."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ImportRefused("not-finite", f"{name} = {value}")
+    if not 0 <= value <= MAX_SAFE_INTEGER:
+        raise ImportRefused("numbers", f"{name} = {value}")
+
+
 def _meta_of(raw_meta: Any, now_ms: int) -> TaskMeta:
     """The file's meta to the exact record shape (``ImportRefused``: ``meta``, ``numbers`` or ``dates``)."""
     if not isinstance(raw_meta, dict):
@@ -442,9 +456,8 @@ def _meta_of(raw_meta: Any, now_ms: int) -> TaskMeta:
     except (ValueError, TypeError) as error:
         raise ImportRefused("meta", _first_line(error)) from None
     for name, value in stats.items():  # a count that cannot be stored exactly, or a negative one
-        if name in Stats.model_fields and isinstance(value, (int, float)) and not isinstance(value, bool) and not (
-                0 <= value <= MAX_SAFE_INTEGER):
-            raise ImportRefused("numbers", f"stats.{name} = {value}")
+        if name in Stats.model_fields:
+            _check_count(f"stats.{name}", value)
     if created > updated:
         raise ImportRefused("dates", "createdAt is after updatedAt")
     if updated > now_ms + FUTURE_SLACK_MS:
@@ -467,8 +480,7 @@ def _turn_of(raw: Any, now_ms: int) -> TurnMeta:
     numbers = [("turnId", raw.get("turnId")), ("duration", raw.get("duration"))] + (
         [(f"usage.{k}", v) for k, v in usage.items()] if isinstance(usage, dict) else [])
     for name, value in numbers:
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and not 0 <= value <= MAX_SAFE_INTEGER:
-            raise ImportRefused("numbers", f"{name} = {value}")
+        _check_count(name, value)
     try:
         turn = TurnMeta.model_validate(raw)
         moment = parse_iso(turn.timestamp)
@@ -574,7 +586,7 @@ def parse_export(text: str, now_ms: int | None = None) -> Conversation:
     than a day. Raises ``ImportRefused`` with ``reason`` ``not-json`` |
     ``depth`` (nested deeper than ``MAX_DEPTH``) | ``format`` | ``version`` | ``meta`` | ``messages``
     (none, not the slim projection, an id holding a control character, or not a tree) | ``turns`` |
-    ``numbers`` (an integer negative or past 2^53 − 1) | ``dates`` (``createdAt`` after
+    ``numbers`` (an integer negative or past 2^53 − 1) | ``not-finite`` (``NaN`` or an infinity) | ``dates`` (``createdAt`` after
     ``updatedAt``, or in the future) | ``too-long`` (text past ``MAX_CONVERSATION_CHARS``)."""
     return run_steps(parse_steps(text, _now(now_ms)))
 

@@ -141,8 +141,8 @@ def backup_saved_text(t: Translate, counts: dict[str, int]) -> str:
 
 
 SKIP_REASONS = frozenset({"loop", "missing-node", "no-mapping", "no-message", "no-time", "times", "meta", "messages",
-                          "turns", "numbers", "dates", "unreadable", "too-long", "not-json", "not-conversations",
-                          "depth"})
+                          "turns", "numbers", "not-finite", "dates", "unreadable", "too-long", "not-json",
+                          "not-conversations", "depth"})
 """The codes of a conversation an import could not read that have words of their own
 (``history.skipReason.<code>``); any other reads as ``unreadable``."""
 

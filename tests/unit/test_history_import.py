@@ -54,6 +54,25 @@ def test_a_turns_numbers_are_checked_too(turn):
     assert refused(document(turns=[{**good, **turn}])) == "numbers"
 
 
+@pytest.mark.parametrize("text", ["NaN", "Infinity", "-Infinity"])
+def test_nan_or_an_infinite_count_is_refused_for_what_it_is_not_as_negative_or_too_large(text):
+    """``"totalTokens": NaN`` (or an infinity, which Python's parser reads): neither negative nor too
+    large, so it has a reason of its own, ``not-finite``, said in every locale (DESIGN.md §14)."""
+    from app.history.labels import import_refusal
+    from app.i18n import Translator
+
+    for number in ('"totalTokens": 3', '"duration": 5'):  # the meta's stats, a turn's duration
+        raw = json.dumps(document()).replace(number, number.split(":")[0] + ": " + text, 1)
+        assert raw != json.dumps(document())
+        with pytest.raises(ImportRefused) as info:
+            parse_export(raw, NOW)
+        assert info.value.reason == "not-finite"
+    for locale in ("en-US", "ar-SA", "ja-JP", "ko-KR", "pt-BR", "ru-RU", "zh-CN", "zh-TW"):
+        t = Translator(locale)
+        key, said = import_refusal(t, "not-finite")
+        assert key == "not-finite" and said != t("history.importError.numbers") and "importError" not in said
+
+
 def test_the_largest_exact_integer_is_kept():
     meta, _, _ = parse_export(json.dumps(document({"stats": {"totalTokens": MAX_SAFE_INTEGER}})), NOW)
     assert meta.stats.totalTokens == MAX_SAFE_INTEGER
