@@ -87,7 +87,7 @@ class Skipped(NamedTuple):
 
 class Unreadable(ValueError):
     """Why one conversation cannot be read: ``code`` (``loop``, ``missing-node``, ``no-mapping``,
-    ``no-message``, ``no-time``, ``times``, ``too-long``; each has its words, ``history.skipReason.<code>``) and the
+    ``no-message``, ``no-time``, ``times``, ``too-long``, ``unreadable``; each has its words, ``history.skipReason.<code>``) and the
     English detail as the message."""
 
     def __init__(self, code: str, detail: str) -> None:
@@ -347,8 +347,13 @@ def _part_text(part: Any) -> tuple[str, bool]:
 
 def _texts(content: dict[str, Any]) -> tuple[list[str], int]:
     """The texts of a message's ``content`` and how many are stand-ins for non-text parts (a part
-    or content that names no kind is passed over, ``_stand_in``)."""
+    or content that names no kind is passed over, ``_stand_in``). ``Unreadable("unreadable")`` for
+    ``parts`` that are there but no list (an object, a number, a string): what the message said
+    cannot be read, and its conversation is named as unreadable, never imported without it
+    (DESIGN.md §14: nothing dropped silently)."""
     parts = content.get("parts")
+    if parts is not None and not isinstance(parts, list):
+        raise Unreadable("unreadable", f"a message's parts are a {type(parts).__name__}, not a list")
     if isinstance(parts, list):
         pairs = [_part_text(p) for p in parts]
     elif isinstance(content.get("text"), str):  # code, execution_output, tether_quote…

@@ -472,6 +472,19 @@ def test_any_other_error_reading_one_conversation_names_it_as_unreadable():
     assert [meta.taskName for meta, _ in outcome.documents] == ["Gradients"]
 
 
+@pytest.mark.parametrize("parts", [{"0": "x"}, 5, "x"])
+def test_a_message_whose_parts_are_no_list_names_its_conversation_as_unreadable(parts):
+    """``parts`` as an object (``{"0": "x"}``), a number or a string: the question was imported as
+    ``[text]`` with no turn, what it said dropped without a word; now its conversation is named as
+    unreadable, as other conversations that cannot be read are, and the others import."""
+    odd = conversation("c-p", "Parts dict", [
+        node("r", None, children=["q"]),
+        node("q", "r", "user", content={"content_type": "text", "parts": parts}, t=T0)], "q")
+    outcome = import_chatgpt(as_bytes([odd, edited()]), "s", NOW_MS)
+    assert [(s.title, s.code) for s in outcome.skipped] == [("Parts dict", "unreadable")]
+    assert [meta.taskName for meta, _ in outcome.documents] == ["Gradients"]
+
+
 def test_a_conversation_whose_text_passes_the_limit_is_skipped_as_too_long_before_its_messages_are_built(monkeypatch):
     import app.history.chatgpt as chatgpt
     import app.model
