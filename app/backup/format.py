@@ -50,6 +50,7 @@ from pydantic import ValidationError
 from app.continuity import continues
 from app.history.branches import StoredForm
 from app.history.branching import Branching
+from app.history.limits import MAX_CONVERSATION_CHARS, text_chars
 from app.history.merge import merge_conversation, merged_meta
 from app.history.records import MAX_SAFE_INTEGER, TaskMeta, TurnMeta
 from app.history.tree import Tree
@@ -397,7 +398,8 @@ class MergePlan:
     ``renamed`` of them sharing nothing with the local one of their id), ``extended`` (local
     replaced by the longer incoming one or joined with its tree), ``present`` (already here, or the
     local tree holds every message of it, whatever each shows), ``versions_added``,
-    ``versions_present``, ``threads_restored``, ``threads_kept`` (a local thread was there)."""
+    ``versions_present``, ``threads_restored``, ``threads_kept`` (a local thread was there),
+    ``too_long`` (left out: more text than ``MAX_CONVERSATION_CHARS``, the limit of every way in)."""
 
     conversations: list[dict] = field(default_factory=list)
     stages: set[str] = field(default_factory=set)
@@ -413,6 +415,7 @@ class MergePlan:
     versions_present: int = 0
     threads_restored: int = 0
     threads_kept: int = 0
+    too_long: int = 0
 
 
 def plan_merge(incoming: Iterable[dict], local: Callable[[str], dict | None], *,
@@ -431,9 +434,17 @@ def plan_merge(incoming: Iterable[dict], local: Callable[[str], dict | None], *,
     counts from every turn) replaces the local one (``extended``), never a copy. Only when they share
     no message, or a message with one id differs in content or place, is the incoming added under
     ``new_id(meta)`` (a fresh ``task_…`` id) and ``app.history.text.copy_title``, so both are kept and
-    told apart (``renamed``)."""
+    told apart (``renamed``).
+
+    A conversation holding more text than ``MAX_CONVERSATION_CHARS`` (its shown path and its other
+    branches together, counted as ``app.history.limits.text_chars`` counts an import's) is left out
+    and counted (``too_long``): the one limit of every way in (DESIGN.md §14), as Import JSON and
+    sync refuse it."""
     plan = plan if plan is not None else MergePlan()
     for item in incoming:
+        if text_chars([*item["messages"], *(item.get("branches") or ())]) > MAX_CONVERSATION_CHARS:
+            plan.too_long += 1
+            continue
         task_id = item["meta"]["taskId"]
         here = local(task_id)
         if here is None:

@@ -24,7 +24,7 @@ from app.i18n import join_sentences
 __all__ = ["BackupFiles"]
 
 _COUNTS = ("added", "present", "renamed", "extended", "versionsAdded", "versionsPresent", "threadsRestored",
-           "threadsKept")
+           "threadsKept", "tooLong")
 
 
 def _attr(key: str) -> str:
@@ -116,7 +116,8 @@ class BackupFiles:
             return self._refused(status, "failed")
         values = {"added": plan.added, "present": plan.present, "renamed": plan.renamed, "extended": plan.extended,
                   "versionsAdded": plan.versions_added, "versionsPresent": plan.versions_present,
-                  "threadsRestored": plan.threads_restored, "threadsKept": plan.threads_kept}
+                  "threadsRestored": plan.threads_restored, "threadsKept": plan.threads_kept,
+                  "tooLong": plan.too_long}
         said = [self.t("backup.added", count=plan.added), self.t("backup.present", count=plan.present)]
         said += [self.t(f"backup.{k}", count=v) for k, v in values.items() if v and k not in ("added", "present")]
         for key, value in values.items():

@@ -1,5 +1,6 @@
 """The limits every way a conversation comes in is held to (DESIGN.md §14: one set of limits for
-the JSON import, the ``maic-agent-threads`` value, ChatGPT's export and sync intake).
+the JSON import, the ``maic-agent-threads`` value, ChatGPT's export, sync intake and a backup's
+restore, ``app.backup.format.plan_merge``).
 
 A conversation holds at most ``MAX_CONVERSATION_CHARS`` characters of text, counted as
 ``text_chars`` counts them: the length of its searchable text (``app.history.text.plain_text``),

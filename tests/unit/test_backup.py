@@ -364,6 +364,30 @@ def test_a_message_whose_content_is_a_number_is_refused_as_damaged_before_anythi
     assert refused.value.reason == "damaged" and _dump(target) == before
 
 
+def test_a_conversation_over_the_import_limit_is_left_out_and_counted_as_import_json_refuses_it():
+    """One limit for every way in (app/history/limits.py, DESIGN.md §14): a backup conversation of more
+    than ``MAX_CONVERSATION_CHARS`` characters of text was restored while Import JSON refused the same
+    conversation; the restore leaves it out (``too_long``) and restores the rest; one at the limit is
+    restored."""
+    from app.history.export import ImportRefused, export_json, parse_export
+    from app.history.limits import MAX_CONVERSATION_CHARS, text_chars
+
+    over, at_limit = conversation(2), conversation(3)
+    over["messages"][0]["content"][0]["text"] = "w" * MAX_CONVERSATION_CHARS
+    at_limit["messages"][0]["content"][0]["text"] = "w" * (MAX_CONVERSATION_CHARS - text_chars(at_limit["messages"]) + 8)
+    assert text_chars(over["messages"]) > MAX_CONVERSATION_CHARS == text_chars(at_limit["messages"])
+    target = _store([conversation(1)], [])
+    plan = asyncio.run(restore(target, build([over, at_limit], []), _pause, local_thread=lambda s: False,
+                               new_id=lambda m: "x"))
+    assert (plan.added, plan.too_long) == (1, 1)
+    assert sorted(target.raw("conversations")) == [conversation(n)["meta"]["taskId"] for n in (1, 3)]
+    meta = TaskMeta.model_validate(over["meta"])
+    turns = [TurnMeta.model_validate(t) for t in over["turns"]]
+    with pytest.raises(ImportRefused) as refused:
+        parse_export(export_json(meta, over["messages"], turns), T0 + 10**9)
+    assert refused.value.reason == "too-long"
+
+
 def test_a_refused_file_writes_nothing():
     convs = [conversation(n) for n in range(4)]
     bad = conversation(9)
