@@ -152,22 +152,7 @@ class SyncEngine:
         self.records = records
         self._pause = pause or (lambda: asyncio.sleep(0))
         self._deleted_store = deleted
-        self.tombstones = Tombstones(self._read_deleted())
-
-    def _read_deleted(self) -> list[str]:
-        try:
-            raw = self._deleted_store.get_item(DELETED_KEY)
-            ids = json.loads(raw) if raw else []
-        except Exception:  # noqa: BLE001 - blocked or damaged: no tombstones known here
-            return []
-        return [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
-
-    def _forget_for_good(self, doc_id: str) -> None:
-        self.tombstones.delete(doc_id)
-        try:
-            self._deleted_store.set_item(DELETED_KEY, json.dumps(self.tombstones.ids()))
-        except Exception:  # noqa: BLE001 - the tombstone holds for this page; PouchDB keeps the deletion
-            pass
+        self.tombstones = Tombstones.kept_in(deleted, DELETED_KEY)
 
     # -- out -------------------------------------------------------------------
     @staticmethod
@@ -225,7 +210,7 @@ class SyncEngine:
         task_id = change.task_id
         doc_id = doc_id_of_task(task_id)
         if change.kind == "delete":  # the deletion says which turns this device had (turn_digests), never their text
-            self._forget_for_good(doc_id)
+            self.tombstones.delete(doc_id)
             had = self.history.deleted_paths(task_id) or []  # every branch's turns (DESIGN.md §17)
             await self.replica.remove(doc_id, {"type": DELETION,
                                                "seen": sorted({d for path in had for d in turn_digests(path)})})
@@ -421,7 +406,7 @@ class SyncEngine:
         deletions saying what the deleting devices had. ``deleted``, or ``redeleted`` for an id
         deleted here before that another device wrote again."""
         again = not self.tombstones.admits(doc_id)
-        self._forget_for_good(doc_id)
+        self.tombstones.delete(doc_id)
         seen = decision.seen
         had = None if seen is None else (lambda messages: [d in seen for d in turn_digests(messages)])
         apart = await self.history.remove_synced(doc_id.split(":", 1)[1], had)

@@ -11,6 +11,7 @@ live one over a deletion, which brought deletes back); otherwise several live le
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -28,12 +29,37 @@ class Tombstones:
     (False, True)
     """
 
-    def __init__(self, ids: Iterable[str] = ()) -> None:
+    def __init__(self, ids: Iterable[str] = (), store: Any = None, key: str = "") -> None:
         self._ids = set(ids)
+        self._store, self._key = store, key
+
+    @classmethod
+    def kept_in(cls, store: Any, key: str) -> "Tombstones":
+        """The ids ``store`` (a ``StringStorage``) holds as a JSON list under ``key`` (none when it is
+        blocked or damaged); each ``delete`` writes them back there (ids only, never credentials).
+
+        >>> from app.storage import MemoryStorage
+        >>> store = MemoryStorage()
+        >>> Tombstones.kept_in(store, "k").delete("conversation:t1")
+        >>> Tombstones.kept_in(store, "k").admits("conversation:t1"), store.get_item("k")
+        (False, '["conversation:t1"]')
+        """
+        try:
+            raw = store.get_item(key)
+            ids = json.loads(raw) if raw else []
+        except Exception:  # noqa: BLE001 - blocked or damaged: no tombstones known here
+            ids = []
+        return cls([i for i in ids if isinstance(i, str)] if isinstance(ids, list) else [], store, key)
 
     def delete(self, doc_id: str) -> None:
-        """Remember ``doc_id`` as deleted (here, or a remote ``_deleted`` change)."""
+        """Remember ``doc_id`` as deleted (here, or a remote ``_deleted`` change), in the store too."""
         self._ids.add(doc_id)
+        if self._store is None:
+            return
+        try:
+            self._store.set_item(self._key, json.dumps(self.ids()))
+        except Exception:  # noqa: BLE001 - the tombstone holds for this page; PouchDB keeps the deletion
+            pass
 
     def admits(self, doc_id: str) -> bool:
         """False when ``doc_id`` was deleted: a remote write of it is not applied here."""

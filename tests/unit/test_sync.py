@@ -1016,7 +1016,7 @@ async def test_a_slice_read_ahead_is_not_checked_again_yet_a_deletion_applied_me
         return await real_read(document)
 
     engine._read = counting
-    engine._forget_for_good(doc_id_of_task("task_20261201_gone00"))  # the slice before deleted it
+    engine.tombstones.delete(doc_id_of_task("task_20261201_gone00"))  # the slice before deleted it
     assert await engine.remote_changed_many(docs, ahead) == ["added", "redeleted", "damaged"]
     assert checked == [] and engine.unreadable == 1 and [n.params for n in notices] == [{"count": 1}]
     assert (await b.bundle("task_20261201_first0")).meta.taskName == "one"
