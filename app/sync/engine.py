@@ -29,11 +29,8 @@ calls, both ways:
   result is written back out. What comes in is held to the import's limits
   (``app.sync.documents``); what cannot be read is counted (``unreadable``) and ``notify`` hears
   one ``sync-unreadable`` notice with the count so far;
-- scene versions, out: ``local_version(item)`` after this device wrote a version
-  (``SceneCheckpoints.on_recorded``: the timeline item) writes its document with the whole scene
-  document (``app.sync.documents.version_doc_of``); in: a version document goes to
-  ``SceneCheckpoints.adopt`` (kept once per checkpoint, numbered past the highest when its number is
-  taken here, §16), never written back (it stays as the device that made it numbered it);
+- scene versions, out: ``local_version(item)`` after this device wrote a version; in: a version
+  document; both handed to ``versions``, an ``app.sync.versions.VersionSync``;
 - ``send_all(target)``: at the first sync with ``target`` (the remote ``url/database``), every
   conversation and version stored here goes out, those made before sync was turned on included
   (``SENT_KEY`` remembers the target: later starts send only what changes);
@@ -57,7 +54,6 @@ them (without credentials) and the next change or "sync now" tries again.
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass, field, replace
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -69,8 +65,9 @@ from app.history.merge import Merged, merge_leaves, merged_meta
 from app.history.repository import Conversation, version_pages
 from app.store import Notice
 from app.sync.documents import (DELETION, conversation_steps, deletion_doc, doc_id_of_task, document_of, kind_of,
-                                turn_digests, version_doc_of, version_of, version_record_of)
+                                turn_digests)
 from app.sync.tombstones import Decision, Tombstones, decide
+from app.sync.versions import VersionSync
 
 __all__ = ["BUDGET_S", "DELETED_KEY", "LEAVES", "ReadAhead", "Replica", "SENT_KEY", "SLICE", "SyncEngine"]
 
@@ -149,6 +146,7 @@ class SyncEngine:
         self._clock = clock or (lambda: int(time.time() * 1000))
         self._notify = notify
         self.checkpoints = checkpoints
+        self.versions = VersionSync(replica, checkpoints, self.unsent, self._clock)
         self.records = records
         self._pause = pause or (lambda: asyncio.sleep(0))
         self._deleted_store = deleted
@@ -239,34 +237,8 @@ class SyncEngine:
         return True
 
     async def local_version(self, item: Any) -> bool:
-        """This device wrote the version of timeline ``item`` (a ``FileArtifact``): write its
-        document; False when the version store does not hold its document. A write the replica
-        refuses raises, and the item stays in ``unsent`` for the next start's ``resend``."""
-        meta = item.metadata
-        record = {"versionId": meta.get("artifactVersionId"), "artifactId": meta.get("artifactId"),
-                  "stageId": meta.get("stageId"), "sceneId": meta.get("sceneId"),
-                  "versionNo": meta.get("artifactVersionNo"), "checkpointId": item.id,
-                  "updatedAt": item.updated_at, "item": item.wire()}
-        try:
-            written = await self.push_version(record)
-        except Exception:
-            self.unsent.versions[item.id] = item
-            raise
-        self.unsent.versions.pop(item.id, None)  # written, or nothing to write: the store holds no document
-        return written
-
-    async def push_version(self, record: dict[str, Any], document: Any = None) -> bool:
-        """Write version ``record``'s document (``document``: its scene document when known, else
-        read from the version store); False when there is none."""
-        if document is None and self.checkpoints is not None:
-            found = await self.checkpoints.store.document(str(record["versionId"]))
-            document = found.model_dump(mode="json", exclude_none=True) if found is not None else None
-        if isinstance(document, str):
-            document = json.loads(document)
-        if not isinstance(document, dict):
-            return False
-        await self.replica.put(version_doc_of(record, dict(document)))
-        return True
+        """This device wrote the version of timeline ``item``: it goes out (``VersionSync.local``)."""
+        return await self.versions.local(item)
 
     async def send_all(self, target: str) -> int:
         """The first sync with ``target``: write the document of every conversation and version stored
@@ -285,7 +257,7 @@ class SyncEngine:
                 for row, snapshot in page:
                     document = snapshot.get("document") if isinstance(snapshot, dict) else None
                     try:
-                        sent += await self.push_version(row, document) if document is not None else 0
+                        sent += await self.versions.push(row, document) if document is not None else 0
                     except (KeyError, ValueError):  # a damaged record stays here, unsent
                         continue
                 await self._pause()
@@ -451,18 +423,6 @@ class SyncEngine:
         """A document that is not a conversation: a version, or another kind (``kind``:
         ``kind_of(doc_id)``)."""
         if kind == "version":
-            return await self._apply_version(doc)
+            outcome = await self.versions.apply(doc)
+            return self._damaged() if outcome == "damaged" else outcome
         return "ignored"  # design documents, other apps' documents
-
-    async def _apply_version(self, doc: dict[str, Any]) -> str:
-        """``added`` (kept here, numbered by ``VersionStore.adopt``), ``same`` (its checkpoint is here),
-        ``damaged``, or ``ignored`` (versions are not synced here, or a deletion: versions are
-        append-only and never deleted, §16)."""
-        if self.checkpoints is None or doc.get("_deleted"):
-            return "ignored"
-        try:
-            record, document = version_record_of(version_of(doc, self._clock()))
-            number = await self.checkpoints.adopt(record, document)
-        except ValueError:
-            return self._damaged()
-        return "same" if number is None else "added"

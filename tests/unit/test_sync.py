@@ -634,7 +634,7 @@ async def test_version_documents_that_are_damaged_or_deleted_change_nothing():
     engine = SyncEngine(_device(1), FakeReplica(), MemoryStorage(), checkpoints=checkpoints, records=records)
     good = await _regenerate(_checkpoints(MemoryBackend(), 2), "elsewhere", 5)
     replica = FakeReplica()
-    await SyncEngine(_device(2), replica, MemoryStorage(), checkpoints=None).push_version(
+    await SyncEngine(_device(2), replica, MemoryStorage(), checkpoints=None).versions.push(
         {"versionId": "intro-ml/scene-1:v1", "artifactId": "intro-ml/scene-1", "stageId": "intro-ml",
          "sceneId": "scene-1", "versionNo": 1, "checkpointId": good.id, "updatedAt": 5, "item": good.wire()},
         {"title": "x", "elements": "not a list"})
@@ -1330,3 +1330,4 @@ async def test_a_deleted_conversation_imported_again_from_its_file_syncs_under_a
     assert (await a.bundle(renewed)).messages == before.messages
     assert await engine_b.remote_changed(replica_a.docs[doc_id_of_task(renewed)]) == "added"
     assert (await b.bundle(renewed)).messages == before.messages and await b.bundle(task) is None
+
