@@ -50,6 +50,7 @@ from pydantic import ValidationError
 from app.continuity import continues
 from app.history.branches import StoredForm
 from app.history.branching import Branching
+from app.history.changes import HistoryChange
 from app.history.limits import MAX_CONVERSATION_CHARS, text_chars
 from app.history.merge import merge_conversation, merged_meta
 from app.history.records import MAX_SAFE_INTEGER, TaskMeta, TurnMeta
@@ -394,7 +395,8 @@ class MergePlan:
     conversations put; ``versions``: items to add, renumbered; ``threads``: stage id →
     thread to restore (only courses with no local thread); ``heads``: stage id → task id of the
     conversation each restored thread is (``plan_heads``); ``renames``: incoming task id → the fresh
-    id it was added under. Counts: ``added`` (new conversations,
+    id it was added under; ``written``: stage id → the task ids of the conversations put in that
+    course, in the order written, each under the id it was written with (what sync sends, §16). Counts: ``added`` (new conversations,
     ``renamed`` of them sharing nothing with the local one of their id), ``extended`` (local
     replaced by the longer incoming one or joined with its tree), ``present`` (already here, or the
     local tree holds every message of it, whatever each shows), ``versions_added``,
@@ -407,6 +409,7 @@ class MergePlan:
     threads: dict[str, dict] = field(default_factory=dict)
     heads: dict[str, str] = field(default_factory=dict)
     renames: dict[str, str] = field(default_factory=dict)
+    written: dict[str, list[str]] = field(default_factory=dict)
     added: int = 0
     renamed: int = 0
     extended: int = 0
@@ -416,6 +419,20 @@ class MergePlan:
     threads_restored: int = 0
     threads_kept: int = 0
     too_long: int = 0
+
+    def changes(self) -> list[HistoryChange]:
+        """What history's hub announces once this restore is written (DESIGN.md §14, §15): one
+        ``import`` change per restored course (``threads`` and ``stages``, sorted; ``task_id`` ``""``),
+        carrying the task ids written in it (``HistoryChange.tasks``, from ``written``), so sync sends
+        each of them (§16) while the other tabs hear one message per course however many
+        conversations the restore wrote.
+
+        >>> plan = MergePlan(stages={"s"}, written={"s": ["task_1", "task_2"]})
+        >>> [(c.kind, c.task_id, c.stage_id, c.source, c.tasks) for c in plan.changes()]
+        [('import', '', 's', 'import', ('task_1', 'task_2'))]
+        """
+        return [HistoryChange("import", "", stage_id, "import", tasks=tuple(self.written.get(stage_id, ())))
+                for stage_id in sorted(set(self.threads) | self.stages)]
 
 
 def plan_merge(incoming: Iterable[dict], local: Callable[[str], dict | None], *,

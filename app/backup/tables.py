@@ -93,7 +93,8 @@ async def restore(backend: RecordBackend, data: bytes, pause: Pause, *, local_th
     or ``step`` conversations per transaction. Every record is checked first (``read_backup``);
     then each member is read again, a piece per task, and its conversations are planned against the
     store and written ``step`` at a time, so no more than one member's conversations are held
-    (``plan.conversations`` is empty afterwards; ``plan.stages`` names their courses). Threads are
+    (``plan.conversations`` is empty afterwards; ``plan.stages`` names their courses, ``plan.written``
+    their task ids by course). Threads are
     planned (``local_thread(stageId)``: the course has one here) but
     written by the caller (``plan.threads``); the heads of the restored threads (``plan.heads``,
     ``syncedAt`` their ``updatedAt``) are written here, last, so the caller must write those threads
@@ -139,7 +140,8 @@ async def _restore_conversations(backend: RecordBackend, reader, pause: Pause, n
                                  step: int, plan: MergePlan) -> set[str]:
     """``restore``'s first step: the conversations ``step`` at a time (``_chunks``), planned against
     what the store holds (``plan_merge``) and written in one transaction each, a pause after each.
-    Returns the task ids here or written by this restore (``plan.stages`` gets their courses)."""
+    Returns the task ids here or written by this restore (``plan.stages`` gets their courses,
+    ``plan.written`` the ids written in each)."""
     taken: set[str] = set()
     known: set[str] = set()  # task ids here or written by this restore
 
@@ -161,6 +163,7 @@ async def _restore_conversations(backend: RecordBackend, reader, pause: Pause, n
                         shown=item.get("shown"))
             known.add(item["meta"]["taskId"])
             plan.stages.add(item["meta"]["stageId"])
+            plan.written.setdefault(item["meta"]["stageId"], []).append(item["meta"]["taskId"])
         plan.conversations.clear()
         del chunk
         if writes:

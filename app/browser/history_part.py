@@ -15,7 +15,7 @@ from app.browser.backup_files import bind_backup
 from app.browser.history_view import HistoryView, create_history
 from app.browser.tasks import next_task
 from app.history.active_thread import ActiveThread
-from app.history.changes import ChangeHub, HistoryChange
+from app.history.changes import ChangeHub
 from app.history.list_model import HistoryList
 from app.history.recorder import HistoryRecorder
 from app.history.service import HistoryService
@@ -106,12 +106,13 @@ class HistoryPart:
         """A backup was restored (``app.backup.format.MergePlan``, DESIGN.md §14): the restored courses'
         active conversations are read again, the page shows what was restored (``threads_restored``),
         the stats and list are drawn at once (no reload), and every restored course is announced as
-        an import (other tabs hear it)."""
+        an import carrying the conversations written in it (``MergePlan.changes``: other tabs hear
+        one message per course, sync sends each conversation, DESIGN.md §16)."""
         stages = set(plan.threads)
         for stage_id in stages | plan.stages:  # a course whose active conversation the restore joined too:
             self.service.forget_active(stage_id)  # its next turn reads it whole, never writes over what came
         await self._threads_restored(stages)
         await self.view.render_meta()
         await self.view.listing.reload()
-        for stage_id in stages | plan.stages:
-            self._changes.publish(HistoryChange("import", "", stage_id, "import"))
+        for change in plan.changes():
+            self._changes.publish(change)

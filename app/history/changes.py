@@ -7,7 +7,8 @@ modules are loaded (§13), so the cross-tab adapter can join it at once.
   ``sync``, ``branch``: another branch shown, §17; ``what`` sorts it: written, deleted, the course's active conversation moved), where it
   came from (``source``: this tab, another tab, sync, an import) and what was written
   (``written``: the meta, messages and turns as committed, ``form``: the whole tree as committed;
-  ``head``: the course's active thread when sync changed it), so no subscriber reads back what it was just told.
+  ``head``: the course's active thread when sync changed it; ``tasks``: the conversations a
+  restored backup wrote in a course), so no subscriber reads back what it was just told.
 - ``ChangeHub``: ``subscribe(listener)`` returns its own unsubscribe; ``publish(change)`` tells
   every subscriber in the order of subscription. No part assigns or wraps another part's callback.
 
@@ -55,7 +56,10 @@ class HistoryChange:
     active thread (slim messages) when sync moved it (another device's version of it, or ``[]``
     when it was deleted there), else None (DESIGN.md §16); ``form``: the conversation's ``messages``
     record as written, its whole tree (shown path, ``branches``, ``shown``: ``StoredForm``, §17),
-    when the change carries it (a turn, New conversation, a branch shown), else None."""
+    when the change carries it (a turn, New conversation, a branch shown), else None; ``tasks``: for a
+    change of a whole course (a restored backup's, ``task_id`` ``""``), the task ids of the
+    conversations it wrote there, each of which sync sends (§16), else ``()``; never on the cross-tab
+    channel (``to_json``: one message per course, however many conversations)."""
 
     kind: str
     task_id: str
@@ -64,6 +68,7 @@ class HistoryChange:
     written: Conversation | None = None
     head: list[dict] | None = None
     form: StoredForm | None = None
+    tasks: tuple[str, ...] = ()
 
     @property
     def elsewhere(self) -> bool:

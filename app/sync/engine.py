@@ -11,7 +11,8 @@ calls, both ways:
   (``app.sync.documents.conversation_doc``) of what the change carries as written, or as history
   now holds it when it carries none, never over an id deleted before: an undo of a delete that
   went out, or an import of its file, brings the conversation back here under a new id (``HistoryService.renew_synced``),
-  which goes out as any other, while the deleted id stays deleted everywhere;
+  which goes out as any other, while the deleted id stays deleted everywhere; a restored backup's
+  change of a whole course goes out as one change of each conversation it wrote (``send_each``);
 - in: ``remote_changed_many(docs)`` for the documents the replication brought, in arrival order
   (``remote_changed(doc)`` for one; ``read_ahead(docs)`` checks them beforehand, while the slice
   before them is written). A document in conflict carries every leaf revision under
@@ -165,15 +166,18 @@ class SyncEngine:
         return change.source in ("this-tab", "import")
 
     async def local_changed(self, change: HistoryChange) -> None:
-        """History changed conversation ``change.task_id`` here (``sends``; a change of no
-        conversation, a restored backup's, sends nothing). A delete removes its document; a change
+        """History changed conversation ``change.task_id`` here (``sends``; a change of a whole course,
+        a restored backup's, sends each conversation it names, ``send_each``). A delete removes its document; a change
         that carries what it wrote (``change.written``) writes the document of that, reading
         nothing back; any other writes it as history holds it (``push``). A write the replica
         refuses (a replication that ended meanwhile: Sync now, the watchdog, new settings) raises,
         and the change is kept in ``unsent`` for the next start's ``resend`` (§5: nothing is lost
         silently; before, it went out only with that conversation's next change)."""
         task_id = change.task_id
-        if not self.sends(change) or not task_id:
+        if not self.sends(change):
+            return
+        if not task_id:
+            await self.send_each(change)
             return
         try:
             await self._send(change)
@@ -181,6 +185,23 @@ class SyncEngine:
             self.unsent.changes[task_id] = change
             raise
         self.unsent.changes.pop(task_id, None)  # what went out is what history holds now
+
+    async def send_each(self, change: HistoryChange) -> None:
+        """A change of a whole course (a restored backup's import) goes out as one change of each
+        conversation it names (``HistoryChange.tasks``: one under an id deleted before comes back under
+        a new one, ``_send``), ``pause`` awaited every ``SLICE``. Each refused write stays in
+        ``unsent``; the others still go and the first refusal is raised once all were tried
+        (DESIGN.md §14, §16: what a restore wrote syncs like any other conversation)."""
+        failed = None
+        for count, task_id in enumerate(change.tasks, 1):
+            try:
+                await self.local_changed(replace(change, task_id=task_id, tasks=()))
+            except Exception as error:  # noqa: BLE001 - kept in unsent; the others still go
+                failed = failed or error
+            if count % SLICE == 0:
+                await self._pause()
+        if failed is not None:
+            raise failed
 
     async def resend(self) -> int:
         """Send again what ``unsent`` keeps, in the order it was kept: each conversation's change (a

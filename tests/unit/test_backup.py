@@ -741,3 +741,18 @@ def test_a_member_that_unpacks_to_one_endless_line_is_read_in_slices_and_refused
             fmt.check_counts(reader.manifest, 0, 0)  # newlines alone: no conversation, as the manifest lies
         assert refused.value.reason == reason
         assert handed_back >= min(len(body), 64 * 1024) // 4096  # one piece per READ_CHARS read at least
+
+
+def test_a_restore_names_every_conversation_it_wrote_by_course_for_sync_and_one_change_per_course():
+    """What sync sends after a restore (DESIGN.md §14, §16): the task ids written, by course, an
+    extended one, one added under a fresh id and a new one; never one already present. The hub hears
+    one change per course carrying them (``MergePlan.changes``)."""
+    longer, present, new = conversation(1, messages=4), conversation(3), conversation(4)
+    clash = {**conversation(5), "meta": {**conversation(5)["meta"], "taskId": conversation(2)["meta"]["taskId"]}}
+    plan, _target = _restored([conversation(1), clash, present], [longer, conversation(2), present, new])
+    assert (plan.added, plan.renamed, plan.extended, plan.present) == (2, 1, 1, 1)
+    written = [longer["meta"]["taskId"], "task_20260601_copy01", new["meta"]["taskId"]]
+    assert sorted(plan.written["stage-a"]) == sorted(written) and list(plan.written) == ["stage-a"]
+    (change,) = plan.changes()
+    assert (change.kind, change.task_id, change.stage_id, change.source) == ("import", "", "stage-a", "import")
+    assert sorted(change.tasks) == sorted(written)

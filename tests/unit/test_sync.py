@@ -1331,3 +1331,41 @@ async def test_a_deleted_conversation_imported_again_from_its_file_syncs_under_a
     assert await engine_b.remote_changed(replica_a.docs[doc_id_of_task(renewed)]) == "added"
     assert (await b.bundle(renewed)).messages == before.messages and await b.bundle(task) is None
 
+
+async def test_the_conversations_a_backup_restored_with_sync_on_go_out_and_one_under_a_deleted_id_under_a_new_id():
+    """Restore a backup with sync on (DESIGN.md §14, §16; §5: nothing is lost silently): every
+    conversation the restore wrote goes out as an import does (before, only the first sync with a
+    server sent anything, so what a restore added later stayed on this device while every device
+    read "Synced"); one whose id this device deleted, and whose deletion went out, comes back under
+    a new id (``renew_synced``) and goes out under it, the deleted id staying deleted."""
+    from app.backup.tables import restore, write_backup
+    from app.records import MemoryBackend as Records
+    from app.sync.documents import doc_id_of_task
+
+    records, records_c = Records(), Records()
+    counter = itertools.count(7)
+    a = HistoryService(records, clock=lambda: DEVICE_T0, random_bytes=lambda n: bytes([next(counter) % 256] * n))
+    b = _device(2)
+    c = HistoryService(records_c, clock=lambda: DEVICE_T0 + 5, random_bytes=lambda n: bytes([9] * n))
+    x = await _device_turn(a, "s", "backed up")
+    await a.archive("s", (await a.bundle(x)).messages, 1)
+    replica_a, replica_b = FakeReplica(), FakeReplica()
+    engine_a, engine_b = SyncEngine(a, replica_a, MemoryStorage()), SyncEngine(b, replica_b, MemoryStorage())
+    pause = lambda: asyncio.sleep(0)  # noqa: E731
+    NO_THREADS = {"state": {"threads": {}}, "version": 1}  # noqa: N806 - no course's thread in the backups
+    backup_a = await write_backup(records, NO_THREADS, DEVICE_T0, pause)  # holds X
+    before = await _deleted_everywhere(a, x, replica_a, engine_a, engine_b)
+    y = await _device_turn(c, "t", "made on another device")  # never synced: only in C's backup
+    backup_c = await write_backup(records_c, NO_THREADS, DEVICE_T0, pause)
+    new_ids = iter(["task_20261201_fresh1", "task_20261201_fresh2"])
+    for data in (backup_a, backup_c):
+        plan = await restore(records, data, pause, local_thread=lambda s: True, new_id=lambda m: next(new_ids))
+        for change in plan.changes():
+            await engine_a.local_changed(change)
+    assert await engine_b.remote_changed(replica_a.docs[doc_id_of_task(y)]) == "added"
+    assert (await b.bundle(y)).messages == (await c.bundle(y)).messages
+    (item,) = (await a.page("s")).items  # X: back under a new id, which goes out; the deleted id stays deleted
+    renewed = item.taskId
+    assert renewed != x and await a.bundle(x) is None and replica_a.docs[doc_id_of_task(x)]["_deleted"] is True
+    assert await engine_b.remote_changed(replica_a.docs[doc_id_of_task(renewed)]) == "added"
+    assert (await b.bundle(renewed)).messages == before.messages and await b.bundle(x) is None
