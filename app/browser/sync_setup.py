@@ -53,7 +53,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import js
-from pyodide.ffi import create_proxy
+from pyodide.ffi import create_once_callable, create_proxy
 from pyscript import document
 
 from app.browser.dom import element
@@ -63,6 +63,7 @@ from app.browser.sync_tabs import SyncTabs
 from app.i18n import Translator
 from app.browser.tasks import next_task
 from app.history.changes import ChangeHub, HistoryChange
+from app.history.delete_writes import UNDO_MS
 from app.store import Notice
 from app.sync.engine import SENT_KEY, SyncEngine, Unsent
 from app.sync.settings import SyncCredentials, SyncSettings, SyncStatus, load_sync_settings, save_sync_settings
@@ -77,6 +78,9 @@ POLL_S = 1.0
 """Seconds between two looks of the watchdog (``app.sync.watchdog``) while sync is on."""
 STALLED = SyncStatus.failed("stalled")
 """What the panel shows while the watchdog holds the replication stalled."""
+RELEASE_AFTER_MS = 500
+"""A held deletion is released this long after Undo's time (``UNDO_MS``) is over, so the release
+never comes before the hold's own time (``app.sync.held``)."""
 
 
 async def _load_script(src: str) -> None:
@@ -316,6 +320,7 @@ class SyncSetup:
             self.replication.start()
             engine, target = self.engine, credentials.remote
             self._enqueue(engine.resend)  # what the replication before this one refused to write
+            self._enqueue(engine.release)  # deletions held while Undo could take them back (a tab closed meanwhile)
             self._enqueue(lambda: engine.send_all(target))
 
     def _notify(self, notice) -> None:
@@ -333,6 +338,8 @@ class SyncSetup:
         def changed(change: HistoryChange) -> None:  # sync's own changes (source "sync") never go back out
             if self.engine is not None and self.settings.enabled and SyncEngine.sends(change):
                 self._enqueue(lambda: self.engine.local_changed(change))
+                if change.kind == "delete":  # held while Undo can take it back: sent once that time is over
+                    js.setTimeout(create_once_callable(self._release), UNDO_MS + RELEASE_AFTER_MS)
 
         self._changes.subscribe(changed)
         if self.checkpoints is not None:
@@ -341,6 +348,11 @@ class SyncSetup:
                     self._enqueue(lambda: self.engine.local_version(item))
 
             self.checkpoints.on_recorded(recorded)
+
+    def _release(self) -> None:
+        """The deletions held here that Undo can no longer take back go out (``SyncEngine.release``)."""
+        if self.engine is not None and self.settings.enabled:
+            self._enqueue(self.engine.release)
 
     def _enqueue(self, make) -> None:
         """Run ``make()`` after every step queued before (arrival order), reporting failures."""
@@ -412,6 +424,7 @@ class SyncSetup:
                                  clock=lambda: int(js.Date.now()), notify=self._notify, unsent=self._unsent)
         self._hook_history()
         self._enqueue(self.engine.resend)  # into the local database: no server to wait for
+        self._enqueue(self.engine.release)
         self._follows += 1
         tabs.post("ask" if self._follows == 1 else "now")
 

@@ -5,9 +5,12 @@ calls, both ways:
 
 - out: ``local_changed(change)`` for each change history's hub announces that ``sends`` admits
   (this tab's and an import's, ``app.history.changes``; never sync's own, never another tab's,
-  which that tab sends): a delete removes the conversation's document (and keeps its id
-  as deleted, ``Tombstones``), the deletion naming the turns this device had
-  (``app.sync.documents.deletion_doc``); anything else writes the conversation's document
+  which that tab sends): a delete is held while Undo can take it back (``app.sync.held.HeldDeletes``,
+  kept in ``deleted``'s storage; another device's version of that id is kept aside meanwhile), then
+  ``release`` removes the conversation's document (and keeps its id as deleted, ``Tombstones``), the
+  deletion naming the turns this device had (``app.sync.documents.deletion_doc``); an undo (or an
+  import) before that cancels the hold, nothing of the delete goes out, and what was kept aside is
+  taken in; anything else writes the conversation's document
   (``app.sync.documents.conversation_doc``) of what the change carries as written, or as history
   now holds it when it carries none, never over an id deleted before: an undo of a delete that
   went out, or an import of its file, brings the conversation back here under a new id (``HistoryService.renew_synced``),
@@ -43,7 +46,8 @@ nothing when its content is the same), ``async remove(doc_id, body) -> None`` (d
 deletion carrying ``body``) and ``async resolve(docs) -> None`` (one bulk write of ``docs``, each
 over the leaf revision its ``_rev`` names); ``history`` is the
 ``HistoryService``; ``deleted`` a ``StringStorage`` holding the deleted ids as a JSON list under
-``DELETED_KEY`` (ids only: never credentials) and ``SENT_KEY``; ``checkpoints`` the
+``DELETED_KEY`` (ids only: never credentials), ``SENT_KEY`` and the held deletions
+(``app.sync.held.HELD_KEY``); ``checkpoints`` the
 ``SceneCheckpoints`` (None: versions are not synced); ``records`` the ``app.records.RecordBackend``
 the versions live in (``send_all`` reads them through ``app.history.repository.version_pages``, the
 conversations through ``HistoryService.conversation_pages``: no table is named here), ``pause``
@@ -67,6 +71,7 @@ from app.history.repository import Conversation, version_pages
 from app.store import Notice
 from app.sync.documents import (DELETION, conversation_steps, deletion_doc, doc_id_of_task, document_of, kind_of,
                                 turn_digests)
+from app.sync.held import HeldDeletes
 from app.sync.tombstones import Decision, Tombstones, decide
 from app.sync.versions import VersionSync
 
@@ -152,6 +157,7 @@ class SyncEngine:
         self._pause = pause or (lambda: asyncio.sleep(0))
         self._deleted_store = deleted
         self.tombstones = Tombstones.kept_in(deleted, DELETED_KEY)
+        self.held = HeldDeletes(deleted, self._clock)
 
     # -- out -------------------------------------------------------------------
     @staticmethod
@@ -228,12 +234,13 @@ class SyncEngine:
     async def _send(self, change: HistoryChange) -> None:
         task_id = change.task_id
         doc_id = doc_id_of_task(task_id)
-        if change.kind == "delete":  # the deletion says which turns this device had (turn_digests), never their text
-            self.tombstones.delete(doc_id)
-            had = self.history.deleted_paths(task_id) or []  # every branch's turns (DESIGN.md §17)
-            await self.replica.remove(doc_id, {"type": DELETION,
-                                               "seen": sorted({d for path in had for d in turn_digests(path)})})
+        if change.kind == "delete":  # held while Undo can take it back (release), naming the turns this device had
+            had = self.history.deleted_paths(task_id) or []  # every branch's turns (DESIGN.md §17), never their text
+            self.held.hold(doc_id, sorted({d for path in had for d in turn_digests(path)}))
             return
+        aside = self.held.cancel(doc_id)  # back before its deletion went out: it never will
+        if aside:  # another device's version that came meanwhile is taken in now
+            await self.remote_changed_many(aside)
         if not self.tombstones.admits(doc_id):  # a write over the deletion would bring the id back (§16)
             # undone, or imported from a file, after the delete went out: back here under a new id, sent as any other
             if change.kind in ("undo", "import"):
@@ -245,6 +252,19 @@ class SyncEngine:
             await self.replica.put(document_of(change.written))
         else:  # a change that carries no records (a resume, an undo): history holds what goes out
             await self.push(task_id)
+
+    async def release(self) -> int:
+        """Each held deletion Undo can no longer take back (``HeldDeletes.due``) goes out: its id kept
+        as deleted, its document removed, the deletion naming the turns this device had; returns how
+        many. A removal the replica refuses raises, and that one stays held for the next release (the
+        page's timer after each delete, and every start: a tab closed meanwhile sends it then)."""
+        released = 0
+        for doc_id, seen in self.held.due():
+            self.tombstones.delete(doc_id)
+            await self.replica.remove(doc_id, {"type": DELETION, "seen": seen})
+            self.held.done(doc_id)
+            released += 1
+        return released
 
     async def push(self, task_id: str) -> bool:
         """Write ``task_id``'s document as history holds it; False when history has none, or when its
@@ -297,7 +317,8 @@ class SyncEngine:
     # -- in --------------------------------------------------------------------
     async def remote_changed(self, doc: dict[str, Any]) -> str:
         """Apply one replicated document; returns what happened (``deleted``, ``redeleted``,
-        ``ignored`` for a document that is not a conversation, ``damaged``, or the outcome of
+        ``ignored`` for a document that is not a conversation, ``damaged``, ``held``: kept aside, its
+        id deleted here while Undo may take that back, ``HeldDeletes``, or the outcome of
         ``HistoryService.apply_synced``)."""
         return (await self.remote_changed_many([doc]))[0]
 
@@ -334,12 +355,16 @@ class SyncEngine:
         id went through stays in order. Documents that cannot be read end in one notice. ``ahead``:
         what ``read_ahead(docs)`` checked already (not checked again)."""
         before = self.unreadable
+        self.held.read()  # another tab's held deletions too
         outcomes: list[str | None] = [None] * len(docs)
         run: list[tuple[int, str, Any]] = []  # (index, task id, Conversation)
         for index, doc in enumerate(docs):
             doc_id = str(doc.get("_id", ""))
             kind = kind_of(doc_id)
             if kind == "conversation":
+                if self.held.keeps_aside(doc_id, doc):  # deleted here, and Undo may still take it back
+                    outcomes[index] = "held"
+                    continue
                 decision = decide(doc, doc.get(LEAVES), self.tombstones.admits(doc_id))
                 if decision.what == "one":
                     try:

@@ -5,8 +5,8 @@ localStorage and IndexedDB) against a real CouchDB-protocol server on 127.0.0.1 
 One pair of booted pages carries the cases, each in a course of its own (switched in the page), and
 B is reloaded once for all of them: sync off loads nothing and sends nothing off the origin; a
 conversation made before sync was on goes out at the first sync; a conversation made on A appears on
-B; a delete on A is gone on B and stays gone after both sync again (undone on A at once, it comes
-back there under a new id, which syncs as any other); scene versions made on both keep
+B; a delete on A undone at once never leaves A (back under its id, never a copy), and deleted again it
+goes out once Undo can no longer take it back, is gone on B and stays gone after both sync again; scene versions made on both keep
 distinct numbers and B restores one made on A; a delete on A while B, apart, adds a turn wins on both,
 B's turn kept as a conversation of its own; conflicting revisions written to the server are merged
 with no conflicts left, and what an import refuses does not come in by sync; the two devices, on a
@@ -309,19 +309,19 @@ def test_two_devices_one_course_per_case(browser, app_server, couch):
         a.page.locator(f"[data-testid=history-item][data-task-id={doomed}] [data-testid=history-delete]").click()
         a.page.wait_for_function(
             "t => !document.querySelector(`[data-testid=history-item][data-task-id=${t}]`)", arg=doomed)
-        a.testid("history-undo").click()  # undone: its deletion went out, so it comes back on A under a new id
-        # ... and into the list left open (sync's import of the new id), not only once it is opened again
+        a.testid("history-undo").click()  # undone before its deletion went out (it is held): back under its id
         a.page.wait_for_function(
-            "t => [...document.querySelectorAll('[data-testid=history-item]')].some(i => i.dataset.taskId !== t)",
-            arg=doomed)
+            "t => document.querySelector(`[data-testid=history-item][data-task-id=${t}]`)", arg=doomed)
+        a.page.locator(f"[data-testid=history-item][data-task-id={doomed}] [data-testid=history-delete]").click()
+        a.page.wait_for_function(
+            "t => !document.querySelector(`[data-testid=history-item][data-task-id=${t}]`)", arg=doomed)
         a.testid("history-close").click()
-        (renewed,) = _wait_history_ids(a, lambda ids, t: len(ids) == 1 and t not in ids, doomed)
+        assert _history_ids(a) == []  # never a copy under a new id
+        assert "to be deleted on A" in _doc_texts(_server_docs(couch)[f"conversation:{doomed}"])  # nothing went out
+        # kept deleted: it goes out once Undo can no longer take it back, and is gone on B and the server
         _wait_history_ids(b, lambda ids, t: t not in ids, doomed)
-        assert _server_docs(couch).get(f"conversation:{doomed}") is None  # deleted on the server too
-        # the undone one syncs as a conversation of its own, nothing of it lost
-        assert "to be deleted on A" in _doc_texts(
-            _poll(lambda: _server_docs(couch).get(f"conversation:{renewed}"), "the undone conversation on the server"))
-        _wait_history_ids(b, lambda ids, t: t in ids, renewed)
+        assert _server_docs(couch).get(f"conversation:{doomed}") is None
+        assert _history_ids(a) == []
         for device in (a, b):  # both sync again (a fresh start of the replication): still gone
             _sync_now(device)
         b.reload()
@@ -409,8 +409,8 @@ def test_two_devices_one_course_per_case(browser, app_server, couch):
         assert deleted not in _history_ids(b) and _current_task(b) == kept
         assert _doc(couch, DATABASE, f"conversation:{deleted}") is None
         assert deleted not in _history_ids(a)
-        _switch(b, "linear-algebra")  # the delete on A: still gone on B, the undone one kept under its new id
-        assert _history_ids(b) == [renewed]
+        _switch(b, "linear-algebra")  # the delete on A: still gone on B, and no copy of it anywhere
+        assert _history_ids(b) == []
         _switch(b, "intro-ml")
         assert task_a in _history_ids(b)  # what came before stays
         _switch(b, "poetry-tang")  # B still has the three versions, numbered as before

@@ -118,6 +118,7 @@ from app.history import HistoryService  # noqa: E402
 from tests.unit.test_history import Clock  # noqa: E402
 from tests.unit.turn_events import ended  # noqa: E402
 from tests.unit.held_writes import WriteHeld  # noqa: E402
+from tests.unit.test_sync import _delete_goes_out  # noqa: E402
 from app.history.export import export_json, parse_export  # noqa: E402
 from app.records import SCHEMA, MemoryBackend  # noqa: E402
 
@@ -420,7 +421,7 @@ async def test_a_rename_of_a_conversation_deleted_on_another_device_does_not_bri
     renamed = {**replica_b.docs[doc_id], "_rev": "2-b"}
     assert renamed["meta"]["taskName"] == "Renamed on B"
     assert await a.delete(task)
-    await engine_a.local_changed(HistoryChange("delete", task, "s"))
+    await _delete_goes_out(engine_a, task)
     deletion = {**replica_a.docs[doc_id], "_rev": "2-a"}
     # B: its renamed revision and A's deletion are two leaves; the deletion wins, nothing is kept apart
     assert await engine_b.remote_changed({**renamed, "_leaves": [renamed, deletion]}) == "deleted"

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 import app.checkpoints.versions
 import app.history.merge
 import app.sync.documents
+import app.sync.held
 import app.sync.settings
 import app.sync.tombstones
 from app.history.records import TaskMeta, TurnMeta, Usage, iso
@@ -250,6 +251,7 @@ import itertools  # noqa: E402
 import app.sync.engine  # noqa: E402
 from app.history import HistoryService  # noqa: E402
 from app.history.changes import HistoryChange  # noqa: E402
+from app.history.delete_writes import UNDO_MS  # noqa: E402
 from app.records import MemoryBackend  # noqa: E402
 from app.sync.engine import DELETED_KEY, LEAVES, SyncEngine, Unsent  # noqa: E402
 
@@ -323,6 +325,24 @@ class FakeReplica:
 
 def test_engine_doctests():
     assert doctest.testmod(app.sync.engine).failed == 0
+    assert doctest.testmod(app.sync.held).failed == 0
+
+
+async def _hold_ends(engine):
+    """``engine.release()`` once Undo can no longer take back what it holds (its clock moved past
+    ``UNDO_MS``, DESIGN.md §9); returns how many deletions went out."""
+    clock = engine.held._clock
+    engine.held._clock = lambda: clock() + UNDO_MS + 1
+    try:
+        return await engine.release()
+    finally:
+        engine.held._clock = clock
+
+
+async def _delete_goes_out(engine, task, stage="s"):
+    """This device's delete of ``task``, held while Undo can take it back, then sent (``release``)."""
+    await engine.local_changed(HistoryChange("delete", task, stage))
+    assert await _hold_ends(engine) == 1
 
 
 async def test_a_conversation_made_on_a_is_kept_on_b_archived_and_comes_back_unchanged():
@@ -446,7 +466,7 @@ async def test_a_delete_replicates_and_a_later_write_of_that_id_does_not_bring_i
     old = replica_a.docs[f"conversation:{task}"]
     await engine_b.remote_changed(old)
     assert await a.delete(task)
-    await engine_a.local_changed(HistoryChange("delete", task, "s"))
+    await _delete_goes_out(engine_a, task)
     assert replica_a.docs[f"conversation:{task}"]["_deleted"] is True
     assert await engine_b.remote_changed(replica_a.docs[f"conversation:{task}"]) == "deleted"
     assert await b.bundle(task) is None and not b.can_undo()
@@ -468,7 +488,7 @@ async def _deleted_everywhere(a, task, replica_a, engine_a, engine_b):
     await engine_b.remote_changed(replica_a.docs[doc_id_of_task(task)])
     before = await a.bundle(task)
     assert await a.delete(task)
-    await engine_a.local_changed(HistoryChange("delete", task, "s"))
+    await _delete_goes_out(engine_a, task)
     assert await engine_b.remote_changed(replica_a.docs[doc_id_of_task(task)]) == "deleted"
     return before
 
@@ -867,7 +887,7 @@ async def test_a_delete_on_a_wins_over_a_turn_b_added_offline_which_b_keeps_apar
     b_doc = {**replica_b.docs[doc_id], "_rev": "2-b"}
     heads = _heads(b)
     assert await a.delete(task)
-    await engine_a.local_changed(HistoryChange("delete", task, "s"))
+    await _delete_goes_out(engine_a, task)
     deletion = {**replica_a.docs[doc_id], "_rev": "2-a"}
     assert deletion["type"] == "deletion" and deletion["seen"]  # what A had, as digests, no text
     assert "shared" not in json.dumps(deletion)
@@ -1247,14 +1267,15 @@ async def test_a_change_whose_write_a_stopped_replication_refused_goes_out_with_
     with pytest.raises(RuntimeError):  # the step fails (and is logged): its change is kept to send
         await stopped.local_changed(HistoryChange("record", task, "s", written=bundle))
     assert await a.delete(doomed)
-    with pytest.raises(RuntimeError):
-        await stopped.local_changed(HistoryChange("delete", doomed, "t"))
+    await stopped.local_changed(HistoryChange("delete", doomed, "t"))  # held while Undo can take it back
+    with pytest.raises(RuntimeError):  # then refused: it stays held
+        await _hold_ends(stopped)
     await a.record_turn(ended("s", [*bundle.messages, _user("second", "u-second"), _reply("ok second", "a-second")],
                               message_id="a-second"), 2)  # a later turn, its change not heard by the stopped engine
     assert await a.head_task_id("s", allocate=False) == task
     replica = FakeReplica()
     restarted = SyncEngine(a, replica, deleted, unsent=unsent)
-    assert await restarted.resend() == 2
+    assert await restarted.resend() == 1 and await _hold_ends(restarted) == 1  # a start sends what is held too
     doc = replica.docs[f"conversation:{task}"]  # as history holds it now, not the refused copy
     assert "ok second" in [p["text"] for m in doc["messages"] for p in m["content"]]
     assert replica.docs[f"conversation:{doomed}"]["_deleted"] is True
@@ -1369,3 +1390,69 @@ async def test_the_conversations_a_backup_restored_with_sync_on_go_out_and_one_u
     assert renewed != x and await a.bundle(x) is None and replica_a.docs[doc_id_of_task(x)]["_deleted"] is True
     assert await engine_b.remote_changed(replica_a.docs[doc_id_of_task(renewed)]) == "added"
     assert (await b.bundle(renewed)).messages == before.messages and await b.bundle(x) is None
+
+
+async def test_a_delete_undone_before_it_went_out_never_leaves_the_device_and_the_other_devices_turn_is_kept_in_it():
+    """Undo delete while the delete is held (DESIGN.md §9, §16; §17: no copy conversation is made):
+    nothing of the delete goes out, the conversation stays under its id everywhere, and a turn another
+    device added to it meanwhile, kept aside while it was deleted here, is taken in on undo. Before, the
+    delete went out at once: the other device lost the conversation (its turn kept apart as a fragment)
+    and the undo brought it back here under a new id, one conversation split in two."""
+    from app.sync.documents import doc_id_of_task
+    from app.sync.held import HELD_KEY
+
+    a, b, task, replica_a, replica_b, engine_a, engine_b = await _syncing_pair("s", "kept")
+    await a.archive("s", (await a.bundle(task)).messages, 1)
+    doc_id = doc_id_of_task(task)
+    await engine_a.push(task)
+    assert await engine_b.remote_changed(replica_a.docs[doc_id]) == "added"
+    notices = []
+    b.changes.subscribe(lambda change: change.kind == "delete" and notices.append(change))
+    assert await a.delete(task)
+    await engine_a.local_changed(HistoryChange("delete", task, "s"))
+    assert not replica_a.docs[doc_id].get("_deleted") and json.loads(engine_a._deleted_store.get_item(HELD_KEY))
+    _, messages, _ = await b.bundle(task)  # B goes on with it meanwhile
+    await b.record_turn_in(task, ended("s", messages + [_user("on B", "u-B"), _reply("r", "a-B")], usage=None,
+                                       model="demo", duration_ms=5, message_id="a-B"))
+    await engine_b.push(task)
+    assert await engine_a.remote_changed(replica_b.docs[doc_id]) == "held"  # kept aside, not in A's history
+    assert await a.bundle(task) is None
+    assert await a.undo() == task
+    await engine_a.local_changed(HistoryChange("undo", task, "s"))
+    (item,) = (await a.page("s")).items
+    assert item.taskId == task and [m["id"] for m in (await a.bundle(task)).messages][-2:] == ["u-B", "a-B"]
+    assert not replica_a.docs[doc_id].get("_deleted") and await _hold_ends(engine_a) == 0
+    assert await engine_b.remote_changed(replica_a.docs[doc_id]) in ("same", "remote")
+    assert [i.taskId for i in (await b.page("s")).items] == [task] and notices == []
+    assert (await b.bundle(task)).messages == (await a.bundle(task)).messages
+
+
+async def test_a_held_delete_goes_out_once_undo_can_no_longer_take_it_back_even_after_the_tab_closed():
+    """The hold is kept in storage (``agentbar-sync-held``): a tab closed while Undo could still take
+    the delete back sends it at the next start, once that time went by; another device's version that
+    came meanwhile was kept aside and is dropped (the deletion goes out over it, naming what this
+    device had, so that device keeps its own turn apart, DESIGN.md §16)."""
+    from app.sync.documents import doc_id_of_task
+
+    a, b, task, replica_a, replica_b, engine_a, engine_b = await _syncing_pair("s", "doomed")
+    await a.archive("s", (await a.bundle(task)).messages, 1)
+    doc_id = doc_id_of_task(task)
+    await engine_a.push(task)
+    await engine_b.remote_changed(replica_a.docs[doc_id])
+    storage = engine_a._deleted_store
+    assert await a.delete(task)
+    await engine_a.local_changed(HistoryChange("delete", task, "s"))
+    _, messages, _ = await b.bundle(task)
+    await b.record_turn_in(task, ended("s", messages + [_user("on B", "u-B"), _reply("r", "a-B")], usage=None,
+                                       model="demo", duration_ms=5, message_id="a-B"))
+    await engine_b.push(task)
+    assert await engine_a.remote_changed(replica_b.docs[doc_id]) == "held"
+    again = SyncEngine(a, replica_a, storage)  # the tab closed; a later start
+    assert await again.release() == 0 and not replica_a.docs[doc_id].get("_deleted")  # Undo's time not over
+    assert await _hold_ends(again) == 1
+    deletion = replica_a.docs[doc_id]
+    assert deletion["_deleted"] is True and deletion["seen"] and await a.bundle(task) is None
+    assert await _hold_ends(again) == 0 and await again.remote_changed(replica_b.docs[doc_id]) == "redeleted"
+    assert await engine_b.remote_changed(deletion) == "deleted"  # B keeps its own turn apart
+    (apart,) = (await b.page("s")).items
+    assert apart.taskId != task and [m["id"] for m in (await b.bundle(apart.taskId)).messages] == ["u-B", "a-B"]

@@ -17,7 +17,8 @@ from app.history.tree import Tree
 from app.storage import MemoryStorage
 from app.sync.documents import conversation_doc, conversation_of, doc_id_of_task
 from app.sync.engine import LEAVES, SyncEngine
-from tests.unit.test_sync import DEVICE_T0, FakeReplica, LeafReplica, _device, _device_turn, _reply, _user
+from tests.unit.test_sync import (DEVICE_T0, FakeReplica, LeafReplica, _delete_goes_out, _device, _device_turn, _reply,
+                                  _user)
 from tests.unit.turn_events import ended
 
 TASK = "task_20261201_abcdef"
@@ -339,8 +340,7 @@ async def test_a_delete_keeps_apart_the_turns_on_any_branch_the_deleting_device_
     assert _ids(held.messages)[-1] == "a-A" and "a-B" not in _ids(held.messages)  # B's own turn on a branch
     # A deletes what it had (never B's turn): B keeps its own turn apart, though it is not on the shown path
     assert await a.delete(task)
-    await engine_a.local_changed(HistoryChange(
-        "delete", task, "s"))
+    await _delete_goes_out(engine_a, task)
     deletion = {**replica_a.docs[doc_id], "_rev": "9-a"}
     assert await engine_b.remote_changed(deletion) == "deleted"
     (apart,) = (await b.page("s")).items
@@ -363,8 +363,7 @@ async def test_a_delete_keeps_apart_the_turns_on_any_branch_the_deleting_device_
     held = await c.bundle(task)
     assert len(held.branching.tree(held.messages)) == 6
     assert await c.delete(task)
-    await engine_c.local_changed(HistoryChange(
-        "delete", task, "s"))
+    await _delete_goes_out(engine_c, task)
     assert await engine_d.remote_changed({**replica_c.docs[doc_id], "_rev": "9-c"}) == "deleted"
     assert await d.total("s") == 0  # nothing kept apart: C had every turn of every branch
 
@@ -377,7 +376,7 @@ async def test_an_undo_after_the_delete_went_out_comes_back_under_a_new_id_with_
     before = await a.bundle(task)
     assert before.branching.branches
     assert await a.delete(task)
-    await engine_a.local_changed(HistoryChange("delete", task, "s"))
+    await _delete_goes_out(engine_a, task)
     assert await a.undo() == task
     await engine_a.local_changed(HistoryChange("undo", task, "s"))  # its deletion went out: a new id here
     (item,) = (await a.page("s")).items
