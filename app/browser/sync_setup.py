@@ -33,6 +33,9 @@
   fails and is logged (a slice it was taking in keeps its sequence unsaved, so the next start takes
   it in again), where a step left waiting for ever held every later one, the next start's intake
   among them, so that start never read ``synced`` and the watchdog called it stalled.
+- A delete made here is held while Undo can take it back (``app.sync.held``): a timer set at the
+  delete, ``UNDO_MS`` and ``RELEASE_AFTER_MS`` later, and every start (a tab closed meanwhile) send
+  what is due (``SyncEngine.release``).
 - A server the worker's Content-Security-Policy refuses (``connect-src``, the build's
   ``--connect-src``) is ``error`` with the reason ``blocked``, not ``offline``.
 - A window whose IndexedDB keeps no Blob (WebKit's private windows), where PouchDB never answers, is
