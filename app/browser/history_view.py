@@ -156,17 +156,9 @@ class HistoryView:
         """After ready: reconcile the stored threads with history, then show the active turn meta.
         Each course is read in a task of its own and each adopted course written in one, so no
         task after ready runs over 50 ms (DESIGN.md §13); a course saved again meanwhile is
-        reconciled as it is stored then (``refreshed``). A course whose stored thread lost messages
-        to a damaged value is mended from history first (``ActiveThread.mend``), so reconciling
-        never keeps the damaged thread as a branch of its own conversation (DESIGN.md §5, §17); one whose
-        stored thread is a strict start of what history holds (a turn too big for localStorage) shows
-        history's path (``ActiveThread.catch_up``)."""
-        for stage_id in self.store.take_repaired():
-            await self.threads.mend(stage_id)
-            await next_task()
-        for stage_id in self.store.stage_ids():  # a turn history recorded that localStorage could not keep
-            if await self.threads.catch_up(stage_id):
-                await next_task()
+        reconciled as it is stored then (``refreshed``). Damaged or short stored threads are settled
+        with history first (``ActiveThread.settle``)."""
+        await self.threads.settle(next_task)
         threads = {}
         for stage_id, thread in iter_stored_threads(self.store):
             threads[stage_id] = thread

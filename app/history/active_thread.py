@@ -96,6 +96,19 @@ class ActiveThread:
             await self._recorder.run(stage_id, lambda: self._service.show_path_in(task_id, path))
         return await self.resume(stage_id, task_id) is not None
 
+    async def settle(self, pause: Callable[[], Awaitable[Any]]) -> None:
+        """At start-up, before reconciling (``HistoryView.start``): each course whose stored thread lost
+        messages to a damaged value is mended from history (``mend``; the store's ``take_repaired``),
+        then each whose stored thread is a strict start of what history holds shows history's path
+        (``catch_up``), so reconciling never keeps either as a branch of its own conversation
+        (DESIGN.md §5, §17). ``pause`` is awaited after each course written (a task each, §13)."""
+        for stage_id in self._store.take_repaired():
+            await self.mend(stage_id)
+            await pause()
+        for stage_id in self._store.stage_ids():  # a turn history recorded that localStorage could not keep
+            if await self.catch_up(stage_id):
+                await pause()
+
     async def catch_up(self, stage_id: str) -> bool:
         """At start-up, after a turn too big for ``maic-agent-threads`` that history recorded (it stayed
         in memory, DESIGN.md §5): when course ``stage_id``'s stored thread is a strict start of the

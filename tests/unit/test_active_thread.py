@@ -284,8 +284,9 @@ async def test_a_turn_too_big_for_the_thread_store_that_history_recorded_is_said
 
 async def test_a_reload_after_a_turn_too_big_for_the_thread_store_shows_the_turn_history_recorded():
     """The turn kept in memory is in history, not in ``maic-agent-threads``: after a reload the stored
-    thread is the start of the conversation's shown path, and ``catch_up`` makes that path the thread,
-    so the turn is shown again and the next one goes on below it, with no branch (DESIGN.md §5, §16)."""
+    thread is the start of the conversation's shown path, and ``catch_up`` (start-up's ``settle``)
+    makes that path the thread, so the turn is shown again and the next one goes on below it, with no
+    branch (DESIGN.md §5, §16)."""
     runtime, store, service, recorder, _, _ = await _course()
     await _turn(runtime, recorder, "first")
     store.storage.quota = store.storage.used + 10
@@ -301,9 +302,13 @@ async def test_a_reload_after_a_turn_too_big_for_the_thread_store_shows_the_turn
     runtime2.hydrate()
     runtime2.set_stage("s")
     caught = ActiveThread(runtime2, again, service, recorder, lambda: next(now))
-    assert await caught.catch_up("s")
+    pauses = []
+
+    async def pause():
+        pauses.append(1)
+    await caught.settle(pause)  # start-up's step: every stored course, a task after each course written
     assert again.load("s") == shown and len(runtime2.messages) == 4  # the panel shows the kept turn
-    assert not await caught.catch_up("s")  # once shown, nothing to do
+    assert pauses == [1] and not await caught.catch_up("s")  # once shown, nothing to do
     await _turn(runtime2, recorder, "after reload")
     tree = await service.branches("s")
     assert _texts(tree.path()) == ["first", "kept " * 100, "after reload"] and len(tree) == 6  # no branch
