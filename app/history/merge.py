@@ -348,7 +348,7 @@ def join(here: Any, other: Any, *, written_here: bool = False) -> tuple[Merged, 
     """Two versions of one conversation as one: ``merge_conversation`` of ``here`` (this device's) and
     ``other`` (another device's, a file's, the deleted one an undo brings back), each dated by its
     meta's ``updatedAt``, and the meta kept (``merged_meta``). ``here`` and ``other`` are
-    ``app.history.repository.Conversation``\ s (or anything with ``meta``, ``messages``, ``turns``
+    ``app.history.repository.Conversation`` objects (or anything with ``meta``, ``messages``, ``turns``
     and ``branching``). ``written_here``: the join is this device's own write (an import, an undo),
     so its ``updatedAt`` is later than ``here``'s, as a turn's is: the conversation stays where the
     list put it last and what a tab remembered of it is stale. Sync passes False: both devices must

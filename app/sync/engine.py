@@ -236,7 +236,9 @@ class SyncEngine:
         doc_id = doc_id_of_task(task_id)
         if change.kind == "delete":  # held while Undo can take it back (release), naming the turns this device had
             had = self.history.deleted_paths(task_id) or []  # every branch's turns (DESIGN.md §17), never their text
-            self.held.hold(doc_id, sorted({d for path in had for d in turn_digests(path)}))
+            seen = sorted({d for path in had for d in turn_digests(path)})
+            if not self.held.hold(doc_id, seen):  # a hold the storage cannot keep would die with the tab: out now
+                await self._delete_out(doc_id, seen)
             return
         aside = self.held.cancel(doc_id)  # back before its deletion went out: it never will
         if aside:  # another device's version that came meanwhile is taken in now
@@ -260,11 +262,16 @@ class SyncEngine:
         page's timer after each delete, and every start: a tab closed meanwhile sends it then)."""
         released = 0
         for doc_id, seen in self.held.due():
-            self.tombstones.delete(doc_id)
-            await self.replica.remove(doc_id, {"type": DELETION, "seen": seen})
+            await self._delete_out(doc_id, seen)
             self.held.done(doc_id)
             released += 1
         return released
+
+    async def _delete_out(self, doc_id: str, seen: list[str]) -> None:
+        """The deletion of ``doc_id`` goes out: its id kept as deleted, its document removed, naming the
+        turns this device had (``seen``, digests)."""
+        self.tombstones.delete(doc_id)
+        await self.replica.remove(doc_id, {"type": DELETION, "seen": seen})
 
     async def push(self, task_id: str) -> bool:
         """Write ``task_id``'s document as history holds it; False when history has none, or when its

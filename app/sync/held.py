@@ -15,7 +15,8 @@ device keeps the turns it made apart, as for any delete, §16).
 
 The storage is read again at each step and before each batch of another device's documents
 (``read``), and taken when it changed: another tab's hold counts (one tab replicates, any tab may
-delete). A storage that is blocked or full keeps the holds for this page.
+delete). A hold the storage cannot keep (blocked, full) is not made: that deletion goes out at once,
+as before holds (an undo then brings the conversation back under a new id, docs/sync.md).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class HeldDeletes:
     >>> now = [1_000]
     >>> held = HeldDeletes(MemoryStorage(), lambda: now[0])
     >>> held.hold("conversation:t", ["d1"])
+    True
     >>> held.keeps_aside("conversation:t", {"_id": "conversation:t"}), held.due()
     (True, [])
     >>> now[0] += UNDO_MS + 1
@@ -74,20 +76,26 @@ class HeldDeletes:
                       for doc_id, hold in (held.items() if isinstance(held, dict) else ())
                       if isinstance(hold, dict) and type(hold.get("at")) is int}
 
-    def _write(self) -> None:
+    def _write(self) -> bool:
         raw = json.dumps(self._held, sort_keys=True)
         try:
             self._store.set_item(HELD_KEY, raw)
-        except Exception:  # noqa: BLE001 - blocked or full: held for this page only
-            return
+        except Exception:  # noqa: BLE001 - blocked or full: not kept for a later start
+            return False
         self._raw = raw
+        return True
 
-    def hold(self, doc_id: str, seen: list[str]) -> None:
+    def hold(self, doc_id: str, seen: list[str]) -> bool:
         """Hold the deletion of ``doc_id`` from now on; ``seen``: the digests of the turns this device
-        had (``app.sync.documents.turn_digests``), which the deletion will name."""
+        had (``app.sync.documents.turn_digests``), which the deletion will name. False, and nothing
+        held, when the storage cannot keep the hold (full, blocked): a tab closed before Undo's time
+        is over would never send the deletion, so the caller sends it at once (DESIGN.md §5)."""
         self.read()
         self._held[doc_id] = {"at": self._clock(), "seen": list(seen)}
-        self._write()
+        if self._write():
+            return True
+        del self._held[doc_id]
+        return False
 
     def keeps_aside(self, doc_id: str, doc: dict[str, Any]) -> bool:
         """True when the deletion of ``doc_id`` is held (as last ``read``): then ``doc`` (another

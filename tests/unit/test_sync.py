@@ -1427,6 +1427,25 @@ async def test_a_delete_undone_before_it_went_out_never_leaves_the_device_and_th
     assert (await b.bundle(task)).messages == (await a.bundle(task)).messages
 
 
+async def test_a_delete_whose_hold_the_storage_cannot_keep_goes_out_at_once():
+    """localStorage full (or blocked): the hold could not be kept for a later start, so a tab closed
+    within Undo's time never sent the deletion and the devices disagreed for good, silently. Such a
+    delete goes out at once, as before holds (DESIGN.md §5, §16)."""
+    from app.sync.documents import doc_id_of_task
+    from app.sync.held import HELD_KEY
+
+    a, b, task, replica_a, replica_b, engine_a, engine_b = await _syncing_pair("s", "doomed")
+    await a.archive("s", (await a.bundle(task)).messages, 1)
+    doc_id = doc_id_of_task(task)
+    await engine_a.push(task)
+    storage = engine_a._deleted_store
+    storage.quota = storage.used  # full: nothing more fits
+    assert await a.delete(task)
+    await engine_a.local_changed(HistoryChange("delete", task, "s"))
+    assert replica_a.docs[doc_id].get("_deleted") is True and replica_a.docs[doc_id]["seen"]
+    assert storage.get_item(HELD_KEY) is None and engine_a.held.due() == []
+
+
 async def test_a_held_delete_goes_out_once_undo_can_no_longer_take_it_back_even_after_the_tab_closed():
     """The hold is kept in storage (``agentbar-sync-held``): a tab closed while Undo could still take
     the delete back sends it at the next start, once that time went by; another device's version that
