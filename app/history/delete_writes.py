@@ -91,7 +91,7 @@ class DeleteWrites:
                 here = await self._repository.conversation(task_id)
                 gone = _conversation_of(deleted.stored)
                 if here is not None and gone is not None:
-                    merged, kept = join(here, gone, written_here=True)
+                    merged, kept = join(here, gone)
                     if merged.how != "local":  # the deleted one held what is here now lacks
                         writes.expect(here.meta)
                         writes.keep(kept, merged.messages, merged.turns,

@@ -106,7 +106,7 @@ class ImportWrites:
         for another device's version); then the course's remembered state is dropped, so its next turn
         reads the conversation whole and never writes over what the file added."""
         theirs = Conversation(meta.model_copy(update={"stageId": here.meta.stageId}), messages, turns, branching)
-        merged, kept = join(here, theirs, written_here=True)
+        merged, kept = join(here, theirs)
         writes = Writes()
         writes.expect(here.meta)
         await writes.keep_in_steps(kept, merged.messages, merged.turns, pause=at_once,

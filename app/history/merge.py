@@ -344,15 +344,14 @@ def merged_meta(local: TaskMeta, remote: TaskMeta, merged: Merged) -> TaskMeta:
     return merged_names(spanning, remote)
 
 
-def join(here: Any, other: Any, *, written_here: bool = False) -> tuple[Merged, TaskMeta]:
-    """Two versions of one conversation as one: ``merge_conversation`` of ``here`` (this device's) and
-    ``other`` (another device's, a file's, the deleted one an undo brings back), each dated by its
-    meta's ``updatedAt``, and the meta kept (``merged_meta``). ``here`` and ``other`` are
-    ``app.history.repository.Conversation`` objects (or anything with ``meta``, ``messages``, ``turns``
-    and ``branching``). ``written_here``: the join is this device's own write (an import, an undo),
-    so its ``updatedAt`` is later than ``here``'s, as a turn's is: the conversation stays where the
-    list put it last and what a tab remembered of it is stale. Sync passes False: both devices must
-    keep the same meta (DESIGN.md §16).
+def join(here: Any, other: Any) -> tuple[Merged, TaskMeta]:
+    """Two versions of one conversation joined by this device's own write (an import of its file, an
+    undo that finds it back): ``merge_conversation`` of ``here`` (what is kept here) and ``other``,
+    each dated by its meta's ``updatedAt``, and the meta kept (``merged_meta``), dated later than
+    ``here``'s as a turn's is, so the conversation stays where the list put it last and what a tab
+    remembered of it is stale. ``here`` and ``other`` are ``app.history.repository.Conversation``
+    objects (or anything with ``meta``, ``messages``, ``turns`` and ``branching``). Sync merges with
+    ``merge_conversation`` itself: both devices must keep the same meta (DESIGN.md §16).
 
     >>> from types import SimpleNamespace as C
     >>> a = TaskMeta(taskId="task_20260101_abcdef", taskName="a", stageId="s", createdAt=5, updatedAt=9)
@@ -360,7 +359,7 @@ def join(here: Any, other: Any, *, written_here: bool = False) -> tuple[Merged, 
     >>> here = C(meta=a, messages=q, turns=[], branching=NO_BRANCHES)
     >>> other = C(meta=a.model_copy(update={"updatedAt": 4}), messages=q + [{"role": "assistant", "id": "r"}],
     ...           turns=[], branching=NO_BRANCHES)
-    >>> merged, meta = join(here, other, written_here=True)
+    >>> merged, meta = join(here, other)
     >>> merged.how, meta.updatedAt
     ('remote', 10)
     """
@@ -368,7 +367,7 @@ def join(here: Any, other: Any, *, written_here: bool = False) -> tuple[Merged, 
                                 (other.messages, other.turns, other.branching),
                                 local_at=here.meta.updatedAt, remote_at=other.meta.updatedAt)
     meta = merged_meta(here.meta, other.meta, merged)
-    if written_here and meta.updatedAt <= here.meta.updatedAt:
+    if meta.updatedAt <= here.meta.updatedAt:
         meta = meta.model_copy(update={"updatedAt": here.meta.updatedAt + 1})
     return merged, meta
 

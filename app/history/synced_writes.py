@@ -12,7 +12,7 @@ from dataclasses import replace
 from app.history.access import HistoryAccess, guarded
 from app.history.branching import NO_BRANCHES, Branching
 from app.history.changes import HistoryChange
-from app.history.merge import Merged, join, merged_meta, settled_meta
+from app.history.merge import Merged, merge_conversation, merged_meta, settled_meta
 from app.history.name_writes import NameWrites
 from app.history.names import merged_names
 from app.history.records import TaskMeta, TurnMeta, new_task_id
@@ -102,7 +102,8 @@ class SyncedWrites:
         when nothing is to be written but a rename or pin at most (taken here), else the meta and the
         ``Merged`` to write and whether both held the same messages, turns and tree (so the active
         thread needs no rebuild). Called under the writers' lock."""
-        merged, joined = join(held, Conversation(meta, messages, turns, branching))
+        merged = merge_conversation((held.messages, held.turns, held.branching), (messages, turns, branching),
+                                    local_at=held.meta.updatedAt, remote_at=meta.updatedAt)
         alike = merged.how == "local" and held.messages == messages and held.turns == turns \
             and _same_tree(held.branching, branching)
         if alike:  # one conversation, two metas: both devices settle on the later change of each field
@@ -115,7 +116,7 @@ class SyncedWrites:
         if merged.how == "local":
             await self._names.take_names(held.meta, meta)  # the later rename or pin of each (§18)
             return "local"
-        return joined, merged, False
+        return merged_meta(held.meta, meta, merged), merged, False
 
     async def apply_many(self, items: list[Conversation]) -> list[str]:
         """``apply`` for each of ``items`` ((meta, messages, turns), in arrival order): one
