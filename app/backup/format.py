@@ -54,7 +54,7 @@ from app.history.changes import HistoryChange
 from app.history.limits import MAX_CONVERSATION_CHARS, text_chars
 from app.history.merge import merge_conversation, merged_meta
 from app.history.records import MAX_SAFE_INTEGER, TaskMeta, TurnMeta
-from app.history.tree import Tree
+from app.history.tree import Tree, kinship
 from app.history.text import copy_title
 from app.store.jsjson import js_json
 
@@ -506,12 +506,9 @@ def _joined(here: dict, item: dict) -> tuple[str, dict | None]:
     the line to write: the union of both trees, the later side's choices shown (each side's
     ``updatedAt``), turn metas of both by ``messageId``, the meta (``app.history.merge.merged_meta``)
     counting every turn."""
-    mine, theirs = _tree(here), _tree(item)
-    shared = [i for i in theirs.ids if i in mine]
-    if not shared or any(mine.nodes[i] != theirs.nodes[i] or mine.parent(i) != theirs.parent(i) for i in shared):
-        return "apart", None
-    if len(shared) == len(theirs):
-        return "present", None
+    kin = kinship(_tree(here), _tree(item))
+    if kin != "grows":
+        return ("apart" if kin == "apart" else "present"), None
     try:
         local_meta = TaskMeta.model_validate(here["meta"])
     except ValidationError:  # a damaged record here: the backup's meta stands for it

@@ -24,7 +24,7 @@ from app.history.names import NAME_GRAPHEMES
 from app.history.records import TaskMeta, TurnMeta, new_task_id
 from app.history.repository import Conversation, HistoryRepository, Writes
 from app.history.text import TITLE_GRAPHEMES, copy_title, cut_title, text_needs_segmenter, title_of
-from app.history.tree import Tree
+from app.history.tree import Tree, kinship
 from app.history.turn_writes import at_once
 
 __all__ = ["ImportWrites"]
@@ -123,8 +123,5 @@ def _joined(here: Conversation, messages: list[dict], branches: list[dict], show
     restore compares them, ``app.backup.format.plan_merge``): ``exists`` when ``here`` holds every
     message of it, ``copy`` when they share no message or a message of one id differs in content or
     place (another conversation), else ``extended`` (one conversation, continued or branched)."""
-    mine, theirs = here.tree, Tree.from_record(messages, branches, shown)
-    shared = [i for i in theirs.ids if i in mine]
-    if not shared or any(mine.nodes[i] != theirs.nodes[i] or mine.parent(i) != theirs.parent(i) for i in shared):
-        return "copy"
-    return "exists" if len(shared) == len(theirs) else "extended"
+    return {"apart": "copy", "held": "exists", "grows": "extended"}[
+        kinship(here.tree, Tree.from_record(messages, branches, shown))]

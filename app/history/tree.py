@@ -31,11 +31,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 from app.continuity import derived_ids
 
-__all__ = ["ROOT", "Tree", "beside_path", "readable_path", "with_ids"]
+__all__ = ["ROOT", "Tree", "beside_path", "kinship", "readable_path", "with_ids"]
 
 ROOT = ""
 """The parent key of a first message (its fork is keyed ``""`` in ``shown``)."""
@@ -489,3 +489,21 @@ class Tree:
         """
         shown = {key: self._shown_child(key) for key, kids in self._children.items() if len(kids) > 1}
         return [self._with_parent(i) for i in self.nodes], {k: v for k, v in shown.items() if v is not None}
+
+
+def kinship(mine: "Tree", theirs: "Tree") -> Literal["apart", "held", "grows"]:
+    """How a conversation ``theirs`` (a file's, a backup's) stands to ``mine``, the one kept under its
+    id (DESIGN.md §14: merge by id, never a copy of one conversation): ``apart`` when they share no
+    message, or a message of one id differs in content or parent on each side (another
+    conversation); ``held`` when ``mine`` holds every message of ``theirs``; else ``grows`` (one
+    conversation, continued or branched in ``theirs``).
+
+    >>> a = Tree.from_record([{"role": "user", "id": "q"}], [], {})
+    >>> b = Tree.from_record([{"role": "user", "id": "q"}, {"role": "assistant", "id": "r"}], [], {})
+    >>> kinship(b, a), kinship(a, b), kinship(a, Tree.from_record([{"role": "user", "id": "x"}], [], {}))
+    ('held', 'grows', 'apart')
+    """
+    shared = [i for i in theirs.ids if i in mine]
+    if not shared or any(mine.nodes[i] != theirs.nodes[i] or mine.parent(i) != theirs.parent(i) for i in shared):
+        return "apart"
+    return "held" if len(shared) == len(theirs) else "grows"
